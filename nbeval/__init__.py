@@ -1,0 +1,91 @@
+"""nbeval: evaluate LLM and RAG applications from a notebook, the command line or CI.
+
+    import nbeval
+    result = nbeval.evaluate("lab.json", ["rouge", "text_matching"])
+    result.leaderboard("rouge")
+
+Everything below is loaded on first use, so ``import nbeval`` stays fast and imports no pandas,
+torch, transformers, openai or ipywidgets.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it
+_EXPORTS = {
+    "evaluate": "nbeval.engine",
+    "Plan": "nbeval.engine",
+    "EvaluationResult": "nbeval.results",
+    "load_result": "nbeval.results",
+    "evaluator": "nbeval.evaluators.registry",
+    "register": "nbeval.evaluators.registry",
+    "catalogue": "nbeval.evaluators.registry",
+    "list_evaluators": "nbeval.evaluators.registry",
+    "Evaluator": "nbeval.evaluators.base",
+    "EvaluatorSpec": "nbeval.evaluators.base",
+    "MetricSpec": "nbeval.evaluators.base",
+    "Score": "nbeval.evaluators.base",
+    "Aggregate": "nbeval.evaluators.base",
+    "Embed": "nbeval.evaluators.base",
+    "Chat": "nbeval.evaluators.base",
+    "bool_score": "nbeval.evaluators.base",
+    "Chunk": "nbeval.data.model",
+    "Relationship": "nbeval.data.model",
+    "TestCase": "nbeval.data.model",
+    "Test": "nbeval.data.model",
+    "TestSuite": "nbeval.data.model",
+    "TestLab": "nbeval.data.model",
+    "ModelInfo": "nbeval.data.model",
+    "LlmDataset": "nbeval.data.model",
+    "Row": "nbeval.data.model",
+    "load": "nbeval.data.readers",
+    "parse_condition": "nbeval.conditions",
+    "Condition": "nbeval.conditions",
+    "demo_lab": "nbeval.demo",
+    "split_sentences": "nbeval.text",
+    "NbevalError": "nbeval.errors",
+    "DataError": "nbeval.errors",
+    "ConditionError": "nbeval.errors",
+    "EvaluatorError": "nbeval.errors",
+    "UnknownEvaluator": "nbeval.errors",
+    "MissingDependency": "nbeval.errors",
+    "JudgeNotConfigured": "nbeval.errors",
+    "ResourceError": "nbeval.errors",
+    "RegexTimeout": "nbeval.errors",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        msg = f"module 'nbeval' has no attribute '{name}'"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+if TYPE_CHECKING:  # for type checkers and IDEs only
+    from nbeval.conditions import Condition, parse_condition
+    from nbeval.data.model import (Chunk, LlmDataset, ModelInfo, Relationship, Row, Test, TestCase,
+                                   TestLab, TestSuite)
+    from nbeval.data.readers import load
+    from nbeval.demo import demo_lab
+    from nbeval.engine import Plan, evaluate
+    from nbeval.errors import (ConditionError, DataError, EvaluatorError, JudgeNotConfigured,
+                               MissingDependency, NbevalError, RegexTimeout, ResourceError,
+                               UnknownEvaluator)
+    from nbeval.evaluators.base import Aggregate, Chat, Embed, Evaluator, EvaluatorSpec, MetricSpec, Score, bool_score
+    from nbeval.evaluators.registry import catalogue, evaluator, list_evaluators, register
+    from nbeval.results import EvaluationResult, load_result
+    from nbeval.text import split_sentences

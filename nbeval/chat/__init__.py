@@ -1,0 +1,42 @@
+"""Chat models: the judge that grades, and the evaluated models that answer.
+
+One small interface (:class:`ChatModel`: messages in, :class:`ChatReply` out) with three
+implementations, and :class:`ChatClient`, which asks one model many things at once with bounded
+concurrency, timeouts, retries, an on-disk cache and token/cost accounting::
+
+    from nbeval.chat import ChatClient
+    client = ChatClient("gpt-4o-mini", concurrency=8)          # or judge=my_function, "hf:gpt2", ...
+    replies = client.run_many([([{"role": "user", "content": "Hi"}], {"temperature": 0})])
+    client.usage_totals()
+
+Importing this package is cheap: ``openai``, ``transformers`` and ``torch`` load on first use.
+"""
+
+from __future__ import annotations
+
+from nbeval.chat.base import ChatError, ChatModel, ChatReply, Usage
+from nbeval.chat.cache import ChatCache, default_cache_path
+from nbeval.chat.callable_chat import CallableChat
+from nbeval.chat.client import ChatClient, ChatFailure, ChatResult, Plan, UsageTotals
+from nbeval.chat.config import judge_help_text, resolve_chat_model
+from nbeval.chat.hf_chat import HFChat
+from nbeval.chat.openai_chat import OpenAIChat
+
+__all__ = [
+    "CallableChat",
+    "ChatCache",
+    "ChatClient",
+    "ChatError",
+    "ChatFailure",
+    "ChatModel",
+    "ChatReply",
+    "ChatResult",
+    "HFChat",
+    "OpenAIChat",
+    "Plan",
+    "Usage",
+    "UsageTotals",
+    "default_cache_path",
+    "judge_help_text",
+    "resolve_chat_model",
+]

@@ -1,0 +1,166 @@
+"""The chat-model interface: messages in, a :class:`ChatReply` out.
+
+Anything with a ``name``, a ``chat`` method and a ``cache_identity`` method is a chat model
+(:class:`ChatModel` is a structural protocol). The implementations shipped with nbeval are
+:class:`~nbeval.chat.openai.OpenAIChat` (any OpenAI-compatible endpoint),
+:class:`~nbeval.chat.hf.HFChat` (a local Hugging Face causal LM) and
+:class:`~nbeval.chat.callable.CallableChat` (any Python function).
+
+A model signals a failed call by raising :class:`ChatError`; its ``retryable`` flag tells the
+:class:`~nbeval.chat.client.ChatClient` whether trying again can help (rate limits, server errors,
+timeouts, dropped connections) or not (a bad request, a wrong key).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from nbeval.errors import ResourceError
+
+__all__ = [
+    "Usage",
+    "ChatReply",
+    "ChatModel",
+    "ChatError",
+    "Message",
+    "normalize_messages",
+    "messages_to_prompt",
+    "estimate_tokens",
+    "redact",
+]
+
+#: One chat message: ``{"role": "system" | "user" | "assistant", "content": "..."}``.
+Message = Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens spent by one call (zeros when the model does not report them)."""
+
+    prompt_tokens: int = 0
+    """Tokens read: the messages sent."""
+    completion_tokens: int = 0
+    """Tokens written: the reply."""
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.prompt_tokens + other.prompt_tokens,
+                     self.completion_tokens + other.completion_tokens)
+
+    @classmethod
+    def from_any(cls, value: Any) -> Usage:
+        """A :class:`Usage` from ``None``, a ``Usage``, a mapping or an object with token attributes."""
+        if value is None:
+            return cls()
+        if isinstance(value, Usage):
+            return value
+        get = value.get if isinstance(value, Mapping) else lambda k, d=None: getattr(value, k, d)
+        prompt = get("prompt_tokens", None)
+        completion = get("completion_tokens", None)
+        # Some servers (and HF-style dicts) use input/output naming instead.
+        prompt = get("input_tokens", 0) if prompt is None else prompt
+        completion = get("output_tokens", 0) if completion is None else completion
+        return cls(int(prompt or 0), int(completion or 0))
+
+
+@dataclass(frozen=True)
+class ChatReply:
+    """A chat model's answer to one request."""
+
+    text: str
+    """The reply's text."""
+    usage: Usage
+    """Tokens spent by the call that produced it (for a cached reply: by the original call)."""
+    model: str
+    """The model that answered, as it names itself (the server's model name where it gives one)."""
+    cached: bool = False
+    """Whether this reply came from the on-disk cache rather than a fresh call."""
+    duration_s: float = 0.0
+    """Seconds the call took (for a cached reply: the original call's time)."""
+    cost: float | None = None
+    """US dollars the call cost, when a price is known (``None`` otherwise)."""
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """What nbeval needs from a chat model. Implementations must be safe to call from threads."""
+
+    name: str
+
+    def chat(self, messages: Sequence[Message], *, timeout: float | None = None,
+             **params: Any) -> ChatReply:
+        """Answer ``messages``. ``params`` are generation parameters (``temperature``,
+        ``max_tokens``...); ``timeout`` bounds the call in seconds where the model can honour it.
+        Raise :class:`ChatError` when the call fails."""
+        ...
+
+    def cache_identity(self) -> str:
+        """A string naming what answers (endpoint and model). Never contains a secret."""
+        ...
+
+
+class ChatError(ResourceError):
+    """One chat call failed.
+
+    ``retryable`` says whether the same request may succeed later; ``retry_after`` is the delay
+    (seconds) the server asked for, if any; ``status`` the HTTP status where there was one;
+    ``rate_limited`` marks 429 replies, which pause every worker of a client, not just one.
+    """
+
+    def __init__(self, message: str, *, retryable: bool = False, retry_after: float | None = None,
+                 status: int | None = None, rate_limited: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.retry_after = retry_after
+        self.status = status
+        self.rate_limited = rate_limited
+
+
+def normalize_messages(messages: Any) -> list[dict[str, str]]:
+    """Messages as a list of plain ``{"role", "content"}`` dicts; a bare string is one user message."""
+    if isinstance(messages, str):
+        return [{"role": "user", "content": messages}]
+    out: list[dict[str, str]] = []
+    for i, m in enumerate(messages):
+        if not isinstance(m, Mapping) or "content" not in m:
+            msg = f"message {i} must be a mapping with 'role' and 'content', got {m!r}"
+            raise TypeError(msg)
+        out.append({**{str(k): v for k, v in m.items()}, "role": str(m.get("role", "user"))})
+    return out
+
+
+def messages_to_prompt(messages: Iterable[Message]) -> str:
+    """Flatten messages into one prompt string.
+
+    A lone user message becomes its content unchanged; otherwise each message is written as
+    ``Role: content`` separated by blank lines.
+    """
+    msgs = list(messages)
+    if len(msgs) == 1 and msgs[0].get("role", "user") == "user":
+        return str(msgs[0]["content"])
+    return "\n\n".join(f"{str(m.get('role', 'user')).capitalize()}: {m['content']}" for m in msgs)
+
+
+def estimate_tokens(text: str) -> int:
+    """A rough token count: one token per four characters, rounded up."""
+    return math.ceil(len(text) / 4)
+
+
+_KEY_PATTERNS = re.compile(
+    r"(sk-[A-Za-z0-9_\-*]{8,}|(?i:bearer)\s+[A-Za-z0-9_\-.=*]{8,}|hf_[A-Za-z0-9]{10,})"
+)
+
+
+def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
+    """``text`` with the given secrets, and anything that looks like an API key, replaced by ``***``."""
+    for s in secrets:
+        if s and len(s) >= 4:
+            text = text.replace(s, "***")
+    return _KEY_PATTERNS.sub("***", text)

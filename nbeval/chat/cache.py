@@ -1,0 +1,144 @@
+"""An on-disk cache of chat replies (SQLite), shared by threads and processes.
+
+A reply is keyed by the SHA-256 of the model's cache identity (endpoint and model, never a key),
+the generation parameters (sorted) and the exact messages, and is written the moment it arrives,
+so a run that is killed keeps every reply it got and a re-run asks only for what is missing.
+
+The database runs in WAL mode with a busy timeout: several threads of one process share one
+connection behind a lock, several processes each open their own and wait for each other's writes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from nbeval.chat.base import ChatReply, Message, Usage
+
+__all__ = ["ChatCache", "cache_key", "default_cache_path", "ENV_CACHE_DIR"]
+
+ENV_CACHE_DIR = "NBEVAL_CACHE_DIR"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS replies (
+    key TEXT PRIMARY KEY,
+    identity TEXT NOT NULL,
+    text TEXT NOT NULL,
+    reply_model TEXT NOT NULL,
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    duration_s REAL NOT NULL,
+    cost REAL,
+    created REAL NOT NULL
+)
+"""
+
+
+def default_cache_path() -> Path:
+    """``$NBEVAL_CACHE_DIR/chat.sqlite``, else ``$XDG_CACHE_HOME/nbeval/chat.sqlite``, else ``~/.cache/nbeval/chat.sqlite``."""
+    env = os.environ.get(ENV_CACHE_DIR)
+    if env:
+        return Path(env).expanduser() / "chat.sqlite"
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join("~", ".cache")
+    return Path(base).expanduser() / "nbeval" / "chat.sqlite"
+
+
+def cache_key(identity: str, messages: Sequence[Message], params: Mapping[str, Any] | None = None) -> str:
+    """The cache key of one request: a hex SHA-256 over identity, sorted params and exact messages."""
+    payload = json.dumps(
+        {"model": identity, "params": dict(params or {}), "messages": [dict(m) for m in messages]},
+        sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr,
+    )
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+class ChatCache:
+    """Replies on disk at ``path`` (default: :func:`default_cache_path`)."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, busy_timeout_s: float = 60.0) -> None:
+        self.path = Path(path).expanduser() if path is not None else default_cache_path()
+        self.busy_timeout_s = busy_timeout_s
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._pid = -1
+
+    def __repr__(self) -> str:
+        return f"ChatCache({str(self.path)!r})"
+
+    def _connection(self) -> sqlite3.Connection:
+        # Called with the lock held. A forked child must not reuse its parent's connection.
+        if self._conn is None or self._pid != os.getpid():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None,
+                                   check_same_thread=False)
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")  # durable across a killed process
+            conn.execute(_SCHEMA)
+            self._conn, self._pid = conn, os.getpid()
+        return self._conn
+
+    def get(self, key: str) -> ChatReply | None:
+        """The cached reply under ``key`` (marked ``cached=True``), or ``None``."""
+        with self._lock:
+            row = self._connection().execute(
+                "SELECT text, reply_model, prompt_tokens, completion_tokens, duration_s, cost "
+                "FROM replies WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        text, model, p, c, duration, cost = row
+        return ChatReply(text=text, usage=Usage(p, c), model=model, cached=True,
+                         duration_s=duration, cost=cost)
+
+    def contains(self, keys: Sequence[str]) -> set[str]:
+        """The subset of ``keys`` that have a cached reply."""
+        found: set[str] = set()
+        with self._lock:
+            conn = self._connection()
+            for i in range(0, len(keys), 500):  # stay under SQLite's bound-parameter limit
+                chunk = list(keys[i:i + 500])
+                marks = ",".join("?" * len(chunk))
+                found.update(r[0] for r in conn.execute(
+                    f"SELECT key FROM replies WHERE key IN ({marks})", chunk))
+        return found
+
+    def put(self, key: str, identity: str, reply: ChatReply) -> None:
+        """Store ``reply`` under ``key`` now (one autocommitted statement)."""
+        with self._lock:
+            self._connection().execute(
+                "INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (key, identity, reply.text, reply.model, reply.usage.prompt_tokens,
+                 reply.usage.completion_tokens, reply.duration_s, reply.cost, time.time()))
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._connection().execute("SELECT COUNT(*) FROM replies").fetchone()[0])
+
+    def clear(self, identity: str | None = None) -> int:
+        """Delete every reply (or those of one model identity); returns how many were deleted."""
+        with self._lock:
+            conn = self._connection()
+            if identity is None:
+                cur = conn.execute("DELETE FROM replies")
+            else:
+                cur = conn.execute("DELETE FROM replies WHERE identity = ?", (identity,))
+            return cur.rowcount
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None and self._pid == os.getpid():
+                self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> ChatCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

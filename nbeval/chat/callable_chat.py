@@ -1,0 +1,151 @@
+"""Any Python function as a chat model, so anything can be plugged in and tutorials run offline."""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+from nbeval.chat.base import ChatError, ChatReply, Message, Usage, messages_to_prompt, normalize_messages
+
+__all__ = ["CallableChat"]
+
+_PROMPT_NAMES = frozenset({"prompt", "text", "question", "query", "input", "s"})
+_PROMPT_ANNOTATIONS = frozenset({str, "str"})
+
+
+class CallableChat:
+    """Wrap ``fn`` as a chat model.
+
+    ``fn`` receives either the list of messages (``[{"role": ..., "content": ...}, ...]``) or one
+    prompt string. Which one is decided from its signature, never by trial calls (a trial could
+    run side effects twice): the prompt string when its first parameter is named ``prompt``,
+    ``text``, ``question``, ``query``, ``input`` or ``s``, or is annotated ``str``; the messages
+    otherwise. ``takes="messages"`` or ``takes="prompt"`` forces the choice. The prompt string of
+    a lone user message is its content; several messages are joined as ``Role: content`` blocks.
+
+    ``fn`` returns the reply text, or a dict with ``text`` (or ``content``) and optionally
+    ``usage`` (``{"prompt_tokens": .., "completion_tokens": ..}``), ``cost`` and ``model``, or a
+    :class:`~nbeval.chat.base.ChatReply`. Generation parameters are passed as keyword arguments
+    only when ``fn`` accepts ``**kwargs``. Token counts are zero unless ``fn`` reports them.
+
+    Replies are cached like any model's, under the function's qualified name and a hash of its
+    source, so editing the function invalidates its cache; a function whose behaviour depends on
+    outside state should be wrapped with ``cache=False``. A ``timeout`` is enforced by waiting on
+    a helper thread: the call is abandoned (not stopped) when it runs over.
+    """
+
+    def __init__(self, fn: Callable[..., Any], name: str | None = None,
+                 takes: Literal["messages", "prompt"] | None = None, cache: bool = True) -> None:
+        if not callable(fn):
+            msg = f"CallableChat needs a callable, got {type(fn).__name__}"
+            raise TypeError(msg)
+        self.fn = fn
+        self.name = name or getattr(fn, "__name__", None) or type(fn).__name__
+        self.takes = takes or _infer_takes(fn)
+        if self.takes not in ("messages", "prompt"):
+            msg = f"takes must be 'messages' or 'prompt', got {takes!r}"
+            raise ValueError(msg)
+        self.cacheable = cache
+        self._kwargs = _accepts_kwargs(fn)
+
+    def __repr__(self) -> str:
+        return f"CallableChat({self.name!r}, takes={self.takes!r})"
+
+    def cache_identity(self) -> str:
+        fn = self.fn
+        qual = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', type(fn).__qualname__)}"
+        return f"callable|{self.name}|{qual}|{_code_hash(fn)}"
+
+    def chat(self, messages: Sequence[Message], *, timeout: float | None = None,
+             **params: Any) -> ChatReply:
+        msgs = normalize_messages(messages)
+        arg: Any = msgs if self.takes == "messages" else messages_to_prompt(msgs)
+        kwargs = params if self._kwargs else {}
+        started = time.perf_counter()
+        if timeout is None:
+            out = self._call(arg, kwargs)
+        else:
+            out = _with_deadline(lambda: self._call(arg, kwargs), timeout, self.name)
+        return self._to_reply(out, time.perf_counter() - started)
+
+    def _call(self, arg: Any, kwargs: Mapping[str, Any]) -> Any:
+        try:
+            return self.fn(arg, **kwargs)
+        except ChatError:
+            raise
+        except (TimeoutError, ConnectionError) as e:
+            msg = f"{self.name}: {type(e).__name__}: {e}"
+            raise ChatError(msg, retryable=True) from e
+        except Exception as e:
+            msg = f"{self.name} raised {type(e).__name__}: {e}"
+            raise ChatError(msg) from e
+
+    def _to_reply(self, out: Any, duration: float) -> ChatReply:
+        if isinstance(out, ChatReply):
+            return out
+        if isinstance(out, str):
+            return ChatReply(text=out, usage=Usage(), model=self.name, duration_s=duration)
+        if isinstance(out, Mapping) and ("text" in out or "content" in out):
+            text = out.get("text", out.get("content"))
+            cost = out.get("cost")
+            return ChatReply(text="" if text is None else str(text), usage=Usage.from_any(out.get("usage")),
+                             model=str(out.get("model") or self.name), duration_s=duration,
+                             cost=None if cost is None else float(cost))
+        msg = (f"{self.name} returned {type(out).__name__}; a chat callable must return a string, "
+               "a dict with 'text' (and optionally 'usage', 'cost'), or a ChatReply")
+        raise ChatError(msg)
+
+
+def _infer_takes(fn: Callable[..., Any]) -> str:
+    try:
+        params = [p for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):  # builtins without a signature
+        return "messages"
+    if not params:
+        return "messages"
+    first = params[0]
+    if first.name.lower() in _PROMPT_NAMES or first.annotation in _PROMPT_ANNOTATIONS:
+        return "prompt"
+    return "messages"
+
+
+def _accepts_kwargs(fn: Callable[..., Any]) -> bool:
+    try:
+        return any(p.kind is p.VAR_KEYWORD for p in inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return False
+
+
+def _code_hash(fn: Callable[..., Any]) -> str:
+    target = getattr(fn, "__func__", fn)
+    try:
+        source = inspect.getsource(target)
+    except (OSError, TypeError):
+        code = getattr(target, "__code__", None) or getattr(getattr(target, "__call__", None), "__code__", None)
+        source = repr((code.co_code, code.co_consts)) if code is not None else repr(target)
+    return hashlib.sha256(source.encode("utf-8", "replace")).hexdigest()[:16]
+
+
+def _with_deadline(call: Callable[[], Any], timeout: float, name: str) -> Any:
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["out"] = call()
+        except BaseException as e:  # handed back to the caller's thread below
+            box["err"] = e
+
+    worker = threading.Thread(target=run, name=f"nbeval-chat-{name}", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        msg = f"{name}: timed out after {timeout:g} s"
+        raise ChatError(msg, retryable=True)
+    if "err" in box:
+        raise box["err"]
+    return box["out"]

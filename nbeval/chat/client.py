@@ -1,0 +1,372 @@
+"""Many chat calls at once: bounded concurrency, timeouts, retries with backoff, cache, accounting.
+
+:class:`ChatClient` wraps one chat model. :meth:`ChatClient.run_many` answers a batch of requests
+and never raises for a failed call: each request gets a :class:`~nbeval.chat.base.ChatReply` or a
+:class:`ChatFailure`. Retries cover rate limits (429), server errors (5xx), timeouts, dropped
+connections and unreadable bodies, with exponential backoff and jitter; a ``Retry-After`` from
+the server is honoured, and a 429 pauses every worker of the client, not only the one that got it.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import threading
+import time
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass
+from typing import Any, Union
+
+from nbeval.chat.base import ChatError, ChatModel, ChatReply, estimate_tokens, normalize_messages
+from nbeval.chat.cache import ChatCache, cache_key
+from nbeval.chat.config import resolve_chat_model
+from nbeval.errors import MissingDependency, ResourceError
+
+__all__ = ["ChatClient", "ChatFailure", "Plan", "UsageTotals", "ChatResult", "PriceTable"]
+
+#: ``{model name: (USD per 1k prompt tokens, USD per 1k completion tokens)}``.
+PriceTable = Mapping[str, tuple[float, float]]
+_MAX_TOKEN_PARAMS = ("max_tokens", "max_completion_tokens", "max_new_tokens")
+
+
+@dataclass(frozen=True)
+class ChatFailure:
+    """A request that got no reply after every attempt."""
+
+    error: str
+    """What went wrong on the last attempt, and how many attempts were made."""
+    attempts: int
+    """Calls made for this request (0 when the run was cancelled before the first)."""
+    status: int | None = None
+    """The HTTP status of the last attempt, where there was one."""
+
+
+ChatResult = Union[ChatReply, ChatFailure]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a batch of requests would cost, worked out without calling anything."""
+
+    calls: int
+    """Requests in the batch."""
+    cached: int
+    """Requests the cache already answers."""
+    to_call: int
+    """Distinct requests that would be sent."""
+    est_prompt_tokens: int
+    """Rough prompt tokens of those calls (four characters per token)."""
+    est_completion_tokens: int
+    """Rough completion tokens: each call's ``max_tokens`` or the client's guess."""
+    est_cost: float | None = None
+    """Rough US dollars, when the model has a price."""
+
+    def __add__(self, other: Plan) -> Plan:
+        cost = None if self.est_cost is None and other.est_cost is None else (
+            (self.est_cost or 0.0) + (other.est_cost or 0.0))
+        return Plan(self.calls + other.calls, self.cached + other.cached, self.to_call + other.to_call,
+                    self.est_prompt_tokens + other.est_prompt_tokens,
+                    self.est_completion_tokens + other.est_completion_tokens, cost)
+
+    def __str__(self) -> str:
+        cost = f", about ${self.est_cost:.4f}" if self.est_cost is not None else ""
+        return (f"{self.calls} chat requests: {self.cached} cached, {self.to_call} to call "
+                f"(~{self.est_prompt_tokens} prompt + ~{self.est_completion_tokens} completion tokens{cost})")
+
+
+@dataclass(frozen=True)
+class UsageTotals:
+    """What a client has done so far. Tokens and cost count fresh calls only: cached replies are free."""
+
+    calls: int = 0
+    """Requests answered or failed (cached ones included)."""
+    cached_calls: int = 0
+    """Requests answered from the cache."""
+    failed_calls: int = 0
+    """Requests that got no reply."""
+    attempts: int = 0
+    """Calls actually made to the model, retries included."""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None
+    """US dollars spent, or ``None`` when no call had a known price."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class ChatClient:
+    """Ask one chat model many things at once.
+
+    ``model`` is anything :func:`~nbeval.chat.config.resolve_chat_model` accepts. At most
+    ``concurrency`` calls are in flight at once (across every ``run_many`` of this client); each
+    call is bounded by ``timeout`` seconds and tried up to ``max_attempts`` times, waiting
+    ``backoff_base * 2**(attempt-1)`` seconds (capped at ``backoff_max``, jittered down by up to
+    half) or the server's ``Retry-After`` (capped at ``retry_after_max``) between tries.
+
+    ``cache``: ``True`` for the default on-disk cache, ``False``/``None`` for none, a path, or a
+    :class:`~nbeval.chat.cache.ChatCache`. ``prices`` maps model names to
+    ``(USD per 1k prompt tokens, USD per 1k completion tokens)``; a reply's model name matches a
+    key exactly, else by the longest key it starts with.
+    """
+
+    def __init__(self, model: Any, *, concurrency: int = 8, timeout: float | None = 60.0,
+                 max_attempts: int = 5, backoff_base: float = 0.5, backoff_max: float = 30.0,
+                 retry_after_max: float = 120.0, cache: bool | str | Any = True,
+                 prices: PriceTable | None = None, completion_tokens_guess: int = 200,
+                 seed: int | None = None) -> None:
+        resolved = resolve_chat_model(model, required=True)
+        if concurrency < 1 or max_attempts < 1:
+            msg = f"concurrency and max_attempts must be at least 1, got {concurrency} and {max_attempts}"
+            raise ValueError(msg)
+        self.model: ChatModel = resolved
+        self.concurrency = int(concurrency)
+        self.timeout = timeout
+        self.max_attempts = int(max_attempts)
+        self.backoff_base = float(backoff_base)
+        self.backoff_max = float(backoff_max)
+        self.retry_after_max = float(retry_after_max)
+        self.prices: dict[str, tuple[float, float]] = dict(prices or {})
+        self.completion_tokens_guess = completion_tokens_guess
+        self.cache: ChatCache | None = _make_cache(cache) if getattr(resolved, "cacheable", True) else None
+        self._identity = resolved.cache_identity()
+        self._slots = threading.BoundedSemaphore(self.concurrency)
+        self._lock = threading.Lock()
+        self._rng = random.Random(seed)
+        self._pause_until = 0.0
+        self._totals = UsageTotals()
+        self._cache_warned = False
+
+    def __repr__(self) -> str:
+        return f"ChatClient({self.model!r}, concurrency={self.concurrency}, cache={self.cache!r})"
+
+    # -- public ----------------------------------------------------------------------------
+
+    def chat(self, messages: Any, **params: Any) -> ChatReply:
+        """One request; raises :class:`~nbeval.errors.ResourceError` when it finally fails."""
+        result = self.run_many([(messages, params)])[0]
+        if isinstance(result, ChatFailure):
+            raise ResourceError(result.error)
+        return result
+
+    def run_many(self, requests: Sequence[Any],
+                 on_done: Callable[[int, ChatResult], None] | None = None) -> list[ChatResult]:
+        """Answer every request, in order. Never raises for a failed call.
+
+        A request is ``(messages, params)``, bare ``messages``, a prompt string, or an object
+        with ``messages`` and ``params`` attributes (the engine's ``Chat``). Identical requests
+        are sent once when the cache is on. ``on_done(index, result)`` is called from the calling
+        thread as each result arrives (cached ones first).
+        """
+        reqs = [_as_request(r) for r in requests]
+        results: list[ChatResult | None] = [None] * len(reqs)
+        jobs = self._cached_or_jobs(reqs, results, on_done)
+        if jobs:
+            self._run_jobs(reqs, jobs, results, on_done)
+        return [r if r is not None else ChatFailure("no result", 0) for r in results]
+
+    def plan(self, requests: Sequence[Any]) -> Plan:
+        """How many calls and roughly how many tokens ``requests`` would take; calls nothing."""
+        reqs = [_as_request(r) for r in requests]
+        if self.cache is not None:
+            keys = [cache_key(self._identity, m, p) for m, p in reqs]
+            hits = self._safe(lambda: self.cache.contains(sorted(set(keys))), set())
+            cached = sum(k in hits for k in keys)
+            todo = {k: r for k, r in zip(keys, reqs) if k not in hits}
+            pending = list(todo.values())
+        else:
+            cached, pending = 0, reqs
+        prompt = sum(sum(estimate_tokens(str(m.get("content", ""))) + 4 for m in msgs) for msgs, _ in pending)
+        completion = sum(_max_tokens(p, self.completion_tokens_guess) for _, p in pending)
+        price = self._price(getattr(self.model, "name", ""))
+        cost = None if price is None else (prompt * price[0] + completion * price[1]) / 1000
+        return Plan(len(reqs), cached, len(pending), prompt, completion, cost)
+
+    def usage_totals(self) -> UsageTotals:
+        """Calls, cached calls, failures, attempts, tokens and cost so far."""
+        with self._lock:
+            return self._totals
+
+    # -- batch machinery -------------------------------------------------------------------
+
+    def _cached_or_jobs(self, reqs: list[tuple[list[dict[str, str]], dict[str, Any]]],
+                        results: list[ChatResult | None],
+                        on_done: Callable[[int, ChatResult], None] | None) -> list[tuple[str | None, list[int]]]:
+        if self.cache is None:
+            return [(None, [i]) for i in range(len(reqs))]
+        groups: dict[str, list[int]] = {}
+        for i, (msgs, params) in enumerate(reqs):
+            groups.setdefault(cache_key(self._identity, msgs, params), []).append(i)
+        jobs: list[tuple[str | None, list[int]]] = []
+        for key, idxs in groups.items():
+            hit = self._safe(lambda k=key: self.cache.get(k), None)
+            if hit is None:
+                jobs.append((key, idxs))
+                continue
+            self._account(hit, len(idxs), cached=True)
+            for i in idxs:
+                results[i] = hit
+                if on_done is not None:
+                    on_done(i, hit)
+        return jobs
+
+    def _run_jobs(self, reqs: list[tuple[list[dict[str, str]], dict[str, Any]]],
+                  jobs: list[tuple[str | None, list[int]]], results: list[ChatResult | None],
+                  on_done: Callable[[int, ChatResult], None] | None) -> None:
+        stop = threading.Event()
+        # Extra workers only wait on the semaphore; they keep slots busy while others back off.
+        pool = ThreadPoolExecutor(max_workers=min(len(jobs), 2 * self.concurrency),
+                                  thread_name_prefix="nbeval-chat")
+        futures: dict[Future[ChatResult], tuple[str | None, list[int]]] = {}
+        try:
+            for key, idxs in jobs:
+                msgs, params = reqs[idxs[0]]
+                futures[pool.submit(self._one, key, msgs, params, len(idxs), stop)] = (key, idxs)
+            pending = set(futures)
+            while pending:
+                done, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    result = fut.result()
+                    for i in futures[fut][1]:
+                        results[i] = result
+                        if on_done is not None:
+                            on_done(i, result)
+        except BaseException:
+            stop.set()  # a KeyboardInterrupt (or a failing on_done) stops new attempts
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
+
+    def _one(self, key: str | None, messages: list[dict[str, str]], params: dict[str, Any],
+             copies: int, stop: threading.Event) -> ChatResult:
+        attempts = 0
+        while True:
+            if not self._wait_pause(stop):
+                return self._fail(ChatFailure("cancelled before an answer came", attempts), copies)
+            with self._slots:
+                attempts += 1
+                self._bump(attempts=1)
+                try:
+                    reply = self.model.chat(messages, timeout=self.timeout, **params)
+                    err = None
+                except ChatError as e:
+                    err = e
+                except MissingDependency:
+                    raise
+                except (TimeoutError, ConnectionError) as e:
+                    err = ChatError(f"{type(e).__name__}: {e}", retryable=True)
+                except Exception as e:  # a bug in a user's model must not stop the run
+                    err = ChatError(f"{type(e).__name__}: {e}")
+            if err is None:
+                break
+            if not err.retryable or attempts >= self.max_attempts:
+                what = "gave up after" if err.retryable else "not retried; failed after"
+                plural = "s" if attempts != 1 else ""
+                return self._fail(ChatFailure(f"{err} ({what} {attempts} attempt{plural})", attempts,
+                                              err.status), copies)
+            delay = self._delay(attempts, err)
+            if err.rate_limited:
+                with self._lock:
+                    self._pause_until = max(self._pause_until, time.monotonic() + delay)
+            if stop.wait(delay):
+                return self._fail(ChatFailure(f"cancelled while retrying: {err}", attempts, err.status), copies)
+        if reply.cost is None:
+            reply = _with_cost(reply, self._price(reply.model) or self._price(getattr(self.model, "name", "")))
+        if key is not None:
+            self._safe(lambda: self.cache.put(key, self._identity, reply), None)  # at once: a kill keeps it
+        self._account(reply, copies, cached=False)
+        return reply
+
+    def _delay(self, attempt: int, err: ChatError) -> float:
+        if err.retry_after is not None:
+            return min(err.retry_after, self.retry_after_max)
+        cap = min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1))
+        return cap / 2 + self._rng.uniform(0, cap / 2)
+
+    def _wait_pause(self, stop: threading.Event) -> bool:
+        while True:
+            with self._lock:
+                left = self._pause_until - time.monotonic()
+            if left <= 0:
+                return not stop.is_set()
+            if stop.wait(left):
+                return False
+
+    # -- accounting ------------------------------------------------------------------------
+
+    def _price(self, name: str) -> tuple[float, float] | None:
+        if not self.prices or not name:
+            return None
+        if name in self.prices:
+            return self.prices[name]
+        matches = [k for k in self.prices if name.startswith(k)]
+        return self.prices[max(matches, key=len)] if matches else None
+
+    def _bump(self, **counts: int) -> None:
+        with self._lock:
+            t = self._totals
+            self._totals = UsageTotals(**{f: getattr(t, f) + counts.get(f, 0) for f in
+                                          ("calls", "cached_calls", "failed_calls", "attempts",
+                                           "prompt_tokens", "completion_tokens")}, cost=t.cost)
+
+    def _account(self, reply: ChatReply, copies: int, *, cached: bool) -> None:
+        if cached:
+            self._bump(calls=copies, cached_calls=copies)
+            return
+        # One fresh call answers every copy; the copies beyond the first count as cached.
+        self._bump(calls=copies, cached_calls=copies - 1, prompt_tokens=reply.usage.prompt_tokens,
+                   completion_tokens=reply.usage.completion_tokens)
+        if reply.cost is not None:
+            with self._lock:
+                t = self._totals
+                self._totals = UsageTotals(**{**t.to_dict(), "cost": (t.cost or 0.0) + reply.cost})
+
+    def _fail(self, failure: ChatFailure, copies: int) -> ChatFailure:
+        self._bump(calls=copies, failed_calls=copies)
+        return failure
+
+    def _safe(self, fn: Callable[[], Any], default: Any) -> Any:
+        """Run a cache operation; a broken cache warns once and the run goes on without it."""
+        try:
+            return fn()
+        except sqlite3.Error as e:
+            if not self._cache_warned:
+                self._cache_warned = True
+                warnings.warn(f"nbeval chat cache {self.cache!r} is unusable ({e}); going on without it",
+                              RuntimeWarning, stacklevel=3)
+            return default
+
+
+def _make_cache(cache: Any) -> ChatCache | None:
+    if cache is None or cache is False:
+        return None
+    if cache is True:
+        return ChatCache()
+    if isinstance(cache, ChatCache):
+        return cache
+    return ChatCache(cache)
+
+
+def _as_request(r: Any) -> tuple[list[dict[str, str]], dict[str, Any]]:
+    if hasattr(r, "messages") and hasattr(r, "params"):
+        return normalize_messages(r.messages), dict(r.params or {})
+    if isinstance(r, tuple) and len(r) == 2 and (r[1] is None or isinstance(r[1], Mapping)):
+        return normalize_messages(r[0]), dict(r[1] or {})
+    return normalize_messages(r), {}
+
+
+def _max_tokens(params: Mapping[str, Any], guess: int) -> int:
+    for k in _MAX_TOKEN_PARAMS:
+        if params.get(k):
+            return int(params[k])
+    return guess
+
+
+def _with_cost(reply: ChatReply, price: tuple[float, float] | None) -> ChatReply:
+    if price is None:
+        return reply
+    cost = (reply.usage.prompt_tokens * price[0] + reply.usage.completion_tokens * price[1]) / 1000
+    return ChatReply(reply.text, reply.usage, reply.model, reply.cached, reply.duration_s, cost)
+

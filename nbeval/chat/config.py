@@ -1,0 +1,103 @@
+"""Turning what a user passes as ``judge=`` (or ``models=[...]``) into a chat model."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from nbeval.chat.base import ChatModel
+from nbeval.errors import EvaluatorError, JudgeNotConfigured
+
+__all__ = ["resolve_chat_model", "judge_help_text", "judge_from_env"]
+
+_ENV_MODEL = "NBEVAL_JUDGE_MODEL"
+_ENV_BASE_URL = "NBEVAL_JUDGE_BASE_URL"
+_HF_PREFIX = "hf:"
+
+
+def judge_help_text() -> str:
+    """How to configure a judge, for error messages and ``nbeval evaluators``."""
+    return (
+        "A judge is the chat model that grades answers. Configure one in any of these ways:\n"
+        "  * environment: NBEVAL_JUDGE_MODEL=<model name>, plus NBEVAL_JUDGE_BASE_URL=<url of an\n"
+        "    OpenAI-compatible server, e.g. http://localhost:11434/v1 for Ollama> and\n"
+        "    NBEVAL_JUDGE_API_KEY=<key> (OPENAI_API_KEY is used when that is unset);\n"
+        "  * argument: nbeval.evaluate(..., judge=\"gpt-4o-mini\") or\n"
+        "    judge={\"model\": \"llama3\", \"base_url\": \"http://localhost:11434/v1\"}, or per\n"
+        "    evaluator: nbeval.evaluator(\"safety\", judge=...); \"hf:<name or path>\" runs a local\n"
+        "    Hugging Face model;\n"
+        "  * Python: judge=my_function, where my_function(messages) or my_function(prompt)\n"
+        "    returns the reply text (handy offline and in tests)."
+    )
+
+
+def judge_from_env() -> ChatModel | None:
+    """The judge the environment configures (``NBEVAL_JUDGE_*``), or ``None`` when it names none.
+
+    ``OPENAI_API_KEY`` alone does not configure a judge: spending money must be asked for.
+    """
+    if not (os.environ.get(_ENV_MODEL) or os.environ.get(_ENV_BASE_URL)):
+        return None
+    from nbeval.chat.openai_chat import OpenAIChat
+
+    return OpenAIChat()
+
+
+def resolve_chat_model(spec: Any, *, required: bool = False) -> ChatModel | None:
+    """A chat model from ``spec``.
+
+    ``spec`` may be ``None`` (the environment's judge, else ``None``), a model name (an
+    OpenAI-compatible model at ``NBEVAL_JUDGE_BASE_URL``, or a local Hugging Face model when
+    written ``"hf:<name or path>"``), a dict of keyword arguments (``{"model": ..., "base_url":
+    ..., "api_key": ..., "timeout": ..., **generation params}``; ``"provider": "hf"`` for a local
+    model), a chat model, a :class:`~nbeval.chat.client.ChatClient` (its model) or a callable
+    (wrapped in :class:`~nbeval.chat.callable_chat.CallableChat`). With ``required=True`` a
+    missing judge raises :class:`~nbeval.errors.JudgeNotConfigured` with :func:`judge_help_text`.
+    """
+    model = _resolve(spec)
+    if model is None and required:
+        raise JudgeNotConfigured("no judge model is configured.\n" + judge_help_text())
+    return model
+
+
+def _resolve(spec: Any) -> ChatModel | None:
+    if spec is None:
+        return judge_from_env()
+    if isinstance(spec, str):
+        if not spec.strip():
+            msg = "a judge model name cannot be empty.\n" + judge_help_text()
+            raise JudgeNotConfigured(msg)
+        if spec.startswith(_HF_PREFIX):
+            from nbeval.chat.hf_chat import HFChat
+
+            return HFChat(spec[len(_HF_PREFIX):])
+        from nbeval.chat.openai_chat import OpenAIChat
+
+        return OpenAIChat(spec)
+    if isinstance(spec, Mapping):
+        kwargs = dict(spec)
+        provider = str(kwargs.pop("provider", kwargs.pop("type", "openai"))).lower()
+        if provider in ("hf", "huggingface", "transformers"):
+            from nbeval.chat.hf_chat import HFChat
+
+            path = kwargs.pop("model_name_or_path", None) or kwargs.pop("model", None)
+            return HFChat(path, **kwargs)
+        if provider not in ("openai", "openai-compatible"):
+            msg = f"unknown chat model provider {provider!r}; use 'openai' or 'hf'"
+            raise EvaluatorError(msg)
+        from nbeval.chat.openai_chat import OpenAIChat
+
+        return OpenAIChat(**kwargs)
+    inner = getattr(spec, "model", None)
+    if hasattr(spec, "run_many") and isinstance(inner, ChatModel):
+        return inner  # a ChatClient
+    if isinstance(spec, ChatModel):
+        return spec
+    if callable(spec):
+        from nbeval.chat.callable_chat import CallableChat
+
+        return CallableChat(spec)
+    msg = (f"cannot use a {type(spec).__name__} as a chat model; give a model name, a dict of "
+           "settings, a chat model object or a function.\n" + judge_help_text())
+    raise EvaluatorError(msg)

@@ -1,0 +1,119 @@
+"""A local Hugging Face causal language model as a chat model (loaded lazily, once)."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from nbeval.chat.base import ChatError, ChatReply, Message, Usage, messages_to_prompt, normalize_messages
+from nbeval.errors import MissingDependency
+
+__all__ = ["HFChat"]
+
+#: Generation parameters understood here; OpenAI-only ones (``response_format``...) are ignored.
+_GEN_KEYS = frozenset({"max_new_tokens", "temperature", "top_p", "top_k", "do_sample",
+                       "repetition_penalty", "num_beams"})
+
+
+class HFChat:
+    """A causal LM from the Hugging Face hub (by name) or a local directory (by path).
+
+    The model loads on the first call, on ``device`` (default: ``cuda`` when available, else
+    ``cpu``). Messages go through the tokenizer's chat template when it has one; otherwise they
+    are joined as ``Role: content`` blocks followed by ``Assistant:``. ``max_tokens`` is accepted
+    as an alias of ``max_new_tokens``; ``temperature`` above 0 turns sampling on, 0 or none means
+    greedy decoding. A ``timeout`` bounds generation time (``max_time``). Calls are serialised:
+    one model, one generation at a time.
+    """
+
+    def __init__(self, model_name_or_path: str | os.PathLike[str], device: str | None = None,
+                 max_new_tokens: int = 256, **default_params: Any) -> None:
+        self.model_name_or_path = os.fspath(model_name_or_path)
+        self.name = os.path.basename(self.model_name_or_path.rstrip("/")) or self.model_name_or_path
+        self.device = device
+        self.default_params = {"max_new_tokens": max_new_tokens, **default_params}
+        self._model: Any = None
+        self._tokenizer: Any = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"HFChat({self.model_name_or_path!r}, device={self.device!r})"
+
+    def cache_identity(self) -> str:
+        path = self.model_name_or_path
+        if os.path.isdir(path):
+            path = os.path.abspath(path)
+        return f"hf|{path}|{json.dumps(self.default_params, sort_keys=True, default=repr)}"
+
+    def _load(self) -> None:
+        try:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError as e:
+            msg = 'local Hugging Face chat models need transformers and torch: pip install "nbeval[models]"'
+            raise MissingDependency(msg) from e
+        if self.device is None:
+            self.device = "cuda" if torch.cuda.is_available() else "cpu"
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(self.model_name_or_path)
+            model = AutoModelForCausalLM.from_pretrained(self.model_name_or_path)
+        except (OSError, ValueError) as e:
+            msg = f"cannot load the causal LM {self.model_name_or_path!r}: {e}"
+            raise ChatError(msg) from e
+        model.to(self.device)
+        model.eval()
+        self._tokenizer, self._model = tokenizer, model
+
+    def _prompt_ids(self, messages: list[dict[str, str]]) -> Any:
+        tok = self._tokenizer
+        if getattr(tok, "chat_template", None):
+            text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            return tok(text, return_tensors="pt", add_special_tokens=False)
+        text = messages_to_prompt(messages) if len(messages) == 1 else (
+            messages_to_prompt(messages) + "\n\nAssistant:")
+        return tok(text, return_tensors="pt")
+
+    def _gen_kwargs(self, params: dict[str, Any], timeout: float | None) -> dict[str, Any]:
+        merged = {**self.default_params, **params}
+        if "max_tokens" in merged:
+            merged["max_new_tokens"] = merged.pop("max_tokens")
+        kwargs = {k: v for k, v in merged.items() if k in _GEN_KEYS}
+        temperature = kwargs.get("temperature")
+        if not temperature:  # greedy unless a positive temperature asks for sampling
+            kwargs.pop("temperature", None)
+            kwargs.setdefault("do_sample", False)
+        else:
+            kwargs.setdefault("do_sample", True)
+        tok = self._tokenizer
+        pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+        kwargs["pad_token_id"] = 0 if pad is None else pad
+        if timeout is not None:
+            kwargs["max_time"] = float(timeout)
+        return kwargs
+
+    def chat(self, messages: Sequence[Message], *, timeout: float | None = None,
+             **params: Any) -> ChatReply:
+        msgs = normalize_messages(messages)
+        started = time.perf_counter()
+        with self._lock:
+            if self._model is None:
+                self._load()
+            import torch
+
+            enc = self._prompt_ids(msgs).to(self.device)
+            kwargs = self._gen_kwargs(dict(params), timeout)
+            try:
+                with torch.no_grad():
+                    out = self._model.generate(**enc, **kwargs)
+            except (RuntimeError, ValueError) as e:
+                msg = f"{self.name}: generation failed: {e}"
+                raise ChatError(msg) from e
+            n_prompt = int(enc["input_ids"].shape[1])
+            new_ids = out[0][n_prompt:]
+            text = self._tokenizer.decode(new_ids, skip_special_tokens=True)
+        return ChatReply(text=text, usage=Usage(n_prompt, int(new_ids.shape[0])), model=self.name,
+                         duration_s=time.perf_counter() - started)

@@ -1,0 +1,185 @@
+"""Chat models behind any OpenAI-compatible endpoint: OpenAI, vLLM, Ollama, llama.cpp, LM Studio, TGI."""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import os
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from nbeval.chat.base import ChatError, ChatReply, Message, Usage, normalize_messages, redact
+from nbeval.errors import JudgeNotConfigured, MissingDependency
+
+__all__ = ["OpenAIChat", "parse_retry_after", "public_url", "ENV_BASE_URL", "ENV_MODEL", "ENV_API_KEY"]
+
+ENV_BASE_URL = "NBEVAL_JUDGE_BASE_URL"
+ENV_MODEL = "NBEVAL_JUDGE_MODEL"
+ENV_API_KEY = "NBEVAL_JUDGE_API_KEY"
+
+#: Statuses worth another try (the same set the openai client itself retries).
+_RETRY_STATUSES = frozenset({408, 409, 429})
+_SECRET_QUERY = ("key", "token", "secret", "sig", "password")
+_NO_KEY = "nbeval-no-key"  # local servers ignore the key, but the openai client insists on one
+
+
+class OpenAIChat:
+    """A chat model reached through the OpenAI chat-completions API.
+
+    Arguments left out are read from the environment: ``NBEVAL_JUDGE_MODEL``,
+    ``NBEVAL_JUDGE_BASE_URL`` and ``NBEVAL_JUDGE_API_KEY`` (falling back to ``OPENAI_API_KEY``).
+    With no base URL the official OpenAI endpoint is used. ``default_params`` (``temperature=0``,
+    ``max_tokens=...``) are sent with every call unless the call overrides them.
+
+    The openai client's own retries are switched off: :class:`~nbeval.chat.client.ChatClient`
+    retries with backoff and honours ``Retry-After`` across all its workers.
+    """
+
+    def __init__(self, model: str | None = None, base_url: str | None = None,
+                 api_key: str | None = None, timeout: float = 60, **default_params: Any) -> None:
+        model = model or os.environ.get(ENV_MODEL) or None
+        base_url = base_url or os.environ.get(ENV_BASE_URL) or None
+        api_key = api_key or os.environ.get(ENV_API_KEY) or os.environ.get("OPENAI_API_KEY") or None
+        if not model:
+            msg = (f"no model name for the OpenAI-compatible endpoint: pass model=... or set {ENV_MODEL}"
+                   f"{' (the base URL ' + public_url(base_url) + ' is set)' if base_url else ''}")
+            raise JudgeNotConfigured(msg)
+        if api_key is None and base_url is None:
+            msg = (f"no API key for the OpenAI API: pass api_key=... or set {ENV_API_KEY} or "
+                   f"OPENAI_API_KEY (or point {ENV_BASE_URL} at a local server)")
+            raise JudgeNotConfigured(msg)
+        self.model = model
+        self.name = model
+        self.base_url = base_url
+        self.timeout = timeout
+        self.default_params = dict(default_params)
+        self.__api_key = api_key  # name-mangled and never part of repr, identity or errors
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        where = f", base_url={public_url(self.base_url)!r}" if self.base_url else ""
+        return f"OpenAIChat({self.model!r}{where})"
+
+    def cache_identity(self) -> str:
+        where = public_url(self.base_url) if self.base_url else "api.openai.com"
+        return f"openai|{where}|{self.model}{_params_suffix(self.default_params)}"
+
+    def _get_client(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                try:
+                    import openai
+                except ImportError as e:
+                    msg = 'OpenAI-compatible judges need the openai package: pip install "nbeval[judge]"'
+                    raise MissingDependency(msg) from e
+                self._client = openai.OpenAI(base_url=self.base_url, api_key=self.__api_key or _NO_KEY,
+                                             timeout=self.timeout, max_retries=0)
+            return self._client
+
+    def chat(self, messages: Sequence[Message], *, timeout: float | None = None,
+             **params: Any) -> ChatReply:
+        """One chat-completions call. Raises :class:`ChatError` (retryable or not) on failure."""
+        import openai
+
+        client = self._get_client()
+        body = {**self.default_params, **params}
+        started = time.perf_counter()
+        try:
+            raw = client.chat.completions.with_raw_response.create(
+                model=self.model, messages=normalize_messages(messages),
+                timeout=timeout if timeout is not None else self.timeout, **body)
+            http = raw.http_response
+            text = http.text
+        except openai.APITimeoutError as e:
+            raise ChatError(self._describe(f"timed out after {timeout or self.timeout:g} s"),
+                            retryable=True) from e
+        except openai.APIConnectionError as e:
+            cause = e.__cause__ or e
+            raise ChatError(self._describe(f"connection failed ({type(cause).__name__}: {cause})"),
+                            retryable=True) from e
+        except openai.APIStatusError as e:
+            raise self._status_error(e) from e
+        duration = time.perf_counter() - started
+        return self._parse(text, duration)
+
+    def _parse(self, text: str, duration: float) -> ChatReply:
+        try:
+            data = json.loads(text)
+            choice = data["choices"][0]
+            content = choice["message"].get("content") or ""
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as e:
+            snippet = text[:200].replace("\n", " ")
+            # A proxy hiccup can produce such a body once, so one more try is worth it.
+            raise ChatError(self._describe(f"reply is not a chat completion: {snippet!r}"),
+                            retryable=True) from e
+        return ChatReply(text=str(content), usage=Usage.from_any(data.get("usage")),
+                         model=str(data.get("model") or self.model), duration_s=duration)
+
+    def _status_error(self, e: Any) -> ChatError:
+        status = int(e.status_code)
+        retry_after = parse_retry_after(e.response.headers)
+        try:
+            detail = e.response.text[:300]
+        except Exception:  # a streamed or closed body has no text to show
+            detail = str(e)
+        retryable = status in _RETRY_STATUSES or status >= 500
+        kind = {429: "rate limited", 401: "authentication failed", 403: "permission denied",
+                404: "not found"}.get(status, "server error" if status >= 500 else "request rejected")
+        return ChatError(self._describe(f"HTTP {status} ({kind}): {detail}"), retryable=retryable,
+                         retry_after=retry_after, status=status, rate_limited=status == 429)
+
+    def _describe(self, what: str) -> str:
+        where = public_url(self.base_url) if self.base_url else "the OpenAI API"
+        return redact(f"{self.model} at {where}: {what}", [self.__api_key])
+
+
+def _params_suffix(params: Mapping[str, Any]) -> str:
+    # Default parameters change replies, so they belong to the identity (never headers: secrets).
+    shown = {k: v for k, v in params.items() if k not in ("extra_headers", "extra_query")}
+    return "|" + json.dumps(shown, sort_keys=True, default=repr) if shown else ""
+
+
+def public_url(url: str | None) -> str:
+    """``url`` without user information or query parameters that look like secrets."""
+    if not url:
+        return ""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    query = urlencode([(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
+                       if not any(s in k.lower() for s in _SECRET_QUERY)])
+    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), query, ""))
+
+
+def parse_retry_after(headers: Mapping[str, str] | None, now: float | None = None) -> float | None:
+    """The delay, in seconds, asked for by ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
+    if not headers:
+        return None
+    lower = {str(k).lower(): str(v) for k, v in headers.items()}
+    ms = lower.get("retry-after-ms")
+    if ms:
+        try:
+            return max(float(ms) / 1000.0, 0.0)
+        except ValueError:
+            pass
+    value = lower.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    current = datetime.now(timezone.utc).timestamp() if now is None else now
+    return max(when.timestamp() - current, 0.0)

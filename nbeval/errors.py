@@ -1,0 +1,81 @@
+"""The exceptions nbeval raises.
+
+Every error a user can cause is an :class:`NbevalError`; catch that one to catch them all.
+Messages say what went wrong and what to do about it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "NbevalError",
+    "DataError",
+    "ConditionError",
+    "RegexTimeout",
+    "EvaluatorError",
+    "UnknownEvaluator",
+    "MissingDependency",
+    "ResourceError",
+    "JudgeNotConfigured",
+]
+
+
+class NbevalError(Exception):
+    """Base class of every error nbeval raises on purpose."""
+
+
+class DataError(NbevalError, ValueError):
+    """Input data is malformed. Names the file, the row and the field where known."""
+
+    def __init__(self, message: str, *, source: str | None = None, row: int | str | None = None,
+                 field: str | None = None) -> None:
+        self.source = source
+        self.row = row
+        self.field = field
+        self.reason = message
+        where = []
+        if source:
+            where.append(str(source))
+        if row is not None:
+            where.append(f"row {row}")
+        if field:
+            where.append(f"field '{field}'")
+        prefix = ", ".join(where)
+        super().__init__(f"{prefix}: {message}" if prefix else message)
+
+
+class ConditionError(NbevalError, ValueError):
+    """A condition expression does not parse. ``position`` is the 0-based character offset."""
+
+    def __init__(self, message: str, *, text: str, position: int) -> None:
+        self.text = text
+        self.position = position
+        self.reason = message
+        pointer = f"\n  {text}\n  {' ' * position}^"
+        super().__init__(f"{message} at position {position}{pointer}")
+
+
+class RegexTimeout(NbevalError, TimeoutError):
+    """A user-supplied regular expression ran longer than its time bound."""
+
+
+class EvaluatorError(NbevalError, ValueError):
+    """An evaluator was configured wrongly (bad parameter, unusable with this data)."""
+
+
+class UnknownEvaluator(EvaluatorError, KeyError):
+    """No evaluator is registered under the requested id."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class MissingDependency(NbevalError, ImportError):
+    """An optional package is needed. The message says which extra to install."""
+
+
+class ResourceError(NbevalError, RuntimeError):
+    """A resource (embedder, judge, local model) failed for one request."""
+
+
+class JudgeNotConfigured(EvaluatorError):
+    """A judge evaluator was requested but no judge model is configured."""

@@ -1,0 +1,167 @@
+"""The evaluator catalogue and registry.
+
+Declarations live in TOML files under ``nbeval/evaluators/catalogue/`` (one per family), so the
+catalogue can be listed (CLI, widgets) without importing any scoring code. Implementations
+register themselves by id with :func:`register` when their module is imported, which happens the
+first time the evaluator is constructed. Third-party packages add evaluators through the
+``nbeval.evaluators`` entry-point group: each entry point names an :class:`Evaluator` subclass
+that carries its own ``spec`` (or a module that registers on import).
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import tomllib
+from collections.abc import Callable, Mapping
+from functools import lru_cache
+from importlib import resources
+from typing import Any, TypeVar
+
+from nbeval.errors import EvaluatorError, UnknownEvaluator
+from nbeval.evaluators.base import Evaluator, EvaluatorSpec, MetricSpec
+
+__all__ = ["register", "catalogue", "get_spec", "get_class", "evaluator", "list_evaluators",
+           "ENTRY_POINT_GROUP", "resolve_evaluators"]
+
+ENTRY_POINT_GROUP = "nbeval.evaluators"
+_CLASSES: dict[str, type[Evaluator]] = {}
+_EXTRA_SPECS: dict[str, EvaluatorSpec] = {}
+E = TypeVar("E", bound=type[Evaluator])
+
+
+def _metric(d: Mapping[str, Any], where: str) -> MetricSpec:
+    lo, hi = d.get("range", [0.0, 1.0])
+    try:
+        return MetricSpec(name=d["name"], direction=d.get("direction", "higher"), lo=float(lo), hi=float(hi),
+                          threshold=d.get("threshold", 0.5 if math.isfinite(hi) else None),
+                          primary=bool(d.get("primary", False)), description=d.get("description", ""))
+    except KeyError as exc:
+        msg = f"catalogue entry {where}: metric without {exc}"
+        raise EvaluatorError(msg) from None
+
+
+def spec_from_dict(id: str, d: Mapping[str, Any]) -> EvaluatorSpec:
+    """An :class:`EvaluatorSpec` from a catalogue table (also usable by plugins)."""
+    return EvaluatorSpec(
+        id=id, family=d.get("family", "custom"), kind=d.get("kind", "score"),
+        inputs=tuple(d.get("inputs", ())), optional_inputs=tuple(d.get("optional_inputs", ())),
+        metrics=tuple(_metric(m, id) for m in d.get("metrics", ())),
+        resources=tuple(d.get("resources", ())), params=dict(d.get("params", {})),
+        description=" ".join(str(d.get("description", "")).split()), module=d.get("module", ""),
+    )
+
+
+@lru_cache(maxsize=1)
+def _builtin_specs() -> dict[str, EvaluatorSpec]:
+    specs: dict[str, EvaluatorSpec] = {}
+    folder = resources.files("nbeval.evaluators") / "catalogue"
+    for entry in sorted(folder.iterdir(), key=lambda p: p.name):
+        if not entry.name.endswith(".toml"):
+            continue
+        data = tomllib.loads(entry.read_text(encoding="utf-8"))
+        for id, table in data.items():
+            if id in specs:
+                msg = f"evaluator id '{id}' declared twice in the catalogue ({entry.name})"
+                raise EvaluatorError(msg)
+            specs[id] = spec_from_dict(id, table)
+    return specs
+
+
+@lru_cache(maxsize=1)
+def _load_entry_points() -> None:
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            obj = ep.load()
+        except Exception as exc:  # a broken plugin must not break nbeval
+            import warnings
+
+            warnings.warn(f"nbeval plugin '{ep.name}' failed to load: {exc}", stacklevel=2)
+            continue
+        if isinstance(obj, type) and issubclass(obj, Evaluator) and obj.spec.id not in _CLASSES:
+            register(spec=obj.spec)(obj)
+
+
+def catalogue() -> dict[str, EvaluatorSpec]:
+    """Every known evaluator's declaration by id: built-ins, then registered and plugin ones."""
+    _load_entry_points()
+    return {**_builtin_specs(), **_EXTRA_SPECS}
+
+
+def list_evaluators(family: str | None = None) -> list[EvaluatorSpec]:
+    return [s for s in catalogue().values() if family is None or s.family == family]
+
+
+def get_spec(id: str) -> EvaluatorSpec:
+    specs = catalogue()
+    if id not in specs:
+        import difflib
+
+        close = difflib.get_close_matches(id, specs, n=3)
+        hint = f"; did you mean {', '.join(map(repr, close))}?" if close else "; `nbeval evaluators` lists them"
+        msg = f"no evaluator '{id}'{hint}"
+        raise UnknownEvaluator(msg)
+    return specs[id]
+
+
+def register(id: str | None = None, *, spec: EvaluatorSpec | None = None) -> Callable[[E], E]:
+    """Class decorator: register an :class:`Evaluator` under ``id`` (declared in the catalogue),
+    or under ``spec.id`` for an evaluator that brings its own declaration (plugins, notebooks)."""
+
+    def deco(cls: E) -> E:
+        the_spec = spec if spec is not None else get_spec(id or "")
+        if spec is not None:
+            _EXTRA_SPECS[spec.id] = spec
+        cls.spec = the_spec
+        _CLASSES[the_spec.id] = cls
+        return cls
+
+    if id is None and spec is None:
+        msg = "register() needs an evaluator id or a spec"
+        raise EvaluatorError(msg)
+    return deco
+
+
+def get_class(id: str) -> type[Evaluator]:
+    spec = get_spec(id)
+    if id not in _CLASSES and spec.module:
+        importlib.import_module(spec.module)
+    if id not in _CLASSES:
+        msg = f"evaluator '{id}' is declared but has no implementation (module '{spec.module}')"
+        raise UnknownEvaluator(msg)
+    return _CLASSES[id]
+
+
+def evaluator(id: str, **params: Any) -> Evaluator:
+    """A configured evaluator: ``nbeval.evaluator("rouge", threshold=0.5)``."""
+    return get_class(id)(**params)
+
+
+def resolve_evaluators(items: Any) -> list[Evaluator]:
+    """Evaluator objects from ids, ``"id1,id2"``, (id, params) pairs, dicts or configured objects."""
+    if items is None:
+        msg = "no evaluators given; pass ids such as ['rouge', 'bleu'] (see `nbeval evaluators`)"
+        raise EvaluatorError(msg)
+    if isinstance(items, (str, Evaluator)):
+        items = [items]
+    out: list[Evaluator] = []
+    for item in items:
+        if isinstance(item, Evaluator):
+            out.append(item)
+        elif isinstance(item, str):
+            out.extend(evaluator(part.strip()) for part in item.split(",") if part.strip())
+        elif isinstance(item, tuple) and len(item) == 2:
+            out.append(evaluator(item[0], **item[1]))
+        elif isinstance(item, Mapping) and "id" in item:
+            out.append(evaluator(item["id"], **{k: v for k, v in item.items() if k != "id"}))
+        else:
+            msg = f"cannot use {item!r} as an evaluator; give an id, (id, params), or nbeval.evaluator(...)"
+            raise EvaluatorError(msg)
+    names = [e.name for e in out]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        msg = f"evaluator {', '.join(dupes)} given twice; give one of them name='...' to tell them apart"
+        raise EvaluatorError(msg)
+    return out

@@ -1,0 +1,105 @@
+"""Problems and insights derived from a result's long table and aggregates.
+
+* A *threshold* problem: a model's aggregate of an evaluator's primary metric is on the wrong
+  side of its threshold.
+* A *perturbation flip*: a test case perturbed from another (``perturbation_source``) passes on
+  one side and fails on the other for the same model and evaluator.
+* Insights: the best model on each evaluator's primary metric, and the hardest test case (the
+  one failed by the most models), per evaluator and over all evaluators.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from nbeval.leaderboard import format_value
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from nbeval.results import EvaluationResult
+
+__all__ = ["problems", "insights", "PROBLEM_COLUMNS", "INSIGHT_COLUMNS"]
+
+PROBLEM_COLUMNS = ["kind", "severity", "model_key", "evaluator", "metric", "value", "threshold", "key",
+                   "source_key", "message"]
+INSIGHT_COLUMNS = ["kind", "evaluator", "metric", "model_key", "key", "value", "message"]
+
+
+def _primary_rows(result: EvaluationResult) -> pd.DataFrame:
+    """Row-level scores of each evaluator's primary metric that were actually scored."""
+    primary = result.metrics.loc[result.metrics["primary"], ["evaluator", "metric"]]
+    s = result.scores
+    s = s[~s["skipped"] & s["value"].notna()]
+    return s.merge(primary, on=["evaluator", "metric"])
+
+
+def problems(result: EvaluationResult) -> pd.DataFrame:
+    import pandas as pd
+
+    out: list[list[Any]] = []
+    agg = result.aggregates
+    for _, a in agg[agg["primary"] & (agg["passed"] == False)].iterrows():  # noqa: E712 (None must not match)
+        side = "below" if a["direction"] == "higher" else "above"
+        msg = (f"{result.label(a['model_key'])}: {a['evaluator']}.{a['metric']} = {format_value(a['value'])} "
+               f"is {side} the threshold {format_value(a['threshold'])} (measured on {a['n']}/{a['N']} rows)")
+        out.append(["threshold", "high", a["model_key"], a["evaluator"], a["metric"], a["value"], a["threshold"],
+                    None, None, msg])
+    out.extend(_flips(result))
+    return pd.DataFrame(out, columns=PROBLEM_COLUMNS)
+
+
+def _flips(result: EvaluationResult) -> list[list[Any]]:
+    sources = {r.key: r.perturbation_source for r in result.dataset.rows if r.perturbation_source}
+    if not sources:
+        return []
+    rows = _primary_rows(result)
+    rows = rows[rows["passed"].notna()]
+    index = {(r.evaluator, r.model_key, r.key): (r.value, r.passed, r.metric) for r in rows.itertuples()}
+    out = []
+    for (ev, model, key), (value, passed, metric) in index.items():
+        src = sources.get(key)
+        if src is None or (ev, model, src) not in index:
+            continue
+        src_value, src_passed, _ = index[(ev, model, src)]
+        if bool(src_passed) == bool(passed):
+            continue
+        how = "passed on the original but failed on the perturbed case" if src_passed else \
+            "failed on the original but passed on the perturbed case"
+        msg = (f"{result.label(model)}: {ev}.{metric} {how} '{key}' "
+               f"({format_value(src_value)} -> {format_value(value)}; original '{src}')")
+        threshold = result.metrics.loc[(result.metrics["evaluator"] == ev) & (result.metrics["metric"] == metric),
+                                       "threshold"].iloc[0]
+        out.append(["perturbation_flip", "high" if src_passed else "low", model, ev, metric, value, threshold,
+                    key, src, msg])
+    return out
+
+
+def insights(result: EvaluationResult) -> pd.DataFrame:
+    import pandas as pd
+
+    out: list[list[Any]] = []
+    agg = result.aggregates
+    for ev, part in agg[agg["primary"] & agg["value"].notna()].groupby("evaluator", sort=False):
+        higher = part["direction"].iloc[0] == "higher"
+        best_value = part["value"].max() if higher else part["value"].min()
+        best = part[part["value"] == best_value]
+        names = ", ".join(result.label(m) for m in best["model_key"])
+        metric = part["metric"].iloc[0]
+        tie = " (tie)" if len(best) > 1 else ""
+        out.append(["best_model", ev, metric, best["model_key"].iloc[0], None, best_value,
+                    f"best on {ev}.{metric}: {names}{tie} with {format_value(best_value)}"])
+    rows = _primary_rows(result)
+    fails = rows[rows["passed"] == False]  # noqa: E712
+    for ev, part in fails.groupby("evaluator", sort=False):
+        counts = part.groupby("key")["model_key"].nunique().sort_values(ascending=False, kind="stable")
+        key, n = counts.index[0], int(counts.iloc[0])
+        total = rows.loc[(rows["evaluator"] == ev) & (rows["key"] == key), "model_key"].nunique()
+        out.append(["hardest_case", ev, part["metric"].iloc[0], None, key, float(n),
+                    f"hardest case for {ev}: '{key}' failed by {n} of {total} models"])
+    if not fails.empty and fails["evaluator"].nunique() > 1:
+        counts = fails.groupby("key").size().sort_values(ascending=False, kind="stable")
+        key, n = counts.index[0], int(counts.iloc[0])
+        out.append(["hardest_case", None, None, None, key, float(n),
+                    f"hardest case overall: '{key}' with {n} failing (model, evaluator) pairs"])
+    return pd.DataFrame(out, columns=INSIGHT_COLUMNS)
