@@ -16,7 +16,8 @@ splitter: no NLTK punkt data, no model. The rules, in order:
    quotes and brackets stay with the sentence they close. CJK full stops ``。！？`` end a sentence
    with or without white space, unless they close a quotation the sentence continues after.
 4. **Exceptions for a period.** No break after titles and common abbreviations (``Dr.``,
-   ``Mr.``, ``vs.``, ``e.g.``, ``i.e.``, ``Fig. 2``), after a single capital initial (``J. K.``),
+   ``Mr.``, ``vs.``, ``e.g.``, ``i.e.``, ``Fig. 2``), after a single capital initial (``J. K.``; but a unit after a number,
+   ``180 C.``, does end),
    after a bare list marker at the start of a sentence (``1.``), or after an ellipsis unless
    a capital follows. ``etc.``, ``Inc.``, ``Ltd.``, ``Jr.``, ``et al.`` break only before a
    capital; dotted acronyms (``U.S.``, ``a.m.``) only before a common sentence opener
@@ -177,7 +178,9 @@ def _breaks(seg: str, start: int, m: re.Match[str]) -> bool:
         next_word = re.match(r"[\w']+", seg[m.end() :])
         return bool(next_word) and next_word.group(0).lower() in _OPENERS
     if len(token) == 1 and token.isupper():
-        return False  # an initial, as in "J. K. Rowling"
+        # an initial ("J. K. Rowling", "by J. Smith"), unless a number precedes it: "180 C."
+        prev = words[-2] if len(words) > 1 else ""
+        return bool(re.fullmatch(r"[\d.,]*\d", prev))
     return True
 
 

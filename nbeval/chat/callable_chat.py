@@ -122,13 +122,15 @@ def _accepts_kwargs(fn: Callable[..., Any]) -> bool:
 
 
 def _code_hash(fn: Callable[..., Any]) -> str:
+    # Source catches edits; the code object tells apart two lambdas written on one line.
     target = getattr(fn, "__func__", fn)
     try:
         source = inspect.getsource(target)
     except (OSError, TypeError):
-        code = getattr(target, "__code__", None) or getattr(getattr(target, "__call__", None), "__code__", None)
-        source = repr((code.co_code, code.co_consts)) if code is not None else repr(target)
-    return hashlib.sha256(source.encode("utf-8", "replace")).hexdigest()[:16]
+        source = ""
+    code = getattr(target, "__code__", None) or getattr(getattr(target, "__call__", None), "__code__", None)
+    compiled = repr((code.co_code, code.co_consts, code.co_names)) if code is not None else repr(target)
+    return hashlib.sha256((source + compiled).encode("utf-8", "replace")).hexdigest()[:16]
 
 
 def _with_deadline(call: Callable[[], Any], timeout: float, name: str) -> Any:

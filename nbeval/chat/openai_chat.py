@@ -59,6 +59,7 @@ class OpenAIChat:
         self.default_params = dict(default_params)
         self.__api_key = api_key  # name-mangled and never part of repr, identity or errors
         self._client: Any = None
+        self._known: set[str] | None = None
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -84,10 +85,9 @@ class OpenAIChat:
     def chat(self, messages: Sequence[Message], *, timeout: float | None = None,
              **params: Any) -> ChatReply:
         """One chat-completions call. Raises :class:`ChatError` (retryable or not) on failure."""
+        client = self._get_client()  # raises MissingDependency when openai is absent
         import openai
-
-        client = self._get_client()
-        body = {**self.default_params, **params}
+        body = self._split_params({**self.default_params, **params}, client)
         started = time.perf_counter()
         try:
             raw = client.chat.completions.with_raw_response.create(
@@ -106,6 +106,18 @@ class OpenAIChat:
             raise self._status_error(e) from e
         duration = time.perf_counter() - started
         return self._parse(text, duration)
+
+    def _split_params(self, params: dict[str, Any], client: Any) -> dict[str, Any]:
+        """Parameters the openai client does not know (vLLM's ``top_k``...) travel in ``extra_body``."""
+        if self._known is None:
+            import inspect
+
+            self._known = set(inspect.signature(client.chat.completions.create).parameters)
+        known = {k: v for k, v in params.items() if k in self._known}
+        extra = {k: v for k, v in params.items() if k not in self._known}
+        if extra:
+            known["extra_body"] = {**extra, **(known.get("extra_body") or {})}
+        return known
 
     def _parse(self, text: str, duration: float) -> ChatReply:
         try:

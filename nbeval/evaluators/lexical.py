@@ -1,0 +1,302 @@
+"""Deterministic text evaluators: exact match, regular expression, looping, BLEU and ROUGE.
+
+None of them needs a model. NLTK and ``rouge-score`` are imported the first time an evaluator
+instance scores a row (never when nbeval is imported), and the tokenizer and scorer objects are
+built once per instance and reused for every row.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+from nbeval.errors import ConditionError, EvaluatorError, RegexTimeout
+from nbeval.evaluators.base import Evaluator, Score
+from nbeval.evaluators.registry import register
+
+if TYPE_CHECKING:
+    from nbeval.data.model import Row
+
+__all__ = ["ExactMatch", "RegexMatch", "Looping", "Bleu", "Rouge", "longest_repeat",
+           "LOOPING_MAX_CHARS", "MIN_SENTENCE_CHARS"]
+
+#: Sentences shorter than this many characters are left out of ``unique_sentences``.
+MIN_SENTENCE_CHARS = 10
+
+#: The longest-repeated-substring search looks at most at this many leading characters of an
+#: answer. Its cost grows as n log² n, so a runaway generation of megabytes cannot stall a run;
+#: an answer that loops shows it well within its first 20,000 characters.
+LOOPING_MAX_CHARS = 20_000
+
+_SHOWN_CHARS = 60  # how much of a text a rationale quotes
+
+
+def _shown(text: str) -> str:
+    return repr(text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "...")
+
+
+class _TokenCache:
+    """A small bounded memo of text -> tokens.
+
+    The same expected output is scored against every model's answer, so remembering its tokens
+    saves re-tokenising it once per model. Bounded so a long run does not grow without limit.
+    """
+
+    def __init__(self, tokenize: Any, size: int = 4096) -> None:
+        self._tokenize = tokenize
+        self._size = size
+        self._memo: OrderedDict[str, Any] = OrderedDict()
+
+    def tokenize(self, text: str) -> Any:
+        memo = self._memo
+        tokens = memo.get(text)
+        if tokens is None:
+            tokens = self._tokenize(text)
+            memo[text] = tokens
+            if len(memo) > self._size:
+                memo.popitem(last=False)
+        return tokens
+
+
+# ---------------------------------------------------------------------------------------------
+# exact_match, regex_match
+
+
+@register("exact_match")
+class ExactMatch(Evaluator):
+    """1.0 when the answer is the expected output character for character (case and white
+    space count), else 0.0; the rationale points at the first difference."""
+
+    def score(self, row: Row) -> Score:
+        expected, answer = row.expected_output or "", row.actual_output or ""
+        if answer == expected:
+            return Score({"score": 1.0})
+        return Score({"score": 0.0}, rationale=_first_difference(expected, answer))
+
+
+def _first_difference(expected: str, answer: str) -> str:
+    i = next((k for k, (a, b) in enumerate(zip(expected, answer)) if a != b), min(len(expected), len(answer)))
+    if i == len(answer):
+        return f"the answer stops at character {i}; the expected output goes on with {_shown(expected[i:])}"
+    if i == len(expected):
+        return f"the answer goes on after the expected output ends (character {i}) with {_shown(answer[i:])}"
+    return f"first difference at character {i}: expected {expected[i]!r}, got {answer[i]!r}"
+
+
+@register("regex_match")
+class RegexMatch(Evaluator):
+    """1.0 when ``pattern`` is found anywhere in the answer (Python regular-expression search,
+    bounded in time), else 0.0; the rationale quotes the match."""
+
+    #: Seconds one search may run before the row gets an error instead of a value.
+    timeout: float = 1.0
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        pattern = self.params.get("pattern")
+        if not isinstance(pattern, str) or not pattern:
+            msg = ("regex_match needs a regular expression: pass it as pattern=..., e.g. "
+                   "nbeval.evaluator('regex_match', pattern=r'\\d+') or ('regex_match', {'pattern': r'\\d+'})")
+            raise EvaluatorError(msg)
+        from nbeval._regex import compile_user_pattern
+
+        try:
+            self._compiled = compile_user_pattern(pattern)
+        except ConditionError as exc:
+            msg = f"regex_match: {exc}"
+            raise EvaluatorError(msg) from None
+
+    def score(self, row: Row) -> Score:
+        from nbeval._regex import search
+
+        answer = row.actual_output or ""
+        try:
+            match = search(self._compiled, answer, timeout=self.timeout)
+        except RegexTimeout as exc:
+            return Score({"score": None}, error=str(exc))
+        if match is None:
+            return Score({"score": 0.0}, rationale="no match")
+        return Score({"score": 1.0}, rationale=f"matched {_shown(match.group(0))} at character {match.start()}")
+
+
+# ---------------------------------------------------------------------------------------------
+# looping
+
+
+@register("looping")
+class Looping(Evaluator):
+    """Three signs of an answer stuck in a loop.
+
+    - ``unique_sentences``: distinct / all sentences (:func:`nbeval.text.split_sentences`),
+      leaving out sentences under :data:`MIN_SENTENCE_CHARS` characters. An answer with no
+      sentence that long (including the empty answer) scores 1.0: it has nothing long enough to
+      repeat, so it shows no looping, and 1.0 keeps it from being flagged.
+    - ``longest_repeated_substring``: length of the longest substring that occurs at least twice
+      without overlapping, × how many non-overlapping times it occurs, / text length (characters).
+      Counting non-overlapping occurrences keeps the value in [0, 1] by construction: 1.0 means
+      the text is one piece said over and over. Empty or one-character text: 0.0. Only the
+      first :data:`LOOPING_MAX_CHARS` characters are searched (the details say when).
+    - ``compression_ratio``: zlib level-9 compressed bytes / UTF-8 bytes, clipped to 1.0. Short
+      texts (under ~100 bytes) do not compress (zlib adds about 8 bytes of framing), so they
+      score 1.0, i.e. no sign of looping; the empty answer also scores 1.0.
+    """
+
+    def score(self, row: Row) -> Score:
+        from nbeval.text import split_sentences
+
+        text = row.actual_output or ""
+        sentences = [s for s in split_sentences(text) if len(s) >= MIN_SENTENCE_CHARS]
+        unique = len(set(sentences))
+        unique_ratio = unique / len(sentences) if sentences else 1.0
+
+        searched = text[:LOOPING_MAX_CHARS]
+        length, count, start = longest_repeat(searched)
+        lrs = length * count / len(searched) if searched else 0.0
+
+        raw = text.encode("utf-8")
+        packed = len(zlib.compress(raw, 9))
+        compression = min(1.0, packed / len(raw)) if raw else 1.0
+
+        repeat = searched[start : start + length]
+        parts = [f"{unique} of {len(sentences)} sentences unique"]
+        parts.append(f"longest repeat {_shown(repeat)} ({length} chars) x {count}" if length else "no repeated substring")
+        parts.append(f"{packed} of {len(raw)} bytes after compression")
+        details = {"sentences": len(sentences), "unique_sentences": unique, "repeat_length": length,
+                   "repeat_count": count, "compressed_bytes": packed, "bytes": len(raw)}
+        if len(text) > LOOPING_MAX_CHARS:
+            details["searched_chars"] = LOOPING_MAX_CHARS
+        values = {"unique_sentences": unique_ratio, "longest_repeated_substring": lrs, "compression_ratio": compression}
+        return Score(values, rationale="; ".join(parts), details=details)
+
+
+def longest_repeat(text: str) -> tuple[int, int, int]:
+    """``(length, count, start)`` of the longest substring occurring twice without overlap.
+
+    ``count`` is how many non-overlapping times it occurs (as ``str.count`` counts) and
+    ``start`` its first position; among equally long candidates the most frequent wins, then
+    the earliest. ``(0, 0, 0)`` when no character repeats.
+
+    Method: prefix doubling (the construction of a suffix array) gives, for every power of two
+    ``p``, a class number for each substring of length ``p``; two classes combine into the
+    class of any length ``p <= L < 2p`` (as in a sparse table). "Some length-L substring occurs
+    twice at least L apart" is monotone in L, so binary search finds the longest. Everything is
+    vectorised with numpy: O(n log² n) time, O(n log n) memory.
+    """
+    n = len(text)
+    if n < 2:
+        return 0, 0, 0
+    import numpy as np
+
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype="<u4")
+    uniq, rank = np.unique(codes, return_inverse=True)
+    levels: list[tuple[Any, int]] = [(rank.astype(np.int64), len(uniq))]  # (classes, how many)
+    if len(uniq) == n:
+        return 0, 0, 0
+    # Longer powers of two are only needed while some substring of that length repeats.
+    while 2 * (p := 1 << (len(levels) - 1)) <= n // 2:
+        cls, m = levels[-1]
+        if m == len(cls):
+            break
+        key = cls[: n - 2 * p + 1] * m + cls[p : n - p + 1]
+        uniq, inv = np.unique(key, return_inverse=True)
+        levels.append((inv.astype(np.int64), len(uniq)))
+    top_cls, top_m = levels[-1]
+    top_p = 1 << (len(levels) - 1)
+    hi = min(n // 2, 2 * top_p - 1 if top_m < len(top_cls) else top_p - 1)
+
+    def groups(length: int) -> tuple[Any, Any, Any]:
+        """Positions sorted by their length-``length`` substring, and each group's bounds."""
+        j = length.bit_length() - 1
+        cls, m = levels[j]
+        count = n - length + 1
+        shift = length - (1 << j)
+        key = cls[:count] * m + cls[shift : shift + count]
+        order = np.argsort(key, kind="stable")  # stable: positions ascend within a group
+        ks = key[order]
+        starts = np.flatnonzero(np.concatenate(([True], ks[1:] != ks[:-1])))
+        ends = np.append(starts[1:], count) - 1
+        return order, starts, ends
+
+    def repeats(length: int) -> bool:
+        order, starts, ends = groups(length)
+        return bool(np.any(order[ends] - order[starts] >= length))
+
+    lo = 0  # the longest length known to repeat
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if repeats(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    if lo == 0:
+        return 0, 0, 0
+    order, starts, ends = groups(lo)
+    best = (0, 0)  # (count, -start)
+    for s, e in zip(starts.tolist(), ends.tolist()):
+        if order[e] - order[s] < lo:
+            continue
+        taken, last = 0, -lo
+        for pos in order[s : e + 1].tolist():
+            if pos >= last + lo:
+                taken, last = taken + 1, pos
+        best = max(best, (taken, -int(order[s])))
+    return lo, best[0], -best[1]
+
+
+# ---------------------------------------------------------------------------------------------
+# bleu, rouge
+
+#: Cumulative uniform weights for BLEU-1 .. BLEU-4.
+BLEU_WEIGHTS = ((1.0,), (0.5, 0.5), (1 / 3, 1 / 3, 1 / 3), (0.25, 0.25, 0.25, 0.25))
+
+
+@register("bleu")
+class Bleu(Evaluator):
+    """Sentence BLEU-1..4 from NLTK (cumulative uniform weights, smoothing method 1) of the
+    answer against the expected output, both tokenised with NLTK's Treebank word tokenizer on
+    the raw text (no lower-casing, no data download). An answer with no token in common with the
+    expected output (the empty answer among them) scores 0 on all four, as NLTK defines it."""
+
+    _tools: tuple[Any, Any, Any] | None = None
+
+    def _get_tools(self) -> tuple[Any, Any, Any]:
+        if self._tools is None:
+            from nltk.tokenize.treebank import TreebankWordTokenizer
+            from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
+
+            tokens = _TokenCache(TreebankWordTokenizer().tokenize)
+            self._tools = (tokens, SmoothingFunction().method1, sentence_bleu)
+        return self._tools
+
+    def score(self, row: Row) -> Score:
+        tokens, smoothing, sentence_bleu = self._tools or self._get_tools()
+        reference = tokens.tokenize(row.expected_output or "")
+        hypothesis = tokens.tokenize(row.actual_output or "")
+        # One call computes all four: NLTK counts n-grams once for a list of weight tuples.
+        b1, b2, b3, b4 = sentence_bleu([reference], hypothesis, weights=BLEU_WEIGHTS, smoothing_function=smoothing)
+        return Score({"bleu_1": float(b1), "bleu_2": float(b2), "bleu_3": float(b3), "bleu_4": float(b4)})
+
+
+@register("rouge")
+class Rouge(Evaluator):
+    """ROUGE-1, ROUGE-2 and ROUGE-L F-measures from ``rouge-score`` (Porter stemming on),
+    reference = expected output, prediction = answer. ``rouge-score`` keeps only ASCII letters
+    and digits, lower-cased, so an answer in another script has no tokens and scores 0."""
+
+    _scorer: Any = None
+
+    def _get_scorer(self) -> Any:
+        if self._scorer is None:
+            from rouge_score.rouge_scorer import RougeScorer
+            from rouge_score.tokenizers import DefaultTokenizer
+
+            # The scorer's own default tokenizer, behind a memo of already-seen texts.
+            tokenizer = _TokenCache(DefaultTokenizer(use_stemmer=True).tokenize)
+            self._scorer = RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True, tokenizer=tokenizer)
+        return self._scorer
+
+    def score(self, row: Row) -> Score:
+        scorer = self._scorer or self._get_scorer()
+        s = scorer.score(row.expected_output or "", row.actual_output or "")
+        return Score({"rouge_1": s["rouge1"].fmeasure, "rouge_2": s["rouge2"].fmeasure, "rouge_l": s["rougeL"].fmeasure})

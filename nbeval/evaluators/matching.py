@@ -1,0 +1,89 @@
+"""``text_matching``: the answer (and the retrieved context) must satisfy the row's condition.
+
+The condition language lives in :mod:`nbeval.conditions`; this module only applies a parsed
+condition to a row. Conditions come from datasets, so a regular expression in one of them may
+backtrack catastrophically: every search is bounded (:data:`SEARCH_TIMEOUT`) and a search that
+runs out turns into that row's error, reported as a parse failure (the row could not be
+checked), never a hang and never a stopped run.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from nbeval.errors import ConditionError, RegexTimeout
+from nbeval.evaluators.base import Evaluator, Score, bool_score
+from nbeval.evaluators.registry import register
+
+if TYPE_CHECKING:
+    from nbeval.conditions import Condition
+    from nbeval.data.model import Row
+
+__all__ = ["TextMatching", "SEARCH_TIMEOUT", "CONTEXT_JOINER", "context_text", "check_condition",
+           "UncheckableRow"]
+
+#: Seconds one regular-expression search may run. Kept well under a second so that even a row
+#: whose answer and context both hit a pathological pattern is settled quickly.
+SEARCH_TIMEOUT = 0.5
+
+#: How retrieved chunks are joined before a condition is checked against them: a blank line, so
+#: a string operand never matches across the seam of two chunks by accident.
+CONTEXT_JOINER = "\n\n"
+
+
+class UncheckableRow(Exception):
+    """A row's condition could not be applied (malformed, or a search ran out of time)."""
+
+
+def context_text(row: Row) -> str | None:
+    """The row's retrieved chunks joined with :data:`CONTEXT_JOINER` (``None`` when there is no
+    chunk with text; a chunk given only by its document name has nothing to check)."""
+    texts = [c.content for c in row.context if c.content is not None]
+    return CONTEXT_JOINER.join(texts) if texts else None
+
+
+def row_condition(row: Row) -> Condition | None:
+    """The row's parsed condition; a malformed one raises :class:`UncheckableRow`."""
+    try:
+        return row.condition
+    except ConditionError as exc:
+        raise UncheckableRow(f"the condition does not parse: {exc}") from None
+
+
+def check_condition(condition: Condition, text: str, what: str) -> tuple[bool, str]:
+    """``(satisfied, explanation)`` of ``condition`` on ``text``; ``what`` names the text
+    (``answer``, ``context``) in the error raised when a search runs out of time."""
+    try:
+        return condition.check(text, timeout=SEARCH_TIMEOUT)
+    except RegexTimeout as exc:
+        raise UncheckableRow(f"could not check the {what}: {exc}") from None
+
+
+def wants_context(evaluator: Evaluator) -> bool:
+    """Whether ``evaluator`` checks retrieved context (its ``evaluate_retrieved_context``
+    parameter, on by default; evaluators without the parameter always do)."""
+    return bool(evaluator.params.get("evaluate_retrieved_context", True))
+
+
+@register("text_matching")
+class TextMatching(Evaluator):
+    """Pass when the answer satisfies the condition and, where the row has retrieved context,
+    the joined context satisfies it too. The rationale says which operands were found."""
+
+    def score(self, row: Row) -> Score:
+        try:
+            condition = row_condition(row)
+            if condition is None:  # the engine skips such rows; guard direct calls
+                raise UncheckableRow("the row has no condition")
+            answer_ok, answer_why = check_condition(condition, row.actual_output or "", "answer")
+            context = context_text(row) if wants_context(self) else None
+            context_ok, context_why = (None, None)
+            if context is not None:
+                context_ok, context_why = check_condition(condition, context, "retrieved context")
+        except UncheckableRow as exc:
+            return bool_score(None, None, rationale=str(exc), error=str(exc))
+        rationale = f"answer: {answer_why}"
+        if context_why is not None:
+            rationale += f" | context: {context_why}"
+        details = {"answer": answer_ok, "context": context_ok}
+        return bool_score(answer_ok, context_ok, rationale=rationale, details=details)

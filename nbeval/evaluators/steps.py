@@ -1,0 +1,283 @@
+"""Procedure steps: extraction with regular expressions and alignment by dynamic programming.
+
+Pure functions used by the ``step_alignment`` evaluator; no embeddings are computed here.
+
+Extraction (:func:`extract_steps`) tries three readings of a text and keeps the first that finds
+at least two steps (else the best it found):
+
+1. **Marked lines**: numbered lines (``1.``, ``2)``, ``(3)``, ``Step 4:``, ``**Step 5:**``) or,
+   when there are none, bulleted lines (``-``, ``*``, ``•``, ``+``). Deeper-indented items,
+   indented lines and lines directly under an item (no blank line between) belong to that item.
+2. **Inline numbering**: ``1. Do A. 2. Do B.`` or ``Step 1: ... Step 2: ...`` inside a
+   paragraph, with numbers counting up from 1.
+3. **Prose**: clauses opened by sequence words (``First``, ``Then``, ``Next``, ``After that``,
+   ``Finally``...), needing at least one opening or closing cue so that a stray "Then" in a
+   story is not a procedure. A sentence without a cue continues the step before it; after a
+   closing cue (``Finally``) such sentences are ignored.
+
+Markers and cue words are removed from the step text, so "1. Preheat the oven" and "First,
+preheat the oven" compare as the same step.
+
+Alignment (:func:`align_steps`) is an edit distance between the context's steps (the reference)
+and the answer's steps, where turning the answer into the context's sequence costs one per
+operation: an **insertion** is a context step the answer lacks, a **deletion** is an answer step
+the context lacks, a **mismatch** pairs two steps whose similarity is below the cut-off (a
+substitution). Steps at or above the cut-off **match** for free. Among alignments with the
+fewest edits the one with most matches, then the highest matched similarity, is kept.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from nbeval.text import split_sentences
+
+__all__ = ["extract_steps", "align_steps", "Alignment"]
+
+_LEAD = r"(?:#{1,6}\s*)?(?:\*\*|__)?"
+_NUMBERED = re.compile(
+    rf"^(?P<indent>\s*){_LEAD}(?:step\s+(?P<s>\d{{1,3}})\s*[:.)\-–—]?|\(?(?P<n>\d{{1,3}})[.)])"
+    r"(?:\*\*|__)?(?:\s+(?P<body>\S.*))?$",
+    re.IGNORECASE,
+)
+_BULLET = re.compile(r"^(?P<indent>\s*)[-*•+–◦▪‣]\s+(?P<body>\S.*)$")
+_INLINE = re.compile(r"(?:(?<=^)|(?<=[\s:;(]))(?:step\s+(\d{1,2})\s*[:.)\-–—]|\(?(\d{1,2})[.)])(?=\s+\S)", re.IGNORECASE)
+_FIRST_CUES = ("first of all", "firstly", "first", "to begin with", "to begin", "to start", "initially",
+               "begin by", "start by")
+_MIDDLE_CUES = ("secondly", "second", "thirdly", "third", "fourth", "fifth", "and then", "then", "next",
+                "after that", "afterwards", "afterward", "subsequently", "following that", "once done")
+_LAST_CUES = ("finally", "lastly", "last of all", "in the end", "to finish")
+_CUE = re.compile(
+    r"^(?P<cue>" + "|".join(re.escape(c) for c in sorted(_FIRST_CUES + _MIDDLE_CUES + _LAST_CUES, key=len, reverse=True))
+    + r")\b[,:]?\s*",
+    re.IGNORECASE,
+)
+_CLAUSE = re.compile(
+    r"\s*[,;]\s*(?:and\s+)?(?=(?:then|next|after that|afterwards|finally|lastly)\b)", re.IGNORECASE
+)
+_BOLD_EDGES = re.compile(r"^(?:\*\*|__)\s*|\s*(?:\*\*|__)$")
+
+
+# ---------------------------------------------------------------------------------------------
+# Extraction
+
+
+def extract_steps(text: str | None) -> list[str]:
+    """The steps of a procedure described in ``text``, markers and cue words removed."""
+    if not text or not text.strip():
+        return []
+    best: list[str] = []
+    for reader in (_marked_lines, _inline_numbered, _prose):
+        steps = [s for s in (_clean(x) for x in reader(text)) if s]
+        if len(steps) >= 2:
+            return steps
+        if len(steps) > len(best):
+            best = steps
+    return best
+
+
+def _clean(step: str) -> str:
+    step = re.sub(r"\s+", " ", step).strip()
+    step = _BOLD_EDGES.sub("", step).strip()
+    return step
+
+
+def _marked_lines(text: str) -> list[str]:
+    lines = text.splitlines()
+    parsed: list[tuple[str, int, str] | None] = []
+    for line in lines:
+        m = _NUMBERED.match(line)
+        if m:
+            parsed.append(("num", len(m.group("indent").expandtabs(4)), m.group("body") or ""))
+            continue
+        m = _BULLET.match(line)
+        parsed.append(("bullet", len(m.group("indent").expandtabs(4)), m.group("body")) if m else None)
+    kinds = {p[0] for p in parsed if p}
+    if not kinds:
+        return []
+    top = "num" if "num" in kinds else "bullet"
+    top_indent = min(p[1] for p in parsed if p and p[0] == top)
+    steps: list[list[str]] = []
+    current: list[str] | None = None
+    blank = False
+    for line, p in zip(lines, parsed):
+        stripped = line.strip()
+        if not stripped:
+            blank = True
+            continue
+        if p and p[0] == top and p[1] <= top_indent + 1:
+            current = [p[2]]
+            steps.append(current)
+            blank = False
+            continue
+        if current is None:
+            continue
+        indent = len(line[: len(line) - len(line.lstrip())].expandtabs(4))
+        if p is not None or indent > top_indent or not blank:
+            current.append(p[2] if p else stripped)  # sub-item or continuation of this step
+        else:
+            current = None  # text after a blank line, back at the margin: the list is over
+    return [" ".join(parts) for parts in steps]
+
+
+def _inline_numbered(text: str) -> list[str]:
+    flat = re.sub(r"\s+", " ", text)
+    marks = [(m.start(), m.end(), int(m.group(1) or m.group(2))) for m in _INLINE.finditer(flat)]
+    chosen: list[tuple[int, int]] = []
+    expected = 1
+    for start, end, number in marks:
+        if number == expected:
+            chosen.append((start, end))
+            expected += 1
+    if len(chosen) < 2:
+        return []
+    bounds = [*chosen, (len(flat), len(flat))]
+    return [flat[bounds[k][1] : bounds[k + 1][0]] for k in range(len(chosen))]
+
+
+def _prose(text: str) -> list[str]:
+    clauses = [c for sentence in split_sentences(text) for c in _CLAUSE.split(sentence) if c.strip()]
+    steps: list[str] = []
+    strong = False
+    closed = False
+    for clause in clauses:
+        m = _CUE.match(clause)
+        if m:
+            cue = m.group("cue").lower()
+            strong = strong or cue in _FIRST_CUES or cue in _LAST_CUES
+            closed = cue in _LAST_CUES
+            steps.append(clause[m.end() :])
+        elif steps and not closed:
+            steps[-1] = f"{steps[-1]} {clause}"
+    return steps if strong else []
+
+
+# ---------------------------------------------------------------------------------------------
+# Alignment
+
+_OPS = ("match", "mismatch", "insertion", "deletion")
+
+
+@dataclass
+class Alignment:
+    """The cheapest way to turn the answer's steps into the context's.
+
+    ``ops`` lists ``(op, i, j, sim)`` in order, where ``op`` is ``match``, ``mismatch``,
+    ``insertion`` (context step ``i`` missing from the answer; ``j`` is ``None``) or ``deletion``
+    (answer step ``j`` absent from the context; ``i`` is ``None``); ``sim`` is the similarity of
+    the paired steps (``None`` for insertions and deletions).
+    """
+
+    ops: list[tuple[str, int | None, int | None, float | None]] = field(default_factory=list)
+    cutoff: float = 0.0
+
+    def _count(self, op: str) -> int:
+        return sum(1 for o in self.ops if o[0] == op)
+
+    @property
+    def matches(self) -> int:
+        return self._count("match")
+
+    @property
+    def mismatches(self) -> int:
+        return self._count("mismatch")
+
+    @property
+    def insertions(self) -> int:
+        return self._count("insertion")
+
+    @property
+    def deletions(self) -> int:
+        return self._count("deletion")
+
+    @property
+    def edits(self) -> int:
+        """Insertions + deletions + mismatches."""
+        return self.insertions + self.deletions + self.mismatches
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-serialisable form (for ``Score.details``)."""
+        return {
+            "cutoff": self.cutoff,
+            "ops": [[op, i, j, None if s is None else round(float(s), 4)] for op, i, j, s in self.ops],
+        }
+
+    def describe(self, context_steps: list[str], answer_steps: list[str], width: int = 80) -> str:
+        """The alignment as readable lines: a summary, then one line per operation."""
+
+        def short(s: str) -> str:
+            return s if len(s) <= width else s[: width - 1] + "…"
+
+        head = (
+            f"{self.edits} edit(s): {self.insertions} insertion(s), {self.deletions} deletion(s), "
+            f"{self.mismatches} mismatch(es); {self.matches} match(es) at cut-off {self.cutoff:g}"
+        )
+        lines = [head]
+        for op, i, j, s in self.ops:
+            if op == "match":
+                lines.append(f"  = context {i + 1} ~ answer {j + 1} ({s:.2f}): {short(answer_steps[j])}")
+            elif op == "mismatch":
+                lines.append(
+                    f"  ≠ context {i + 1} vs answer {j + 1} ({s:.2f}): "
+                    f"{short(context_steps[i])} / {short(answer_steps[j])}"
+                )
+            elif op == "insertion":
+                lines.append(f"  + context {i + 1} missing from the answer: {short(context_steps[i])}")
+            else:
+                lines.append(f"  - answer {j + 1} not in the context: {short(answer_steps[j])}")
+        return "\n".join(lines)
+
+
+def align_steps(sim: np.ndarray, cutoff: float) -> Alignment:
+    """Align context steps (rows of ``sim``) with answer steps (columns) by dynamic programming.
+
+    ``sim[i, j]`` is the similarity of context step ``i`` and answer step ``j``; a pair matches
+    when ``sim >= cutoff``. Costs are compared as (edits, -matches, -matched similarity).
+    """
+    sim = np.asarray(sim, dtype=float)
+    if sim.ndim != 2:
+        msg = f"sim must be a 2-D matrix (context steps x answer steps), got shape {sim.shape}"
+        raise ValueError(msg)
+    n, m = sim.shape
+    inf = (float("inf"), 0, 0.0)
+    cost = [[inf] * (m + 1) for _ in range(n + 1)]
+    back: list[list[str | None]] = [[None] * (m + 1) for _ in range(n + 1)]
+    cost[0][0] = (0, 0, 0.0)
+    for i in range(n + 1):
+        for j in range(m + 1):
+            if i == 0 and j == 0:
+                continue
+            options: list[tuple[tuple[float, int, float], str]] = []
+            if i > 0 and j > 0:
+                e, k, s = cost[i - 1][j - 1]
+                v = float(sim[i - 1, j - 1])
+                if v >= cutoff:
+                    options.append(((e, k - 1, s - v), "match"))
+                else:
+                    options.append(((e + 1, k, s), "mismatch"))
+            if i > 0:
+                e, k, s = cost[i - 1][j]
+                options.append(((e + 1, k, s), "insertion"))
+            if j > 0:
+                e, k, s = cost[i][j - 1]
+                options.append(((e + 1, k, s), "deletion"))
+            best = min(options, key=lambda o: o[0])  # stable: earlier options win exact ties
+            cost[i][j], back[i][j] = best
+    ops: list[tuple[str, int | None, int | None, float | None]] = []
+    i, j = n, m
+    while i > 0 or j > 0:
+        op = back[i][j]
+        if op in ("match", "mismatch"):
+            ops.append((op, i - 1, j - 1, float(sim[i - 1, j - 1])))
+            i, j = i - 1, j - 1
+        elif op == "insertion":
+            ops.append((op, i - 1, None, None))
+            i -= 1
+        else:
+            ops.append(("deletion", None, j - 1, None))
+            j -= 1
+    ops.reverse()
+    return Alignment(ops=ops, cutoff=float(cutoff))

@@ -1,0 +1,159 @@
+"""A static, self-contained HTML report of an EvaluationResult.
+
+No scripts and no network: tables and CSS bars, plus the leaderboard charts as inline SVG when
+the notebook kit (Altair + vl-convert) is installed. Every piece of text that came from a model,
+a judge or a dataset goes through :func:`html.escape`.
+"""
+
+from __future__ import annotations
+
+import math
+from html import escape
+from typing import TYPE_CHECKING, Any
+
+from nbeval.leaderboard import format_value
+
+if TYPE_CHECKING:
+    from nbeval.results import EvaluationResult
+
+__all__ = ["report_html", "summary_html"]
+
+MAX_DETAIL_ROWS = 5000
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em;color:#1b1f24;max-width:1200px}
+h1{font-size:1.6em}h2{font-size:1.25em;margin-top:2em;border-bottom:1px solid #d0d7de;padding-bottom:.2em}
+table{border-collapse:collapse;margin:.5em 0;font-size:.9em}th,td{border:1px solid #d0d7de;padding:.3em .6em;
+text-align:left;vertical-align:top}th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.bar{display:inline-block;height:.8em;background:#4c78a8;margin-right:.4em;vertical-align:middle}
+.fail{color:#b42318}.pass{color:#067647}.muted{color:#667085}.skip{color:#667085;font-style:italic}
+td.text{max-width:38em;white-space:pre-wrap;word-break:break-word}.meta{color:#667085}
+"""
+
+
+def _cell(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return escape(str(value))
+
+
+def _bar(value: float | None, lo: float, hi: float) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)) or not math.isfinite(hi) or hi <= lo:
+        return ""
+    width = max(0.0, min(1.0, (value - lo) / (hi - lo))) * 8
+    return f'<span class="bar" style="width:{width:.2f}em"></span>'
+
+
+def _passed(p: Any) -> str:
+    if p is True:
+        return '<span class="pass">pass</span>'
+    if p is False:
+        return '<span class="fail">fail</span>'
+    return ""
+
+
+def _leaderboards(result: EvaluationResult) -> str:
+    parts = []
+    for ev in result.evaluators:
+        agg = result.aggregates[result.aggregates["evaluator"] == ev]
+        metrics = result.metrics[result.metrics["evaluator"] == ev]
+        board = result.leaderboard(ev)
+        head = "".join(f"<th>{escape(m)}{' ★' if p else ''}</th>" for m, p in zip(metrics["metric"], metrics["primary"]))
+        rows = []
+        for model_key in board.index:
+            cells = []
+            for m in metrics.itertuples():
+                a = agg[(agg["model_key"] == model_key) & (agg["metric"] == m.metric)]
+                if a.empty:
+                    cells.append("<td></td>")
+                    continue
+                a = a.iloc[0]
+                cells.append(f'<td class="num">{_bar(a["value"], m.lo, m.hi)}{format_value(a["value"])} '
+                             f'<span class="muted">({a["n"]}/{a["N"]})</span> {_passed(a["passed"])}</td>')
+            rows.append(f"<tr><td>{escape(result.label(str(model_key)))}</td>{''.join(cells)}</tr>")
+        primary = result.primary_metric(ev)
+        t = metrics.loc[metrics["metric"] == primary, "threshold"].iloc[0]
+        parts.append(f"<h3>{escape(ev)}</h3><p class='meta'>ranked on {escape(primary)}; threshold "
+                     f"{format_value(t)}; (n/N) = rows measured / rows of the model</p>"
+                     f"<table><tr><th>model</th>{head}</tr>{''.join(rows)}</table>")
+    return "".join(parts)
+
+
+def _table(df: Any, columns: list[str], text_columns: tuple[str, ...] = ()) -> str:
+    if df.empty:
+        return "<p class='muted'>none</p>"
+    head = "".join(f"<th>{escape(c)}</th>" for c in columns)
+    body = []
+    for rec in df[columns].itertuples(index=False):
+        cells = []
+        for c, v in zip(columns, rec):
+            cls = ' class="text"' if c in text_columns else (' class="num"' if isinstance(v, float) else "")
+            shown = format_value(v) if isinstance(v, float) else _cell(v)
+            cells.append(f"<td{cls}>{shown}</td>")
+        body.append(f"<tr>{''.join(cells)}</tr>")
+    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+
+
+def _charts_svg(result: EvaluationResult) -> str:
+    try:
+        import vl_convert as vlc
+
+        from nbeval.widgets.charts import leaderboard_chart
+    except Exception:  # the notebook kit is optional: the report stands without charts
+        return ""
+    svgs = []
+    for ev in result.evaluators:
+        try:
+            svgs.append(vlc.vegalite_to_svg(leaderboard_chart(result, ev).to_dict()))
+        except Exception:
+            continue
+    return "".join(f"<div>{s}</div>" for s in svgs)
+
+
+def _cases(result: EvaluationResult) -> str:
+    rows = []
+    for r in result.dataset.rows[:MAX_DETAIL_ROWS]:
+        ctx = "\n---\n".join(c.text for c in r.context)
+        rows.append(f"<tr><td>{_cell(r.key)}</td><td>{_cell(result.label(r.model_key))}</td>"
+                    f"<td class='text'>{_cell(r.input)}</td><td class='text'>{_cell(r.expected_output)}</td>"
+                    f"<td class='text'>{_cell(r.actual_output)}</td><td class='text'>{_cell(ctx)}</td></tr>")
+    return ("<table><tr><th>key</th><th>model</th><th>prompt</th><th>expected</th><th>answer</th>"
+            f"<th>retrieved context</th></tr>{''.join(rows)}</table>")
+
+
+def summary_html(result: EvaluationResult) -> str:
+    """A compact summary for notebook display: models, evaluators, problems."""
+    probs = result.problems
+    items = "".join(f"<li>{escape(m)}</li>" for m in probs["message"].head(8))
+    more = f"<li class='muted'>… {len(probs) - 8} more</li>" if len(probs) > 8 else ""
+    models = ", ".join(escape(result.label(m)) for m in result.model_keys)
+    return (f"<div><b>nbeval result</b>: {len(result.model_keys)} models ({models}); "
+            f"evaluators: {escape(', '.join(result.evaluators))}; {len(probs)} problems"
+            f"<ul>{items}{more}</ul></div>")
+
+
+def report_html(result: EvaluationResult, title: str = "nbeval report") -> str:
+    """The whole report as one HTML document."""
+    scores = result.scores
+    shown = scores.head(MAX_DETAIL_ROWS)
+    cut = (f"<p class='muted'>first {MAX_DETAIL_ROWS} of {len(scores)} scores shown; "
+           "the saved result (result.save) has them all</p>") if len(scores) > MAX_DETAIL_ROWS else ""
+    usage = result.meta.get("usage") or {}
+    usage_line = ", ".join(f"{escape(str(k))}: {escape(str(v))}" for k, v in usage.items())
+    duration = result.meta.get("duration_s")
+    meta = (f"{len(result.model_keys)} models, {len(result.evaluators)} evaluators, {len(result.dataset)} rows"
+            + (f", {duration:.1f} s" if isinstance(duration, (int, float)) else "")
+            + (f"; {usage_line}" if usage_line else "")
+            + ("; <b>cancelled before the end</b>" if result.meta.get("cancelled") else ""))
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
+<style>{_CSS}</style></head><body>
+<h1>{escape(title)}</h1><p class="meta">{meta}</p>
+<h2>Insights</h2>{_table(result.insights, ["kind", "evaluator", "message"], ("message",))}
+<h2>Problems</h2>{_table(result.problems, ["kind", "severity", "evaluator", "message"], ("message",))}
+<h2>Leaderboards</h2>{_charts_svg(result)}{_leaderboards(result)}
+<h2>Scores</h2>{cut}{_table(shown, ["key", "model_key", "evaluator", "metric", "value", "passed", "label",
+                                     "rationale", "error", "skip_reason"], ("rationale", "error"))}
+<h2>Cases</h2>{_cases(result)}
+</body></html>
+"""
