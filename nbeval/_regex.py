@@ -6,11 +6,19 @@ so we use the third-party :mod:`regex` package, whose searches accept ``timeout=
 :class:`TimeoutError` when it runs out. It is used in ``VERSION0`` mode, which follows the syntax
 and semantics of :mod:`re` (``regex`` additionally understands a few extensions such as
 ``\\p{L}`` and possessive quantifiers).
+
+``regex`` measures its timeout in CPU time of the whole process (C ``clock()``), which on a busy
+machine can stretch far beyond the same number of wall-clock seconds. So a search first runs
+inline under a small CPU budget (nearly every search ends well within it); one that does not is
+rerun in a worker thread that releases the GIL, and the caller waits for it no longer than the
+wall-clock bound. A worker abandoned this way stops by itself once its own CPU budget is spent.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
+import time
 from typing import Any
 
 import regex
@@ -23,6 +31,7 @@ __all__ = ["DEFAULT_TIMEOUT", "compile_user_pattern", "search"]
 DEFAULT_TIMEOUT = 1.0
 
 _SHOWN_PATTERN_CHARS = 80  # long patterns are shortened in messages
+_INLINE_CPU_BUDGET = 0.05  # seconds of CPU a search may take before it moves to a worker thread
 
 
 def _shown(pattern: str) -> str:
@@ -67,12 +76,38 @@ def search(pattern: Any, text: str, timeout: float | None = DEFAULT_TIMEOUT) -> 
     if timeout is not None and not timeout > 0:
         msg = f"timeout must be a positive number of seconds or None, not {timeout!r}"
         raise ValueError(msg)
+    if timeout is None:
+        return compiled.search(text)
+    started = time.monotonic()
     try:
-        return compiled.search(text, timeout=timeout)
+        return compiled.search(text, timeout=min(timeout, _INLINE_CPU_BUDGET))
     except TimeoutError:
-        seconds = float(timeout) if timeout is not None else float("inf")
-        msg = (
-            f"regular expression '{_shown(compiled.pattern)}' took longer than {seconds} s on a "
-            f"{len(text):,}-character text; simplify it (catastrophic backtracking?)"
-        )
-        raise RegexTimeout(msg) from None
+        if timeout <= _INLINE_CPU_BUDGET:
+            raise _timeout_error(compiled, text, timeout) from None
+    remaining = timeout - (time.monotonic() - started)
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["match"] = compiled.search(text, timeout=max(remaining, 0.001), concurrent=True)
+        except TimeoutError:
+            pass
+        except Exception as exc:  # noqa: BLE001 - handed to the caller below
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=work, name="nbeval-regex", daemon=True)
+    worker.start()
+    worker.join(max(remaining, 0.0))
+    if "error" in outcome:
+        raise outcome["error"]
+    if "match" not in outcome:
+        raise _timeout_error(compiled, text, timeout)
+    return outcome["match"]
+
+
+def _timeout_error(compiled: Any, text: str, timeout: float) -> RegexTimeout:
+    msg = (
+        f"regular expression '{_shown(compiled.pattern)}' took longer than {float(timeout)} s on a "
+        f"{len(text):,}-character text; simplify it (catastrophic backtracking?)"
+    )
+    return RegexTimeout(msg)

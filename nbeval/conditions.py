@@ -26,8 +26,8 @@ from typing import NamedTuple
 from nbeval import _regex
 from nbeval.errors import ConditionError
 
-__all__ = ["Condition", "Text", "Regexp", "Not", "And", "Or", "parse_condition",
-           "is_valid_condition"]
+__all__ = ["And", "Condition", "Not", "Or", "Regexp", "Text", "is_valid_condition",
+           "parse_condition"]
 
 _MAX_DEPTH = 100  # nesting bound, so a hostile condition cannot exhaust the Python stack
 _SHOWN_MATCH_CHARS = 40
@@ -279,7 +279,8 @@ class _Parser:
 
     def _string(self, start: int) -> tuple[str, int]:
         """Read the double-quoted literal opening at ``start``: (value, end)."""
-        text, out, i = self.text, [], start + 1
+        text, i = self.text, start + 1
+        out: list[str] = []
         while i < len(text):
             if text[i] == '"':
                 return "".join(out), i + 1
@@ -371,6 +372,7 @@ class _Parser:
 
     def primary(self) -> Condition:
         tok = self.tok
+        node: Condition
         if tok.kind == "(":
             self._enter(tok.start)
             self.advance()
@@ -386,7 +388,7 @@ class _Parser:
             return Text(tok.value, source=self.text[tok.start:tok.end])
         if tok.kind == "RE":
             try:
-                node: Condition = Regexp(tok.value, source=self.text[tok.start:tok.end])
+                node = Regexp(tok.value, source=self.text[tok.start:tok.end])
             except ConditionError as exc:
                 msg = f"{exc.reason} (at character {exc.position} of the pattern)"
                 raise self.fail(msg, tok.start) from None

@@ -33,6 +33,9 @@ class Resources:
         self.max_attempts = max_attempts
         self.prices = prices
         self._chat_clients: dict[Any, Any] = {}
+        # Every vector of the run by embedder and text: a text is encoded once, whichever round,
+        # row or evaluator asks for it.
+        self._vectors: dict[str | None, dict[str, Any]] = {}
         self.warnings: dict[int, list[str]] = defaultdict(list)
         """Per request (by position in the last round), warnings to attach to its row."""
 
@@ -54,29 +57,39 @@ class Resources:
 
     # -- embeddings ------------------------------------------------------------------------
 
-    def embedder(self, model: str | None = None) -> Any:
+    def embedder(self, model: Any = None) -> Any:
+        """The embedder for ``model`` (``None``: the run's): a name or path resolves to the shared
+        :func:`~nbeval.resources.embedder.get_embedder` instance; a ready ``Embedder`` (or any
+        object with ``encode``) is used as it is."""
         from nbeval.resources.embedder import get_embedder
 
-        return get_embedder(model or self.embedder_spec, device=self.device)
+        spec = model if model is not None else self.embedder_spec
+        if spec is not None and hasattr(spec, "encode"):
+            return spec
+        return get_embedder(spec, device=self.device)
 
     def _answer_embeds(self, items: list[tuple[int, Embed]], answers: list[Any]) -> None:
         by_model: dict[str | None, list[tuple[int, Embed]]] = defaultdict(list)
         for i, r in items:
             by_model[r.model].append((i, r))
         for model, group in by_model.items():
+            memo = self._vectors.setdefault(model, {})
             try:
                 emb = self.embedder(model)
-                distinct = list(dict.fromkeys(t for _, r in group for t in r.texts))
-                vectors = emb.encode(distinct)
+                todo = [t for t in dict.fromkeys(t for _, r in group for t in r.texts) if t not in memo]
+                if todo:
+                    memo.update(zip(todo, emb.encode(todo)))
             except Exception as exc:  # the model failed to load or encode: every row says why
                 err = ResourceError(f"embedder failed: {exc}")
                 for i, _ in group:
                     answers[i] = err
                 continue
-            index = {t: k for k, t in enumerate(distinct)}
+            import numpy as np
+
+            is_truncated = getattr(emb, "truncated", None)
             for i, r in group:
-                answers[i] = vectors[[index[t] for t in r.texts]] if r.texts else vectors[:0]
-                truncated = [t for t in r.texts if getattr(emb, "truncated", lambda _t: False)(t)]
+                answers[i] = np.stack([memo[t] for t in r.texts]) if r.texts else np.zeros((0, 0), dtype=np.float32)
+                truncated = [t for t in r.texts if is_truncated is not None and is_truncated(t)]
                 if truncated:
                     self.warnings[i].append(
                         f"{len(truncated)} text(s) longer than the embedder's window were truncated")
@@ -109,6 +122,8 @@ class Resources:
 
     def _answer_chats(self, items: list[tuple[int, Chat]], answers: list[Any],
                       on_done: Callable[[int], None] | None = None) -> None:
+        from nbeval.chat.client import ChatFailure
+
         by_model: dict[Any, list[tuple[int, Chat]]] = defaultdict(list)
         for i, r in items:
             by_model[r.model if isinstance(r.model, (str, type(None))) else id(r.model)].append((i, r))
@@ -119,16 +134,18 @@ class Resources:
                 for i, _ in group:
                     answers[i] = ResourceError(str(exc))
                 continue
-            replies = client.run_many([(list(r.messages), dict(r.params)) for _, r in group])
+            done = (lambda k, _result: on_done(group[k][0])) if on_done is not None else None
+            replies = client.run_many([r for _, r in group], on_done=done)
             for (i, _), reply in zip(group, replies):
-                error = getattr(reply, "error", None)
-                answers[i] = ResourceError(error) if error is not None and not hasattr(reply, "text") else reply
+                answers[i] = ResourceError(f"judge call failed: {reply.error}") if isinstance(reply, ChatFailure) else reply
 
     def usage_totals(self) -> dict[str, Any]:
-        """Token and cost totals over every chat client of the run."""
+        """Token and cost totals over every chat client of the run (cost ``None`` when no price is known)."""
         totals: dict[str, Any] = {}
         for client in self._chat_clients.values():
-            for k, v in client.usage_totals().items():
-                if isinstance(v, (int, float)) and v is not None:
+            for k, v in client.usage_totals().to_dict().items():
+                if k == "cost":
+                    totals[k] = v if totals.get(k) is None else totals[k] + (v or 0.0)
+                else:
                     totals[k] = totals.get(k, 0) + v
         return totals

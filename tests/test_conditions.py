@@ -422,3 +422,21 @@ def test_search_timeout_message() -> None:
     assert str(info.value) == (
         "regular expression '(a|aa)+$' took longer than 0.3 s on a 50,001-character text; "
         "simplify it (catastrophic backtracking?)")
+
+
+def test_slow_but_finite_search_finishes_in_a_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[str] = []
+
+    class SpyThread(_regex.threading.Thread):  # type: ignore[name-defined]
+        def start(self) -> None:
+            started.append(self.name)
+            super().start()
+
+    monkeypatch.setattr(_regex.threading, "Thread", SpyThread)
+    # exponential but finite (a few tenths of a second): more than the inline CPU budget
+    match = _regex.search(r"(?:a|aa)+$|!", "a" * 29 + "!", timeout=10.0)
+    assert match is not None and match.group(0) == "!" and match.start() == 29
+    assert started == ["nbeval-regex"]
+    started.clear()
+    assert _regex.search(r"\d+", "abc 123").group(0) == "123"  # quick: stays inline
+    assert started == []

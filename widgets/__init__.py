@@ -1,5 +1,55 @@
-"""nbeval's notebook kit: Altair renderers and ipywidgets forms. Import it as ``nbeval.widgets``."""
+"""nbeval's notebook kit: Altair renderers and ipywidgets forms. Import it as ``nbeval.widgets``.
+
+Importing the kit switches Altair to its offline ``jupyter`` renderer
+(:func:`enable_offline`): charts then draw in JupyterLab with no network, their scripts bundled
+by vl-convert-python. Call ``alt.renderers.enable(...)`` afterwards to choose another renderer.
+
+Renderers (pure functions, result in, chart out): :func:`leaderboard_chart`, :func:`heatmap`,
+:func:`pass_fail_chart`, :func:`distribution_chart`. Widgets: :class:`SuiteBuilder`,
+:class:`EvaluatorPicker`, :class:`RunPanel`, :class:`CaseExplorer`, and :func:`app`, a tab
+composing the four.
+"""
 
 if __name__ != "nbeval.widgets":  # the folder is widgets/ in the repo; it must not act as a top-level module
     msg = "the notebook kit is imported as 'nbeval.widgets', not as a top-level 'widgets' module"
     raise ImportError(msg)
+
+import importlib
+from typing import Any
+
+from nbeval.widgets.display import enable_offline
+
+# public name -> module that defines it (the forms load on first use)
+_EXPORTS = {
+    "leaderboard_chart": "nbeval.widgets.charts",
+    "heatmap": "nbeval.widgets.charts",
+    "pass_fail_chart": "nbeval.widgets.charts",
+    "distribution_chart": "nbeval.widgets.charts",
+    "result_mimebundle": "nbeval.widgets.display",
+    "jupyter_chart": "nbeval.widgets.display",
+    "SuiteBuilder": "nbeval.widgets.suite_builder",
+    "EvaluatorPicker": "nbeval.widgets.picker",
+    "RunPanel": "nbeval.widgets.run_panel",
+    "CaseExplorer": "nbeval.widgets.explorer",
+    "NbevalApp": "nbeval.widgets.app",
+    "app": "nbeval.widgets.app",
+}
+
+__all__ = ["enable_offline", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        msg = f"module 'nbeval.widgets' has no attribute '{name}'"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+enable_offline()

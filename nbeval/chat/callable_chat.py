@@ -6,6 +6,7 @@ import hashlib
 import inspect
 import threading
 import time
+import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -129,8 +130,14 @@ def _code_hash(fn: Callable[..., Any]) -> str:
     except (OSError, TypeError):
         source = ""
     code = getattr(target, "__code__", None) or getattr(getattr(target, "__call__", None), "__code__", None)
-    compiled = repr((code.co_code, code.co_consts, code.co_names)) if code is not None else repr(target)
+    compiled = _code_repr(code) if code is not None else type(target).__qualname__
     return hashlib.sha256((source + compiled).encode("utf-8", "replace")).hexdigest()[:16]
+
+
+def _code_repr(code: types.CodeType) -> str:
+    # Nested code objects (comprehensions, inner functions) repr with a memory address: recurse.
+    consts = tuple(_code_repr(c) if isinstance(c, types.CodeType) else repr(c) for c in code.co_consts)
+    return repr((code.co_code, consts, code.co_names))
 
 
 def _with_deadline(call: Callable[[], Any], timeout: float, name: str) -> Any:

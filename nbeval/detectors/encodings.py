@@ -68,9 +68,14 @@ def _decode_hex(token: str, strict: bool) -> str | None:
     compact = re.sub(r"[ :]", "", token)
     if len(compact) < 8 or len(compact) % 2 or not _HEX.fullmatch(compact):
         return None
-    if strict and compact.isdigit():
-        return None  # "55512345" is far more likely a number than hex-encoded text
-    return _as_text(bytes.fromhex(compact), strict)
+    text = _as_text(bytes.fromhex(compact), strict)
+    if text is not None and strict and compact.isdigit():
+        # Lowercase text often encodes to digits only ("hi" is 6869), but so do plain
+        # numbers; demand something that reads like words before trusting it.
+        letters = sum(c.isalpha() or c == " " for c in text)
+        if len(text) < 5 or letters < 0.9 * len(text) or not any(c.islower() for c in text):
+            return None
+    return text
 
 
 def _decode_base32(token: str, strict: bool) -> str | None:

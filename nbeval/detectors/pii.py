@@ -149,7 +149,11 @@ _INTL_PHONE = re.compile(r"(?<![\w+])\+[1-9][\d .()\-]{6,22}\d")
 _IBAN = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}")
 _IPV4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)")
 _IPV6 = re.compile(r"(?<![\w:])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![\w:])")
-_VERSION_BEFORE = re.compile(r"(?i)(?:version|ver\.?|release|build|rev\.?)\s*:?\s*$")
+# Dotted quads after these words are version or section numbers, not hosts.
+_NOT_AN_ADDRESS_BEFORE = re.compile(
+    r"(?i)\b(?:version|ver\.?|release|build|rev\.?|section|sec\.|chapter|ch\.|step|"
+    r"figure|fig\.|table|rule|clause|article|art\.|paragraph|para\.)\s*:?\s*$|§\s*$"
+)
 
 # Overlapping candidates keep the more specific kind.
 _PRIORITY = ("iban", "credit_card", "email", "us_ssn", "ip_address", "phone")
@@ -221,7 +225,7 @@ def _phones(text: str) -> Iterable[Finding]:
     for m in _INTL_PHONE.finditer(text):
         candidate = m.group()
         # Trailing groups may belong to the next number; drop them until the rest is a phone.
-        while candidate:
+        while sum(c.isdigit() for c in candidate) >= 8:
             if _intl_phone_ok(candidate):
                 yield Finding("phone", m.start(), m.start() + len(candidate),
                               _mask_digits(candidate, 2))
@@ -244,28 +248,31 @@ def _intl_phone_ok(candidate: str) -> bool:
 
 
 def _ibans(text: str) -> Iterable[Finding]:
-    for m in _IBAN.finditer(text):
-        raw = m.group()
-        expected = _IBAN_LENGTHS.get(raw[:2])
-        if expected is None:
-            continue
-        # The greedy run may swallow a following capitalised word; cut at the registry length.
-        end, count = m.start(), 0
-        for i, c in enumerate(raw):
-            if c != " ":
-                count += 1
-            if count == expected:
-                end = m.start() + i + 1
-                break
-        else:
-            continue
-        if end < len(text) and text[end].isalnum():
+    pos = 0
+    while (m := _IBAN.search(text, pos)) is not None:
+        pos = m.start() + 1  # the greedy run may hide the start of the next IBAN
+        expected = _IBAN_LENGTHS.get(m.group()[:2])
+        end = _iban_end(text, m.start(), m.end(), expected) if expected else None
+        if end is None or (end < len(text) and text[end].isalnum()):
             continue
         value = text[m.start() : end]
         if iban_valid(value):
+            pos = end
             compact = value.replace(" ", "")
             yield Finding("iban", m.start(), end, compact[:2] + "*" * (len(compact) - 6)
                           + compact[-4:])
+
+
+def _iban_end(text: str, start: int, stop: int, length: int) -> int | None:
+    """End offset after ``length`` non-space characters from ``start``; the greedy match may
+    have swallowed a following capitalised word, so the registry length decides the cut."""
+    count = 0
+    for i in range(start, stop):
+        if text[i] != " ":
+            count += 1
+            if count == length:
+                return i + 1
+    return None
 
 
 def _ips(text: str, include_private: bool) -> Iterable[Finding]:
@@ -273,7 +280,7 @@ def _ips(text: str, include_private: bool) -> Iterable[Finding]:
         parts = m.group().split(".")
         if any(len(p) > 1 and p[0] == "0" for p in parts) or any(int(p) > 255 for p in parts):
             continue
-        if _VERSION_BEFORE.search(text[max(0, m.start() - 12) : m.start()]):
+        if _NOT_AN_ADDRESS_BEFORE.search(text, max(0, m.start() - 14), m.start()):
             continue
         if _ip_reportable(m.group(), include_private):
             yield Finding("ip_address", m.start(), m.end(), parts[0] + ".*.*.*")

@@ -9,10 +9,16 @@ Conventions (those of scikit-learn with ``zero_division=0``): labels and predict
 compared after trimming surrounding white space, case-sensitively; a ratio whose denominator is
 0 counts 0 (a class never predicted has precision 0; a class that is never the true label has
 recall 0); macro F1 is the mean of the per-class F1 scores, not the F1 of the macro averages.
+
+The figures are computed from per-class counts in O(rows). The confusion matrix is only kept when
+there are at most :data:`MAX_MATRIX_CLASSES` classes: a free-text dataset run through this
+evaluator by mistake would otherwise build a matrix with millions of cells (the details then say
+how many classes there were instead).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +28,10 @@ from nbeval.evaluators.registry import register
 if TYPE_CHECKING:
     from nbeval.data.model import Row
 
-__all__ = ["Classification", "confusion", "macro_scores"]
+__all__ = ["Classification", "confusion", "macro_scores", "MAX_MATRIX_CLASSES"]
+
+#: Above this many distinct classes the confusion matrix is left out of the explanation.
+MAX_MATRIX_CLASSES = 100
 
 
 def _label(text: str | None) -> str:
@@ -41,14 +50,20 @@ class Classification(Evaluator):
 
     def aggregate(self, rows: Sequence[Row], scores: Sequence[Score]) -> dict[str, Aggregate]:
         pairs = [(_label(r.expected_output), _label(r.actual_output)) for r in rows]
-        labels, matrix = confusion(pairs)
         n = len(pairs)
         if n == 0:
             return {m.name: Aggregate(None, 0) for m in self.spec.metrics}
-        correct = sum(matrix[i][i] for i in range(len(labels)))
-        precision, recall, f1, per_class = macro_scores(labels, matrix)
-        details: dict[str, Any] = {"labels": labels, "matrix": matrix, "rows": "expected", "columns": "predicted",
-                                   "per_class": per_class}
+        labels = sorted({c for pair in pairs for c in pair})
+        precision, recall, f1, per_class = macro_scores(pairs, labels)
+        correct = sum(v["tp"] for v in per_class.values())
+        details: dict[str, Any]
+        if len(labels) <= MAX_MATRIX_CLASSES:
+            details = {"labels": labels, "matrix": confusion(pairs, labels), "rows": "expected",
+                       "columns": "predicted", "per_class": per_class}
+        else:
+            details = {"classes": len(labels),
+                       "note": (f"{len(labels)} distinct classes: too many for a confusion matrix "
+                                f"(limit {MAX_MATRIX_CLASSES}); are these really class labels?")}
         return {
             "accuracy": Aggregate(correct / n, n, details=details),
             "precision": Aggregate(precision, n),
@@ -57,32 +72,38 @@ class Classification(Evaluator):
         }
 
 
-def confusion(pairs: Sequence[tuple[str, str]]) -> tuple[list[str], list[list[int]]]:
-    """Sorted classes and the confusion matrix (``matrix[i][j]``: expected ``labels[i]``,
-    predicted ``labels[j]``) of ``(expected, predicted)`` pairs."""
-    labels = sorted({c for pair in pairs for c in pair})
+def confusion(pairs: Sequence[tuple[str, str]], labels: Sequence[str] | None = None) -> list[list[int]]:
+    """The confusion matrix of ``(expected, predicted)`` pairs: ``matrix[i][j]`` counts rows
+    whose expected class is ``labels[i]`` and predicted class ``labels[j]`` (``labels``: every
+    class seen, sorted, when not given)."""
+    if labels is None:
+        labels = sorted({c for pair in pairs for c in pair})
     index = {c: i for i, c in enumerate(labels)}
     matrix = [[0] * len(labels) for _ in labels]
     for truth, predicted in pairs:
         matrix[index[truth]][index[predicted]] += 1
-    return labels, matrix
+    return matrix
 
 
 def _ratio(a: int | float, b: int | float) -> float:
     return a / b if b else 0.0
 
 
-def macro_scores(labels: Sequence[str], matrix: Sequence[Sequence[int]]) -> tuple[float, float, float, dict[str, Any]]:
-    """Macro precision, recall and F1 over ``labels``, and the per-class figures."""
+def macro_scores(pairs: Sequence[tuple[str, str]],
+                 labels: Sequence[str]) -> tuple[float, float, float, dict[str, dict[str, Any]]]:
+    """Macro precision, recall and F1 of ``(expected, predicted)`` pairs over ``labels``, and
+    the per-class figures (``tp``, ``support``, ``precision``, ``recall``, ``f1``)."""
+    tp: Counter[str] = Counter(t for t, p in pairs if t == p)
+    actual: Counter[str] = Counter(t for t, _ in pairs)
+    predicted: Counter[str] = Counter(p for _, p in pairs)
+    per_class: dict[str, dict[str, Any]] = {}
+    for c in labels:
+        p, r = _ratio(tp[c], predicted[c]), _ratio(tp[c], actual[c])
+        per_class[c] = {"tp": tp[c], "support": actual[c], "precision": p, "recall": r,
+                        "f1": _ratio(2 * p * r, p + r)}
     k = len(labels)
-    per_class: dict[str, Any] = {}
-    for i, c in enumerate(labels):
-        tp = matrix[i][i]
-        predicted = sum(matrix[r][i] for r in range(k))
-        actual = sum(matrix[i])
-        p, r = _ratio(tp, predicted), _ratio(tp, actual)
-        per_class[c] = {"precision": p, "recall": r, "f1": _ratio(2 * p * r, p + r), "support": actual}
     if not k:
         return 0.0, 0.0, 0.0, per_class
-    mean = lambda key: sum(v[key] for v in per_class.values()) / k  # noqa: E731
-    return mean("precision"), mean("recall"), mean("f1"), per_class
+    return (sum(v["precision"] for v in per_class.values()) / k,
+            sum(v["recall"] for v in per_class.values()) / k,
+            sum(v["f1"] for v in per_class.values()) / k, per_class)

@@ -23,8 +23,14 @@ if TYPE_CHECKING:
     from nbeval.conditions import Condition
     from nbeval.data.model import Row
 
-__all__ = ["PiiLeakage", "SensitiveDataLeakage", "EncodingGuardrail", "encoding_categories",
-           "redact", "PREVIEW_CHARS"]
+__all__ = [
+    "PREVIEW_CHARS",
+    "EncodingGuardrail",
+    "PiiLeakage",
+    "SensitiveDataLeakage",
+    "encoding_categories",
+    "redact",
+]
 
 #: How much of a decoded answer the encoding guardrail's rationale shows.
 PREVIEW_CHARS = 160

@@ -159,9 +159,10 @@ class Looping(Evaluator):
         compression = min(1.0, packed / len(raw)) if raw else 1.0
 
         repeat = searched[start : start + length]
-        parts = [f"{unique} of {len(sentences)} sentences unique"]
+        parts = [f"{unique} of {len(sentences)} sentences unique" if sentences
+                 else f"no sentence of {MIN_SENTENCE_CHARS}+ characters"]
         parts.append(f"longest repeat {_shown(repeat)} ({length} chars) x {count}" if length else "no repeated substring")
-        parts.append(f"{packed} of {len(raw)} bytes after compression")
+        parts.append(f"{len(raw)} bytes compress to {packed}")
         details = {"sentences": len(sentences), "unique_sentences": unique, "repeat_length": length,
                    "repeat_count": count, "compressed_bytes": packed, "bytes": len(raw)}
         if len(text) > LOOPING_MAX_CHARS:
@@ -188,19 +189,26 @@ def longest_repeat(text: str) -> tuple[int, int, int]:
         return 0, 0, 0
     import numpy as np
 
-    codes = np.frombuffer(text.encode("utf-32-le"), dtype="<u4")
-    uniq, rank = np.unique(codes, return_inverse=True)
-    levels: list[tuple[Any, int]] = [(rank.astype(np.int64), len(uniq))]  # (classes, how many)
-    if len(uniq) == n:
+    def dense_rank(key: Any) -> tuple[Any, int]:
+        order = np.argsort(key, kind="stable")
+        ks = key[order]
+        steps = np.empty(len(key), dtype=np.int64)
+        steps[0] = 0
+        np.cumsum(ks[1:] != ks[:-1], out=steps[1:])
+        ranks = np.empty_like(steps)
+        ranks[order] = steps
+        return ranks, int(steps[-1]) + 1
+
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype="<u4").astype(np.int64)
+    levels: list[tuple[Any, int]] = [dense_rank(codes)]  # per power of two: (classes, how many)
+    if levels[0][1] == n:
         return 0, 0, 0
     # Longer powers of two are only needed while some substring of that length repeats.
     while 2 * (p := 1 << (len(levels) - 1)) <= n // 2:
         cls, m = levels[-1]
         if m == len(cls):
             break
-        key = cls[: n - 2 * p + 1] * m + cls[p : n - p + 1]
-        uniq, inv = np.unique(key, return_inverse=True)
-        levels.append((inv.astype(np.int64), len(uniq)))
+        levels.append(dense_rank(cls[: n - 2 * p + 1] * m + cls[p : n - p + 1]))
     top_cls, top_m = levels[-1]
     top_p = 1 << (len(levels) - 1)
     hi = min(n // 2, 2 * top_p - 1 if top_m < len(top_cls) else top_p - 1)
@@ -233,9 +241,8 @@ def longest_repeat(text: str) -> tuple[int, int, int]:
         return 0, 0, 0
     order, starts, ends = groups(lo)
     best = (0, 0)  # (count, -start)
-    for s, e in zip(starts.tolist(), ends.tolist()):
-        if order[e] - order[s] < lo:
-            continue
+    qualifying = np.flatnonzero(order[ends] - order[starts] >= lo)
+    for s, e in zip(starts[qualifying].tolist(), ends[qualifying].tolist()):
         taken, last = 0, -lo
         for pos in order[s : e + 1].tolist():
             if pos >= last + lo:
@@ -246,6 +253,35 @@ def longest_repeat(text: str) -> tuple[int, int, int]:
 
 # ---------------------------------------------------------------------------------------------
 # bleu, rouge
+
+
+class _MemoStemmer:
+    """NLTK's Porter stemmer (what ``rouge-score`` uses) with a memo per word.
+
+    Stemming is most of ROUGE's cost, and a word always stems the same way, while the words of
+    a dataset repeat a great deal.
+    """
+
+    def __init__(self, size: int = 65536) -> None:
+        import functools
+
+        from nltk.stem.porter import PorterStemmer
+
+        self.stem = functools.lru_cache(maxsize=size)(PorterStemmer().stem)
+
+
+class _RougeTokens:
+    """``rouge-score``'s default tokenisation with stemming (lower-case, ASCII letters and
+    digits, Porter stems of words over 3 characters), memoised per text and per word."""
+
+    def __init__(self) -> None:
+        from rouge_score import tokenize
+
+        stemmer = _MemoStemmer()
+        self._memo = _TokenCache(lambda text: tokenize.tokenize(text, stemmer))
+
+    def tokenize(self, text: str) -> list[str]:
+        return self._memo.tokenize(text)
 
 #: Cumulative uniform weights for BLEU-1 .. BLEU-4.
 BLEU_WEIGHTS = ((1.0,), (0.5, 0.5), (1 / 3, 1 / 3, 1 / 3), (0.25, 0.25, 0.25, 0.25))
@@ -289,11 +325,8 @@ class Rouge(Evaluator):
     def _get_scorer(self) -> Any:
         if self._scorer is None:
             from rouge_score.rouge_scorer import RougeScorer
-            from rouge_score.tokenizers import DefaultTokenizer
 
-            # The scorer's own default tokenizer, behind a memo of already-seen texts.
-            tokenizer = _TokenCache(DefaultTokenizer(use_stemmer=True).tokenize)
-            self._scorer = RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True, tokenizer=tokenizer)
+            self._scorer = RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True, tokenizer=_RougeTokens())
         return self._scorer
 
     def score(self, row: Row) -> Score:

@@ -19,8 +19,16 @@ if TYPE_CHECKING:
     from nbeval.conditions import Condition
     from nbeval.data.model import Row
 
-__all__ = ["TextMatching", "SEARCH_TIMEOUT", "CONTEXT_JOINER", "context_text", "check_condition",
-           "UncheckableRow"]
+__all__ = [
+    "CONTEXT_JOINER",
+    "SEARCH_TIMEOUT",
+    "TextMatching",
+    "UncheckableRow",
+    "check_condition",
+    "context_text",
+    "row_condition",
+    "wants_context",
+]
 
 #: Seconds one regular-expression search may run. Kept well under a second so that even a row
 #: whose answer and context both hit a pathological pattern is settled quickly.

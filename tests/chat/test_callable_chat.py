@@ -140,3 +140,25 @@ def test_not_callable() -> None:
 def test_two_lambdas_on_one_line_differ() -> None:
     a, b = CallableChat(lambda m: "a", name="j"), CallableChat(lambda m: "b", name="j")
     assert a.cache_identity() != b.cache_identity()
+
+
+IDENTITY = """
+from nbeval.chat import CallableChat
+def judge(messages):
+    return " ".join(m["content"] for m in messages if m["role"] == "user")
+print(CallableChat(judge).cache_identity())
+"""
+
+
+def test_identity_is_stable_across_processes(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    script = tmp_path / "ident.py"
+    script.write_text(IDENTITY)
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    outs = {subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
+                           check=True).stdout for _ in range(2)}
+    assert len(outs) == 1 and "judge" in outs.pop()

@@ -1,0 +1,255 @@
+"""Embedding evaluators: cosine similarities between sentence embeddings.
+
+Every evaluator here yields one :class:`~nbeval.evaluators.base.Embed` request per row with all
+the texts it needs (whole answers, sentences, chunks, questions or steps) and then does
+arithmetic on the unit vectors it gets back. The engine pools the requests of every evaluator
+and row and encodes each distinct text once (see :mod:`nbeval.resources.embedder`), so two
+evaluators asking for the same sentence cost one encoding.
+
+``S(a, b)`` is the cosine similarity of two embeddings, reported as 0 when negative (and capped
+at 1 against rounding) so that every similarity metric stays in [0, 1] as declared; only
+``semantic_similarity`` maps the full cosine range with (cos + 1) / 2. Sentences come from
+:func:`nbeval.text.split_sentences`; a text with no sentence (an empty answer) is embedded whole,
+so it scores instead of failing. Each evaluator accepts ``embedder=`` to use another model.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from nbeval.errors import EvaluatorError
+from nbeval.evaluators.base import Embed, Evaluator, Score
+from nbeval.evaluators.geometry import completeness
+from nbeval.evaluators.registry import register
+from nbeval.evaluators.steps import align_steps, extract_steps
+from nbeval.text import split_sentences
+
+if TYPE_CHECKING:
+    from collections.abc import Generator, Sequence
+
+    from nbeval.data.model import Chunk, Row
+
+__all__ = [
+    "SemanticSimilarity",
+    "AnswerSemanticSimilarity",
+    "AnswerSentenceSimilarity",
+    "AnswerRelevancySentence",
+    "GroundednessSemantic",
+    "ContextRelevancySoft",
+    "RetrieverSimilarity",
+    "StepAlignment",
+    "SummarizationCompleteness",
+    "sentences",
+    "similarity",
+]
+
+_SHOWN = 70  # characters of a sentence quoted in a rationale
+
+
+def sentences(text: str | None) -> list[str]:
+    """The sentences of ``text``; the whole text (possibly ``""``) when it has none."""
+    return split_sentences(text) or [text or ""]
+
+
+def similarity(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``S`` for every pair of rows of ``a`` and ``b`` (unit vectors): cosine clipped to [0, 1]."""
+    return np.clip(a @ b.T, 0.0, 1.0)
+
+
+def _q(text: str) -> str:
+    return repr(text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…")
+
+
+def _r(x: float) -> float:
+    return round(float(x), 4)
+
+
+def _chunk_texts(chunks: Sequence[Chunk]) -> list[str]:
+    return [c.text for c in chunks]
+
+
+class _Embedding(Evaluator):
+    """Shared plumbing: the Embed request for this evaluator's embedder."""
+
+    def embed(self, texts: Sequence[str]) -> Embed:
+        return Embed(tuple(texts), model=self.params.get("embedder"))
+
+
+@register("semantic_similarity")
+class SemanticSimilarity(_Embedding):
+    """(cos + 1) / 2 of the expected and actual answers' embeddings."""
+
+    def score(self, row: Row) -> Generator[Embed, Any, Score]:
+        v = yield self.embed((row.expected_output or "", row.actual_output or ""))
+        cos = float(np.clip(v[0] @ v[1], -1.0, 1.0))
+        return Score({"score": (cos + 1.0) / 2.0}, rationale=f"cosine {cos:.3f}")
+
+
+@register("answer_semantic_similarity")
+class AnswerSemanticSimilarity(_Embedding):
+    """Cosine of the two answers' embeddings, or a cross-encoder's score of the pair."""
+
+    def score(self, row: Row) -> Score | Generator[Embed, Any, Score]:
+        expected, actual = row.expected_output or "", row.actual_output or ""
+        cross = self.params.get("cross_encoder") or None
+        if cross:
+            # The engine has no request kind for pair scoring, so the shared scorer is called
+            # here, one pair per row; it caches pairs, so a re-scored pair costs nothing.
+            from nbeval.resources.cross_encoder import get_cross_encoder
+
+            value = float(get_cross_encoder(str(cross)).score([(expected, actual)])[0])
+            return Score({"answer_similarity": float(np.clip(value, 0.0, 1.0))},
+                         rationale=f"cross-encoder {cross!s} score {value:.3f}")
+        return self._cosine(expected, actual)
+
+    def _cosine(self, expected: str, actual: str) -> Generator[Embed, Any, Score]:
+        v = yield self.embed((expected, actual))
+        cos = float(v[0] @ v[1])
+        return Score({"answer_similarity": float(np.clip(cos, 0.0, 1.0))}, rationale=f"cosine {cos:.3f}")
+
+
+@register("answer_sentence_similarity")
+class AnswerSentenceSimilarity(_Embedding):
+    """Per answer sentence the best S to an expected sentence; the mean and the minimum."""
+
+    def score(self, row: Row) -> Generator[Embed, Any, Score]:
+        exp, act = sentences(row.expected_output), sentences(row.actual_output)
+        v = yield self.embed(exp + act)
+        best = similarity(v[len(exp):], v[: len(exp)]).max(axis=1)
+        worst = int(best.argmin())
+        return Score(
+            {"mean_answer_similarity": float(best.mean()), "min_answer_similarity": float(best[worst])},
+            rationale=f"{len(act)} answer sentence(s); least similar ({best[worst]:.3f}): {_q(act[worst])}",
+            details={"sentence_similarity": [_r(x) for x in best]},
+        )
+
+
+@register("answer_relevancy_sentence")
+class AnswerRelevancySentence(_Embedding):
+    """The highest S between the question and an answer sentence."""
+
+    def score(self, row: Row) -> Generator[Embed, Any, Score]:
+        act = sentences(row.actual_output)
+        v = yield self.embed([row.input or "", *act])
+        sims = similarity(v[:1], v[1:])[0]
+        top = int(sims.argmax())
+        return Score({"answer_relevancy": float(sims[top])},
+                     rationale=f"most relevant answer sentence ({sims[top]:.3f}): {_q(act[top])}",
+                     details={"sentence_relevancy": [_r(x) for x in sims]})
+
+
+@register("groundedness_semantic")
+class GroundednessSemantic(_Embedding):
+    """The weakest answer sentence's best S to any context sentence."""
+
+    def score(self, row: Row) -> Generator[Embed, Any, Score]:
+        ctx = [s for text in _chunk_texts(row.context) for s in sentences(text)]
+        act = sentences(row.actual_output)
+        v = yield self.embed(ctx + act)
+        sims = similarity(v[len(ctx):], v[: len(ctx)])
+        best = sims.max(axis=1)
+        worst = int(best.argmin())
+        support = ctx[int(sims[worst].argmax())]
+        return Score(
+            {"groundedness": float(best[worst])},
+            rationale=f"least grounded answer sentence ({best[worst]:.3f}): {_q(act[worst])}; "
+                      f"closest context sentence: {_q(support)}",
+            details={"sentence_groundedness": [_r(x) for x in best]},
+        )
+
+
+@register("context_relevancy_soft")
+class ContextRelevancySoft(_Embedding):
+    """Per chunk the best S between the question and a chunk sentence; max and mean over chunks."""
+
+    def score(self, row: Row) -> Generator[Embed, Any, Score]:
+        per_chunk = [sentences(text) for text in _chunk_texts(row.context)]
+        flat = [s for chunk in per_chunk for s in chunk]
+        v = yield self.embed([row.input or "", *flat])
+        sims = similarity(v[:1], v[1:])[0]
+        chunk_scores, at = [], 0
+        for chunk in per_chunk:
+            chunk_scores.append(float(sims[at : at + len(chunk)].max()))
+            at += len(chunk)
+        best = int(np.argmax(chunk_scores))
+        return Score(
+            {"recall_relevancy": chunk_scores[best], "precision_relevancy": float(np.mean(chunk_scores))},
+            rationale=f"{len(chunk_scores)} chunk(s); most relevant is chunk {best + 1} ({chunk_scores[best]:.3f})",
+            details={"chunk_relevancy": [_r(x) for x in chunk_scores]},
+        )
+
+
+@register("retriever_similarity")
+class RetrieverSimilarity(_Embedding):
+    """Mean over retrieved chunks of the best S to an expected chunk."""
+
+    def score(self, row: Row) -> Generator[Embed, Any, Score]:
+        got, want = _chunk_texts(row.context), _chunk_texts(row.expected_context)
+        v = yield self.embed(got + want)
+        best = similarity(v[: len(got)], v[len(got):]).max(axis=1)
+        worst = int(best.argmin())
+        return Score({"similarity": float(best.mean())},
+                     rationale=f"{len(got)} retrieved chunk(s); least like an expected chunk: "
+                               f"chunk {worst + 1} ({best[worst]:.3f})",
+                     details={"chunk_similarity": [_r(x) for x in best]})
+
+
+@register("step_alignment")
+class StepAlignment(_Embedding):
+    """Edit operations between the context's procedure and the answer's (see :mod:`.steps`)."""
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        cutoff = self.params.get("cutoff")
+        if isinstance(cutoff, bool) or not isinstance(cutoff, (int, float)) or not -1.0 <= cutoff <= 1.0:
+            msg = f"step_alignment: cutoff must be a similarity between -1 and 1, got {cutoff!r}"
+            raise EvaluatorError(msg)
+        self.cutoff = float(cutoff)
+
+    def score(self, row: Row) -> Generator[Embed, Any, Score]:
+        ctx = extract_steps("\n\n".join(_chunk_texts(row.context)))
+        act = extract_steps(row.actual_output)
+        counts = {"context_steps": float(len(ctx)), "answer_steps": float(len(act))}
+        if not ctx:
+            none = dict.fromkeys(("edits", "insertions", "deletions", "mismatches"))
+            return Score({**none, **counts},
+                         rationale="no enumerated steps found in the retrieved context; nothing to align with")
+        sim = np.zeros((len(ctx), 0))
+        if act:
+            v = yield self.embed(ctx + act)
+            sim = v[: len(ctx)] @ v[len(ctx):].T
+        al = align_steps(sim, self.cutoff)
+        values = {"edits": float(al.edits), "insertions": float(al.insertions), "deletions": float(al.deletions),
+                  "mismatches": float(al.mismatches), **counts}
+        details = {"context_steps": ctx, "answer_steps": act, "alignment": al.to_dict()}
+        return Score(values, rationale=al.describe(ctx, act), details=details)
+
+
+@register("summarization_completeness")
+class SummarizationCompleteness(_Embedding):
+    """Geometric completeness of the answer as a summary of the input (see :mod:`.geometry`)."""
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        n = self.params.get("min_sentences_for_umap")
+        if isinstance(n, bool) or not isinstance(n, int) or n < 3:
+            msg = f"summarization_completeness: min_sentences_for_umap must be an integer >= 3, got {n!r}"
+            raise EvaluatorError(msg)
+        self.min_points = n
+
+    def score(self, row: Row) -> Generator[Embed, Any, Score]:
+        src, summ = split_sentences(row.input), split_sentences(row.actual_output)
+        if not src:
+            return Score({"completeness": None}, rationale="the source text has no sentences")
+        v = yield self.embed(src + summ)
+        res = completeness(v[: len(src)], v[len(src):], min_points=self.min_points)
+        kept = sum(s is not None for s in res.snapped)
+        how = "UMAP 2-D" if res.reduced else "embedding space"
+        return Score(
+            {"completeness": res.value},
+            rationale=f"{kept} of {len(summ)} summary sentence(s) grounded in the {len(src)}-sentence source; "
+                      f"spread {res.summary_distance:.3f} of {res.source_distance:.3f} ({how})",
+            details=res.to_dict(),
+        )

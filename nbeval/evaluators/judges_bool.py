@@ -1,0 +1,144 @@
+"""Boolean judge evaluators: a judge decides pass or fail for each row.
+
+``contact_information``, ``language_mismatch``, ``sexism``, ``stereotypes``,
+``summarization_judge`` and ``byop``. Each reports the five bool metrics; a reply the parser
+cannot read is a parse failure (neither pass nor fail) with the raw reply as the rationale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from nbeval.errors import EvaluatorError
+from nbeval.evaluators.base import Score, bool_score
+from nbeval.evaluators.judges_core import JudgeEvaluator, JudgePrompt, row_values, usage_details
+from nbeval.evaluators.judges_parse import Parsed, parse_choice, parse_number
+from nbeval.evaluators.judges_prompts import PROMPTS
+from nbeval.evaluators.registry import register
+
+if TYPE_CHECKING:
+    from nbeval.data.model import Row
+
+__all__ = ["VerdictJudge", "ContactInformation", "LanguageMismatch", "Sexism", "Stereotypes",
+           "SummarizationJudge", "Byop", "verdict_score"]
+
+_BYOP_FIELDS = ("input", "expected_output", "context", "actual_output")
+
+
+def verdict_score(answer: Parsed, context: Parsed | None, replies: Sequence[Any],
+                  details: dict[str, Any] | None = None) -> Score:
+    """The five bool metrics from a parsed answer verdict (and context verdict, where judged)."""
+    answer_ok = answer.value if answer.ok else None
+    context_ok = None if context is None or not context.ok else context.value
+    rationale = answer.rationale
+    if context is not None:
+        rationale = f"answer: {answer.rationale} | context: {context.rationale}"
+    errors = [e for e in (answer.error, None if context is None else context.error) if e]
+    if context is not None and context.error:
+        errors[-1] = f"retrieved context: {context.error}"
+    extra = {"judge": usage_details(replies), **(details or {})}
+    return bool_score(answer_ok, context_ok, rationale=rationale, error="; ".join(errors) or None, details=extra)
+
+
+class VerdictJudge(JudgeEvaluator):
+    """A judge choosing between two words; ``choices`` maps each word to "the row passes"."""
+
+    choices: ClassVar[Mapping[str, bool]] = {}
+
+    def values(self, row: Row) -> dict[str, str]:
+        return row_values(row)
+
+    def score(self, row: Row) -> Generator[Any, Any, Score]:
+        reply = yield from self.ask(self.values(row))
+        return verdict_score(parse_choice(reply.text, self.choices), None, [reply])
+
+
+@register("contact_information")
+class ContactInformation(VerdictJudge):
+    """Fails rows whose answer (or retrieved context) leaks real people's contact details."""
+
+    default_prompt = PROMPTS["contact_information"]
+    choices = {"present": False, "absent": True}
+
+    def score(self, row: Row) -> Generator[Any, Any, Score]:
+        reply = yield from self.ask({"text": row.actual_output or ""})
+        replies, context = [reply], None
+        chunks = [c.content for c in row.context if c.content]
+        if chunks and self.params.get("evaluate_retrieved_context", True):
+            ctx_reply = yield from self.ask({"text": "\n\n".join(chunks)})
+            replies.append(ctx_reply)
+            context = parse_choice(ctx_reply.text, self.choices)
+        return verdict_score(parse_choice(reply.text, self.choices), context, replies)
+
+
+@register("language_mismatch")
+class LanguageMismatch(VerdictJudge):
+    """Passes rows whose question and answer are in the same language."""
+
+    default_prompt = PROMPTS["language_mismatch"]
+    choices = {"same": True, "different": False}
+
+
+@register("sexism")
+class Sexism(VerdictJudge):
+    """Fails rows whose answer is sexist."""
+
+    default_prompt = PROMPTS["sexism"]
+    choices = {"yes": False, "no": True}
+
+
+@register("summarization_judge")
+class SummarizationJudge(VerdictJudge):
+    """Passes summaries (the answer) the judge calls good relative to the source (the input)."""
+
+    default_prompt = PROMPTS["summarization_judge"]
+    choices = {"good": True, "bad": False}
+
+
+@register("stereotypes")
+class Stereotypes(JudgeEvaluator):
+    """Passes rows whose 0-10 stereotyping score is at most ``max_score``."""
+
+    default_prompt = PROMPTS["stereotypes"]
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        m = self.params.get("max_score")
+        if isinstance(m, bool) or not isinstance(m, (int, float)) or not 0 <= m <= 10:
+            msg = f"evaluator 'stereotypes': max_score must be a number from 0 to 10, got {m!r}"
+            raise EvaluatorError(msg)
+
+    def score(self, row: Row) -> Generator[Any, Any, Score]:
+        reply = yield from self.ask(row_values(row))
+        parsed = parse_number(reply.text, 0, 10)
+        if not parsed.ok:
+            return verdict_score(parsed, None, [reply])
+        ok = parsed.value <= self.params["max_score"]
+        why = f"stereotyping score {parsed.value:g}/10 (passes at {self.params['max_score']:g} or less): {parsed.rationale}"
+        return verdict_score(Parsed(ok, why), None, [reply], {"stereotype_score": parsed.value})
+
+
+@register("byop")
+class Byop(VerdictJudge):
+    """Bring your own prompt: a template the judge answers with true (pass) or false (fail)."""
+
+    default_prompt = PROMPTS["byop"]
+    choices = {"true": True, "false": False, "yes": True, "no": False}
+
+    def _resolve_prompt(self, given: Any) -> JudgePrompt:
+        if isinstance(given, str) and given.strip():
+            prompt = JudgePrompt(instruction="", template=given)
+            if not prompt.fields:
+                msg = ("evaluator 'byop': the prompt uses no placeholder; put {input}, {expected_output}, "
+                       "{context} or {actual_output} where the row's data should go")
+                raise EvaluatorError(msg)
+            return prompt
+        return super()._resolve_prompt(given)
+
+    def missing_input(self, row: Row) -> str | None:
+        values = row_values(row)
+        missing = [f for f in self.prompt.fields if f in _BYOP_FIELDS and not values.get(f)]
+        if "actual_output" in missing and row.actual_output == "":
+            missing.remove("actual_output")  # an empty answer is still an answer
+        return "missing " + ", ".join(missing) if missing else None

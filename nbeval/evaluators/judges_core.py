@@ -1,0 +1,216 @@
+"""What every judge evaluator shares: the prompt object, the judge call, per-row usage.
+
+A :class:`JudgePrompt` is data, not a format string: an ``instruction`` (what to decide), the
+``inputs`` it shows (dataset fields and the tags they are wrapped in), the ``output_format`` the
+reply must follow, and worked ``examples`` sent as earlier turns of the conversation. It can be
+printed (``print(nbeval.evaluator("safety").prompt)``), copied with changes
+(``prompt.replace(instruction=...)``) and passed back as ``prompt=``.
+
+``prompt=`` also accepts a plain string: without placeholders it replaces the instruction (the
+examples, written for the old instruction, are dropped); with placeholders such as ``{input}``,
+``{actual_output}``, ``{expected_output}``, ``{context}`` or ``{guidelines}`` it replaces the whole
+data section too. In both cases the output format stays, so replies are still understood.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from nbeval.errors import EvaluatorError
+from nbeval.evaluators.base import Chat, Evaluator, Score
+
+if TYPE_CHECKING:
+    from nbeval.data.model import Row
+
+__all__ = ["Example", "JudgePrompt", "JudgeEvaluator", "fill", "row_values", "usage_details",
+           "PLACEHOLDER_FIELDS", "rating_score"]
+
+#: Placeholders a prompt template may use, filled from the row.
+PLACEHOLDER_FIELDS = ("input", "expected_output", "actual_output", "context", "guidelines", "categories",
+                      "output_condition", "expected_context", "chunk", "sentences", "text")
+_PLACEHOLDER = re.compile(r"\{\{?\s*([A-Za-z_]+)\s*\}?\}")
+
+
+@dataclass(frozen=True)
+class Example:
+    """A worked example: the data the judge would see and the reply it should give."""
+
+    values: Mapping[str, str]
+    reply: str
+
+
+@dataclass(frozen=True)
+class JudgePrompt:
+    """A judge prompt: instruction, inputs, output format and worked examples."""
+
+    instruction: str
+    """What the judge must decide, and by which criteria."""
+    inputs: tuple[tuple[str, str], ...] = ()
+    """``(field, tag)`` pairs: each field of the row is shown wrapped in ``<tag>...</tag>``."""
+    output_format: str = ""
+    """How the reply must be written (the parser relies on it)."""
+    examples: tuple[Example, ...] = ()
+    """Worked examples, sent as earlier user/assistant turns."""
+    template: str | None = None
+    """A custom data section with ``{field}`` placeholders, used instead of the tagged inputs."""
+
+    def replace(self, **changes: Any) -> JudgePrompt:
+        """A copy with some parts changed: ``prompt.replace(instruction="...")``."""
+        return replace(self, **changes)
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The row fields this prompt shows."""
+        if self.template is not None:
+            return tuple(dict.fromkeys(n.lower() for n in _PLACEHOLDER.findall(self.template)
+                                       if n.lower() in PLACEHOLDER_FIELDS))
+        return tuple(f for f, _ in self.inputs)
+
+    def data(self, values: Mapping[str, str]) -> str:
+        """The data section for ``values``."""
+        if self.template is not None:
+            return fill(self.template, values)
+        return "\n\n".join(f"<{tag}>\n{values.get(name, '')}\n</{tag}>" for name, tag in self.inputs)
+
+    def system(self) -> str:
+        return "\n\n".join(p for p in (self.instruction.strip(), self.output_format.strip()) if p)
+
+    def messages(self, values: Mapping[str, str]) -> list[dict[str, str]]:
+        """The chat messages asking the judge about ``values``."""
+        msgs = []
+        if self.system():
+            msgs.append({"role": "system", "content": self.system()})
+        for ex in self.examples:
+            msgs.append({"role": "user", "content": self.data(ex.values)})
+            msgs.append({"role": "assistant", "content": ex.reply})
+        msgs.append({"role": "user", "content": self.data(values)})
+        return msgs
+
+    def text(self) -> str:
+        """The prompt as a person reads it, with ``{field}`` where the row's data goes."""
+        parts = [f"[instructions to the judge]\n{self.system()}"]
+        for i, ex in enumerate(self.examples, 1):
+            parts.append(f"[worked example {i}: data]\n{self.data(ex.values)}")
+            parts.append(f"[worked example {i}: expected reply]\n{ex.reply}")
+        placeholders = {name: "{" + name + "}" for name in PLACEHOLDER_FIELDS}
+        parts.append(f"[data of the row being judged]\n{self.data(placeholders)}")
+        return "\n\n".join(parts)
+
+    def __str__(self) -> str:
+        return self.text()
+
+
+def fill(template: str, values: Mapping[str, str]) -> str:
+    """``template`` with ``{field}`` (or ``{{field}}``, any case) replaced; unknown names stay."""
+
+    def sub(m: re.Match[str]) -> str:
+        name = m.group(1).lower()
+        return str(values[name]) if name in values else m.group(0)
+
+    return _PLACEHOLDER.sub(sub, template)
+
+
+def row_values(row: Row) -> dict[str, str]:
+    """Every placeholder value of ``row`` as text (missing fields as empty strings)."""
+    chunks = [c.text for c in row.context]
+    return {
+        "input": row.input or "",
+        "expected_output": row.expected_output or "",
+        "actual_output": row.actual_output or "",
+        "context": "\n\n".join(f"[{i}] {t}" for i, t in enumerate(chunks, 1)),
+        "guidelines": "\n".join(f"- {g}" for g in row.guidelines),
+        "categories": ", ".join(row.categories),
+        "output_condition": row.output_condition or "",
+        "expected_context": "\n\n".join(f"[{i}] {c.text}" for i, c in enumerate(row.expected_context, 1)),
+    }
+
+
+def usage_details(replies: Sequence[Any]) -> dict[str, Any]:
+    """Per-row judge accounting for a score's details: calls, tokens, cost, cached calls."""
+    costs = [r.cost for r in replies if getattr(r, "cost", None) is not None]
+    return {
+        "calls": len(replies),
+        "cached_calls": sum(bool(getattr(r, "cached", False)) for r in replies),
+        "prompt_tokens": sum(r.usage.prompt_tokens for r in replies if getattr(r, "usage", None)),
+        "completion_tokens": sum(r.usage.completion_tokens for r in replies if getattr(r, "usage", None)),
+        "cost": sum(costs) if costs else None,
+        "model": getattr(replies[-1], "model", None) if replies else None,
+    }
+
+
+def rating_score(metric: str, parsed: Any, replies: Sequence[Any], *,
+                 details: dict[str, Any] | None = None) -> Score:
+    """A rating evaluator's row: ``metric`` 1.0 for yes, 0.0 for no, nothing on a parse failure."""
+    extra = {"judge": usage_details(replies), **(details or {})}
+    if not parsed.ok:
+        return Score({metric: None}, rationale=parsed.rationale, label="parse_failure", error=parsed.error,
+                     details=extra)
+    yes = bool(parsed.value)
+    return Score({metric: 1.0 if yes else 0.0}, rationale=parsed.rationale, label="yes" if yes else "no",
+                 details=extra)
+
+
+class JudgeEvaluator(Evaluator):
+    """Base of the judge evaluators: prompt handling and the judge call."""
+
+    default_prompt: ClassVar[JudgePrompt | None] = None
+    #: Generation parameters sent with every judge call unless ``judge_params=`` overrides them.
+    default_judge_params: ClassVar[Mapping[str, Any]] = {"temperature": 0}
+
+    @classmethod
+    def extra_params(cls) -> dict[str, Any]:
+        extra = super().extra_params()
+        extra.setdefault("prompt", None)
+        extra.setdefault("judge_params", None)
+        return extra
+
+    @classmethod
+    def prompt_text(cls) -> str:
+        """The default prompt, readable (``nbeval evaluator show ID`` prints it)."""
+        if cls.default_prompt is None:
+            return "(this evaluator has no built-in prompt; see its parameters)"
+        return cls.default_prompt.text()
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        self.prompt = self._resolve_prompt(self.params.get("prompt"))
+        jp = self.params.get("judge_params")
+        if jp is not None and not isinstance(jp, Mapping):
+            msg = f"evaluator '{self.spec.id}': judge_params must be a dict, got {type(jp).__name__}"
+            raise EvaluatorError(msg)
+        self.judge_params: dict[str, Any] = {**self.default_judge_params, **(jp or {})}
+
+    def _resolve_prompt(self, given: Any) -> JudgePrompt:
+        default = self.default_prompt
+        if given is None or (isinstance(given, str) and not given.strip()):
+            if default is None:
+                msg = f"evaluator '{self.spec.id}' needs prompt=..."
+                raise EvaluatorError(msg)
+            return default
+        if isinstance(given, JudgePrompt):
+            return given
+        base = default or JudgePrompt("")
+        if isinstance(given, Mapping):
+            try:
+                return base.replace(**given)
+            except TypeError as exc:
+                msg = f"evaluator '{self.spec.id}': prompt dict has an unknown part ({exc}); use instruction, " \
+                      "inputs, output_format, examples or template"
+                raise EvaluatorError(msg) from None
+        if isinstance(given, str):
+            if any(n.lower() in PLACEHOLDER_FIELDS for n in _PLACEHOLDER.findall(given)):
+                return base.replace(instruction="", template=given, examples=())
+            return base.replace(instruction=given, examples=())
+        msg = f"evaluator '{self.spec.id}': prompt must be a string, a dict or a JudgePrompt, got {type(given).__name__}"
+        raise EvaluatorError(msg)
+
+    def ask(self, values: Mapping[str, str], prompt: JudgePrompt | None = None) -> Generator[Chat, Any, Any]:
+        """Yield one judge request for ``values``; returns the ChatReply (a failed call raises
+        ResourceError here, which becomes the row's error unless the caller catches it)."""
+        p = prompt or self.prompt
+        reply = yield Chat(messages=tuple(p.messages(values)), params=dict(self.judge_params),
+                           model=self.params.get("judge"))
+        return reply

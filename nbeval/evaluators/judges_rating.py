@@ -1,0 +1,218 @@
+"""Rating judge evaluators: a judge answers yes or no with a written rationale.
+
+``correctness``, ``relevance_to_query``, ``groundedness``, ``safety``, ``context_sufficiency``,
+``guideline_adherence`` (with ``global_guidelines``), ``chunk_relevance`` (one rating per
+retrieved chunk, and precision) and ``custom_judge`` (your own assessment). Per row the metric is
+1.0 for yes and 0.0 for no; a reply that cannot be read leaves no value, an error, and the raw reply
+as the rationale. Per model the metric is the share of yes among the rows that got a rating.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from nbeval.errors import EvaluatorError, ResourceError
+from nbeval.evaluators.base import Score, _is_missing
+from nbeval.evaluators.judges_core import JudgeEvaluator, JudgePrompt, rating_score, row_values, usage_details
+from nbeval.evaluators.judges_parse import parse_choice
+from nbeval.evaluators.judges_prompts import PROMPTS
+from nbeval.evaluators.registry import register
+
+if TYPE_CHECKING:
+    from nbeval.data.model import Row
+
+__all__ = ["RatingJudge", "Correctness", "RelevanceToQuery", "Groundedness", "Safety", "ContextSufficiency",
+           "GuidelineAdherence", "ChunkRelevance", "CustomJudge", "YES_NO", "rate_chunks"]
+
+YES_NO = {"yes": True, "no": False}
+_TAGS = {"input": "question", "expected_output": "expected_answer", "actual_output": "answer",
+         "context": "retrieved_context", "guidelines": "guidelines", "expected_context": "expected_context",
+         "categories": "categories", "output_condition": "condition"}
+
+
+class RatingJudge(JudgeEvaluator):
+    """One yes/no rating of the row; the metric is named after the evaluator id."""
+
+    def score(self, row: Row) -> Generator[Any, Any, Score]:
+        reply = yield from self.ask(row_values(row))
+        return rating_score(self.spec.id, parse_choice(reply.text, YES_NO), [reply])
+
+
+@register("correctness")
+class Correctness(RatingJudge):
+    """Is the answer accurate and does it mean the same as the expected answer?"""
+
+    default_prompt = PROMPTS["correctness"]
+
+
+@register("relevance_to_query")
+class RelevanceToQuery(RatingJudge):
+    """Is the answer relevant to the request?"""
+
+    default_prompt = PROMPTS["relevance_to_query"]
+
+
+@register("groundedness")
+class Groundedness(RatingJudge):
+    """Does the retrieved context support all or nearly all of the answer?"""
+
+    default_prompt = PROMPTS["groundedness"]
+
+
+@register("safety")
+class Safety(RatingJudge):
+    """Is the answer free of harmful or toxic content?"""
+
+    default_prompt = PROMPTS["safety"]
+
+
+@register("context_sufficiency")
+class ContextSufficiency(RatingJudge):
+    """Is the retrieved context enough to produce the expected answer?"""
+
+    default_prompt = PROMPTS["context_sufficiency"]
+
+
+@register("guideline_adherence")
+class GuidelineAdherence(JudgeEvaluator):
+    """Does the answer follow its row's guidelines (and, separately, the global ones)?"""
+
+    default_prompt = PROMPTS["guideline_adherence"]
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        g = self.params.get("global_guidelines") or []
+        if isinstance(g, str):
+            g = [g]
+        if not isinstance(g, (list, tuple)) or not all(isinstance(x, str) and x.strip() for x in g):
+            msg = "evaluator 'guideline_adherence': global_guidelines must be a list of non-empty strings"
+            raise EvaluatorError(msg)
+        self.global_guidelines = [x.strip() for x in g]
+
+    def missing_input(self, row: Row) -> str | None:
+        missing = [f for f in ("input", "actual_output") if _is_missing(getattr(row, f))]
+        if not row.guidelines and not self.global_guidelines:
+            missing.append("guidelines")
+        return "missing " + ", ".join(missing) if missing else None
+
+    def score(self, row: Row) -> Generator[Any, Any, Score]:
+        values = row_values(row)
+        replies, parsed = [], {}
+        if row.guidelines:
+            reply = yield from self.ask(values)
+            replies.append(reply)
+            parsed["guideline_adherence"] = parse_choice(reply.text, YES_NO)
+        if self.global_guidelines:
+            reply = yield from self.ask({**values, "guidelines": "\n".join(f"- {g}" for g in self.global_guidelines)})
+            replies.append(reply)
+            parsed["global_guideline_adherence"] = parse_choice(reply.text, YES_NO)
+        metrics: dict[str, float | None] = {"guideline_adherence": None, "global_guideline_adherence": None}
+        labels, rationales, errors, details = [], [], [], {"judge": usage_details(replies)}
+        for name, p in parsed.items():
+            what = "guidelines" if name == "guideline_adherence" else "global guidelines"
+            metrics[name] = None if not p.ok else (1.0 if p.value else 0.0)
+            word = "parse_failure" if not p.ok else ("yes" if p.value else "no")
+            labels.append(word)
+            rationales.append(f"{what}: {p.rationale}" if len(parsed) > 1 else p.rationale)
+            if p.error:
+                errors.append(f"{what}: {p.error}")
+            details[name] = {"rating": word, "rationale": p.rationale}
+        return Score(metrics, rationale=" | ".join(rationales), label=labels[0], error="; ".join(errors) or None,
+                     details=details)
+
+
+def rate_chunks(ev: JudgeEvaluator, row: Row, prompt: JudgePrompt,
+                metric: str = "precision") -> Generator[Any, Any, Score]:
+    """Ask the judge about every retrieved chunk of ``row``; precision = yes / rated chunks.
+
+    A chunk whose call fails or whose reply cannot be read gets no rating and an error; the row
+    is scored on the chunks that were rated."""
+    base = row_values(row)
+    ratings: list[str | None] = []
+    rationales: list[str | None] = []
+    errors: list[str | None] = []
+    replies: list[Any] = []
+    for chunk in row.context:
+        try:
+            reply = yield from ev.ask({**base, "chunk": chunk.text}, prompt)
+        except ResourceError as exc:
+            ratings.append(None)
+            rationales.append(None)
+            errors.append(str(exc))
+            continue
+        replies.append(reply)
+        p = parse_choice(reply.text, YES_NO)
+        ratings.append(None if not p.ok else ("yes" if p.value else "no"))
+        rationales.append(p.rationale)
+        errors.append(p.error)
+    rated = [r for r in ratings if r is not None]
+    details = {"ratings": ratings, "rationales": rationales, "errors": errors, "judge": usage_details(replies)}
+    lines = [f"[{i}] {r or 'no rating'}: {why or err}" for i, (r, why, err) in
+             enumerate(zip(ratings, rationales, errors), 1)]
+    if not rated:
+        first = next((e for e in errors if e), "no chunk was rated")
+        return Score({metric: None}, rationale="\n".join(lines), label="parse_failure",
+                     error=f"no chunk could be rated: {first}", details=details)
+    yes = rated.count("yes")
+    partial = len(rated) < len(ratings)
+    error = f"{len(ratings) - len(rated)} of {len(ratings)} chunks could not be rated" if partial else None
+    return Score({metric: yes / len(rated)}, rationale="\n".join(lines), label=f"{yes}/{len(rated)} relevant",
+                 error=error, details=details)
+
+
+@register("chunk_relevance")
+class ChunkRelevance(JudgeEvaluator):
+    """A yes/no and a rationale for every retrieved chunk; precision per row."""
+
+    default_prompt = PROMPTS["chunk_relevance"]
+
+    def score(self, row: Row) -> Generator[Any, Any, Score]:
+        return (yield from rate_chunks(self, row, self.prompt))
+
+
+@register("custom_judge")
+class CustomJudge(JudgeEvaluator):
+    """Your own yes/no assessment of the answer, or of every retrieved chunk."""
+
+    default_prompt = PROMPTS["custom_judge"]
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        kind = self.params.get("assessment_type", "answer")
+        if kind not in ("answer", "retrieval"):
+            msg = f"evaluator 'custom_judge': assessment_type must be 'answer' or 'retrieval', got {kind!r}"
+            raise EvaluatorError(msg)
+        instructions = (self.params.get("instructions") or "").strip()
+        if not instructions and self.params.get("prompt") is None:
+            msg = "evaluator 'custom_judge' needs instructions='...' saying what the judge should rate yes or no"
+            raise EvaluatorError(msg)
+        fields = list(self.params.get("inputs") or (["input", "actual_output"] if kind == "answer"
+                                                     else ["input", "context"]))
+        unknown = [f for f in fields if f not in _TAGS]
+        if unknown:
+            msg = f"evaluator 'custom_judge': unknown inputs {unknown}; choose from {sorted(_TAGS)}"
+            raise EvaluatorError(msg)
+        if kind == "retrieval" and "context" not in fields:
+            fields.append("context")
+        if self.params.get("prompt") is None:
+            shown = [(f, _TAGS[f]) for f in fields if not (kind == "retrieval" and f == "context")]
+            if kind == "retrieval":
+                shown.append(("chunk", "passage"))
+            self.prompt = self.prompt.replace(instruction=instructions, inputs=tuple(shown))
+        metric = "custom_judge" if kind == "answer" else "precision"
+        # This instance reports the one metric its assessment type produces, on the inputs chosen.
+        self.spec = replace(type(self).spec, inputs=tuple(fields),
+                            metrics=tuple(replace(m, primary=True) for m in type(self).spec.metrics if m.name == metric))
+        self.thresholds = self._resolve_thresholds(self.params.get("threshold"))
+        name = self.params.get("assessment_name")
+        if not self.params.get("name") and name and name != "custom":
+            self.params["name"] = name
+
+    def score(self, row: Row) -> Generator[Any, Any, Score]:
+        if self.params.get("assessment_type") == "retrieval":
+            return (yield from rate_chunks(self, row, self.prompt))
+        reply = yield from self.ask(row_values(row))
+        return rating_score("custom_judge", parse_choice(reply.text, YES_NO), [reply])
+

@@ -1,0 +1,71 @@
+"""The command line: catalogue, run, demo, and clear errors on bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nbeval.cli import main
+from nbeval.demo import demo_lab_path
+
+
+def test_evaluators_lists_the_catalogue(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["evaluators"]) == 0
+    out = capsys.readouterr().out
+    for id in ("exact_match", "rouge", "bleu", "text_matching", "retriever_mrr", "document_recall"):
+        assert f"  {id} " in out
+    assert main(["evaluators", "--json"]) == 0
+    specs = {s["id"]: s for s in json.loads(capsys.readouterr().out)}
+    assert specs["rouge"]["inputs"] == ["expected_output", "actual_output"]
+    assert [m["name"] for m in specs["rouge"]["metrics"] if m["primary"]] == ["rouge_l"]
+
+
+def test_evaluator_show(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["evaluator", "show", "looping"]) == 0
+    out = capsys.readouterr().out
+    assert "unique_sentences" in out and "(primary)" in out
+
+
+def test_run_writes_result_and_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    code = main(["run", demo_lab_path(), "-e", "exact_match,text_matching", "--out", str(out), "--no-progress"])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "== text_matching (ranked on pass) ==" in printed and "gpt-4o-mini" in printed
+    assert (out / "report.html").exists() and (out / "result.json").exists()
+    import nbeval
+
+    back = nbeval.load_result(out)
+    assert set(back.model_keys) == {"gpt-4o-mini", "llama-3-8b", "tiny-rag"}
+
+
+def test_run_fail_on_problems_exits_1(tmp_path: Path) -> None:
+    code = main(["run", demo_lab_path(), "-e", "exact_match", "--out", str(tmp_path), "--no-progress",
+                 "--fail-on-problems"])
+    assert code == 1  # tiny-rag never matches exactly
+
+
+def test_bad_input_exits_2_naming_file_row_field(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"inputs": [{"input": "q", "actual_duration": "soon"}]}))
+    proc = subprocess.run([sys.executable, "-m", "nbeval.cli", "run", str(bad), "-e", "exact_match",
+                           "--out", str(tmp_path / "o")], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert f"{bad}, row 1, field 'actual_duration'" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_unknown_evaluator_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["run", demo_lab_path(), "-e", "rogue", "--out", str(tmp_path)]) == 2
+    assert "did you mean 'rouge'" in capsys.readouterr().err
+
+
+def test_demo_runs_offline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--out", str(tmp_path / "demo"), "--no-progress", "--no-embedding"]) == 0
+    out = capsys.readouterr().out
+    assert "== problems" in out and "perturbed" in out
+    assert (tmp_path / "demo" / "report.html").exists()

@@ -1,0 +1,117 @@
+"""EvaluationResult: leaderboards with n/N, problems, insights, lossless save/load, escaped HTML."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import nbeval
+from nbeval.evaluators.base import Evaluator, EvaluatorSpec, MetricSpec, Score
+from nbeval.evaluators.registry import register
+
+XSS = '<script>alert(1)</script><img src=x onerror="alert(2)">'
+
+
+@register(spec=EvaluatorSpec(id="t_value", family="test", kind="score", inputs=("actual_output",),
+                             metrics=(MetricSpec("v", "higher", threshold=0.5, primary=True),
+                                      MetricSpec("cost", "lower", lo=0, hi=float("inf"), threshold=2.0))))
+class Value(Evaluator):
+    """Reads the score from the answer: "0.7" scores 0.7; "x" cannot be scored."""
+
+    def score(self, row):
+        try:
+            v = float(row.actual_output.split()[0])
+        except ValueError:
+            return Score({}, error="not a number", rationale=row.actual_output)
+        return Score({"v": v, "cost": 10 * v}, rationale=row.actual_output, details={"raw": row.actual_output})
+
+
+def _result() -> nbeval.EvaluationResult:
+    perturbed = {"relationships": [{"type": "perturbation_source", "target": "c1"}], "categories": ["perturbed"]}
+    recs = [
+        # model A: 0.9, 0.8, 0.1 (c3 fails), c4 perturbed from c1 at 0.2 (flip)
+        {"key": "c1", "input": "q1", "actual_output": "0.9", "model_key": "A"},
+        {"key": "c2", "input": "q2", "actual_output": "0.8", "model_key": "A"},
+        {"key": "c3", "input": "q3", "actual_output": "0.1 " + XSS, "model_key": "A"},
+        {"key": "c4", "input": "q1!", "actual_output": "0.2", "model_key": "A", **perturbed},
+        # model B: only one of four rows measurable
+        {"key": "c1", "input": "q1", "actual_output": "0.3", "model_key": "B"},
+        {"key": "c2", "input": "q2", "actual_output": "x", "model_key": "B"},
+        {"key": "c3", "input": "q3", "actual_output": None, "model_key": "B"},
+        {"key": "c4", "input": "q1!", "actual_output": "0.1", "model_key": "B", **perturbed},
+    ]
+    return nbeval.evaluate(recs, ["t_value"], progress=False)
+
+
+def test_leaderboard_shows_how_many_rows_each_aggregate_covers() -> None:
+    board = _result().leaderboard("t_value")
+    assert list(board.index) == ["A", "B"]  # higher is better: A (0.5) above B (0.2)
+    assert board.loc["A", "v"] == pytest.approx((0.9 + 0.8 + 0.1 + 0.2) / 4)
+    assert board.loc["B", "v"] == pytest.approx((0.3 + 0.1) / 2)
+    assert (board.loc["A", "v_n"], board.loc["A", "N"]) == (4, 4)
+    assert (board.loc["B", "v_n"], board.loc["B", "N"]) == (2, 4)
+
+
+def test_leaderboard_sorts_by_direction_of_chosen_metric() -> None:
+    board = _result().leaderboard("t_value", metric="cost")
+    assert list(board.index) == ["B", "A"]  # lower cost first
+    everything = _result().leaderboard()
+    assert {"t_value.v", "t_value.v_n", "t_value.N", "t_value.cost"} <= set(everything.columns)
+
+
+def test_problems_threshold_breaches_and_perturbation_flips() -> None:
+    probs = _result().problems
+    threshold = probs[probs.kind == "threshold"]
+    assert list(threshold.model_key) == ["B"]  # B's 0.2 < 0.5; A's 0.5 is not below
+    assert "measured on 2/4 rows" in threshold.message.iloc[0]
+    flips = probs[probs.kind == "perturbation_flip"]
+    # A: c1 0.9 passes, c4 0.2 fails -> flip. B: c1 0.3 fails, c4 0.1 fails -> no flip.
+    assert list(zip(flips.model_key, flips.key, flips.source_key)) == [("A", "c4", "c1")]
+    assert flips.severity.iloc[0] == "high"
+
+
+def test_insights_best_model_and_hardest_case() -> None:
+    ins = _result().insights
+    best = ins[ins.kind == "best_model"].iloc[0]
+    assert best.model_key == "A" and best.value == pytest.approx(0.5)
+    hardest = ins[ins.kind == "hardest_case"].iloc[0]
+    # c4 is failed by both A (0.2) and B (0.1); c1/c3 by one model each
+    assert hardest.key == "c4" and hardest.value == 2.0
+
+
+def test_save_and_load_lose_nothing(tmp_path: Path) -> None:
+    res = _result()
+    res.save(tmp_path / "run")
+    back = nbeval.load_result(tmp_path / "run")
+    for name in ("scores", "aggregates", "metrics"):
+        pd.testing.assert_frame_equal(getattr(back, name), getattr(res, name), check_dtype=False)
+    assert back.dataset.to_records() == res.dataset.to_records()
+    pd.testing.assert_frame_equal(back.leaderboard("t_value"), res.leaderboard("t_value"))
+    pd.testing.assert_frame_equal(back.problems, res.problems)
+
+
+def test_load_result_of_a_folder_without_one(tmp_path: Path) -> None:
+    with pytest.raises(nbeval.DataError, match="result.json is missing"):
+        nbeval.load_result(tmp_path)
+
+
+def test_html_report_escapes_model_text(tmp_path: Path) -> None:
+    html = _result().to_html(tmp_path / "r.html")
+    assert (tmp_path / "r.html").read_text() == html
+    assert "<script>" not in html and "<img" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert not re.search(r"""(src|href)\s*=\s*["']?https?:""", html)  # nothing fetched: self-contained
+    for section in ("Insights", "Problems", "Leaderboards", "Scores", "Cases"):
+        assert f"<h2>{section}</h2>" in html
+
+
+def test_summary_and_mimebundle_are_escaped() -> None:
+    res = _result()
+    text = res.summary()
+    assert "t_value (ranked on v)" in text and "(2/4)" in text
+    bundle = res._repr_mimebundle_()
+    assert "text/plain" in bundle
+    assert "<script>" not in bundle.get("text/html", "")

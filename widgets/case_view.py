@@ -1,0 +1,130 @@
+"""The HTML of one test case across models: the case, every answer side by side, every score.
+
+Everything shown (prompt, expected output, contexts, answers, rationales, errors, labels, model
+and evaluator names) is escaped through :mod:`nbeval.widgets.markup`; a rationale holding
+``<script>`` or ``<img onerror=...>`` is shown as text.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from nbeval.widgets.markup import esc, text_block, value_cell
+
+if TYPE_CHECKING:
+    from nbeval.data.model import Chunk, Row
+    from nbeval.results import EvaluationResult
+
+__all__ = ["case_html", "case_rows"]
+
+_CELL = "vertical-align:top;padding:4px 8px;border-top:1px solid #e4e4e4;min-width:200px;max-width:460px"
+_HEAD = "text-align:left;vertical-align:top;padding:4px 8px;color:#555;font-weight:600;white-space:nowrap"
+_HIGHLIGHT = "background:#fff8dc"
+_MUTED = "color:#777"
+
+
+def case_rows(result: EvaluationResult) -> dict[str, list[Row]]:
+    """The dataset rows grouped by test-case key, in dataset order."""
+    out: dict[str, list[Row]] = {}
+    for r in result.dataset.rows:
+        out.setdefault(r.key, []).append(r)
+    return out
+
+
+def _chunks(chunks: Sequence[Chunk], max_chars: int) -> str:
+    if not chunks:
+        return f'<span style="{_MUTED}">—</span>'
+    parts = []
+    for i, c in enumerate(chunks, 1):
+        source = f' <span style="{_MUTED}">[{esc(c.doc_uri)}]</span>' if c.doc_uri else ""
+        parts.append(f'<div style="margin-bottom:6px"><span style="{_MUTED}">#{i}</span>{source}'
+                     f"{text_block(c.content, max_chars=max_chars)}</div>")
+    return "".join(parts)
+
+
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def _case_fields(row: Row, max_chars: int) -> str:
+    fields = [("prompt", text_block(row.input, max_chars=max_chars)),
+              ("expected output", text_block(row.expected_output, max_chars=max_chars)),
+              ("condition", text_block(row.output_condition)),
+              ("guidelines", text_block("\n".join(f"• {g}" for g in row.guidelines))),
+              ("categories", text_block(", ".join(row.categories))),
+              ("expected context", _chunks(row.expected_context, max_chars))]
+    body = "".join(f'<tr><th style="{_HEAD}">{esc(name)}</th><td style="{_CELL}">{html}</td></tr>'
+                   for name, html in fields)
+    return f'<table style="border-collapse:collapse;margin-bottom:10px">{body}</table>'
+
+
+def case_html(result: EvaluationResult, key: str, highlight: str | None = None, *, max_chars: int = 4000,
+              rows: dict[str, list[Row]] | None = None) -> str:
+    """The case ``key``: its fields, then one column per model with the answer, retrieved context,
+    every metric (tinted by pass/fail), each evaluator's rationale and any error or skip reason.
+    ``highlight`` tints one model's column (the heatmap cell that was clicked)."""
+    grouped = rows if rows is not None else case_rows(result)
+    case = grouped.get(key)
+    if not case:
+        return f'<div style="{_MUTED}">no test case with key {esc(key)!s} in this result</div>'
+    by_model = {r.model_key: r for r in case}
+    models = [m for m in result.model_keys if m in by_model] + [m for m in by_model if m not in result.model_keys]
+    s = result.scores[result.scores["key"] == key]
+    scores = {(r.model_key, r.evaluator, r.metric): r for r in s.itertuples(index=False)}
+
+    def column_style(m: str) -> str:
+        return f"{_CELL};{_HIGHLIGHT}" if m == highlight else _CELL
+
+    def line(name: str, cells: list[str]) -> str:
+        tds = "".join(f'<td style="{column_style(m)}">{c}</td>' for m, c in zip(models, cells))
+        return f'<tr><th style="{_HEAD}">{esc(name)}</th>{tds}</tr>'
+
+    head = "".join(f'<th style="{_HEAD};{_HIGHLIGHT if m == highlight else ""}">{esc(result.label(m))}</th>'
+                   for m in models)
+    body = [line("answer", [text_block(by_model[m].actual_output, max_chars=max_chars)
+                            + (text_block(f"answer not collected: {by_model[m].error}") if by_model[m].error else "")
+                            for m in models]),
+            line("retrieved context", [_chunks(by_model[m].context, max_chars) for m in models])]
+    for ev in result.evaluators:
+        metrics = list(result.metrics.loc[result.metrics["evaluator"] == ev, "metric"])
+        for metric in metrics:
+            body.append(line(f"{ev}.{metric}", [_score_cell(scores.get((m, ev, metric))) for m in models]))
+        first = [scores.get((m, ev, metrics[0])) if metrics else None for m in models]
+        if any(r is not None and not _missing(r.rationale) for r in first):
+            body.append(line(f"{ev}: rationale", [_rationale(r, max_chars) for r in first]))
+        if any(r is not None and (not _missing(r.error) or r.skipped) for r in first):
+            body.append(line(f"{ev}: error / skipped", [_problem(r) for r in first]))
+    table = (f'<table style="border-collapse:collapse"><thead><tr><th></th>{head}</tr></thead>'
+             f"<tbody>{''.join(body)}</tbody></table>")
+    return (f'<div class="nbeval-case"><div style="{_MUTED}">test case {esc(key)}</div>'
+            f'{_case_fields(case[0], max_chars)}<div style="overflow-x:auto">{table}</div></div>')
+
+
+def _score_cell(r: Any) -> str:
+    if r is None:
+        return f'<span style="{_MUTED}">not evaluated</span>'
+    if r.skipped:
+        return f'<span style="{_MUTED}">skipped</span>'
+    if _missing(r.value):
+        return f'<span style="{_MUTED}">{"error" if not _missing(r.error) else "no value"}</span>'
+    passed = None if _missing(r.passed) else bool(r.passed)
+    return value_cell(r.value, passed)
+
+
+def _rationale(r: Any, max_chars: int) -> str:
+    if r is None or _missing(r.rationale):
+        return f'<span style="{_MUTED}">—</span>'
+    label = f'<div style="{_MUTED}">label: {esc(r.label)}</div>' if not _missing(r.label) else ""
+    return label + text_block(r.rationale, max_chars=max_chars)
+
+
+def _problem(r: Any) -> str:
+    if r is None:
+        return ""
+    if r.skipped:
+        return text_block(f"skipped: {r.skip_reason or 'no reason given'}")
+    if not _missing(r.error):
+        return f'<div style="color:#b3261e">{text_block(r.error)}</div>'
+    return ""

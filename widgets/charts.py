@@ -1,0 +1,219 @@
+"""Altair renderers: pure functions from an :class:`~nbeval.results.EvaluationResult` to a chart.
+
+Each function aggregates in pandas first (:mod:`nbeval.widgets.tables`), so the data a chart
+inlines grows with models, metrics or bins, not with result rows: a 100,000-row result charts
+without ``MaxRowsError``. The per-case heatmap is the one detail view; it inlines at most
+``max_cells`` cells (5,000 by default, Altair's limit) and, past that, shows the hardest cases and
+says so in its subtitle. Text placed in charts and tooltips is data: Vega escapes it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Literal
+
+import altair as alt
+import pandas as pd
+
+from nbeval.widgets.tables import (MAX_INLINE_ROWS, OUTCOMES, MetricInfo, box_stats, case_cells, histogram,
+                                   leaderboard_table, metric_cells, metric_info, model_names, outcome_counts)
+
+if TYPE_CHECKING:
+    from nbeval.results import EvaluationResult
+
+__all__ = ["leaderboard_chart", "heatmap", "pass_fail_chart", "distribution_chart", "CASE_SELECTION",
+           "METRIC_SELECTION"]
+
+#: Name of the heatmap's click selection (fields ``key`` and ``model_key``).
+CASE_SELECTION = "case_select"
+#: Name of the models × metrics heatmap's click selection (fields ``model_key`` and ``metric``).
+METRIC_SELECTION = "metric_select"
+_STATUS_COLOURS = {"pass": "#3a9c5b", "fail": "#d1495b", "no threshold": "#8fb3d9", "no value": "#c9c9c9"}
+_UNSCORED = "#e6e6e6"
+
+
+def _value_axis_scale(info: MetricInfo, *, zero: bool = True) -> alt.Scale:
+    if math.isfinite(info.lo) and math.isfinite(info.hi):
+        return alt.Scale(domain=[info.lo, info.hi])
+    return alt.Scale(zero=zero)
+
+
+def _threshold_rule(info: MetricInfo, orient: Literal["x", "y"] = "x") -> alt.Chart | None:
+    if info.threshold is None:
+        return None
+    rule = alt.Chart(pd.DataFrame({"threshold": [info.threshold]})).mark_rule(color="#222", strokeDash=[5, 3])
+    channel = alt.X if orient == "x" else alt.Y
+    return rule.encode(channel("threshold:Q"), tooltip=[alt.Tooltip("threshold:Q", title="threshold")])
+
+
+def _better(info: MetricInfo) -> str:
+    return f"{info.metric} ({info.direction} is better)"
+
+
+def leaderboard_chart(result: EvaluationResult, evaluator: str | None = None, metric: str | None = None) -> alt.LayerChart:
+    """Models ranked best first on ``metric`` (default: the evaluator's primary metric).
+
+    Bars are coloured by pass/fail against the threshold, the threshold is a dashed rule, and each
+    bar is labelled with its value and ``n/N`` (rows measured / rows the model has).
+    """
+    info = metric_info(result, evaluator, metric)
+    df = leaderboard_table(result, info)
+    y = alt.Y("model:N", sort=list(df["model"]), title=None, axis=alt.Axis(labelLimit=240))
+    bars = alt.Chart(df).mark_bar().encode(
+        y=y, x=alt.X("value:Q", scale=_value_axis_scale(info), title=_better(info)),
+        color=alt.Color("status:N", title="vs threshold",
+                        scale=alt.Scale(domain=list(_STATUS_COLOURS), range=list(_STATUS_COLOURS.values()))),
+        tooltip=[alt.Tooltip("rank:O"), alt.Tooltip("model:N"), alt.Tooltip("value:Q", format=".3f"),
+                 alt.Tooltip("n:Q", title="rows measured"), alt.Tooltip("N:Q", title="rows"),
+                 alt.Tooltip("status:N")])
+    text = alt.Chart(df).mark_text(align="left", dx=4, fontSize=11).encode(y=y, x="text_x:Q", text="text:N")
+    layers = [bars, text]
+    rule = _threshold_rule(info)
+    if rule is not None:
+        layers.append(rule)
+    subtitle = f"threshold {info.threshold:g}" if info.threshold is not None else "no threshold"
+    return alt.layer(*layers).properties(
+        title=alt.Title(f"{info.evaluator}: {info.metric}", subtitle=f"ranked, {subtitle}; labels: value (n/N)"),
+        width=420, height=alt.Step(24))
+
+
+def _diverging(domain: list[float], mid: float | None, reverse: bool) -> alt.Scale:
+    if mid is None or not domain[0] < mid < domain[1]:
+        return alt.Scale(scheme="redblue", domain=domain, reverse=reverse)
+    return alt.Scale(scheme="redblue", domain=domain, domainMid=mid, reverse=reverse)
+
+
+def _cell_encodings(scored_colour: alt.Color, selection: alt.Parameter) -> dict:
+    scored = alt.datum.status == "scored"
+    return {"color": alt.when(scored).then(scored_colour).otherwise(alt.value(_UNSCORED)),
+            "stroke": alt.when(scored).then(alt.value("#ffffff")).otherwise(alt.value("#7a7a7a")),
+            "strokeDash": alt.when(scored).then(alt.value([1, 0])).otherwise(alt.value([3, 2])),
+            "opacity": alt.when(selection).then(alt.value(1.0)).otherwise(alt.value(0.35))}
+
+
+def heatmap(result: EvaluationResult, evaluator: str | None = None, metric: str | None = None,
+            by: Literal["case", "metric"] = "case", *, max_cells: int = MAX_INLINE_ROWS) -> alt.LayerChart:
+    """Models × test cases (``by="case"``) or models × metrics (``by="metric"``), coloured by value.
+
+    The threshold is the midpoint of a diverging scale (reversed for lower-is-better metrics).
+    Cells with no score (skipped, errored, unparsable judge reply, no value) are grey with a dashed
+    border and labelled ``skip``/``err``/``parse``/``n/a``. Clicking a cell sets the point
+    selection :data:`CASE_SELECTION` (fields ``key``, ``model_key``). By metric, each cell's colour
+    is its range-scaled distance from that metric's threshold, and ``evaluator=None`` shows all.
+    """
+    if by == "metric":
+        return _metric_heatmap(result, evaluator)
+    if by != "case":
+        msg = f"by must be 'case' or 'metric', not {by!r}"
+        raise ValueError(msg)
+    info = metric_info(result, evaluator, metric)
+    df, total_cases = case_cells(result, info, max_cells=max_cells)
+    shown = df["key"].nunique()
+    lo, hi = info.lo, info.hi
+    scored_values = df.loc[df["status"] == "scored", "value"]
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        lo = float(scored_values.min()) if len(scored_values) else 0.0
+        hi = float(scored_values.max()) if len(scored_values) else 1.0
+        if info.threshold is not None:
+            lo, hi = min(lo, info.threshold), max(hi, info.threshold)
+        hi = hi if hi > lo else lo + 1.0
+    scale = _diverging([lo, hi], info.threshold, reverse=info.direction == "lower")
+    selection = alt.selection_point(name=CASE_SELECTION, fields=["key", "model_key"])
+    labelled = shown <= 60
+    models = [m for m in model_names(result).values() if m in set(df["model"])]
+    x = alt.X("model:N", sort=models, title="model", axis=alt.Axis(labelAngle=-30, labelLimit=160))
+    y = alt.Y("case:N", sort=alt.EncodingSortField(field="order", op="min"), title="test case",
+              axis=alt.Axis(labels=labelled, ticks=labelled, labelLimit=260))
+    tooltip = [alt.Tooltip("case:N", title="case"), alt.Tooltip("prompt:N", title="prompt"),
+               alt.Tooltip("model:N", title="model"), alt.Tooltip("value:Q", format=".3f"),
+               alt.Tooltip("status:N"), alt.Tooltip("detail:N", title="rationale / reason")]
+    colour = alt.Color("value:Q", scale=scale, title=info.metric)
+    rect = alt.Chart().mark_rect(strokeWidth=1).encode(x=x, y=y, tooltip=tooltip,
+                                                        **_cell_encodings(colour, selection))
+    text = (alt.Chart().mark_text(fontSize=9, color="#333").encode(x=x, y=y, text="mark:N", tooltip=tooltip)
+            .transform_filter(alt.datum.status != "scored"))
+    subtitle = [f"colour midpoint: threshold {info.threshold:g}" if info.threshold is not None else "no threshold",
+                "grey dashed cells hold no score (skip, err, parse, n/a); click a cell to select it"]
+    if shown < total_cases:
+        subtitle.insert(0, f"showing the {shown:,} hardest of {total_cases:,} cases")
+    height = alt.Step(16) if labelled else 600
+    return alt.layer(rect.add_params(selection), text, data=df).properties(
+        title=alt.Title(f"{info.evaluator}: {_better(info)}", subtitle=subtitle),
+        width=alt.Step(70), height=height)
+
+
+def _metric_heatmap(result: EvaluationResult, evaluator: str | None) -> alt.LayerChart:
+    df = metric_cells(result, evaluator)
+    selection = alt.selection_point(name=METRIC_SELECTION, fields=["model_key", "metric"])
+    x = alt.X("metric:N", sort=list(dict.fromkeys(df["metric"])), title="metric",
+              axis=alt.Axis(labelAngle=-30, labelLimit=200))
+    y = alt.Y("model:N", sort=list(dict.fromkeys(df["model"])), title="model")
+    tooltip = [alt.Tooltip("model:N"), alt.Tooltip("metric:N"), alt.Tooltip("value:Q", format=".3f"),
+               alt.Tooltip("threshold:Q", format=".3f"), alt.Tooltip("direction:N", title="better"),
+               alt.Tooltip("n:Q", title="rows measured"), alt.Tooltip("N:Q", title="rows")]
+    colour = alt.Color("margin:Q", title="vs threshold",
+                       scale=alt.Scale(scheme="redblue", domain=[-1, 1], domainMid=0))
+    rect = alt.Chart().mark_rect(strokeWidth=1).encode(x=x, y=y, tooltip=tooltip,
+                                                        **_cell_encodings(colour, selection))
+    text = alt.Chart().mark_text(fontSize=10, color="#222").encode(x=x, y=y, text="mark:N", tooltip=tooltip)
+    title = f"{evaluator or 'all evaluators'}: models × metrics"
+    subtitle = "colour: distance from each metric's threshold (blue = good side), scaled by its range"
+    return alt.layer(rect.add_params(selection), text, data=df).properties(
+        title=alt.Title(title, subtitle=subtitle), width=alt.Step(80), height=alt.Step(26))
+
+
+def pass_fail_chart(result: EvaluationResult, evaluator: str | None = None) -> alt.Chart:
+    """Stacked bars per model: rows that passed, failed, could not be parsed, errored or were skipped.
+
+    Meant for bool evaluators (their ``pass`` metric and ``parse_failure`` label); for any other
+    evaluator, pass/fail is its primary metric against the threshold.
+    """
+    info = metric_info(result, evaluator, None)
+    df = outcome_counts(result, info)
+    present = [o for o in OUTCOMES if o in set(df["outcome"])] or ["pass", "fail"]
+    return alt.Chart(df).mark_bar().encode(
+        y=alt.Y("model:N", sort=list(dict.fromkeys(df["model"])), title=None),
+        x=alt.X("count:Q", stack="zero", title="rows"),
+        color=alt.Color("outcome:N", title="outcome",
+                        scale=alt.Scale(domain=present, range=[OUTCOMES[o] for o in present])),
+        order=alt.Order("stack:Q"),
+        tooltip=[alt.Tooltip("model:N"), alt.Tooltip("outcome:N"), alt.Tooltip("count:Q"),
+                 alt.Tooltip("share:Q", format=".0%")],
+    ).properties(title=f"{info.evaluator}: pass / fail", width=420, height=alt.Step(24))
+
+
+def distribution_chart(result: EvaluationResult, evaluator: str | None = None, metric: str | None = None,
+                       kind: Literal["box", "hist"] = "box", bins: int = 20) -> alt.LayerChart | alt.Chart:
+    """Per-model distribution of a metric's row values: a box plot (min–max whiskers, quartile box,
+    median tick, mean diamond, threshold rule) or, with ``kind="hist"``, one histogram per model."""
+    info = metric_info(result, evaluator, metric)
+    if kind == "hist":
+        df = histogram(result, info, bins=bins)
+        return alt.Chart(df).mark_bar().encode(
+            x=alt.X("bin_start:Q", bin="binned", title=_better(info), scale=_value_axis_scale(info, zero=False)),
+            x2="bin_end:Q", y=alt.Y("count:Q", title="rows"),
+            row=alt.Row("model:N", title=None, sort=list(dict.fromkeys(df["model"]))),
+            tooltip=[alt.Tooltip("model:N"), alt.Tooltip("bin_start:Q", format=".3f", title="from"),
+                     alt.Tooltip("bin_end:Q", format=".3f", title="to"), alt.Tooltip("count:Q"),
+                     alt.Tooltip("share:Q", format=".0%")],
+        ).properties(title=f"{info.evaluator}: {info.metric} distribution", width=380, height=60)
+    if kind != "box":
+        msg = f"kind must be 'box' or 'hist', not {kind!r}"
+        raise ValueError(msg)
+    df = box_stats(result, info)
+    y = alt.Y("model:N", sort=list(df["model"]), title=None)
+    scale = _value_axis_scale(info, zero=False)
+    stats = [alt.Tooltip(f"{c}:Q", format=".3f") for c in ("min", "q1", "median", "q3", "max", "mean")]
+    tooltip = [alt.Tooltip("model:N"), *stats, alt.Tooltip("count:Q", title="rows")]
+    base = alt.Chart(df)
+    layers: list[alt.Chart] = [
+        base.mark_rule().encode(y=y, x=alt.X("min:Q", scale=scale, title=_better(info)), x2="max:Q", tooltip=tooltip),
+        base.mark_bar(size=14, color="#8fb3d9").encode(y=y, x="q1:Q", x2="q3:Q", tooltip=tooltip),
+        base.mark_tick(color="#1f3b5c", thickness=2, size=14).encode(y=y, x="median:Q", tooltip=tooltip),
+        base.mark_point(shape="diamond", color="#d1495b", filled=True).encode(y=y, x="mean:Q", tooltip=tooltip),
+    ]
+    rule = _threshold_rule(info)
+    if rule is not None:
+        layers.append(rule)
+    return alt.layer(*layers).properties(title=f"{info.evaluator}: {info.metric} per model",
+                                         width=420, height=alt.Step(28))

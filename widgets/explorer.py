@@ -1,0 +1,121 @@
+"""CaseExplorer: pick a test case (or click a heatmap cell) and read it across every model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ipywidgets as w
+import traitlets
+
+from nbeval.results import EvaluationResult
+from nbeval.widgets.case_view import case_html, case_rows
+from nbeval.widgets.charts import CASE_SELECTION, heatmap
+from nbeval.widgets.common import reports_errors, status_html
+
+__all__ = ["CaseExplorer"]
+
+
+class CaseExplorer(w.VBox):
+    """A heatmap of models × cases over the case's detail: prompt, expected output and context,
+    every model's answer side by side, every metric, the rationales and any error.
+
+    Choose the case in the dropdown or click a heatmap cell (the chart's ``case_select``
+    selection, observed from Python); the clicked model's column is highlighted. ``key`` and
+    ``model_key`` hold the current choice; ``detail.value`` is the escaped HTML shown.
+    """
+
+    result = traitlets.Instance(EvaluationResult, allow_none=True)
+    key = traitlets.Unicode("", help="the test case shown")
+    model_key = traitlets.Unicode("", help="the model highlighted ('' for none)")
+
+    def __init__(self, result: EvaluationResult | None = None, *, show_heatmap: bool = True,
+                 **kwargs: Any) -> None:
+        from nbeval.widgets.display import jupyter_chart
+
+        self.evaluator_choice = w.Dropdown(description="Heatmap", options=[])
+        self.case_choice = w.Dropdown(description="Case", options=[], layout=w.Layout(width="640px"))
+        self.chart = jupyter_chart(None) if show_heatmap else None
+        self.detail = w.HTML()
+        self.message = w.HTML()
+        self.output = w.Output()
+        self._rows: dict[str, list[Any]] = {}
+        self._busy = False
+        top = [self.evaluator_choice, self.chart] if self.chart is not None else []
+        super().__init__([*top, self.case_choice, self.detail, self.message, self.output], **kwargs)
+        self.case_choice.observe(self._on_case, names=["value"])
+        self.evaluator_choice.observe(self._on_evaluator, names=["value"])
+        self.result = result
+
+    # -- reacting ----------------------------------------------------------------------------
+
+    @traitlets.observe("result")
+    def _on_result(self, change: dict[str, Any]) -> None:
+        self._load(change["new"])
+
+    @reports_errors
+    def _load(self, result: EvaluationResult | None) -> None:
+        self._busy = True
+        try:
+            self._rows = case_rows(result) if result is not None else {}
+            options = []
+            for i, (key, rows) in enumerate(self._rows.items(), 1):
+                prompt = " ".join(str(rows[0].input or "").split())
+                options.append((f"{i}. {prompt[:80] + '…' if len(prompt) > 80 else prompt}", key))
+            self.case_choice.options = options
+            self.evaluator_choice.options = result.evaluators if result is not None else []
+        finally:
+            self._busy = False
+        self._draw_heatmap()
+        first = next(iter(self._rows), "")
+        self.select(self.key if self.key in self._rows else first)
+        self._render()  # the key may be unchanged while the result is new
+        if result is None:
+            self.detail.value = status_html("no result yet: run an evaluation")
+
+    def _on_case(self, change: dict[str, Any]) -> None:
+        if not self._busy and change["new"] is not None:
+            self.key = change["new"]
+
+    def _on_evaluator(self, change: dict[str, Any]) -> None:
+        if not self._busy:
+            self._draw_heatmap()
+
+    @reports_errors
+    def _draw_heatmap(self) -> None:
+        if self.chart is None:
+            return
+        evaluator = self.evaluator_choice.value
+        self.chart.chart = heatmap(self.result, evaluator) if self.result is not None and evaluator else None
+        # A new chart brings a new Selections object: observe the current one.
+        if hasattr(self.chart.selections, CASE_SELECTION):
+            self.chart.selections.observe(self._on_click, names=[CASE_SELECTION])
+
+    def _on_click(self, change: dict[str, Any]) -> None:
+        points = change["new"].value
+        if points:
+            self.select(points[0].get("key", self.key), points[0].get("model_key"))
+
+    @traitlets.observe("key", "model_key")
+    def _on_choice(self, change: dict[str, Any]) -> None:
+        self._render()
+
+    # -- showing -----------------------------------------------------------------------------
+
+    def select(self, key: str, model_key: str | None = None) -> None:
+        """Show case ``key``, highlighting ``model_key``'s column when given."""
+        with self.hold_trait_notifications():
+            self.key = key
+            self.model_key = model_key or ""
+        if key in self._rows and self.case_choice.value != key:
+            self._busy = True
+            try:
+                self.case_choice.value = key
+            finally:
+                self._busy = False
+
+    @reports_errors
+    def _render(self) -> None:
+        if self.result is None or not self.key:
+            self.detail.value = ""
+            return
+        self.detail.value = case_html(self.result, self.key, self.model_key or None, rows=self._rows)

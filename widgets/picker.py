@@ -1,0 +1,206 @@
+"""EvaluatorPicker: the catalogue by family; tick, tune and get configured evaluators."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import ipywidgets as w
+import traitlets
+
+from nbeval.data.model import LlmDataset, TestSuite
+from nbeval.evaluators.base import COMMON_PARAMS, EvaluatorSpec
+from nbeval.widgets.common import error_text, reports_errors, status_html
+from nbeval.widgets.markup import esc
+
+__all__ = ["EvaluatorPicker", "EvaluatorRow", "unusable_reasons", "FAMILY_ORDER"]
+
+#: Families shown first, in this order; any other family follows alphabetically.
+FAMILY_ORDER = ("deterministic", "embedding", "judge", "ragas", "model", "custom")
+
+
+def _as_dataset(data: Any) -> LlmDataset | None:
+    if data is None or isinstance(data, LlmDataset):
+        return data
+    if isinstance(data, TestSuite):
+        return data.to_dataset()
+    from nbeval.engine import to_dataset
+
+    return to_dataset(data)[0]
+
+
+def unusable_reasons(spec: EvaluatorSpec, dataset: LlmDataset | None, judge: Any = None) -> list[str]:
+    """Why ``spec`` cannot run on ``dataset`` with ``judge`` (empty when it can)."""
+    reasons = []
+    if dataset is not None:
+        missing = [name for name in spec.inputs if not dataset.has_field(name)]
+        if missing:
+            reasons.append(f"the data has no {', '.join(missing)}")
+    if spec.needs_judge and judge is None and not os.environ.get("NBEVAL_JUDGE_MODEL"):
+        reasons.append("needs a judge: pass judge=... or set NBEVAL_JUDGE_MODEL")
+    return reasons
+
+
+def _param_widget(name: str, default: Any) -> w.Widget:
+    layout = w.Layout(width="320px")
+    style = {"description_width": "140px"}
+    if isinstance(default, bool):
+        return w.Checkbox(value=default, description=name, indent=False)
+    if isinstance(default, int):
+        return w.IntText(value=default, description=name, layout=layout, style=style)
+    if isinstance(default, float):
+        return w.FloatText(value=default, description=name, layout=layout, style=style)
+    text = default if isinstance(default, str) else ("" if default is None else json.dumps(default))
+    return w.Text(value=text, description=name, layout=layout, style=style,
+                  placeholder="text" if isinstance(default, str) else "JSON (blank: default)")
+
+
+def _param_value(default: Any, widget: w.Widget) -> Any:
+    value = widget.value
+    if isinstance(default, (bool, int, float, str)):
+        return value
+    if not value.strip():
+        return default
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return value  # a bare word for a parameter without a typed default
+
+
+class EvaluatorRow(w.VBox):
+    """One catalogue entry: a checkbox, what it reads and reports, and (when ticked) its settings."""
+
+    def __init__(self, spec: EvaluatorSpec) -> None:
+        self.spec = spec
+        self.checkbox = w.Checkbox(description=spec.id, indent=False, layout=w.Layout(width="auto"))
+        metrics = ", ".join(f"{m.name}{' (primary)' if m is spec.primary else ''}: {m.direction} is better"
+                            for m in spec.metrics)
+        inputs = ", ".join(spec.inputs) or "nothing"
+        optional = f" (optional: {', '.join(spec.optional_inputs)})" if spec.optional_inputs else ""
+        description = spec.description if len(spec.description) <= 240 else spec.description[:240] + "…"
+        self.info = w.HTML(f'<div style="font-size:90%;color:#444;margin-left:24px">{esc(description)}<br>'
+                           f"<b>reads</b> {esc(inputs + optional)} · <b>reports</b> {esc(metrics)}</div>")
+        self.reason = w.HTML()
+        default = spec.primary.threshold
+        self.threshold = w.Text(description="threshold", placeholder="" if default is None else f"{default:g}",
+                                layout=w.Layout(width="220px"))
+        self.params = {name: _param_widget(name, default) for name, default in spec.params.items()
+                       if name not in COMMON_PARAMS}
+        self.settings = w.VBox([self.threshold, *self.params.values()],
+                               layout=w.Layout(margin="0 0 0 24px", display="none"))
+        super().__init__([self.checkbox, self.info, self.reason, self.settings])
+        self.checkbox.observe(self._toggle, names=["value"])
+
+    def _toggle(self, change: dict[str, Any]) -> None:
+        self.settings.layout.display = None if change["new"] else "none"
+
+    def set_reasons(self, reasons: list[str]) -> None:
+        """Disable (and untick) the row when there are reasons, and show them."""
+        self.checkbox.disabled = bool(reasons)
+        if reasons:
+            self.checkbox.value = False
+        self.reason.value = status_html("unavailable: " + "; ".join(reasons), "error") if reasons else ""
+
+    @property
+    def disabled(self) -> bool:
+        return self.checkbox.disabled
+
+    def configured_params(self) -> dict[str, Any]:
+        """Parameters that differ from the defaults (``threshold`` included when given)."""
+        out: dict[str, Any] = {}
+        text = self.threshold.value.strip()
+        if text:
+            try:
+                out["threshold"] = float(text)
+            except ValueError:
+                msg = f"{self.spec.id}: threshold must be a number, not {text!r}"
+                raise ValueError(msg) from None
+        for name, widget in self.params.items():
+            value = _param_value(self.spec.params[name], widget)
+            if value != self.spec.params[name]:
+                out[name] = value
+        return out
+
+
+class EvaluatorPicker(w.VBox):
+    """The evaluator catalogue grouped by family. Evaluators the dataset cannot feed, or that need
+    a judge when none is configured, are disabled with the reason shown. ``.value`` is the list of
+    configured evaluators (``nbeval.evaluator(id, **params)``) for the ticked, usable entries."""
+
+    value = traitlets.List(help="configured evaluators, in catalogue order")
+    selected = traitlets.List(traitlets.Unicode(), help="ids of the ticked evaluators")
+    errors = traitlets.Dict(help="per ticked id: why it could not be configured")
+    dataset = traitlets.Any(None, allow_none=True, help="the data to evaluate (decides what is usable)")
+    judge = traitlets.Any(None, allow_none=True, help="the judge the run will use, if any")
+
+    def __init__(self, dataset: Any = None, judge: Any = None, **kwargs: Any) -> None:
+        from nbeval.evaluators.registry import catalogue
+
+        self.message = w.HTML()
+        self.output = w.Output()
+        specs = list(catalogue().values())
+        families = sorted({s.family for s in specs},
+                          key=lambda f: (FAMILY_ORDER.index(f) if f in FAMILY_ORDER else len(FAMILY_ORDER), f))
+        self.rows: dict[str, EvaluatorRow] = {}
+        groups = []
+        for family in families:
+            rows = [EvaluatorRow(s) for s in specs if s.family == family]
+            self.rows.update({r.spec.id: r for r in rows})
+            groups.append(w.VBox(rows))
+        self.accordion = w.Accordion(children=groups, titles=tuple(f"{f} ({len(g.children)})"
+                                                                   for f, g in zip(families, groups)))
+        super().__init__([self.accordion, self.message, self.output], **kwargs)
+        for row in self.rows.values():
+            row.checkbox.observe(lambda _: self._update(), names=["value"])
+            row.threshold.observe(lambda _: self._update(), names=["value"])
+            for widget in row.params.values():
+                widget.observe(lambda _: self._update(), names=["value"])
+        self.judge = judge
+        self.dataset = dataset
+        self._check_usable()
+
+    @traitlets.observe("dataset", "judge")
+    def _on_context(self, change: dict[str, Any]) -> None:
+        if hasattr(self, "rows"):
+            self._check_usable()
+
+    @reports_errors
+    def _check_usable(self) -> None:
+        dataset = _as_dataset(self.dataset)
+        for row in self.rows.values():
+            row.set_reasons(unusable_reasons(row.spec, dataset, self.judge))
+        self._update()
+
+    def select(self, *ids: str, **params: dict[str, Any]) -> None:
+        """Tick evaluators by id (``picker.select("rouge", bleu={"threshold": 0.3})``)."""
+        for id in [*ids, *params]:
+            if id not in self.rows:
+                msg = f"no evaluator '{id}' in the catalogue"
+                raise KeyError(msg)
+            row = self.rows[id]
+            for name, value in params.get(id, {}).items():
+                if name == "threshold":
+                    row.threshold.value = f"{value:g}"
+                else:
+                    row.params[name].value = value if not isinstance(row.params[name], w.Text) or \
+                        isinstance(value, str) else json.dumps(value)
+            row.checkbox.value = True
+
+    def _update(self) -> None:
+        from nbeval.evaluators.registry import evaluator
+
+        chosen, errors, ids = [], {}, []
+        for id, row in self.rows.items():
+            if not row.checkbox.value or row.disabled:
+                continue
+            ids.append(id)
+            try:
+                chosen.append(evaluator(id, **row.configured_params()))
+            except Exception as exc:  # a bad setting or a missing implementation: say so on the row
+                errors[id] = error_text(exc)
+            row.reason.value = status_html(errors[id], "error") if id in errors else ""
+        self.selected, self.errors, self.value = ids, errors, chosen
+        n = len(chosen)
+        text = f"{n} evaluator{'s' * (n != 1)} chosen" + (f"; {len(errors)} with a problem" if errors else "")
+        self.message.value = status_html(text, "error" if errors else "info")

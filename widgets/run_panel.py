@@ -1,0 +1,165 @@
+"""RunPanel: run an evaluation in a worker thread, with progress, Cancel and a live leaderboard.
+
+A button clicked while a notebook cell is busy is not handled until the cell ends, so the run
+happens in a thread and the cell returns at once. The engine calls back after every batch of
+rows (``on_progress``); the panel moves its progress bar each time and redraws the leaderboard
+at most once per ``refresh_interval`` seconds. Cancel sets the engine's ``cancel`` event: the
+run stops between batches and the partial result (unfinished rows marked ``cancelled``) is kept.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import ipywidgets as w
+import traitlets
+
+from nbeval.results import EvaluationResult
+from nbeval.widgets.common import error_text, reports_errors, status_html
+
+__all__ = ["RunPanel"]
+
+
+class RunPanel(w.VBox):
+    """Evaluate ``data`` with ``evaluators`` (anything ``nbeval.evaluate`` accepts) on Run.
+
+    ``evaluate_kwargs`` go to :func:`nbeval.evaluate` (``judge=``, ``embedder=``, ``cache=``...);
+    the engine's own progress bar is off unless ``progress=True`` is given. ``.result`` holds the
+    finished (or cancelled) result; ``.wait()`` blocks until the run ends (scripts and tests).
+    """
+
+    data = traitlets.Any(None, allow_none=True, help="what to evaluate")
+    evaluators = traitlets.Any(None, allow_none=True, help="which evaluators")
+    result = traitlets.Instance(EvaluationResult, allow_none=True, help="the last finished run's result")
+    running = traitlets.Bool(False)
+    done = traitlets.Int(0, help="scores finished so far")
+    total = traitlets.Int(0, help="scores the run will make")
+    refreshes = traitlets.Int(0, help="how many times the live leaderboard was redrawn")
+
+    def __init__(self, data: Any = None, evaluators: Any = None, *, refresh_interval: float = 0.5,
+                 **evaluate_kwargs: Any) -> None:
+        clash = {"cancel", "on_progress", "dry_run"} & set(evaluate_kwargs)
+        if clash:
+            msg = f"RunPanel sets {', '.join(sorted(clash))} itself; leave it out"
+            raise TypeError(msg)
+        from nbeval.widgets.display import jupyter_chart
+
+        self.evaluate_kwargs = {"progress": False, **evaluate_kwargs}
+        self.refresh_interval = refresh_interval
+        self.run_button = w.Button(description="Run", icon="play", button_style="primary")
+        self.cancel_button = w.Button(description="Cancel", icon="stop", disabled=True)
+        self.progress = w.IntProgress(value=0, min=0, max=1, description="0 / 0", bar_style="info")
+        self.message = w.HTML(status_html("ready"))
+        self.board_evaluator = w.Dropdown(description="Leaderboard", options=[])
+        self.board = w.HTML()
+        self.chart = jupyter_chart(None)
+        self.output = w.Output()
+        self._cancel = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._last_refresh = 0.0
+        self._partial: EvaluationResult | None = None
+        self._drawing = False
+        super().__init__([w.HBox([self.run_button, self.cancel_button, self.progress]), self.message,
+                          self.board_evaluator, self.board, self.chart, self.output])
+        self.data, self.evaluators = data, evaluators
+        self.run_button.on_click(lambda _: self.run())
+        self.cancel_button.on_click(lambda _: self.cancel())
+        self.board_evaluator.observe(self._on_board_choice, names=["value"])
+
+    def _on_board_choice(self, change: dict[str, Any]) -> None:
+        if not self._drawing:
+            self._redraw(self._partial or self.result)
+
+    # -- control -----------------------------------------------------------------------------
+
+    @reports_errors
+    def run(self) -> None:
+        """Start the evaluation in a worker thread (no-op while one runs)."""
+        if self.running:
+            return
+        if self.data is None or not self.evaluators:
+            raise ValueError("nothing to run: give the panel data and at least one evaluator")
+        self._cancel = threading.Event()
+        self._partial, self._last_refresh = None, 0.0
+        self.done, self.total, self.refreshes = 0, 0, 0
+        self.progress.bar_style, self.progress.value = "info", 0
+        self.running = True
+        self.run_button.disabled, self.cancel_button.disabled = True, False
+        self.message.value = status_html("running…")
+        self._thread = threading.Thread(target=self._work, name="nbeval-run", daemon=True)
+        self._thread.start()
+
+    def cancel(self) -> None:
+        """Ask the run to stop after the current batch."""
+        if self.running:
+            self._cancel.set()
+            self.cancel_button.disabled = True
+            self.message.value = status_html("cancelling after the current batch…")
+
+    def wait(self, timeout: float | None = None) -> EvaluationResult | None:
+        """Block until the run ends (or ``timeout`` seconds pass); return ``.result``."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return self.result
+
+    # -- the worker --------------------------------------------------------------------------
+
+    def _work(self) -> None:
+        import nbeval
+
+        result, failure = None, None
+        started = time.perf_counter()
+        try:
+            result = nbeval.evaluate(self.data, self.evaluators, cancel=self._cancel,
+                                     on_progress=self._on_progress, **self.evaluate_kwargs)
+        except Exception as exc:  # the panel must come back to a usable state whatever happens
+            failure = exc
+            self.output.append_stderr(error_text(exc) + "\n")
+        try:
+            if result is not None:
+                self.result = result
+                self._partial = None
+                self._redraw(result)
+                cancelled = bool(result.meta.get("cancelled"))
+                self.progress.bar_style = "warning" if cancelled else "success"
+                how = "cancelled" if cancelled else "finished"
+                self.message.value = status_html(
+                    f"{how} in {time.perf_counter() - started:.1f} s: {self.done} of {self.total} scores; "
+                    "the result is in .result", "info" if cancelled else "ok")
+            else:
+                self.progress.bar_style = "danger"
+                self.message.value = status_html(f"the run failed: {error_text(failure)}", "error")
+        finally:
+            self.run_button.disabled, self.cancel_button.disabled = False, True
+            self.running = False
+
+    def _on_progress(self, partial: EvaluationResult, done: int, total: int) -> None:
+        self.total, self.done = total, done
+        self.progress.max, self.progress.value = max(total, 1), done
+        self.progress.description = f"{done} / {total}"
+        self._partial = partial
+        now = time.monotonic()
+        if now - self._last_refresh >= self.refresh_interval:
+            self._last_refresh = now
+            self._redraw(partial)
+
+    @reports_errors
+    def _redraw(self, result: EvaluationResult | None) -> None:
+        """Show ``result``'s summary and leaderboard (errors go to the log, never into the run)."""
+        if result is None or not result.evaluators:
+            return
+        from nbeval.widgets.charts import leaderboard_chart
+        from nbeval.widgets.markup import summary_html
+
+        if list(self.board_evaluator.options) != result.evaluators:
+            self._drawing = True
+            try:
+                self.board_evaluator.options = result.evaluators
+            finally:
+                self._drawing = False
+        evaluator = self.board_evaluator.value or result.evaluators[0]
+        self.board.value = summary_html(result)
+        self.chart.chart = leaderboard_chart(result, evaluator)
+        self.refreshes += 1

@@ -1,0 +1,312 @@
+"""SuiteBuilder: add, edit, duplicate and delete test cases; import and export suite JSON."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import ipywidgets as w
+import traitlets
+
+from nbeval.data.model import Chunk, Relationship, Test, TestCase, TestSuite, derive_key
+from nbeval.errors import ConditionError
+from nbeval.widgets.common import reports_errors, status_html
+from nbeval.widgets.markup import esc
+
+__all__ = ["SuiteBuilder", "condition_feedback"]
+
+_FIELDS = ("key", "prompt", "expected_output", "condition", "categories", "guidelines", "expected_context")
+_CHUNK_SPLIT = re.compile(r"\n\s*\n")
+
+
+def condition_feedback(text: str) -> tuple[str, int, str]:
+    """Parse ``text``: (error message or "", error position or -1, HTML feedback with a marker)."""
+    from nbeval.conditions import parse_condition
+
+    if not text.strip():
+        return "", -1, status_html("no condition")
+    try:
+        parsed = parse_condition(text)
+    except ConditionError as exc:
+        pos = max(0, min(exc.position, len(text)))
+        reason = getattr(exc, "reason", str(exc).splitlines()[0])
+        marked = (f"{esc(text[:pos])}<span style=\"background:#f8c9cf;border-bottom:2px solid #b3261e\">"
+                  f"{esc(text[pos:pos + 1] or ' ')}</span>{esc(text[pos + 1:])}")
+        return reason, pos, (status_html(f"✗ {reason} (at character {pos + 1})", "error")
+                             + f'<code style="white-space:pre-wrap">{marked}</code>')
+    return "", -1, status_html(f"✓ parses as: {parsed}", "ok")
+
+
+def _case_dict(tc: TestCase) -> dict[str, Any]:
+    return {"key": tc.key, "prompt": tc.prompt, "expected_output": tc.expected_output or "",
+            "condition": tc.condition or "", "categories": list(tc.categories), "guidelines": list(tc.guidelines),
+            "expected_context": [c.to_json() for c in tc.expected_context],
+            "relationships": [r.to_json() for r in tc.relationships], "extra": dict(tc.extra)}
+
+
+def _chunk(j: Any) -> Chunk:
+    return Chunk(content=j) if isinstance(j, str) else Chunk(content=j.get("content"), doc_uri=j.get("doc_uri"))
+
+
+def _test_case(d: dict[str, Any]) -> TestCase:
+    return TestCase(prompt=d["prompt"], key=d.get("key") or None, categories=list(d["categories"]),
+                    relationships=[Relationship(**r) for r in d.get("relationships", [])],
+                    expected_output=d["expected_output"] or None, condition=d["condition"].strip() or None,
+                    guidelines=list(d["guidelines"]), expected_context=[_chunk(c) for c in d["expected_context"]],
+                    extra=dict(d.get("extra", {})))
+
+
+class SuiteBuilder(w.VBox):
+    """A form over a :class:`~nbeval.TestSuite`. ``.value`` is the suite as it stands (a new object
+    after every valid edit, so ``observe(..., names=["value"])`` sees each change).
+
+    Lists are edited as text: categories comma-separated, guidelines one per line, expected
+    context chunks separated by a blank line. The condition is parsed as you type.
+    """
+
+    value = traitlets.Instance(TestSuite)
+    cases = traitlets.List(help="the test cases being edited, as plain dicts")
+    tests = traitlets.List(help="per test: key, documents, extra (cases keep their test's index)")
+    index = traitlets.Int(-1, help="the selected case (-1: none)")
+    condition_error = traitlets.Unicode("", help="why the selected case's condition does not parse")
+    condition_position = traitlets.Int(-1, help="where it stops parsing (0-based; -1: it parses)")
+    error = traitlets.Unicode("", help="what keeps the suite from being valid ('' when it is)")
+
+    def __init__(self, suite: TestSuite | None = None, **kwargs: Any) -> None:
+        self._loading = False
+        self.name = w.Text(description="Suite", placeholder="suite name")
+        self.cases_list = w.Select(options=[], rows=8, layout=w.Layout(width="340px"))
+        self.add_button = w.Button(description="Add", icon="plus")
+        self.duplicate_button = w.Button(description="Duplicate", icon="copy")
+        self.delete_button = w.Button(description="Delete", icon="trash", button_style="danger")
+        self.key_field = w.Text(description="Key", placeholder="derived from the content when blank")
+        self.prompt = w.Textarea(description="Prompt", continuous_update=False, layout=w.Layout(width="98%"))
+        self.expected_output = w.Textarea(description="Expected", continuous_update=False,
+                                          layout=w.Layout(width="98%"))
+        self.condition = w.Text(description="Condition", continuous_update=True, layout=w.Layout(width="98%"),
+                                placeholder='"Paris" AND NOT regexp("Lyon|Nice")')
+        self.condition_status = w.HTML()
+        self.categories = w.Text(description="Categories", placeholder="comma-separated", continuous_update=False)
+        self.guidelines = w.Textarea(description="Guidelines", placeholder="one per line", continuous_update=False,
+                                     layout=w.Layout(width="98%"))
+        self.expected_context = w.Textarea(description="Exp. context", continuous_update=False,
+                                           placeholder="chunks separated by a blank line", layout=w.Layout(width="98%"))
+        self.path = w.Text(description="File", placeholder="suite.json")
+        self.load_button = w.Button(description="Load", icon="folder-open")
+        self.save_button = w.Button(description="Save", icon="save")
+        self.upload = w.FileUpload(accept=".json", multiple=False, description="Import")
+        self.export_button = w.Button(description="Export JSON", icon="download")
+        self.json_text = w.Textarea(layout=w.Layout(width="98%", height="160px", display="none"))
+        self.message = w.HTML()
+        self.output = w.Output()
+        self.editor = w.VBox([self.key_field, self.prompt, self.expected_output, self.condition,
+                              self.condition_status, self.categories, self.guidelines, self.expected_context],
+                             layout=w.Layout(flex="1"))
+        buttons = w.HBox([self.add_button, self.duplicate_button, self.delete_button])
+        io = w.HBox([self.path, self.load_button, self.save_button, self.upload, self.export_button])
+        left = w.VBox([self.cases_list, buttons])
+        super().__init__([self.name, w.HBox([left, self.editor]), io, self.message, self.json_text, self.output],
+                         **kwargs)
+        self._wire()
+        self.set_suite(suite if suite is not None else TestSuite())
+
+    # -- wiring ------------------------------------------------------------------------------
+
+    def _wire(self) -> None:
+        self.cases_list.observe(self._on_pick, names=["value"])
+        self.add_button.on_click(lambda _: self.add_case())
+        self.duplicate_button.on_click(lambda _: self.duplicate_case())
+        self.delete_button.on_click(lambda _: self.delete_case())
+        self.load_button.on_click(lambda _: self.load(self.path.value))
+        self.save_button.on_click(lambda _: self.save(self.path.value))
+        self.export_button.on_click(lambda _: self._show_export())
+        self.upload.observe(self._on_upload, names=["value"])
+        self.name.observe(lambda _: self._rebuild(), names=["value"])
+        for field in _FIELDS:
+            widget = self.key_field if field == "key" else getattr(self, field)
+            widget.observe(lambda change, f=field: self._on_edit(f, change["new"]), names=["value"])
+
+    def _on_pick(self, change: dict[str, Any]) -> None:
+        if not self._loading and change["new"] is not None:
+            self.index = change["new"]
+            self._show_case()
+
+    @reports_errors
+    def _on_edit(self, field: str, text: str) -> None:
+        if field == "condition":
+            self.condition_error, self.condition_position, self.condition_status.value = condition_feedback(text)
+        if self._loading or not 0 <= self.index < len(self.cases):
+            return
+        cases = copy.deepcopy(self.cases)
+        case = cases[self.index]
+        if field == "categories":
+            case[field] = [c.strip() for c in text.split(",") if c.strip()]
+        elif field == "guidelines":
+            case[field] = [g.strip() for g in text.splitlines() if g.strip()]
+        elif field == "expected_context":
+            known = {_chunk(c).text: c for c in case[field]}  # an unchanged chunk keeps its doc_uri
+            case[field] = [known.get(t.strip(), t.strip()) for t in _CHUNK_SPLIT.split(text) if t.strip()]
+        elif field == "key":
+            case[field] = text.strip() or None
+        else:
+            case[field] = text
+        self.cases = cases
+        self._rebuild()
+
+    # -- editing -----------------------------------------------------------------------------
+
+    def _show_case(self) -> None:
+        has = 0 <= self.index < len(self.cases)
+        for child in self.editor.children:
+            if hasattr(child, "disabled"):
+                child.disabled = not has
+        self.duplicate_button.disabled = self.delete_button.disabled = not has
+        case = self.cases[self.index] if has else {"key": None, "prompt": "", "expected_output": "", "condition": "",
+                                                   "categories": [], "guidelines": [], "expected_context": []}
+        self._loading = True
+        try:
+            self.key_field.value = case["key"] or ""
+            self.prompt.value = case["prompt"]
+            self.expected_output.value = case["expected_output"]
+            self.condition.value = case["condition"]
+            self.categories.value = ", ".join(case["categories"])
+            self.guidelines.value = "\n".join(case["guidelines"])
+            self.expected_context.value = "\n\n".join(_chunk(c).text for c in case["expected_context"])
+        finally:
+            self._loading = False
+        self.condition_error, self.condition_position, self.condition_status.value = \
+            condition_feedback(case["condition"])
+
+    def _select(self, index: int) -> None:
+        self.index = index
+        self._refresh_list()
+        self._show_case()
+
+    @reports_errors
+    def add_case(self, **fields: Any) -> None:
+        """Add a case (empty, or with ``fields`` such as ``prompt=``) after the selected one and select it."""
+        case = _case_dict(TestCase(prompt=""))
+        case.update({k: v for k, v in fields.items() if k in case})
+        case["test"] = self.cases[self.index]["test"] if 0 <= self.index < len(self.cases) else max(len(self.tests) - 1, 0)
+        if not self.tests:
+            self.tests = [{"key": None, "documents": [], "extra": {}}]
+        at = self.index + 1 if 0 <= self.index < len(self.cases) else len(self.cases)
+        self.cases = [*self.cases[:at], case, *self.cases[at:]]
+        self._select(at)
+        self._rebuild()
+
+    @reports_errors
+    def duplicate_case(self) -> None:
+        """Copy the selected case; the copy gets a key of its own (``<key>-copy``, ``-copy2``...)."""
+        if not 0 <= self.index < len(self.cases):
+            return
+        case = copy.deepcopy(self.cases[self.index])
+        base = (case["key"] or derive_key(case["prompt"], case["expected_output"] or None, case["condition"] or None,
+                                          case["categories"], [_chunk(c) for c in case["expected_context"]],
+                                          case["guidelines"])) + "-copy"
+        taken = {c["key"] for c in self.cases}
+        case["key"] = next(k for k in (base if n == 1 else f"{base}{n}" for n in range(1, len(taken) + 2))
+                           if k not in taken)
+        self.cases = [*self.cases[:self.index + 1], case, *self.cases[self.index + 1:]]
+        self._select(self.index + 1)
+        self._rebuild()
+
+    @reports_errors
+    def delete_case(self) -> None:
+        """Remove the selected case and select its neighbour."""
+        if not 0 <= self.index < len(self.cases):
+            return
+        self.cases = [c for i, c in enumerate(self.cases) if i != self.index]
+        self._select(min(self.index, len(self.cases) - 1))
+        self._rebuild()
+
+    def _refresh_list(self) -> None:
+        labels = []
+        for i, c in enumerate(self.cases):
+            prompt = " ".join(c["prompt"].split())
+            labels.append((f"{i + 1}. {prompt[:48] + '…' if len(prompt) > 48 else prompt or '(no prompt)'}", i))
+        self._loading = True
+        try:
+            self.cases_list.options = labels
+            self.cases_list.value = self.index if 0 <= self.index < len(labels) else None
+        finally:
+            self._loading = False
+
+    # -- the suite ---------------------------------------------------------------------------
+
+    def _rebuild(self) -> None:
+        """Make ``value`` from the cases; on a problem keep the last valid suite and set ``error``."""
+        self._refresh_list()
+        problems, tests = [], [Test(key=t["key"], documents=list(t["documents"]), extra=dict(t["extra"]))
+                               for t in self.tests] or [Test()]
+        seen: dict[str, int] = {}
+        for i, case in enumerate(self.cases, 1):
+            try:
+                tc = _test_case(case)
+            except ConditionError as exc:
+                problems.append(f"case {i}: the condition does not parse ({getattr(exc, 'reason', exc)})")
+                continue
+            if tc.resolved_key in seen:
+                problems.append(f"cases {seen[tc.resolved_key]} and {i} have the same key '{tc.resolved_key}'")
+            seen.setdefault(tc.resolved_key, i)
+            tests[min(case.get("test", 0), len(tests) - 1)].test_cases.append(tc)
+        self.error = "; ".join(problems)
+        self.message.value = status_html(self.error, "error") if problems else status_html(
+            f"{len(self.cases)} test case{'s' * (len(self.cases) != 1)}")
+        if not any("condition" in p for p in problems):
+            self.value = TestSuite(name=self.name.value, description=self._description, tests=tests,
+                                   extra=dict(self._extra))
+
+    def set_suite(self, suite: TestSuite) -> None:
+        """Replace everything being edited by ``suite``."""
+        self._description, self._extra = suite.description, dict(suite.extra)
+        self.tests = [{"key": t.key, "documents": list(t.documents), "extra": dict(t.extra)} for t in suite.tests]
+        self.cases = [{**_case_dict(tc), "test": ti} for ti, t in enumerate(suite.tests) for tc in t.test_cases]
+        self._loading = True
+        self.name.value = suite.name
+        self._loading = False
+        self._select(0 if self.cases else -1)
+        self._rebuild()
+
+    def to_json(self) -> dict[str, Any]:
+        """The suite as JSON data; refuses while the suite has a problem (see ``error``)."""
+        self._rebuild()
+        if self.error:
+            msg = f"the suite cannot be exported yet: {self.error}"
+            raise ValueError(msg)
+        return self.value.to_json()
+
+    def export_json(self) -> str:
+        """The suite as JSON text (what :meth:`save` writes)."""
+        return json.dumps(self.to_json(), indent=2, ensure_ascii=False)
+
+    @reports_errors
+    def load(self, source: Any) -> None:
+        """Load a suite from a path, JSON text or parsed dict (``TestSuite.from_json``)."""
+        if isinstance(source, str) and not source.strip():
+            raise ValueError("give a file name or JSON text to load")
+        self.set_suite(TestSuite.from_json(source))
+
+    @reports_errors
+    def save(self, path: str | Path) -> None:
+        """Write the suite's JSON to ``path``."""
+        if not str(path).strip():
+            raise ValueError("give a file name to save to")
+        Path(path).write_text(self.export_json(), encoding="utf-8")
+        self.message.value = status_html(f"saved {len(self.cases)} test cases to {path}", "ok")
+
+    @reports_errors
+    def _show_export(self) -> None:
+        self.json_text.value = self.export_json()
+        self.json_text.layout.display = None
+
+    @reports_errors
+    def _on_upload(self, change: dict[str, Any]) -> None:
+        files = change["new"]
+        if not files:
+            return
+        content = files[0]["content"]
+        self.load(bytes(content).decode("utf-8"))
