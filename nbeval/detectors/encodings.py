@@ -18,6 +18,8 @@ import re
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
+from nbeval.errors import EvaluatorError
+
 __all__ = ["Decoded", "ENCODINGS", "find_encoded", "decode_for_category", "encodings_in"]
 
 #: Encodings :func:`find_encoded` understands, in the order a candidate is tried.
@@ -137,7 +139,7 @@ def find_encoded(text: str, *, encodings: Collection[str] = ENCODINGS) -> list[D
     unknown = set(encodings) - set(ENCODINGS)
     if unknown:
         msg = f"unknown encoding(s) {sorted(unknown)}; choose from {list(ENCODINGS)}"
-        raise ValueError(msg)
+        raise EvaluatorError(msg)
     return _find(text, encodings, strict=True)
 
 

@@ -151,7 +151,7 @@ _IPV4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)")
 _IPV6 = re.compile(r"(?<![\w:])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![\w:])")
 # Dotted quads after these words are version or section numbers, not hosts.
 _NOT_AN_ADDRESS_BEFORE = re.compile(
-    r"(?i)\b(?:version|ver\.?|release|build|rev\.?|section|sec\.|chapter|ch\.|step|"
+    r"(?i)\b(?:version|ver\.?|release|build|rev\.?|(?:sub)?section|sec\.|chapter|ch\.|step|"
     r"figure|fig\.|table|rule|clause|article|art\.|paragraph|para\.)\s*:?\s*$|§\s*$"
 )
 

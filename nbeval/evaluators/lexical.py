@@ -95,9 +95,13 @@ class RegexMatch(Evaluator):
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
         pattern = self.params.get("pattern")
-        if not isinstance(pattern, str) or not pattern:
+        if pattern is None or pattern == "":
             msg = ("regex_match needs a regular expression: pass it as pattern=..., e.g. "
                    "nbeval.evaluator('regex_match', pattern=r'\\d+') or ('regex_match', {'pattern': r'\\d+'})")
+            raise EvaluatorError(msg)
+        if not isinstance(pattern, str):
+            msg = (f"regex_match: pattern= must be the regular expression as a string, not "
+                   f"{type(pattern).__name__} (use inline flags such as (?i) for options)")
             raise EvaluatorError(msg)
         from nbeval._regex import compile_user_pattern
 

@@ -94,6 +94,13 @@ def test_regex_match_without_pattern_says_how_to_pass_it(params):
         nbeval.evaluator("regex_match", **params)
 
 
+def test_regex_match_pattern_must_be_text():
+    import re
+
+    with pytest.raises(EvaluatorError, match="string"):
+        nbeval.evaluator("regex_match", pattern=re.compile(r"\d+"))
+
+
 def test_regex_match_bad_pattern_is_a_construction_error():
     with pytest.raises(EvaluatorError, match="regex_match"):
         nbeval.evaluator("regex_match", pattern="(unclosed")

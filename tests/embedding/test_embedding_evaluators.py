@@ -151,12 +151,12 @@ def test_semantic_similarity_mapping() -> None:
 # -- step alignment and summarization ------------------------------------------------------------
 
 PROCEDURE = "1. Open the Settings app.\n2. Tap Wi-Fi.\n3. Enter your password.\n4. Press Join."
-ANSWER_STEPS = "First, go to settings. Then type in the password. Next, press Join. Finally, restart the phone."
+ANSWER_STEPS = "First, go to settings. Then type in the password. Next, press Join. Finally, enjoy browsing the web."
 
 
 def test_golden_step_alignment(real_embedder: Embedder, vec) -> None:
     ctx = ["Open the Settings app.", "Tap Wi-Fi.", "Enter your password.", "Press Join."]
-    ans = ["go to settings.", "type in the password.", "press Join.", "restart the phone."]
+    ans = ["go to settings.", "type in the password.", "press Join.", "enjoy browsing the web."]
     sim = vec(ctx) @ vec(ans).T
     # The expected alignment, worked out by hand, holds if these similarities sit on the right
     # side of the cut-off (0.5): the three reworded steps match, nothing else does.
@@ -164,7 +164,7 @@ def test_golden_step_alignment(real_embedder: Embedder, vec) -> None:
         assert sim[i, j] >= 0.5
     assert sim[1].max() < 0.5 and sim[:, 3].max() < 0.5
     # context 1 ~ answer 1, context 2 (Wi-Fi) missing, context 3 ~ answer 2, context 4 ~ answer 3,
-    # answer 4 (restart) extra: 2 edits, 1 insertion, 1 deletion, 0 mismatches.
+    # answer 4 (browsing) extra: 2 edits, 1 insertion, 1 deletion, 0 mismatches.
     rec = {"key": "wifi", "input": "How do I join Wi-Fi?", "actual_output": ANSWER_STEPS, "context": [PROCEDURE],
            "model_key": "m"}
     res = evaluate([rec], ["step_alignment"], progress=False, embedder=real_embedder)
@@ -173,7 +173,7 @@ def test_golden_step_alignment(real_embedder: Embedder, vec) -> None:
                    "answer_steps": 4.0}
     rationale = column(res, "step_alignment", "rationale")[0]
     assert "context 2 missing from the answer: Tap Wi-Fi." in rationale
-    assert "answer 4 not in the context: restart the phone." in rationale
+    assert "answer 4 not in the context: enjoy browsing the web." in rationale
 
 
 def test_step_alignment_without_context_steps(real_embedder: Embedder) -> None:

@@ -1,0 +1,221 @@
+"""Collecting answers: send every test case of a suite to every model and build a test lab.
+
+    pending = from_suite(suite, models={"gpt": "gpt-4o-mini", "my_rag": my_rag_function})
+    pending.plan()          # how many calls, how many cached, before spending anything
+    lab = pending.complete()
+
+A model is anything :func:`~nbeval.chat.config.resolve_chat_model` accepts (an OpenAI-compatible
+model name or settings dict, ``"hf:<path>"``, a chat model), or a Python function. A function is
+called as a RAG system: it receives the prompt (a parameter named ``prompt``, ``input``,
+``question`` or ``query``, else the first one) and, when it has parameters of these names, the
+test's ``documents`` and the ``test_case``; it returns the answer text, an ``(answer, context)``
+pair, or a dict with ``answer`` (or ``text``), ``context`` (chunk texts or ``{"content",
+"doc_uri"}`` dicts) and optionally ``cost``. Every call goes through a
+:class:`~nbeval.chat.client.ChatClient`: bounded concurrency, retries, the reply cache (a
+function's answer and context are cached together) and cost accounting. A model that fails on a
+case leaves that row's ``error``, never a hole.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from nbeval.chat.base import ChatError, ChatModel, ChatReply, Message, Usage
+from nbeval.chat.callable_chat import _code_hash
+from nbeval.chat.client import ChatClient, ChatFailure, Plan
+from nbeval.chat.config import resolve_chat_model
+from nbeval.errors import DataError
+
+if TYPE_CHECKING:
+    from nbeval.data.model import TestLab, TestSuite
+
+__all__ = ["from_suite", "PendingLab", "RagFunction"]
+
+_PROMPT_NAMES = ("prompt", "input", "question", "query", "text")
+
+
+class RagFunction:
+    """A Python function answering test cases, as a chat model whose reply text carries the answer
+    and the retrieved context as JSON (so both go through the cache together)."""
+
+    def __init__(self, fn: Callable[..., Any], name: str | None = None) -> None:
+        self.fn = fn
+        self.name = name or getattr(fn, "__name__", None) or type(fn).__name__
+        try:
+            params = list(inspect.signature(fn).parameters.values())
+        except (TypeError, ValueError):  # a builtin without a signature: pass the prompt positionally
+            params = []
+        named = [p.name for p in params if p.name in _PROMPT_NAMES]
+        self._prompt_arg = named[0] if named else (params[0].name if params else None)
+        self._extras = {p.name for p in params} & {"documents", "test_case"}
+
+    def cache_identity(self) -> str:
+        qual = getattr(self.fn, "__qualname__", type(self.fn).__qualname__)
+        return f"rag|{self.name}|{getattr(self.fn, '__module__', '')}.{qual}|{_code_hash(self.fn)}"
+
+    def chat(self, messages: Sequence[Message], *, timeout: float | None = None, **params: Any) -> ChatReply:
+        prompt = str(messages[-1]["content"])
+        kwargs = {k: params[k] for k in self._extras if k in params}
+        started = time.perf_counter()
+        try:
+            out = self.fn(**kwargs, **{self._prompt_arg: prompt}) if self._prompt_arg else self.fn(prompt, **kwargs)
+        except (TimeoutError, ConnectionError) as e:
+            raise ChatError(f"{self.name}: {type(e).__name__}: {e}", retryable=True) from e
+        except Exception as e:
+            raise ChatError(f"{self.name} raised {type(e).__name__}: {e}") from e
+        answer, context, cost = _unpack(out, self.name)
+        payload = json.dumps({"answer": answer, "context": context}, ensure_ascii=False)
+        return ChatReply(payload, Usage(), self.name, duration_s=time.perf_counter() - started, cost=cost)
+
+
+def _unpack(out: Any, name: str) -> tuple[str, list[Any] | None, float | None]:
+    if isinstance(out, str):
+        return out, None, None
+    if isinstance(out, tuple) and len(out) == 2:
+        return str(out[0]), list(out[1] or []), None
+    if isinstance(out, Mapping):
+        answer = out.get("answer", out.get("text", out.get("actual_output")))
+        if answer is not None:
+            ctx = out.get("context", out.get("contexts"))
+            cost = out.get("cost")
+            return str(answer), None if ctx is None else list(ctx), None if cost is None else float(cost)
+    msg = f"{name} returned {type(out).__name__}; return the answer text, (answer, context) or a dict with 'answer'"
+    raise ChatError(msg)
+
+
+class PendingLab:
+    """A suite and the models to ask; :meth:`complete` asks them and returns the lab."""
+
+    def __init__(self, suite: TestSuite, models: Any, *, system_prompt: str | None = None,
+                 params: Mapping[str, Any] | None = None, **client_settings: Any) -> None:
+        self.suite = suite
+        self.system_prompt = system_prompt
+        self.params = dict(params or {})
+        self.client_settings = client_settings
+        self.models: dict[str, ChatModel] = _models(models)
+        if not suite.test_cases:
+            msg = "the suite has no test cases to send"
+            raise DataError(msg)
+        self._clients: dict[str, ChatClient] = {}
+
+    def client(self, key: str) -> ChatClient:
+        if key not in self._clients:
+            self._clients[key] = ChatClient(self.models[key], **self.client_settings)
+        return self._clients[key]
+
+    def requests(self, key: str) -> list[tuple[list[dict[str, str]], dict[str, Any]]]:
+        """The chat requests for model ``key``, one per test case, in suite order."""
+        is_fn = isinstance(self.models[key], RagFunction)
+        out = []
+        for test in self.suite.tests:
+            for case in test.test_cases:
+                msgs = [{"role": "user", "content": case.prompt}]
+                if self.system_prompt and not is_fn:
+                    msgs.insert(0, {"role": "system", "content": self.system_prompt})
+                params = dict(self.params)
+                if is_fn:
+                    params = {"documents": list(test.documents), "test_case": case.to_json()}
+                out.append((msgs, params))
+        return out
+
+    def plan(self) -> Plan:
+        """Calls, cached answers and rough tokens over every model, without calling anything."""
+        plans = [self.client(k).plan(self.requests(k)) for k in self.models]
+        total = plans[0]
+        for p in plans[1:]:
+            total = total + p
+        return total
+
+    def complete(self, progress: bool = True) -> TestLab:
+        """Ask every model every test case; failures become the rows' errors."""
+        from nbeval.chat.openai_chat import OpenAIChat, public_url
+        from nbeval.data.model import ModelInfo, Row, TestLab
+
+        cases = [(t, c) for t in self.suite.tests for c in t.test_cases]
+        bar = _bar(len(cases) * len(self.models), progress)
+        rows, infos = [], []
+        for key, model in self.models.items():
+            results = self.client(key).run_many(self.requests(key), on_done=lambda i, r: bar.update(1))
+            for (test, case), result in zip(cases, results):
+                row = Row.from_test_case(case, corpus=test.documents, model_key=key)
+                rows.append(_answered(row, result, isinstance(model, RagFunction)))
+            connection = public_url(model.base_url) if isinstance(model, OpenAIChat) and model.base_url else None
+            infos.append(ModelInfo(key=key, name=key, model_type="rag" if isinstance(model, RagFunction) else "llm",
+                                   llm_model_name=getattr(model, "name", key), connection=connection))
+        bar.close()
+        from nbeval.data.model import LlmDataset
+
+        usage = {k: c.usage_totals().to_dict() for k, c in self._clients.items()}
+        return TestLab(name=self.suite.name, description=self.suite.description,
+                       raw_dataset=self.suite.to_dataset(), dataset=LlmDataset(rows), models=infos,
+                       llm_model_names=[i.llm_model_name or i.key for i in infos], extra={"usage": usage})
+
+
+def _answered(row: Any, result: Any, is_fn: bool) -> Any:
+    from nbeval.data.model import Chunk
+
+    if isinstance(result, ChatFailure):
+        return row.with_answer(actual_output=None, error=result.error)
+    answer, context = result.text, None
+    if is_fn:
+        data = json.loads(result.text)
+        answer, context = data["answer"], data.get("context")
+    chunks = [] if context is None else [
+        Chunk(content=c.get("content"), doc_uri=c.get("doc_uri")) if isinstance(c, Mapping) else Chunk(content=str(c))
+        for c in context]
+    return row.with_answer(actual_output=answer, context=chunks, actual_duration=result.duration_s,
+                           cost=result.cost)
+
+
+def _models(models: Any) -> dict[str, ChatModel]:
+    if isinstance(models, Mapping):
+        items = list(models.items())
+    else:
+        if isinstance(models, (str, bytes)) or not isinstance(models, Sequence):
+            models = [models]
+        items = [m if isinstance(m, tuple) and len(m) == 2 and isinstance(m[0], str) else (None, m) for m in models]
+    out: dict[str, ChatModel] = {}
+    for key, spec in items:
+        if callable(spec) and not isinstance(spec, ChatModel) and not hasattr(spec, "run_many"):
+            model: ChatModel = RagFunction(spec, name=key)
+        else:
+            model = resolve_chat_model(spec, required=True)
+        key = key or getattr(model, "name", None) or f"model_{len(out) + 1}"
+        if key in out:
+            msg = f"two models are called {key!r}; pass a dict {{key: model}} to name them apart"
+            raise DataError(msg)
+        out[key] = model
+    if not out:
+        msg = "no models given; pass models=[...] (model names, settings dicts or functions)"
+        raise DataError(msg)
+    return out
+
+
+def _bar(total: int, enabled: bool) -> Any:
+    if enabled:
+        from tqdm.auto import tqdm
+
+        return tqdm(total=total, desc="collecting answers", unit="answer", leave=False)
+
+    class _No:
+        def update(self, n: int = 1) -> None:
+            pass
+
+        def close(self) -> None:
+            pass
+
+    return _No()
+
+
+def from_suite(suite: TestSuite, models: Any, **settings: Any) -> PendingLab:
+    """Pair ``suite`` with ``models`` (``TestLab.from_suite`` does the same); call ``.complete()``.
+
+    ``settings``: ``system_prompt=`` (sent before each prompt to chat models), ``params=``
+    (generation parameters) and any :class:`~nbeval.chat.client.ChatClient` setting
+    (``concurrency``, ``timeout``, ``max_attempts``, ``cache``, ``prices``...).
+    """
+    return PendingLab(suite, models, **settings)

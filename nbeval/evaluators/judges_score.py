@@ -1,0 +1,205 @@
+"""Judge evaluators that produce a number: ``fact_check``, ``context_relevancy``,
+``answer_relevancy_score`` and ``pipeline`` (your own function or judge prompt per row)."""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable, Generator
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from nbeval.errors import EvaluatorError
+from nbeval.evaluators.base import Score
+from nbeval.evaluators.judges_core import JudgeEvaluator, JudgePrompt, row_values, usage_details
+from nbeval.evaluators.judges_parse import find_json, parse_index_list, parse_number
+from nbeval.evaluators.judges_prompts import PROMPTS
+from nbeval.evaluators.registry import register
+
+if TYPE_CHECKING:
+    from nbeval.data.model import LlmDataset, Row
+
+__all__ = ["FactCheck", "ContextRelevancy", "AnswerRelevancyScore", "Pipeline", "PIPELINE_FIELDS"]
+
+#: Row fields a pipeline function may take by name (``row`` takes the whole row).
+PIPELINE_FIELDS = ("input", "expected_output", "actual_output", "context", "expected_context", "guidelines",
+                   "categories", "output_condition", "relationships", "corpus", "key", "model_key",
+                   "actual_duration", "cost")
+
+
+def _failed(metric: str, parsed: Any, replies: list[Any]) -> Score:
+    return Score({metric: None}, rationale=parsed.rationale, label="parse_failure", error=parsed.error,
+                 details={"judge": usage_details(replies)})
+
+
+@register("fact_check")
+class FactCheck(JudgeEvaluator):
+    """The judge's evaluation_score (0-1) of how much of the answer is true."""
+
+    default_prompt = PROMPTS["fact_check"]
+
+    def score(self, row: Row) -> Generator[Any, Any, Score]:
+        reply = yield from self.ask(row_values(row))
+        parsed = parse_number(reply.text, 0.0, 1.0, keys=("evaluation_score", "score", "fact_check"))
+        if not parsed.ok:
+            return _failed("fact_check", parsed, [reply])
+        obj = find_json(reply.text)
+        verdict = obj.get("answer") if isinstance(obj, dict) and isinstance(obj.get("answer"), str) else None
+        return Score({"fact_check": parsed.value}, rationale=parsed.rationale, label=verdict,
+                     details={"judge": usage_details([reply])})
+
+
+@register("context_relevancy")
+class ContextRelevancy(JudgeEvaluator):
+    """Share of the context's sentences the judge marks relevant to the question."""
+
+    default_prompt = PROMPTS["context_relevancy"]
+
+    def score(self, row: Row) -> Generator[Any, Any, Score]:
+        from nbeval.text import split_sentences
+
+        sentences = [s for c in row.context for s in split_sentences(c.text) if s.strip()]
+        if not sentences:
+            return Score({"context_relevancy": None}, error="the retrieved context has no sentences")
+        numbered = "\n".join(f"[{i}] {s}" for i, s in enumerate(sentences, 1))
+        reply = yield from self.ask({**row_values(row), "sentences": numbered})
+        parsed = parse_index_list(reply.text, len(sentences))
+        if not parsed.ok:
+            return _failed("context_relevancy", parsed, [reply])
+        relevant = parsed.value
+        return Score({"context_relevancy": len(relevant) / len(sentences)}, rationale=parsed.rationale,
+                     label=f"{len(relevant)}/{len(sentences)} sentences relevant",
+                     details={"relevant_sentences": relevant, "sentences": len(sentences),
+                              "judge": usage_details([reply])})
+
+
+@register("answer_relevancy_score")
+class AnswerRelevancyScore(JudgeEvaluator):
+    """A 0-5 grade with a line of feedback; a row passes at ``pass_score`` or above."""
+
+    default_prompt = PROMPTS["answer_relevancy_score"]
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        pass_score = self.params.get("pass_score")
+        if isinstance(pass_score, bool) or not isinstance(pass_score, (int, float)) or not 0 <= pass_score <= 5:
+            msg = f"evaluator 'answer_relevancy_score': pass_score must be a number from 0 to 5, got {pass_score!r}"
+            raise EvaluatorError(msg)
+        if self.params.get("threshold") is None:
+            self.thresholds["score"] = float(pass_score)
+
+    def score(self, row: Row) -> Generator[Any, Any, Score]:
+        reply = yield from self.ask(row_values(row))
+        parsed = parse_number(reply.text, 0.0, 5.0, keys=("score", "grade", "rating"))
+        if not parsed.ok:
+            return _failed("score", parsed, [reply])
+        return Score({"score": parsed.value}, rationale=parsed.rationale, details={"judge": usage_details([reply])})
+
+
+@register("pipeline")
+class Pipeline(JudgeEvaluator):
+    """Your function (``fn=``) or judge prompt (``prompt=``) turns each row into a number.
+
+    The function's parameter names choose what it receives: row fields by name (``context`` and
+    ``expected_context`` as lists of chunk texts) or ``row`` for the whole :class:`Row`. It returns
+    a number, a ``(number, rationale)`` pair, or a dict with ``score`` (or ``value``) and
+    optionally ``rationale``. Parameters with defaults are optional inputs.
+    """
+
+    @classmethod
+    def extra_params(cls) -> dict[str, Any]:
+        return {**super().extra_params(), "fn": None, "judge": None}
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        fn = self.params.get("fn")
+        if fn is None and self.params.get("prompt") is None:
+            msg = "evaluator 'pipeline' needs fn=<a function of the row's fields> or prompt='...{input}...'"
+            raise EvaluatorError(msg)
+        if fn is not None and not callable(fn):
+            msg = f"evaluator 'pipeline': fn must be callable, got {type(fn).__name__}"
+            raise EvaluatorError(msg)
+        self._args: list[str] = []
+        required: list[str] = []
+        if fn is not None:
+            self._args, required = _fn_fields(fn)
+            resources: tuple[str, ...] = ()
+        else:
+            required = [f for f in self.prompt.fields if f in PIPELINE_FIELDS]
+            resources = ("judge",)
+        self.spec = replace(type(self).spec, inputs=tuple(required), resources=resources)
+
+    def _resolve_prompt(self, given: Any) -> JudgePrompt:
+        if given is None:
+            return JudgePrompt("")
+        if isinstance(given, str):
+            prompt = JudgePrompt("Reply with the number only.", template=given)
+            if not prompt.fields:
+                msg = "evaluator 'pipeline': the prompt uses no placeholder such as {input} or {actual_output}"
+                raise EvaluatorError(msg)
+            return prompt
+        return super()._resolve_prompt(given)
+
+    def check_dataset(self, dataset: LlmDataset) -> None:
+        absent = [f for f in self.spec.inputs if not dataset.has_field(f)]
+        if absent:
+            what = "function" if self.params.get("fn") is not None else "prompt"
+            msg = (f"evaluator 'pipeline': your {what} needs {', '.join(absent)}, which no row of the dataset "
+                   f"has; the dataset has {', '.join(f for f in PIPELINE_FIELDS if dataset.has_field(f))}")
+            raise EvaluatorError(msg)
+
+    def score(self, row: Row) -> Score | Generator[Any, Any, Score]:
+        fn: Callable[..., Any] | None = self.params.get("fn")
+        if fn is None:
+            return self._judge_score(row)
+        kwargs = {name: _field(row, name) for name in self._args}
+        return _to_score(fn(**kwargs))
+
+    def _judge_score(self, row: Row) -> Generator[Any, Any, Score]:
+        reply = yield from self.ask(row_values(row))
+        parsed = parse_number(reply.text)
+        if not parsed.ok:
+            return _failed("score", parsed, [reply])
+        return Score({"score": parsed.value}, rationale=parsed.rationale, details={"judge": usage_details([reply])})
+
+
+def _fn_fields(fn: Callable[..., Any]) -> tuple[list[str], list[str]]:
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        msg = "evaluator 'pipeline': cannot read the function's parameters; wrap it in a def with named ones"
+        raise EvaluatorError(msg) from None
+    args, required = [], []
+    for p in sig.parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if p.name != "row" and p.name not in PIPELINE_FIELDS:
+            if p.default is p.empty:
+                msg = (f"evaluator 'pipeline': the function's parameter '{p.name}' is not a dataset field; "
+                       f"name parameters after fields ({', '.join(PIPELINE_FIELDS)}) or use 'row'")
+                raise EvaluatorError(msg)
+            continue
+        args.append(p.name)
+        if p.default is p.empty and p.name != "row":
+            required.append(p.name)
+    return args, required
+
+
+def _field(row: Row, name: str) -> Any:
+    if name == "row":
+        return row
+    if name in ("context", "expected_context"):
+        return [c.text for c in getattr(row, name)]
+    return getattr(row, name)
+
+
+def _to_score(out: Any) -> Score:
+    rationale = None
+    if isinstance(out, tuple) and len(out) == 2:
+        out, rationale = out
+    elif isinstance(out, dict):
+        rationale = out.get("rationale")
+        out = out.get("score", out.get("value"))
+    if isinstance(out, bool) or not isinstance(out, (int, float)) or math.isnan(float(out)):
+        return Score({"score": None}, error=f"the pipeline returned {out!r}, not a number")
+    return Score({"score": float(out)}, rationale=None if rationale is None else str(rationale))
