@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
 
     print(f"import nbeval: {import_time():.3f} s (fresh interpreter, best of 5); "
-          f"with the engine (nbeval.evaluate, pulls in pandas): {import_time(ENGINE_IMPORT):.3f} s")
+          f"with the engine loaded (nbeval.evaluate): {import_time(ENGINE_IMPORT):.3f} s")
     t0 = time.perf_counter()
     data, labels = make_dataset(args.n), make_label_dataset(args.n)
     print(f"generated {len(data):,} rows + {len(labels):,} label rows in {time.perf_counter() - t0:.1f} s; "

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 __all__ = ["split_sentences", "is_list_marker_line"]
 
@@ -88,6 +89,12 @@ def split_sentences(text: str | None) -> list[str]:
     """
     if not text or not text.strip():
         return []
+    return list(_split_cached(text))
+
+
+@lru_cache(maxsize=16384)
+def _split_cached(text: str) -> tuple[str, ...]:
+    # Several evaluators split the same answer or chunk; remember the last few thousand texts.
     out: list[str] = []
     for segment in _segments(text):
         for part in _COLON_LIST.split(segment):
@@ -95,7 +102,7 @@ def split_sentences(text: str | None) -> list[str]:
                 sentence = _WS.sub(" ", sentence).strip()
                 if sentence and not _is_decoration(sentence):
                     out.append(sentence)
-    return out
+    return tuple(out)
 
 
 def _segments(text: str) -> list[str]:

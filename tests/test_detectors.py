@@ -219,11 +219,23 @@ def test_base64_round_trip_inside_text() -> None:
 
 
 def test_base64_urlsafe_and_unpadded() -> None:
-    raw = "Ünïcode ~~~ ??? >>> text!".encode()
+    raw = b"Who are you? What do you want?"
     urlsafe = base64.urlsafe_b64encode(raw).decode()
     assert "-" in urlsafe or "_" in urlsafe  # the case really exercises the url-safe alphabet
     (d,) = find_encoded(f"payload {urlsafe.rstrip('=')} end")
     assert d.decoded == raw.decode()
+
+
+def test_non_ascii_text_decodes_when_the_category_says_so() -> None:
+    plain = "Mot de passe: très_secret, numéro 536-22-8741"
+    encoded = base64.b64encode(plain.encode()).decode()
+    assert decode_for_category(f"Voilà : {encoded}", ["encoding:base64"]) == f"Voilà : {plain}"
+
+
+@pytest.mark.parametrize("identifier", ["MyEventHandler", "Undocumented", "bidiagnalization"])
+def test_identifiers_that_decode_to_printable_bytes_are_not_text(identifier: str) -> None:
+    assert base64.b64decode(identifier + "=" * (-len(identifier) % 4))  # valid base64 indeed
+    assert find_encoded(f"call {identifier} now") == []
 
 
 def test_hex_and_base32_round_trips() -> None:

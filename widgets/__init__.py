@@ -31,8 +31,8 @@ _EXPORTS = {
     "EvaluatorPicker": "nbeval.widgets.picker",
     "RunPanel": "nbeval.widgets.run_panel",
     "CaseExplorer": "nbeval.widgets.explorer",
-    "NbevalApp": "nbeval.widgets.app",
-    "app": "nbeval.widgets.app",
+    "NbevalApp": "nbeval.widgets.workflow",
+    "app": "nbeval.widgets.workflow",
 }
 
 __all__ = ["enable_offline", *_EXPORTS]

@@ -92,7 +92,7 @@ def case_html(result: EvaluationResult, key: str, highlight: str | None = None, 
         for metric in metrics:
             body.append(line(f"{ev}.{metric}", [_score_cell(scores.get((m, ev, metric))) for m in models]))
         first = [scores.get((m, ev, metrics[0])) if metrics else None for m in models]
-        if any(r is not None and not _missing(r.rationale) for r in first):
+        if any(r is not None and not (_missing(r.rationale) and _missing(r.label)) for r in first):
             body.append(line(f"{ev}: rationale", [_rationale(r, max_chars) for r in first]))
         if any(r is not None and (not _missing(r.error) or r.skipped) for r in first):
             body.append(line(f"{ev}: error / skipped", [_problem(r) for r in first]))
@@ -114,7 +114,7 @@ def _score_cell(r: Any) -> str:
 
 
 def _rationale(r: Any, max_chars: int) -> str:
-    if r is None or _missing(r.rationale):
+    if r is None:
         return f'<span style="{_MUTED}">—</span>'
     label = f'<div style="{_MUTED}">label: {esc(r.label)}</div>' if not _missing(r.label) else ""
     return label + text_block(r.rationale, max_chars=max_chars)

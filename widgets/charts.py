@@ -29,7 +29,7 @@ CASE_SELECTION = "case_select"
 #: Name of the models × metrics heatmap's click selection (fields ``model_key`` and ``metric``).
 METRIC_SELECTION = "metric_select"
 _STATUS_COLOURS = {"pass": "#3a9c5b", "fail": "#d1495b", "no threshold": "#8fb3d9", "no value": "#c9c9c9"}
-_UNSCORED = "#e6e6e6"
+_UNSCORED = "#b0b0b0"  # mid grey: outside the red–white–blue value scale
 
 
 def _value_axis_scale(info: MetricInfo, *, zero: bool = True) -> alt.Scale:
@@ -50,31 +50,34 @@ def _better(info: MetricInfo) -> str:
     return f"{info.metric} ({info.direction} is better)"
 
 
-def leaderboard_chart(result: EvaluationResult, evaluator: str | None = None, metric: str | None = None) -> alt.LayerChart:
+def leaderboard_chart(result: EvaluationResult, evaluator: str | None = None,
+                      metric: str | None = None) -> alt.HConcatChart:
     """Models ranked best first on ``metric`` (default: the evaluator's primary metric).
 
-    Bars are coloured by pass/fail against the threshold, the threshold is a dashed rule, and each
-    bar is labelled with its value and ``n/N`` (rows measured / rows the model has).
+    Bars are coloured by pass/fail against the threshold, the threshold is a dashed rule, and a
+    column beside the bars labels each model with its value and ``n/N`` (rows measured / rows the
+    model has).
     """
     info = metric_info(result, evaluator, metric)
     df = leaderboard_table(result, info)
     y = alt.Y("model:N", sort=list(df["model"]), title=None, axis=alt.Axis(labelLimit=240))
     bars = alt.Chart(df).mark_bar().encode(
         y=y, x=alt.X("value:Q", scale=_value_axis_scale(info), title=_better(info)),
-        color=alt.Color("status:N", title="vs threshold",
+        color=alt.Color("status:N", title="vs threshold", legend=alt.Legend(orient="bottom"),
                         scale=alt.Scale(domain=list(_STATUS_COLOURS), range=list(_STATUS_COLOURS.values()))),
         tooltip=[alt.Tooltip("rank:O"), alt.Tooltip("model:N"), alt.Tooltip("value:Q", format=".3f"),
                  alt.Tooltip("n:Q", title="rows measured"), alt.Tooltip("N:Q", title="rows"),
                  alt.Tooltip("status:N")])
-    text = alt.Chart(df).mark_text(align="left", dx=4, fontSize=11).encode(y=y, x="text_x:Q", text="text:N")
-    layers = [bars, text]
+    layers = [bars]
     rule = _threshold_rule(info)
     if rule is not None:
         layers.append(rule)
+    labels = alt.Chart(df).mark_text(align="left", fontSize=11).encode(
+        y=alt.Y("model:N", sort=list(df["model"]), axis=None), text="text:N",
+    ).properties(width=110, height=alt.Step(24))
     subtitle = f"threshold {info.threshold:g}" if info.threshold is not None else "no threshold"
-    return alt.layer(*layers).properties(
-        title=alt.Title(f"{info.evaluator}: {info.metric}", subtitle=f"ranked, {subtitle}; labels: value (n/N)"),
-        width=420, height=alt.Step(24))
+    chart = alt.hconcat(alt.layer(*layers).properties(width=360, height=alt.Step(24)), labels, spacing=6)
+    return chart.properties(title=alt.Title(f"{info.evaluator}: {info.metric}", subtitle=f"ranked best first, {subtitle}; beside each bar: value (n/N rows measured)"))
 
 
 def _diverging(domain: list[float], mid: float | None, reverse: bool) -> alt.Scale:
@@ -86,7 +89,7 @@ def _diverging(domain: list[float], mid: float | None, reverse: bool) -> alt.Sca
 def _cell_encodings(scored_colour: alt.Color, selection: alt.Parameter) -> dict:
     scored = alt.datum.status == "scored"
     return {"color": alt.when(scored).then(scored_colour).otherwise(alt.value(_UNSCORED)),
-            "stroke": alt.when(scored).then(alt.value("#ffffff")).otherwise(alt.value("#7a7a7a")),
+            "stroke": alt.when(scored).then(alt.value("#ffffff")).otherwise(alt.value("#444444")),
             "strokeDash": alt.when(scored).then(alt.value([1, 0])).otherwise(alt.value([3, 2])),
             "opacity": alt.when(selection).then(alt.value(1.0)).otherwise(alt.value(0.35))}
 
@@ -107,7 +110,7 @@ def heatmap(result: EvaluationResult, evaluator: str | None = None, metric: str 
         msg = f"by must be 'case' or 'metric', not {by!r}"
         raise ValueError(msg)
     info = metric_info(result, evaluator, metric)
-    df, total_cases = case_cells(result, info, max_cells=max_cells)
+    df, cases, total_cases = case_cells(result, info, max_cells=max_cells)
     shown = df["key"].nunique()
     lo, hi = info.lo, info.hi
     scored_values = df.loc[df["status"] == "scored", "value"]
@@ -127,17 +130,21 @@ def heatmap(result: EvaluationResult, evaluator: str | None = None, metric: str 
     tooltip = [alt.Tooltip("case:N", title="case"), alt.Tooltip("prompt:N", title="prompt"),
                alt.Tooltip("model:N", title="model"), alt.Tooltip("value:Q", format=".3f"),
                alt.Tooltip("status:N"), alt.Tooltip("detail:N", title="rationale / reason")]
-    colour = alt.Color("value:Q", scale=scale, title=info.metric)
+    # Vega-Lite drops marks whose colour field is null: grey cells get a stand-in the condition hides.
+    df["shade"] = df["value"].fillna(lo)
+    colour = alt.Color("shade:Q", scale=scale, title=info.metric)
     rect = alt.Chart().mark_rect(strokeWidth=1).encode(x=x, y=y, tooltip=tooltip,
                                                         **_cell_encodings(colour, selection))
-    text = (alt.Chart().mark_text(fontSize=9, color="#333").encode(x=x, y=y, text="mark:N", tooltip=tooltip)
+    text = (alt.Chart().mark_text(fontSize=9, color="#111").encode(x=x, y=y, text="mark:N", tooltip=tooltip)
             .transform_filter(alt.datum.status != "scored"))
     subtitle = [f"colour midpoint: threshold {info.threshold:g}" if info.threshold is not None else "no threshold",
                 "grey dashed cells hold no score (skip, err, parse, n/a); click a cell to select it"]
     if shown < total_cases:
         subtitle.insert(0, f"showing the {shown:,} hardest of {total_cases:,} cases")
     height = alt.Step(16) if labelled else 600
-    return alt.layer(rect.add_params(selection), text, data=df).properties(
+    prompts = alt.LookupData(data=cases, key="key", fields=["case", "prompt"])  # each prompt inlined once
+    layers = alt.layer(rect.add_params(selection), text, data=df).transform_lookup(lookup="key", from_=prompts)
+    return layers.properties(
         title=alt.Title(f"{info.evaluator}: {_better(info)}", subtitle=subtitle),
         width=alt.Step(70), height=height)
 
@@ -151,7 +158,8 @@ def _metric_heatmap(result: EvaluationResult, evaluator: str | None) -> alt.Laye
     tooltip = [alt.Tooltip("model:N"), alt.Tooltip("metric:N"), alt.Tooltip("value:Q", format=".3f"),
                alt.Tooltip("threshold:Q", format=".3f"), alt.Tooltip("direction:N", title="better"),
                alt.Tooltip("n:Q", title="rows measured"), alt.Tooltip("N:Q", title="rows")]
-    colour = alt.Color("margin:Q", title="vs threshold",
+    df["shade"] = df["margin"].fillna(0.0)  # null colour fields would drop the cell (see heatmap)
+    colour = alt.Color("shade:Q", title="vs threshold",
                        scale=alt.Scale(scheme="redblue", domain=[-1, 1], domainMid=0))
     rect = alt.Chart().mark_rect(strokeWidth=1).encode(x=x, y=y, tooltip=tooltip,
                                                         **_cell_encodings(colour, selection))

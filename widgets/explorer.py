@@ -35,7 +35,7 @@ class CaseExplorer(w.VBox):
         self.evaluator_choice = w.Dropdown(description="Heatmap", options=[])
         self.case_choice = w.Dropdown(description="Case", options=[], layout=w.Layout(width="640px"))
         self.chart = jupyter_chart(None) if show_heatmap else None
-        self.detail = w.HTML()
+        self.detail = w.HTML(status_html("no result yet: run an evaluation"))
         self.message = w.HTML()
         self.output = w.Output()
         self._rows: dict[str, list[Any]] = {}
@@ -62,15 +62,16 @@ class CaseExplorer(w.VBox):
                 prompt = " ".join(str(rows[0].input or "").split())
                 options.append((f"{i}. {prompt[:80] + '…' if len(prompt) > 80 else prompt}", key))
             self.case_choice.options = options
-            self.evaluator_choice.options = result.evaluators if result is not None else []
+            evaluators = result.evaluators if result is not None else []
+            keep = self.evaluator_choice.value
+            self.evaluator_choice.options = evaluators
+            self.evaluator_choice.value = keep if keep in evaluators else (evaluators[0] if evaluators else None)
         finally:
             self._busy = False
         self._draw_heatmap()
         first = next(iter(self._rows), "")
         self.select(self.key if self.key in self._rows else first)
         self._render()  # the key may be unchanged while the result is new
-        if result is None:
-            self.detail.value = status_html("no result yet: run an evaluation")
 
     def _on_case(self, change: dict[str, Any]) -> None:
         if not self._busy and change["new"] is not None:
@@ -116,6 +117,6 @@ class CaseExplorer(w.VBox):
     @reports_errors
     def _render(self) -> None:
         if self.result is None or not self.key:
-            self.detail.value = ""
+            self.detail.value = status_html("no result yet: run an evaluation" if self.result is None else "no case")
             return
         self.detail.value = case_html(self.result, self.key, self.model_key or None, rows=self._rows)

@@ -150,6 +150,7 @@ class RunPanel(w.VBox):
         """Show ``result``'s summary and leaderboard (errors go to the log, never into the run)."""
         if result is None or not result.evaluators:
             return
+        self.refreshes += 1
         from nbeval.widgets.charts import leaderboard_chart
         from nbeval.widgets.markup import summary_html
 
@@ -162,4 +163,3 @@ class RunPanel(w.VBox):
         evaluator = self.board_evaluator.value or result.evaluators[0]
         self.board.value = summary_html(result)
         self.chart.chart = leaderboard_chart(result, evaluator)
-        self.refreshes += 1

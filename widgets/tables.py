@@ -103,13 +103,14 @@ def leaderboard_table(result: EvaluationResult, info: MetricInfo) -> pd.DataFram
     df["rank"] = np.arange(1, len(df) + 1)
     shown = [("–" if pd.isna(v) else f"{v:.3f}") for v in df["value"]]
     df["text"] = [f"{s}  ({n}/{t})" for s, n, t in zip(shown, df["n"], df["N"])]
-    df["text_x"] = df["value"].fillna(info.lo if _finite(info.lo) else 0.0)
     return df.reset_index(drop=True)
 
 
 def case_cells(result: EvaluationResult, info: MetricInfo, *, max_cells: int = MAX_INLINE_ROWS,
-               prompt_chars: int = 120, detail_chars: int = 160) -> tuple[pd.DataFrame, int]:
-    """One row per (test case, model) for the per-case heatmap, and the number of cases in all.
+               prompt_chars: int = 120, detail_chars: int = 160) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+    """For the per-case heatmap: one row per (test case, model), one row per test case (its
+    ``case`` label and truncated ``prompt``, joined in the chart so each prompt is inlined once),
+    and the number of cases in all.
 
     When the cells would exceed ``max_cells``, only the hardest cases are kept (most models failing
     or unscored first, then the worst mean value), in dataset order.
@@ -134,10 +135,12 @@ def case_cells(result: EvaluationResult, info: MetricInfo, *, max_cells: int = M
     n_models = max(df["model_key"].nunique(), 1)
     if len(df) > max_cells:
         df = _hardest(df, info, keep=max(1, max_cells // n_models), passed=s["passed"].to_numpy())
-    prompt = truncate(df["key"].map(prompts), prompt_chars)
-    df["prompt"] = prompt.to_numpy()
-    df["case"] = (df["order"] + 1).astype(str) + ". " + truncate(df["key"].map(prompts), 40).to_numpy()
-    return df.sort_values(["order", "model_key"], kind="stable").reset_index(drop=True), total_cases
+    df = df.sort_values(["order", "model_key"], kind="stable").reset_index(drop=True)
+    cases = df.drop_duplicates("key")[["key", "order"]].reset_index(drop=True)
+    text = cases["key"].map(prompts)
+    cases["case"] = (cases["order"] + 1).astype(str) + ". " + truncate(text, 40)
+    cases["prompt"] = truncate(text, prompt_chars)
+    return df, cases.drop(columns="order"), total_cases
 
 
 def _hardest(df: pd.DataFrame, info: MetricInfo, *, keep: int, passed: np.ndarray) -> pd.DataFrame:

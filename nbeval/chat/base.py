@@ -111,7 +111,7 @@ class ChatError(ResourceError):
 
     ``retryable`` says whether the same request may succeed later; ``retry_after`` is the delay
     (seconds) the server asked for, if any; ``status`` the HTTP status where there was one;
-    ``rate_limited`` marks 429 replies, which pause every worker of a client, not just one.
+    ``rate_limited`` marks 429 replies.
     """
 
     def __init__(self, message: str, *, retryable: bool = False, retry_after: float | None = None,

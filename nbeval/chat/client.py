@@ -4,7 +4,8 @@
 and never raises for a failed call: each request gets a :class:`~nbeval.chat.base.ChatReply` or a
 :class:`ChatFailure`. Retries cover rate limits (429), server errors (5xx), timeouts, dropped
 connections and unreadable bodies, with exponential backoff and jitter; a ``Retry-After`` from
-the server is honoured, and a 429 pauses every worker of the client, not only the one that got it.
+the server is honoured by the request that got it (other requests go on: a sporadic 429 must not
+stall the whole batch, and under a real rate limit every worker soon gets its own 429).
 """
 
 from __future__ import annotations
@@ -12,10 +13,9 @@ from __future__ import annotations
 import random
 import sqlite3
 import threading
-import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from typing import Any, Union
 
@@ -135,7 +135,6 @@ class ChatClient:
         self._slots = threading.BoundedSemaphore(self.concurrency)
         self._lock = threading.Lock()
         self._rng = random.Random(seed)
-        self._pause_until = 0.0
         self._totals = UsageTotals()
         self._cache_warned = False
 
@@ -224,15 +223,12 @@ class ChatClient:
             for key, idxs in jobs:
                 msgs, params = reqs[idxs[0]]
                 futures[pool.submit(self._one, key, msgs, params, len(idxs), stop)] = (key, idxs)
-            pending = set(futures)
-            while pending:
-                done, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    result = fut.result()
-                    for i in futures[fut][1]:
-                        results[i] = result
-                        if on_done is not None:
-                            on_done(i, result)
+            for fut in as_completed(futures):
+                result = fut.result()
+                for i in futures[fut][1]:
+                    results[i] = result
+                    if on_done is not None:
+                        on_done(i, result)
         except BaseException:
             stop.set()  # a KeyboardInterrupt (or a failing on_done) stops new attempts
             pool.shutdown(wait=False, cancel_futures=True)
@@ -243,7 +239,7 @@ class ChatClient:
              copies: int, stop: threading.Event) -> ChatResult:
         attempts = 0
         while True:
-            if not self._wait_pause(stop):
+            if stop.is_set():
                 return self._fail(ChatFailure("cancelled before an answer came", attempts), copies)
             with self._slots:
                 attempts += 1
@@ -266,11 +262,7 @@ class ChatClient:
                 plural = "s" if attempts != 1 else ""
                 return self._fail(ChatFailure(f"{err} ({what} {attempts} attempt{plural})", attempts,
                                               err.status), copies)
-            delay = self._delay(attempts, err)
-            if err.rate_limited:
-                with self._lock:
-                    self._pause_until = max(self._pause_until, time.monotonic() + delay)
-            if stop.wait(delay):
+            if stop.wait(self._delay(attempts, err)):
                 return self._fail(ChatFailure(f"cancelled while retrying: {err}", attempts, err.status), copies)
         if reply.cost is None:
             reply = _with_cost(reply, self._price(reply.model) or self._price(getattr(self.model, "name", "")))
@@ -284,15 +276,6 @@ class ChatClient:
             return min(err.retry_after, self.retry_after_max)
         cap = min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1))
         return cap / 2 + self._rng.uniform(0, cap / 2)
-
-    def _wait_pause(self, stop: threading.Event) -> bool:
-        while True:
-            with self._lock:
-                left = self._pause_until - time.monotonic()
-            if left <= 0:
-                return not stop.is_set()
-            if stop.wait(left):
-                return False
 
     # -- accounting ------------------------------------------------------------------------
 

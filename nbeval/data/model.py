@@ -409,6 +409,15 @@ class TestLab:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
+    def from_suite(cls, suite: TestSuite, models: Any, **settings: Any) -> Any:
+        """A lab to be completed: ``TestLab.from_suite(suite, models=[...]).complete()`` sends every
+        test case to every model (chat endpoints or Python functions) and returns the filled lab.
+        See :func:`nbeval.chat.collect.from_suite` for the models and settings accepted."""
+        from nbeval.chat.collect import from_suite
+
+        return from_suite(suite, models, **settings)
+
+    @classmethod
     def from_json(cls, source: Any) -> TestLab:
         from nbeval.data.readers import read_lab
 

@@ -52,18 +52,29 @@ _CATEGORY_HINTS = (
 
 
 def _as_text(raw: bytes, strict: bool) -> str | None:
-    """``raw`` as text when it reads like text, else None."""
+    """``raw`` as text when it reads like text, else None.
+
+    Lenient mode (a category says the text is encoded) only asks for printable UTF-8 that is
+    mostly letters, digits and spaces. Strict mode must also reject the odd identifier that
+    happens to decode to printable bytes ("MyEventHandler" -> "3!/z{Gjwez"), so it wants
+    ASCII, some variety, and either words separated by spaces or little punctuation.
+    """
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return None
+    n = len(text)
     if len(text.strip()) < (4 if strict else 2):
         return None
     printable = sum(c.isprintable() or c in "\n\r\t" for c in text)
     wordish = sum(c.isalnum() or c.isspace() for c in text)
-    if printable < (0.97 if strict else 0.85) * len(text):
+    if not strict:
+        return text if printable >= 0.85 * n and wordish >= 0.5 * n else None
+    if printable < n or sum(c.isascii() for c in text) < 0.95 * n or len(set(text)) < 4:
         return None
-    return text if wordish >= (0.6 if strict else 0.5) * len(text) else None
+    if " " in text.strip():
+        return text if wordish >= 0.7 * n else None
+    return text if wordish >= 0.8 * n and n >= 6 else None
 
 
 def _decode_hex(token: str, strict: bool) -> str | None:

@@ -16,6 +16,7 @@ Decisions worth knowing:
 
 from __future__ import annotations
 
+import bisect
 import ipaddress
 import re
 from collections import Counter
@@ -140,10 +141,14 @@ _DOC_TLDS = frozenset({"test", "invalid", "localhost", "example"})
 _FILE_TLDS = frozenset({"png", "jpg", "jpeg", "gif", "svg", "webp", "bmp", "ico", "pdf"})
 
 _CARD = re.compile(r"(?<![\w.,+\-])\d(?:[ \-]?\d){12,18}(?![\w\-]|[.,]\d)")
+# A bare digit run passed to a call or named as a seed is a parameter, not a card.
+_CODE_BEFORE = re.compile(r"(?i)(?:\w\(|(?:seed|random_state)\W{0,3})$")
 _SSN = re.compile(r"(?<![\w.\-])(\d{3})([\- ])(\d{2})\2(\d{4})(?![\w\-]|[.,]\d)")
+# A digit group just before or after ("1.007 276 466 5789") means a table of numbers.
 _NANP_PHONE = re.compile(
-    r"(?<![\w+.\-])(?:\+?1[ .\-]?)?(?:\([2-9]\d{2}\)[ .\-]?|[2-9]\d{2}[ .\-])"
-    r"[2-9]\d{2}[ .\-]\d{4}(?![\w\-]|[.,]\d)"
+    r"(?<![\w+.\-])(?<!\d[ .])(?:\+?1(?P<s0>[ .\-]?))?"
+    r"(?:\([2-9]\d{2}\)(?P<s1>[ .\-]?)|[2-9]\d{2}(?P<s2>[ .\-]))"
+    r"[2-9]\d{2}(?P<s3>[ .\-])\d{4}(?![\w\-]|[.,]\d| \d)"
 )
 _INTL_PHONE = re.compile(r"(?<![\w+])\+[1-9][\d .()\-]{6,22}\d")
 _IBAN = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}")
@@ -151,8 +156,9 @@ _IPV4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)")
 _IPV6 = re.compile(r"(?<![\w:])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![\w:])")
 # Dotted quads after these words are version or section numbers, not hosts.
 _NOT_AN_ADDRESS_BEFORE = re.compile(
-    r"(?i)\b(?:version|ver\.?|release|build|rev\.?|(?:sub)?section|sec\.|chapter|ch\.|step|"
-    r"figure|fig\.|table|rule|clause|article|art\.|paragraph|para\.)\s*:?\s*$|§\s*$"
+    r"(?i)\b(?:versions?|ver\.?|releases?|build|rev\.?|(?:sub)?sections?|sec\.|chapters?|"
+    r"ch\.|steps?|figures?|fig\.|tables?|rules?|clauses?|articles?|art\.|paragraphs?|para\.)"
+    r"[\s:#\-]*$|§\s*$"
 )
 
 # Overlapping candidates keep the more specific kind.
@@ -203,6 +209,8 @@ def _cards(text: str) -> Iterable[Finding]:
         digits = "".join(groups)
         if not (_issuer_plausible(digits) and luhn_valid(digits)):
             continue
+        if not seps and _CODE_BEFORE.search(text, max(0, m.start() - 24), m.start()):
+            continue
         yield Finding("credit_card", m.start(), m.end(), _mask_digits(raw, 4))
 
 
@@ -221,6 +229,12 @@ def _ssns(text: str) -> Iterable[Finding]:
 
 def _phones(text: str) -> Iterable[Finding]:
     for m in _NANP_PHONE.finditer(text):
+        s0, s1, s2, s3 = m.group("s0", "s1", "s2", "s3")
+        if s2 is not None and s2 != s3:
+            continue  # "206.766 9881": a number written with mixed separators
+        used = {s for s in (s0, s1, s2, s3) if s}
+        if "." in used and len(used) > 1:
+            continue
         yield Finding("phone", m.start(), m.end(), _mask_digits(m.group(), 2))
     for m in _INTL_PHONE.finditer(text):
         candidate = m.group()
@@ -237,6 +251,8 @@ def _intl_phone_ok(candidate: str) -> bool:
     digits = sum(c.isdigit() for c in candidate)
     if not 8 <= digits <= 15:
         return False
+    if digits == len(candidate) - 1 and digits < 11:
+        return False  # "+2147483647" without any grouping is more likely a signed number
     if candidate.count("(") != candidate.count(")") or candidate.count("(") > 1:
         return False
     seps = candidate.replace("(", "").replace(")", "")
@@ -308,11 +324,19 @@ def resolve_overlaps(findings: Iterable[Finding], priority: tuple[str, ...]) -> 
     then longer spans; the result is sorted by position."""
     rank = {k: i for i, k in enumerate(priority)}
     ordered = sorted(findings, key=lambda f: (rank.get(f.kind, len(rank)), f.start - f.end))
+    # Kept spans never overlap, so sorted by start they are sorted by end too: each new
+    # candidate only needs comparing with its two neighbours (found by bisection).
+    starts: list[int] = []
     kept: list[Finding] = []
     for f in ordered:
-        if all(f.end <= k.start or f.start >= k.end for k in kept):
-            kept.append(f)
-    return sorted(kept, key=lambda f: (f.start, f.end))
+        i = bisect.bisect_right(starts, f.start)
+        if i > 0 and kept[i - 1].end > f.start:
+            continue
+        if i < len(kept) and kept[i].start < f.end:
+            continue
+        starts.insert(i, f.start)
+        kept.insert(i, f)
+    return kept
 
 
 def find_pii(text: str, *, include_private_ip: bool = False) -> list[Finding]:

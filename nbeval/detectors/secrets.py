@@ -50,6 +50,7 @@ _PEM_HEADER = re.compile(
     r"-----BEGIN ((?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?|(?:TRUSTED |X509 )?CERTIFICATE)-----"
 )
 # A real PEM body: optional "Name: value" header lines, then base64 text.
+_PEM_MAX_BODY = 64 * 1024
 _PEM_BODY = re.compile(r"\s*(?:[\w-]+:[^\n]*\n\s*){0,8}[A-Za-z0-9+/]{16}")
 
 _TOKEN_END = r"(?![\w\-])"
@@ -101,7 +102,8 @@ def _pem(text: str) -> Iterable[Finding]:
         if not _PEM_BODY.match(text, m.end()):
             continue  # "-----BEGIN PRIVATE KEY----- ... -----END" in docs has no body
         footer = f"-----END {label}-----"
-        stop = text.find(footer, m.end())
+        # Bounded look-ahead keeps many unterminated headers from costing quadratic time.
+        stop = text.find(footer, m.end(), m.end() + _PEM_MAX_BODY)
         end = stop + len(footer) if stop >= 0 else m.end()
         kind = "pem_certificate" if label.endswith("CERTIFICATE") else "pem_private_key"
         yield Finding(kind, m.start(), end, f"-----BEGIN {label}----- [redacted]")

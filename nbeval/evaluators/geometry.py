@@ -171,11 +171,15 @@ def _median_pairwise(pts: np.ndarray) -> float:
 
 def _distinct_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Indices of first occurrences of each distinct row, and each row's index among them."""
-    _, first, inverse = np.unique(x, axis=0, return_index=True, return_inverse=True)
-    order = np.argsort(first)  # keep source order
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    return first[order], rank[inverse.reshape(-1)]
+    seen: dict[bytes, int] = {}
+    first: list[int] = []
+    inverse = np.empty(len(x), dtype=np.intp)
+    for i, row in enumerate(x):
+        k = seen.setdefault(row.tobytes(), len(first))
+        if k == len(first):
+            first.append(i)
+        inverse[i] = k
+    return np.asarray(first, dtype=np.intp), inverse
 
 
 # ---------------------------------------------------------------------------------------------

@@ -176,6 +176,12 @@ class JudgeEvaluator(Evaluator):
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
+        judge = self.params.get("judge")
+        if isinstance(judge, Mapping):
+            # Settings may hold an API key; the model object keeps it private (results store params).
+            from nbeval.chat.config import resolve_chat_model
+
+            self.params["judge"] = resolve_chat_model(judge)
         self.prompt = self._resolve_prompt(self.params.get("prompt"))
         jp = self.params.get("judge_params")
         if jp is not None and not isinstance(jp, Mapping):

@@ -159,3 +159,12 @@ def test_parse_retry_after_forms() -> None:
 def test_public_url_strips_secrets() -> None:
     url = "https://user:pw@host.example:8443/openai/v1/?api-version=2024&api_key=abc&sig=zz"
     assert public_url(url) == "https://host.example:8443/openai/v1?api-version=2024"
+
+
+def test_any_param_reaches_the_server(openai_server: FakeOpenAIServer) -> None:
+    model = make(openai_server, top_k=5)
+    model.chat("hi", repetition_penalty=1.1, extra_body={"guided_choice": ["yes", "no"]},
+               extra_headers={"X-Trace": "abc"})
+    req = openai_server.requests[0]
+    assert req.params == {"top_k": 5, "repetition_penalty": 1.1, "guided_choice": ["yes", "no"]}
+    assert req.headers["X-Trace"] == "abc"

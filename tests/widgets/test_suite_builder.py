@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 
 import pytest
@@ -136,7 +137,8 @@ def test_upload_imports_a_suite(suite):
     b = SuiteBuilder()
     content = json.dumps(suite.to_json()).encode()
     b.upload.value = ({"name": "s.json", "type": "application/json", "size": len(content),
-                       "content": memoryview(content), "last_modified": 0},)
+                       "content": memoryview(content),
+                       "last_modified": datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)},)
     assert [tc.prompt for tc in b.value.test_cases] == [tc.prompt for tc in suite.test_cases]
 
 

