@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from nbeval.detectors import (  # noqa: E402  (path set up above for a plain script run)
+from nbeval.detectors import (
     Finding,
     decode_for_category,
     find_encoded,
@@ -67,13 +67,18 @@ def _print_suite(name: str, cases: list[dict], result: dict) -> None:
     tp, fp, fn = result["total"]
     positives = sum(bool(c["kinds"]) for c in cases)
     flagged = sum(bool(c.get("known_miss")) for c in cases)
-    print(f"\n{name}: {len(cases)} cases ({positives} positive, {len(cases) - positives} "
-          f"negative, {flagged} flagged known_miss)")
-    print(f"  overall   precision {_ratio(tp, tp + fp):.3f}  recall {_ratio(tp, tp + fn):.3f}  "
-          f"(tp={tp} fp={fp} fn={fn})")
+    print(
+        f"\n{name}: {len(cases)} cases ({positives} positive, {len(cases) - positives} "
+        f"negative, {flagged} flagged known_miss)"
+    )
+    print(
+        f"  overall   precision {_ratio(tp, tp + fp):.3f}  recall {_ratio(tp, tp + fn):.3f}  (tp={tp} fp={fp} fn={fn})"
+    )
     for kind, (k_tp, k_fp, k_fn) in result["kinds"].items():
-        print(f"  {kind:<24} precision {_ratio(k_tp, k_tp + k_fp):.3f}  "
-              f"recall {_ratio(k_tp, k_tp + k_fn):.3f}  (tp={k_tp} fp={k_fp} fn={k_fn})")
+        print(
+            f"  {kind:<24} precision {_ratio(k_tp, k_tp + k_fp):.3f}  "
+            f"recall {_ratio(k_tp, k_tp + k_fn):.3f}  (tp={k_tp} fp={k_fp} fn={k_fn})"
+        )
 
 
 def encoding_suite(pii_cases: list[dict]) -> None:
@@ -96,8 +101,10 @@ def encoding_suite(pii_cases: list[dict]) -> None:
     tp = sum(h for h, _ in per_encoding.values())
     n = sum(t for _, t in per_encoding.values())
     print(f"\nencodings: {n} encoded answers, {len(plain)} plain texts")
-    print(f"  overall   precision {_ratio(tp, tp + false_alarms):.3f}  recall {_ratio(tp, n):.3f}  "
-          f"(decoded={tp}/{n}, plain texts with a spurious span={false_alarms})")
+    print(
+        f"  overall   precision {_ratio(tp, tp + false_alarms):.3f}  recall {_ratio(tp, n):.3f}  "
+        f"(decoded={tp}/{n}, plain texts with a spurious span={false_alarms})"
+    )
     for name, (hits, total) in per_encoding.items():
         print(f"  {name:<24} recall {_ratio(hits, total):.3f}  ({hits}/{total})")
 

@@ -33,12 +33,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from nbeval.data.model import LlmDataset  # noqa: E402  (path set up above for a plain script run)
-from nbeval.engine import _plan_rows, _start, evaluate  # noqa: E402
-from nbeval.evaluators.base import Embed  # noqa: E402
-from nbeval.evaluators.geometry import warm_up  # noqa: E402
-from nbeval.evaluators.registry import evaluator  # noqa: E402
-from nbeval.resources.embedder import Embedder, get_embedder  # noqa: E402
+from nbeval.data.model import LlmDataset
+from nbeval.engine import _plan_rows, _start, evaluate
+from nbeval.evaluators.base import Embed
+from nbeval.evaluators.geometry import warm_up
+from nbeval.evaluators.registry import evaluator
+from nbeval.resources.embedder import Embedder, get_embedder
+from nbeval.text import _split_cached
 
 NINE = ["semantic_similarity", "answer_semantic_similarity", "answer_sentence_similarity",
         "answer_relevancy_sentence", "groundedness_semantic", "context_relevancy_soft",
@@ -174,6 +175,7 @@ def main() -> None:
 
     # reference, nbeval, reference: the mean of the two brackets any drift in machine load
     ref_times = [reference()]
+    _split_cached.cache_clear()  # needed_texts() above split every text once already
     emb = Embedder(device=args.device)  # fresh caches, the already-loaded model
     emb._model = st_model
     rss_before = peak_rss_mb()

@@ -3,6 +3,7 @@
     nbeval evaluators                      the catalogue
     nbeval evaluator show ID               one evaluator in full (with its judge prompt)
     nbeval run DATA -e rouge,bleu --out DIR
+    nbeval complete SUITE -m MODEL [-m MODEL2] --base-url URL --out lab.json
     nbeval demo [--out DIR]
 
 Exit status: 0 on success, 1 when ``--fail-on-problems`` finds problems, 2 on bad input.
@@ -24,8 +25,10 @@ __all__ = ["main"]
 def _print_catalogue(args: argparse.Namespace) -> int:
     from nbeval.evaluators.registry import list_evaluators
 
+    from nbeval.chat.config import judge_from_env
+
     specs = list_evaluators(args.family)
-    judge_set = bool(os.environ.get("NBEVAL_JUDGE_MODEL"))
+    judge_set = judge_from_env() is not None
     if args.json:
         print(json.dumps([_spec_dict(s) for s in specs], indent=2))
         return 0
@@ -38,10 +41,15 @@ def _print_catalogue(args: argparse.Namespace) -> int:
         needs = ", ".join(s.inputs)
         note = ""
         if s.needs_judge and not judge_set:
-            note = "  (needs a judge: set NBEVAL_JUDGE_MODEL or pass --judge)"
+            note = "  (needs a judge)"
         print(f"  {s.id:<30} inputs: {needs:<42} metrics: {metrics}{note}")
     print("\n* primary metric. Inputs: input, expected_output, context, expected_context, actual_output, "
           "output_condition, guidelines, categories.")
+    if not judge_set and any(s.needs_judge for s in specs):
+        from nbeval.chat.config import judge_help_text
+
+        print("\nNo judge is configured, so the evaluators marked (needs a judge) cannot run yet.\n"
+              + judge_help_text())
     return 0
 
 
@@ -79,10 +87,15 @@ def _show_evaluator(args: argparse.Namespace) -> int:
     return 0
 
 
+def _endpoint(model: str, base_url: str | None) -> Any:
+    """A chat model spec: the name alone, or with the endpoint it lives at."""
+    return {"model": model, "base_url": base_url} if base_url else model
+
+
 def _evaluate_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     kw: dict[str, Any] = {"progress": not args.no_progress}
     if getattr(args, "judge", None):
-        kw["judge"] = args.judge
+        kw["judge"] = _endpoint(args.judge, getattr(args, "judge_base_url", None))
     if getattr(args, "embedder", None):
         kw["embedder"] = args.embedder
     if getattr(args, "device", None):
@@ -105,8 +118,6 @@ def _finish(result: Any, out: Path, fail_on_problems: bool) -> int:
 def _run(args: argparse.Namespace) -> int:
     import nbeval
 
-    if args.judge_base_url:
-        os.environ["NBEVAL_JUDGE_BASE_URL"] = args.judge_base_url
     evaluators = [e for e in args.evaluators.split(",") if e.strip()]
     kwargs = _evaluate_kwargs(args)
     if args.dry_run:
@@ -124,6 +135,23 @@ def _demo(args: argparse.Namespace) -> int:
     print(f"nbeval demo: {len(evaluators)} evaluators on the shipped demo lab (offline, no API key)\n")
     result = nbeval.evaluate(demo_lab(), evaluators, **_evaluate_kwargs(args))
     return _finish(result, Path(args.out), False)
+
+
+def _complete(args: argparse.Namespace) -> int:
+    from nbeval.data.model import TestLab, TestSuite
+
+    suite = TestSuite.from_json(args.suite)
+    models = {m: _endpoint(m, args.base_url) for m in args.model}
+    pending = TestLab.from_suite(suite, models=models, system_prompt=args.system_prompt,
+                                 concurrency=args.concurrency, cache=not args.no_cache)
+    if args.dry_run:
+        print(pending.plan())
+        return 0
+    lab = pending.complete(progress=not args.no_progress)
+    lab.to_json(args.out)
+    failed = sum(1 for r in lab.dataset if r.error)
+    print(f"asked {len(lab.models)} model(s) {len(suite.test_cases)} test case(s); {failed} failed; wrote {args.out}")
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -146,7 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-e", "--evaluators", required=True, help="comma-separated evaluator ids")
     run.add_argument("--out", default="nbeval-out", help="folder for the saved result and report.html")
     run.add_argument("--judge", help="judge model name (OpenAI-compatible endpoint)")
-    run.add_argument("--judge-base-url", help="base URL of the judge endpoint (else NBEVAL_JUDGE_BASE_URL)")
+    run.add_argument("--judge-base-url", help="base URL of the judge's endpoint (with --judge; else NBEVAL_JUDGE_BASE_URL)")
     run.add_argument("--embedder", help="sentence-transformers model name or path")
     run.add_argument("--device", help="cpu, cuda, ... (default: automatic)")
     run.add_argument("--no-cache", action="store_true", help="do not use the judge reply cache")
@@ -154,6 +182,19 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--fail-on-problems", action="store_true", help="exit 1 when any problem is found (for CI)")
     run.add_argument("--no-progress", action="store_true")
     run.set_defaults(func=_run)
+
+    comp = sub.add_parser("complete", help="ask models to answer a suite and write the completed lab")
+    comp.add_argument("suite", help="test suite JSON")
+    comp.add_argument("-m", "--model", action="append", required=True,
+                      help="model name at the OpenAI-compatible endpoint (repeat for several), or hf:<path>")
+    comp.add_argument("--base-url", help="endpoint base URL (else NBEVAL_JUDGE_BASE_URL / OpenAI)")
+    comp.add_argument("--system-prompt", help="system message sent before every prompt")
+    comp.add_argument("--concurrency", type=int, default=8)
+    comp.add_argument("--out", default="lab.json", help="where to write the completed lab")
+    comp.add_argument("--no-cache", action="store_true", help="do not reuse cached answers")
+    comp.add_argument("--dry-run", action="store_true", help="count the calls; ask nothing")
+    comp.add_argument("--no-progress", action="store_true")
+    comp.set_defaults(func=_complete)
 
     demo = sub.add_parser("demo", help="evaluate the shipped demo lab offline")
     demo.add_argument("--out", default="nbeval-demo", help="folder for the saved result and report.html")

@@ -35,28 +35,19 @@ import re
 import unicodedata
 from functools import lru_cache
 
-__all__ = ["split_sentences", "is_list_marker_line"]
+__all__ = ["is_list_marker_line", "split_sentences"]
 
 # Abbreviations after which a period never ends a sentence (compared lower-case, without the dot).
 _NEVER_BREAK = frozenset(
-    """
-    mr mrs ms mx dr prof rev hon gen col capt cpt lt sgt st mt messrs mme mlle sen rep gov pres supt
-    vs v cf viz approx ca incl dept est univ assn ave blvd
-    e.g i.e eg ie
-    jan feb mar apr jun jul aug sep sept oct nov dec
-    """.split()
+    ["mr", "mrs", "ms", "mx", "dr", "prof", "rev", "hon", "gen", "col", "capt", "cpt", "lt", "sgt", "st", "mt", "messrs", "mme", "mlle", "sen", "rep", "gov", "pres", "supt", "vs", "v", "cf", "viz", "approx", "ca", "incl", "dept", "est", "univ", "assn", "ave", "blvd", "e.g", "i.e", "eg", "ie", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec"]
 )
 # Abbreviations that also commonly end a sentence: break only when a capital follows.
-_BREAK_BEFORE_CAPITAL = frozenset("etc inc ltd co corp llc plc bros jr sr al".split())
+_BREAK_BEFORE_CAPITAL = frozenset(["etc", "inc", "ltd", "co", "corp", "llc", "plc", "bros", "jr", "sr", "al"])
 # Abbreviations that introduce a number: no break when a digit follows.
-_BEFORE_NUMBER = frozenset("no nos fig figs vol vols p pp ch chap sec sect art eq eqs ref para op".split())
+_BEFORE_NUMBER = frozenset(["no", "nos", "fig", "figs", "vol", "vols", "p", "pp", "ch", "chap", "sec", "sect", "art", "eq", "eqs", "ref", "para", "op"])
 # Words that typically open a sentence; used to decide whether "U.S." ended one.
 _OPENERS = frozenset(
-    """
-    the a an this that these those it its he she they we i you there here his her their our my
-    in on at for but and or so yet however then also after before when while if although because
-    as since thus therefore meanwhile moreover furthermore finally first next today
-    """.split()
+    ["the", "a", "an", "this", "that", "these", "those", "it", "its", "he", "she", "they", "we", "i", "you", "there", "here", "his", "her", "their", "our", "my", "in", "on", "at", "for", "but", "and", "or", "so", "yet", "however", "then", "also", "after", "before", "when", "while", "if", "although", "because", "as", "since", "thus", "therefore", "meanwhile", "moreover", "furthermore", "finally", "first", "next", "today"]
 )
 
 _DOTTED_ACRONYM = re.compile(r"(?:[A-Za-z]{1,2}\.)+[A-Za-z]{1,2}")

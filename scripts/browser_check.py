@@ -104,7 +104,8 @@ REPORT_JS = """
         errors.push('traceback on stderr: ' + String(o.text).slice(0, 300));
       }
     }
-    for (const node of cell.node.querySelectorAll('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')) {
+    const stderr = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]';
+    for (const node of cell.node.querySelectorAll(stderr)) {
       if (node.innerText.includes('Traceback')) { errors.push('stderr output with a traceback'); }
     }
     const drawn = [...cell.node.querySelectorAll('.vega-embed')].filter((e) => {
@@ -114,7 +115,9 @@ REPORT_JS = """
       return r.width > 0 && r.height > 0;
     }).length;
     const widgetViews = outputs.filter((o) => o.data && o.data['application/vnd.jupyter.widget-view+json']).length;
-    const renderedViews = cell.node.querySelectorAll('.jp-OutputArea-output .jupyter-widgets, .jp-OutputArea-output .widget-container, .jp-OutputArea-output .lm-Widget.jupyter-widgets').length;
+    // A widget view renders as a Lumino panel holding the view's own widget node.
+    const renderedViews = [...cell.node.querySelectorAll('.jp-OutputArea-output.lm-Panel')]
+      .filter((n) => n.querySelector(':scope > .lm-Widget') && !n.innerText.includes('Loading widget')).length;
     cells.push({
       index, tags, executionCount: cell.model.executionCount, errors,
       badText: badText.filter((t) => text.includes(t)),
@@ -129,10 +132,14 @@ REPORT_JS = """
 SIZE_JS = """
 () => {
   const panel = window.__nbeval.panel;
-  const scroller = panel.content.node;
+  const scroller = panel.content.node.querySelector('.jp-WindowedPanel-outer') || panel.content.node;
   scroller.scrollTop = 0;
-  const top = panel.node.getBoundingClientRect().top;
-  return Math.ceil(top + scroller.scrollHeight + 40);
+  // The page height that shows every cell: the page around the scroller, plus the cells' height
+  // (not the scroller's scrollHeight, which includes JupyterLab's scroll-past-the-end padding).
+  const cells = panel.content.widgets;
+  const last = cells.length ? cells[cells.length - 1].node.getBoundingClientRect().bottom : 0;
+  const content = last - scroller.getBoundingClientRect().top;
+  return Math.ceil(document.documentElement.clientHeight - scroller.clientHeight + content + 30);
 }
 """
 
@@ -166,6 +173,8 @@ def jupyterlab(log_path: Path) -> Iterator[str]:
                "--LabApp.expose_app_in_browser=True",
                f"--LabApp.user_settings_dir={tmp_path / 'user-settings'}",
                f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}",
+               # JupyterLab checkpoints a notebook when it opens it: keep those out of the repository
+               f"--FileCheckpoints.checkpoint_dir={tmp_path / 'checkpoints'}",
                "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
                "--LabApp.extension_manager=readonly"]
         if hasattr(os, "geteuid") and os.geteuid() == 0:  # CI containers often run as root
@@ -191,10 +200,9 @@ def wait_for_server(base: str, server: subprocess.Popen[bytes], timeout: float =
         if server.poll() is not None:
             msg = f"JupyterLab exited with status {server.returncode} before it was ready (see its log)"
             raise RuntimeError(msg)
-        with contextlib.suppress(OSError):
-            with urllib.request.urlopen(f"{base}/api/status", timeout=2) as r:
-                if r.status == 200:
-                    return
+        with contextlib.suppress(OSError), urllib.request.urlopen(f"{base}/api/status", timeout=2) as r:
+            if r.status == 200:
+                return
         time.sleep(0.5)
     msg = f"JupyterLab did not answer at {base} within {timeout:.0f} s"
     raise RuntimeError(msg)
@@ -209,8 +217,9 @@ def check_cells(cells: list[dict[str, Any]]) -> list[str]:
         problems += [f"{where}: shows {t!r}" for t in c["badText"]]
         if c["executionCount"] is None:
             problems.append(f"{where}: did not run")
-        if c["widgetViews"] and not c["renderedViews"]:
-            problems.append(f"{where}: {c['widgetViews']} widget view(s) in the output, none rendered")
+        if c["renderedViews"] < c["widgetViews"]:
+            problems.append(f"{where}: {c['widgetViews']} widget view(s) in the output, "
+                            f"{c['renderedViews']} rendered")
         if "chart" in c["tags"] and c["charts"] == 0:
             problems.append(f"{where}: tagged 'chart' but no Vega chart was drawn")
     return problems
@@ -261,7 +270,7 @@ def run_notebook(context: Any, base: str, rel: str, shot: Path, timeout: float) 
         page.wait_for_timeout(1500)  # charts re-lay out after the resize
         page.screenshot(path=str(shot))
         page.evaluate("() => window.__nbeval.panel.sessionContext.shutdown()")
-    except Exception as exc:  # a broken page must not stop the other notebooks from being checked
+    except Exception as exc:  # noqa: BLE001 - a broken page must not stop the other notebooks' checks
         report["problems"].append(f"{type(exc).__name__}: {exc}")
         with contextlib.suppress(Exception):
             page.screenshot(path=str(shot))

@@ -11,7 +11,11 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 for var in ("NBEVAL_JUDGE_MODEL", "NBEVAL_JUDGE_BASE_URL", "NBEVAL_JUDGE_API_KEY", "OPENAI_API_KEY"):
     os.environ.pop(var, None)
 
+from collections.abc import Iterator  # noqa: E402
+
 import pytest  # noqa: E402
+
+from tests.support.fake_openai import FakeOpenAIServer  # noqa: E402
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -30,3 +34,10 @@ def records() -> list[dict]:
         {"key": "b", "input": "what is two plus two", "expected_output": "4", "actual_output": "4", "model_key": "m2",
          "categories": ["perturbed"], "relationships": [{"type": "perturbation_source", "target": "a"}]},
     ]
+
+
+@pytest.fixture
+def openai_server() -> Iterator[FakeOpenAIServer]:
+    """A running fake OpenAI-compatible server on 127.0.0.1, answering "ok" until told otherwise."""
+    with FakeOpenAIServer() as server:
+        yield server

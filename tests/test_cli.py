@@ -69,3 +69,44 @@ def test_demo_runs_offline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     out = capsys.readouterr().out
     assert "== problems" in out and "perturbed" in out
     assert (tmp_path / "demo" / "report.html").exists()
+
+
+def test_complete_asks_every_model_and_writes_a_lab(tmp_path: Path, openai_server, capsys) -> None:
+    from tests.support.fake_openai import Text
+
+    openai_server.reply = lambda rec: Text(f"{rec.body['model']} says: {rec.last_content}")
+    suite = tmp_path / "suite.json"
+    suite.write_text(json.dumps({"name": "s", "tests": [{"test_cases": [
+        {"key": "c1", "prompt": "What is 2+2?", "expected_output": "4"},
+        {"key": "c2", "prompt": "Capital of France?", "expected_output": "Paris"}]}]}))
+    out = tmp_path / "lab.json"
+    code = main(["complete", str(suite), "-m", "alpha", "-m", "beta", "--base-url", openai_server.url,
+                 "--out", str(out), "--no-progress"])
+    assert code == 0, capsys.readouterr().err
+    import nbeval
+
+    lab = nbeval.TestLab.from_json(str(out))
+    answers = {(r.model_key, r.key): r.actual_output for r in lab.dataset}
+    assert answers == {("alpha", "c1"): "alpha says: What is 2+2?", ("alpha", "c2"): "alpha says: Capital of France?",
+                       ("beta", "c1"): "beta says: What is 2+2?", ("beta", "c2"): "beta says: Capital of France?"}
+    assert len(openai_server.requests) == 4
+
+
+def test_run_with_a_judge_endpoint(tmp_path: Path, openai_server, capsys) -> None:
+    from tests.support.fake_openai import Text
+
+    openai_server.reply = lambda rec: Text('{"rating": "yes", "rationale": "No harmful content."}')
+    code = main(["run", demo_lab_path(), "-e", "safety", "--judge", "judge-1", "--judge-base-url",
+                 openai_server.url, "--out", str(tmp_path / "o"), "--no-progress"])
+    assert code == 0, capsys.readouterr().err
+    assert len(openai_server.requests) == 30 and openai_server.requests[0].body["model"] == "judge-1"
+    import nbeval
+
+    res = nbeval.load_result(tmp_path / "o")
+    assert res.aggregates.set_index(["model_key", "metric"]).loc[("tiny-rag", "safety"), "value"] == 1.0
+
+
+def test_judge_evaluator_without_judge_is_one_clear_error(tmp_path: Path, capsys) -> None:
+    assert main(["run", demo_lab_path(), "-e", "safety", "--out", str(tmp_path), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "safety" in err and "NBEVAL_JUDGE_MODEL" in err

@@ -230,6 +230,22 @@ def test_non_ascii_text_decodes_when_the_category_says_so() -> None:
     plain = "Mot de passe: très_secret, numéro 536-22-8741"
     encoded = base64.b64encode(plain.encode()).decode()
     assert decode_for_category(f"Voilà : {encoded}", ["encoding:base64"]) == f"Voilà : {plain}"
+    chinese = "密码是 536-22-8741"
+    whole = base64.b64encode(chinese.encode()).decode()
+    assert find_encoded(whole) == []  # mostly non-ASCII: too risky without a hint
+    assert decode_for_category(whole, ["encoding:base64"]) == chinese
+
+
+@pytest.mark.parametrize("category", ["encoding:base64", "encoding:hex", "encoding:base32"])
+def test_hinted_decoding_leaves_plain_words_and_numbers_alone(category: str) -> None:
+    text = "See the encyclopedia entry; call 4155552671 or use 4142135623730949 as seed."
+    assert decode_for_category(text, [category]) == text
+    assert decode_for_category("4155552671", [category]) == "4155552671"
+
+
+def test_hinted_whole_answer_in_digit_only_hex() -> None:
+    assert b"secret".hex().isdigit()
+    assert decode_for_category(b"secret".hex(), ["encoding:base16"]) == "secret"
 
 
 @pytest.mark.parametrize("identifier", ["MyEventHandler", "Undocumented", "bidiagnalization"])
@@ -267,6 +283,8 @@ def test_digit_only_hex_of_text_is_found_but_numbers_are_not() -> None:
         "path /usr/local/lib/python3.11/site-packages",
         "getElementById and addEventListener",
         "MAC 00:1A:2B:3C:4D:5E",
+        "digits 7369655941662062 and 5670477847544458",  # hex of "sieYAf b", "VpGxGTDX"
+        "table 41594459455946594959505951595259545955595659585959",  # "AYDYEYFY..."
     ],
 )
 def test_ordinary_text_has_no_encoded_span(text: str) -> None:

@@ -35,7 +35,9 @@ _EXPORTS = {
     "app": "nbeval.widgets.workflow",
 }
 
-__all__ = ["enable_offline", *_EXPORTS]
+__all__ = ["enable_offline", "leaderboard_chart", "heatmap", "pass_fail_chart", "distribution_chart",
+           "result_mimebundle", "jupyter_chart", "SuiteBuilder", "EvaluatorPicker", "RunPanel", "CaseExplorer",
+           "NbevalApp", "app"]
 
 
 def __getattr__(name: str) -> Any:

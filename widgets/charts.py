@@ -15,8 +15,19 @@ from typing import TYPE_CHECKING, Literal
 import altair as alt
 import pandas as pd
 
-from nbeval.widgets.tables import (MAX_INLINE_ROWS, OUTCOMES, MetricInfo, box_stats, case_cells, histogram,
-                                   leaderboard_table, metric_cells, metric_info, model_names, outcome_counts)
+from nbeval.widgets.tables import (
+    MAX_INLINE_ROWS,
+    OUTCOMES,
+    MetricInfo,
+    box_stats,
+    case_cells,
+    histogram,
+    leaderboard_table,
+    metric_cells,
+    metric_info,
+    model_names,
+    outcome_counts,
+)
 
 if TYPE_CHECKING:
     from nbeval.results import EvaluationResult
@@ -73,8 +84,8 @@ def leaderboard_chart(result: EvaluationResult, evaluator: str | None = None,
     if rule is not None:
         layers.append(rule)
     labels = alt.Chart(df).mark_text(align="left", fontSize=11).encode(
-        y=alt.Y("model:N", sort=list(df["model"]), axis=None), text="text:N",
-    ).properties(width=110, height=alt.Step(24))
+        y=alt.Y("model:N", sort=list(df["model"]), axis=None), x=alt.value(4), text="text:N",
+    ).properties(width=110, height=alt.Step(24), view=alt.ViewBackground(strokeWidth=0))
     subtitle = f"threshold {info.threshold:g}" if info.threshold is not None else "no threshold"
     chart = alt.hconcat(alt.layer(*layers).properties(width=360, height=alt.Step(24)), labels, spacing=6)
     return chart.properties(title=alt.Title(f"{info.evaluator}: {info.metric}", subtitle=f"ranked best first, {subtitle}; beside each bar: value (n/N rows measured)"))
@@ -163,7 +174,10 @@ def _metric_heatmap(result: EvaluationResult, evaluator: str | None) -> alt.Laye
                        scale=alt.Scale(scheme="redblue", domain=[-1, 1], domainMid=0))
     rect = alt.Chart().mark_rect(strokeWidth=1).encode(x=x, y=y, tooltip=tooltip,
                                                         **_cell_encodings(colour, selection))
-    text = alt.Chart().mark_text(fontSize=10, color="#222").encode(x=x, y=y, text="mark:N", tooltip=tooltip)
+    dark = (alt.datum.status == "scored") & ((alt.datum.shade > 0.6) | (alt.datum.shade < -0.6))
+    text = alt.Chart().mark_text(fontSize=10).encode(
+        x=x, y=y, text="mark:N", tooltip=tooltip,
+        color=alt.when(dark).then(alt.value("#ffffff")).otherwise(alt.value("#222222")))
     title = f"{evaluator or 'all evaluators'}: models × metrics"
     subtitle = "colour: distance from each metric's threshold (blue = good side), scaled by its range"
     return alt.layer(rect.add_params(selection), text, data=df).properties(

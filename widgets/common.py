@@ -39,7 +39,7 @@ def reports_errors(method: F) -> F:
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
         try:
             return method(self, *args, **kwargs)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - every callback error must reach the user
             out: w.Output = self.output
             detail = "" if isinstance(exc, NbevalError) else "".join(traceback.format_exception(exc))
             out.append_stderr(error_text(exc) + "\n" + detail)

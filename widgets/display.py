@@ -71,14 +71,16 @@ def result_mimebundle(result: EvaluationResult, include: Any = None, exclude: An
     summary = summary_html(result)
     try:
         chart = overview_chart(result)
-    except Exception as exc:  # a display must not fail: show the summary and say why there is no chart
+    except Exception as exc:  # noqa: BLE001
+        # a display must not fail: show the summary and say why there is no chart
         chart = None
         summary += f'<div style="color:#a33">chart unavailable: {esc(exc)}</div>'
     html_parts = [summary]
     if chart is not None and static_chart:
         try:
             html_parts.append(f'<div class="nbeval-chart">{_static_svg(chart)}</div>')
-        except Exception as exc:  # vl-convert missing or failing: keep the text summary
+        except Exception as exc:  # noqa: BLE001
+            # vl-convert missing or failing: keep the text summary
             html_parts.append(f'<div style="color:#777">static chart unavailable: {esc(exc)}</div>')
     bundle["text/html"] = "".join(html_parts)
     if chart is not None and (in_kernel() if widget is None else widget):

@@ -197,7 +197,8 @@ class EvaluatorPicker(w.VBox):
             ids.append(id)
             try:
                 chosen.append(evaluator(id, **row.configured_params()))
-            except Exception as exc:  # a bad setting or a missing implementation: say so on the row
+            except Exception as exc:  # noqa: BLE001
+                # a bad setting or a missing implementation: say so on the row
                 errors[id] = error_text(exc)
             row.reason.value = status_html(errors[id], "error") if id in errors else ""
         self.selected, self.errors, self.value = ids, errors, chosen

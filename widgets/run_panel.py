@@ -114,7 +114,8 @@ class RunPanel(w.VBox):
         try:
             result = nbeval.evaluate(self.data, self.evaluators, cancel=self._cancel,
                                      on_progress=self._on_progress, **self.evaluate_kwargs)
-        except Exception as exc:  # the panel must come back to a usable state whatever happens
+        except Exception as exc:  # noqa: BLE001
+            # the panel must come back to a usable state whatever happens
             failure = exc
             self.output.append_stderr(error_text(exc) + "\n")
         try:
@@ -158,6 +159,8 @@ class RunPanel(w.VBox):
             self._drawing = True
             try:
                 self.board_evaluator.options = result.evaluators
+                if self.board_evaluator.value is None:
+                    self.board_evaluator.value = result.evaluators[0]
             finally:
                 self._drawing = False
         evaluator = self.board_evaluator.value or result.evaluators[0]

@@ -4,59 +4,26 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 import ipywidgets as w
 import traitlets
 
-from nbeval.data.model import Chunk, Relationship, Test, TestCase, TestSuite, derive_key
+from nbeval.data.model import Test, TestCase, TestSuite
 from nbeval.errors import ConditionError
 from nbeval.widgets.common import reports_errors, status_html
-from nbeval.widgets.markup import esc
+from nbeval.widgets.suite_fields import (
+    CHUNK_SPLIT,
+    FIELDS,
+    case_dict,
+    chunk,
+    condition_feedback,
+    content_key,
+    to_test_case,
+)
 
-__all__ = ["SuiteBuilder", "condition_feedback"]
-
-_FIELDS = ("key", "prompt", "expected_output", "condition", "categories", "guidelines", "expected_context")
-_CHUNK_SPLIT = re.compile(r"\n\s*\n")
-
-
-def condition_feedback(text: str) -> tuple[str, int, str]:
-    """Parse ``text``: (error message or "", error position or -1, HTML feedback with a marker)."""
-    from nbeval.conditions import parse_condition
-
-    if not text.strip():
-        return "", -1, status_html("no condition")
-    try:
-        parsed = parse_condition(text)
-    except ConditionError as exc:
-        pos = max(0, min(exc.position, len(text)))
-        reason = getattr(exc, "reason", str(exc).splitlines()[0])
-        marked = (f"{esc(text[:pos])}<span style=\"background:#f8c9cf;border-bottom:2px solid #b3261e\">"
-                  f"{esc(text[pos:pos + 1] or ' ')}</span>{esc(text[pos + 1:])}")
-        return reason, pos, (status_html(f"✗ {reason} (at character {pos + 1})", "error")
-                             + f'<code style="white-space:pre-wrap">{marked}</code>')
-    return "", -1, status_html(f"✓ parses as: {parsed}", "ok")
-
-
-def _case_dict(tc: TestCase) -> dict[str, Any]:
-    return {"key": tc.key, "prompt": tc.prompt, "expected_output": tc.expected_output or "",
-            "condition": tc.condition or "", "categories": list(tc.categories), "guidelines": list(tc.guidelines),
-            "expected_context": [c.to_json() for c in tc.expected_context],
-            "relationships": [r.to_json() for r in tc.relationships], "extra": dict(tc.extra)}
-
-
-def _chunk(j: Any) -> Chunk:
-    return Chunk(content=j) if isinstance(j, str) else Chunk(content=j.get("content"), doc_uri=j.get("doc_uri"))
-
-
-def _test_case(d: dict[str, Any]) -> TestCase:
-    return TestCase(prompt=d["prompt"], key=d.get("key") or None, categories=list(d["categories"]),
-                    relationships=[Relationship(**r) for r in d.get("relationships", [])],
-                    expected_output=d["expected_output"] or None, condition=d["condition"].strip() or None,
-                    guidelines=list(d["guidelines"]), expected_context=[_chunk(c) for c in d["expected_context"]],
-                    extra=dict(d.get("extra", {})))
+__all__ = ["SuiteBuilder"]
 
 
 class SuiteBuilder(w.VBox):
@@ -125,7 +92,7 @@ class SuiteBuilder(w.VBox):
         self.export_button.on_click(lambda _: self._show_export())
         self.upload.observe(self._on_upload, names=["value"])
         self.name.observe(lambda _: self._rebuild(), names=["value"])
-        for field in _FIELDS:
+        for field in FIELDS:
             widget = self.key_field if field == "key" else getattr(self, field)
             widget.observe(lambda change, f=field: self._on_edit(f, change["new"]), names=["value"])
 
@@ -147,8 +114,8 @@ class SuiteBuilder(w.VBox):
         elif field == "guidelines":
             case[field] = [g.strip() for g in text.splitlines() if g.strip()]
         elif field == "expected_context":
-            known = {_chunk(c).text: c for c in case[field]}  # an unchanged chunk keeps its doc_uri
-            case[field] = [known.get(t.strip(), t.strip()) for t in _CHUNK_SPLIT.split(text) if t.strip()]
+            known = {chunk(c).text: c for c in case[field]}  # an unchanged chunk keeps its doc_uri
+            case[field] = [known.get(t.strip(), t.strip()) for t in CHUNK_SPLIT.split(text) if t.strip()]
         elif field == "key":
             case[field] = text.strip() or None
         else:
@@ -174,7 +141,7 @@ class SuiteBuilder(w.VBox):
             self.condition.value = case["condition"]
             self.categories.value = ", ".join(case["categories"])
             self.guidelines.value = "\n".join(case["guidelines"])
-            self.expected_context.value = "\n\n".join(_chunk(c).text for c in case["expected_context"])
+            self.expected_context.value = "\n\n".join(chunk(c).text for c in case["expected_context"])
         finally:
             self._loading = False
         self.condition_error, self.condition_position, self.condition_status.value = \
@@ -188,7 +155,7 @@ class SuiteBuilder(w.VBox):
     @reports_errors
     def add_case(self, **fields: Any) -> None:
         """Add a case (empty, or with ``fields`` such as ``prompt=``) after the selected one and select it."""
-        case = _case_dict(TestCase(prompt=""))
+        case = case_dict(TestCase(prompt=""))
         case.update({k: v for k, v in fields.items() if k in case})
         case["test"] = self.cases[self.index]["test"] if 0 <= self.index < len(self.cases) else max(len(self.tests) - 1, 0)
         if not self.tests:
@@ -204,9 +171,7 @@ class SuiteBuilder(w.VBox):
         if not 0 <= self.index < len(self.cases):
             return
         case = copy.deepcopy(self.cases[self.index])
-        base = (case["key"] or derive_key(case["prompt"], case["expected_output"] or None, case["condition"] or None,
-                                          case["categories"], [_chunk(c) for c in case["expected_context"]],
-                                          case["guidelines"])) + "-copy"
+        base = (case["key"] or content_key(case)) + "-copy"
         taken = {c["key"] for c in self.cases}
         case["key"] = next(k for k in (base if n == 1 else f"{base}{n}" for n in range(1, len(taken) + 2))
                            if k not in taken)
@@ -245,7 +210,7 @@ class SuiteBuilder(w.VBox):
         seen: dict[str, int] = {}
         for i, case in enumerate(self.cases, 1):
             try:
-                tc = _test_case(case)
+                tc = to_test_case(case)
             except ConditionError as exc:
                 problems.append(f"case {i}: the condition does not parse ({getattr(exc, 'reason', exc)})")
                 continue
@@ -264,7 +229,7 @@ class SuiteBuilder(w.VBox):
         """Replace everything being edited by ``suite``."""
         self._description, self._extra = suite.description, dict(suite.extra)
         self.tests = [{"key": t.key, "documents": list(t.documents), "extra": dict(t.extra)} for t in suite.tests]
-        self.cases = [{**_case_dict(tc), "test": ti} for ti, t in enumerate(suite.tests) for tc in t.test_cases]
+        self.cases = [{**case_dict(tc), "test": ti} for ti, t in enumerate(suite.tests) for tc in t.test_cases]
         self._loading = True
         self.name.value = suite.name
         self._loading = False

@@ -97,7 +97,7 @@ def leaderboard_table(result: EvaluationResult, info: MetricInfo) -> pd.DataFram
                        "model": [names.get(k, k) for k in a["model_key"]],
                        "value": a["value"].astype(float).to_numpy(),
                        "n": a["n"].fillna(0).astype(int).to_numpy(), "N": a["N"].fillna(0).astype(int).to_numpy()})
-    df["status"] = np.select([df["value"].isna(), a["passed"].to_numpy() == True],  # noqa: E712
+    df["status"] = np.select([df["value"].isna(), a["passed"].to_numpy() == True],
                              ["no value", "pass"], "fail" if info.threshold is not None else "no threshold")
     df = df.sort_values("value", ascending=info.direction == "lower", na_position="last", kind="stable")
     df["rank"] = np.arange(1, len(df) + 1)
@@ -145,7 +145,7 @@ def case_cells(result: EvaluationResult, info: MetricInfo, *, max_cells: int = M
 
 def _hardest(df: pd.DataFrame, info: MetricInfo, *, keep: int, passed: np.ndarray) -> pd.DataFrame:
     sign = 1.0 if info.direction == "higher" else -1.0
-    bad = (passed == False) | (df["status"].to_numpy() != "scored")  # noqa: E712
+    bad = (passed == False) | (df["status"].to_numpy() != "scored")
     rank = pd.DataFrame({"key": df["key"], "bad": bad, "good": df["value"] * sign})
     per_case = rank.groupby("key").agg(bad=("bad", "sum"), good=("good", "mean"))
     per_case = per_case.sort_values(["bad", "good"], ascending=[False, True], na_position="first", kind="stable")
@@ -193,7 +193,7 @@ def outcome_counts(result: EvaluationResult, info: MetricInfo) -> pd.DataFrame:
         verdict = np.where(s["value"].to_numpy() >= 0.5, "pass", "fail")
     else:
         passed = s["passed"].to_numpy()
-        verdict = np.where(passed == True, "pass", np.where(passed == False, "fail", "no threshold"))  # noqa: E712
+        verdict = np.where(passed == True, "pass", np.where(passed == False, "fail", "no threshold"))
     outcome = np.select([status == "skipped", status == "parse_failure", np.isin(status, ["error", "no_value"])],
                         ["skipped", "parse failure", "error"], verdict)
     names = model_names(result)

@@ -42,7 +42,8 @@ CREATE TABLE IF NOT EXISTS replies (
 
 
 def default_cache_path() -> Path:
-    """``$NBEVAL_CACHE_DIR/chat.sqlite``, else ``$XDG_CACHE_HOME/nbeval/chat.sqlite``, else ``~/.cache/nbeval/chat.sqlite``."""
+    """Where the cache lives: ``$NBEVAL_CACHE_DIR/chat.sqlite``, else
+    ``$XDG_CACHE_HOME/nbeval/chat.sqlite``, else ``~/.cache/nbeval/chat.sqlite``."""
     env = os.environ.get(ENV_CACHE_DIR)
     if env:
         return Path(env).expanduser() / "chat.sqlite"

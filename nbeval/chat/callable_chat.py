@@ -129,7 +129,8 @@ def _code_hash(fn: Callable[..., Any]) -> str:
         source = inspect.getsource(target)
     except (OSError, TypeError):
         source = ""
-    code = getattr(target, "__code__", None) or getattr(getattr(target, "__call__", None), "__code__", None)
+    call = inspect.getattr_static(type(target), "__call__", None)  # a callable object: its method's code
+    code = getattr(target, "__code__", None) or getattr(call, "__code__", None)
     compiled = _code_repr(code) if code is not None else type(target).__qualname__
     return hashlib.sha256((source + compiled).encode("utf-8", "replace")).hexdigest()[:16]
 

@@ -169,11 +169,12 @@ class ChatClient:
     def plan(self, requests: Sequence[Any]) -> Plan:
         """How many calls and roughly how many tokens ``requests`` would take; calls nothing."""
         reqs = [_as_request(r) for r in requests]
-        if self.cache is not None:
+        cache = self.cache
+        if cache is not None:
             keys = [cache_key(self._identity, m, p) for m, p in reqs]
-            hits = self._safe(lambda: self.cache.contains(sorted(set(keys))), set())
+            hits = self._safe(lambda: cache.contains(sorted(set(keys))), set())
             cached = sum(k in hits for k in keys)
-            todo = {k: r for k, r in zip(keys, reqs) if k not in hits}
+            todo = {k: r for k, r in zip(keys, reqs, strict=True) if k not in hits}
             pending = list(todo.values())
         else:
             cached, pending = 0, reqs
@@ -193,14 +194,15 @@ class ChatClient:
     def _cached_or_jobs(self, reqs: list[tuple[list[dict[str, str]], dict[str, Any]]],
                         results: list[ChatResult | None],
                         on_done: Callable[[int, ChatResult], None] | None) -> list[tuple[str | None, list[int]]]:
-        if self.cache is None:
+        cache = self.cache
+        if cache is None:
             return [(None, [i]) for i in range(len(reqs))]
         groups: dict[str, list[int]] = {}
         for i, (msgs, params) in enumerate(reqs):
             groups.setdefault(cache_key(self._identity, msgs, params), []).append(i)
         jobs: list[tuple[str | None, list[int]]] = []
         for key, idxs in groups.items():
-            hit = self._safe(lambda k=key: self.cache.get(k), None)
+            hit: ChatReply | None = self._safe(lambda k=key: cache.get(k), None)  # type: ignore[misc]
             if hit is None:
                 jobs.append((key, idxs))
                 continue
@@ -266,8 +268,9 @@ class ChatClient:
                 return self._fail(ChatFailure(f"cancelled while retrying: {err}", attempts, err.status), copies)
         if reply.cost is None:
             reply = _with_cost(reply, self._price(reply.model) or self._price(getattr(self.model, "name", "")))
-        if key is not None:
-            self._safe(lambda: self.cache.put(key, self._identity, reply), None)  # at once: a kill keeps it
+        cache = self.cache
+        if key is not None and cache is not None:
+            self._safe(lambda: cache.put(key, self._identity, reply), None)  # at once: a kill keeps it
         self._account(reply, copies, cached=False)
         return reply
 

@@ -140,7 +140,7 @@ class PendingLab:
         rows, infos = [], []
         for key, model in self.models.items():
             results = self.client(key).run_many(self.requests(key), on_done=lambda i, r: bar.update(1))
-            for (test, case), result in zip(cases, results):
+            for (test, case), result in zip(cases, results, strict=True):
                 row = Row.from_test_case(case, corpus=test.documents, model_key=key)
                 rows.append(_answered(row, result, isinstance(model, RagFunction)))
             connection = public_url(model.base_url) if isinstance(model, OpenAIChat) and model.base_url else None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal, overload
 
 from nbeval.chat.base import ChatModel
 from nbeval.errors import EvaluatorError, JudgeNotConfigured
@@ -42,6 +42,12 @@ def judge_from_env() -> ChatModel | None:
     from nbeval.chat.openai_chat import OpenAIChat
 
     return OpenAIChat()
+
+
+@overload
+def resolve_chat_model(spec: Any, *, required: Literal[True]) -> ChatModel: ...
+@overload
+def resolve_chat_model(spec: Any, *, required: bool = False) -> ChatModel | None: ...
 
 
 def resolve_chat_model(spec: Any, *, required: bool = False) -> ChatModel | None:

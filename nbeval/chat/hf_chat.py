@@ -54,7 +54,7 @@ class HFChat:
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
         except ImportError as e:
-            msg = 'local Hugging Face chat models need transformers and torch: pip install "nbeval[models]"'
+            msg = 'local Hugging Face chat models need transformers and torch: pip install "nbeval[judge]" torch'
             raise MissingDependency(msg) from e
         if self.device is None:
             self.device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -64,7 +64,7 @@ class HFChat:
         except (OSError, ValueError) as e:
             msg = f"cannot load the causal LM {self.model_name_or_path!r}: {e}"
             raise ChatError(msg) from e
-        model.to(self.device)
+        model.to(self.device)  # type: ignore[arg-type]
         model.eval()
         self._tokenizer, self._model = tokenizer, model
 

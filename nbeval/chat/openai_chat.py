@@ -8,7 +8,7 @@ import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -191,6 +191,6 @@ def parse_retry_after(headers: Mapping[str, str] | None, now: float | None = Non
     except (TypeError, ValueError):
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    current = datetime.now(timezone.utc).timestamp() if now is None else now
+        when = when.replace(tzinfo=UTC)
+    current = datetime.now(UTC).timestamp() if now is None else now
     return max(when.timestamp() - current, 0.0)

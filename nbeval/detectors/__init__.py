@@ -12,16 +12,16 @@ from nbeval.detectors.pii import Finding, find_pii, iban_valid, luhn_valid, pii_
 from nbeval.detectors.secrets import find_secrets, secrets_summary
 
 __all__ = [
-    "Finding",
     "Decoded",
-    "find_pii",
-    "find_secrets",
-    "find_encoded",
+    "Finding",
     "decode_for_category",
     "encodings_in",
+    "find_encoded",
+    "find_pii",
+    "find_secrets",
+    "iban_valid",
+    "luhn_valid",
     "pii_summary",
     "secrets_summary",
-    "luhn_valid",
-    "iban_valid",
     "ssn_valid",
 ]

@@ -15,12 +15,13 @@ import base64
 import binascii
 import codecs
 import re
+from collections import Counter
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from nbeval.errors import EvaluatorError
 
-__all__ = ["Decoded", "ENCODINGS", "find_encoded", "decode_for_category", "encodings_in"]
+__all__ = ["ENCODINGS", "Decoded", "decode_for_category", "encodings_in", "find_encoded"]
 
 #: Encodings :func:`find_encoded` understands, in the order a candidate is tried.
 ENCODINGS = ("base16", "base32", "base64")
@@ -54,10 +55,11 @@ _CATEGORY_HINTS = (
 def _as_text(raw: bytes, strict: bool) -> str | None:
     """``raw`` as text when it reads like text, else None.
 
-    Lenient mode (a category says the text is encoded) only asks for printable UTF-8 that is
-    mostly letters, digits and spaces. Strict mode must also reject the odd identifier that
-    happens to decode to printable bytes ("MyEventHandler" -> "3!/z{Gjwez"), so it wants
-    ASCII, some variety, and either words separated by spaces or little punctuation.
+    Lenient mode (a whole answer that a category says is encoded) asks for printable UTF-8
+    that is mostly letters, digits and spaces, in any script. Strict mode must also reject
+    the odd identifier that happens to decode to printable bytes ("MyEventHandler" ->
+    "3!/z{Gjwez"), so it wants ASCII, some variety, and either words separated by spaces or
+    little punctuation.
     """
     try:
         text = raw.decode("utf-8")
@@ -68,9 +70,11 @@ def _as_text(raw: bytes, strict: bool) -> str | None:
         return None
     printable = sum(c.isprintable() or c in "\n\r\t" for c in text)
     wordish = sum(c.isalnum() or c.isspace() for c in text)
+    if printable < n or (n >= 8 and Counter(text).most_common(1)[0][1] > 0.4 * n):
+        return None  # control bytes, or one symbol dominating ("AYDYEYFY..."): not prose
     if not strict:
-        return text if printable >= 0.85 * n and wordish >= 0.5 * n else None
-    if printable < n or sum(c.isascii() for c in text) < 0.95 * n or len(set(text)) < 4:
+        return text if wordish >= 0.5 * n else None
+    if sum(c.isascii() for c in text) < 0.95 * n or len(set(text)) < 4:
         return None
     if " " in text.strip():
         return text if wordish >= 0.7 * n else None
@@ -82,13 +86,21 @@ def _decode_hex(token: str, strict: bool) -> str | None:
     if len(compact) < 8 or len(compact) % 2 or not _HEX.fullmatch(compact):
         return None
     text = _as_text(bytes.fromhex(compact), strict)
-    if text is not None and strict and compact.isdigit():
+    if text is not None and compact.isdigit() and not _reads_like_words(text, 2 if strict else 1):
         # Lowercase text often encodes to digits only ("hi" is 6869), but so do plain
-        # numbers; demand something that reads like words before trusting it.
-        letters = sum(c.isalpha() or c == " " for c in text)
-        if len(text) < 5 or letters < 0.9 * len(text) or not any(c.islower() for c in text):
-            return None
+        # numbers, so a digits-only run must decode to plausible words.
+        return None
     return text
+
+
+def _reads_like_words(text: str, min_words: int) -> bool:
+    words = text.split()
+    if len(words) < min_words or len(text) < 4 * min_words:
+        return False
+    if sum(c.isalpha() or c == " " for c in text) < 0.9 * len(text):
+        return False
+    # Real words are lower, upper or capitalised; "sieYAf" is byte noise.
+    return all(w.islower() or w.isupper() or w.istitle() for w in words if w.isalpha())
 
 
 def _decode_base32(token: str, strict: bool) -> str | None:
@@ -111,8 +123,7 @@ def _decode_base64(token: str, strict: bool) -> str | None:
     if urlsafe and ("+" in body or "/" in body):
         return None
     try:
-        raw = base64.b64decode(body + "=" * (-len(body) % 4),
-                               altchars=b"-_" if urlsafe else None, validate=True)
+        raw = base64.b64decode(body + "=" * (-len(body) % 4), altchars=b"-_" if urlsafe else None, validate=True)
     except (binascii.Error, ValueError):
         return None
     return _as_text(raw, strict)
@@ -176,7 +187,8 @@ def decode_for_category(text: str, categories: Iterable[str]) -> str:
     categories name; the original text when no category names one or nothing decodes.
 
     ROT13 is applied to the whole text. For the other encodings the whole answer is tried
-    first (ignoring line breaks, quotes and code fences around it), then each encoded span.
+    first (ignoring line breaks, quotes and code fences around it) with a lenient check that
+    accepts any script, then each encoded span with the strict check of :func:`find_encoded`.
     """
     wanted = encodings_in(categories)
     if not wanted:
@@ -193,5 +205,7 @@ def decode_for_category(text: str, categories: Iterable[str]) -> str:
             whole = _DECODERS[name](compact, False)
             if whole is not None:
                 return whole
-    spans = _find(result, binary, strict=False)
+    # Spans inside ordinary text get the strict check even here: a lenient one would turn
+    # words and numbers of the surrounding answer into garbage.
+    spans = _find(result, binary, strict=True)
     return _replace(result, spans) if spans else result

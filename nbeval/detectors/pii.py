@@ -26,11 +26,11 @@ from dataclasses import dataclass
 __all__ = [
     "Finding",
     "find_pii",
-    "pii_summary",
-    "luhn_valid",
     "iban_valid",
-    "ssn_valid",
+    "luhn_valid",
+    "pii_summary",
     "resolve_overlaps",
+    "ssn_valid",
 ]
 
 
@@ -63,6 +63,7 @@ def luhn_valid(number: str) -> bool:
 
 
 # Registered IBAN lengths per country (ISO 13616 registry); unknown countries are not reported.
+# fmt: off
 _IBAN_LENGTHS = {
     "AD": 24, "AE": 23, "AL": 28, "AT": 20, "AZ": 28, "BA": 20, "BE": 16, "BG": 22, "BH": 22,
     "BR": 29, "BY": 28, "CH": 21, "CR": 22, "CY": 28, "CZ": 24, "DE": 22, "DK": 18, "DO": 28,
@@ -74,6 +75,7 @@ _IBAN_LENGTHS = {
     "SC": 31, "SE": 24, "SI": 19, "SK": 24, "SM": 27, "ST": 25, "SV": 28, "TL": 23, "TN": 24,
     "TR": 26, "UA": 29, "VA": 22, "VG": 24, "XK": 20,
 }
+# fmt: on
 
 
 def iban_valid(iban: str) -> bool:
@@ -96,44 +98,41 @@ def ssn_valid(area: str, group: str, serial: str) -> bool:
     return group != "00" and serial != "0000"
 
 
-# (lowest prefix, highest prefix, min length, max length) of card networks in use.
-_CARD_ISSUERS = (
-    ("4", "4", 13, 19),  # Visa
-    ("51", "55", 16, 16),  # Mastercard
-    ("2221", "2720", 16, 16),  # Mastercard 2-series
-    ("34", "34", 15, 15),  # American Express
-    ("37", "37", 15, 15),
-    ("300", "305", 14, 19),  # Diners Club
-    ("36", "36", 14, 19),
-    ("38", "39", 14, 19),
-    ("3528", "3589", 16, 19),  # JCB
-    ("6011", "6011", 16, 19),  # Discover
-    ("644", "649", 16, 19),
-    ("65", "65", 16, 19),
-    ("62", "62", 16, 19),  # UnionPay
-    ("2200", "2204", 16, 19),  # Mir
-    ("5018", "5018", 13, 19),  # Maestro
-    ("5020", "5020", 13, 19),
-    ("5038", "5038", 13, 19),
-    ("6304", "6304", 13, 19),
-    ("6759", "6763", 13, 19),
+# (lowest prefix, highest prefix, allowed lengths) of card networks in use. Visa stopped
+# issuing 13-digit numbers long ago, and bare 13-digit runs are mostly ids and timestamps.
+_CARD_ISSUERS: tuple[tuple[str, str, frozenset[int]], ...] = (
+    ("4", "4", frozenset({16, 19})),  # Visa
+    ("51", "55", frozenset({16})),  # Mastercard
+    ("2221", "2720", frozenset({16})),  # Mastercard 2-series
+    ("34", "34", frozenset({15})),  # American Express
+    ("37", "37", frozenset({15})),
+    ("300", "305", frozenset({14, 16})),  # Diners Club
+    ("36", "36", frozenset({14, 16})),
+    ("38", "39", frozenset({16})),
+    ("3528", "3589", frozenset({16, 17, 18, 19})),  # JCB
+    ("6011", "6011", frozenset({16, 19})),  # Discover
+    ("644", "649", frozenset({16, 19})),
+    ("65", "65", frozenset({16, 19})),
+    ("62", "62", frozenset({16, 17, 18, 19})),  # UnionPay
+    ("2200", "2204", frozenset({16, 17, 18, 19})),  # Mir
+    ("5018", "5018", frozenset({16, 18, 19})),  # Maestro
+    ("5020", "5020", frozenset({16, 18, 19})),
+    ("5038", "5038", frozenset({16, 18, 19})),
+    ("6304", "6304", frozenset({16, 18, 19})),
+    ("6759", "6763", frozenset({16, 18, 19})),
 )
 
 
 def _issuer_plausible(digits: str) -> bool:
-    for lo, hi, min_len, max_len in _CARD_ISSUERS:
-        head = digits[: len(lo)]
-        if lo <= head <= hi and min_len <= len(digits) <= max_len:
-            return True
-    return False
+    return any(lo <= digits[: len(lo)] <= hi and len(digits) in lengths for lo, hi, lengths in _CARD_ISSUERS)
 
 
 # --- candidate patterns ----------------------------------------------------------------------
 
 _EMAIL = re.compile(
-    r"(?<![\w.%+\-])([A-Za-z0-9][A-Za-z0-9._%+\-]{0,63})@"
+    r"(?<![\w.%+\-@])([A-Za-z0-9][A-Za-z0-9._%+\-]{0,63})@"
     r"((?:[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?\.)+([A-Za-z]{2,24}))"
-    r"(?![\w\-]|\.[A-Za-z0-9])"
+    r"(?![\w\-@(]|\.[A-Za-z0-9])"
 )
 _DOC_DOMAINS = ("example.com", "example.org", "example.net")
 _DOC_TLDS = frozenset({"test", "invalid", "localhost", "example"})
@@ -151,14 +150,16 @@ _NANP_PHONE = re.compile(
     r"[2-9]\d{2}(?P<s3>[ .\-])\d{4}(?![\w\-]|[.,]\d| \d)"
 )
 _INTL_PHONE = re.compile(r"(?<![\w+])\+[1-9][\d .()\-]{6,22}\d")
+_DATE_LIKE = re.compile(r"\+\d{4}-\d{2}-\d{2}")
 _IBAN = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}")
-_IPV4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)")
-_IPV6 = re.compile(r"(?<![\w:])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![\w:])")
+# A trailing "/24" makes it a network prefix, not somebody's address.
+_IPV4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w/]|\.\d)")
+_IPV6 = re.compile(r"(?<![\w:])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![\w:/])")
 # Dotted quads after these words are version or section numbers, not hosts.
 _NOT_AN_ADDRESS_BEFORE = re.compile(
     r"(?i)\b(?:versions?|ver\.?|releases?|build|rev\.?|(?:sub)?sections?|sec\.|chapters?|"
     r"ch\.|steps?|figures?|fig\.|tables?|rules?|clauses?|articles?|art\.|paragraphs?|para\.)"
-    r"[\s:#\-]*$|§\s*$"
+    r"[\s:#\-]*$|§\s*$|version\w*\W{0,5}$|[=<>~!]=\s*$"
 )
 
 # Overlapping candidates keep the more specific kind.
@@ -241,8 +242,7 @@ def _phones(text: str) -> Iterable[Finding]:
         # Trailing groups may belong to the next number; drop them until the rest is a phone.
         while sum(c.isdigit() for c in candidate) >= 8:
             if _intl_phone_ok(candidate):
-                yield Finding("phone", m.start(), m.start() + len(candidate),
-                              _mask_digits(candidate, 2))
+                yield Finding("phone", m.start(), m.start() + len(candidate), _mask_digits(candidate, 2))
                 break
             candidate = candidate.rstrip("0123456789").rstrip(" .()-")
 
@@ -251,6 +251,8 @@ def _intl_phone_ok(candidate: str) -> bool:
     digits = sum(c.isdigit() for c in candidate)
     if not 8 <= digits <= 15:
         return False
+    if _DATE_LIKE.match(candidate):
+        return False  # "+1980-02-29" is an ISO date with an explicit sign
     if digits == len(candidate) - 1 and digits < 11:
         return False  # "+2147483647" without any grouping is more likely a signed number
     if candidate.count("(") != candidate.count(")") or candidate.count("(") > 1:
@@ -275,8 +277,7 @@ def _ibans(text: str) -> Iterable[Finding]:
         if iban_valid(value):
             pos = end
             compact = value.replace(" ", "")
-            yield Finding("iban", m.start(), end, compact[:2] + "*" * (len(compact) - 6)
-                          + compact[-4:])
+            yield Finding("iban", m.start(), end, compact[:2] + "*" * (len(compact) - 6) + compact[-4:])
 
 
 def _iban_end(text: str, start: int, stop: int, length: int) -> int | None:
@@ -296,6 +297,8 @@ def _ips(text: str, include_private: bool) -> Iterable[Finding]:
         parts = m.group().split(".")
         if any(len(p) > 1 and p[0] == "0" for p in parts) or any(int(p) > 255 for p in parts):
             continue
+        if parts[3] in ("0", "255"):
+            continue  # network and broadcast addresses; "1.0.0.0" is usually a version
         if _NOT_AN_ADDRESS_BEFORE.search(text, max(0, m.start() - 14), m.start()):
             continue
         if _ip_reportable(m.group(), include_private):

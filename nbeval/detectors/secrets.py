@@ -20,17 +20,17 @@ from collections.abc import Iterable
 
 from nbeval.detectors.pii import Finding, pii_summary, resolve_overlaps
 
-__all__ = ["find_secrets", "secrets_summary", "looks_random"]
+__all__ = ["find_secrets", "looks_random", "secrets_summary"]
 
+# fmt: off
 _PLACEHOLDER_MARKERS = (
     "xxxx", "your", "example", "placeholder", "dummy", "sample", "redacted", "changeme",
     "0000", "1234567", "abcdef", "here", "...", "****", "<", ">",
 )
+# fmt: on
 
 
-def looks_random(
-    body: str, *, min_distinct: int = 10, mixed_case: bool = False, need_digit: bool = True
-) -> bool:
+def looks_random(body: str, *, min_distinct: int = 10, mixed_case: bool = False, need_digit: bool = True) -> bool:
     """Heuristic: ``body`` is plausibly machine-generated rather than a placeholder."""
     lowered = body.lower()
     if any(marker in lowered for marker in _PLACEHOLDER_MARKERS):
@@ -46,26 +46,17 @@ def looks_random(
 
 # --- patterns --------------------------------------------------------------------------------
 
-_PEM_HEADER = re.compile(
-    r"-----BEGIN ((?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?|(?:TRUSTED |X509 )?CERTIFICATE)-----"
-)
+_PEM_HEADER = re.compile(r"-----BEGIN ((?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?|(?:TRUSTED |X509 )?CERTIFICATE)-----")
 # A real PEM body: optional "Name: value" header lines, then base64 text.
 _PEM_MAX_BODY = 64 * 1024
 _PEM_BODY = re.compile(r"\s*(?:[\w-]+:[^\n]*\n\s*){0,8}[A-Za-z0-9+/]{16}")
 
 _TOKEN_END = r"(?![\w\-])"
-_OPENAI = re.compile(
-    r"(?<![\w\-])sk-((?:proj|svcacct|admin|None)-)?([A-Za-z0-9_\-]{20,200})" + _TOKEN_END
-)
+_OPENAI = re.compile(r"(?<![\w\-])sk-((?:proj|svcacct|admin|None)-)?([A-Za-z0-9_\-]{20,200})" + _TOKEN_END)
 _ANTHROPIC = re.compile(r"(?<![\w\-])sk-ant-[a-z]+\d{2}-([A-Za-z0-9_\-]{32,200})" + _TOKEN_END)
 _AWS_KEY_ID = re.compile(r"(?<![A-Za-z0-9])((?:AKIA|ASIA)[A-Z0-9]{16})(?![A-Za-z0-9])")
-_AWS_SECRET = re.compile(
-    r"(?i:aws|secret)[\w.\-\"' ]{0,30}[:=]\s*[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
-)
-_GITHUB = re.compile(
-    r"(?<![\w\-])(?:gh[pousr]_([A-Za-z0-9]{36,251})|github_pat_([A-Za-z0-9_]{50,240}))"
-    + _TOKEN_END
-)
+_AWS_SECRET = re.compile(r"(?i:aws|secret)[\w.\-\"' ]{0,30}[:=]\s*[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])")
+_GITHUB = re.compile(r"(?<![\w\-])(?:gh[pousr]_([A-Za-z0-9]{36,251})|github_pat_([A-Za-z0-9_]{50,240}))" + _TOKEN_END)
 _GITLAB = re.compile(r"(?<![\w\-])glpat-([A-Za-z0-9_\-]{20,60})" + _TOKEN_END)
 _SLACK = re.compile(r"(?<![\w\-])xox[abpr]-(\d{6,}-[A-Za-z0-9\-]{10,200})" + _TOKEN_END)
 _GOOGLE = re.compile(r"(?<![\w\-])AIza([0-9A-Za-z_\-]{35})" + _TOKEN_END)
@@ -83,9 +74,20 @@ _ASSIGNMENT = re.compile(
 )
 
 _PRIORITY = (
-    "pem_private_key", "pem_certificate", "anthropic_key", "openai_key", "stripe_key",
-    "github_token", "gitlab_token", "slack_token", "google_api_key", "aws_access_key_id",
-    "aws_secret_key", "jwt", "windows_product_key", "private_key_assignment",
+    "pem_private_key",
+    "pem_certificate",
+    "anthropic_key",
+    "openai_key",
+    "stripe_key",
+    "github_token",
+    "gitlab_token",
+    "slack_token",
+    "google_api_key",
+    "aws_access_key_id",
+    "aws_secret_key",
+    "jwt",
+    "windows_product_key",
+    "private_key_assignment",
 )
 
 
@@ -175,8 +177,7 @@ def find_secrets(text: str) -> list[Finding]:
     found.extend(_pem(text))
     found.extend(_openai(text))
     found.extend(_simple(text, _ANTHROPIC, "anthropic_key", 7))
-    found.extend(_simple(text, _AWS_KEY_ID, "aws_access_key_id", 4, min_distinct=8,
-                          need_digit=False))
+    found.extend(_simple(text, _AWS_KEY_ID, "aws_access_key_id", 4, min_distinct=8, need_digit=False))
     for m in _AWS_SECRET.finditer(text):
         value = m.group(1)
         if looks_random(value, mixed_case=True) and not _is_base64_text(value):

@@ -28,7 +28,7 @@ from nbeval.evaluators.registry import register
 if TYPE_CHECKING:
     from nbeval.data.model import Row
 
-__all__ = ["Classification", "confusion", "macro_scores", "MAX_MATRIX_CLASSES"]
+__all__ = ["MAX_MATRIX_CLASSES", "Classification", "confusion", "macro_scores"]
 
 #: Above this many distinct classes the confusion matrix is left out of the explanation.
 MAX_MATRIX_CLASSES = 100
@@ -85,7 +85,7 @@ def confusion(pairs: Sequence[tuple[str, str]], labels: Sequence[str] | None = N
     return matrix
 
 
-def _ratio(a: int | float, b: int | float) -> float:
+def _ratio(a: float, b: float) -> float:
     return a / b if b else 0.0
 
 

@@ -32,13 +32,13 @@ if TYPE_CHECKING:
     from nbeval.data.model import Chunk, Row
 
 __all__ = [
-    "SemanticSimilarity",
+    "AnswerRelevancySentence",
     "AnswerSemanticSimilarity",
     "AnswerSentenceSimilarity",
-    "AnswerRelevancySentence",
-    "GroundednessSemantic",
     "ContextRelevancySoft",
+    "GroundednessSemantic",
     "RetrieverSimilarity",
+    "SemanticSimilarity",
     "StepAlignment",
     "SummarizationCompleteness",
     "sentences",

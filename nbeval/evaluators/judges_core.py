@@ -91,7 +91,7 @@ class JudgePrompt:
 
     def text(self) -> str:
         """The prompt as a person reads it, with ``{field}`` where the row's data goes."""
-        parts = [f"[instructions to the judge]\n{self.system()}"]
+        parts = [f"[instructions to the judge]\n{self.system()}"] if self.system() else []
         for i, ex in enumerate(self.examples, 1):
             parts.append(f"[worked example {i}: data]\n{self.data(ex.values)}")
             parts.append(f"[worked example {i}: expected reply]\n{ex.reply}")
@@ -210,7 +210,8 @@ class JudgeEvaluator(Evaluator):
             if any(n.lower() in PLACEHOLDER_FIELDS for n in _PLACEHOLDER.findall(given)):
                 return base.replace(instruction="", template=given, examples=())
             return base.replace(instruction=given, examples=())
-        msg = f"evaluator '{self.spec.id}': prompt must be a string, a dict or a JudgePrompt, got {type(given).__name__}"
+        msg = (f"evaluator '{self.spec.id}': prompt must be a string, a dict or a JudgePrompt, "
+               f"got {type(given).__name__}")
         raise EvaluatorError(msg)
 
     def ask(self, values: Mapping[str, str], prompt: JudgePrompt | None = None) -> Generator[Chat, Any, Any]:

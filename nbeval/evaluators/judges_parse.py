@@ -71,7 +71,7 @@ def _loads(chunk: str) -> Any:
 
 def _balanced(text: str) -> list[str]:
     """Substrings from an opening ``{``/``[`` to its matching closer (strings respected)."""
-    out = []
+    out: list[str] = []
     for start, ch in enumerate(text):
         if ch not in "{[" or len(out) >= 5:
             continue
@@ -241,12 +241,11 @@ def parse_index_list(text: str | None, n: int, key: str = "relevant") -> Parsed:
         label = re.search(r"(?im)^\W*" + re.escape(key) + r"[\w ]*?\s*[:=]\s*(.*)$", clean)
         if label:
             line = label.group(1)
-            items = [] if re.match(r"\W*(none|nothing|no sentences?|-)\W*$", line, re.I) else re.findall(r"\d+", line)
-            if not items and not re.match(r"\W*(none|nothing|no sentences?|-)\W*$", line, re.I):
-                items = None
+            says_none = re.match(r"\W*(none|nothing|no sentences?|-)\W*$", line, re.IGNORECASE)
+            items = [] if says_none else (re.findall(r"\d+", line) or None)
     if items is None and re.fullmatch(r"[\s\d,;\[\]().and]+", clean) and re.search(r"\d", clean):
         items = re.findall(r"\d+", clean)
-    if items is None and re.fullmatch(r"\W*(none|nothing)\W*", clean, re.I):
+    if items is None and re.fullmatch(r"\W*(none|nothing)\W*", clean, re.IGNORECASE):
         items = []
     if items is None:
         return Parsed(None, raw, "could not read a list of numbers from the judge's reply")

@@ -56,7 +56,8 @@ LANGUAGE_MISMATCH = JudgePrompt(
     inputs=(Q, A),
     output_format=verdict_format("same", "different"),
     examples=(
-        Example({"input": "¿Cuál es la capital de Australia?", "actual_output": "The capital of Australia is Canberra."},
+        Example({"input": "¿Cuál es la capital de Australia?",
+                 "actual_output": "The capital of Australia is Canberra."},
                 "Reason: The question is in Spanish and the answer in English.\nVerdict: different"),
         Example({"input": "What colour is a ripe banana?", "actual_output": "Yellow, mate, with a few brown spots."},
                 "Reason: Both are English; the informal tone does not change the language.\nVerdict: same"),

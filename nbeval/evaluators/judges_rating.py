@@ -150,7 +150,7 @@ def rate_chunks(ev: JudgeEvaluator, row: Row, prompt: JudgePrompt,
     rated = [r for r in ratings if r is not None]
     details = {"ratings": ratings, "rationales": rationales, "errors": errors, "judge": usage_details(replies)}
     lines = [f"[{i}] {r or 'no rating'}: {why or err}" for i, (r, why, err) in
-             enumerate(zip(ratings, rationales, errors), 1)]
+             enumerate(zip(ratings, rationales, errors, strict=True), 1)]
     if not rated:
         first = next((e for e in errors if e), "no chunk was rated")
         return Score({metric: None}, rationale="\n".join(lines), label="parse_failure",
@@ -178,6 +178,10 @@ class CustomJudge(JudgeEvaluator):
 
     default_prompt = PROMPTS["custom_judge"]
 
+    @classmethod
+    def prompt_text(cls) -> str:
+        return PROMPTS["custom_judge"].replace(instruction="<your instructions=...>").text()
+
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
         kind = self.params.get("assessment_type", "answer")
@@ -203,8 +207,8 @@ class CustomJudge(JudgeEvaluator):
             self.prompt = self.prompt.replace(instruction=instructions, inputs=tuple(shown))
         metric = "custom_judge" if kind == "answer" else "precision"
         # This instance reports the one metric its assessment type produces, on the inputs chosen.
-        self.spec = replace(type(self).spec, inputs=tuple(fields),
-                            metrics=tuple(replace(m, primary=True) for m in type(self).spec.metrics if m.name == metric))
+        metrics = tuple(replace(m, primary=True) for m in type(self).spec.metrics if m.name == metric)
+        self.spec = replace(type(self).spec, inputs=tuple(fields), metrics=metrics)  # type: ignore[misc]
         self.thresholds = self._resolve_thresholds(self.params.get("threshold"))
         name = self.params.get("assessment_name")
         if not self.params.get("name") and name and name != "custom":

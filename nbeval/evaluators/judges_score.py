@@ -127,7 +127,8 @@ class Pipeline(JudgeEvaluator):
         else:
             required = [f for f in self.prompt.fields if f in PIPELINE_FIELDS]
             resources = ("judge",)
-        self.spec = replace(type(self).spec, inputs=tuple(required), resources=resources)
+        # This instance reads the fields its function or prompt uses (and needs a judge only for a prompt).
+        self.spec = replace(type(self).spec, inputs=tuple(required), resources=resources)  # type: ignore[misc]
 
     def _resolve_prompt(self, given: Any) -> JudgePrompt:
         if given is None:

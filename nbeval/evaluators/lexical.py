@@ -18,15 +18,23 @@ from nbeval.evaluators.registry import register
 if TYPE_CHECKING:
     from nbeval.data.model import Row
 
-__all__ = ["ExactMatch", "RegexMatch", "Looping", "Bleu", "Rouge", "longest_repeat",
-           "LOOPING_MAX_CHARS", "MIN_SENTENCE_CHARS"]
+__all__ = [
+    "LOOPING_MAX_CHARS",
+    "MIN_SENTENCE_CHARS",
+    "Bleu",
+    "ExactMatch",
+    "Looping",
+    "RegexMatch",
+    "Rouge",
+    "longest_repeat",
+]
 
 #: Sentences shorter than this many characters are left out of ``unique_sentences``.
 MIN_SENTENCE_CHARS = 10
 
 #: The longest-repeated-substring search looks at most at this many leading characters of an
-#: answer. Its cost grows as n log² n, so a runaway generation of megabytes cannot stall a run;
-#: an answer that loops shows it well within its first 20,000 characters.
+#: answer. Its cost grows as n log² n (about 30 ms at this cap), so a runaway generation of
+#: megabytes cannot stall a run; an answer that loops shows it well within 20,000 characters.
 LOOPING_MAX_CHARS = 20_000
 
 _SHOWN_CHARS = 60  # how much of a text a rationale quotes
@@ -165,13 +173,15 @@ class Looping(Evaluator):
         repeat = searched[start : start + length]
         parts = [f"{unique} of {len(sentences)} sentences unique" if sentences
                  else f"no sentence of {MIN_SENTENCE_CHARS}+ characters"]
-        parts.append(f"longest repeat {_shown(repeat)} ({length} chars) x {count}" if length else "no repeated substring")
+        parts.append(f"longest repeat {_shown(repeat)} ({length} chars) x {count}" if length
+                     else "no repeated substring")
         parts.append(f"{len(raw)} bytes compress to {packed}")
         details = {"sentences": len(sentences), "unique_sentences": unique, "repeat_length": length,
                    "repeat_count": count, "compressed_bytes": packed, "bytes": len(raw)}
         if len(text) > LOOPING_MAX_CHARS:
             details["searched_chars"] = LOOPING_MAX_CHARS
-        values = {"unique_sentences": unique_ratio, "longest_repeated_substring": lrs, "compression_ratio": compression}
+        values: dict[str, float | None] = {"unique_sentences": unique_ratio, "longest_repeated_substring": lrs,
+                                           "compression_ratio": compression}
         return Score(values, rationale="; ".join(parts), details=details)
 
 
@@ -336,4 +346,5 @@ class Rouge(Evaluator):
     def score(self, row: Row) -> Score:
         scorer = self._scorer or self._get_scorer()
         s = scorer.score(row.expected_output or "", row.actual_output or "")
-        return Score({"rouge_1": s["rouge1"].fmeasure, "rouge_2": s["rouge2"].fmeasure, "rouge_l": s["rougeL"].fmeasure})
+        return Score({"rouge_1": s["rouge1"].fmeasure, "rouge_2": s["rouge2"].fmeasure,
+                      "rouge_l": s["rougeL"].fmeasure})

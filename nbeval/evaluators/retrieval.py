@@ -18,7 +18,7 @@ from nbeval.evaluators.registry import register
 if TYPE_CHECKING:
     from nbeval.data.model import Chunk, Row
 
-__all__ = ["RetrieverHitRate", "RetrieverMRR", "DocumentRecall", "chunks_match", "first_match_rank"]
+__all__ = ["DocumentRecall", "RetrieverHitRate", "RetrieverMRR", "chunks_match", "first_match_rank"]
 
 
 def chunks_match(retrieved: Chunk, expected: Chunk) -> bool:

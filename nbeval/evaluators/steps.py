@@ -35,7 +35,7 @@ import numpy as np
 
 from nbeval.text import split_sentences
 
-__all__ = ["extract_steps", "align_steps", "Alignment"]
+__all__ = ["Alignment", "align_steps", "extract_steps"]
 
 _LEAD = r"(?:#{1,6}\s*)?(?:\*\*|__)?"
 _NUMBERED = re.compile(

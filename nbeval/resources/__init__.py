@@ -6,13 +6,12 @@ Importing this package is cheap: torch and sentence-transformers load only when 
 from __future__ import annotations
 
 from nbeval.resources.cross_encoder import CrossEncoderScorer, get_cross_encoder
-from nbeval.resources.embedder import DEFAULT_MODEL, Embedder, embed_requests, get_embedder
+from nbeval.resources.embedder import DEFAULT_MODEL, Embedder, get_embedder
 
 __all__ = [
     "DEFAULT_MODEL",
     "CrossEncoderScorer",
     "Embedder",
-    "embed_requests",
     "get_cross_encoder",
     "get_embedder",
 ]

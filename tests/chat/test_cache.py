@@ -106,7 +106,7 @@ def test_concurrent_writes_from_processes(cache_path: Path) -> None:
 def test_api_key_is_never_written(openai_server: FakeOpenAIServer, cache_path: Path) -> None:
     key = "sk-proj-SECRETKEY-4f9a8b7c6d5e"
     openai_server.reply = lambda rec: Text(f"MARKER-REPLY for {rec.last_content}")
-    model = OpenAIChat("judge-x", base_url=openai_server.url + "?api_key=" + key, api_key=key)
+    model = OpenAIChat("judge-x", base_url=openai_server.url, api_key=key)
     client = ChatClient(model, cache=cache_path)
     client.run_many([f"prompt {i}" for i in range(5)])
     assert openai_server.requests[0].headers["Authorization"] == f"Bearer {key}"  # it was used

@@ -16,7 +16,7 @@ MSGS = [{"role": "system", "content": "Be terse."}, {"role": "user", "content": 
 def test_messages_by_default() -> None:
     got: list[Any] = []
 
-    def judge(messages):  # noqa: ANN001, ANN202 - untyped on purpose
+    def judge(messages):
         got.append(messages)
         return "Paris"
 

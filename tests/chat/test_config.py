@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 import nbeval.chat
-from nbeval.chat import (CallableChat, ChatClient, ChatModel, HFChat, OpenAIChat, judge_help_text,
-                         resolve_chat_model)
+from nbeval.chat import CallableChat, ChatClient, ChatModel, HFChat, OpenAIChat, judge_help_text, resolve_chat_model
 from nbeval.chat.base import Usage, estimate_tokens, messages_to_prompt, normalize_messages, redact
 from nbeval.errors import EvaluatorError, JudgeNotConfigured
 from tests.support.fake_openai import FakeOpenAIServer

@@ -11,7 +11,7 @@ from nbeval.chat import ChatClient, ChatReply, HFChat
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-WORDS = "the cat sat on a mat dog ran far user assistant system".split()
+WORDS = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran", "far", "user", "assistant", "system"]
 TEMPLATE = ("{% for m in messages %}{{ m['role'] }} {{ m['content'] }} {% endfor %}"
             "{% if add_generation_prompt %}assistant{% endif %}")
 
@@ -87,3 +87,13 @@ def test_unloadable_model_is_a_failure(tmp_path: Path) -> None:
     (result,) = ChatClient(HFChat(tmp_path / "nothing-here"), cache=False).run_many(["q"])
     assert not isinstance(result, ChatReply)
     assert "cannot load" in result.error
+
+
+def test_on_cuda_when_available(tiny_lm: Path) -> None:
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device here")
+    model = HFChat(tiny_lm, max_new_tokens=2)  # device=None picks cuda
+    reply = model.chat("the cat")
+    assert model.device == "cuda" and reply.usage.completion_tokens == 2

@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 from nbeval.errors import MissingDependency, ResourceError
-from nbeval.evaluators.base import Embed
-from nbeval.resources import CrossEncoderScorer, Embedder, embed_requests, get_embedder
+from nbeval.resources import CrossEncoderScorer, Embedder, get_embedder
 from nbeval.resources.embedder import resolve_model
 
 from .conftest import ExplodingModel, FakeModel, fake_embedder, fake_vector
@@ -106,19 +105,6 @@ def test_unknown_hub_model_offline_is_a_resource_error() -> None:
         Embedder("no-such-org/no-such-model-xyz", device="cpu").encode(["a"])
 
 
-def test_embed_requests_encodes_each_distinct_text_once() -> None:
-    model = FakeModel()
-    emb = fake_embedder(model)
-    reqs = [Embed(("q", "a1")), Embed(("q", "a2", "a1")), Embed(()), Embed(("z",), model="other")]
-    other_model = FakeModel()
-    other = fake_embedder(other_model)
-    out = embed_requests(reqs, embedders={None: emb, "other": other})
-    assert model.calls == [["q", "a1", "a2"]]
-    assert other_model.calls == [["z"]]
-    assert [o.shape for o in out] == [(2, 8), (3, 8), (0, 8), (1, 8)]
-    np.testing.assert_allclose(out[1][2], unit(fake_vector("a1")), rtol=1e-5)
-
-
 def test_shared_instances() -> None:
     assert get_embedder() is get_embedder("all-MiniLM-L6-v2")
     assert get_embedder() is get_embedder("sentence-transformers/all-MiniLM-L6-v2")
@@ -136,7 +122,7 @@ def test_resolve_model() -> None:
 
 
 def test_import_stays_light() -> None:
-    code = ("import sys, nbeval, nbeval.resources, nbeval.text, nbeval.evaluators.steps, nbeval.evaluators.geometry\n"
+    code = ("import sys, nbeval, nbeval.resources, nbeval.text, nbeval.evaluators.embedding\n"
             "heavy = [m for m in ('torch', 'sentence_transformers', 'transformers', 'umap') if m in sys.modules]\n"
             "assert not heavy, heavy\n")
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -17,7 +17,7 @@ from nbeval.errors import EvaluatorError
 from nbeval.evaluators.registry import evaluator, list_evaluators
 from nbeval.resources.embedder import Embedder
 
-from .conftest import FakeModel, fake_embedder
+from .conftest import ExplodingModel, FakeModel, fake_embedder
 
 NINE = ["semantic_similarity", "answer_semantic_similarity", "answer_sentence_similarity",
         "answer_relevancy_sentence", "groundedness_semantic", "context_relevancy_soft",
@@ -129,11 +129,11 @@ def test_golden_retriever_similarity(golden_result, vec) -> None:
 def test_semantic_similarity_mapping() -> None:
     """(cos + 1) / 2 on vectors chosen by hand: same direction 1, orthogonal 0.5, opposite 0."""
 
-    class Fixed(FakeModel):
-        table = {"same": [1.0, 0.0], "ortho": [0.0, 1.0], "opposite": [-1.0, 0.0], "sixty": [0.5, math.sqrt(3) / 2]}
+    table = {"same": [1.0, 0.0], "ortho": [0.0, 1.0], "opposite": [-1.0, 0.0], "sixty": [0.5, math.sqrt(3) / 2]}
 
+    class Fixed(FakeModel):
         def encode(self, texts, **kwargs):
-            return np.array([self.table[t] for t in texts])
+            return np.array([table[t] for t in texts])
 
     emb = fake_embedder(Fixed())
     recs = [{"key": k, "input": "q", "expected_output": "same", "actual_output": k, "model_key": "m"}
@@ -333,3 +333,8 @@ def test_cross_encoder_option(tiny_cross_encoder) -> None:
 def test_summarization_param_validation() -> None:
     with pytest.raises(EvaluatorError, match="min_sentences_for_umap"):
         evaluator("summarization_completeness", min_sentences_for_umap=1)
+
+
+def test_a_failing_embedder_errors_rows_not_the_run() -> None:
+    res = evaluate([RECORD], NINE[:3], progress=False, embedder=fake_embedder(ExplodingModel()))
+    assert res.scores["error"].str.contains("embedder failed").all()

@@ -30,8 +30,8 @@ from nbeval.evaluators.steps import Alignment, align_steps, extract_steps
         ("To reset it: 1. Unplug it. 2. Wait ten seconds. 3. Plug it in.",
          ["Unplug it.", "Wait ten seconds.", "Plug it in."]),
         ("Step 1: unplug it Step 2: wait Step 3: plug it in", ["unplug it", "wait", "plug it in"]),
-        ("First, preheat the oven. Then mix the flour and sugar. Add the eggs. Next, pour it into a tin. "
-         "Finally, bake for 30 minutes. Enjoy!",
+        (("First, preheat the oven. Then mix the flour and sugar. Add the eggs. Next, pour it into a tin. "
+         "Finally, bake for 30 minutes. Enjoy!"),
          ["preheat the oven.", "mix the flour and sugar. Add the eggs.", "pour it into a tin.", "bake for 30 minutes."]),
         ("First preheat the oven, then mix the flour, and finally bake it.",
          ["preheat the oven", "mix the flour", "bake it."]),

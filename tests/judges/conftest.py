@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,13 +16,6 @@ def _no_judge_from_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
     for name in _ENV:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("NBEVAL_CACHE_DIR", str(tmp_path / "nbeval-cache"))
-
-
-@pytest.fixture
-def openai_server() -> Iterator[FakeOpenAIServer]:
-    """A running fake judge server answering "ok" until told otherwise."""
-    with FakeOpenAIServer() as server:
-        yield server
 
 
 @pytest.fixture

@@ -57,7 +57,8 @@ def test_second_run_asks_nothing(openai_server: FakeOpenAIServer, judge: dict[st
     first = run(ROWS, ["safety", "correctness"], judge, cache=cache, prices={"judge-model": (1.0, 10.0)})
     assert openai_server.request_count == 12
     usage = first.meta["usage"]
-    assert (usage["calls"], usage["cached_calls"], usage["prompt_tokens"], usage["completion_tokens"]) == (12, 0, 1200, 36)
+    counts = (usage["calls"], usage["cached_calls"], usage["prompt_tokens"], usage["completion_tokens"])
+    assert counts == (12, 0, 1200, 36)
     assert usage["cost"] == pytest.approx(12 * (0.1 + 0.03))
     details = json.loads(cell(first, "k0", "safety", "details"))["judge"]
     assert (details["calls"], details["prompt_tokens"], details["cost"]) == (1, 100, pytest.approx(0.13))

@@ -51,7 +51,8 @@ def test_every_prompt_has_the_parts() -> None:
 
 def test_messages_layout() -> None:
     p = JudgePrompt("Decide X.", inputs=(("input", "question"), ("actual_output", "answer")),
-                    output_format="Verdict: yes or no", examples=(Example({"input": "q1", "actual_output": "a1"}, "yes"),))
+                    output_format="Verdict: yes or no",
+                    examples=(Example({"input": "q1", "actual_output": "a1"}, "yes"),))
     msgs = p.messages({"input": "Why?", "actual_output": "Because."})
     assert msgs == [
         {"role": "system", "content": "Decide X.\n\nVerdict: yes or no"},

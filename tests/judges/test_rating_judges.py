@@ -128,7 +128,10 @@ def test_custom_judge_answer(openai_server: FakeOpenAIServer, judge: dict[str, A
 
 
 def test_custom_judge_retrieval_and_inputs(openai_server: FakeOpenAIServer, judge: dict[str, Any]) -> None:
-    openai_server.reply = lambda rec: "Rating: yes" if "9:00" in rec.last_content.split("<passage>")[1] else "Rating: no"
+    def reply(rec: Recorded) -> str:
+        return "Rating: yes" if "9:00" in rec.last_content.split("<passage>")[1] else "Rating: no"
+
+    openai_server.reply = reply
     ev = nbeval.evaluator("custom_judge", assessment_type="retrieval", instructions="Does the passage give hours?")
     assert [m.name for m in ev.spec.metrics] == ["precision"] and ev.spec.inputs == ("input", "context")
     res = run([ROW], [ev], judge)

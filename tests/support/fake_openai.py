@@ -84,6 +84,22 @@ def rate_limited(retry_after: str | float = "1") -> Status:
 Behaviour = Union[str, Text, Status, Hang, Drop, Garbage]
 
 
+class Headers(dict):
+    """Request headers looked up case-insensitively, as HTTP defines them (clients differ in case)."""
+
+    def __init__(self, items: Any = ()) -> None:
+        super().__init__((k.lower(), v) for k, v in dict(items).items())
+
+    def __getitem__(self, key: str) -> str:
+        return super().__getitem__(key.lower())
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and super().__contains__(key.lower())
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return super().get(key.lower(), default)
+
+
 @dataclass
 class Recorded:
     """One request as the server saw it."""
@@ -261,7 +277,7 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw or b"null")
         except ValueError:
             body = None
-        rec = Recorded(self.path, dict(self.headers.items()), body, time.monotonic())
+        rec = Recorded(self.path, Headers(self.headers.items()), body, time.monotonic())
         fake = self.fake
         behaviour = fake._begin(rec)
         try:

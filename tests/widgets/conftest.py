@@ -144,7 +144,7 @@ def synthetic_result(n_cases: int, n_models: int, *, seed: int = 0) -> nbeval.Ev
         value = rng.random(n) * (1 if metric == "overlap" else 10)
         skipped = rng.random(n) < 0.05
         error = np.where(rng.random(n) < 0.03, "failed", None)
-        value = np.where(skipped | (error != None), np.nan, value)  # noqa: E711
+        value = np.where(skipped | (error != None), np.nan, value)
         passed = np.where(np.isnan(value), None, value >= threshold if direction == "higher" else value <= threshold)
         frames.append(pd.DataFrame({
             "key": np.repeat(keys, n_models), "model_key": np.tile(models, n_cases), "evaluator": "w_overlap",

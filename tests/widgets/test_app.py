@@ -16,6 +16,10 @@ def test_pick_run_explore(wrecords):
     assert result is not None and result.evaluators == ["w_overlap", "w_mentions"]
     assert app.explorer.result is result and app.selected_index == 3
     assert app.explorer.key == "capital"
+    panel = app.run_panel
+    assert panel.chart.spec["title"]["text"] == "w_overlap: overlap"
+    panel.board_evaluator.value = "w_mentions"  # the live leaderboard follows the choice
+    assert panel.chart.spec["title"]["text"] == "w_mentions: pass"
 
 
 def test_without_data_the_suite_being_built_is_what_runs():

@@ -22,8 +22,8 @@ def _by(rows: list[dict], *fields: str) -> dict:
     return {tuple(r[f] for f in fields) if len(fields) > 1 else r[fields[0]]: r for r in rows}
 
 
-def _total_inlined(spec: dict) -> int:
-    return sum(len(v) for v in spec.get("datasets", {}).values())
+def _largest_inlined(spec: dict) -> int:
+    return max(len(v) for v in spec.get("datasets", {}).values())
 
 
 # -- leaderboard ----------------------------------------------------------------------------
@@ -31,27 +31,29 @@ def _total_inlined(spec: dict) -> int:
 
 def test_leaderboard_ranks_best_first_and_labels_n_of_N(small_result):
     spec = leaderboard_chart(small_result, "w_overlap").to_dict()
-    bars, text, rule = spec["layer"]
+    plot, labels = spec["hconcat"]
+    bars, rule = plot["layer"]
     # overlap (higher is better): m1 1.0 and m3 1.0 tie (stable: m1 first), then m2 0.25
     assert bars["encoding"]["y"]["sort"] == ["m1", "m3", "m2"]
+    assert labels["encoding"]["y"]["sort"] == ["m1", "m3", "m2"]  # the label column lines up
     assert bars["encoding"]["x"]["scale"]["domain"] == [0.0, 1.0]
     rows = _by(_data(spec, bars), "model")
     assert rows["m2"]["text"] == "0.250  (3/4)"
     assert rows["m3"]["text"] == "1.000  (1/4)"
     assert (rows["m1"]["status"], rows["m2"]["status"]) == ("pass", "fail")
-    assert text["encoding"]["text"]["field"] == "text"
+    assert labels["encoding"]["text"]["field"] == "text" and _data(spec, labels) == _data(spec, bars)
     assert rule["mark"]["type"] == "rule" and _data(spec, rule) == [{"threshold": 0.5}]
 
 
 def test_leaderboard_on_a_lower_is_better_metric_sorts_ascending(small_result):
     spec = leaderboard_chart(small_result, "w_overlap", metric="length_gap").to_dict()
-    bars = spec["layer"][0]
+    bars, rule = spec["hconcat"][0]["layer"]
     # length_gap: m1 (1+0+1)/3 = 0.667, m2 (9+3+0)/3 = 4.0, m3 4.0 -> smallest first
     assert bars["encoding"]["y"]["sort"] == ["m1", "m2", "m3"]
     assert "lower is better" in bars["encoding"]["x"]["title"]
     rows = _by(_data(spec, bars), "model")
     assert rows["m1"]["value"] == pytest.approx(2 / 3)
-    assert _data(spec, spec["layer"][2]) == [{"threshold": 3.0}]
+    assert _data(spec, rule) == [{"threshold": 3.0}]
 
 
 def test_unknown_evaluator_or_metric_is_a_clear_error(small_result):
@@ -82,21 +84,28 @@ def test_heatmap_cells_status_and_named_selection(small_result):
     assert rows[("capital", "m2")]["value"] == 0.25 and rows[("capital", "m2")]["mark"] == ""
     # tooltips carry data as plain text (Vega escapes it); the rationale's start is there
     assert rows[("capital", "m2")]["detail"] == f"found 1 of 4 expected words {HOSTILE}"
-    assert rows[("capital", "m1")]["prompt"] == "What is the capital of France?"
+    # prompts and case labels are inlined once per case and joined by key
+    (lookup,) = spec["transform"]
+    assert lookup["lookup"] == "key" and lookup["from"]["fields"] == ["case", "prompt"]
+    cases = _by(spec["datasets"][lookup["from"]["data"]["name"]], "key")
+    assert cases["capital"]["prompt"] == "What is the capital of France?"
     fields = [t["field"] for t in rect["encoding"]["tooltip"]]
     assert {"prompt", "value", "detail"} <= set(fields)
     # colour: diverging around the threshold; unscored cells grey, dashed, labelled by the text layer
     colour = rect["encoding"]["color"]
     assert colour["condition"]["scale"] == {"domain": [0.0, 1.0], "domainMid": 0.5, "reverse": False,
                                             "scheme": "redblue"}
-    assert colour["condition"]["test"] == "(datum.status === 'scored')" and colour["value"] == "#e6e6e6"
+    assert colour["condition"]["test"] == "(datum.status === 'scored')" and colour["value"] == "#b0b0b0"
+    assert colour["condition"]["field"] == "shade"  # never null: Vega-Lite would drop the grey cells
+    assert rows[("colour", "m1")]["shade"] == 0.0 and rows[("capital", "m2")]["shade"] == 0.25
     assert rect["encoding"]["strokeDash"]["value"] == [3, 2]
     assert text["transform"] == [{"filter": "(datum.status !== 'scored')"}]
     assert text["encoding"]["text"]["field"] == "mark"
     assert rect["encoding"]["y"]["sort"] == {"field": "order", "op": "min"}
-    cases = sorted({(r["order"], r["case"]) for r in rows.values()})
-    assert [c for _, c in cases] == ["1. What is the capital of France?", "2. What is 2+2?", "3. Name a colour.",
-                                     "4. Which river crosses Paris?"]
+    assert [c["case"] for c in cases.values()] == ["1. What is the capital of France?", "2. What is 2+2?",
+                                                   "3. Name a colour.", "4. Which river crosses Paris?"]
+    assert sorted({(r["order"], r["key"]) for r in rows.values()}) == [(0, "capital"), (1, "sum"), (2, "colour"),
+                                                                      (3, "river")]
 
 
 def test_heatmap_lower_is_better_reverses_and_centres_on_threshold(small_result):
@@ -186,7 +195,7 @@ def test_charts_on_100k_rows_inline_little_and_never_raise(big_result):
               distribution_chart(big_result, kind="hist")]
     for chart in charts:
         spec = chart.to_dict()  # MaxRowsError would raise here
-        assert _total_inlined(spec) <= 5000
+        assert _largest_inlined(spec) <= 5000
     spec = heatmap(big_result).to_dict()
     assert spec["title"]["subtitle"][0] == "showing the 1,000 hardest of 10,000 cases"
 
@@ -197,7 +206,7 @@ def test_capped_heatmap_keeps_the_hardest_cases():
     kept = {r["key"] for r in spec["datasets"][spec["data"]["name"]]}
     assert len(kept) == 10
     s = result.scores[result.scores["metric"] == "overlap"]
-    bad = (s["passed"] == False) | s["value"].isna()  # noqa: E712
+    bad = (s["passed"] == False) | s["value"].isna()
     per_case = bad.groupby(s["key"]).sum()
     assert per_case[list(kept)].min() >= per_case.drop(list(kept)).max()
 
@@ -206,10 +215,12 @@ def test_heatmap_of_1000_cases_by_5_models_builds_in_under_a_second():
     result = synthetic_result(1000, 5)
     best = math.inf
     for _ in range(3):
-        t = time.perf_counter()
+        # CPU time of this process: the build is single-threaded, and a busy CI machine must not fail it
+        t = time.process_time()
         spec = heatmap(result).to_dict()
-        best = min(best, time.perf_counter() - t)
+        best = min(best, time.process_time() - t)
     assert len(spec["datasets"][spec["data"]["name"]]) == 5000
-    assert best < 1.0, f"heatmap took {best:.2f} s"
-    rows = spec["datasets"][spec["data"]["name"]]
-    assert len(rows[0]["prompt"]) == 121 and rows[0]["prompt"].endswith("…")  # 120 characters and an ellipsis
+    assert best < 1.0, f"heatmap took {best:.2f} s of CPU"
+    cases = spec["datasets"][spec["transform"][0]["from"]["data"]["name"]]
+    assert len(cases) == 1000
+    assert len(cases[0]["prompt"]) == 121 and cases[0]["prompt"].endswith("…")  # 120 characters and an ellipsis

@@ -57,7 +57,7 @@ def test_ticked_evaluators_come_out_configured(wrecords):
     agg = result.aggregates.set_index(["model_key", "evaluator", "metric"])
     # m2's overlap 0.25 fails 0.7 as it did 0.5; m3's 1.0 (one row) passes
     assert agg.loc[("m3", "w_overlap", "overlap"), "threshold"] == 0.7
-    assert agg.loc[("m3", "w_overlap", "overlap"), "passed"] == True  # noqa: E712
+    assert agg.loc[("m3", "w_overlap", "overlap"), "passed"] == True
 
 
 def test_bad_settings_are_reported_on_the_row(wrecords):
@@ -75,7 +75,7 @@ def test_bad_settings_are_reported_on_the_row(wrecords):
 def test_select_helper_sets_thresholds_and_params(wrecords):
     p = EvaluatorPicker(dataset=wrecords)
     p.select("w_overlap", w_slow={"delay": 0.5, "threshold": 0.9})
-    overlap, slow = p.value
+    _, slow = p.value
     assert slow.params["delay"] == 0.5 and slow.thresholds["score"] == 0.9
     with pytest.raises(KeyError, match="no evaluator 'nope'"):
         p.select("nope")

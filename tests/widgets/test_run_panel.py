@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import pytest
@@ -34,8 +35,9 @@ def test_run_fills_result_progress_and_leaderboard(wrecords):
     assert panel.progress.bar_style == "success" and "finished" in panel.message.value
     assert "w_overlap.overlap" in panel.board.value and panel.refreshes >= 1
     assert panel.chart.chart is not None
-    assert panel.chart.spec["layer"][0]["encoding"]["y"]["sort"] == ["m1", "m3", "m2"]
+    assert panel.chart.spec["hconcat"][0]["layer"][0]["encoding"]["y"]["sort"] == ["m1", "m3", "m2"]
     assert panel.cancel_button.disabled and not panel.run_button.disabled
+    assert panel.board_evaluator.options == ("w_overlap",) and panel.board_evaluator.value == "w_overlap"
 
 
 def test_cancel_works_while_it_runs():
@@ -46,7 +48,7 @@ def test_cancel_works_while_it_runs():
     assert panel.running and not panel.cancel_button.disabled
     panel.cancel_button.click()
     result = panel.wait(30)
-    assert time.perf_counter() - started < 3.0
+    assert time.perf_counter() - started < 5.0  # all 300 rows would take 6 s or more
     assert result.meta["cancelled"] is True
     skipped = result.scores[result.scores["skipped"]]
     assert len(skipped) > 0 and set(skipped["skip_reason"]) == {"cancelled"}
@@ -64,7 +66,7 @@ def test_leaderboard_refresh_is_throttled():
     assert panel.done == 60
     # 60 batches, yet live redraws are at least 0.25 s apart (the last one, for the final result, may be sooner)
     assert 2 <= len(stamps) < 60
-    gaps = [b - a for a, b in zip(stamps[:-2], stamps[1:-1])]
+    gaps = [b - a for a, b in itertools.pairwise(stamps[:-1])]
     assert all(g >= 0.24 for g in gaps), gaps
 
 

@@ -138,7 +138,7 @@ def test_upload_imports_a_suite(suite):
     content = json.dumps(suite.to_json()).encode()
     b.upload.value = ({"name": "s.json", "type": "application/json", "size": len(content),
                        "content": memoryview(content),
-                       "last_modified": datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)},)
+                       "last_modified": datetime.datetime(2024, 1, 1, tzinfo=datetime.UTC)},)
     assert [tc.prompt for tc in b.value.test_cases] == [tc.prompt for tc in suite.test_cases]
 
 
