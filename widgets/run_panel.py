@@ -52,7 +52,7 @@ class RunPanel(w.VBox):
         self.cancel_button = w.Button(description="Cancel", icon="stop", disabled=True)
         self.progress = w.IntProgress(value=0, min=0, max=1, description="0 / 0", bar_style="info")
         self.message = w.HTML(status_html("ready"))
-        self.board_evaluator = w.Dropdown(description="Leaderboard", options=[])
+        self.board_evaluator = w.Dropdown(description="Leaderboard", options=[], style={"description_width": "initial"})
         self.board = w.HTML()
         self.chart = jupyter_chart(None)
         self.output = w.Output()
