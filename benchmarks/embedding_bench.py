@@ -175,6 +175,7 @@ def main() -> None:
 
     # reference, nbeval, reference: the mean of the two brackets any drift in machine load
     ref_times = [reference()]
+    print(f"reference encode #1: {ref_times[0]:.1f}s", flush=True)
     _split_cached.cache_clear()  # needed_texts() above split every text once already
     emb = Embedder(device=args.device)  # fresh caches, the already-loaded model
     emb._model = st_model

@@ -20,6 +20,7 @@ from nbeval.data.model import LlmDataset, Row, TestLab, TestSuite
 from nbeval.errors import DataError, JudgeNotConfigured, NbevalError
 from nbeval.evaluators.base import Evaluator, Score
 from nbeval.evaluators.registry import resolve_evaluators
+from nbeval.progress import progress_bar
 from nbeval.runtime import Resources
 
 if TYPE_CHECKING:
@@ -211,7 +212,7 @@ def evaluate(
     outcomes: list[RowOutcome] = [o for _, _, skipped in planned for o in skipped]
     cancelled = cancel.is_set if cancel is not None else (lambda: False)
     started = time.perf_counter()
-    bar = _progress_bar(total, progress)
+    bar = progress_bar(total, progress)
     bar.update(len(outcomes))
     result_meta = {"lab": lab}
 
@@ -244,22 +245,6 @@ def evaluate(
     return EvaluationResult.from_outcomes(
         outcomes, evs, dataset, lab=lab, duration_s=time.perf_counter() - started,
         usage=resources.usage_totals(), cancelled=cancelled())
-
-
-class _NoBar:
-    def update(self, n: int = 1) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-def _progress_bar(total: int, enabled: bool) -> Any:
-    if not enabled:
-        return _NoBar()
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc="nbeval", unit="score", leave=False)
 
 
 # ---------------------------------------------------------------------------------------------

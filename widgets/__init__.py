@@ -14,9 +14,7 @@ if __name__ != "nbeval.widgets":  # the folder is widgets/ in the repo; it must 
     msg = "the notebook kit is imported as 'nbeval.widgets', not as a top-level 'widgets' module"
     raise ImportError(msg)
 
-import importlib
-from typing import Any
-
+from nbeval._lazy import lazy_exports
 from nbeval.widgets.display import enable_offline
 
 # public name -> module that defines it (the forms load on first use)
@@ -40,18 +38,6 @@ __all__ = ["enable_offline", "leaderboard_chart", "heatmap", "pass_fail_chart", 
            "NbevalApp", "app"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        msg = f"module 'nbeval.widgets' has no attribute '{name}'"
-        raise AttributeError(msg)
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
-
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 enable_offline()

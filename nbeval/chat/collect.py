@@ -29,6 +29,7 @@ from nbeval.chat.callable_chat import _code_hash
 from nbeval.chat.client import ChatClient, ChatFailure, Plan
 from nbeval.chat.config import resolve_chat_model
 from nbeval.errors import DataError
+from nbeval.progress import progress_bar
 
 if TYPE_CHECKING:
     from nbeval.data.model import TestLab, TestSuite
@@ -136,7 +137,7 @@ class PendingLab:
         from nbeval.data.model import ModelInfo, Row, TestLab
 
         cases = [(t, c) for t in self.suite.tests for c in t.test_cases]
-        bar = _bar(len(cases) * len(self.models), progress)
+        bar = progress_bar(len(cases) * len(self.models), progress, desc="collecting answers", unit="answer")
         rows, infos = [], []
         for key, model in self.models.items():
             results = self.client(key).run_many(self.requests(key), on_done=lambda i, r: bar.update(1))
@@ -193,22 +194,6 @@ def _models(models: Any) -> dict[str, ChatModel]:
         msg = "no models given; pass models=[...] (model names, settings dicts or functions)"
         raise DataError(msg)
     return out
-
-
-def _bar(total: int, enabled: bool) -> Any:
-    if enabled:
-        from tqdm.auto import tqdm
-
-        return tqdm(total=total, desc="collecting answers", unit="answer", leave=False)
-
-    class _No:
-        def update(self, n: int = 1) -> None:
-            pass
-
-        def close(self) -> None:
-            pass
-
-    return _No()
 
 
 def from_suite(suite: TestSuite, models: Any, **settings: Any) -> PendingLab:
