@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from nbeval.data.model import LlmDataset
-from nbeval.engine import _plan_rows, _start, evaluate
+from nbeval.engine import _plan_rows, evaluate, first_requests
 from nbeval.evaluators.base import Embed
 from nbeval.evaluators.geometry import warm_up
 from nbeval.evaluators.registry import evaluator
@@ -121,16 +121,7 @@ def needed_texts(dataset: LlmDataset, evaluators: list) -> tuple[int, list[str]]
     total, distinct = 0, {}
     for ev in evaluators:
         todo, _ = _plan_rows(ev, dataset)
-        for row in todo:
-            gen, _out = _start(ev, row)
-            if gen is None:
-                continue
-            try:
-                req = next(gen)
-            except StopIteration:
-                continue
-            finally:
-                gen.close()
+        for req in first_requests(ev, todo):
             if isinstance(req, Embed):
                 total += len(req.texts)
                 distinct.update(dict.fromkeys(req.texts))

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from nbeval.results import EvaluationResult
 
-__all__ = ["evaluate", "to_dataset", "RowOutcome", "plan"]
+__all__ = ["evaluate", "to_dataset", "RowOutcome", "plan", "first_requests"]
 
 #: Rows scored together in one batch of rounds. Large enough that embedder and judge batches are
 #: full; small enough that a live view refreshes and Cancel is honoured promptly.
@@ -275,6 +275,22 @@ class Plan:
         return "\n".join(lines)
 
 
+def first_requests(ev: Evaluator, rows: Iterable[Row]) -> Iterable[Any]:
+    """The first request each row's scoring would make, without answering it (rows whose scoring
+    needs no request, or fails before making one, are left out)."""
+    for row in rows:
+        gen, _ = _start(ev, row)
+        if gen is None:
+            continue
+        try:
+            req = next(gen)
+        except Exception:  # StopIteration included: nothing was asked
+            continue
+        finally:
+            gen.close()
+        yield req
+
+
 def plan(dataset: LlmDataset, evaluators: Iterable[Evaluator], resources: Resources) -> Plan:
     """Count rows, skips and first-round judge calls without calling anything."""
     from nbeval.evaluators.base import Chat
@@ -286,16 +302,7 @@ def plan(dataset: LlmDataset, evaluators: Iterable[Evaluator], resources: Resour
         result.rows[ev.name], result.skipped[ev.name] = len(todo), len(skipped)
         if not ev.spec.needs_judge:
             continue
-        for row in todo:
-            gen, _ = _start(ev, row)
-            if gen is None:
-                continue
-            try:
-                req = next(gen)
-            except (StopIteration, Exception):
-                continue
-            finally:
-                gen.close()
+        for req in first_requests(ev, todo):
             if isinstance(req, Chat):
                 chats.setdefault(req.model if isinstance(req.model, (str, type(None))) else id(req.model), []).append(req)
     for reqs in chats.values():
