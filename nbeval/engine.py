@@ -21,7 +21,7 @@ from nbeval.errors import DataError, JudgeNotConfigured, NbevalError
 from nbeval.evaluators.base import Evaluator, Score
 from nbeval.evaluators.registry import resolve_evaluators
 from nbeval.progress import progress_bar
-from nbeval.runtime import Resources
+from nbeval.runtime import Resources, model_key
 
 if TYPE_CHECKING:
     import threading
@@ -304,7 +304,7 @@ def plan(dataset: LlmDataset, evaluators: Iterable[Evaluator], resources: Resour
             continue
         for req in first_requests(ev, todo):
             if isinstance(req, Chat):
-                chats.setdefault(req.model if isinstance(req.model, (str, type(None))) else id(req.model), []).append(req)
+                chats.setdefault(model_key(req.model), []).append(req)
     for reqs in chats.values():
         try:
             client = resources.chat_client(reqs[0].model)

@@ -15,7 +15,12 @@ from typing import Any
 from nbeval.errors import ResourceError
 from nbeval.evaluators.base import Chat, Embed, Request
 
-__all__ = ["Resources"]
+__all__ = ["Resources", "model_key"]
+
+
+def model_key(model: Any) -> Any:
+    """A hashable key for a chat-model spec: names as they are, objects (callables, dicts, models) by identity."""
+    return model if isinstance(model, (str, type(None))) else id(model)
 
 
 class Resources:
@@ -99,7 +104,7 @@ class Resources:
     def chat_client(self, model: Any = None) -> Any:
         """The chat client for ``model`` (``None``: the run's judge)."""
         spec = model if model is not None else self.judge_spec
-        key = spec if isinstance(spec, (str, type(None))) else id(spec)
+        key = model_key(spec)
         if key not in self._chat_clients:
             from nbeval.chat.client import ChatClient
             from nbeval.chat.config import resolve_chat_model
@@ -126,7 +131,7 @@ class Resources:
 
         by_model: dict[Any, list[tuple[int, Chat]]] = defaultdict(list)
         for i, r in items:
-            by_model[r.model if isinstance(r.model, (str, type(None))) else id(r.model)].append((i, r))
+            by_model[model_key(r.model)].append((i, r))
         for group in by_model.values():
             try:
                 client = self.chat_client(group[0][1].model)
