@@ -39,10 +39,10 @@ sys.path.insert(0, str(ROOT))
 from nbeval.data.model import LlmDataset
 from nbeval.engine import _plan_rows, evaluate, first_requests
 from nbeval.evaluators.base import Embed
-from nbeval.evaluators.geometry import warm_up
+from nbeval.evaluators.embedding.geometry import warm_up
 from nbeval.evaluators.registry import evaluator
 from nbeval.resources.embedder import Embedder, get_embedder
-from nbeval.text import _split_cached
+from nbeval.data.text import _split_cached
 
 NINE = ["semantic_similarity", "answer_semantic_similarity", "answer_sentence_similarity",
         "answer_relevancy_sentence", "groundedness_semantic", "context_relevancy_soft",

@@ -13,8 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from nbeval._lazy import lazy_exports
-
-__version__ = "0.1.0"
+from nbeval._version import __version__
 
 # public name -> module that defines it
 _EXPORTS = {
@@ -31,8 +30,9 @@ _EXPORTS = {
     "MetricSpec": "nbeval.evaluators.base",
     "Score": "nbeval.evaluators.base",
     "Aggregate": "nbeval.evaluators.base",
-    "Embed": "nbeval.evaluators.base",
-    "Chat": "nbeval.evaluators.base",
+    "Embed": "nbeval.requests",
+    "Chat": "nbeval.requests",
+    "collect": "nbeval.chat.collect",
     "bool_score": "nbeval.evaluators.base",
     "Chunk": "nbeval.data.model",
     "Relationship": "nbeval.data.model",
@@ -44,10 +44,10 @@ _EXPORTS = {
     "LlmDataset": "nbeval.data.model",
     "Row": "nbeval.data.model",
     "load": "nbeval.data.readers",
-    "parse_condition": "nbeval.conditions",
-    "Condition": "nbeval.conditions",
+    "parse_condition": "nbeval.data.conditions",
+    "Condition": "nbeval.data.conditions",
     "demo_lab": "nbeval.demo",
-    "split_sentences": "nbeval.text",
+    "split_sentences": "nbeval.data.text",
     "NbevalError": "nbeval.errors",
     "DataError": "nbeval.errors",
     "ConditionError": "nbeval.errors",
@@ -66,7 +66,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs only
-    from nbeval.conditions import Condition, parse_condition
+    from nbeval.data.conditions import Condition, parse_condition
     from nbeval.data.model import (Chunk, LlmDataset, ModelInfo, Relationship, Row, Test, TestCase,
                                    TestLab, TestSuite)
     from nbeval.data.readers import load
@@ -75,7 +75,9 @@ if TYPE_CHECKING:  # for type checkers and IDEs only
     from nbeval.errors import (ConditionError, DataError, EvaluatorError, JudgeNotConfigured,
                                MissingDependency, NbevalError, RegexTimeout, ResourceError,
                                UnknownEvaluator)
-    from nbeval.evaluators.base import Aggregate, Chat, Embed, Evaluator, EvaluatorSpec, MetricSpec, Score, bool_score
+    from nbeval.chat.collect import collect
+    from nbeval.evaluators.base import Aggregate, Evaluator, EvaluatorSpec, MetricSpec, Score, bool_score
     from nbeval.evaluators.registry import catalogue, evaluator, list_evaluators, register
+    from nbeval.requests import Chat, Embed
     from nbeval.results import EvaluationResult, load_result
-    from nbeval.text import split_sentences
+    from nbeval.data.text import split_sentences

@@ -137,12 +137,13 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _complete(args: argparse.Namespace) -> int:
+    from nbeval.chat.collect import collect
     from nbeval.data.model import TestLab, TestSuite
 
     suite = TestSuite.from_json(args.suite)
     models = {m: _endpoint(m, args.base_url) for m in args.model}
-    pending = TestLab.from_suite(suite, models=models, system_prompt=args.system_prompt,
-                                 concurrency=args.concurrency, cache=not args.no_cache)
+    pending = collect(suite, models=models, system_prompt=args.system_prompt,
+                      concurrency=args.concurrency, cache=not args.no_cache)
     if args.dry_run:
         print(pending.plan())
         return 0

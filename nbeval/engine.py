@@ -21,6 +21,7 @@ from nbeval.errors import DataError, JudgeNotConfigured, NbevalError
 from nbeval.evaluators.base import Evaluator, Score
 from nbeval.evaluators.registry import resolve_evaluators
 from nbeval.progress import progress_bar
+from nbeval.results.outcome import RowOutcome
 from nbeval.runtime import Resources, model_key
 
 if TYPE_CHECKING:
@@ -35,17 +36,6 @@ __all__ = ["evaluate", "to_dataset", "RowOutcome", "plan", "first_requests"]
 CHUNK_ROWS = 256
 
 
-@dataclass
-class RowOutcome:
-    """What one evaluator made of one row (scored, errored or skipped)."""
-
-    evaluator: Evaluator
-    row: Row
-    score: Score | None = None
-    skip_reason: str | None = None
-    warnings: list[str] = field(default_factory=list)
-
-
 def to_dataset(data: Any) -> tuple[LlmDataset, TestLab | None]:
     """A dataset from anything ``evaluate`` accepts (and the lab, when one was given)."""
     from nbeval.data.readers import _is_dataframe, load, read_pandas
@@ -56,7 +46,7 @@ def to_dataset(data: Any) -> tuple[LlmDataset, TestLab | None]:
         return data.dataset, data
     if isinstance(data, TestSuite):
         msg = ("a test suite has no answers to evaluate; complete it into a lab first "
-               "(nbeval.TestLab.from_suite(suite, models=[...]).complete()) or attach answers")
+               "(nbeval.collect(suite, models=[...]).complete()) or attach answers")
         raise DataError(msg)
     if _is_dataframe(data):
         return read_pandas(data), None

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from nbeval.errors import ResourceError
-from nbeval.evaluators.base import Chat, Embed, Request
+from nbeval.requests import Chat, Embed, Request
 
 __all__ = ["Resources", "model_key"]
 

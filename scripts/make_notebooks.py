@@ -706,7 +706,7 @@ SUITE = [
 
     ## 2. Collect answers
 
-    A suite has questions but no answers. `nbeval.TestLab.from_suite(suite, models=[...])` sends
+    A suite has questions but no answers. `nbeval.collect(suite, models=[...])` sends
     every test case to every model and `.complete()` returns a lab holding the answers. A model is a
     chat model name or endpoint settings (like a judge, see `03_llm_judges.ipynb`) or a Python
     function that answers a prompt, such as your RAG pipeline; a model that fails on a case leaves an
@@ -731,7 +731,7 @@ SUITE = [
         return "Call Marc Dubois on +33 6 12 34 56 78."
 
 
-    pending = nbeval.TestLab.from_suite(suite, models=[careful_bot, careless_bot], cache=False)
+    pending = nbeval.collect(suite, models=[careful_bot, careless_bot], cache=False)
     lab = pending.complete(progress=False)
     lab.dataset
     """),

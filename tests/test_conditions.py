@@ -1,4 +1,4 @@
-"""Tests of the condition language (nbeval.conditions) and bounded regexes (nbeval._regex).
+"""Tests of the condition language (nbeval.data.conditions) and bounded regexes (nbeval.data._regex).
 
 Every expected value below was worked out by hand from the language's rules, not produced by the
 code under test.
@@ -16,8 +16,8 @@ import time
 
 import pytest
 
-from nbeval import _regex
-from nbeval.conditions import And, Not, Or, Regexp, Text, is_valid_condition, parse_condition
+from nbeval.data import _regex
+from nbeval.data.conditions import And, Not, Or, Regexp, Text, is_valid_condition, parse_condition
 from nbeval.errors import ConditionError, NbevalError, RegexTimeout
 
 # ----------------------------------------------------------------------------- the spec's examples
@@ -356,7 +356,7 @@ def test_evaluate_stops_early_but_check_tests_everything() -> None:
 # ---------------------------------------------------------------------------------- never eval
 
 def test_no_eval_in_the_implementation() -> None:
-    import nbeval.conditions as module
+    import nbeval.data.conditions as module
 
     tree = ast.parse(pathlib.Path(module.__file__).read_text())
     called = {node.func.id for node in ast.walk(tree)

@@ -22,7 +22,7 @@ from nbeval.widgets.markup import esc, summary_html
 if TYPE_CHECKING:
     from nbeval.results import EvaluationResult
 
-__all__ = ["enable_offline", "jupyter_chart", "overview_chart", "result_mimebundle", "in_kernel"]
+__all__ = ["enable_offline", "in_kernel", "jupyter_chart", "overview_chart", "report_charts", "result_mimebundle"]
 
 
 def enable_offline() -> None:
@@ -95,3 +95,16 @@ def result_mimebundle(result: EvaluationResult, include: Any = None, exclude: An
     if exclude:
         bundle = {k: v for k, v in bundle.items() if k not in exclude or k == "text/plain"}
     return bundle
+
+
+def report_charts(result: EvaluationResult) -> str:
+    """Inline SVG leaderboards for the HTML report, one per evaluator (a chart that fails is left out)."""
+    import vl_convert as vlc
+
+    svgs = []
+    for ev in result.evaluators:
+        try:
+            svgs.append(vlc.vegalite_to_svg(leaderboard_chart(result, ev).to_dict()))
+        except Exception:  # one odd evaluator must not cost the report its other charts
+            continue
+    return "".join(f"<div>{s}</div>" for s in svgs)

@@ -18,7 +18,7 @@ CHUNK_SPLIT = re.compile(r"\n\s*\n")
 
 def condition_feedback(text: str) -> tuple[str, int, str]:
     """Parse ``text``: (error message or "", error position or -1, HTML feedback with a marker)."""
-    from nbeval.conditions import parse_condition
+    from nbeval.data.conditions import parse_condition
 
     if not text.strip():
         return "", -1, status_html("no condition")

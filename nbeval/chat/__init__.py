@@ -18,7 +18,7 @@ from nbeval.chat.base import ChatError, ChatModel, ChatReply, Usage
 from nbeval.chat.cache import ChatCache, default_cache_path
 from nbeval.chat.callable_chat import CallableChat
 from nbeval.chat.client import ChatClient, ChatFailure, ChatResult, Plan, UsageTotals
-from nbeval.chat.collect import PendingLab, RagFunction, from_suite
+from nbeval.chat.collect import PendingLab, RagFunction, collect
 from nbeval.chat.config import judge_help_text, resolve_chat_model
 from nbeval.chat.hf_chat import HFChat
 from nbeval.chat.openai_chat import OpenAIChat
@@ -40,7 +40,7 @@ __all__ = [
     "PendingLab",
     "RagFunction",
     "default_cache_path",
-    "from_suite",
+    "collect",
     "judge_help_text",
     "resolve_chat_model",
 ]

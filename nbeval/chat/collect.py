@@ -1,6 +1,6 @@
 """Collecting answers: send every test case of a suite to every model and build a test lab.
 
-    pending = from_suite(suite, models={"gpt": "gpt-4o-mini", "my_rag": my_rag_function})
+    pending = nbeval.collect(suite, models={"gpt": "gpt-4o-mini", "my_rag": my_rag_function})
     pending.plan()          # how many calls, how many cached, before spending anything
     lab = pending.complete()
 
@@ -34,7 +34,7 @@ from nbeval.progress import progress_bar
 if TYPE_CHECKING:
     from nbeval.data.model import TestLab, TestSuite
 
-__all__ = ["from_suite", "PendingLab", "RagFunction"]
+__all__ = ["PendingLab", "RagFunction", "collect"]
 
 _PROMPT_NAMES = ("prompt", "input", "question", "query", "text")
 
@@ -196,8 +196,9 @@ def _models(models: Any) -> dict[str, ChatModel]:
     return out
 
 
-def from_suite(suite: TestSuite, models: Any, **settings: Any) -> PendingLab:
-    """Pair ``suite`` with ``models`` (``TestLab.from_suite`` does the same); call ``.complete()``.
+def collect(suite: TestSuite, models: Any, **settings: Any) -> PendingLab:
+    """Pair ``suite`` with ``models``; ``.plan()`` counts the calls, ``.complete()`` makes them
+    and returns the filled :class:`~nbeval.data.model.TestLab` (``nbeval.collect(suite, models=[...])``).
 
     ``settings``: ``system_prompt=`` (sent before each prompt to chat models), ``params=``
     (generation parameters) and any :class:`~nbeval.chat.client.ChatClient` setting

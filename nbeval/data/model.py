@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
-    from nbeval.conditions import Condition
+    from nbeval.data.conditions import Condition
 
 __all__ = [
     "Chunk",
@@ -35,6 +36,15 @@ __all__ = [
 #: The model key given to rows that do not name one.
 DEFAULT_MODEL_KEY = "model"
 
+
+
+def is_missing(value: Any) -> bool:
+    """Whether a field value counts as absent: ``None``, NaN, or an empty list, tuple or dict."""
+    if value is None:
+        return True
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    return isinstance(value, (list, tuple, dict)) and len(value) == 0
 
 @dataclass(frozen=True)
 class Chunk:
@@ -108,7 +118,7 @@ class TestCase:
 
     def __post_init__(self) -> None:
         if self.condition:
-            from nbeval.conditions import parse_condition
+            from nbeval.data.conditions import parse_condition
 
             parse_condition(self.condition)  # a malformed condition fails here, not mid-run
 
@@ -262,7 +272,7 @@ class Row:
         """``output_condition`` parsed (``None`` when empty)."""
         if not self.output_condition:
             return None
-        from nbeval.conditions import parse_condition
+        from nbeval.data.conditions import parse_condition
 
         return parse_condition(self.output_condition)
 
@@ -388,9 +398,7 @@ class LlmDataset:
 
     def has_field(self, name: str) -> bool:
         """Whether any row has a non-empty value for ``name``."""
-        from nbeval.evaluators.base import _is_missing
-
-        return any(not _is_missing(getattr(r, name, None)) for r in self.rows)
+        return any(not is_missing(getattr(r, name, None)) for r in self.rows)
 
 
 @dataclass
@@ -407,15 +415,6 @@ class TestLab:
     llm_model_names: list[str] = field(default_factory=list)
     docs_cache: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_suite(cls, suite: TestSuite, models: Any, **settings: Any) -> Any:
-        """A lab to be completed: ``TestLab.from_suite(suite, models=[...]).complete()`` sends every
-        test case to every model (chat endpoints or Python functions) and returns the filled lab.
-        See :func:`nbeval.chat.collect.from_suite` for the models and settings accepted."""
-        from nbeval.chat.collect import from_suite
-
-        return from_suite(suite, models, **settings)
 
     @classmethod
     def from_json(cls, source: Any) -> TestLab:

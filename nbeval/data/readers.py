@@ -452,7 +452,7 @@ def _condition(v: Any, source: str, row: Any, field: str) -> str | None:
     text = _opt_str(v, source, row, field)
     if not text or not text.strip():
         return None
-    from nbeval.conditions import parse_condition
+    from nbeval.data.conditions import parse_condition
 
     try:
         parse_condition(text)

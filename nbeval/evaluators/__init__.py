@@ -1,2 +1,3 @@
-"""Evaluators: the framework (:mod:`.base`, :mod:`.registry`), the catalogue (``catalogue/*.toml``)
-and one module per family of implementations."""
+"""Evaluators: the framework (:mod:`.base`, :mod:`.registry`) and one package per family
+(:mod:`.deterministic`, :mod:`.embedding`, :mod:`.judges`), each declaring its evaluators in its
+own ``catalogue.toml``."""

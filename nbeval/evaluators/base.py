@@ -23,7 +23,9 @@ from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Union
 
+from nbeval.data.model import is_missing
 from nbeval.errors import EvaluatorError
+from nbeval.requests import Chat, Embed, Request
 
 if TYPE_CHECKING:
     from nbeval.data.model import LlmDataset, Row
@@ -150,33 +152,6 @@ class Aggregate:
     details: dict[str, Any] | None = None
 
 
-# ---------------------------------------------------------------------------------------------
-# Requests an evaluator may yield. The engine answers each with the value described.
-
-
-@dataclass(frozen=True)
-class Embed:
-    """Ask for embeddings. Answer: ``numpy.ndarray`` of shape (len(texts), dim), rows L2-normalised."""
-
-    texts: tuple[str, ...]
-    model: str | None = None
-    """Embedder name or path (``None``: the run's embedder)."""
-
-
-@dataclass(frozen=True)
-class Chat:
-    """Ask a chat model (the judge unless ``model`` names another). Answer: a ``ChatReply``.
-
-    When the call finally fails, the engine throws a :class:`~nbeval.errors.ResourceError` into
-    the evaluator at the ``yield``; an evaluator that does not catch it gets the row's error.
-    """
-
-    messages: tuple[Mapping[str, str], ...]
-    params: Mapping[str, Any] = field(default_factory=dict)
-    model: Any = None
-
-
-Request = Union[Embed, Chat]
 ScoreResult = Union[Score, Generator[Request, Any, Score]]
 
 
@@ -301,7 +276,7 @@ class Evaluator:
 
     def missing_input(self, row: Row) -> str | None:
         """Why ``row`` cannot be scored (``None`` when it can). Default: a required input is missing."""
-        missing = [name for name in self.spec.inputs if _is_missing(getattr(row, name, None))]
+        missing = [name for name in self.spec.inputs if is_missing(getattr(row, name, None))]
         if missing:
             return "missing " + ", ".join(missing)
         return None
@@ -319,12 +294,3 @@ class Evaluator:
             out[m.name] = Aggregate(sum(vals) / len(vals) if vals else None, len(vals))
         return out
 
-
-def _is_missing(value: Any) -> bool:
-    if value is None:
-        return True
-    if isinstance(value, float) and math.isnan(value):
-        return True
-    if isinstance(value, (list, tuple, dict)) and len(value) == 0:
-        return True
-    return False

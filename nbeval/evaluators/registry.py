@@ -1,6 +1,6 @@
 """The evaluator catalogue and registry.
 
-Declarations live in TOML files under ``nbeval/evaluators/catalogue/`` (one per family), so the
+Declarations live in each family package's ``catalogue.toml`` (``nbeval/evaluators/<family>/``), so the
 catalogue can be listed (CLI, widgets) without importing any scoring code. Implementations
 register themselves by id with :func:`register` when their module is imported, which happens the
 first time the evaluator is constructed. Third-party packages add evaluators through the
@@ -57,14 +57,17 @@ def spec_from_dict(id: str, d: Mapping[str, Any]) -> EvaluatorSpec:
 @lru_cache(maxsize=1)
 def _builtin_specs() -> dict[str, EvaluatorSpec]:
     specs: dict[str, EvaluatorSpec] = {}
-    folder = resources.files("nbeval.evaluators") / "catalogue"
-    for entry in sorted(folder.iterdir(), key=lambda p: p.name):
-        if not entry.name.endswith(".toml"):
+    # Each family package (deterministic/, embedding/, judges/, ...) declares its evaluators in its
+    # own catalogue.toml; reading it imports no scoring code.
+    folder = resources.files("nbeval.evaluators")
+    for family in sorted(folder.iterdir(), key=lambda p: p.name):
+        entry = family / "catalogue.toml"
+        if not entry.is_file():
             continue
         data = tomllib.loads(entry.read_text(encoding="utf-8"))
         for id, table in data.items():
             if id in specs:
-                msg = f"evaluator id '{id}' declared twice in the catalogue ({entry.name})"
+                msg = f"evaluator id '{id}' declared twice in the catalogue ({family.name}/catalogue.toml)"
                 raise EvaluatorError(msg)
             specs[id] = spec_from_dict(id, table)
     return specs

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import nbeval
-from nbeval.chat import OpenAIChat, from_suite
+from nbeval.chat import OpenAIChat, collect
 from nbeval.data.model import Test, TestCase, TestLab, TestSuite
 from nbeval.errors import DataError
 from tests.support.fake_openai import FakeOpenAIServer, Recorded, Text
@@ -46,7 +46,7 @@ def test_complete_a_lab(openai_server: FakeOpenAIServer, cache_path: Path) -> No
         return answer_for(prompt)
 
     models = {"llm": OpenAIChat("chat-1", base_url=openai_server.url), "rag": my_rag, "flaky": flaky}
-    pending = from_suite(make_suite(), models, cache=cache_path, system_prompt="Answer with one word.",
+    pending = collect(make_suite(), models, cache=cache_path, system_prompt="Answer with one word.",
                          prices={"chat-1": (1.0, 1.0)})
     plan = pending.plan()
     assert (plan.calls, plan.cached, plan.to_call) == (9, 0, 9)
@@ -73,7 +73,7 @@ def test_complete_a_lab(openai_server: FakeOpenAIServer, cache_path: Path) -> No
     assert bool(s.loc[("flaky", "pe"), "skipped"]) and "no idea about Peru" in s.loc[("flaky", "pe"), "skip_reason"]
 
     # Again: everything but the failure comes from the cache.
-    again = from_suite(make_suite(), models, cache=cache_path, system_prompt="Answer with one word.")
+    again = collect(make_suite(), models, cache=cache_path, system_prompt="Answer with one word.")
     assert again.plan().cached == 8
     lab2 = again.complete(progress=False)
     assert openai_server.request_count == 3 and len(rag_calls) == 3
@@ -85,18 +85,18 @@ def test_models_as_a_list_and_errors(openai_server: FakeOpenAIServer) -> None:
     def echo(prompt: str) -> str:
         return prompt
 
-    lab = from_suite(make_suite(), [echo, ("named", lambda prompt: "x")], cache=False).complete(progress=False)
+    lab = collect(make_suite(), [echo, ("named", lambda prompt: "x")], cache=False).complete(progress=False)
     assert [m.key for m in lab.models] == ["echo", "named"]
     with pytest.raises(DataError, match="two models"):
-        from_suite(make_suite(), [echo, echo])
+        collect(make_suite(), [echo, echo])
     with pytest.raises(DataError, match="no models"):
-        from_suite(make_suite(), [])
+        collect(make_suite(), [])
     with pytest.raises(DataError, match="no test cases"):
-        from_suite(TestSuite(name="empty"), [echo])
+        collect(TestSuite(name="empty"), [echo])
 
 
 def test_tuple_answer_with_context(openai_server: FakeOpenAIServer) -> None:
-    lab = from_suite(make_suite(), {"t": lambda prompt: ("ans", ["chunk a", "chunk b"])}, cache=False).complete(
+    lab = collect(make_suite(), {"t": lambda prompt: ("ans", ["chunk a", "chunk b"])}, cache=False).complete(
         progress=False)
     assert [c.content for c in lab.dataset.rows[0].context] == ["chunk a", "chunk b"]
 
@@ -104,7 +104,7 @@ def test_tuple_answer_with_context(openai_server: FakeOpenAIServer) -> None:
 def test_recorded_prompt_is_the_case_prompt(openai_server: FakeOpenAIServer) -> None:
     seen: list[Recorded] = []
     openai_server.reply = lambda rec: seen.append(rec) or "ok"
-    from_suite(make_suite(), [{"model": "m1", "base_url": openai_server.url}], cache=False,
+    collect(make_suite(), [{"model": "m1", "base_url": openai_server.url}], cache=False,
                params={"temperature": 0}).complete(progress=False)
     assert sorted(r.last_content for r in seen) == ["Capital of Chile?", "Capital of France?", "Capital of Peru?"]
     assert all(r.params == {"temperature": 0} for r in seen)

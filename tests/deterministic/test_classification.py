@@ -149,7 +149,7 @@ def test_missing_label_is_skipped():
 
 
 def test_many_classes_skip_the_matrix_but_keep_the_figures():
-    from nbeval.evaluators.classification import MAX_MATRIX_CLASSES
+    from nbeval.evaluators.deterministic.classification import MAX_MATRIX_CLASSES
 
     k = MAX_MATRIX_CLASSES + 50
     # every row right, each its own class: precision = recall = F1 = 1 for each of k classes

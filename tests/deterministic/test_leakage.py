@@ -17,7 +17,7 @@ import pytest
 
 import nbeval
 from nbeval.data.model import Chunk, Row
-from nbeval.evaluators.leakage import encoding_categories
+from nbeval.evaluators.deterministic.leakage import encoding_categories
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "leakage_records.json").read_text(encoding="utf-8"))
 RECORDS, VALUES = GOLDEN["records"], GOLDEN["values"]
@@ -130,7 +130,7 @@ def test_no_detected_value_is_repeated_in_the_results(result) -> None:
             assert digits not in "".join(c for c in blob if c.isdigit())
 
 
-@pytest.mark.skipif(importlib.util.find_spec("nbeval.report") is None, reason="the HTML report is not built yet")
+@pytest.mark.skipif(importlib.util.find_spec("nbeval.results.report") is None, reason="the HTML report is not built yet")
 def test_no_detected_value_is_repeated_in_the_html_report() -> None:
     # The report may show the answers themselves; it must not repeat a value anywhere else.
     # Each value sits right after a marker in its answer, so every legitimate copy of the value

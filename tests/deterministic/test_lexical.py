@@ -20,7 +20,7 @@ import pytest
 import nbeval
 from nbeval.data.model import Row
 from nbeval.errors import EvaluatorError
-from nbeval.evaluators.lexical import LOOPING_MAX_CHARS, longest_repeat
+from nbeval.evaluators.deterministic.lexical import LOOPING_MAX_CHARS, longest_repeat
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 

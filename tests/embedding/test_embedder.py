@@ -122,7 +122,7 @@ def test_resolve_model() -> None:
 
 
 def test_import_stays_light() -> None:
-    code = ("import sys, nbeval, nbeval.resources, nbeval.text, nbeval.evaluators.embedding\n"
+    code = ("import sys, nbeval, nbeval.resources, nbeval.data.text, nbeval.evaluators.embedding.evaluators\n"
             "heavy = [m for m in ('torch', 'sentence_transformers', 'transformers', 'umap') if m in sys.modules]\n"
             "assert not heavy, heavy\n")
     subprocess.run([sys.executable, "-c", code], check=True)

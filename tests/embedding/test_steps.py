@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nbeval.evaluators.steps import Alignment, align_steps, extract_steps
+from nbeval.evaluators.embedding.steps import Alignment, align_steps, extract_steps
 
 # -- extraction --------------------------------------------------------------------------------
 

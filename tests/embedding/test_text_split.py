@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nbeval.text import is_list_marker_line, split_sentences
+from nbeval.data.text import is_list_marker_line, split_sentences
 
 CASES: list[tuple[str, str, list[str]]] = [
     ("empty", "", []),

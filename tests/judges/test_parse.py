@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nbeval.evaluators.judges_parse import find_json, parse_choice, parse_index_list, parse_number
+from nbeval.evaluators.judges.parse import find_json, parse_choice, parse_index_list, parse_number
 
 YES_NO = {"yes": True, "no": False}
 

@@ -7,8 +7,8 @@ import pytest
 import nbeval
 from nbeval.cli import main as cli_main
 from nbeval.errors import EvaluatorError
-from nbeval.evaluators.judges_core import Example, JudgePrompt, fill
-from nbeval.evaluators.judges_prompts import PROMPTS
+from nbeval.evaluators.judges.core import Example, JudgePrompt, fill
+from nbeval.evaluators.judges.prompts import PROMPTS
 from nbeval.evaluators.registry import get_class, list_evaluators
 
 SPEC_IDS = {"contact_information", "language_mismatch", "sexism", "stereotypes", "summarization_judge", "byop",

@@ -131,7 +131,7 @@ def synthetic_result(n_cases: int, n_models: int, *, seed: int = 0) -> nbeval.Ev
     import pandas as pd
 
     from nbeval.data.model import LlmDataset, Row
-    from nbeval.results import AGGREGATE_COLUMNS, METRIC_COLUMNS, SCORE_COLUMNS
+    from nbeval.results.result import AGGREGATE_COLUMNS, METRIC_COLUMNS, SCORE_COLUMNS
 
     rng = np.random.default_rng(seed)
     keys = [f"k{i:06d}" for i in range(n_cases)]

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from nbeval.errors import EvaluatorError
 from nbeval.evaluators.base import Score, bool_score
-from nbeval.evaluators.judges_core import JudgeEvaluator, JudgePrompt, row_values, usage_details
-from nbeval.evaluators.judges_parse import Parsed, parse_choice, parse_number
-from nbeval.evaluators.judges_prompts import PROMPTS
+from nbeval.evaluators.judges.core import JudgeEvaluator, JudgePrompt, row_values, usage_details
+from nbeval.evaluators.judges.parse import Parsed, parse_choice, parse_number
+from nbeval.evaluators.judges.prompts import PROMPTS
 from nbeval.evaluators.registry import register
 
 if TYPE_CHECKING:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from nbeval.text import split_sentences
+from nbeval.data.text import split_sentences
 
 __all__ = ["Alignment", "align_steps", "extract_steps"]
 

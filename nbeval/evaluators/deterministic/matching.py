@@ -1,6 +1,6 @@
 """``text_matching``: the answer (and the retrieved context) must satisfy the row's condition.
 
-The condition language lives in :mod:`nbeval.conditions`; this module only applies a parsed
+The condition language lives in :mod:`nbeval.data.conditions`; this module only applies a parsed
 condition to a row. Conditions come from datasets, so a regular expression in one of them may
 backtrack catastrophically: every search is bounded (:data:`SEARCH_TIMEOUT`) and a search that
 runs out turns into that row's error, reported as a parse failure (the row could not be
@@ -16,7 +16,7 @@ from nbeval.evaluators.base import Evaluator, Score, bool_score
 from nbeval.evaluators.registry import register
 
 if TYPE_CHECKING:
-    from nbeval.conditions import Condition
+    from nbeval.data.conditions import Condition
     from nbeval.data.model import Row
 
 __all__ = [

@@ -11,7 +11,7 @@ import math
 from html import escape
 from typing import TYPE_CHECKING, Any
 
-from nbeval.leaderboard import format_value
+from nbeval.results.leaderboard import format_value
 
 if TYPE_CHECKING:
     from nbeval.results import EvaluationResult
@@ -94,19 +94,15 @@ def _table(df: Any, columns: list[str], text_columns: tuple[str, ...] = ()) -> s
 
 
 def _charts_svg(result: EvaluationResult) -> str:
-    try:
-        import vl_convert as vlc
+    from nbeval.results.renderers import get_renderer
 
-        from nbeval.widgets.charts import leaderboard_chart
-    except Exception:  # the notebook kit is optional: the report stands without charts
+    render = get_renderer("report_charts")  # the notebook kit's; the report stands without charts
+    if render is None:
         return ""
-    svgs = []
-    for ev in result.evaluators:
-        try:
-            svgs.append(vlc.vegalite_to_svg(leaderboard_chart(result, ev).to_dict()))
-        except Exception:
-            continue
-    return "".join(f"<div>{s}</div>" for s in svgs)
+    try:
+        return str(render(result))
+    except Exception:
+        return ""
 
 
 def _cases(result: EvaluationResult) -> str:

@@ -13,12 +13,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nbeval._version import __version__
 from nbeval.data.model import LlmDataset, TestLab
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from nbeval.engine import RowOutcome
+    from nbeval.results.outcome import RowOutcome
     from nbeval.evaluators.base import Evaluator
 
 __all__ = ["EvaluationResult", "load_result", "SCORE_COLUMNS"]
@@ -73,8 +74,6 @@ class EvaluationResult:
                       dataset: LlmDataset, *, lab: TestLab | None = None, duration_s: float | None = None,
                       usage: dict[str, Any] | None = None, cancelled: bool = False) -> EvaluationResult:
         import pandas as pd
-
-        import nbeval
 
         metric_rows = []
         for ev in evaluators:
@@ -131,7 +130,7 @@ class EvaluationResult:
                     explanations.setdefault(name, {}).setdefault(model_key, {})[m.name] = a.details
         aggregates = pd.DataFrame(agg_rows, columns=AGGREGATE_COLUMNS)
         aggregates["value"] = aggregates["value"].astype(float)
-        meta = {"nbeval_version": nbeval.__version__, "duration_s": duration_s, "usage": usage or {},
+        meta = {"nbeval_version": __version__, "duration_s": duration_s, "usage": usage or {},
                 "cancelled": cancelled, "format_version": FORMAT_VERSION,
                 "evaluators": [{"name": ev.name, "id": ev.id, "params": _jsonable(ev.params)} for ev in evaluators]}
         labels = {m.key: m.label for m in lab.models} if lab is not None else {}
@@ -169,21 +168,21 @@ class EvaluationResult:
         With ``evaluator=None`` every evaluator's metrics appear as ``<evaluator>.<metric>``.
         Models are sorted best first on the chosen (default: primary) metric.
         """
-        from nbeval.leaderboard import leaderboard
+        from nbeval.results.leaderboard import leaderboard
 
         return leaderboard(self, evaluator=evaluator, metric=metric)
 
     @property
     def problems(self) -> pd.DataFrame:
         """Threshold breaches per model and primary metric, and perturbation flips."""
-        from nbeval.insights import problems
+        from nbeval.results.insights import problems
 
         return problems(self)
 
     @property
     def insights(self) -> pd.DataFrame:
         """The best model on each primary metric and the hardest test cases."""
-        from nbeval.insights import insights
+        from nbeval.results.insights import insights
 
         return insights(self)
 
@@ -193,7 +192,7 @@ class EvaluationResult:
 
     def summary(self) -> str:
         """A plain-text summary: leaderboards of primary metrics and problems."""
-        from nbeval.leaderboard import summary_text
+        from nbeval.results.leaderboard import summary_text
 
         return summary_text(self)
 
@@ -202,13 +201,14 @@ class EvaluationResult:
                 f"{len(self.scores)} scores, {len(self.problems)} problems)")
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        try:
-            from nbeval.widgets.display import result_mimebundle
-        except ImportError:  # the notebook kit is not installed: text and HTML only
-            from nbeval.report import summary_html
+        from nbeval.results.renderers import get_renderer
+
+        render = get_renderer("mimebundle")
+        if render is None:  # the notebook kit is not installed: text and HTML only
+            from nbeval.results.report import summary_html
 
             return {"text/plain": repr(self), "text/html": summary_html(self)}
-        return result_mimebundle(self)
+        return render(self)
 
     # -- persistence ----------------------------------------------------------------------
 
@@ -231,7 +231,7 @@ class EvaluationResult:
 
     def to_html(self, path: str | Path | None = None) -> str:
         """A static, self-contained HTML report; written to ``path`` when given."""
-        from nbeval.report import report_html
+        from nbeval.results.report import report_html
 
         html = report_html(self)
         if path is not None:

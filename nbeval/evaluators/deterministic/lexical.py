@@ -111,7 +111,7 @@ class RegexMatch(Evaluator):
             msg = (f"regex_match: pattern= must be the regular expression as a string, not "
                    f"{type(pattern).__name__} (use inline flags such as (?i) for options)")
             raise EvaluatorError(msg)
-        from nbeval._regex import compile_user_pattern
+        from nbeval.data._regex import compile_user_pattern
 
         try:
             self._compiled = compile_user_pattern(pattern)
@@ -120,7 +120,7 @@ class RegexMatch(Evaluator):
             raise EvaluatorError(msg) from None
 
     def score(self, row: Row) -> Score:
-        from nbeval._regex import search
+        from nbeval.data._regex import search
 
         answer = row.actual_output or ""
         try:
@@ -140,7 +140,7 @@ class RegexMatch(Evaluator):
 class Looping(Evaluator):
     """Three signs of an answer stuck in a loop.
 
-    - ``unique_sentences``: distinct / all sentences (:func:`nbeval.text.split_sentences`),
+    - ``unique_sentences``: distinct / all sentences (:func:`nbeval.data.text.split_sentences`),
       leaving out sentences under :data:`MIN_SENTENCE_CHARS` characters. An answer with no
       sentence that long (including the empty answer) scores 1.0: it has nothing long enough to
       repeat, so it shows no looping, and 1.0 keeps it from being flagged.
@@ -155,7 +155,7 @@ class Looping(Evaluator):
     """
 
     def score(self, row: Row) -> Score:
-        from nbeval.text import split_sentences
+        from nbeval.data.text import split_sentences
 
         text = row.actual_output or ""
         sentences = [s for s in split_sentences(text) if len(s) >= MIN_SENTENCE_CHARS]

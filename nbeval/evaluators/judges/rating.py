@@ -14,10 +14,11 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from nbeval.errors import EvaluatorError, ResourceError
-from nbeval.evaluators.base import Score, _is_missing
-from nbeval.evaluators.judges_core import JudgeEvaluator, JudgePrompt, rating_score, row_values, usage_details
-from nbeval.evaluators.judges_parse import parse_choice
-from nbeval.evaluators.judges_prompts import PROMPTS
+from nbeval.data.model import is_missing
+from nbeval.evaluators.base import Score
+from nbeval.evaluators.judges.core import JudgeEvaluator, JudgePrompt, rating_score, row_values, usage_details
+from nbeval.evaluators.judges.parse import parse_choice
+from nbeval.evaluators.judges.prompts import PROMPTS
 from nbeval.evaluators.registry import register
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ class GuidelineAdherence(JudgeEvaluator):
         self.global_guidelines = [x.strip() for x in g]
 
     def missing_input(self, row: Row) -> str | None:
-        missing = [f for f in ("input", "actual_output") if _is_missing(getattr(row, f))]
+        missing = [f for f in ("input", "actual_output") if is_missing(getattr(row, f))]
         if not row.guidelines and not self.global_guidelines:
             missing.append("guidelines")
         return "missing " + ", ".join(missing) if missing else None

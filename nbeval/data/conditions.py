@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from nbeval import _regex
+from nbeval.data import _regex
 from nbeval.errors import ConditionError
 
 __all__ = ["And", "Condition", "Not", "Or", "Regexp", "Text", "is_valid_condition",

@@ -9,7 +9,7 @@ evaluators asking for the same sentence cost one encoding.
 ``S(a, b)`` is the cosine similarity of two embeddings, reported as 0 when negative (and capped
 at 1 against rounding) so that every similarity metric stays in [0, 1] as declared; only
 ``semantic_similarity`` maps the full cosine range with (cos + 1) / 2. Sentences come from
-:func:`nbeval.text.split_sentences`; a text with no sentence (an empty answer) is embedded whole,
+:func:`nbeval.data.text.split_sentences`; a text with no sentence (an empty answer) is embedded whole,
 so it scores instead of failing. Each evaluator accepts ``embedder=`` to use another model.
 """
 
@@ -21,10 +21,10 @@ import numpy as np
 
 from nbeval.errors import EvaluatorError
 from nbeval.evaluators.base import Embed, Evaluator, Score
-from nbeval.evaluators.geometry import completeness
+from nbeval.evaluators.embedding.geometry import completeness
 from nbeval.evaluators.registry import register
-from nbeval.evaluators.steps import align_steps, extract_steps
-from nbeval.text import split_sentences
+from nbeval.evaluators.embedding.steps import align_steps, extract_steps
+from nbeval.data.text import split_sentences
 
 if TYPE_CHECKING:
     from collections.abc import Generator, Sequence

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from nbeval.errors import EvaluatorError
 from nbeval.evaluators.base import Score
-from nbeval.evaluators.judges_core import JudgeEvaluator, JudgePrompt, row_values, usage_details
-from nbeval.evaluators.judges_parse import find_json, parse_index_list, parse_number
-from nbeval.evaluators.judges_prompts import PROMPTS
+from nbeval.evaluators.judges.core import JudgeEvaluator, JudgePrompt, row_values, usage_details
+from nbeval.evaluators.judges.parse import find_json, parse_index_list, parse_number
+from nbeval.evaluators.judges.prompts import PROMPTS
 from nbeval.evaluators.registry import register
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ class ContextRelevancy(JudgeEvaluator):
     default_prompt = PROMPTS["context_relevancy"]
 
     def score(self, row: Row) -> Generator[Any, Any, Score]:
-        from nbeval.text import split_sentences
+        from nbeval.data.text import split_sentences
 
         sentences = [s for c in row.context for s in split_sentences(c.text) if s.strip()]
         if not sentences:

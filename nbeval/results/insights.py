@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from nbeval.leaderboard import format_value
+from nbeval.results.leaderboard import format_value
 
 if TYPE_CHECKING:
     import pandas as pd

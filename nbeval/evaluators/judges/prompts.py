@@ -1,13 +1,13 @@
 """The built-in judge prompts, one per judge evaluator, in nbeval's own words.
 
-Each is a :class:`~nbeval.evaluators.judges_core.JudgePrompt`; ``PROMPTS[id]`` gives the default
+Each is a :class:`~nbeval.evaluators.judges.core.JudgePrompt`; ``PROMPTS[id]`` gives the default
 of evaluator ``id``. Replies ask for the reason first and the decision last, which tends to make
 judges think before they decide; the parsers accept other layouts too.
 """
 
 from __future__ import annotations
 
-from nbeval.evaluators.judges_core import Example, JudgePrompt
+from nbeval.evaluators.judges.core import Example, JudgePrompt
 
 __all__ = ["PROMPTS", "verdict_format", "RATING_FORMAT"]
 

@@ -1,0 +1,4 @@
+"""Deterministic evaluators: matching, lexical overlap, leakage, classification and retrieval.
+
+Declared in ``catalogue.toml`` beside this file; no model is needed to score them.
+"""

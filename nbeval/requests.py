@@ -1,0 +1,42 @@
+"""What scoring code may ask for: the requests an evaluator yields and the engine answers.
+
+An evaluator's ``score(row)`` does no I/O. When it needs embeddings, a chat model's reply or a
+pair model's scores, it yields one of these and receives the answer at the ``yield``, so the
+engine can batch, deduplicate, cache and parallelise every row's and every evaluator's requests
+(see :mod:`nbeval.runtime`). When a request finally fails, the engine throws a
+:class:`~nbeval.errors.ResourceError` into the evaluator at the ``yield``; an evaluator that does
+not catch it gets that row's error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+__all__ = ["Chat", "Embed", "Request"]
+
+
+@dataclass(frozen=True)
+class Embed:
+    """Ask for embeddings. Answer: ``numpy.ndarray`` of shape (len(texts), dim), rows L2-normalised."""
+
+    texts: tuple[str, ...]
+    """The texts to embed, in the order the answer's rows follow."""
+    model: str | None = None
+    """Embedder name or path (``None``: the run's embedder)."""
+
+
+@dataclass(frozen=True)
+class Chat:
+    """Ask a chat model (the judge unless ``model`` names another). Answer: a ``ChatReply``."""
+
+    messages: tuple[Mapping[str, str], ...]
+    """The conversation, OpenAI style (``{"role": ..., "content": ...}``)."""
+    params: Mapping[str, Any] = field(default_factory=dict)
+    """Generation parameters (temperature, max_tokens, ...), part of the cache key."""
+    model: Any = None
+    """The chat model (``None``: the run's judge)."""
+
+
+Request = Union[Embed, Chat]
