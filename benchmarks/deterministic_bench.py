@@ -35,15 +35,15 @@ from nbeval.data.model import Chunk, LlmDataset, Row
 from nbeval.errors import UnknownEvaluator
 
 MODELS = ("model-a", "model-b", "model-c")
-WORDS = ("revenue profit market growth customer product service energy water river city country capital "  # noqa: SIM905
+WORDS = ("revenue profit market growth customer product service energy water river city country capital "
          "population budget report quarter policy engine network model data system server cloud storage "
          "battery vehicle engine road bridge school student teacher doctor patient hospital medicine "
          "research study result method analysis value price cost index rate share stock bond loan bank "
          "river mountain forest ocean island climate weather summer winter morning evening language "
          "history museum library music film book author series season team player coach league").split()
-NAMES = ("Paris Berlin Madrid Rome Lisbon Vienna Prague Warsaw Oslo Dublin Athens Brussels Amsterdam "  # noqa: SIM905
+NAMES = ("Paris Berlin Madrid Rome Lisbon Vienna Prague Warsaw Oslo Dublin Athens Brussels Amsterdam "
          "Acme Globex Initech Umbrella Stark Wayne Tyrell Cyberdyne Soylent Hooli").split()
-VERBS = "reported announced increased reduced described measured approved opened closed launched".split()  # noqa: SIM905
+VERBS = "reported announced increased reduced described measured approved opened closed launched".split()
 LABELS = ("positive", "negative", "neutral", "mixed", "off_topic")
 
 

@@ -37,12 +37,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from nbeval.data.model import LlmDataset
+from nbeval.data.text import _split_cached
 from nbeval.engine import _plan_rows, evaluate, first_requests
 from nbeval.evaluators.base import Embed
 from nbeval.evaluators.embedding.geometry import warm_up
 from nbeval.evaluators.registry import evaluator
 from nbeval.resources.embedder import Embedder, get_embedder
-from nbeval.data.text import _split_cached
 
 NINE = ["semantic_similarity", "answer_semantic_similarity", "answer_sentence_similarity",
         "answer_relevancy_sentence", "groundedness_semantic", "context_relevancy_soft",

@@ -66,18 +66,25 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs only
+    from nbeval.chat.collect import collect
     from nbeval.data.conditions import Condition, parse_condition
-    from nbeval.data.model import (Chunk, LlmDataset, ModelInfo, Relationship, Row, Test, TestCase,
-                                   TestLab, TestSuite)
+    from nbeval.data.model import Chunk, LlmDataset, ModelInfo, Relationship, Row, Test, TestCase, TestLab, TestSuite
     from nbeval.data.readers import load
+    from nbeval.data.text import split_sentences
     from nbeval.demo import demo_lab
     from nbeval.engine import Plan, evaluate
-    from nbeval.errors import (ConditionError, DataError, EvaluatorError, JudgeNotConfigured,
-                               MissingDependency, NbevalError, RegexTimeout, ResourceError,
-                               UnknownEvaluator)
-    from nbeval.chat.collect import collect
+    from nbeval.errors import (
+        ConditionError,
+        DataError,
+        EvaluatorError,
+        JudgeNotConfigured,
+        MissingDependency,
+        NbevalError,
+        RegexTimeout,
+        ResourceError,
+        UnknownEvaluator,
+    )
     from nbeval.evaluators.base import Aggregate, Evaluator, EvaluatorSpec, MetricSpec, Score, bool_score
     from nbeval.evaluators.registry import catalogue, evaluator, list_evaluators, register
     from nbeval.requests import Chat, Embed
     from nbeval.results import EvaluationResult, load_result
-    from nbeval.data.text import split_sentences

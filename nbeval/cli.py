@@ -22,9 +22,8 @@ __all__ = ["main"]
 
 
 def _print_catalogue(args: argparse.Namespace) -> int:
-    from nbeval.evaluators.registry import list_evaluators
-
     from nbeval.chat.config import judge_from_env
+    from nbeval.evaluators.registry import list_evaluators
 
     specs = list_evaluators(args.family)
     judge_set = judge_from_env() is not None
@@ -138,7 +137,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 def _complete(args: argparse.Namespace) -> int:
     from nbeval.chat.collect import collect
-    from nbeval.data.model import TestLab, TestSuite
+    from nbeval.data.model import TestSuite
 
     suite = TestSuite.from_json(args.suite)
     models = {m: _endpoint(m, args.base_url) for m in args.model}

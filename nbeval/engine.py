@@ -13,7 +13,7 @@ import inspect
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from nbeval.data.model import LlmDataset, Row, TestLab, TestSuite
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from nbeval.results import EvaluationResult
 
-__all__ = ["evaluate", "to_dataset", "RowOutcome", "plan", "first_requests"]
+__all__ = ["RowOutcome", "evaluate", "first_requests", "plan", "to_dataset"]
 
 #: Rows scored together in one batch of rounds. Large enough that embedder and judge batches are
 #: full; small enough that a live view refreshes and Cancel is honoured promptly.

@@ -7,15 +7,15 @@ Messages say what went wrong and what to do about it.
 from __future__ import annotations
 
 __all__ = [
-    "NbevalError",
-    "DataError",
     "ConditionError",
-    "RegexTimeout",
+    "DataError",
     "EvaluatorError",
-    "UnknownEvaluator",
-    "MissingDependency",
-    "ResourceError",
     "JudgeNotConfigured",
+    "MissingDependency",
+    "NbevalError",
+    "RegexTimeout",
+    "ResourceError",
+    "UnknownEvaluator",
 ]
 
 

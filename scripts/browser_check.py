@@ -270,7 +270,7 @@ def run_notebook(context: Any, base: str, rel: str, shot: Path, timeout: float) 
         page.wait_for_timeout(1500)  # charts re-lay out after the resize
         page.screenshot(path=str(shot))
         page.evaluate("() => window.__nbeval.panel.sessionContext.shutdown()")
-    except Exception as exc:  # noqa: BLE001 - a broken page must not stop the other notebooks' checks
+    except Exception as exc:
         report["problems"].append(f"{type(exc).__name__}: {exc}")
         with contextlib.suppress(Exception):
             page.screenshot(path=str(shot))

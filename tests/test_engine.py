@@ -159,7 +159,7 @@ def test_threshold_override_changes_passed() -> None:
     recs = [{"key": "a", "input": "q", "expected_output": "x", "actual_output": "x"}]
     strict = nbeval.evaluate(recs, [nbeval.evaluator("t_equal", threshold={"other": -1.0})], progress=False)
     other = strict.scores[strict.scores.metric == "other"].iloc[0]
-    assert other["value"] == 0.0 and other["passed"] is False or other["passed"] == False  # noqa: E712
+    assert (other["value"] == 0.0 and other["passed"] is False) or other["passed"] == False  # noqa: E712
     assert strict.metrics.set_index("metric").loc["other", "threshold"] == -1.0
 
 

@@ -34,9 +34,21 @@ _EXPORTS = {
     "app": "nbeval.widgets.workflow",
 }
 
-__all__ = ["enable_offline", "leaderboard_chart", "heatmap", "pass_fail_chart", "distribution_chart",
-           "result_mimebundle", "jupyter_chart", "SuiteBuilder", "EvaluatorPicker", "RunPanel", "CaseExplorer",
-           "NbevalApp", "app"]
+__all__ = [
+    "CaseExplorer",
+    "EvaluatorPicker",
+    "NbevalApp",
+    "RunPanel",
+    "SuiteBuilder",
+    "app",
+    "distribution_chart",
+    "enable_offline",
+    "heatmap",
+    "jupyter_chart",
+    "leaderboard_chart",
+    "pass_fail_chart",
+    "result_mimebundle",
+]
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -32,8 +32,14 @@ from nbeval.widgets.tables import (
 if TYPE_CHECKING:
     from nbeval.results import EvaluationResult
 
-__all__ = ["leaderboard_chart", "heatmap", "pass_fail_chart", "distribution_chart", "CASE_SELECTION",
-           "METRIC_SELECTION"]
+__all__ = [
+    "CASE_SELECTION",
+    "METRIC_SELECTION",
+    "distribution_chart",
+    "heatmap",
+    "leaderboard_chart",
+    "pass_fail_chart",
+]
 
 #: Name of the heatmap's click selection (fields ``key`` and ``model_key``).
 CASE_SELECTION = "case_select"

@@ -12,7 +12,7 @@ import ipywidgets as w
 from nbeval.errors import NbevalError
 from nbeval.widgets.markup import esc
 
-__all__ = ["reports_errors", "error_text", "status_html"]
+__all__ = ["error_text", "reports_errors", "status_html"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -39,7 +39,7 @@ def reports_errors(method: F) -> F:
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
         try:
             return method(self, *args, **kwargs)
-        except Exception as exc:  # noqa: BLE001 - every callback error must reach the user
+        except Exception as exc:
             out: w.Output = self.output
             detail = "" if isinstance(exc, NbevalError) else "".join(traceback.format_exception(exc))
             out.append_stderr(error_text(exc) + "\n" + detail)

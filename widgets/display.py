@@ -71,7 +71,7 @@ def result_mimebundle(result: EvaluationResult, include: Any = None, exclude: An
     summary = summary_html(result)
     try:
         chart = overview_chart(result)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         # a display must not fail: show the summary and say why there is no chart
         chart = None
         summary += f'<div style="color:#a33">chart unavailable: {esc(exc)}</div>'
@@ -79,7 +79,7 @@ def result_mimebundle(result: EvaluationResult, include: Any = None, exclude: An
     if chart is not None and static_chart:
         try:
             html_parts.append(f'<div class="nbeval-chart">{_static_svg(chart)}</div>')
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             # vl-convert missing or failing: keep the text summary
             html_parts.append(f'<div style="color:#777">static chart unavailable: {esc(exc)}</div>')
     bundle["text/html"] = "".join(html_parts)

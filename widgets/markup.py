@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from nbeval.results import EvaluationResult
 
-__all__ = ["esc", "text_block", "table", "value_cell", "summary_html", "PASS_BG", "FAIL_BG"]
+__all__ = ["FAIL_BG", "PASS_BG", "esc", "summary_html", "table", "text_block", "value_cell"]
 
 PASS_BG = "#e3f4e8"
 FAIL_BG = "#fbe3e6"

@@ -14,7 +14,7 @@ from nbeval.evaluators.base import COMMON_PARAMS, EvaluatorSpec
 from nbeval.widgets.common import error_text, reports_errors, status_html
 from nbeval.widgets.markup import esc
 
-__all__ = ["EvaluatorPicker", "EvaluatorRow", "unusable_reasons", "FAMILY_ORDER"]
+__all__ = ["FAMILY_ORDER", "EvaluatorPicker", "EvaluatorRow", "unusable_reasons"]
 
 #: Families shown first, in this order; any other family follows alphabetically.
 FAMILY_ORDER = ("deterministic", "embedding", "judge", "ragas", "model", "custom")
@@ -197,7 +197,7 @@ class EvaluatorPicker(w.VBox):
             ids.append(id)
             try:
                 chosen.append(evaluator(id, **row.configured_params()))
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 # a bad setting or a missing implementation: say so on the row
                 errors[id] = error_text(exc)
             row.reason.value = status_html(errors[id], "error") if id in errors else ""

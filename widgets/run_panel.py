@@ -114,7 +114,7 @@ class RunPanel(w.VBox):
         try:
             result = nbeval.evaluate(self.data, self.evaluators, cancel=self._cancel,
                                      on_progress=self._on_progress, **self.evaluate_kwargs)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             # the panel must come back to a usable state whatever happens
             failure = exc
             self.output.append_stderr(error_text(exc) + "\n")

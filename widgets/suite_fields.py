@@ -10,7 +10,7 @@ from nbeval.errors import ConditionError
 from nbeval.widgets.common import status_html
 from nbeval.widgets.markup import esc
 
-__all__ = ["FIELDS", "CHUNK_SPLIT", "condition_feedback", "case_dict", "chunk", "to_test_case", "content_key"]
+__all__ = ["CHUNK_SPLIT", "FIELDS", "case_dict", "chunk", "condition_feedback", "content_key", "to_test_case"]
 
 FIELDS = ("key", "prompt", "expected_output", "condition", "categories", "guidelines", "expected_context")
 CHUNK_SPLIT = re.compile(r"\n\s*\n")

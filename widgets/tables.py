@@ -17,9 +17,21 @@ import pandas as pd
 if TYPE_CHECKING:
     from nbeval.results import EvaluationResult
 
-__all__ = ["MAX_INLINE_ROWS", "STATUS_MARK", "MetricInfo", "model_names", "metric_info", "truncate",
-           "cell_status", "leaderboard_table", "case_cells", "metric_cells", "outcome_counts",
-           "box_stats", "histogram"]
+__all__ = [
+    "MAX_INLINE_ROWS",
+    "STATUS_MARK",
+    "MetricInfo",
+    "box_stats",
+    "case_cells",
+    "cell_status",
+    "histogram",
+    "leaderboard_table",
+    "metric_cells",
+    "metric_info",
+    "model_names",
+    "outcome_counts",
+    "truncate",
+]
 
 #: Altair's default limit on inlined rows (``MaxRowsError`` beyond it).
 MAX_INLINE_ROWS = 5000

@@ -22,14 +22,14 @@ from typing import Any, Protocol, runtime_checkable
 from nbeval.errors import ResourceError
 
 __all__ = [
-    "Usage",
-    "ChatReply",
-    "ChatModel",
     "ChatError",
+    "ChatModel",
+    "ChatReply",
     "Message",
-    "normalize_messages",
-    "messages_to_prompt",
+    "Usage",
     "estimate_tokens",
+    "messages_to_prompt",
+    "normalize_messages",
     "redact",
 ]
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from nbeval.chat.base import ChatReply, Message, Usage
 
-__all__ = ["ChatCache", "cache_key", "default_cache_path", "ENV_CACHE_DIR"]
+__all__ = ["ENV_CACHE_DIR", "ChatCache", "cache_key", "default_cache_path"]
 
 ENV_CACHE_DIR = "NBEVAL_CACHE_DIR"
 

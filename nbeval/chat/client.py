@@ -24,7 +24,7 @@ from nbeval.chat.cache import ChatCache, cache_key
 from nbeval.chat.config import resolve_chat_model
 from nbeval.errors import MissingDependency, ResourceError
 
-__all__ = ["ChatClient", "ChatFailure", "Plan", "UsageTotals", "ChatResult", "PriceTable"]
+__all__ = ["ChatClient", "ChatFailure", "ChatResult", "Plan", "PriceTable", "UsageTotals"]
 
 #: ``{model name: (USD per 1k prompt tokens, USD per 1k completion tokens)}``.
 PriceTable = Mapping[str, tuple[float, float]]

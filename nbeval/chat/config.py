@@ -9,7 +9,7 @@ from typing import Any, Literal, overload
 from nbeval.chat.base import ChatModel
 from nbeval.errors import EvaluatorError, JudgeNotConfigured
 
-__all__ = ["resolve_chat_model", "judge_help_text", "judge_from_env"]
+__all__ = ["judge_from_env", "judge_help_text", "resolve_chat_model"]
 
 _ENV_MODEL = "NBEVAL_JUDGE_MODEL"
 _ENV_BASE_URL = "NBEVAL_JUDGE_BASE_URL"

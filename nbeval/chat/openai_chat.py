@@ -15,7 +15,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from nbeval.chat.base import ChatError, ChatReply, Message, Usage, normalize_messages, redact
 from nbeval.errors import JudgeNotConfigured, MissingDependency
 
-__all__ = ["OpenAIChat", "parse_retry_after", "public_url", "ENV_BASE_URL", "ENV_MODEL", "ENV_API_KEY"]
+__all__ = ["ENV_API_KEY", "ENV_BASE_URL", "ENV_MODEL", "OpenAIChat", "parse_retry_after", "public_url"]
 
 ENV_BASE_URL = "NBEVAL_JUDGE_BASE_URL"
 ENV_MODEL = "NBEVAL_JUDGE_MODEL"

@@ -92,7 +92,7 @@ def search(pattern: Any, text: str, timeout: float | None = DEFAULT_TIMEOUT) -> 
             outcome["match"] = compiled.search(text, timeout=max(remaining, 0.001), concurrent=True)
         except TimeoutError:
             pass
-        except Exception as exc:  # noqa: BLE001 - handed to the caller below
+        except Exception as exc:
             outcome["error"] = exc
 
     worker = threading.Thread(target=work, name="nbeval-regex", daemon=True)

@@ -20,17 +20,17 @@ if TYPE_CHECKING:
     from nbeval.data.conditions import Condition
 
 __all__ = [
-    "Chunk",
-    "Relationship",
-    "TestCase",
-    "Test",
-    "TestSuite",
-    "ModelInfo",
-    "Row",
-    "LlmDataset",
-    "TestLab",
-    "derive_key",
     "DEFAULT_MODEL_KEY",
+    "Chunk",
+    "LlmDataset",
+    "ModelInfo",
+    "Relationship",
+    "Row",
+    "Test",
+    "TestCase",
+    "TestLab",
+    "TestSuite",
+    "derive_key",
 ]
 
 #: The model key given to rows that do not name one.

@@ -44,8 +44,18 @@ from nbeval.errors import ConditionError, DataError
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["load", "read_dataset", "read_lab", "read_suite", "read_csv", "read_pandas",
-           "rows_from_records", "write_json", "write_csv", "load_json"]
+__all__ = [
+    "load",
+    "load_json",
+    "read_csv",
+    "read_dataset",
+    "read_lab",
+    "read_pandas",
+    "read_suite",
+    "rows_from_records",
+    "write_csv",
+    "write_json",
+]
 
 _TRAILING_COMMA = re.compile(r'("(?:[^"\\]|\\.)*")|,(\s*[\]}])', re.S)
 

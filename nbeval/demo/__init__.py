@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from nbeval.data.model import TestLab
 
-__all__ = ["demo_lab", "demo_lab_path", "demo_evaluators"]
+__all__ = ["demo_evaluators", "demo_lab", "demo_lab_path"]
 
 
 def demo_lab_path() -> str:

@@ -31,17 +31,17 @@ if TYPE_CHECKING:
     from nbeval.data.model import LlmDataset, Row
 
 __all__ = [
-    "MetricSpec",
-    "EvaluatorSpec",
-    "Score",
-    "Aggregate",
-    "Embed",
-    "Chat",
-    "Request",
-    "Evaluator",
     "BOOL_METRICS",
-    "bool_score",
     "COMMON_PARAMS",
+    "Aggregate",
+    "Chat",
+    "Embed",
+    "Evaluator",
+    "EvaluatorSpec",
+    "MetricSpec",
+    "Request",
+    "Score",
+    "bool_score",
 ]
 
 Direction = Literal["higher", "lower"]

@@ -21,8 +21,16 @@ from typing import Any, TypeVar
 from nbeval.errors import EvaluatorError, MissingDependency, UnknownEvaluator
 from nbeval.evaluators.base import Evaluator, EvaluatorSpec, MetricSpec
 
-__all__ = ["register", "catalogue", "get_spec", "get_class", "evaluator", "list_evaluators",
-           "ENTRY_POINT_GROUP", "resolve_evaluators"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "catalogue",
+    "evaluator",
+    "get_class",
+    "get_spec",
+    "list_evaluators",
+    "register",
+    "resolve_evaluators",
+]
 
 ENTRY_POINT_GROUP = "nbeval.evaluators"
 #: The pip extra that brings each family's dependencies.

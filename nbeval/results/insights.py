@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from nbeval.results import EvaluationResult
 
-__all__ = ["problems", "insights", "PROBLEM_COLUMNS", "INSIGHT_COLUMNS"]
+__all__ = ["INSIGHT_COLUMNS", "PROBLEM_COLUMNS", "insights", "problems"]
 
 PROBLEM_COLUMNS = ["kind", "severity", "model_key", "evaluator", "metric", "value", "threshold", "key",
                    "source_key", "message"]

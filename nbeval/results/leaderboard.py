@@ -10,7 +10,7 @@ if TYPE_CHECKING:
 
     from nbeval.results import EvaluationResult
 
-__all__ = ["leaderboard", "summary_text", "format_value"]
+__all__ = ["format_value", "leaderboard", "summary_text"]
 
 
 def leaderboard(result: EvaluationResult, evaluator: str | None = None, metric: str | None = None) -> pd.DataFrame:

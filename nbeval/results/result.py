@@ -19,10 +19,10 @@ from nbeval.data.model import LlmDataset, TestLab
 if TYPE_CHECKING:
     import pandas as pd
 
-    from nbeval.results.outcome import RowOutcome
     from nbeval.evaluators.base import Evaluator
+    from nbeval.results.outcome import RowOutcome
 
-__all__ = ["EvaluationResult", "load_result", "SCORE_COLUMNS"]
+__all__ = ["SCORE_COLUMNS", "EvaluationResult", "load_result"]
 
 #: Columns of the long table, in order.
 SCORE_COLUMNS = ["key", "model_key", "evaluator", "metric", "value", "passed", "label", "rationale",

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-
 _ENV = ("NBEVAL_JUDGE_MODEL", "NBEVAL_JUDGE_BASE_URL", "NBEVAL_JUDGE_API_KEY", "OPENAI_API_KEY",
         "OPENAI_BASE_URL", "XDG_CACHE_HOME")
 

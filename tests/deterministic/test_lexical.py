@@ -347,7 +347,7 @@ def test_bleu_and_rouge_match_the_libraries_on_many_random_texts():
     # The evaluators memoise tokens per text and stems per word; on a few hundred random pairs
     # sharing a vocabulary (so the memos are hit) the values must still equal the libraries'.
     rng = random.Random(11)
-    vocab = ("running runs ran runner generalization generalize generously operational operate "  # noqa: SIM905
+    vocab = ("running runs ran runner generalization generalize generously operational operate "
              "happiness happily happy caresses ponies ties cats cat's isn't don't U.S. e-mail 3.14 "
              "2023 $1.2 billion, café naïve Ünïcödé résumé relational conditional hopeful hopefulness "
              "the a of and to in . , ; ! ? ( ) \" '").split()

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from nbeval.evaluators.embedding.geometry import completeness, three_segment_distance
 from nbeval.data.text import split_sentences
+from nbeval.evaluators.embedding.geometry import completeness, three_segment_distance
 
 
 def eye(n: int, dim: int | None = None) -> np.ndarray:

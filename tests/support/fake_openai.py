@@ -34,8 +34,17 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Union
 
-__all__ = ["FakeOpenAIServer", "Recorded", "Text", "Status", "Hang", "Drop", "Garbage",
-           "rate_limited", "Behaviour"]
+__all__ = [
+    "Behaviour",
+    "Drop",
+    "FakeOpenAIServer",
+    "Garbage",
+    "Hang",
+    "Recorded",
+    "Status",
+    "Text",
+    "rate_limited",
+]
 
 
 @dataclass

@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from nbeval.detectors import decode_for_category, encodings_in, find_pii, find_secrets
 from nbeval.detectors.pii import Finding
 from nbeval.evaluators.base import Evaluator, Score, bool_score
-from nbeval.evaluators.deterministic.matching import UncheckableRow, check_condition, context_text, row_condition, wants_context
+from nbeval.evaluators.deterministic.matching import (
+    UncheckableRow,
+    check_condition,
+    context_text,
+    row_condition,
+    wants_context,
+)
 from nbeval.evaluators.registry import register
 
 if TYPE_CHECKING:

@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from nbeval.data.text import split_sentences
 from nbeval.errors import EvaluatorError
 from nbeval.evaluators.base import Embed, Evaluator, Score
 from nbeval.evaluators.embedding.geometry import completeness
-from nbeval.evaluators.registry import register
 from nbeval.evaluators.embedding.steps import align_steps, extract_steps
-from nbeval.data.text import split_sentences
+from nbeval.evaluators.registry import register
 
 if TYPE_CHECKING:
     from collections.abc import Generator, Sequence

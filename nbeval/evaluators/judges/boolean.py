@@ -20,8 +20,16 @@ from nbeval.evaluators.registry import register
 if TYPE_CHECKING:
     from nbeval.data.model import Row
 
-__all__ = ["VerdictJudge", "ContactInformation", "LanguageMismatch", "Sexism", "Stereotypes",
-           "SummarizationJudge", "Byop", "verdict_score"]
+__all__ = [
+    "Byop",
+    "ContactInformation",
+    "LanguageMismatch",
+    "Sexism",
+    "Stereotypes",
+    "SummarizationJudge",
+    "VerdictJudge",
+    "verdict_score",
+]
 
 _BYOP_FIELDS = ("input", "expected_output", "context", "actual_output")
 

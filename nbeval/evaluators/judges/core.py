@@ -25,8 +25,16 @@ from nbeval.evaluators.base import Chat, Evaluator, Score
 if TYPE_CHECKING:
     from nbeval.data.model import Row
 
-__all__ = ["Example", "JudgePrompt", "JudgeEvaluator", "fill", "row_values", "usage_details",
-           "PLACEHOLDER_FIELDS", "rating_score"]
+__all__ = [
+    "PLACEHOLDER_FIELDS",
+    "Example",
+    "JudgeEvaluator",
+    "JudgePrompt",
+    "fill",
+    "rating_score",
+    "row_values",
+    "usage_details",
+]
 
 #: Placeholders a prompt template may use, filled from the row.
 PLACEHOLDER_FIELDS = ("input", "expected_output", "actual_output", "context", "guidelines", "categories",

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Parsed", "find_json", "parse_choice", "parse_number", "parse_index_list", "REASON_KEYS"]
+__all__ = ["REASON_KEYS", "Parsed", "find_json", "parse_choice", "parse_index_list", "parse_number"]
 
 #: JSON keys and line labels that carry the judge's explanation.
 REASON_KEYS = ("rationale", "reason", "reasoning", "explanation", "justification", "evaluation_summary",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from nbeval.evaluators.judges.core import Example, JudgePrompt
 
-__all__ = ["PROMPTS", "verdict_format", "RATING_FORMAT"]
+__all__ = ["PROMPTS", "RATING_FORMAT", "verdict_format"]
 
 
 def verdict_format(first: str, second: str) -> str:

@@ -13,8 +13,8 @@ from collections.abc import Generator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from nbeval.errors import EvaluatorError, ResourceError
 from nbeval.data.model import is_missing
+from nbeval.errors import EvaluatorError, ResourceError
 from nbeval.evaluators.base import Score
 from nbeval.evaluators.judges.core import JudgeEvaluator, JudgePrompt, rating_score, row_values, usage_details
 from nbeval.evaluators.judges.parse import parse_choice
@@ -24,8 +24,19 @@ from nbeval.evaluators.registry import register
 if TYPE_CHECKING:
     from nbeval.data.model import Row
 
-__all__ = ["RatingJudge", "Correctness", "RelevanceToQuery", "Groundedness", "Safety", "ContextSufficiency",
-           "GuidelineAdherence", "ChunkRelevance", "CustomJudge", "YES_NO", "rate_chunks"]
+__all__ = [
+    "YES_NO",
+    "ChunkRelevance",
+    "ContextSufficiency",
+    "Correctness",
+    "CustomJudge",
+    "Groundedness",
+    "GuidelineAdherence",
+    "RatingJudge",
+    "RelevanceToQuery",
+    "Safety",
+    "rate_chunks",
+]
 
 YES_NO = {"yes": True, "no": False}
 _TAGS = {"input": "question", "expected_output": "expected_answer", "actual_output": "answer",

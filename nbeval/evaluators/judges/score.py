@@ -19,7 +19,7 @@ from nbeval.evaluators.registry import register
 if TYPE_CHECKING:
     from nbeval.data.model import LlmDataset, Row
 
-__all__ = ["FactCheck", "ContextRelevancy", "AnswerRelevancyScore", "Pipeline", "PIPELINE_FIELDS"]
+__all__ = ["PIPELINE_FIELDS", "AnswerRelevancyScore", "ContextRelevancy", "FactCheck", "Pipeline"]
 
 #: Row fields a pipeline function may take by name (``row`` takes the whole row).
 PIPELINE_FIELDS = ("input", "expected_output", "actual_output", "context", "expected_context", "guidelines",
