@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# Install nbeval with everything its tests need into .venv, then run the test suite and the
-# tutorial notebooks (nbval). Extra arguments go to pytest. This is the README's test command and
-# what CI runs.
+# Install nbeval with everything its tests need into .venv; check lint (ruff), types (mypy) and the
+# layer contracts (import-linter); then run the test suite and the tutorial notebooks (nbval).
+# Extra arguments go to pytest. This is the README's test command and what CI runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/python ] || python3 -m venv .venv
 # torch is pinned to the CPU build that this machine keeps on disk; an open range pulls CUDA.
 .venv/bin/pip install -q --disable-pip-version-check torch==2.13.0 -e ".[dev]"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+# The house rules first: lint, types, and the one-way layers (pyproject.toml holds the contracts).
+.venv/bin/ruff check nbeval widgets
+.venv/bin/mypy
+.venv/bin/lint-imports --no-cache
 nb=()
 [ -d notebooks ] && compgen -G "notebooks/*.ipynb" >/dev/null && nb=(--nbval-lax notebooks)
 .venv/bin/python -m pytest tests "${nb[@]}" "$@"

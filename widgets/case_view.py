@@ -78,7 +78,7 @@ def case_html(result: EvaluationResult, key: str, highlight: str | None = None, 
         return f"{_CELL};{_HIGHLIGHT}" if m == highlight else _CELL
 
     def line(name: str, cells: list[str]) -> str:
-        tds = "".join(f'<td style="{column_style(m)}">{c}</td>' for m, c in zip(models, cells))
+        tds = "".join(f'<td style="{column_style(m)}">{c}</td>' for m, c in zip(models, cells, strict=True))
         return f'<tr><th style="{_HEAD}">{esc(name)}</th>{tds}</tr>'
 
     head = "".join(f'<th style="{_HEAD};{_HIGHLIGHT if m == highlight else ""}">{esc(result.label(m))}</th>'

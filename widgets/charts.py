@@ -94,7 +94,9 @@ def leaderboard_chart(result: EvaluationResult, evaluator: str | None = None,
     ).properties(width=110, height=alt.Step(24), view=alt.ViewBackground(strokeWidth=0))
     subtitle = f"threshold {info.threshold:g}" if info.threshold is not None else "no threshold"
     chart = alt.hconcat(alt.layer(*layers).properties(width=360, height=alt.Step(24)), labels, spacing=6)
-    return chart.properties(title=alt.Title(f"{info.evaluator}: {info.metric}", subtitle=f"ranked best first, {subtitle}; beside each bar: value (n/N rows measured)"))
+    title = alt.Title(f"{info.evaluator}: {info.metric}",
+                      subtitle=f"ranked best first, {subtitle}; beside each bar: value (n/N rows measured)")
+    return chart.properties(title=title)
 
 
 def _diverging(domain: list[float], mid: float | None, reverse: bool) -> alt.Scale:

@@ -68,7 +68,8 @@ def summary_html(result: EvaluationResult, *, max_problems: int = 5) -> str:
     """A compact summary: counts, each model's primary metrics (value and n/N), the top problems."""
     models, evaluators = result.model_keys, result.evaluators
     problems = result.problems
-    facts = [f"{len(models)} model{'s' * (len(models) != 1)}", f"{len(evaluators)} evaluator{'s' * (len(evaluators) != 1)}",
+    facts = [f"{len(models)} model{'s' * (len(models) != 1)}",
+             f"{len(evaluators)} evaluator{'s' * (len(evaluators) != 1)}",
              f"{len(result.scores):,} scores", f"{len(problems)} problem{'s' * (len(problems) != 1)}"]
     if result.meta.get("cancelled"):
         facts.append("cancelled before the end")

