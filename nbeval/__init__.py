@@ -32,6 +32,7 @@ _EXPORTS = {
     "Aggregate": "nbeval.evaluators.base",
     "Embed": "nbeval.requests",
     "Chat": "nbeval.requests",
+    "ScorePairs": "nbeval.requests",
     "collect": "nbeval.chat.collect",
     "bool_score": "nbeval.evaluators.base",
     "Chunk": "nbeval.data.model",
@@ -86,5 +87,5 @@ if TYPE_CHECKING:  # for type checkers and IDEs only
     )
     from nbeval.evaluators.base import Aggregate, Evaluator, EvaluatorSpec, MetricSpec, Score, bool_score
     from nbeval.evaluators.registry import catalogue, evaluator, list_evaluators, register
-    from nbeval.requests import Chat, Embed
+    from nbeval.requests import Chat, Embed, ScorePairs
     from nbeval.results import EvaluationResult, load_result

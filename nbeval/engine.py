@@ -1,10 +1,18 @@
 """The engine: ``nbeval.evaluate(data, evaluators)``.
 
-It plans which rows each evaluator can score (skipping, with the reason, rows that lack an input
-or lie beyond ``max_rows``), drives every evaluator's scoring over every row, answers the requests
-they yield in batched rounds (see :mod:`nbeval.runtime`), and collects everything into an
-:class:`~nbeval.results.EvaluationResult`. One bad row or one failed call never stops the run:
-it becomes that row's error.
+A run has three steps, which :func:`evaluate` chains and which a caller (a worker, a resumable
+job) may drive itself:
+
+* :func:`plan_run` checks the configuration, raising every error before anything is spent, and
+  plans which rows each evaluator can score (skipping, with the reason, rows that lack an input or
+  lie beyond ``max_rows``). It returns a :class:`RunState`.
+* :func:`run_chunk` drives every evaluator's scoring over the next chunk of dataset rows and
+  answers the requests they yield in batched rounds (see :mod:`nbeval.runtime`); the outcomes go
+  to the run's :class:`~nbeval.results.live.LiveResult`, which keeps the live view up to date in
+  time proportional to the chunk.
+* :func:`finish` collects everything into an :class:`~nbeval.results.EvaluationResult`.
+
+One bad row or one failed call never stops the run: it becomes that row's error.
 """
 
 from __future__ import annotations
@@ -13,7 +21,7 @@ import inspect
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from nbeval.data.model import LlmDataset, Row, TestLab, TestSuite
@@ -21,6 +29,7 @@ from nbeval.errors import DataError, JudgeNotConfigured, NbevalError
 from nbeval.evaluators.base import Evaluator, Score
 from nbeval.evaluators.registry import resolve_evaluators
 from nbeval.progress import progress_bar
+from nbeval.results.live import LiveResult
 from nbeval.results.outcome import RowOutcome
 from nbeval.runtime import Resources, model_key
 
@@ -29,7 +38,8 @@ if TYPE_CHECKING:
 
     from nbeval.results import EvaluationResult
 
-__all__ = ["RowOutcome", "evaluate", "first_requests", "plan", "to_dataset"]
+__all__ = ["CHUNK_ROWS", "LiveResult", "Plan", "RowOutcome", "RunState", "evaluate", "finish", "first_requests", "plan",
+           "plan_run", "run_chunk", "to_dataset"]
 
 #: Rows scored together in one batch of rounds. Large enough that embedder and judge batches are
 #: full; small enough that a live view refreshes and Cancel is honoured promptly.
@@ -129,10 +139,10 @@ def _drive(pending: list[tuple[Any, RowOutcome]], resources: Resources,
            cancelled: Callable[[], bool]) -> None:
     """Run generator-based scorers in lockstep rounds, answering each round's requests in batch."""
     # Each entry: (generator, outcome, value to send next, is it the first step)
-    live = [(gen, out, None, True) for gen, out in pending]
-    while live and not cancelled():
+    running = [(gen, out, None, True) for gen, out in pending]
+    while running and not cancelled():
         asks, waiting = [], []
-        for gen, out, send, first in live:
+        for gen, out, send, first in running:
             try:
                 req = next(gen) if first else (gen.throw(send) if isinstance(send, BaseException) else gen.send(send))
             except StopIteration as stop:
@@ -145,15 +155,121 @@ def _drive(pending: list[tuple[Any, RowOutcome]], resources: Resources,
             waiting.append((gen, out))
         if not asks:
             break
-        resources.warnings.clear()
-        answers = resources.answer(asks)
-        for k, (gen, out) in enumerate(waiting):
-            out.warnings.extend(resources.warnings.get(k, ()))
-        live = [(gen, out, ans, False) for (gen, out), ans in zip(waiting, answers)]
-    for gen, out, *_ in live:  # cancelled mid-way
+        running = []
+        for (gen, out), answer in zip(waiting, resources.answer(asks), strict=True):
+            out.warnings.extend(answer.warnings)
+            running.append((gen, out, answer.value, False))
+    for gen, out, *_ in running:  # cancelled mid-way
         gen.close()
         if out.score is None:
             out.skip_reason = "cancelled"
+
+
+# ---------------------------------------------------------------------------------------------
+# A run: plan -> run chunks -> finish
+
+
+@dataclass
+class RunState:
+    """One run between :func:`plan_run` and :func:`finish`: what is planned, started and finished."""
+
+    dataset: LlmDataset
+    lab: TestLab | None
+    evaluators: list[Evaluator]
+    resources: Resources
+    planned: list[tuple[Evaluator, list[Row]]]
+    """Per evaluator: the rows it scores, in dataset order."""
+    outcomes: list[RowOutcome]
+    """Every outcome so far (skipped rows first, then in the order rows were started)."""
+    live: LiveResult
+    """The result so far, updated after every chunk (what ``on_progress`` receives)."""
+    cancelled: Callable[[], bool]
+    """Whether the run was asked to stop (checked between chunks and between rounds)."""
+    total: int
+    """Scores the run makes: one per row and evaluator, skipped ones included."""
+    cursors: list[int] = field(default_factory=list)
+    """Per evaluator: how many of its planned rows were started."""
+    next_row: int = 0
+    """Dataset rows before this one were started."""
+    started: float = field(default_factory=time.perf_counter)
+    """When the run was planned (``perf_counter``), for the result's duration."""
+    row_index: dict[int, int] = field(default_factory=dict)
+    """Position in the dataset of each row, by ``id``."""
+
+    @property
+    def done(self) -> int:
+        """Scores finished so far."""
+        return len(self.outcomes)
+
+    @property
+    def finished(self) -> bool:
+        """Whether every row was started or the run was cancelled."""
+        return self.next_row >= len(self.dataset.rows) or self.cancelled()
+
+
+def plan_run(data: Any, evaluators: Any, *, resources: Resources | None = None,
+             cancel: threading.Event | None = None) -> RunState:
+    """Check the configuration (raising every error before anything is spent) and plan the rows
+    each evaluator scores; rows it cannot score are finished at once as skipped, with the reason."""
+    dataset, lab = to_dataset(data)
+    evs = resolve_evaluators(evaluators)
+    resources = resources if resources is not None else Resources()
+    _preflight(evs, dataset, resources)
+    planned: list[tuple[Evaluator, list[Row]]] = []
+    outcomes: list[RowOutcome] = []
+    for ev in evs:
+        todo, skipped = _plan_rows(ev, dataset)
+        planned.append((ev, todo))
+        outcomes.extend(skipped)
+    total = len(outcomes) + sum(len(todo) for _, todo in planned)
+    live = LiveResult(evs, dataset, total=total, lab=lab)
+    live.add(outcomes)
+    return RunState(dataset=dataset, lab=lab, evaluators=evs, resources=resources, planned=planned,
+                    outcomes=outcomes, live=live, cancelled=cancel.is_set if cancel is not None else _never,
+                    total=total, cursors=[0] * len(evs), row_index={id(r): i for i, r in enumerate(dataset.rows)})
+
+
+def _never() -> bool:
+    return False
+
+
+def run_chunk(state: RunState, chunk_rows: int = CHUNK_ROWS) -> list[RowOutcome]:
+    """Score the next ``chunk_rows`` dataset rows with every evaluator, answering their requests in
+    batched rounds; file the outcomes in ``state.live`` and return them."""
+    hi = state.next_row + max(1, int(chunk_rows))
+    pending: list[tuple[Any, RowOutcome]] = []
+    chunk: list[RowOutcome] = []
+    for k, (ev, todo) in enumerate(state.planned):
+        while state.cursors[k] < len(todo) and state.row_index[id(todo[state.cursors[k]])] < hi:
+            gen, out = _start(ev, todo[state.cursors[k]])
+            state.cursors[k] += 1
+            chunk.append(out)
+            if gen is not None:
+                pending.append((gen, out))
+    state.next_row = hi
+    _drive(pending, state.resources, state.cancelled)
+    state.outcomes.extend(chunk)
+    state.live.add(chunk)
+    return chunk
+
+
+def finish(state: RunState) -> EvaluationResult:
+    """The run's result: rows never started (a cancelled run) are reported as cancelled, not lost."""
+    from nbeval.results import EvaluationResult
+
+    cancelled = state.cancelled()
+    if cancelled:
+        rest = [RowOutcome(ev, r, skip_reason="cancelled")
+                for k, (ev, todo) in enumerate(state.planned) for r in todo[state.cursors[k]:]]
+        state.outcomes.extend(rest)
+        state.live.add(rest)
+        state.cursors = [len(todo) for _, todo in state.planned]
+    ev_order = {id(ev): k for k, ev in enumerate(state.evaluators)}
+    row_index = state.row_index
+    outcomes = sorted(state.outcomes, key=lambda o: (ev_order[id(o.evaluator)], row_index[id(o.row)]))
+    return EvaluationResult.from_outcomes(
+        outcomes, state.evaluators, state.dataset, lab=state.lab, duration_s=time.perf_counter() - state.started,
+        usage=state.resources.usage_totals(), cancelled=cancelled)
 
 
 def evaluate(
@@ -171,7 +287,7 @@ def evaluate(
     prices: dict[str, Any] | None = None,
     dry_run: bool = False,
     cancel: threading.Event | None = None,
-    on_progress: Callable[[EvaluationResult, int, int], None] | None = None,
+    on_progress: Callable[[LiveResult, int, int], None] | None = None,
     chunk_rows: int = CHUNK_ROWS,
 ) -> EvaluationResult | Any:
     """Evaluate ``data`` with ``evaluators`` and return an :class:`EvaluationResult`.
@@ -184,57 +300,29 @@ def evaluate(
     reply cache (``True``, ``False`` or a path). ``dry_run=True`` returns a :class:`Plan` of what
     the run would do and spend, without scoring. ``cancel``: an event that stops the run between
     batches (the partial result is returned, unfinished rows marked ``cancelled``).
-    ``on_progress(partial_result, done, total)`` is called after every batch.
-    """
-    from nbeval.results import EvaluationResult
 
-    dataset, lab = to_dataset(data)
-    evs = resolve_evaluators(evaluators)
+    ``on_progress(live, done, total)`` is called after every batch of ``chunk_rows`` dataset
+    rows, with ``done`` of ``total`` scores finished. ``live`` is one
+    :class:`~nbeval.results.live.LiveResult` for the whole run, updated in time proportional to
+    each batch: its ``aggregates``, ``leaderboard()`` and ``value(evaluator, model_key)`` are the
+    running per-model aggregates (cheap to read after every batch), and ``live.result()`` builds
+    the :class:`EvaluationResult` of everything finished so far when it is wanted.
+    """
     resources = Resources(embedder=embedder, judge=judge, device=device, cache=cache,
                           concurrency=concurrency, timeout=timeout, max_attempts=max_attempts,
                           prices=prices)
     if dry_run:
-        return plan(dataset, evs, resources)
-    _preflight(evs, dataset, resources)
-
-    planned = [(ev, *_plan_rows(ev, dataset)) for ev in evs]
-    total = sum(len(todo) + len(skipped) for _, todo, skipped in planned)
-    outcomes: list[RowOutcome] = [o for _, _, skipped in planned for o in skipped]
-    cancelled = cancel.is_set if cancel is not None else (lambda: False)
-    started = time.perf_counter()
-    bar = progress_bar(total, progress)
-    bar.update(len(outcomes))
-    result_meta = {"lab": lab}
-
-    chunk_rows = max(1, int(chunk_rows))
-    row_index = {id(r): i for i, r in enumerate(dataset.rows)}
-    cursors = [0] * len(planned)  # per evaluator: next row of its (dataset-ordered) todo list
-    for hi in range(chunk_rows, len(dataset.rows) + chunk_rows, chunk_rows):
-        if cancelled():
-            break
-        pending = []
-        done_before = len(outcomes)
-        for k, (ev, todo, _) in enumerate(planned):
-            while cursors[k] < len(todo) and row_index[id(todo[cursors[k]])] < hi:
-                gen, out = _start(ev, todo[cursors[k]])
-                cursors[k] += 1
-                outcomes.append(out)
-                if gen is not None:
-                    pending.append((gen, out))
-        _drive(pending, resources, cancelled)
-        bar.update(len(outcomes) - done_before)
+        dataset, _ = to_dataset(data)
+        return plan(dataset, resolve_evaluators(evaluators), resources)
+    state = plan_run(data, evaluators, resources=resources, cancel=cancel)
+    bar = progress_bar(state.total, progress)
+    bar.update(state.done)
+    while not state.finished:
+        bar.update(len(run_chunk(state, chunk_rows)))
         if on_progress is not None:
-            on_progress(EvaluationResult.from_outcomes(outcomes, evs, dataset, **result_meta), len(outcomes), total)
-
-    if cancelled():  # rows never started are reported, not lost
-        for k, (ev, todo, _) in enumerate(planned):
-            outcomes.extend(RowOutcome(ev, r, skip_reason="cancelled") for r in todo[cursors[k]:])
+            on_progress(state.live, state.done, state.total)
     bar.close()
-    ev_order = {id(ev): k for k, ev in enumerate(evs)}
-    outcomes.sort(key=lambda o: (ev_order[id(o.evaluator)], row_index[id(o.row)]))
-    return EvaluationResult.from_outcomes(
-        outcomes, evs, dataset, lab=lab, duration_s=time.perf_counter() - started,
-        usage=resources.usage_totals(), cancelled=cancelled())
+    return finish(state)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+__all__ = ["progress_bar"]
+
 
 class _NoBar:
     def update(self, n: int = 1) -> None:

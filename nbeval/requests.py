@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-__all__ = ["Chat", "Embed", "Request"]
+__all__ = ["Chat", "Embed", "Request", "ScorePairs"]
 
 
 @dataclass(frozen=True)
@@ -39,4 +39,15 @@ class Chat:
     """The chat model (``None``: the run's judge)."""
 
 
-Request = Union[Embed, Chat]
+@dataclass(frozen=True)
+class ScorePairs:
+    """Ask a pair model (a cross-encoder) to score text pairs. Answer: ``numpy.ndarray`` of floats,
+    one per pair, in order (a one-label model gives values in [0, 1])."""
+
+    pairs: tuple[tuple[str, str], ...]
+    """The ``(a, b)`` pairs to score, in the order the answer follows."""
+    model: str
+    """The cross-encoder's name or local path."""
+
+
+Request = Union[Embed, Chat, ScorePairs]

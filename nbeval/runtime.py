@@ -2,25 +2,37 @@
 
 One :class:`Resources` lives for one run. It receives every request of a round from every
 evaluator and row, groups them by kind and model, and answers each group with one batched call:
-all texts to embed go to the embedder at once (deduplicated), all chat calls to the chat client
-(which bounds concurrency, retries and caches). Heavy packages load on first use.
+all texts to embed go to the embedder at once (deduplicated), all text pairs to score go to the
+cross-encoder at once (deduplicated), all chat calls to the chat client (which bounds
+concurrency, retries and caches). Heavy packages load on first use.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from nbeval.errors import ResourceError
-from nbeval.requests import Chat, Embed, Request
+from nbeval.requests import Chat, Embed, Request, ScorePairs
 
-__all__ = ["Resources", "model_key"]
+__all__ = ["Answer", "Resources", "model_key"]
 
 
 def model_key(model: Any) -> Any:
     """A hashable key for a chat-model spec: names as they are, objects (callables, dicts, models) by identity."""
     return model if isinstance(model, (str, type(None))) else id(model)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The answer to one request, and what the row it belongs to should be told about it."""
+
+    value: Any
+    """What the evaluator receives at its ``yield``; a :class:`ResourceError` when the request failed."""
+    warnings: tuple[str, ...] = ()
+    """Notes for the row's rationale (e.g. texts the embedder truncated)."""
 
 
 class Resources:
@@ -41,24 +53,26 @@ class Resources:
         # Every vector of the run by embedder and text: a text is encoded once, whichever round,
         # row or evaluator asks for it.
         self._vectors: dict[str | None, dict[str, Any]] = {}
-        self.warnings: dict[int, list[str]] = defaultdict(list)
-        """Per request (by position in the last round), warnings to attach to its row."""
 
     # -- dispatch --------------------------------------------------------------------------
 
-    def answer(self, requests: Sequence[Request]) -> list[Any]:
-        """One answer per request, in order; a failed request's answer is a ResourceError."""
+    def answer(self, requests: Sequence[Request]) -> list[Answer]:
+        """One :class:`Answer` per request, in order; a failed request's value is a ResourceError."""
         answers: list[Any] = [None] * len(requests)
+        warnings: list[list[str]] = [[] for _ in requests]
         embeds = [(i, r) for i, r in enumerate(requests) if isinstance(r, Embed)]
+        pairs = [(i, r) for i, r in enumerate(requests) if isinstance(r, ScorePairs)]
         chats = [(i, r) for i, r in enumerate(requests) if isinstance(r, Chat)]
-        other = [i for i, r in enumerate(requests) if not isinstance(r, (Embed, Chat))]
-        for i in other:
-            answers[i] = ResourceError(f"no resource answers a {type(requests[i]).__name__} request")
+        for i, r in enumerate(requests):
+            if not isinstance(r, (Embed, ScorePairs, Chat)):
+                answers[i] = ResourceError(f"no resource answers a {type(r).__name__} request")
         if embeds:
-            self._answer_embeds(embeds, answers)
+            self._answer_embeds(embeds, answers, warnings)
+        if pairs:
+            self._answer_pairs(pairs, answers)
         if chats:
             self._answer_chats(chats, answers)
-        return answers
+        return [Answer(a, tuple(w)) for a, w in zip(answers, warnings, strict=True)]
 
     # -- embeddings ------------------------------------------------------------------------
 
@@ -73,7 +87,8 @@ class Resources:
             return spec
         return get_embedder(spec, device=self.device)
 
-    def _answer_embeds(self, items: list[tuple[int, Embed]], answers: list[Any]) -> None:
+    def _answer_embeds(self, items: list[tuple[int, Embed]], answers: list[Any],
+                       warnings: list[list[str]]) -> None:
         by_model: dict[str | None, list[tuple[int, Embed]]] = defaultdict(list)
         for i, r in items:
             by_model[r.model].append((i, r))
@@ -83,7 +98,7 @@ class Resources:
                 emb = self.embedder(model)
                 todo = [t for t in dict.fromkeys(t for _, r in group for t in r.texts) if t not in memo]
                 if todo:
-                    memo.update(zip(todo, emb.encode(todo)))
+                    memo.update(zip(todo, emb.encode(todo), strict=True))
             except Exception as exc:  # the model failed to load or encode: every row says why
                 err = ResourceError(f"embedder failed: {exc}")
                 for i, _ in group:
@@ -96,8 +111,34 @@ class Resources:
                 answers[i] = np.stack([memo[t] for t in r.texts]) if r.texts else np.zeros((0, 0), dtype=np.float32)
                 truncated = [t for t in r.texts if is_truncated is not None and is_truncated(t)]
                 if truncated:
-                    self.warnings[i].append(
-                        f"{len(truncated)} text(s) longer than the embedder's window were truncated")
+                    warnings[i].append(f"{len(truncated)} text(s) longer than the embedder's window were truncated")
+
+    # -- pair scoring ----------------------------------------------------------------------
+
+    def cross_encoder(self, model: str) -> Any:
+        """The shared :func:`~nbeval.resources.cross_encoder.get_cross_encoder` scorer for ``model``
+        on the run's device."""
+        from nbeval.resources.cross_encoder import get_cross_encoder
+
+        return get_cross_encoder(model, device=self.device)
+
+    def _answer_pairs(self, items: list[tuple[int, ScorePairs]], answers: list[Any]) -> None:
+        by_model: dict[str, list[tuple[int, ScorePairs]]] = defaultdict(list)
+        for i, r in items:
+            by_model[r.model].append((i, r))
+        for model, group in by_model.items():
+            distinct = list(dict.fromkeys(p for _, r in group for p in r.pairs))
+            try:
+                scored = dict(zip(distinct, self.cross_encoder(model).score(distinct).tolist(), strict=True))
+            except Exception as exc:  # the model failed to load or score: every row says why
+                err = exc if isinstance(exc, ResourceError) else ResourceError(str(exc) or type(exc).__name__)
+                for i, _ in group:
+                    answers[i] = err
+                continue
+            import numpy as np
+
+            for i, r in group:
+                answers[i] = np.array([scored[p] for p in r.pairs], dtype=np.float64)
 
     # -- chat ------------------------------------------------------------------------------
 
@@ -107,14 +148,13 @@ class Resources:
         key = model_key(spec)
         if key not in self._chat_clients:
             from nbeval.chat.client import ChatClient
-            from nbeval.chat.config import resolve_chat_model
+            from nbeval.chat.config import judge_configured, judge_help_text, resolve_chat_model
 
-            resolved = resolve_chat_model(spec)
-            if resolved is None:
-                from nbeval.chat.config import judge_help_text
+            if not judge_configured(spec):
                 from nbeval.errors import JudgeNotConfigured
 
                 raise JudgeNotConfigured("no judge model is configured. " + judge_help_text())
+            resolved = resolve_chat_model(spec, required=True)
             kwargs: dict[str, Any] = {"concurrency": self.concurrency, "cache": self.cache}
             if self.timeout is not None:
                 kwargs["timeout"] = self.timeout
@@ -125,8 +165,7 @@ class Resources:
             self._chat_clients[key] = ChatClient(resolved, **kwargs)
         return self._chat_clients[key]
 
-    def _answer_chats(self, items: list[tuple[int, Chat]], answers: list[Any],
-                      on_done: Callable[[int], None] | None = None) -> None:
+    def _answer_chats(self, items: list[tuple[int, Chat]], answers: list[Any]) -> None:
         from nbeval.chat.client import ChatFailure
 
         by_model: dict[Any, list[tuple[int, Chat]]] = defaultdict(list)
@@ -139,10 +178,10 @@ class Resources:
                 for i, _ in group:
                     answers[i] = ResourceError(str(exc))
                 continue
-            done = (lambda k, _result: on_done(group[k][0])) if on_done is not None else None
-            replies = client.run_many([r for _, r in group], on_done=done)
-            for (i, _), reply in zip(group, replies):
-                answers[i] = ResourceError(f"judge call failed: {reply.error}") if isinstance(reply, ChatFailure) else reply
+            replies = client.run_many([r for _, r in group])
+            for (i, _), reply in zip(group, replies, strict=True):
+                failed = isinstance(reply, ChatFailure)
+                answers[i] = ResourceError(f"judge call failed: {reply.error}") if failed else reply
 
     def usage_totals(self) -> dict[str, Any]:
         """Token and cost totals over every chat client of the run (cost ``None`` when no price is known)."""

@@ -15,12 +15,45 @@ from collections.abc import Iterator  # noqa: E402
 
 import pytest  # noqa: E402
 
+from nbeval.evaluators import registry  # noqa: E402
 from tests.support.fake_openai import FakeOpenAIServer  # noqa: E402
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _nbeval_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ["NBEVAL_CACHE_DIR"] = str(tmp_path_factory.mktemp("nbeval-cache"))
+
+
+def _builtin_loaded(id: str) -> bool:
+    """Whether ``id`` holds a built-in evaluator, registered when its module was first imported."""
+    spec = registry._builtin_specs().get(id)
+    cls = registry._CLASSES.get(id)
+    return (spec is not None and cls is not None and id not in registry._EXTRA_SPECS
+            and cls.__module__ == spec.module)
+
+
+@pytest.fixture(autouse=True)
+def _unregister_test_evaluators() -> Iterator[None]:
+    """Evaluators a test registers are unregistered after it, and what they replaced comes back.
+
+    Evaluators registered at import time of a test module (before any test) stay; so do built-in
+    evaluators whose module a test happened to import first.
+    """
+    classes, specs = dict(registry._CLASSES), dict(registry._EXTRA_SPECS)
+    yield
+    for id in sorted(set(registry._CLASSES) | set(classes)):
+        for _ in range(100):  # each unregister() undoes one register()
+            current = registry._CLASSES.get(id), registry._EXTRA_SPECS.get(id)
+            if current == (classes.get(id), specs.get(id)) or (id not in classes and _builtin_loaded(id)):
+                break
+            if id in registry._CLASSES:
+                registry.unregister(id)
+            elif id in specs:  # only a declaration differs: a test set it directly
+                registry._EXTRA_SPECS[id] = specs[id]
+            else:
+                registry._EXTRA_SPECS.pop(id, None)
+        else:  # pragma: no cover - a test tampered with the registry's internals
+            pytest.fail(f"could not restore the registration of evaluator '{id}'")
 
 
 @pytest.fixture

@@ -78,8 +78,8 @@ def fake_embedder(monkeypatch: pytest.MonkeyPatch) -> FakeEmbedder:
 
 
 def _rows(n: int, models=("m1", "m2")) -> list[dict]:
-    return [{"key": f"k{i}", "input": f"question {i}", "expected_output": f"ans {i % 3}", "actual_output": f"ans {i % 2}",
-             "model_key": m} for m in models for i in range(n)]
+    return [{"key": f"k{i}", "input": f"question {i}", "expected_output": f"ans {i % 3}",
+             "actual_output": f"ans {i % 2}", "model_key": m} for m in models for i in range(n)]
 
 
 def test_missing_inputs_are_skipped_with_reason_and_errors_stay_on_their_row(records) -> None:
@@ -128,7 +128,7 @@ def test_failed_chat_becomes_that_rows_error(monkeypatch: pytest.MonkeyPatch) ->
         def __init__(self, text):
             self.text = text
 
-    def answer_chats(self, items, answers, on_done=None):
+    def answer_chats(self, items, answers):
         for i, r in items:
             content = r.messages[0]["content"]
             answers[i] = ResourceError("server said 500") if content == "bad" else Reply("yes")
@@ -218,6 +218,6 @@ def test_unknown_evaluator_and_parameter_errors() -> None:
 
 
 def test_dry_run_counts_without_scoring() -> None:
-    plan = nbeval.evaluate(_rows(3) + [{"key": "z", "input": "q", "model_key": "m1"}], ["t_equal"], dry_run=True)
+    plan = nbeval.evaluate([*_rows(3), {"key": "z", "input": "q", "model_key": "m1"}], ["t_equal"], dry_run=True)
     assert plan.rows == {"t_equal": 6} and plan.skipped == {"t_equal": 1}
     assert "t_equal" in str(plan)

@@ -6,12 +6,15 @@ from __future__ import annotations
 import math
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import nbeval
 from nbeval.evaluators import registry
+from nbeval.evaluators.base import BOOL_METRIC_SPECS, Evaluator, EvaluatorSpec, MetricSpec
 
 # The evaluator ids of the spec's tables (shared/spec/evaluators.md), by family.
 SPEC_IDS = {
@@ -89,3 +92,168 @@ def test_missing_dependency_names_the_extra(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setitem(registry._EXTRA_SPECS, spec.id, spec)
     with pytest.raises(nbeval.MissingDependency, match=r'pip install "nbeval\[embed\]"'):
         nbeval.evaluator("needs_missing_pkg")
+
+
+# ---------------------------------------------------------------------------------------------
+# kind = "bool": the five metrics come from code, not from each catalogue table
+
+
+def test_a_bool_table_gets_the_five_metrics_from_code() -> None:
+    spec = registry.spec_from_dict("t_bool", {"kind": "bool", "inputs": ["actual_output"]})
+    assert spec.metrics == BOOL_METRIC_SPECS
+    assert [m.name for m in spec.metrics] == BOOL_METRICS and spec.primary.name == "pass"
+
+
+def test_a_bool_table_narrows_and_rewords_them() -> None:
+    spec = registry.spec_from_dict("t_bool", {
+        "kind": "bool", "bool_metrics": ["generation_failures", "pass", "fail"],
+        "metric_descriptions": {"pass": "share of rows that were fine"}})
+    assert [m.name for m in spec.metrics] == ["pass", "fail", "generation_failures"]  # the standard order
+    assert spec.metric("pass").description == "share of rows that were fine"
+    assert spec.metric("fail") == BOOL_METRIC_SPECS[1]
+
+
+@pytest.mark.parametrize(("table", "message"), [
+    ({"kind": "bool", "metrics": [{"name": "pass", "primary": True}]}, "drop `metrics`"),
+    ({"kind": "bool", "bool_metrics": ["fail"]}, "'pass' among them"),
+    ({"kind": "bool", "bool_metrics": ["pass", "passes"]}, "must be some of"),
+    ({"kind": "bool", "bool_metrics": ["pass"], "metric_descriptions": {"fail": "x"}}, "not reported"),
+    ({"kind": "score", "bool_metrics": ["pass"]}, "only go with kind"),
+    ({"kind": "score", "metrics": [], "bool_metric": ["pass"]}, "unknown key"),
+])
+def test_malformed_tables_are_refused(table: dict, message: str) -> None:
+    with pytest.raises(nbeval.EvaluatorError, match=message):
+        registry.spec_from_dict("t_bad", table)
+
+
+def test_no_catalogue_file_lists_bool_metrics() -> None:
+    import tomllib
+
+    for path in Path(registry.__file__).parent.glob("*/catalogue.toml"):
+        for id, table in tomllib.loads(path.read_text(encoding="utf-8")).items():
+            if table.get("kind") == "bool":
+                assert "metrics" not in table, f"{path.parent.name}/catalogue.toml [{id}]"
+
+
+# ---------------------------------------------------------------------------------------------
+# spec_for(params): the spec of one configured instance
+
+
+def _spec(id: str, **changes: Any) -> EvaluatorSpec:
+    base = EvaluatorSpec(id=id, family="test", kind="score", inputs=("actual_output",),
+                         metrics=(MetricSpec("a", primary=True), MetricSpec("b")), params={"only": None})
+    return replace(base, **changes)
+
+
+def test_an_instance_has_the_declared_spec_by_default() -> None:
+    @registry.register(spec=_spec("t_plain"))
+    class Plain(Evaluator):
+        pass
+
+    ev = nbeval.evaluator("t_plain")
+    assert ev.spec is Plain.spec is registry.get_spec("t_plain")
+
+
+def test_spec_for_gives_each_instance_its_own_spec() -> None:
+    @registry.register(spec=_spec("t_narrow"))
+    class Narrow(Evaluator):
+        @classmethod
+        def spec_for(cls, params):
+            spec = super().spec_for(params)
+            if params["only"] is None:
+                return spec
+            return replace(spec, inputs=("input", "actual_output"),
+                           metrics=tuple(replace(m, primary=True) for m in spec.metrics if m.name == params["only"]))
+
+    ev = nbeval.evaluator("t_narrow", only="b", threshold=0.25)
+    assert [m.name for m in ev.spec.metrics] == ["b"] and ev.spec.inputs == ("input", "actual_output")
+    assert ev.thresholds == {"b": 0.25}  # resolved against the instance's metrics
+    assert [m.name for m in Narrow.spec.metrics] == ["a", "b"]  # the class keeps its declaration
+    assert nbeval.evaluator("t_narrow").spec is Narrow.spec
+    with pytest.raises(nbeval.EvaluatorError, match="no metric 'a'"):
+        nbeval.evaluator("t_narrow", only="b", threshold={"a": 0.5})
+
+
+def test_spec_for_must_keep_the_id() -> None:
+    @registry.register(spec=_spec("t_renamed"))
+    class Renamed(Evaluator):
+        @classmethod
+        def spec_for(cls, params):
+            return replace(cls.spec, id="something_else")
+
+    with pytest.raises(nbeval.EvaluatorError, match="must keep the id"):
+        Renamed()
+
+
+def test_judges_configure_instances_through_spec_for() -> None:
+    custom = nbeval.evaluator("custom_judge", instructions="x", assessment_type="retrieval")
+    assert [m.name for m in custom.spec.metrics] == ["precision"] and custom.spec.primary.name == "precision"
+    assert [m.name for m in registry.get_class("custom_judge").spec.metrics] == ["custom_judge", "precision"]
+    graded = nbeval.evaluator("answer_relevancy_score", pass_score=4)
+    assert graded.spec.metric("score").threshold == 4.0 and graded.thresholds == {"score": 4.0}
+    assert nbeval.evaluator("answer_relevancy_score", pass_score=4, threshold=2).thresholds == {"score": 2.0}
+    assert registry.get_spec("answer_relevancy_score").metric("score").threshold == 3.0
+    pipeline = nbeval.evaluator("pipeline", fn=lambda input, context: 1.0)
+    assert pipeline.spec.inputs == ("input", "context") and pipeline.spec.resources == ()
+    assert registry.get_class("pipeline").spec.inputs == ()
+
+
+# ---------------------------------------------------------------------------------------------
+# unregister(id), and the fixture that unregisters what a test registered
+
+
+def test_unregister_removes_an_evaluator_declared_by_register() -> None:
+    @registry.register(spec=_spec("t_gone"))
+    class Gone(Evaluator):
+        pass
+
+    assert "t_gone" in nbeval.catalogue()
+    assert registry.unregister("t_gone") is Gone
+    assert "t_gone" not in nbeval.catalogue()
+    with pytest.raises(nbeval.UnknownEvaluator):
+        nbeval.evaluator("t_gone")
+    with pytest.raises(nbeval.UnknownEvaluator, match="no evaluator 't_gone' is registered"):
+        registry.unregister("t_gone")
+
+
+def test_unregister_brings_back_what_was_replaced() -> None:
+    original = registry.get_class("exact_match")
+
+    @registry.register("exact_match")
+    class Stricter(Evaluator):
+        pass
+
+    @registry.register(spec=_spec("exact_match"))
+    class Other(Evaluator):
+        pass
+
+    assert registry.get_class("exact_match") is Other and registry.get_spec("exact_match").family == "test"
+    assert registry.unregister("exact_match") is Other
+    assert registry.get_class("exact_match") is Stricter and registry.get_spec("exact_match").family == "deterministic"
+    assert registry.unregister("exact_match") is Stricter
+    assert registry.get_class("exact_match") is original and original.spec is registry.get_spec("exact_match")
+
+
+def test_a_built_in_evaluator_cannot_be_unregistered() -> None:
+    registry.get_class("rouge")
+    with pytest.raises(nbeval.EvaluatorError, match="built in"):
+        registry.unregister("rouge")
+    assert nbeval.evaluator("rouge").id == "rouge"
+
+
+def test_a_test_registers_an_evaluator() -> None:
+    # The next test checks that the autouse fixture of tests/conftest.py removed it.
+    @registry.register(spec=_spec("t_left_behind"))
+    class LeftBehind(Evaluator):
+        pass
+
+    @registry.register("bleu")
+    class NotBleu(Evaluator):
+        pass
+
+    assert "t_left_behind" in nbeval.catalogue() and registry.get_class("bleu") is NotBleu
+
+
+def test_the_fixture_unregistered_it() -> None:
+    assert "t_left_behind" not in nbeval.catalogue()
+    assert registry.get_class("bleu").__name__ == "Bleu"

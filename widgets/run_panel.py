@@ -2,9 +2,11 @@
 
 A button clicked while a notebook cell is busy is not handled until the cell ends, so the run
 happens in a thread and the cell returns at once. The engine calls back after every batch of
-rows (``on_progress``); the panel moves its progress bar each time and redraws the leaderboard
-at most once per ``refresh_interval`` seconds. Cancel sets the engine's ``cancel`` event: the
-run stops between batches and the partial result (unfinished rows marked ``cancelled``) is kept.
+rows (``on_progress``) with the run's live result; the panel moves its progress bar each time and
+redraws the leaderboard at most once per ``refresh_interval`` seconds, building the partial result
+only then (the live result converts each finished row once, so a long run stays linear). Cancel
+sets the engine's ``cancel`` event: the run stops between batches and the partial result
+(unfinished rows marked ``cancelled``) is kept.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import ipywidgets as w
 import traitlets
 
 from nbeval.results import EvaluationResult
+from nbeval.results.live import LiveResult
 from nbeval.widgets.common import error_text, reports_errors, status_html
 
 __all__ = ["RunPanel"]
@@ -59,7 +62,7 @@ class RunPanel(w.VBox):
         self._cancel = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_refresh = 0.0
-        self._partial: EvaluationResult | None = None
+        self._live: LiveResult | None = None
         self._drawing = False
         super().__init__([w.HBox([self.run_button, self.cancel_button, self.progress]), self.message,
                           self.board_evaluator, self.board, self.chart, self.output])
@@ -70,7 +73,7 @@ class RunPanel(w.VBox):
 
     def _on_board_choice(self, change: dict[str, Any]) -> None:
         if not self._drawing:
-            self._redraw(self._partial or self.result)
+            self._redraw(self._live.result() if self._live is not None else self.result)
 
     # -- control -----------------------------------------------------------------------------
 
@@ -82,7 +85,7 @@ class RunPanel(w.VBox):
         if self.data is None or not self.evaluators:
             raise ValueError("nothing to run: give the panel data and at least one evaluator")
         self._cancel = threading.Event()
-        self._partial, self._last_refresh = None, 0.0
+        self._live, self._last_refresh = None, 0.0
         self.done, self.total, self.refreshes = 0, 0, 0
         self.progress.bar_style, self.progress.value = "info", 0
         self.running = True
@@ -121,7 +124,7 @@ class RunPanel(w.VBox):
         try:
             if result is not None:
                 self.result = result
-                self._partial = None
+                self._live = None
                 self._redraw(result)
                 cancelled = bool(result.meta.get("cancelled"))
                 self.progress.bar_style = "warning" if cancelled else "success"
@@ -136,15 +139,15 @@ class RunPanel(w.VBox):
             self.run_button.disabled, self.cancel_button.disabled = False, True
             self.running = False
 
-    def _on_progress(self, partial: EvaluationResult, done: int, total: int) -> None:
+    def _on_progress(self, live: LiveResult, done: int, total: int) -> None:
         self.total, self.done = total, done
         self.progress.max, self.progress.value = max(total, 1), done
         self.progress.description = f"{done} / {total}"
-        self._partial = partial
+        self._live = live
         now = time.monotonic()
         if now - self._last_refresh >= self.refresh_interval:
             self._last_refresh = now
-            self._redraw(partial)
+            self._redraw(live.result())
 
     @reports_errors
     def _redraw(self, result: EvaluationResult | None) -> None:

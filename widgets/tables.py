@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_INLINE_ROWS",
+    "OUTCOMES",
     "STATUS_MARK",
     "MetricInfo",
     "box_stats",
@@ -30,6 +31,7 @@ __all__ = [
     "metric_info",
     "model_names",
     "outcome_counts",
+    "passed_is",
     "truncate",
 ]
 
@@ -44,6 +46,11 @@ class MetricInfo(dict):
 
     __getattr__ = dict.__getitem__
 
+
+
+def passed_is(passed: pd.Series, value: bool) -> np.ndarray:
+    """Where the ``passed`` column is ``value``; an unknown verdict (NA or None) is neither."""
+    return passed.astype("boolean").eq(value).fillna(False).to_numpy(dtype=bool)
 
 def model_names(result: EvaluationResult) -> dict[str, str]:
     """Model key to a display name; the key is appended where two models share a label."""
@@ -109,12 +116,12 @@ def leaderboard_table(result: EvaluationResult, info: MetricInfo) -> pd.DataFram
                        "model": [names.get(k, k) for k in a["model_key"]],
                        "value": a["value"].astype(float).to_numpy(),
                        "n": a["n"].fillna(0).astype(int).to_numpy(), "N": a["N"].fillna(0).astype(int).to_numpy()})
-    df["status"] = np.select([df["value"].isna(), a["passed"].to_numpy() == True],
+    df["status"] = np.select([df["value"].isna(), passed_is(a["passed"], True)],
                              ["no value", "pass"], "fail" if info.threshold is not None else "no threshold")
     df = df.sort_values("value", ascending=info.direction == "lower", na_position="last", kind="stable")
     df["rank"] = np.arange(1, len(df) + 1)
     shown = [("–" if pd.isna(v) else f"{v:.3f}") for v in df["value"]]
-    df["text"] = [f"{s}  ({n}/{t})" for s, n, t in zip(shown, df["n"], df["N"])]
+    df["text"] = [f"{s}  ({n}/{t})" for s, n, t in zip(shown, df["n"], df["N"], strict=True)]
     return df.reset_index(drop=True)
 
 
@@ -146,7 +153,7 @@ def case_cells(result: EvaluationResult, info: MetricInfo, *, max_cells: int = M
     total_cases = df["key"].nunique()
     n_models = max(df["model_key"].nunique(), 1)
     if len(df) > max_cells:
-        df = _hardest(df, info, keep=max(1, max_cells // n_models), passed=s["passed"].to_numpy())
+        df = _hardest(df, info, keep=max(1, max_cells // n_models), passed=s["passed"])
     df = df.sort_values(["order", "model_key"], kind="stable").reset_index(drop=True)
     cases = df.drop_duplicates("key")[["key", "order"]].reset_index(drop=True)
     text = cases["key"].map(prompts)
@@ -155,9 +162,9 @@ def case_cells(result: EvaluationResult, info: MetricInfo, *, max_cells: int = M
     return df, cases.drop(columns="order"), total_cases
 
 
-def _hardest(df: pd.DataFrame, info: MetricInfo, *, keep: int, passed: np.ndarray) -> pd.DataFrame:
+def _hardest(df: pd.DataFrame, info: MetricInfo, *, keep: int, passed: pd.Series) -> pd.DataFrame:
     sign = 1.0 if info.direction == "higher" else -1.0
-    bad = (passed == False) | (df["status"].to_numpy() != "scored")
+    bad = passed_is(passed, False) | (df["status"].to_numpy() != "scored")
     rank = pd.DataFrame({"key": df["key"], "bad": bad, "good": df["value"] * sign})
     per_case = rank.groupby("key").agg(bad=("bad", "sum"), good=("good", "mean"))
     per_case = per_case.sort_values(["bad", "good"], ascending=[False, True], na_position="first", kind="stable")
@@ -204,8 +211,8 @@ def outcome_counts(result: EvaluationResult, info: MetricInfo) -> pd.DataFrame:
     if info.kind == "bool":
         verdict = np.where(s["value"].to_numpy() >= 0.5, "pass", "fail")
     else:
-        passed = s["passed"].to_numpy()
-        verdict = np.where(passed == True, "pass", np.where(passed == False, "fail", "no threshold"))
+        passed = s["passed"]
+        verdict = np.where(passed_is(passed, True), "pass", np.where(passed_is(passed, False), "fail", "no threshold"))
     outcome = np.select([status == "skipped", status == "parse_failure", np.isin(status, ["error", "no_value"])],
                         ["skipped", "parse failure", "error"], verdict)
     names = model_names(result)

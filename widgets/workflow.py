@@ -12,7 +12,7 @@ from nbeval.widgets.picker import EvaluatorPicker
 from nbeval.widgets.run_panel import RunPanel
 from nbeval.widgets.suite_builder import SuiteBuilder
 
-__all__ = ["NbevalApp", "app"]
+__all__ = ["TAB_TITLES", "NbevalApp", "app"]
 
 TAB_TITLES = ("1 · Suite", "2 · Evaluators", "3 · Run", "4 · Explore")
 

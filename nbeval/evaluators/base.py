@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Generator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Union
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal, Union
 
 from nbeval.data.model import is_missing
 from nbeval.errors import EvaluatorError
@@ -32,18 +33,23 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BOOL_METRICS",
+    "BOOL_METRIC_SPECS",
     "COMMON_PARAMS",
     "Aggregate",
     "Chat",
+    "Direction",
     "Embed",
     "Evaluator",
     "EvaluatorSpec",
     "MetricSpec",
     "Request",
     "Score",
+    "ScoreResult",
+    "bool_metric_specs",
     "bool_score",
 ]
 
+#: Whether higher or lower values of a metric are better.
 Direction = Literal["higher", "lower"]
 
 #: Parameters every evaluator accepts on top of its own.
@@ -72,13 +78,6 @@ class MetricSpec:
     """The metric leaderboards rank on by default."""
     description: str = ""
     """What the metric measures, in one line."""
-
-    def passes(self, value: float | None, threshold: float | None = None) -> bool | None:
-        """Whether ``value`` is on the good side of the threshold (``None`` when unknowable)."""
-        t = self.threshold if threshold is None else threshold
-        if value is None or t is None or (isinstance(value, float) and math.isnan(value)):
-            return None
-        return value >= t if self.direction == "higher" else value <= t
 
 
 @dataclass(frozen=True)
@@ -152,14 +151,60 @@ class Aggregate:
     details: dict[str, Any] | None = None
 
 
+#: What :meth:`Evaluator.score` returns: a :class:`Score`, or a generator that yields requests and
+#: returns one.
 ScoreResult = Union[Score, Generator[Request, Any, Score]]
 
 
 # ---------------------------------------------------------------------------------------------
 # Boolean evaluators
 
-#: The five per-row/per-model metrics of every bool evaluator, in this order.
-BOOL_METRICS = ("pass", "fail", "retrieval_failures", "generation_failures", "parse_failures")
+#: The declaration of the five bool metrics, the one place they are defined: a catalogue table
+#: with ``kind = "bool"`` gets them from here (see :func:`bool_metric_specs`) and lists no
+#: ``metrics`` of its own. Each is a share of rows in [0, 1] with the default threshold 0.5;
+#: ``pass`` is the primary metric. The descriptions are worded for a judge's check (the judge
+#: evaluators use them as they are); an evaluator checking something else rewords them with
+#: ``metric_descriptions`` in its catalogue table.
+BOOL_METRIC_SPECS: tuple[MetricSpec, ...] = (
+    MetricSpec("pass", "higher", threshold=0.5, primary=True,
+               description="share of rows that passed the judge's check"),
+    MetricSpec("fail", "lower", threshold=0.5, description="share of rows that failed the judge's check"),
+    MetricSpec("retrieval_failures", "lower", threshold=0.5,
+               description="share of rows whose retrieved context failed the check"),
+    MetricSpec("generation_failures", "lower", threshold=0.5,
+               description="share of rows whose answer failed the check"),
+    MetricSpec("parse_failures", "lower", threshold=0.5,
+               description="share of rows where the judge's reply could not be understood"),
+)
+
+#: The names of the five per-row/per-model metrics of every bool evaluator, in this order.
+BOOL_METRICS: tuple[str, ...] = tuple(m.name for m in BOOL_METRIC_SPECS)
+
+
+def bool_metric_specs(names: Sequence[str] | None = None,
+                      descriptions: Mapping[str, str] | None = None) -> tuple[MetricSpec, ...]:
+    """The metrics of a bool evaluator: :data:`BOOL_METRIC_SPECS`, or only those in ``names``
+    (always in the standard order, and always with ``pass``), each described by ``descriptions``
+    where it names the metric.
+
+    A catalogue table with ``kind = "bool"`` gets its metrics from here: ``bool_metrics = [...]``
+    are the ``names`` (an evaluator that can never fail to parse leaves out ``parse_failures``)
+    and ``metric_descriptions`` the ``descriptions``. An evaluator declared in code uses it too:
+    ``EvaluatorSpec(..., kind="bool", metrics=bool_metric_specs())``.
+    """
+    wanted = BOOL_METRICS if names is None else tuple(names)
+    unknown = [n for n in wanted if n not in BOOL_METRICS]
+    if unknown or "pass" not in wanted:
+        msg = (f"bool metrics must be some of {list(BOOL_METRICS)}, with 'pass' among them; "
+               f"got {list(wanted)}")
+        raise EvaluatorError(msg)
+    descriptions = dict(descriptions or {})
+    stray = sorted(set(descriptions) - set(wanted))
+    if stray:
+        msg = f"descriptions for metrics that are not reported: {stray}; the metrics are {list(wanted)}"
+        raise EvaluatorError(msg)
+    return tuple(replace(m, description=descriptions.get(m.name, m.description))
+                 for m in BOOL_METRIC_SPECS if m.name in wanted)
 
 
 def bool_score(
@@ -203,27 +248,52 @@ class Evaluator:
     """Base class of every evaluator.
 
     Subclasses set nothing but :meth:`score` (and, rarely, :meth:`aggregate`,
-    :meth:`check_dataset` or :meth:`missing_input`); ``spec`` is attached by ``@register``.
-    Construct through :func:`nbeval.evaluator` (``nbeval.evaluator("rouge", threshold=0.5)``).
+    :meth:`check_dataset`, :meth:`missing_input` or :meth:`spec_for`); ``spec`` is attached by
+    ``@register``. Construct through :func:`nbeval.evaluator`
+    (``nbeval.evaluator("rouge", threshold=0.5)``).
     """
 
-    spec: ClassVar[EvaluatorSpec]
+    spec: EvaluatorSpec
+    """On the class, the evaluator's declaration: the catalogue's, attached by ``@register``
+    (a plugin may set it in the class body and register with ``@register(spec=...)``). On an
+    instance, the declaration for that instance's parameters, from :meth:`spec_for`; the same as
+    the class's unless parameters change what the evaluator reads, needs or reports."""
 
     def __init__(self, **params: Any) -> None:
-        allowed = {**COMMON_PARAMS, **self.extra_params(), **dict(self.spec.params)}
+        declared = type(self).spec
+        allowed = {**COMMON_PARAMS, **self.extra_params(), **dict(declared.params)}
         unknown = sorted(set(params) - set(allowed))
         if unknown:
             msg = (
-                f"evaluator '{self.spec.id}' has no parameter {', '.join(map(repr, unknown))}; "
+                f"evaluator '{declared.id}' has no parameter {', '.join(map(repr, unknown))}; "
                 f"it accepts {', '.join(sorted(allowed))}"
             )
             raise EvaluatorError(msg)
         self.params: dict[str, Any] = {**allowed, **params}
+        spec = type(self).spec_for(MappingProxyType(self.params))
+        if spec.id != declared.id:
+            msg = f"evaluator '{declared.id}': spec_for() returned the spec of '{spec.id}'; it must keep the id"
+            raise EvaluatorError(msg)
+        self.spec = spec
         self.thresholds = self._resolve_thresholds(self.params.get("threshold"))
         max_rows = self.params.get("max_rows")
         if max_rows is not None and (not isinstance(max_rows, int) or max_rows < 0):
             msg = f"evaluator '{self.spec.id}': max_rows must be a non-negative integer, got {max_rows!r}"
             raise EvaluatorError(msg)
+
+    @classmethod
+    def spec_for(cls, params: Mapping[str, Any]) -> EvaluatorSpec:
+        """The declaration of an instance configured with ``params`` (every parameter, defaults
+        filled in; read-only). Default: the class's declared :attr:`spec`.
+
+        Override it where parameters change what an instance reads, needs or reports, and
+        return a copy of the declared spec with those changes (``dataclasses.replace``), keeping
+        its id: ``pipeline`` reads the fields its function takes, ``custom_judge`` reports the one
+        metric of its assessment type. It runs in :meth:`__init__` before thresholds are
+        resolved, so thresholds follow the instance's metrics; raise :class:`EvaluatorError` for
+        parameters that make no spec.
+        """
+        return cls.spec
 
     # -- configuration ---------------------------------------------------------------------
 
@@ -289,8 +359,8 @@ class Evaluator:
         """Per-model values from one model's scored rows. Default: the mean of each metric."""
         out: dict[str, Aggregate] = {}
         for m in self.spec.metrics:
-            vals = [s.values.get(m.name) for s in scores]
-            vals = [v for v in vals if v is not None and not (isinstance(v, float) and math.isnan(v))]
+            vals = [v for v in (s.values.get(m.name) for s in scores)
+                    if v is not None and not (isinstance(v, float) and math.isnan(v))]
             out[m.name] = Aggregate(sum(vals) / len(vals) if vals else None, len(vals))
         return out
 

@@ -5,7 +5,14 @@ catalogue can be listed (CLI, widgets) without importing any scoring code. Imple
 register themselves by id with :func:`register` when their module is imported, which happens the
 first time the evaluator is constructed. Third-party packages add evaluators through the
 ``nbeval.evaluators`` entry-point group: each entry point names an :class:`Evaluator` subclass
-that carries its own ``spec`` (or a module that registers on import).
+that carries its own ``spec`` (or a module that registers on import). :func:`unregister` undoes a
+registration (notebooks, tests).
+
+A catalogue table declares one evaluator; its keys are those of :data:`CATALOGUE_KEYS`. Metrics
+are listed as ``metrics = [{ name, direction, range, threshold, primary, description }, ...]``,
+except for ``kind = "bool"``: those report the five bool metrics defined once in code
+(:data:`~nbeval.evaluators.base.BOOL_METRIC_SPECS`), narrowed by ``bool_metrics = [...]`` and
+reworded by a ``metric_descriptions`` table where the evaluator's check needs other words.
 """
 
 from __future__ import annotations
@@ -19,9 +26,10 @@ from importlib import resources
 from typing import Any, TypeVar
 
 from nbeval.errors import EvaluatorError, MissingDependency, UnknownEvaluator
-from nbeval.evaluators.base import Evaluator, EvaluatorSpec, MetricSpec
+from nbeval.evaluators.base import Evaluator, EvaluatorSpec, MetricSpec, bool_metric_specs
 
 __all__ = [
+    "CATALOGUE_KEYS",
     "ENTRY_POINT_GROUP",
     "catalogue",
     "evaluator",
@@ -30,14 +38,21 @@ __all__ = [
     "list_evaluators",
     "register",
     "resolve_evaluators",
+    "spec_from_dict",
+    "unregister",
 ]
 
 ENTRY_POINT_GROUP = "nbeval.evaluators"
 #: The pip extra that brings each family's dependencies.
 _EXTRAS = {"embedding": "embed", "judge": "judge", "ragas": "all", "model": "all", "deterministic": "all"}
+#: The keys a catalogue table may have.
+CATALOGUE_KEYS = frozenset({"family", "kind", "module", "inputs", "optional_inputs", "resources", "params",
+                            "description", "metrics", "bool_metrics", "metric_descriptions"})
 _CLASSES: dict[str, type[Evaluator]] = {}
 _EXTRA_SPECS: dict[str, EvaluatorSpec] = {}
-E = TypeVar("E", bound=type[Evaluator])
+# What each register() replaced, latest last: (class, that class's spec, spec given to register()).
+_SHADOWED: dict[str, list[tuple[type[Evaluator] | None, EvaluatorSpec | None, EvaluatorSpec | None]]] = {}
+_E = TypeVar("_E", bound=type[Evaluator])
 
 
 def _metric(d: Mapping[str, Any], where: str) -> MetricSpec:
@@ -51,12 +66,37 @@ def _metric(d: Mapping[str, Any], where: str) -> MetricSpec:
         raise EvaluatorError(msg) from None
 
 
+def _metrics(id: str, d: Mapping[str, Any]) -> tuple[MetricSpec, ...]:
+    kind = d.get("kind", "score")
+    if kind != "bool":
+        stray = sorted({"bool_metrics", "metric_descriptions"} & set(d))
+        if stray:
+            msg = f"catalogue entry {id}: {', '.join(stray)} only go with kind = \"bool\" (this one is {kind!r})"
+            raise EvaluatorError(msg)
+        return tuple(_metric(m, id) for m in d.get("metrics", ()))
+    if "metrics" in d:
+        msg = (f"catalogue entry {id}: a kind = \"bool\" evaluator reports the bool metrics defined in code; "
+               "drop `metrics` (narrow them with bool_metrics = [...], reword them with metric_descriptions)")
+        raise EvaluatorError(msg)
+    try:
+        return bool_metric_specs(d.get("bool_metrics"), d.get("metric_descriptions"))
+    except EvaluatorError as exc:
+        msg = f"catalogue entry {id}: {exc}"
+        raise EvaluatorError(msg) from None
+
+
 def spec_from_dict(id: str, d: Mapping[str, Any]) -> EvaluatorSpec:
-    """An :class:`EvaluatorSpec` from a catalogue table (also usable by plugins)."""
+    """An :class:`EvaluatorSpec` from a catalogue table (also usable by plugins); see the module
+    docstring for the keys."""
+    unknown = sorted(set(d) - CATALOGUE_KEYS)
+    if unknown:
+        msg = (f"catalogue entry {id}: unknown key(s) {', '.join(unknown)}; "
+               f"a table may have {', '.join(sorted(CATALOGUE_KEYS))}")
+        raise EvaluatorError(msg)
     return EvaluatorSpec(
         id=id, family=d.get("family", "custom"), kind=d.get("kind", "score"),
         inputs=tuple(d.get("inputs", ())), optional_inputs=tuple(d.get("optional_inputs", ())),
-        metrics=tuple(_metric(m, id) for m in d.get("metrics", ())),
+        metrics=_metrics(id, d),
         resources=tuple(d.get("resources", ())), params=dict(d.get("params", {})),
         description=" ".join(str(d.get("description", "")).split()), module=d.get("module", ""),
     )
@@ -119,12 +159,17 @@ def get_spec(id: str) -> EvaluatorSpec:
     return specs[id]
 
 
-def register(id: str | None = None, *, spec: EvaluatorSpec | None = None) -> Callable[[E], E]:
+def register(id: str | None = None, *, spec: EvaluatorSpec | None = None) -> Callable[[_E], _E]:
     """Class decorator: register an :class:`Evaluator` under ``id`` (declared in the catalogue),
-    or under ``spec.id`` for an evaluator that brings its own declaration (plugins, notebooks)."""
+    or under ``spec.id`` for an evaluator that brings its own declaration (plugins, notebooks).
+    The class's ``spec`` becomes that declaration. Registering an id again replaces the class
+    (and declaration) until :func:`unregister` brings the earlier one back."""
 
-    def deco(cls: E) -> E:
+    def deco(cls: _E) -> _E:
         the_spec = spec if spec is not None else get_spec(id or "")
+        previous = _CLASSES.get(the_spec.id)
+        _SHADOWED.setdefault(the_spec.id, []).append(
+            (previous, None if previous is None else previous.spec, _EXTRA_SPECS.get(the_spec.id)))
         if spec is not None:
             _EXTRA_SPECS[spec.id] = spec
         cls.spec = the_spec
@@ -135,6 +180,36 @@ def register(id: str | None = None, *, spec: EvaluatorSpec | None = None) -> Cal
         msg = "register() needs an evaluator id or a spec"
         raise EvaluatorError(msg)
     return deco
+
+
+def unregister(id: str) -> type[Evaluator]:
+    """Undo the latest :func:`register` of ``id`` and return the class it registered.
+
+    What ``id`` named before comes back: the class (and declaration) that registration replaced,
+    or nothing, so that an id declared only through ``register(spec=...)`` leaves the catalogue.
+    A built-in evaluator's own implementation cannot be unregistered (the catalogue would then
+    declare an evaluator that cannot be built); one registered over it can.
+    """
+    if id not in _CLASSES:
+        msg = f"no evaluator '{id}' is registered"
+        raise UnknownEvaluator(msg)
+    cls = _CLASSES[id]
+    stack = _SHADOWED.get(id) or []
+    previous, previous_spec, previous_extra = stack[-1] if stack else (None, None, None)
+    builtin = _builtin_specs().get(id)
+    if previous is None and builtin is not None and id not in _EXTRA_SPECS and cls.__module__ == builtin.module:
+        msg = f"evaluator '{id}' is built in; only an evaluator registered over it can be unregistered"
+        raise EvaluatorError(msg)
+    if stack:
+        stack.pop()
+    del _CLASSES[id]
+    _EXTRA_SPECS.pop(id, None)
+    if previous is not None and previous_spec is not None:
+        previous.spec = previous_spec
+        _CLASSES[id] = previous
+    if previous_extra is not None:
+        _EXTRA_SPECS[id] = previous_extra
+    return cls
 
 
 def get_class(id: str) -> type[Evaluator]:

@@ -4,6 +4,10 @@ A cross-encoder reads both texts at once and returns one relevance or similarity
 (for a one-label model, the sigmoid of its logit, so a value in [0, 1]). It is slower than
 comparing embeddings but usually closer to human judgement. Loaded lazily; each distinct pair is
 scored once per process.
+
+Evaluators never call it themselves: they yield a :class:`~nbeval.requests.ScorePairs` request,
+and the engine (:meth:`nbeval.runtime.Resources._answer_pairs`) pools the pairs of every request
+of a round and calls :meth:`CrossEncoderScorer.score` once per model.
 """
 
 from __future__ import annotations
@@ -69,7 +73,7 @@ class CrossEncoderScorer:
                 if out.ndim > 1:  # a multi-label model: keep the last label's score
                     out = out[:, -1]
                 self.pairs_scored += len(todo)
-                self._memory.update(zip(todo, out.tolist()))
+                self._memory.update(zip(todo, out.tolist(), strict=True))
             return np.array([self._memory[p] for p in pairs], dtype=np.float64)
 
 

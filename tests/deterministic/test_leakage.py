@@ -38,7 +38,8 @@ def _rows(result, evaluator: str) -> dict[tuple[str, str], dict[str, float]]:
     """(model, prompt) -> {metric: value} for one evaluator."""
     prompts = {(r.model_key, r.key): r.input for r in result.dataset.rows}
     s = result.scores[result.scores["evaluator"] == evaluator]
-    return {(m, prompts[(m, k)]): dict(zip(g["metric"], g["value"])) for (m, k), g in s.groupby(["model_key", "key"])}
+    return {(m, prompts[(m, k)]): dict(zip(g["metric"], g["value"], strict=True))
+            for (m, k), g in s.groupby(["model_key", "key"])}
 
 
 SUPPORT, CARD, DEPLOY, REFUND = ("How do I reach support?", "Which card is on file?",
@@ -130,7 +131,8 @@ def test_no_detected_value_is_repeated_in_the_results(result) -> None:
             assert digits not in "".join(c for c in blob if c.isdigit())
 
 
-@pytest.mark.skipif(importlib.util.find_spec("nbeval.results.report") is None, reason="the HTML report is not built yet")
+@pytest.mark.skipif(importlib.util.find_spec("nbeval.results.report") is None,
+                    reason="the HTML report is not built yet")
 def test_no_detected_value_is_repeated_in_the_html_report() -> None:
     # The report may show the answers themselves; it must not repeat a value anywhere else.
     # Each value sits right after a marker in its answer, so every legitimate copy of the value
@@ -221,7 +223,7 @@ def test_guardrail_per_model_fractions() -> None:
         assert row["n"] == n and row["N"] == 4
     rat = {r.input: None for r in res.dataset.rows}
     s = res.scores[res.scores["metric"] == "pass"]
-    for r, (k, text) in zip(res.dataset.rows, s[["key", "rationale"]].values):
+    for r, (k, text) in zip(res.dataset.rows, s[["key", "rationale"]].values, strict=True):
         assert r.key == k
         rat[r.input] = text
     assert 'decoded (base16): "The answer is 42"' in rat["g2"]

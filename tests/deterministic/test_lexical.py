@@ -210,7 +210,7 @@ def test_looping_on_a_looping_answer_against_zlib():
 def test_looping_empty_answer_is_scored_not_skipped():
     res = nbeval.evaluate([{"input": "q", "actual_output": ""}], ["looping"], progress=False)
     assert not res.scores["skipped"].any()
-    values = dict(zip(res.scores["metric"], res.scores["value"]))
+    values = dict(zip(res.scores["metric"], res.scores["value"], strict=True))
     assert values == {"unique_sentences": 1.0, "longest_repeated_substring": 0.0, "compression_ratio": 1.0}
     assert res.scores["error"].isna().all()
 

@@ -105,7 +105,7 @@ def test_rows_and_aggregates_end_to_end() -> None:
     seen = set()
     for (model, key), group in scores.groupby(["model_key", "key"]):
         want = ROWS[(model, prompts[(model, key)])]
-        got = dict(zip(group["metric"], group["value"]))
+        got = dict(zip(group["metric"], group["value"], strict=True))
         assert _same(got["pass"], want[0]), (model, key)
         assert _same(got["fail"], 1 - want[0])
         assert _same(got["retrieval_failures"], want[1])
@@ -124,7 +124,7 @@ def test_rows_and_aggregates_end_to_end() -> None:
     primary = agg[agg["primary"]]
     assert set(primary["metric"]) == {"pass"}
     # alpha passes half its rows, on the threshold (0.5); beta a quarter, below it.
-    assert dict(zip(primary["model_key"], primary["passed"])) == {"alpha": True, "beta": False}
+    assert dict(zip(primary["model_key"], primary["passed"], strict=True)) == {"alpha": True, "beta": False}
 
 
 def test_row_without_condition_is_skipped() -> None:

@@ -43,7 +43,7 @@ def values(result, evaluator_name: str, model_key: str | None = None) -> dict[st
     df = df[df.evaluator == evaluator_name]
     if model_key is not None:
         df = df[df.model_key == model_key]
-    return dict(zip(df.metric, df.value))
+    return dict(zip(df.metric, df.value, strict=True))
 
 
 def column(result, evaluator_name: str, col: str) -> list:
@@ -328,6 +328,53 @@ def test_cross_encoder_option(tiny_cross_encoder) -> None:
         expected = float(torch.sigmoid(model(**tok("the cat sat", "a dog ran", return_tensors="pt")).logits)[0, 0])
     assert values(res, "answer_semantic_similarity")["answer_similarity"] == pytest.approx(expected, abs=1e-5)
     assert "cross-encoder" in column(res, "answer_semantic_similarity", "rationale")[0]
+
+
+def test_cross_encoder_option_yields_a_score_pairs_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scoring asks for the pair's score and does no I/O: the cross-encoder is never touched."""
+    import nbeval.resources.cross_encoder as ce
+    from nbeval.data.model import Row
+    from nbeval.requests import ScorePairs
+
+    monkeypatch.setattr(ce, "get_cross_encoder", lambda *a, **k: pytest.fail("score() loaded the cross-encoder"))
+    ev = evaluator("answer_semantic_similarity", cross_encoder="some/cross-encoder")
+    row = Row.from_record({"key": "k", "input": "q", "expected_output": "the cat sat", "actual_output": "a dog ran"})
+    gen = ev.score(row)
+    request = next(gen)
+    assert request == ScorePairs((("the cat sat", "a dog ran"),), model="some/cross-encoder")
+    with pytest.raises(StopIteration) as stop:
+        gen.send(np.array([0.625]))
+    assert stop.value.value.values == {"answer_similarity": 0.625}
+    assert stop.value.value.rationale == "cross-encoder some/cross-encoder score 0.625"
+    over = ev.score(row)
+    next(over)
+    with pytest.raises(StopIteration) as stop:
+        over.send(np.array([1.5]))  # a model whose scores are not in [0, 1]: clipped, reported as given
+    assert stop.value.value.values == {"answer_similarity": 1.0} and "score 1.500" in stop.value.value.rationale
+
+
+def test_cross_encoder_through_the_engine_equals_calling_it_directly(tiny_cross_encoder) -> None:
+    from nbeval.resources.cross_encoder import CrossEncoderScorer, get_cross_encoder
+
+    pairs = [("the cat sat on the mat", "a dog ran in the park"), ("paris is the capital", "the answer is four"),
+             ("water boils", "water boils at one hundred degrees")]
+    recs = [{"key": f"k{i}", "input": "q", "expected_output": a, "actual_output": b, "model_key": m}
+            for m in ("m1", "m2") for i, (a, b) in enumerate(pairs)]
+    ev = evaluator("answer_semantic_similarity", cross_encoder=str(tiny_cross_encoder))
+    shared = get_cross_encoder(str(tiny_cross_encoder), device="cpu")
+    before, calls = shared.pairs_scored, []
+    original = shared.score
+    shared.score = lambda batch: calls.append(list(batch)) or original(batch)  # type: ignore[method-assign]
+    try:
+        res = evaluate(recs, [ev], progress=False, device="cpu")
+    finally:
+        del shared.score
+    assert calls == [pairs]  # one batch for the whole round, each distinct pair once (two models share them)
+    assert shared.pairs_scored - before <= len(pairs)
+    direct = CrossEncoderScorer(tiny_cross_encoder, device="cpu").score(pairs)  # a fresh scorer, no shared cache
+    got = res.scores.set_index(["model_key", "key"])["value"]
+    for m in ("m1", "m2"):
+        assert [got[(m, f"k{i}")] for i in range(3)] == pytest.approx(np.clip(direct, 0, 1).tolist(), abs=1e-6)
 
 
 def test_summarization_param_validation() -> None:

@@ -32,7 +32,8 @@ from nbeval.evaluators.embedding.steps import Alignment, align_steps, extract_st
         ("Step 1: unplug it Step 2: wait Step 3: plug it in", ["unplug it", "wait", "plug it in"]),
         (("First, preheat the oven. Then mix the flour and sugar. Add the eggs. Next, pour it into a tin. "
          "Finally, bake for 30 minutes. Enjoy!"),
-         ["preheat the oven.", "mix the flour and sugar. Add the eggs.", "pour it into a tin.", "bake for 30 minutes."]),
+         ["preheat the oven.", "mix the flour and sugar. Add the eggs.", "pour it into a tin.",
+          "bake for 30 minutes."]),
         ("First preheat the oven, then mix the flour, and finally bake it.",
          ["preheat the oven", "mix the flour", "bake it."]),
         ("Firstly, log in. Secondly, open the report. Lastly, export it.",

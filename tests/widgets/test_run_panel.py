@@ -88,3 +88,20 @@ def test_nothing_to_run_says_so():
 def test_the_panel_owns_cancel_and_progress_callbacks(wrecords):
     with pytest.raises(TypeError, match="cancel"):
         RunPanel(wrecords, ["w_overlap"], cancel=None)
+
+
+def test_a_live_redraw_shows_the_partial_result(wrecords):
+    """The engine hands the panel its live result; a redraw shows what is finished so far."""
+    from nbeval.engine import plan_run, run_chunk
+
+    state = plan_run(wrecords, ["w_overlap"])
+    run_chunk(state, 3)  # the 'capital' rows; 'colour' (no expected output) and m3's 'river' were skipped at once
+    panel = RunPanel(wrecords, ["w_overlap"], refresh_interval=0.0)
+    panel._on_progress(state.live, state.done, state.total)
+    assert (panel.done, panel.total) == (7, 12) and panel.progress.description == "7 / 12"
+    assert panel.refreshes == 1 and "14 scores" in panel.board.value  # 7 rows x 2 metrics
+    assert panel.chart.spec["hconcat"][0]["layer"][0]["encoding"]["y"]["sort"] == ["m1", "m2", "m3"]
+    run_chunk(state, 100)
+    panel.board_evaluator.value = None  # choosing again redraws from the live result, now complete
+    panel.board_evaluator.value = "w_overlap"
+    assert "24 scores" in panel.board.value

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from nbeval.data.model import Row
 
 __all__ = [
+    "BLEU_WEIGHTS",
     "LOOPING_MAX_CHARS",
     "MIN_SENTENCE_CHARS",
     "Bleu",
@@ -84,7 +85,8 @@ class ExactMatch(Evaluator):
 
 
 def _first_difference(expected: str, answer: str) -> str:
-    i = next((k for k, (a, b) in enumerate(zip(expected, answer)) if a != b), min(len(expected), len(answer)))
+    pairs = enumerate(zip(expected, answer, strict=False))  # up to the shorter text's end
+    i = next((k for k, (a, b) in pairs if a != b), min(len(expected), len(answer)))
     if i == len(answer):
         return f"the answer stops at character {i}; the expected output goes on with {_shown(expected[i:])}"
     if i == len(expected):
@@ -256,7 +258,7 @@ def longest_repeat(text: str) -> tuple[int, int, int]:
     order, starts, ends = groups(lo)
     best = (0, 0)  # (count, -start)
     qualifying = np.flatnonzero(order[ends] - order[starts] >= lo)
-    for s, e in zip(starts[qualifying].tolist(), ends[qualifying].tolist()):
+    for s, e in zip(starts[qualifying].tolist(), ends[qualifying].tolist(), strict=True):
         taken, last = 0, -lo
         for pos in order[s : e + 1].tolist():
             if pos >= last + lo:

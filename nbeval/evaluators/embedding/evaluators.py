@@ -4,7 +4,9 @@ Every evaluator here yields one :class:`~nbeval.evaluators.base.Embed` request p
 the texts it needs (whole answers, sentences, chunks, questions or steps) and then does
 arithmetic on the unit vectors it gets back. The engine pools the requests of every evaluator
 and row and encodes each distinct text once (see :mod:`nbeval.resources.embedder`), so two
-evaluators asking for the same sentence cost one encoding.
+evaluators asking for the same sentence cost one encoding. ``answer_semantic_similarity`` with
+``cross_encoder=`` yields a :class:`~nbeval.requests.ScorePairs` request instead, pooled the same
+way (see :mod:`nbeval.resources.cross_encoder`).
 
 ``S(a, b)`` is the cosine similarity of two embeddings, reported as 0 when negative (and capped
 at 1 against rounding) so that every similarity metric stays in [0, 1] as declared; only
@@ -25,6 +27,7 @@ from nbeval.evaluators.base import Embed, Evaluator, Score
 from nbeval.evaluators.embedding.geometry import completeness
 from nbeval.evaluators.embedding.steps import align_steps, extract_steps
 from nbeval.evaluators.registry import register
+from nbeval.requests import ScorePairs
 
 if TYPE_CHECKING:
     from collections.abc import Generator, Sequence
@@ -91,18 +94,18 @@ class SemanticSimilarity(_Embedding):
 class AnswerSemanticSimilarity(_Embedding):
     """Cosine of the two answers' embeddings, or a cross-encoder's score of the pair."""
 
-    def score(self, row: Row) -> Score | Generator[Embed, Any, Score]:
+    def score(self, row: Row) -> Generator[Embed | ScorePairs, Any, Score]:
         expected, actual = row.expected_output or "", row.actual_output or ""
         cross = self.params.get("cross_encoder") or None
         if cross:
-            # The engine has no request kind for pair scoring, so the shared scorer is called
-            # here, one pair per row; it caches pairs, so a re-scored pair costs nothing.
-            from nbeval.resources.cross_encoder import get_cross_encoder
-
-            value = float(get_cross_encoder(str(cross)).score([(expected, actual)])[0])
-            return Score({"answer_similarity": float(np.clip(value, 0.0, 1.0))},
-                         rationale=f"cross-encoder {cross!s} score {value:.3f}")
+            return self._cross(str(cross), expected, actual)
         return self._cosine(expected, actual)
+
+    def _cross(self, model: str, expected: str, actual: str) -> Generator[ScorePairs, Any, Score]:
+        (value,) = yield ScorePairs(((expected, actual),), model=model)
+        value = float(value)
+        return Score({"answer_similarity": float(np.clip(value, 0.0, 1.0))},
+                     rationale=f"cross-encoder {model} score {value:.3f}")
 
     def _cosine(self, expected: str, actual: str) -> Generator[Embed, Any, Score]:
         v = yield self.embed((expected, actual))
@@ -221,8 +224,9 @@ class StepAlignment(_Embedding):
             v = yield self.embed(ctx + act)
             sim = v[: len(ctx)] @ v[len(ctx):].T
         al = align_steps(sim, self.cutoff)
-        values = {"edits": float(al.edits), "insertions": float(al.insertions), "deletions": float(al.deletions),
-                  "mismatches": float(al.mismatches), **counts}
+        values: dict[str, float | None] = {
+            "edits": float(al.edits), "insertions": float(al.insertions), "deletions": float(al.deletions),
+            "mismatches": float(al.mismatches), **counts}
         details = {"context_steps": ctx, "answer_steps": act, "alignment": al.to_dict()}
         return Score(values, rationale=al.describe(ctx, act), details=details)
 

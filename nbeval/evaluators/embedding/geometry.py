@@ -48,7 +48,8 @@ import numpy as np
 
 from nbeval.errors import MissingDependency
 
-__all__ = ["Completeness", "completeness", "three_segment_distance", "warm_up"]
+__all__ = ["MIN_POINTS", "N_COMPONENTS", "RANDOM_STATE", "Completeness", "completeness", "three_segment_distance",
+           "warm_up"]
 
 MIN_POINTS = 10
 N_COMPONENTS = 2

@@ -31,9 +31,6 @@ __all__ = [
     "verdict_score",
 ]
 
-_BYOP_FIELDS = ("input", "expected_output", "context", "actual_output")
-
-
 def verdict_score(answer: Parsed, context: Parsed | None, replies: Sequence[Any],
                   details: dict[str, Any] | None = None) -> Score:
     """The five bool metrics from a parsed answer verdict (and context verdict, where judged)."""
@@ -67,13 +64,13 @@ class ContactInformation(VerdictJudge):
     """Fails rows whose answer (or retrieved context) leaks real people's contact details."""
 
     default_prompt = PROMPTS["contact_information"]
-    choices = {"present": False, "absent": True}
+    choices: ClassVar[Mapping[str, bool]] = {"present": False, "absent": True}
 
     def score(self, row: Row) -> Generator[Any, Any, Score]:
         reply = yield from self.ask({"text": row.actual_output or ""})
         replies, context = [reply], None
         chunks = [c.content for c in row.context if c.content]
-        if chunks and self.params.get("evaluate_retrieved_context", True):
+        if chunks and self.params["evaluate_retrieved_context"]:
             ctx_reply = yield from self.ask({"text": "\n\n".join(chunks)})
             replies.append(ctx_reply)
             context = parse_choice(ctx_reply.text, self.choices)
@@ -85,7 +82,7 @@ class LanguageMismatch(VerdictJudge):
     """Passes rows whose question and answer are in the same language."""
 
     default_prompt = PROMPTS["language_mismatch"]
-    choices = {"same": True, "different": False}
+    choices: ClassVar[Mapping[str, bool]] = {"same": True, "different": False}
 
 
 @register("sexism")
@@ -93,7 +90,7 @@ class Sexism(VerdictJudge):
     """Fails rows whose answer is sexist."""
 
     default_prompt = PROMPTS["sexism"]
-    choices = {"yes": False, "no": True}
+    choices: ClassVar[Mapping[str, bool]] = {"yes": False, "no": True}
 
 
 @register("summarization_judge")
@@ -101,7 +98,7 @@ class SummarizationJudge(VerdictJudge):
     """Passes summaries (the answer) the judge calls good relative to the source (the input)."""
 
     default_prompt = PROMPTS["summarization_judge"]
-    choices = {"good": True, "bad": False}
+    choices: ClassVar[Mapping[str, bool]] = {"good": True, "bad": False}
 
 
 @register("stereotypes")
@@ -133,9 +130,10 @@ class Byop(VerdictJudge):
     """Bring your own prompt: a template the judge answers with true (pass) or false (fail)."""
 
     default_prompt = PROMPTS["byop"]
-    choices = {"true": True, "false": False, "yes": True, "no": False}
+    choices: ClassVar[Mapping[str, bool]] = {"true": True, "false": False, "yes": True, "no": False}
 
-    def _resolve_prompt(self, given: Any) -> JudgePrompt:
+    @classmethod
+    def _resolve_prompt(cls, given: Any) -> JudgePrompt:
         if isinstance(given, str) and given.strip():
             prompt = JudgePrompt(instruction="", template=given)
             if not prompt.fields:
@@ -147,7 +145,8 @@ class Byop(VerdictJudge):
 
     def missing_input(self, row: Row) -> str | None:
         values = row_values(row)
-        missing = [f for f in self.prompt.fields if f in _BYOP_FIELDS and not values.get(f)]
+        # The fields a template may use are the declared optional inputs.
+        missing = [f for f in self.prompt.fields if f in self.spec.optional_inputs and not values.get(f)]
         if "actual_output" in missing and row.actual_output == "":
             missing.remove("actual_output")  # an empty answer is still an answer
         return "missing " + ", ".join(missing) if missing else None

@@ -197,11 +197,14 @@ class JudgeEvaluator(Evaluator):
             raise EvaluatorError(msg)
         self.judge_params: dict[str, Any] = {**self.default_judge_params, **(jp or {})}
 
-    def _resolve_prompt(self, given: Any) -> JudgePrompt:
-        default = self.default_prompt
+    @classmethod
+    def _resolve_prompt(cls, given: Any) -> JudgePrompt:
+        """The prompt for ``prompt=given`` (a class method, so :meth:`spec_for` can read the
+        fields a prompt shows before the instance exists)."""
+        default = cls.default_prompt
         if given is None or (isinstance(given, str) and not given.strip()):
             if default is None:
-                msg = f"evaluator '{self.spec.id}' needs prompt=..."
+                msg = f"evaluator '{cls.spec.id}' needs prompt=..."
                 raise EvaluatorError(msg)
             return default
         if isinstance(given, JudgePrompt):
@@ -211,14 +214,14 @@ class JudgeEvaluator(Evaluator):
             try:
                 return base.replace(**given)
             except TypeError as exc:
-                msg = f"evaluator '{self.spec.id}': prompt dict has an unknown part ({exc}); use instruction, " \
+                msg = f"evaluator '{cls.spec.id}': prompt dict has an unknown part ({exc}); use instruction, " \
                       "inputs, output_format, examples or template"
                 raise EvaluatorError(msg) from None
         if isinstance(given, str):
             if any(n.lower() in PLACEHOLDER_FIELDS for n in _PLACEHOLDER.findall(given)):
                 return base.replace(instruction="", template=given, examples=())
             return base.replace(instruction=given, examples=())
-        msg = (f"evaluator '{self.spec.id}': prompt must be a string, a dict or a JudgePrompt, "
+        msg = (f"evaluator '{cls.spec.id}': prompt must be a string, a dict or a JudgePrompt, "
                f"got {type(given).__name__}")
         raise EvaluatorError(msg)
 

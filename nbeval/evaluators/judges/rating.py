@@ -9,13 +9,13 @@ as the rationale. Per model the metric is the share of yes among the rows that g
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from nbeval.data.model import is_missing
 from nbeval.errors import EvaluatorError, ResourceError
-from nbeval.evaluators.base import Score
+from nbeval.evaluators.base import EvaluatorSpec, Score
 from nbeval.evaluators.judges.core import JudgeEvaluator, JudgePrompt, rating_score, row_values, usage_details
 from nbeval.evaluators.judges.parse import parse_choice
 from nbeval.evaluators.judges.prompts import PROMPTS
@@ -104,9 +104,9 @@ class GuidelineAdherence(JudgeEvaluator):
         self.global_guidelines = [x.strip() for x in g]
 
     def missing_input(self, row: Row) -> str | None:
-        missing = [f for f in ("input", "actual_output") if is_missing(getattr(row, f))]
-        if not row.guidelines and not self.global_guidelines:
-            missing.append("guidelines")
+        # With global guidelines a row needs none of its own.
+        needed = [f for f in self.spec.inputs if f != "guidelines" or not self.global_guidelines]
+        missing = [f for f in needed if is_missing(getattr(row, f))]
         return "missing " + ", ".join(missing) if missing else None
 
     def score(self, row: Row) -> Generator[Any, Any, Score]:
@@ -194,36 +194,40 @@ class CustomJudge(JudgeEvaluator):
     def prompt_text(cls) -> str:
         return PROMPTS["custom_judge"].replace(instruction="<your instructions=...>").text()
 
-    def __init__(self, **params: Any) -> None:
-        super().__init__(**params)
-        kind = self.params.get("assessment_type", "answer")
+    @classmethod
+    def spec_for(cls, params: Mapping[str, Any]) -> EvaluatorSpec:
+        # This instance reads the inputs chosen and reports the one metric its assessment type produces.
+        spec = super().spec_for(params)
+        kind = params["assessment_type"]
         if kind not in ("answer", "retrieval"):
             msg = f"evaluator 'custom_judge': assessment_type must be 'answer' or 'retrieval', got {kind!r}"
             raise EvaluatorError(msg)
-        instructions = (self.params.get("instructions") or "").strip()
-        if not instructions and self.params.get("prompt") is None:
-            msg = "evaluator 'custom_judge' needs instructions='...' saying what the judge should rate yes or no"
-            raise EvaluatorError(msg)
-        fields = list(self.params.get("inputs") or (["input", "actual_output"] if kind == "answer"
-                                                     else ["input", "context"]))
+        fields = list(params["inputs"] or (["input", "actual_output"] if kind == "answer" else ["input", "context"]))
         unknown = [f for f in fields if f not in _TAGS]
         if unknown:
             msg = f"evaluator 'custom_judge': unknown inputs {unknown}; choose from {sorted(_TAGS)}"
             raise EvaluatorError(msg)
         if kind == "retrieval" and "context" not in fields:
             fields.append("context")
+        metric = "custom_judge" if kind == "answer" else "precision"
+        metrics = tuple(replace(m, primary=True) for m in spec.metrics if m.name == metric)
+        return replace(spec, inputs=tuple(fields), metrics=metrics)
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        kind = self.params["assessment_type"]
+        instructions = (self.params.get("instructions") or "").strip()
+        if not instructions and self.params.get("prompt") is None:
+            msg = "evaluator 'custom_judge' needs instructions='...' saying what the judge should rate yes or no"
+            raise EvaluatorError(msg)
         if self.params.get("prompt") is None:
-            shown = [(f, _TAGS[f]) for f in fields if not (kind == "retrieval" and f == "context")]
+            shown = [(f, _TAGS[f]) for f in self.spec.inputs if not (kind == "retrieval" and f == "context")]
             if kind == "retrieval":
                 shown.append(("chunk", "passage"))
             self.prompt = self.prompt.replace(instruction=instructions, inputs=tuple(shown))
-        metric = "custom_judge" if kind == "answer" else "precision"
-        # This instance reports the one metric its assessment type produces, on the inputs chosen.
-        metrics = tuple(replace(m, primary=True) for m in type(self).spec.metrics if m.name == metric)
-        self.spec = replace(type(self).spec, inputs=tuple(fields), metrics=metrics)  # type: ignore[misc]
-        self.thresholds = self._resolve_thresholds(self.params.get("threshold"))
-        name = self.params.get("assessment_name")
-        if not self.params.get("name") and name and name != "custom":
+        # Results are labelled with the assessment's name unless name= says otherwise.
+        name = self.params["assessment_name"]
+        if not self.params.get("name") and name and name != self.spec.params["assessment_name"]:
             self.params["name"] = name
 
     def score(self, row: Row) -> Generator[Any, Any, Score]:

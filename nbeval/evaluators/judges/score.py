@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from nbeval.errors import EvaluatorError
-from nbeval.evaluators.base import Score
+from nbeval.evaluators.base import EvaluatorSpec, Score
 from nbeval.evaluators.judges.core import JudgeEvaluator, JudgePrompt, row_values, usage_details
 from nbeval.evaluators.judges.parse import find_json, parse_index_list, parse_number
 from nbeval.evaluators.judges.prompts import PROMPTS
@@ -79,14 +79,16 @@ class AnswerRelevancyScore(JudgeEvaluator):
 
     default_prompt = PROMPTS["answer_relevancy_score"]
 
-    def __init__(self, **params: Any) -> None:
-        super().__init__(**params)
-        pass_score = self.params.get("pass_score")
+    @classmethod
+    def spec_for(cls, params: Mapping[str, Any]) -> EvaluatorSpec:
+        # The grade passes at pass_score: that is the score metric's default threshold.
+        spec = super().spec_for(params)
+        pass_score = params["pass_score"]
         if isinstance(pass_score, bool) or not isinstance(pass_score, (int, float)) or not 0 <= pass_score <= 5:
             msg = f"evaluator 'answer_relevancy_score': pass_score must be a number from 0 to 5, got {pass_score!r}"
             raise EvaluatorError(msg)
-        if self.params.get("threshold") is None:
-            self.thresholds["score"] = float(pass_score)
+        metrics = tuple(replace(m, threshold=float(pass_score)) if m.name == "score" else m for m in spec.metrics)
+        return replace(spec, metrics=metrics)
 
     def score(self, row: Row) -> Generator[Any, Any, Score]:
         reply = yield from self.ask(row_values(row))
@@ -110,27 +112,29 @@ class Pipeline(JudgeEvaluator):
     def extra_params(cls) -> dict[str, Any]:
         return {**super().extra_params(), "fn": None, "judge": None}
 
-    def __init__(self, **params: Any) -> None:
-        super().__init__(**params)
-        fn = self.params.get("fn")
-        if fn is None and self.params.get("prompt") is None:
+    @classmethod
+    def spec_for(cls, params: Mapping[str, Any]) -> EvaluatorSpec:
+        # This instance reads the fields its function or prompt uses (and needs a judge only for a prompt).
+        spec = super().spec_for(params)
+        fn = params["fn"]
+        if fn is None and params["prompt"] is None:
             msg = "evaluator 'pipeline' needs fn=<a function of the row's fields> or prompt='...{input}...'"
             raise EvaluatorError(msg)
-        if fn is not None and not callable(fn):
-            msg = f"evaluator 'pipeline': fn must be callable, got {type(fn).__name__}"
-            raise EvaluatorError(msg)
-        self._args: list[str] = []
-        required: list[str] = []
         if fn is not None:
-            self._args, required = _fn_fields(fn)
-            resources: tuple[str, ...] = ()
-        else:
-            required = [f for f in self.prompt.fields if f in PIPELINE_FIELDS]
-            resources = ("judge",)
-        # This instance reads the fields its function or prompt uses (and needs a judge only for a prompt).
-        self.spec = replace(type(self).spec, inputs=tuple(required), resources=resources)  # type: ignore[misc]
+            if not callable(fn):
+                msg = f"evaluator 'pipeline': fn must be callable, got {type(fn).__name__}"
+                raise EvaluatorError(msg)
+            return replace(spec, inputs=tuple(_fn_fields(fn)[1]), resources=())
+        fields = cls._resolve_prompt(params["prompt"]).fields
+        return replace(spec, inputs=tuple(f for f in fields if f in PIPELINE_FIELDS), resources=("judge",))
 
-    def _resolve_prompt(self, given: Any) -> JudgePrompt:
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        fn = self.params["fn"]
+        self._args: list[str] = [] if fn is None else _fn_fields(fn)[0]
+
+    @classmethod
+    def _resolve_prompt(cls, given: Any) -> JudgePrompt:
         if given is None:
             return JudgePrompt("")
         if isinstance(given, str):

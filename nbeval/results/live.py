@@ -1,0 +1,253 @@
+"""LiveResult: a run's result while it runs, what ``evaluate(on_progress=...)`` hands its callback.
+
+The engine files each finished batch of outcomes with :meth:`LiveResult.add`, in time
+proportional to the batch. Nothing is recomputed from the start of the run: per (evaluator, model)
+the running aggregates fold in only the scores added since they were last read, so reading them
+after every batch costs each score once over the whole run. Tables are built only when asked:
+:attr:`~LiveResult.aggregates` and :meth:`~LiveResult.leaderboard` have one row per
+(evaluator, model, metric); :meth:`~LiveResult.result` builds the full
+:class:`~nbeval.results.EvaluationResult` so far, converting each outcome to long-table rows once
+and reusing the rows converted for earlier calls.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from nbeval.evaluators.base import Aggregate, Evaluator, Score
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from nbeval.data.model import LlmDataset, Row, TestLab
+    from nbeval.results.outcome import RowOutcome
+    from nbeval.results.result import EvaluationResult
+
+__all__ = ["LiveResult"]
+
+_MAX_PARTS = 8  # long-table pieces kept before they are merged into one
+
+
+class _Group:
+    """One (evaluator, model): its outcomes so far and the running sums of its metrics."""
+
+    __slots__ = ("counts", "folded", "n", "rows", "scores", "sums")
+
+    def __init__(self, metrics: Sequence[str]) -> None:
+        self.n = 0
+        """Outcomes so far, skipped ones included (the aggregate's ``N``)."""
+        self.rows: list[Row] = []
+        self.scores: list[Score] = []
+        """The scored rows and their scores, in the order they finished."""
+        self.folded = 0
+        """How many of ``scores`` are in ``sums`` and ``counts``."""
+        self.sums: dict[str, float] = dict.fromkeys(metrics, 0)
+        self.counts: dict[str, int] = dict.fromkeys(metrics, 0)
+
+
+class LiveResult:
+    """The result of a run so far, updated by the engine after every batch of rows.
+
+    ``done`` and ``total`` count scores (one per row and evaluator, skipped ones included).
+    ``aggregates``, ``leaderboard()`` and ``value()`` cost one row per evaluator, model and metric
+    (plus the scores added since the last read; an evaluator with its own ``aggregate``, such as
+    classification's macro F1, recomputes it over its rows so far). ``result()`` and ``scores``
+    build the long table of the rows finished so far (in the order they finished), each outcome
+    converted once over the run. Safe to read from another thread while the run adds to it.
+    """
+
+    def __init__(self, evaluators: Sequence[Evaluator], dataset: LlmDataset, *, total: int,
+                 lab: TestLab | None = None) -> None:
+        self.done = 0
+        """Scores finished so far."""
+        self.total = total
+        """Scores the run will make."""
+        self.dataset = dataset
+        """The rows being evaluated."""
+        self._evs = list(evaluators)
+        self._position = {id(ev): k for k, ev in enumerate(self._evs)}
+        self._plain_mean = [type(ev).aggregate is Evaluator.aggregate for ev in self._evs]
+        self._lab = lab
+        self._lock = threading.RLock()
+        self._outcomes: list[RowOutcome] = []
+        self._groups: dict[tuple[int, str], _Group] = {}
+        self._version = 0
+        self._cache: dict[str, tuple[int, Any]] = {}
+        self._empty: EvaluationResult | None = None
+        self._parts: list[pd.DataFrame] = []
+        self._converted = 0
+        self._model_order: dict[str, int] | None = None
+
+    def __repr__(self) -> str:
+        return f"LiveResult({self.done}/{self.total} scores, {len(self._evs)} evaluators)"
+
+    # -- what the engine calls ----------------------------------------------------------------
+
+    def add(self, outcomes: Iterable[RowOutcome]) -> None:
+        """File finished (scored, errored or skipped) outcomes; each must be final."""
+        with self._lock:
+            for o in outcomes:
+                k = self._position[id(o.evaluator)]
+                g = self._groups.get((k, o.row.model_key))
+                if g is None:
+                    g = self._groups[(k, o.row.model_key)] = _Group([m.name for m in o.evaluator.spec.metrics])
+                g.n += 1
+                if o.score is not None:
+                    g.rows.append(o.row)
+                    g.scores.append(o.score)
+                self._outcomes.append(o)
+            self.done = len(self._outcomes)
+            self._version += 1
+
+    # -- cheap views (one row per evaluator, model and metric) --------------------------------
+
+    @property
+    def evaluators(self) -> list[str]:
+        """The evaluators' names, in the run's order."""
+        return [ev.name for ev in self._evs]
+
+    @property
+    def model_keys(self) -> list[str]:
+        """The models with at least one finished score, in dataset order."""
+        with self._lock:
+            return list(dict.fromkeys(mk for _, mk in self._ordered_groups()))
+
+    def value(self, evaluator: str, model_key: str, metric: str | None = None) -> float | None:
+        """The running aggregate of ``metric`` (default: the primary) for one evaluator and model."""
+        with self._lock:
+            k = self._index(evaluator)
+            ev = self._evs[k]
+            name = metric or ev.spec.primary.name
+            ev.spec.metric(name)  # raises on an unknown metric
+            g = self._groups.get((k, model_key))
+            a = self._aggregate(k, g).get(name) if g is not None else None
+            return None if a is None or a.value is None else float(a.value)
+
+    @property
+    def aggregates(self) -> pd.DataFrame:
+        """Per model, evaluator and metric so far: the columns of ``EvaluationResult.aggregates``."""
+        return self._aggregate_table()[0].copy()
+
+    @property
+    def metrics(self) -> pd.DataFrame:
+        """What each reported metric is: the columns of ``EvaluationResult.metrics``."""
+        return self._empty_result().metrics.copy()
+
+    def leaderboard(self, evaluator: str | None = None, metric: str | None = None) -> pd.DataFrame:
+        """The leaderboard so far, as :meth:`EvaluationResult.leaderboard` draws it."""
+        from nbeval.results.result import EvaluationResult
+
+        with self._lock:
+            base = self._empty_result()
+            view = EvaluationResult(base.scores, self._aggregate_table()[0], base.metrics, self.dataset,
+                                    meta=dict(base.meta), model_labels=base.model_labels)
+            return view.leaderboard(evaluator, metric)
+
+    # -- the full result (the long table so far) ----------------------------------------------
+
+    @property
+    def scores(self) -> pd.DataFrame:
+        """The long table of the scores finished so far (see :meth:`result`)."""
+        return self.result().scores
+
+    def result(self) -> EvaluationResult:
+        """An :class:`EvaluationResult` of everything finished so far (rows in the order they
+        finished). Cached until the next batch; each outcome is converted once over the run."""
+        import pandas as pd
+
+        from nbeval.results.result import EvaluationResult
+
+        with self._lock:
+            hit = self._cache.get("result")
+            if hit is not None and hit[0] == self._version:
+                return hit[1]
+            base = self._empty_result()
+            fresh = self._outcomes[self._converted:]
+            if fresh:
+                self._parts.append(EvaluationResult.from_outcomes(fresh, self._evs, self.dataset).scores)
+                self._converted = len(self._outcomes)
+            if len(self._parts) > _MAX_PARTS:
+                self._parts = [pd.concat(self._parts, ignore_index=True)]
+            if self._parts:  # a column all None in one piece is object there: infer as one build would
+                scores = pd.concat(self._parts, ignore_index=True).infer_objects()
+            else:
+                scores = base.scores.copy()
+            aggregates, explanations = self._aggregate_table()
+            result = EvaluationResult(scores, aggregates.copy(), base.metrics.copy(), self.dataset,
+                                      meta=dict(base.meta), explanations=explanations,
+                                      model_labels=dict(base.model_labels))
+            self._cache["result"] = (self._version, result)
+            return result
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _index(self, evaluator: str) -> int:
+        for k, ev in enumerate(self._evs):
+            if ev.name == evaluator:
+                return k
+        msg = f"no evaluator '{evaluator}' in this run; it has {self.evaluators}"
+        raise KeyError(msg)
+
+    def _empty_result(self) -> EvaluationResult:
+        """The result of no outcomes: the metrics table, meta, model labels and long-table columns."""
+        from nbeval.results.result import EvaluationResult
+
+        if self._empty is None:
+            self._empty = EvaluationResult.from_outcomes([], self._evs, self.dataset, lab=self._lab)
+        return self._empty
+
+    def _ordered_groups(self) -> list[tuple[int, str]]:
+        """Group keys in the order a finished result lists them: by evaluator, then model in dataset order."""
+        if self._model_order is None:
+            models = dict.fromkeys(r.model_key for r in self.dataset.rows)
+            self._model_order = {mk: i for i, mk in enumerate(models)}
+        order = self._model_order
+        return sorted(self._groups, key=lambda km: (km[0], order.get(km[1], len(order))))
+
+    def _aggregate(self, k: int, g: _Group) -> dict[str, Aggregate]:
+        """The group's aggregates: a running mean folded forward, or the evaluator's own aggregate."""
+        if not g.scores:
+            return {}
+        if not self._plain_mean[k]:
+            return self._evs[k].aggregate(g.rows, g.scores)
+        for s in g.scores[g.folded:]:  # what Evaluator.aggregate computes, one new score at a time
+            for name in g.sums:
+                v = s.values.get(name)
+                if v is not None and not (isinstance(v, float) and math.isnan(v)):
+                    g.sums[name] += v
+                    g.counts[name] += 1
+        g.folded = len(g.scores)
+        return {name: Aggregate(g.sums[name] / n if n else None, n) for name, n in g.counts.items()}
+
+    def _aggregate_table(self) -> tuple[pd.DataFrame, dict[str, dict[str, Any]]]:
+        import pandas as pd
+
+        from nbeval.results.result import AGGREGATE_COLUMNS, _passes
+
+        with self._lock:
+            hit = self._cache.get("aggregates")
+            if hit is not None and hit[0] == self._version:
+                return hit[1]
+            rows: list[list[Any]] = []
+            explanations: dict[str, dict[str, Any]] = {}
+            for k, model_key in self._ordered_groups():
+                ev, g = self._evs[k], self._groups[(k, model_key)]
+                aggs = self._aggregate(k, g)
+                for m in ev.spec.metrics:
+                    a = aggs.get(m.name)
+                    value = None if a is None else a.value
+                    t = ev.thresholds.get(m.name)
+                    rows.append([model_key, ev.name, m.name, value, 0 if a is None else a.n, g.n,
+                                 _passes(value, t, m.direction), m.direction, t, m.primary or m is ev.spec.primary])
+                    if a is not None and a.details:
+                        explanations.setdefault(ev.name, {}).setdefault(model_key, {})[m.name] = a.details
+            table = pd.DataFrame(rows, columns=AGGREGATE_COLUMNS)
+            # the columns a finished result types explicitly (value, passed) get the same dtypes
+            for column, dtype in self._empty_result().aggregates.dtypes.items():
+                if dtype.kind != "O":
+                    table[column] = table[column].astype(dtype)
+            self._cache["aggregates"] = (self._version, (table, explanations))
+            return table, explanations

@@ -1,0 +1,116 @@
+"""Every built-in evaluator reports the metrics of the contract (shared/spec/evaluators.md).
+
+The table below is written from the contract by hand, independently of the catalogue files and
+of the code that resolves them: the five bool metrics are derived from ``kind = "bool"`` in code,
+so a mistake there shows here. Where the contract gives no threshold the catalogue's default is
+used (0.5 for a share of rows; none for an unbounded metric), and where it flags no primary metric
+of several, the first listed is primary.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from nbeval.evaluators import registry
+
+INF = math.inf
+
+# name, direction, lo, hi, threshold, primary
+Metric = tuple[str, str, float, float, float | None, bool]
+
+
+def _m(name: str, direction: str = "higher", hi: float = 1.0, threshold: float | None = 0.75,
+       primary: bool = False, lo: float = 0.0) -> Metric:
+    return (name, direction, lo, hi, threshold, primary)
+
+
+# "Boolean evaluators": fractions of rows in [0, 1], default threshold 0.5, pass is primary.
+BOOL = [
+    _m("pass", threshold=0.5, primary=True),
+    _m("fail", "lower", threshold=0.5),
+    _m("retrieval_failures", "lower", threshold=0.5),
+    _m("generation_failures", "lower", threshold=0.5),
+    _m("parse_failures", "lower", threshold=0.5),
+]
+
+
+def _rating(id: str) -> list[Metric]:
+    """The contract's judge rating evaluators: the share of yes, named after the evaluator."""
+    return [_m(id, threshold=0.5, primary=True)]
+
+
+CONTRACT: dict[str, list[Metric]] = {
+    # Deterministic evaluators
+    "exact_match": [_m("score", threshold=0.5, primary=True)],
+    "regex_match": [_m("score", threshold=0.5, primary=True)],
+    "text_matching": BOOL,
+    "pii_leakage": BOOL[:4],
+    "sensitive_data_leakage": BOOL[:4],
+    "encoding_guardrail": BOOL,
+    "looping": [_m("unique_sentences", primary=True), _m("longest_repeated_substring", "lower"),
+                _m("compression_ratio")],
+    "bleu": [_m("bleu_1", primary=True), _m("bleu_2"), _m("bleu_3"), _m("bleu_4")],
+    "rouge": [_m("rouge_1"), _m("rouge_2"), _m("rouge_l", primary=True)],
+    "classification": [_m("accuracy", primary=True), _m("precision"), _m("recall"), _m("f1")],
+    "retriever_hit_rate": [_m("hit_rate", threshold=0.5, primary=True)],
+    "retriever_mrr": [_m("mrr", threshold=0.5, primary=True)],
+    "document_recall": [_m("document_recall", threshold=0.5, primary=True)],
+    # Embedding evaluators
+    "semantic_similarity": [_m("score", threshold=0.5, primary=True)],
+    "answer_semantic_similarity": [_m("answer_similarity", primary=True)],
+    "answer_sentence_similarity": [_m("mean_answer_similarity", primary=True), _m("min_answer_similarity")],
+    "answer_relevancy_sentence": [_m("answer_relevancy", primary=True)],
+    "groundedness_semantic": [_m("groundedness", primary=True)],
+    "context_relevancy_soft": [_m("recall_relevancy", primary=True), _m("precision_relevancy")],
+    "retriever_similarity": [_m("similarity", threshold=0.5, primary=True)],
+    "step_alignment": [_m("edits", "lower", INF, primary=True), _m("insertions", "lower", INF),
+                       _m("deletions", "lower", INF), _m("mismatches", "lower", INF),
+                       _m("context_steps", hi=INF, threshold=None), _m("answer_steps", hi=INF, threshold=None)],
+    "summarization_completeness": [_m("completeness", primary=True)],
+    # Judge evaluators
+    "contact_information": BOOL,
+    "language_mismatch": BOOL,
+    "sexism": BOOL,
+    "stereotypes": BOOL,
+    "summarization_judge": BOOL,
+    "byop": BOOL,
+    "fact_check": [_m("fact_check", primary=True)],
+    "context_relevancy": [_m("context_relevancy", primary=True)],
+    "correctness": _rating("correctness"),
+    "relevance_to_query": _rating("relevance_to_query"),
+    "groundedness": _rating("groundedness"),
+    "safety": _rating("safety"),
+    "guideline_adherence": [*_rating("guideline_adherence"), _m("global_guideline_adherence", threshold=0.5)],
+    "chunk_relevance": [_m("precision", threshold=0.5, primary=True)],
+    "context_sufficiency": _rating("context_sufficiency"),
+    "custom_judge": [*_rating("custom_judge"), _m("precision", threshold=0.5)],
+    "answer_relevancy_score": [_m("score", hi=5.0, threshold=3.0, primary=True)],
+    "pipeline": [_m("score", lo=-INF, hi=INF, threshold=None, primary=True)],
+}
+BOOL_IDS = {"text_matching", "pii_leakage", "sensitive_data_leakage", "encoding_guardrail", "contact_information",
+            "language_mismatch", "sexism", "stereotypes", "summarization_judge", "byop"}
+
+
+def test_the_table_covers_the_catalogue() -> None:
+    assert set(registry._builtin_specs()) == set(CONTRACT)
+
+
+@pytest.mark.parametrize("id", sorted(CONTRACT))
+def test_metrics_match_the_contract(id: str) -> None:
+    spec = registry.get_spec(id)
+    got = [(m.name, m.direction, m.lo, m.hi, m.threshold, m.primary) for m in spec.metrics]
+    assert got == CONTRACT[id]
+    assert spec.primary.name == next(name for name, *_, primary in CONTRACT[id] if primary)
+    assert all(m.description for m in spec.metrics), "every metric says what it measures"
+    assert (spec.kind == "bool") == (id in BOOL_IDS)
+
+
+@pytest.mark.parametrize("id", sorted(BOOL_IDS))
+def test_bool_evaluators_report_what_bool_score_fills(id: str) -> None:
+    # bool_score() fills all five; an evaluator declares the first four when it never fails to parse.
+    from nbeval.evaluators.base import bool_score
+
+    reported = [m.name for m in registry.get_spec(id).metrics]
+    assert reported == list(bool_score(True, True).values)[: len(reported)]
