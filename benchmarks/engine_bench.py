@@ -11,7 +11,8 @@ and deterministic, so the engine's own cost dominates) through :func:`nbeval.eva
 * with an ``on_progress`` that reads the running leaderboard after every chunk: each model's
   running ``exact_match`` aggregate through ``live.value(...)`` (what a progress line shows);
 * with an ``on_progress`` that, like the notebook's RunPanel, builds the full partial result
-  (``live.result()``) at most every ``--refresh`` seconds (0.5 s, the panel's default).
+  (``live.result()``) when the panel's own ``RedrawThrottle`` allows: at most every ``--refresh``
+  seconds (0.5 s, the panel's default) and no sooner than four times the last build's cost.
 
 Printed per size: the best of ``--repeat`` times for each way, microseconds per row, and the
 ratio of each callback run to the run without one. Targets: with a callback / without at most
@@ -59,16 +60,17 @@ def running_leaderboard() -> tuple[Callable[..., None], list[Any]]:
 
 
 def panel_like(refresh: float) -> tuple[Callable[..., None], list[Any]]:
-    state: dict[str, Any] = {"last": 0.0, "builds": 0}
+    from nbeval.widgets.run_panel import RedrawThrottle  # the RunPanel's own rule for when to redraw
+
+    throttle = RedrawThrottle(refresh)
 
     def on_progress(live: Any, done: int, total: int) -> None:
-        now = time.monotonic()
-        if now - state["last"] >= refresh:
-            state["last"] = now
-            state["builds"] += 1
+        if throttle.due():
+            started = time.monotonic()
             live.result().leaderboard("exact_match")
+            throttle.done(time.monotonic() - started)
 
-    return on_progress, [state]
+    return on_progress, [throttle]
 
 
 def main() -> None:

@@ -4,7 +4,9 @@ A button clicked while a notebook cell is busy is not handled until the cell end
 happens in a thread and the cell returns at once. The engine calls back after every batch of
 rows (``on_progress``) with the run's live result; the panel moves its progress bar each time and
 redraws the leaderboard at most once per ``refresh_interval`` seconds, building the partial result
-only then (the live result converts each finished row once, so a long run stays linear). Cancel
+only then (the live result converts each finished row once, so a long run stays linear), and waits
+at least four times as long as the last redraw took, so redrawing a big partial result never takes
+more than about a fifth of the run (:class:`RedrawThrottle`). Cancel
 sets the engine's ``cancel`` event: the run stops between batches and the partial result
 (unfinished rows marked ``cancelled``) is kept.
 """
@@ -22,7 +24,32 @@ from nbeval.results import EvaluationResult
 from nbeval.results.live import LiveResult
 from nbeval.widgets.common import error_text, reports_errors, status_html
 
-__all__ = ["RunPanel"]
+__all__ = ["RedrawThrottle", "RunPanel"]
+
+
+class RedrawThrottle:
+    """When a live view may redraw: at most once per ``interval`` seconds, and no sooner than
+    ``cost_factor`` times the last redraw's duration after it ended, so redraws cost at most about
+    ``1 / (1 + cost_factor)`` of a run however big the partial result grows."""
+
+    def __init__(self, interval: float, cost_factor: float = 4.0) -> None:
+        self.interval = interval
+        self.cost_factor = cost_factor
+        self.redraws = 0
+        self._next = 0.0
+
+    def due(self) -> bool:
+        """Whether a redraw may happen now."""
+        return time.monotonic() >= self._next
+
+    def done(self, cost_s: float) -> None:
+        """Record a redraw that took ``cost_s`` seconds and just ended."""
+        self.redraws += 1
+        self._next = time.monotonic() + max(self.interval - cost_s, self.cost_factor * cost_s)
+
+    def reset(self) -> None:
+        """Allow the next redraw at once (a new run)."""
+        self.redraws, self._next = 0, 0.0
 
 
 class RunPanel(w.VBox):
@@ -61,7 +88,7 @@ class RunPanel(w.VBox):
         self.output = w.Output()
         self._cancel = threading.Event()
         self._thread: threading.Thread | None = None
-        self._last_refresh = 0.0
+        self._throttle = RedrawThrottle(refresh_interval)
         self._live: LiveResult | None = None
         self._drawing = False
         super().__init__([w.HBox([self.run_button, self.cancel_button, self.progress]), self.message,
@@ -85,7 +112,8 @@ class RunPanel(w.VBox):
         if self.data is None or not self.evaluators:
             raise ValueError("nothing to run: give the panel data and at least one evaluator")
         self._cancel = threading.Event()
-        self._live, self._last_refresh = None, 0.0
+        self._live = None
+        self._throttle.reset()
         self.done, self.total, self.refreshes = 0, 0, 0
         self.progress.bar_style, self.progress.value = "info", 0
         self.running = True
@@ -144,10 +172,10 @@ class RunPanel(w.VBox):
         self.progress.max, self.progress.value = max(total, 1), done
         self.progress.description = f"{done} / {total}"
         self._live = live
-        now = time.monotonic()
-        if now - self._last_refresh >= self.refresh_interval:
-            self._last_refresh = now
+        if self._throttle.due():
+            started = time.monotonic()
             self._redraw(live.result())
+            self._throttle.done(time.monotonic() - started)
 
     @reports_errors
     def _redraw(self, result: EvaluationResult | None) -> None:

@@ -105,3 +105,25 @@ def test_a_live_redraw_shows_the_partial_result(wrecords):
     panel.board_evaluator.value = None  # choosing again redraws from the live result, now complete
     panel.board_evaluator.value = "w_overlap"
     assert "24 scores" in panel.board.value
+
+
+def test_redraws_wait_four_times_their_own_cost(monkeypatch: pytest.MonkeyPatch):
+    # A clock we move by hand: a redraw that took 0.2 s is not repeated for 0.8 s even with interval 0.1.
+    from nbeval.widgets import run_panel
+
+    now = [100.0]
+    monkeypatch.setattr(run_panel.time, "monotonic", lambda: now[0])
+    throttle = run_panel.RedrawThrottle(0.1)
+    assert throttle.due()
+    throttle.done(0.2)
+    now[0] += 0.79
+    assert not throttle.due()
+    now[0] += 0.02
+    assert throttle.due()
+    throttle.done(0.01)  # a cheap redraw: the interval governs
+    now[0] += 0.08
+    assert not throttle.due()
+    now[0] += 0.02
+    assert throttle.due() and throttle.redraws == 2
+    throttle.reset()
+    assert throttle.due() and throttle.redraws == 0
