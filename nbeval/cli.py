@@ -18,15 +18,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
 
 
 def _print_catalogue(args: argparse.Namespace) -> int:
-    from nbeval.chat.config import judge_from_env
+    from nbeval.chat.config import judge_configured
     from nbeval.evaluators.registry import list_evaluators
 
     specs = list_evaluators(args.family)
-    judge_set = judge_from_env() is not None
+    judge_set = judge_configured()
     if args.json:
         print(json.dumps([_spec_dict(s) for s in specs], indent=2))
         return 0
@@ -173,7 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-e", "--evaluators", required=True, help="comma-separated evaluator ids")
     run.add_argument("--out", default="nbeval-out", help="folder for the saved result and report.html")
     run.add_argument("--judge", help="judge model name (OpenAI-compatible endpoint)")
-    run.add_argument("--judge-base-url", help="base URL of the judge's endpoint (with --judge; else NBEVAL_JUDGE_BASE_URL)")
+    run.add_argument("--judge-base-url",
+                     help="base URL of the judge's endpoint (with --judge; else NBEVAL_JUDGE_BASE_URL)")
     run.add_argument("--embedder", help="sentence-transformers model name or path")
     run.add_argument("--device", help="cpu, cuda, ... (default: automatic)")
     run.add_argument("--no-cache", action="store_true", help="do not use the judge reply cache")
@@ -212,6 +213,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NbevalError as exc:
         print(f"nbeval: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: one line, no traceback; replies already received stay cached
+        print("nbeval: interrupted; judge replies received so far are cached, run again to resume",
+              file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -2,11 +2,14 @@
 
     .venv/bin/python scripts/make_notebooks.py            # write, run, keep only checked outputs
     .venv/bin/python scripts/make_notebooks.py --no-run   # write with every output cleared
+    .venv/bin/python scripts/make_notebooks.py --out DIR  # write into DIR instead of notebooks/
 
 The notebooks are generated so that they stay easy to review and regenerate. Every output is
 cleared except the printed (stdout) output of cells marked ``# NBVAL_CHECK_OUTPUT``: nbval
 compares those against what a fresh run prints, so they are recorded by running the notebook
-once here (offline, with the repository's .venv). Edit the cells below, never the .ipynb files.
+once here (offline, with the repository's .venv). Edit the cells below, never the .ipynb files:
+tests/test_notebooks_generated.py checks that the committed notebooks are what :func:`generate`
+makes (cells, ids, tags and metadata; outputs aside).
 """
 
 from __future__ import annotations
@@ -859,6 +862,18 @@ def keep_checked_outputs(nb: nbformat.NotebookNode) -> None:
             cell.execution_count = None
 
 
+def generate(name: str, *, execute: bool = False) -> nbformat.NotebookNode:
+    """The notebook ``name`` (a key of :data:`NOTEBOOKS_SPEC`) as this script writes it, without
+    writing it: built from its cells, run when ``execute`` is true, then stripped to the checked
+    outputs (with ``execute=False`` every output is empty, as ``--no-run`` writes it)."""
+    nb = build(NOTEBOOKS_SPEC[name])
+    if execute:
+        run(nb, name)
+    keep_checked_outputs(nb)
+    nbformat.validate(nb)
+    return nb
+
+
 def run(nb: nbformat.NotebookNode, name: str) -> None:
     from nbclient import NotebookClient
 
@@ -871,25 +886,26 @@ def run(nb: nbformat.NotebookNode, name: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-run", action="store_true", help="write the notebooks with every output cleared")
+    parser.add_argument("--out", type=Path, default=NOTEBOOKS,
+                        help="folder to write into (default: notebooks/; runs still start in notebooks/)")
     parser.add_argument("names", nargs="*", help="only these notebooks (file names)")
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    NOTEBOOKS.mkdir(exist_ok=True)
-    for name, cells in NOTEBOOKS_SPEC.items():
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    for name in NOTEBOOKS_SPEC:
         if args.names and name not in args.names:
             continue
-        nb = build(cells)
-        if not args.no_run:
-            run(nb, name)
-        keep_checked_outputs(nb)
-        nbformat.validate(nb)
-        nbformat.write(nb, NOTEBOOKS / name)
-        size = (NOTEBOOKS / name).stat().st_size
+        nb = generate(name, execute=not args.no_run)
+        path = out / name
+        nbformat.write(nb, path)
+        shown = path.resolve().relative_to(ROOT) if path.resolve().is_relative_to(ROOT) else path
+        size = path.stat().st_size
         if size > 100_000:  # a tutorial's source is a few tens of kB; more means outputs slipped in
-            msg = f"notebooks/{name} is {size:,} bytes: outputs or widget state were not cleared"
+            msg = f"{shown} is {size:,} bytes: outputs or widget state were not cleared"
             raise SystemExit(msg)
-        print(f"wrote notebooks/{name} ({size:,} bytes)")
+        print(f"wrote {shown} ({size:,} bytes)")
     return 0
 
 

@@ -110,3 +110,36 @@ def test_judge_evaluator_without_judge_is_one_clear_error(tmp_path: Path, capsys
     assert main(["run", demo_lab_path(), "-e", "safety", "--out", str(tmp_path), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "safety" in err and "NBEVAL_JUDGE_MODEL" in err
+
+
+def test_evaluators_with_only_a_base_url_lists_judges_as_usable(monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    # a base URL configures a judge (its model name is asked for when it is used); listing the
+    # catalogue used to build the judge and fail for want of NBEVAL_JUDGE_MODEL
+    monkeypatch.setenv("NBEVAL_JUDGE_BASE_URL", "http://127.0.0.1:9/v1")
+    assert main(["evaluators"]) == 0
+    out = capsys.readouterr().out
+    assert "  safety " in out
+    assert "(needs a judge)" not in out and "No judge is configured" not in out
+
+
+@pytest.mark.parametrize(("env", "configured"), [
+    ({}, False),
+    ({"OPENAI_API_KEY": "sk-not-a-judge-config"}, False),
+    ({"NBEVAL_JUDGE_MODEL": "env-judge"}, True),
+    ({"NBEVAL_JUDGE_BASE_URL": "http://127.0.0.1:9/v1"}, True),
+], ids=["nothing set", "only the API key", "only MODEL", "only BASE_URL"])
+def test_evaluators_marks_judges_exactly_when_judge_configured_says_none(
+        env: dict[str, str], configured: bool, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from nbeval.chat.config import judge_configured
+
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert judge_configured() is configured
+    assert main(["evaluators"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    safety = next(line for line in lines if line.startswith("  safety "))
+    assert safety.endswith("(needs a judge)") is not configured
+    assert main(["evaluators", "--family", "deterministic"]) == 0
+    assert "(needs a judge)" not in capsys.readouterr().out  # nothing there needs one

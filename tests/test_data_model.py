@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 import nbeval
+from nbeval.data.jsonio import load_json
 from nbeval.data.model import Chunk, LlmDataset, Row, TestCase, TestLab, TestSuite, derive_key
 from nbeval.errors import DataError
 
@@ -234,3 +235,44 @@ def test_row_condition_is_parsed_once_and_cached() -> None:
     row = Row(input="q", output_condition='"x" OR "y"')
     assert row.condition is row.condition
     assert row.condition.evaluate("y")
+
+
+# -- parsed JSON in, objects out (no file involved) -------------------------------------------
+
+
+def test_from_dict_reads_parsed_json_and_names_the_source() -> None:
+    suite = TestSuite.from_dict({"prompt": "P", "key": "k"}, source="mine.json")  # one test case is a suite
+    assert [c.key for c in suite.test_cases] == ["k"]
+    with pytest.raises(DataError) as info:
+        TestSuite.from_dict({"inputs": []}, source="mine.json")
+    assert info.value.source == "mine.json" and "expected a test suite" in str(info.value)
+    lab = TestLab.from_dict(load_json(str(SEEDS / "lab.json"))[0], source="lab.json")  # lenient JSON
+    assert len(lab.dataset) == 2 and lab.models[0].key
+    with pytest.raises(DataError, match="each model needs a 'key'") as info:
+        TestLab.from_dict({"dataset": {"inputs": []}, "models": [{"name": "x"}]}, source="lab.json")
+    assert (info.value.row, info.value.field) == ("models[1]", "key")
+    ds = LlmDataset.from_dict({"inputs": [{"input": "q", "model_key": "m"}]}, source="d.json")
+    assert ds.source == "d.json" and ds[0].model_key == "m"
+    assert LlmDataset.from_dict([{"query": "q", "prediction": "a"}])[0].actual_output == "a"
+    with pytest.raises(DataError) as info:
+        LlmDataset.from_dict({"inputs": [{"input": "q", "cost": "free"}]}, source="d.json")
+    assert (info.value.source, info.value.row, info.value.field) == ("d.json", 1, "cost")
+    case = TestCase.from_dict({"prompt": "p", "guidelines": {"tone": ["calm"]}, "x": 1})
+    assert case.guidelines == ["calm"] and case.extra == {"x": 1}
+    assert Row.from_record({"request": "hi", "response": "yo"}).actual_output == "yo"
+
+
+def test_dataset_from_json_reads_every_source_load_reads(tmp_path: Path) -> None:
+    ds = _rich_dataset()
+    ds.to_csv(str(tmp_path / "d.csv"))
+    assert LlmDataset.from_json(str(tmp_path / "d.csv")).to_records() == ds.to_records()
+    assert LlmDataset.from_json(ds.to_pandas()).to_records() == ds.to_records()
+    assert [r.input for r in LlmDataset.from_json(str(SEEDS / "suite.json"))] == [
+        c.prompt for c in TestSuite.from_json(str(SEEDS / "suite.json")).test_cases]
+    assert LlmDataset.from_json(str(SEEDS / "lab.json")).to_records() == \
+        TestLab.from_json(str(SEEDS / "lab.json")).dataset.to_records()
+    for source in (str(tmp_path / "d.csv"), str(SEEDS / "suite.json"), str(SEEDS / "lab.json")):
+        loaded = nbeval.load(source)
+        expected = loaded if isinstance(loaded, LlmDataset) else (
+            loaded.dataset if isinstance(loaded, TestLab) else loaded.to_dataset())
+        assert LlmDataset.from_json(source).to_records() == expected.to_records()

@@ -29,6 +29,15 @@ class Value(Evaluator):
         return Score({"v": v, "cost": 10 * v}, rationale=row.actual_output, details={"raw": row.actual_output})
 
 
+@register(spec=EvaluatorSpec(id="t_plain", family="test", kind="score", inputs=("actual_output",),
+                             metrics=(MetricSpec("v", "higher", threshold=None, primary=True),)))
+class Plain(Evaluator):
+    """Like t_value's ``v``, with no threshold: a value that neither passes nor fails."""
+
+    def score(self, row):
+        return Score({"v": float(row.actual_output.split()[0])})
+
+
 def _result() -> nbeval.EvaluationResult:
     perturbed = {"relationships": [{"type": "perturbation_source", "target": "c1"}], "categories": ["perturbed"]}
     recs = [
@@ -69,7 +78,7 @@ def test_problems_threshold_breaches_and_perturbation_flips() -> None:
     assert "measured on 2/4 rows" in threshold.message.iloc[0]
     flips = probs[probs.kind == "perturbation_flip"]
     # A: c1 0.9 passes, c4 0.2 fails -> flip. B: c1 0.3 fails, c4 0.1 fails -> no flip.
-    assert list(zip(flips.model_key, flips.key, flips.source_key)) == [("A", "c4", "c1")]
+    assert list(zip(flips.model_key, flips.key, flips.source_key, strict=True)) == [("A", "c4", "c1")]
     assert flips.severity.iloc[0] == "high"
 
 
@@ -87,14 +96,14 @@ def test_save_and_load_lose_nothing(tmp_path: Path) -> None:
     res.save(tmp_path / "run")
     back = nbeval.load_result(tmp_path / "run")
     for name in ("scores", "aggregates", "metrics"):
-        pd.testing.assert_frame_equal(getattr(back, name), getattr(res, name), check_dtype=False)
+        pd.testing.assert_frame_equal(getattr(back, name), getattr(res, name))  # dtypes too
     assert back.dataset.to_records() == res.dataset.to_records()
     pd.testing.assert_frame_equal(back.leaderboard("t_value"), res.leaderboard("t_value"))
     pd.testing.assert_frame_equal(back.problems, res.problems)
 
 
 def test_load_result_of_a_folder_without_one(tmp_path: Path) -> None:
-    with pytest.raises(nbeval.DataError, match="result.json is missing"):
+    with pytest.raises(nbeval.DataError, match=r"result\.json is missing"):
         nbeval.load_result(tmp_path)
 
 
@@ -115,3 +124,44 @@ def test_summary_and_mimebundle_are_escaped() -> None:
     bundle = res._repr_mimebundle_()
     assert "text/plain" in bundle
     assert "<script>" not in bundle.get("text/html", "")
+
+
+# -- passed: pandas' nullable boolean, <NA> where a pass is unknowable ---------------------------
+
+
+def test_passed_columns_are_nullable_boolean_with_na_where_unknowable(tmp_path: Path) -> None:
+    res = _result()
+    assert res.scores["passed"].dtype == "boolean" and res.aggregates["passed"].dtype == "boolean"
+    passed = res.scores.set_index(["model_key", "key", "metric"])["passed"]
+    assert passed[("A", "c1", "v")] == True  # noqa: E712 (a numpy bool, not the True singleton)
+    assert passed[("A", "c3", "v")] == False  # noqa: E712
+    assert passed[("B", "c2", "v")] is pd.NA  # "x" could not be scored: no value, no verdict
+    assert passed[("B", "c3", "v")] is pd.NA  # skipped: no answer
+    back = nbeval.load_result(res.save(tmp_path / "run"))
+    assert back.scores["passed"].dtype == "boolean" and back.aggregates["passed"].dtype == "boolean"
+    pd.testing.assert_series_equal(back.scores["passed"], res.scores["passed"])
+
+
+def test_a_value_without_threshold_neither_passes_nor_fails_anywhere(tmp_path: Path) -> None:
+    res = nbeval.evaluate([{"key": "c1", "input": "q", "actual_output": "0.1", "model_key": "A"},
+                           {"key": "c2", "input": "q2", "actual_output": "0.9", "model_key": "A"}],
+                          ["t_plain"], progress=False)
+    assert res.scores["passed"].isna().all() and res.aggregates["passed"].isna().all()
+    assert res.scores["value"].notna().all()
+    assert res.problems.empty and list(res.insights.kind) == ["best_model"]  # nothing fails
+    html = res.to_html()
+    assert "&lt;NA&gt;" not in html and 'class="pass"' not in html and 'class="fail"' not in html
+    assert "t_plain (ranked on v)" in res.summary()
+    back = nbeval.load_result(res.save(tmp_path / "run"))
+    pd.testing.assert_frame_equal(back.aggregates, res.aggregates)
+
+
+def test_report_marks_passes_and_fails_read_from_the_nullable_column() -> None:
+    html = _result().to_html()
+    board = html[html.index("<h2>Leaderboards</h2>"):html.index("<h2>Scores</h2>")]
+    # v (threshold 0.5, higher): A's 0.5 passes, B's 0.2 fails; cost (threshold 2.0, lower):
+    # A's 5.0 fails, B's 2.0 passes
+    assert board.count('<span class="pass">pass</span>') == 2
+    assert board.count('<span class="fail">fail</span>') == 2
+    scores = html[html.index("<h2>Scores</h2>"):html.index("<h2>Cases</h2>")]
+    assert "&lt;NA&gt;" not in scores and "<td>True</td>" in scores and "<td>False</td>" in scores

@@ -45,7 +45,7 @@ def _chunks(chunks: Sequence[Chunk], max_chars: int) -> str:
 
 
 def _missing(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and math.isnan(v))
+    return v is None or (isinstance(v, float) and math.isnan(v)) or type(v).__name__ == "NAType"
 
 
 def _case_fields(row: Row, max_chars: int) -> str:

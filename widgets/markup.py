@@ -59,7 +59,7 @@ def value_cell(value: Any, passed: Any, suffix: str = "") -> str:
 
 
 def _passed(v: Any) -> bool | None:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
+    if v is None or (isinstance(v, float) and math.isnan(v)) or type(v).__name__ == "NAType":
         return None
     return bool(v)
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 import ipywidgets as w
 import traitlets
 
+from nbeval.chat.config import judge_configured
 from nbeval.data.model import LlmDataset, TestSuite
 from nbeval.evaluators.base import COMMON_PARAMS, EvaluatorSpec
 from nbeval.widgets.common import error_text, reports_errors, status_html
@@ -37,7 +37,7 @@ def unusable_reasons(spec: EvaluatorSpec, dataset: LlmDataset | None, judge: Any
         missing = [name for name in spec.inputs if not dataset.has_field(name)]
         if missing:
             reasons.append(f"the data has no {', '.join(missing)}")
-    if spec.needs_judge and judge is None and not os.environ.get("NBEVAL_JUDGE_MODEL"):
+    if spec.needs_judge and not judge_configured(judge):
         reasons.append("needs a judge: pass judge=... or set NBEVAL_JUDGE_MODEL")
     return reasons
 
@@ -149,7 +149,7 @@ class EvaluatorPicker(w.VBox):
             self.rows.update({r.spec.id: r for r in rows})
             groups.append(w.VBox(rows))
         self.accordion = w.Accordion(children=groups, titles=tuple(f"{f} ({len(g.children)})"
-                                                                   for f, g in zip(families, groups)))
+                                                                   for f, g in zip(families, groups, strict=True)))
         super().__init__([self.accordion, self.message, self.output], **kwargs)
         for row in self.rows.values():
             row.checkbox.observe(lambda _: self._update(), names=["value"])

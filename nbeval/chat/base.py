@@ -14,11 +14,11 @@ timeouts, dropped connections) or not (a bad request, a wrong key).
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from nbeval.chat.secrets import redact as _redact
 from nbeval.errors import ResourceError
 
 __all__ = [
@@ -153,14 +153,7 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / 4)
 
 
-_KEY_PATTERNS = re.compile(
-    r"(sk-[A-Za-z0-9_\-*]{8,}|(?i:bearer)\s+[A-Za-z0-9_\-.=*]{8,}|hf_[A-Za-z0-9]{10,})"
-)
-
-
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """``text`` with the given secrets, and anything that looks like an API key, replaced by ``***``."""
-    for s in secrets:
-        if s and len(s) >= 4:
-            text = text.replace(s, "***")
-    return _KEY_PATTERNS.sub("***", text)
+    """``text`` with the given secrets, every secret registered in this process, and anything that
+    looks like an API key replaced by ``***`` (see :mod:`nbeval.chat.secrets`)."""
+    return _redact(text, secrets)

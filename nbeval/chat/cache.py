@@ -1,8 +1,9 @@
 """An on-disk cache of chat replies (SQLite), shared by threads and processes.
 
-A reply is keyed by the SHA-256 of the model's cache identity (endpoint and model, never a key),
-the generation parameters (sorted) and the exact messages, and is written the moment it arrives,
-so a run that is killed keeps every reply it got and a re-run asks only for what is missing.
+A reply is keyed by the SHA-256 of the model's cache identity (endpoint and model, never a key in
+clear), the generation parameters (sorted; secret ones such as an ``X-Api-Key`` header only as a
+hash of their value) and the exact messages, and is written the moment it arrives, so a run that
+is killed keeps every reply it got and a re-run asks only for what is missing.
 
 The database runs in WAL mode with a busy timeout: several threads of one process share one
 connection behind a lock, several processes each open their own and wait for each other's writes.
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from nbeval.chat.base import ChatReply, Message, Usage
+from nbeval.chat.secrets import hash_secrets
 
 __all__ = ["ENV_CACHE_DIR", "ChatCache", "cache_key", "default_cache_path"]
 
@@ -52,9 +54,10 @@ def default_cache_path() -> Path:
 
 
 def cache_key(identity: str, messages: Sequence[Message], params: Mapping[str, Any] | None = None) -> str:
-    """The cache key of one request: a hex SHA-256 over identity, sorted params and exact messages."""
+    """The cache key of one request: a hex SHA-256 over identity, sorted params (secrets hashed
+    first) and exact messages."""
     payload = json.dumps(
-        {"model": identity, "params": dict(params or {}), "messages": [dict(m) for m in messages]},
+        {"model": identity, "params": hash_secrets(dict(params or {})), "messages": [dict(m) for m in messages]},
         sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr,
     )
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()

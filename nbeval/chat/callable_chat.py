@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
 import inspect
-import threading
 import time
-import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from nbeval.chat.base import ChatError, ChatReply, Message, Usage, messages_to_prompt, normalize_messages
+from nbeval.chat.deadline import call_with_deadline
+from nbeval.chat.fingerprint import callable_name, describe_callable, function_identity
 
 __all__ = ["CallableChat"]
 
@@ -33,33 +32,53 @@ class CallableChat:
     :class:`~nbeval.chat.base.ChatReply`. Generation parameters are passed as keyword arguments
     only when ``fn`` accepts ``**kwargs``. Token counts are zero unless ``fn`` reports them.
 
-    Replies are cached like any model's, under the function's qualified name and a hash of its
-    source, so editing the function invalidates its cache; a function whose behaviour depends on
-    outside state should be wrapped with ``cache=False``. A ``timeout`` is enforced by waiting on
-    a helper thread: the call is abandoned (not stopped) when it runs over.
+    Replies are cached like any model's, under a fingerprint of everything that decides what the
+    function answers (see :mod:`nbeval.chat.fingerprint`): its code, defaults, the values its
+    closure captured, a ``functools.partial``'s arguments, a callable object's state, and the
+    plain-data globals it reads. Two configurations never share replies; the same configuration
+    shares them across sessions. When some captured value cannot be fingerprinted (a lock, an open
+    client...) the function is not cached, with one warning, unless ``cache_key=`` names the
+    configuration (any value: a string such as ``"strict-v2"``); then replies are shared by calls
+    with the same code and the same ``cache_key``, so change the key when the behaviour changes.
+    A function whose behaviour depends on outside state (a file, a service) should be wrapped
+    with ``cache=False``.
+
+    A ``timeout`` is enforced by waiting on a helper thread: the call is abandoned (not stopped)
+    when it runs over, and reported as a timeout.
     """
 
     def __init__(self, fn: Callable[..., Any], name: str | None = None,
-                 takes: Literal["messages", "prompt"] | None = None, cache: bool = True) -> None:
+                 takes: Literal["messages", "prompt"] | None = None, cache: bool = True,
+                 cache_key: Any = None) -> None:
         if not callable(fn):
             msg = f"CallableChat needs a callable, got {type(fn).__name__}"
             raise TypeError(msg)
         self.fn = fn
-        self.name = name or getattr(fn, "__name__", None) or type(fn).__name__
+        self.name = name or callable_name(fn)
         self.takes = takes or _infer_takes(fn)
         if self.takes not in ("messages", "prompt"):
             msg = f"takes must be 'messages' or 'prompt', got {takes!r}"
             raise ValueError(msg)
-        self.cacheable = cache
+        self.cache = cache
+        self.cache_key = cache_key
         self._kwargs = _accepts_kwargs(fn)
 
     def __repr__(self) -> str:
         return f"CallableChat({self.name!r}, takes={self.takes!r})"
 
+    @property
+    def cacheable(self) -> bool:
+        """Whether replies may be cached: ``cache=True`` and a reliable identity."""
+        return self.cache and self.cache_problem is None
+
+    @property
+    def cache_problem(self) -> str | None:
+        """Why this function's replies cannot be cached safely (``None`` when they can)."""
+        return function_identity(self.fn, self.cache_key)[1] if self.cache else None
+
     def cache_identity(self) -> str:
-        fn = self.fn
-        qual = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', type(fn).__qualname__)}"
-        return f"callable|{self.name}|{qual}|{_code_hash(fn)}"
+        part, _ = function_identity(self.fn, self.cache_key)
+        return f"callable|{self.name}|{describe_callable(self.fn)}|{part}"
 
     def chat(self, messages: Sequence[Message], *, timeout: float | None = None,
              **params: Any) -> ChatReply:
@@ -70,7 +89,7 @@ class CallableChat:
         if timeout is None:
             out = self._call(arg, kwargs)
         else:
-            out = _with_deadline(lambda: self._call(arg, kwargs), timeout, self.name)
+            out = call_with_deadline(lambda: self._call(arg, kwargs), timeout, self.name)
         return self._to_reply(out, time.perf_counter() - started)
 
     def _call(self, arg: Any, kwargs: Mapping[str, Any]) -> Any:
@@ -120,42 +139,3 @@ def _accepts_kwargs(fn: Callable[..., Any]) -> bool:
         return any(p.kind is p.VAR_KEYWORD for p in inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
         return False
-
-
-def _code_hash(fn: Callable[..., Any]) -> str:
-    # Source catches edits; the code object tells apart two lambdas written on one line.
-    target = getattr(fn, "__func__", fn)
-    try:
-        source = inspect.getsource(target)
-    except (OSError, TypeError):
-        source = ""
-    call = inspect.getattr_static(type(target), "__call__", None)  # a callable object: its method's code
-    code = getattr(target, "__code__", None) or getattr(call, "__code__", None)
-    compiled = _code_repr(code) if code is not None else type(target).__qualname__
-    return hashlib.sha256((source + compiled).encode("utf-8", "replace")).hexdigest()[:16]
-
-
-def _code_repr(code: types.CodeType) -> str:
-    # Nested code objects (comprehensions, inner functions) repr with a memory address: recurse.
-    consts = tuple(_code_repr(c) if isinstance(c, types.CodeType) else repr(c) for c in code.co_consts)
-    return repr((code.co_code, consts, code.co_names))
-
-
-def _with_deadline(call: Callable[[], Any], timeout: float, name: str) -> Any:
-    box: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            box["out"] = call()
-        except BaseException as e:  # handed back to the caller's thread below
-            box["err"] = e
-
-    worker = threading.Thread(target=run, name=f"nbeval-chat-{name}", daemon=True)
-    worker.start()
-    worker.join(timeout)
-    if worker.is_alive():
-        msg = f"{name}: timed out after {timeout:g} s"
-        raise ChatError(msg, retryable=True)
-    if "err" in box:
-        raise box["err"]
-    return box["out"]

@@ -6,22 +6,31 @@ and never raises for a failed call: each request gets a :class:`~nbeval.chat.bas
 connections and unreadable bodies, with exponential backoff and jitter; a ``Retry-After`` from
 the server is honoured by the request that got it (other requests go on: a sporadic 429 must not
 stall the whole batch, and under a real rate limit every worker soon gets its own 429).
+
+The workers are daemon threads: a Ctrl-C stops the batch at once (calls not started are not made;
+calls in flight are abandoned, and their replies still reach the cache if they arrive), and a hung
+call never holds up the interpreter's exit. Every reply is in the cache the moment it arrives, so
+an interrupted run loses nothing it was given.
+
+Secrets (see :mod:`nbeval.chat.secrets`): the secret headers and parameters of every request are
+registered, and masked in replies (a judge that echoes a key), failures, ``repr`` and warnings.
 """
 
 from __future__ import annotations
 
+import queue
 import random
 import sqlite3
 import threading
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Union
 
 from nbeval.chat.base import ChatError, ChatModel, ChatReply, estimate_tokens, normalize_messages
 from nbeval.chat.cache import ChatCache, cache_key
 from nbeval.chat.config import resolve_chat_model
+from nbeval.chat.secrets import redact, register_secrets, secrets_in_params
 from nbeval.errors import MissingDependency, ResourceError
 
 __all__ = ["ChatClient", "ChatFailure", "ChatResult", "Plan", "PriceTable", "UsageTotals"]
@@ -29,6 +38,8 @@ __all__ = ["ChatClient", "ChatFailure", "ChatResult", "Plan", "PriceTable", "Usa
 #: ``{model name: (USD per 1k prompt tokens, USD per 1k completion tokens)}``.
 PriceTable = Mapping[str, tuple[float, float]]
 _MAX_TOKEN_PARAMS = ("max_tokens", "max_completion_tokens", "max_new_tokens")
+_WARNED: set[str] = set()  # cache warnings already given in this process
+_WARNED_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -107,9 +118,12 @@ class ChatClient:
     half) or the server's ``Retry-After`` (capped at ``retry_after_max``) between tries.
 
     ``cache``: ``True`` for the default on-disk cache, ``False``/``None`` for none, a path, or a
-    :class:`~nbeval.chat.cache.ChatCache`. ``prices`` maps model names to
-    ``(USD per 1k prompt tokens, USD per 1k completion tokens)``; a reply's model name matches a
-    key exactly, else by the longest key it starts with.
+    :class:`~nbeval.chat.cache.ChatCache`. A model that cannot be identified reliably (a Python
+    function holding state that cannot be fingerprinted, see
+    :class:`~nbeval.chat.callable_chat.CallableChat`) is not cached, with one warning.
+
+    ``prices`` maps model names to ``(USD per 1k prompt tokens, USD per 1k completion tokens)``;
+    a reply's model name matches a key exactly, else by the longest key it starts with.
     """
 
     def __init__(self, model: Any, *, concurrency: int = 8, timeout: float | None = 60.0,
@@ -130,7 +144,12 @@ class ChatClient:
         self.retry_after_max = float(retry_after_max)
         self.prices: dict[str, tuple[float, float]] = dict(prices or {})
         self.completion_tokens_guess = completion_tokens_guess
-        self.cache: ChatCache | None = _make_cache(cache) if getattr(resolved, "cacheable", True) else None
+        self.cache: ChatCache | None = None
+        if cache is not None and cache is not False:
+            if getattr(resolved, "cacheable", True):
+                self.cache = _make_cache(cache)
+            else:
+                _warn_uncached(resolved)
         self._identity = resolved.cache_identity()
         self._slots = threading.BoundedSemaphore(self.concurrency)
         self._lock = threading.Lock()
@@ -139,7 +158,7 @@ class ChatClient:
         self._cache_warned = False
 
     def __repr__(self) -> str:
-        return f"ChatClient({self.model!r}, concurrency={self.concurrency}, cache={self.cache!r})"
+        return redact(f"ChatClient({self.model!r}, concurrency={self.concurrency}, cache={self.cache!r})")
 
     # -- public ----------------------------------------------------------------------------
 
@@ -217,25 +236,41 @@ class ChatClient:
                   jobs: list[tuple[str | None, list[int]]], results: list[ChatResult | None],
                   on_done: Callable[[int, ChatResult], None] | None) -> None:
         stop = threading.Event()
-        # Extra workers only wait on the semaphore; they keep slots busy while others back off.
-        pool = ThreadPoolExecutor(max_workers=min(len(jobs), 2 * self.concurrency),
-                                  thread_name_prefix="nbeval-chat")
-        futures: dict[Future[ChatResult], tuple[str | None, list[int]]] = {}
-        try:
-            for key, idxs in jobs:
+        todo: queue.SimpleQueue[int] = queue.SimpleQueue()
+        done: queue.SimpleQueue[tuple[int, ChatResult | BaseException]] = queue.SimpleQueue()
+        for k in range(len(jobs)):
+            todo.put(k)
+
+        def work() -> None:
+            while not stop.is_set():
+                try:
+                    k = todo.get_nowait()
+                except queue.Empty:
+                    return
+                key, idxs = jobs[k]
                 msgs, params = reqs[idxs[0]]
-                futures[pool.submit(self._one, key, msgs, params, len(idxs), stop)] = (key, idxs)
-            for fut in as_completed(futures):
-                result = fut.result()
-                for i in futures[fut][1]:
-                    results[i] = result
+                try:
+                    out: ChatResult | BaseException = self._one(key, msgs, params, len(idxs), stop)
+                except BaseException as e:  # MissingDependency: raised in the calling thread
+                    out = e
+                done.put((k, out))
+
+        # Daemon threads, not a ThreadPoolExecutor: its workers are joined at exit, so one hung
+        # call would keep a Ctrl-C'd process alive. Extra workers only wait on the semaphore;
+        # they keep slots busy while others back off.
+        for n in range(min(len(jobs), 2 * self.concurrency)):
+            threading.Thread(target=work, name=f"nbeval-chat-{n}", daemon=True).start()
+        try:
+            for _ in range(len(jobs)):
+                k, out = done.get()
+                if isinstance(out, BaseException):
+                    raise out
+                for i in jobs[k][1]:
+                    results[i] = out
                     if on_done is not None:
-                        on_done(i, result)
-        except BaseException:
+                        on_done(i, out)
+        finally:
             stop.set()  # a KeyboardInterrupt (or a failing on_done) stops new attempts
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
-        pool.shutdown(wait=True)
 
     def _one(self, key: str | None, messages: list[dict[str, str]], params: dict[str, Any],
              copies: int, stop: threading.Event) -> ChatResult:
@@ -262,15 +297,19 @@ class ChatClient:
             if not err.retryable or attempts >= self.max_attempts:
                 what = "gave up after" if err.retryable else "not retried; failed after"
                 plural = "s" if attempts != 1 else ""
-                return self._fail(ChatFailure(f"{err} ({what} {attempts} attempt{plural})", attempts,
+                return self._fail(ChatFailure(redact(f"{err} ({what} {attempts} attempt{plural})"), attempts,
                                               err.status), copies)
             if stop.wait(self._delay(attempts, err)):
-                return self._fail(ChatFailure(f"cancelled while retrying: {err}", attempts, err.status), copies)
+                return self._fail(ChatFailure(redact(f"cancelled while retrying: {err}"), attempts, err.status),
+                                  copies)
+        clean = redact(reply.text, patterns=False)  # a judge that echoes a key must not spread it
+        if clean != reply.text:
+            reply = replace(reply, text=clean)
         if reply.cost is None:
             reply = _with_cost(reply, self._price(reply.model) or self._price(getattr(self.model, "name", "")))
         cache = self.cache
         if key is not None and cache is not None:
-            self._safe(lambda: cache.put(key, self._identity, reply), None)  # at once: a kill keeps it
+            self._safe(lambda: cache.put(key, redact(self._identity), reply), None)  # at once: a kill keeps it
         self._account(reply, copies, cached=False)
         return reply
 
@@ -320,9 +359,25 @@ class ChatClient:
         except sqlite3.Error as e:
             if not self._cache_warned:
                 self._cache_warned = True
-                warnings.warn(f"nbeval chat cache {self.cache!r} is unusable ({e}); going on without it",
+                warnings.warn(redact(f"nbeval chat cache {self.cache!r} is unusable ({e}); going on without it"),
                               RuntimeWarning, stacklevel=3)
             return default
+
+
+def _warn_uncached(model: Any) -> None:
+    problem = getattr(model, "cache_problem", None)
+    if not problem:  # cache=False on the model itself: asked for, nothing to say
+        return
+    name = getattr(model, "name", type(model).__name__)
+    msg = redact(f"nbeval: the replies of {name!r} are not cached, because its configuration cannot be "
+                 f"identified reliably: {problem}. To cache them, name this configuration: "
+                 f"CallableChat(fn, cache_key=\"...\") (change the key whenever the behaviour changes); "
+                 f"to silence this, pass cache=False.")
+    with _WARNED_LOCK:
+        if msg in _WARNED:
+            return
+        _WARNED.add(msg)
+    warnings.warn(msg, RuntimeWarning, stacklevel=4)
 
 
 def _make_cache(cache: Any) -> ChatCache | None:
@@ -337,10 +392,14 @@ def _make_cache(cache: Any) -> ChatCache | None:
 
 def _as_request(r: Any) -> tuple[list[dict[str, str]], dict[str, Any]]:
     if hasattr(r, "messages") and hasattr(r, "params"):
-        return normalize_messages(r.messages), dict(r.params or {})
-    if isinstance(r, tuple) and len(r) == 2 and (r[1] is None or isinstance(r[1], Mapping)):
-        return normalize_messages(r[0]), dict(r[1] or {})
-    return normalize_messages(r), {}
+        msgs, params = normalize_messages(r.messages), dict(r.params or {})
+    elif isinstance(r, tuple) and len(r) == 2 and (r[1] is None or isinstance(r[1], Mapping)):
+        msgs, params = normalize_messages(r[0]), dict(r[1] or {})
+    else:
+        msgs, params = normalize_messages(r), {}
+    if params:  # secret headers or parameters of the call: masked wherever they show up later
+        register_secrets(*secrets_in_params(params))
+    return msgs, params
 
 
 def _max_tokens(params: Mapping[str, Any], guess: int) -> int:

@@ -12,8 +12,10 @@ test's ``documents`` and the ``test_case``; it returns the answer text, an ``(an
 pair, or a dict with ``answer`` (or ``text``), ``context`` (chunk texts or ``{"content",
 "doc_uri"}`` dicts) and optionally ``cost``. Every call goes through a
 :class:`~nbeval.chat.client.ChatClient`: bounded concurrency, retries, the reply cache (a
-function's answer and context are cached together) and cost accounting. A model that fails on a
-case leaves that row's ``error``, never a hole.
+function's answer and context are cached together, under a fingerprint of its code and
+configuration; wrap it as ``RagFunction(fn, cache_key="v1")`` when that cannot be taken, e.g. it
+holds an open client) and cost accounting. A model that fails on a case leaves that row's
+``error``, never a hole.
 """
 
 from __future__ import annotations
@@ -25,9 +27,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from nbeval.chat.base import ChatError, ChatModel, ChatReply, Message, Usage
-from nbeval.chat.callable_chat import _code_hash
 from nbeval.chat.client import ChatClient, ChatFailure, Plan
 from nbeval.chat.config import resolve_chat_model
+from nbeval.chat.deadline import call_with_deadline
+from nbeval.chat.fingerprint import callable_name, describe_callable, function_identity
 from nbeval.errors import DataError
 from nbeval.progress import progress_bar
 
@@ -41,11 +44,20 @@ _PROMPT_NAMES = ("prompt", "input", "question", "query", "text")
 
 class RagFunction:
     """A Python function answering test cases, as a chat model whose reply text carries the answer
-    and the retrieved context as JSON (so both go through the cache together)."""
+    and the retrieved context as JSON (so both go through the cache together).
 
-    def __init__(self, fn: Callable[..., Any], name: str | None = None) -> None:
+    Cached like :class:`~nbeval.chat.callable_chat.CallableChat`: under a fingerprint of the
+    function's code and configuration (partial arguments, closure values, object state), or, when
+    that cannot be taken reliably, not at all unless ``cache_key=`` names the configuration. A
+    call that overruns its ``timeout`` is abandoned and reported as a timeout.
+    """
+
+    def __init__(self, fn: Callable[..., Any], name: str | None = None, *, cache: bool = True,
+                 cache_key: Any = None) -> None:
         self.fn = fn
-        self.name = name or getattr(fn, "__name__", None) or type(fn).__name__
+        self.name = name or callable_name(fn)
+        self.cache = cache
+        self.cache_key = cache_key
         try:
             params = list(inspect.signature(fn).parameters.values())
         except (TypeError, ValueError):  # a builtin without a signature: pass the prompt positionally
@@ -54,23 +66,40 @@ class RagFunction:
         self._prompt_arg = named[0] if named else (params[0].name if params else None)
         self._extras = {p.name for p in params} & {"documents", "test_case"}
 
+    def __repr__(self) -> str:
+        return f"RagFunction({self.name!r})"
+
+    @property
+    def cacheable(self) -> bool:
+        """Whether answers may be cached: ``cache=True`` and a reliable identity."""
+        return self.cache and self.cache_problem is None
+
+    @property
+    def cache_problem(self) -> str | None:
+        """Why this function's answers cannot be cached safely (``None`` when they can)."""
+        return function_identity(self.fn, self.cache_key)[1] if self.cache else None
+
     def cache_identity(self) -> str:
-        qual = getattr(self.fn, "__qualname__", type(self.fn).__qualname__)
-        return f"rag|{self.name}|{getattr(self.fn, '__module__', '')}.{qual}|{_code_hash(self.fn)}"
+        part, _ = function_identity(self.fn, self.cache_key)
+        return f"rag|{self.name}|{describe_callable(self.fn)}|{part}"
 
     def chat(self, messages: Sequence[Message], *, timeout: float | None = None, **params: Any) -> ChatReply:
         prompt = str(messages[-1]["content"])
         kwargs = {k: params[k] for k in self._extras if k in params}
         started = time.perf_counter()
+        out = self._call(prompt, kwargs) if timeout is None else call_with_deadline(
+            lambda: self._call(prompt, kwargs), timeout, self.name)
+        answer, context, cost = _unpack(out, self.name)
+        payload = json.dumps({"answer": answer, "context": context}, ensure_ascii=False)
+        return ChatReply(payload, Usage(), self.name, duration_s=time.perf_counter() - started, cost=cost)
+
+    def _call(self, prompt: str, kwargs: dict[str, Any]) -> Any:
         try:
-            out = self.fn(**kwargs, **{self._prompt_arg: prompt}) if self._prompt_arg else self.fn(prompt, **kwargs)
+            return self.fn(**kwargs, **{self._prompt_arg: prompt}) if self._prompt_arg else self.fn(prompt, **kwargs)
         except (TimeoutError, ConnectionError) as e:
             raise ChatError(f"{self.name}: {type(e).__name__}: {e}", retryable=True) from e
         except Exception as e:
             raise ChatError(f"{self.name} raised {type(e).__name__}: {e}") from e
-        answer, context, cost = _unpack(out, self.name)
-        payload = json.dumps({"answer": answer, "context": context}, ensure_ascii=False)
-        return ChatReply(payload, Usage(), self.name, duration_s=time.perf_counter() - started, cost=cost)
 
 
 def _unpack(out: Any, name: str) -> tuple[str, list[Any] | None, float | None]:

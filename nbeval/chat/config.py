@@ -9,7 +9,7 @@ from typing import Any, Literal, overload
 from nbeval.chat.base import ChatModel
 from nbeval.errors import EvaluatorError, JudgeNotConfigured
 
-__all__ = ["judge_from_env", "judge_help_text", "resolve_chat_model"]
+__all__ = ["judge_configured", "judge_from_env", "judge_help_text", "resolve_chat_model"]
 
 _ENV_MODEL = "NBEVAL_JUDGE_MODEL"
 _ENV_BASE_URL = "NBEVAL_JUDGE_BASE_URL"
@@ -32,12 +32,25 @@ def judge_help_text() -> str:
     )
 
 
+def judge_configured(judge: Any = None) -> bool:
+    """Whether a judge is configured: ``judge`` is given, or the environment names one.
+
+    The one rule every caller uses (the catalogue's "(needs a judge)" marks, the evaluator
+    picker, the run's resources), the same that :func:`resolve_chat_model` applies to ``None``:
+    ``NBEVAL_JUDGE_MODEL`` or ``NBEVAL_JUDGE_BASE_URL`` is set. ``OPENAI_API_KEY`` alone does
+    not configure a judge: spending money must be asked for. Nothing is built or contacted, so
+    a configuration that is incomplete (a base URL without a model name) counts as configured
+    and reports what it lacks when the judge is first used.
+    """
+    return judge is not None or bool(os.environ.get(_ENV_MODEL) or os.environ.get(_ENV_BASE_URL))
+
+
 def judge_from_env() -> ChatModel | None:
     """The judge the environment configures (``NBEVAL_JUDGE_*``), or ``None`` when it names none.
 
     ``OPENAI_API_KEY`` alone does not configure a judge: spending money must be asked for.
     """
-    if not (os.environ.get(_ENV_MODEL) or os.environ.get(_ENV_BASE_URL)):
+    if not judge_configured():
         return None
     from nbeval.chat.openai_chat import OpenAIChat
 

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from nbeval.chat.base import ChatError, ChatReply, Message, Usage, messages_to_prompt, normalize_messages
+from nbeval.chat.secrets import hash_secrets, redact, register_secrets, secrets_in
 from nbeval.errors import MissingDependency
 
 __all__ = ["HFChat"]
@@ -27,15 +28,18 @@ class HFChat:
     are joined as ``Role: content`` blocks followed by ``Assistant:``. ``max_tokens`` is accepted
     as an alias of ``max_new_tokens``; ``temperature`` above 0 turns sampling on, 0 or none means
     greedy decoding. A ``timeout`` bounds generation time (``max_time``). Calls are serialised:
-    one model, one generation at a time.
+    one model, one generation at a time. ``token`` (a Hugging Face access token, for gated or
+    private models) is used to load the model and kept out of ``repr``, errors and the cache.
     """
 
     def __init__(self, model_name_or_path: str | os.PathLike[str], device: str | None = None,
-                 max_new_tokens: int = 256, **default_params: Any) -> None:
+                 max_new_tokens: int = 256, *, token: str | None = None, **default_params: Any) -> None:
+        register_secrets(token, *secrets_in(default_params))
         self.model_name_or_path = os.fspath(model_name_or_path)
         self.name = os.path.basename(self.model_name_or_path.rstrip("/")) or self.model_name_or_path
         self.device = device
         self.default_params = {"max_new_tokens": max_new_tokens, **default_params}
+        self.__token = token  # name-mangled: never in repr, identity or errors
         self._model: Any = None
         self._tokenizer: Any = None
         self._lock = threading.Lock()
@@ -47,7 +51,7 @@ class HFChat:
         path = self.model_name_or_path
         if os.path.isdir(path):
             path = os.path.abspath(path)
-        return f"hf|{path}|{json.dumps(self.default_params, sort_keys=True, default=repr)}"
+        return f"hf|{path}|{json.dumps(hash_secrets(self.default_params), sort_keys=True, default=repr)}"
 
     def _load(self) -> None:
         try:
@@ -58,11 +62,12 @@ class HFChat:
             raise MissingDependency(msg) from e
         if self.device is None:
             self.device = "cuda" if torch.cuda.is_available() else "cpu"
+        auth = {"token": self.__token} if self.__token else {}
         try:
-            tokenizer = AutoTokenizer.from_pretrained(self.model_name_or_path)
-            model = AutoModelForCausalLM.from_pretrained(self.model_name_or_path)
+            tokenizer = AutoTokenizer.from_pretrained(self.model_name_or_path, **auth)
+            model = AutoModelForCausalLM.from_pretrained(self.model_name_or_path, **auth)
         except (OSError, ValueError) as e:
-            msg = f"cannot load the causal LM {self.model_name_or_path!r}: {e}"
+            msg = redact(f"cannot load the causal LM {self.model_name_or_path!r}: {e}")
             raise ChatError(msg) from e
         model.to(self.device)  # type: ignore[arg-type]
         model.eval()
@@ -110,7 +115,7 @@ class HFChat:
                 with torch.no_grad():
                     out = self._model.generate(**enc, **kwargs)
             except (RuntimeError, ValueError) as e:
-                msg = f"{self.name}: generation failed: {e}"
+                msg = redact(f"{self.name}: generation failed: {e}")
                 raise ChatError(msg) from e
             n_prompt = int(enc["input_ids"].shape[1])
             new_ids = out[0][n_prompt:]

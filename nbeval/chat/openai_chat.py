@@ -10,9 +10,20 @@ import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-from nbeval.chat.base import ChatError, ChatReply, Message, Usage, normalize_messages, redact
+from nbeval.chat.base import ChatError, ChatReply, Message, Usage, normalize_messages
+from nbeval.chat.deadline import arm_http_client, call_with_deadline, deadline_scope
+from nbeval.chat.secrets import (
+    hash_secrets,
+    install_log_filter,
+    redact,
+    redact_url,
+    register_secrets,
+    secrets_in,
+    secrets_in_params,
+    secrets_in_url,
+)
 from nbeval.errors import JudgeNotConfigured, MissingDependency
 
 __all__ = ["ENV_API_KEY", "ENV_BASE_URL", "ENV_MODEL", "OpenAIChat", "parse_retry_after", "public_url"]
@@ -23,7 +34,6 @@ ENV_API_KEY = "NBEVAL_JUDGE_API_KEY"
 
 #: Statuses worth another try (the same set the openai client itself retries).
 _RETRY_STATUSES = frozenset({408, 409, 429})
-_SECRET_QUERY = ("key", "token", "secret", "sig", "password")
 _NO_KEY = "nbeval-no-key"  # local servers ignore the key, but the openai client insists on one
 
 
@@ -33,17 +43,33 @@ class OpenAIChat:
     Arguments left out are read from the environment: ``NBEVAL_JUDGE_MODEL``,
     ``NBEVAL_JUDGE_BASE_URL`` and ``NBEVAL_JUDGE_API_KEY`` (falling back to ``OPENAI_API_KEY``).
     With no base URL the official OpenAI endpoint is used. ``default_params`` (``temperature=0``,
-    ``max_tokens=...``) are sent with every call unless the call overrides them.
+    ``max_tokens=...``, ``extra_headers=...``) are sent with every call unless the call overrides
+    them; ``default_headers`` and ``default_query`` go with every request, as in the openai client.
+
+    ``timeout`` (or a call's ``timeout=``) bounds the whole call: connecting, sending and every
+    byte of the reply, not the gap between two bytes.
+
+    Secrets stay private: the API key, secret headers (``Authorization``, ``X-Api-Key``, any
+    ``*token*``, ``*secret*``, ``*key*``...), the user information of the base URL
+    (``https://user:key@host/v1``) and secret query parameters (``?api-key=...``) are kept out of
+    ``repr``, logs and every error message, and masked wherever a reply echoes them. The cache
+    identity counts headers and query parameters (they can choose a deployment), secret ones only
+    as a hash; the API key and the URL's user information say who asks, not what answers, so they
+    do not count.
 
     The openai client's own retries are switched off: :class:`~nbeval.chat.client.ChatClient`
     retries with backoff and honours ``Retry-After`` across all its workers.
     """
 
     def __init__(self, model: str | None = None, base_url: str | None = None,
-                 api_key: str | None = None, timeout: float = 60, **default_params: Any) -> None:
+                 api_key: str | None = None, timeout: float = 60, *,
+                 default_headers: Mapping[str, str] | None = None,
+                 default_query: Mapping[str, Any] | None = None, **default_params: Any) -> None:
         model = model or os.environ.get(ENV_MODEL) or None
         base_url = base_url or os.environ.get(ENV_BASE_URL) or None
         api_key = api_key or os.environ.get(ENV_API_KEY) or os.environ.get("OPENAI_API_KEY") or None
+        register_secrets(api_key, *secrets_in_url(base_url or ""), *secrets_in(default_headers or {}),
+                         *secrets_in(default_query or {}), *secrets_in(default_params))
         if not model:
             msg = (f"no model name for the OpenAI-compatible endpoint: pass model=... or set {ENV_MODEL}"
                    f"{' (the base URL ' + public_url(base_url) + ' is set)' if base_url else ''}")
@@ -54,20 +80,34 @@ class OpenAIChat:
             raise JudgeNotConfigured(msg)
         self.model = model
         self.name = model
-        self.base_url = base_url
+        self.base_url = public_url(base_url) if base_url else None
+        """The endpoint as it may be shown: no user information, no secret query values."""
         self.timeout = timeout
         self.default_params = dict(default_params)
-        self.__api_key = api_key  # name-mangled and never part of repr, identity or errors
+        # Name-mangled and never part of repr, identity or errors: the key, and the URL as given
+        # (its user information is the Basic credentials; its query goes with every request).
+        self.__api_key = api_key
+        self.__connect_url, url_query = _split_query(base_url)
+        self.__headers = dict(default_headers or {})
+        self.__query = {**url_query, **dict(default_query or {})}
         self._client: Any = None
+        self._armed = False
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        where = f", base_url={public_url(self.base_url)!r}" if self.base_url else ""
+        where = f", base_url={self.base_url!r}" if self.base_url else ""
         return f"OpenAIChat({self.model!r}{where})"
 
     def cache_identity(self) -> str:
-        where = public_url(self.base_url) if self.base_url else "api.openai.com"
-        return f"openai|{where}|{self.model}{_params_suffix(self.default_params)}"
+        # Headers and query parameters can choose what answers (a deployment, a route), so they
+        # count, their secret values as hashes; the API key only says who asks, so it does not.
+        where = self.base_url or "api.openai.com"
+        sent = {**self.default_params}
+        if self.__headers:
+            sent["default_headers"] = self.__headers
+        if self.__query:
+            sent["default_query"] = self.__query
+        return f"openai|{where}|{self.model}{_params_suffix(sent)}"
 
     def _get_client(self) -> Any:
         with self._lock:
@@ -77,8 +117,13 @@ class OpenAIChat:
                 except ImportError as e:
                     msg = 'OpenAI-compatible judges need the openai package: pip install "nbeval[judge]"'
                     raise MissingDependency(msg) from e
-                self._client = openai.OpenAI(base_url=self.base_url, api_key=self.__api_key or _NO_KEY,
-                                             timeout=self.timeout, max_retries=0)
+                install_log_filter()
+                client = openai.OpenAI(base_url=self.__connect_url, api_key=self.__api_key or _NO_KEY,
+                                       timeout=self.timeout, max_retries=0,
+                                       default_headers=self.__headers or None,
+                                       default_query=self.__query or None)
+                self._armed = arm_http_client(getattr(client, "_client", None))
+                self._client = client
             return self._client
 
     def chat(self, messages: Sequence[Message], *, timeout: float | None = None,
@@ -89,12 +134,21 @@ class OpenAIChat:
         import openai
 
         body, options = self._request(messages, {**self.default_params, **params})
-        options["timeout"] = timeout if timeout is not None else self.timeout
-        started = time.perf_counter()
-        try:
+        limit = timeout if timeout is not None else self.timeout
+        options["timeout"] = limit
+
+        def post() -> str:
             # The low-level post skips the SDK's per-call typing transform of the messages (costly
             # at hundreds of calls a second) yet keeps its connection pool and error classes.
-            text = client.post("/chat/completions", body=body, options=options, cast_to=httpx.Response).text
+            with deadline_scope(limit):
+                return str(client.post("/chat/completions", body=body, options=options, cast_to=httpx.Response).text)
+
+        started = time.perf_counter()
+        try:
+            if self._armed or limit is None:
+                text = post()
+            else:  # an HTTP stack whose pools could not be armed: abandon the call at the deadline
+                text = call_with_deadline(post, limit + 0.5, self.name)
         except openai.APITimeoutError as e:
             raise ChatError(self._describe(f"timed out after {options['timeout']:g} s"), retryable=True) from e
         except openai.APIConnectionError as e:
@@ -102,7 +156,8 @@ class OpenAIChat:
             raise ChatError(self._describe(f"connection failed ({type(cause).__name__}: {cause})"),
                             retryable=True) from e
         except openai.APIStatusError as e:
-            raise self._status_error(e) from e
+            # Not chained: the SDK's message repeats the body, which may echo a key.
+            raise self._status_error(e) from None
         duration = time.perf_counter() - started
         return self._parse(text, duration)
 
@@ -110,6 +165,7 @@ class OpenAIChat:
         """The JSON body and the request options (``extra_headers``/``extra_query``/``extra_body``
         are understood as in the openai client; any other parameter goes into the body as is)."""
         options: dict[str, Any] = {}
+        register_secrets(*secrets_in_params(params))
         if params.get("extra_headers"):
             options["headers"] = dict(params["extra_headers"])
         if params.get("extra_query"):
@@ -128,7 +184,8 @@ class OpenAIChat:
             # A proxy hiccup can produce such a body once, so one more try is worth it.
             raise ChatError(self._describe(f"reply is not a chat completion: {snippet!r}"),
                             retryable=True) from e
-        return ChatReply(text=str(content), usage=Usage.from_any(data.get("usage")),
+        # A reply that echoes a key (some proxies repeat the request) must not carry it further.
+        return ChatReply(text=redact(str(content), patterns=False), usage=Usage.from_any(data.get("usage")),
                          model=str(data.get("model") or self.model), duration_s=duration)
 
     def _status_error(self, e: Any) -> ChatError:
@@ -145,27 +202,30 @@ class OpenAIChat:
                          retry_after=retry_after, status=status, rate_limited=status == 429)
 
     def _describe(self, what: str) -> str:
-        where = public_url(self.base_url) if self.base_url else "the OpenAI API"
+        where = self.base_url or "the OpenAI API"
         return redact(f"{self.model} at {where}: {what}", [self.__api_key])
 
 
 def _params_suffix(params: Mapping[str, Any]) -> str:
-    # Default parameters change replies, so they belong to the identity (never headers: secrets).
-    shown = {k: v for k, v in params.items() if k not in ("extra_headers", "extra_query")}
-    return "|" + json.dumps(shown, sort_keys=True, default=repr) if shown else ""
+    # Default parameters change replies, so they belong to the identity; secrets only as hashes.
+    return "|" + json.dumps(hash_secrets(dict(params)), sort_keys=True, default=repr) if params else ""
+
+
+def _split_query(url: str | None) -> tuple[str | None, dict[str, str]]:
+    """``url`` without its query, and the query's parameters (sent as the client's default query:
+    the openai client would otherwise glue the path of each call after the query)."""
+    if not url:
+        return url, {}
+    parts = urlsplit(url)
+    if not parts.query:
+        return url, {}
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", parts.fragment)), query
 
 
 def public_url(url: str | None) -> str:
-    """``url`` without user information or query parameters that look like secrets."""
-    if not url:
-        return ""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    query = urlencode([(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
-                       if not any(s in k.lower() for s in _SECRET_QUERY)])
-    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), query, ""))
+    """``url`` without user information or query parameters that carry secrets."""
+    return redact_url(url)
 
 
 def parse_retry_after(headers: Mapping[str, str] | None, now: float | None = None) -> float | None:

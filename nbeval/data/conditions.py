@@ -179,7 +179,7 @@ class _Junction(Condition):
     def __post_init__(self) -> None:
         flat: list[Condition] = []
         for op in self.operands:  # (a AND b) AND c is a AND b AND c: one canonical tree
-            flat.extend(op.operands if type(op) is type(self) else (op,))  # type: ignore[attr-defined]
+            flat.extend(op.operands if type(op) is type(self) else (op,))
         if len(flat) < 2:
             msg = f"{type(self).__name__} needs at least two operands, got {len(flat)}"
             raise ValueError(msg)

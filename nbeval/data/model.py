@@ -1,26 +1,37 @@
-"""The data model: test cases, tests, suites, labs, and the normalized rows an evaluation reads.
+"""The data model: test suites, datasets of answered rows, and labs.
 
 The shapes follow the H2O Eval Studio data model (see the spec). Everything here is plain
-dataclasses; parsing and validation of files live in :mod:`nbeval.data.readers`.
+dataclasses that convert to and from their JSON form (``from_dict`` / ``to_json``), checking every
+field as it is read; a bad one raises :class:`~nbeval.errors.DataError` naming the source, row and
+field. The methods that take a path (``from_json``, ``from_csv``, ``to_json(path)``, ``save``)
+are thin: files are parsed and written by :mod:`nbeval.data.jsonio` and
+:mod:`nbeval.data.tabular`, and :mod:`nbeval.data.readers` loads any source in any shape.
+
+This module is the public home of every data-model class, including those defined below it:
+:class:`Chunk` and :class:`Relationship` (:mod:`nbeval.data.fields`), :class:`TestCase` and
+:class:`Test` (:mod:`nbeval.data.cases`), :class:`Row` (:mod:`nbeval.data.rows`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import math
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, fields, replace
-from functools import cached_property
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
+
+from nbeval.data.cases import Test, TestCase
+from nbeval.data.fields import DEFAULT_MODEL_KEY, ROW_FIELDS, Chunk, Relationship, as_list, derive_key, is_missing
+from nbeval.data.jsonio import SUITE_SHAPES, is_csv_path, json_shape, load_json, write_json
+from nbeval.data.rows import Row, rows_from_records
+from nbeval.data.tabular import csv_records, dataframe_records, is_dataframe, records_to_csv
+from nbeval.errors import DataError
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from nbeval.data.conditions import Condition
-
 __all__ = [
     "DEFAULT_MODEL_KEY",
+    "ROW_FIELDS",
     "Chunk",
     "LlmDataset",
     "ModelInfo",
@@ -31,131 +42,8 @@ __all__ = [
     "TestLab",
     "TestSuite",
     "derive_key",
+    "is_missing",
 ]
-
-#: The model key given to rows that do not name one.
-DEFAULT_MODEL_KEY = "model"
-
-
-
-def is_missing(value: Any) -> bool:
-    """Whether a field value counts as absent: ``None``, NaN, or an empty list, tuple or dict."""
-    if value is None:
-        return True
-    if isinstance(value, float) and math.isnan(value):
-        return True
-    return isinstance(value, (list, tuple, dict)) and len(value) == 0
-
-@dataclass(frozen=True)
-class Chunk:
-    """One piece of retrieved (or expected) context."""
-
-    content: str | None = None
-    """The chunk's text (may be absent for an expected context given only as a document)."""
-    doc_uri: str | None = None
-    """The document the chunk comes from."""
-
-    def to_json(self) -> str | dict[str, Any]:
-        """A plain string when there is no ``doc_uri`` (the common case), else a dict."""
-        if self.doc_uri is None and self.content is not None:
-            return self.content
-        out: dict[str, Any] = {}
-        if self.content is not None:
-            out["content"] = self.content
-        if self.doc_uri is not None:
-            out["doc_uri"] = self.doc_uri
-        return out
-
-    @property
-    def text(self) -> str:
-        """The text to compare or show: the content, else the document name."""
-        return self.content if self.content is not None else (self.doc_uri or "")
-
-
-@dataclass(frozen=True)
-class Relationship:
-    """A link from one test case to another, e.g. the original a perturbed case was made from."""
-
-    type: str
-    target: str
-    target_type: str = "test_case"
-
-    def to_json(self) -> dict[str, str]:
-        return {"type": self.type, "target": self.target, "target_type": self.target_type}
-
-
-def derive_key(prompt: str | None, expected_output: Any = None, condition: str | None = None,
-               categories: Sequence[str] = (), expected_context: Sequence[Chunk] = (),
-               guidelines: Sequence[str] = ()) -> str:
-    """A stable key from a test case's content, so every model's answer to it shares the key.
-
-    Only test-case fields take part (never a model's answer or retrieved context).
-    """
-    payload = json.dumps(
-        [prompt, expected_output, condition or None, list(categories),
-         [c.to_json() for c in expected_context], list(guidelines)],
-        ensure_ascii=False, sort_keys=True, default=str,
-    )
-    return "tc-" + hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
-
-
-@dataclass
-class TestCase:
-    """A prompt with what a good answer looks like."""
-
-    __test__ = False  # not a pytest test class
-
-    prompt: str
-    key: str | None = None
-    categories: list[str] = field(default_factory=list)
-    relationships: list[Relationship] = field(default_factory=list)
-    expected_output: str | None = None
-    condition: str | None = None
-    guidelines: list[str] = field(default_factory=list)
-    expected_context: list[Chunk] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)
-    """Fields nbeval does not know; kept and written back."""
-
-    def __post_init__(self) -> None:
-        if self.condition:
-            from nbeval.data.conditions import parse_condition
-
-            parse_condition(self.condition)  # a malformed condition fails here, not mid-run
-
-    @property
-    def resolved_key(self) -> str:
-        """The key, derived from the content when none was given."""
-        return self.key or derive_key(self.prompt, self.expected_output, self.condition,
-                                      self.categories, self.expected_context, self.guidelines)
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"key": self.resolved_key, "prompt": self.prompt,
-                               "categories": list(self.categories),
-                               "relationships": [r.to_json() for r in self.relationships],
-                               "expected_output": self.expected_output,
-                               "condition": self.condition}
-        if self.guidelines:
-            out["guidelines"] = list(self.guidelines)
-        if self.expected_context:
-            out["expected_context"] = [c.to_json() for c in self.expected_context]
-        out.update(self.extra)
-        return out
-
-
-@dataclass
-class Test:
-    """Test cases that share a corpus (the documents a RAG system answers from)."""
-
-    __test__ = False
-
-    test_cases: list[TestCase] = field(default_factory=list)
-    key: str | None = None
-    documents: list[str] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"key": self.key, "documents": list(self.documents),
-                "test_cases": [tc.to_json() for tc in self.test_cases], **self.extra}
 
 
 @dataclass
@@ -194,16 +82,44 @@ class TestSuite:
                 "tests": [t.to_json() for t in self.tests], **self.extra}
 
     @classmethod
+    def from_dict(cls, data: Any, *, source: str = "<object>") -> TestSuite:
+        """A suite from its parsed JSON: the suite ``{"name", "tests": [...]}``, one test
+        ``{"documents", "test_cases"}`` or one test case ``{"prompt", ...}``. Keys must be unique."""
+        if not isinstance(data, dict) or json_shape(data) not in SUITE_SHAPES:
+            raise DataError("expected a test suite (an object with 'tests')", source=source)
+        if "prompt" in data:
+            data = {"tests": [{"test_cases": [data]}]}
+        elif "test_cases" in data:
+            data = {"tests": [data]}
+        tests: list[Test] = []
+        seen: dict[str, str] = {}
+        for ti, t in enumerate(as_list(data.get("tests"), source, "tests"), 1):
+            cases = []
+            for ci, c in enumerate(as_list(t.get("test_cases"), source, f"tests[{ti}].test_cases"), 1):
+                where = f"tests[{ti}].test_cases[{ci}]"
+                case = TestCase.from_dict(c, source=source, where=where)
+                k = case.resolved_key
+                if k in seen:
+                    raise DataError(f"duplicate key '{k}' (also at {seen[k]})", source=source, row=where, field="key")
+                seen[k] = where
+                cases.append(case)
+            tests.append(Test(test_cases=cases, key=t.get("key"), documents=list(t.get("documents") or []),
+                              extra={k: v for k, v in t.items() if k not in ("key", "documents", "test_cases")}))
+        return cls(name=data.get("name", ""), description=data.get("description", ""), tests=tests,
+                   extra={k: v for k, v in data.items() if k not in ("name", "description", "tests")})
+
+    @classmethod
     def from_json(cls, source: Any) -> TestSuite:
         """Load a suite from a path, a JSON string or a parsed dict."""
-        from nbeval.data.readers import read_suite
+        data, name = load_json(source)
+        return cls.from_dict(data, source=name)
 
-        return read_suite(source)
-
-    def save(self, path: str) -> None:
-        from nbeval.data.readers import write_json
-
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the suite as JSON to ``path``."""
         write_json(self.to_json(), path)
+
+
+_MODEL_FIELDS = frozenset({"key", "name", "model_type", "llm_model_name", "connection", "collection_id", "documents"})
 
 
 @dataclass
@@ -219,6 +135,14 @@ class ModelInfo:
     documents: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def from_dict(cls, m: Any, *, source: str = "<object>", where: str = "models[1]") -> ModelInfo:
+        """A model from its entry in a lab's ``models``; it needs a ``key``."""
+        if not isinstance(m, dict) or "key" not in m:
+            raise DataError("each model needs a 'key'", source=source, row=where, field="key")
+        return cls(**{k: v for k, v in m.items() if k in _MODEL_FIELDS},
+                   extra={k: v for k, v in m.items() if k not in _MODEL_FIELDS})
+
     def to_json(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
         out.update(self.extra)
@@ -227,93 +151,6 @@ class ModelInfo:
     @property
     def label(self) -> str:
         return self.name or self.llm_model_name or self.key
-
-
-#: Row fields in file order; the names are the LLM dataset's (see the spec).
-ROW_FIELDS = ("key", "model_key", "input", "corpus", "context", "categories", "relationships",
-              "expected_output", "output_condition", "actual_output", "actual_duration", "cost",
-              "expected_context", "guidelines", "error")
-
-
-@dataclass
-class Row:
-    """One test case answered by one model: what an evaluator reads."""
-
-    input: str | None
-    """The prompt (for summarization evaluators: the source document)."""
-    key: str = ""
-    """The test case's key; shared by every model's answer to it."""
-    model_key: str = DEFAULT_MODEL_KEY
-    """Which model produced ``actual_output``."""
-    corpus: list[str] = field(default_factory=list)
-    context: list[Chunk] = field(default_factory=list)
-    """Retrieved context, in rank order."""
-    categories: list[str] = field(default_factory=list)
-    relationships: list[Relationship] = field(default_factory=list)
-    expected_output: str | None = None
-    output_condition: str | None = None
-    actual_output: str | None = None
-    actual_duration: float | None = None
-    cost: float | None = None
-    expected_context: list[Chunk] = field(default_factory=list)
-    guidelines: list[str] = field(default_factory=list)
-    error: str | None = None
-    """Why collecting this answer failed, when it did."""
-    extra: dict[str, Any] = field(default_factory=dict)
-    """Fields nbeval does not know; kept and written back."""
-
-    def __post_init__(self) -> None:
-        if not self.key:
-            self.key = derive_key(self.input, self.expected_output, self.output_condition,
-                                  self.categories, self.expected_context, self.guidelines)
-
-    @cached_property
-    def condition(self) -> Condition | None:
-        """``output_condition`` parsed (``None`` when empty)."""
-        if not self.output_condition:
-            return None
-        from nbeval.data.conditions import parse_condition
-
-        return parse_condition(self.output_condition)
-
-    @property
-    def context_texts(self) -> list[str]:
-        return [c.text for c in self.context]
-
-    @property
-    def perturbation_source(self) -> str | None:
-        """The key of the test case this one was perturbed from, if any."""
-        for r in self.relationships:
-            if r.type == "perturbation_source":
-                return r.target
-        return None
-
-    @classmethod
-    def from_test_case(cls, case: TestCase, *, corpus: Sequence[str] = (),
-                       model_key: str = DEFAULT_MODEL_KEY) -> Row:
-        return cls(input=case.prompt, key=case.resolved_key, model_key=model_key,
-                   corpus=list(corpus), categories=list(case.categories),
-                   relationships=list(case.relationships), expected_output=case.expected_output,
-                   output_condition=case.condition, expected_context=list(case.expected_context),
-                   guidelines=list(case.guidelines), extra=dict(case.extra))
-
-    def with_answer(self, **changes: Any) -> Row:
-        """A copy with model-side fields (answer, context, duration, cost, error) replaced."""
-        return replace(self, **changes)
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for name in ROW_FIELDS:
-            value = getattr(self, name)
-            if name in ("context", "expected_context"):
-                value = [c.to_json() for c in value]
-            elif name == "relationships":
-                value = [r.to_json() for r in value]
-            elif isinstance(value, list):
-                value = list(value)
-            out[name] = value
-        out.update(self.extra)
-        return out
 
 
 class LlmDataset:
@@ -327,47 +164,66 @@ class LlmDataset:
 
     @classmethod
     def from_json(cls, source: Any) -> LlmDataset:
-        """From a path, JSON text or parsed object in any shape nbeval reads (see the README)."""
-        from nbeval.data.readers import read_dataset
+        """From a path (JSON, JSONL or CSV), JSON text, a parsed object or a DataFrame, in any shape
+        nbeval reads (see the README): a lab gives its answered ``dataset``, a suite its unanswered rows."""
+        if is_dataframe(source):
+            return cls.from_pandas(source)
+        if is_csv_path(source):
+            return cls.from_csv(source)
+        data, name = load_json(source)
+        shape = json_shape(data)
+        if shape == "lab":
+            return TestLab.from_dict(data, source=name).dataset
+        if shape in SUITE_SHAPES:
+            return TestSuite.from_dict(data, source=name).to_dataset()
+        return cls.from_dict(data, source=name)
 
-        return read_dataset(source)
+    @classmethod
+    def from_dict(cls, data: Any, *, source: str = "<object>") -> LlmDataset:
+        """From a parsed LLM dataset: ``{"inputs": [row, ...]}``, a list of rows, or one row."""
+        if isinstance(data, dict) and "inputs" in data:
+            records = data["inputs"]
+            if not isinstance(records, list):
+                raise DataError("'inputs' must be a list of rows", source=source, field="inputs")
+        elif isinstance(data, dict):
+            records = [data]
+        elif isinstance(data, list):
+            records = data
+        else:
+            raise DataError("expected a JSON object or a list of rows", source=source)
+        return cls(rows_from_records(records, source=source), source=source)
 
     @classmethod
     def from_records(cls, records: Iterable[dict[str, Any]], *, source: str | None = None) -> LlmDataset:
-        from nbeval.data.readers import rows_from_records
-
         return cls(rows_from_records(list(records), source=source or "records"), source=source)
 
     @classmethod
-    def from_csv(cls, path: str) -> LlmDataset:
-        from nbeval.data.readers import read_csv
-
-        return read_csv(path)
+    def from_csv(cls, path: str | os.PathLike[str]) -> LlmDataset:
+        """From a CSV written by :meth:`to_csv` or by hand (see :mod:`nbeval.data.tabular`)."""
+        name = str(path)
+        return cls(rows_from_records(csv_records(path), source=name), source=name)
 
     @classmethod
     def from_pandas(cls, df: pd.DataFrame) -> LlmDataset:
-        from nbeval.data.readers import read_pandas
-
-        return read_pandas(df)
+        """From a DataFrame with the LLM dataset's columns (or a supported column style)."""
+        return cls(rows_from_records(dataframe_records(df), source="DataFrame"), source="DataFrame")
 
     # -- export ------------------------------------------------------------------------------
 
     def to_records(self) -> list[dict[str, Any]]:
         return [r.to_json() for r in self.rows]
 
-    def to_json(self, path: str | None = None) -> dict[str, Any]:
+    def to_json(self, path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
         """The dataset as ``{"inputs": [...]}``; written to ``path`` when given."""
         data = {"inputs": self.to_records()}
         if path is not None:
-            from nbeval.data.readers import write_json
-
             write_json(data, path)
         return data
 
-    def to_csv(self, path: str | None = None) -> str:
-        from nbeval.data.readers import write_csv
-
-        return write_csv(self, path)
+    def to_csv(self, path: str | os.PathLike[str] | None = None) -> str:
+        """The rows as CSV text (list fields and non-text extras as JSON in their cells); written to
+        ``path`` when given."""
+        return records_to_csv(self.to_records(), path)
 
     def to_pandas(self) -> pd.DataFrame:
         import pandas as pd
@@ -401,6 +257,9 @@ class LlmDataset:
         return any(not is_missing(getattr(r, name, None)) for r in self.rows)
 
 
+_LAB_FIELDS = frozenset({"name", "description", "raw_dataset", "dataset", "models", "llm_model_names", "docs_cache"})
+
+
 @dataclass
 class TestLab:
     """A suite completed with models' answers (the H2O Eval Studio "test lab")."""
@@ -417,12 +276,32 @@ class TestLab:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
+    def from_dict(cls, data: Any, *, source: str = "<object>") -> TestLab:
+        """A lab from its parsed JSON: ``{"raw_dataset": ..., "dataset": ..., "models": [...]}``."""
+        if json_shape(data) != "lab":
+            raise DataError("expected a test lab (an object with 'dataset' and 'models')", source=source)
+        models = [ModelInfo.from_dict(m, source=source, where=f"models[{i}]")
+                  for i, m in enumerate(data.get("models") or [], 1)]
+
+        def part(key: str) -> LlmDataset:
+            section = data.get(key) or {"inputs": []}
+            records = section.get("inputs", []) if isinstance(section, dict) else section
+            return LlmDataset(rows_from_records(records, source=f"{source} ({key})"), source=source)
+
+        return cls(name=data.get("name", ""), description=data.get("description", ""),
+                   raw_dataset=part("raw_dataset"), dataset=part("dataset"), models=models,
+                   llm_model_names=list(data.get("llm_model_names") or []),
+                   docs_cache=dict(data.get("docs_cache") or {}),
+                   extra={k: v for k, v in data.items() if k not in _LAB_FIELDS})
+
+    @classmethod
     def from_json(cls, source: Any) -> TestLab:
-        from nbeval.data.readers import read_lab
+        """Load a lab from a path, a JSON string or a parsed dict."""
+        data, name = load_json(source)
+        return cls.from_dict(data, source=name)
 
-        return read_lab(source)
-
-    def to_json(self, path: str | None = None) -> dict[str, Any]:
+    def to_json(self, path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+        """The lab as JSON data; written to ``path`` when given."""
         data = {"name": self.name, "description": self.description,
                 "raw_dataset": {"inputs": self.raw_dataset.to_records()},
                 "dataset": {"inputs": self.dataset.to_records()},
@@ -430,8 +309,6 @@ class TestLab:
                 "llm_model_names": list(self.llm_model_names),
                 "docs_cache": dict(self.docs_cache), **self.extra}
         if path is not None:
-            from nbeval.data.readers import write_json
-
             write_json(data, path)
         return data
 

@@ -16,13 +16,12 @@ splitter: no NLTK punkt data, no model. The rules, in order:
    quotes and brackets stay with the sentence they close. CJK full stops ``。！？`` end a sentence
    with or without white space, unless they close a quotation the sentence continues after.
 4. **Exceptions for a period.** No break after titles and common abbreviations (``Dr.``,
-   ``Mr.``, ``vs.``, ``e.g.``, ``i.e.``, ``Fig. 2``), after a single capital initial (``J. K.``; but a unit after a number,
-   ``180 C.``, does end),
-   after a bare list marker at the start of a sentence (``1.``), or after an ellipsis unless
-   a capital follows. ``etc.``, ``Inc.``, ``Ltd.``, ``Jr.``, ``et al.`` break only before a
-   capital; dotted acronyms (``U.S.``, ``a.m.``) only before a common sentence opener
-   (``The``, ``It``, ``We`` ...), because "U.S. President" is far more common than a sentence
-   ending in "U.S.".
+   ``Mr.``, ``vs.``, ``e.g.``, ``i.e.``, ``Fig. 2``), after a single capital initial (``J. K.``;
+   but a unit after a number, ``180 C.``, does end), after a bare list marker at the start of a
+   sentence (``1.``), or after an ellipsis unless a capital follows. ``etc.``, ``Inc.``,
+   ``Ltd.``, ``Jr.``, ``et al.`` break only before a capital; dotted acronyms (``U.S.``,
+   ``a.m.``) only before a common sentence opener (``The``, ``It``, ``We`` ...), because
+   "U.S. President" is far more common than a sentence ending in "U.S.".
 
 Decimals, versions, URLs and e-mail addresses never break because their periods are not
 followed by white space. The splitter is deliberately conservative: when in doubt it keeps text
@@ -38,17 +37,26 @@ from functools import lru_cache
 __all__ = ["is_list_marker_line", "split_sentences"]
 
 # Abbreviations after which a period never ends a sentence (compared lower-case, without the dot).
-_NEVER_BREAK = frozenset(
-    ["mr", "mrs", "ms", "mx", "dr", "prof", "rev", "hon", "gen", "col", "capt", "cpt", "lt", "sgt", "st", "mt", "messrs", "mme", "mlle", "sen", "rep", "gov", "pres", "supt", "vs", "v", "cf", "viz", "approx", "ca", "incl", "dept", "est", "univ", "assn", "ave", "blvd", "e.g", "i.e", "eg", "ie", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec"]
-)
+_NEVER_BREAK = frozenset([
+    "mr", "mrs", "ms", "mx", "dr", "prof", "rev", "hon", "gen", "col", "capt", "cpt", "lt", "sgt", "st", "mt",
+    "messrs", "mme", "mlle", "sen", "rep", "gov", "pres", "supt", "vs", "v", "cf", "viz", "approx", "ca", "incl",
+    "dept", "est", "univ", "assn", "ave", "blvd", "e.g", "i.e", "eg", "ie", "jan", "feb", "mar", "apr", "jun",
+    "jul", "aug", "sep", "sept", "oct", "nov", "dec"
+])
 # Abbreviations that also commonly end a sentence: break only when a capital follows.
 _BREAK_BEFORE_CAPITAL = frozenset(["etc", "inc", "ltd", "co", "corp", "llc", "plc", "bros", "jr", "sr", "al"])
 # Abbreviations that introduce a number: no break when a digit follows.
-_BEFORE_NUMBER = frozenset(["no", "nos", "fig", "figs", "vol", "vols", "p", "pp", "ch", "chap", "sec", "sect", "art", "eq", "eqs", "ref", "para", "op"])
+_BEFORE_NUMBER = frozenset([
+    "no", "nos", "fig", "figs", "vol", "vols", "p", "pp", "ch", "chap", "sec", "sect", "art", "eq", "eqs", "ref",
+    "para", "op"
+])
 # Words that typically open a sentence; used to decide whether "U.S." ended one.
-_OPENERS = frozenset(
-    ["the", "a", "an", "this", "that", "these", "those", "it", "its", "he", "she", "they", "we", "i", "you", "there", "here", "his", "her", "their", "our", "my", "in", "on", "at", "for", "but", "and", "or", "so", "yet", "however", "then", "also", "after", "before", "when", "while", "if", "although", "because", "as", "since", "thus", "therefore", "meanwhile", "moreover", "furthermore", "finally", "first", "next", "today"]
-)
+_OPENERS = frozenset([
+    "the", "a", "an", "this", "that", "these", "those", "it", "its", "he", "she", "they", "we", "i", "you",
+    "there", "here", "his", "her", "their", "our", "my", "in", "on", "at", "for", "but", "and", "or", "so", "yet",
+    "however", "then", "also", "after", "before", "when", "while", "if", "although", "because", "as", "since",
+    "thus", "therefore", "meanwhile", "moreover", "furthermore", "finally", "first", "next", "today"
+])
 
 _DOTTED_ACRONYM = re.compile(r"(?:[A-Za-z]{1,2}\.)+[A-Za-z]{1,2}")
 _MARKER = r"(?:\(?\d{1,3}[.)]|\(?[A-Za-z][.)]|\(?[ivxlcIVXLC]{1,5}[.)]|[-*•·▪‣◦–])"
@@ -174,7 +182,7 @@ def _breaks(seg: str, start: int, m: re.Match[str]) -> bool:
         return nxt.isupper()
     if _DOTTED_ACRONYM.fullmatch(token):
         next_word = re.match(r"[\w']+", seg[m.end() :])
-        return bool(next_word) and next_word.group(0).lower() in _OPENERS
+        return next_word is not None and next_word.group(0).lower() in _OPENERS
     if len(token) == 1 and token.isupper():
         # an initial ("J. K. Rowling", "by J. Smith"), unless a number precedes it: "180 C."
         prev = words[-2] if len(words) > 1 else ""

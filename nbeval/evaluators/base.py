@@ -35,6 +35,7 @@ __all__ = [
     "BOOL_METRICS",
     "BOOL_METRIC_SPECS",
     "COMMON_PARAMS",
+    "UNRATED_LABELS",
     "Aggregate",
     "Chat",
     "Direction",
@@ -167,18 +168,30 @@ ScoreResult = Union[Score, Generator[Request, Any, Score]]
 #: ``metric_descriptions`` in its catalogue table.
 BOOL_METRIC_SPECS: tuple[MetricSpec, ...] = (
     MetricSpec("pass", "higher", threshold=0.5, primary=True,
-               description="share of rows that passed the judge's check"),
-    MetricSpec("fail", "lower", threshold=0.5, description="share of rows that failed the judge's check"),
+               description="share of the rated rows that passed the judge's check"),
+    MetricSpec("fail", "lower", threshold=0.5, description="share of the rated rows that failed the judge's check"),
     MetricSpec("retrieval_failures", "lower", threshold=0.5,
                description="share of rows whose retrieved context failed the check"),
     MetricSpec("generation_failures", "lower", threshold=0.5,
                description="share of rows whose answer failed the check"),
     MetricSpec("parse_failures", "lower", threshold=0.5,
-               description="share of rows where the judge's reply could not be understood"),
+               description="share of rows that could not be rated (the judge's reply could not be understood)"),
 )
 
 #: The names of the five per-row/per-model metrics of every bool evaluator, in this order.
 BOOL_METRICS: tuple[str, ...] = tuple(m.name for m in BOOL_METRIC_SPECS)
+
+#: Labels of a row that could not be rated, each with what happened (as problems word it).
+#: Such a row is neither a pass nor a fail: its primary metric has no value, so per-model
+#: aggregates are measured over the rated rows (``n`` of ``N``), and
+#: :func:`nbeval.results.insights.problems` reports it as ``unrated``, apart from threshold
+#: breaches. Bool evaluators set one through :func:`bool_score`; judge evaluators use
+#: ``parse_failure``.
+UNRATED_LABELS: Mapping[str, str] = MappingProxyType({
+    "parse_failure": "the judge's reply could not be parsed; each raw reply is kept as the row's rationale",
+    "timed_out": "a regular-expression search timed out; simplify the pattern (catastrophic backtracking?)",
+    "unchecked": "the check could not be applied; the row's error says why",
+})
 
 
 def bool_metric_specs(names: Sequence[str] | None = None,
@@ -214,30 +227,35 @@ def bool_score(
     rationale: str | None = None,
     error: str | None = None,
     details: dict[str, Any] | None = None,
+    unrated: str = "parse_failure",
+    context_unrated: bool = False,
 ) -> Score:
     """The five bool metrics for one row.
 
-    ``answer_ok`` is whether the answer passed the check (``None``: the judge's reply could not be
-    parsed). ``context_ok`` is whether the retrieved context passed (``None``: no context, so
-    ``retrieval_failures`` is not measured on this row). A row passes when both pass.
+    ``answer_ok`` is whether the answer passed the check (``None``: it could not be checked, e.g.
+    the judge's reply could not be parsed). ``context_ok`` is whether the retrieved context passed
+    (``None``: not measured on this row); ``context_unrated=True`` says the row had a context that
+    could not be checked. A row passes when both pass and fails when either fails.
+
+    A row whose outcome is unknown (its answer could not be checked, or its answer passed and its
+    context could not be checked) is *unrated*: ``pass``, ``fail`` and (when the answer is the
+    unknown part) ``generation_failures`` are ``None``, not 0, so per-model rates are measured over
+    the rated rows only; ``parse_failures`` is 1 and the label is ``unrated``, one of
+    :data:`UNRATED_LABELS` saying what happened. On every other row ``parse_failures`` is 0, so
+    per row ``pass + fail + parse_failures = 1`` whenever ``pass`` has a value.
     """
-    if answer_ok is None:
-        values: dict[str, float | None] = {
-            "pass": 0.0,
-            "fail": 0.0,
-            "retrieval_failures": None if context_ok is None else float(not context_ok),
-            "generation_failures": 0.0,
-            "parse_failures": 1.0,
-        }
-        return Score(values, rationale=rationale, label="parse_failure", error=error, details=details)
-    ok = answer_ok and (context_ok is not False)
-    values = {
-        "pass": float(ok),
-        "fail": float(not ok),
-        "retrieval_failures": None if context_ok is None else float(not context_ok),
-        "generation_failures": float(not answer_ok),
-        "parse_failures": 0.0,
-    }
+    if unrated not in UNRATED_LABELS:
+        msg = f"bool_score: unrated must be one of {sorted(UNRATED_LABELS)}, got {unrated!r}"
+        raise EvaluatorError(msg)
+    retrieval = None if context_ok is None else float(not context_ok)
+    generation = None if answer_ok is None else float(not answer_ok)
+    if answer_ok is not False and context_ok is not False and (answer_ok is None or context_unrated):
+        values: dict[str, float | None] = {"pass": None, "fail": None, "retrieval_failures": retrieval,
+                                           "generation_failures": generation, "parse_failures": 1.0}
+        return Score(values, rationale=rationale, label=unrated, error=error, details=details)
+    ok = bool(answer_ok) and context_ok is not False
+    values = {"pass": float(ok), "fail": float(not ok), "retrieval_failures": retrieval,
+              "generation_failures": generation, "parse_failures": 0.0}
     return Score(values, rationale=rationale, label="pass" if ok else "fail", error=error, details=details)
 
 

@@ -26,6 +26,11 @@ PROBLEM_COLUMNS = ["kind", "severity", "model_key", "evaluator", "metric", "valu
 INSIGHT_COLUMNS = ["kind", "evaluator", "metric", "model_key", "key", "value", "message"]
 
 
+def _failed(passed: pd.Series) -> pd.Series:
+    """Where ``passed`` is False; a pass that is unknowable (``<NA>``: no value or no threshold) is no failure."""
+    return passed.eq(False).fillna(False).astype(bool)
+
+
 def _primary_rows(result: EvaluationResult) -> pd.DataFrame:
     """Row-level scores of each evaluator's primary metric that were actually scored."""
     primary = result.metrics.loc[result.metrics["primary"], ["evaluator", "metric"]]
@@ -39,7 +44,7 @@ def problems(result: EvaluationResult) -> pd.DataFrame:
 
     out: list[list[Any]] = []
     agg = result.aggregates
-    for _, a in agg[agg["primary"] & (agg["passed"] == False)].iterrows():  # noqa: E712 (None must not match)
+    for _, a in agg[agg["primary"] & _failed(agg["passed"])].iterrows():
         side = "below" if a["direction"] == "higher" else "above"
         msg = (f"{result.label(a['model_key'])}: {a['evaluator']}.{a['metric']} = {format_value(a['value'])} "
                f"is {side} the threshold {format_value(a['threshold'])} (measured on {a['n']}/{a['N']} rows)")
@@ -90,7 +95,7 @@ def insights(result: EvaluationResult) -> pd.DataFrame:
         out.append(["best_model", ev, metric, best["model_key"].iloc[0], None, best_value,
                     f"best on {ev}.{metric}: {names}{tie} with {format_value(best_value)}"])
     rows = _primary_rows(result)
-    fails = rows[rows["passed"] == False]  # noqa: E712
+    fails = rows[_failed(rows["passed"])]
     for ev, part in fails.groupby("evaluator", sort=False):
         counts = part.groupby("key")["model_key"].nunique().sort_values(ascending=False, kind="stable")
         key, n = counts.index[0], int(counts.iloc[0])

@@ -16,7 +16,7 @@ from nbeval.results.leaderboard import format_value
 if TYPE_CHECKING:
     from nbeval.results import EvaluationResult
 
-__all__ = ["report_html", "summary_html"]
+__all__ = ["MAX_DETAIL_ROWS", "report_html", "summary_html"]
 
 MAX_DETAIL_ROWS = 5000
 _CSS = """
@@ -30,8 +30,13 @@ td.text{max-width:38em;white-space:pre-wrap;word-break:break-word}.meta{color:#6
 """
 
 
+def _missing(value: Any) -> bool:
+    """``None``, NaN, or pandas' ``<NA>`` (a nullable column's missing value, e.g. an unknowable pass)."""
+    return value is None or (isinstance(value, float) and math.isnan(value)) or type(value).__name__ == "NAType"
+
+
 def _cell(value: Any) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if _missing(value):
         return ""
     return escape(str(value))
 
@@ -44,11 +49,11 @@ def _bar(value: float | None, lo: float, hi: float) -> str:
 
 
 def _passed(p: Any) -> str:
-    if p is True:
-        return '<span class="pass">pass</span>'
-    if p is False:
-        return '<span class="fail">fail</span>'
-    return ""
+    """A pass or fail mark; nothing where the pass is unknowable. ``p`` may be a numpy bool (a
+    nullable boolean column's value) or ``<NA>``, so it is never tested with ``is True``."""
+    if _missing(p):
+        return ""
+    return '<span class="pass">pass</span>' if bool(p) else '<span class="fail">fail</span>'
 
 
 def _leaderboards(result: EvaluationResult) -> str:
@@ -57,7 +62,8 @@ def _leaderboards(result: EvaluationResult) -> str:
         agg = result.aggregates[result.aggregates["evaluator"] == ev]
         metrics = result.metrics[result.metrics["evaluator"] == ev]
         board = result.leaderboard(ev)
-        head = "".join(f"<th>{escape(m)}{' ★' if p else ''}</th>" for m, p in zip(metrics["metric"], metrics["primary"]))
+        head = "".join(f"<th>{escape(m)}{' ★' if p else ''}</th>"
+                       for m, p in zip(metrics["metric"], metrics["primary"], strict=True))
         rows = []
         for model_key in board.index:
             cells = []
@@ -85,7 +91,7 @@ def _table(df: Any, columns: list[str], text_columns: tuple[str, ...] = ()) -> s
     body = []
     for rec in df[columns].itertuples(index=False):
         cells = []
-        for c, v in zip(columns, rec):
+        for c, v in zip(columns, rec, strict=True):
             cls = ' class="text"' if c in text_columns else (' class="num"' if isinstance(v, float) else "")
             shown = format_value(v) if isinstance(v, float) else _cell(v)
             cells.append(f"<td{cls}>{shown}</td>")

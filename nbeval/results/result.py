@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from nbeval.evaluators.base import Evaluator
     from nbeval.results.outcome import RowOutcome
 
-__all__ = ["SCORE_COLUMNS", "EvaluationResult", "load_result"]
+__all__ = ["AGGREGATE_COLUMNS", "FORMAT_VERSION", "METRIC_COLUMNS", "PASSED_DTYPE", "SCORE_COLUMNS", "EvaluationResult",
+           "load_result"]
 
 #: Columns of the long table, in order.
 SCORE_COLUMNS = ["key", "model_key", "evaluator", "metric", "value", "passed", "label", "rationale",
@@ -32,10 +33,19 @@ AGGREGATE_COLUMNS = ["model_key", "evaluator", "metric", "value", "n", "N", "pas
 METRIC_COLUMNS = ["evaluator", "evaluator_id", "family", "kind", "metric", "direction", "lo", "hi",
                   "threshold", "primary", "description"]
 FORMAT_VERSION = 1
+#: The dtype of the ``passed`` columns: pandas' nullable boolean, ``<NA>`` where a pass is
+#: unknowable (no value, or no threshold). Test with ``.eq(True)`` / ``.eq(False)`` or
+#: ``pd.isna``; ``if passed:`` on ``<NA>`` raises.
+PASSED_DTYPE = "boolean"
 
 
 def _nan_to_none(v: Any) -> Any:
-    return None if isinstance(v, float) and math.isnan(v) else v
+    """A cell as plain JSON: NaN and pandas' ``<NA>`` become ``None``, numpy scalars Python ones."""
+    if type(v).__module__ == "numpy" and hasattr(v, "item"):
+        v = v.item()  # np.True_ from a nullable boolean column
+    if v is None or (isinstance(v, float) and math.isnan(v)) or type(v).__name__ == "NAType":
+        return None
+    return v
 
 
 def _passes(value: float | None, threshold: float | None, direction: str) -> bool | None:
@@ -111,9 +121,11 @@ class EvaluationResult:
                                 s.error, False, None, details])
         scores = pd.DataFrame(records, columns=SCORE_COLUMNS)
         scores["value"] = scores["value"].astype(float)
+        scores["passed"] = scores["passed"].astype(PASSED_DTYPE)
         scores["skipped"] = scores["skipped"].astype(bool)
 
-        agg_rows, explanations = [], {}
+        agg_rows: list[list[Any]] = []
+        explanations: dict[str, dict[str, dict[str, Any]]] = {}
         by_name = {ev.name: ev for ev in evaluators}
         for (name, model_key), n_rows in counts.items():
             ev = by_name[name]
@@ -130,6 +142,7 @@ class EvaluationResult:
                     explanations.setdefault(name, {}).setdefault(model_key, {})[m.name] = a.details
         aggregates = pd.DataFrame(agg_rows, columns=AGGREGATE_COLUMNS)
         aggregates["value"] = aggregates["value"].astype(float)
+        aggregates["passed"] = aggregates["passed"].astype(PASSED_DTYPE)
         meta = {"nbeval_version": __version__, "duration_s": duration_s, "usage": usage or {},
                 "cancelled": cancelled, "format_version": FORMAT_VERSION,
                 "evaluators": [{"name": ev.name, "id": ev.id, "params": _jsonable(ev.params)} for ev in evaluators]}
@@ -255,7 +268,7 @@ def _write_records(path: Path, df: pd.DataFrame) -> None:
     cols = list(df.columns)
     with open(path, "w", encoding="utf-8") as fh:
         for rec in df.itertuples(index=False, name=None):
-            fh.write(json.dumps(dict(zip(cols, map(_nan_to_none, rec))), ensure_ascii=False))
+            fh.write(json.dumps(dict(zip(cols, map(_nan_to_none, rec), strict=True)), ensure_ascii=False))
             fh.write("\n")
 
 
@@ -278,9 +291,11 @@ def load_result(folder: str | Path) -> EvaluationResult:
     info = json.loads((folder / "result.json").read_text(encoding="utf-8"))
     scores = _read_records(folder / "scores.jsonl", SCORE_COLUMNS)
     scores["value"] = scores["value"].astype(float)
+    scores["passed"] = scores["passed"].astype(PASSED_DTYPE)
     scores["skipped"] = scores["skipped"].astype(bool)
     aggregates = _read_records(folder / "aggregates.jsonl", AGGREGATE_COLUMNS)
     aggregates["value"] = aggregates["value"].astype(float)
+    aggregates["passed"] = aggregates["passed"].astype(PASSED_DTYPE)
     metrics = _read_records(folder / "metrics.jsonl", METRIC_COLUMNS)
     dataset = LlmDataset.from_json(str(folder / "dataset.json"))
     return EvaluationResult(scores, aggregates, metrics, dataset, meta=info.get("meta"),

@@ -117,7 +117,27 @@ def test_identity_changes_with_source(cache_path: Path) -> None:
     assert ia == CallableChat(a, name="j").cache_identity()
 
 
+_CALLS: list[str] = []  # module-level and mutable: read by the judges below, not part of their fingerprint
+
+
+def _counted(messages: Any) -> str:
+    _CALLS.append(messages[-1]["content"])
+    return "r"
+
+
 def test_cached_by_default_and_optional(cache_path: Path) -> None:
+    _CALLS.clear()
+    ChatClient(_counted, cache=cache_path).run_many(["q"])
+    ChatClient(_counted, cache=cache_path).run_many(["q"])
+    assert _CALLS == ["q"]
+    ChatClient(CallableChat(_counted, cache=False), cache=cache_path).run_many(["q"])
+    ChatClient(CallableChat(_counted, cache=False), cache=cache_path).run_many(["q"])
+    assert _CALLS == ["q", "q", "q"]
+
+
+def test_a_closure_over_changing_state_is_not_reused(cache_path: Path) -> None:
+    # Captured values are part of the identity, by their content: a judge whose captured state
+    # has changed may answer differently, so it is asked again (cache_key= pins it).
     calls = {"n": 0}
 
     def f(messages: Any) -> str:
@@ -126,9 +146,9 @@ def test_cached_by_default_and_optional(cache_path: Path) -> None:
 
     ChatClient(f, cache=cache_path).run_many(["q"])
     ChatClient(f, cache=cache_path).run_many(["q"])
-    assert calls["n"] == 1
-    ChatClient(CallableChat(f, cache=False), cache=cache_path).run_many(["q"])
-    ChatClient(CallableChat(f, cache=False), cache=cache_path).run_many(["q"])
+    assert calls["n"] == 2
+    ChatClient(CallableChat(f, cache_key="v1"), cache=cache_path).run_many(["q"])
+    ChatClient(CallableChat(f, cache_key="v1"), cache=cache_path).run_many(["q"])
     assert calls["n"] == 3
 
 

@@ -30,13 +30,19 @@ def answer_for(prompt: str) -> str:
     return next(v for k, v in CAPITALS.items() if k in prompt)
 
 
+#: What the RAG function below was asked. Module-level: a log captured in the function's closure
+#: would be part of its fingerprint, and a grown log would (rightly) miss the cache.
+RAG_CALLS: list[tuple[str, list[str]]] = []
+
+
 def test_complete_a_lab(openai_server: FakeOpenAIServer, cache_path: Path) -> None:
     openai_server.reply = lambda rec: Text(answer_for(rec.last_content), usage={"prompt_tokens": 10,
                                                                                 "completion_tokens": 2})
-    rag_calls: list[tuple[str, list[str]]] = []
+    rag_calls = RAG_CALLS
+    rag_calls.clear()
 
     def my_rag(question: str, documents: list[str]) -> dict[str, Any]:
-        rag_calls.append((question, documents))
+        RAG_CALLS.append((question, documents))
         return {"answer": answer_for(question), "context": [{"content": "an atlas page", "doc_uri": "atlas.pdf"}],
                 "cost": 0.5}
 

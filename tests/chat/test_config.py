@@ -122,3 +122,61 @@ def test_redact() -> None:
     assert "sk-abcdefghijklmnop" not in out and "abc.def-ghijkl" not in out
     assert "hf_ABCDEFGHIJKLMN" not in out and "mysecret" not in out
     assert out.count("***") == 4
+
+
+# -- judge_configured: the one rule for "is there a judge" ----------------------------------
+
+JUDGE_SETUPS = {  # name: (environment, judge argument, configured?)
+    "nothing set": ({}, None, False),
+    "only the API key": ({"OPENAI_API_KEY": "sk-not-a-judge-config"}, None, False),
+    "only NBEVAL_JUDGE_MODEL": ({"NBEVAL_JUDGE_MODEL": "env-judge"}, None, True),
+    "only NBEVAL_JUDGE_BASE_URL": ({"NBEVAL_JUDGE_BASE_URL": "http://127.0.0.1:9/v1"}, None, True),
+    "judge passed": ({}, "my-judge", True),
+}
+
+
+@pytest.mark.parametrize("setup", JUDGE_SETUPS)
+def test_judge_configured_follows_the_rule_resolve_chat_model_uses(setup: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nbeval.chat.config import judge_configured
+
+    env, judge, configured = JUDGE_SETUPS[setup]
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert judge_configured(judge) is configured
+    if judge is None:
+        # resolve_chat_model(None) finds no judge exactly when judge_configured() is false; a judge
+        # configured incompletely (no model name, no API key) says what is missing instead
+        try:
+            found = resolve_chat_model(None) is not None
+        except JudgeNotConfigured as exc:
+            assert "no model name" in str(exc) or "no API key" in str(exc)
+            found = True
+        assert found is configured
+
+
+def test_judge_configured_builds_and_contacts_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    from nbeval.chat.config import judge_configured
+
+    monkeypatch.setenv("NBEVAL_JUDGE_BASE_URL", "http://127.0.0.1:9/v1")  # no model name: building would fail
+    assert judge_configured()
+    assert judge_configured(lambda prompt: "yes")
+
+
+@pytest.mark.parametrize("setup", JUDGE_SETUPS)
+def test_run_resources_agree_with_judge_configured(setup: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nbeval.chat.config import judge_configured
+    from nbeval.runtime import Resources
+
+    env, judge, configured = JUDGE_SETUPS[setup]
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("NBEVAL_JUDGE_API_KEY", "sk-test")  # so an env model name alone can be built
+    assert judge_configured(judge) is configured
+    try:
+        client = Resources(judge=judge, cache=False).chat_client()
+    except JudgeNotConfigured as exc:
+        # unconfigured: the help text; configured but incomplete: what is missing
+        assert ("no judge model is configured" in str(exc)) is not configured
+        assert setup in ("nothing set", "only the API key", "only NBEVAL_JUDGE_BASE_URL")
+    else:
+        assert configured and isinstance(client, ChatClient)

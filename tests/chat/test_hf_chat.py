@@ -97,3 +97,13 @@ def test_on_cuda_when_available(tiny_lm: Path) -> None:
     model = HFChat(tiny_lm, max_new_tokens=2)  # device=None picks cuda
     reply = model.chat("the cat")
     assert model.device == "cuda" and reply.usage.completion_tokens == 2
+
+
+def test_an_access_token_stays_private(tiny_lm: Path, cache_path: Path) -> None:
+    token = "hf_privateAccessToken0123456789"
+    model = HFChat(tiny_lm, token=token, max_new_tokens=3)
+    client = ChatClient(model, cache=cache_path)
+    (reply,) = client.run_many(["the cat"])
+    assert isinstance(reply, ChatReply)  # loaded with the token (a local path does not need it)
+    assert token not in repr(model) + repr(client) + model.cache_identity()
+    assert token.encode() not in b"".join(p.read_bytes() for p in cache_path.parent.iterdir() if p.is_file())

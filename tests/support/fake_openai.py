@@ -14,7 +14,9 @@ What it answers, in order of precedence for each ``POST /v1/chat/completions``:
 Behaviours: a plain string or :class:`Text` (a normal completion), :class:`Status` (an error
 status, with headers such as ``Retry-After``), :func:`rate_limited`, :class:`Hang` (no answer for
 a while), :class:`Drop` (close the connection without answering), :class:`Garbage` (a 200 with a
-body that is not JSON). ``latency`` delays every answer. Every request is recorded (``requests``),
+body that is not JSON), :class:`Drip` (a 200 whose headers come at once and whose body then comes
+one byte at a time, slowly: no gap between bytes is long, but the whole reply takes minutes).
+``latency`` delays every answer. Every request is recorded (``requests``),
 counted (``request_count``), and the most requests ever in flight at once is ``max_in_flight``.
 
 Default token usage, easy to work out by hand: prompt tokens = the number of whitespace-separated
@@ -33,9 +35,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Union
+from urllib.parse import parse_qsl, urlsplit
 
 __all__ = [
     "Behaviour",
+    "Drip",
     "Drop",
     "FakeOpenAIServer",
     "Garbage",
@@ -85,12 +89,21 @@ class Garbage:
     body: str = "<html><body>502 upstream confused</body></html>"
 
 
+@dataclass
+class Drip:
+    """A ``200 OK`` with a normal completion of ``content``, sent one byte every ``interval`` seconds
+    after the headers (stopped when the server stops)."""
+
+    content: str = "ok"
+    interval: float = 1.0
+
+
 def rate_limited(retry_after: str | float = "1") -> Status:
     """A 429 asking the client to wait ``retry_after`` (seconds or an HTTP date)."""
     return Status(429, "rate limit reached", {"Retry-After": str(retry_after)})
 
 
-Behaviour = Union[str, Text, Status, Hang, Drop, Garbage]
+Behaviour = Union[str, Text, Status, Hang, Drop, Garbage, Drip]
 
 
 class Headers(dict):
@@ -118,6 +131,8 @@ class Recorded:
     body: dict[str, Any] | None
     started: float
     """``time.monotonic()`` when the request was read."""
+    query: dict[str, str] = field(default_factory=dict)
+    """The URL's query parameters (``path`` is the whole request target, query included)."""
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -279,14 +294,16 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
-        if not self.path.rstrip("/").endswith("/chat/completions"):
+        target = urlsplit(self.path)
+        if not target.path.rstrip("/").endswith("/chat/completions"):
             self._send(404, b'{"error": {"message": "not found"}}')
             return
         try:
             body = json.loads(raw or b"null")
         except ValueError:
             body = None
-        rec = Recorded(self.path, Headers(self.headers.items()), body, time.monotonic())
+        rec = Recorded(self.path, Headers(self.headers.items()), body, time.monotonic(),
+                       dict(parse_qsl(target.query, keep_blank_values=True)))
         fake = self.fake
         behaviour = fake._begin(rec)
         try:
@@ -315,5 +332,22 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.close()
         elif isinstance(behaviour, Garbage):
             self._send(200, behaviour.body.encode(), content_type="text/html")
+        elif isinstance(behaviour, Drip):
+            body = json.dumps(fake.completion(rec, Text(behaviour.content))).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.flush()
+            self.close_connection = True
+            for i in range(len(body)):
+                fake._sleep(behaviour.interval)
+                if fake._stopping.is_set():
+                    return
+                try:
+                    self.wfile.write(body[i:i + 1])
+                    self.wfile.flush()
+                except OSError:  # the client gave up and closed the connection
+                    return
         else:  # a test bug: say so loudly in the reply
             self._send(500, json.dumps({"error": {"message": f"bad behaviour {behaviour!r}"}}).encode())

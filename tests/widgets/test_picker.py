@@ -57,7 +57,7 @@ def test_ticked_evaluators_come_out_configured(wrecords):
     agg = result.aggregates.set_index(["model_key", "evaluator", "metric"])
     # m2's overlap 0.25 fails 0.7 as it did 0.5; m3's 1.0 (one row) passes
     assert agg.loc[("m3", "w_overlap", "overlap"), "threshold"] == 0.7
-    assert agg.loc[("m3", "w_overlap", "overlap"), "passed"] == True
+    assert agg.loc[("m3", "w_overlap", "overlap"), "passed"]  # True (NA would raise)
 
 
 def test_bad_settings_are_reported_on_the_row(wrecords):
@@ -90,3 +90,22 @@ def test_changing_the_data_rechecks_and_unticks():
     p.dataset = suite
     assert p.rows["w_overlap"].disabled and p.value == []
     assert "the data has no actual_output" in p.rows["w_overlap"].reason.value
+
+
+@pytest.mark.parametrize(("env", "judge", "configured"), [
+    ({}, None, False),
+    ({"OPENAI_API_KEY": "sk-not-a-judge-config"}, None, False),
+    ({"NBEVAL_JUDGE_MODEL": "env-model"}, None, True),
+    ({"NBEVAL_JUDGE_BASE_URL": "http://127.0.0.1:9/v1"}, None, True),
+    ({}, "my-model", True),
+], ids=["nothing set", "only the API key", "only MODEL", "only BASE_URL", "judge passed"])
+def test_picker_agrees_with_judge_configured(wrecords, monkeypatch, env, judge, configured):
+    from nbeval.chat.config import judge_configured
+    from nbeval.widgets.picker import unusable_reasons
+
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert judge_configured(judge) is configured
+    spec = nbeval.catalogue()["w_judged"]
+    assert bool(unusable_reasons(spec, None, judge)) is not configured
+    assert EvaluatorPicker(dataset=wrecords, judge=judge).rows["w_judged"].disabled is not configured

@@ -3,8 +3,10 @@
 The condition language lives in :mod:`nbeval.data.conditions`; this module only applies a parsed
 condition to a row. Conditions come from datasets, so a regular expression in one of them may
 backtrack catastrophically: every search is bounded (:data:`SEARCH_TIMEOUT`) and a search that
-runs out turns into that row's error, reported as a parse failure (the row could not be
-checked), never a hang and never a stopped run.
+runs out turns into that row's error, never a hang and never a stopped run. Such a row is
+*unrated* (label ``timed_out``, ``parse_failures`` 1, ``pass``/``fail`` not measured): it could
+not be checked, which is not the same as failing. A row whose answer fails is still a fail when
+only its context could not be checked.
 """
 
 from __future__ import annotations
@@ -40,7 +42,14 @@ CONTEXT_JOINER = "\n\n"
 
 
 class UncheckableRow(Exception):
-    """A row's condition could not be applied (malformed, or a search ran out of time)."""
+    """A row's condition could not be applied (malformed, or a search ran out of time).
+
+    ``label`` is what happened, one of :data:`~nbeval.evaluators.base.UNRATED_LABELS`:
+    ``timed_out`` or ``unchecked``."""
+
+    def __init__(self, message: str, label: str = "unchecked") -> None:
+        super().__init__(message)
+        self.label = label
 
 
 def context_text(row: Row) -> str | None:
@@ -64,7 +73,7 @@ def check_condition(condition: Condition, text: str, what: str) -> tuple[bool, s
     try:
         return condition.check(text, timeout=SEARCH_TIMEOUT)
     except RegexTimeout as exc:
-        raise UncheckableRow(f"could not check the {what}: {exc}") from None
+        raise UncheckableRow(f"could not check the {what}: {exc}", "timed_out") from None
 
 
 def wants_context(evaluator: Evaluator) -> bool:
@@ -84,14 +93,22 @@ class TextMatching(Evaluator):
             if condition is None:  # the engine skips such rows; guard direct calls
                 raise UncheckableRow("the row has no condition")
             answer_ok, answer_why = check_condition(condition, row.actual_output or "", "answer")
-            context = context_text(row) if wants_context(self) else None
-            context_ok, context_why = (None, None)
-            if context is not None:
-                context_ok, context_why = check_condition(condition, context, "retrieved context")
         except UncheckableRow as exc:
-            return bool_score(None, None, rationale=str(exc), error=str(exc))
+            return bool_score(None, None, rationale=str(exc), error=str(exc), unrated=exc.label)
+        context = context_text(row) if wants_context(self) else None
+        context_ok, context_why, unchecked = None, None, None
+        if context is not None:
+            try:
+                context_ok, context_why = check_condition(condition, context, "retrieved context")
+            except UncheckableRow as exc:
+                unchecked = exc
         rationale = f"answer: {answer_why}"
         if context_why is not None:
             rationale += f" | context: {context_why}"
+        elif unchecked is not None:
+            rationale += f" | context: {unchecked}"
         details = {"answer": answer_ok, "context": context_ok}
-        return bool_score(answer_ok, context_ok, rationale=rationale, details=details)
+        return bool_score(answer_ok, context_ok, rationale=rationale, details=details,
+                          error=None if unchecked is None else str(unchecked),
+                          unrated=unchecked.label if unchecked is not None else "unchecked",
+                          context_unrated=unchecked is not None)

@@ -2,7 +2,9 @@
 
 ``contact_information``, ``language_mismatch``, ``sexism``, ``stereotypes``,
 ``summarization_judge`` and ``byop``. Each reports the five bool metrics; a reply the parser
-cannot read is a parse failure (neither pass nor fail) with the raw reply as the rationale.
+cannot read is a parse failure: the row is unrated (``pass`` and ``fail`` have no value, so the
+model's pass rate is measured over the rows that could be rated), with the raw reply as the
+rationale.
 """
 
 from __future__ import annotations
@@ -33,7 +35,11 @@ __all__ = [
 
 def verdict_score(answer: Parsed, context: Parsed | None, replies: Sequence[Any],
                   details: dict[str, Any] | None = None) -> Score:
-    """The five bool metrics from a parsed answer verdict (and context verdict, where judged)."""
+    """The five bool metrics from a parsed answer verdict (and context verdict, where judged).
+
+    An unreadable answer verdict leaves the row unrated (see :func:`bool_score`); so does an
+    unreadable context verdict when the answer passed (whether the row passes is unknown). When
+    the answer failed, the row fails whatever the context reply said."""
     answer_ok = answer.value if answer.ok else None
     context_ok = None if context is None or not context.ok else context.value
     rationale = answer.rationale
@@ -43,7 +49,8 @@ def verdict_score(answer: Parsed, context: Parsed | None, replies: Sequence[Any]
     if context is not None and context.error:
         errors[-1] = f"retrieved context: {context.error}"
     extra = {"judge": usage_details(replies), **(details or {})}
-    return bool_score(answer_ok, context_ok, rationale=rationale, error="; ".join(errors) or None, details=extra)
+    return bool_score(answer_ok, context_ok, rationale=rationale, error="; ".join(errors) or None, details=extra,
+                      context_unrated=context is not None and not context.ok)
 
 
 class VerdictJudge(JudgeEvaluator):

@@ -165,7 +165,9 @@ def rate_chunks(ev: JudgeEvaluator, row: Row, prompt: JudgePrompt,
              enumerate(zip(ratings, rationales, errors, strict=True), 1)]
     if not rated:
         first = next((e for e in errors if e), "no chunk was rated")
-        return Score({metric: None}, rationale="\n".join(lines), label="parse_failure",
+        # Unrated when some judge reply came back unreadable; when every call failed, an error.
+        unreadable = len(replies) > 0
+        return Score({metric: None}, rationale="\n".join(lines), label="parse_failure" if unreadable else None,
                      error=f"no chunk could be rated: {first}", details=details)
     yes = rated.count("yes")
     partial = len(rated) < len(ratings)

@@ -1,0 +1,232 @@
+"""What the fields of a row and a test case hold, and the checks each field passes when read.
+
+The small value types (:class:`Chunk`, :class:`Relationship`), the key derived from a test
+case's content, and one check per kind of field. Every check takes the raw value with where it
+came from (source, row, field) and returns the clean value or raises
+:class:`~nbeval.errors.DataError` naming all three. Nothing here reads a file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from nbeval.errors import ConditionError, DataError
+
+__all__ = [
+    "DEFAULT_MODEL_KEY",
+    "ROW_FIELDS",
+    "Chunk",
+    "Relationship",
+    "as_list",
+    "check_chunks",
+    "check_condition",
+    "check_guidelines",
+    "check_number",
+    "check_relationships",
+    "check_str",
+    "check_str_list",
+    "check_text",
+    "derive_key",
+    "is_missing",
+    "is_null",
+]
+
+#: The model key given to rows that do not name one.
+DEFAULT_MODEL_KEY = "model"
+
+#: Row fields in file order; the names are the LLM dataset's (see the spec).
+ROW_FIELDS = ("key", "model_key", "input", "corpus", "context", "categories", "relationships",
+              "expected_output", "output_condition", "actual_output", "actual_duration", "cost",
+              "expected_context", "guidelines", "error")
+
+
+def is_missing(value: Any) -> bool:
+    """Whether a field value counts as absent: ``None``, NaN, or an empty list, tuple or dict."""
+    if value is None:
+        return True
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    return isinstance(value, (list, tuple, dict)) and len(value) == 0
+
+
+def is_null(value: Any) -> bool:
+    """Whether a value read from a file is no value at all: ``None`` or NaN (an empty cell)."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One piece of retrieved (or expected) context."""
+
+    content: str | None = None
+    """The chunk's text (may be absent for an expected context given only as a document)."""
+    doc_uri: str | None = None
+    """The document the chunk comes from."""
+
+    def to_json(self) -> str | dict[str, Any]:
+        """A plain string when there is no ``doc_uri`` (the common case), else a dict."""
+        if self.doc_uri is None and self.content is not None:
+            return self.content
+        out: dict[str, Any] = {}
+        if self.content is not None:
+            out["content"] = self.content
+        if self.doc_uri is not None:
+            out["doc_uri"] = self.doc_uri
+        return out
+
+    @property
+    def text(self) -> str:
+        """The text to compare or show: the content, else the document name."""
+        return self.content if self.content is not None else (self.doc_uri or "")
+
+
+@dataclass(frozen=True)
+class Relationship:
+    """A link from one test case to another, e.g. the original a perturbed case was made from."""
+
+    type: str
+    target: str
+    target_type: str = "test_case"
+
+    def to_json(self) -> dict[str, str]:
+        return {"type": self.type, "target": self.target, "target_type": self.target_type}
+
+
+def derive_key(prompt: str | None, expected_output: Any = None, condition: str | None = None,
+               categories: Sequence[str] = (), expected_context: Sequence[Chunk] = (),
+               guidelines: Sequence[str] = ()) -> str:
+    """A stable key from a test case's content, so every model's answer to it shares the key.
+
+    Only test-case fields take part (never a model's answer or retrieved context).
+    """
+    payload = json.dumps(
+        [prompt, expected_output, condition or None, list(categories),
+         [c.to_json() for c in expected_context], list(guidelines)],
+        ensure_ascii=False, sort_keys=True, default=str,
+    )
+    return "tc-" + hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
+
+
+# ---------------------------------------------------------------------------------------------
+# Checks: each names the source, row and field in its error.
+
+
+def as_list(value: Any, source: str, field: str) -> list[Any]:
+    """A JSON list (``None``: empty)."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise DataError("must be a list", source=source, field=field)
+    return value
+
+
+def check_str(v: Any, source: str, row: Any, field: str) -> str | None:
+    """Text, or ``None`` when absent; whole numbers (ids) become text."""
+    if is_null(v):
+        return None
+    if isinstance(v, int) and not isinstance(v, bool):
+        return str(v)
+    if not isinstance(v, str):
+        raise DataError(f"must be text, got {type(v).__name__}", source=source, row=row, field=field)
+    return v
+
+
+def check_text(v: Any, source: str, row: Any, field: str) -> str | None:
+    """Like :func:`check_str`, and any number becomes text (labels such as 1 or 3.5)."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and not is_null(v):
+        return str(v)
+    return check_str(v, source, row, field)
+
+
+def check_number(v: Any, source: str, row: Any, field: str) -> float | None:
+    """A number, or ``None`` when absent (an empty string too)."""
+    if is_null(v) or v == "":
+        return None
+    if isinstance(v, bool):
+        raise DataError("must be a number, got a boolean", source=source, row=row, field=field)
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        raise DataError(f"must be a number, got {v!r}", source=source, row=row, field=field) from None
+
+
+def check_str_list(v: Any, source: str, row: Any, field: str) -> list[str]:
+    """A list of strings; one string is a list of one."""
+    if is_null(v):
+        return []
+    if isinstance(v, str):
+        return [v]
+    if not isinstance(v, (list, tuple)) or not all(isinstance(x, str) for x in v):
+        raise DataError("must be a list of strings", source=source, row=row, field=field)
+    return list(v)
+
+
+def check_guidelines(v: Any, source: str, row: Any) -> list[str]:
+    """Guidelines as a list of strings; named groups (a dict of lists) are flattened in order."""
+    if isinstance(v, dict):
+        out: list[str] = []
+        for name, items in v.items():
+            out.extend(check_str_list(items, source, row, f"guidelines.{name}"))
+        return out
+    return check_str_list(v, source, row, "guidelines")
+
+
+def check_chunks(v: Any, source: str, row: Any, field: str) -> list[Chunk]:
+    """Chunks from text or ``{content, doc_uri}`` objects (``text``/``page_content``, ``uri``/``source`` too)."""
+    if is_null(v):
+        return []
+    if isinstance(v, (str, dict)):
+        v = [v]
+    if not isinstance(v, (list, tuple)):
+        raise DataError("must be a list of chunks (text or {content, doc_uri})", source=source, row=row, field=field)
+    out = []
+    for j, c in enumerate(v):
+        where = f"{field}[{j}]"
+        if isinstance(c, str):
+            out.append(Chunk(content=c))
+        elif isinstance(c, dict):
+            content = c.get("content", c.get("text", c.get("page_content")))
+            uri = c.get("doc_uri", c.get("uri", c.get("source")))
+            if content is None and uri is None:
+                raise DataError("a chunk needs 'content' or 'doc_uri'", source=source, row=row, field=where)
+            if (content is not None and not isinstance(content, str)) or (uri is not None and not isinstance(uri, str)):
+                raise DataError("chunk 'content' and 'doc_uri' must be text", source=source, row=row, field=where)
+            out.append(Chunk(content=content, doc_uri=uri))
+        else:
+            raise DataError(f"a chunk must be text or an object, got {type(c).__name__}",
+                            source=source, row=row, field=where)
+    return out
+
+
+def check_relationships(v: Any, source: str, row: Any) -> list[Relationship]:
+    """Relationships from ``{type, target[, target_type]}`` objects."""
+    if is_null(v):
+        return []
+    if not isinstance(v, list):
+        raise DataError("must be a list", source=source, row=row, field="relationships")
+    out = []
+    for j, r in enumerate(v):
+        if not isinstance(r, dict) or not isinstance(r.get("type"), str) or not isinstance(r.get("target"), str):
+            raise DataError("a relationship needs text 'type' and 'target'", source=source, row=row,
+                            field=f"relationships[{j}]")
+        out.append(Relationship(type=r["type"], target=r["target"], target_type=r.get("target_type", "test_case")))
+    return out
+
+
+def check_condition(v: Any, source: str, row: Any, field: str) -> str | None:
+    """A condition's text, parsed to be sure it is well formed (blank: ``None``)."""
+    text = check_str(v, source, row, field)
+    if not text or not text.strip():
+        return None
+    from nbeval.data.conditions import parse_condition
+
+    try:
+        parse_condition(text)
+    except ConditionError as exc:
+        raise DataError(f"malformed condition: {exc}", source=source, row=row, field=field) from None
+    return text

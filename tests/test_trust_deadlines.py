@@ -1,0 +1,177 @@
+"""Deadlines: ``timeout=`` bounds a whole judge call, and Ctrl-C stops a run within seconds.
+
+The slow servers here are real sockets on 127.0.0.1: one that sends its headers and then one byte
+a second (no gap between bytes is long, so a per-read timeout never fires), one that never answers.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import nbeval
+from nbeval.chat import CallableChat, ChatClient, ChatError, ChatFailure, OpenAIChat
+from nbeval.chat.collect import RagFunction
+from tests.support.fake_openai import Drip, FakeOpenAIServer, Hang
+
+ROOT = Path(__file__).resolve().parents[1]
+ROWS = [{"key": f"k{i}", "input": f"question {i}", "actual_output": f"answer {i}"} for i in range(3)]
+
+
+@pytest.fixture(autouse=True)
+def _no_judge_from_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in ("NBEVAL_JUDGE_MODEL", "NBEVAL_JUDGE_BASE_URL", "NBEVAL_JUDGE_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NBEVAL_CACHE_DIR", str(tmp_path / "nbeval-cache"))
+
+
+@pytest.mark.timeout(60)
+def test_a_dripping_server_times_out_on_the_whole_call(openai_server: FakeOpenAIServer) -> None:
+    openai_server.push(Drip("Rating: yes", interval=1.0))
+    model = OpenAIChat("judge", base_url=openai_server.url)
+    start = time.monotonic()
+    with pytest.raises(ChatError, match="timed out after 1 s") as info:
+        model.chat("hi", timeout=1)
+    elapsed = time.monotonic() - start
+    assert info.value.retryable
+    assert 0.9 <= elapsed < 3, elapsed
+
+
+@pytest.mark.timeout(60)
+def test_a_steady_trickle_is_cut_at_the_deadline(openai_server: FakeOpenAIServer) -> None:
+    # Twenty bytes a second: every read returns quickly, yet the whole body would take ~10 s.
+    openai_server.push(Drip("x" * 40, interval=0.05))
+    model = OpenAIChat("judge", base_url=openai_server.url)
+    start = time.monotonic()
+    with pytest.raises(ChatError, match="timed out"):
+        model.chat("hi", timeout=1.5)  # the body needs ~8 s at 20 bytes a second
+    assert time.monotonic() - start < 3.5
+
+
+@pytest.mark.timeout(60)
+def test_a_fast_enough_reply_is_not_cut(openai_server: FakeOpenAIServer) -> None:
+    openai_server.push(Drip("yes", interval=0.002))  # ~250 bytes in ~0.5 s, under a 5 s deadline
+    reply = OpenAIChat("judge", base_url=openai_server.url).chat("hi", timeout=5)
+    assert reply.text == "yes"
+    assert OpenAIChat("judge", base_url=openai_server.url).chat("again", timeout=5).text == "ok"  # pool still fine
+
+
+@pytest.mark.timeout(60)
+def test_a_run_with_a_dripping_judge_finishes_with_the_rows_error(openai_server: FakeOpenAIServer) -> None:
+    openai_server.reply = lambda rec: Drip("Rating: yes", interval=1.0)
+    start = time.monotonic()
+    res = nbeval.evaluate(ROWS, ["safety"], judge={"model": "judge", "base_url": openai_server.url},
+                          timeout=1, max_attempts=1, cache=False, progress=False)
+    elapsed = time.monotonic() - start
+    errors = list(res.scores["error"])
+    assert len(errors) == len(ROWS)
+    assert all("timed out after 1 s" in e for e in errors), errors
+    assert elapsed < 6, elapsed  # the three calls run side by side, each bounded by ~1 s
+
+
+def test_a_slow_python_judge_is_abandoned_and_counted_as_a_timeout() -> None:
+    def judge(prompt: str) -> str:
+        time.sleep(5)
+        return "Rating: yes"
+
+    client = ChatClient(CallableChat(judge), cache=False, timeout=0.3, max_attempts=1)
+    start = time.monotonic()
+    (result,) = client.run_many(["q"])
+    assert isinstance(result, ChatFailure) and "timed out after 0.3 s" in result.error
+    assert time.monotonic() - start < 2
+    assert client.usage_totals().failed_calls == 1
+
+
+def test_a_slow_rag_function_is_abandoned_too() -> None:
+    def rag(question: str) -> str:
+        time.sleep(5)
+        return "late"
+
+    model = RagFunction(rag)
+    start = time.monotonic()
+    with pytest.raises(ChatError, match=r"timed out after 0\.3 s") as info:
+        model.chat([{"role": "user", "content": "q"}], timeout=0.3)
+    assert info.value.retryable and time.monotonic() - start < 2
+    (result,) = ChatClient(model, cache=False, timeout=0.3, max_attempts=1).run_many(["q"])
+    assert isinstance(result, ChatFailure) and "timed out" in result.error
+
+
+# ---------------------------------------------------------------------------------------------
+# Ctrl-C
+
+INTERRUPTED = """
+import sys, time
+from nbeval.chat import ChatClient, OpenAIChat
+client = ChatClient(OpenAIChat("judge", base_url=sys.argv[1]), cache=sys.argv[2], concurrency=4, timeout=120)
+print("ready", flush=True)
+try:
+    client.run_many([f"q{i}" for i in range(12)])
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(130)
+"""
+
+
+def _answer_first(n: int) -> Any:
+    def reply(rec: Any) -> Any:
+        return f"reply to {rec.last_content}" if rec.last_content in {f"q{i}" for i in range(n)} else Hang(60)
+    return reply
+
+
+def _wait_for(cond: Any, seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while not cond():
+        assert time.monotonic() < end, "timed out waiting"
+        time.sleep(0.05)
+
+
+@pytest.mark.timeout(120)
+def test_ctrl_c_stops_a_batch_within_seconds_and_keeps_the_cache(tmp_path: Path) -> None:
+    # The first two prompts are answered, the rest hang; hung calls must not hold up the exit.
+    cache = tmp_path / "c.sqlite"
+    with FakeOpenAIServer(reply=_answer_first(2)) as server:
+        proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED, server.url, str(cache)],
+                                env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        _wait_for(lambda: server.request_count >= 6 and server.in_flight >= 4, 60)
+        time.sleep(0.3)  # the two answers reach the cache
+        start = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        took = time.monotonic() - start
+    assert proc.returncode == 130, err
+    assert out.split() == ["ready", "interrupted"]
+    assert took < 5, took
+    from nbeval.chat import ChatCache
+
+    assert len(ChatCache(cache)) == 2
+
+
+CLI_ROWS = "\n".join(f'{{"key": "k{i}", "input": "q{i}", "actual_output": "a{i}"}}' for i in range(12))
+
+
+@pytest.mark.timeout(120)
+def test_ctrl_c_in_nbeval_run_is_one_line_and_exit_130(tmp_path: Path) -> None:
+    data = tmp_path / "rows.jsonl"
+    data.write_text(CLI_ROWS)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NBEVAL_CACHE_DIR": str(tmp_path / "cache")}
+    with FakeOpenAIServer(reply=lambda rec: Hang(60)) as server:
+        cmd = [sys.executable, "-m", "nbeval.cli", "run", str(data), "-e", "safety", "--judge", "judge",
+               "--judge-base-url", server.url, "--no-progress", "--out", str(tmp_path / "out")]
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        _wait_for(lambda: server.request_count >= 4, 60)
+        start = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        took = time.monotonic() - start
+    assert took < 5, took
+    assert proc.returncode == 130
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1 and "interrupted" in err
+
