@@ -137,10 +137,13 @@ def _bad_return(ev: Evaluator, value: Any) -> Score:
 
 def _drive(pending: list[tuple[Any, RowOutcome]], resources: Resources,
            cancelled: Callable[[], bool]) -> None:
-    """Run generator-based scorers in lockstep rounds, answering each round's requests in batch."""
+    """Run generator-based scorers in lockstep rounds, answering each round's requests in batch.
+
+    Cancelling stops before the next round's requests are made; answers already received are
+    always delivered, so a row whose last answer is in hand is scored, never thrown away."""
     # Each entry: (generator, outcome, value to send next, is it the first step)
     running = [(gen, out, None, True) for gen, out in pending]
-    while running and not cancelled():
+    while running:
         asks, waiting = [], []
         for gen, out, send, first in running:
             try:
@@ -154,15 +157,16 @@ def _drive(pending: list[tuple[Any, RowOutcome]], resources: Resources,
             asks.append(req)
             waiting.append((gen, out))
         if not asks:
-            break
+            return
+        if cancelled():  # these rows need more answers: ask nothing more
+            for gen, out in waiting:
+                gen.close()
+                out.skip_reason = "cancelled"
+            return
         running = []
         for (gen, out), answer in zip(waiting, resources.answer(asks), strict=True):
             out.warnings.extend(answer.warnings)
             running.append((gen, out, answer.value, False))
-    for gen, out, *_ in running:  # cancelled mid-way
-        gen.close()
-        if out.score is None:
-            out.skip_reason = "cancelled"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ concurrency, retries and caches). Heavy packages load on first use.
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -83,9 +84,15 @@ class Resources:
         from nbeval.resources.embedder import get_embedder
 
         spec = model if model is not None else self.embedder_spec
-        if spec is not None and hasattr(spec, "encode"):
+        # A name or path is looked up; only another kind of object is taken as a ready embedder
+        # (a str has an ``encode`` method too, so duck typing alone would mistake it for one).
+        if spec is None or isinstance(spec, (str, os.PathLike)):
+            return get_embedder(spec, device=self.device)
+        if callable(getattr(spec, "encode", None)):
             return spec
-        return get_embedder(spec, device=self.device)
+        msg = (f"embedder must be a model name, a local path or an object with encode(texts); "
+               f"got {type(spec).__name__}")
+        raise ResourceError(msg)
 
     def _answer_embeds(self, items: list[tuple[int, Embed]], answers: list[Any],
                        warnings: list[list[str]]) -> None:
@@ -154,7 +161,7 @@ class Resources:
                 from nbeval.errors import JudgeNotConfigured
 
                 raise JudgeNotConfigured("no judge model is configured. " + judge_help_text())
-            resolved = resolve_chat_model(spec, required=True)
+            resolved = resolve_chat_model(spec, required=True, device=self.device)
             kwargs: dict[str, Any] = {"concurrency": self.concurrency, "cache": self.cache}
             if self.timeout is not None:
                 kwargs["timeout"] = self.timeout

@@ -58,12 +58,12 @@ def judge_from_env() -> ChatModel | None:
 
 
 @overload
-def resolve_chat_model(spec: Any, *, required: Literal[True]) -> ChatModel: ...
+def resolve_chat_model(spec: Any, *, required: Literal[True], device: str | None = None) -> ChatModel: ...
 @overload
-def resolve_chat_model(spec: Any, *, required: bool = False) -> ChatModel | None: ...
+def resolve_chat_model(spec: Any, *, required: bool = False, device: str | None = None) -> ChatModel | None: ...
 
 
-def resolve_chat_model(spec: Any, *, required: bool = False) -> ChatModel | None:
+def resolve_chat_model(spec: Any, *, required: bool = False, device: str | None = None) -> ChatModel | None:
     """A chat model from ``spec``.
 
     ``spec`` may be ``None`` (the environment's judge, else ``None``), a model name (an
@@ -73,14 +73,16 @@ def resolve_chat_model(spec: Any, *, required: bool = False) -> ChatModel | None
     model), a chat model, a :class:`~nbeval.chat.client.ChatClient` (its model) or a callable
     (wrapped in :class:`~nbeval.chat.callable_chat.CallableChat`). With ``required=True`` a
     missing judge raises :class:`~nbeval.errors.JudgeNotConfigured` with :func:`judge_help_text`.
+    ``device`` places a local Hugging Face model (``"cpu"``, ``"cuda"``, ``"cuda:1"``; ``None``:
+    CUDA when available) unless its settings name one.
     """
-    model = _resolve(spec)
+    model = _resolve(spec, device)
     if model is None and required:
         raise JudgeNotConfigured("no judge model is configured.\n" + judge_help_text())
     return model
 
 
-def _resolve(spec: Any) -> ChatModel | None:
+def _resolve(spec: Any, device: str | None = None) -> ChatModel | None:
     if spec is None:
         return judge_from_env()
     if isinstance(spec, str):
@@ -90,7 +92,7 @@ def _resolve(spec: Any) -> ChatModel | None:
         if spec.startswith(_HF_PREFIX):
             from nbeval.chat.hf_chat import HFChat
 
-            return HFChat(spec[len(_HF_PREFIX):])
+            return HFChat(spec[len(_HF_PREFIX):], device=device)
         from nbeval.chat.openai_chat import OpenAIChat
 
         return OpenAIChat(spec)
@@ -101,6 +103,7 @@ def _resolve(spec: Any) -> ChatModel | None:
             from nbeval.chat.hf_chat import HFChat
 
             path = kwargs.pop("model_name_or_path", None) or kwargs.pop("model", None)
+            kwargs.setdefault("device", device)
             return HFChat(path, **kwargs)
         if provider not in ("openai", "openai-compatible"):
             msg = f"unknown chat model provider {provider!r}; use 'openai' or 'hf'"

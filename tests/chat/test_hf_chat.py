@@ -16,7 +16,7 @@ TEMPLATE = ("{% for m in messages %}{{ m['role'] }} {{ m['content'] }} {% endfor
             "{% if add_generation_prompt %}assistant{% endif %}")
 
 
-def build_tiny_lm(path: Path, chat_template: str | None = None) -> Path:
+def build_tiny_lm(path: Path, chat_template: str | None = None, n_positions: int = 64) -> Path:
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
@@ -30,7 +30,7 @@ def build_tiny_lm(path: Path, chat_template: str | None = None) -> Path:
     import torch
 
     torch.manual_seed(0)
-    config = GPT2Config(vocab_size=len(vocab), n_positions=64, n_embd=32, n_layer=1, n_head=2,
+    config = GPT2Config(vocab_size=len(vocab), n_positions=n_positions, n_embd=32, n_layer=1, n_head=2,
                         bos_token_id=None, eos_token_id=None, pad_token_id=1)
     GPT2LMHeadModel(config).save_pretrained(path)
     return path
