@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from nbeval.errors import NbevalError
 
 __all__ = ["build_parser", "main"]
 
@@ -51,11 +55,17 @@ def _print_catalogue(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bound(x: float) -> float | None:
+    """A range bound for JSON: an unbounded side is ``null`` (standard JSON has no Infinity)."""
+    return x if math.isfinite(x) else None
+
+
 def _spec_dict(s: Any) -> dict[str, Any]:
     return {"id": s.id, "family": s.family, "kind": s.kind, "inputs": list(s.inputs),
             "optional_inputs": list(s.optional_inputs), "resources": list(s.resources), "params": dict(s.params),
             "description": s.description,
-            "metrics": [{"name": m.name, "direction": m.direction, "range": [m.lo, m.hi], "threshold": m.threshold,
+            "metrics": [{"name": m.name, "direction": m.direction, "range": [_bound(m.lo), _bound(m.hi)],
+                         "threshold": m.threshold,
                          "primary": m is s.primary} for m in s.metrics]}
 
 
@@ -86,14 +96,27 @@ def _show_evaluator(args: argparse.Namespace) -> int:
 
 
 def _endpoint(model: str, base_url: str | None) -> Any:
-    """A chat model spec: the name alone, or with the endpoint it lives at."""
-    return {"model": model, "base_url": base_url} if base_url else model
+    """A chat model spec: the name alone, or with the endpoint it lives at (a local ``hf:`` model
+    lives at none: the base URL is for the OpenAI-compatible models beside it)."""
+    return {"model": model, "base_url": base_url} if base_url and not model.startswith("hf:") else model
+
+
+def _judge_spec(args: argparse.Namespace) -> Any:
+    """``--judge`` and ``--judge-base-url``; the model comes from NBEVAL_JUDGE_MODEL when only the URL is given."""
+    model, base_url = getattr(args, "judge", None), getattr(args, "judge_base_url", None)
+    if base_url and not model:
+        model = os.environ.get("NBEVAL_JUDGE_MODEL")
+        if not model:
+            msg = "--judge-base-url needs a model name: give --judge NAME or set NBEVAL_JUDGE_MODEL"
+            raise NbevalError(msg)
+    return _endpoint(model, base_url) if model else None
 
 
 def _evaluate_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     kw: dict[str, Any] = {"progress": not args.no_progress}
-    if getattr(args, "judge", None):
-        kw["judge"] = _endpoint(args.judge, getattr(args, "judge_base_url", None))
+    judge = _judge_spec(args)
+    if judge is not None:
+        kw["judge"] = judge
     if getattr(args, "embedder", None):
         kw["embedder"] = args.embedder
     if getattr(args, "device", None):
@@ -103,14 +126,48 @@ def _evaluate_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     return kw
 
 
-def _finish(result: Any, out: Path, fail_on_problems: bool) -> int:
+#: Problem kinds the CI gate can fail on: the ``--fail-on`` name, the ``kind`` in
+#: ``result.problems``, and how one problem of the kind is counted in the gate's lines.
+_GATE_KINDS = {
+    "threshold": ("threshold", "threshold breach", "threshold breaches", ""),
+    "unrated": ("unrated", "unrated", "unrated", " (rows that could not be rated; they are not failed rows)"),
+    "flip": ("perturbation_flip", "perturbation flip", "perturbation flips", ""),
+}
+
+
+def _gate_kinds(text: str) -> tuple[str, ...]:
+    """``--fail-on`` value: comma-separated kinds from :data:`_GATE_KINDS`."""
+    kinds = tuple(dict.fromkeys(k.strip() for k in text.split(",") if k.strip()))
+    unknown = [k for k in kinds if k not in _GATE_KINDS]
+    if unknown or not kinds:
+        given = ", ".join(map(repr, unknown)) or repr(text)
+        msg = f"unknown problem kind {given}; choose from {', '.join(_GATE_KINDS)}"
+        raise argparse.ArgumentTypeError(msg)
+    return kinds
+
+
+def _finish(result: Any, out: Path, fail_on_problems: bool | Sequence[str] | None) -> int:
+    """Print and save the result; with a gate (``True``: every kind, or the kinds of
+    :data:`_GATE_KINDS` to fail on) say which kinds trip it, one line each, and return 1 if any does."""
     print(result.summary())
     result.save(out)
     result.to_html(out / "report.html")
     print(f"\nsaved the result to {out}/ and the report to {out / 'report.html'}")
-    if fail_on_problems and len(result.problems):
-        return 1
-    return 0
+    if not fail_on_problems:
+        return 0
+    chosen = set(_GATE_KINDS) if fail_on_problems is True else set(fail_on_problems)
+    counts = result.problems["kind"].value_counts()
+    failing: list[str] = []
+    ignored: list[str] = []
+    for name, (kind, one, many, note) in _GATE_KINDS.items():
+        n = int(counts.get(kind, 0))
+        if n:
+            (failing if name in chosen else ignored).append(f"{n} {one if n == 1 else many}{note}")
+    for line in failing:
+        print(f"failing: {line}")
+    for line in ignored:
+        print(f"not failing on: {line} (--fail-on {','.join(k for k in _GATE_KINDS if k in chosen)})")
+    return 1 if failing else 0
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -168,18 +225,37 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("id")
     show.set_defaults(func=_show_evaluator)
 
-    run = sub.add_parser("run", help="evaluate a dataset, lab or suite file")
+    run = sub.add_parser(
+        "run", help="evaluate a dataset, lab or suite file", formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=(
+            "CI gate: with --fail-on-problems (or --fail-on KINDS) the exit status is 1 when the result\n"
+            "has a problem of a chosen kind, and one line per kind says what tripped it:\n"
+            "  threshold  a model's aggregate of an evaluator's primary metric is on the wrong side of\n"
+            "             its threshold\n"
+            "  unrated    some rows could not be rated (the judge's reply could not be parsed, or a\n"
+            "             regexp() condition timed out): they are neither passes nor fails, the\n"
+            "             aggregates are measured without them (n/N), and they trip the gate by default\n"
+            "             as 'unrated', not as failed rows; --fail-on threshold,flip lets them through\n"
+            "  flip       a perturbed test case passes where its original fails, or the reverse\n"
+            "Exit status: 0 on success, 1 when the gate trips, 2 on bad input."))
     run.add_argument("data", help="JSON, JSONL or CSV file in any shape nbeval reads")
     run.add_argument("-e", "--evaluators", required=True, help="comma-separated evaluator ids")
     run.add_argument("--out", default="nbeval-out", help="folder for the saved result and report.html")
     run.add_argument("--judge", help="judge model name (OpenAI-compatible endpoint)")
     run.add_argument("--judge-base-url",
-                     help="base URL of the judge's endpoint (with --judge; else NBEVAL_JUDGE_BASE_URL)")
+                     help="base URL of the judge's endpoint, for --judge or NBEVAL_JUDGE_MODEL "
+                          "(default: NBEVAL_JUDGE_BASE_URL)")
     run.add_argument("--embedder", help="sentence-transformers model name or path")
     run.add_argument("--device", help="cpu, cuda, ... (default: automatic)")
     run.add_argument("--no-cache", action="store_true", help="do not use the judge reply cache")
     run.add_argument("--dry-run", action="store_true", help="count rows and judge calls; score nothing")
-    run.add_argument("--fail-on-problems", action="store_true", help="exit 1 when any problem is found (for CI)")
+    gate = run.add_mutually_exclusive_group()
+    gate.add_argument("--fail-on-problems", action="store_const", const=True, default=None,
+                      help="exit 1 when any problem is found: threshold breaches, unrated rows, flips (for CI)")
+    gate.add_argument("--fail-on", dest="fail_on_problems", type=_gate_kinds,
+                      metavar="{threshold,unrated,flip}",
+                      help="exit 1 only on problems of these kinds (comma-separated); the others are "
+                           "listed but do not fail the run")
     run.add_argument("--no-progress", action="store_true")
     run.set_defaults(func=_run)
 
@@ -205,8 +281,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from nbeval.errors import NbevalError
-
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
