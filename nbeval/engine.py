@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from nbeval.results import EvaluationResult
 
 __all__ = ["CHUNK_ROWS", "LiveResult", "Plan", "RowOutcome", "RunState", "evaluate", "finish", "first_requests", "plan",
-           "plan_run", "run_chunk", "to_dataset"]
+           "plan_run", "planned_requests", "run_chunk", "to_dataset"]
 
 #: Rows scored together in one batch of rounds. Large enough that embedder and judge batches are
 #: full; small enough that a live view refreshes and Cancel is honoured promptly.
@@ -342,17 +342,23 @@ class Plan:
     skipped: dict[str, int]
     """Per evaluator: rows that would be skipped."""
     judge_calls: int = 0
-    """Judge calls of the first round (multi-step evaluators make more)."""
+    """Judge calls the run would make, every round counted (see ``later_round_calls``)."""
     cached_calls: int = 0
     """Of those, how many are already in the cache."""
+    later_round_calls: int = 0
+    """Of ``judge_calls``, those after a row's first call (a second check, one per chunk, ...):
+    counted by walking each row's scoring with placeholder replies, so an estimate where an
+    evaluator's later questions depend on the judge's answers."""
     est_prompt_tokens: int = 0
     est_completion_tokens: int = 0
 
     def __str__(self) -> str:
         lines = [f"{'evaluator':<28}{'rows':>8}{'skipped':>9}"]
         lines += [f"{k:<28}{self.rows[k]:>8}{self.skipped[k]:>9}" for k in self.rows]
+        later = f"; {self.later_round_calls} of them after a row's first call, estimated" \
+            if self.later_round_calls else ""
         lines.append(f"judge calls: {self.judge_calls} ({self.cached_calls} cached, "
-                     f"{self.judge_calls - self.cached_calls} to make), ~{self.est_prompt_tokens} prompt "
+                     f"{self.judge_calls - self.cached_calls} to make{later}), ~{self.est_prompt_tokens} prompt "
                      f"+ ~{self.est_completion_tokens} completion tokens")
         return "\n".join(lines)
 
@@ -373,8 +379,36 @@ def first_requests(ev: Evaluator, rows: Iterable[Row]) -> Iterable[Any]:
         yield req
 
 
+#: Requests walked per row in a dry run, at most (a guard against a scorer that never stops asking).
+_PLAN_MAX_REQUESTS = 1000
+
+
+def planned_requests(ev: Evaluator, rows: Iterable[Row]) -> Iterable[tuple[Any, bool]]:
+    """Every chat request each row's scoring would make, as ``(request, is_first_of_its_row)``,
+    found without calling anything: each request is answered with an empty placeholder reply, so
+    later requests that depend on real answers are an estimate."""
+    from nbeval.chat.base import ChatReply, Usage
+    from nbeval.requests import Chat
+
+    for row in rows:
+        gen, _ = _start(ev, row)
+        if gen is None:
+            continue
+        try:
+            req = next(gen)
+            for k in range(_PLAN_MAX_REQUESTS):
+                if not isinstance(req, Chat):
+                    break  # only chat calls are counted and priced
+                yield req, k == 0
+                req = gen.send(ChatReply("", Usage(), "dry-run"))
+        except Exception:  # StopIteration included: the row asks nothing more
+            pass
+        finally:
+            gen.close()
+
+
 def plan(dataset: LlmDataset, evaluators: Iterable[Evaluator], resources: Resources) -> Plan:
-    """Count rows, skips and first-round judge calls without calling anything."""
+    """Count rows, skips and the judge calls of every round without calling anything."""
     from nbeval.evaluators.base import Chat
 
     result = Plan(rows={}, skipped={})
@@ -384,9 +418,9 @@ def plan(dataset: LlmDataset, evaluators: Iterable[Evaluator], resources: Resour
         result.rows[ev.name], result.skipped[ev.name] = len(todo), len(skipped)
         if not ev.spec.needs_judge:
             continue
-        for req in first_requests(ev, todo):
-            if isinstance(req, Chat):
-                chats.setdefault(model_key(req.model), []).append(req)
+        for req, first in planned_requests(ev, todo):
+            chats.setdefault(model_key(req.model), []).append(req)
+            result.later_round_calls += not first
     for reqs in chats.values():
         try:
             client = resources.chat_client(reqs[0].model)
