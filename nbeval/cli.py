@@ -170,6 +170,60 @@ def _finish(result: Any, out: Path, fail_on_problems: bool | Sequence[str] | Non
     return 1 if failing else 0
 
 
+#: What ``nbeval run`` and ``nbeval demo`` write into ``--out``: the saved result and the report.
+_REPORT_FILE = "report.html"
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name one file: the same resolved path (links and ``..`` followed), or
+    the same file on disk (hard links, case-insensitive file systems)."""
+    if a.resolve() == b.resolve():
+        return True
+    try:
+        return a.exists() and b.exists() and a.samefile(b)
+    except OSError:
+        return False
+
+
+def _check_run_out(out: Path, inputs: Sequence[str]) -> None:
+    """Fail before any work when ``--out`` cannot take the result: it (or a folder above it) is
+    a file, one of the files to write is a folder there, or writing would overwrite an input."""
+    from nbeval.errors import DataError
+    from nbeval.results.files import check_folder
+    from nbeval.results.result import RESULT_FILES
+
+    names = (*RESULT_FILES, _REPORT_FILE)
+    for given in inputs:
+        for name in names:
+            if _same_file(out / name, Path(given)):
+                msg = (f"--out {out} would overwrite the input {given} (a run writes {name} there, with "
+                       f"{', '.join(n for n in names if n != name)}); choose another --out folder")
+                raise DataError(msg)
+    try:
+        check_folder(out, names)
+    except DataError as exc:
+        raise DataError(f"--out {out}: {exc}") from None
+
+
+def _check_file_out(out: Path, inputs: Sequence[str]) -> None:
+    """Fail before any work when the output file ``out`` is an input, or a folder."""
+    from nbeval.errors import DataError
+    from nbeval.results.files import check_folder
+
+    for given in inputs:
+        if _same_file(out, Path(given)):
+            msg = (f"--out {out} would overwrite the input {given}; write the lab to another file, "
+                   f"e.g. --out {Path(given).stem}-lab.json")
+            raise DataError(msg)
+    if out.is_dir():
+        msg = f"--out {out} is a folder; give the path of the file to write, e.g. --out {out / 'lab.json'}"
+        raise DataError(msg)
+    try:
+        check_folder(out.parent)
+    except DataError as exc:
+        raise DataError(f"--out {out}: {exc}") from None
+
+
 def _run(args: argparse.Namespace) -> int:
     import nbeval
 
@@ -178,6 +232,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(nbeval.evaluate(args.data, evaluators, dry_run=True, **kwargs))
         return 0
+    _check_run_out(Path(args.out), [args.data])
     result = nbeval.evaluate(args.data, evaluators, **kwargs)
     return _finish(result, Path(args.out), args.fail_on_problems)
 
@@ -194,8 +249,12 @@ def _demo(args: argparse.Namespace) -> int:
 
 def _complete(args: argparse.Namespace) -> int:
     from nbeval.chat.collect import collect
+    from nbeval.data import jsonio
     from nbeval.data.model import TestSuite
+    from nbeval.results.files import write_aside
 
+    if not args.dry_run:
+        _check_file_out(Path(args.out), [args.suite])
     suite = TestSuite.from_json(args.suite)
     models = {m: _endpoint(m, args.base_url) for m in args.model}
     pending = collect(suite, models=models, system_prompt=args.system_prompt,
@@ -204,7 +263,9 @@ def _complete(args: argparse.Namespace) -> int:
         print(pending.plan())
         return 0
     lab = pending.complete(progress=not args.no_progress)
-    lab.to_json(args.out)
+    data = lab.to_json()
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    write_aside(args.out, lambda tmp: jsonio.write_json(data, tmp))  # a failed write keeps the previous lab
     failed = sum(1 for r in lab.dataset if r.error)
     print(f"asked {len(lab.models)} model(s) {len(suite.test_cases)} test case(s); {failed} failed; wrote {args.out}")
     return 0

@@ -65,7 +65,7 @@ def test_all_garbage_bool_judge_leaves_pass_unmeasured() -> None:
         assert "could not read a verdict" in row["error"] and pd.isna(row["passed"])
     # No row could be rated: pass is measured on 0 of 5 rows, so it has no value and no verdict.
     p = _agg(result, "pass")
-    assert pd.isna(p["value"]) and (p["n"], p["N"]) == (0, 5) and p["passed"] is None
+    assert pd.isna(p["value"]) and (p["n"], p["N"]) == (0, 5) and pd.isna(p["passed"])
     # parse_failures is measured on every row: 5 of 5.
     assert (_agg(result, "parse_failures")["value"], _agg(result, "parse_failures")["n"]) == (1.0, 5)
     probs = result.problems
@@ -148,7 +148,8 @@ def test_contact_information_with_an_unreadable_context_reply_is_unrated() -> No
 CONFLICTING = ["Verdict: yes\nVerdict: no", '{"verdict": "yes", "rating": "no"}',
                'Rating: no\n{"rating": "yes"}', "yes/no"]
 NESTED = ['{"verdict": ["no"]}', '{"verdict": {"value": "no"}}', '{"verdict": {"verdict": "no"}}', '["no"]',
-          '{"reason": "it is not sexist, so no"}', "[" * 5000 + "]" * 5000, '{"verdict": ' + "[" * 3000 + "]" * 3000 + "}"]
+          '{"reason": "it is not sexist, so no"}', "[" * 5000 + "]" * 5000,
+          '{"verdict": ' + "[" * 3000 + "]" * 3000 + "}"]
 
 
 @pytest.mark.parametrize("reply", CONFLICTING + NESTED)
@@ -198,6 +199,17 @@ def test_a_long_unbalanced_reply_is_read_quickly() -> None:
     parsed = parse_choice("{" * 20_000 + " no", {"yes": True, "no": False})
     assert time.perf_counter() - started < 2.0
     assert parsed.value is False  # the one verdict word after the junk
+
+
+@pytest.mark.parametrize("label", ["Verdict", "Score", "Reason", "Relevant"])
+def test_a_label_followed_by_a_sea_of_blanks_is_read_quickly(label: str) -> None:
+    import time
+
+    reply = label + " " * 20_000 + "x"
+    started = time.perf_counter()
+    results = [parse_choice(reply, {"yes": True, "no": False}), parse_number(reply, 0, 5), parse_index_list(reply, 3)]
+    assert time.perf_counter() - started < 1.0
+    assert not any(p.ok for p in results)
 
 
 # -- text_matching: a timed-out regexp is unrated, not failed ---------------------------------
@@ -316,7 +328,7 @@ def test_run_help_documents_the_gate(capsys: pytest.CaptureFixture[str]) -> None
         main(["run", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "--fail-on {threshold,unrated,flip}" in out or "--fail-on KINDS" in out
-    assert "unrated" in out and "could not be rated" in out and "exit status 1" in out.lower()
+    assert "unrated" in out and "could not be rated" in out and "exit status is 1" in out
 
 
 def test_readme_documents_the_gate() -> None:

@@ -3,6 +3,10 @@
 Everything shown (prompt, expected output, contexts, answers, rationales, errors, labels, model
 and evaluator names) is escaped through :mod:`nbeval.widgets.markup`; a rationale holding
 ``<script>`` or ``<img onerror=...>`` is shown as text.
+
+Every text is cut to ``max_chars`` (default 4,000) characters, ending with the marker of
+:func:`nbeval.results.limits.truncate_text` that gives its full size, so a 5 MB answer or
+rationale never reaches the browser whole.
 """
 
 from __future__ import annotations
@@ -11,13 +15,21 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from nbeval.results.limits import truncate_text
 from nbeval.widgets.markup import esc, text_block, value_cell
 
 if TYPE_CHECKING:
     from nbeval.data.model import Chunk, Row
     from nbeval.results import EvaluationResult
 
-__all__ = ["case_html", "case_rows"]
+__all__ = ["MAX_CHARS", "case_html", "case_rows"]
+
+#: How many characters of each text a case shows by default.
+MAX_CHARS = 4000
+#: How many characters of a name (model, test-case key, document URI) are shown.
+_NAME_CHARS = 200
+#: How many chunks of a context are shown (each cut to ``max_chars``).
+_MAX_CHUNKS = 20
 
 _CELL = "vertical-align:top;padding:4px 8px;border-top:1px solid #e4e4e4;min-width:200px;max-width:460px"
 _HEAD = "text-align:left;vertical-align:top;padding:4px 8px;color:#555;font-weight:600;white-space:nowrap"
@@ -33,34 +45,46 @@ def case_rows(result: EvaluationResult) -> dict[str, list[Row]]:
     return out
 
 
-def _chunks(chunks: Sequence[Chunk], max_chars: int) -> str:
-    if not chunks:
-        return f'<span style="{_MUTED}">—</span>'
-    parts = []
-    for i, c in enumerate(chunks, 1):
-        source = f' <span style="{_MUTED}">[{esc(c.doc_uri)}]</span>' if c.doc_uri else ""
-        parts.append(f'<div style="margin-bottom:6px"><span style="{_MUTED}">#{i}</span>{source}'
-                     f"{text_block(c.content, max_chars=max_chars)}</div>")
-    return "".join(parts)
-
-
 def _missing(v: Any) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v)) or type(v).__name__ == "NAType"
 
 
+def _text(value: Any, max_chars: int) -> str:
+    """``value`` as an escaped text block, cut to ``max_chars`` with the size marker."""
+    return text_block(None if _missing(value) else truncate_text(str(value), max_chars))
+
+
+def _name(value: Any) -> str:
+    """A short name, escaped and cut."""
+    return esc(None if _missing(value) else truncate_text(str(value), _NAME_CHARS))
+
+
+def _chunks(chunks: Sequence[Chunk], max_chars: int) -> str:
+    if not chunks:
+        return f'<span style="{_MUTED}">—</span>'
+    parts = []
+    for i, c in enumerate(chunks[:_MAX_CHUNKS], 1):
+        source = f' <span style="{_MUTED}">[{_name(c.doc_uri)}]</span>' if c.doc_uri else ""
+        parts.append(f'<div style="margin-bottom:6px"><span style="{_MUTED}">#{i}</span>{source}'
+                     f"{_text(c.content, max_chars)}</div>")
+    if len(chunks) > _MAX_CHUNKS:
+        parts.append(f'<div style="{_MUTED}">… and {len(chunks) - _MAX_CHUNKS} more chunks</div>')
+    return "".join(parts)
+
+
 def _case_fields(row: Row, max_chars: int) -> str:
-    fields = [("prompt", text_block(row.input, max_chars=max_chars)),
-              ("expected output", text_block(row.expected_output, max_chars=max_chars)),
-              ("condition", text_block(row.output_condition)),
-              ("guidelines", text_block("\n".join(f"• {g}" for g in row.guidelines))),
-              ("categories", text_block(", ".join(row.categories))),
+    fields = [("prompt", _text(row.input, max_chars)),
+              ("expected output", _text(row.expected_output, max_chars)),
+              ("condition", _text(row.output_condition, max_chars)),
+              ("guidelines", _text("\n".join(f"• {g}" for g in row.guidelines), max_chars)),
+              ("categories", _text(", ".join(row.categories), max_chars)),
               ("expected context", _chunks(row.expected_context, max_chars))]
     body = "".join(f'<tr><th style="{_HEAD}">{esc(name)}</th><td style="{_CELL}">{html}</td></tr>'
                    for name, html in fields)
     return f'<table style="border-collapse:collapse;margin-bottom:10px">{body}</table>'
 
 
-def case_html(result: EvaluationResult, key: str, highlight: str | None = None, *, max_chars: int = 4000,
+def case_html(result: EvaluationResult, key: str, highlight: str | None = None, *, max_chars: int = MAX_CHARS,
               rows: dict[str, list[Row]] | None = None) -> str:
     """The case ``key``: its fields, then one column per model with the answer, retrieved context,
     every metric (tinted by pass/fail), each evaluator's rationale and any error or skip reason.
@@ -68,7 +92,7 @@ def case_html(result: EvaluationResult, key: str, highlight: str | None = None, 
     grouped = rows if rows is not None else case_rows(result)
     case = grouped.get(key)
     if not case:
-        return f'<div style="{_MUTED}">no test case with key {esc(key)!s} in this result</div>'
+        return f'<div style="{_MUTED}">no test case with key {_name(key)} in this result</div>'
     by_model = {r.model_key: r for r in case}
     models = [m for m in result.model_keys if m in by_model] + [m for m in by_model if m not in result.model_keys]
     s = result.scores[result.scores["key"] == key]
@@ -81,10 +105,11 @@ def case_html(result: EvaluationResult, key: str, highlight: str | None = None, 
         tds = "".join(f'<td style="{column_style(m)}">{c}</td>' for m, c in zip(models, cells, strict=True))
         return f'<tr><th style="{_HEAD}">{esc(name)}</th>{tds}</tr>'
 
-    head = "".join(f'<th style="{_HEAD};{_HIGHLIGHT if m == highlight else ""}">{esc(result.label(m))}</th>'
+    head = "".join(f'<th style="{_HEAD};{_HIGHLIGHT if m == highlight else ""}">{_name(result.label(m))}</th>'
                    for m in models)
-    body = [line("answer", [text_block(by_model[m].actual_output, max_chars=max_chars)
-                            + (text_block(f"answer not collected: {by_model[m].error}") if by_model[m].error else "")
+    body = [line("answer", [_text(by_model[m].actual_output, max_chars)
+                            + (_text(f"answer not collected: {by_model[m].error}", max_chars)
+                               if by_model[m].error else "")
                             for m in models]),
             line("retrieved context", [_chunks(by_model[m].context, max_chars) for m in models])]
     for ev in result.evaluators:
@@ -95,10 +120,10 @@ def case_html(result: EvaluationResult, key: str, highlight: str | None = None, 
         if any(r is not None and not (_missing(r.rationale) and _missing(r.label)) for r in first):
             body.append(line(f"{ev}: rationale", [_rationale(r, max_chars) for r in first]))
         if any(r is not None and (not _missing(r.error) or r.skipped) for r in first):
-            body.append(line(f"{ev}: error / skipped", [_problem(r) for r in first]))
+            body.append(line(f"{ev}: error / skipped", [_problem(r, max_chars) for r in first]))
     table = (f'<table style="border-collapse:collapse"><thead><tr><th></th>{head}</tr></thead>'
              f"<tbody>{''.join(body)}</tbody></table>")
-    return (f'<div class="nbeval-case"><div style="{_MUTED}">test case {esc(key)}</div>'
+    return (f'<div class="nbeval-case"><div style="{_MUTED}">test case {_name(key)}</div>'
             f'{_case_fields(case[0], max_chars)}<div style="overflow-x:auto">{table}</div></div>')
 
 
@@ -116,15 +141,15 @@ def _score_cell(r: Any) -> str:
 def _rationale(r: Any, max_chars: int) -> str:
     if r is None:
         return f'<span style="{_MUTED}">—</span>'
-    label = f'<div style="{_MUTED}">label: {esc(r.label)}</div>' if not _missing(r.label) else ""
-    return label + text_block(r.rationale, max_chars=max_chars)
+    label = f'<div style="{_MUTED}">label: {_name(r.label)}</div>' if not _missing(r.label) else ""
+    return label + _text(r.rationale, max_chars)
 
 
-def _problem(r: Any) -> str:
+def _problem(r: Any, max_chars: int) -> str:
     if r is None:
         return ""
     if r.skipped:
-        return text_block(f"skipped: {r.skip_reason or 'no reason given'}")
+        return _text(f"skipped: {r.skip_reason or 'no reason given'}", max_chars)
     if not _missing(r.error):
-        return f'<div style="color:#b3261e">{text_block(r.error)}</div>'
+        return f'<div style="color:#b3261e">{_text(r.error, max_chars)}</div>'
     return ""

@@ -8,7 +8,7 @@ import ipywidgets as w
 import traitlets
 
 from nbeval.results import EvaluationResult
-from nbeval.widgets.case_view import case_html, case_rows
+from nbeval.widgets.case_view import MAX_CHARS, case_html, case_rows
 from nbeval.widgets.charts import CASE_SELECTION, heatmap
 from nbeval.widgets.common import reports_errors, status_html
 
@@ -21,7 +21,8 @@ class CaseExplorer(w.VBox):
 
     Choose the case in the dropdown or click a heatmap cell (the chart's ``case_select``
     selection, observed from Python); the clicked model's column is highlighted. ``key`` and
-    ``model_key`` hold the current choice; ``detail.value`` is the escaped HTML shown.
+    ``model_key`` hold the current choice; ``detail.value`` is the escaped HTML shown, each text
+    in it cut to ``max_chars`` characters with a marker giving its full size.
     """
 
     result = traitlets.Instance(EvaluationResult, allow_none=True)
@@ -29,9 +30,11 @@ class CaseExplorer(w.VBox):
     model_key = traitlets.Unicode("", help="the model highlighted ('' for none)")
 
     def __init__(self, result: EvaluationResult | None = None, *, show_heatmap: bool = True,
-                 **kwargs: Any) -> None:
+                 max_chars: int = MAX_CHARS, **kwargs: Any) -> None:
         from nbeval.widgets.display import jupyter_chart
 
+        self.max_chars = max_chars
+        """How many characters of each text (answer, rationale, prompt, ...) a case shows."""
         self.evaluator_choice = w.Dropdown(description="Heatmap", options=[])
         self.case_choice = w.Dropdown(description="Case", options=[], layout=w.Layout(width="640px"))
         self.chart = jupyter_chart(None) if show_heatmap else None
@@ -59,7 +62,7 @@ class CaseExplorer(w.VBox):
             self._rows = case_rows(result) if result is not None else {}
             options = []
             for i, (key, rows) in enumerate(self._rows.items(), 1):
-                prompt = " ".join(str(rows[0].input or "").split())
+                prompt = " ".join(str(rows[0].input or "")[:400].split())  # never split a 5 MB prompt
                 options.append((f"{i}. {prompt[:80] + '…' if len(prompt) > 80 else prompt}", key))
             self.case_choice.options = options
             evaluators = result.evaluators if result is not None else []
@@ -119,4 +122,5 @@ class CaseExplorer(w.VBox):
         if self.result is None or not self.key:
             self.detail.value = status_html("no result yet: run an evaluation" if self.result is None else "no case")
             return
-        self.detail.value = case_html(self.result, self.key, self.model_key or None, rows=self._rows)
+        self.detail.value = case_html(self.result, self.key, self.model_key or None, max_chars=self.max_chars,
+                                      rows=self._rows)

@@ -94,9 +94,14 @@ def _rows(result: EvaluationResult, evaluator: str, metric: str) -> pd.DataFrame
 
 
 def cell_status(rows: pd.DataFrame) -> np.ndarray:
-    """Per score row: ``scored``, ``skipped``, ``error``, ``parse_failure`` or ``no_value``."""
+    """Per score row: ``scored``, ``skipped``, ``error``, ``parse_failure`` or ``no_value``.
+
+    ``parse_failure`` covers every row that could not be rated (a label of
+    :data:`~nbeval.evaluators.base.UNRATED_LABELS`: an unreadable judge reply, a timed-out regexp)."""
+    from nbeval.evaluators.base import UNRATED_LABELS
+
     skipped = rows["skipped"].astype(bool).to_numpy()
-    parse = (rows["label"] == "parse_failure").to_numpy() & ~skipped
+    parse = rows["label"].isin(list(UNRATED_LABELS)).to_numpy() & ~skipped
     no_value = rows["value"].isna().to_numpy()
     error = rows["error"].notna().to_numpy() & no_value
     return np.select([skipped, parse, error, no_value], ["skipped", "parse_failure", "error", "no_value"],

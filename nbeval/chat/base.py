@@ -9,19 +9,29 @@ Anything with a ``name``, a ``chat`` method and a ``cache_identity`` method is a
 A model signals a failed call by raising :class:`ChatError`; its ``retryable`` flag tells the
 :class:`~nbeval.chat.client.ChatClient` whether trying again can help (rate limits, server errors,
 timeouts, dropped connections) or not (a bad request, a wrong key).
+
+Reply text that cannot be encoded (a lone surrogate, which a JSON ``\\ud800`` escape or a Python
+function can produce) is repaired the moment a :class:`ChatReply` is made, however it is made:
+it becomes U+FFFD, the reply's :attr:`ChatReply.warnings` say so, and a
+:class:`~nbeval.data.fields.DataWarning` is issued. Such a reply never breaks the cache, a run
+or a save.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from nbeval.chat.secrets import redact as _redact
+from nbeval.data.fields import DataWarning
+from nbeval.data.text import repair_text
 from nbeval.errors import ResourceError
 
 __all__ = [
+    "REPLY_REPAIRED",
     "ChatError",
     "ChatModel",
     "ChatReply",
@@ -32,6 +42,10 @@ __all__ = [
     "normalize_messages",
     "redact",
 ]
+
+#: The note a repaired reply carries in :attr:`ChatReply.warnings`.
+REPLY_REPAIRED = ("the reply held text that cannot be encoded as UTF-8 (a lone surrogate such as '\\ud800'); "
+                  "it was repaired: replaced by U+FFFD")
 
 #: One chat message: ``{"role": "system" | "user" | "assistant", "content": "..."}``.
 Message = Mapping[str, str]
@@ -86,6 +100,23 @@ class ChatReply:
     """Seconds the call took (for a cached reply: the original call's time)."""
     cost: float | None = None
     """US dollars the call cost, when a price is known (``None`` otherwise)."""
+    warnings: tuple[str, ...] = ()
+    """What nbeval repaired in the reply (kept with it in the cache), for the row's rationale."""
+
+    def __post_init__(self) -> None:
+        text = self.text if isinstance(self.text, str) else ("" if self.text is None else str(self.text))
+        text, repaired = repair_text(text)
+        if text is not self.text:
+            object.__setattr__(self, "text", text)
+        model, model_repaired = repair_text(str(self.model))
+        if model_repaired:
+            object.__setattr__(self, "model", model)
+            repaired = True
+        if repaired and REPLY_REPAIRED not in self.warnings:
+            object.__setattr__(self, "warnings", (*self.warnings, REPLY_REPAIRED))
+            warnings.warn(f"{self.model}: {REPLY_REPAIRED}", DataWarning, stacklevel=3)
+        elif not isinstance(self.warnings, tuple):
+            object.__setattr__(self, "warnings", tuple(self.warnings))
 
 
 @runtime_checkable

@@ -7,6 +7,10 @@ is killed keeps every reply it got and a re-run asks only for what is missing.
 
 The database runs in WAL mode with a busy timeout: several threads of one process share one
 connection behind a lock, several processes each open their own and wait for each other's writes.
+
+A reply's :attr:`~nbeval.chat.base.ChatReply.warnings` (text nbeval had to repair) are kept in a
+table of their own, ``reply_notes``, so a reply read back says what it said the first time and a
+cache written by an older nbeval (which has no such table) is read and written as it is.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any
 
 from nbeval.chat.base import ChatReply, Message, Usage
 from nbeval.chat.secrets import hash_secrets
+from nbeval.data.text import repair_text
 
 __all__ = ["ENV_CACHE_DIR", "ChatCache", "cache_key", "default_cache_path"]
 
@@ -41,6 +46,7 @@ CREATE TABLE IF NOT EXISTS replies (
     created REAL NOT NULL
 )
 """
+_NOTES_SCHEMA = "CREATE TABLE IF NOT EXISTS reply_notes (key TEXT PRIMARY KEY, warnings TEXT NOT NULL)"
 
 
 def default_cache_path() -> Path:
@@ -60,7 +66,18 @@ def cache_key(identity: str, messages: Sequence[Message], params: Mapping[str, A
         {"model": identity, "params": hash_secrets(dict(params or {})), "messages": [dict(m) for m in messages]},
         sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr,
     )
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+    # surrogatepass: a message holding a lone surrogate still has a key (it is only hashed).
+    return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _notes(stored: str | None) -> tuple[str, ...]:
+    if not stored:
+        return ()
+    try:
+        notes = json.loads(stored)
+    except ValueError:
+        return ()
+    return tuple(str(n) for n in notes) if isinstance(notes, list) else ()
 
 
 class ChatCache:
@@ -86,6 +103,7 @@ class ChatCache:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")  # durable across a killed process
             conn.execute(_SCHEMA)
+            conn.execute(_NOTES_SCHEMA)
             self._conn, self._pid = conn, os.getpid()
         return self._conn
 
@@ -93,13 +111,13 @@ class ChatCache:
         """The cached reply under ``key`` (marked ``cached=True``), or ``None``."""
         with self._lock:
             row = self._connection().execute(
-                "SELECT text, reply_model, prompt_tokens, completion_tokens, duration_s, cost "
-                "FROM replies WHERE key = ?", (key,)).fetchone()
+                "SELECT r.text, r.reply_model, r.prompt_tokens, r.completion_tokens, r.duration_s, r.cost, n.warnings "
+                "FROM replies r LEFT JOIN reply_notes n ON n.key = r.key WHERE r.key = ?", (key,)).fetchone()
         if row is None:
             return None
-        text, model, p, c, duration, cost = row
+        text, model, p, c, duration, cost, notes = row
         return ChatReply(text=text, usage=Usage(p, c), model=model, cached=True,
-                         duration_s=duration, cost=cost)
+                         duration_s=duration, cost=cost, warnings=_notes(notes))
 
     def contains(self, keys: Sequence[str]) -> set[str]:
         """The subset of ``keys`` that have a cached reply."""
@@ -114,12 +132,25 @@ class ChatCache:
         return found
 
     def put(self, key: str, identity: str, reply: ChatReply) -> None:
-        """Store ``reply`` under ``key`` now (one autocommitted statement)."""
+        """Store ``reply`` (and its warnings) under ``key`` now, in one transaction."""
+        text, model = repair_text(reply.text)[0], repair_text(reply.model)[0]  # a reply made some other way
         with self._lock:
-            self._connection().execute(
-                "INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (key, identity, reply.text, reply.model, reply.usage.prompt_tokens,
-                 reply.usage.completion_tokens, reply.duration_s, reply.cost, time.time()))
+            conn = self._connection()
+            conn.execute("BEGIN IMMEDIATE")  # the reply and its notes together, or neither
+            try:
+                conn.execute(
+                    "INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (key, repair_text(identity)[0], text, model, reply.usage.prompt_tokens,
+                     reply.usage.completion_tokens, reply.duration_s, reply.cost, time.time()))
+                if reply.warnings:
+                    conn.execute("INSERT OR REPLACE INTO reply_notes VALUES (?, ?)",
+                                 (key, json.dumps(list(reply.warnings), ensure_ascii=True)))
+                else:  # notes an older nbeval left behind belong to a reply that is gone
+                    conn.execute("DELETE FROM reply_notes WHERE key = ?", (key,))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
 
     def __len__(self) -> int:
         with self._lock:
@@ -131,8 +162,10 @@ class ChatCache:
             conn = self._connection()
             if identity is None:
                 cur = conn.execute("DELETE FROM replies")
+                conn.execute("DELETE FROM reply_notes")
             else:
                 cur = conn.execute("DELETE FROM replies WHERE identity = ?", (identity,))
+                conn.execute("DELETE FROM reply_notes WHERE key NOT IN (SELECT key FROM replies)")
             return cur.rowcount
 
     def close(self) -> None:

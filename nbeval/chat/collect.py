@@ -192,13 +192,18 @@ def _answered(row: Any, result: Any, is_fn: bool) -> Any:
         return row.with_answer(actual_output=None, error=result.error)
     answer, context = result.text, None
     if is_fn:
-        data = json.loads(result.text)
-        answer, context = data["answer"], data.get("context")
+        try:
+            data = json.loads(result.text)
+            answer, context = data["answer"], data.get("context")
+        except (ValueError, KeyError, TypeError):  # a cache entry some other program wrote
+            return row.with_answer(actual_output=None, error="the function's answer could not be read back "
+                                   f"from the cache: {result.text[:80]!r}")
     chunks = [] if context is None else [
         Chunk(content=c.get("content"), doc_uri=c.get("doc_uri")) if isinstance(c, Mapping) else Chunk(content=str(c))
         for c in context]
+    # A reply repaired on its way in (text that could not be encoded) says so on its row.
     return row.with_answer(actual_output=answer, context=chunks, actual_duration=result.duration_s,
-                           cost=result.cost)
+                           cost=result.cost, warnings=[*row.warnings, *getattr(result, "warnings", ())])
 
 
 def _models(models: Any) -> dict[str, ChatModel]:

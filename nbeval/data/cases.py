@@ -1,15 +1,17 @@
 """A test case (a prompt with what a good answer looks like) and a test (cases sharing a corpus).
 
 Both are plain dataclasses; :meth:`TestCase.from_dict` reads one from a JSON object, checking
-every field. Suites, rows and labs are in :mod:`nbeval.data.model`.
+every field. Suites, rows and labs are in :mod:`nbeval.data.model`. Text that cannot be encoded
+is repaired as in a row (see :mod:`nbeval.data.rows`), noted in :attr:`TestCase.warnings`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from nbeval.data.fields import (
+    WARNINGS_FIELD,
     Chunk,
     Relationship,
     check_chunks,
@@ -20,13 +22,14 @@ from nbeval.data.fields import (
     check_str_list,
     check_text,
     derive_key,
+    repair_fields,
 )
 from nbeval.errors import DataError
 
 __all__ = ["Test", "TestCase"]
 
 _CASE_FIELDS = frozenset({"key", "prompt", "categories", "relationships", "expected_output", "condition",
-                          "guidelines", "expected_context"})
+                          "guidelines", "expected_context", WARNINGS_FIELD})
 
 
 @dataclass
@@ -45,12 +48,31 @@ class TestCase:
     expected_context: list[Chunk] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
     """Fields nbeval does not know; kept and written back."""
+    warnings: list[str] = field(default_factory=list)
+    """What nbeval repaired in this test case when it was read; written as ``nbeval_warnings``."""
 
     def __post_init__(self) -> None:
+        self.warnings = list(self.warnings)
+        self._repair()
         if self.condition:
             from nbeval.data.conditions import parse_condition
 
             parse_condition(self.condition)  # a malformed condition fails here, not mid-run
+
+    def _repair(self) -> None:
+        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "warnings"}
+        values["relationships"] = [r.to_json() for r in self.relationships]
+        values["expected_context"] = [c.to_json() for c in self.expected_context]
+        fixed, notes = repair_fields(values, None, f"test case '{self.key}'" if self.key else None)
+        if not notes:
+            return
+        fixed["relationships"] = [Relationship(**r) for r in fixed["relationships"]]
+        fixed["expected_context"] = [Chunk(content=c) if isinstance(c, str) else
+                                     Chunk(content=c.get("content"), doc_uri=c.get("doc_uri"))
+                                     for c in fixed["expected_context"]]
+        for name, value in fixed.items():
+            setattr(self, name, value)
+        self.warnings.extend(notes)
 
     @property
     def resolved_key(self) -> str:
@@ -64,6 +86,7 @@ class TestCase:
         naming ``source``, ``where`` (the row) and the field."""
         if not isinstance(c, dict):
             raise DataError("a test case must be a JSON object", source=source, row=where)
+        c, notes = repair_fields(c, source, where)
         prompt = c.get("prompt")
         if not isinstance(prompt, str):
             raise DataError("a test case needs a text 'prompt'", source=source, row=where, field="prompt")
@@ -77,6 +100,7 @@ class TestCase:
             guidelines=check_guidelines(c.get("guidelines"), source, where),
             expected_context=check_chunks(c.get("expected_context"), source, where, "expected_context"),
             extra={k: v for k, v in c.items() if k not in _CASE_FIELDS},
+            warnings=check_str_list(c.get(WARNINGS_FIELD), source, where, WARNINGS_FIELD) + notes,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -90,6 +114,8 @@ class TestCase:
         if self.expected_context:
             out["expected_context"] = [c.to_json() for c in self.expected_context]
         out.update(self.extra)
+        if self.warnings:
+            out[WARNINGS_FIELD] = list(self.warnings)
         return out
 
 

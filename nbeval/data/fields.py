@@ -4,23 +4,34 @@ The small value types (:class:`Chunk`, :class:`Relationship`), the key derived f
 case's content, and one check per kind of field. Every check takes the raw value with where it
 came from (source, row, field) and returns the clean value or raises
 :class:`~nbeval.errors.DataError` naming all three. Nothing here reads a file.
+
+Two rules every layer shares live here too: :func:`label_text`, the text a label or an answer
+compares by (numbers by value), and :func:`repair_fields` with :class:`DataWarning`, the repair
+of text that cannot be encoded, reported as a warning naming the source, row and field.
 """
 
 from __future__ import annotations
 
+import decimal
 import hashlib
 import json
 import math
+import numbers
+import re
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from nbeval.data.text import REPAIR_NOTE, repair_data
 from nbeval.errors import ConditionError, DataError
 
 __all__ = [
     "DEFAULT_MODEL_KEY",
     "ROW_FIELDS",
+    "WARNINGS_FIELD",
     "Chunk",
+    "DataWarning",
     "Relationship",
     "as_list",
     "check_chunks",
@@ -34,6 +45,10 @@ __all__ = [
     "derive_key",
     "is_missing",
     "is_null",
+    "label_text",
+    "numeric_text",
+    "repair_fields",
+    "warn_data",
 ]
 
 #: The model key given to rows that do not name one.
@@ -43,6 +58,10 @@ DEFAULT_MODEL_KEY = "model"
 ROW_FIELDS = ("key", "model_key", "input", "corpus", "context", "categories", "relationships",
               "expected_output", "output_condition", "actual_output", "actual_duration", "cost",
               "expected_context", "guidelines", "error")
+
+#: The key under which the notes of what nbeval repaired in a row or test case (``warnings``)
+#: are written to files, only when there are some.
+WARNINGS_FIELD = "nbeval_warnings"
 
 
 def is_missing(value: Any) -> bool:
@@ -55,8 +74,103 @@ def is_missing(value: Any) -> bool:
 
 
 def is_null(value: Any) -> bool:
-    """Whether a value read from a file is no value at all: ``None`` or NaN (an empty cell)."""
-    return value is None or (isinstance(value, float) and math.isnan(value))
+    """Whether a value read from a file is no value at all: ``None``, NaN (an empty cell), or
+    pandas' ``NA`` / ``NaT``."""
+    return (value is None or (isinstance(value, float) and math.isnan(value))
+            or type(value).__name__ in ("NAType", "NaTType"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Numbers as labels
+
+
+#: A number written plainly: optional sign, digits without a leading zero (``0`` itself and
+#: ``0.5`` are fine, ``01`` is not), an optional fraction and exponent.
+_NUMBER_TEXT = re.compile(r"[+-]?(?:(?:0|[1-9]\d*)(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+_NUMBER_MAX_CHARS = 64
+_EXACT = decimal.Context(prec=_NUMBER_MAX_CHARS + 8)
+
+
+def numeric_text(value: Any) -> str | None:
+    """The canonical text of ``value`` when it is a number, else ``None``.
+
+    A number is an ``int`` or a finite ``float`` (not a boolean), or a string that is exactly a
+    plain decimal number (no white space around it, no leading zero such as ``01``, no thousands
+    separator; at most 64 characters). The canonical text is the shortest plain decimal form of
+    the value: ``1``, ``1.0``, ``"1"``, ``"1.0"``, ``"+1"`` and ``"1e0"`` are all ``"1"``;
+    ``0.5`` and ``"0.50"`` are ``"0.5"``; ``-0`` is ``"0"``. A float counts by its shortest
+    round-trip form (``0.1`` is ``"0.1"``).
+    """
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
+        return None
+    if isinstance(value, str):
+        if len(value) > _NUMBER_MAX_CHARS or not _NUMBER_TEXT.fullmatch(value):
+            return None
+        text = value
+    elif isinstance(value, numbers.Integral):
+        try:
+            return str(int(value))
+        except ValueError:  # more digits than Python will write as text
+            return None
+    elif isinstance(value, numbers.Real):
+        f = float(value)
+        if not math.isfinite(f):
+            return None
+        text = repr(f)
+    else:
+        return None
+    d = decimal.Decimal(text)
+    if d.is_zero():
+        return "0"
+    d = d.normalize(_EXACT)
+    exponent = d.as_tuple().exponent
+    if isinstance(exponent, int) and -_NUMBER_MAX_CHARS <= exponent <= _NUMBER_MAX_CHARS:
+        return format(d, "f")
+    return str(d)  # an extreme exponent stays in scientific form rather than expand
+
+
+def label_text(value: Any) -> str:
+    """The text a label or an answer compares by: numbers by value, anything else as it is.
+
+    A missing value (``None``, NaN) is ``""``; a number (see :func:`numeric_text`) is its
+    canonical text, so ``1``, ``1.0``, ``"1"`` and ``"1.0"`` compare equal; any other value is its
+    text unchanged (case and white space count; ``"01"`` stays ``"01"``).
+    """
+    if is_null(value):
+        return ""
+    canonical = numeric_text(value)
+    if canonical is not None:
+        return canonical
+    return value if isinstance(value, str) else str(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Repairs and warnings
+
+
+class DataWarning(UserWarning):
+    """The data loaded, but something in it was repaired or looks wrong; the message names the
+    source, the row and the field."""
+
+
+def warn_data(message: str, *, source: str | None = None, row: Any = None, field: str | None = None,
+              stacklevel: int = 3) -> str:
+    """Issue a :class:`DataWarning` located like a :class:`~nbeval.errors.DataError`; returns its text."""
+    text = str(DataError(message, source=source, row=row, field=field))
+    warnings.warn(text, DataWarning, stacklevel=stacklevel)
+    return text
+
+
+def repair_fields(record: dict[str, Any], source: str | None, row: Any) -> tuple[dict[str, Any], list[str]]:
+    """``record`` with text that cannot be encoded repaired (see :func:`~nbeval.data.text.repair_text`),
+    and one note per repaired field; each repair is also a :class:`DataWarning`."""
+    fixed, places = repair_data(record)
+    notes = []
+    for place in places:
+        field = place.lstrip(".") or None
+        warn_data(REPAIR_NOTE, source=source, row=row, field=field, stacklevel=4)
+        notes.append(f"field '{field}': {REPAIR_NOTE}" if field else REPAIR_NOTE)
+    return fixed, notes
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,14 @@
 """JSON in and out: files, JSON text and parsed objects, read leniently; and which shape a document has.
 
 Published examples are not always strict JSON, so trailing commas are accepted; ``.jsonl`` files
-are read a line at a time. Nothing here knows the data model's classes: it returns plain Python
-data, and :func:`json_shape` tells a lab, a suite, a test, a test case and rows apart by content.
+are read a line at a time. Files are UTF-8, with or without a byte-order mark. Nothing here knows
+the data model's classes: it returns plain Python data, and :func:`json_shape` tells a lab, a
+suite, a test, a test case and rows apart by content.
+
+A file that cannot be read (missing, a folder, not UTF-8, empty, not JSON, nested too deeply)
+raises :class:`~nbeval.errors.DataError` naming it; an object that gives one key twice loads
+(the last value wins, as in every JSON parser) with a :class:`~nbeval.data.fields.DataWarning`
+naming the row and the key.
 """
 
 from __future__ import annotations
@@ -13,6 +19,8 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
+from nbeval.data.fields import warn_data
+from nbeval.data.text import read_text_file, repair_text
 from nbeval.errors import DataError
 
 __all__ = ["SUITE_SHAPES", "Shape", "is_csv_path", "json_shape", "load_json", "write_json"]
@@ -34,41 +42,118 @@ def load_json(source: Any) -> tuple[Any, str]:
     """Parse ``source`` (path, JSON text, or already-parsed object); return (data, source name)."""
     if isinstance(source, (dict, list)):
         return source, "<object>"
-    if isinstance(source, os.PathLike) or (isinstance(source, str) and not source.lstrip().startswith(("{", "["))):
-        path = Path(source)
-        if not path.exists():
-            raise DataError(f"file not found: {path}", source=str(path))
-        text = path.read_text(encoding="utf-8")
-        name = str(path)
-        if path.suffix.lower() == ".jsonl":
-            return _parse_jsonl(text, name), name
-    else:
-        text, name = str(source), "<json text>"
+    if isinstance(source, str) and source.lstrip("\ufeff \t\r\n").startswith(("{", "[")):
+        return _parse_json(source.lstrip("\ufeff"), "<json text>"), "<json text>"
+    if not isinstance(source, (str, os.PathLike)):
+        msg = f"cannot read a {type(source).__name__}; give a path, JSON text, a dict or a list"
+        raise DataError(msg)
+    name = str(source)
+    text = read_text_file(source)
+    if name.lower().endswith(".jsonl"):
+        return _parse_jsonl(text, name), name
+    return _parse_json(text, name), name
+
+
+def _parse_json(text: str, name: str, row: int | None = None) -> Any:
+    """One JSON document (trailing commas tolerated); every failure is a DataError."""
+    dups = _Duplicates()
     try:
-        return json.loads(text), name
-    except json.JSONDecodeError:
-        pass
-    try:
-        return json.loads(_strip_trailing_commas(text)), name
-    except json.JSONDecodeError as exc:
-        msg = f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
-        raise DataError(msg, source=name) from None
+        try:
+            data = json.loads(text, object_pairs_hook=dups.hook)
+        except json.JSONDecodeError:
+            try:
+                dups = _Duplicates()
+                data = json.loads(_strip_trailing_commas(text), object_pairs_hook=dups.hook)
+            except json.JSONDecodeError as exc:
+                where = f"line {exc.lineno}, column {exc.colno}" if row is None else f"column {exc.colno}"
+                raise DataError(f"not valid JSON: {exc.msg} ({where})", source=name, row=row) from None
+    except RecursionError:
+        msg = "not readable: the JSON is nested too deeply (hundreds of levels of lists or objects)"
+        raise DataError(msg, source=name, row=row) from None
+    except ValueError as exc:  # not a JSONDecodeError: an integer with thousands of digits
+        raise DataError(f"not valid JSON: {exc}", source=name, row=row) from None
+    dups.warn(data, name, row)
+    return data
 
 
 def _parse_jsonl(text: str, name: str) -> list[Any]:
     out = []
     for lineno, line in enumerate(text.splitlines(), 1):
         if line.strip():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise DataError(f"not valid JSON: {exc.msg}", source=name, row=lineno) from None
+            out.append(_parse_json(line, name, row=lineno))
+    return out
+
+
+class _Duplicates:
+    """An ``object_pairs_hook`` that notes objects giving a key twice, then warns where they are."""
+
+    def __init__(self) -> None:
+        self.found: dict[int, list[str]] = {}
+
+    def hook(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(pairs)
+        if len(obj) != len(pairs):
+            seen: set[str] = set()
+            twice: list[str] = []
+            for k, _ in pairs:
+                if k in seen and k not in twice:
+                    twice.append(k)
+                seen.add(k)
+            self.found[id(obj)] = twice
+        return obj
+
+    def warn(self, data: Any, name: str, row: int | None) -> None:
+        if not self.found:
+            return
+        stack: list[tuple[Any, tuple[Any, ...]]] = [(data, ())]
+        while stack:  # find each marked object's path (no recursion: depth is no concern)
+            node, path = stack.pop()
+            if isinstance(node, dict):
+                for key in self.found.get(id(node), ()):
+                    at_row, field = _locate((*path, key), row)
+                    warn_data(f"the key '{repair_text(key)[0]}' is given twice in one object; the last value is kept",
+                              source=name, row=at_row, field=field, stacklevel=6)
+                stack.extend((v, (*path, k)) for k, v in node.items())
+            elif isinstance(node, list):
+                stack.extend((v, (*path, i)) for i, v in enumerate(node))
+
+
+_ROW_LISTS = frozenset({"inputs", "tests", "test_cases", "models"})
+
+
+def _locate(path: tuple[Any, ...], row: Any) -> tuple[Any, str]:
+    """The row and the field of a place in a document, named as the loaders name them: rows
+    1-based (``[2, "context", 0]`` is row 3, ``("tests", 0, "test_cases", 1)`` is
+    ``tests[1].test_cases[2]``), places inside a row 0-based (field ``context[0]``)."""
+    cut = 0
+    if row is None:
+        for n, part in enumerate(path):
+            if isinstance(part, int) and (n == 0 or path[n - 1] in _ROW_LISTS):
+                cut = n + 1
+    head, tail = path[:cut], path[cut:]
+    if head:
+        plain = len(head) == 1 or (len(head) == 2 and head[0] == "inputs")
+        row = head[-1] + 1 if plain else _dotted(head, 1)
+    return row, _dotted(tail, 0)
+
+
+def _dotted(parts: tuple[Any, ...], base: int) -> str:
+    out = ""
+    for part in parts:
+        out += f"[{part + base}]" if isinstance(part, int) else f"{'.' if out else ''}{repair_text(part)[0]}"
     return out
 
 
 def write_json(data: Any, path: str | os.PathLike[str]) -> None:
-    """Write ``data`` as indented UTF-8 JSON (values JSON cannot hold are written as text)."""
-    Path(path).write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+    """Write ``data`` as indented UTF-8 JSON (values JSON cannot hold are written as text; text
+    that cannot be encoded is repaired, with a warning, rather than leave a file half-written)."""
+    text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
+    text, repaired = repair_text(text)
+    if repaired:
+        from nbeval.data.text import REPAIR_NOTE
+
+        warn_data(REPAIR_NOTE, source=str(path))
+    Path(path).write_text(text, encoding="utf-8")
 
 
 def is_csv_path(source: Any) -> bool:

@@ -20,7 +20,19 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from nbeval.data.cases import Test, TestCase
-from nbeval.data.fields import DEFAULT_MODEL_KEY, ROW_FIELDS, Chunk, Relationship, as_list, derive_key, is_missing
+from nbeval.data.fields import (
+    DEFAULT_MODEL_KEY,
+    ROW_FIELDS,
+    Chunk,
+    Relationship,
+    as_list,
+    check_str,
+    check_str_list,
+    derive_key,
+    is_missing,
+    repair_fields,
+    warn_data,
+)
 from nbeval.data.jsonio import SUITE_SHAPES, is_csv_path, json_shape, load_json, write_json
 from nbeval.data.rows import Row, rows_from_records
 from nbeval.data.tabular import csv_records, dataframe_records, is_dataframe, records_to_csv
@@ -91,9 +103,13 @@ class TestSuite:
             data = {"tests": [{"test_cases": [data]}]}
         elif "test_cases" in data:
             data = {"tests": [data]}
+        top, _ = repair_fields({k: v for k, v in data.items() if k != "tests"}, source, None)
         tests: list[Test] = []
         seen: dict[str, str] = {}
         for ti, t in enumerate(as_list(data.get("tests"), source, "tests"), 1):
+            if not isinstance(t, dict):
+                raise DataError(f"a test must be a JSON object with 'test_cases', got {type(t).__name__}",
+                                source=source, row=f"tests[{ti}]")
             cases = []
             for ci, c in enumerate(as_list(t.get("test_cases"), source, f"tests[{ti}].test_cases"), 1):
                 where = f"tests[{ti}].test_cases[{ci}]"
@@ -103,10 +119,16 @@ class TestSuite:
                     raise DataError(f"duplicate key '{k}' (also at {seen[k]})", source=source, row=where, field="key")
                 seen[k] = where
                 cases.append(case)
-            tests.append(Test(test_cases=cases, key=t.get("key"), documents=list(t.get("documents") or []),
-                              extra={k: v for k, v in t.items() if k not in ("key", "documents", "test_cases")}))
-        return cls(name=data.get("name", ""), description=data.get("description", ""), tests=tests,
-                   extra={k: v for k, v in data.items() if k not in ("name", "description", "tests")})
+            info, _ = repair_fields({k: v for k, v in t.items() if k != "test_cases"}, source, f"tests[{ti}]")
+            tests.append(Test(test_cases=cases, key=check_str(info.get("key"), source, f"tests[{ti}]", "key"),
+                              documents=check_str_list(info.get("documents"), source, f"tests[{ti}]", "documents"),
+                              extra={k: v for k, v in info.items() if k not in ("key", "documents")}))
+        for where, case in ((w, c) for w, c in zip(seen.values(), (c for t in tests for c in t.test_cases),
+                                                    strict=True)):
+            _warn_links(case.relationships, seen, source, where)
+        return cls(name=check_str(top.get("name"), source, None, "name") or "",
+                   description=check_str(top.get("description"), source, None, "description") or "", tests=tests,
+                   extra={k: v for k, v in top.items() if k not in ("name", "description")})
 
     @classmethod
     def from_json(cls, source: Any) -> TestSuite:
@@ -117,6 +139,13 @@ class TestSuite:
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the suite as JSON to ``path``."""
         write_json(self.to_json(), path)
+
+
+def _warn_links(relationships: list[Relationship], keys: dict[str, Any], source: str, where: Any) -> None:
+    for j, rel in enumerate(relationships):
+        if rel.target_type == "test_case" and rel.target not in keys:
+            warn_data(f"the relationship '{rel.type}' points at the key '{rel.target}', which no test case has",
+                      source=source, row=where, field=f"relationships[{j}]", stacklevel=4)
 
 
 _MODEL_FIELDS = frozenset({"key", "name", "model_type", "llm_model_name", "connection", "collection_id", "documents"})
@@ -138,10 +167,13 @@ class ModelInfo:
     @classmethod
     def from_dict(cls, m: Any, *, source: str = "<object>", where: str = "models[1]") -> ModelInfo:
         """A model from its entry in a lab's ``models``; it needs a ``key``."""
-        if not isinstance(m, dict) or "key" not in m:
+        if not isinstance(m, dict) or m.get("key") in (None, ""):
             raise DataError("each model needs a 'key'", source=source, row=where, field="key")
-        return cls(**{k: v for k, v in m.items() if k in _MODEL_FIELDS},
-                   extra={k: v for k, v in m.items() if k not in _MODEL_FIELDS})
+        m, _ = repair_fields(m, source, where)
+        known = {k: v for k, v in m.items() if k in _MODEL_FIELDS}
+        known["key"] = check_str(m["key"], source, where, "key")
+        known["documents"] = check_str_list(m.get("documents"), source, where, "documents")
+        return cls(**known, extra={k: v for k, v in m.items() if k not in _MODEL_FIELDS})
 
     def to_json(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
@@ -281,18 +313,29 @@ class TestLab:
         if json_shape(data) != "lab":
             raise DataError("expected a test lab (an object with 'dataset' and 'models')", source=source)
         models = [ModelInfo.from_dict(m, source=source, where=f"models[{i}]")
-                  for i, m in enumerate(data.get("models") or [], 1)]
+                  for i, m in enumerate(as_list(data.get("models"), source, "models"), 1)]
 
         def part(key: str) -> LlmDataset:
-            section = data.get(key) or {"inputs": []}
-            records = section.get("inputs", []) if isinstance(section, dict) else section
-            return LlmDataset(rows_from_records(records, source=f"{source} ({key})"), source=source)
+            section = data.get(key)
+            records = section.get("inputs") if isinstance(section, dict) else section
+            if records is None:
+                records = []
+            if not isinstance(records, list):
+                msg = f"'{key}' must be a dataset ({{\"inputs\": [rows]}}) or a list of rows"
+                raise DataError(msg, source=source, field=key)
+            rows = rows_from_records(records, source=f"{source} ({key})", check_links=key == "dataset")
+            return LlmDataset(rows, source=source)
 
-        return cls(name=data.get("name", ""), description=data.get("description", ""),
+        top, _ = repair_fields({k: v for k, v in data.items() if k not in ("raw_dataset", "dataset", "models")},
+                               source, None)
+        docs_cache = top.get("docs_cache") or {}
+        if not isinstance(docs_cache, dict):
+            raise DataError("must be an object (document to text)", source=source, field="docs_cache")
+        return cls(name=check_str(top.get("name"), source, None, "name") or "",
+                   description=check_str(top.get("description"), source, None, "description") or "",
                    raw_dataset=part("raw_dataset"), dataset=part("dataset"), models=models,
-                   llm_model_names=list(data.get("llm_model_names") or []),
-                   docs_cache=dict(data.get("docs_cache") or {}),
-                   extra={k: v for k, v in data.items() if k not in _LAB_FIELDS})
+                   llm_model_names=check_str_list(top.get("llm_model_names"), source, None, "llm_model_names"),
+                   docs_cache=dict(docs_cache), extra={k: v for k, v in top.items() if k not in _LAB_FIELDS})
 
     @classmethod
     def from_json(cls, source: Any) -> TestLab:

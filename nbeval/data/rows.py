@@ -3,12 +3,18 @@
 :meth:`Row.from_record` reads a row from a record in any supported column style, checking every
 field; :func:`rows_from_records` reads many and rejects a test case's key given twice for one
 model. Datasets, suites and labs are in :mod:`nbeval.data.model`.
+
+Text that cannot be encoded (a lone surrogate) is repaired however a row is made, from a record
+or directly: it becomes U+FFFD, a :class:`~nbeval.data.fields.DataWarning` names the row and
+field, and the row keeps the note in :attr:`Row.warnings`. :func:`rows_from_records` also warns
+when one key carries different prompts for two models, and when a relationship points at a key
+that no row has.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +22,7 @@ from nbeval.data.cases import TestCase
 from nbeval.data.fields import (
     DEFAULT_MODEL_KEY,
     ROW_FIELDS,
+    WARNINGS_FIELD,
     Chunk,
     Relationship,
     check_chunks,
@@ -27,14 +34,17 @@ from nbeval.data.fields import (
     check_str_list,
     check_text,
     derive_key,
+    repair_fields,
+    warn_data,
 )
 from nbeval.data.styles import normalize_record
+from nbeval.data.text import needs_repair
 from nbeval.errors import DataError
 
 if TYPE_CHECKING:
     from nbeval.data.conditions import Condition
 
-__all__ = ["Row", "rows_from_records"]
+__all__ = ["WARNINGS_FIELD", "Row", "rows_from_records"]
 
 
 @dataclass
@@ -63,11 +73,36 @@ class Row:
     """Why collecting this answer failed, when it did."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Fields nbeval does not know; kept and written back."""
+    warnings: list[str] = field(default_factory=list)
+    """What nbeval repaired in this row when it was read (e.g. text that could not be encoded);
+    written to files as ``nbeval_warnings``."""
 
     def __post_init__(self) -> None:
+        self.warnings = list(self.warnings)  # a copy made by with_answer must not share the list
+        self._repair()
         if not self.key:
             self.key = derive_key(self.input, self.expected_output, self.output_condition,
                                   self.categories, self.expected_context, self.guidelines)
+
+    def _repair(self) -> None:
+        """Repair text that cannot be encoded, in every field (see the module docstring)."""
+        if not _needs_repair(self):
+            return
+        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "warnings"}
+        values["context"] = [c.to_json() for c in self.context]
+        values["expected_context"] = [c.to_json() for c in self.expected_context]
+        values["relationships"] = [r.to_json() for r in self.relationships]
+        fixed, notes = repair_fields(values, None, f"with key '{self.key}'" if self.key else None)
+        if not notes:
+            return
+        for name, value in fixed.items():
+            if name in ("context", "expected_context"):
+                value = [Chunk(content=c, doc_uri=None) if isinstance(c, str) else
+                         Chunk(content=c.get("content"), doc_uri=c.get("doc_uri")) for c in value]
+            elif name == "relationships":
+                value = [Relationship(**r) for r in value]
+            setattr(self, name, value)
+        self.warnings.extend(notes)
 
     @cached_property
     def condition(self) -> Condition | None:
@@ -97,13 +132,13 @@ class Row:
                    corpus=list(corpus), categories=list(case.categories),
                    relationships=list(case.relationships), expected_output=case.expected_output,
                    output_condition=case.condition, expected_context=list(case.expected_context),
-                   guidelines=list(case.guidelines), extra=dict(case.extra))
+                   guidelines=list(case.guidelines), extra=dict(case.extra), warnings=list(case.warnings))
 
     @classmethod
     def from_record(cls, record: dict[str, Any], *, source: str = "records", row: int = 1) -> Row:
         """A row from a record in any supported column style (see :mod:`nbeval.data.styles`);
         a bad field raises :class:`~nbeval.errors.DataError` naming ``source``, ``row`` and the field."""
-        rec = normalize_record(record)
+        rec, notes = repair_fields(normalize_record(record), source, row)
         if rec.get("input") is None:
             raise DataError("every row needs an 'input' (the prompt)", source=source, row=row, field="input")
         model_key = rec.get("model_key")
@@ -124,7 +159,8 @@ class Row:
             expected_context=check_chunks(rec.get("expected_context"), source, row, "expected_context"),
             guidelines=check_guidelines(rec.get("guidelines"), source, row),
             error=check_str(rec.get("error"), source, row, "error"),
-            extra={k: v for k, v in rec.items() if k not in ROW_FIELDS},
+            extra={k: v for k, v in rec.items() if k not in ROW_FIELDS and k != WARNINGS_FIELD},
+            warnings=check_str_list(rec.get(WARNINGS_FIELD), source, row, WARNINGS_FIELD) + notes,
         )
 
     def with_answer(self, **changes: Any) -> Row:
@@ -143,14 +179,30 @@ class Row:
                 value = list(value)
             out[name] = value
         out.update(self.extra)
+        if self.warnings:
+            out[WARNINGS_FIELD] = list(self.warnings)
         return out
 
 
-def rows_from_records(records: Sequence[Any], *, source: str = "records") -> list[Row]:
+def _needs_repair(row: Row) -> bool:
+    """Whether any text of ``row`` cannot be encoded (cheap: ASCII text is checked in constant time)."""
+    texts = [row.input, row.key, row.model_key, row.expected_output, row.output_condition, row.actual_output,
+             row.error, row.corpus, row.categories, row.guidelines, row.extra]
+    texts.extend((c.content, c.doc_uri) for c in (*row.context, *row.expected_context))
+    texts.extend((r.type, r.target, r.target_type) for r in row.relationships)
+    return needs_repair(texts)
+
+
+def rows_from_records(records: Sequence[Any], *, source: str = "records", check_links: bool = True) -> list[Row]:
     """Validated rows from dict records in any supported column style; a test case's key may
-    appear once per model."""
+    appear once per model. Warns (:class:`~nbeval.data.fields.DataWarning`) when a key carries a
+    different prompt for another model and, with ``check_links``, when a relationship's target is
+    no row's key."""
+    if not isinstance(records, (list, tuple)):
+        raise DataError(f"expected a list of rows, got {type(records).__name__}", source=source)
     rows: list[Row] = []
     seen: dict[tuple[str, str], int] = {}
+    prompts: dict[str, tuple[str | None, str, int]] = {}
     for i, raw in enumerate(records, 1):
         if not isinstance(raw, dict):
             raise DataError(f"a row must be an object, got {type(raw).__name__}", source=source, row=i)
@@ -161,5 +213,16 @@ def rows_from_records(records: Sequence[Any], *, source: str = "records") -> lis
                    "give each test case its own key")
             raise DataError(msg, source=source, row=i, field="key")
         seen[ident] = i
+        first = prompts.setdefault(row.key, (row.input, row.model_key, i))
+        if first[0] != row.input:
+            warn_data(f"the key '{row.key}' has a different prompt for model '{row.model_key}' than for model "
+                      f"'{first[1]}' (row {first[2]}); each key should name one test case", source=source, row=i,
+                      field="input")
         rows.append(row)
+    if check_links:
+        for i, row in enumerate(rows, 1):
+            for j, rel in enumerate(row.relationships):
+                if rel.target_type == "test_case" and rel.target not in prompts:
+                    warn_data(f"the relationship '{rel.type}' points at the key '{rel.target}', which no row has",
+                              source=source, row=i, field=f"relationships[{j}]")
     return rows

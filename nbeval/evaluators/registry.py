@@ -237,10 +237,14 @@ def evaluator(id: str, **params: Any) -> Evaluator:
 
 
 def resolve_evaluators(items: Any) -> list[Evaluator]:
-    """Evaluator objects from ids, ``"id1,id2"``, (id, params) pairs, dicts or configured objects."""
+    """Evaluator objects from ids, ``"id1,id2"``, (id, params) pairs, dicts or configured objects.
+
+    Raises :class:`EvaluatorError` when none is left once empty names are dropped (``None``,
+    ``""``, ``","``, ``[]``, ``[""]``): a run that scores nothing would pass any gate."""
+    empty = ("no evaluators given; name at least one, e.g. ['rouge', 'bleu'] in Python or "
+             "-e rouge,bleu on the command line (`nbeval evaluators` lists them all)")
     if items is None:
-        msg = "no evaluators given; pass ids such as ['rouge', 'bleu'] (see `nbeval evaluators`)"
-        raise EvaluatorError(msg)
+        raise EvaluatorError(empty)
     if isinstance(items, (str, Evaluator)):
         items = [items]
     out: list[Evaluator] = []
@@ -256,6 +260,8 @@ def resolve_evaluators(items: Any) -> list[Evaluator]:
         else:
             msg = f"cannot use {item!r} as an evaluator; give an id, (id, params), or nbeval.evaluator(...)"
             raise EvaluatorError(msg)
+    if not out:
+        raise EvaluatorError(empty)
     names = [e.name for e in out]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:

@@ -2,6 +2,10 @@
 
 * A *threshold* problem: a model's aggregate of an evaluator's primary metric is on the wrong
   side of its threshold.
+* An *unrated* problem: some of a model's rows could not be rated by an evaluator (the judge's
+  reply could not be parsed, a regular expression timed out): they are neither passes nor
+  fails, and the model's aggregate is measured without them. One problem per model and
+  evaluator, with how many rows and what happened.
 * A *perturbation flip*: a test case perturbed from another (``perturbation_source``) passes on
   one side and fails on the other for the same model and evaluator.
 * Insights: the best model on each evaluator's primary metric, and the hardest test case (the
@@ -40,6 +44,12 @@ def _primary_rows(result: EvaluationResult) -> pd.DataFrame:
 
 
 def problems(result: EvaluationResult) -> pd.DataFrame:
+    """Threshold breaches, unrated rows and perturbation flips, one row each (:data:`PROBLEM_COLUMNS`).
+
+    ``kind`` is ``threshold``, ``unrated`` or ``perturbation_flip``. For ``unrated`` the ``value``
+    is the number of rows that could not be rated and ``metric`` the primary metric they have no
+    value for; ``severity`` is ``high`` when none of the model's rows could be rated.
+    """
     import pandas as pd
 
     out: list[list[Any]] = []
@@ -50,8 +60,36 @@ def problems(result: EvaluationResult) -> pd.DataFrame:
                f"is {side} the threshold {format_value(a['threshold'])} (measured on {a['n']}/{a['N']} rows)")
         out.append(["threshold", "high", a["model_key"], a["evaluator"], a["metric"], a["value"], a["threshold"],
                     None, None, msg])
+    out.extend(_unrated(result))
     out.extend(_flips(result))
     return pd.DataFrame(out, columns=PROBLEM_COLUMNS)
+
+
+def _unrated(result: EvaluationResult) -> list[list[Any]]:
+    """One ``unrated`` problem per model and evaluator with rows that could not be rated: scored
+    (not skipped) rows whose primary metric has no value and whose label is one of
+    :data:`~nbeval.evaluators.base.UNRATED_LABELS`."""
+    from nbeval.evaluators.base import UNRATED_LABELS
+
+    primary = result.metrics.loc[result.metrics["primary"], ["evaluator", "metric"]]
+    s = result.scores
+    s = s[~s["skipped"] & s["value"].isna() & s["label"].isin(list(UNRATED_LABELS))]
+    s = s.merge(primary, on=["evaluator", "metric"])
+    if s.empty:
+        return []
+    totals = {(a.model_key, a.evaluator): int(a.N) for a in result.aggregates.itertuples() if a.primary}
+    out = []
+    for (model, ev), part in s.groupby(["model_key", "evaluator"], sort=False):
+        n, total = len(part), totals.get((model, ev), len(part))
+        labels = part["label"].value_counts(sort=False)
+        if len(labels) == 1:
+            why = UNRATED_LABELS[str(labels.index[0])]
+        else:
+            why = "; ".join(f"{count}: {UNRATED_LABELS[str(label)]}" for label, count in labels.items())
+        msg = f"{result.label(model)}: {ev}: {n} of {total} rows could not be rated ({why})"
+        out.append(["unrated", "high" if n >= total else "low", model, ev, part["metric"].iloc[0], n, None, None,
+                    None, msg])
+    return out
 
 
 def _flips(result: EvaluationResult) -> list[list[Any]]:

@@ -3,22 +3,38 @@
 No scripts and no network: tables and CSS bars, plus the leaderboard charts as inline SVG when
 the notebook kit (Altair + vl-convert) is installed. Every piece of text that came from a model,
 a judge or a dataset goes through :func:`html.escape`.
+
+The report stays small whatever the run's size:
+
+* each cell shows at most :data:`~nbeval.results.limits.MAX_SHOWN_CHARS` (2,000) characters, then
+  a marker with the text's full size (``… [truncated: 5,000,000 characters, showing the first
+  2,000]``); the saved result keeps more (see :mod:`nbeval.results.limits`);
+* each detail table (insights, problems, scores, cases) shows at most :data:`MAX_DETAIL_ROWS`
+  (5,000) rows and stops before its rows pass :data:`MAX_TABLE_BYTES` (1.5 MB of HTML), with a
+  line saying how many rows are shown of how many.
+
+So a report is at most about 6 MB plus its leaderboards (one row per model and evaluator).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Iterator
 from html import escape
 from typing import TYPE_CHECKING, Any
 
 from nbeval.results.leaderboard import format_value
+from nbeval.results.limits import MAX_SHOWN_CHARS, truncate_text
 
 if TYPE_CHECKING:
     from nbeval.results import EvaluationResult
 
-__all__ = ["MAX_DETAIL_ROWS", "report_html", "summary_html"]
+__all__ = ["MAX_DETAIL_ROWS", "MAX_TABLE_BYTES", "report_html", "summary_html"]
 
+#: The most rows a detail table of the report shows.
 MAX_DETAIL_ROWS = 5000
+#: The most bytes (UTF-8) of HTML rows a detail table of the report holds.
+MAX_TABLE_BYTES = 1_500_000
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em;color:#1b1f24;max-width:1200px}
 h1{font-size:1.6em}h2{font-size:1.25em;margin-top:2em;border-bottom:1px solid #d0d7de;padding-bottom:.2em}
@@ -36,9 +52,29 @@ def _missing(value: Any) -> bool:
 
 
 def _cell(value: Any) -> str:
+    """``value`` as escaped text, cut to :data:`~nbeval.results.limits.MAX_SHOWN_CHARS` with a marker."""
     if _missing(value):
         return ""
-    return escape(str(value))
+    return escape(truncate_text(str(value), MAX_SHOWN_CHARS))
+
+
+def _within_budget(rows: Iterable[str], total: int, what: str) -> tuple[str, str]:
+    """The HTML rows that fit in :data:`MAX_DETAIL_ROWS` and :data:`MAX_TABLE_BYTES` (at least
+    one), and a line saying how many of ``total`` are shown when some are left out."""
+    kept: list[str] = []
+    size = 0
+    for row in rows:
+        n = len(row.encode("utf-8"))
+        if len(kept) >= MAX_DETAIL_ROWS or (kept and size + n > MAX_TABLE_BYTES):
+            break
+        kept.append(row)
+        size += n
+    note = ""
+    if len(kept) < total:
+        note = (f"<p class='muted'>first {len(kept):,} of {total:,} {what} shown (a report table holds at most "
+                f"{MAX_DETAIL_ROWS:,} rows and {MAX_TABLE_BYTES / 1e6:g} MB); the saved result (result.save) "
+                "has them all</p>")
+    return "".join(kept), note
 
 
 def _bar(value: float | None, lo: float, hi: float) -> str:
@@ -75,7 +111,7 @@ def _leaderboards(result: EvaluationResult) -> str:
                 a = a.iloc[0]
                 cells.append(f'<td class="num">{_bar(a["value"], m.lo, m.hi)}{format_value(a["value"])} '
                              f'<span class="muted">({a["n"]}/{a["N"]})</span> {_passed(a["passed"])}</td>')
-            rows.append(f"<tr><td>{escape(result.label(str(model_key)))}</td>{''.join(cells)}</tr>")
+            rows.append(f"<tr><td>{_cell(result.label(str(model_key)))}</td>{''.join(cells)}</tr>")
         primary = result.primary_metric(ev)
         t = metrics.loc[metrics["metric"] == primary, "threshold"].iloc[0]
         parts.append(f"<h3>{escape(ev)}</h3><p class='meta'>ranked on {escape(primary)}; threshold "
@@ -84,19 +120,22 @@ def _leaderboards(result: EvaluationResult) -> str:
     return "".join(parts)
 
 
-def _table(df: Any, columns: list[str], text_columns: tuple[str, ...] = ()) -> str:
+def _table(df: Any, columns: list[str], text_columns: tuple[str, ...] = (), what: str = "rows") -> str:
     if df.empty:
         return "<p class='muted'>none</p>"
     head = "".join(f"<th>{escape(c)}</th>" for c in columns)
-    body = []
-    for rec in df[columns].itertuples(index=False):
-        cells = []
-        for c, v in zip(columns, rec, strict=True):
-            cls = ' class="text"' if c in text_columns else (' class="num"' if isinstance(v, float) else "")
-            shown = format_value(v) if isinstance(v, float) else _cell(v)
-            cells.append(f"<td{cls}>{shown}</td>")
-        body.append(f"<tr>{''.join(cells)}</tr>")
-    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+
+    def rows() -> Iterator[str]:
+        for rec in df[columns].head(MAX_DETAIL_ROWS).itertuples(index=False):
+            cells = []
+            for c, v in zip(columns, rec, strict=True):
+                cls = ' class="text"' if c in text_columns else (' class="num"' if isinstance(v, float) else "")
+                shown = format_value(v) if isinstance(v, float) else _cell(v)
+                cells.append(f"<td{cls}>{shown}</td>")
+            yield f"<tr>{''.join(cells)}</tr>"
+
+    body, note = _within_budget(rows(), len(df), what)
+    return f"{note}<table><tr>{head}</tr>{body}</table>"
 
 
 def _charts_svg(result: EvaluationResult) -> str:
@@ -112,22 +151,24 @@ def _charts_svg(result: EvaluationResult) -> str:
 
 
 def _cases(result: EvaluationResult) -> str:
-    rows = []
-    for r in result.dataset.rows[:MAX_DETAIL_ROWS]:
-        ctx = "\n---\n".join(c.text for c in r.context)
-        rows.append(f"<tr><td>{_cell(r.key)}</td><td>{_cell(result.label(r.model_key))}</td>"
-                    f"<td class='text'>{_cell(r.input)}</td><td class='text'>{_cell(r.expected_output)}</td>"
-                    f"<td class='text'>{_cell(r.actual_output)}</td><td class='text'>{_cell(ctx)}</td></tr>")
-    return ("<table><tr><th>key</th><th>model</th><th>prompt</th><th>expected</th><th>answer</th>"
-            f"<th>retrieved context</th></tr>{''.join(rows)}</table>")
+    def rows() -> Iterator[str]:
+        for r in result.dataset.rows[:MAX_DETAIL_ROWS]:
+            ctx = "\n---\n".join(c.text for c in r.context)
+            yield (f"<tr><td>{_cell(r.key)}</td><td>{_cell(result.label(r.model_key))}</td>"
+                   f"<td class='text'>{_cell(r.input)}</td><td class='text'>{_cell(r.expected_output)}</td>"
+                   f"<td class='text'>{_cell(r.actual_output)}</td><td class='text'>{_cell(ctx)}</td></tr>")
+
+    body, note = _within_budget(rows(), len(result.dataset), "cases")
+    return (f"{note}<table><tr><th>key</th><th>model</th><th>prompt</th><th>expected</th><th>answer</th>"
+            f"<th>retrieved context</th></tr>{body}</table>")
 
 
 def summary_html(result: EvaluationResult) -> str:
     """A compact summary for notebook display: models, evaluators, problems."""
     probs = result.problems
-    items = "".join(f"<li>{escape(m)}</li>" for m in probs["message"].head(8))
+    items = "".join(f"<li>{_cell(m)}</li>" for m in probs["message"].head(8))
     more = f"<li class='muted'>… {len(probs) - 8} more</li>" if len(probs) > 8 else ""
-    models = ", ".join(escape(result.label(m)) for m in result.model_keys)
+    models = ", ".join(_cell(result.label(m)) for m in result.model_keys)
     return (f"<div><b>nbeval result</b>: {len(result.model_keys)} models ({models}); "
             f"evaluators: {escape(', '.join(result.evaluators))}; {len(probs)} problems"
             f"<ul>{items}{more}</ul></div>")
@@ -135,10 +176,6 @@ def summary_html(result: EvaluationResult) -> str:
 
 def report_html(result: EvaluationResult, title: str = "nbeval report") -> str:
     """The whole report as one HTML document."""
-    scores = result.scores
-    shown = scores.head(MAX_DETAIL_ROWS)
-    cut = (f"<p class='muted'>first {MAX_DETAIL_ROWS} of {len(scores)} scores shown; "
-           "the saved result (result.save) has them all</p>") if len(scores) > MAX_DETAIL_ROWS else ""
     usage = result.meta.get("usage") or {}
     usage_line = ", ".join(f"{escape(str(k))}: {escape(str(v))}" for k, v in usage.items())
     duration = result.meta.get("duration_s")
@@ -151,11 +188,11 @@ def report_html(result: EvaluationResult, title: str = "nbeval report") -> str:
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
 <style>{_CSS}</style></head><body>
 <h1>{escape(title)}</h1><p class="meta">{meta}</p>
-<h2>Insights</h2>{_table(result.insights, ["kind", "evaluator", "message"], ("message",))}
-<h2>Problems</h2>{_table(result.problems, ["kind", "severity", "evaluator", "message"], ("message",))}
+<h2>Insights</h2>{_table(result.insights, ["kind", "evaluator", "message"], ("message",), "insights")}
+<h2>Problems</h2>{_table(result.problems, ["kind", "severity", "evaluator", "message"], ("message",), "problems")}
 <h2>Leaderboards</h2>{_charts_svg(result)}{_leaderboards(result)}
-<h2>Scores</h2>{cut}{_table(shown, ["key", "model_key", "evaluator", "metric", "value", "passed", "label",
-                                     "rationale", "error", "skip_reason"], ("rationale", "error"))}
+<h2>Scores</h2>{_table(result.scores, ["key", "model_key", "evaluator", "metric", "value", "passed", "label",
+                                     "rationale", "error", "skip_reason"], ("rationale", "error"), "scores")}
 <h2>Cases</h2>{_cases(result)}
 </body></html>
 """

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nbeval._version import __version__
+from nbeval.data.csvsafe import csv_safe
 from nbeval.data.model import LlmDataset, TestLab
+from nbeval.results.files import check_folder, staging_folder, write_aside
+from nbeval.results.limits import MAX_STORED_CHARS, cap_details, truncate_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -22,8 +26,8 @@ if TYPE_CHECKING:
     from nbeval.evaluators.base import Evaluator
     from nbeval.results.outcome import RowOutcome
 
-__all__ = ["AGGREGATE_COLUMNS", "FORMAT_VERSION", "METRIC_COLUMNS", "PASSED_DTYPE", "SCORE_COLUMNS", "EvaluationResult",
-           "load_result"]
+__all__ = ["AGGREGATE_COLUMNS", "FORMAT_VERSION", "METRIC_COLUMNS", "PASSED_DTYPE", "RESULT_FILES", "SCORE_COLUMNS",
+           "EvaluationResult", "load_result"]
 
 #: Columns of the long table, in order.
 SCORE_COLUMNS = ["key", "model_key", "evaluator", "metric", "value", "passed", "label", "rationale",
@@ -33,6 +37,8 @@ AGGREGATE_COLUMNS = ["model_key", "evaluator", "metric", "value", "n", "N", "pas
 METRIC_COLUMNS = ["evaluator", "evaluator_id", "family", "kind", "metric", "direction", "lo", "hi",
                   "threshold", "primary", "description"]
 FORMAT_VERSION = 1
+#: The files :meth:`EvaluationResult.save` writes into its folder (``result.json`` last).
+RESULT_FILES = ("scores.jsonl", "aggregates.jsonl", "metrics.jsonl", "dataset.json", "result.json")
 #: The dtype of the ``passed`` columns: pandas' nullable boolean, ``<NA>`` where a pass is
 #: unknowable (no value, or no threshold). Test with ``.eq(True)`` / ``.eq(False)`` or
 #: ``pd.isna``; ``if passed:`` on ``<NA>`` raises.
@@ -100,7 +106,7 @@ class EvaluationResult:
             ev, row = o.evaluator, o.row
             counts[(ev.name, row.model_key)] = counts.get((ev.name, row.model_key), 0) + 1
             if o.score is None:
-                reason = o.skip_reason or "not scored"
+                reason = truncate_text(o.skip_reason or "not scored", MAX_STORED_CHARS)
                 for m in ev.spec.metrics:
                     records.append([row.key, row.model_key, ev.name, m.name, None, None, None, None, None,
                                     True, reason, None])
@@ -112,13 +118,17 @@ class EvaluationResult:
             rationale = s.rationale
             if o.warnings:
                 rationale = "; ".join([*o.warnings, rationale] if rationale else o.warnings)
-            details = json.dumps(s.details, ensure_ascii=False, default=str) if s.details else None
+            # what the evaluator or its judge wrote is capped (see nbeval.results.limits)
+            rationale = truncate_text(rationale, MAX_STORED_CHARS)
+            label = truncate_text(s.label, MAX_STORED_CHARS)
+            error = truncate_text(s.error, MAX_STORED_CHARS)
+            details = cap_details(s.details)
             for m in ev.spec.metrics:
                 v = s.values.get(m.name)
                 v = None if v is None else float(v)
                 records.append([row.key, row.model_key, ev.name, m.name, v,
-                                _passes(v, ev.thresholds.get(m.name), m.direction), s.label, rationale,
-                                s.error, False, None, details])
+                                _passes(v, ev.thresholds.get(m.name), m.direction), label, rationale,
+                                error, False, None, details])
         scores = pd.DataFrame(records, columns=SCORE_COLUMNS)
         scores["value"] = scores["value"].astype(float)
         scores["passed"] = scores["passed"].astype(PASSED_DTYPE)
@@ -226,29 +236,61 @@ class EvaluationResult:
     # -- persistence ----------------------------------------------------------------------
 
     def save(self, folder: str | Path) -> Path:
-        """Write the result to ``folder`` (created): JSON files that :func:`load_result` reads back."""
+        """Write the result to ``folder`` (created): the :data:`RESULT_FILES`, JSON that
+        :func:`load_result` reads back. Other files in ``folder`` are left alone.
+
+        The files are written into a hidden folder inside ``folder`` first and renamed into
+        place only once all of them are written (``result.json`` last), so a save that fails or
+        is interrupted while writing leaves the previous result in ``folder`` as it was (only a
+        crash in the instant between the five renames could mix two results). A file or folder
+        where the result cannot go raises :class:`~nbeval.errors.DataError` before anything is
+        written.
+        """
         folder = Path(folder)
+        check_folder(folder, RESULT_FILES)
         folder.mkdir(parents=True, exist_ok=True)
-        _write_records(folder / "scores.jsonl", self.scores)
-        _write_records(folder / "aggregates.jsonl", self.aggregates)
-        _write_records(folder / "metrics.jsonl", self.metrics)
-        self.dataset.to_json(str(folder / "dataset.json"))
-        (folder / "result.json").write_text(json.dumps(
-            {"meta": self.meta, "explanations": self.explanations, "model_labels": self.model_labels},
-            indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+        with staging_folder(folder) as stage:
+            _write_records(stage / "scores.jsonl", self.scores)
+            _write_records(stage / "aggregates.jsonl", self.aggregates)
+            _write_records(stage / "metrics.jsonl", self.metrics)
+            self.dataset.to_json(str(stage / "dataset.json"))
+            (stage / "result.json").write_text(json.dumps(
+                {"meta": self.meta, "explanations": self.explanations, "model_labels": self.model_labels},
+                indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+            for name in RESULT_FILES:
+                os.replace(stage / name, folder / name)
         return folder
 
-    def to_csv(self, path: str | Path) -> None:
-        """The long table as CSV."""
-        self.scores.to_csv(path, index=False)
+    def to_csv(self, path: str | Path | Any) -> None:
+        """The long table as CSV, written aside and renamed over ``path`` (a failed write keeps
+        the previous file); ``path`` may also be an open text file.
+
+        Text cells that begin with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return get an
+        apostrophe ``'`` in front, so a spreadsheet shows them as text instead of running them as
+        formulas (CSV injection; see :mod:`nbeval.data.csvsafe`, whose ``csv_unsafe`` removes
+        it). Numbers, negative ones included, are written as numbers. Lines end with CRLF (as
+        RFC 4180 has it), so a cell holding a line break or a carriage return is quoted whole.
+        """
+        from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+        table = self.scores.copy()
+        for column in table.columns:
+            if not (is_numeric_dtype(table[column]) or is_bool_dtype(table[column])):
+                table[column] = table[column].map(csv_safe)
+        if not isinstance(path, (str, os.PathLike)):  # an open file or buffer: written in place
+            table.to_csv(path, index=False, lineterminator="\r\n")
+            return
+        write_aside(path, lambda tmp: table.to_csv(tmp, index=False, lineterminator="\r\n"))
 
     def to_html(self, path: str | Path | None = None) -> str:
-        """A static, self-contained HTML report; written to ``path`` when given."""
+        """A static, self-contained HTML report; written to ``path`` when given (aside first, then
+        renamed over it, so a failed write keeps the previous report). Its size is bounded: see
+        :mod:`nbeval.results.report`."""
         from nbeval.results.report import report_html
 
         html = report_html(self)
         if path is not None:
-            Path(path).write_text(html, encoding="utf-8")
+            write_aside(path, lambda tmp: tmp.write_text(html, encoding="utf-8"))
         return html
 
 
@@ -272,23 +314,125 @@ def _write_records(path: Path, df: pd.DataFrame) -> None:
             fh.write("\n")
 
 
+#: What each column of the saved tables holds: (kind, whether it may be null).
+_TEXT, _NUMBER, _BOOL, _COUNT = "text", "a number", "true or false", "a whole number"
+_COLUMN_KINDS: dict[str, dict[str, tuple[str, bool]]] = {
+    "scores.jsonl": {"key": (_TEXT, False), "model_key": (_TEXT, False), "evaluator": (_TEXT, False),
+                     "metric": (_TEXT, False), "value": (_NUMBER, True), "passed": (_BOOL, True),
+                     "label": (_TEXT, True), "rationale": (_TEXT, True), "error": (_TEXT, True),
+                     "skipped": (_BOOL, False), "skip_reason": (_TEXT, True), "details": (_TEXT, True)},
+    "aggregates.jsonl": {"model_key": (_TEXT, False), "evaluator": (_TEXT, False), "metric": (_TEXT, False),
+                         "value": (_NUMBER, True), "n": (_COUNT, False), "N": (_COUNT, False),
+                         "passed": (_BOOL, True), "direction": (_TEXT, False), "threshold": (_NUMBER, True),
+                         "primary": (_BOOL, False)},
+    "metrics.jsonl": {"evaluator": (_TEXT, False), "evaluator_id": (_TEXT, False), "family": (_TEXT, False),
+                      "kind": (_TEXT, False), "metric": (_TEXT, False), "direction": (_TEXT, False),
+                      "lo": (_NUMBER, True), "hi": (_NUMBER, True), "threshold": (_NUMBER, True),
+                      "primary": (_BOOL, False), "description": (_TEXT, True)},
+}
+
+
+def _is_kind(value: Any, kind: str) -> bool:
+    if kind == _TEXT:
+        return isinstance(value, str)
+    if kind == _BOOL:
+        return isinstance(value, bool)
+    if kind == _COUNT:
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _read_result_text(path: Path) -> str:
+    """A file of a saved result as text; a missing, unreadable or non-UTF-8 file is a DataError."""
+    from nbeval.errors import DataError
+
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        msg = f"the saved result is incomplete: {path.name} is missing; save the result again"
+        raise DataError(msg, source=str(path)) from None
+    except UnicodeDecodeError as exc:
+        msg = f"not UTF-8 text (byte {exc.start}): the file was changed after it was saved; save the result again"
+        raise DataError(msg, source=str(path)) from None
+    except OSError as exc:
+        raise DataError(f"cannot read the file: {exc.strerror or exc}", source=str(path)) from None
+
+
 def _read_records(path: Path, columns: list[str]) -> pd.DataFrame:
+    """One saved table (a JSON object per line), every line checked: it must be JSON, have
+    exactly ``columns``, and hold in each the kind of value :data:`_COLUMN_KINDS` says; anything
+    else is a DataError naming the file, the line (as the row) and the column."""
     import pandas as pd
 
-    with open(path, encoding="utf-8") as fh:
-        recs = [json.loads(line) for line in fh if line.strip()]
+    from nbeval.errors import DataError
+
+    kinds = _COLUMN_KINDS.get(path.name, {})
+    source = str(path)
+    recs = []
+    for lineno, line in enumerate(_read_result_text(path).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except (ValueError, RecursionError) as exc:
+            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
+            raise DataError(f"not valid JSON ({reason}); the file was changed after it was saved", source=source,
+                            row=lineno) from None
+        if not isinstance(rec, dict):
+            raise DataError(f"expected an object with the columns {', '.join(columns)}; got {type(rec).__name__}",
+                            source=source, row=lineno)
+        missing = [c for c in columns if c not in rec]
+        if missing:
+            raise DataError("the column is missing", source=source, row=lineno, field=missing[0])
+        unknown = [c for c in rec if c not in columns]
+        if unknown:
+            raise DataError(f"unknown column (this file has {', '.join(columns)})", source=source, row=lineno,
+                            field=str(unknown[0]))
+        for column, (kind, nullable) in kinds.items():
+            value = rec[column]
+            if not (value is None and nullable) and not _is_kind(value, kind):
+                got = "null" if value is None else f"{type(value).__name__} {value!r}"[:60]
+                raise DataError(f"must be {kind}{' or null' if nullable else ''}, got {got}", source=source,
+                                row=lineno, field=column)
+        recs.append(rec)
     return pd.DataFrame(recs, columns=columns)
 
 
 def load_result(folder: str | Path) -> EvaluationResult:
-    """Load a result written by :meth:`EvaluationResult.save`."""
+    """Load a result written by :meth:`EvaluationResult.save`.
+
+    A folder that is not a whole, untouched saved result raises :class:`~nbeval.errors.DataError`
+    naming the file, the line and the column: a file missing or not JSON, a line with columns
+    missing, unknown or holding the wrong kind of value, scores of rows the dataset does not
+    have, or a result saved by a newer nbeval.
+    """
     from nbeval.errors import DataError
 
     folder = Path(folder)
+    if not folder.is_dir():
+        what = "does not exist" if not folder.exists() else "is a file, not a folder"
+        raise DataError(f"{what}; give the folder result.save(folder) wrote", source=str(folder))
     if not (folder / "result.json").exists():
         msg = f"{folder} holds no saved result (result.json is missing); save one with result.save(folder)"
         raise DataError(msg, source=str(folder))
-    info = json.loads((folder / "result.json").read_text(encoding="utf-8"))
+    info_path = folder / "result.json"
+    try:
+        info = json.loads(_read_result_text(info_path))
+    except (ValueError, RecursionError):
+        raise DataError("not valid JSON; the file was changed after it was saved", source=str(info_path)) from None
+    if not isinstance(info, dict):
+        raise DataError(f"expected a JSON object, got {type(info).__name__}", source=str(info_path))
+    for name in ("meta", "explanations", "model_labels"):
+        if info.get(name) is not None and not isinstance(info[name], dict):
+            raise DataError(f"must be an object, got {type(info[name]).__name__}", source=str(info_path), field=name)
+    version = (info.get("meta") or {}).get("format_version", FORMAT_VERSION)
+    if not isinstance(version, int) or isinstance(version, bool) or version > FORMAT_VERSION:
+        msg = (f"saved in format version {version!r}, which this nbeval ({__version__}, format version "
+               f"{FORMAT_VERSION}) cannot read; upgrade nbeval")
+        raise DataError(msg, source=str(info_path), field="meta.format_version")
+    labels = info.get("model_labels") or {}
+    if not all(isinstance(v, str) for v in labels.values()):
+        raise DataError("model labels must be text", source=str(info_path), field="model_labels")
     scores = _read_records(folder / "scores.jsonl", SCORE_COLUMNS)
     scores["value"] = scores["value"].astype(float)
     scores["passed"] = scores["passed"].astype(PASSED_DTYPE)
@@ -298,5 +442,11 @@ def load_result(folder: str | Path) -> EvaluationResult:
     aggregates["passed"] = aggregates["passed"].astype(PASSED_DTYPE)
     metrics = _read_records(folder / "metrics.jsonl", METRIC_COLUMNS)
     dataset = LlmDataset.from_json(str(folder / "dataset.json"))
+    rows = {(r.key, r.model_key) for r in dataset.rows}
+    for i, (key, model_key) in enumerate(zip(scores["key"], scores["model_key"], strict=True), 1):
+        if (key, model_key) not in rows:
+            msg = (f"scores the row with key '{key}' for model '{model_key}', which dataset.json does not have; "
+                   "the files were changed after they were saved")
+            raise DataError(msg, source=str(folder / "scores.jsonl"), row=i)
     return EvaluationResult(scores, aggregates, metrics, dataset, meta=info.get("meta"),
                             explanations=info.get("explanations"), model_labels=info.get("model_labels"))

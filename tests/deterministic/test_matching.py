@@ -167,8 +167,8 @@ def test_context_given_only_by_document_is_not_checked() -> None:
 def test_malformed_condition_is_that_rows_error() -> None:
     s = _score(actual_output="abc", output_condition='"abc')  # Row does not validate; the reader would
     assert s.values["parse_failures"] == 1.0
-    assert s.values["pass"] == 0.0 and s.values["fail"] == 0.0
-    assert s.error and "position" in s.error
+    assert s.values["pass"] is None and s.values["fail"] is None  # unrated, not failed
+    assert s.label == "unchecked" and s.error and "position" in s.error
 
 
 def test_catastrophic_regexp_is_a_row_error_not_a_hang() -> None:
@@ -185,14 +185,18 @@ def test_catastrophic_regexp_is_a_row_error_not_a_hang() -> None:
     scores = result.scores
     evil = scores[scores["key"] == result.dataset.rows[0].key].set_index("metric")
     assert evil.loc["parse_failures", "value"] == 1.0
-    assert evil.loc["pass", "value"] == 0.0 and evil.loc["fail", "value"] == 0.0
+    assert math.isnan(evil.loc["pass", "value"]) and math.isnan(evil.loc["fail", "value"])  # unrated
+    assert evil.loc["pass", "label"] == "timed_out"
     assert "took longer" in evil.loc["pass", "error"] and "answer" in evil.loc["pass", "error"]
     fine = scores[scores["key"] == result.dataset.rows[1].key].set_index("metric")
     assert fine.loc["pass", "value"] == 1.0 and not isinstance(fine.loc["pass", "error"], str)
 
-    agg = result.aggregates.set_index("metric")["value"]
-    # one row passed, one could not be checked: pass 1/2, fail 0/2, parse failures 1/2
-    assert agg["pass"] == 0.5 and agg["fail"] == 0.0 and agg["parse_failures"] == 0.5
+    agg = result.aggregates.set_index("metric")
+    # one row passed, one could not be checked: pass 1/1 and fail 0/1 over the rated row,
+    # parse failures 1/2 over both
+    assert (agg.loc["pass", "value"], agg.loc["pass", "n"], agg.loc["pass", "N"]) == (1.0, 1, 2)
+    assert (agg.loc["fail", "value"], agg.loc["fail", "n"]) == (0.0, 1)
+    assert (agg.loc["parse_failures", "value"], agg.loc["parse_failures", "n"]) == (0.5, 2)
 
 
 def test_catastrophic_regexp_on_the_context_is_bounded_too() -> None:

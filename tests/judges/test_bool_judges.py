@@ -46,7 +46,8 @@ def test_verdicts(openai_server: FakeOpenAIServer, judge: dict[str, Any], evalua
     got = {m: cell(res, "r1", m) for m in ("pass", "fail", "parse_failures", "generation_failures")}
     expected = {"pass": {"pass": 1.0, "fail": 0.0, "parse_failures": 0.0, "generation_failures": 0.0},
                 "fail": {"pass": 0.0, "fail": 1.0, "parse_failures": 0.0, "generation_failures": 1.0},
-                "parse": {"pass": 0.0, "fail": 0.0, "parse_failures": 1.0, "generation_failures": 0.0}}[outcome]
+                # unrated: neither a pass nor a fail, and no verdict on the answer either
+                "parse": {"pass": None, "fail": None, "parse_failures": 1.0, "generation_failures": None}}[outcome]
     assert got == expected
     assert cell(res, "r1", "retrieval_failures") is None  # no context on this row
     if outcome == "parse":

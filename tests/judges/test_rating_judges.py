@@ -144,3 +144,18 @@ def test_custom_judge_retrieval_and_inputs(openai_server: FakeOpenAIServer, judg
         nbeval.evaluator("custom_judge", instructions="x", assessment_type="both")
     with pytest.raises(EvaluatorError, match="unknown inputs"):
         nbeval.evaluator("custom_judge", instructions="x", inputs=["answer"])
+
+
+def test_chunk_relevance_unreadable_replies_are_unrated_failed_calls_are_errors(
+        openai_server: FakeOpenAIServer, judge: dict[str, Any]) -> None:
+    openai_server.reply = "Hmm, hard to say."
+    res = run([ROW], ["chunk_relevance"], judge)
+    assert cell(res, "r1", "precision") is None  # never a 0
+    assert cell(res, "r1", "precision", "label") == "parse_failure"
+    assert list(res.problems["kind"]) == ["unrated"]
+    openai_server.reset()
+    openai_server.reply = Status(400, "bad chunk")
+    res = run([ROW], ["chunk_relevance"], judge)
+    assert cell(res, "r1", "precision") is None and cell(res, "r1", "precision", "label") is None
+    assert "HTTP 400" in cell(res, "r1", "precision", "error")
+    assert res.problems.empty  # a failed call is the row's error, not an unreadable reply

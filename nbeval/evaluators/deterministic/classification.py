@@ -6,7 +6,9 @@ overridden: accuracy, and precision, recall and F1 macro-averaged over every cla
 a label or as a prediction, plus the confusion matrix as the explanation.
 
 Conventions (those of scikit-learn with ``zero_division=0``): labels and predictions are
-compared after trimming surrounding white space, case-sensitively; a ratio whose denominator is
+compared after trimming surrounding white space, case-sensitively, and numbers by value
+(:func:`~nbeval.data.fields.label_text`: ``1``, ``1.0`` and ``"1"`` are one class, written
+``"1"``); a ratio whose denominator is
 0 counts 0 (a class never predicted has precision 0; a class that is never the true label has
 recall 0); macro F1 is the mean of the per-class F1 scores, not the F1 of the macro averages.
 
@@ -22,6 +24,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from nbeval.data.fields import label_text
 from nbeval.evaluators.base import Aggregate, Evaluator, Score
 from nbeval.evaluators.registry import register
 
@@ -35,7 +38,7 @@ MAX_MATRIX_CLASSES = 100
 
 
 def _label(text: str | None) -> str:
-    return (text or "").strip()
+    return label_text((text or "").strip())
 
 
 @register("classification")

@@ -11,6 +11,7 @@ import zlib
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
+from nbeval.data.fields import label_text
 from nbeval.errors import ConditionError, EvaluatorError, RegexTimeout
 from nbeval.evaluators.base import Evaluator, Score
 from nbeval.evaluators.registry import register
@@ -75,11 +76,12 @@ class _TokenCache:
 @register("exact_match")
 class ExactMatch(Evaluator):
     """1.0 when the answer is the expected output character for character (case and white
-    space count), else 0.0; the rationale points at the first difference."""
+    space count), or when both are the same number (``1`` and ``1.0``, see
+    :func:`~nbeval.data.fields.label_text`), else 0.0; the rationale points at the first difference."""
 
     def score(self, row: Row) -> Score:
         expected, answer = row.expected_output or "", row.actual_output or ""
-        if answer == expected:
+        if answer == expected or label_text(answer) == label_text(expected):
             return Score({"score": 1.0})
         return Score({"score": 0.0}, rationale=_first_difference(expected, answer))
 

@@ -10,6 +10,16 @@ printed (``print(nbeval.evaluator("safety").prompt)``), copied with changes
 examples, written for the old instruction, are dropped); with placeholders such as ``{input}``,
 ``{actual_output}``, ``{expected_output}``, ``{context}`` or ``{guidelines}`` it replaces the whole
 data section too. In both cases the output format stays, so replies are still understood.
+
+Row text cannot break out of its block. Each field is shown between delimiters (``<answer>`` and
+``</answer>`` for the built-in prompts; in a template, the tags and fences the template itself
+uses). Any occurrence of the prompt's own delimiters inside inserted text is written with HTML
+character references: ``</answer>`` becomes ``&lt;/answer&gt;``, a code fence becomes
+``&#96;&#96;&#96;`` (in a template that uses fences), so an answer holding ``</answer>`` and new
+instructions stays inside its block, a judge still reads the text, and ``html.unescape`` gives it
+back. Other text (``<b>``, ``a < b``, code) is left as it is. A template that puts a placeholder
+in no delimiter at all cannot be protected: wrap placeholders in tags, as in
+``"<reply>\n{actual_output}\n</reply>"``.
 """
 
 from __future__ import annotations
@@ -17,6 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from nbeval.errors import EvaluatorError
@@ -31,6 +42,7 @@ __all__ = [
     "JudgeEvaluator",
     "JudgePrompt",
     "fill",
+    "neutralise",
     "rating_score",
     "row_values",
     "usage_details",
@@ -40,6 +52,11 @@ __all__ = [
 PLACEHOLDER_FIELDS = ("input", "expected_output", "actual_output", "context", "guidelines", "categories",
                       "output_condition", "expected_context", "chunk", "sentences", "text")
 _PLACEHOLDER = re.compile(r"\{\{?\s*([A-Za-z_]+)\s*\}?\}")
+#: A tag in a template (``<answer>``, ``</answer>``, ``<reply kind="x">``): its name.
+_TAG = re.compile(r"<\s*/?\s*([A-Za-z_][\w.:-]*)[^<>]*>")
+#: Fence characters a template may delimit data with (three or more in a row).
+_FENCE_CHARS = "`~\"'"
+_ENTITIES = {"<": "&lt;", ">": "&gt;", "`": "&#96;", "~": "&#126;", '"': "&quot;", "'": "&#39;"}
 
 
 @dataclass(frozen=True)
@@ -77,11 +94,25 @@ class JudgePrompt:
                                        if n.lower() in PLACEHOLDER_FIELDS))
         return tuple(f for f, _ in self.inputs)
 
+    @property
+    def delimiters(self) -> tuple[tuple[str, ...], str]:
+        """What encloses the inserted data: the tag names, and the fence characters (of
+        ``_FENCE_CHARS``) that a template uses three in a row."""
+        if self.template is None:
+            return tuple(dict.fromkeys(tag for _, tag in self.inputs)), ""
+        tags = tuple(dict.fromkeys(_TAG.findall(self.template)))
+        return tags, "".join(c for c in _FENCE_CHARS if c * 3 in self.template)
+
     def data(self, values: Mapping[str, str]) -> str:
-        """The data section for ``values``."""
+        """The data section for ``values``.
+
+        Inserted text has this prompt's own delimiters neutralised (see :func:`neutralise`):
+        ``</answer>`` inside an answer becomes ``&lt;/answer&gt;``, so it cannot close its block."""
+        tags, fences = self.delimiters
+        safe = {name: neutralise(str(v), tags, fences) for name, v in values.items()}
         if self.template is not None:
-            return fill(self.template, values)
-        return "\n\n".join(f"<{tag}>\n{values.get(name, '')}\n</{tag}>" for name, tag in self.inputs)
+            return fill(self.template, safe)
+        return "\n\n".join(f"<{tag}>\n{safe.get(name, '')}\n</{tag}>" for name, tag in self.inputs)
 
     def system(self) -> str:
         return "\n\n".join(p for p in (self.instruction.strip(), self.output_format.strip()) if p)
@@ -109,6 +140,34 @@ class JudgePrompt:
 
     def __str__(self) -> str:
         return self.text()
+
+
+def neutralise(text: str, tags: Sequence[str], fences: str = "") -> str:
+    """``text`` with every opening or closing tag named in ``tags`` (any case, with spaces or
+    attributes: ``</answer>``, ``< /ANSWER >``, ``<answer id=1>``) and every run of three or more
+    of the ``fences`` characters written with HTML character references, so it cannot open or
+    close a block of the prompt it is placed in. ``html.unescape`` gives the text back."""
+    pattern = _delimiter_pattern(tuple(tags), fences)
+    if pattern is None:
+        return text
+    return pattern.sub(_escape_delimiter, text)
+
+
+@lru_cache(maxsize=256)
+def _delimiter_pattern(tags: tuple[str, ...], fences: str) -> re.Pattern[str] | None:
+    parts = []
+    if tags:
+        names = "|".join(re.escape(t) for t in sorted(set(tags), key=len, reverse=True))
+        parts.append(r"<\s*/?\s*(?:" + names + r")(?![\w.:-])[^<>]*>?")
+    parts.extend(re.escape(c) + "{3,}" for c in fences)
+    return re.compile("|".join(parts), re.IGNORECASE) if parts else None
+
+
+def _escape_delimiter(m: re.Match[str]) -> str:
+    found = m.group(0)
+    if found[0] == "<":
+        return "&lt;" + found[1:].replace(">", "&gt;")
+    return "".join(_ENTITIES[c] for c in found)
 
 
 def fill(template: str, values: Mapping[str, str]) -> str:

@@ -6,12 +6,22 @@ tries, in order: a JSON object (bare or inside a fenced code block), a labelled 
 (``Verdict: ...``, ``Score = ...``), the reply's first word or line, and finally a single
 unambiguous mention anywhere. When none of these gives one clear answer the parser reports a
 failure, never a guess; the caller keeps the raw reply as the row's rationale.
+
+Failures, not guesses:
+
+* a reply that gives *conflicting* answers (``Verdict: yes`` then ``Verdict: no``; a JSON object
+  whose ``verdict`` and ``rating`` differ; a JSON verdict that a labelled line contradicts);
+* a reply that is JSON of the wrong shape (a list where an object is expected, an object with no
+  verdict or score key) or whose verdict or score is itself a list, an object or a nested value;
+* a reply nested too deeply to read. Parsing never raises on any reply text, and its time grows
+  about linearly with the reply's length.
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -29,6 +39,9 @@ _FENCE = re.compile(r"```(?:json|JSON|javascript|js)?\s*\n?(.*?)```", re.DOTALL)
 _MARKDOWN = re.compile(r"[*_`#>]+")
 _NUMBER = r"[-+]?\d+(?:[.,]\d+)?"
 _NEGATED = re.compile(r"\b(?:not|isn't|is not|aren't|never)\s+(?:the\s+|a\s+)?$")
+#: At most this many opening brackets are tried as the start of an embedded JSON value, so a
+#: long reply full of unmatched brackets is read in linear time.
+_MAX_JSON_STARTS = 32
 
 
 @dataclass(frozen=True)
@@ -58,10 +71,22 @@ def find_json(text: str) -> Any:
     return None
 
 
+def _whole_json(text: str) -> Any:
+    """The JSON object or list that *is* the reply (bare, or alone in one code fence), else ``None``."""
+    body = text.strip()
+    fenced = _FENCE.fullmatch(body)
+    if fenced:
+        body = fenced.group(1).strip()
+    if not body or body[0] not in "{[":
+        return None
+    value = _loads(body)
+    return value if isinstance(value, (dict, list)) else None
+
+
 def _loads(chunk: str) -> Any:
     try:
         return json.loads(chunk)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deeply to read
         pass
     try:  # models sometimes answer with single quotes or True/False
         return ast.literal_eval(chunk)
@@ -72,9 +97,13 @@ def _loads(chunk: str) -> Any:
 def _balanced(text: str) -> list[str]:
     """Substrings from an opening ``{``/``[`` to its matching closer (strings respected)."""
     out: list[str] = []
+    tried = 0
     for start, ch in enumerate(text):
-        if ch not in "{[" or len(out) >= 5:
+        if ch not in "{[":
             continue
+        if len(out) >= 5 or tried >= _MAX_JSON_STARTS:
+            break
+        tried += 1
         depth, in_str, esc = 0, False, False
         for end in range(start, len(text)):
             c = text[end]
@@ -95,6 +124,17 @@ def _balanced(text: str) -> list[str]:
     return out
 
 
+def _shape(value: Any) -> str:
+    """How a JSON value that is not what was expected looks, for messages."""
+    return {dict: "an object", list: "a list", str: "a string", bool: "true/false",
+            type(None): "null"}.get(type(value), "a number" if isinstance(value, (int, float)) else "a value")
+
+
+def _keyed(obj: Mapping[Any, Any], keys: Sequence[str]) -> list[tuple[str, Any]]:
+    """``(key, value)`` of every key of ``obj`` that is one of ``keys`` (case and spaces ignored)."""
+    return [(str(k).strip(), v) for k, v in obj.items() if str(k).lower().strip() in keys]
+
+
 def _get(obj: Mapping[str, Any], keys: Sequence[str]) -> Any:
     lower = {str(k).lower().strip(): v for k, v in obj.items()}
     for k in keys:
@@ -108,8 +148,8 @@ def _reason_from(text: str, obj: Any = None) -> str:
         reason = _get(obj, REASON_KEYS)
         if isinstance(reason, str) and reason.strip():
             return reason.strip()
-    labelled = re.search(r"(?im)^\W*(?:" + "|".join(REASON_KEYS) + r")\W*\s*[:=-]\s*(.+(?:\n(?!\W*\w+\s*:).+)*)",
-                         text)
+    labelled = re.search(r"(?im)^[^\w\n]*(?:" + "|".join(REASON_KEYS) + r")[^\w\n:=-]*[:=-]\s*"
+                         r"(.+(?:\n(?![^\w\n]*\w+[^\S\n]*:).+)*)", text)
     if labelled:
         return labelled.group(1).strip()
     return text.strip()
@@ -122,33 +162,76 @@ def _clean(text: str) -> str:
 # -- choices ---------------------------------------------------------------------------------
 
 
+def _json_verdicts(obj: Mapping[Any, Any], words: Mapping[str, Any], expected: str) -> tuple[list[str], str | None]:
+    """The verdict words given under the verdict keys of ``obj``, and the first problem found
+    (a verdict that is not one of the words, or that is a list, an object or a number)."""
+    found: list[str] = []
+    for key, got in _keyed(obj, _VERDICT_KEYS):
+        if isinstance(got, bool):
+            got = "true" if got else "false"
+        if not isinstance(got, str):
+            return found, f"the judge's {key!r} is {_shape(got)}, not one of {expected}"
+        word = _clean(got).lower().strip(" .!\"'")
+        if word not in words:
+            return found, f"the judge's {key!r} is {got[:80]!r}, not one of {expected}"
+        found.append(word)
+    return found, None
+
+
+def _one(words: Mapping[str, Any], found: Sequence[str]) -> str | None:
+    """The single verdict ``found`` agrees on (words with the same value agree), or ``None``."""
+    return found[0] if found and len({repr(words[w]) for w in found}) == 1 else None
+
+
 def parse_choice(text: str | None, choices: Mapping[str, Any]) -> Parsed:
-    """One of ``choices`` (word -> value) from a reply; case, punctuation and prose tolerated."""
+    """One of ``choices`` (word -> value) from a reply; case, punctuation and prose tolerated.
+
+    Conflicting verdicts, JSON of the wrong shape and verdicts that are lists or objects are
+    failures (see the module's docstring)."""
     raw = text or ""
     words = {w.lower(): v for w, v in choices.items()}
     expected = " or ".join(repr(w) for w in choices)
     if not raw.strip():
         return Parsed(None, raw, f"the judge's reply is empty; expected {expected}")
-    obj = find_json(raw)
+
+    def conflict(found: Sequence[str]) -> Parsed:
+        given = ", ".join(repr(w) for w in dict.fromkeys(found))
+        return Parsed(None, raw, f"the judge's reply gives conflicting verdicts ({given}); expected one of {expected}")
+
+    whole = _whole_json(raw)
+    obj = whole if whole is not None else find_json(raw)
+    json_found: list[str] = []
     if isinstance(obj, Mapping):
-        got = _get(obj, _VERDICT_KEYS)
-        if isinstance(got, bool):
-            got = "true" if got else "false"
-        if isinstance(got, str) and _clean(got).lower().strip(" .!\"'") in words:
-            return Parsed(words[_clean(got).lower().strip(" .!\"'")], _reason_from(raw, obj))
+        json_found, problem = _json_verdicts(obj, words, expected)
+        if problem:
+            return Parsed(None, raw, problem)
+    if whole is not None and not json_found:
+        return Parsed(None, raw, f"the judge replied with JSON of another shape ({_shape(whole)} with no verdict); "
+                                 f"expected a verdict of {expected}")
     clean = _clean(raw)
     lower = clean.lower()
     alternatives = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
-    label = re.compile(r"\b(?:" + "|".join(_VERDICT_KEYS) + r")\b\s*(?:is)?\s*[:=\-]\s*[\"'(\[]*(" + alternatives
-                       + r")\b")
-    labelled = label.findall(lower)
+    labels = "|".join(_VERDICT_KEYS)
+    # Linear on any text: the parts around the separator cannot match the same characters.
+    tail = r"\b[^\w\n:=\-]*(?:is[^\w\n:=\-]*)?[:=\-][^\S\n]*[\"'(\[]*(" + alternatives + r")\b"
+    lines = re.findall(r"(?im)^[^\w\n]*(?:" + labels + r")" + tail, lower)
+    explicit = json_found + lines
+    if explicit:
+        word = _one(words, explicit)
+        if word is None:
+            return conflict(explicit)
+        return Parsed(words[word], _reason_from(raw, obj) if json_found else _reason_from(clean))
+    labelled = re.findall(r"\b(?:" + labels + r")" + tail, lower)
     if labelled:
-        return Parsed(words[labelled[-1]], _reason_from(clean))
+        word = _one(words, labelled)
+        if word is None:
+            return conflict(labelled)
+        return Parsed(words[word], _reason_from(clean))
     stripped = lower.strip(" \t\n.!?\"'()[]")
     if stripped in words:
         return Parsed(words[stripped], raw.strip())
     first = re.match(r"\W*(\w+)", lower)
-    posed = first and re.match(r"\W*\w+\W+or\s+(" + alternatives + r")\b", lower)  # "yes or no? ..."
+    posed = first and re.match(r"\W*\w+(?:\W+or\s+|\s*[/|]\s*)(" + alternatives + r")\b", lower)  # "yes or no?"
     if first and first.group(1) in words and not posed:
         rest = clean[first.end():].strip(" \t\n,.:;-")
         return Parsed(words[first.group(1)], rest or raw.strip())
@@ -170,7 +253,10 @@ def _to_float(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an integer too large for a float: out of any range
+            return math.inf if value > 0 else -math.inf
     if isinstance(value, str):
         m = re.fullmatch(r"\s*(" + _NUMBER + r")\s*(%?)\s*(?:/\s*\d+(?:\.\d+)?)?\s*", value)
         if m:
@@ -179,30 +265,60 @@ def _to_float(value: Any) -> float | None:
     return None
 
 
+def _labelled_numbers(pattern: str, text: str) -> list[float]:
+    return [float(v.replace(",", ".")) / (100 if pct else 1) for v, pct in re.findall(pattern, text)]
+
+
 def parse_number(text: str | None, lo: float = float("-inf"), hi: float = float("inf"),
                  keys: Sequence[str] = _SCORE_KEYS) -> Parsed:
-    """A number in ``[lo, hi]`` from a reply (JSON key, ``Score: 4``, ``4/5``, a lone number)."""
+    """A number in ``[lo, hi]`` from a reply (JSON key, ``Score: 4``, ``4/5``, a lone number).
+
+    Conflicting numbers (two labelled lines, or two score keys, that differ), JSON of the wrong
+    shape and scores that are lists or objects are failures (see the module's docstring)."""
     raw = text or ""
     if not raw.strip():
         return Parsed(None, raw, "the judge's reply is empty; expected a number")
-    obj = find_json(raw)
+
+    def conflict(found: Sequence[float]) -> Parsed:
+        given = ", ".join(f"{v:g}" for v in dict.fromkeys(found))
+        return Parsed(None, raw, f"the judge's reply gives conflicting numbers ({given}); expected one")
+
+    whole = _whole_json(raw)
+    obj = whole if whole is not None else find_json(raw)
     number: float | None = None
     reason = None
-    if isinstance(obj, Mapping):
-        number = _to_float(_get(obj, keys))
-        reason = _reason_from(raw, obj) if number is not None else None
+    if isinstance(obj, Mapping) and _keyed(obj, keys):
+        found = []
+        for key, got in _keyed(obj, keys):
+            value = _to_float(got)
+            if value is None:
+                return Parsed(None, raw, f"the judge's {key!r} is {_shape(got)}, not a number")
+            found.append(value)
+        if len(set(found)) > 1:
+            return conflict(found)
+        number, reason = found[0], _reason_from(raw, obj)
+    elif whole is not None:
+        return Parsed(None, raw, f"the judge replied with JSON of another shape ({_shape(whole)} with no "
+                                 f"{' or '.join(repr(k) for k in keys[:3])}); expected a number")
     clean = _clean(raw)
+    lines = clean.splitlines()
+    labels = "|".join(re.escape(k) for k in keys)
+    tail = r")\b[^\S\n]*(?:(?:is|of)[^\S\n]*)?(?:[:=][^\S\n]*)?(" + _NUMBER + r")[^\S\n]*(%?)"
     if number is None:
-        label = re.compile(r"(?i)\b(?:" + "|".join(keys) + r")\b\s*(?:is|of)?\s*[:=]?\s*(" + _NUMBER + r")\s*(%?)")
-        found = label.findall(clean)
-        if found:
-            value, pct = found[-1]
-            number = float(value.replace(",", ".")) / (100 if pct else 1)
+        labelled = _labelled_numbers(r"(?im)^[^\w\n]*(?:" + labels + tail, clean)
+        first = _to_float(lines[0].strip(" .:")) if lines else None
+        if labelled:
+            if len(set(labelled + ([first] if first is not None else []))) > 1:
+                return conflict(labelled if first is None else [first, *labelled])
+            number = labelled[0]
+        elif first is not None:
+            number = first
+            reason = "\n".join(lines[1:]).strip() or None
     if number is None:
-        first_line = clean.splitlines()[0] if clean.splitlines() else ""
-        number = _to_float(first_line.strip(" .:"))
-        if number is not None:
-            reason = "\n".join(clean.splitlines()[1:]).strip() or None
+        anywhere = _labelled_numbers(r"(?i)\b(?:" + labels + tail, clean)
+        if len(set(anywhere)) > 1:
+            return conflict(anywhere)
+        number = anywhere[0] if anywhere else None
     if number is None:
         out_of = re.findall(r"(" + _NUMBER + r")\s*(?:/|out of)\s*(" + _NUMBER + r")", clean)
         plain = re.findall(r"(?<![\w.])(" + _NUMBER + r")(?![\w.])", clean)
@@ -222,32 +338,47 @@ def parse_number(text: str | None, lo: float = float("-inf"), hi: float = float(
 
 def parse_index_list(text: str | None, n: int, key: str = "relevant") -> Parsed:
     """1-based item numbers from a reply (``Relevant: 1, 3``, ``none``, a JSON list); values
-    outside ``1..n`` are dropped. The value is a sorted list of distinct numbers."""
+    outside ``1..n`` are dropped. The value is a sorted list of distinct numbers.
+
+    A list holding anything but whole numbers, or JSON of another shape, is a failure."""
     raw = text or ""
     if not raw.strip():
         return Parsed(None, raw, "the judge's reply is empty; expected a list of numbers")
-    obj = find_json(raw)
+    none_word = re.compile(r"\W*(none|nothing|no sentences?|-)\W*", re.IGNORECASE)
+    whole = _whole_json(raw)
+    obj = whole if whole is not None else find_json(raw)
     items: list[Any] | None = None
-    if isinstance(obj, list):
-        items = obj
-    elif isinstance(obj, Mapping):
-        got = _get(obj, (key, "relevant_sentences", "sentences", "indices", "numbers", "ids"))
-        if isinstance(got, list):
-            items = got
-        elif isinstance(got, str):
-            items = re.findall(r"\d+", got)
     clean = _clean(raw)
-    if items is None:
-        label = re.search(r"(?im)^\W*" + re.escape(key) + r"[\w ]*?\s*[:=]\s*(.*)$", clean)
-        if label:
-            line = label.group(1)
-            says_none = re.match(r"\W*(none|nothing|no sentences?|-)\W*$", line, re.IGNORECASE)
-            items = [] if says_none else (re.findall(r"\d+", line) or None)
+    label = re.search(r"(?im)^[^\w\n]*" + re.escape(key) + r"[\w \t]*?[:=][^\S\n]*(.*)$", clean)
+    if whole is not None or label is None:
+        if isinstance(obj, list):
+            items = obj
+        elif isinstance(obj, Mapping):
+            got = _get(obj, (key, "relevant_sentences", "sentences", "indices", "numbers", "ids"))
+            if isinstance(got, list):
+                items = got
+            elif isinstance(got, str) and none_word.fullmatch(got):
+                items = []
+            elif isinstance(got, str) and re.fullmatch(r"[\s\d,;\[\]().and]+", got) and re.search(r"\d", got):
+                items = re.findall(r"\d+", got)
+            elif got is not None:
+                return Parsed(None, raw, f"the judge's {key!r} is {_shape(got)}, not a list of numbers")
+        if whole is not None and items is None:
+            return Parsed(None, raw, f"the judge replied with JSON of another shape ({_shape(whole)} with no "
+                                     f"{key!r} list); expected a list of numbers")
+    if items is None and label:
+        line = label.group(1)
+        items = [] if none_word.fullmatch(line) else (re.findall(r"\d+", line) or None)
     if items is None and re.fullmatch(r"[\s\d,;\[\]().and]+", clean) and re.search(r"\d", clean):
         items = re.findall(r"\d+", clean)
     if items is None and re.fullmatch(r"\W*(none|nothing)\W*", clean, re.IGNORECASE):
         items = []
     if items is None:
         return Parsed(None, raw, "could not read a list of numbers from the judge's reply")
-    numbers = sorted({int(float(i)) for i in items if _to_float(i) is not None and 1 <= int(float(i)) <= n})
-    return Parsed(numbers, _reason_from(clean, obj))
+    numbers = [_to_float(i) for i in items]
+    if any(v is None or not math.isfinite(v) or v != int(v) for v in numbers):
+        bad = next(i for i, v in zip(items, numbers, strict=True)
+                   if v is None or not math.isfinite(v) or v != int(v))
+        return Parsed(None, raw, f"the judge's list holds {str(bad)[:40]!r}, not a whole item number")
+    chosen = sorted({int(v) for v in numbers if v is not None and 1 <= v <= n})
+    return Parsed(chosen, _reason_from(clean, obj))

@@ -1,0 +1,68 @@
+"""How much text a result stores and shows per cell, and the one helper that cuts it.
+
+A judge can answer with megabytes (a model stuck in a loop, a reply echoing its prompt). What
+the judge or an evaluator *wrote* is capped where the result is built; what the *user gave* (the
+dataset's prompts, answers and contexts) is never cut in what is saved, only in what is shown:
+
+* :data:`MAX_STORED_CHARS` (20,000): each ``label``, ``rationale``, ``error`` and
+  ``skip_reason`` cell of :attr:`EvaluationResult.scores`, and each string inside ``details``.
+* :data:`MAX_DETAILS_CHARS` (100,000): the ``details`` JSON of one score as a whole (past it, the
+  cell is the cut JSON text with the marker, no longer JSON).
+* :data:`MAX_SHOWN_CHARS` (2,000): each cell of the HTML report (answers and prompts too).
+
+A cut text keeps its beginning and ends with a marker giving the original size::
+
+    … [truncated: 5,000,000 characters, showing the first 20,000]
+
+Cutting a text that is already cut keeps the original size in the new marker, so the report
+says 5,000,000 for a rationale stored as 20,000 characters.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+__all__ = ["MAX_DETAILS_CHARS", "MAX_SHOWN_CHARS", "MAX_STORED_CHARS", "cap_details", "truncate_text"]
+
+MAX_STORED_CHARS = 20_000
+MAX_DETAILS_CHARS = 100_000
+MAX_SHOWN_CHARS = 2_000
+
+_MARKER = "\n… [truncated: {total:,} characters, showing the first {shown:,}]"
+_MARKER_AT_END = re.compile(r"\n… \[truncated: ([\d,]+) characters, showing the first [\d,]+\]\Z")
+_TAIL = 80  # the marker is shorter than this
+
+
+def truncate_text(value: Any, limit: int) -> Any:
+    """``value`` cut to its first ``limit`` characters plus the marker (see the module), when it
+    is a string longer than ``limit``; anything else is returned unchanged."""
+    if not isinstance(value, str) or len(value) <= limit:
+        return value
+    body, total = value, len(value)
+    found = _MARKER_AT_END.search(value, max(0, len(value) - _TAIL)) if value.endswith("]") else None
+    if found is not None:  # cut before: keep the size of the original
+        body, total = value[:found.start()], int(found.group(1).replace(",", ""))
+        if len(body) <= limit:
+            return value
+    return body[:limit] + _MARKER.format(total=total, shown=limit)
+
+
+def _cap_strings(value: Any, limit: int) -> Any:
+    if isinstance(value, str):
+        return truncate_text(value, limit)
+    if isinstance(value, dict):
+        return {k: _cap_strings(v, limit) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_cap_strings(v, limit) for v in value]
+    return value
+
+
+def cap_details(details: dict[str, Any] | None) -> str | None:
+    """A score's ``details`` as the JSON text stored in the long table: each string inside cut to
+    :data:`MAX_STORED_CHARS`, the whole to :data:`MAX_DETAILS_CHARS`; ``None`` when empty."""
+    if not details:
+        return None
+    text = json.dumps(_cap_strings(details, MAX_STORED_CHARS), ensure_ascii=False, default=str)
+    return truncate_text(text, MAX_DETAILS_CHARS)

@@ -1,0 +1,317 @@
+"""Every option of `nbeval.evaluate()` and of the `nbeval` command names the tests of its effect.
+
+`COVERAGE` maps each option to the tests that check what it does (not merely that a call with it
+does not crash). The options are read at test time from `inspect.signature(nbeval.evaluate)` and
+from `nbeval.cli.build_parser()`, so:
+
+* adding a parameter, a subcommand or a flag without an entry here fails (write its test first);
+* an entry for an option that no longer exists fails;
+* every named test must exist in its file (found by parsing the file, not by importing it), and
+  at least one of an option's tests must mention the option (`name=` for a parameter, the flag's
+  spelling for a flag, the subcommand's name for a command or a positional argument).
+
+Keys: `evaluate(<parameter>)`; `nbeval <command...>` for a subcommand (`nbeval evaluator show`);
+`nbeval <command...> --flag` (its first long spelling) for a flag (`nbeval run --evaluators` for
+`-e/--evaluators`); `nbeval <command...> <dest>` for a positional argument (`nbeval run data`).
+Test names: `tests/<path>.py::<function>` or `tests/<path>.py::<Class>::<method>`; a parametrised
+test is named without its `[...]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import inspect
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+import nbeval
+from nbeval.cli import build_parser
+
+ROOT = Path(__file__).resolve().parents[2]
+
+COVERAGE: dict[str, list[str]] = {
+    # -- nbeval.evaluate() ------------------------------------------------------------------------
+    "evaluate(data)": [
+        "tests/test_engine.py::test_accepts_path_dataframe_lab_and_records",
+        "tests/test_engine.py::test_suite_without_answers_is_a_clear_error",
+    ],
+    "evaluate(evaluators)": [
+        "tests/options/test_evaluators_argument.py::test_every_form_runs_the_same_evaluators",
+        "tests/options/test_evaluators_argument.py::test_params_given_with_the_evaluator_take_effect",
+        "tests/test_engine.py::test_unknown_evaluator_and_parameter_errors",
+        "tests/test_trust_empty_evaluators.py::test_evaluate_with_no_evaluators_raises",
+    ],
+    "evaluate(progress)": [
+        "tests/options/test_progress_option.py::test_evaluate_progress_draws_a_bar_on_stderr_only_when_asked",
+    ],
+    "evaluate(embedder)": [
+        "tests/options/test_embedder_option.py::test_a_local_path_is_the_model_used",
+        "tests/options/test_embedder_option.py::test_a_model_name_is_looked_up_not_taken_for_an_embedder",
+        "tests/options/test_embedder_option.py::test_an_object_without_encode_is_refused_on_its_rows",
+    ],
+    "evaluate(judge)": [
+        "tests/judges/test_judge_runs.py::test_python_callable_judge",
+        "tests/judges/test_judge_runs.py::test_per_evaluator_judge_overrides_the_run_judge",
+        "tests/options/test_hf_judge_device.py::test_cpu_device_is_used",
+    ],
+    "evaluate(device)": [
+        "tests/options/test_device_option.py::test_device_cpu_loads_the_embedder_on_the_cpu",
+        "tests/options/test_device_option.py::test_device_cuda_reaches_the_embedder",
+        "tests/options/test_hf_judge_device.py::test_cuda_device_reaches_the_judge",
+        "tests/options/test_hf_judge_device.py::test_settings_that_name_a_device_win",
+    ],
+    "evaluate(cache)": [
+        "tests/options/test_judge_call_options.py::test_cache_false_asks_again_on_every_run",
+        "tests/options/test_judge_call_options.py::test_cache_true_keeps_replies_under_nbeval_cache_dir",
+        "tests/options/test_judge_call_options.py::test_cache_path_is_where_replies_are_kept",
+        "tests/judges/test_judge_runs.py::test_second_run_asks_nothing",
+    ],
+    "evaluate(concurrency)": [
+        "tests/options/test_judge_call_options.py::test_concurrency_is_the_most_judge_calls_in_flight",
+        "tests/options/test_judge_call_options.py::test_concurrency_bounds_a_python_judge_too",
+    ],
+    "evaluate(timeout)": [
+        "tests/options/test_judge_call_options.py::test_timeout_abandons_a_slow_python_judge_on_its_row",
+        "tests/test_trust_deadlines.py::test_a_run_with_a_dripping_judge_finishes_with_the_rows_error",
+    ],
+    "evaluate(max_attempts)": [
+        "tests/options/test_judge_call_options.py::test_max_attempts_is_how_often_a_failing_call_is_tried",
+        "tests/options/test_judge_call_options.py::test_max_attempts_lets_a_call_recover_from_earlier_failures",
+    ],
+    "evaluate(prices)": [
+        "tests/options/test_judge_call_options.py::test_prices_turn_the_tokens_into_cost",
+        "tests/judges/test_judge_runs.py::test_second_run_asks_nothing",
+    ],
+    "evaluate(dry_run)": [
+        "tests/options/test_dry_run_counts.py::test_dry_run_counts_the_calls_the_run_makes",
+        "tests/test_engine.py::test_dry_run_counts_without_scoring",
+        "tests/judges/test_judge_runs.py::test_dry_run_estimates_without_calling",
+    ],
+    "evaluate(cancel)": [
+        "tests/options/test_cancel_keeps_answers.py::test_a_finished_batch_is_kept_when_cancel_comes_during_it",
+        "tests/test_engine.py::test_cancel_returns_partial_result_with_the_rest_marked",
+    ],
+    "evaluate(on_progress)": [
+        "tests/test_engine.py::test_progress_callback_sees_growing_partial_results",
+        "tests/test_engine_live.py::test_on_progress_gets_one_live_result_that_grows",
+    ],
+    "evaluate(chunk_rows)": [
+        "tests/test_engine.py::test_progress_callback_sees_growing_partial_results",
+        "tests/options/test_cancel_keeps_answers.py::test_a_finished_batch_is_kept_when_cancel_comes_during_it",
+    ],
+    # -- nbeval evaluators ------------------------------------------------------------------------
+    "nbeval evaluators": [
+        "tests/test_cli.py::test_evaluators_lists_the_catalogue",
+        "tests/test_cli.py::test_evaluators_marks_judges_exactly_when_judge_configured_says_none",
+    ],
+    "nbeval evaluators --family": [
+        "tests/options/test_cli_catalogue_and_demo.py::test_family_lists_exactly_that_family",
+    ],
+    "nbeval evaluators --json": [
+        "tests/options/test_cli_json.py::test_evaluators_json_is_standard",
+        "tests/test_cli.py::test_evaluators_lists_the_catalogue",
+    ],
+    # -- nbeval evaluator show ----------------------------------------------------------------------
+    "nbeval evaluator show": ["tests/test_cli.py::test_evaluator_show"],
+    "nbeval evaluator show id": ["tests/test_cli.py::test_evaluator_show"],
+    # -- nbeval run ---------------------------------------------------------------------------------
+    "nbeval run": ["tests/test_cli.py::test_run_writes_result_and_report"],
+    "nbeval run data": [
+        "tests/test_cli.py::test_run_writes_result_and_report",
+        "tests/test_cli.py::test_bad_input_exits_2_naming_file_row_field",
+    ],
+    "nbeval run --evaluators": [
+        "tests/test_cli.py::test_run_writes_result_and_report",
+        "tests/test_cli.py::test_unknown_evaluator_exits_2",
+        "tests/test_trust_empty_evaluators.py::test_cli_run_with_an_empty_evaluator_list_exits_2",
+    ],
+    "nbeval run --out": [
+        "tests/test_cli.py::test_run_writes_result_and_report",
+        "tests/test_trust_files_out_cli.py::test_run_refuses_an_out_folder_that_would_overwrite_the_input",
+    ],
+    "nbeval run --judge": ["tests/test_cli.py::test_run_with_a_judge_endpoint"],
+    "nbeval run --judge-base-url": [
+        "tests/test_cli.py::test_run_with_a_judge_endpoint",
+        "tests/options/test_cli_endpoints.py::test_judge_base_url_with_the_model_from_the_environment",
+        "tests/options/test_cli_endpoints.py::test_judge_base_url_without_any_model_says_what_to_give",
+    ],
+    "nbeval run --embedder": ["tests/options/test_embedder_option.py::test_cli_embedder_flag"],
+    "nbeval run --device": ["tests/options/test_device_option.py::test_cli_device_flag"],
+    "nbeval run --no-cache": ["tests/options/test_cli_run_options.py::test_no_cache_makes_a_second_run_ask_again"],
+    "nbeval run --dry-run": ["tests/options/test_cli_run_options.py::test_dry_run_counts_the_calls_and_asks_nothing"],
+    "nbeval run --fail-on-problems": [
+        "tests/test_cli.py::test_run_fail_on_problems_exits_1",
+        "tests/test_trust_parse_failures.py::test_gate_fails_on_unrated_rows_and_says_so",
+        "tests/test_trust_parse_failures.py::test_gate_reports_each_kind_that_tripped_it",
+    ],
+    "nbeval run --fail-on": [
+        "tests/test_trust_parse_failures.py::test_gate_reports_each_kind_that_tripped_it",
+        "tests/test_trust_parse_failures.py::test_gate_fails_on_unrated_rows_and_says_so",
+        "tests/test_trust_parse_failures.py::test_fail_on_rejects_unknown_kinds",
+    ],
+    "nbeval run --no-progress": ["tests/options/test_progress_option.py::test_run_no_progress_leaves_stderr_empty"],
+    # -- nbeval complete ----------------------------------------------------------------------------
+    "nbeval complete": ["tests/test_cli.py::test_complete_asks_every_model_and_writes_a_lab"],
+    "nbeval complete suite": ["tests/test_cli.py::test_complete_asks_every_model_and_writes_a_lab"],
+    "nbeval complete --model": [
+        "tests/test_cli.py::test_complete_asks_every_model_and_writes_a_lab",
+        "tests/options/test_cli_endpoints.py::test_complete_loads_an_hf_model_locally_beside_a_base_url",
+    ],
+    "nbeval complete --base-url": [
+        "tests/test_cli.py::test_complete_asks_every_model_and_writes_a_lab",
+        "tests/options/test_cli_endpoints.py::test_complete_loads_an_hf_model_locally_beside_a_base_url",
+    ],
+    "nbeval complete --system-prompt": [
+        "tests/options/test_cli_complete_options.py::test_system_prompt_is_sent_before_every_prompt",
+    ],
+    "nbeval complete --concurrency": [
+        "tests/options/test_cli_complete_options.py::test_concurrency_is_the_most_requests_in_flight",
+    ],
+    "nbeval complete --out": [
+        "tests/test_cli.py::test_complete_asks_every_model_and_writes_a_lab",
+        "tests/test_trust_files_out_cli.py::test_complete_refuses_to_write_the_lab_over_the_suite",
+    ],
+    "nbeval complete --no-cache": [
+        "tests/options/test_cli_complete_options.py::test_no_cache_makes_a_second_run_ask_again",
+    ],
+    "nbeval complete --dry-run": [
+        "tests/options/test_cli_complete_options.py::test_dry_run_counts_the_requests_and_asks_nothing",
+    ],
+    "nbeval complete --no-progress": [
+        "tests/options/test_progress_option.py::test_complete_no_progress_leaves_stderr_empty",
+    ],
+    # -- nbeval demo --------------------------------------------------------------------------------
+    "nbeval demo": ["tests/test_cli.py::test_demo_runs_offline"],
+    "nbeval demo --out": ["tests/test_cli.py::test_demo_runs_offline"],
+    "nbeval demo --no-embedding": [
+        "tests/options/test_cli_catalogue_and_demo.py::test_demo_no_embedding_leaves_the_embedding_evaluators_out",
+    ],
+    "nbeval demo --no-progress": ["tests/options/test_progress_option.py::test_demo_no_progress_leaves_stderr_empty"],
+}
+
+
+# -- what exists ------------------------------------------------------------------------------------
+
+
+def evaluate_options() -> dict[str, str]:
+    """Key -> what a test must mention, for every parameter of `nbeval.evaluate`."""
+    out = {}
+    for name, param in inspect.signature(nbeval.evaluate).parameters.items():
+        positional = param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD)
+        out[f"evaluate({name})"] = "evaluate(" if positional else f"{name}="
+    return out
+
+
+def cli_options() -> dict[str, tuple[str, ...]]:
+    """Key -> the spellings a test may use (any one of them), for every subcommand, flag and
+    positional argument of `nbeval` (help actions aside)."""
+    out: dict[str, tuple[str, ...]] = {}
+
+    def walk(parser: argparse.ArgumentParser, command: tuple[str, ...]) -> None:
+        subcommands = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if command and not subcommands:
+            out[" ".join(("nbeval", *command))] = (command[-1],)
+        for action in parser._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            if isinstance(action, argparse._SubParsersAction):
+                seen: set[int] = set()
+                for name, sub in action.choices.items():
+                    if id(sub) not in seen:  # aliases share their parser
+                        seen.add(id(sub))
+                        walk(sub, (*command, name))
+            elif action.option_strings:
+                longs = [o for o in action.option_strings if o.startswith("--")]
+                out[" ".join(("nbeval", *command, (longs or action.option_strings)[0]))] = tuple(action.option_strings)
+            else:
+                out[" ".join(("nbeval", *command, action.dest))] = (command[-1],) if command else (action.dest,)
+
+    walk(build_parser(), ())
+    return out
+
+
+def all_options() -> dict[str, tuple[str, ...]]:
+    """Every option's key and the strings a test of it may mention (quoted for CLI spellings)."""
+    options = {k: (v,) for k, v in evaluate_options().items()}
+    options.update({k: tuple(f'"{s}"' for s in v) for k, v in cli_options().items()})
+    return options
+
+
+@cache
+def _defined_tests(path: Path) -> dict[str, str]:
+    """Test name (`func` or `Class::method`) -> its source, decorators included, from parsing `path`."""
+    text = path.read_text(encoding="utf-8")
+    tree = ast.parse(text, filename=str(path))
+
+    def source(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+        parts = [ast.get_source_segment(text, d) or "" for d in node.decorator_list]
+        return "\n".join([*parts, ast.get_source_segment(text, node) or ""])
+
+    found = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found[node.name] = source(node)
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    found[f"{node.name}::{item.name}"] = source(item)
+    return found
+
+
+def _resolve(ref: str) -> str | None:
+    """The source of the test ``ref`` names, or ``None`` when its file or function does not exist."""
+    path, sep, name = ref.partition("::")
+    if not sep or not path.startswith("tests/") or not path.endswith(".py") or "[" in name:
+        return None
+    file = ROOT / path
+    if not file.is_file():
+        return None
+    return _defined_tests(file).get(name)
+
+
+# -- the checks -------------------------------------------------------------------------------------
+
+
+def test_the_options_are_read_from_the_code() -> None:
+    options = all_options()
+    # a sanity check on the readers themselves, so that an empty reading cannot pass
+    assert {"evaluate(judge)", "evaluate(concurrency)", "nbeval run --no-cache", "nbeval run data",
+            "nbeval evaluator show id", "nbeval demo"} <= set(options)
+    assert not any(k.endswith(("--help", " help")) for k in options)
+
+
+def test_every_option_has_a_test_and_every_entry_an_option() -> None:
+    options = set(all_options())
+    missing = sorted(options - set(COVERAGE))
+    stale = sorted(set(COVERAGE) - options)
+    assert not missing, ("options without a test of their effect; write one and list it in COVERAGE "
+                         f"(tests/options/test_option_coverage.py): {missing}")
+    assert not stale, f"COVERAGE lists options that no longer exist: {stale}"
+
+
+@pytest.mark.parametrize("key", sorted(COVERAGE))
+def test_every_named_test_exists(key: str) -> None:
+    refs = COVERAGE[key]
+    assert refs, f"{key}: no tests listed"
+    absent = [ref for ref in refs if _resolve(ref) is None]
+    assert not absent, f"{key}: these tests do not exist (tests/<path>.py::<name>, no [params]): {absent}"
+
+
+@pytest.mark.parametrize("key", sorted(COVERAGE))
+def test_some_named_test_mentions_its_option(key: str) -> None:
+    spellings = all_options().get(key)
+    if spellings is None:
+        pytest.skip("not an option any more (reported by test_every_option_has_a_test_and_every_entry_an_option)")
+    sources = [s for s in map(_resolve, COVERAGE[key]) if s is not None]
+    assert any(sp in src for src in sources for sp in spellings), \
+        f"{key}: none of {COVERAGE[key]} mentions {' or '.join(spellings)}"
+
+
+def test_the_check_catches_a_missing_test() -> None:
+    assert _resolve("tests/options/test_option_coverage.py::test_every_named_test_exists") is not None
+    assert _resolve("tests/options/test_option_coverage.py::test_no_such_test") is None
+    assert _resolve("tests/options/no_such_file.py::test_every_named_test_exists") is None
+    assert _resolve("tests/options/test_option_coverage.py::test_every_named_test_exists[x]") is None

@@ -1,0 +1,279 @@
+"""The README's Python examples run, offline, as part of the test suite (so in CI).
+
+The fences are read with pytest-markdown-docs' own parser, so its info strings mean here what
+they mean to `pytest --markdown-docs`: ```` ```python notest ```` leaves a fence out and
+```` ```python continuation ```` runs a fence after the one before it. Each fence runs as the
+README shows it, in a fresh namespace, with its line numbers (a failure points at the README line).
+
+Some examples name things a test machine does not have: an OpenAI model, an Ollama server on
+localhost:11434, a local Hugging Face model at ``path/to/local-model``, or the imports of a code
+excerpt. For those, a *hidden setup* here provides stand-ins (the fake OpenAI-compatible server
+standing in for both endpoints, a tiny model saved at that path, the excerpt's imports and
+declaration) and a *check* afterwards asserts that the example did what the README says: every
+top-level expression's value is kept, keyed by its source text, for the checks to read.
+"""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import nbeval
+from tests.support.fake_openai import FakeOpenAIServer
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+
+#: Fences marked ``python notest``, each with why it cannot run here. A fence marked so without
+#: an entry fails: examples are made to run (see the setups below), not switched off.
+NOT_RUN: dict[str, str] = {}
+
+
+def _fences() -> list[Any]:
+    from markdown_it import MarkdownIt
+    from pytest_markdown_docs.plugin import extract_fence_tests
+
+    return list(extract_fence_tests(MarkdownIt("commonmark"), README.read_text(encoding="utf-8"), 0, README))
+
+
+def _own_code(fence: Any) -> str:
+    """The fence's own lines (a continuation fence's source starts with the fences before it)."""
+    return "\n".join(fence.source.splitlines()[fence.start_line:])
+
+
+# -- running a fence ---------------------------------------------------------------------------------
+
+
+class _Keep(ast.NodeTransformer):
+    """``expr`` at the top level becomes ``__readme_values__.append(("expr", expr))``."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def visit_Module(self, node: ast.Module) -> ast.Module:
+        body: list[ast.stmt] = []
+        for stmt in node.body:
+            if isinstance(stmt, ast.Expr):
+                text = ast.get_source_segment(self.source, stmt.value) or ""
+                call = ast.Call(ast.Attribute(ast.Name("__readme_values__", ast.Load()), "append", ast.Load()),
+                                [ast.Tuple([ast.Constant(text), stmt.value], ast.Load())], [])
+                stmt = ast.copy_location(ast.Expr(call), stmt)
+            body.append(stmt)
+        node.body = body
+        return ast.fix_missing_locations(node)
+
+
+def run_fence(source: str, namespace: dict[str, Any]) -> dict[str, Any]:
+    """Run ``source`` (README line numbers kept) in ``namespace``; return the values of its
+    top-level expressions by their source text."""
+    tree = _Keep(source).visit(ast.parse(source, filename=str(README)))
+    kept: list[tuple[str, Any]] = []
+    namespace["__readme_values__"] = kept
+    exec(compile(tree, str(README), "exec"), namespace)
+    return dict(kept)
+
+
+def value_of(values: dict[str, Any], fragment: str) -> Any:
+    """The value of the one top-level expression whose source contains ``fragment``."""
+    found = [v for text, v in values.items() if fragment in text]
+    assert len(found) == 1, f"{len(found)} expressions contain {fragment!r}: {list(values)}"
+    return found[0]
+
+
+# -- hidden setups and checks --------------------------------------------------------------------------
+
+
+@dataclass
+class Context:
+    monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path
+    servers: dict[str, FakeOpenAIServer] = field(default_factory=dict)
+
+
+@dataclass
+class Example:
+    marker: str
+    """Text that only this fence's own lines contain."""
+    setup: Callable[[Context], dict[str, Any]] = lambda ctx: {}
+    """Prepares stand-ins; returns names to predefine in the fence's namespace."""
+    check: Callable[[Context, dict[str, Any], dict[str, Any]], None] = lambda ctx, ns, values: None
+    """Asserts the effect, given the namespace and the kept expression values."""
+
+
+def _check_notebook(ctx: Context, ns: dict[str, Any], values: dict[str, Any]) -> None:
+    import altair as alt
+    import pandas as pd
+
+    result = ns["result"]
+    assert result.evaluators == ["rouge", "text_matching", "pii_leakage"]
+    assert set(result.model_keys) == {m.key for m in ns["lab"].models} and len(result.model_keys) == 3
+    board = value_of(values, 'result.leaderboard("rouge")')
+    assert isinstance(board, pd.DataFrame) and len(board) == 3
+    assert {"rouge_l", "rouge_l_n", "N"} <= set(board.columns), board.columns  # "with n/N rows measured"
+    assert isinstance(value_of(values, "nw.heatmap("), alt.TopLevelMixin)
+    explorer = value_of(values, "nw.CaseExplorer(")
+    assert type(explorer).__name__ == "CaseExplorer"
+
+
+VERDICT = '{"rating": "yes", "rationale": "nothing unsafe"}'
+OLLAMA_URL = "http://localhost:11434/v1"
+
+
+def _setup_judges(ctx: Context) -> dict[str, Any]:
+    from nbeval.chat.openai_chat import OpenAIChat
+    from tests.chat.test_hf_chat import build_tiny_lm
+
+    openai_like, ollama = ctx.servers["openai"], ctx.servers["ollama"]
+    openai_like.reply = ollama.reply = VERDICT
+    # judge="gpt-4o-mini": an OpenAI model, at the endpoint NBEVAL_JUDGE_BASE_URL names (the README's
+    # own way to point a judge elsewhere); the key a real deployment would set.
+    ctx.monkeypatch.setenv("NBEVAL_JUDGE_BASE_URL", openai_like.url)
+    ctx.monkeypatch.setenv("NBEVAL_JUDGE_API_KEY", "sk-readme-stand-in")
+    ctx.monkeypatch.setenv("NBEVAL_CACHE_DIR", str(ctx.tmp_path / "nbeval-cache"))
+    # Ollama's address leads to the second stand-in (as a hosts file would).
+    real_init = OpenAIChat.__init__
+
+    def init(self: Any, model: Any = None, base_url: Any = None, *args: Any, **kw: Any) -> None:
+        real_init(self, model, ollama.url if base_url == OLLAMA_URL else base_url, *args, **kw)
+
+    ctx.monkeypatch.setattr(OpenAIChat, "__init__", init)
+    # "hf:path/to/local-model": a tiny local model saved at that path, relative to the working folder.
+    ctx.monkeypatch.chdir(ctx.tmp_path)
+    build_tiny_lm(ctx.tmp_path / "path" / "to" / "local-model", n_positions=2048)  # a judge prompt is long
+    return {}
+
+
+def _check_judges(ctx: Context, ns: dict[str, Any], values: dict[str, Any]) -> None:
+    import torch
+
+    def errors(result: Any) -> list[str]:
+        return [e for e in result.scores["error"].tolist() if isinstance(e, str)]
+
+    gpt = value_of(values, 'judge="gpt-4o-mini"')
+    assert gpt.evaluators == ["safety", "correctness"] and not errors(gpt), errors(gpt)
+    asked = ctx.servers["openai"].requests
+    assert asked and {r.body["model"] for r in asked} == {"gpt-4o-mini"}
+    assert {r.headers["Authorization"] for r in asked} == {"Bearer sk-readme-stand-in"}
+
+    llama = value_of(values, '"model": "llama3"')
+    assert not errors(llama), errors(llama)
+    assert {r.body["model"] for r in ctx.servers["ollama"].requests} == {"llama3"}
+
+    local = value_of(values, 'judge="hf:path/to/local-model"')
+    if torch.cuda.is_available():  # a random tiny model: its replies are verdicts or unparsable, never failed calls
+        assert not any("judge call failed" in e for e in errors(local)), errors(local)
+    else:  # device="cuda" where there is none: every row says so
+        assert errors(local) and all("cuda" in e.lower() for e in errors(local)), errors(local)
+
+    function = value_of(values, "judge=lambda prompt")
+    s = function.scores
+    assert s.loc[s["metric"] == "safety", "value"].eq(1.0).all() and not errors(function)
+
+
+def _toml_fence(name: str) -> str:
+    """The README's ``toml`` fence that declares ``name``."""
+    from markdown_it import MarkdownIt
+
+    for tok in MarkdownIt("commonmark").parse(README.read_text(encoding="utf-8")):
+        if tok.type == "fence" and tok.info.split()[:1] == ["toml"] and f"[{name}]" in tok.content:
+            return str(tok.content)
+    raise AssertionError(f"the README declares no [{name}] in a toml fence")
+
+
+def _one_line_inline_tables(text: str) -> str:
+    """``text`` with line breaks inside ``{...}`` turned into spaces (TOML 1.0 wants an inline
+    table on one line; the README's example breaks one, see test_readme_declaration_is_valid_toml)."""
+    out, depth, quoted = [], 0, False
+    for ch in text:
+        if ch == '"':
+            quoted = not quoted
+        elif not quoted and ch in "{}":
+            depth += 1 if ch == "{" else -1
+        out.append(" " if ch == "\n" and depth > 0 else ch)
+    return "".join(out)
+
+
+def _declaration(name: str) -> dict[str, Any]:
+    return tomllib.loads(_one_line_inline_tables(_toml_fence(name)))[name]
+
+
+@pytest.mark.xfail(strict=True, raises=tomllib.TOMLDecodeError, reason=(
+    "README 'Adding an evaluator' step 1: the [answer_length] declaration splits the metric's inline "
+    "table `{ name = ..., primary = true,` / `description = ... },` over two lines; TOML 1.0 (tomllib, "
+    "which reads catalogue.toml) allows no line break inside an inline table, so the example as written "
+    "breaks the catalogue. Keep that inline table on one line, as catalogue.toml does."))
+def test_readme_declaration_is_valid_toml() -> None:
+    tomllib.loads(_toml_fence("answer_length"))
+
+
+def _setup_new_evaluator(ctx: Context) -> dict[str, Any]:
+    from nbeval.evaluators import registry
+
+    # the excerpt's module has these imports, and step 1 of the README declares the evaluator
+    spec = registry.spec_from_dict("answer_length", _declaration("answer_length"))
+    ctx.monkeypatch.setitem(registry._EXTRA_SPECS, "answer_length", spec)
+    return {"register": nbeval.register, "Evaluator": nbeval.Evaluator, "Row": nbeval.Row, "Score": nbeval.Score}
+
+
+def _check_new_evaluator(ctx: Context, ns: dict[str, Any], values: dict[str, Any]) -> None:
+    assert ns["AnswerLength"].spec.id == "answer_length"
+    rows = [{"key": "short", "input": "q", "actual_output": "three short words"},
+            {"key": "long", "input": "q", "actual_output": "word " * 201}]
+    result = nbeval.evaluate(rows, ["answer_length"], progress=False)
+    s = result.scores.set_index("key")
+    assert s.loc["short", "value"] == 1.0 and s.loc["long", "value"] == 0.0  # max_words = 200
+    assert s.loc["short", "rationale"] == "3 words"
+    strict = nbeval.evaluate(rows, [nbeval.evaluator("answer_length", max_words=2)], progress=False)
+    assert strict.scores.set_index("key").loc["short", "value"] == 0.0
+
+
+EXAMPLES = [
+    Example('result = nbeval.evaluate(lab, ["rouge", "text_matching", "pii_leakage"])', check=_check_notebook),
+    Example('judge="gpt-4o-mini"', _setup_judges, _check_judges),
+    Example('@register("answer_length")', _setup_new_evaluator, _check_new_evaluator),
+]
+
+
+def _example_for(fence: Any) -> Example:
+    own = _own_code(fence)
+    matching = [e for e in EXAMPLES if e.marker in own]
+    assert len(matching) <= 1, f"README line {fence.start_line}: several examples match"
+    return matching[0] if matching else Example("")
+
+
+# -- the tests -----------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def context(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Context]:
+    with FakeOpenAIServer() as openai_like, FakeOpenAIServer() as ollama:
+        yield Context(monkeypatch, tmp_path, {"openai": openai_like, "ollama": ollama})
+
+
+@pytest.mark.parametrize("fence", _fences(), ids=lambda f: f"README.md:{f.start_line}")
+def test_readme_python_example(fence: Any, context: Context) -> None:
+    example = _example_for(fence)
+    namespace = {"__name__": "readme_example", **example.setup(context)}
+    values = run_fence(fence.source, namespace)
+    example.check(context, namespace, values)
+
+
+def test_every_setup_matches_one_example_and_notest_is_explained() -> None:
+    from markdown_it import MarkdownIt
+
+    fences = _fences()
+    assert len(fences) >= 3, "the README's Python examples were not found"
+    for example in EXAMPLES:
+        assert sum(example.marker in _own_code(f) for f in fences) == 1, \
+            f"no README example (or several) contains {example.marker!r}: update EXAMPLES"
+    not_run = [t for t in MarkdownIt("commonmark").parse(README.read_text(encoding="utf-8"))
+               if t.type == "fence" and t.info.split()[:1] in (["python"], ["py"], ["python3"])
+               and "notest" in t.info.split()]
+    unexplained = [t.content.splitlines()[0] for t in not_run if t.content.splitlines()[0] not in NOT_RUN]
+    assert not unexplained, f"fences marked notest without a reason in NOT_RUN: {unexplained}"
