@@ -6,7 +6,8 @@
     nbeval complete SUITE -m MODEL [-m MODEL2] --base-url URL --out lab.json
     nbeval demo [--out DIR]
 
-Exit status: 0 on success, 1 when ``--fail-on-problems`` finds problems, 2 on bad input.
+Exit status: 0 on success, 1 when the CI gate trips (``--fail-on-problems`` or ``--fail-on KINDS``:
+threshold breaches, unrated rows, perturbation flips), 2 on bad input, 130 when interrupted.
 """
 
 from __future__ import annotations

@@ -165,3 +165,46 @@ def test_report_marks_passes_and_fails_read_from_the_nullable_column() -> None:
     assert board.count('<span class="fail">fail</span>') == 2
     scores = html[html.index("<h2>Scores</h2>"):html.index("<h2>Cases</h2>")]
     assert "&lt;NA&gt;" not in scores and "<td>True</td>" in scores and "<td>False</td>" in scores
+
+
+# -- unrated rows (trust, point 4) -------------------------------------------------------------
+
+from nbeval.evaluators.base import bool_metric_specs, bool_score  # noqa: E402 (this section's own)
+
+
+@register(spec=EvaluatorSpec(id="t_unrated", family="test", kind="bool", inputs=("actual_output",),
+                             metrics=bool_metric_specs()))
+class Unrated(Evaluator):
+    """Passes "ok", fails "bad"; "?" is an unreadable reply, "slow" a timed-out check."""
+
+    def score(self, row):
+        if row.actual_output in ("?", "slow"):
+            label = "parse_failure" if row.actual_output == "?" else "timed_out"
+            return bool_score(None, rationale=f"raw: {row.actual_output}", error="unreadable", unrated=label)
+        return bool_score(row.actual_output == "ok")
+
+
+def test_unrated_rows_are_their_own_problem_kind(tmp_path: Path) -> None:
+    recs = [{"key": f"c{i}", "input": f"q{i}", "actual_output": a, "model_key": m}
+            for m, answers in (("A", ["ok", "?", "slow", "ok"]), ("B", ["?", "?", "?", "?"]),
+                               ("C", ["bad", "bad", "?", "ok"]))
+            for i, a in enumerate(answers)]
+    res = nbeval.evaluate(recs, ["t_unrated"], progress=False)
+    board = res.leaderboard("t_unrated")
+    # A: 2 of 2 rated rows pass; B: nothing rated; C: 1 of 3 rated rows passes (below 0.5)
+    assert (board.loc["A", "pass"], board.loc["A", "pass_n"], board.loc["A", "N"]) == (1.0, 2, 4)
+    assert pd.isna(board.loc["B", "pass"]) and board.loc["B", "pass_n"] == 0
+    assert board.loc["C", "pass"] == pytest.approx(1 / 3) and board.loc["C", "pass_n"] == 3
+    assert board.loc["B", "parse_failures"] == 1.0 and board.loc["A", "parse_failures"] == 0.5
+    probs = res.problems
+    assert sorted(zip(probs.kind, probs.model_key, strict=True)) == [
+        ("threshold", "C"), ("unrated", "A"), ("unrated", "B"), ("unrated", "C")]
+    unrated = probs[probs.kind == "unrated"].set_index("model_key")
+    assert unrated.loc["A", "message"] == (
+        "A: t_unrated: 2 of 4 rows could not be rated (1: the judge's reply could not be parsed; each raw reply "
+        "is kept as the row's rationale; 1: a regular-expression search timed out; simplify the pattern "
+        "(catastrophic backtracking?))")
+    assert list(unrated["severity"]) == ["low", "high", "low"] and list(unrated["value"]) == [2, 4, 1]
+    assert "measured on 3/4 rows" in probs[probs.kind == "threshold"]["message"].iloc[0]
+    back = nbeval.load_result(res.save(tmp_path / "run"))
+    pd.testing.assert_frame_equal(back.problems, res.problems)

@@ -197,7 +197,8 @@ class EvaluationResult:
 
     @property
     def problems(self) -> pd.DataFrame:
-        """Threshold breaches per model and primary metric, and perturbation flips."""
+        """Problems, one row each: threshold breaches per model and primary metric (``threshold``),
+        rows that could not be rated (``unrated``) and perturbation flips (``perturbation_flip``)."""
         from nbeval.results.insights import problems
 
         return problems(self)

@@ -119,7 +119,7 @@ def test_heatmap_parse_failure_is_its_own_status(small_result):
     spec = heatmap(small_result, "w_mentions").to_dict()
     rows = _by(spec["datasets"][spec["data"]["name"]], "key", "model_key")
     cell = rows[("sum", "m3")]
-    assert (cell["status"], cell["mark"], cell["value"]) == ("parse_failure", "parse", 0.0)
+    assert (cell["status"], cell["mark"], cell["value"]) == ("parse_failure", "parse", None)
     assert cell["detail"] == "could not read the verdict"
     assert rows[("colour", "m1")]["status"] == "scored"  # a genuine fail is a low score, not grey
 
