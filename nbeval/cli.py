@@ -136,6 +136,18 @@ _GATE_KINDS = {
 }
 
 
+def _positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        msg = f"expected a whole number of at least 1, got {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
 def _gate_kinds(text: str) -> tuple[str, ...]:
     """``--fail-on`` value: comma-separated kinds from :data:`_GATE_KINDS`."""
     kinds = tuple(dict.fromkeys(k.strip() for k in text.split(",") if k.strip()))
@@ -327,7 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="model name at the OpenAI-compatible endpoint (repeat for several), or hf:<path>")
     comp.add_argument("--base-url", help="endpoint base URL (else NBEVAL_JUDGE_BASE_URL / OpenAI)")
     comp.add_argument("--system-prompt", help="system message sent before every prompt")
-    comp.add_argument("--concurrency", type=int, default=8)
+    comp.add_argument("--concurrency", type=_positive_int, default=8, help="models asked at once (at least 1)")
     comp.add_argument("--out", default="lab.json", help="where to write the completed lab")
     comp.add_argument("--no-cache", action="store_true", help="do not reuse cached answers")
     comp.add_argument("--dry-run", action="store_true", help="count the calls; ask nothing")

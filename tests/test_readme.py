@@ -186,28 +186,10 @@ def _toml_fence(name: str) -> str:
     raise AssertionError(f"the README declares no [{name}] in a toml fence")
 
 
-def _one_line_inline_tables(text: str) -> str:
-    """``text`` with line breaks inside ``{...}`` turned into spaces (TOML 1.0 wants an inline
-    table on one line; the README's example breaks one, see test_readme_declaration_is_valid_toml)."""
-    out, depth, quoted = [], 0, False
-    for ch in text:
-        if ch == '"':
-            quoted = not quoted
-        elif not quoted and ch in "{}":
-            depth += 1 if ch == "{" else -1
-        out.append(" " if ch == "\n" and depth > 0 else ch)
-    return "".join(out)
-
-
 def _declaration(name: str) -> dict[str, Any]:
-    return tomllib.loads(_one_line_inline_tables(_toml_fence(name)))[name]
+    return tomllib.loads(_toml_fence(name))[name]
 
 
-@pytest.mark.xfail(strict=True, raises=tomllib.TOMLDecodeError, reason=(
-    "README 'Adding an evaluator' step 1: the [answer_length] declaration splits the metric's inline "
-    "table `{ name = ..., primary = true,` / `description = ... },` over two lines; TOML 1.0 (tomllib, "
-    "which reads catalogue.toml) allows no line break inside an inline table, so the example as written "
-    "breaks the catalogue. Keep that inline table on one line, as catalogue.toml does."))
 def test_readme_declaration_is_valid_toml() -> None:
     tomllib.loads(_toml_fence("answer_length"))
 

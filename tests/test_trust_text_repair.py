@@ -88,6 +88,8 @@ def test_a_csv_with_a_lone_surrogate_loads_repaired_with_a_warning(tmp_path: Pat
     assert row.actual_output == f"answer {FFFD}"
     assert row.context == [Chunk(f"chunk {FFFD}")]
     assert len(row.warnings) == 2
+    ds.to_csv(tmp_path / "back.csv")  # the notes go with the row, and come back as they were
+    assert LlmDataset.from_csv(tmp_path / "back.csv").rows[0].to_json() == row.to_json()
 
 
 def test_a_dataframe_with_a_lone_surrogate_loads_repaired_with_a_warning() -> None:

@@ -24,6 +24,7 @@ from nbeval.data.fields import (
     derive_key,
     repair_fields,
 )
+from nbeval.data.text import needs_repair
 from nbeval.errors import DataError
 
 __all__ = ["Test", "TestCase"]
@@ -60,6 +61,11 @@ class TestCase:
             parse_condition(self.condition)  # a malformed condition fails here, not mid-run
 
     def _repair(self) -> None:
+        texts = [self.prompt, self.key, self.expected_output, self.condition, self.categories, self.guidelines,
+                 self.extra, [(c.content, c.doc_uri) for c in self.expected_context],
+                 [(r.type, r.target, r.target_type) for r in self.relationships]]
+        if not needs_repair(texts):
+            return
         values = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "warnings"}
         values["relationships"] = [r.to_json() for r in self.relationships]
         values["expected_context"] = [c.to_json() for c in self.expected_context]

@@ -76,8 +76,14 @@ def is_missing(value: Any) -> bool:
 def is_null(value: Any) -> bool:
     """Whether a value read from a file is no value at all: ``None``, NaN (an empty cell), or
     pandas' ``NA`` / ``NaT``."""
-    return (value is None or (isinstance(value, float) and math.isnan(value))
-            or type(value).__name__ in ("NAType", "NaTType"))
+    if value is None:
+        return True
+    kind = type(value)
+    if kind is str:
+        return False
+    if kind is float or isinstance(value, float):
+        return math.isnan(value)
+    return kind.__name__ in ("NAType", "NaTType")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -123,9 +123,8 @@ class TestSuite:
             tests.append(Test(test_cases=cases, key=check_str(info.get("key"), source, f"tests[{ti}]", "key"),
                               documents=check_str_list(info.get("documents"), source, f"tests[{ti}]", "documents"),
                               extra={k: v for k, v in info.items() if k not in ("key", "documents")}))
-        for where, case in ((w, c) for w, c in zip(seen.values(), (c for t in tests for c in t.test_cases),
-                                                    strict=True)):
-            _warn_links(case.relationships, seen, source, where)
+        for where, case in zip(seen.values(), (c for t in tests for c in t.test_cases), strict=True):
+            _warn_links(case.relationships, seen, source, where)  # seen: every case's key, in order
         return cls(name=check_str(top.get("name"), source, None, "name") or "",
                    description=check_str(top.get("description"), source, None, "description") or "", tests=tests,
                    extra={k: v for k, v in top.items() if k not in ("name", "description")})

@@ -10,8 +10,12 @@ Shapes read (detected from the content, not the file name):
 * DB-GPT evaluation records: ``query``, ``contexts``, ``prediction``, ``doc_name``;
 * CSV and pandas DataFrames with the LLM dataset's columns (lists as JSON in the cell).
 
-JSON is read leniently: trailing commas (as in some published examples) are accepted.
-Every problem raises :class:`~nbeval.errors.DataError` naming the source, the row and the field.
+JSON is read leniently: trailing commas (as in some published examples) are accepted. Files are
+UTF-8, with or without a byte-order mark (as Excel writes them). Every problem raises
+:class:`~nbeval.errors.DataError` naming the source, the row and the field; what loads but was
+repaired or looks wrong (text that cannot be encoded, a key given twice in one JSON object, one
+key with different prompts for two models, a relationship pointing at no key) is a
+:class:`~nbeval.data.fields.DataWarning` naming them.
 
 The work is done below this module, each part with one job: :mod:`~nbeval.data.jsonio` (JSON
 files and text, shape detection), :mod:`~nbeval.data.tabular` (CSV and DataFrames),

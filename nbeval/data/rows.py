@@ -14,7 +14,7 @@ that no row has.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import InitVar, dataclass, field, fields, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -76,10 +76,13 @@ class Row:
     warnings: list[str] = field(default_factory=list)
     """What nbeval repaired in this row when it was read (e.g. text that could not be encoded);
     written to files as ``nbeval_warnings``."""
+    _repaired: InitVar[bool] = False
+    """Set by :meth:`from_record`, which has repaired the text already (naming source and row)."""
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, _repaired: bool) -> None:
         self.warnings = list(self.warnings)  # a copy made by with_answer must not share the list
-        self._repair()
+        if not _repaired:
+            self._repair()
         if not self.key:
             self.key = derive_key(self.input, self.expected_output, self.output_condition,
                                   self.categories, self.expected_context, self.guidelines)
@@ -161,6 +164,7 @@ class Row:
             error=check_str(rec.get("error"), source, row, "error"),
             extra={k: v for k, v in rec.items() if k not in ROW_FIELDS and k != WARNINGS_FIELD},
             warnings=check_str_list(rec.get(WARNINGS_FIELD), source, row, WARNINGS_FIELD) + notes,
+            _repaired=True,
         )
 
     def with_answer(self, **changes: Any) -> Row:
@@ -186,8 +190,8 @@ class Row:
 
 def _needs_repair(row: Row) -> bool:
     """Whether any text of ``row`` cannot be encoded (cheap: ASCII text is checked in constant time)."""
-    texts = [row.input, row.key, row.model_key, row.expected_output, row.output_condition, row.actual_output,
-             row.error, row.corpus, row.categories, row.guidelines, row.extra]
+    texts: list[Any] = [row.input, row.key, row.model_key, row.expected_output, row.output_condition,
+                        row.actual_output, row.error, row.corpus, row.categories, row.guidelines, row.extra]
     texts.extend((c.content, c.doc_uri) for c in (*row.context, *row.expected_context))
     texts.extend((r.type, r.target, r.target_type) for r in row.relationships)
     return needs_repair(texts)

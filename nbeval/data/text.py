@@ -41,7 +41,6 @@ together, since a sentence cut in half embeds worse than two sentences kept toge
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import unicodedata
@@ -82,26 +81,46 @@ def repair_data(value: Any) -> tuple[Any, list[str]]:
     ``value`` itself is never modified: when something changes, a repaired copy is returned. The
     walk uses no recursion, so nesting depth is no concern.
     """
-    if not needs_repair(value):
+    if not isinstance(value, (str, list, tuple, dict)) or not needs_repair(value):
         return value, []
     places = _places_to_repair(value)
     return (_repaired_copy(value) if places else value), places
 
 
 def needs_repair(value: Any) -> bool:
-    """Whether any string (or dict key) inside lists, tuples and dicts of ``value`` cannot be
-    encoded; fast (one C-level pass) when none does."""
-    try:
-        json.dumps(value, ensure_ascii=False, default=_opaque).encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    except (TypeError, ValueError, RecursionError):  # keys JSON cannot hold, a cycle, great depth
-        return bool(_places_to_repair(value))
+    """Whether any string (or dict key) inside the lists, tuples and dicts of ``value`` cannot be
+    encoded; fast when none does (an ASCII string is checked in constant time)."""
+    if isinstance(value, str):
+        return not value.isascii() and repair_text(value)[1]
+    if not isinstance(value, (list, tuple, dict)):
+        return False
+    stack = [value]
+    seen = {id(value)}  # a container met twice (shared, or a cycle) is looked at once
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if type(k) is str and not k.isascii() and repair_text(k)[1]:
+                    return True
+                if type(v) is str:
+                    if not v.isascii() and repair_text(v)[1]:
+                        return True
+                elif isinstance(v, (list, tuple, dict)) and id(v) not in seen:
+                    seen.add(id(v))
+                    stack.append(v)
+                elif isinstance(v, str) and repair_text(v)[1]:  # a str subclass
+                    return True
+        else:
+            for v in node:
+                if type(v) is str:
+                    if not v.isascii() and repair_text(v)[1]:
+                        return True
+                elif isinstance(v, (list, tuple, dict)) and id(v) not in seen:
+                    seen.add(id(v))
+                    stack.append(v)
+                elif isinstance(v, str) and repair_text(v)[1]:
+                    return True
     return False
-
-
-def _opaque(obj: Any) -> None:
-    return None  # not text: nothing to repair
 
 
 def _places_to_repair(value: Any) -> list[str]:

@@ -93,12 +93,6 @@ def test_dry_run_counts_the_requests_and_asks_nothing(tmp_path: Path, openai_ser
     assert openai_server.request_count == len(CASES)
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason=(
-    "`nbeval complete --concurrency 0` (or a negative number) is bad input, but argparse takes any int and "
-    "ChatClient raises a plain ValueError ('concurrency and max_attempts must be at least 1') once the first "
-    "model is asked; nbeval.cli.main catches only NbevalError, so the command dies with a traceback and exit "
-    "status 1, the status the CLI reserves for a tripped gate, instead of 2 with one line (cli.py's docstring: "
-    "'2 on bad input'). Fix: a positive-int type for --concurrency, or raise an NbevalError."))
 def test_concurrency_below_one_is_bad_input(tmp_path: Path, openai_server: FakeOpenAIServer,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     try:
