@@ -255,6 +255,10 @@ class JudgeEvaluator(Evaluator):
             msg = f"evaluator '{self.spec.id}': judge_params must be a dict, got {type(jp).__name__}"
             raise EvaluatorError(msg)
         self.judge_params: dict[str, Any] = {**self.default_judge_params, **(jp or {})}
+        if jp:  # the calls use the params as given; what is stored and shown (results, repr) has secrets masked
+            from nbeval.chat.secrets import redact_params
+
+            self.params["judge_params"] = redact_params(jp)
 
     @classmethod
     def _resolve_prompt(cls, given: Any) -> JudgePrompt:
