@@ -300,7 +300,8 @@ def build_parser() -> argparse.ArgumentParser:
     show.set_defaults(func=_show_evaluator)
 
     run = sub.add_parser(
-        "run", help="evaluate a dataset, lab or suite file", formatter_class=argparse.RawDescriptionHelpFormatter,
+        "run", help="evaluate a dataset or lab file (a suite has no answers yet: `nbeval complete` it first)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=(
             "CI gate: with --fail-on-problems (or --fail-on KINDS) the exit status is 1 when the result\n"
             "has a problem of a chosen kind, and one line per kind says what tripped it:\n"

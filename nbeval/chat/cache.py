@@ -29,7 +29,7 @@ from nbeval.chat.base import ChatReply, Message, Usage
 from nbeval.chat.secrets import hash_secrets
 from nbeval.data.text import repair_text
 
-__all__ = ["ENV_CACHE_DIR", "ChatCache", "cache_key", "default_cache_path"]
+__all__ = ["CACHE_FILE_NAME", "ENV_CACHE_DIR", "ChatCache", "cache_key", "default_cache_path"]
 
 ENV_CACHE_DIR = "NBEVAL_CACHE_DIR"
 
@@ -48,15 +48,18 @@ CREATE TABLE IF NOT EXISTS replies (
 """
 _NOTES_SCHEMA = "CREATE TABLE IF NOT EXISTS reply_notes (key TEXT PRIMARY KEY, warnings TEXT NOT NULL)"
 
+#: The cache file inside a cache folder.
+CACHE_FILE_NAME = "chat.sqlite"
+
 
 def default_cache_path() -> Path:
     """Where the cache lives: ``$NBEVAL_CACHE_DIR/chat.sqlite``, else
     ``$XDG_CACHE_HOME/nbeval/chat.sqlite``, else ``~/.cache/nbeval/chat.sqlite``."""
     env = os.environ.get(ENV_CACHE_DIR)
     if env:
-        return Path(env).expanduser() / "chat.sqlite"
+        return Path(env).expanduser() / CACHE_FILE_NAME
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join("~", ".cache")
-    return Path(base).expanduser() / "nbeval" / "chat.sqlite"
+    return Path(base).expanduser() / "nbeval" / CACHE_FILE_NAME
 
 
 def cache_key(identity: str, messages: Sequence[Message], params: Mapping[str, Any] | None = None) -> str:
@@ -85,6 +88,8 @@ class ChatCache:
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, busy_timeout_s: float = 60.0) -> None:
         self.path = Path(path).expanduser() if path is not None else default_cache_path()
+        if self.path.is_dir():  # a folder, as NBEVAL_CACHE_DIR takes: the cache file goes inside it
+            self.path = self.path / CACHE_FILE_NAME
         self.busy_timeout_s = busy_timeout_s
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
