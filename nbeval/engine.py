@@ -300,8 +300,13 @@ def evaluate(
     or a path to any file nbeval reads. ``evaluators``: ids (``["rouge", "bleu"]`` or
     ``"rouge,bleu"``), configured objects (``nbeval.evaluator("rouge", threshold=0.5)``), or
     ``(id, params)`` pairs. ``embedder``/``judge``/``device`` choose the run's shared resources
-    (each evaluator may override with its own ``embedder=``/``judge=``). ``cache``: the judge
-    reply cache (``True``, ``False`` or a path). ``dry_run=True`` returns a :class:`Plan` of what
+    (each evaluator may override with its own ``embedder=``/``judge=``). A judge is a model name
+    (OpenAI-compatible; ``NBEVAL_JUDGE_BASE_URL`` or ``{"model": ..., "base_url": ...}``), a
+    Python function, or a local Hugging Face model: ``"hf:<name or path>"`` on ``device``, or
+    ``{"provider": "hf", "model": ..., "device": "cuda", "dtype": "bfloat16", "max_new_tokens": 256}``.
+    ``cache``: the judge reply cache (``True``, ``False``, a folder or a file). ``timeout`` bounds
+    each whole call in seconds; ``max_attempts`` counts retries included; ``prices`` maps a model to
+    USD per 1k prompt and completion tokens. ``dry_run=True`` returns a :class:`Plan` of what
     the run would do and spend, without scoring. ``cancel``: an event that stops the run between
     batches (the partial result is returned, unfinished rows marked ``cancelled``).
 

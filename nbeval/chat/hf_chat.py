@@ -11,7 +11,7 @@ from typing import Any
 
 from nbeval.chat.base import ChatError, ChatReply, Message, Usage, messages_to_prompt, normalize_messages
 from nbeval.chat.secrets import hash_secrets, redact, register_secrets, secrets_in
-from nbeval.errors import MissingDependency
+from nbeval.errors import EvaluatorError, MissingDependency
 
 __all__ = ["HFChat"]
 
@@ -20,11 +20,16 @@ _GEN_KEYS = frozenset({"max_new_tokens", "temperature", "top_p", "top_k", "do_sa
                        "repetition_penalty", "num_beams"})
 
 
+#: Precisions a local model may load in.
+_DTYPES = frozenset({"float16", "bfloat16", "float32", "auto"})
+
+
 class HFChat:
     """A causal LM from the Hugging Face hub (by name) or a local directory (by path).
 
     The model loads on the first call, on ``device`` (default: ``cuda`` when available, else
-    ``cpu``). Messages go through the tokenizer's chat template when it has one; otherwise they
+    ``cpu``), in ``dtype`` (``"float16"``, ``"bfloat16"``, ``"float32"`` or ``"auto"``; default:
+    the checkpoint's own). Messages go through the tokenizer's chat template when it has one; otherwise they
     are joined as ``Role: content`` blocks followed by ``Assistant:``. ``max_tokens`` is accepted
     as an alias of ``max_new_tokens``; ``temperature`` above 0 turns sampling on, 0 or none means
     greedy decoding. A ``timeout`` bounds generation time (``max_time``). Calls are serialised:
@@ -33,11 +38,16 @@ class HFChat:
     """
 
     def __init__(self, model_name_or_path: str | os.PathLike[str], device: str | None = None,
-                 max_new_tokens: int = 256, *, token: str | None = None, **default_params: Any) -> None:
+                 max_new_tokens: int = 256, *, dtype: str | None = None, token: str | None = None,
+                 **default_params: Any) -> None:
         register_secrets(token, *secrets_in(default_params))
         self.model_name_or_path = os.fspath(model_name_or_path)
         self.name = os.path.basename(self.model_name_or_path.rstrip("/")) or self.model_name_or_path
         self.device = device
+        if dtype is not None and dtype not in _DTYPES:
+            msg = f"dtype must be one of {', '.join(sorted(_DTYPES))}, got {dtype!r}"
+            raise EvaluatorError(msg)
+        self.dtype = dtype
         self.default_params = {"max_new_tokens": max_new_tokens, **default_params}
         self.__token = token  # name-mangled: never in repr, identity or errors
         self._model: Any = None
@@ -51,7 +61,8 @@ class HFChat:
         path = self.model_name_or_path
         if os.path.isdir(path):
             path = os.path.abspath(path)
-        return f"hf|{path}|{json.dumps(hash_secrets(self.default_params), sort_keys=True, default=repr)}"
+        dtype = f"|dtype={self.dtype}" if self.dtype else ""  # another precision may answer otherwise
+        return f"hf|{path}{dtype}|{json.dumps(hash_secrets(self.default_params), sort_keys=True, default=repr)}"
 
     def _load(self) -> None:
         try:
@@ -65,7 +76,9 @@ class HFChat:
         auth = {"token": self.__token} if self.__token else {}
         try:
             tokenizer = AutoTokenizer.from_pretrained(self.model_name_or_path, **auth)
-            model = AutoModelForCausalLM.from_pretrained(self.model_name_or_path, **auth)
+            precision = {} if self.dtype is None else {"dtype": self.dtype if self.dtype == "auto"
+                                                           else getattr(torch, self.dtype)}
+            model = AutoModelForCausalLM.from_pretrained(self.model_name_or_path, **auth, **precision)
         except (OSError, ValueError) as e:
             msg = redact(f"cannot load the causal LM {self.model_name_or_path!r}: {e}")
             raise ChatError(msg) from e
