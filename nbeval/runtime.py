@@ -72,7 +72,7 @@ class Resources:
         if pairs:
             self._answer_pairs(pairs, answers)
         if chats:
-            self._answer_chats(chats, answers)
+            self._answer_chats(chats, answers, warnings)
         return [Answer(a, tuple(w)) for a, w in zip(answers, warnings, strict=True)]
 
     # -- embeddings ------------------------------------------------------------------------
@@ -172,7 +172,8 @@ class Resources:
             self._chat_clients[key] = ChatClient(resolved, **kwargs)
         return self._chat_clients[key]
 
-    def _answer_chats(self, items: list[tuple[int, Chat]], answers: list[Any]) -> None:
+    def _answer_chats(self, items: list[tuple[int, Chat]], answers: list[Any],
+                      warnings: list[list[str]]) -> None:
         from nbeval.chat.client import ChatFailure
 
         by_model: dict[Any, list[tuple[int, Chat]]] = defaultdict(list)
@@ -189,6 +190,8 @@ class Resources:
             for (i, _), reply in zip(group, replies, strict=True):
                 failed = isinstance(reply, ChatFailure)
                 answers[i] = ResourceError(f"judge call failed: {reply.error}") if failed else reply
+                if not failed:  # e.g. text that had to be repaired: the row's rationale says so
+                    warnings[i].extend(reply.warnings)
 
     def usage_totals(self) -> dict[str, Any]:
         """Token and cost totals over every chat client of the run (cost ``None`` when no price is known)."""

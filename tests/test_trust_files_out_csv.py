@@ -59,3 +59,23 @@ def test_result_to_csv_neutralises_text_cells_but_not_numbers(text: str, tmp_pat
     assert row["value"] == "-0.5"  # a negative number is a number, not a formula
     assert row["evaluator"] == "t_csv_echo" and row["passed"] == "False"
     assert res.scores["rationale"].iloc[0] == text  # the result itself is unchanged
+
+
+def test_the_dataset_csv_writer_neutralises_formulas_and_reads_them_back(tmp_path: Path) -> None:
+    from nbeval.data.model import LlmDataset
+
+    rows = [{"input": "=HYPERLINK(\"http://x\")", "actual_output": "+1 and more", "expected_output": "@home",
+             "model_key": "m", "categories": ["-tag"]},
+            {"input": "a plain question", "actual_output": "-0.5", "model_key": "m"}]
+    ds = LlmDataset.from_records(rows)
+    text = ds.to_csv()
+    import csv
+    import io
+
+    cells = [c for rec in csv.reader(io.StringIO(text)) for c in rec]
+    assert not [c for c in cells if c[:1] in ("=", "+", "-", "@")]  # a spreadsheet runs none of them
+    path = tmp_path / "d.csv"
+    ds.to_csv(path)
+    back = LlmDataset.from_csv(path)
+    got = [(r.input, r.actual_output, r.expected_output, r.categories) for r in back.rows]
+    assert got == [(r["input"], r["actual_output"], r.get("expected_output"), r.get("categories", [])) for r in rows]

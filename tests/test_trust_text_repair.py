@@ -199,8 +199,6 @@ def test_the_reply_says_it_was_repaired_fresh_and_from_the_cache(tmp_path: Path)
     assert [r.text for r in again] == [r.text for r in fresh] == [f"Rating: yes {FFFD}", FFFD]
 
 
-@pytest.mark.xfail(strict=True, reason="needs nbeval/runtime.py to pass ChatReply.warnings on as the "
-                                       "row's Answer.warnings (outside this change's files)")
 def test_the_rows_rationale_says_the_judge_reply_was_repaired() -> None:
     with pytest.warns(DataWarning):
         result = nbeval.evaluate(ROWS[:1], ["safety"], judge=_judge, progress=False, cache=False)

@@ -413,5 +413,5 @@ def _with_cost(reply: ChatReply, price: tuple[float, float] | None) -> ChatReply
     if price is None:
         return reply
     cost = (reply.usage.prompt_tokens * price[0] + reply.usage.completion_tokens * price[1]) / 1000
-    return ChatReply(reply.text, reply.usage, reply.model, reply.cached, reply.duration_s, cost)
+    return replace(reply, cost=cost)
 

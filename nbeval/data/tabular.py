@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nbeval.data.csvsafe import csv_safe, csv_unsafe
 from nbeval.data.fields import ROW_FIELDS, is_null, warn_data
 from nbeval.data.text import REPAIR_NOTE, read_text_file, repair_text
 from nbeval.errors import DataError
@@ -77,7 +78,8 @@ def records_to_csv(records: Sequence[dict[str, Any]], path: str | os.PathLike[st
     writer = csv.DictWriter(buf, fieldnames=columns)
     writer.writeheader()
     for r in records:
-        writer.writerow({k: _cell_to_json(k, r.get(k)) for k in columns})
+        # cells a spreadsheet would run as formulas get a leading ' (taken off again when read back)
+        writer.writerow({k: csv_safe(_cell_to_json(k, r.get(k))) for k in columns})
     text, repaired = repair_text(buf.getvalue())
     if repaired:
         warn_data(REPAIR_NOTE, source=str(path) if path is not None else "CSV")
@@ -98,6 +100,8 @@ def _parse_cell(name: str, value: Any, source: str, row: int, *, csv_text: bool 
         return [] if name in _LIST_FIELDS else value
     if isinstance(value, str) and value == "":
         return [] if name in _LIST_FIELDS else None
+    if csv_text and isinstance(value, str):
+        value = csv_unsafe(value)
     if value == _EMPTY_STRING_CELL:
         return ""
     if name in _LIST_FIELDS and isinstance(value, str):

@@ -116,9 +116,10 @@ def test_api_key_is_never_written(openai_server: FakeOpenAIServer, cache_path: P
 
 
 def test_unusable_cache_warns_and_the_run_goes_on(openai_server: FakeOpenAIServer, tmp_path: Path) -> None:
-    not_a_file = tmp_path / "dir-in-the-way"
-    not_a_file.mkdir()
+    # (a folder is no longer unusable: cache= takes one and puts chat.sqlite inside)
+    not_a_database = tmp_path / "garbage.sqlite"
+    not_a_database.write_bytes(b"this is not an SQLite database\n" * 100)
     model = OpenAIChat("m", base_url=openai_server.url)
     with pytest.warns(RuntimeWarning, match="unusable"):
-        results = ChatClient(model, cache=not_a_file).run_many(["a", "b"])
+        results = ChatClient(model, cache=not_a_database).run_many(["a", "b"])
     assert [r.text for r in results] == ["ok", "ok"]
