@@ -128,7 +128,7 @@ def test_failed_chat_becomes_that_rows_error(monkeypatch: pytest.MonkeyPatch) ->
         def __init__(self, text):
             self.text = text
 
-    def answer_chats(self, items, answers):
+    def answer_chats(self, items, answers, warnings):
         for i, r in items:
             content = r.messages[0]["content"]
             answers[i] = ResourceError("server said 500") if content == "bad" else Reply("yes")
