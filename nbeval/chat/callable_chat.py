@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from nbeval.chat.base import ChatError, ChatReply, Message, Usage, messages_to_prompt, normalize_messages
 from nbeval.chat.deadline import call_with_deadline
-from nbeval.chat.fingerprint import callable_name, describe_callable, function_identity
+from nbeval.chat.fingerprint import FunctionIdentity, callable_name
 
 __all__ = ["CallableChat"]
 
@@ -17,7 +17,7 @@ _PROMPT_NAMES = frozenset({"prompt", "text", "question", "query", "input", "s"})
 _PROMPT_ANNOTATIONS = frozenset({str, "str"})
 
 
-class CallableChat:
+class CallableChat(FunctionIdentity):
     """Wrap ``fn`` as a chat model.
 
     ``fn`` receives either the list of messages (``[{"role": ..., "content": ...}, ...]``) or one
@@ -47,6 +47,8 @@ class CallableChat:
     when it runs over, and reported as a timeout.
     """
 
+    identity_kind = "callable"
+
     def __init__(self, fn: Callable[..., Any], name: str | None = None,
                  takes: Literal["messages", "prompt"] | None = None, cache: bool = True,
                  cache_key: Any = None) -> None:
@@ -66,19 +68,6 @@ class CallableChat:
     def __repr__(self) -> str:
         return f"CallableChat({self.name!r}, takes={self.takes!r})"
 
-    @property
-    def cacheable(self) -> bool:
-        """Whether replies may be cached: ``cache=True`` and a reliable identity."""
-        return self.cache and self.cache_problem is None
-
-    @property
-    def cache_problem(self) -> str | None:
-        """Why this function's replies cannot be cached safely (``None`` when they can)."""
-        return function_identity(self.fn, self.cache_key)[1] if self.cache else None
-
-    def cache_identity(self) -> str:
-        part, _ = function_identity(self.fn, self.cache_key)
-        return f"callable|{self.name}|{describe_callable(self.fn)}|{part}"
 
     def chat(self, messages: Sequence[Message], *, timeout: float | None = None,
              **params: Any) -> ChatReply:

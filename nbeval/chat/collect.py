@@ -30,7 +30,7 @@ from nbeval.chat.base import ChatError, ChatModel, ChatReply, Message, Usage
 from nbeval.chat.client import ChatClient, ChatFailure, Plan
 from nbeval.chat.config import resolve_chat_model
 from nbeval.chat.deadline import call_with_deadline
-from nbeval.chat.fingerprint import callable_name, describe_callable, function_identity
+from nbeval.chat.fingerprint import FunctionIdentity, callable_name
 from nbeval.errors import DataError
 from nbeval.progress import progress_bar
 
@@ -42,7 +42,7 @@ __all__ = ["PendingLab", "RagFunction", "collect"]
 _PROMPT_NAMES = ("prompt", "input", "question", "query", "text")
 
 
-class RagFunction:
+class RagFunction(FunctionIdentity):
     """A Python function answering test cases, as a chat model whose reply text carries the answer
     and the retrieved context as JSON (so both go through the cache together).
 
@@ -51,6 +51,8 @@ class RagFunction:
     that cannot be taken reliably, not at all unless ``cache_key=`` names the configuration. A
     call that overruns its ``timeout`` is abandoned and reported as a timeout.
     """
+
+    identity_kind = "rag"
 
     def __init__(self, fn: Callable[..., Any], name: str | None = None, *, cache: bool = True,
                  cache_key: Any = None) -> None:
@@ -69,19 +71,6 @@ class RagFunction:
     def __repr__(self) -> str:
         return f"RagFunction({self.name!r})"
 
-    @property
-    def cacheable(self) -> bool:
-        """Whether answers may be cached: ``cache=True`` and a reliable identity."""
-        return self.cache and self.cache_problem is None
-
-    @property
-    def cache_problem(self) -> str | None:
-        """Why this function's answers cannot be cached safely (``None`` when they can)."""
-        return function_identity(self.fn, self.cache_key)[1] if self.cache else None
-
-    def cache_identity(self) -> str:
-        part, _ = function_identity(self.fn, self.cache_key)
-        return f"rag|{self.name}|{describe_callable(self.fn)}|{part}"
 
     def chat(self, messages: Sequence[Message], *, timeout: float | None = None, **params: Any) -> ChatReply:
         prompt = str(messages[-1]["content"])

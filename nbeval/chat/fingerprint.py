@@ -31,10 +31,10 @@ import inspect
 import pickle
 import types
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
-__all__ = ["Unfingerprintable", "callable_name", "code_fingerprint", "describe_callable", "fingerprint",
-           "function_identity"]
+__all__ = ["FunctionIdentity", "Unfingerprintable", "callable_name", "code_fingerprint", "describe_callable",
+           "fingerprint", "function_identity"]
 
 _MAX_DEPTH = 64
 _MAX_PICKLE_BYTES = 64 * 1024 * 1024
@@ -91,6 +91,31 @@ def function_identity(fn: Any, cache_key: Any = None) -> tuple[str, str | None]:
         return fingerprint(fn, describe_callable(fn))[:32], None
     except Unfingerprintable as e:
         return "unfingerprintable", str(e)
+
+
+class FunctionIdentity:
+    """The cache identity of a chat model backed by a Python function: a mixin for classes that
+    set ``fn``, ``name``, ``cache`` (bool) and ``cache_key`` and name their ``identity_kind``."""
+
+    identity_kind: ClassVar[str]
+    fn: Any
+    name: str
+    cache: bool
+    cache_key: Any
+
+    @property
+    def cacheable(self) -> bool:
+        """Whether replies may be cached: ``cache=True`` and a reliable identity."""
+        return self.cache and self.cache_problem is None
+
+    @property
+    def cache_problem(self) -> str | None:
+        """Why this function's replies cannot be cached safely (``None`` when they can)."""
+        return function_identity(self.fn, self.cache_key)[1] if self.cache else None
+
+    def cache_identity(self) -> str:
+        part, _ = function_identity(self.fn, self.cache_key)
+        return f"{self.identity_kind}|{self.name}|{describe_callable(self.fn)}|{part}"
 
 
 def _unwrap(fn: Any) -> Any:
