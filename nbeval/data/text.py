@@ -44,6 +44,7 @@ from __future__ import annotations
 import os
 import re
 import unicodedata
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -98,28 +99,20 @@ def needs_repair(value: Any) -> bool:
     seen = {id(value)}  # a container met twice (shared, or a cycle) is looked at once
     while stack:
         node = stack.pop()
+        items: Iterable[Any] = node
         if isinstance(node, dict):
-            for k, v in node.items():
-                if type(k) is str and not k.isascii() and repair_text(k)[1]:
+            if any(type(k) is str and not k.isascii() and repair_text(k)[1] for k in node):
+                return True
+            items = node.values()
+        for v in items:
+            if type(v) is str:
+                if not v.isascii() and repair_text(v)[1]:
                     return True
-                if type(v) is str:
-                    if not v.isascii() and repair_text(v)[1]:
-                        return True
-                elif isinstance(v, (list, tuple, dict)) and id(v) not in seen:
-                    seen.add(id(v))
-                    stack.append(v)
-                elif isinstance(v, str) and repair_text(v)[1]:  # a str subclass
-                    return True
-        else:
-            for v in node:
-                if type(v) is str:
-                    if not v.isascii() and repair_text(v)[1]:
-                        return True
-                elif isinstance(v, (list, tuple, dict)) and id(v) not in seen:
-                    seen.add(id(v))
-                    stack.append(v)
-                elif isinstance(v, str) and repair_text(v)[1]:
-                    return True
+            elif isinstance(v, (list, tuple, dict)) and id(v) not in seen:
+                seen.add(id(v))
+                stack.append(v)
+            elif isinstance(v, str) and repair_text(v)[1]:  # a str subclass
+                return True
     return False
 
 
