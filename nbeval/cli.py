@@ -254,6 +254,7 @@ def _demo(args: argparse.Namespace) -> int:
     import nbeval
     from nbeval.demo import demo_evaluators, demo_lab
 
+    _check_run_out(Path(args.out), [])  # a bad --out fails before the demo runs
     evaluators = demo_evaluators(include_embedding=not args.no_embedding)
     print(f"nbeval demo: {len(evaluators)} evaluators on the shipped demo lab (offline, no API key)\n")
     result = nbeval.evaluate(demo_lab(), evaluators, **_evaluate_kwargs(args))

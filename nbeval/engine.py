@@ -350,6 +350,9 @@ class Plan:
     """Judge calls the run would make, every round counted (see ``later_round_calls``)."""
     cached_calls: int = 0
     """Of those, how many are already in the cache."""
+    unconfigured_calls: int = 0
+    """Of ``judge_calls``, those for which no judge is configured: the real run would stop
+    before scoring (``JudgeNotConfigured``) until one is given."""
     later_round_calls: int = 0
     """Of ``judge_calls``, those after a row's first call (a second check, one per chunk, ...):
     counted by walking each row's scoring with placeholder replies, so an estimate where an
@@ -365,6 +368,9 @@ class Plan:
         lines.append(f"judge calls: {self.judge_calls} ({self.cached_calls} cached, "
                      f"{self.judge_calls - self.cached_calls} to make{later}), ~{self.est_prompt_tokens} prompt "
                      f"+ ~{self.est_completion_tokens} completion tokens")
+        if self.unconfigured_calls:
+            lines.append(f"no judge is configured for {self.unconfigured_calls} of these calls: the run would "
+                         "stop before scoring; pass judge=... or set NBEVAL_JUDGE_MODEL")
         return "\n".join(lines)
 
 
@@ -431,6 +437,7 @@ def plan(dataset: LlmDataset, evaluators: Iterable[Evaluator], resources: Resour
             client = resources.chat_client(reqs[0].model)
         except JudgeNotConfigured:
             result.judge_calls += len(reqs)
+            result.unconfigured_calls += len(reqs)
             continue
         p = client.plan([(list(r.messages), dict(r.params)) for r in reqs])
         result.judge_calls += p.calls
