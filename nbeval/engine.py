@@ -25,10 +25,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from nbeval.data.model import LlmDataset, Row, TestLab, TestSuite
-from nbeval.errors import DataError, JudgeNotConfigured, NbevalError
+from nbeval.errors import DataError, JudgeNotConfigured, NbevalError, ResourceError
 from nbeval.evaluators.base import Evaluator, Score
 from nbeval.evaluators.registry import resolve_evaluators
 from nbeval.progress import progress_bar
+from nbeval.requests import DRY_RUN_MODEL, Chat, Embed, ScorePairs
 from nbeval.results.live import LiveResult
 from nbeval.results.outcome import RowOutcome
 from nbeval.runtime import Resources, model_key
@@ -359,10 +360,19 @@ class Plan:
     evaluator's later questions depend on the judge's answers."""
     est_prompt_tokens: int = 0
     est_completion_tokens: int = 0
+    calls_per_row: dict[str, float] = field(default_factory=dict)
+    """Per judge evaluator: judge calls per scored row, on average (an estimate where later calls
+    depend on the judge's answers; ``later_round_calls`` counts those)."""
 
     def __str__(self) -> str:
-        lines = [f"{'evaluator':<28}{'rows':>8}{'skipped':>9}"]
-        lines += [f"{k:<28}{self.rows[k]:>8}{self.skipped[k]:>9}" for k in self.rows]
+        per_row = bool(self.calls_per_row)
+        head = f"{'evaluator':<28}{'rows':>8}{'skipped':>9}" + (f"{'calls/row':>11}" if per_row else "")
+        lines = [head]
+        for k in self.rows:
+            line = f"{k:<28}{self.rows[k]:>8}{self.skipped[k]:>9}"
+            if per_row:
+                line += f"{self.calls_per_row[k]:>11.1f}" if k in self.calls_per_row else f"{'':>11}"
+            lines.append(line)
         later = f"; {self.later_round_calls} of them after a row's first call, estimated" \
             if self.later_round_calls else ""
         lines.append(f"judge calls: {self.judge_calls} ({self.cached_calls} cached, "
@@ -396,32 +406,44 @@ _PLAN_MAX_REQUESTS = 1000
 
 def planned_requests(ev: Evaluator, rows: Iterable[Row]) -> Iterable[tuple[Any, bool]]:
     """Every chat request each row's scoring would make, as ``(request, is_first_of_its_row)``,
-    found without calling anything: each request is answered with an empty placeholder reply, so
-    later requests that depend on real answers are an estimate."""
+    found without calling anything: each chat request is answered with an empty placeholder reply
+    (model :data:`~nbeval.requests.DRY_RUN_MODEL`), each embedding or pair-scoring request with
+    placeholder numbers, so later requests that depend on real answers are an estimate."""
     from nbeval.chat.base import ChatReply, Usage
-    from nbeval.requests import Chat
 
     for row in rows:
         gen, _ = _start(ev, row)
         if gen is None:
             continue
         try:
-            req = next(gen)
-            for k in range(_PLAN_MAX_REQUESTS):
-                if not isinstance(req, Chat):
-                    break  # only chat calls are counted and priced
-                yield req, k == 0
-                req = gen.send(ChatReply("", Usage(), "dry-run"))
+            req, chats = next(gen), 0
+            for _ in range(_PLAN_MAX_REQUESTS):
+                if isinstance(req, Chat):  # only chat calls are counted and priced
+                    yield req, chats == 0
+                    chats += 1
+                    req = gen.send(ChatReply("", Usage(), DRY_RUN_MODEL))
+                else:
+                    req = gen.send(_placeholder_answer(req))
         except Exception:  # StopIteration included: the row asks nothing more
             pass
         finally:
             gen.close()
 
 
+def _placeholder_answer(req: Any) -> Any:
+    """A stand-in answer to a non-chat request in a dry run: equal unit vectors, zero pair scores."""
+    import numpy as np
+
+    if isinstance(req, Embed):
+        return np.full((len(req.texts), 4), 0.5, dtype=np.float32)
+    if isinstance(req, ScorePairs):
+        return np.zeros(len(req.pairs), dtype=np.float64)
+    msg = f"a dry run cannot stand in for a {type(req).__name__} request"
+    raise ResourceError(msg)
+
+
 def plan(dataset: LlmDataset, evaluators: Iterable[Evaluator], resources: Resources) -> Plan:
     """Count rows, skips and the judge calls of every round without calling anything."""
-    from nbeval.evaluators.base import Chat
-
     result = Plan(rows={}, skipped={})
     chats: dict[Any, list[Chat]] = {}
     for ev in evaluators:
@@ -429,9 +451,13 @@ def plan(dataset: LlmDataset, evaluators: Iterable[Evaluator], resources: Resour
         result.rows[ev.name], result.skipped[ev.name] = len(todo), len(skipped)
         if not ev.spec.needs_judge:
             continue
+        calls = 0
         for req, first in planned_requests(ev, todo):
             chats.setdefault(model_key(req.model), []).append(req)
             result.later_round_calls += not first
+            calls += 1
+        if todo:
+            result.calls_per_row[ev.name] = calls / len(todo)
     for reqs in chats.values():
         try:
             client = resources.chat_client(reqs[0].model)
@@ -439,7 +465,7 @@ def plan(dataset: LlmDataset, evaluators: Iterable[Evaluator], resources: Resour
             result.judge_calls += len(reqs)
             result.unconfigured_calls += len(reqs)
             continue
-        p = client.plan([(list(r.messages), dict(r.params)) for r in reqs])
+        p = client.plan(reqs)
         result.judge_calls += p.calls
         result.cached_calls += p.cached
         result.est_prompt_tokens += p.est_prompt_tokens

@@ -14,7 +14,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-__all__ = ["Chat", "Embed", "Request", "ScorePairs"]
+__all__ = ["DRY_RUN_MODEL", "Chat", "Embed", "Request", "ScorePairs"]
+
+#: The ``model`` of the placeholder replies a dry run answers chat requests with (nothing is
+#: called): an evaluator whose later questions depend on the replies may recognise it and stand
+#: in a plausible reply, so the dry run's count of later calls is closer to the real one.
+DRY_RUN_MODEL = "dry-run"
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,11 @@ class Chat:
     """Generation parameters (temperature, max_tokens, ...), part of the cache key."""
     model: Any = None
     """The chat model (``None``: the run's judge)."""
+    sample: int = 0
+    """Which independent sample of this same request it is: ``0`` for the first; a scorer that asks
+    the same thing several times to collect different replies (ragas's answer_relevancy does) numbers
+    the repeats 1, 2, ... so the cache and the deduplication of identical requests keep them apart.
+    Not sent to the model."""
 
 
 @dataclass(frozen=True)

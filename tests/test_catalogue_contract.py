@@ -88,6 +88,14 @@ CONTRACT: dict[str, list[Metric]] = {
     "custom_judge": [*_rating("custom_judge"), _m("precision", threshold=0.5)],
     "answer_relevancy_score": [_m("score", hi=5.0, threshold=3.0, primary=True)],
     "pipeline": [_m("score", lo=-INF, hi=INF, threshold=None, primary=True)],
+    # RAGAS-family evaluators: all higher-is-better, [0, 1], threshold 0.75
+    "faithfulness": [_m("faithfulness", primary=True)],
+    "answer_relevancy": [_m("answer_relevancy", primary=True)],
+    "context_precision": [_m("context_precision", primary=True)],
+    "context_recall": [_m("context_recall", primary=True)],
+    "answer_correctness": [_m("answer_correctness", primary=True)],
+    "ragas": [_m("ragas", primary=True), _m("faithfulness"), _m("answer_relevancy"), _m("context_precision"),
+              _m("context_recall")],
 }
 BOOL_IDS = {"text_matching", "pii_leakage", "sensitive_data_leakage", "encoding_guardrail", "contact_information",
             "language_mismatch", "sexism", "stereotypes", "summarization_judge", "byop"}

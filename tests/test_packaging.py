@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = ("torch", "transformers", "sentence_transformers", "ragas", "openai", "ipywidgets", "altair", "pandas",
+HEAVY = ("torch", "transformers", "sentence_transformers", "ragas", "instructor", "langchain_core", "openai", "ipywidgets", "altair", "pandas",
          "detoxify", "nltk", "rouge_score", "numpy")
 
 

@@ -33,7 +33,7 @@ from nbeval.chat.config import resolve_chat_model
 from nbeval.chat.secrets import redact, register_secrets, secrets_in_params
 from nbeval.errors import MissingDependency, ResourceError
 
-__all__ = ["ChatClient", "ChatFailure", "ChatResult", "Plan", "PriceTable", "UsageTotals"]
+__all__ = ["SAMPLE_PARAM", "ChatClient", "ChatFailure", "ChatResult", "Plan", "PriceTable", "UsageTotals"]
 
 #: ``{model name: (USD per 1k prompt tokens, USD per 1k completion tokens)}``.
 PriceTable = Mapping[str, tuple[float, float]]
@@ -275,6 +275,7 @@ class ChatClient:
     def _one(self, key: str | None, messages: list[dict[str, str]], params: dict[str, Any],
              copies: int, stop: threading.Event) -> ChatResult:
         attempts = 0
+        params = {k: v for k, v in params.items() if k != SAMPLE_PARAM}
         while True:
             if stop.is_set():
                 return self._fail(ChatFailure("cancelled before an answer came", attempts), copies)
@@ -390,9 +391,15 @@ def _make_cache(cache: Any) -> ChatCache | None:
     return ChatCache(cache)
 
 
+#: Reserved parameter carrying a request's ``sample`` number: part of its cache key, never sent.
+SAMPLE_PARAM = "nbeval_sample"
+
+
 def _as_request(r: Any) -> tuple[list[dict[str, str]], dict[str, Any]]:
     if hasattr(r, "messages") and hasattr(r, "params"):
         msgs, params = normalize_messages(r.messages), dict(r.params or {})
+        if getattr(r, "sample", 0):  # another independent sample of the same request: its own key
+            params[SAMPLE_PARAM] = int(r.sample)
     elif isinstance(r, tuple) and len(r) == 2 and (r[1] is None or isinstance(r[1], Mapping)):
         msgs, params = normalize_messages(r[0]), dict(r[1] or {})
     else:

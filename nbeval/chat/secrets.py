@@ -259,6 +259,15 @@ class _RedactingFilter(logging.Filter):
         clean = redact(message)
         if clean != message:
             record.msg, record.args = clean, None
+        # A traceback logged with the record (openai 2 logs its HTTP status errors so) can hold the
+        # request URL; formatters print exc_text as given, so the masked text replaces the exception.
+        if record.exc_info and record.exc_info[0] is not None:
+            text = record.exc_text or logging.Formatter().formatException(record.exc_info)
+            record.exc_text, record.exc_info = redact(text), None
+        elif record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info)
         return True
 
 

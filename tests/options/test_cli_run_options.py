@@ -55,7 +55,8 @@ def test_dry_run_counts_the_calls_and_asks_nothing(tmp_path: Path, openai_server
     assert main([*args, "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert f"judge calls: {len(ROWS)} (0 cached, {len(ROWS)} to make" in out, out
-    assert re.search(rf"^safety +{len(ROWS)} +0$", out, re.MULTILINE), out  # rows scored and skipped
+    # rows scored and skipped, and judge calls per scored row (safety asks once per row)
+    assert re.search(rf"^safety +{len(ROWS)} +0 +1\.0$", out, re.MULTILINE), out
     assert openai_server.request_count == 0 and not (tmp_path / "out").exists()  # nothing asked or written
     assert main(args) == 0  # the real run: it fills the cache
     capsys.readouterr()

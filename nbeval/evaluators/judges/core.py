@@ -41,6 +41,7 @@ __all__ = [
     "Example",
     "JudgeEvaluator",
     "JudgePrompt",
+    "configure_judge",
     "fill",
     "neutralise",
     "rating_score",
@@ -220,6 +221,29 @@ def rating_score(metric: str, parsed: Any, replies: Sequence[Any], *,
                  details=extra)
 
 
+def configure_judge(ev: Evaluator, defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """Settle ``ev``'s ``judge=`` and ``judge_params=``; returns the generation parameters to send
+    (``defaults`` updated with ``judge_params``).
+
+    A judge given as settings (a dict, which may hold an API key) becomes a model object that keeps
+    the key private; ``judge_params`` are sent as given, but what ``ev.params`` keeps (results,
+    ``repr``) has secrets masked."""
+    judge = ev.params.get("judge")
+    if isinstance(judge, Mapping):
+        from nbeval.chat.config import resolve_chat_model
+
+        ev.params["judge"] = resolve_chat_model(judge)
+    jp = ev.params.get("judge_params")
+    if jp is not None and not isinstance(jp, Mapping):
+        msg = f"evaluator '{ev.spec.id}': judge_params must be a dict, got {type(jp).__name__}"
+        raise EvaluatorError(msg)
+    if jp:
+        from nbeval.chat.secrets import redact_params
+
+        ev.params["judge_params"] = redact_params(jp)
+    return {**defaults, **(jp or {})}
+
+
 class JudgeEvaluator(Evaluator):
     """Base of the judge evaluators: prompt handling and the judge call."""
 
@@ -243,22 +267,8 @@ class JudgeEvaluator(Evaluator):
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
-        judge = self.params.get("judge")
-        if isinstance(judge, Mapping):
-            # Settings may hold an API key; the model object keeps it private (results store params).
-            from nbeval.chat.config import resolve_chat_model
-
-            self.params["judge"] = resolve_chat_model(judge)
+        self.judge_params = configure_judge(self, self.default_judge_params)
         self.prompt = self._resolve_prompt(self.params.get("prompt"))
-        jp = self.params.get("judge_params")
-        if jp is not None and not isinstance(jp, Mapping):
-            msg = f"evaluator '{self.spec.id}': judge_params must be a dict, got {type(jp).__name__}"
-            raise EvaluatorError(msg)
-        self.judge_params: dict[str, Any] = {**self.default_judge_params, **(jp or {})}
-        if jp:  # the calls use the params as given; what is stored and shown (results, repr) has secrets masked
-            from nbeval.chat.secrets import redact_params
-
-            self.params["judge_params"] = redact_params(jp)
 
     @classmethod
     def _resolve_prompt(cls, given: Any) -> JudgePrompt:
