@@ -263,6 +263,49 @@ RAG = [
     nw.heatmap(combined, by="metric")
     """, chart=True),
     md("""
+    ## The RAGAS metrics, computed by ragas
+
+    `faithfulness`, `answer_relevancy`, `context_precision`, `context_recall`, `answer_correctness`
+    and `ragas` (the harmonic mean of the first four) are the numbers people know from the `ragas`
+    library, and here ragas itself computes them: nbeval runs ragas's own metric code and answers its
+    model calls through nbeval's judge layer (cache, concurrency, retries, usage) and embedder.
+
+    They need a judge model. So that this notebook runs offline, nbeval ships a rule-based stand-in,
+    `ragas_standin`, which answers ragas's prompts by word overlap: good enough to see how the metrics
+    behave, no substitute for a real model. With one, pass `judge="gpt-4o-mini"` (or
+    `judge={"model": ..., "base_url": ...}` for any OpenAI-compatible server) instead.
+    """),
+    code("""
+    from nbeval.evaluators.ragas.standin import ragas_standin
+
+    rag_metrics = nbeval.evaluate(lab, ["ragas", "answer_correctness"], judge=ragas_standin, progress=False)
+    rag_metrics
+    """, chart=True),
+    md("""
+    Each row's rationale shows what ragas saw: the statements the judge found in the answer and its
+    verdict on each, the questions it wrote back from the answer, the verdict on every retrieved chunk
+    in rank order. A reply that does not fit ragas's output schema is asked again (as ragas's own
+    client does) and, if it still does not fit, reported as a parse failure with the raw reply kept,
+    never as a 0.
+    """),
+    code("""
+    # NBVAL_CHECK_OUTPUT
+    s = rag_metrics.scores
+    first = s[(s["evaluator"] == "ragas") & (s["metric"] == "ragas") & s["value"].notna()].iloc[0]
+    print(first["key"], first["model_key"])
+    print(first["rationale"].split("== answer_relevancy")[0])
+    """),
+    md("""
+    Before spending money on a real judge, a dry run counts the calls and tokens without making any:
+    ragas's later calls depend on the judge's earlier answers (one verdict call per statement list,
+    one per chunk), so that part is an estimate, made by walking each row with the stand-in's replies.
+    With your real judge in place of the stand-in, the same call also prices the run when the model's
+    price is known.
+    """),
+    code("""
+    print(nbeval.evaluate(lab, ["ragas", "answer_correctness"], judge=ragas_standin, cache=False, dry_run=True))
+    """),
+    md("""
     ## Your own RAG data
 
     Any list of records (or a CSV, JSONL file or DataFrame with these columns) works: `context` holds

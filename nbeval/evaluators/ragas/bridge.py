@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Coroutine, Generator, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from instructor import Mode, Provider
@@ -35,7 +36,7 @@ from nbeval.errors import EvaluatorError
 from nbeval.evaluators.ragas.standin import standin_reply
 from nbeval.requests import DRY_RUN_MODEL, Chat, Embed, Request
 
-__all__ = ["ParseFailure", "RagasEmbeddings", "RagasLLM", "Session", "Step"]
+__all__ = ["ParseFailure", "RagasEmbeddings", "RagasLLM", "SchemaOnce", "Session", "Step", "render_schemas_once"]
 
 #: What instructor treats as "the reply does not fit the schema: ask again".
 _PARSE_ERRORS: tuple[type[BaseException], ...] = (ValidationError, json.JSONDecodeError, ResponseParsingError,
@@ -165,9 +166,13 @@ class Session:
     def _structured(self, call: _StructuredCall) -> Generator[Request, Any, Any]:
         handlers = _json_mode()
         model = call.response_model
-        _, kwargs = handlers.request_handler(model, {"messages": [{"role": "user", "content": call.prompt}]})
-        messages = list(kwargs.pop("messages"))
-        params = {**self.judge_params, **kwargs}
+        system, extra = _json_request(model)
+        if system is not None:
+            messages = [{"role": "system", "content": system}, {"role": "user", "content": call.prompt}]
+        else:  # a request layout other than [system, user]: let instructor build each one
+            _, kwargs = handlers.request_handler(model, {"messages": [{"role": "user", "content": call.prompt}]})
+            messages, extra = list(kwargs.pop("messages")), kwargs
+        params = {**self.judge_params, **extra}
         step = Step(model.__name__, None, 0)
         self.steps.append(step)
         while True:
@@ -199,6 +204,52 @@ class Session:
             step.output = parsed.model_dump(mode="json")
             step.error = None
             return parsed
+
+
+_PROBE = "\x00nbeval-probe\x00"
+
+
+@lru_cache(maxsize=None)
+def _json_request(model: type[BaseModel]) -> tuple[str | None, dict[str, Any]]:
+    """The system message and extra parameters instructor's JSON mode adds for ``model``, worked
+    out once per output model (building them renders the model's JSON schema, which is slow):
+    ``(None, {})`` when instructor lays the request out other than as [system, user prompt]."""
+    _, kwargs = _json_mode().request_handler(model, {"messages": [{"role": "user", "content": _PROBE}]})
+    messages = kwargs.pop("messages")
+    if (len(messages) == 2 and messages[0].get("role") == "system" and isinstance(messages[0].get("content"), str)
+            and messages[1] == {"role": "user", "content": _PROBE}):
+        return messages[0]["content"], kwargs
+    return None, {}
+
+
+class SchemaOnce:
+    """Stands in for a ragas prompt's ``output_model`` where the prompt only reads its JSON schema
+    (``to_string`` renders it on every call, which is slow); anything else goes to the model."""
+
+    def __init__(self, model: type[BaseModel]) -> None:
+        self._model = model
+        self._schema = model.model_json_schema()
+
+    def model_json_schema(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        # The same dict every time: ragas only serialises it (a copy per call costs as much as
+        # the rendering it saves).
+        return self._schema if not (args or kwargs) else self._model.model_json_schema(*args, **kwargs)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._model(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._model, name)
+
+
+def render_schemas_once(metric: Any) -> Any:
+    """``metric`` with each of its prompt objects reading its output schema from :class:`SchemaOnce`."""
+    from ragas.prompt.metrics.base_prompt import BasePrompt
+
+    for prompt in vars(metric).values():
+        if isinstance(prompt, BasePrompt) and not isinstance(prompt.output_model, SchemaOnce):
+            prompt.output_model = SchemaOnce(prompt.output_model)  # type: ignore[assignment]
+    return metric
 
 
 def _json_mode() -> Any:

@@ -22,7 +22,7 @@ from ragas.metrics.collections import (
 from nbeval.errors import EvaluatorError, ResourceError
 from nbeval.evaluators.base import Evaluator, Request, Score
 from nbeval.evaluators.judges.core import configure_judge, usage_details
-from nbeval.evaluators.ragas.bridge import ParseFailure, RagasEmbeddings, RagasLLM, Session
+from nbeval.evaluators.ragas.bridge import ParseFailure, RagasEmbeddings, RagasLLM, Session, render_schemas_once
 from nbeval.evaluators.ragas.transcript import render
 from nbeval.evaluators.registry import register
 
@@ -123,7 +123,7 @@ class _SingleMetric(RagasEvaluator):
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
-        self._metric = self.build()
+        self._metric = render_schemas_once(self.build())
 
     def build(self) -> Any:
         """The ragas metric object (built once per evaluator)."""
@@ -211,13 +211,14 @@ class RagasScore(RagasEvaluator):
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
-        self._parts = {
+        parts = {
             "faithfulness": Faithfulness(llm=self._llm),
             "answer_relevancy": AnswerRelevancy(llm=self._llm, embeddings=self._embeddings,
                                                 strictness=_strictness(self)),
             "context_precision": ContextPrecision(llm=self._llm),
             "context_recall": ContextRecall(llm=self._llm),
         }
+        self._parts = {name: render_schemas_once(metric) for name, metric in parts.items()}
 
     def score(self, row: Row) -> _ScoreGen:
         session = self.session()
