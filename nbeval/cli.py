@@ -91,7 +91,7 @@ def _show_evaluator(args: argparse.Namespace) -> int:
     cls = get_class(args.id)
     prompt_text = getattr(cls, "prompt_text", None)
     if callable(prompt_text):
-        print("\nprompt (replace with prompt=...):\n")
+        print("\n" + getattr(cls, "prompt_heading", "prompt (replace with prompt=...):") + "\n")
         print(prompt_text())
     return 0
 

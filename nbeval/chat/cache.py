@@ -21,7 +21,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from nbeval.chat.base import ChatReply, Message, Usage
 from nbeval.chat.secrets import hash_secrets
 from nbeval.data.text import repair_text
 
-__all__ = ["CACHE_FILE_NAME", "ENV_CACHE_DIR", "ChatCache", "cache_key", "default_cache_path"]
+__all__ = ["CACHE_FILE_NAME", "ENV_CACHE_DIR", "ChatCache", "cache_key", "default_cache_path", "enable_wal"]
 
 ENV_CACHE_DIR = "NBEVAL_CACHE_DIR"
 
@@ -83,6 +83,25 @@ def _notes(stored: str | None) -> tuple[str, ...]:
     return tuple(str(n) for n in notes) if isinstance(notes, list) else ()
 
 
+def enable_wal(execute: Callable[[str], Any], patience_s: float) -> None:
+    """Switch the database to write-ahead logging through ``execute``, retrying while it is locked.
+
+    The switch needs an exclusive lock, and SQLite answers "database is locked" at once, without
+    waiting out the busy timeout, when waiting could deadlock: several processes opening a new
+    cache file together can meet that. WAL is kept in the file, so one success serves all."""
+    end = time.monotonic() + patience_s
+    delay = 0.01
+    while True:
+        try:
+            execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= end:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.25)
+
+
 class ChatCache:
     """Replies on disk at ``path`` (default: :func:`default_cache_path`)."""
 
@@ -105,7 +124,7 @@ class ChatCache:
             conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None,
                                    check_same_thread=False)
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            enable_wal(conn.execute, self.busy_timeout_s)
             conn.execute("PRAGMA synchronous = NORMAL")  # durable across a killed process
             conn.execute(_SCHEMA)
             conn.execute(_NOTES_SCHEMA)

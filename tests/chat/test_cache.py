@@ -123,3 +123,33 @@ def test_unusable_cache_warns_and_the_run_goes_on(openai_server: FakeOpenAIServe
     with pytest.warns(RuntimeWarning, match="unusable"):
         results = ChatClient(model, cache=not_a_database).run_many(["a", "b"])
     assert [r.text for r in results] == ["ok", "ok"]
+
+
+def test_switching_to_wal_waits_out_a_lock_sqlite_reports_at_once() -> None:
+    # SQLite says "database is locked" without waiting when several processes open a new cache
+    # together (a deadlock it refuses to wait for); the switch is retried instead of failing.
+    import sqlite3
+
+    from nbeval.chat.cache import enable_wal
+
+    calls: list[str] = []
+
+    def execute(sql: str) -> None:
+        calls.append(sql)
+        if len(calls) < 3:
+            raise sqlite3.OperationalError("database is locked")
+
+    enable_wal(execute, patience_s=5)
+    assert calls == ["PRAGMA journal_mode = WAL"] * 3
+
+    def always_locked(sql: str) -> None:
+        raise sqlite3.OperationalError("database is locked")
+
+    with pytest.raises(sqlite3.OperationalError):
+        enable_wal(always_locked, patience_s=0.05)
+
+    def broken(sql: str) -> None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    with pytest.raises(sqlite3.OperationalError, match="disk"):
+        enable_wal(broken, patience_s=5)  # only a lock is waited out

@@ -186,3 +186,17 @@ def test_without_ragas_installed_the_error_says_what_to_install() -> None:
             "except Exception as e:\n    print(type(e).__name__, e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.startswith("MissingDependency") and 'pip install "nbeval[ragas]"' in out
+
+
+def test_evaluator_show_prints_the_prompts_ragas_sends(capsys: pytest.CaptureFixture[str]) -> None:
+    from ragas.metrics.collections.context_precision.util import ContextPrecisionPrompt
+    from ragas.metrics.collections.faithfulness.util import NLIStatementPrompt
+
+    from nbeval.cli import main
+
+    assert main(["evaluator", "show", "ragas"]) == 0
+    out = capsys.readouterr().out
+    assert "ragas's prompts" in out and "replace with prompt=" not in out
+    for prompt in (NLIStatementPrompt(), ContextPrecisionPrompt()):
+        assert prompt.instruction.strip() in out
+    assert out.count("[faithfulness: ") == 2 and "[context_recall: " in out

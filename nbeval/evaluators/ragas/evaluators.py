@@ -69,6 +69,25 @@ class RagasEvaluator(Evaluator):
         self._llm = RagasLLM()
         self._embeddings = RagasEmbeddings()
 
+    #: How ``nbeval evaluator show`` heads :meth:`prompt_text`.
+    prompt_heading: ClassVar[str] = "ragas's prompts (ragas writes them; each call adds the output's JSON schema):"
+
+    @classmethod
+    def prompt_text(cls) -> str:
+        """The instruction of every prompt ragas sends for this evaluator, in the order it asks."""
+        from ragas.prompt.metrics.base_prompt import BasePrompt
+
+        parts = []
+        for metric in cls().metrics():
+            for prompt in vars(metric).values():
+                if isinstance(prompt, BasePrompt):
+                    parts.append(f"[{metric.name}: {type(prompt).__name__}]\n{prompt.instruction.strip()}")
+        return "\n\n".join(parts)
+
+    def metrics(self) -> list[Any]:
+        """The ragas metric objects this evaluator runs."""
+        raise NotImplementedError
+
     def session(self) -> Session:
         return Session(judge=self.params.get("judge"), judge_params=self.judge_params,
                        embedder=self.params.get("embedder"), attempts=self.params["parse_attempts"])
@@ -124,6 +143,9 @@ class _SingleMetric(RagasEvaluator):
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
         self._metric = render_schemas_once(self.build())
+
+    def metrics(self) -> list[Any]:
+        return [self._metric]
 
     def build(self) -> Any:
         """The ragas metric object (built once per evaluator)."""
@@ -219,6 +241,9 @@ class RagasScore(RagasEvaluator):
             "context_recall": ContextRecall(llm=self._llm),
         }
         self._parts = {name: render_schemas_once(metric) for name, metric in parts.items()}
+
+    def metrics(self) -> list[Any]:
+        return list(self._parts.values())
 
     def score(self, row: Row) -> _ScoreGen:
         session = self.session()
