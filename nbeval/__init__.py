@@ -4,13 +4,17 @@
     result = nbeval.evaluate("lab.json", ["rouge", "text_matching"])
     result.leaderboard("rouge")
 
+In a notebook, ``%load_ext nbeval`` adds the ``%nbeval`` magics (see :mod:`nbeval.extension`).
+
 Everything below is loaded on first use, so ``import nbeval`` stays fast and imports no pandas,
 torch, transformers, openai or ipywidgets.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import importlib
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from nbeval._lazy import lazy_exports
 from nbeval._version import __version__
@@ -60,10 +64,27 @@ _EXPORTS = {
     "RegexTimeout": "nbeval.errors",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+__all__ = ["__version__", *_EXPORTS, "load_ipython_extension", "unload_ipython_extension"]
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext nbeval``: the ``%nbeval`` and ``%%nbeval_suite`` magics, Tab completion and rich
+    display of datasets, suites, labs and plans (see :mod:`nbeval.extension`)."""
+    _extension().load_ipython_extension(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """``%unload_ext nbeval``: remove what :func:`load_ipython_extension` registered."""
+    _extension().unload_ipython_extension(ipython)
+
+
+def _extension() -> ModuleType:
+    # Imported by name on first use, as the lazy exports are: nbeval.extension sits above
+    # nbeval.cli in the layers, and nbeval.cli imports this package.
+    return importlib.import_module("nbeval.extension")
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs only

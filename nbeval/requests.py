@@ -12,9 +12,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any, Literal, Union
 
-__all__ = ["DRY_RUN_MODEL", "Chat", "Embed", "Request", "ScorePairs"]
+__all__ = [
+    "DRY_RUN_MODEL",
+    "Chat",
+    "Classify",
+    "Embed",
+    "LabelScores",
+    "LocalModel",
+    "Request",
+    "ScorePairs",
+    "TokenLogProbs",
+    "TokenScores",
+]
 
 #: The ``model`` of the placeholder replies a dry run answers chat requests with (nothing is
 #: called): an evaluator whose later questions depend on the replies may recognise it and stand
@@ -60,4 +71,61 @@ class ScorePairs:
     """The cross-encoder's name or local path."""
 
 
-Request = Union[Embed, Chat, ScorePairs]
+@dataclass(frozen=True)
+class LocalModel:
+    """A local model that answers :class:`Classify` or :class:`TokenLogProbs` requests. Loaded
+    once per process, kind, name and device (:func:`nbeval.resources.local_models.get_local_model`)."""
+
+    name: str
+    """A hub name or a local path (for ``kind="detoxify"``: a detoxify checkpoint file, or one of
+    detoxify's model names: ``original``, ``unbiased``, ``multilingual``)."""
+    kind: Literal["classifier", "detoxify", "causal_lm"]
+    """``classifier``: a transformers sequence classifier (one text or a pair of texts per input);
+    ``detoxify``: a detoxify checkpoint; ``causal_lm``: a transformers causal language model."""
+    device: str | None = None
+    """``"cpu"``, ``"cuda"``, ``"cuda:1"``, ... (``None``: the run's device, else a GPU when there is one)."""
+    batch_size: int | None = None
+    """Inputs per forward pass (``None``: the resource's default for the device)."""
+
+
+@dataclass(frozen=True)
+class Classify:
+    """Ask a local classifier for its label scores. Answer: :class:`LabelScores`, one row per input."""
+
+    inputs: tuple[str | tuple[str, str], ...]
+    """Texts, or ``(premise, hypothesis)`` pairs for a pair classifier, in the order the answer follows."""
+    model: LocalModel
+
+
+@dataclass(frozen=True)
+class LabelScores:
+    """A classifier's answer: ``scores[i, j]`` is input ``i``'s score for ``labels[j]`` (a
+    probability: softmax over the labels, or a sigmoid per label for a multi-label model)."""
+
+    labels: tuple[str, ...]
+    scores: Any
+    """``numpy.ndarray`` of shape (inputs, labels)."""
+
+
+@dataclass(frozen=True)
+class TokenLogProbs:
+    """Ask a causal language model how likely each continuation is after its prefix. Answer: a
+    tuple of :class:`TokenScores`, one per item."""
+
+    items: tuple[tuple[str, str], ...]
+    """``(prefix, continuation)`` pairs. An empty prefix scores the continuation on its own: its
+    first token has no prediction (as with ``labels=input_ids``) unless the tokenizer adds a BOS."""
+    model: LocalModel
+
+
+@dataclass(frozen=True)
+class TokenScores:
+    """The log-probabilities of one continuation's tokens."""
+
+    tokens: tuple[str, ...]
+    """The continuation's scored tokens, as text."""
+    logprobs: Any
+    """``numpy.ndarray`` of natural-log probabilities, one per token in ``tokens``."""
+
+
+Request = Union[Embed, Chat, ScorePairs, Classify, TokenLogProbs]

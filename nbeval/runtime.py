@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nbeval.errors import ResourceError
-from nbeval.requests import Chat, Embed, Request, ScorePairs
+from nbeval.requests import Chat, Classify, Embed, LabelScores, Request, ScorePairs, TokenLogProbs
 
 __all__ = ["Answer", "Resources", "model_key"]
 
@@ -64,13 +64,16 @@ class Resources:
         embeds = [(i, r) for i, r in enumerate(requests) if isinstance(r, Embed)]
         pairs = [(i, r) for i, r in enumerate(requests) if isinstance(r, ScorePairs)]
         chats = [(i, r) for i, r in enumerate(requests) if isinstance(r, Chat)]
+        local = [(i, r) for i, r in enumerate(requests) if isinstance(r, (Classify, TokenLogProbs))]
         for i, r in enumerate(requests):
-            if not isinstance(r, (Embed, ScorePairs, Chat)):
+            if not isinstance(r, (Embed, ScorePairs, Chat, Classify, TokenLogProbs)):
                 answers[i] = ResourceError(f"no resource answers a {type(r).__name__} request")
         if embeds:
             self._answer_embeds(embeds, answers, warnings)
         if pairs:
             self._answer_pairs(pairs, answers)
+        if local:
+            self._answer_local(local, answers, warnings)
         if chats:
             self._answer_chats(chats, answers, warnings)
         return [Answer(a, tuple(w)) for a, w in zip(answers, warnings, strict=True)]
@@ -146,6 +149,48 @@ class Resources:
 
             for i, r in group:
                 answers[i] = np.array([scored[p] for p in r.pairs], dtype=np.float64)
+
+    # -- local models (classifiers, causal language models) -------------------------------
+
+    def local_model(self, ref: Any) -> Any:
+        """The shared runner of the local model ``ref`` (a :class:`~nbeval.requests.LocalModel`) on
+        its device, else the run's."""
+        from nbeval.resources.local_models import get_local_model
+
+        return get_local_model(ref, default_device=self.device)
+
+    def _answer_local(self, items: list[tuple[int, Classify | TokenLogProbs]], answers: list[Any],
+                      warnings: list[list[str]]) -> None:
+        """Every input of a round that goes to one model, deduplicated, in one call (the runner
+        batches them, sorted by length)."""
+        groups: dict[tuple[type, Any], list[tuple[int, Any]]] = defaultdict(list)
+        for i, r in items:
+            groups[(type(r), r.model)].append((i, r))
+        for (kind, ref), group in groups.items():
+            inputs = [x for _, r in group for x in (r.inputs if kind is Classify else r.items)]
+            distinct = list(dict.fromkeys(inputs))
+            try:
+                runner = self.local_model(ref)
+                if kind is Classify:
+                    scored = runner.classify(distinct)
+                    rows = dict(zip(distinct, range(len(distinct)), strict=True))
+                else:
+                    found = dict(zip(distinct, runner.logprobs(distinct), strict=True))
+            except Exception as exc:  # the model failed to load or run: every row says why
+                err = exc if isinstance(exc, ResourceError) else ResourceError(f"{type(exc).__name__}: {exc}")
+                for i, _ in group:
+                    answers[i] = err
+                continue
+            is_truncated = getattr(runner, "truncated", None)
+            for i, r in group:
+                mine = r.inputs if kind is Classify else r.items
+                if kind is Classify:
+                    answers[i] = LabelScores(scored.labels, scored.scores[[rows[x] for x in mine]])
+                else:
+                    answers[i] = tuple(found[x] for x in mine)
+                cut = sum(bool(is_truncated(x)) for x in mine) if is_truncated is not None else 0
+                if cut:
+                    warnings[i].append(f"{cut} input(s) longer than {ref.name}'s window were truncated")
 
     # -- chat ------------------------------------------------------------------------------
 

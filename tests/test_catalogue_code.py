@@ -32,7 +32,7 @@ DECLARED = _declared()
 
 
 def test_every_family_catalogue_is_read() -> None:
-    assert len({pkg for pkg, _ in DECLARED.values()}) == 4  # deterministic, embedding, judges, ragas
+    assert len({pkg for pkg, _ in DECLARED.values()}) == 5  # deterministic, embedding, judges, ragas, models
     assert set(DECLARED) == set(registry._builtin_specs())
     assert set(DECLARED) <= set(nbeval.catalogue())
 

@@ -41,6 +41,9 @@ def _rating(id: str) -> list[Metric]:
     return [_m(id, threshold=0.5, primary=True)]
 
 
+#: The GPTScore summarization aspects after the primary semantic_coverage, in the contract's order.
+_SUMMARY_ASPECTS = ("factuality", "informativeness", "coherence", "relevance", "fluency")
+
 CONTRACT: dict[str, list[Metric]] = {
     # Deterministic evaluators
     "exact_match": [_m("score", threshold=0.5, primary=True)],
@@ -96,6 +99,22 @@ CONTRACT: dict[str, list[Metric]] = {
     "answer_correctness": [_m("answer_correctness", primary=True)],
     "ragas": [_m("ragas", primary=True), _m("faithfulness"), _m("answer_relevancy"), _m("context_precision"),
               _m("context_recall")],
+    # Model-based evaluators: [0, 1] ones with threshold 0.75; unbounded NLL-style ones without one
+    "toxicity": [_m("toxicity", "lower", primary=True), _m("severe_toxicity", "lower"), _m("obscene", "lower"),
+                 _m("threat", "lower"), _m("insult", "lower"), _m("identity_attack", "lower")],
+    "fairness_bias": [_m("fairness_bias", "lower", primary=True)],
+    "hallucination": [_m("hallucination", primary=True)],
+    "summac": [_m("summac_conv", primary=True), _m("summac_zs")],
+    "perplexity": [_m("perplexity", "lower", INF, None, primary=True)],
+    "gptscore_summarization_ref": [_m("semantic_coverage", "lower", INF, None, primary=True),
+                                   *[_m(n, "lower", INF, None) for n in _SUMMARY_ASPECTS]],
+    "gptscore_summarization_noref": [_m("semantic_coverage", "lower", INF, None, primary=True),
+                                     *[_m(n, "lower", INF, None) for n in (*_SUMMARY_ASPECTS, "consistency")]],
+    "gptscore_translation": [_m("accuracy", "lower", INF, None, primary=True), _m("fluency", "lower", INF, None),
+                             _m("mqm", "lower", INF, None)],
+    "gptscore_qa": [_m("interest", "lower", INF, None, primary=True),
+                    *[_m(n, "lower", INF, None) for n in ("engagement", "understandability", "relevance", "specific",
+                                                          "correctness", "semantically_appropriate", "fluency")]],
 }
 BOOL_IDS = {"text_matching", "pii_leakage", "sensitive_data_leakage", "encoding_guardrail", "contact_information",
             "language_mismatch", "sexism", "stereotypes", "summarization_judge", "byop"}

@@ -14,6 +14,8 @@ if __name__ != "nbeval.widgets":  # the folder is widgets/ in the repo; it must 
     msg = "the notebook kit is imported as 'nbeval.widgets', not as a top-level 'widgets' module"
     raise ImportError(msg)
 
+from typing import Any
+
 from nbeval._lazy import lazy_exports
 from nbeval.results.renderers import register_renderer
 from nbeval.widgets.display import enable_offline, report_charts, result_mimebundle
@@ -57,3 +59,10 @@ enable_offline()
 # The core asks for these by name; it never imports the kit (see nbeval.results.renderers).
 register_renderer("mimebundle", result_mimebundle)
 register_renderer("report_charts", report_charts)
+register_renderer("case_explorer", lambda result: _explorer().CaseExplorer(result))
+
+
+def _explorer() -> Any:
+    from nbeval.widgets import explorer
+
+    return explorer

@@ -44,7 +44,7 @@ __all__ = [
 
 ENTRY_POINT_GROUP = "nbeval.evaluators"
 #: The pip extra that brings each family's dependencies.
-_EXTRAS = {"embedding": "embed", "judge": "judge", "ragas": "ragas", "model": "all", "deterministic": "all"}
+_EXTRAS = {"embedding": "embed", "judge": "judge", "ragas": "ragas", "model": "models", "deterministic": "all"}
 #: The keys a catalogue table may have.
 CATALOGUE_KEYS = frozenset({"family", "kind", "module", "inputs", "optional_inputs", "resources", "params",
                             "description", "metrics", "bool_metrics", "metric_descriptions"})

@@ -6,7 +6,8 @@ is read the first time a renderer is asked for, so an installed kit renders with
 imported first. The names the core asks for:
 
 * ``"mimebundle"``: ``fn(result) -> dict`` of MIME type to content, for notebook display;
-* ``"report_charts"``: ``fn(result) -> str`` of inline SVG charts for the HTML report.
+* ``"report_charts"``: ``fn(result) -> str`` of inline SVG charts for the HTML report;
+* ``"case_explorer"``: ``fn(result) -> widget``, what ``%nbeval explore`` shows.
 
 Without a renderer the core falls back to plain text and HTML (no charts).
 """

@@ -1,0 +1,203 @@
+"""What each ``%nbeval`` subcommand does: ``run``, ``evaluators``, ``show``, ``explore``, ``judge``.
+
+Each takes the shell and the words after the subcommand, parses them with the CLI's parser
+(:mod:`nbeval.extension.parsers`), and shows its output with IPython's display. Bad input raises
+:class:`~nbeval.extension.parsers.MagicError` or an :class:`~nbeval.errors.NbevalError`; the magic
+turns either into one line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from nbeval.extension.parsers import (
+    MagicError,
+    check_name,
+    evaluators_parser,
+    explore_parser,
+    judge_parser,
+    parse,
+    run_parser,
+    show_parser,
+)
+
+__all__ = ["evaluators", "explore", "judge", "resolve_data", "run", "show"]
+
+_ENV_MODEL = "NBEVAL_JUDGE_MODEL"
+_ENV_BASE_URL = "NBEVAL_JUDGE_BASE_URL"
+_ENV_KEYS = ("NBEVAL_JUDGE_API_KEY", "OPENAI_API_KEY")
+
+
+def _display(obj: Any) -> None:
+    from IPython.display import display
+
+    display(obj)
+
+
+def resolve_data(shell: Any, text: str) -> tuple[Any, str | None]:
+    """What ``%nbeval run DATA`` evaluates, and the path read (``None`` for an object): a variable
+    of the user's namespace, else an existing file, else ``demo`` (the shipped demo lab)."""
+    if text.isidentifier() and text in shell.user_ns:
+        value = shell.user_ns[text]
+        if isinstance(value, (str, os.PathLike)):
+            return value, os.fspath(value)
+        return value, None
+    if Path(text).expanduser().exists():
+        return str(Path(text).expanduser()), str(Path(text).expanduser())
+    if text == "demo":
+        from nbeval.demo import demo_lab
+
+        return demo_lab(), None
+    msg = (f"no file or variable named {text!r}: give a file path, a variable holding a DataFrame, a list of "
+           "records, a dataset or a lab, or `demo` for the shipped demo lab")
+    raise MagicError(msg)
+
+
+def run(shell: Any, words: Sequence[str]) -> None:
+    """``%nbeval run DATA -e ID[,ID...] [options]``: evaluate, show the summary, bind the result."""
+    from nbeval import cli
+
+    args = parse(run_parser(), words)
+    if args is None:
+        return
+    name = check_name(args.bind_name, "-o")
+    data, path = resolve_data(shell, args.data)
+    ids = [e.strip() for e in args.evaluators.split(",") if e.strip()]
+    kwargs = cli._evaluate_kwargs(args)  # the CLI's own mapping of options to evaluate()'s arguments
+
+    import nbeval
+
+    if args.dry_run:
+        _display(nbeval.evaluate(data, ids, dry_run=True, **kwargs))
+        return
+    out = Path(args.out) if args.out else None
+    if out is not None:
+        cli._check_run_out(out, [path] if path else [])  # a bad --out fails before any work
+    result = nbeval.evaluate(data, ids, **kwargs)
+    shell.user_ns[name] = result
+    _display(result)
+    if out is not None:
+        result.save(out)
+        result.to_html(out / cli._REPORT_FILE)
+        print(f"saved the result to {out}/ and the report to {out / cli._REPORT_FILE}")
+    if args.fail_on_problems:
+        _gate(result, args.fail_on_problems)
+
+
+def _gate(result: Any, fail_on: Literal[True] | Sequence[str]) -> None:
+    """The CI gate of ``--fail-on-problems`` / ``--fail-on``: a :class:`MagicError` (so a failed
+    cell, as the CLI's exit status 1) naming what tripped it; the kinds not chosen are listed."""
+    from nbeval.cli import _GATE_KINDS
+
+    chosen = set(_GATE_KINDS) if fail_on is True else set(fail_on)
+    counts = result.problems["kind"].value_counts()
+    failing: list[str] = []
+    for name, (kind, one, many, note) in _GATE_KINDS.items():
+        n = int(counts.get(kind, 0))
+        if not n:
+            continue
+        if name in chosen:
+            failing.append(f"{n} {one if n == 1 else many}{note}")
+        else:
+            print(f"not failing on: {n} {one if n == 1 else many}{note} "
+                  f"(--fail-on {','.join(k for k in _GATE_KINDS if k in chosen)})")
+    if failing:
+        msg = f"failing: {'; '.join(failing)}"
+        raise MagicError(msg, prefix="nbeval: ")
+
+
+def evaluators(shell: Any, words: Sequence[str]) -> Any:
+    """``%nbeval evaluators [TEXT...] [--family F] [--json]``: the catalogue as a DataFrame, keeping
+    the evaluators that contain every word of TEXT (case-insensitive)."""
+    from nbeval import cli
+    from nbeval.chat.config import judge_configured
+    from nbeval.evaluators.registry import list_evaluators
+
+    args = parse(evaluators_parser(), words)
+    if args is None:
+        return None
+    wanted = [w.lower() for w in args.text]
+    rows = []
+    for s in sorted(list_evaluators(args.family), key=lambda s: (s.family, s.id)):
+        row = {"id": s.id, "family": s.family, "kind": s.kind, "inputs": ", ".join(s.inputs),
+               "metrics": ", ".join(f"{m.name}{'*' if m is s.primary else ''}" for m in s.metrics),
+               "needs judge": s.needs_judge, "description": s.description}
+        text = " ".join(str(v) for v in row.values()).lower()
+        if all(w in text for w in wanted):
+            rows.append((s, row))
+    if args.json:
+        print(json.dumps([cli._spec_dict(s) for s, _ in rows], indent=2))
+        return None
+    import pandas as pd
+
+    if not rows:
+        print(f"no evaluator matches {' '.join(args.text)!r}" + (f" in family {args.family!r}" if args.family else "")
+              + "; `%nbeval evaluators` lists them all")
+    elif any(s.needs_judge for s, _ in rows) and not judge_configured():
+        print("no judge is configured: `%nbeval judge MODEL [--base-url URL]` sets one for this session")
+    return pd.DataFrame([r for _, r in rows], columns=["id", "family", "kind", "inputs", "metrics", "needs judge",
+                                                       "description"])
+
+
+def show(shell: Any, words: Sequence[str]) -> None:
+    """``%nbeval show ID``: one evaluator in full, as ``nbeval evaluator show ID`` prints it."""
+    args = parse(show_parser(), words)
+    if args is not None:
+        args.func(args)
+
+
+def explore(shell: Any, words: Sequence[str]) -> None:
+    """``%nbeval explore [NAME]``: the notebook kit's case explorer on the result bound to NAME."""
+    from nbeval.results import EvaluationResult
+    from nbeval.results.renderers import get_renderer
+
+    args = parse(explore_parser(), words)
+    if args is None:
+        return
+    name = check_name(args.name, "NAME")
+    if name not in shell.user_ns:
+        msg = f"no result named {name}: run `%nbeval run DATA -e ID -o {name}` first"
+        raise MagicError(msg)
+    result = shell.user_ns[name]
+    if not isinstance(result, EvaluationResult):
+        msg = f"{name} is a {type(result).__name__}, not an evaluation result: run `%nbeval run DATA -e ID -o {name}`"
+        raise MagicError(msg)
+    make = get_renderer("case_explorer")
+    if make is None:
+        msg = ("no case explorer is registered; the notebook kit provides it: pip install 'nbeval[widgets]', "
+               f"or show one directly with nbeval.widgets.CaseExplorer({name})")
+        raise MagicError(msg)
+    _display(make(result))
+
+
+def judge(shell: Any, words: Sequence[str]) -> None:
+    """``%nbeval judge [MODEL] [--base-url URL]``: set this session's judge through the environment
+    variables every later run reads; say which judge is set. A key is never printed."""
+    args = parse(judge_parser(), words)
+    if args is None:
+        return
+    if args.model is not None:
+        if not args.model.strip():
+            msg = "the judge's model name is empty: `%nbeval judge MODEL [--base-url URL]`"
+            raise MagicError(msg)
+        os.environ[_ENV_MODEL] = args.model.strip()
+    if args.base_url is not None:
+        if args.base_url.strip():
+            os.environ[_ENV_BASE_URL] = args.base_url.strip()
+        else:
+            os.environ.pop(_ENV_BASE_URL, None)
+    model, base_url = os.environ.get(_ENV_MODEL), os.environ.get(_ENV_BASE_URL)
+    if not model and not base_url:
+        print("no judge is set: `%nbeval judge MODEL [--base-url URL]` sets one for this session")
+        return
+    if (model or "").startswith("hf:"):
+        print(f"judge: {model} (a local Hugging Face model)")
+        return
+    where = f"at {base_url}" if base_url else "at OpenAI's API"
+    key = next((k for k in _ENV_KEYS if os.environ.get(k)), None)
+    print(f"judge: {model or '(no model name yet: %nbeval judge MODEL)'} {where}; "
+          f"API key: {f'from {key}' if key else 'none set'}")

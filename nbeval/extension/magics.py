@@ -1,0 +1,121 @@
+"""The magics: ``%nbeval SUBCOMMAND ...`` and ``%%nbeval_suite [NAME]``.
+
+Bad input shows one line and no traceback, as the command line does: an
+:class:`~nbeval.errors.NbevalError` becomes ``nbeval: error: ...`` and an argparse error keeps
+argparse's own line (``%nbeval run: error: ...``). The cell still fails, so a notebook run under
+nbval or in CI stops there.
+"""
+
+from __future__ import annotations
+
+import functools
+import shlex
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+
+from nbeval.errors import NbevalError
+from nbeval.extension import commands
+from nbeval.extension.parsers import DEFAULT_SUITE, MagicError, check_name
+
+__all__ = ["SUBCOMMANDS", "USAGE", "NbevalMagics"]
+
+#: ``%nbeval`` subcommands and what each does (the usage text and Tab completion read this).
+SUBCOMMANDS = {
+    "run": "evaluate DATA (a file, a variable, or demo) with -e ID[,ID...]; the options of `nbeval run`",
+    "evaluators": "the evaluator catalogue as a table, filtered by TEXT",
+    "show": "one evaluator in full: inputs, metrics, thresholds, judge prompt",
+    "explore": "open the case explorer on a result (default: _nbeval)",
+    "judge": "set this session's judge: MODEL [--base-url URL]",
+}
+
+USAGE = "usage: %nbeval {" + ",".join(SUBCOMMANDS) + "} ...\n\n" + "\n".join(
+    f"  %nbeval {name:<11} {text}" for name, text in SUBCOMMANDS.items()) + (
+    "\n  %%nbeval_suite [NAME]  a cell of test cases (YAML or JSON) bound to NAME (default: _suite)"
+    "\n\n`%nbeval SUBCOMMAND -h` says more.")
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _one_line_errors(fn: _F) -> _F:
+    """Turn an nbeval error, or an interrupted run, into a :class:`MagicError` (shown as one line)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except MagicError:
+            raise
+        except NbevalError as exc:
+            raise MagicError(str(exc)) from None
+        except KeyboardInterrupt:  # as the CLI says it; replies already received stay cached
+            msg = "interrupted; judge replies received so far are cached, run again to resume"
+            raise MagicError(msg, prefix="nbeval: ") from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _split(line: str) -> list[str]:
+    try:
+        return shlex.split(line)
+    except ValueError as exc:  # an unclosed quote
+        msg = f"cannot read the magic's line ({exc}); close the quotes"
+        raise MagicError(msg) from None
+
+
+@magics_class
+class NbevalMagics(Magics):
+    """``%nbeval`` and ``%%nbeval_suite``."""
+
+    @line_magic
+    @_one_line_errors
+    def nbeval(self, line: str) -> Any:
+        """Evaluate and look things up from a notebook: %nbeval {run,evaluators,show,explore,judge} ...
+
+        %nbeval run DATA -e ID[,ID...] [options]   evaluate; shows the summary, binds _nbeval (-o NAME)
+        %nbeval evaluators [TEXT]                  the catalogue as a searchable table
+        %nbeval show ID                            one evaluator in full
+        %nbeval explore [NAME]                     the case explorer on a result
+        %nbeval judge MODEL [--base-url URL]       this session's judge
+
+        `%nbeval SUBCOMMAND -h` lists a subcommand's options (those of `nbeval run` for run).
+        """
+        words = _split(line)
+        if not words or words[0] in ("-h", "--help", "help"):
+            print(USAGE)
+            return None
+        sub, rest = words[0], words[1:]
+        if sub not in SUBCOMMANDS:
+            import difflib
+
+            close = difflib.get_close_matches(sub, SUBCOMMANDS, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            msg = f"unknown subcommand {sub!r}{hint} (choose from {', '.join(SUBCOMMANDS)})"
+            raise MagicError(msg, prefix="%nbeval: error: ")
+        handler: Callable[[Any, list[str]], Any] = getattr(commands, sub)
+        return handler(self.shell, rest)
+
+    @cell_magic
+    @_one_line_errors
+    def nbeval_suite(self, line: str, cell: str) -> None:
+        """A cell of test cases in YAML or JSON becomes a test suite: %%nbeval_suite [NAME]
+
+        Each case is a mapping: prompt (or input), expected_output (or expected / answer),
+        condition, categories, and any other test-case field (key, guidelines, ...). A whole suite
+        (a mapping with "tests") is read as well. The suite is bound to NAME (default: _suite);
+        an error names the line of the cell.
+        """
+        from nbeval.extension.suite_cell import parse_suite
+
+        words = _split(line)
+        if len(words) > 1:
+            msg = f"one NAME at most, got {' '.join(words)!r}"
+            raise MagicError(msg, prefix="%%nbeval_suite: error: ")
+        name = check_name(words[0] if words else DEFAULT_SUITE, "NAME")
+        suite = parse_suite(cell, name=name)
+        assert self.shell is not None
+        self.shell.user_ns[name] = suite
+        from IPython.display import display
+
+        display(suite)

@@ -1,0 +1,124 @@
+"""The magics' argument parsers, taken from the command line's own (:func:`nbeval.cli.build_parser`).
+
+``%nbeval run`` parses with the parser of ``nbeval run`` and ``%nbeval evaluators`` with that of
+``nbeval evaluators``, built afresh on each use, so a flag added to the CLI is accepted by the
+magic the moment it exists and the two never drift. The magic adds only what a notebook needs on
+top (``-o NAME``, the name the result is bound to) and writes files only when ``--out`` is given.
+
+An argparse error never ends the kernel: :func:`parse` turns it into one :class:`MagicError` line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import keyword
+from collections.abc import Sequence
+
+from nbeval.errors import NbevalError
+
+__all__ = ["DEFAULT_RESULT", "DEFAULT_SUITE", "MagicError", "check_name", "cli_subparser", "evaluators_parser",
+           "explore_parser", "judge_parser", "parse", "run_parser", "show_parser"]
+
+DEFAULT_RESULT = "_nbeval"
+"""The name ``%nbeval run`` binds its result to unless ``-o NAME`` says otherwise."""
+DEFAULT_SUITE = "_suite"
+"""The name ``%%nbeval_suite`` binds its suite to unless the magic's line names one."""
+
+
+class MagicError(NbevalError):
+    """Bad input to a magic. IPython shows it as one line, ``prefix`` then the message, with no
+    traceback (``nbeval: error: ...``, as the command line prints its errors)."""
+
+    def __init__(self, message: str, *, prefix: str = "nbeval: error: ") -> None:
+        super().__init__(message)
+        self.prefix = prefix
+
+    def _render_traceback_(self) -> list[str]:  # IPython's hook for a custom traceback
+        return [f"{self.prefix}{self}"]
+
+
+def cli_subparser(*path: str) -> argparse.ArgumentParser:
+    """The parser of the CLI command ``nbeval <path...>`` (e.g. ``("run",)``, ``("evaluator", "show")``),
+    from a freshly built :func:`nbeval.cli.build_parser`."""
+    from nbeval import cli
+
+    parser = cli.build_parser()
+    for name in path:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = sub.choices[name]
+    return parser
+
+
+def run_parser() -> argparse.ArgumentParser:
+    """``nbeval run``'s parser as ``%nbeval run``: DATA may also name a variable or ``demo``,
+    ``--out`` saves only when given, and ``-o NAME`` binds the result."""
+    parser = cli_subparser("run")
+    parser.prog = "%nbeval run"
+    parser.set_defaults(out=None)
+    for action in parser._actions:
+        if action.dest == "data":
+            action.help = ("a file nbeval reads (JSON, JSONL, CSV), a variable holding a DataFrame, a list of "
+                           "records, a dataset or a lab, or `demo` for the shipped demo lab")
+        elif action.dest == "out":
+            action.help = "also save the result and report.html in this folder (default: save nothing)"
+    parser.add_argument("-o", "--name", dest="bind_name", default=DEFAULT_RESULT, metavar="NAME",
+                        help=f"bind the result to this variable (default: {DEFAULT_RESULT})")
+    return parser
+
+
+def evaluators_parser() -> argparse.ArgumentParser:
+    """``nbeval evaluators``'s parser as ``%nbeval evaluators [TEXT...]``."""
+    parser = cli_subparser("evaluators")
+    parser.prog = "%nbeval evaluators"
+    parser.add_argument("text", nargs="*", help="keep the evaluators whose id, family, inputs, metrics or "
+                                                "description contain every word")
+    return parser
+
+
+def show_parser() -> argparse.ArgumentParser:
+    """``nbeval evaluator show``'s parser as ``%nbeval show ID``."""
+    parser = cli_subparser("evaluator", "show")
+    parser.prog = "%nbeval show"
+    return parser
+
+
+def explore_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="%nbeval explore", description="open the case explorer on a result")
+    parser.add_argument("name", nargs="?", default=DEFAULT_RESULT,
+                        help=f"the variable holding the result (default: {DEFAULT_RESULT})")
+    return parser
+
+
+def judge_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="%nbeval judge",
+        description="set the judge of this session (NBEVAL_JUDGE_MODEL, NBEVAL_JUDGE_BASE_URL); "
+                    "with no MODEL, say which judge is set")
+    parser.add_argument("model", nargs="?", help="model name at an OpenAI-compatible endpoint, or hf:<name or path>")
+    parser.add_argument("--base-url", help="the endpoint's base URL ('' for OpenAI's own; default: keep the "
+                                           "current NBEVAL_JUDGE_BASE_URL)")
+    return parser
+
+
+def parse(parser: argparse.ArgumentParser, words: Sequence[str]) -> argparse.Namespace | None:
+    """``words`` parsed by ``parser``; ``None`` when they asked for the help (printed). An argparse
+    error raises :class:`MagicError` with argparse's own one-line message."""
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            return parser.parse_args(list(words))
+    except SystemExit as exc:
+        if not exc.code:  # -h/--help: the help is printed on stdout
+            return None
+        lines = [line for line in err.getvalue().splitlines() if line.strip()]
+        raise MagicError(lines[-1] if lines else f"{parser.prog}: error: bad arguments", prefix="") from None
+
+
+def check_name(name: str, what: str) -> str:
+    """``name`` if it can name a variable, else a :class:`MagicError` saying so."""
+    if not name.isidentifier() or keyword.iskeyword(name):
+        msg = f"{what} {name!r} is not a valid variable name; use letters, digits and _ (e.g. result_a)"
+        raise MagicError(msg)
+    return name
