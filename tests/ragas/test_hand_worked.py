@@ -154,3 +154,16 @@ def test_ragas_is_the_harmonic_mean_and_names_a_missing_component() -> None:
     assert pd.isna(ragas["value"])
     assert "no ragas score: context_recall lacked a value" in ragas["error"]
     assert ragas["label"] == "parse_failure" and "no idea" in ragas["rationale"]
+
+
+def test_answer_correctness_beta_weighs_recall_over_precision() -> None:
+    reference = {"statements": ["a", "b"]}
+    sorted_ = {"TP": [{"statement": "a", "reason": ""}],
+               "FP": [{"statement": "x", "reason": ""}, {"statement": "y", "reason": ""}],
+               "FN": [{"statement": "b", "reason": ""}]}
+    # precision 1/3, recall 1/2; F-beta with beta = 2: 5 P R / (4 P + R) = (5/6) / (11/6) = 5/11
+    replies = scripted(StatementGeneratorOutput=[STATEMENTS, reference], ClassificationWithReason=[sorted_])
+    with FakeOpenAIServer(replies) as server:
+        ev = nbeval.evaluator("answer_correctness", weights=[1.0, 0.0], beta=2.0)
+        row = _run(server, ev).loc["answer_correctness"]
+    assert row["value"] == pytest.approx(5 / 11, abs=1e-9)
