@@ -52,6 +52,9 @@ _EXPORTS = {
     "parse_condition": "nbeval.data.conditions",
     "Condition": "nbeval.data.conditions",
     "demo_lab": "nbeval.demo",
+    "perturb": "nbeval.perturbation",
+    "register_perturbator": "nbeval.perturbation",
+    "Perturbator": "nbeval.perturbation",
     "split_sentences": "nbeval.data.text",
     "NbevalError": "nbeval.errors",
     "DataError": "nbeval.errors",
@@ -62,6 +65,7 @@ _EXPORTS = {
     "JudgeNotConfigured": "nbeval.errors",
     "ResourceError": "nbeval.errors",
     "RegexTimeout": "nbeval.errors",
+    "PerturbationError": "nbeval.errors",
 }
 
 __all__ = ["__version__", *_EXPORTS, "load_ipython_extension", "unload_ipython_extension"]
@@ -102,11 +106,13 @@ if TYPE_CHECKING:  # for type checkers and IDEs only
         JudgeNotConfigured,
         MissingDependency,
         NbevalError,
+        PerturbationError,
         RegexTimeout,
         ResourceError,
         UnknownEvaluator,
     )
     from nbeval.evaluators.base import Aggregate, Evaluator, EvaluatorSpec, MetricSpec, Score, bool_score
     from nbeval.evaluators.registry import catalogue, evaluator, list_evaluators, register
+    from nbeval.perturbation import Perturbator, perturb, register_perturbator
     from nbeval.requests import Chat, Embed, ScorePairs
     from nbeval.results import EvaluationResult, load_result

@@ -4,6 +4,8 @@
     nbeval evaluator show ID               one evaluator in full (with its judge prompt)
     nbeval run DATA -e rouge,bleu --out DIR
     nbeval complete SUITE -m MODEL [-m MODEL2] --base-url URL --out lab.json
+    nbeval perturb SUITE -p typos,case [--intensity medium] [--seed 0] --out suite2.json
+    nbeval perturbators                    the perturbators: ids, names, whether they change meaning
     nbeval demo [--out DIR]
 
 Exit status: 0 on success, 1 when the CI gate trips (``--fail-on-problems`` or ``--fail-on KINDS``:
@@ -218,18 +220,18 @@ def _check_run_out(out: Path, inputs: Sequence[str]) -> None:
         raise DataError(f"--out {out}: {exc}") from None
 
 
-def _check_file_out(out: Path, inputs: Sequence[str]) -> None:
-    """Fail before any work when the output file ``out`` is an input, or a folder."""
+def _check_file_out(out: Path, inputs: Sequence[str], what: str = "lab") -> None:
+    """Fail before any work when the output file ``out`` (the ``what`` to write) is an input, or a folder."""
     from nbeval.errors import DataError
     from nbeval.results.files import check_folder
 
     for given in inputs:
         if _same_file(out, Path(given)):
-            msg = (f"--out {out} would overwrite the input {given}; write the lab to another file, "
-                   f"e.g. --out {Path(given).stem}-lab.json")
+            msg = (f"--out {out} would overwrite the input {given}; write the {what} to another file, "
+                   f"e.g. --out {Path(given).stem}-{what}.json")
             raise DataError(msg)
     if out.is_dir():
-        msg = f"--out {out} is a folder; give the path of the file to write, e.g. --out {out / 'lab.json'}"
+        msg = f"--out {out} is a folder; give the path of the file to write, e.g. --out {out / (what + '.json')}"
         raise DataError(msg)
     try:
         check_folder(out.parent)
@@ -282,6 +284,43 @@ def _complete(args: argparse.Namespace) -> int:
     write_aside(args.out, lambda tmp: jsonio.write_json(data, tmp))  # a failed write keeps the previous lab
     failed = sum(1 for r in lab.dataset if r.error)
     print(f"asked {len(lab.models)} model(s) {len(suite.test_cases)} test case(s); {failed} failed; wrote {args.out}")
+    return 0
+
+
+def _print_perturbators(args: argparse.Namespace) -> int:
+    from nbeval.perturbation import list_perturbators
+
+    classes = list_perturbators()
+    if args.json:
+        print(json.dumps([{"id": c.id, "name": c.name, "changes_meaning": c.changes_meaning,
+                           "description": c.description} for c in classes], indent=2))
+        return 0
+    for c in classes:
+        meaning = "changes meaning" if c.changes_meaning else "keeps meaning"
+        print(f"  {c.id:<14} {c.name:<26} {meaning:<16} {c.description}")
+    print("\nUse: nbeval perturb SUITE -p ID[,ID...] --intensity low|medium|high --out FILE")
+    return 0
+
+
+def _perturb(args: argparse.Namespace) -> int:
+    import warnings
+
+    from nbeval.data import jsonio
+    from nbeval.perturbation import perturb, perturbed_count
+    from nbeval.results.files import write_aside
+
+    _check_file_out(Path(args.out), [args.suite], "perturbed")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        suite = perturb(args.suite, args.perturbators, intensity=args.intensity, seed=args.seed,
+                        keep_originals=not args.no_originals)
+    for w in caught:
+        print(f"nbeval: note: {w.message}", file=sys.stderr)
+    data = suite.to_json()
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    write_aside(args.out, lambda tmp: jsonio.write_json(data, tmp))
+    made = perturbed_count(suite)
+    print(f"made {made} perturbed test case(s); {len(suite.test_cases)} in all; wrote {args.out}")
     return 0
 
 
@@ -347,6 +386,21 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--dry-run", action="store_true", help="count the calls; ask nothing")
     comp.add_argument("--no-progress", action="store_true")
     comp.set_defaults(func=_complete)
+
+    pert = sub.add_parser("perturb", help="write a suite with perturbed copies of a suite's test cases")
+    pert.add_argument("suite", help="test suite, lab or dataset file (its test cases are perturbed)")
+    pert.add_argument("-p", "--perturbators", required=True,
+                      help="comma-separated perturbator ids (`nbeval perturbators` lists them)")
+    pert.add_argument("--intensity", choices=("low", "medium", "high"), default="low",
+                      help="how much each perturbation changes (default: low)")
+    pert.add_argument("--seed", type=int, default=0, help="random seed; the same seed writes the same suite")
+    pert.add_argument("--no-originals", action="store_true", help="write only the perturbed test cases")
+    pert.add_argument("--out", default="perturbed.json", help="where to write the suite")
+    pert.set_defaults(func=_perturb)
+
+    perts = sub.add_parser("perturbators", help="list the perturbators")
+    perts.add_argument("--json", action="store_true", help="machine-readable output")
+    perts.set_defaults(func=_print_perturbators)
 
     demo = sub.add_parser("demo", help="evaluate the shipped demo lab offline")
     demo.add_argument("--out", default="nbeval-demo", help="folder for the saved result and report.html")

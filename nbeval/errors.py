@@ -13,6 +13,7 @@ __all__ = [
     "JudgeNotConfigured",
     "MissingDependency",
     "NbevalError",
+    "PerturbationError",
     "RegexTimeout",
     "ResourceError",
     "UnknownEvaluator",
@@ -71,6 +72,11 @@ class UnknownEvaluator(EvaluatorError, KeyError):
 
 class MissingDependency(NbevalError, ImportError):
     """An optional package is needed. The message says which extra to install."""
+
+
+class PerturbationError(NbevalError, ValueError):
+    """A perturbation was asked for wrongly: an unknown perturbator id or intensity, or data
+    without test cases to perturb."""
 
 
 class ResourceError(NbevalError, RuntimeError):

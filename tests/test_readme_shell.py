@@ -64,7 +64,9 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, openai_server: Fa
     monkeypatch.setenv("NBEVAL_JUDGE_BASE_URL", openai_server.url)
     monkeypatch.setenv("NBEVAL_CACHE_DIR", str(tmp_path / "nbeval-cache"))
     lab.to_json(tmp_path / "lab.json")
-    cases = [{"key": r.key, "prompt": r.input, "expected_output": r.expected_output} for r in lab.raw_dataset]
+    # one case per key: the raw dataset holds each test case once per model, a suite once
+    cases = list({r.key: {"key": r.key, "prompt": r.input, "expected_output": r.expected_output}
+                  for r in lab.raw_dataset}.values())
     (tmp_path / "suite.json").write_text(json.dumps({"name": lab.name or "demo", "tests": [{"test_cases": cases}]}),
                                          encoding="utf-8")
     return tmp_path

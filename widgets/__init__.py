@@ -5,7 +5,7 @@ Importing the kit switches Altair to its offline ``jupyter`` renderer
 by vl-convert-python. Call ``alt.renderers.enable(...)`` afterwards to choose another renderer.
 
 Renderers (pure functions, result in, chart out): :func:`leaderboard_chart`, :func:`heatmap`,
-:func:`pass_fail_chart`, :func:`distribution_chart`. Widgets: :class:`SuiteBuilder`,
+:func:`pass_fail_chart`, :func:`distribution_chart`, :func:`robustness_chart`. Widgets: :class:`SuiteBuilder`,
 :class:`EvaluatorPicker`, :class:`RunPanel`, :class:`CaseExplorer`, and :func:`app`, a tab
 composing the four.
 """
@@ -26,6 +26,7 @@ _EXPORTS = {
     "heatmap": "nbeval.widgets.charts",
     "pass_fail_chart": "nbeval.widgets.charts",
     "distribution_chart": "nbeval.widgets.charts",
+    "robustness_chart": "nbeval.widgets.robustness",
     "result_mimebundle": "nbeval.widgets.display",
     "jupyter_chart": "nbeval.widgets.display",
     "SuiteBuilder": "nbeval.widgets.suite_builder",
@@ -50,6 +51,7 @@ __all__ = [
     "leaderboard_chart",
     "pass_fail_chart",
     "result_mimebundle",
+    "robustness_chart",
 ]
 
 

@@ -93,27 +93,25 @@ def _unrated(result: EvaluationResult) -> list[list[Any]]:
 
 
 def _flips(result: EvaluationResult) -> list[list[Any]]:
-    sources = {r.key: r.perturbation_source for r in result.dataset.rows if r.perturbation_source}
-    if not sources:
+    """One ``perturbation_flip`` per pair of a perturbed case and its original, on an evaluator's
+    primary metric, that :func:`~nbeval.results.robustness.flipped` (the rule the robustness
+    view counts)."""
+    from nbeval.results.robustness import flipped, perturbation_pairs
+
+    pairs = perturbation_pairs(result)
+    if pairs.empty:
         return []
-    rows = _primary_rows(result)
-    rows = rows[rows["passed"].notna()]
-    index = {(r.evaluator, r.model_key, r.key): (r.value, r.passed, r.metric) for r in rows.itertuples()}
     out = []
-    for (ev, model, key), (value, passed, metric) in index.items():
-        src = sources.get(key)
-        if src is None or (ev, model, src) not in index:
-            continue
-        src_value, src_passed, _ = index[(ev, model, src)]
-        if bool(src_passed) == bool(passed):
-            continue
+    for p in pairs[flipped(pairs)].itertuples():
+        ev, model, metric, key, src = p.evaluator, p.model_key, p.metric, p.key, p.source_key
+        src_passed = bool(p.source_passed)
         how = "passed on the original but failed on the perturbed case" if src_passed else \
             "failed on the original but passed on the perturbed case"
         msg = (f"{result.label(model)}: {ev}.{metric} {how} '{key}' "
-               f"({format_value(src_value)} -> {format_value(value)}; original '{src}')")
+               f"({format_value(p.source_value)} -> {format_value(p.value)}; original '{src}')")
         threshold = result.metrics.loc[(result.metrics["evaluator"] == ev) & (result.metrics["metric"] == metric),
                                        "threshold"].iloc[0]
-        out.append(["perturbation_flip", "high" if src_passed else "low", model, ev, metric, value, threshold,
+        out.append(["perturbation_flip", "high" if src_passed else "low", model, ev, metric, p.value, threshold,
                     key, src, msg])
     return out
 

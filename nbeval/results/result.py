@@ -210,6 +210,19 @@ class EvaluationResult:
 
         return insights(self)
 
+    def robustness(self, evaluator: str | None = None, metric: str | None = None) -> pd.DataFrame:
+        """Flip rates of perturbed test cases against their originals, one row per evaluator,
+        metric, model, perturbator and intensity, worst first.
+
+        Columns: ``n`` (pairs with both values known), ``flips`` (threshold crossings either way),
+        ``flips_down`` (original passed, perturbed case failed), ``flip_rate`` (``flips / n``) and
+        ``mean_delta`` (mean change, signed so that negative is worse). ``metric`` defaults to each
+        evaluator's primary metric. See :mod:`nbeval.results.robustness`.
+        """
+        from nbeval.results.robustness import robustness
+
+        return robustness(self, evaluator=evaluator, metric=metric)
+
     def cases(self) -> pd.DataFrame:
         """The dataset rows (prompt, expected, answer, context) by key and model."""
         return self.dataset.to_pandas()

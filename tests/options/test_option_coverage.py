@@ -183,6 +183,21 @@ COVERAGE: dict[str, list[str]] = {
     "nbeval complete --no-progress": [
         "tests/options/test_progress_option.py::test_complete_no_progress_leaves_stderr_empty",
     ],
+    # -- nbeval perturb / nbeval perturbators ---------------------------------------------------------
+    "nbeval perturb": ["tests/perturbation/test_perturb_api.py::test_cli_perturb_writes_a_suite_that_loads"],
+    "nbeval perturb suite": ["tests/perturbation/test_perturb_api.py::test_cli_perturb_writes_a_suite_that_loads",
+                             "tests/perturbation/test_perturb_api.py::test_a_registered_perturbator_works_in_python_and_on_the_command_line"],
+    "nbeval perturb --perturbators": ["tests/perturbation/test_perturb_api.py::test_cli_perturb_writes_a_suite_that_loads",
+                                      "tests/perturbation/test_perturb_api.py::test_cli_perturb_errors_are_one_line"],
+    "nbeval perturb --intensity": ["tests/perturbation/test_perturb_api.py::test_cli_perturb_writes_a_suite_that_loads",
+                                   "tests/perturbation/test_perturb_api.py::test_cli_perturb_seed_and_intensity_change_the_cases"],
+    "nbeval perturb --seed": ["tests/perturbation/test_perturb_api.py::test_cli_perturb_writes_a_suite_that_loads",
+                              "tests/perturbation/test_perturb_api.py::test_cli_perturb_seed_and_intensity_change_the_cases"],
+    "nbeval perturb --no-originals": ["tests/perturbation/test_perturb_api.py::test_cli_perturb_no_originals"],
+    "nbeval perturb --out": ["tests/perturbation/test_perturb_api.py::test_cli_perturb_writes_a_suite_that_loads",
+                             "tests/perturbation/test_perturb_api.py::test_cli_perturb_errors_are_one_line"],
+    "nbeval perturbators": ["tests/perturbation/test_perturb_api.py::test_cli_perturbators_lists_ids_names_and_meaning"],
+    "nbeval perturbators --json": ["tests/perturbation/test_perturb_api.py::test_cli_perturbators_lists_ids_names_and_meaning"],
     # -- nbeval demo --------------------------------------------------------------------------------
     "nbeval demo": ["tests/test_cli.py::test_demo_runs_offline"],
     "nbeval demo --out": ["tests/test_cli.py::test_demo_runs_offline"],

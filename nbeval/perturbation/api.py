@@ -1,0 +1,158 @@
+"""``nbeval.perturb``: new test cases made from a suite's, linked to their originals.
+
+Each perturbed case is its original with the prompt perturbed: the expected output, condition,
+guidelines, expected context and unknown fields are copied; the categories gain
+``perturbed_by:<Name>:<intensity>`` (and the perturbator's own, e.g. ``encoding:base64``); the
+relationships gain ``perturbation_source`` -> the original's key (the Eval Studio data model), so
+an evaluation reports a *flip* when a model passes one and fails the other. Its key is derived
+from its content, as for any case without one.
+
+Choices:
+
+* The random draws for one (case, perturbator) come from a generator seeded with
+  ``(seed, case key, perturbator name)``: the same seed gives the same suite, and adding a
+  perturbator or a case leaves the others' output as it was.
+* A perturbation that leaves the prompt as it was (too short, nothing the table knows) makes no
+  case; a :class:`~nbeval.perturbation.base.PerturbationWarning` counts them per perturbator.
+* Cases that are themselves perturbations (they have a ``perturbation_source``) are kept but not
+  perturbed again, so running ``perturb`` on its own output does not pile perturbations up.
+* Each test keeps its documents; within it the originals come first, then the perturbed cases,
+  case by case in the order the perturbators were given. Without ``keep_originals`` the
+  relationships point at cases the suite does not hold (reading it back warns about that).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import random
+import warnings
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import Any
+
+from nbeval.data.fields import Relationship, derive_key
+from nbeval.data.model import LlmDataset, Row, Test, TestCase, TestLab, TestSuite
+from nbeval.errors import PerturbationError
+from nbeval.perturbation.base import PerturbationWarning, Perturbator, check_intensity
+from nbeval.perturbation.registry import resolve_perturbators
+
+__all__ = ["PERTURBATION_SOURCE", "perturb", "perturbation_category", "perturbed_count", "to_suite"]
+
+#: The relationship type that links a perturbed case to its original.
+PERTURBATION_SOURCE = "perturbation_source"
+
+
+def perturbation_category(perturbator: Perturbator, intensity: str) -> str:
+    """``perturbed_by:<Name>:<intensity>``, the category every perturbed case gets."""
+    return f"perturbed_by:{perturbator.name}:{intensity}"
+
+
+def _case_from_row(row: Row) -> TestCase:
+    return TestCase(prompt=row.input or "", key=row.key or None, categories=list(row.categories),
+                    relationships=list(row.relationships), expected_output=row.expected_output,
+                    condition=row.output_condition, guidelines=list(row.guidelines),
+                    expected_context=list(row.expected_context), extra=dict(row.extra))
+
+
+def _suite_from_rows(rows: Iterable[Row], name: str = "", description: str = "") -> TestSuite:
+    """The test cases of answered rows: one per key (the first model's row), grouped into tests
+    by corpus."""
+    tests: dict[tuple[str, ...], Test] = {}
+    seen: set[str] = set()
+    for row in rows:
+        if row.key in seen or row.input is None:
+            continue
+        seen.add(row.key)
+        corpus = tuple(row.corpus)
+        test = tests.setdefault(corpus, Test(documents=list(corpus)))
+        test.test_cases.append(_case_from_row(row))
+    return TestSuite(name=name, description=description, tests=list(tests.values()))
+
+
+def to_suite(data: Any) -> TestSuite:
+    """A copy of the test suite behind ``data``: a :class:`TestSuite`, a :class:`TestLab` or an
+    :class:`LlmDataset` (their test cases, once per key), or anything :func:`nbeval.load` reads."""
+    if isinstance(data, TestSuite):
+        return copy.deepcopy(data)
+    if isinstance(data, TestLab):
+        return _suite_from_rows([*data.dataset.rows, *data.raw_dataset.rows], data.name, data.description)
+    if isinstance(data, LlmDataset):
+        return _suite_from_rows(data.rows)
+    if isinstance(data, (str, os.PathLike, dict, list)) or hasattr(data, "columns"):
+        from nbeval.data.readers import load
+
+        return to_suite(load(data))
+    msg = f"cannot perturb a {type(data).__name__}; give a test suite, a lab, a dataset or a path to one"
+    raise PerturbationError(msg)
+
+
+def _seed(seed: int, key: str, perturbator: Perturbator) -> str:
+    # A str seed is hashed with SHA-512 by random.Random: stable across runs and PYTHONHASHSEED.
+    return f"{seed}\x1f{key}\x1f{perturbator.name}"
+
+
+def _perturbed(case: TestCase, key: str, perturbator: Perturbator, intensity: str, prompt: str) -> TestCase:
+    extra_cats = [perturbation_category(perturbator, intensity), *perturbator.categories(intensity)]
+    categories = list(dict.fromkeys([*case.categories, *extra_cats]))
+    new = replace(case, prompt=prompt, key=None, categories=categories,
+                  relationships=[*case.relationships, Relationship(PERTURBATION_SOURCE, key)],
+                  guidelines=list(case.guidelines), expected_context=list(case.expected_context),
+                  extra=copy.deepcopy(case.extra), warnings=[])
+    new.key = derive_key(new.prompt, new.expected_output, new.condition, new.categories,
+                         new.expected_context, new.guidelines)
+    return new
+
+
+def perturb(data: Any, perturbators: Any, intensity: str = "low", seed: int = 0,
+            keep_originals: bool = True) -> TestSuite:
+    """A suite of perturbed test cases (after the originals, with ``keep_originals``).
+
+    ``data``: a :class:`TestSuite`, :class:`TestLab`, :class:`LlmDataset` or a path nbeval reads.
+    ``perturbators``: ids (``["typos", "case"]`` or ``"typos,case"``; ``nbeval perturbators``
+    lists them), :class:`Perturbator` classes or instances. ``intensity``: ``"low"``,
+    ``"medium"`` or ``"high"``. See the module docstring for what a perturbed case holds.
+    """
+    check_intensity(intensity)
+    chosen = resolve_perturbators(perturbators)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        msg = f"seed must be a whole number, got {seed!r}"
+        raise PerturbationError(msg)
+    suite = to_suite(data)
+    if not suite.test_cases:
+        msg = "there are no test cases to perturb; give a suite, lab or dataset with at least one prompt"
+        raise PerturbationError(msg)
+    keys = {tc.resolved_key for tc in suite.test_cases}
+    unchanged: Counter[str] = Counter()
+    tests: list[Test] = []
+    for test in suite.tests:
+        made: list[TestCase] = []
+        for case in test.test_cases:
+            if any(r.type == PERTURBATION_SOURCE for r in case.relationships):
+                continue
+            key = case.resolved_key
+            for p in chosen:
+                prompt = p.apply(case.prompt, intensity, random.Random(_seed(seed, key, p)))
+                new = _perturbed(case, key, p, intensity, prompt)
+                if prompt == case.prompt:
+                    unchanged[p.name] += 1
+                    continue
+                if new.key in keys:  # the suite holds this case already (perturbed before)
+                    continue
+                keys.add(new.key or "")
+                made.append(new)
+        kept = list(test.test_cases) if keep_originals else []
+        tests.append(replace(test, test_cases=[*kept, *made], documents=list(test.documents)))
+    if unchanged:
+        counts = ", ".join(f"{name} ×{n}" for name, n in unchanged.items())
+        warnings.warn(f"{sum(unchanged.values())} perturbation(s) left the prompt as it was and made no "
+                      f"test case ({counts}): prompts too short, or nothing the perturbator can change",
+                      PerturbationWarning, stacklevel=2)
+    return TestSuite(name=suite.name, description=suite.description, tests=tests, extra=dict(suite.extra))
+
+
+def perturbed_count(suite: TestSuite) -> int:
+    """How many of ``suite``'s cases are perturbations of another."""
+    return sum(any(r.type == PERTURBATION_SOURCE for r in tc.relationships) for tc in suite.test_cases)
+
