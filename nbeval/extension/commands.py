@@ -21,11 +21,12 @@ from nbeval.extension.parsers import (
     explore_parser,
     judge_parser,
     parse,
+    perturb_parser,
     run_parser,
     show_parser,
 )
 
-__all__ = ["evaluators", "explore", "judge", "resolve_data", "run", "show"]
+__all__ = ["evaluators", "explore", "judge", "perturb", "resolve_data", "run", "show"]
 
 _ENV_MODEL = "NBEVAL_JUDGE_MODEL"
 _ENV_BASE_URL = "NBEVAL_JUDGE_BASE_URL"
@@ -86,6 +87,34 @@ def run(shell: Any, words: Sequence[str]) -> None:
         print(f"saved the result to {out}/ and the report to {out / cli._REPORT_FILE}")
     if args.fail_on_problems:
         _gate(result, args.fail_on_problems)
+
+
+def perturb(shell: Any, words: Sequence[str]) -> None:
+    """``%nbeval perturb DATA -p ID[,ID...] [--intensity ...] [--seed N]``: a suite with perturbed
+    copies of DATA's test cases, shown and bound to ``-o NAME`` (default ``_perturbed``)."""
+    import warnings
+
+    import nbeval
+
+    args = parse(perturb_parser(), words)
+    if args is None:
+        return
+    name = check_name(args.bind_name, "-o")
+    data, path = resolve_data(shell, args.suite)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        suite = nbeval.perturb(data, args.perturbators, intensity=args.intensity, seed=args.seed,
+                               keep_originals=not args.no_originals)
+    for w in caught:
+        print(f"nbeval: note: {w.message}")
+    shell.user_ns[name] = suite
+    _display(suite)
+    if args.out:
+        from nbeval import cli
+
+        cli._check_file_out(Path(args.out), [path] if path else [], "perturbed")
+        suite.save(args.out)
+        print(f"wrote the suite to {args.out}")
 
 
 def _gate(result: Any, fail_on: Literal[True] | Sequence[str]) -> None:

@@ -28,6 +28,7 @@ SUBCOMMANDS = {
     "show": "one evaluator in full: inputs, metrics, thresholds, judge prompt",
     "explore": "open the case explorer on a result (default: _nbeval)",
     "judge": "set this session's judge: MODEL [--base-url URL]",
+    "perturb": "perturbed copies of DATA's test cases: -p ID[,ID...] [--intensity low|medium|high]",
 }
 
 USAGE = "usage: %nbeval {" + ",".join(SUBCOMMANDS) + "} ...\n\n" + "\n".join(
@@ -71,13 +72,14 @@ class NbevalMagics(Magics):
     @line_magic
     @_one_line_errors
     def nbeval(self, line: str) -> Any:
-        """Evaluate and look things up from a notebook: %nbeval {run,evaluators,show,explore,judge} ...
+        """Evaluate and look things up from a notebook: %nbeval {run,evaluators,show,explore,judge,perturb} ...
 
         %nbeval run DATA -e ID[,ID...] [options]   evaluate; shows the summary, binds _nbeval (-o NAME)
         %nbeval evaluators [TEXT]                  the catalogue as a searchable table
         %nbeval show ID                            one evaluator in full
         %nbeval explore [NAME]                     the case explorer on a result
         %nbeval judge MODEL [--base-url URL]       this session's judge
+        %nbeval perturb DATA -p ID[,ID...]         perturbed test cases, bound to _perturbed (-o NAME)
 
         `%nbeval SUBCOMMAND -h` lists a subcommand's options (those of `nbeval run` for run).
         """

@@ -18,13 +18,16 @@ from collections.abc import Sequence
 
 from nbeval.errors import NbevalError
 
-__all__ = ["DEFAULT_RESULT", "DEFAULT_SUITE", "MagicError", "check_name", "cli_subparser", "evaluators_parser",
-           "explore_parser", "judge_parser", "parse", "run_parser", "show_parser"]
+__all__ = ["DEFAULT_PERTURBED", "DEFAULT_RESULT", "DEFAULT_SUITE", "MagicError", "check_name", "cli_subparser",
+           "evaluators_parser", "explore_parser", "judge_parser", "parse", "perturb_parser", "run_parser",
+           "show_parser"]
 
 DEFAULT_RESULT = "_nbeval"
 """The name ``%nbeval run`` binds its result to unless ``-o NAME`` says otherwise."""
 DEFAULT_SUITE = "_suite"
 """The name ``%%nbeval_suite`` binds its suite to unless the magic's line names one."""
+DEFAULT_PERTURBED = "_perturbed"
+"""The name ``%nbeval perturb`` binds its suite to unless ``-o NAME`` says otherwise."""
 
 
 class MagicError(NbevalError):
@@ -65,6 +68,22 @@ def run_parser() -> argparse.ArgumentParser:
             action.help = "also save the result and report.html in this folder (default: save nothing)"
     parser.add_argument("-o", "--name", dest="bind_name", default=DEFAULT_RESULT, metavar="NAME",
                         help=f"bind the result to this variable (default: {DEFAULT_RESULT})")
+    return parser
+
+
+def perturb_parser() -> argparse.ArgumentParser:
+    """``nbeval perturb``'s parser as ``%nbeval perturb``: the data may also name a variable or
+    ``demo``, ``--out`` writes only when given, and ``-o NAME`` binds the suite."""
+    parser = cli_subparser("perturb")
+    parser.prog = "%nbeval perturb"
+    parser.set_defaults(out=None)
+    for action in parser._actions:
+        if action.dest == "suite":
+            action.help = "a suite, lab or dataset file, a variable holding one, or `demo` for the demo lab"
+        elif action.dest == "out":
+            action.help = "also write the suite to this JSON file (default: write nothing)"
+    parser.add_argument("-o", "--name", dest="bind_name", default=DEFAULT_PERTURBED, metavar="NAME",
+                        help=f"bind the suite to this variable (default: {DEFAULT_PERTURBED})")
     return parser
 
 

@@ -30,7 +30,7 @@ BAD = {
     "%nbeval run 'demo -e rouge": "nbeval: error: cannot read the magic's line (No closing quotation); "
                                   "close the quotes",
     "%nbeval runn demo": "%nbeval: error: unknown subcommand 'runn'; did you mean 'run'? "
-                         "(choose from run, evaluators, show, explore, judge)",
+                         "(choose from run, evaluators, show, explore, judge, perturb)",
     "%nbeval show rogue": "nbeval: error: no evaluator 'rogue'; did you mean 'rouge'?",
     "%nbeval show": "%nbeval show: error: the following arguments are required: id",
     "%nbeval explore": "nbeval: error: no result named _nbeval: run `%nbeval run DATA -e ID -o _nbeval` first",
@@ -63,7 +63,7 @@ def test_bad_input_raises_an_nbeval_error_when_called_from_code(shell: Shell) ->
 def test_no_subcommand_prints_the_usage(shell: Shell) -> None:
     ran = shell.cell("%nbeval")
     assert ran.success
-    assert ran.stdout.startswith("usage: %nbeval {run,evaluators,show,explore,judge}")
+    assert ran.stdout.startswith("usage: %nbeval {run,evaluators,show,explore,judge,perturb}")
     assert "%%nbeval_suite" in ran.stdout
 
 
