@@ -856,6 +856,41 @@ SUITE = [
     print("tab shown:", app.titles[app.selected_index])
     print(app.explorer.result)
     """),
+    md("""
+    ## Robustness: perturb the suite
+
+    Users mistype, shout and paste odd text. `nbeval.perturb` (or the builder's **Perturb** row:
+    pick perturbators, an intensity and a seed, click Perturb) adds perturbed copies of every test
+    case: the prompt changes, the expected answer and condition stay, and each copy is linked to its
+    original (relationship `perturbation_source`, category `perturbed_by:<Perturbator>:<intensity>`).
+    The same seed always makes the same copies. `nbeval perturbators` lists what is available:
+    typos, case, whitespace, punctuation, word order, synonyms, contractions, base64, base16,
+    leetspeak and prompt-injection suffixes (two of them, word order and injection, say that they
+    may change the meaning).
+    """),
+    code("""
+    # NBVAL_CHECK_OUTPUT
+    builder.perturbators.value = ("typos", "case")
+    builder.intensity.value = "high"
+    builder.perturb_button.click()
+    perturbed_suite = builder.value
+    for case in perturbed_suite.test_cases[len(suite.test_cases):]:
+        print(case.categories[-1], "|", case.prompt)
+    """),
+    md("""
+    The bots answer the perturbed cases like any others. A **flip** is a case whose original passed
+    and whose perturbed copy fails (or the reverse); `result.robustness()` counts them per model and
+    perturbator, and `nw.robustness_chart(result)` draws the flip rates:
+    """),
+    code("""
+    perturbed_lab = nbeval.collect(perturbed_suite, models=[careful_bot, careless_bot], cache=False).complete(
+        progress=False)
+    robust = nbeval.evaluate(perturbed_lab, ["text_matching"], progress=False)
+    robust.robustness().round(2)
+    """),
+    code("""
+    nw.robustness_chart(robust)
+    """, chart=True),
 ]
 
 # ---------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""SuiteBuilder: add, edit, duplicate and delete test cases; import and export suite JSON."""
+"""SuiteBuilder: add, edit, duplicate and delete test cases; perturb them; import and export suite JSON."""
 
 from __future__ import annotations
 
@@ -66,6 +66,14 @@ class SuiteBuilder(w.VBox):
         self.save_button = w.Button(description="Save", icon="save")
         self.upload = w.FileUpload(accept=".json", multiple=False, description="Import")
         self.export_button = w.Button(description="Export JSON", icon="download")
+        from nbeval.perturbation.registry import perturbator_ids
+
+        self.perturbators = w.SelectMultiple(options=perturbator_ids(), rows=4, description="Perturb",
+                                             layout=w.Layout(width="300px"))
+        self.intensity = w.Dropdown(options=["low", "medium", "high"], value="low", description="Intensity")
+        self.seed = w.IntText(value=0, description="Seed", layout=w.Layout(width="160px"))
+        self.perturb_button = w.Button(description="Perturb", icon="random",
+                                       tooltip="add perturbed copies of every case (linked to their originals)")
         self.json_text = w.Textarea(layout=w.Layout(width="98%", height="160px", display="none"))
         self.message = w.HTML()
         self.output = w.Output()
@@ -74,9 +82,10 @@ class SuiteBuilder(w.VBox):
                              layout=w.Layout(flex="1"))
         buttons = w.HBox([self.add_button, self.duplicate_button, self.delete_button])
         io = w.HBox([self.path, self.load_button, self.save_button, self.upload, self.export_button])
+        perturb_row = w.HBox([self.perturbators, w.VBox([self.intensity, self.seed, self.perturb_button])])
         left = w.VBox([self.cases_list, buttons])
-        super().__init__([self.name, w.HBox([left, self.editor]), io, self.message, self.json_text, self.output],
-                         **kwargs)
+        super().__init__([self.name, w.HBox([left, self.editor]), perturb_row, io, self.message, self.json_text,
+                          self.output], **kwargs)
         self._wire()
         self.set_suite(suite if suite is not None else TestSuite())
 
@@ -90,6 +99,8 @@ class SuiteBuilder(w.VBox):
         self.load_button.on_click(lambda _: self.load(self.path.value))
         self.save_button.on_click(lambda _: self.save(self.path.value))
         self.export_button.on_click(lambda _: self._show_export())
+        self.perturb_button.on_click(lambda _: self.perturb(list(self.perturbators.value), self.intensity.value,
+                                                            self.seed.value))
         self.upload.observe(self._on_upload, names=["value"])
         self.name.observe(lambda _: self._rebuild(), names=["value"])
         for field in FIELDS:
@@ -188,6 +199,27 @@ class SuiteBuilder(w.VBox):
         self.cases = [c for i, c in enumerate(self.cases) if i != self.index]
         self._select(min(self.index, len(self.cases) - 1))
         self._rebuild()
+
+    @reports_errors
+    def perturb(self, perturbators: Any, intensity: str = "low", seed: int = 0) -> None:
+        """Add perturbed copies of every case (:func:`nbeval.perturb`: linked to their originals,
+        same expected output and condition). Perturbed cases are not perturbed again."""
+        import warnings
+
+        from nbeval.perturbation import perturb, perturbed_count
+
+        if not perturbators:
+            self.message.value = status_html("choose at least one perturbator", "error")
+            return
+        before = perturbed_count(self.value)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            suite = perturb(self.value, perturbators, intensity=intensity, seed=seed)
+        self.set_suite(suite)
+        made = perturbed_count(suite) - before
+        notes = "; ".join(str(c.message) for c in caught)
+        self.message.value = status_html(f"added {made} perturbed case{'s' * (made != 1)}"
+                                         + (f" ({notes})" if notes else ""))
 
     def _refresh_list(self) -> None:
         labels = []
