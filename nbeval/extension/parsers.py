@@ -57,33 +57,37 @@ def cli_subparser(*path: str) -> argparse.ArgumentParser:
 def run_parser() -> argparse.ArgumentParser:
     """``nbeval run``'s parser as ``%nbeval run``: DATA may also name a variable or ``demo``,
     ``--out`` saves only when given, and ``-o NAME`` binds the result."""
-    parser = cli_subparser("run")
-    parser.prog = "%nbeval run"
-    parser.set_defaults(out=None)
-    for action in parser._actions:
-        if action.dest == "data":
-            action.help = ("a file nbeval reads (JSON, JSONL, CSV), a variable holding a DataFrame, a list of "
-                           "records, a dataset or a lab, or `demo` for the shipped demo lab")
-        elif action.dest == "out":
-            action.help = "also save the result and report.html in this folder (default: save nothing)"
-    parser.add_argument("-o", "--name", dest="bind_name", default=DEFAULT_RESULT, metavar="NAME",
-                        help=f"bind the result to this variable (default: {DEFAULT_RESULT})")
-    return parser
+    return _binding_parser(
+        "run", data=("data", "a file nbeval reads (JSON, JSONL, CSV), a variable holding a DataFrame, a list of "
+                             "records, a dataset or a lab, or `demo` for the shipped demo lab"),
+        out_help="also save the result and report.html in this folder (default: save nothing)",
+        bound=("result", DEFAULT_RESULT))
 
 
 def perturb_parser() -> argparse.ArgumentParser:
     """``nbeval perturb``'s parser as ``%nbeval perturb``: the data may also name a variable or
     ``demo``, ``--out`` writes only when given, and ``-o NAME`` binds the suite."""
-    parser = cli_subparser("perturb")
-    parser.prog = "%nbeval perturb"
+    return _binding_parser(
+        "perturb", data=("suite", "a suite, lab or dataset file, a variable holding one, or `demo` for the demo lab"),
+        out_help="also write the suite to this JSON file (default: write nothing)",
+        bound=("suite", DEFAULT_PERTURBED))
+
+
+def _binding_parser(command: str, *, data: tuple[str, str], out_help: str,
+                    bound: tuple[str, str]) -> argparse.ArgumentParser:
+    """The CLI's ``nbeval <command>`` parser for a magic that binds what it makes: the data
+    argument (``data``: its dest and new help) also takes a variable or ``demo``, ``--out`` writes
+    only when given, and ``-o NAME`` (``bound``: what is bound, the default name) is added."""
+    parser = cli_subparser(command)
+    parser.prog = f"%nbeval {command}"
     parser.set_defaults(out=None)
     for action in parser._actions:
-        if action.dest == "suite":
-            action.help = "a suite, lab or dataset file, a variable holding one, or `demo` for the demo lab"
+        if action.dest == data[0]:
+            action.help = data[1]
         elif action.dest == "out":
-            action.help = "also write the suite to this JSON file (default: write nothing)"
-    parser.add_argument("-o", "--name", dest="bind_name", default=DEFAULT_PERTURBED, metavar="NAME",
-                        help=f"bind the suite to this variable (default: {DEFAULT_PERTURBED})")
+            action.help = out_help
+    parser.add_argument("-o", "--name", dest="bind_name", default=bound[1], metavar="NAME",
+                        help=f"bind the {bound[0]} to this variable (default: {bound[1]})")
     return parser
 
 
