@@ -461,9 +461,14 @@ def plan(dataset: LlmDataset, evaluators: Iterable[Evaluator], resources: Resour
     for reqs in chats.values():
         try:
             client = resources.chat_client(reqs[0].model)
-        except JudgeNotConfigured:
+        except JudgeNotConfigured:  # nothing to ask yet, but the calls and their size are known
+            from nbeval.chat.client import estimate_usage
+
             result.judge_calls += len(reqs)
             result.unconfigured_calls += len(reqs)
+            prompt, completion = estimate_usage(reqs)
+            result.est_prompt_tokens += prompt
+            result.est_completion_tokens += completion
             continue
         p = client.plan(reqs)
         result.judge_calls += p.calls

@@ -33,7 +33,8 @@ from nbeval.chat.config import resolve_chat_model
 from nbeval.chat.secrets import redact, register_secrets, secrets_in_params
 from nbeval.errors import MissingDependency, ResourceError
 
-__all__ = ["SAMPLE_PARAM", "ChatClient", "ChatFailure", "ChatResult", "Plan", "PriceTable", "UsageTotals"]
+__all__ = ["SAMPLE_PARAM", "ChatClient", "ChatFailure", "ChatResult", "Plan", "PriceTable", "UsageTotals",
+           "estimate_usage"]
 
 #: ``{model name: (USD per 1k prompt tokens, USD per 1k completion tokens)}``.
 PriceTable = Mapping[str, tuple[float, float]]
@@ -197,8 +198,7 @@ class ChatClient:
             pending = list(todo.values())
         else:
             cached, pending = 0, reqs
-        prompt = sum(sum(estimate_tokens(str(m.get("content", ""))) + 4 for m in msgs) for msgs, _ in pending)
-        completion = sum(_max_tokens(p, self.completion_tokens_guess) for _, p in pending)
+        prompt, completion = estimate_usage(pending, self.completion_tokens_guess)
         price = self._price(getattr(self.model, "name", ""))
         cost = None if price is None else (prompt * price[0] + completion * price[1]) / 1000
         return Plan(len(reqs), cached, len(pending), prompt, completion, cost)
@@ -407,6 +407,16 @@ def _as_request(r: Any) -> tuple[list[dict[str, str]], dict[str, Any]]:
     if params:  # secret headers or parameters of the call: masked wherever they show up later
         register_secrets(*secrets_in_params(params))
     return msgs, params
+
+
+def estimate_usage(requests: Sequence[Any], completion_guess: int = 200) -> tuple[int, int]:
+    """Rough prompt and completion tokens of ``requests`` (as :meth:`ChatClient.run_many` takes
+    them), with no model at hand: the prompt from the messages' text, the completion from each
+    request's ``max_tokens`` or ``completion_guess``."""
+    reqs = [_as_request(r) for r in requests]
+    prompt = sum(sum(estimate_tokens(str(m.get("content", ""))) + 4 for m in msgs) for msgs, _ in reqs)
+    completion = sum(_max_tokens(p, completion_guess) for _, p in reqs)
+    return prompt, completion
 
 
 def _max_tokens(params: Mapping[str, Any], guess: int) -> int:

@@ -21,6 +21,9 @@ def test_dry_run_without_a_judge_says_the_run_would_stop(monkeypatch: pytest.Mon
     assert "no judge is configured for 2 of these calls" in str(planned)
     configured = nbeval.evaluate(ROWS, ["safety"], judge=lambda prompt: "x", dry_run=True, cache=False)
     assert configured.unconfigured_calls == 0 and "no judge is configured" not in str(configured)
+    # the size of the calls is known without a judge: the same estimate as with one
+    assert planned.est_prompt_tokens == configured.est_prompt_tokens > 0
+    assert planned.est_completion_tokens == configured.est_completion_tokens > 0
 
 
 def test_demo_refuses_an_out_that_is_a_file_before_running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
