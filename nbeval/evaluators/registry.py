@@ -123,16 +123,9 @@ def _builtin_specs() -> dict[str, EvaluatorSpec]:
 
 @lru_cache(maxsize=1)
 def _load_entry_points() -> None:
-    from importlib.metadata import entry_points
+    from nbeval._plugins import plugins
 
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            obj = ep.load()
-        except Exception as exc:  # a broken plugin must not break nbeval
-            import warnings
-
-            warnings.warn(f"nbeval plugin '{ep.name}' failed to load: {exc}", stacklevel=2)
-            continue
+    for obj in plugins(ENTRY_POINT_GROUP, "plugin"):
         if isinstance(obj, type) and issubclass(obj, Evaluator) and obj.spec.id not in _CLASSES:
             register(spec=obj.spec)(obj)
 

@@ -59,16 +59,9 @@ def unregister_perturbator(id: str) -> type[Perturbator]:
 @lru_cache(maxsize=1)
 def _load() -> None:
     importlib.import_module("nbeval.perturbation.builtin")
-    from importlib.metadata import entry_points
+    from nbeval._plugins import plugins
 
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            obj = ep.load()
-        except Exception as exc:  # a broken plugin must not break nbeval
-            import warnings
-
-            warnings.warn(f"nbeval perturbator plugin '{ep.name}' failed to load: {exc}", stacklevel=2)
-            continue
+    for obj in plugins(ENTRY_POINT_GROUP, "perturbator plugin"):
         if isinstance(obj, type) and issubclass(obj, Perturbator) and obj.id not in _CLASSES:
             register_perturbator(obj)
 

@@ -8,6 +8,7 @@ and the windowed paths run.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 CORPUS = [
     "The cat sat on the mat and looked at the dog.",
@@ -51,3 +52,12 @@ def build_tiny_causal_lm(path: Path, n_positions: int = 32, vocab_size: int = 51
                 p.mul_(8.0)
     model.save_pretrained(path)
     return path
+
+
+def load_hf(path: Path) -> tuple[Any, Any]:
+    """The tokenizer and model at ``path``, loaded directly with transformers (the tests' reference)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(path)
+    model.eval()
+    return AutoTokenizer.from_pretrained(path), model

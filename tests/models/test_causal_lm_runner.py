@@ -17,7 +17,7 @@ pytest.importorskip("tokenizers")
 from nbeval.errors import ResourceError  # noqa: E402
 from nbeval.resources.causal_lm import CausalLMRunner, plan_windows  # noqa: E402
 
-from .lm_builders import build_tiny_causal_lm  # noqa: E402
+from .lm_builders import build_tiny_causal_lm, load_hf  # noqa: E402
 
 CONTEXT = 32
 SHORT = "The cat sat on the mat."
@@ -31,11 +31,7 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def hf(tiny: Path):
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    model = AutoModelForCausalLM.from_pretrained(tiny)
-    model.eval()
-    return AutoTokenizer.from_pretrained(tiny), model
+    return load_hf(tiny)
 
 
 @pytest.fixture(scope="module")

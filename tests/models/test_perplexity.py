@@ -17,7 +17,7 @@ from nbeval.errors import EvaluatorError  # noqa: E402
 from nbeval.requests import LocalModel  # noqa: E402
 from nbeval.resources.local_models import clear_local_models, get_local_model  # noqa: E402
 
-from .lm_builders import build_tiny_causal_lm  # noqa: E402
+from .lm_builders import build_tiny_causal_lm, load_hf  # noqa: E402
 
 CONTEXT = 32
 TEXTS = {
@@ -34,11 +34,7 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def hf(tiny: Path):
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    model = AutoModelForCausalLM.from_pretrained(tiny)
-    model.eval()
-    return AutoTokenizer.from_pretrained(tiny), model
+    return load_hf(tiny)
 
 
 @pytest.fixture(autouse=True)
