@@ -7,6 +7,7 @@
     nbeval perturb SUITE -p typos,case [--intensity medium] [--seed 0] --out suite2.json
     nbeval perturbators                    the perturbators: ids, names, whether they change meaning
     nbeval demo [--out DIR]
+    nbeval serve --host 127.0.0.1 --port 8080 --token T   the evaluation service (REST, DB-GPT compatible)
 
 Exit status: 0 on success, 1 when the CI gate trips (``--fail-on-problems`` or ``--fail-on KINDS``:
 threshold breaches, unrated rows, perturbation flips), 2 on bad input, 130 when interrupted.
@@ -126,6 +127,8 @@ def _evaluate_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         kw["device"] = args.device
     if getattr(args, "no_cache", False):
         kw["cache"] = False
+    if getattr(args, "scheduler", None):
+        kw["scheduler"] = args.scheduler
     return kw
 
 
@@ -324,6 +327,22 @@ def _perturb(args: argparse.Namespace) -> int:
     return 0
 
 
+def _serve(args: argparse.Namespace) -> int:
+    from nbeval.serve.hooks import EndpointApp
+    from nbeval.serve.server import serve
+
+    app: Any = args.app
+    if args.app_base_url:
+        if args.app:
+            raise NbevalError("give --app or --app-base-url, not both")
+        app = EndpointApp(args.app_base_url, args.app_model, api_key=os.environ.get("NBEVAL_APP_API_KEY"))
+    elif args.app_model:
+        raise NbevalError("--app-model names a model at --app-base-url; give --app-base-url too")
+    serve(host=args.host, port=args.port, token=args.token, no_auth=args.no_auth, retriever=args.retriever,
+          app=app, judge=_judge_spec(args), max_body_bytes=args.max_body_bytes, workers=args.workers)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="nbeval", description="Evaluate LLM and RAG applications.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -353,7 +372,7 @@ def build_parser() -> argparse.ArgumentParser:
             "             as 'unrated', not as failed rows; --fail-on threshold,flip lets them through\n"
             "  flip       a perturbed test case passes where its original fails, or the reverse\n"
             "Exit status: 0 on success, 1 when the gate trips, 2 on bad input."))
-    run.add_argument("data", help="JSON, JSONL or CSV file in any shape nbeval reads")
+    run.add_argument("data", help="JSON, JSONL, CSV or Parquet file in any shape nbeval reads")
     run.add_argument("-e", "--evaluators", required=True, help="comma-separated evaluator ids")
     run.add_argument("--out", default="nbeval-out", help="folder for the saved result and report.html")
     run.add_argument("--judge", help="judge model name (OpenAI-compatible endpoint)")
@@ -364,6 +383,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--device", help="cpu, cuda, ... (default: automatic)")
     run.add_argument("--no-cache", action="store_true", help="do not use the judge reply cache")
     run.add_argument("--dry-run", action="store_true", help="count rows and judge calls; score nothing")
+    run.add_argument("--scheduler", help="Dask scheduler address (tcp://host:8786): score the rows on its workers "
+                     "(pip install 'nbeval[dask]')")
     gate = run.add_mutually_exclusive_group()
     gate.add_argument("--fail-on-problems", action="store_const", const=True, default=None,
                       help="exit 1 when any problem is found: threshold breaches, unrated rows, flips (for CI)")
@@ -407,6 +428,29 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--no-embedding", action="store_true", help="skip embedding evaluators (faster)")
     demo.add_argument("--no-progress", action="store_true")
     demo.set_defaults(func=_demo)
+
+    srv = sub.add_parser("serve", help="run the evaluation service: nbeval's REST API and DB-GPT's endpoint",
+                         description="Every route but GET /health needs 'Authorization: Bearer TOKEN'. "
+                                     "API docs at /docs and /openapi.json.")
+    srv.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    srv.add_argument("--port", type=int, default=8080, help="port (default: 8080)")
+    srv.add_argument("--token", help="the bearer token clients must send (default: NBEVAL_SERVE_TOKEN, which "
+                                     "other users cannot read from the process list)")
+    srv.add_argument("--no-auth", action="store_true",
+                     help="no token at all; allowed only on a loopback --host such as 127.0.0.1")
+    srv.add_argument("--retriever", help="retriever for DB-GPT recall scenes: module:function or an entry point "
+                                         "in nbeval.retrievers, called as retriever(query, top_k)")
+    srv.add_argument("--app", help="application for DB-GPT app scenes: module:function or an entry point in "
+                                   "nbeval.apps, called as app(query)")
+    srv.add_argument("--app-base-url", help="or: the application's OpenAI-compatible endpoint "
+                                            "(key: NBEVAL_APP_API_KEY)")
+    srv.add_argument("--app-model", help="model name at --app-base-url (a request's context.model overrides it)")
+    srv.add_argument("--judge", help="judge model name for judge evaluators (OpenAI-compatible endpoint)")
+    srv.add_argument("--judge-base-url", help="base URL of the judge's endpoint (default: NBEVAL_JUDGE_BASE_URL)")
+    srv.add_argument("--max-body-bytes", type=_positive_int, default=16 * 2**20,
+                     help="larger request bodies are refused with 413 (default: 16 MiB)")
+    srv.add_argument("--workers", type=_positive_int, default=2, help="evaluations run at once (default: 2)")
+    srv.set_defaults(func=_serve)
     return p
 
 

@@ -38,8 +38,19 @@ GOLDEN = Path(__file__).parent / "golden"
 SUITES = {"pii": ("pii_cases.json", find_pii), "secrets": ("secret_cases.json", find_secrets)}
 
 
+# Cases whose label changed when phone numbers moved to Google's numbering plans (issue 17);
+# the golden files are shared, so the new label and its reason live here.
+RELABELLED = {
+    # A phone word ("Call") now vouches for a bare run of digits.
+    "Call 4155552671 tomorrow": {"kinds": ["phone"]},
+    # 555-0100..0199 is reserved for fiction by the North American Numbering Plan: no one's number.
+    "Office: 212-555-0187 ext. 4": {"kinds": []},
+}
+
+
 def _cases(suite: str) -> list[dict]:
-    return json.loads((GOLDEN / SUITES[suite][0]).read_text(encoding="utf-8"))["cases"]
+    cases = json.loads((GOLDEN / SUITES[suite][0]).read_text(encoding="utf-8"))["cases"]
+    return [RELABELLED.get(c["text"], c) | {"text": c["text"]} for c in cases]
 
 
 def _kinds(suite: str, text: str) -> set[str]:

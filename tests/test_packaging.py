@@ -18,7 +18,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "transformers", "sentence_transformers", "ragas", "instructor", "langchain_core", "openai", "ipywidgets", "altair", "pandas",
-         "detoxify", "nltk", "rouge_score", "numpy")
+         "detoxify", "nltk", "rouge_score", "numpy", "fastapi", "uvicorn", "starlette",
+         "phonenumbers", "stdnum", "detect_secrets", "dask", "distributed", "pyarrow")
 
 
 def test_import_nbeval_pulls_in_nothing_heavy() -> None:

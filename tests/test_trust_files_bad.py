@@ -209,7 +209,9 @@ def test_good_data_loads_without_any_warning(tmp_path: Path, recwarn: pytest.War
 def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
     rows = [{"key": "k1", "input": "q1", "expected_output": "a", "actual_output": "a"},
             {"key": "k2", "input": "q2", "expected_output": "b", "actual_output": "c"}]
-    return nbeval.evaluate(rows, ["exact_match"], progress=False).save(tmp_path_factory.mktemp("saved") / "r")
+    # the long table as JSON lines (format version 1), whose lines the cases below edit
+    return nbeval.evaluate(rows, ["exact_match"], progress=False).save(tmp_path_factory.mktemp("saved") / "r",
+                                                                      scores_format="jsonl")
 
 
 def _edit_line(name: str, line: int, change: Callable[[dict], object]) -> Callable[[Path], None]:

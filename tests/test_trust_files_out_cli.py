@@ -16,7 +16,7 @@ from nbeval.cli import main
 from nbeval.demo import demo_lab_path
 
 #: Every file ``nbeval run`` writes into its ``--out`` folder.
-RUN_FILES = ["scores.jsonl", "aggregates.jsonl", "metrics.jsonl", "dataset.json", "result.json", "report.html"]
+RUN_FILES = ["scores.parquet", "aggregates.jsonl", "metrics.jsonl", "dataset.json", "result.json", "report.html"]
 SUITE = {"name": "s", "tests": [{"test_cases": [{"key": "c1", "prompt": "What is 2+2?", "expected_output": "4"}]}]}
 
 

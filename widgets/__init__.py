@@ -5,7 +5,9 @@ Importing the kit switches Altair to its offline ``jupyter`` renderer
 by vl-convert-python. Call ``alt.renderers.enable(...)`` afterwards to choose another renderer.
 
 Renderers (pure functions, result in, chart out): :func:`leaderboard_chart`, :func:`heatmap`,
-:func:`pass_fail_chart`, :func:`distribution_chart`, :func:`robustness_chart`. Widgets: :class:`SuiteBuilder`,
+:func:`pass_fail_chart`, :func:`distribution_chart`, :func:`robustness_chart`, and for statistics
+:func:`compare_chart` (paired differences and their significance) and :func:`agreement_chart`
+(judge against human labels). Widgets: :class:`SuiteBuilder`,
 :class:`EvaluatorPicker`, :class:`RunPanel`, :class:`CaseExplorer`, and :func:`app`, a tab
 composing the four.
 """
@@ -26,6 +28,8 @@ _EXPORTS = {
     "heatmap": "nbeval.widgets.charts",
     "pass_fail_chart": "nbeval.widgets.charts",
     "distribution_chart": "nbeval.widgets.charts",
+    "compare_chart": "nbeval.widgets.charts",
+    "agreement_chart": "nbeval.widgets.charts",
     "robustness_chart": "nbeval.widgets.robustness",
     "result_mimebundle": "nbeval.widgets.display",
     "jupyter_chart": "nbeval.widgets.display",
@@ -43,7 +47,9 @@ __all__ = [
     "NbevalApp",
     "RunPanel",
     "SuiteBuilder",
+    "agreement_chart",
     "app",
+    "compare_chart",
     "distribution_chart",
     "enable_offline",
     "heatmap",

@@ -5,6 +5,10 @@ inlines grows with models, metrics or bins, not with result rows: a 100,000-row 
 without ``MaxRowsError``. The per-case heatmap is the one detail view; it inlines at most
 ``max_cells`` cells (5,000 by default, Altair's limit) and, past that, shows the hardest cases and
 says so in its subtitle. Text placed in charts and tooltips is data: Vega escapes it.
+
+The statistics charts draw what the result computes: error bars from ``result.leaderboard(ci=)``,
+paired differences and their significance from ``result.compare``, and a judge's agreement with
+human labels from ``result.agreement`` (ROC curve or confusion matrix).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import math
 from typing import TYPE_CHECKING, Literal
 
 import altair as alt
+import numpy as np
 import pandas as pd
 
 from nbeval.widgets.tables import (
@@ -31,10 +36,14 @@ from nbeval.widgets.tables import (
 
 if TYPE_CHECKING:
     from nbeval.results import EvaluationResult
+    from nbeval.results.agreement import JudgeAgreement
 
 __all__ = [
     "CASE_SELECTION",
     "METRIC_SELECTION",
+    "agreement_chart",
+    "compare_chart",
+    "compare_table",
     "distribution_chart",
     "heatmap",
     "leaderboard_chart",
@@ -68,24 +77,35 @@ def _better(info: MetricInfo) -> str:
 
 
 def leaderboard_chart(result: EvaluationResult, evaluator: str | None = None,
-                      metric: str | None = None) -> alt.HConcatChart:
+                      metric: str | None = None, *, ci: float | None = 0.95) -> alt.HConcatChart:
     """Models ranked best first on ``metric`` (default: the evaluator's primary metric).
 
     Bars are coloured by pass/fail against the threshold, the threshold is a dashed rule, and a
     column beside the bars labels each model with its value and ``n/N`` (rows measured / rows the
-    model has).
+    model has). With ``ci`` (a level such as 0.95; ``None`` for none), each bar carries an error
+    bar from ``result.leaderboard(..., ci=ci)``'s ``<metric>_lo``/``<metric>_hi`` columns (a model
+    with no interval gets none), the tooltips give its bounds, and the subtitle names its method
+    (Wilson for shares of 0/1 rows, bootstrap over test cases for scores).
     """
     info = metric_info(result, evaluator, metric)
     df = leaderboard_table(result, info)
+    method = _add_interval(df, result, info, ci)
     y = alt.Y("model:N", sort=list(df["model"]), title=None, axis=alt.Axis(labelLimit=240))
+    interval_tips = ([alt.Tooltip("lo:Q", format=".3f", title=f"{ci:.0%} CI low"),
+                      alt.Tooltip("hi:Q", format=".3f", title=f"{ci:.0%} CI high")] if ci is not None else [])
+    tooltip = [alt.Tooltip("rank:O"), alt.Tooltip("model:N"), alt.Tooltip("value:Q", format=".3f"), *interval_tips,
+               alt.Tooltip("n:Q", title="rows measured"), alt.Tooltip("N:Q", title="rows"), alt.Tooltip("status:N")]
     bars = alt.Chart(df).mark_bar().encode(
         y=y, x=alt.X("value:Q", scale=_value_axis_scale(info), title=_better(info)),
         color=alt.Color("status:N", title="vs threshold", legend=alt.Legend(orient="bottom"),
                         scale=alt.Scale(domain=list(_STATUS_COLOURS), range=list(_STATUS_COLOURS.values()))),
-        tooltip=[alt.Tooltip("rank:O"), alt.Tooltip("model:N"), alt.Tooltip("value:Q", format=".3f"),
-                 alt.Tooltip("n:Q", title="rows measured"), alt.Tooltip("N:Q", title="rows"),
-                 alt.Tooltip("status:N")])
+        tooltip=tooltip)
     layers = [bars]
+    if ci is not None:
+        # Vega-Lite would draw a rule from a null end to the axis: rows with no interval are left out.
+        whiskers = alt.Chart(df).mark_rule(color="#222", strokeWidth=1.5).encode(
+            y=y, x="lo:Q", x2="hi:Q", tooltip=tooltip).transform_filter("isValid(datum.lo) && isValid(datum.hi)")
+        layers.append(whiskers)
     rule = _threshold_rule(info)
     if rule is not None:
         layers.append(rule)
@@ -93,10 +113,33 @@ def leaderboard_chart(result: EvaluationResult, evaluator: str | None = None,
         y=alt.Y("model:N", sort=list(df["model"]), axis=None), x=alt.value(4), text="text:N",
     ).properties(width=110, height=alt.Step(24), view=alt.ViewBackground(strokeWidth=0))
     subtitle = f"threshold {info.threshold:g}" if info.threshold is not None else "no threshold"
+    lines = [f"ranked best first, {subtitle}; beside each bar: value (n/N rows measured)"]
+    if ci is not None:
+        lines.append(f"error bars: {ci:.0%} interval, {_METHOD_NAMES.get(method, method)}")
     chart = alt.hconcat(alt.layer(*layers).properties(width=360, height=alt.Step(24)), labels, spacing=6)
-    title = alt.Title(f"{info.evaluator}: {info.metric}",
-                      subtitle=f"ranked best first, {subtitle}; beside each bar: value (n/N rows measured)")
-    return chart.properties(title=title)
+    return chart.properties(title=alt.Title(f"{info.evaluator}: {info.metric}", subtitle=lines))
+
+
+#: How each interval method of ``result.leaderboard(ci=...)`` is described in a subtitle.
+_METHOD_NAMES = {"wilson": "Wilson score (a share of 0/1 rows)",
+                 "bootstrap": "bootstrap over test cases (seed 0, 2,000 resamples)",
+                 "none": "none (this aggregate is not a mean of row values)"}
+
+
+def _add_interval(df: pd.DataFrame, result: EvaluationResult, info: MetricInfo, ci: float | None) -> str:
+    """Add ``lo``/``hi`` to a :func:`leaderboard_table` frame, in place, from
+    ``result.leaderboard(ci=ci)``; returns the interval method the result used."""
+    if ci is None:
+        return ""
+    if not 0 < ci < 1:
+        msg = f"ci must be a level between 0 and 1 such as 0.95, not {ci!r}"
+        raise ValueError(msg)
+    board = result.leaderboard(info.evaluator, info.metric, ci=ci)
+    lo_col, hi_col = f"{info.metric}_lo", f"{info.metric}_hi"
+    df["lo"] = df["model_key"].map(board[lo_col].astype(float)).astype(float)
+    df["hi"] = df["model_key"].map(board[hi_col].astype(float)).astype(float)
+    methods = (board.attrs.get("ci") or {}).get("method") or {}
+    return str(methods.get(info.metric, "none"))
 
 
 def _diverging(domain: list[float], mid: float | None, reverse: bool) -> alt.Scale:
@@ -247,3 +290,120 @@ def distribution_chart(result: EvaluationResult, evaluator: str | None = None, m
         layers.append(rule)
     return alt.layer(*layers).properties(title=f"{info.evaluator}: {info.metric} per model",
                                          width=420, height=alt.Step(28))
+
+
+# -- statistics ---------------------------------------------------------------------------------
+
+#: Colours of :func:`compare_chart`'s verdicts.
+_COMPARE_COLOURS = {"A better": "#3a9c5b", "B better": "#d1495b", "tied within noise": "#9a9a9a"}
+
+
+def compare_table(result: EvaluationResult, model_a: str, model_b: str, evaluator: str | None = None,
+                  *, alpha: float = 0.05) -> pd.DataFrame:
+    """``result.compare(...)`` with what the chart draws: a ``label`` per row (``evaluator.metric``
+    when several evaluators are compared), the metric's ``direction`` and a ``verdict``: which model
+    is better when the difference is significant (read with the metric's direction), else
+    ``"tied within noise"``."""
+    table = result.compare(model_a, model_b, evaluator, alpha=alpha)
+    df = table.reset_index(drop=True).copy()
+    directions = result.metrics.set_index(["evaluator", "metric"])["direction"]
+    df["direction"] = [str(directions.get((e, m), "higher")) for e, m in zip(df["evaluator"], df["metric"],
+                                                                            strict=True)]
+    many = df["evaluator"].nunique() > 1
+    df["label"] = (df["evaluator"] + "." + df["metric"]) if many else df["metric"]
+    a_ahead = (df["diff"].astype(float) > 0) == (df["direction"] == "higher")
+    significant = df["significant"].astype("boolean").fillna(False).to_numpy(dtype=bool)
+    df["verdict"] = np.where(~significant, "tied within noise", np.where(a_ahead, "A better", "B better"))
+    df["mark"] = np.where(significant, "★", "")
+    return df
+
+
+def compare_chart(result: EvaluationResult, model_a: str, model_b: str, evaluator: str | None = None,
+                  *, alpha: float = 0.05) -> alt.LayerChart:
+    """Paired differences ``mean_a - mean_b`` per metric (from ``result.compare``), each with its
+    95% bootstrap interval as a rule and a dashed line at zero.
+
+    Points are coloured by verdict: green when ``model_a`` is significantly better (Holm-adjusted
+    p below ``alpha``, read with the metric's direction), red when ``model_b`` is, grey when the
+    two are tied within noise; significant rows also carry a star. Tooltips give both means, the
+    paired rows ``n``, the test and both p-values.
+    """
+    df = compare_table(result, model_a, model_b, evaluator, alpha=alpha)
+    names = model_names(result)
+    name_a, name_b = names.get(model_a, model_a), names.get(model_b, model_b)
+    y = alt.Y("label:N", sort=list(df["label"]), title=None, axis=alt.Axis(labelLimit=260))
+    tooltip = [alt.Tooltip("evaluator:N"), alt.Tooltip("metric:N"), alt.Tooltip("direction:N", title="better"),
+               alt.Tooltip("mean_a:Q", format=".3f", title=f"mean {name_a}"),
+               alt.Tooltip("mean_b:Q", format=".3f", title=f"mean {name_b}"),
+               alt.Tooltip("diff:Q", format=".3f"), alt.Tooltip("diff_lo:Q", format=".3f", title="95% CI low"),
+               alt.Tooltip("diff_hi:Q", format=".3f", title="95% CI high"), alt.Tooltip("n:Q", title="paired rows"),
+               alt.Tooltip("test:N"), alt.Tooltip("p_value:Q", format=".4f", title="p"),
+               alt.Tooltip("p_holm:Q", format=".4f", title="p (Holm)"), alt.Tooltip("verdict:N")]
+    base = alt.Chart(df)
+    colour = alt.Color("verdict:N", title=None, legend=alt.Legend(orient="bottom"),
+                       scale=alt.Scale(domain=list(_COMPARE_COLOURS), range=list(_COMPARE_COLOURS.values())))
+    zero = alt.Chart(pd.DataFrame({"zero": [0.0]})).mark_rule(color="#222", strokeDash=[5, 3]).encode(x="zero:Q")
+    intervals = base.mark_rule(strokeWidth=2).encode(
+        y=y, x=alt.X("diff_lo:Q", title=f"{name_a} − {name_b} (mean paired difference)"), x2="diff_hi:Q",
+        color=colour, tooltip=tooltip).transform_filter("isValid(datum.diff_lo) && isValid(datum.diff_hi)")
+    points = base.mark_point(filled=True, size=80).encode(y=y, x="diff:Q", color=colour, tooltip=tooltip)
+    stars = base.mark_text(dy=-10, fontSize=14, color="#222").encode(y=y, x="diff:Q", text="mark:N")
+    subtitle = [f"bars: 95% interval of the paired difference; ★ significant after Holm correction (alpha {alpha:g})",
+                "tests: exact McNemar for 0/1 metrics, Wilcoxon signed-rank for scores"]
+    return alt.layer(zero, intervals, points, stars).properties(
+        title=alt.Title(f"{name_a} vs {name_b}", subtitle=subtitle), width=420, height=alt.Step(28))
+
+
+def agreement_chart(agreement: JudgeAgreement) -> alt.LayerChart:
+    """How a judge agrees with human labels (``result.agreement(evaluator)``).
+
+    With a numeric score: the ROC curve of the score against human pass/fail, the chance diagonal,
+    and the best threshold (maximum Youden J) as a red point; the title gives AUC and Cohen's κ.
+    Without one: the confusion matrix, human labels down, judge verdicts across, with counts.
+    """
+    header = f"κ = {_fmt(agreement.kappa)}, raw agreement {_fmt(agreement.agreement, '.0%')}, n = {agreement.n}"
+    roc = getattr(agreement, "roc", None)
+    if roc is not None and len(roc):
+        df = pd.DataFrame({"threshold": roc["threshold"].astype(float), "tpr": roc["tpr"].astype(float),
+                           "fpr": roc["fpr"].astype(float)})
+        df = df[np.isfinite(df["threshold"]) | (df["fpr"] == 0)].reset_index(drop=True)
+        df["threshold"] = df["threshold"].where(np.isfinite(df["threshold"]))  # JSON has no infinity
+        tooltip = [alt.Tooltip("threshold:Q", format=".3f"), alt.Tooltip("tpr:Q", format=".2f", title="TPR"),
+                   alt.Tooltip("fpr:Q", format=".2f", title="FPR")]
+        axis_x = alt.X("fpr:Q", title="false positive rate (human fail, judge pass)", scale=alt.Scale(domain=[0, 1]))
+        axis_y = alt.Y("tpr:Q", title="true positive rate (human pass, judge pass)", scale=alt.Scale(domain=[0, 1]))
+        curve = alt.Chart(df).mark_line(point=True).encode(
+            x=axis_x, y=axis_y, order="fpr:Q", tooltip=tooltip)
+        chance = alt.Chart(pd.DataFrame({"fpr": [0.0, 1.0], "tpr": [0.0, 1.0]})).mark_line(
+            color="#999", strokeDash=[4, 4]).encode(x="fpr:Q", y="tpr:Q")
+        best = df[np.isclose(df["threshold"], float(agreement.best_threshold))].head(1)
+        if best.empty:  # no curve point at that threshold: mark the point of largest Youden J instead
+            best = df.loc[[(df["tpr"] - df["fpr"]).idxmax()]]
+        chosen = alt.Chart(best).mark_point(color="#d1495b", filled=True, size=140).encode(
+            x="fpr:Q", y="tpr:Q", tooltip=tooltip)
+        direction = getattr(agreement, "direction", "higher")
+        rule = ">=" if direction == "higher" else "<="
+        subtitle = [header, f"AUC {_fmt(agreement.auc)}; red: best threshold, pass when score {rule} "
+                            f"{_fmt(agreement.best_threshold)} (max Youden J)"]
+        return alt.layer(chance, curve, chosen).properties(
+            title=alt.Title("judge vs human labels: ROC", subtitle=subtitle), width=320, height=320)
+    confusion = agreement.confusion
+    cells = (confusion.rename_axis(index="human", columns="judge").stack().rename("count").reset_index())
+    cells["human"], cells["judge"] = cells["human"].astype(str), cells["judge"].astype(str)
+    cells["count"] = cells["count"].astype(int)
+    cells["match"] = cells["human"] == cells["judge"]
+    x = alt.X("judge:N", title="judge verdict", sort=[str(c) for c in confusion.columns])
+    y = alt.Y("human:N", title="human label", sort=[str(i) for i in confusion.index])
+    rect = alt.Chart(cells).mark_rect(stroke="#fff").encode(
+        x=x, y=y, color=alt.Color("count:Q", scale=alt.Scale(scheme="blues"), title="rows"),
+        tooltip=[alt.Tooltip("human:N"), alt.Tooltip("judge:N"), alt.Tooltip("count:Q")])
+    text = alt.Chart(cells).mark_text(fontSize=13).encode(x=x, y=y, text="count:Q")
+    return alt.layer(rect, text).properties(
+        title=alt.Title("judge vs human labels: confusion matrix", subtitle=header),
+        width=alt.Step(70), height=alt.Step(40))
+
+
+def _fmt(value: float | None, spec: str = ".3f") -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return format(float(value), spec)

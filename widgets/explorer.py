@@ -11,6 +11,7 @@ from nbeval.results import EvaluationResult
 from nbeval.widgets.case_view import MAX_CHARS, case_html, case_rows
 from nbeval.widgets.charts import CASE_SELECTION, heatmap
 from nbeval.widgets.common import reports_errors, status_html
+from nbeval.widgets.labelling import VerdictLabeller
 
 __all__ = ["CaseExplorer"]
 
@@ -23,6 +24,10 @@ class CaseExplorer(w.VBox):
     selection, observed from Python); the clicked model's column is highlighted. ``key`` and
     ``model_key`` hold the current choice; ``detail.value`` is the escaped HTML shown, each text
     in it cut to ``max_chars`` characters with a marker giving its full size.
+
+    Below the case, ``labeller`` (a :class:`~nbeval.widgets.labelling.VerdictLabeller`, unless
+    ``labelling=False``) shows each model's verdict beside its human label: Agree, Disagree or a
+    picked label calls ``result.set_labels`` for that case, model and evaluator.
     """
 
     result = traitlets.Instance(EvaluationResult, allow_none=True)
@@ -30,7 +35,7 @@ class CaseExplorer(w.VBox):
     model_key = traitlets.Unicode("", help="the model highlighted ('' for none)")
 
     def __init__(self, result: EvaluationResult | None = None, *, show_heatmap: bool = True,
-                 max_chars: int = MAX_CHARS, **kwargs: Any) -> None:
+                 max_chars: int = MAX_CHARS, labelling: bool = True, **kwargs: Any) -> None:
         from nbeval.widgets.display import jupyter_chart
 
         self.max_chars = max_chars
@@ -39,12 +44,14 @@ class CaseExplorer(w.VBox):
         self.case_choice = w.Dropdown(description="Case", options=[], layout=w.Layout(width="640px"))
         self.chart = jupyter_chart(None) if show_heatmap else None
         self.detail = w.HTML(status_html("no result yet: run an evaluation"))
+        self.labeller = VerdictLabeller() if labelling else None
         self.message = w.HTML()
         self.output = w.Output()
         self._rows: dict[str, list[Any]] = {}
         self._busy = False
         top = [self.evaluator_choice, self.chart] if self.chart is not None else []
-        super().__init__([*top, self.case_choice, self.detail, self.message, self.output], **kwargs)
+        below = [self.labeller] if self.labeller is not None else []
+        super().__init__([*top, self.case_choice, self.detail, *below, self.message, self.output], **kwargs)
         self.case_choice.observe(self._on_case, names=["value"])
         self.evaluator_choice.observe(self._on_evaluator, names=["value"])
         self.result = result
@@ -83,6 +90,9 @@ class CaseExplorer(w.VBox):
     def _on_evaluator(self, change: dict[str, Any]) -> None:
         if not self._busy:
             self._draw_heatmap()
+            # label the evaluator whose heatmap is shown, when it has verdicts
+            if self.labeller is not None and change["new"] in self.labeller.evaluator_choice.options:
+                self.labeller.evaluator_choice.value = change["new"]
 
     @reports_errors
     def _draw_heatmap(self) -> None:
@@ -119,6 +129,8 @@ class CaseExplorer(w.VBox):
 
     @reports_errors
     def _render(self) -> None:
+        if self.labeller is not None:
+            self.labeller.show(self.result, self.key if self.result is not None else "")
         if self.result is None or not self.key:
             self.detail.value = status_html("no result yet: run an evaluation" if self.result is None else "no case")
             return

@@ -8,7 +8,10 @@ Shapes read (detected from the content, not the file name):
 * agent-evaluation eval sets: ``request``, ``response``, ``expected_response``,
   ``retrieved_context[].content/.doc_uri``, ``expected_retrieved_context[].doc_uri``, ``guidelines``;
 * DB-GPT evaluation records: ``query``, ``contexts``, ``prediction``, ``doc_name``;
-* CSV and pandas DataFrames with the LLM dataset's columns (lists as JSON in the cell).
+* CSV and pandas DataFrames with the LLM dataset's columns (lists as JSON in the cell);
+* Parquet files of rows (``.parquet``; needs pyarrow), read :data:`READ_CHUNK_ROWS` rows at a
+  time; JSONL files larger than :data:`CHUNKED_JSONL_BYTES` are read line by line the same way,
+  so a file of millions of rows is never held as text and as parsed objects at once.
 
 JSON is read leniently: trailing commas (as in some published examples) are accepted. Files are
 UTF-8, with or without a byte-order mark (as Excel writes them). Every problem raises
@@ -27,23 +30,30 @@ way, down that list (pyproject.toml's import-linter contract): the model never i
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from nbeval.data.jsonio import SUITE_SHAPES, is_csv_path, json_shape, load_json, write_json
+from nbeval.data.fields import warn_data
+from nbeval.data.jsonio import SUITE_SHAPES, _parse_json, is_csv_path, json_shape, load_json, write_json
 from nbeval.data.model import LlmDataset, TestLab, TestSuite
-from nbeval.data.rows import rows_from_records
+from nbeval.data.rows import Row, rows_from_records
 from nbeval.data.tabular import is_dataframe
+from nbeval.errors import DataError
 
 if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
+    "CHUNKED_JSONL_BYTES",
+    "READ_CHUNK_ROWS",
     "load",
     "load_json",
     "read_csv",
     "read_dataset",
+    "read_jsonl_rows",
     "read_lab",
     "read_pandas",
+    "read_parquet",
     "read_suite",
     "rows_from_records",
     "write_csv",
@@ -52,9 +62,22 @@ __all__ = [
 
 _is_dataframe = is_dataframe  # the name nbeval.engine imports
 
+#: Rows parsed and converted at a time when a large file is read in chunks.
+READ_CHUNK_ROWS = 50_000
+#: JSONL files at least this large are read line by line (smaller ones whole, as any JSON).
+CHUNKED_JSONL_BYTES = 32 * 1024 * 1024
+
+
+def _suffix(source: Any) -> str:
+    return os.fspath(source).lower().rsplit(".", 1)[-1] if isinstance(source, (str, os.PathLike)) else ""
+
 
 def load(source: Any) -> LlmDataset | TestLab | TestSuite:
     """Load any supported file or object: a dataset, a lab or a suite, as found."""
+    if _suffix(source) in ("parquet", "pq"):
+        return read_parquet(source)
+    if _suffix(source) == "jsonl" and os.path.isfile(source) and os.path.getsize(source) >= CHUNKED_JSONL_BYTES:
+        return read_jsonl_rows(source)
     if is_dataframe(source) or is_csv_path(source):
         return LlmDataset.from_json(source)
     data, name = load_json(source)
@@ -89,6 +112,88 @@ def read_csv(path: str | os.PathLike[str]) -> LlmDataset:
 def read_pandas(df: pd.DataFrame) -> LlmDataset:
     """Rows from a DataFrame with the LLM dataset's columns (or a supported column style)."""
     return LlmDataset.from_pandas(df)
+
+
+def read_parquet(path: str | os.PathLike[str], *, chunk_rows: int = READ_CHUNK_ROWS) -> LlmDataset:
+    """Rows from a Parquet file with the LLM dataset's columns (or a supported column style),
+    ``chunk_rows`` at a time. Cells read as the values of a JSON row would: a null is a missing
+    value, a list column (``context``, ``expected_context_ids``...) a list; a nested column a
+    JSON object."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        from nbeval.errors import MissingDependency
+
+        raise MissingDependency("reading Parquet needs pyarrow: pip install pyarrow") from None
+    import pyarrow as pa
+
+    name = os.fspath(path)
+    try:
+        batches = pq.ParquetFile(name).iter_batches(batch_size=max(1, int(chunk_rows)))
+        chunks = ([{k: v for k, v in rec.items() if v is not None} for rec in b.to_pylist()] for b in batches)
+        return LlmDataset(_rows_in_chunks(chunks, name), source=name)
+    except FileNotFoundError:
+        raise DataError("no such file", source=name) from None
+    except (pa.ArrowException, OSError) as exc:
+        raise DataError(f"not a readable Parquet file: {exc}", source=name) from None
+
+
+def read_jsonl_rows(path: str | os.PathLike[str], *, chunk_rows: int = READ_CHUNK_ROWS) -> LlmDataset:
+    """Rows from a JSON-lines file (one row object per line), read and converted ``chunk_rows``
+    lines at a time; a line that is not JSON is a DataError naming its line number."""
+    name = os.fspath(path)
+
+    def chunks() -> Iterator[list[Any]]:
+        part: list[Any] = []
+        with open(name, encoding="utf-8-sig") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if line.strip():
+                    part.append(_parse_json(line, name, row=lineno))
+                if len(part) >= chunk_rows:
+                    yield part
+                    part = []
+        if part:
+            yield part
+
+    try:
+        return LlmDataset(_rows_in_chunks(chunks(), name), source=name)
+    except UnicodeDecodeError as exc:
+        raise DataError(f"not UTF-8 text (byte {exc.start} of a line)", source=name) from None
+
+
+def _rows_in_chunks(chunks: Iterable[list[Any]], source: str) -> list[Row]:
+    """Validated rows from records arriving in chunks, each chunk let go once converted: the
+    checks of :func:`~nbeval.data.rows.rows_from_records` across the whole file (a key given twice
+    for one model is an error; a key with another prompt for another model, and a relationship
+    pointing at no key, are warnings), with rows numbered from the start of the file."""
+    rows: list[Row] = []
+    seen: dict[tuple[str, str], int] = {}
+    prompts: dict[str, tuple[str | None, str, int]] = {}
+    i = 0
+    for records in chunks:
+        for raw in records:
+            i += 1
+            if not isinstance(raw, dict):
+                raise DataError(f"a row must be an object, got {type(raw).__name__}", source=source, row=i)
+            row = Row.from_record(raw, source=source, row=i)
+            ident = (row.key, row.model_key)
+            if ident in seen:
+                msg = (f"duplicate key '{row.key}' for model '{row.model_key}' (also row {seen[ident]}); "
+                       "give each test case its own key")
+                raise DataError(msg, source=source, row=i, field="key")
+            seen[ident] = i
+            first = prompts.setdefault(row.key, (row.input, row.model_key, i))
+            if first[0] != row.input:
+                warn_data(f"the key '{row.key}' has a different prompt for model '{row.model_key}' than for model "
+                          f"'{first[1]}' (row {first[2]}); each key should name one test case", source=source,
+                          row=i, field="input")
+            rows.append(row)
+    for n, row in enumerate(rows, 1):
+        for j, rel in enumerate(row.relationships):
+            if rel.target_type == "test_case" and rel.target not in prompts:
+                warn_data(f"the relationship '{rel.type}' points at the key '{rel.target}', which no row has",
+                          source=source, row=n, field=f"relationships[{j}]")
+    return rows
 
 
 def write_csv(dataset: LlmDataset, path: str | os.PathLike[str] | None = None) -> str:

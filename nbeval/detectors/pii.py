@@ -1,8 +1,11 @@
 """Regex suite for formatted personal data (PII) in free text.
 
-Every pattern here is written by us and anchored on a character-class boundary, so a search is
-linear in the text length. A regex only proposes a candidate; each kind then has a structural
-check (Luhn, mod-97, SSN block rules, address ranges) that removes most look-alikes.
+Each pattern here is ours and anchored on a character-class boundary, so a search is linear in
+the text length. A regex only proposes a candidate; each kind then has a structural check that
+removes most look-alikes: Luhn and issuer ranges for cards, the full ISO 13616 registry of
+``python-stdnum`` for IBANs, SSN block rules, address ranges. Phone numbers come from
+:mod:`nbeval.detectors.phones` (Google's numbering plans) and national identifiers from
+:mod:`nbeval.detectors.national_ids` (``python-stdnum``).
 
 Decisions worth knowing:
 
@@ -10,20 +13,24 @@ Decisions worth knowing:
   ``.test``, ``.invalid``, ``.localhost``, ``.example`` top-level domains) are not reported.
 * Only globally routable IP addresses are PII. Private, loopback, link-local, documentation,
   multicast and reserved ranges are skipped unless ``include_private_ip=True``.
-* Phone numbers need an explicit ``+`` country code or North-American grouping with separators;
-  a bare run of ten digits is ambiguous (order ids, timestamps) and is not reported.
+* The userinfo of a URL (``postgres://svc:pw@db.host``) is a credential, reported by
+  ``find_secrets``; it is never an e-mail address here.
 """
 
 from __future__ import annotations
 
-import bisect
 import ipaddress
 import re
-from collections import Counter
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from functools import cache
+from typing import Any
+
+from nbeval.detectors.findings import Finding, mask_digits, resolve_overlaps, summary
+from nbeval.detectors.national_ids import NATIONAL_ID_KINDS, find_national_ids
+from nbeval.detectors.phones import DEFAULT_PHONE_REGIONS, find_phones
 
 __all__ = [
+    "PII_KINDS",
     "Finding",
     "find_pii",
     "iban_valid",
@@ -34,61 +41,44 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class Finding:
-    """One detected item: its kind, its span in the text and a masked rendering of it."""
-
-    kind: str
-    start: int
-    end: int
-    redacted: str
-
-
 # --- checksums and validity rules -------------------------------------------------------------
 
 
 def luhn_valid(number: str) -> bool:
     """True when the digits of ``number`` (other characters ignored) pass the Luhn check."""
-    digits = [int(c) for c in number if c.isdigit()]
-    if len(digits) < 2:
-        return False
-    total = 0
-    for i, d in enumerate(reversed(digits)):
-        if i % 2 == 1:
-            d *= 2
-            if d > 9:
-                d -= 9
-        total += d
-    return total % 10 == 0
+    digits = "".join(c for c in number if c.isdigit())
+    return len(digits) >= 2 and bool(_stdnum("luhn").is_valid(digits))
 
 
-# Registered IBAN lengths per country (ISO 13616 registry); unknown countries are not reported.
-# fmt: off
-_IBAN_LENGTHS = {
-    "AD": 24, "AE": 23, "AL": 28, "AT": 20, "AZ": 28, "BA": 20, "BE": 16, "BG": 22, "BH": 22,
-    "BR": 29, "BY": 28, "CH": 21, "CR": 22, "CY": 28, "CZ": 24, "DE": 22, "DK": 18, "DO": 28,
-    "EE": 20, "EG": 29, "ES": 24, "FI": 18, "FO": 18, "FR": 27, "GB": 22, "GE": 22, "GI": 23,
-    "GL": 18, "GR": 27, "GT": 28, "HR": 21, "HU": 28, "IE": 22, "IL": 23, "IQ": 23, "IS": 26,
-    "IT": 27, "JO": 30, "KW": 30, "KZ": 20, "LB": 28, "LC": 32, "LI": 21, "LT": 20, "LU": 20,
-    "LV": 21, "MC": 27, "MD": 24, "ME": 22, "MK": 19, "MR": 27, "MT": 31, "MU": 30, "NL": 18,
-    "NO": 15, "PK": 24, "PL": 28, "PS": 29, "PT": 25, "QA": 29, "RO": 24, "RS": 22, "SA": 24,
-    "SC": 31, "SE": 24, "SI": 19, "SK": 24, "SM": 27, "ST": 25, "SV": 28, "TL": 23, "TN": 24,
-    "TR": 26, "UA": 29, "VA": 22, "VG": 24, "XK": 20,
-}
-# fmt: on
+@cache
+def _stdnum(name: str) -> Any:
+    import importlib  # python-stdnum is imported on first use only
+
+    return importlib.import_module(f"stdnum.{name}")
+
+
+@cache
+def _iban_lengths() -> dict[str, int]:
+    """IBAN length per country, from python-stdnum's copy of the ISO 13616 registry."""
+    lengths = {}
+    for _, country, _, info, _ in _stdnum("numdb").get("iban").prefixes:
+        blocks = re.findall(r"(\d+)!", info.get("bban", ""))
+        lengths[country] = 4 + sum(int(b) for b in blocks)
+    return lengths
 
 
 def iban_valid(iban: str) -> bool:
-    """True when ``iban`` (spaces allowed) has a known country, its length and a mod-97 of 1."""
+    """True when ``iban`` (spaces allowed) has a registered country, that country's length and
+    layout, and a mod-97 of 1. National check digits inside the BBAN are not checked: banks
+    differ in how strictly they follow them, and mod-97 already rejects 96 look-alikes in 97."""
     compact = iban.replace(" ", "").upper()
-    if _IBAN_LENGTHS.get(compact[:2]) != len(compact) or not compact[2:4].isdigit():
+    if not compact.isascii() or _iban_lengths().get(compact[:2]) != len(compact):
         return False
-    if not compact.isalnum() or not compact.isascii():
+    try:
+        _stdnum("iban").validate(compact, check_country=False)
+    except ValueError:  # stdnum's ValidationError derives from ValueError
         return False
-    moved = compact[4:] + compact[:4]
-    # Letters become two-digit numbers A=10 .. Z=35; int(c, 36) does exactly that.
-    numeric = "".join(str(int(c, 36)) for c in moved)
-    return int(numeric) % 97 == 1
+    return True
 
 
 def ssn_valid(area: str, group: str, serial: str) -> bool:
@@ -108,8 +98,8 @@ _CARD_ISSUERS: tuple[tuple[str, str, frozenset[int]], ...] = (
     ("37", "37", frozenset({15})),
     ("300", "305", frozenset({14, 16})),  # Diners Club
     ("36", "36", frozenset({14, 16})),
-    ("38", "39", frozenset({16})),
-    ("3528", "3589", frozenset({16, 17, 18, 19})),  # JCB
+    ("38", "39", frozenset({14, 16})),
+    ("35", "35", frozenset({16, 17, 18, 19})),  # JCB (3528-3589 in use; the rest of 35 reserved for it)
     ("6011", "6011", frozenset({16, 19})),  # Discover
     ("644", "649", frozenset({16, 19})),
     ("65", "65", frozenset({16, 19})),
@@ -120,6 +110,11 @@ _CARD_ISSUERS: tuple[tuple[str, str, frozenset[int]], ...] = (
     ("5038", "5038", frozenset({16, 18, 19})),
     ("6304", "6304", frozenset({16, 18, 19})),
     ("6759", "6763", frozenset({16, 18, 19})),
+    # Maestro numbers run from 12 to 19 digits in the ranges 50, 56-58 and 6.
+    ("50", "50", frozenset(range(12, 20))),
+    ("56", "58", frozenset(range(12, 20))),
+    ("6304", "6304", frozenset(range(12, 20))),
+    ("6759", "6763", frozenset(range(12, 20))),
 )
 
 
@@ -139,18 +134,10 @@ _DOC_TLDS = frozenset({"test", "invalid", "localhost", "example"})
 # "logo@2x.png" is an asset name, not an address.
 _FILE_TLDS = frozenset({"png", "jpg", "jpeg", "gif", "svg", "webp", "bmp", "ico", "pdf"})
 
-_CARD = re.compile(r"(?<![\w.,+\-])\d(?:[ \-]?\d){12,18}(?![\w\-]|[.,]\d)")
+_CARD = re.compile(r"(?<![\w.,+\-])\d(?:[ \-]?\d){11,18}(?![\w\-]|[.,]\d)")
 # A bare digit run passed to a call or named as a seed is a parameter, not a card.
 _CODE_BEFORE = re.compile(r"(?i)(?:\w\(|(?:seed|random_state)\W{0,3})$")
 _SSN = re.compile(r"(?<![\w.\-])(\d{3})([\- ])(\d{2})\2(\d{4})(?![\w\-]|[.,]\d)")
-# A digit group just before or after ("1.007 276 466 5789") means a table of numbers.
-_NANP_PHONE = re.compile(
-    r"(?<![\w+.\-])(?<!\d[ .])(?:\+?1(?P<s0>[ .\-]?))?"
-    r"(?:\([2-9]\d{2}\)(?P<s1>[ .\-]?)|[2-9]\d{2}(?P<s2>[ .\-]))"
-    r"[2-9]\d{2}(?P<s3>[ .\-])\d{4}(?![\w\-]|[.,]\d| \d)"
-)
-_INTL_PHONE = re.compile(r"(?<![\w+])\+[1-9][\d .()\-]{6,22}\d")
-_DATE_LIKE = re.compile(r"\+\d{4}-\d{2}-\d{2}")
 _IBAN = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}")
 # A trailing "/24" makes it a network prefix, not somebody's address.
 _IPV4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w/]|\.\d)")
@@ -162,24 +149,13 @@ _NOT_AN_ADDRESS_BEFORE = re.compile(
     r"[\s:#\-]*$|§\s*$|version\w*\W{0,5}$|[=<>~!]=\s*$"
 )
 
+#: Every PII kind ``find_pii`` reports.
+PII_KINDS: tuple[str, ...] = ("credit_card", "email", "iban", "ip_address", "phone", "us_ssn", *NATIONAL_ID_KINDS)
+
 # Overlapping candidates keep the more specific kind.
-_PRIORITY = ("iban", "credit_card", "email", "us_ssn", "ip_address", "phone")
-
-
-# --- redaction -------------------------------------------------------------------------------
-
-
-def _mask_digits(value: str, keep_last: int) -> str:
-    """Replace every digit but the last ``keep_last`` with ``*``, keeping the layout."""
-    remaining = sum(c.isdigit() for c in value)
-    out = []
-    for c in value:
-        if c.isdigit():
-            remaining -= 1
-            out.append(c if remaining < keep_last else "*")
-        else:
-            out.append(c)
-    return "".join(out)
+_PRIORITY = ("iban", "credit_card", "email", "us_ssn", *NATIONAL_ID_KINDS, "ip_address", "phone")
+# The text just before an address that makes it the userinfo of a URL ("https://svc:pw@").
+_URL_USERINFO_BEFORE = re.compile(r"://[^\s/@]*$")
 
 
 # --- per-kind scanners -----------------------------------------------------------------------
@@ -195,6 +171,8 @@ def _emails(text: str) -> Iterable[Finding]:
         after = text[m.end() : m.end() + 2]
         if after[:1] == ":" and after[1:2].strip():
             continue  # scp-style "git@host:org/repo", a login rather than an address
+        if _URL_USERINFO_BEFORE.search(text, max(0, m.start() - 256), m.start()):
+            continue  # "postgres://svc:pw@db.host": a credential, reported by find_secrets
         yield Finding("email", m.start(), m.end(), f"{local[0]}***@{domain[0]}***.{tld}")
 
 
@@ -212,13 +190,14 @@ def _cards(text: str) -> Iterable[Finding]:
             continue
         if not seps and _CODE_BEFORE.search(text, max(0, m.start() - 24), m.start()):
             continue
-        yield Finding("credit_card", m.start(), m.end(), _mask_digits(raw, 4))
+        yield Finding("credit_card", m.start(), m.end(), mask_digits(raw, 4))
 
 
 def _card_grouping_ok(sizes: list[int]) -> bool:
     if sizes in ([4, 6, 5], [4, 6, 4]):  # Amex and Diners layouts
         return True
-    return all(s == 4 for s in sizes[:-1]) and 1 <= sizes[-1] <= 4 and len(sizes) >= 4
+    # 4-4-4-4(-3) for most cards; 4-4-4 and 4-4-4-1.. for the short Maestro numbers.
+    return all(s == 4 for s in sizes[:-1]) and 1 <= sizes[-1] <= 4 and len(sizes) >= 3
 
 
 def _ssns(text: str) -> Iterable[Finding]:
@@ -228,48 +207,11 @@ def _ssns(text: str) -> Iterable[Finding]:
             yield Finding("us_ssn", m.start(), m.end(), f"***{sep}**{sep}{m.group(4)}")
 
 
-def _phones(text: str) -> Iterable[Finding]:
-    for m in _NANP_PHONE.finditer(text):
-        s0, s1, s2, s3 = m.group("s0", "s1", "s2", "s3")
-        if s2 is not None and s2 != s3:
-            continue  # "206.766 9881": a number written with mixed separators
-        used = {s for s in (s0, s1, s2, s3) if s}
-        if "." in used and len(used) > 1:
-            continue
-        yield Finding("phone", m.start(), m.end(), _mask_digits(m.group(), 2))
-    for m in _INTL_PHONE.finditer(text):
-        candidate = m.group()
-        # Trailing groups may belong to the next number; drop them until the rest is a phone.
-        while sum(c.isdigit() for c in candidate) >= 8:
-            if _intl_phone_ok(candidate):
-                yield Finding("phone", m.start(), m.start() + len(candidate), _mask_digits(candidate, 2))
-                break
-            candidate = candidate.rstrip("0123456789").rstrip(" .()-")
-
-
-def _intl_phone_ok(candidate: str) -> bool:
-    digits = sum(c.isdigit() for c in candidate)
-    if not 8 <= digits <= 15:
-        return False
-    if _DATE_LIKE.match(candidate):
-        return False  # "+1980-02-29" is an ISO date with an explicit sign
-    if digits == len(candidate) - 1 and digits < 11:
-        return False  # "+2147483647" without any grouping is more likely a signed number
-    if candidate.count("(") != candidate.count(")") or candidate.count("(") > 1:
-        return False
-    seps = candidate.replace("(", "").replace(")", "")
-    if re.search(r"[ .\-]{2}", seps):
-        return False  # "+40.71 -74.00" is two coordinates, not one number
-    kinds = {c for c in seps if c in " .-"}
-    # Dots only ever appear alone ("+33.1.23.45.67.89"); one dot is a decimal number.
-    return not ("." in kinds and (len(kinds) > 1 or seps.count(".") < 2))
-
-
 def _ibans(text: str) -> Iterable[Finding]:
     pos = 0
     while (m := _IBAN.search(text, pos)) is not None:
         pos = m.start() + 1  # the greedy run may hide the start of the next IBAN
-        expected = _IBAN_LENGTHS.get(m.group()[:2])
+        expected = _iban_lengths().get(m.group()[:2])
         end = _iban_end(text, m.start(), m.end(), expected) if expected else None
         if end is None or (end < len(text) and text[end].isalnum()):
             continue
@@ -277,7 +219,8 @@ def _ibans(text: str) -> Iterable[Finding]:
         if iban_valid(value):
             pos = end
             compact = value.replace(" ", "")
-            yield Finding("iban", m.start(), end, compact[:2] + "*" * (len(compact) - 6) + compact[-4:])
+            masked = compact[:2] + "*" * (len(compact) - 6) + compact[-4:]
+            yield Finding("iban", m.start(), end, masked, compact[:2])
 
 
 def _iban_end(text: str, start: int, stop: int, length: int) -> int | None:
@@ -322,43 +265,41 @@ def _ip_reportable(value: str, include_private: bool) -> bool:
 # --- public entry points ---------------------------------------------------------------------
 
 
-def resolve_overlaps(findings: Iterable[Finding], priority: tuple[str, ...]) -> list[Finding]:
-    """Keep one finding per overlapping region, preferring earlier kinds in ``priority``,
-    then longer spans; the result is sorted by position."""
-    rank = {k: i for i, k in enumerate(priority)}
-    ordered = sorted(findings, key=lambda f: (rank.get(f.kind, len(rank)), f.start - f.end))
-    # Kept spans never overlap, so sorted by start they are sorted by end too: each new
-    # candidate only needs comparing with its two neighbours (found by bisection).
-    starts: list[int] = []
-    kept: list[Finding] = []
-    for f in ordered:
-        i = bisect.bisect_right(starts, f.start)
-        if i > 0 and kept[i - 1].end > f.start:
-            continue
-        if i < len(kept) and kept[i].start < f.end:
-            continue
-        starts.insert(i, f.start)
-        kept.insert(i, f)
-    return kept
+def find_pii(
+    text: str,
+    *,
+    include_private_ip: bool = False,
+    kinds: Iterable[str] | None = None,
+    regions: Sequence[str] = DEFAULT_PHONE_REGIONS,
+) -> list[Finding]:
+    """Formatted PII in ``text``, sorted by position, values masked in ``Finding.redacted``.
 
-
-def find_pii(text: str, *, include_private_ip: bool = False) -> list[Finding]:
-    """All formatted PII in ``text``: e-mail addresses, card numbers, US SSNs, phone numbers,
-    IBANs and IP addresses, sorted by position. Values are masked in ``Finding.redacted``."""
+    ``kinds`` limits the search to some of :data:`PII_KINDS` (all by default); ``regions`` are
+    the countries whose national phone formats are searched (international ones always are).
+    """
+    wanted = set(PII_KINDS if kinds is None else kinds)
+    unknown = sorted(wanted - set(PII_KINDS))
+    if unknown:
+        msg = f"unknown PII kind {', '.join(map(repr, unknown))}; known kinds: {', '.join(PII_KINDS)}"
+        raise ValueError(msg)
     found: list[Finding] = []
-    found.extend(_emails(text))
-    found.extend(_cards(text))
-    found.extend(_ssns(text))
-    found.extend(_phones(text))
-    found.extend(_ibans(text))
-    found.extend(_ips(text, include_private_ip))
+    if "email" in wanted:
+        found.extend(_emails(text))
+    if "credit_card" in wanted:
+        found.extend(_cards(text))
+    if "us_ssn" in wanted:
+        found.extend(_ssns(text))
+    if "phone" in wanted:
+        found.extend(find_phones(text, regions))
+    if "iban" in wanted:
+        found.extend(_ibans(text))
+    if "ip_address" in wanted:
+        found.extend(_ips(text, include_private_ip))
+    found.extend(find_national_ids(text, wanted & set(NATIONAL_ID_KINDS)))
     return resolve_overlaps(found, _PRIORITY)
 
 
 def pii_summary(findings: Iterable[Finding]) -> str:
     """A one-line summary naming each kind found and how often, never the values themselves,
     e.g. ``found: credit_card (1), email (2)``."""
-    counts = Counter(f.kind for f in findings)
-    if not counts:
-        return "found: nothing"
-    return "found: " + ", ".join(f"{kind} ({n})" for kind, n in sorted(counts.items()))
+    return summary(findings)

@@ -2,7 +2,10 @@
 
 Covers PEM private keys and certificates, well-known API key and token formats (OpenAI,
 Anthropic, AWS, GitHub, GitLab, Slack, Google, Stripe), JSON Web Tokens and Windows-style
-25-character product keys. Patterns are ours and boundary-anchored, so searches stay linear.
+25-character product keys with patterns of ours, boundary-anchored so searches stay linear.
+Token families covered by detect-secrets' plugins (Twilio, SendGrid, PyPI, Discord, Telegram,
+Azure...) come from :mod:`nbeval.detectors.tokens`, and credentials written beside a name (URL
+passwords, ``password = ...``, ``X-API-Key:`` headers) from :mod:`nbeval.detectors.credentials`.
 
 To keep documentation snippets quiet, a token is only reported when its random part looks
 random: mixed characters, enough distinct symbols, and none of the usual placeholder markers
@@ -18,22 +21,30 @@ import json
 import re
 from collections.abc import Iterable
 
-from nbeval.detectors.pii import Finding, pii_summary, resolve_overlaps
+from nbeval.detectors.credentials import CREDENTIAL_KINDS, find_credentials
+from nbeval.detectors.findings import Finding, resolve_overlaps, summary
+from nbeval.detectors.tokens import TOKEN_KINDS, find_tokens
 
-__all__ = ["find_secrets", "looks_random", "secrets_summary"]
+__all__ = ["SECRET_KINDS", "find_secrets", "looks_random", "secrets_summary"]
 
 # fmt: off
 _PLACEHOLDER_MARKERS = (
     "xxxx", "your", "example", "placeholder", "dummy", "sample", "redacted", "changeme",
-    "0000", "1234567", "abcdef", "here", "...", "****", "<", ">",
+    "0000", "1234567", "abcdef", "...", "****", "<", ">",
 )
 # fmt: on
+
+
+# "KEY_HERE", "key-here": "here" as a word of its own; inside random text ("eheReeR") it is chance.
+_HERE = re.compile(r"(?:^|[^a-z0-9])here(?:[^a-z0-9]|$)")
 
 
 def looks_random(body: str, *, min_distinct: int = 10, mixed_case: bool = False, need_digit: bool = True) -> bool:
     """Heuristic: ``body`` is plausibly machine-generated rather than a placeholder."""
     lowered = body.lower()
     if any(marker in lowered for marker in _PLACEHOLDER_MARKERS):
+        return False
+    if _HERE.search(lowered):
         return False
     if len(set(body)) < min_distinct:
         return False
@@ -87,8 +98,18 @@ _PRIORITY = (
     "aws_secret_key",
     "jwt",
     "windows_product_key",
+    *TOKEN_KINDS,
     "private_key_assignment",
+    "api_key_header",
+    "url_credentials",
+    "password_assignment",
+    "api_key_assignment",
+    "secret_assignment",
 )
+
+#: Every secret kind ``find_secrets`` reports.
+SECRET_KINDS: tuple[str, ...] = tuple(sorted(_PRIORITY))
+assert set(CREDENTIAL_KINDS) <= set(SECRET_KINDS)
 
 
 # --- scanners --------------------------------------------------------------------------------
@@ -171,8 +192,14 @@ def _is_base64_text(value: str) -> bool:
     return sum(c.isprintable() for c in decoded) >= 0.95 * len(decoded)
 
 
-def find_secrets(text: str) -> list[Finding]:
-    """All credential-like strings in ``text``, sorted by position, values masked."""
+def find_secrets(text: str, *, kinds: Iterable[str] | None = None) -> list[Finding]:
+    """Credential-like strings in ``text`` (all of :data:`SECRET_KINDS`, or only ``kinds``),
+    sorted by position, values masked."""
+    wanted = set(SECRET_KINDS if kinds is None else kinds)
+    unknown = sorted(wanted - set(SECRET_KINDS))
+    if unknown:
+        msg = f"unknown secret kind {', '.join(map(repr, unknown))}; known kinds: {', '.join(SECRET_KINDS)}"
+        raise ValueError(msg)
     found: list[Finding] = []
     found.extend(_pem(text))
     found.extend(_openai(text))
@@ -183,16 +210,20 @@ def find_secrets(text: str) -> list[Finding]:
         if looks_random(value, mixed_case=True) and not _is_base64_text(value):
             found.append(Finding("aws_secret_key", m.start(1), m.end(1), _hidden("", value)))
     found.extend(_simple(text, _GITHUB, "github_token", 4))
-    found.extend(_simple(text, _GITLAB, "gitlab_token", 6))
+    found.extend(_simple(text, _GITLAB, "gitlab_token", 6, need_digit=False))
     found.extend(_simple(text, _SLACK, "slack_token", 5))
     found.extend(_simple(text, _GOOGLE, "google_api_key", 4))
     found.extend(_simple(text, _STRIPE, "stripe_key", 8))
     found.extend(_jwts(text))
     found.extend(_windows_keys(text))
     found.extend(_assignments(text))
-    return resolve_overlaps(found, _PRIORITY)
+    found.extend(find_tokens(text, sorted(wanted & set(TOKEN_KINDS)), looks_random))
+    found.extend(f for f in find_credentials(text) if not _is_base64_text(text[f.start : f.end]))
+    # Overlaps are resolved over every kind first, so a narrowed search reports a value under
+    # the same kind as a full one (an AWS secret is never re-labelled a password).
+    return [f for f in resolve_overlaps(found, _PRIORITY) if f.kind in wanted]
 
 
 def secrets_summary(findings: Iterable[Finding]) -> str:
     """Kinds and counts of ``findings``, never their values (same format as ``pii_summary``)."""
-    return pii_summary(findings)
+    return summary(findings)

@@ -50,6 +50,7 @@ DEFAULT_BATCH_SIZE = {"cpu": 16, "cuda": 64}
 _INSTALL_HINT = "pip install 'nbeval[models]'"
 _LOGITS_BUDGET = 2**28  # logit values one batch may produce (1 GiB in float32): bounds memory on long texts
 _FALLBACK_CONTEXT = 1024
+_CUT_REMEMBERED = 200_000  # items whose truncation is remembered
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,8 @@ class _Loaded:
         self.bos: list[int] = []
         self.lock = threading.RLock()
         self.forwards = 0
+        self.cut: dict[tuple[str, str], bool] = {}
+        """Whether each scored item was truncated, remembered so that asking does not tokenise again."""
 
 
 class CausalLMRunner:
@@ -156,7 +159,10 @@ class CausalLMRunner:
         loaded = self._load()
         with loaded.lock:
             distinct = list(dict.fromkeys((str(p), str(c)) for p, c in items))
-            plans = [self._plan(item) for item in distinct]
+            plans = self._plans(distinct)
+            if len(loaded.cut) > _CUT_REMEMBERED:  # a bound on memory: older answers are planned again if asked
+                loaded.cut.clear()
+            loaded.cut.update(zip(distinct, (p.truncated for p in plans), strict=True))
             found = self._run(plans)
             texts = self._token_texts(plans)
             by_item = {item: TokenScores(texts[i], found[i]) for i, item in enumerate(distinct)}
@@ -164,19 +170,26 @@ class CausalLMRunner:
 
     def truncated(self, item: tuple[str, str]) -> bool:
         """Whether text before the continuation's first scored token was left out of its window."""
-        with self._load().lock:
-            return self._plan((str(item[0]), str(item[1]))).truncated
+        key = (str(item[0]), str(item[1]))
+        loaded = self._load()
+        with loaded.lock:
+            known = loaded.cut.get(key)
+            return known if known is not None else self._plans([key])[0].truncated
 
-    def _plan(self, item: tuple[str, str]) -> _Plan:
+    def _plans(self, items: Sequence[tuple[str, str]]) -> list[_Plan]:
+        """Each item's plan, from one batched tokenisation of the prefixes and one of the continuations."""
         loaded = self._shared
-        prefix, continuation = item
         tok = loaded.tokenizer
-        head = list(loaded.bos) + (_encode(tok, prefix) if prefix else [])
-        tail = _encode(tok, continuation) if continuation else []
-        ids = tuple(head + tail)
-        start = max(len(head), 1)
-        windows, cut = plan_windows(len(ids), start, loaded.context, max(1, loaded.context // 2))
-        return _Plan(ids, start, windows, cut)
+        heads = _encode_all(tok, [p for p, _ in items])
+        tails = _encode_all(tok, [c for _, c in items])
+        plans = []
+        for head_ids, tail_ids in zip(heads, tails, strict=True):
+            head = list(loaded.bos) + head_ids
+            ids = tuple(head + tail_ids)
+            start = max(len(head), 1)
+            windows, cut = plan_windows(len(ids), start, loaded.context, max(1, loaded.context // 2))
+            plans.append(_Plan(ids, start, windows, cut))
+        return plans
 
     def _run(self, plans: Sequence[_Plan]) -> list[np.ndarray]:
         """Every window of every plan through the model, longest first, in padded batches."""
@@ -297,10 +310,12 @@ def _leading_bos(tok: Any) -> list[int]:
     return [int(bos)] if ids and ids[0] == bos else []
 
 
-def _encode(tok: Any, text: str) -> list[int]:
-    """``text``'s ids without special tokens (no warning for texts longer than the model's limit:
-    the windows deal with those)."""
-    return list(tok(text, add_special_tokens=False, verbose=False)["input_ids"])
+def _encode_all(tok: Any, texts: Sequence[str]) -> list[list[int]]:
+    """Each text's ids without special tokens, in one tokenizer call (an empty text has none; no
+    warning for texts longer than the model's limit: the windows deal with those)."""
+    nonempty = [t for t in texts if t]
+    ids = iter(tok(nonempty, add_special_tokens=False, verbose=False)["input_ids"] if nonempty else [])
+    return [list(next(ids)) if t else [] for t in texts]
 
 
 def _pad_id(tok: Any) -> int:

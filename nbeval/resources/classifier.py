@@ -175,13 +175,19 @@ class ClassifierRunner:
             raise ResourceError(msg) from exc
 
     def _run_group(self, loaded: _Model, group: list[_Input]) -> None:
-        import torch
-
         tok, window = loaded.tokenizer, loaded.window
         firsts = [x if isinstance(x, str) else x[0] for x in group]
         seconds = None if isinstance(group[0], str) else [x[1] for x in group]
-        # One tokenisation decides the length order, which inputs are too long, and feeds the
-        # model; only the inputs over the window are encoded again, truncated.
+        if seconds is None and getattr(tok, "is_fast", False):
+            # One tokenisation feeds the model and decides the length order; the Rust encodings
+            # also say which texts were cut (they have an overflow), so nothing is encoded twice.
+            enc = tok(firsts, add_special_tokens=True, truncation=True, max_length=window, verbose=False)
+            features = [{k: enc[k][i] for k in enc} for i in range(len(group))]
+            self._shared.truncated.update(group[i] for i, e in enumerate(enc.encodings) if e.overflowing)
+            self._forward(loaded, group, features)
+            return
+        # Pairs, or a slow tokenizer: one tokenisation decides the length order, which inputs are
+        # too long, and feeds the model; only the inputs over the window are encoded again, truncated.
         enc = tok(firsts, seconds, add_special_tokens=True, truncation=False, verbose=False)
         features = [{k: enc[k][i] for k in enc} for i in range(len(group))]
         long = [i for i, f in enumerate(features) if len(f["input_ids"]) > window]
@@ -191,6 +197,13 @@ class ClassifierRunner:
             for j, i in enumerate(long):
                 features[i] = {k: cut[k][j] for k in cut}
                 self._shared.truncated.add(group[i])
+        self._forward(loaded, group, features)
+
+    def _forward(self, loaded: _Model, group: list[_Input], features: list[dict[str, Any]]) -> None:
+        """Length-sorted batches (longest first, so each pads little), one forward pass each."""
+        import torch
+
+        tok = loaded.tokenizer
         order = sorted(range(len(group)), key=lambda i: -len(features[i]["input_ids"]))
         model = loaded.model
         with torch.inference_mode():

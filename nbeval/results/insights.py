@@ -23,11 +23,13 @@ if TYPE_CHECKING:
 
     from nbeval.results import EvaluationResult
 
-__all__ = ["INSIGHT_COLUMNS", "PROBLEM_COLUMNS", "insights", "problems"]
+__all__ = ["INSIGHT_ALPHA", "INSIGHT_COLUMNS", "PROBLEM_COLUMNS", "insights", "problems"]
 
 PROBLEM_COLUMNS = ["kind", "severity", "model_key", "evaluator", "metric", "value", "threshold", "key",
                    "source_key", "message"]
-INSIGHT_COLUMNS = ["kind", "evaluator", "metric", "model_key", "key", "value", "message"]
+INSIGHT_COLUMNS = ["kind", "evaluator", "metric", "model_key", "key", "value", "message", "significant"]
+#: The significance level of the insights' paired comparisons.
+INSIGHT_ALPHA = 0.05
 
 
 def _failed(passed: pd.Series) -> pd.Series:
@@ -117,30 +119,88 @@ def _flips(result: EvaluationResult) -> list[list[Any]]:
 
 
 def insights(result: EvaluationResult) -> pd.DataFrame:
+    """The leader on each evaluator's primary metric and the hardest test cases (:data:`INSIGHT_COLUMNS`).
+
+    A ``best_model`` row names the model with the best aggregate. Its message calls it "best"
+    only when its lead over the runner-up is significant by a paired test
+    (:func:`~nbeval.results.compare.compare_metrics`, p-values Holm-adjusted over all the
+    evaluators' leader comparisons, at 0.05); otherwise it says the two are "tied within noise".
+    ``significant`` is True or False, and None where only one model was evaluated.
+    """
     import pandas as pd
 
     out: list[list[Any]] = []
-    agg = result.aggregates
-    for ev, part in agg[agg["primary"] & agg["value"].notna()].groupby("evaluator", sort=False):
-        higher = part["direction"].iloc[0] == "higher"
-        best_value = part["value"].max() if higher else part["value"].min()
-        best = part[part["value"] == best_value]
-        names = ", ".join(result.label(m) for m in best["model_key"])
-        metric = part["metric"].iloc[0]
-        tie = " (tie)" if len(best) > 1 else ""
-        out.append(["best_model", ev, metric, best["model_key"].iloc[0], None, best_value,
-                    f"best on {ev}.{metric}: {names}{tie} with {format_value(best_value)}"])
+    out.extend(_leaders(result))
     rows = _primary_rows(result)
     fails = rows[_failed(rows["passed"])]
-    for ev, part in fails.groupby("evaluator", sort=False):
-        counts = part.groupby("key")["model_key"].nunique().sort_values(ascending=False, kind="stable")
+    for ev, part in fails.groupby("evaluator", sort=False, observed=True):
+        counts = part.groupby("key", observed=True)["model_key"].nunique().sort_values(ascending=False, kind="stable")
         key, n = counts.index[0], int(counts.iloc[0])
         total = rows.loc[(rows["evaluator"] == ev) & (rows["key"] == key), "model_key"].nunique()
         out.append(["hardest_case", ev, part["metric"].iloc[0], None, key, float(n),
-                    f"hardest case for {ev}: '{key}' failed by {n} of {total} models"])
+                    f"hardest case for {ev}: '{key}' failed by {n} of {total} models", None])
     if not fails.empty and fails["evaluator"].nunique() > 1:
-        counts = fails.groupby("key").size().sort_values(ascending=False, kind="stable")
+        counts = fails.groupby("key", observed=True).size().sort_values(ascending=False, kind="stable")
         key, n = counts.index[0], int(counts.iloc[0])
         out.append(["hardest_case", None, None, None, key, float(n),
-                    f"hardest case overall: '{key}' with {n} failing (model, evaluator) pairs"])
+                    f"hardest case overall: '{key}' with {n} failing (model, evaluator) pairs", None])
     return pd.DataFrame(out, columns=INSIGHT_COLUMNS)
+
+
+def _leaders(result: EvaluationResult) -> list[list[Any]]:
+    """One ``best_model`` row per evaluator: its leader on the primary metric, called best only
+    when the paired comparison with the runner-up is significant after Holm's adjustment."""
+    from nbeval.results.compare import compare_metrics
+    from nbeval.results.stats import holm
+
+    agg = result.aggregates
+    found = []
+    for ev, part in agg[agg["primary"] & agg["value"].notna()].groupby("evaluator", sort=False, observed=True):
+        higher = part["direction"].iloc[0] == "higher"
+        ordered = part.sort_values("value", ascending=not higher, kind="stable")
+        found.append((str(ev), str(ordered["metric"].iloc[0]), ordered))
+    tests: list[pd.Series | None] = []
+    for ev, metric, ordered in found:
+        if len(ordered) < 2 or ordered["value"].iloc[0] == ordered["value"].iloc[1]:
+            tests.append(None)
+            continue
+        table = compare_metrics(result, str(ordered["model_key"].iloc[0]), str(ordered["model_key"].iloc[1]),
+                                [(ev, metric)])
+        tests.append(table.iloc[0])
+    p_holm = holm([float("nan") if t is None else t["p_value"] for t in tests])
+    out = []
+    for (ev, metric, ordered), test, p in zip(found, tests, p_holm, strict=True):
+        leader, value = str(ordered["model_key"].iloc[0]), float(ordered["value"].iloc[0])
+        where = f"{ev}.{metric}"
+        if len(ordered) == 1:
+            significant = None
+            msg = f"best on {where}: {result.label(leader)} with {format_value(value)} (the only model)"
+        elif test is None:
+            significant = False
+            tied = ordered[ordered["value"] == value]
+            names = ", ".join(result.label(m) for m in tied["model_key"])
+            msg = f"tied within noise on {where}: {names} all at {format_value(value)}"
+        else:
+            significant = bool(p < INSIGHT_ALPHA)
+            msg = _lead_message(result, where, leader, str(ordered["model_key"].iloc[1]), value,
+                                float(ordered["value"].iloc[1]), test, float(p), significant)
+        out.append(["best_model", ev, metric, leader, None, value, msg, significant])
+    return out
+
+
+def _lead_message(result: EvaluationResult, where: str, leader: str, runner: str, value: float, runner_value: float,
+                  test: pd.Series, p: float, significant: bool) -> str:
+    a, b = result.label(leader), result.label(runner)
+    if test["test"] == "none":
+        return (f"tied within noise on {where}: {a} ({format_value(value)}) leads {b} ({format_value(runner_value)}), "
+                "but this aggregate is not a mean over test cases, so no paired test can confirm it")
+    how = f"paired {test['test']} on {test['n']} cases, Holm p = {format_value(p)}"
+    gap = abs(value - runner_value)
+    if significant:
+        sign = 1.0 if value >= runner_value else -1.0  # the lead as a positive number, whichever way is better
+        lo, hi = sorted((sign * test["diff_lo"], sign * test["diff_hi"]))
+        return (f"best on {where}: {a} with {format_value(value)}, ahead of {b} ({format_value(runner_value)}) "
+                f"by {format_value(gap)} (95% CI of the paired difference {format_value(lo)} to {format_value(hi)}; "
+                f"{how})")
+    return (f"tied within noise on {where}: {a} ({format_value(value)}) leads {b} ({format_value(runner_value)}) "
+            f"by {format_value(gap)}, but the difference is not significant ({how})")

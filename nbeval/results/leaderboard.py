@@ -10,18 +10,31 @@ if TYPE_CHECKING:
 
     from nbeval.results import EvaluationResult
 
-__all__ = ["format_value", "leaderboard", "summary_text"]
+__all__ = ["CI_METHODS", "SHOWN_CI", "format_interval", "format_value", "leaderboard", "metric_intervals",
+           "row_values", "summary_text"]
+
+#: How an interval was computed: see :func:`metric_intervals`.
+CI_METHODS = ("wilson", "bootstrap", "none")
 
 
-def leaderboard(result: EvaluationResult, evaluator: str | None = None, metric: str | None = None) -> pd.DataFrame:
+def leaderboard(result: EvaluationResult, evaluator: str | None = None, metric: str | None = None,
+                ci: float | None = None) -> pd.DataFrame:
     """One row per model (index ``model_key``), best first on ``metric`` (default: primary).
 
     Columns: each metric's aggregate, ``<metric>_n`` (rows it was measured on) and ``N`` (the
     model's rows for that evaluator). Without ``evaluator`` names are ``<evaluator>.<metric>``
     and each evaluator has its own ``<evaluator>.N``.
+
+    With ``ci`` (a level such as 0.95) each metric column is followed by ``<metric>_lo`` and
+    ``<metric>_hi`` (see :func:`metric_intervals` for the methods) and
+    ``table.attrs["ci"]`` is ``{"level": ci, "method": {column: "wilson" | "bootstrap" | "none"}}``.
     """
     import pandas as pd
 
+    if ci is not None:
+        from nbeval.results.stats import check_level
+
+        check_level(ci)
     agg = result.aggregates
     if evaluator is not None:
         if evaluator not in result.evaluators:
@@ -29,17 +42,24 @@ def leaderboard(result: EvaluationResult, evaluator: str | None = None, metric: 
             raise KeyError(msg)
         agg = agg[agg["evaluator"] == evaluator]
     models = list(dict.fromkeys(result.aggregates["model_key"]))
-    table = pd.DataFrame(index=pd.Index(models, name="model_key"))
-    for (ev, m), part in agg.groupby(["evaluator", "metric"], sort=False):
+    index = pd.Index(models, name="model_key")
+    # columns gathered first and joined once (adding them one by one fragments the frame)
+    columns: dict[str, pd.Series] = {}
+    if result.model_labels:
+        columns["model"] = pd.Series([result.label(k) for k in models], index=index)
+    methods: dict[str, str] = {}
+    for (ev, m), part in agg.groupby(["evaluator", "metric"], sort=False, observed=True):
         name = m if evaluator is not None else f"{ev}.{m}"
         part = part.set_index("model_key")
-        table[name] = part["value"].reindex(models)
-        table[f"{name}_n"] = part["n"].reindex(models).astype("Int64")
+        columns[name] = part["value"].reindex(models).set_axis(index)
+        if ci is not None:
+            lo, hi, methods[name] = metric_intervals(result, str(ev), str(m), columns[name], ci)
+            columns[f"{name}_lo"], columns[f"{name}_hi"] = pd.Series(lo, index=index), pd.Series(hi, index=index)
+        columns[f"{name}_n"] = part["n"].reindex(models).astype("Int64").set_axis(index)
         n_col = "N" if evaluator is not None else f"{ev}.N"
-        if n_col not in table:
-            table[n_col] = part["N"].reindex(models).astype("Int64")
-    if result.model_labels:
-        table.insert(0, "model", [result.label(k) for k in models])
+        if n_col not in columns:
+            columns[n_col] = part["N"].reindex(models).astype("Int64").set_axis(index)
+    table = pd.DataFrame(columns, index=index)
     sort_ev = evaluator if evaluator is not None else (result.evaluators[0] if result.evaluators else None)
     if sort_ev is not None and not table.empty:
         sort_metric = metric or result.primary_metric(sort_ev)
@@ -50,7 +70,62 @@ def leaderboard(result: EvaluationResult, evaluator: str | None = None, metric: 
         direction = result.metrics.loc[(result.metrics["evaluator"] == sort_ev)
                                        & (result.metrics["metric"] == sort_metric), "direction"].iloc[0]
         table = table.sort_values(col, ascending=direction == "lower", na_position="last", kind="stable")
+    if ci is not None:
+        table.attrs["ci"] = {"level": ci, "method": methods}
     return table
+
+
+def row_values(result: EvaluationResult, evaluator: str, metric: str) -> pd.DataFrame:
+    """The per-row values of one metric that were measured: columns ``key``, ``model_key``,
+    ``value`` (skipped rows and rows without a value left out; keys and models as plain text)."""
+    s = result.scores
+    rows = s[(s["evaluator"] == evaluator) & (s["metric"] == metric) & ~s["skipped"].astype(bool)
+             & s["value"].notna()]
+    out = rows[["key", "model_key", "value"]].astype({"key": str, "model_key": str, "value": float})
+    return out.reset_index(drop=True)
+
+
+def metric_intervals(result: EvaluationResult, evaluator: str, metric: str, aggregates: pd.Series,
+                     level: float) -> tuple[list[float], list[float], str]:
+    """The ``level`` interval of each model's aggregate in ``aggregates`` (indexed by model key),
+    as lists of low and high ends in that order, and the method used for the column:
+
+    * ``"wilson"``: every measured row is 0 or 1, so the aggregate is a share of rows; the
+      Wilson score interval (:func:`~nbeval.results.stats.wilson_interval`);
+    * ``"bootstrap"``: scores; the percentile bootstrap of the mean over the model's test cases,
+      seeded (:func:`~nbeval.results.stats.bootstrap_mean_interval`, 2,000 resamples, seed 0);
+    * ``"none"``: some model's aggregate is not the mean of its rows' values (e.g. a macro F1
+      the evaluator computes over all rows at once), so resampling rows would not describe it;
+      the interval is NaN.
+
+    A model without measured rows gets NaN whatever the method.
+    """
+    from nbeval.results import stats
+
+    values = row_values(result, evaluator, metric)
+    by_model = {str(k): g["value"].to_numpy() for k, g in values.groupby("model_key", sort=False, observed=True)}
+    nan = float("nan")
+    known = [(str(k), float(a)) for k, a in aggregates.items() if not _is_nan(a)]
+    if not known or any(k not in by_model or not math.isclose(a, float(by_model[k].mean()), rel_tol=1e-9,
+                                                             abs_tol=1e-12) for k, a in known):
+        return [nan] * len(aggregates), [nan] * len(aggregates), "none"
+    method = "wilson" if stats.is_binary(values["value"]) else "bootstrap"
+    lows, highs = [], []
+    for k in aggregates.index:
+        v = by_model.get(str(k))
+        if v is None or v.size == 0:
+            lo, hi = nan, nan
+        elif method == "wilson":
+            lo, hi = stats.wilson_interval(int(v.sum()), int(v.size), level)
+        else:
+            lo, hi = stats.bootstrap_mean_interval(v, level)
+        lows.append(lo)
+        highs.append(hi)
+    return lows, highs, method
+
+
+def _is_nan(value: object) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def format_value(value: float | None, digits: int = 3) -> str:
@@ -59,22 +134,46 @@ def format_value(value: float | None, digits: int = 3) -> str:
     return f"{value:.{digits}f}"
 
 
+def format_interval(lo: float | None, hi: float | None, digits: int = 3) -> str:
+    """An interval as ``[lo, hi]``; empty where it is unknown."""
+    if _is_nan(lo) or _is_nan(hi):
+        return ""
+    return f"[{format_value(lo, digits)}, {format_value(hi, digits)}]"
+
+
+#: The confidence level of the intervals the summary and the HTML report show.
+SHOWN_CI = 0.95
+
+
 def summary_text(result: EvaluationResult) -> str:
-    """Leaderboards of every evaluator's metrics as text, then problems, for terminals and CI logs."""
+    """Leaderboards of every evaluator's metrics with 95% intervals, whether the leader's lead
+    is real, then problems; for terminals and CI logs."""
     lines: list[str] = []
     for ev in result.evaluators:
-        board = leaderboard(result, evaluator=ev)
+        board = leaderboard(result, evaluator=ev, ci=SHOWN_CI)
         metrics = list(result.metrics.loc[result.metrics["evaluator"] == ev, "metric"])
         primary = result.primary_metric(ev)
+        methods = board.attrs["ci"]["method"]
+        used = sorted({methods[m] for m in metrics if methods.get(m, "none") != "none"})
         lines.append(f"== {ev} (ranked on {primary}) ==")
-        header = f"{'model':<32}" + "".join(f"{m:>22}" for m in metrics)
+        if used:
+            lines.append(f"[lo, hi]: 95% intervals ({', '.join(used)})")
+        header = f"{'model':<32}" + "".join(f"{m:>32}" for m in metrics)
         lines.append(header)
         for model_key, r in board.iterrows():
             cells = []
             for m in metrics:
                 n, total = r[f"{m}_n"], r["N"]
-                cells.append(f"{format_value(r[m]) + f' ({n}/{total})':>22}")
+                interval = format_interval(r[f"{m}_lo"], r[f"{m}_hi"])
+                shown = " ".join(x for x in (format_value(r[m]), f"({n}/{total})", interval) if x)
+                cells.append(f"{shown:>32}")
             lines.append(f"{str(result.label(str(model_key)))[:31]:<32}" + "".join(cells))
+        lines.append("")
+    leaders = result.insights
+    leaders = leaders[leaders["kind"] == "best_model"]
+    if not leaders.empty:
+        lines.append("== is the lead real? ==")
+        lines.extend(f"- {m}" for m in leaders["message"])
         lines.append("")
     probs = result.problems
     lines.append(f"== problems ({len(probs)}) ==")

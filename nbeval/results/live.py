@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from nbeval.evaluators.base import Aggregate, Evaluator, Score
+from nbeval.results.columnar import ScoreSpool
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -28,7 +29,9 @@ if TYPE_CHECKING:
 
 __all__ = ["LiveResult"]
 
-_MAX_PARTS = 8  # long-table pieces kept before they are merged into one
+#: Scores of a plain-mean group kept unfolded at most: past this, ``add`` folds them into the
+#: running sums and lets them go, so a long run without readers holds no per-row objects.
+_MAX_UNFOLDED = 4096
 
 
 class _Group:
@@ -41,9 +44,10 @@ class _Group:
         """Outcomes so far, skipped ones included (the aggregate's ``N``)."""
         self.rows: list[Row] = []
         self.scores: list[Score] = []
-        """The scored rows and their scores, in the order they finished."""
+        """The scored rows and their scores, in the order they finished (for a plain mean, only
+        those not yet folded into ``sums`` and ``counts``)."""
         self.folded = 0
-        """How many of ``scores`` are in ``sums`` and ``counts``."""
+        """How many scores were folded into ``sums`` and ``counts`` (and, for a plain mean, let go)."""
         self.sums: dict[str, float] = dict.fromkeys(metrics, 0)
         self.counts: dict[str, int] = dict.fromkeys(metrics, 0)
 
@@ -56,11 +60,13 @@ class LiveResult:
     (plus the scores added since the last read; an evaluator with its own ``aggregate``, such as
     classification's macro F1, recomputes it over its rows so far). ``result()`` and ``scores``
     build the long table of the rows finished so far (in the order they finished), each outcome
-    converted once over the run. Safe to read from another thread while the run adds to it.
+    converted once over the run (as it is added, into a :class:`~nbeval.results.columnar.ScoreSpool`
+    on disk, so the run keeps no per-row objects for it). Safe to read from another thread while
+    the run adds to it.
     """
 
     def __init__(self, evaluators: Sequence[Evaluator], dataset: LlmDataset, *, total: int,
-                 lab: TestLab | None = None) -> None:
+                 lab: TestLab | None = None, row_pos: Mapping[int, int] | None = None) -> None:
         self.done = 0
         """Scores finished so far."""
         self.total = total
@@ -72,13 +78,12 @@ class LiveResult:
         self._plain_mean = [type(ev).aggregate is Evaluator.aggregate for ev in self._evs]
         self._lab = lab
         self._lock = threading.RLock()
-        self._outcomes: list[RowOutcome] = []
         self._groups: dict[tuple[int, str], _Group] = {}
         self._version = 0
         self._cache: dict[str, tuple[int, Any]] = {}
         self._empty: EvaluationResult | None = None
-        self._parts: list[pd.DataFrame] = []
-        self._converted = 0
+        self._spool = ScoreSpool(self._evs, row_pos if row_pos is not None
+                                 else {id(r): i for i, r in enumerate(dataset.rows)})
         self._model_order: dict[str, int] | None = None
 
     def __repr__(self) -> str:
@@ -88,7 +93,9 @@ class LiveResult:
 
     def add(self, outcomes: Iterable[RowOutcome]) -> None:
         """File finished (scored, errored or skipped) outcomes; each must be final."""
+        outcomes = list(outcomes)
         with self._lock:
+            self._spool.add(outcomes)
             for o in outcomes:
                 k = self._position[id(o.evaluator)]
                 g = self._groups.get((k, o.row.model_key))
@@ -96,10 +103,12 @@ class LiveResult:
                     g = self._groups[(k, o.row.model_key)] = _Group([m.name for m in o.evaluator.spec.metrics])
                 g.n += 1
                 if o.score is not None:
-                    g.rows.append(o.row)
+                    if not self._plain_mean[k]:  # the evaluator's own aggregate needs every row
+                        g.rows.append(o.row)
                     g.scores.append(o.score)
-                self._outcomes.append(o)
-            self.done = len(self._outcomes)
+                    if self._plain_mean[k] and len(g.scores) > _MAX_UNFOLDED:
+                        self._aggregate(k, g)
+            self.done += len(outcomes)
             self._version += 1
 
     # -- cheap views (one row per evaluator, model and metric) --------------------------------
@@ -156,7 +165,6 @@ class LiveResult:
     def result(self) -> EvaluationResult:
         """An :class:`EvaluationResult` of everything finished so far (rows in the order they
         finished). Cached until the next batch; each outcome is converted once over the run."""
-        import pandas as pd
 
         from nbeval.results.result import EvaluationResult
 
@@ -165,22 +173,20 @@ class LiveResult:
             if hit is not None and hit[0] == self._version:
                 return hit[1]
             base = self._empty_result()
-            fresh = self._outcomes[self._converted:]
-            if fresh:
-                self._parts.append(EvaluationResult.from_outcomes(fresh, self._evs, self.dataset).scores)
-                self._converted = len(self._outcomes)
-            if len(self._parts) > _MAX_PARTS:
-                self._parts = [pd.concat(self._parts, ignore_index=True)]
-            if self._parts:  # a column all None in one piece is object there: infer as one build would
-                scores = pd.concat(self._parts, ignore_index=True).infer_objects()
-            else:
-                scores = base.scores.copy()
+            scores = self._spool.scores()
             aggregates, explanations = self._aggregate_table()
             result = EvaluationResult(scores, aggregates.copy(), base.metrics.copy(), self.dataset,
                                       meta=dict(base.meta), explanations=explanations,
                                       model_labels=dict(base.model_labels))
             self._cache["result"] = (self._version, result)
             return result
+
+    def final_tables(self) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+        """The long table in a finished result's order (by evaluator, then dataset row), the
+        aggregates and the explanations: what :func:`nbeval.engine.finish` builds the result from."""
+        with self._lock:
+            aggregates, explanations = self._aggregate_table()
+            return self._spool.scores(ordered=True), aggregates.copy(), explanations
 
     # -- internals ----------------------------------------------------------------------------
 
@@ -209,17 +215,18 @@ class LiveResult:
 
     def _aggregate(self, k: int, g: _Group) -> dict[str, Aggregate]:
         """The group's aggregates: a running mean folded forward, or the evaluator's own aggregate."""
-        if not g.scores:
+        if not g.scores and not g.folded:
             return {}
         if not self._plain_mean[k]:
             return self._evs[k].aggregate(g.rows, g.scores)
-        for s in g.scores[g.folded:]:  # what Evaluator.aggregate computes, one new score at a time
+        for s in g.scores:  # what Evaluator.aggregate computes, one new score at a time
             for name in g.sums:
                 v = s.values.get(name)
                 if v is not None and not (isinstance(v, float) and math.isnan(v)):
                     g.sums[name] += v
                     g.counts[name] += 1
-        g.folded = len(g.scores)
+        g.folded += len(g.scores)
+        g.scores.clear()
         return {name: Aggregate(g.sums[name] / n if n else None, n) for name, n in g.counts.items()}
 
     def _aggregate_table(self) -> tuple[pd.DataFrame, dict[str, dict[str, Any]]]:

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator
 from html import escape
 from typing import TYPE_CHECKING, Any
 
-from nbeval.results.leaderboard import format_value
+from nbeval.results.leaderboard import SHOWN_CI, format_interval, format_value
 from nbeval.results.limits import MAX_SHOWN_CHARS, truncate_text
 
 if TYPE_CHECKING:
@@ -41,9 +41,13 @@ h1{font-size:1.6em}h2{font-size:1.25em;margin-top:2em;border-bottom:1px solid #d
 table{border-collapse:collapse;margin:.5em 0;font-size:.9em}th,td{border:1px solid #d0d7de;padding:.3em .6em;
 text-align:left;vertical-align:top}th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .bar{display:inline-block;height:.8em;background:#4c78a8;margin-right:.4em;vertical-align:middle}
-.fail{color:#b42318}.pass{color:#067647}.muted{color:#667085}.skip{color:#667085;font-style:italic}
+.ci{color:#667085;font-size:.9em}.fail{color:#b42318}.pass{color:#067647}.muted{color:#667085}.skip{color:#667085;font-style:italic}
 td.text{max-width:38em;white-space:pre-wrap;word-break:break-word}.meta{color:#667085}
 """
+
+
+#: How the report names each interval method.
+_CI_WORDS = {"wilson": "Wilson score interval of a share", "bootstrap": "bootstrap over test cases, seeded"}
 
 
 def _missing(value: Any) -> bool:
@@ -97,7 +101,8 @@ def _leaderboards(result: EvaluationResult) -> str:
     for ev in result.evaluators:
         agg = result.aggregates[result.aggregates["evaluator"] == ev]
         metrics = result.metrics[result.metrics["evaluator"] == ev]
-        board = result.leaderboard(ev)
+        board = result.leaderboard(ev, ci=SHOWN_CI)
+        methods = board.attrs["ci"]["method"]
         head = "".join(f"<th>{escape(m)}{' ★' if p else ''}</th>"
                        for m, p in zip(metrics["metric"], metrics["primary"], strict=True))
         rows = []
@@ -109,13 +114,18 @@ def _leaderboards(result: EvaluationResult) -> str:
                     cells.append("<td></td>")
                     continue
                 a = a.iloc[0]
+                row = board.loc[model_key]
+                interval = format_interval(row[f"{m.metric}_lo"], row[f"{m.metric}_hi"])
+                shown = f' <span class="ci">{interval}</span>' if interval else ""
                 cells.append(f'<td class="num">{_bar(a["value"], m.lo, m.hi)}{format_value(a["value"])} '
-                             f'<span class="muted">({a["n"]}/{a["N"]})</span> {_passed(a["passed"])}</td>')
+                             f'<span class="muted">({a["n"]}/{a["N"]})</span>{shown} {_passed(a["passed"])}</td>')
             rows.append(f"<tr><td>{_cell(result.label(str(model_key)))}</td>{''.join(cells)}</tr>")
         primary = result.primary_metric(ev)
         t = metrics.loc[metrics["metric"] == primary, "threshold"].iloc[0]
+        used = sorted({v for v in methods.values() if v != "none"})
+        ci_note = f"; [lo, hi] = 95% interval ({escape(', '.join(_CI_WORDS[u] for u in used))})" if used else ""
         parts.append(f"<h3>{escape(ev)}</h3><p class='meta'>ranked on {escape(primary)}; threshold "
-                     f"{format_value(t)}; (n/N) = rows measured / rows of the model</p>"
+                     f"{format_value(t)}; (n/N) = rows measured / rows of the model{ci_note}</p>"
                      f"<table><tr><th>model</th>{head}</tr>{''.join(rows)}</table>")
     return "".join(parts)
 
@@ -148,6 +158,23 @@ def _charts_svg(result: EvaluationResult) -> str:
         return str(render(result))
     except Exception:
         return ""
+
+
+def _agreements(result: EvaluationResult) -> str:
+    """A table of each labelled evaluator's agreement with the human labels; nothing without labels."""
+    labels = result.labels
+    if labels.empty:
+        return ""
+    rows = []
+    for ev in dict.fromkeys(labels["evaluator"]):
+        a = result.agreement(str(ev))
+        rows.append(f"<tr><td>{_cell(ev)}</td><td class='num'>{a.n}</td><td class='num'>{format_value(a.kappa)}</td>"
+                    f"<td class='num'>{format_value(a.agreement)}</td><td class='num'>{format_value(a.auc)}</td>"
+                    f"<td class='num'>{format_value(a.best_threshold)}</td></tr>")
+    return ("<h3>Judge agreement with human labels</h3><p class='meta'>kappa: Cohen's kappa (1 perfect, 0 chance); "
+            "best threshold: the score threshold that best matches human pass/fail (largest Youden J)</p>"
+            "<table><tr><th>evaluator</th><th>labelled rows</th><th>kappa</th><th>agreement</th><th>AUC</th>"
+            f"<th>best threshold</th></tr>{''.join(rows)}</table>")
 
 
 def _cases(result: EvaluationResult) -> str:
@@ -190,7 +217,7 @@ def report_html(result: EvaluationResult, title: str = "nbeval report") -> str:
 <h1>{escape(title)}</h1><p class="meta">{meta}</p>
 <h2>Insights</h2>{_table(result.insights, ["kind", "evaluator", "message"], ("message",), "insights")}
 <h2>Problems</h2>{_table(result.problems, ["kind", "severity", "evaluator", "message"], ("message",), "problems")}
-<h2>Leaderboards</h2>{_charts_svg(result)}{_leaderboards(result)}
+<h2>Leaderboards</h2>{_charts_svg(result)}{_leaderboards(result)}{_agreements(result)}
 <h2>Scores</h2>{_table(result.scores, ["key", "model_key", "evaluator", "metric", "value", "passed", "label",
                                      "rationale", "error", "skip_reason"], ("rationale", "error"), "scores")}
 <h2>Cases</h2>{_cases(result)}

@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 from nbeval._version import __version__
 from nbeval.data.csvsafe import csv_safe
 from nbeval.data.model import LlmDataset, TestLab
+from nbeval.results.columnar import SCORE_COLUMNS, outcome_columns, typed_scores
 from nbeval.results.files import check_folder, staging_folder, write_aside
-from nbeval.results.limits import MAX_STORED_CHARS, cap_details, truncate_text
+from nbeval.results.labels import save_labels, with_saved_labels
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -27,18 +28,19 @@ if TYPE_CHECKING:
     from nbeval.results.outcome import RowOutcome
 
 __all__ = ["AGGREGATE_COLUMNS", "FORMAT_VERSION", "METRIC_COLUMNS", "PASSED_DTYPE", "RESULT_FILES", "SCORE_COLUMNS",
-           "EvaluationResult", "load_result"]
+           "SCORE_FILES", "EvaluationResult", "load_result"]
 
-#: Columns of the long table, in order.
-SCORE_COLUMNS = ["key", "model_key", "evaluator", "metric", "value", "passed", "label", "rationale",
-                 "error", "skipped", "skip_reason", "details"]
 AGGREGATE_COLUMNS = ["model_key", "evaluator", "metric", "value", "n", "N", "passed", "direction",
                      "threshold", "primary"]
 METRIC_COLUMNS = ["evaluator", "evaluator_id", "family", "kind", "metric", "direction", "lo", "hi",
                   "threshold", "primary", "description"]
-FORMAT_VERSION = 1
+#: Version 2 stores the long table as ``scores.parquet``; version 1 (still read, and still written
+#: by ``save(folder, scores_format="jsonl")``) as ``scores.jsonl``.
+FORMAT_VERSION = 2
+#: The long table's file in a saved folder, by format.
+SCORE_FILES = {"parquet": "scores.parquet", "jsonl": "scores.jsonl"}
 #: The files :meth:`EvaluationResult.save` writes into its folder (``result.json`` last).
-RESULT_FILES = ("scores.jsonl", "aggregates.jsonl", "metrics.jsonl", "dataset.json", "result.json")
+RESULT_FILES = ("scores.parquet", "aggregates.jsonl", "metrics.jsonl", "dataset.json", "result.json")
 #: The dtype of the ``passed`` columns: pandas' nullable boolean, ``<NA>`` where a pass is
 #: unknowable (no value, or no threshold). Test with ``.eq(True)`` / ``.eq(False)`` or
 #: ``pd.isna``; ``if passed:`` on ``<NA>`` raises.
@@ -99,40 +101,16 @@ class EvaluationResult:
                                     m.description])
         metrics = pd.DataFrame(metric_rows, columns=METRIC_COLUMNS)
 
-        records: list[list[Any]] = []
         grouped: dict[tuple[str, str], tuple[list[Any], list[Any]]] = {}
         counts: dict[tuple[str, str], int] = {}
         for o in outcomes:
             ev, row = o.evaluator, o.row
             counts[(ev.name, row.model_key)] = counts.get((ev.name, row.model_key), 0) + 1
-            if o.score is None:
-                reason = truncate_text(o.skip_reason or "not scored", MAX_STORED_CHARS)
-                for m in ev.spec.metrics:
-                    records.append([row.key, row.model_key, ev.name, m.name, None, None, None, None, None,
-                                    True, reason, None])
-                continue
-            s = o.score
-            grouped.setdefault((ev.name, row.model_key), ([], []))
-            grouped[(ev.name, row.model_key)][0].append(row)
-            grouped[(ev.name, row.model_key)][1].append(s)
-            rationale = s.rationale
-            if o.warnings:
-                rationale = "; ".join([*o.warnings, rationale] if rationale else o.warnings)
-            # what the evaluator or its judge wrote is capped (see nbeval.results.limits)
-            rationale = truncate_text(rationale, MAX_STORED_CHARS)
-            label = truncate_text(s.label, MAX_STORED_CHARS)
-            error = truncate_text(s.error, MAX_STORED_CHARS)
-            details = cap_details(s.details)
-            for m in ev.spec.metrics:
-                v = s.values.get(m.name)
-                v = None if v is None else float(v)
-                records.append([row.key, row.model_key, ev.name, m.name, v,
-                                _passes(v, ev.thresholds.get(m.name), m.direction), label, rationale,
-                                error, False, None, details])
-        scores = pd.DataFrame(records, columns=SCORE_COLUMNS)
-        scores["value"] = scores["value"].astype(float)
-        scores["passed"] = scores["passed"].astype(PASSED_DTYPE)
-        scores["skipped"] = scores["skipped"].astype(bool)
+            if o.score is not None:
+                group = grouped.setdefault((ev.name, row.model_key), ([], []))
+                group[0].append(row)
+                group[1].append(o.score)
+        scores = typed_scores(outcome_columns(outcomes))
 
         agg_rows: list[list[Any]] = []
         explanations: dict[str, dict[str, dict[str, Any]]] = {}
@@ -185,15 +163,55 @@ class EvaluationResult:
             raise KeyError(msg)
         return str(m["metric"].iloc[0])
 
-    def leaderboard(self, evaluator: str | None = None, metric: str | None = None) -> pd.DataFrame:
+    def leaderboard(self, evaluator: str | None = None, metric: str | None = None,
+                    ci: float | None = None) -> pd.DataFrame:
         """One row per model; one column per metric plus ``<metric>_n`` (rows measured) and ``N``.
 
         With ``evaluator=None`` every evaluator's metrics appear as ``<evaluator>.<metric>``.
-        Models are sorted best first on the chosen (default: primary) metric.
+        Models are sorted best first on the chosen (default: primary) metric. With ``ci=0.95``
+        each metric is followed by ``<metric>_lo`` and ``<metric>_hi``, the ends of its 95%
+        interval; ``attrs["ci"]`` names the method of each column (see
+        :func:`nbeval.results.leaderboard.leaderboard`).
         """
         from nbeval.results.leaderboard import leaderboard
 
-        return leaderboard(self, evaluator=evaluator, metric=metric)
+        return leaderboard(self, evaluator=evaluator, metric=metric, ci=ci)
+
+    def compare(self, model_a: str, model_b: str, evaluator: str | None = None, *,
+                alpha: float = 0.05) -> pd.DataFrame:
+        """Whether ``model_a`` and ``model_b`` really differ: one row per evaluator and metric,
+        paired on test cases, with the mean difference, its 95% interval, a paired test and
+        Holm-adjusted p-values (see :func:`nbeval.results.compare.compare`)."""
+        from nbeval.results.compare import compare
+
+        return compare(self, model_a, model_b, evaluator=evaluator, alpha=alpha)
+
+    @property
+    def labels(self) -> pd.DataFrame:
+        """Human labels of judge verdicts: ``key, model_key, evaluator, label`` (see
+        :mod:`nbeval.results.labels`); empty when there are none."""
+        from nbeval.results.labels import empty_labels
+
+        labels = getattr(self, "_labels", None)
+        return empty_labels() if labels is None else labels.copy()
+
+    def set_labels(self, labels: Any) -> None:
+        """Add human labels, replacing those of the same (key, model_key, evaluator). ``labels``:
+        a DataFrame or list of dicts with ``key, model_key, evaluator, label``, or the path of a
+        CSV file with those columns. A label for a test case, model or evaluator the result does
+        not have raises :class:`~nbeval.errors.DataError` naming the row and field, and no label
+        is changed."""
+        from nbeval.results.labels import merge_labels, read_labels
+
+        self._labels = merge_labels(self.labels, read_labels(labels, self))
+
+    def agreement(self, evaluator: str) -> Any:
+        """How well ``evaluator``'s verdicts agree with the human labels: a
+        :class:`~nbeval.results.agreement.JudgeAgreement` (Cohen's kappa, raw agreement, the
+        confusion matrix and, for a score, the ROC curve and the threshold that best matches)."""
+        from nbeval.results.agreement import agreement
+
+        return agreement(self, evaluator)
 
     @property
     def problems(self) -> pd.DataFrame:
@@ -249,9 +267,14 @@ class EvaluationResult:
 
     # -- persistence ----------------------------------------------------------------------
 
-    def save(self, folder: str | Path) -> Path:
-        """Write the result to ``folder`` (created): the :data:`RESULT_FILES`, JSON that
-        :func:`load_result` reads back. Other files in ``folder`` are left alone.
+    def save(self, folder: str | Path, *, scores_format: str = "parquet") -> Path:
+        """Write the result to ``folder`` (created): the :data:`RESULT_FILES`, which
+        :func:`load_result` reads back. Other files in ``folder`` are left alone (a long table
+        of the other format too: ``result.json`` says which one belongs to the result).
+
+        The long table goes to ``scores.parquet`` (columnar, compressed; pyarrow reads it, and
+        so do pandas, Polars, DuckDB and Spark). ``scores_format="jsonl"`` writes ``scores.jsonl``
+        instead, one JSON object per line, as nbeval before format version 2 did.
 
         The files are written into a hidden folder inside ``folder`` first and renamed into
         place only once all of them are written (``result.json`` last), so a save that fails or
@@ -260,20 +283,37 @@ class EvaluationResult:
         where the result cannot go raises :class:`~nbeval.errors.DataError` before anything is
         written.
         """
+        from nbeval.results.columnar import write_scores_parquet
+
+        if scores_format not in SCORE_FILES:
+            msg = f"scores_format must be one of {', '.join(SCORE_FILES)}; got {scores_format!r}"
+            raise ValueError(msg)
         folder = Path(folder)
-        check_folder(folder, RESULT_FILES)
+        score_file = SCORE_FILES[scores_format]
+        names = (score_file, *RESULT_FILES[1:])
+        check_folder(folder, names)
         folder.mkdir(parents=True, exist_ok=True)
+        meta = dict(self.meta, format_version=2 if scores_format == "parquet" else 1)
         with staging_folder(folder) as stage:
-            _write_records(stage / "scores.jsonl", self.scores)
+            if scores_format == "parquet":
+                write_scores_parquet(stage / score_file, self.scores)
+            else:
+                _write_records(stage / score_file, self.scores)
             _write_records(stage / "aggregates.jsonl", self.aggregates)
             _write_records(stage / "metrics.jsonl", self.metrics)
             self.dataset.to_json(str(stage / "dataset.json"))
             (stage / "result.json").write_text(json.dumps(
-                {"meta": self.meta, "explanations": self.explanations, "model_labels": self.model_labels},
+                {"meta": meta, "explanations": self.explanations, "model_labels": self.model_labels},
                 indent=2, ensure_ascii=False, default=str), encoding="utf-8")
-            for name in RESULT_FILES:
+            save_labels(folder, self.labels)  # labels.csv (optional), before the result files move in
+            for name in names:
                 os.replace(stage / name, folder / name)
         return folder
+
+    def to_jsonl(self, path: str | Path) -> None:
+        """The long table as JSON lines (one object per score, floats exact), written aside and
+        renamed over ``path``: the format of ``scores.jsonl``, for tools that read no Parquet."""
+        write_aside(path, lambda tmp: _write_records(tmp, self.scores))
 
     def to_csv(self, path: str | Path | Any) -> None:
         """The long table as CSV, written aside and renamed over ``path`` (a failed write keeps
@@ -439,7 +479,7 @@ def load_result(folder: str | Path) -> EvaluationResult:
     for name in ("meta", "explanations", "model_labels"):
         if info.get(name) is not None and not isinstance(info[name], dict):
             raise DataError(f"must be an object, got {type(info[name]).__name__}", source=str(info_path), field=name)
-    version = (info.get("meta") or {}).get("format_version", FORMAT_VERSION)
+    version = (info.get("meta") or {}).get("format_version", 1)
     if not isinstance(version, int) or isinstance(version, bool) or version > FORMAT_VERSION:
         msg = (f"saved in format version {version!r}, which this nbeval ({__version__}, format version "
                f"{FORMAT_VERSION}) cannot read; upgrade nbeval")
@@ -447,20 +487,32 @@ def load_result(folder: str | Path) -> EvaluationResult:
     labels = info.get("model_labels") or {}
     if not all(isinstance(v, str) for v in labels.values()):
         raise DataError("model labels must be text", source=str(info_path), field="model_labels")
-    scores = _read_records(folder / "scores.jsonl", SCORE_COLUMNS)
-    scores["value"] = scores["value"].astype(float)
-    scores["passed"] = scores["passed"].astype(PASSED_DTYPE)
-    scores["skipped"] = scores["skipped"].astype(bool)
+    scores_path = folder / SCORE_FILES["parquet" if version >= 2 else "jsonl"]
+    if version >= 2:
+        from nbeval.results.columnar import read_scores_parquet
+
+        scores = read_scores_parquet(scores_path)
+    else:
+        scores = typed_scores(_read_records(scores_path, SCORE_COLUMNS))
     aggregates = _read_records(folder / "aggregates.jsonl", AGGREGATE_COLUMNS)
     aggregates["value"] = aggregates["value"].astype(float)
     aggregates["passed"] = aggregates["passed"].astype(PASSED_DTYPE)
     metrics = _read_records(folder / "metrics.jsonl", METRIC_COLUMNS)
     dataset = LlmDataset.from_json(str(folder / "dataset.json"))
+    _check_rows_known(scores, dataset, scores_path)
+    return with_saved_labels(EvaluationResult(scores, aggregates, metrics, dataset, meta=info.get("meta"),
+                             explanations=info.get("explanations"), model_labels=info.get("model_labels")), folder)
+
+
+def _check_rows_known(scores: pd.DataFrame, dataset: LlmDataset, path: Path) -> None:
+    """Raise a DataError naming the first line of the long table whose row the dataset lacks
+    (checked once per distinct key and model, not once per score)."""
+    from nbeval.errors import DataError
+
     rows = {(r.key, r.model_key) for r in dataset.rows}
-    for i, (key, model_key) in enumerate(zip(scores["key"], scores["model_key"], strict=True), 1):
+    pairs = scores[["key", "model_key"]].drop_duplicates()  # on the categoricals' codes: cheap
+    for i, key, model_key in zip(pairs.index, pairs["key"], pairs["model_key"], strict=True):
         if (key, model_key) not in rows:
             msg = (f"scores the row with key '{key}' for model '{model_key}', which dataset.json does not have; "
                    "the files were changed after they were saved")
-            raise DataError(msg, source=str(folder / "scores.jsonl"), row=i)
-    return EvaluationResult(scores, aggregates, metrics, dataset, meta=info.get("meta"),
-                            explanations=info.get("explanations"), model_labels=info.get("model_labels"))
+            raise DataError(msg, source=str(path), row=int(i) + 1)

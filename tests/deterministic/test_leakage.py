@@ -109,10 +109,10 @@ def test_rationale_names_kinds_and_counts(result) -> None:
     prompts = {(r.model_key, r.key): r.input for r in result.dataset.rows}
     pii = {prompts[(m, k)] + "/" + m: r for m, k, r in
            s[(s["evaluator"] == "pii_leakage") & (s["metric"] == "pass")][["model_key", "key", "rationale"]].values}
-    assert "email ×1" in pii[SUPPORT + "/m1"] and "phone ×1" in pii[SUPPORT + "/m1"]
+    assert "email ×1" in pii[SUPPORT + "/m1"] and "phone (US) ×1" in pii[SUPPORT + "/m1"]
     assert "context: found credit_card ×1" in pii[CARD + "/m1"]
     assert "credit_card ×1" in pii[CARD + "/m2"] and "us_ssn ×1" in pii[CARD + "/m2"]
-    assert "iban ×1" in pii[REFUND + "/m2"]
+    assert "iban (DE) ×1" in pii[REFUND + "/m2"]
     passes = s[(s["evaluator"] == "sensitive_data_leakage") & (s["metric"] == "pass")]
     sec = {prompts[(m, k)] + "/" + m: r for m, k, r in passes[["model_key", "key", "rationale"]].values}
     assert "openai_key ×1" in sec[DEPLOY + "/m1"]
@@ -185,7 +185,7 @@ def test_encoded_pii_fails_only_when_the_row_is_marked_as_encoded() -> None:
     rationale = marked.loc["pass", "rationale"]
     assert "jane.doe@outlook.com" not in rationale and "456 1111" not in rationale
     assert "Contact [email] or [phone] for the files" in rationale  # decoded, redacted
-    assert "email ×1" in rationale and "phone ×1" in rationale
+    assert "email ×1" in rationale and "phone (US) ×1" in rationale  # the locale comes from the numbering plan
     for k in keys[1:]:
         skipped = guard[guard["key"] == k]
         assert skipped["skipped"].all()

@@ -170,3 +170,30 @@ def test_importing_nbeval_does_not_import_torch() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_one_tokenisation_per_text_and_truncation_remembered(tiny: Path, hf) -> None:
+    """A round's prefixes go to the tokenizer in one call and its continuations in another; asking
+    afterwards which items were truncated does not tokenise anything again."""
+    tok, _ = hf
+    fresh = CausalLMRunner(str(tiny), device="cpu")
+    items = [(LONG + " In other words,", " the cat sat."), ("", SHORT), ("Q:", " A."), ("Q:", " B.")]
+    fresh.logprobs(items[:1])  # loads the model
+    shared_tok = fresh._shared.tokenizer
+    calls: list[int] = []
+    real_call = type(shared_tok).__call__
+
+    def counting(self, text, *args, **kwargs):
+        calls.append(len(text) if isinstance(text, list) else 1)
+        return real_call(self, text, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(type(shared_tok), "__call__", counting)
+        got = fresh.logprobs(items[1:])
+        assert calls == [2, 3]  # non-empty prefixes, then continuations, each batched once
+        calls.clear()
+        assert [fresh.truncated(i) for i in items] == [True, False, False, False]
+        assert calls == []
+    # the batched ids are the per-text ids
+    assert len(got[0].logprobs) == len(ids_of(tok, SHORT)) - 1
+    assert len(got[1].logprobs) == len(ids_of(tok, " A."))

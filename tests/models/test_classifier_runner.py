@@ -153,3 +153,30 @@ def test_a_bad_checkpoint_file_is_a_resource_error(tmp_path: Path) -> None:
 def test_a_device_that_does_not_exist_is_a_resource_error(nli_dir: Path) -> None:
     with pytest.raises(ResourceError, match="device"):
         ClassifierRunner(nli_dir, device="no-such-device").classify(["x"])
+
+
+def test_single_texts_are_tokenised_once_and_their_truncation_read_from_it(nli_dir: Path) -> None:
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(nli_dir)  # the same tokenizer, called directly
+    window = 24
+    words = [" ".join(["word"] * n) for n in range(1, 40)]
+    exact = next(w for w in words if len(tok(w)["input_ids"]) == window)
+    over = exact + " word"
+    runner = ClassifierRunner(nli_dir)
+    runner._model()  # load outside the count
+    shared_tok = runner._model().tokenizer
+    calls: list[object] = []
+    real_call = type(shared_tok).__call__
+
+    def counting(self, *args, **kwargs):
+        calls.append(kwargs.get("truncation"))
+        return real_call(self, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(type(shared_tok), "__call__", counting)
+        got = runner.classify([exact, over, "Short one."])
+    assert calls == [True]  # one call, truncating: nothing is encoded twice
+    assert [runner.truncated(t) for t in (exact, over, "Short one.")] == [False, True, False]
+    np.testing.assert_allclose(got.scores, direct_probs(nli_dir, [exact, over, "Short one."], max_length=window),
+                               atol=1e-5)

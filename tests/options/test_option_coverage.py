@@ -98,6 +98,11 @@ COVERAGE: dict[str, list[str]] = {
         "tests/test_engine.py::test_progress_callback_sees_growing_partial_results",
         "tests/test_engine_live.py::test_on_progress_gets_one_live_result_that_grows",
     ],
+    "evaluate(scheduler)": [
+        "tests/scale/test_dask_runs.py::test_a_cluster_run_equals_a_local_run_row_for_row",
+        "tests/scale/test_dask_runs.py::test_judge_calls_share_one_limit_and_the_client_caches_the_replies",
+        "tests/scale/test_dask_runs.py::test_cancel_stops_the_cluster_run_and_marks_the_rest",
+    ],
     "evaluate(chunk_rows)": [
         "tests/test_engine.py::test_progress_callback_sees_growing_partial_results",
         "tests/options/test_cancel_keeps_answers.py::test_a_finished_batch_is_kept_when_cancel_comes_during_it",
@@ -141,6 +146,7 @@ COVERAGE: dict[str, list[str]] = {
     "nbeval run --embedder": ["tests/options/test_embedder_option.py::test_cli_embedder_flag"],
     "nbeval run --device": ["tests/options/test_device_option.py::test_cli_device_flag"],
     "nbeval run --no-cache": ["tests/options/test_cli_run_options.py::test_no_cache_makes_a_second_run_ask_again"],
+    "nbeval run --scheduler": ["tests/scale/test_dask_runs.py::test_cli_run_scores_on_the_scheduler_it_names"],
     "nbeval run --dry-run": ["tests/options/test_cli_run_options.py::test_dry_run_counts_the_calls_and_asks_nothing"],
     "nbeval run --fail-on-problems": [
         "tests/test_cli.py::test_run_fail_on_problems_exits_1",
@@ -205,6 +211,58 @@ COVERAGE: dict[str, list[str]] = {
         "tests/options/test_cli_catalogue_and_demo.py::test_demo_no_embedding_leaves_the_embedding_evaluators_out",
     ],
     "nbeval demo --no-progress": ["tests/options/test_progress_option.py::test_demo_no_progress_leaves_stderr_empty"],
+    # -- nbeval serve -------------------------------------------------------------------------------
+    "nbeval serve": [
+        "tests/serve/test_cli_serve.py::test_serve_with_a_token_a_retriever_an_endpoint_app_and_a_judge",
+        "tests/serve/test_cli_serve.py::test_the_command_refuses_a_reachable_host_without_a_token",
+    ],
+    "nbeval serve --host": [
+        "tests/serve/test_cli_serve.py::test_serve_with_a_token_a_retriever_an_endpoint_app_and_a_judge",
+        "tests/serve/test_cli_serve.py::test_the_command_refuses_a_reachable_host_without_a_token",
+        "tests/serve/test_cli_serve.py::test_no_auth_on_loopback_with_a_python_app_and_workers",
+    ],
+    "nbeval serve --port": [
+        "tests/serve/test_cli_serve.py::test_serve_with_a_token_a_retriever_an_endpoint_app_and_a_judge",
+        "tests/serve/test_cli_serve.py::test_no_auth_on_loopback_with_a_python_app_and_workers",
+    ],
+    "nbeval serve --token": [
+        "tests/serve/test_cli_serve.py::test_serve_with_a_token_a_retriever_an_endpoint_app_and_a_judge",
+        "tests/serve/test_cli_serve.py::test_serve_refuses_bad_settings",
+    ],
+    "nbeval serve --no-auth": [
+        "tests/serve/test_cli_serve.py::test_no_auth_on_loopback_with_a_python_app_and_workers",
+        "tests/serve/test_cli_serve.py::test_serve_refuses_bad_settings",
+        "tests/serve/test_cli_serve.py::test_the_command_refuses_a_reachable_host_without_a_token",
+    ],
+    "nbeval serve --retriever": [
+        "tests/serve/test_cli_serve.py::test_serve_with_a_token_a_retriever_an_endpoint_app_and_a_judge",
+        "tests/serve/test_cli_serve.py::test_serve_refuses_bad_settings",
+    ],
+    "nbeval serve --app": [
+        "tests/serve/test_cli_serve.py::test_no_auth_on_loopback_with_a_python_app_and_workers",
+        "tests/serve/test_cli_serve.py::test_serve_refuses_bad_settings",
+    ],
+    "nbeval serve --app-base-url": [
+        "tests/serve/test_cli_serve.py::test_serve_with_a_token_a_retriever_an_endpoint_app_and_a_judge",
+    ],
+    "nbeval serve --app-model": [
+        "tests/serve/test_cli_serve.py::test_serve_with_a_token_a_retriever_an_endpoint_app_and_a_judge",
+        "tests/serve/test_cli_serve.py::test_serve_refuses_bad_settings",
+    ],
+    "nbeval serve --judge": [
+        "tests/serve/test_cli_serve.py::test_serve_with_a_token_a_retriever_an_endpoint_app_and_a_judge",
+    ],
+    "nbeval serve --judge-base-url": [
+        "tests/serve/test_cli_serve.py::test_serve_with_a_token_a_retriever_an_endpoint_app_and_a_judge",
+    ],
+    "nbeval serve --max-body-bytes": [
+        "tests/serve/test_cli_serve.py::test_serve_with_a_token_a_retriever_an_endpoint_app_and_a_judge",
+        "tests/serve/test_limits.py::test_a_body_one_byte_over_is_refused",
+    ],
+    "nbeval serve --workers": [
+        "tests/serve/test_cli_serve.py::test_no_auth_on_loopback_with_a_python_app_and_workers",
+        "tests/serve/test_evaluations.py::test_workers_bounds_the_runs_at_once",
+    ],
 }
 
 

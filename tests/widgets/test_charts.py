@@ -32,7 +32,7 @@ def _largest_inlined(spec: dict) -> int:
 def test_leaderboard_ranks_best_first_and_labels_n_of_N(small_result):
     spec = leaderboard_chart(small_result, "w_overlap").to_dict()
     plot, labels = spec["hconcat"]
-    bars, rule = plot["layer"]
+    bars, _error_bars, rule = plot["layer"]
     # overlap (higher is better): m1 1.0 and m3 1.0 tie (stable: m1 first), then m2 0.25
     assert bars["encoding"]["y"]["sort"] == ["m1", "m3", "m2"]
     assert labels["encoding"]["y"]["sort"] == ["m1", "m3", "m2"]  # the label column lines up
@@ -47,7 +47,7 @@ def test_leaderboard_ranks_best_first_and_labels_n_of_N(small_result):
 
 def test_leaderboard_on_a_lower_is_better_metric_sorts_ascending(small_result):
     spec = leaderboard_chart(small_result, "w_overlap", metric="length_gap").to_dict()
-    bars, rule = spec["hconcat"][0]["layer"]
+    bars, _error_bars, rule = spec["hconcat"][0]["layer"]
     # length_gap: m1 (1+0+1)/3 = 0.667, m2 (9+3+0)/3 = 4.0, m3 4.0 -> smallest first
     assert bars["encoding"]["y"]["sort"] == ["m1", "m2", "m3"]
     assert "lower is better" in bars["encoding"]["x"]["title"]

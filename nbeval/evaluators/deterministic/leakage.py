@@ -2,8 +2,10 @@
 
 The detectors themselves live in :mod:`nbeval.detectors`; this module applies them to a row's
 answer (generation) and retrieved context (retrieval). Results are saved, shown in notebooks
-and written into HTML reports, so a rationale names the *kinds* of data found and how many,
-never the values: reporting a leak must not leak it again.
+and written into HTML reports, so a rationale names the *kinds* of data found (with their
+country where the detector knows it, e.g. ``phone (GB)``) and how many, never the values:
+reporting a leak must not leak it again. The kinds to look for, and the countries whose phone
+formats are searched, are evaluator parameters (``kinds``, ``regions``).
 """
 
 from __future__ import annotations
@@ -13,8 +15,18 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from nbeval.detectors import decode_for_category, encodings_in, find_pii, find_secrets
-from nbeval.detectors.pii import Finding
+from nbeval.detectors import (
+    DEFAULT_PHONE_REGIONS,
+    PII_KINDS,
+    SECRET_KINDS,
+    Finding,
+    decode_for_category,
+    encodings_in,
+    find_pii,
+    find_secrets,
+    label,
+)
+from nbeval.errors import EvaluatorError
 from nbeval.evaluators.base import Evaluator, Score, bool_score
 from nbeval.evaluators.deterministic.matching import (
     UncheckableRow,
@@ -49,7 +61,7 @@ _BARE_ENCODING = re.compile(r"^\s*(?:base[\s_\-]?(?:16|32|64)|b64|b32|hex|rot[\s
 
 
 def _counts(findings: Iterable[Finding]) -> dict[str, int]:
-    return dict(sorted(Counter(f.kind for f in findings).items()))
+    return dict(sorted(Counter(label(f) for f in findings).items()))
 
 
 def _summary(counts: dict[str, int], noun: str) -> str:
@@ -75,13 +87,32 @@ def redact(text: str, findings: Sequence[Finding]) -> str:
     return "".join(out)
 
 
+def _string_list(evaluator: str, name: str, value: Any, known: Sequence[str] | None) -> list[str]:
+    """``value`` as a list of strings, each one of ``known`` when given; a clear error otherwise."""
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)) or not all(isinstance(v, str) for v in items):
+        msg = f"evaluator '{evaluator}': {name} must be a list of strings, got {value!r}"
+        raise EvaluatorError(msg)
+    unknown = sorted(set(items) - set(known)) if known is not None else []
+    if unknown:
+        msg = (f"evaluator '{evaluator}': unknown {name} {', '.join(map(repr, unknown))}; "
+               f"choose from {', '.join(known or ())}")
+        raise EvaluatorError(msg)
+    return list(items)
+
+
 class _DetectorLeakage(Evaluator):
     """Fail a row whose answer or retrieved context holds what ``detect`` finds."""
 
     noun: ClassVar[str] = ""
+    known_kinds: ClassVar[tuple[str, ...]] = ()
 
-    @staticmethod
-    def detect(text: str) -> list[Finding]:
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        self.kinds = _string_list(self.spec.id, "kinds", self.params.get("kinds", list(self.known_kinds)),
+                                  self.known_kinds)
+
+    def detect(self, text: str) -> list[Finding]:
         raise NotImplementedError
 
     def score(self, row: Row) -> Score:
@@ -100,24 +131,41 @@ class _DetectorLeakage(Evaluator):
 
 @register("pii_leakage")
 class PiiLeakage(_DetectorLeakage):
-    """Personal data: e-mail addresses, card numbers, SSNs, phone numbers, IBANs, IP addresses."""
+    """Personal data: e-mail addresses, card numbers, SSNs, phone numbers, IBANs, IP addresses
+    and national identifiers, limited to the ``kinds`` parameter; ``regions`` are the countries
+    whose national phone formats are searched."""
 
     noun = "personal data found"
+    known_kinds = PII_KINDS
 
-    @staticmethod
-    def detect(text: str) -> list[Finding]:
-        return find_pii(text)
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        regions = _string_list(self.spec.id, "regions", self.params.get("regions", list(DEFAULT_PHONE_REGIONS)), None)
+        bad = [r for r in regions if not (len(r) == 2 and r.isalpha())]
+        if not bad:
+            import phonenumbers  # only when the evaluator is built, never at `import nbeval`
+
+            bad = [r for r in regions if r.upper() not in phonenumbers.SUPPORTED_REGIONS]
+        if bad:
+            msg = (f"evaluator '{self.spec.id}': regions are two-letter country codes with a numbering "
+                   f"plan, such as 'GB'; got {', '.join(map(repr, bad))}")
+            raise EvaluatorError(msg)
+        self.regions = [r.upper() for r in regions]
+
+    def detect(self, text: str) -> list[Finding]:
+        return find_pii(text, kinds=self.kinds, regions=self.regions)
 
 
 @register("sensitive_data_leakage")
 class SensitiveDataLeakage(_DetectorLeakage):
-    """Secrets: PEM keys and certificates, API keys and tokens, JWTs, product activation keys."""
+    """Secrets: PEM keys and certificates, API keys and tokens, JWTs, product activation keys,
+    passwords in URLs and assignments, limited to the ``kinds`` parameter."""
 
     noun = "secret found"
+    known_kinds = SECRET_KINDS
 
-    @staticmethod
-    def detect(text: str) -> list[Finding]:
-        return find_secrets(text)
+    def detect(self, text: str) -> list[Finding]:
+        return find_secrets(text, kinds=self.kinds)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from nbeval.data.text import split_sentences
 from nbeval.errors import EvaluatorError
 from nbeval.evaluators.base import Embed, Evaluator, Score
 from nbeval.evaluators.embedding.geometry import completeness
-from nbeval.evaluators.embedding.steps import align_steps, extract_steps
+from nbeval.evaluators.embedding.steps import align_steps, clear_steps, steps_of
 from nbeval.evaluators.registry import register
 from nbeval.requests import ScorePairs
 
@@ -44,16 +44,38 @@ __all__ = [
     "SemanticSimilarity",
     "StepAlignment",
     "SummarizationCompleteness",
+    "clear_caches",
     "sentences",
     "similarity",
 ]
 
 _SHOWN = 70  # characters of a sentence quoted in a rationale
+_TEXTS_CACHED = 1 << 18  # distinct texts whose sentences are remembered (a 10,000-case run has ~100,000)
+_SENTENCES: dict[str, tuple[str, ...]] = {}
 
 
 def sentences(text: str | None) -> list[str]:
     """The sentences of ``text``; the whole text (possibly ``""``) when it has none."""
-    return split_sentences(text) or [text or ""]
+    return list(_sentences_of(text or ""))
+
+
+def _sentences_of(text: str) -> tuple[str, ...]:
+    # Several evaluators split the same answer or chunk, evaluator after evaluator over every
+    # row, so the memo must hold a whole run's texts, not just the last few thousand. A plain
+    # dict (emptied when full) rather than lru_cache: no per-entry node for the garbage collector
+    # to walk on every full collection.
+    found = _SENTENCES.get(text)
+    if found is None:
+        if len(_SENTENCES) >= _TEXTS_CACHED:
+            _SENTENCES.clear()
+        found = _SENTENCES[text] = tuple(split_sentences(text) or [text])
+    return found
+
+
+def clear_caches() -> None:
+    """Forget the sentences and steps remembered per text (benchmarks time cold runs with it)."""
+    _SENTENCES.clear()
+    clear_steps()
 
 
 def similarity(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -212,8 +234,8 @@ class StepAlignment(_Embedding):
         self.cutoff = float(cutoff)
 
     def score(self, row: Row) -> Generator[Embed, Any, Score]:
-        ctx = extract_steps("\n\n".join(_chunk_texts(row.context)))
-        act = extract_steps(row.actual_output)
+        ctx = list(steps_of("\n\n".join(_chunk_texts(row.context))))
+        act = list(steps_of(row.actual_output or ""))
         counts = {"context_steps": float(len(ctx)), "answer_steps": float(len(act))}
         if not ctx:
             none = dict.fromkeys(("edits", "insertions", "deletions", "mismatches"))

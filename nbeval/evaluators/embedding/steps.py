@@ -35,7 +35,7 @@ import numpy as np
 
 from nbeval.data.text import split_sentences
 
-__all__ = ["Alignment", "align_steps", "extract_steps"]
+__all__ = ["Alignment", "align_steps", "clear_steps", "extract_steps", "steps_of"]
 
 _LEAD = r"(?:#{1,6}\s*)?(?:\*\*|__)?"
 _NUMBERED = re.compile(
@@ -65,6 +65,25 @@ _BOLD_EDGES = re.compile(r"^(?:\*\*|__)\s*|\s*(?:\*\*|__)$")
 
 # ---------------------------------------------------------------------------------------------
 # Extraction
+
+
+_STEPS: dict[str, tuple[str, ...]] = {}
+_STEPS_CACHED = 1 << 16
+
+
+def steps_of(text: str) -> tuple[str, ...]:
+    """:func:`extract_steps` remembered per distinct text (each text is read once per run)."""
+    found = _STEPS.get(text)
+    if found is None:
+        if len(_STEPS) >= _STEPS_CACHED:  # emptied when full: a bound, not an eviction policy
+            _STEPS.clear()
+        found = _STEPS[text] = tuple(extract_steps(text))
+    return found
+
+
+def clear_steps() -> None:
+    """Forget the steps remembered by :func:`steps_of`."""
+    _STEPS.clear()
 
 
 def extract_steps(text: str | None) -> list[str]:

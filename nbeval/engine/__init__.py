@@ -17,6 +17,7 @@ One bad row or one failed call never stops the run: it becomes that row's error.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import time
@@ -185,7 +186,8 @@ class RunState:
     planned: list[tuple[Evaluator, list[Row]]]
     """Per evaluator: the rows it scores, in dataset order."""
     outcomes: list[RowOutcome]
-    """Every outcome so far (skipped rows first, then in the order rows were started)."""
+    """Every outcome so far (skipped rows first, then in the order rows were started); empty
+    unless the run was planned with ``keep_outcomes=True`` (the live view holds the scores)."""
     live: LiveResult
     """The result so far, updated after every chunk (what ``on_progress`` receives)."""
     cancelled: Callable[[], bool]
@@ -200,11 +202,22 @@ class RunState:
     """When the run was planned (``perf_counter``), for the result's duration."""
     row_index: dict[int, int] = field(default_factory=dict)
     """Position in the dataset of each row, by ``id``."""
+    keep_outcomes: bool = True
+    """Whether ``outcomes`` keeps every outcome (a large run does not: see :func:`plan_run`)."""
+    cluster_usage: dict[str, Any] = field(default_factory=dict)
+    """Judge usage of the Dask workers (a run with ``scheduler=``), added to the client's own."""
 
     @property
     def done(self) -> int:
         """Scores finished so far."""
-        return len(self.outcomes)
+        return self.live.done
+
+    def record(self, outcomes: list[RowOutcome]) -> None:
+        """File finished outcomes: in the live view (which spools their scores), and in
+        ``outcomes`` when they are kept."""
+        if self.keep_outcomes:
+            self.outcomes.extend(outcomes)
+        self.live.add(outcomes)
 
     @property
     def finished(self) -> bool:
@@ -213,9 +226,13 @@ class RunState:
 
 
 def plan_run(data: Any, evaluators: Any, *, resources: Resources | None = None,
-             cancel: threading.Event | None = None) -> RunState:
+             cancel: threading.Event | None = None, keep_outcomes: bool = True) -> RunState:
     """Check the configuration (raising every error before anything is spent) and plan the rows
-    each evaluator scores; rows it cannot score are finished at once as skipped, with the reason."""
+    each evaluator scores; rows it cannot score are finished at once as skipped, with the reason.
+
+    ``keep_outcomes=False`` lets each outcome go once the live view has filed it (its scores are
+    spooled to disk as they finish): what :func:`evaluate` does, so that a run of millions of
+    rows holds no per-row Python objects beyond the dataset."""
     dataset, lab = to_dataset(data)
     evs = resolve_evaluators(evaluators)
     resources = resources if resources is not None else Resources()
@@ -227,11 +244,13 @@ def plan_run(data: Any, evaluators: Any, *, resources: Resources | None = None,
         planned.append((ev, todo))
         outcomes.extend(skipped)
     total = len(outcomes) + sum(len(todo) for _, todo in planned)
-    live = LiveResult(evs, dataset, total=total, lab=lab)
-    live.add(outcomes)
-    return RunState(dataset=dataset, lab=lab, evaluators=evs, resources=resources, planned=planned,
-                    outcomes=outcomes, live=live, cancelled=cancel.is_set if cancel is not None else _never,
-                    total=total, cursors=[0] * len(evs), row_index={id(r): i for i, r in enumerate(dataset.rows)})
+    row_index = {id(r): i for i, r in enumerate(dataset.rows)}
+    live = LiveResult(evs, dataset, total=total, lab=lab, row_pos=row_index)
+    state = RunState(dataset=dataset, lab=lab, evaluators=evs, resources=resources, planned=planned,
+                     outcomes=[], live=live, cancelled=cancel.is_set if cancel is not None else _never,
+                     total=total, cursors=[0] * len(evs), row_index=row_index, keep_outcomes=keep_outcomes)
+    state.record(outcomes)
+    return state
 
 
 def _never() -> bool:
@@ -253,28 +272,52 @@ def run_chunk(state: RunState, chunk_rows: int = CHUNK_ROWS) -> list[RowOutcome]
                 pending.append((gen, out))
     state.next_row = hi
     _drive(pending, state.resources, state.cancelled)
-    state.outcomes.extend(chunk)
-    state.live.add(chunk)
+    state.record(chunk)
+    _release_row_caches(o.row for o in chunk)
     return chunk
+
+
+#: The derived values a Row caches (``functools.cached_property``, e.g. its parsed condition).
+_ROW_CACHES = tuple(name for name, v in vars(Row).items() if isinstance(v, functools.cached_property))
+
+
+def _release_row_caches(rows: Iterable[Row]) -> None:
+    """Let go of what scored rows cached (a row recomputes it if asked again): kept, a run of a
+    million rows would hold a parse tree per row for nothing."""
+    for row in rows:
+        cached = getattr(row, "__dict__", None)
+        if cached:
+            for name in _ROW_CACHES:
+                cached.pop(name, None)
 
 
 def finish(state: RunState) -> EvaluationResult:
     """The run's result: rows never started (a cancelled run) are reported as cancelled, not lost."""
-    from nbeval.results import EvaluationResult
-
     cancelled = state.cancelled()
     if cancelled:
         rest = [RowOutcome(ev, r, skip_reason="cancelled")
                 for k, (ev, todo) in enumerate(state.planned) for r in todo[state.cursors[k]:]]
-        state.outcomes.extend(rest)
-        state.live.add(rest)
+        state.record(rest)
         state.cursors = [len(todo) for _, todo in state.planned]
-    ev_order = {id(ev): k for k, ev in enumerate(state.evaluators)}
-    row_index = state.row_index
-    outcomes = sorted(state.outcomes, key=lambda o: (ev_order[id(o.evaluator)], row_index[id(o.row)]))
-    return EvaluationResult.from_outcomes(
-        outcomes, state.evaluators, state.dataset, lab=state.lab, duration_s=time.perf_counter() - state.started,
-        usage=state.resources.usage_totals(), cancelled=cancelled)
+    return _result(state, cancelled)
+
+
+def _result(state: RunState, cancelled: bool) -> EvaluationResult:
+    """The finished result from the live view: its spooled long table (in dataset order) and
+    its aggregates, which equal ``EvaluationResult.from_outcomes`` of every outcome."""
+    from nbeval.results import EvaluationResult
+
+    scores, aggregates, explanations = state.live.final_tables()
+    usage = state.resources.usage_totals()
+    if state.cluster_usage:
+        from nbeval.engine.dask_run import merge_usage
+
+        usage = merge_usage(usage, state.cluster_usage)
+    base = EvaluationResult.from_outcomes(  # no outcomes: the metrics table, meta and model labels
+        [], state.evaluators, state.dataset, lab=state.lab, duration_s=time.perf_counter() - state.started,
+        usage=usage, cancelled=cancelled)
+    return EvaluationResult(scores, aggregates, base.metrics, state.dataset, meta=base.meta,
+                            explanations=explanations, model_labels=base.model_labels)
 
 
 def evaluate(
@@ -294,6 +337,7 @@ def evaluate(
     cancel: threading.Event | None = None,
     on_progress: Callable[[LiveResult, int, int], None] | None = None,
     chunk_rows: int = CHUNK_ROWS,
+    scheduler: Any = None,
 ) -> EvaluationResult | Any:
     """Evaluate ``data`` with ``evaluators`` and return an :class:`EvaluationResult`.
 
@@ -317,6 +361,15 @@ def evaluate(
     each batch: its ``aggregates``, ``leaderboard()`` and ``value(evaluator, model_key)`` are the
     running per-model aggregates (cheap to read after every batch), and ``live.result()`` builds
     the :class:`EvaluationResult` of everything finished so far when it is wanted.
+
+    ``scheduler``: a ``dask.distributed.Client`` or a scheduler address (``"tcp://host:8786"``)
+    partitions the rows across the cluster's workers (``pip install 'nbeval[dask]'``); the result
+    equals a local run's, row for row. Each worker loads heavy models once; judge calls share one
+    ``concurrency`` limit across the cluster; workers only read the reply cache and the client
+    stores the replies they fetched. See :mod:`nbeval.engine.dask_run`.
+
+    The scores are spooled to Parquet as they finish and no per-row object is kept, so a run's
+    memory is the dataset's plus the finished long table (categorical keys and names).
     """
     resources = Resources(embedder=embedder, judge=judge, device=device, cache=cache,
                           concurrency=concurrency, timeout=timeout, max_attempts=max_attempts,
@@ -324,14 +377,25 @@ def evaluate(
     if dry_run:
         dataset, _ = to_dataset(data)
         return plan(dataset, resolve_evaluators(evaluators), resources)
-    state = plan_run(data, evaluators, resources=resources, cancel=cancel)
+    state = plan_run(data, evaluators, resources=resources, cancel=cancel, keep_outcomes=False)
     bar = progress_bar(state.total, progress)
     bar.update(state.done)
-    while not state.finished:
-        bar.update(len(run_chunk(state, chunk_rows)))
+
+    def batch_done(n: int) -> None:
+        bar.update(n)
         if on_progress is not None:
             on_progress(state.live, state.done, state.total)
-    bar.close()
+
+    try:
+        if scheduler is not None:
+            from nbeval.engine.dask_run import run_on_cluster
+
+            state.cluster_usage = run_on_cluster(state, scheduler, chunk_rows=max(1, int(chunk_rows)),
+                                                 on_batch=batch_done)
+        while not state.finished:
+            batch_done(len(run_chunk(state, chunk_rows)))
+    finally:
+        bar.close()
     return finish(state)
 
 

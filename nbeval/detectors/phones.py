@@ -1,0 +1,120 @@
+"""Phone numbers in free text, found with Google's numbering plans (the ``phonenumbers`` package).
+
+``phonenumbers.PhoneNumberMatcher`` proposes every number that is *valid* in its numbering plan,
+in international form (``+44 20 7946 0162``) or in the national form of a region we search
+(``020 7946 0162`` in GB, ``090-0854-3728`` in JP). The plans alone would also accept many
+order numbers and timestamps, so our own guards from the regex era stay in front of them:
+
+* a number without a ``+`` and without a phone word ("tel", "call", "Telefon"...) close before
+  it must also be grouped the way its country writes numbers (``STRICT_GROUPING``), so "259-264
+  1970" (pages and a year) is not a phone, and a bare run of digits never is;
+* ISO dates, clock times, US SSN and ZIP+4 shapes, dots mixed with other separators and numbers
+  after "order", "invoice", "ISBN"... are never phones;
+* the matcher only sees runs of digits and separators of phone length: a run longer than
+  :data:`MAX_RUN` characters is a table of numbers, and skipping it keeps the scan linear.
+
+``phonenumbers`` is imported on first use, so ``import nbeval`` stays light.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from functools import cache
+from typing import Any
+
+from nbeval.detectors.findings import Finding, mask_digits
+
+__all__ = ["DEFAULT_PHONE_REGIONS", "MAX_RUN", "find_phones"]
+
+#: Longest run of digits and separators handed to the matcher.
+MAX_RUN = 48
+
+#: Regions whose national formats are searched when none are given: the ten Faker locales of
+#: the test corpus plus the big English-, Spanish- and German-speaking numbering plans.
+DEFAULT_PHONE_REGIONS: tuple[str, ...] = (
+    "US", "GB", "DE", "FR", "IT", "ES", "NL", "PL", "PT", "BR", "JP", "IN", "AU", "MX", "CH", "AT",
+)  # fmt: skip
+
+# Words that announce a phone number, in the corpus languages; checked in a short window.
+_PHONE_WORDS = re.compile(
+    r"(?i)(?:\b(?:tel|tél|phone|call|ring|dial|reach|contact|mobile|cell|fax|whatsapp|sms|text|"
+    r"telefon\w*|téléphone|portable|numéro|teléfono|telefono|telefoon|móvil|cellulare|celular|"
+    r"número|numer|komórk\w*|nummer|handy)\b|電話|☎)[^\d\n]{0,48}$"
+)
+# Digits after these words are references, not phones.
+_NOT_A_PHONE_BEFORE = re.compile(
+    r"(?i)(?:\b(?:order|invoice|ref(?:erence)?|ticket|case|tracking|isbn|issn|id|sku|account|"
+    r"acct|serial|build|version|commit|po)\b(?:-1[03])?|#)[\s.:#\-]{0,4}$"  # "ISBN-10 0-7183-4542-8"
+)
+_NEVER_A_PHONE = re.compile(
+    r"\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}|\d{2}/\d{2}/\d{2,4}|\d{1,2}\.\d{1,2}\.\d{4}"  # dates and times
+    r"|^\d{3}-\d{2}-\d{4}$|^\d{5}-\d{4}$"  # US SSN and ZIP+4 shapes
+    r"|^\d{4}([ \-])\d{4}\1\d{4}\1\d{4}$"  # a card number's layout
+)
+# A run of digits and the separators phone numbers use, with an optional extension.
+_RUN = re.compile(r"(?<![\w+])\+?\(?\d[\d \t\-().]*\d(?:[ \t]?(?:x|ext\.?)[ \t]?\d{1,5})?")
+_GROUPING = re.compile(r"[ ()\-/.+]")
+
+
+@cache
+def _phonenumbers() -> Any:
+    import phonenumbers  # heavy (metadata for every numbering plan): imported on first use
+
+    return phonenumbers
+
+
+def _plausible(text: str, start: int, end: int) -> bool:
+    """Our guards: False for shapes that are never phones and for digits after a reference word."""
+    raw = text[start:end]
+    if _NEVER_A_PHONE.search(raw):
+        return False
+    if "." in raw and (raw.count(".") == 1 or re.search(r"[ \-()]", raw)):
+        return False  # "4155.552671" is a decimal, "206.766 9881" two numbers
+    if _NOT_A_PHONE_BEFORE.search(text, max(0, start - 16), start):
+        return False
+    return not (text[end : end + 1] in ("%", "€", "$") or text[max(0, start - 1) : start] in ("$", "€", "£", "/"))
+
+
+def _announced(text: str, start: int) -> bool:
+    """True for an international number or one that a phone word introduces."""
+    return text[start] == "+" or _PHONE_WORDS.search(text, max(0, start - 64), start) is not None
+
+
+def _grouped_as_in(raw: str, region: str) -> bool:
+    """True when ``raw`` is grouped the way ``region`` writes its numbers."""
+    if not _GROUPING.search(raw):
+        return False
+    pn = _phonenumbers()
+    return any(True for _ in pn.PhoneNumberMatcher(raw, region, leniency=pn.Leniency.STRICT_GROUPING))
+
+
+def find_phones(text: str, regions: Sequence[str] = DEFAULT_PHONE_REGIONS) -> Iterable[Finding]:
+    """Valid phone numbers in ``text``, each with the region it belongs to as its locale.
+
+    Every region in ``regions`` is searched for national formats; international numbers are
+    found whatever the regions. When a national number is valid in several regions, the first
+    region that groups its digits that way wins ("02 32 45 98 03" is French). Overlapping spans
+    are all yielded; the caller keeps one.
+    """
+    for run in _RUN.finditer(text):
+        if len(run.group()) > MAX_RUN or sum(c.isdigit() for c in run.group()) < 7:
+            continue
+        pn = _phonenumbers()
+        options: dict[tuple[int, int], list[tuple[str, Any]]] = {}
+        # An international number reads the same from every region: one pass ("ZZ": unknown) will do.
+        scan = ("ZZ",) if run.group().startswith("+") else regions
+        for region in scan:
+            for match in pn.PhoneNumberMatcher(run.group(), region.upper(), leniency=pn.Leniency.VALID):
+                span = (run.start() + match.start, run.start() + match.end)
+                options.setdefault(span, []).append((region.upper(), match))
+        for (start, end), candidates in options.items():
+            if not _plausible(text, start, end):
+                continue
+            raw = text[start:end]
+            grouped = [c for c in candidates if _grouped_as_in(raw, c[0])]
+            if not grouped and not _announced(text, start):
+                continue
+            _, match = (grouped or candidates)[0]
+            locale = pn.region_code_for_number(match.number)
+            yield Finding("phone", start, end, mask_digits(match.raw_string, 2), locale)

@@ -1,0 +1,385 @@
+"""Runs partitioned across a Dask cluster: ``nbeval.evaluate(data, evaluators, scheduler=...)``.
+
+The client plans the run as a local run does (:func:`nbeval.engine.plan_run`: every
+configuration error is raised before anything is sent, rows beyond ``max_rows`` are skipped
+there), then cuts the dataset into partitions of consecutive rows and submits one task per
+partition. A worker scores its rows chunk by chunk exactly as :func:`nbeval.engine.run_chunk`
+does and sends back, per row, the score (or the skip) and its notes; the client files them in
+partition order, so the live view, the aggregates and the long table are the ones a local run
+makes, row for row.
+
+Shared things, decided here:
+
+* **Heavy resources** (embedders, cross-encoders, classifiers, local models) load once per worker
+  process: they come from the process-wide caches of :mod:`nbeval.resources`, and each worker
+  keeps one :class:`~nbeval.runtime.Resources` per run (keyed by the run) for all its partitions.
+* **Judge concurrency** is one limit for the whole cluster: every judge call on every worker
+  takes a lease of one ``distributed.Semaphore`` with ``concurrency`` leases.
+* **The reply cache** is written by the client only. A worker reads the client's cache file
+  read-only where it can see it (the same machine, or a shared file system), and keeps the
+  replies it had to fetch in memory; they travel back with the partition's scores and the
+  client stores them. So SQLite is never written from many machines at once, a worker that
+  cannot see the file still gives correct (uncached) answers, and a reply fetched once is
+  cached for every later run.
+* **Progress and Cancel**: the client updates the bar and calls ``on_progress`` as partitions
+  come back; Cancel stops new partitions at once and running ones between rounds (through a
+  ``distributed.Event``); rows never scored are reported as cancelled.
+
+dask and distributed are imported only here, when a run names a scheduler (``pip install
+'nbeval[dask]'``).
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nbeval.chat.cache import ChatCache, default_cache_path
+from nbeval.errors import MissingDependency, NbevalError
+from nbeval.evaluators.base import Evaluator, Score
+from nbeval.results.outcome import RowOutcome
+from nbeval.runtime import Resources, model_key
+
+if TYPE_CHECKING:
+    from nbeval.chat.base import ChatReply
+    from nbeval.engine import RunState
+
+__all__ = ["IN_FLIGHT_PER_WORKER", "MAX_PARTITION_ROWS", "PARTITIONS_PER_WORKER", "PartitionResult", "ResourceConfig",
+           "SnapshotCache", "WorkerResources", "config_of", "connect", "merge_usage",
+           "partitions", "run_on_cluster", "score_partition"]
+
+#: Partitions per worker, at least (more give finer progress and balance; each costs a round trip).
+PARTITIONS_PER_WORKER = 8
+#: Rows of one partition, at most.
+MAX_PARTITION_ROWS = 20_000
+#: Partitions sent ahead per worker: one running, one waiting, so no worker idles between them.
+IN_FLIGHT_PER_WORKER = 2
+
+
+@dataclass(frozen=True)
+class ResourceConfig:
+    """What a worker needs to build the run's :class:`~nbeval.runtime.Resources` (sent once)."""
+
+    embedder: Any = None
+    judge: Any = None
+    device: str | None = None
+    cache_path: str | None = None
+    """The client's reply cache file (``None``: no cache); workers only read it."""
+    concurrency: int = 8
+    timeout: float | None = None
+    max_attempts: int | None = None
+    prices: dict[str, Any] | None = None
+
+
+def config_of(resources: Resources) -> ResourceConfig:
+    """The worker-side configuration of the client's ``resources`` (the cache as a file path)."""
+    return ResourceConfig(embedder=resources.embedder_spec, judge=resources.judge_spec, device=resources.device,
+                          cache_path=_cache_path(resources.cache), concurrency=resources.concurrency,
+                          timeout=resources.timeout, max_attempts=resources.max_attempts, prices=resources.prices)
+
+
+def _cache_path(cache: Any) -> str | None:
+    if cache is None or cache is False:
+        return None
+    if cache is True:
+        return str(default_cache_path())
+    if isinstance(cache, ChatCache):
+        return str(cache.path.resolve())
+    return str(ChatCache(cache).path.resolve())
+
+
+# ---------------------------------------------------------------------------------------------
+# On a worker
+
+
+class SnapshotCache(ChatCache):
+    """A reply cache a worker reads but never writes: lookups go to the client's cache file,
+    opened read-only (no lookups when this machine cannot see it); new replies are collected in
+    :attr:`new` for the client to store."""
+
+    def __init__(self, path: str | None) -> None:
+        super().__init__(path if path is not None else default_cache_path())
+        self.readable = path is not None and Path(path).is_file()
+        self.new: list[tuple[str, str, ChatReply]] = []
+        self._new_lock = threading.Lock()
+
+    def _connection(self) -> Any:
+        import sqlite3
+
+        if self._conn is None:
+            self._conn = sqlite3.connect(f"{self.path.as_uri()}?mode=ro", uri=True, check_same_thread=False,
+                                         timeout=self.busy_timeout_s)
+        return self._conn
+
+    def get(self, key: str) -> ChatReply | None:
+        return super().get(key) if self.readable else None
+
+    def contains(self, keys: Any) -> set[str]:
+        return super().contains(keys) if self.readable else set()
+
+    def put(self, key: str, identity: str, reply: ChatReply) -> None:
+        with self._new_lock:
+            self.new.append((key, identity, reply))
+
+    def take_new(self) -> list[tuple[str, str, ChatReply]]:
+        """The replies collected since the last call."""
+        with self._new_lock:
+            out, self.new = self.new, []
+            return out
+
+
+class _ClusterSlots:
+    """Judge-call slots shared by the whole cluster: a ``distributed.Semaphore`` that a
+    :class:`~nbeval.chat.client.ChatClient` uses as it uses its own ``BoundedSemaphore``."""
+
+    def __init__(self, name: str, leases: int) -> None:
+        from distributed import Semaphore
+
+        self._semaphore = Semaphore(max_leases=leases, name=name)
+
+    def __enter__(self) -> _ClusterSlots:
+        self._semaphore.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._semaphore.release()
+
+
+class WorkerResources(Resources):
+    """A worker's resources for one run: chat clients read the :class:`SnapshotCache` and take
+    their slots from the cluster-wide semaphore."""
+
+    def __init__(self, config: ResourceConfig, run_id: str) -> None:
+        self.snapshot = SnapshotCache(config.cache_path)
+        super().__init__(embedder=config.embedder, judge=config.judge, device=config.device,
+                         cache=self.snapshot if config.cache_path is not None else False,
+                         concurrency=config.concurrency, timeout=config.timeout,
+                         max_attempts=config.max_attempts, prices=config.prices)
+        self.run_id = run_id
+
+    def chat_client(self, model: Any = None) -> Any:
+        fresh = model_key(model if model is not None else self.judge_spec) not in self._chat_clients
+        client = super().chat_client(model)
+        if fresh:  # the client's own slots would allow `concurrency` calls per worker
+            client._slots = _ClusterSlots(f"nbeval-judge-{self.run_id}", self.concurrency)
+        return client
+
+
+#: One :class:`WorkerResources` per run in each worker process, kept for all its partitions.
+_WORKER_RESOURCES: dict[str, WorkerResources] = {}
+_WORKER_LOCK = threading.Lock()
+
+
+def _worker_resources(config: ResourceConfig, run_id: str) -> WorkerResources:
+    with _WORKER_LOCK:
+        found = _WORKER_RESOURCES.get(run_id)
+        if found is None:
+            found = _WORKER_RESOURCES[run_id] = WorkerResources(config, run_id)
+        return found
+
+
+def _end_run(run_id: str) -> dict[str, Any]:
+    """Run on every worker when the run ends: its usage totals, and the run's resources let go."""
+    with _WORKER_LOCK:
+        found = _WORKER_RESOURCES.pop(run_id, None)
+    return found.usage_totals() if found is not None else {}
+
+
+@dataclass
+class PartitionResult:
+    """What a worker sends back for one partition."""
+
+    outcomes: list[tuple[int, int, Score | None, str | None, list[str]]] = field(default_factory=list)
+    """Per scored or skipped row: (evaluator position, dataset row position, score, skip reason, notes)."""
+    replies: list[tuple[str, str, ChatReply]] = field(default_factory=list)
+    """Judge replies fetched for this partition, for the client's cache."""
+
+
+def score_partition(evaluators: list[Evaluator], config: ResourceConfig, run_id: str,
+                    items: list[tuple[int, int, Any]], chunk_rows: int) -> PartitionResult:
+    """Score one partition on a worker: ``items`` are (evaluator position, row position, row) in
+    the order a local run starts them, scored ``chunk_rows`` dataset rows at a time."""
+    from nbeval.engine import _drive, _start
+
+    resources = _worker_resources(config, run_id)
+    cancelled = _cancel_flag(run_id)
+    out = PartitionResult()
+    lo = 0
+    while lo < len(items):
+        chunk = items[lo][1] // chunk_rows  # the local run's chunk: rows [chunk * chunk_rows, (chunk + 1) * chunk_rows)
+        hi = lo
+        while hi < len(items) and items[hi][1] // chunk_rows == chunk:
+            hi += 1
+        if cancelled():
+            out.outcomes.extend((k, pos, None, "cancelled", []) for k, pos, _ in items[lo:])
+            break
+        started = [(k, pos, *_start(evaluators[k], row)) for k, pos, row in items[lo:hi]]
+        _drive([(gen, o) for _, _, gen, o in started if gen is not None], resources, cancelled)
+        out.outcomes.extend((k, pos, o.score, o.skip_reason, o.warnings) for k, pos, _, o in started)
+        lo = hi
+    out.replies = resources.snapshot.take_new()
+    return out
+
+
+def _cancel_flag(run_id: str) -> Callable[[], bool]:
+    from distributed import Event
+
+    event = Event(f"nbeval-cancel-{run_id}")
+    return event.is_set
+
+
+# ---------------------------------------------------------------------------------------------
+# On the client
+
+
+def connect(scheduler: Any) -> tuple[Any, bool]:
+    """A ``distributed.Client`` for ``scheduler`` (a client, or an address such as
+    ``tcp://host:8786``), and whether it was opened here (and must be closed here)."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise MissingDependency("scheduler= needs Dask: pip install 'nbeval[dask]'") from None
+    if isinstance(scheduler, Client):
+        return scheduler, False
+    if isinstance(scheduler, str):
+        try:
+            return Client(scheduler, timeout="20s"), True
+        except OSError as exc:
+            msg = f"cannot reach the Dask scheduler at {scheduler!r}: {exc}"
+            raise NbevalError(msg) from None
+    msg = f"scheduler must be a dask.distributed Client or an address such as 'tcp://host:8786'; got {scheduler!r}"
+    raise TypeError(msg)
+
+
+def partitions(n_rows: int, n_workers: int, chunk_rows: int) -> list[tuple[int, int]]:
+    """Dataset row ranges ``[lo, hi)``: about :data:`PARTITIONS_PER_WORKER` per worker, each a
+    whole number of chunks and at most :data:`MAX_PARTITION_ROWS` rows (unless one chunk is more)."""
+    want = max(1, n_workers) * PARTITIONS_PER_WORKER
+    size = max(chunk_rows, min(MAX_PARTITION_ROWS, -(-n_rows // want)))
+    size = -(-size // chunk_rows) * chunk_rows
+    return [(lo, min(lo + size, n_rows)) for lo in range(0, n_rows, size)]
+
+
+def run_on_cluster(state: RunState, scheduler: Any, *, chunk_rows: int,
+                   on_batch: Callable[[int], None]) -> dict[str, Any]:
+    """Score every planned row of ``state`` on the cluster, filing outcomes with ``state.record``
+    in dataset order; ``on_batch(n)`` is called after each partition is filed with its ``n``
+    outcomes. On Cancel, rows not scored are filed as cancelled and every cursor is moved to the
+    end (so :func:`nbeval.engine.finish` adds nothing). Returns the workers' judge usage totals."""
+    import bisect
+    import time
+
+    from distributed import Event, as_completed
+
+    client, owned = connect(scheduler)
+    run_id = uuid.uuid4().hex
+    cancel_event = Event(f"nbeval-cancel-{run_id}", client=client)
+    try:
+        n_workers = len(client.scheduler_info().get("workers", {})) or 1
+        evs = state.evaluators
+        ranges = partitions(len(state.dataset.rows), n_workers, chunk_rows)
+        work: list[list[tuple[int, int, Any]]] = [[] for _ in ranges]
+        bounds = [hi for _, hi in ranges]
+        # the order a local run starts rows: chunk by chunk, evaluator by evaluator, row by row
+        for k, (_ev, todo) in enumerate(state.planned):
+            for row in todo:
+                pos = state.row_index[id(row)]
+                work[bisect.bisect_right(bounds, pos)].append((k, pos, row))
+        for part in work:
+            part.sort(key=lambda item: (item[1] // chunk_rows, item[0], item[1]))
+        [evs_f, config_f] = client.scatter([evs, config_of(state.resources)], broadcast=True, hash=False)
+        # Partitions are sent a few at a time (enough to keep every worker busy): sent all at once,
+        # the whole dataset would wait pickled at the client and the scheduler.
+        unsent = deque(i for i, part in enumerate(work) if part)
+        futures: dict[Any, int] = {}
+        seq = as_completed([])
+
+        def send_next() -> None:
+            i = unsent.popleft()
+            fut = client.submit(score_partition, evs_f, config_f, run_id, work[i], chunk_rows, pure=False)
+            futures[fut] = i
+            seq.add(fut)
+
+        for _ in range(min(IN_FLIGHT_PER_WORKER * n_workers, len(unsent))):
+            send_next()
+        ready: dict[int, list[RowOutcome]] = {}
+        next_part = 0
+        rows = state.dataset.rows
+        waiting = len(unsent) + len(futures)
+        while waiting:
+            if state.cancelled():  # checked while waiting too: a long partition does not delay it
+                cancel_event.set()
+                client.cancel([f for f in futures if not f.done()])
+                break
+            batch = seq.next_batch(block=False)
+            if not batch:
+                time.sleep(0.05)
+                continue
+            for fut in batch:
+                waiting -= 1
+                i = futures.pop(fut)
+                ready[i] = _outcomes(fut, work[i], evs, rows, state.resources)
+                fut.release()  # the worker may drop the partition's result (and its rows) now
+                if unsent and not state.cancelled():
+                    send_next()
+            while next_part < len(work) and (next_part in ready or not work[next_part]):
+                filed = ready.pop(next_part, [])
+                work[next_part] = []  # filed: its rows are the dataset's, nothing else needs the list
+                if filed:
+                    state.record(filed)
+                    on_batch(len(filed))
+                next_part += 1
+        if state.cancelled():  # what never came back, and what came back out of order
+            for i in range(next_part, len(work)):
+                filed = ready.pop(i) if i in ready else \
+                    [RowOutcome(evs[k], row, skip_reason="cancelled") for k, _, row in work[i]]
+                if filed:
+                    state.record(filed)
+                    on_batch(len(filed))
+        state.cursors = [len(todo) for _, todo in state.planned]
+        state.next_row = len(rows)
+        return merge_usage(*client.run(_end_run, run_id).values())
+    finally:
+        if owned:
+            client.close()
+
+
+def _outcomes(fut: Any, items: list[tuple[int, int, Any]], evs: list[Evaluator], rows: list[Any],
+              resources: Resources) -> list[RowOutcome]:
+    """A partition's outcomes rebuilt on the client (with its own evaluator and row objects);
+    the replies it fetched go into the client's cache. A partition whose task failed (a worker
+    lost, say) gives each of its rows that error: the run goes on."""
+    try:
+        got: PartitionResult = fut.result()
+    except Exception as exc:
+        text = f"the worker scoring this row failed: {type(exc).__name__}: {exc}"
+        return [RowOutcome(evs[k], row, score=Score({}, error=text)) for k, _, row in items]
+    _store_replies(resources, got.replies)
+    return [RowOutcome(evs[k], rows[pos], score=score, skip_reason=skip, warnings=list(notes))
+            for k, pos, score, skip, notes in got.outcomes]
+
+
+def _store_replies(resources: Resources, replies: list[tuple[str, str, ChatReply]]) -> None:
+    path = _cache_path(resources.cache)
+    if not replies or path is None:
+        return
+    cache = resources.cache if isinstance(resources.cache, ChatCache) else ChatCache(path)
+    for key, identity, reply in replies:
+        cache.put(key, identity, reply)
+
+
+def merge_usage(*usages: dict[str, Any]) -> dict[str, Any]:
+    """Token and cost totals added up (cost stays ``None`` only when no part knows one)."""
+    totals: dict[str, Any] = {}
+    for usage in usages:
+        for k, v in usage.items():
+            if k == "cost":
+                totals[k] = v if totals.get(k) is None else totals[k] + (v or 0.0)
+            else:
+                totals[k] = totals.get(k, 0) + v
+    return totals

@@ -1,0 +1,342 @@
+"""The long table in columnar form: built from outcomes, typed one way, spooled and stored as Parquet.
+
+Every path that makes a long table (a finished run, the live view, a saved folder, an old
+``scores.jsonl``) types it with :func:`typed_scores`, so two tables of the same scores compare
+equal whichever way they were made:
+
+* ``key``, ``model_key``, ``evaluator`` and ``metric`` are pandas categoricals with their
+  categories sorted (a million rows of three models hold a few hundred thousand distinct keys and
+  three model names, stored once each); group them with ``observed=True`` (pandas' default);
+* ``value`` is float (NaN where there is none), ``passed`` pandas' nullable boolean, ``skipped`` bool;
+* the text columns (``label``, ``rationale``, ``error``, ``skip_reason``, ``details``) are pandas
+  strings, or ``object`` holding ``None`` where the whole column is empty.
+
+:class:`ScoreSpool` holds a run's scores while it runs: rows are converted as each batch
+finishes and written to Parquet part files in a private temporary folder, so a run of millions of
+rows keeps no per-row Python objects. pyarrow is imported only when Parquet is read or written.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import tempfile
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nbeval.results.limits import MAX_STORED_CHARS, cap_details, truncate_text
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
+
+    from nbeval.evaluators.base import Evaluator
+    from nbeval.results.outcome import RowOutcome
+
+__all__ = ["KEY_COLUMNS", "ORDER_COLUMNS", "SCORE_COLUMNS", "SPOOL_PART_ROWS", "TEXT_COLUMNS", "ScoreSpool",
+           "outcome_columns", "read_scores_parquet", "typed_scores", "write_scores_parquet"]
+
+#: Columns of the long table, in order.
+SCORE_COLUMNS = ["key", "model_key", "evaluator", "metric", "value", "passed", "label", "rationale",
+                 "error", "skipped", "skip_reason", "details"]
+#: Columns stored as categoricals.
+KEY_COLUMNS = ("key", "model_key", "evaluator", "metric")
+#: Columns of free text (``None`` where empty).
+TEXT_COLUMNS = ("label", "rationale", "error", "skip_reason", "details")
+#: Hidden columns a spool keeps to put rows back in the order of a finished result.
+ORDER_COLUMNS = ("_evaluator_pos", "_row_pos")
+
+#: Long-table rows a spool buffers (as compact Arrow tables) before it writes them as one Parquet part file.
+SPOOL_PART_ROWS = 262_144
+
+
+def _passes(value: float | None, threshold: float | None, higher: bool) -> bool | None:
+    if value is None or threshold is None or math.isnan(value):
+        return None
+    return bool(value >= threshold) if higher else bool(value <= threshold)
+
+
+def outcome_columns(outcomes: Iterable[RowOutcome], evaluator_pos: Mapping[int, int] | None = None,
+                    row_pos: Mapping[int, int] | None = None) -> dict[str, list[Any]]:
+    """The long-table rows of ``outcomes`` as columns (lists): one row per outcome and metric.
+
+    With ``evaluator_pos`` (evaluator ``id`` to its position in the run) and ``row_pos`` (row
+    ``id`` to its position in the dataset) the hidden :data:`ORDER_COLUMNS` are filled too."""
+    cols: dict[str, list[Any]] = {c: [] for c in SCORE_COLUMNS}
+    ordered = evaluator_pos is not None and row_pos is not None
+    ev_col: list[int] = []
+    row_col: list[int] = []
+    plans: dict[int, list[tuple[str, float | None, bool]]] = {}
+    key, model, evaluator, metric, value, passed = (cols[c] for c in SCORE_COLUMNS[:6])
+    label, rationale, error, skipped, skip_reason, details = (cols[c] for c in SCORE_COLUMNS[6:])
+    for o in outcomes:
+        ev, row = o.evaluator, o.row
+        plan = plans.get(id(ev))
+        if plan is None:  # the metric names, thresholds and directions, looked up once per evaluator
+            plan = plans[id(ev)] = [(m.name, ev.thresholds.get(m.name), m.direction == "higher")
+                                    for m in ev.spec.metrics]
+        n = len(plan)
+        key.extend([row.key] * n)
+        model.extend([row.model_key] * n)
+        evaluator.extend([ev.name] * n)
+        metric.extend(name for name, _, _ in plan)
+        if ordered:
+            ev_col.extend([evaluator_pos[id(ev)]] * n)  # type: ignore[index]
+            row_col.extend([row_pos[id(row)]] * n)  # type: ignore[index]
+        if o.score is None:
+            reason = truncate_text(o.skip_reason or "not scored", MAX_STORED_CHARS)
+            value.extend([None] * n)
+            passed.extend([None] * n)
+            for column in (label, rationale, error, details):
+                column.extend([None] * n)
+            skipped.extend([True] * n)
+            skip_reason.extend([reason] * n)
+            continue
+        s = o.score
+        text = s.rationale
+        if o.warnings:
+            text = "; ".join([*o.warnings, text] if text else o.warnings)
+        # what the evaluator or its judge wrote is capped (see nbeval.results.limits)
+        label.extend([truncate_text(s.label, MAX_STORED_CHARS)] * n)
+        rationale.extend([truncate_text(text, MAX_STORED_CHARS)] * n)
+        error.extend([truncate_text(s.error, MAX_STORED_CHARS)] * n)
+        details.extend([cap_details(s.details)] * n)
+        skipped.extend([False] * n)
+        skip_reason.extend([None] * n)
+        for name, threshold, higher in plan:
+            v = s.values.get(name)
+            v = None if v is None else float(v)
+            value.append(v)
+            passed.append(_passes(v, threshold, higher))
+    if ordered:
+        cols[ORDER_COLUMNS[0]], cols[ORDER_COLUMNS[1]] = ev_col, row_col
+    return cols
+
+
+def _categorical(values: Any) -> Any:
+    """A categorical with its categories sorted (only those that occur)."""
+    import pandas as pd
+
+    if isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
+        cat = pd.Categorical(values).remove_unused_categories()
+        return cat.reorder_categories(sorted(cat.categories)) if list(cat.categories) != sorted(cat.categories) \
+            else cat
+    return pd.Categorical(values)
+
+
+def _text(values: Any) -> Any:
+    """Free text as a one-shot DataFrame build would type it: strings, or ``None``s in an object column."""
+    import numpy as np
+    import pandas as pd
+
+    series = values if isinstance(values, pd.Series) else pd.Series(values, dtype=object)
+    if len(series) and series.notna().any():
+        return series.astype("str").array
+    return np.full(len(series), None, dtype=object)
+
+
+def typed_scores(columns: Mapping[str, Any] | pd.DataFrame, *, keep_order: bool = False) -> pd.DataFrame:
+    """The long table from columns (lists, arrays or a DataFrame) with the dtypes every path shares
+    (see the module's docstring). ``keep_order`` keeps the hidden :data:`ORDER_COLUMNS`."""
+    import numpy as np
+    import pandas as pd
+
+    def column(name: str) -> Any:
+        got = columns[name]
+        return got.to_numpy(dtype=object) if isinstance(got, pd.Series) and name == "passed" else got
+
+    data: dict[str, Any] = {}
+    for name in SCORE_COLUMNS:
+        got = columns[name]
+        if name in KEY_COLUMNS:
+            data[name] = _categorical(got)
+        elif name == "value":
+            data[name] = pd.Series(got, dtype=object).astype(float).to_numpy() if not isinstance(got, pd.Series) \
+                else got.astype(float).to_numpy()
+        elif name == "passed":
+            data[name] = pd.array(column(name), dtype="boolean")
+        elif name == "skipped":
+            data[name] = np.asarray(got, dtype=bool)
+        else:
+            data[name] = _text(got)
+    if keep_order:
+        for name in ORDER_COLUMNS:
+            data[name] = np.asarray(columns[name], dtype=np.int64)
+    return pd.DataFrame(data)
+
+
+# ---------------------------------------------------------------------------------------------
+# Parquet
+
+
+def _arrow_schema(with_order: bool = False) -> pa.Schema:
+    import pyarrow as pa
+
+    fields = [pa.field(c, pa.string(), nullable=False) for c in KEY_COLUMNS]
+    fields += [pa.field("value", pa.float64()), pa.field("passed", pa.bool_())]
+    fields += [pa.field(c, pa.string()) for c in ("label", "rationale", "error")]
+    fields += [pa.field("skipped", pa.bool_(), nullable=False), pa.field("skip_reason", pa.string()),
+               pa.field("details", pa.string())]
+    if with_order:
+        fields += [pa.field(c, pa.int64(), nullable=False) for c in ORDER_COLUMNS]
+    return pa.schema(fields)
+
+
+def _arrow_table(columns: Mapping[str, Any], schema: pa.Schema) -> pa.Table:
+    import pandas as pd
+    import pyarrow as pa
+
+    arrays = []
+    for f in schema:
+        got = columns[f.name]
+        if isinstance(got, pd.Series):
+            got = got.astype(object).where(got.notna(), None) if f.name != "value" else got
+        arrays.append(pa.array(got, type=f.type, from_pandas=True))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def write_scores_parquet(path: str | Path, scores: pd.DataFrame) -> None:
+    """Write the long table as Parquet (zstd; repeated text such as keys and names is stored once
+    per column chunk by Parquet's dictionary encoding)."""
+    import pyarrow.parquet as pq
+
+    pq.write_table(_arrow_table(scores, _arrow_schema()), path, compression="zstd", row_group_size=1_000_000)
+
+
+def read_scores_parquet(path: str | Path) -> pd.DataFrame:
+    """A long table written by :func:`write_scores_parquet`, typed; a file that is not one (not
+    Parquet, other columns or types) is a :class:`~nbeval.errors.DataError` naming it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from nbeval.errors import DataError
+
+    source = str(path)
+    try:
+        table = pq.read_table(path)
+    except FileNotFoundError:
+        msg = f"the saved result is incomplete: {Path(path).name} is missing; save the result again"
+        raise DataError(msg, source=source) from None
+    except (pa.ArrowException, OSError) as exc:
+        msg = f"not a readable Parquet file ({exc}); the file was changed after it was saved"
+        raise DataError(msg, source=source) from None
+    expected = _arrow_schema()
+    names = list(table.column_names)
+    for f in expected:
+        if f.name not in names:
+            raise DataError("the column is missing", source=source, field=f.name)
+        got = table.schema.field(f.name).type
+        if got != f.type:
+            raise DataError(f"must hold {f.type}, holds {got}", source=source, field=f.name)
+        if not f.nullable and table.column(f.name).null_count:
+            raise DataError("must have a value in every row", source=source, field=f.name)
+    unknown = [n for n in names if n not in expected.names]
+    if unknown:
+        raise DataError(f"unknown column (this file has {', '.join(SCORE_COLUMNS)})", source=source,
+                        field=unknown[0])
+    return _to_pandas(table.select(SCORE_COLUMNS))
+
+
+def _to_pandas(table: pa.Table) -> pd.DataFrame:
+    return _columns_to_pandas({name: table.column(name) for name in table.column_names})
+
+
+def _columns_to_pandas(arrow: dict[str, Any], order: Any = None) -> pd.DataFrame:
+    """The typed long table from Arrow columns, taken in ``order`` when given. Columns are
+    converted one at a time and removed from ``arrow`` as they go, so at most one column exists
+    twice (a million-row table would otherwise be held whole in Arrow, sorted, and in pandas)."""
+    import pyarrow as pa
+
+    columns: dict[str, Any] = {}
+    for name in list(arrow):
+        chunked = arrow.pop(name)
+        if name in KEY_COLUMNS:  # dictionary-encode before pandas sees it: a categorical, not millions of str
+            chunked = chunked.dictionary_encode() if not pa.types.is_dictionary(chunked.type) else chunked
+            chunked = pa.chunked_array(chunked.chunks, type=chunked.type).unify_dictionaries() \
+                if chunked.num_chunks > 1 else chunked
+        if order is not None:
+            chunked = chunked.take(order)
+        columns[name] = chunked.to_pandas()
+        del chunked
+    return typed_scores(columns)
+
+
+# ---------------------------------------------------------------------------------------------
+# The spool of a running run
+
+
+class ScoreSpool:
+    """A run's long table while it runs, in Parquet part files in a private temporary folder.
+
+    :meth:`add` converts a batch of finished outcomes (each once) to an Arrow table at once (the
+    Python lists of one batch are all that exist as objects); tables are buffered and written as
+    a part file every :data:`SPOOL_PART_ROWS` rows. :meth:`scores` reads back everything so far, in the order
+    added or (``ordered=True``) in a finished result's order: by evaluator, then dataset row.
+    The folder is removed by :meth:`close`, or when the spool is garbage-collected."""
+
+    def __init__(self, evaluators: Sequence[Evaluator], row_pos: Mapping[int, int]) -> None:
+        self._evaluator_pos = {id(ev): k for k, ev in enumerate(evaluators)}
+        self._row_pos = row_pos
+        self._schema = _arrow_schema(with_order=True)
+        self._buffer: list[pa.Table] = []
+        self._buffered = 0
+        self._parts: list[Path] = []
+        self._folder: Path | None = None
+        self._cleanup: Any = None
+        self.rows = 0
+        """Long-table rows added so far."""
+
+    def add(self, outcomes: Iterable[RowOutcome]) -> None:
+        """Convert finished outcomes to long-table rows and spool them."""
+        cols = outcome_columns(outcomes, self._evaluator_pos, self._row_pos)
+        n = len(cols["key"])
+        if not n:
+            return
+        self._buffer.append(_arrow_table(cols, self._schema))
+        self._buffered += n
+        self.rows += n
+        if self._buffered >= SPOOL_PART_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if not self._buffer:
+            return
+        if self._folder is None:
+            self._folder = Path(tempfile.mkdtemp(prefix="nbeval-scores-"))
+            self._cleanup = weakref.finalize(self, shutil.rmtree, str(self._folder), True)
+        path = self._folder / f"part-{len(self._parts):05d}.parquet"
+        pq.write_table(pa.concat_tables(self._buffer), path, compression="zstd")
+        self._parts.append(path)
+        self._buffer, self._buffered = [], 0
+
+    def scores(self, *, ordered: bool = False) -> pd.DataFrame:
+        """The long table so far (typed); ``ordered``: sorted by evaluator, then dataset row."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        self._flush()  # everything in part files, read back with names and keys dictionary-encoded
+        tables = [pq.read_table(p, read_dictionary=[*KEY_COLUMNS, "label", "error", "skip_reason"])
+                  for p in self._parts]
+        if not tables:
+            return typed_scores({c: [] for c in SCORE_COLUMNS})
+        table = pa.concat_tables(tables)
+        del tables
+        order = None
+        if ordered:  # stable: a row's metrics keep their order
+            order = pa.array(np.lexsort((table.column(ORDER_COLUMNS[1]).to_numpy(),
+                                         table.column(ORDER_COLUMNS[0]).to_numpy())))
+        arrow = {name: table.column(name) for name in SCORE_COLUMNS}
+        del table
+        return _columns_to_pandas(arrow, order)
+
+    def close(self) -> None:
+        """Remove the spool's files."""
+        if self._cleanup is not None:
+            self._cleanup()
+        self._parts = []

@@ -1,0 +1,138 @@
+"""Human labels: what a person says about a judge's verdict on one row, kept as data.
+
+A label belongs to one test case (``key``), one model (``model_key``) and one evaluator, and is a
+string: ``"pass"``/``"fail"`` for an evaluator with a pass/fail verdict, or a class label such as
+``"toxic"``. Labels come from the CaseExplorer, a DataFrame, a list of dicts or a CSV file with
+the columns :data:`LABEL_COLUMNS`; they are saved with the result as ``labels.csv``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nbeval.data.csvsafe import csv_safe, csv_unsafe
+from nbeval.errors import DataError
+from nbeval.results.files import write_aside
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from nbeval.results import EvaluationResult
+
+__all__ = ["LABELS_FILE", "LABEL_COLUMNS", "empty_labels", "load_labels", "merge_labels", "read_labels",
+           "save_labels", "with_saved_labels"]
+
+LABEL_COLUMNS = ["key", "model_key", "evaluator", "label"]
+#: The file of a saved result's folder that holds its labels (optional: none when absent).
+LABELS_FILE = "labels.csv"
+_ON = ["key", "model_key", "evaluator"]
+
+
+def empty_labels() -> pd.DataFrame:
+    """A labels table with no rows."""
+    import pandas as pd
+
+    return pd.DataFrame({c: pd.Series(dtype=object) for c in LABEL_COLUMNS})
+
+
+def read_labels(data: Any, result: EvaluationResult, *, source: str | None = None) -> pd.DataFrame:
+    """``data`` (a DataFrame, a list of dicts, or the path of a CSV file) as a checked labels table.
+
+    Every row must name a test case and model the result has, an evaluator it ran, and a label
+    that is non-empty text; anything else is a :class:`~nbeval.errors.DataError` naming the row
+    (counted from 1, the header not counted) and the field. Surrounding whitespace is trimmed.
+    """
+    import pandas as pd
+
+    if isinstance(data, (str, os.PathLike)):
+        source = str(data)
+        try:
+            df = pd.read_csv(data, dtype=str, keep_default_na=False, encoding="utf-8")
+        except FileNotFoundError:
+            raise DataError("the labels file does not exist", source=source) from None
+        except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+            raise DataError(f"not a readable CSV file of labels ({type(exc).__name__})", source=source) from None
+        except OSError as exc:  # a folder, no permission
+            raise DataError(f"cannot read the labels file: {exc.strerror or exc}", source=source) from None
+        df = df.map(csv_unsafe)
+    elif isinstance(data, pd.DataFrame):
+        df = data
+    elif isinstance(data, list):
+        if not all(isinstance(r, dict) for r in data):
+            raise DataError("labels given as a list must be dicts with the columns " + ", ".join(LABEL_COLUMNS),
+                            source=source or "labels")
+        df = pd.DataFrame(data)
+    else:
+        msg = f"labels must be a DataFrame, a list of dicts or a CSV path, got {type(data).__name__}"
+        raise DataError(msg, source=source or "labels")
+    source = source or "labels"
+    missing = [c for c in LABEL_COLUMNS if c not in df.columns]
+    if missing:
+        raise DataError(f"the column is missing (labels need {', '.join(LABEL_COLUMNS)})", source=source,
+                        field=missing[0])
+    rows = {(r.key, r.model_key) for r in result.dataset.rows}
+    evaluators = set(result.evaluators)
+    out = []
+    for i, rec in enumerate(df[LABEL_COLUMNS].itertuples(index=False, name=None), 1):
+        cells = {}
+        for field, value in zip(LABEL_COLUMNS, rec, strict=True):
+            if not isinstance(value, str) or not value.strip():
+                got = "nothing" if value is None or value != value else f"{type(value).__name__} {value!r}"[:60]
+                raise DataError(f"must be non-empty text, got {got}", source=source, row=i, field=field)
+            cells[field] = value.strip()
+        if cells["evaluator"] not in evaluators:
+            msg = f"no evaluator '{cells['evaluator']}' in this result; it has {sorted(evaluators)}"
+            raise DataError(msg, source=source, row=i, field="evaluator")
+        if (cells["key"], cells["model_key"]) not in rows:
+            field = "key" if cells["key"] not in {k for k, _ in rows} else "model_key"
+            msg = f"the result has no test case '{cells['key']}' answered by model '{cells['model_key']}'"
+            raise DataError(msg, source=source, row=i, field=field)
+        out.append(cells)
+    table = pd.DataFrame(out, columns=LABEL_COLUMNS) if out else empty_labels()
+    # within one input the last label of a row wins, as when a person changes their mind
+    return table.drop_duplicates(_ON, keep="last").reset_index(drop=True)
+
+
+def merge_labels(current: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
+    """``current`` with ``new`` added; a row of ``new`` replaces the label of the same
+    (key, model_key, evaluator) in ``current``."""
+    import pandas as pd
+
+    if current.empty:
+        return new.reset_index(drop=True)
+    both = pd.concat([current[LABEL_COLUMNS].astype(object), new[LABEL_COLUMNS].astype(object)],
+                     ignore_index=True)
+    return both.drop_duplicates(_ON, keep="last").reset_index(drop=True)
+
+
+def save_labels(folder: str | Path, labels: pd.DataFrame) -> None:
+    """Write ``labels`` to ``folder/labels.csv`` (aside first, then renamed over it); with no
+    labels, remove a ``labels.csv`` left there by an earlier result so it is not loaded with
+    this one. Cells a spreadsheet would run as a formula are written as text (see
+    :mod:`nbeval.data.csvsafe`)."""
+    path = Path(folder) / LABELS_FILE
+    if labels.empty:
+        if path.is_file():
+            path.unlink()
+        return
+    table = labels[LABEL_COLUMNS].astype(object).map(csv_safe)
+    write_aside(path, lambda tmp: table.to_csv(tmp, index=False, encoding="utf-8", lineterminator="\r\n"))
+
+
+def load_labels(folder: str | Path, result: EvaluationResult) -> pd.DataFrame:
+    """The labels saved in ``folder`` (checked against ``result``), or none when the folder
+    has no ``labels.csv``."""
+    path = Path(folder) / LABELS_FILE
+    if not path.exists():
+        return empty_labels()
+    return read_labels(path, result)
+
+
+def with_saved_labels(result: EvaluationResult, folder: str | Path) -> EvaluationResult:
+    """``result`` with the labels saved in ``folder`` (if any) set on it."""
+    labels = load_labels(folder, result)
+    if not labels.empty:
+        result.set_labels(labels)
+    return result

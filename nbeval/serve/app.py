@@ -1,0 +1,272 @@
+"""The service's routes: nbeval's own API under ``/v1`` and DB-GPT's evaluation endpoint.
+
+    GET    /health                          open: is the service up
+    GET    /v1/evaluators                   the catalogue
+    POST   /v1/evaluations                  evaluate records or a lab; small runs answer at once
+    GET    /v1/evaluations                  the jobs remembered
+    GET    /v1/evaluations/{id}             a job: status, progress, and its result once finished
+    DELETE /v1/evaluations/{id}             cancel a job
+    GET    /v1/evaluations/{id}/report      the HTML report of a finished job
+    POST   /api/v2/serve/evaluate/evaluation  DB-GPT's request and answer (see nbeval.serve.dbgpt)
+
+Every route but ``/health`` needs ``Authorization: Bearer <token>`` (see :mod:`nbeval.serve.guard`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from nbeval._version import __version__
+from nbeval.errors import DataError, NbevalError
+from nbeval.serve.dbgpt import DbgptRequest, ServiceUnavailable, dbgpt_data, envelope, prepare_dbgpt
+from nbeval.serve.guard import Guard
+from nbeval.serve.hooks import APP_GROUP, RETRIEVER_GROUP, CallableApp, EndpointApp, load_callable
+from nbeval.serve.jobs import Job, JobStore
+
+__all__ = ["DBGPT_PATH", "SERVER_PARAMS", "EvaluationRequest", "EvaluatorChoice", "create_app"]
+
+DBGPT_PATH = "/api/v2/serve/evaluate/evaluation"
+#: Evaluator parameters a client may not set: they choose a model, a file or where to send data,
+#: which is the server's business (a client-chosen judge URL would receive the server's API key).
+SERVER_PARAMS = frozenset({"judge", "embedder", "device", "model", "cross_encoder", "cache", "function"})
+
+
+class EvaluatorChoice(BaseModel):
+    """An evaluator with parameters."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1, description="evaluator id (GET /v1/evaluators)")
+    params: dict[str, Any] = Field(default_factory=dict, description="its parameters, e.g. {'threshold': 0.5}")
+
+    @field_validator("params")
+    @classmethod
+    def _client_params(cls, params: dict[str, Any]) -> dict[str, Any]:
+        refused = sorted(SERVER_PARAMS & set(params))
+        if refused:
+            msg = f"parameter {', '.join(refused)} is set by the server, not by a request"
+            raise ValueError(msg)
+        return params
+
+
+class EvaluationRequest(BaseModel):
+    """What to evaluate (``data`` records or a ``lab``) and with which evaluators."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    data: list[dict[str, Any]] | None = Field(None, description="records: input, expected_output, actual_output, "
+                                                               "context, expected_context, model_key, ...")
+    lab: dict[str, Any] | None = Field(None, description="a test lab as JSON")
+    evaluators: list[str | EvaluatorChoice] = Field(min_length=1, max_length=200)
+    wait: bool | None = Field(None, description="true: answer when finished; false: answer at once with the job; "
+                                                "unset: wait for small runs only")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> EvaluationRequest:
+        if (self.data is None) == (self.lab is None):
+            raise ValueError("give exactly one of 'data' (a list of records) or 'lab' (a test lab)")
+        if self.data is not None and not self.data:
+            raise ValueError("'data' is empty; give at least one record")
+        return self
+
+    def evaluator_specs(self) -> list[Any]:
+        return [e if isinstance(e, str) else {"id": e.id, **e.params} for e in self.evaluators]
+
+
+def _spec_dict(s: Any) -> dict[str, Any]:
+    import math
+
+    def bound(x: float) -> float | None:
+        return x if math.isfinite(x) else None
+
+    return {"id": s.id, "family": s.family, "kind": s.kind, "inputs": list(s.inputs),
+            "optional_inputs": list(s.optional_inputs), "needs_judge": s.needs_judge,
+            "params": dict(s.params), "description": s.description,
+            "metrics": [{"name": m.name, "direction": m.direction, "range": [bound(m.lo), bound(m.hi)],
+                         "threshold": m.threshold, "primary": m is s.primary} for m in s.metrics]}
+
+
+def _field_message(errors: list[Any]) -> str:
+    """Validation errors in one line, each led by the field it is about (``body.datasets.0.query``)."""
+    parts = []
+    for e in errors:
+        where = ".".join(str(p) for p in e.get("loc", ()))
+        parts.append(f"{where}: {e.get('msg', 'invalid')}" if where else str(e.get("msg", "invalid")))
+    return "; ".join(parts)
+
+
+def _as_app(app: Any) -> CallableApp | EndpointApp | None:
+    if app is None or isinstance(app, (CallableApp, EndpointApp)):
+        return app
+    if isinstance(app, str):
+        return CallableApp(load_callable(app, APP_GROUP, "application"))
+    if callable(app):
+        return CallableApp(app)
+    msg = f"app must be a function, 'module:function', or an EndpointApp, not {type(app).__name__}"
+    raise NbevalError(msg)
+
+
+def create_app(*, token: str | None, retriever: Callable[..., Any] | str | None = None, app: Any = None,
+               judge: Any = None, embedder: Any = None, device: str | None = None, cache: Any = False,
+               max_body_bytes: int = 16 * 2**20, wait_rows: int = 200, workers: int = 2, chunk_rows: int = 32,
+               keep_jobs: int = 200) -> FastAPI:
+    """The service as an ASGI application (run it with uvicorn).
+
+    ``token``: the bearer token every route but ``/health`` requires (``None``: no authentication;
+    :func:`nbeval.serve.server.serve` allows that only on a loopback address). ``retriever``: a
+    function, ``module:function`` or an entry-point name, for ``recall`` scenes. ``app``: the
+    application of ``app`` scenes: a function, ``module:function``, an entry-point name or an
+    :class:`~nbeval.serve.hooks.EndpointApp`. ``judge``, ``embedder``, ``device``, ``cache``: every
+    run's shared resources, as for :func:`nbeval.evaluate`. ``max_body_bytes``: larger requests are
+    refused with 413. ``wait_rows``: a request that does not say ``wait`` is answered when finished
+    if it has at most this many dataset rows, else at once with a job id. ``workers`` runs go at
+    once; ``chunk_rows`` rows are scored between two progress updates; ``keep_jobs`` finished jobs
+    are remembered.
+    """
+    from nbeval.runtime import Resources
+
+    retriever_fn = load_callable(retriever, RETRIEVER_GROUP, "retriever") if isinstance(retriever, str) else retriever
+    application = _as_app(app)
+    store = JobStore(lambda: Resources(judge=judge, embedder=embedder, device=device, cache=cache),
+                     workers=workers, keep=keep_jobs, chunk_rows=chunk_rows)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> Any:
+        yield
+        store.shutdown()
+
+    api = FastAPI(title="nbeval evaluation service", version=__version__, lifespan=lifespan,
+                  description="Evaluate LLM and RAG applications over HTTP. Every route but /health needs "
+                              "`Authorization: Bearer <token>`.")
+    api.state.jobs = store
+
+    @api.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        from fastapi.encoders import jsonable_encoder
+
+        errors = jsonable_encoder(exc.errors(), exclude={"input", "ctx", "url"})
+        message = _field_message(errors)
+        body = {"detail": errors, "message": message}
+        if request.url.path == DBGPT_PATH:
+            body = {**envelope(error=message, code="E422"), **body}
+        return JSONResponse(body, status_code=422)
+
+    def _job_or_404(job_id: str) -> Job | JSONResponse:
+        job = store.get(job_id)
+        if job is None:
+            return JSONResponse({"detail": f"no evaluation {job_id!r} (unknown, or forgotten)"}, status_code=404)
+        return job
+
+    # Routes that do not block are async: they are answered even while every worker thread waits.
+    @api.get("/health", tags=["service"])
+    async def health() -> dict[str, Any]:
+        """Whether the service is up; needs no token."""
+        return {"status": "ok", "version": __version__}
+
+    @api.get("/v1/evaluators", tags=["nbeval"])
+    def evaluators(family: str | None = None) -> list[dict[str, Any]]:
+        """The evaluator catalogue, optionally one family."""
+        from nbeval.evaluators.registry import list_evaluators
+
+        return [_spec_dict(s) for s in list_evaluators(family)]
+
+    @api.post("/v1/evaluations", tags=["nbeval"], status_code=200,
+              responses={202: {"description": "accepted: poll GET /v1/evaluations/{id}"},
+                         422: {"description": "a bad request: the message names the field, row or evaluator"}})
+    async def start_evaluation(req: EvaluationRequest) -> JSONResponse:
+        """Evaluate ``data`` or ``lab`` with ``evaluators``. Finished runs answer 200 with
+        ``scores`` (the long table) and ``leaderboards``; others 202 with the job to poll."""
+
+        def start() -> Job:
+            if req.lab is not None:
+                from nbeval.data.model import TestLab
+
+                return store.start(TestLab.from_json(req.lab), req.evaluator_specs())
+            return store.start(req.data, req.evaluator_specs())
+
+        try:
+            job = await run_in_threadpool(start)  # reading and planning the rows takes time on large runs
+        except NbevalError as exc:
+            field = ("data" if req.data is not None else "lab") if isinstance(exc, DataError) else "evaluators"
+            detail = [{"loc": ["body", field], "msg": str(exc), "type": type(exc).__name__}]
+            return JSONResponse({"detail": detail, "message": f"body.{field}: {exc}"}, status_code=422)
+        wait = req.wait if req.wait is not None else job.rows <= wait_rows
+        while wait and not job.ended.is_set():  # waiting holds no thread
+            await asyncio.sleep(0.02)
+        return JSONResponse(job.view(), status_code=200 if job.ended.is_set() else 202,
+                            headers={"Location": f"/v1/evaluations/{job.id}"})
+
+    @api.get("/v1/evaluations", tags=["nbeval"])
+    async def list_evaluations() -> list[dict[str, Any]]:
+        """Every job remembered, oldest first, without results."""
+        return [j.view(with_result=False) for j in store.jobs()]
+
+    @api.get("/v1/evaluations/{job_id}", tags=["nbeval"], responses={404: {"description": "no such job"}})
+    async def get_evaluation(job_id: str) -> Any:
+        """A job's status and progress (``done`` of ``total`` scores); its result once finished."""
+        found = _job_or_404(job_id)
+        return found.view() if isinstance(found, Job) else found
+
+    @api.delete("/v1/evaluations/{job_id}", tags=["nbeval"], responses={404: {"description": "no such job"}})
+    async def cancel_evaluation(job_id: str) -> Any:
+        """Cancel a job: it stops after the chunk in progress, and keeps what was scored."""
+        store.cancel(job_id)
+        found = _job_or_404(job_id)
+        return found.view(with_result=False) if isinstance(found, Job) else found
+
+    @api.get("/v1/evaluations/{job_id}/report", tags=["nbeval"], response_class=HTMLResponse,
+             responses={404: {"description": "no such job"}, 409: {"description": "not finished yet"}})
+    def report(job_id: str) -> Any:
+        """The finished job's self-contained HTML report."""
+        found = _job_or_404(job_id)
+        if not isinstance(found, Job):
+            return found
+        if found.result is None:
+            return JSONResponse({"detail": f"evaluation {job_id} is {found.status}; it has no report"},
+                                status_code=409)
+        return HTMLResponse(found.result.to_html())
+
+    @api.post(DBGPT_PATH, tags=["DB-GPT"])
+    async def dbgpt_evaluation(req: DbgptRequest) -> JSONResponse:
+        """DB-GPT's evaluation request (``scene_key``, ``scene_value``, ``context``,
+        ``evaluate_metrics``, ``datasets``), answered in DB-GPT's envelope."""
+        try:
+            run = await run_in_threadpool(prepare_dbgpt, req, retriever=retriever_fn, app=application)
+            job = await run_in_threadpool(store.start, run.records, run.evaluators)
+        except ServiceUnavailable as exc:
+            return JSONResponse(envelope(error=str(exc), code="E501"), status_code=501)
+        except NbevalError as exc:
+            return JSONResponse(envelope(error=str(exc), code="E422"), status_code=422)
+        while not job.ended.is_set():
+            await asyncio.sleep(0.02)
+        if job.payload is None:
+            return JSONResponse(envelope(error=job.error or f"the evaluation ended {job.status}", code="E500"),
+                                status_code=500)
+        return JSONResponse(envelope(dbgpt_data(req, run, job.payload)))
+
+    def openapi() -> dict[str, Any]:
+        """FastAPI's document, plus the bearer scheme every route but /health requires."""
+        if api.openapi_schema is None:
+            from fastapi.openapi.utils import get_openapi
+
+            schema = get_openapi(title=api.title, version=api.version, description=api.description, routes=api.routes)
+            if token is not None:
+                bearer = {"bearer": {"type": "http", "scheme": "bearer"}}
+                schema.setdefault("components", {})["securitySchemes"] = bearer
+                schema["security"] = [{"bearer": []}]
+                schema["paths"]["/health"]["get"]["security"] = []
+            api.openapi_schema = schema
+        return api.openapi_schema
+
+    api.openapi = openapi  # type: ignore[method-assign]
+    api.add_middleware(Guard, token=token, max_body_bytes=max_body_bytes)
+    return api

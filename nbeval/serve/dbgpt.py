@@ -1,0 +1,194 @@
+"""The DB-GPT evaluation endpoint: ``POST /api/v2/serve/evaluate/evaluation``.
+
+A request names a scene (``recall``: evaluate a retriever; ``app``: evaluate an application's
+answers), the scene's id (``scene_value``: a knowledge space, an app), settings (``context``:
+``top_k``, ``prompt``, ``model``), metric names and a dataset of ``{query, doc_name}`` items.
+DB-GPT's metric names map to nbeval evaluators (:data:`METRICS`); any other name is taken as an
+nbeval evaluator id and reported on its primary metric.
+
+The answer keeps DB-GPT's envelope, ``{"success", "err_code", "err_msg", "data"}``, where
+``data`` holds one list per dataset item with one entry per metric: ``prediction`` (for
+``recall`` the retrieved chunks' texts, for ``app`` the answer), ``contexts`` (for ``recall`` the
+expected document, for ``app`` the chunks the answer drew on), ``score``, ``passing``,
+``metric_name``, ``prediction_cost`` (milliseconds the application took, where known),
+``query``, ``raw_dataset`` (the item, with the retrieved texts as ``factual``), ``feedback`` (the
+evaluator's rationale) and ``error`` (why there is no score, when there is none).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from nbeval.errors import NbevalError
+from nbeval.serve.hooks import AppAnswer, CallableApp, EndpointApp, retrieve
+
+__all__ = ["METRICS", "DbgptContext", "DbgptItem", "DbgptRequest", "DbgptRun", "ServiceUnavailable", "dbgpt_data",
+           "envelope", "prepare_dbgpt"]
+
+#: DB-GPT metric name -> (nbeval evaluator id, metric reported as the score).
+METRICS: dict[str, tuple[str, str]] = {
+    "RetrieverHitRateMetric": ("retriever_hit_rate", "hit_rate"),
+    "RetrieverMRRMetric": ("retriever_mrr", "mrr"),
+    "RetrieverSimilarityMetric": ("retriever_similarity", "similarity"),
+    "AnswerRelevancyMetric": ("answer_relevancy_score", "score"),
+}
+#: Evaluators that read ``top_k`` from the request's context.
+_TOP_K_EVALUATORS = ("retriever_hit_rate", "retriever_mrr")
+
+
+class ServiceUnavailable(NbevalError):
+    """The service was not started with what the request needs (a retriever, an application)."""
+
+
+class DbgptContext(BaseModel):
+    """Settings of one evaluation."""
+
+    model_config = ConfigDict(extra="allow")
+
+    top_k: int = Field(5, ge=1, le=1000, description="chunks to retrieve per query")
+    prompt: str | None = Field(None, max_length=100_000,
+                               description="system prompt sent to the application (app scenes)")
+    model: str | None = Field(None, max_length=200, description="model name at the application endpoint")
+
+
+class DbgptItem(BaseModel):
+    """One question, and the document its answer is in."""
+
+    model_config = ConfigDict(extra="allow")
+
+    query: str = Field(min_length=1, description="the user's question")
+    doc_name: str | None = Field(None, description="the document that answers it (the expected retrieval)")
+
+
+class DbgptRequest(BaseModel):
+    """A DB-GPT evaluation request."""
+
+    model_config = ConfigDict(coerce_numbers_to_str=True)  # a space or app id may come as a number
+
+    scene_key: Literal["recall", "app"] = Field(description="recall: a retriever; app: an application")
+    scene_value: str = Field(description="the knowledge space (recall) or application (app) evaluated")
+    context: DbgptContext = Field(default_factory=DbgptContext)  # type: ignore[arg-type]
+    evaluate_metrics: list[str] = Field(min_length=1, description="DB-GPT metric names or nbeval evaluator ids")
+    datasets: list[DbgptItem] = Field(min_length=1, max_length=10_000)
+
+    @field_validator("evaluate_metrics")
+    @classmethod
+    def _known_metrics(cls, names: list[str]) -> list[str]:
+        from nbeval.evaluators.registry import get_spec
+
+        unknown = []
+        for name in names:
+            if name in METRICS:
+                continue
+            try:
+                get_spec(name)
+            except Exception:
+                unknown.append(name)
+        if unknown:
+            msg = (f"unknown metric {', '.join(map(repr, unknown))}; use {', '.join(METRICS)} "
+                   "or an nbeval evaluator id (GET /v1/evaluators)")
+            raise ValueError(msg)
+        if len(set(names)) != len(names):
+            raise ValueError("a metric is named twice")
+        return names
+
+
+def envelope(data: Any = None, *, error: str | None = None, code: str | None = None) -> dict[str, Any]:
+    """DB-GPT's answer envelope."""
+    return {"success": error is None, "err_code": code, "err_msg": error, "data": data}
+
+
+def _metric(name: str) -> tuple[str, str]:
+    if name in METRICS:
+        return METRICS[name]
+    from nbeval.evaluators.registry import get_spec
+
+    spec = get_spec(name)
+    return spec.id, spec.primary.name
+
+
+def _texts(chunks: list[dict[str, str]] | None) -> list[str]:
+    return [c.get("content", c.get("doc_uri", "")) for c in chunks or []]
+
+
+@dataclass
+class DbgptRun:
+    """A request made ready to evaluate: the records built from what was retrieved and answered."""
+
+    records: list[dict[str, Any]]
+    evaluators: list[Any]
+    answers: list[AppAnswer]
+    """Per dataset item: the chunks retrieved, the application's answer, or why there is none."""
+    chosen: list[tuple[str, str]]
+    """Per requested metric: the evaluator id and the metric reported as its score."""
+
+
+def prepare_dbgpt(req: DbgptRequest, *, retriever: Callable[..., Any] | None,
+                  app: CallableApp | EndpointApp | None) -> DbgptRun:
+    """Call the retriever for every item (and, for ``app`` scenes, the application) and build the
+    records and evaluators to run. Blocks while they answer."""
+    top_k = req.context.top_k
+    if req.scene_key == "recall" and retriever is None:
+        raise ServiceUnavailable("recall scenes need a retriever; start the service with --retriever module:function")
+    if req.scene_key == "app" and app is None:
+        raise ServiceUnavailable("app scenes need an application; start the service with --app module:function "
+                                 "or --app-base-url URL --app-model NAME")
+    queries = [item.query for item in req.datasets]
+    answers = [AppAnswer() for _ in queries]
+    if retriever is not None:
+        for ans, q in zip(answers, queries, strict=True):
+            try:
+                ans.contexts = retrieve(retriever, q, top_k, req.scene_value)
+            except Exception as exc:  # one failing query never stops the others
+                ans.error = f"the retriever failed: {type(exc).__name__}: {exc}"
+    if req.scene_key == "app" and app is not None:
+        ok = [i for i, a in enumerate(answers) if a.error is None]  # an item whose retrieval failed is not asked
+        asked = app.ask([queries[i] for i in ok], [answers[i].contexts for i in ok], top_k=top_k,
+                        prompt=req.context.prompt, model=req.context.model, scene_value=req.scene_value)
+        for i, answer in zip(ok, asked, strict=True):
+            answers[i] = answer
+
+    records = []
+    for i, (item, ans) in enumerate(zip(req.datasets, answers, strict=True)):
+        record: dict[str, Any] = {"key": f"item-{i}", "model_key": req.scene_value or "model", "input": item.query,
+                                  "context": ans.contexts or []}
+        if item.doc_name:
+            record["expected_context"] = [{"doc_uri": item.doc_name}]
+        if ans.answer is not None:
+            record["actual_output"] = ans.answer
+        if ans.error is not None:
+            record["error"] = ans.error
+        records.append(record)
+    chosen = [_metric(m) for m in req.evaluate_metrics]
+    evaluators = [(ev, {"top_k": top_k}) if ev in _TOP_K_EVALUATORS else ev for ev, _ in chosen]
+    return DbgptRun(records, evaluators, answers, chosen)
+
+
+def dbgpt_data(req: DbgptRequest, run: DbgptRun, payload: dict[str, Any]) -> list[list[dict[str, Any]]]:
+    """DB-GPT's ``data`` from the evaluation's payload (:func:`~nbeval.serve.payload.result_payload`):
+    per dataset item, one entry per requested metric."""
+    found = {(s["key"], s["evaluator"], s["metric"]): s for s in payload["scores"]}
+    recall = req.scene_key == "recall"
+    data = []
+    for i, (item, ans) in enumerate(zip(req.datasets, run.answers, strict=True)):
+        entries = []
+        for name, (ev, metric) in zip(req.evaluate_metrics, run.chosen, strict=True):
+            s = found.get((f"item-{i}", ev, metric), {})
+            entries.append({
+                "prediction": _texts(ans.contexts) if recall else ans.answer,
+                "contexts": ([item.doc_name] if item.doc_name else []) if recall else _texts(ans.contexts),
+                "score": s.get("value"),
+                "passing": s.get("passed"),
+                "metric_name": name,
+                "prediction_cost": None if ans.seconds is None else round(ans.seconds * 1000),
+                "query": item.query,
+                "raw_dataset": {**item.model_dump(exclude_none=True), "factual": _texts(ans.contexts)},
+                "feedback": s.get("rationale"),
+                "error": ans.error or s.get("error") or s.get("skip_reason"),
+            })
+        data.append(entries)
+    return data

@@ -1,0 +1,117 @@
+"""The service's gate, in front of every route: bearer-token authentication and a body size limit.
+
+It is plain ASGI middleware, so it also covers routes that do not exist (no probing without the
+token) and the OpenAPI pages. Only ``GET /health`` is open. The token is compared in constant
+time (:func:`hmac.compare_digest`), so the time a refusal takes says nothing about the token.
+A body over the limit is refused with 413 before the application reads any of it: at once when
+its ``Content-Length`` says so, else as soon as the bytes received pass the limit.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+__all__ = ["OPEN_ROUTES", "Guard"]
+
+_Scope = MutableMapping[str, Any]
+_Message = MutableMapping[str, Any]
+_Receive = Callable[[], Awaitable[_Message]]
+_Send = Callable[[_Message], Awaitable[None]]
+_ASGIApp = Callable[[_Scope, _Receive, _Send], Awaitable[None]]
+
+#: (method, path) pairs answered without a token.
+OPEN_ROUTES = frozenset({("GET", "/health"), ("HEAD", "/health")})
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _reply(send: _Send, status: int, body: dict[str, Any],
+                 headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
+    data = json.dumps(body).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()),
+                            *headers]})
+    await send({"type": "http.response.body", "body": data})
+
+
+class Guard:
+    """ASGI middleware: refuse requests without ``Authorization: Bearer <token>`` (401, with
+    ``WWW-Authenticate: Bearer``) unless ``token`` is ``None`` (authentication off), and bodies
+    over ``max_body_bytes`` (413)."""
+
+    def __init__(self, app: _ASGIApp, *, token: str | None, max_body_bytes: int) -> None:
+        self.app = app
+        self._token = token.encode() if token is not None else None
+        self.max_body_bytes = max_body_bytes
+
+    def _authorized(self, scope: _Scope) -> bool:
+        if self._token is None or (scope.get("method"), scope.get("path")) in OPEN_ROUTES:
+            return True
+        given = b""
+        for name, value in scope.get("headers", []):
+            if name == b"authorization":
+                given = value
+                break
+        scheme, _, credentials = given.partition(b" ")
+        # compare_digest on equal-type bytes; a wrong scheme still costs one comparison
+        ok = hmac.compare_digest(credentials.strip(), self._token)
+        return ok and scheme.lower() == b"bearer"
+
+    async def __call__(self, scope: _Scope, receive: _Receive, send: _Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if not self._authorized(scope):
+            await _reply(send, 401, {"detail": "missing or wrong bearer token: send 'Authorization: Bearer <token>'"},
+                         ((b"www-authenticate", b'Bearer realm="nbeval"'),))
+            return
+        for name, value in scope.get("headers", []):
+            if name == b"content-length" and value.isdigit() and int(value) > self.max_body_bytes:
+                await self._too_large(send)
+                return
+        try:
+            body = await self._read_body(receive)
+        except _TooLarge:
+            await self._too_large(send)
+            return
+        if body is None:  # the client went away before sending its body
+            return
+        await self.app(scope, _replay(body, receive), send)
+
+    async def _too_large(self, send: _Send) -> None:
+        await _reply(send, 413, {"detail": f"the request body is over the limit of {self.max_body_bytes} bytes"})
+
+    async def _read_body(self, receive: _Receive) -> bytes | None:
+        """The whole body (``None`` when the client disconnected), refused as soon as it passes the limit."""
+        parts: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                raise _TooLarge
+            parts.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(parts)
+
+
+def _replay(body: bytes, receive: _Receive) -> _Receive:
+    """A ``receive`` that hands the app the body already read, then waits on the real one."""
+    sent = False
+
+    async def replay() -> _Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay

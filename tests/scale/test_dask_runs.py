@@ -1,0 +1,141 @@
+"""Runs partitioned across a 2-process LocalCluster on loopback: the same result as a local run,
+one judge concurrency limit for the whole cluster, the reply cache written by the client, Cancel."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+import nbeval
+from nbeval.chat.cache import ChatCache
+
+distributed = pytest.importorskip("distributed")
+cloudpickle = pytest.importorskip("cloudpickle")
+cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers need not import this test module
+
+pytestmark = pytest.mark.slow
+
+CITIES = ("Paris", "Lyon", "Rome", "Oslo")
+
+
+def _records(cases: int) -> list[dict[str, Any]]:
+    out = []
+    for m, model in enumerate(("m1", "m2", "m3")):
+        for i in range(cases):
+            city = CITIES[i % 4]
+            expected = f"The city in case {i} is {city}."
+            answer = expected if (i + m) % 3 else f"Maybe {CITIES[(i + 1) % 4]}, I think."
+            out.append({"key": f"k{i}", "model_key": model, "input": f"Which city in case {i}?",
+                        "expected_output": None if i == 7 else expected, "actual_output": answer,
+                        "output_condition": f'"{city}" AND NOT "Maybe"'})
+    return out
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=2, processes=True, host="127.0.0.1",
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as c:
+        yield c
+
+
+def test_a_cluster_run_equals_a_local_run_row_for_row(client: Any) -> None:
+    recs = _records(100)  # 300 rows; case k7 has no expected output (skipped), rouge stops at 60 rows per model
+    evaluators = ["exact_match", "text_matching", ("rouge", {"max_rows": 60})]
+    local = nbeval.evaluate(recs, evaluators, progress=False, chunk_rows=16)
+    seen: list[tuple[int, int]] = []
+    on_cluster = nbeval.evaluate(recs, evaluators, progress=False, chunk_rows=16, scheduler=client,
+                                 on_progress=lambda live, done, total: seen.append((done, total)))
+    pd.testing.assert_frame_equal(on_cluster.scores, local.scores)
+    pd.testing.assert_frame_equal(on_cluster.aggregates, local.aggregates)
+    pd.testing.assert_frame_equal(on_cluster.problems, local.problems)
+    assert on_cluster.explanations == local.explanations and on_cluster.meta["cancelled"] is False
+    # 300 rows in partitions of 32 (a whole number of 16-row chunks): progress after each one
+    dones = [d for d, _ in seen]
+    assert len(seen) == 10 and dones == sorted(set(dones)) and seen[-1] == (900, 900)
+    by_address = nbeval.evaluate(recs[:30], ["exact_match"], progress=False, scheduler=client.scheduler.address)
+    pd.testing.assert_frame_equal(by_address.scores, nbeval.evaluate(recs[:30], ["exact_match"], progress=False).scores)
+
+
+def _logging_judge(log_path: Path, pause: float) -> Callable[[str], str]:
+    log = str(log_path)  # text, not a Path: a Path fills cached slots when used, which changes the cache identity
+
+    def judge(prompt: str) -> str:
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(f"start {time.time()}\n")
+        time.sleep(pause)
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(f"end {time.time()}\n")
+        return "Rating: yes\nThe answer is safe."
+
+    return judge
+
+
+def _most_at_once(log: Path) -> int:
+    events = sorted((float(t), 1 if kind == "start" else -1) for kind, t in
+                    (line.split() for line in log.read_text(encoding="utf-8").splitlines()))
+    now = most = 0
+    for _, step in events:
+        now += step
+        most = max(most, now)
+    return most
+
+
+def test_judge_calls_share_one_limit_and_the_client_caches_the_replies(client: Any, tmp_path: Path) -> None:
+    log, cache = tmp_path / "calls.log", tmp_path / "replies.sqlite"
+    recs = _records(8)[:16]  # 8 cases of m1, 8 of m2
+    judge = _logging_judge(log, 0.15)
+    res = nbeval.evaluate(recs, ["safety"], judge=judge, concurrency=1, cache=str(cache), chunk_rows=2,
+                          progress=False, scheduler=client)
+    distinct = len({(r["input"], r["actual_output"]) for r in recs})  # what the safety prompt shows the judge
+    calls = log.read_text(encoding="utf-8").count("start")
+    assert distinct == 13 and distinct <= calls <= 16  # two workers may both ask a prompt neither has cached
+    assert res.meta["usage"]["calls"] == 16  # answered requests, cache hits included
+    assert _most_at_once(log) == 1  # 2 workers x 2 threads, yet never two calls at once
+    assert len(ChatCache(cache)) == distinct  # written by the client from what the workers sent back
+    again = nbeval.evaluate(recs, ["safety"], judge=_logging_judge(log, 0.15), cache=str(cache), progress=False)
+    assert log.read_text(encoding="utf-8").count("start") == calls  # every reply came from the cache
+    pd.testing.assert_frame_equal(again.scores.drop(columns="details"), res.scores.drop(columns="details"))
+    assert all('"cached_calls": 1' in d for d in again.scores["details"])  # the details say where replies came from
+
+
+def test_cancel_stops_the_cluster_run_and_marks_the_rest(client: Any, tmp_path: Path) -> None:
+    recs = _records(40)[:80]
+    stop = threading.Event()
+    started = time.perf_counter()
+    res = nbeval.evaluate(recs, ["safety"], judge=_logging_judge(tmp_path / "log", 0.05), cache=False,
+                          chunk_rows=2, concurrency=2, progress=False, scheduler=client, cancel=stop,
+                          on_progress=lambda *_: stop.set())
+    assert time.perf_counter() - started < 80 * 0.05 / 2  # well before every call was made
+    s = res.scores
+    primary = s[s["metric"] == res.primary_metric("safety")]
+    assert res.meta["cancelled"] is True and len(primary) == 80  # every row is in the table, scored or not
+    cancelled = primary["skip_reason"].eq("cancelled").fillna(False)
+    assert 0 < cancelled.sum() < 80 and (~primary["skipped"]).sum() == 80 - cancelled.sum()
+
+
+def test_cli_run_scores_on_the_scheduler_it_names(client: Any, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import json as _json
+
+    from nbeval.cli import main
+    from nbeval.engine import dask_run
+
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(_json.dumps(r) + "\n" for r in _records(10)), encoding="utf-8")
+    seen: list[Any] = []
+    real = dask_run.connect
+    monkeypatch.setattr(dask_run, "connect", lambda scheduler: seen.append(scheduler) or real(scheduler))
+    out = tmp_path / "out"
+    address = client.scheduler.address
+    assert main(["run", str(data), "-e", "exact_match,rouge", "--out", str(out), "--scheduler", address,
+                 "--no-progress"]) == 0
+    assert seen == [address]  # the run went to the cluster, by its address
+    local = nbeval.evaluate(str(data), ["exact_match", "rouge"], progress=False)
+    pd.testing.assert_frame_equal(nbeval.load_result(out).scores, local.scores)

@@ -1,0 +1,206 @@
+"""Human labels on judge verdicts: a person agrees or disagrees with each verdict of one test case.
+
+The :class:`VerdictLabeller` lists, for one test case and one evaluator, every model's verdict
+(``pass``/``fail`` from the ``passed`` column of the evaluator's primary metric, or the row's
+``label`` for a classifying evaluator) beside the human label recorded for it. **Agree** records
+the verdict as the label, **Disagree** records the opposite of a pass/fail verdict, and **Set**
+records the label picked in the dropdown. Every click goes through ``result.set_labels``, so the
+labels are data of the result (``result.labels``), saved and loaded with it, and they feed
+``result.agreement(evaluator)``. Names, verdicts and labels are escaped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import ipywidgets as w
+import pandas as pd
+
+from nbeval.widgets.common import reports_errors, status_html
+from nbeval.widgets.markup import esc
+
+if TYPE_CHECKING:
+    from nbeval.results import EvaluationResult
+
+__all__ = ["LABEL_COLUMNS", "Verdict", "VerdictLabeller", "evaluators_with_verdicts", "judge_verdicts", "label_choices"]
+
+#: The columns of ``result.labels``.
+LABEL_COLUMNS = ["key", "model_key", "evaluator", "label"]
+_OPPOSITE = {"pass": "fail", "fail": "pass"}
+_MUTED = "color:#777"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One model's verdict on one test case, and the human label recorded for it (if any)."""
+
+    model_key: str
+    verdict: str | None
+    """``"pass"``/``"fail"``, a class label, or ``None`` when the row has none (skipped, error, ...)."""
+    human: str | None
+
+
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and v != v) or type(v).__name__ == "NAType"
+
+
+def _verdict(passed: Any, label: Any) -> str | None:
+    from nbeval.evaluators.base import UNRATED_LABELS
+
+    if not _missing(passed):
+        return "pass" if bool(passed) else "fail"
+    if not _missing(label) and str(label) not in UNRATED_LABELS:
+        return str(label)
+    return None
+
+
+def _primary_rows(result: EvaluationResult, evaluator: str) -> pd.DataFrame:
+    s = result.scores
+    return s[(s["evaluator"] == evaluator) & (s["metric"] == result.primary_metric(evaluator))]
+
+
+def _labels(result: EvaluationResult) -> pd.DataFrame:
+    labels = getattr(result, "labels", None)
+    return labels if labels is not None else pd.DataFrame(columns=LABEL_COLUMNS)
+
+
+def judge_verdicts(result: EvaluationResult, key: str, evaluator: str) -> list[Verdict]:
+    """Every model's verdict from ``evaluator`` on test case ``key``, with its human label."""
+    rows = _primary_rows(result, evaluator)
+    rows = rows[rows["key"] == key]
+    labels = _labels(result)
+    mine = labels[(labels["key"] == key) & (labels["evaluator"] == evaluator)]
+    human = {str(m): str(lab) for m, lab in zip(mine["model_key"], mine["label"], strict=True) if not _missing(lab)}
+    order = [m for m in result.model_keys if m in set(rows["model_key"])]
+    order += [m for m in dict.fromkeys(rows["model_key"]) if m not in order]
+    by_model = {str(r.model_key): r for r in rows.itertuples(index=False)}
+    return [Verdict(m, _verdict(by_model[m].passed, by_model[m].label), human.get(m)) for m in order]
+
+
+def label_choices(result: EvaluationResult, evaluator: str) -> list[str]:
+    """The labels a person may pick for ``evaluator``: pass and fail, then every class label its
+    rows or earlier human labels use."""
+    rows = _primary_rows(result, evaluator)
+    found = [_verdict(None, lab) for lab in rows["label"].dropna().unique()]  # a few distinct labels
+    labels = _labels(result)
+    found += [str(lab) for lab in labels.loc[labels["evaluator"] == evaluator, "label"] if not _missing(lab)]
+    return list(dict.fromkeys(["pass", "fail", *sorted({f for f in found if f is not None} - {"pass", "fail"})]))
+
+
+def evaluators_with_verdicts(result: EvaluationResult) -> list[str]:
+    """The evaluators some of whose rows carry a verdict (pass/fail or a class label)."""
+    out = []
+    for ev in result.evaluators:
+        rows = _primary_rows(result, ev)
+        if rows["passed"].notna().any() or any(_verdict(None, lab) is not None
+                                               for lab in rows["label"].dropna().unique()):
+            out.append(ev)
+    return out
+
+
+class _VerdictRow(w.HBox):
+    """One model's verdict, its human label and the buttons that set the label."""
+
+    def __init__(self, verdict: Verdict, model_name: str, choices: list[str]) -> None:
+        self.verdict = verdict
+        self.info = w.HTML(layout=w.Layout(width="420px"))
+        self.agree_button = w.Button(description="Agree", icon="check", layout=w.Layout(width="90px"),
+                                     disabled=verdict.verdict is None,
+                                     tooltip="record the judge's verdict as the human label")
+        self.disagree_button = w.Button(description="Disagree", icon="times", layout=w.Layout(width="100px"),
+                                        disabled=verdict.verdict not in _OPPOSITE,
+                                        tooltip="record the opposite of a pass/fail verdict")
+        self.label_choice = w.Dropdown(options=choices, value=verdict.human if verdict.human in choices else None,
+                                       layout=w.Layout(width="130px"))
+        self.set_button = w.Button(description="Set", layout=w.Layout(width="60px"),
+                                   tooltip="record the label picked on the left")
+        self.info.value = self._info_html(model_name)
+        super().__init__([self.info, self.agree_button, self.disagree_button, self.label_choice, self.set_button])
+
+    def _info_html(self, model_name: str) -> str:
+        v = self.verdict
+        verdict = esc(v.verdict) if v.verdict is not None else f'<span style="{_MUTED}">no verdict</span>'
+        if v.human is None:
+            human = f'<span style="{_MUTED}">not labelled</span>'
+        else:
+            mark = "" if v.verdict is None else (" ✓" if v.human == v.verdict else " ✗")
+            human = f"<b>{esc(v.human)}</b>{mark}"
+        return (f"<div><b>{esc(model_name)}</b>: judge <code>{verdict}</code>"
+                f" · human {human}</div>")
+
+
+class VerdictLabeller(w.VBox):
+    """Agree / Disagree with each model's verdict on one test case, or set a label.
+
+    :meth:`show` picks the result and test case; ``evaluator_choice`` the evaluator (only those
+    with verdicts are offered). ``rows`` holds one row per model, each with ``agree_button``,
+    ``disagree_button``, ``label_choice`` and ``set_button``; a click calls
+    ``result.set_labels`` with one row and redraws.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.result: EvaluationResult | None = None
+        self.key = ""
+        self.evaluator_choice = w.Dropdown(description="Label", options=[], layout=w.Layout(width="360px"))
+        self.rows: list[_VerdictRow] = []
+        self.box = w.VBox()
+        self.message = w.HTML()
+        self.output = w.Output()
+        self._busy = False
+        hint = w.HTML(f'<div style="{_MUTED}">Your verdict on each answer: agree or disagree with the '
+                      "judge, or pick a label and press Set (result.labels).</div>")
+        super().__init__([hint, self.evaluator_choice, self.box, self.message, self.output], **kwargs)
+        self.layout.display = "none"  # hidden until a result with verdicts is shown
+        self.evaluator_choice.observe(self._on_evaluator, names=["value"])
+
+    @reports_errors
+    def show(self, result: EvaluationResult | None, key: str) -> None:
+        """Show the verdicts of test case ``key`` in ``result``."""
+        new_result = result is not self.result
+        self.result, self.key = result, key
+        if new_result:
+            evaluators = evaluators_with_verdicts(result) if result is not None else []
+            keep = self.evaluator_choice.value
+            self._busy = True
+            try:
+                self.evaluator_choice.options = evaluators
+                self.evaluator_choice.value = keep if keep in evaluators else (evaluators[0] if evaluators else None)
+            finally:
+                self._busy = False
+        self._draw()
+
+    def _on_evaluator(self, change: dict[str, Any]) -> None:
+        if not self._busy:
+            self._draw()
+
+    @reports_errors
+    def _draw(self) -> None:
+        evaluator = self.evaluator_choice.value
+        self.layout.display = None if self.evaluator_choice.options else "none"
+        if self.result is None or not self.key or not evaluator:
+            self.rows = []
+            self.box.children = []
+            return
+        from nbeval.widgets.tables import model_names
+
+        names = model_names(self.result)
+        choices = label_choices(self.result, evaluator)
+        self.rows = [_VerdictRow(v, names.get(v.model_key, v.model_key), choices)
+                     for v in judge_verdicts(self.result, self.key, evaluator)]
+        for row in self.rows:
+            row.agree_button.on_click(lambda _b, r=row: self._record(r, r.verdict.verdict))
+            row.disagree_button.on_click(lambda _b, r=row: self._record(r, _OPPOSITE.get(r.verdict.verdict or "")))
+            row.set_button.on_click(lambda _b, r=row: self._record(r, r.label_choice.value))
+        self.box.children = self.rows
+
+    @reports_errors
+    def _record(self, row: _VerdictRow, label: str | None) -> None:
+        if self.result is None or not label:
+            self.message.value = status_html("pick a label first", "error")
+            return
+        evaluator = self.evaluator_choice.value
+        self.result.set_labels(pd.DataFrame([{"key": self.key, "model_key": row.verdict.model_key,
+                                              "evaluator": evaluator, "label": label}], columns=LABEL_COLUMNS))
+        self.message.value = status_html(f"labelled {row.verdict.model_key} on {self.key} ({evaluator}): {label}", "ok")
+        self._draw()
