@@ -116,12 +116,20 @@ class Resources:
                 continue
             import numpy as np
 
+            # One matrix of the round's distinct texts; each row's answer indexes into it (one
+            # gather per row instead of stacking its vectors one by one).
+            position = {t: k for k, t in enumerate(dict.fromkeys(t for _, r in group for t in r.texts))}
+            matrix = np.stack([memo[t] for t in position]) if position else None
             is_truncated = getattr(emb, "truncated", None)
+            cut = {t for t in position if is_truncated(t)} if is_truncated is not None else set()
             for i, r in group:
-                answers[i] = np.stack([memo[t] for t in r.texts]) if r.texts else np.zeros((0, 0), dtype=np.float32)
-                truncated = [t for t in r.texts if is_truncated is not None and is_truncated(t)]
+                if not r.texts or matrix is None:
+                    answers[i] = np.zeros((0, 0), dtype=np.float32)
+                    continue
+                answers[i] = matrix[[position[t] for t in r.texts]]
+                truncated = sum(t in cut for t in r.texts)
                 if truncated:
-                    warnings[i].append(f"{len(truncated)} text(s) longer than the embedder's window were truncated")
+                    warnings[i].append(f"{truncated} text(s) longer than the embedder's window were truncated")
 
     # -- pair scoring ----------------------------------------------------------------------
 

@@ -9,8 +9,8 @@ Shapes read (detected from the content, not the file name):
   ``retrieved_context[].content/.doc_uri``, ``expected_retrieved_context[].doc_uri``, ``guidelines``;
 * DB-GPT evaluation records: ``query``, ``contexts``, ``prediction``, ``doc_name``;
 * CSV and pandas DataFrames with the LLM dataset's columns (lists as JSON in the cell);
-* Parquet files of rows (``.parquet``; needs pyarrow), read :data:`READ_CHUNK_ROWS` rows at a
-  time; JSONL files larger than :data:`CHUNKED_JSONL_BYTES` are read line by line the same way,
+* Parquet files of rows (``.parquet``; needs pyarrow), read :data:`_READ_CHUNK_ROWS` rows at a
+  time; JSONL files larger than :data:`_CHUNKED_JSONL_BYTES` are read line by line the same way,
   so a file of millions of rows is never held as text and as parsed objects at once.
 
 JSON is read leniently: trailing commas (as in some published examples) are accepted. Files are
@@ -44,8 +44,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
-    "CHUNKED_JSONL_BYTES",
-    "READ_CHUNK_ROWS",
     "load",
     "load_json",
     "read_csv",
@@ -63,9 +61,9 @@ __all__ = [
 _is_dataframe = is_dataframe  # the name nbeval.engine imports
 
 #: Rows parsed and converted at a time when a large file is read in chunks.
-READ_CHUNK_ROWS = 50_000
+_READ_CHUNK_ROWS = 50_000
 #: JSONL files at least this large are read line by line (smaller ones whole, as any JSON).
-CHUNKED_JSONL_BYTES = 32 * 1024 * 1024
+_CHUNKED_JSONL_BYTES = 32 * 1024 * 1024
 
 
 def _suffix(source: Any) -> str:
@@ -76,7 +74,7 @@ def load(source: Any) -> LlmDataset | TestLab | TestSuite:
     """Load any supported file or object: a dataset, a lab or a suite, as found."""
     if _suffix(source) in ("parquet", "pq"):
         return read_parquet(source)
-    if _suffix(source) == "jsonl" and os.path.isfile(source) and os.path.getsize(source) >= CHUNKED_JSONL_BYTES:
+    if _suffix(source) == "jsonl" and os.path.isfile(source) and os.path.getsize(source) >= _CHUNKED_JSONL_BYTES:
         return read_jsonl_rows(source)
     if is_dataframe(source) or is_csv_path(source):
         return LlmDataset.from_json(source)
@@ -114,7 +112,7 @@ def read_pandas(df: pd.DataFrame) -> LlmDataset:
     return LlmDataset.from_pandas(df)
 
 
-def read_parquet(path: str | os.PathLike[str], *, chunk_rows: int = READ_CHUNK_ROWS) -> LlmDataset:
+def read_parquet(path: str | os.PathLike[str], *, chunk_rows: int = _READ_CHUNK_ROWS) -> LlmDataset:
     """Rows from a Parquet file with the LLM dataset's columns (or a supported column style),
     ``chunk_rows`` at a time. Cells read as the values of a JSON row would: a null is a missing
     value, a list column (``context``, ``expected_context_ids``...) a list; a nested column a
@@ -138,7 +136,7 @@ def read_parquet(path: str | os.PathLike[str], *, chunk_rows: int = READ_CHUNK_R
         raise DataError(f"not a readable Parquet file: {exc}", source=name) from None
 
 
-def read_jsonl_rows(path: str | os.PathLike[str], *, chunk_rows: int = READ_CHUNK_ROWS) -> LlmDataset:
+def read_jsonl_rows(path: str | os.PathLike[str], *, chunk_rows: int = _READ_CHUNK_ROWS) -> LlmDataset:
     """Rows from a JSON-lines file (one row object per line), read and converted ``chunk_rows``
     lines at a time; a line that is not JSON is a DataError naming its line number."""
     name = os.fspath(path)

@@ -44,8 +44,8 @@ def test_parquet_rows_equal_the_same_records(tmp_path: Path) -> None:
 def test_large_jsonl_is_read_line_by_line_with_the_same_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = _jsonl(tmp_path / "rows.jsonl", RECORDS)
     whole = nbeval.load(path)  # small: read whole, as any JSON
-    monkeypatch.setattr(readers, "CHUNKED_JSONL_BYTES", 1)
-    monkeypatch.setattr(readers, "READ_CHUNK_ROWS", 4)
+    monkeypatch.setattr(readers, "_CHUNKED_JSONL_BYTES", 1)
+    monkeypatch.setattr(readers, "_READ_CHUNK_ROWS", 4)
     calls = []
     real = readers._rows_in_chunks
     monkeypatch.setattr(readers, "_rows_in_chunks", lambda chunks, source: calls.append(source) or real(chunks, source))
