@@ -12,12 +12,12 @@ directory therefore encodes nothing and does not even load the model.
 per model.
 
 How the model is called. For a plain sentence-transformers text encoder (a Transformer module with
-a fast tokenizer, then pooling), :class:`~nbeval.resources.batch_plan.BatchPlan` tokenises each text once with a private copy
-of the model's own Rust tokenizer, which also says which texts were cut at the window; batches
-are sorted by length and run through the model once each, on CUDA with the next batch prepared in
-pinned memory while the current one runs, and the vectors land in one matrix. Before its first
-use the plan checks, on a probe batch, that it feeds the model exactly what
-``SentenceTransformer.encode`` would; any other model (or a failed check) goes through
+a fast tokenizer, then pooling), :class:`~nbeval.resources.batch_plan.BatchPlan` tokenises each
+text once with a private copy of the model's own Rust tokenizer, which also says which texts were
+cut at the window; batches are sorted by length and run through the model once each, on CUDA with
+the next batch prepared in pinned memory while the current one runs, and the vectors land in one
+matrix. Before its first use the plan checks, on a probe batch, that it feeds the model exactly
+what ``SentenceTransformer.encode`` would; any other model (or a failed check) goes through
 ``SentenceTransformer.encode`` itself. Batch size defaults by device (:func:`default_batch_size`);
 ``fp16=True`` halves the model on CUDA.
 
