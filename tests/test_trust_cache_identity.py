@@ -107,6 +107,21 @@ def test_equal_state_rebuilt_gives_the_same_identity() -> None:
         CallableChat(Judge("yes", {"x": [1]})).cache_identity()
 
 
+def test_a_captured_path_keeps_its_identity_after_use(tmp_path: Path) -> None:
+    # pathlib fills private caches (its string, its parts) the first time a path is used; the
+    # identity must follow the path's value, not those caches, or a second run misses the cache.
+    def make(where: Path) -> Callable[[str], str]:
+        def judge(prompt: str) -> str:
+            return f"Rating: yes ({where.name})"
+        return judge
+
+    fresh = CallableChat(make(tmp_path / "notes" / "a.txt"), name="j").cache_identity()
+    used = tmp_path / "notes" / "a.txt"
+    str(used), used.parts, hash(used)  # fills every lazy field
+    assert CallableChat(make(used), name="j").cache_identity() == fresh
+    assert CallableChat(make(tmp_path / "notes" / "b.txt"), name="j").cache_identity() != fresh
+
+
 def test_nested_state_defaults_and_bound_methods_change_the_identity() -> None:
     a, b = CONFIGS["nested_state"]
     assert CallableChat(a, name="j").cache_identity() != CallableChat(b, name="j").cache_identity()

@@ -31,6 +31,7 @@ import inspect
 import pickle
 import types
 from collections.abc import Mapping
+from pathlib import PurePath
 from typing import Any, ClassVar
 
 __all__ = ["FunctionIdentity", "Unfingerprintable", "callable_name", "code_fingerprint", "describe_callable",
@@ -143,6 +144,8 @@ class _Encoder:
             return (type(obj).__name__, repr(obj))
         if isinstance(obj, enum.Enum):
             return ("enum", _qualname(type(obj)), obj.name)
+        if isinstance(obj, PurePath):  # by value: pathlib fills private caches once a path is used
+            return ("path", _qualname(type(obj)), str(obj))
         if id(obj) in self._path:
             return ("cycle",)
         self._path.add(id(obj))
