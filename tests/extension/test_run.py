@@ -77,7 +77,7 @@ def test_a_variable_is_expanded_in_the_line(shell: Shell) -> None:
 
 #: A value for each option of `nbeval run` that takes one. A new option of the CLI fails
 #: test_every_option_of_nbeval_run_is_accepted until it is given a value here.
-SAMPLE_VALUES = {"--evaluators": "rouge", "--out": "out-folder", "--judge": "some-model",
+SAMPLE_VALUES = {"--evaluators": "rouge", "--out": "out-folder", "--judge": "some-model", "--scheduler": "tcp://127.0.0.1:9",
                  "--judge-base-url": "http://127.0.0.1:9/v1", "--embedder": "all-MiniLM-L6-v2",
                  "--device": "cpu", "--fail-on": "threshold,flip"}
 

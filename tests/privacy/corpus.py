@@ -26,6 +26,7 @@ import random
 import string
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cache
 from typing import Any
 from urllib.parse import quote
@@ -38,6 +39,8 @@ LOCALES: dict[str, str] = {
     "nl_NL": "NL", "pl_PL": "PL", "pt_BR": "BR", "ja_JP": "JP", "en_IN": "IN", "pt_PT": "PT",
 }  # fmt: skip
 SEED = 17
+#: Faker draws dates up to *now* unless told otherwise; a fixed end keeps the corpus the same every day.
+_FIXED_END = datetime(2024, 1, 1)
 
 
 @dataclass(frozen=True)
@@ -395,12 +398,12 @@ def _negative_cases(rng: random.Random) -> list[Case]:
             f"Order #{rng.randint(10**7, 10**9)} has shipped.",
             f"Your order {rng.randint(100, 999)}-{rng.randint(10**6, 10**7 - 1)}-{rng.randint(10**6, 10**7 - 1)} "
             "is on its way.",
-            f"Invoice INV-{fake.date(pattern='%Y%m%d')}-{rng.randint(1, 9999):04d} is attached.",
+            f"Invoice INV-{fake.date(pattern='%Y%m%d', end_datetime=_FIXED_END)}-{rng.randint(1, 9999):04d} is attached.",
             f"Reference number {rng.randint(10**9, 10**10)} was refunded.")
         neg("timestamp",
             f"created_at: {rng.randint(1_600_000_000_000, 1_800_000_000_000)}",
-            f"The job started at {fake.iso8601()} and took {rng.randint(2, 90)} s.",
-            f"Logged {fake.date(pattern='%d/%m/%Y')} {fake.time(pattern='%H:%M:%S')} UTC.",
+            f"The job started at {fake.iso8601(end_datetime=_FIXED_END)} and took {rng.randint(2, 90)} s.",
+            f"Logged {fake.date(pattern='%d/%m/%Y', end_datetime=_FIXED_END)} {fake.time(pattern='%H:%M:%S', end_datetime=_FIXED_END)} UTC.",
             f"epoch {rng.randint(1_600_000_000, 1_800_000_000)}")
         neg("isbn", f"ISBN {fake.isbn13()}", f"See ISBN-10 {fake.isbn10()} for the first edition.")
         neg("uuid", f"request id {uuid.UUID(int=rng.getrandbits(128), version=4)}")
