@@ -30,13 +30,12 @@ way, down that list (pyproject.toml's import-linter contract): the model never i
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from nbeval.data.fields import warn_data
 from nbeval.data.jsonio import SUITE_SHAPES, _parse_json, is_csv_path, json_shape, load_json, write_json
 from nbeval.data.model import LlmDataset, TestLab, TestSuite
-from nbeval.data.rows import Row, rows_from_records
+from nbeval.data.rows import rows_from_chunks, rows_from_records
 from nbeval.data.tabular import is_dataframe
 from nbeval.errors import DataError
 
@@ -129,7 +128,7 @@ def read_parquet(path: str | os.PathLike[str], *, chunk_rows: int = _READ_CHUNK_
     try:
         batches = pq.ParquetFile(name).iter_batches(batch_size=max(1, int(chunk_rows)))
         chunks = ([{k: v for k, v in rec.items() if v is not None} for rec in b.to_pylist()] for b in batches)
-        return LlmDataset(_rows_in_chunks(chunks, name), source=name)
+        return LlmDataset(rows_from_chunks(chunks, source=name), source=name)
     except FileNotFoundError:
         raise DataError("no such file", source=name) from None
     except (pa.ArrowException, OSError) as exc:
@@ -154,44 +153,9 @@ def read_jsonl_rows(path: str | os.PathLike[str], *, chunk_rows: int = _READ_CHU
             yield part
 
     try:
-        return LlmDataset(_rows_in_chunks(chunks(), name), source=name)
+        return LlmDataset(rows_from_chunks(chunks(), source=name), source=name)
     except UnicodeDecodeError as exc:
         raise DataError(f"not UTF-8 text (byte {exc.start} of a line)", source=name) from None
-
-
-def _rows_in_chunks(chunks: Iterable[list[Any]], source: str) -> list[Row]:
-    """Validated rows from records arriving in chunks, each chunk let go once converted: the
-    checks of :func:`~nbeval.data.rows.rows_from_records` across the whole file (a key given twice
-    for one model is an error; a key with another prompt for another model, and a relationship
-    pointing at no key, are warnings), with rows numbered from the start of the file."""
-    rows: list[Row] = []
-    seen: dict[tuple[str, str], int] = {}
-    prompts: dict[str, tuple[str | None, str, int]] = {}
-    i = 0
-    for records in chunks:
-        for raw in records:
-            i += 1
-            if not isinstance(raw, dict):
-                raise DataError(f"a row must be an object, got {type(raw).__name__}", source=source, row=i)
-            row = Row.from_record(raw, source=source, row=i)
-            ident = (row.key, row.model_key)
-            if ident in seen:
-                msg = (f"duplicate key '{row.key}' for model '{row.model_key}' (also row {seen[ident]}); "
-                       "give each test case its own key")
-                raise DataError(msg, source=source, row=i, field="key")
-            seen[ident] = i
-            first = prompts.setdefault(row.key, (row.input, row.model_key, i))
-            if first[0] != row.input:
-                warn_data(f"the key '{row.key}' has a different prompt for model '{row.model_key}' than for model "
-                          f"'{first[1]}' (row {first[2]}); each key should name one test case", source=source,
-                          row=i, field="input")
-            rows.append(row)
-    for n, row in enumerate(rows, 1):
-        for j, rel in enumerate(row.relationships):
-            if rel.target_type == "test_case" and rel.target not in prompts:
-                warn_data(f"the relationship '{rel.type}' points at the key '{rel.target}', which no row has",
-                          source=source, row=n, field=f"relationships[{j}]")
-    return rows
 
 
 def write_csv(dataset: LlmDataset, path: str | os.PathLike[str] | None = None) -> str:

@@ -13,7 +13,7 @@ that no row has.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import InitVar, dataclass, field, fields, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -44,7 +44,7 @@ from nbeval.errors import DataError
 if TYPE_CHECKING:
     from nbeval.data.conditions import Condition
 
-__all__ = ["WARNINGS_FIELD", "Row", "rows_from_records"]
+__all__ = ["WARNINGS_FIELD", "Row", "rows_from_chunks", "rows_from_records"]
 
 
 @dataclass
@@ -204,29 +204,39 @@ def rows_from_records(records: Sequence[Any], *, source: str = "records", check_
     no row's key."""
     if not isinstance(records, (list, tuple)):
         raise DataError(f"expected a list of rows, got {type(records).__name__}", source=source)
+    return rows_from_chunks([records], source=source, check_links=check_links)
+
+
+def rows_from_chunks(chunks: Iterable[Sequence[Any]], *, source: str = "records",
+                     check_links: bool = True) -> list[Row]:
+    """:func:`rows_from_records` over records that arrive in chunks (each chunk can be let go once
+    converted), with the same checks across all of them and rows numbered from the first."""
     rows: list[Row] = []
     seen: dict[tuple[str, str], int] = {}
     prompts: dict[str, tuple[str | None, str, int]] = {}
-    for i, raw in enumerate(records, 1):
-        if not isinstance(raw, dict):
-            raise DataError(f"a row must be an object, got {type(raw).__name__}", source=source, row=i)
-        row = Row.from_record(raw, source=source, row=i)
-        ident = (row.key, row.model_key)
-        if ident in seen:
-            msg = (f"duplicate key '{row.key}' for model '{row.model_key}' (also row {seen[ident]}); "
-                   "give each test case its own key")
-            raise DataError(msg, source=source, row=i, field="key")
-        seen[ident] = i
-        first = prompts.setdefault(row.key, (row.input, row.model_key, i))
-        if first[0] != row.input:
-            warn_data(f"the key '{row.key}' has a different prompt for model '{row.model_key}' than for model "
-                      f"'{first[1]}' (row {first[2]}); each key should name one test case", source=source, row=i,
-                      field="input")
-        rows.append(row)
+    i = 0
+    for records in chunks:
+        for raw in records:
+            i += 1
+            if not isinstance(raw, dict):
+                raise DataError(f"a row must be an object, got {type(raw).__name__}", source=source, row=i)
+            row = Row.from_record(raw, source=source, row=i)
+            ident = (row.key, row.model_key)
+            if ident in seen:
+                msg = (f"duplicate key '{row.key}' for model '{row.model_key}' (also row {seen[ident]}); "
+                       "give each test case its own key")
+                raise DataError(msg, source=source, row=i, field="key")
+            seen[ident] = i
+            first = prompts.setdefault(row.key, (row.input, row.model_key, i))
+            if first[0] != row.input:
+                warn_data(f"the key '{row.key}' has a different prompt for model '{row.model_key}' than for "
+                          f"model '{first[1]}' (row {first[2]}); each key should name one test case",
+                          source=source, row=i, field="input")
+            rows.append(row)
     if check_links:
-        for i, row in enumerate(rows, 1):
+        for n, row in enumerate(rows, 1):
             for j, rel in enumerate(row.relationships):
                 if rel.target_type == "test_case" and rel.target not in prompts:
                     warn_data(f"the relationship '{rel.type}' points at the key '{rel.target}', which no row has",
-                              source=source, row=i, field=f"relationships[{j}]")
+                              source=source, row=n, field=f"relationships[{j}]")
     return rows

@@ -47,8 +47,9 @@ def test_large_jsonl_is_read_line_by_line_with_the_same_rows(tmp_path: Path, mon
     monkeypatch.setattr(readers, "_CHUNKED_JSONL_BYTES", 1)
     monkeypatch.setattr(readers, "_READ_CHUNK_ROWS", 4)
     calls = []
-    real = readers._rows_in_chunks
-    monkeypatch.setattr(readers, "_rows_in_chunks", lambda chunks, source: calls.append(source) or real(chunks, source))
+    real = readers.rows_from_chunks
+    monkeypatch.setattr(readers, "rows_from_chunks",
+                        lambda chunks, source: calls.append(source) or real(chunks, source=source))
     chunked = nbeval.load(path)
     assert calls == [str(path)]
     assert chunked.to_records() == whole.to_records() == nbeval.LlmDataset.from_records(RECORDS).to_records()
