@@ -7,8 +7,9 @@
 It writes a dataset of ``rows / 3`` test cases answered by 3 models to a Parquet file, loads it
 with :func:`nbeval.load`, and runs ``exact_match``, ``text_matching`` and ``rouge`` through
 :func:`nbeval.evaluate`; then saves the result and reads it back. Printed: the load, run, save
-and reload times, rows per second of the run, the peak resident memory of this process (and of
-each worker, on a cluster), and the size of ``scores.parquet``. The goal on a 2-core machine:
+and reload times, rows per second of the run, the peak resident memory of this process after the
+run, after the save and after reloading (and of each worker, on a cluster), and the size of each
+saved file (``scores.parquet``, ``dataset.parquet``, ...). The goal on a 2-core machine:
 peak memory under 4 GB for a million rows.
 """
 
@@ -68,6 +69,22 @@ def _write_input(rows: int, path: Path) -> None:
             writer.write_table(pa.Table.from_pylist(records(rows, lo, lo + 20_000)))
 
 
+def reload_apart(folder: Path) -> tuple[float, float]:
+    """Seconds and peak RSS (MB) of :func:`nbeval.load_result` in a fresh process: the memory a
+    later session needs to open the saved result, without this run's copy beside it."""
+    out = subprocess.run([sys.executable, __file__, "--reload", str(folder)], check=True, capture_output=True,
+                         text=True).stdout.split()
+    return float(out[-2]), float(out[-1])
+
+
+def _reload(folder: Path) -> None:
+    t0 = time.perf_counter()
+    nbeval.load_result(folder)
+    # VmHWM, not getrusage: a child's ru_maxrss starts from its parent's peak at the fork
+    hwm = next(line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("VmHWM"))
+    print(f"{time.perf_counter() - t0:.3f} {int(hwm.split()[1]) / 1024:.1f}")
+
+
 def peak_rss_mb() -> float:
     """Peak resident memory of this process so far, in MB (Linux reports KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -96,9 +113,13 @@ def main() -> None:
     parser.add_argument("--scheduler", default=None, help="'local2' (a 2-worker LocalCluster) or an address")
     parser.add_argument("--keep", default=None, help="a folder to keep the input and the saved result in")
     parser.add_argument("--write-input", default=None, help=argparse.SUPPRESS)  # the child that writes the input
+    parser.add_argument("--reload", default=None, help=argparse.SUPPRESS)  # the child that reloads a result
     args = parser.parse_args()
     if args.write_input:
         _write_input(args.rows, Path(args.write_input))
+        return
+    if args.reload:
+        _reload(Path(args.reload))
         return
 
     folder = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="nbeval-scale-"))
@@ -126,18 +147,22 @@ def main() -> None:
         t0 = time.perf_counter()
         saved = result.save(folder / "result")
         t_save = time.perf_counter() - t0
+        rss_save = peak_rss_mb()  # what `nbeval run --out` needs: it saves but does not reload
         t0 = time.perf_counter()
         again = nbeval.load_result(saved)
         t_reload = time.perf_counter() - t0
         assert len(again.scores) == len(result.scores)
+        del again
+        t_apart, rss_apart = reload_apart(saved)
         size = {p.name: p.stat().st_size for p in saved.iterdir() if p.is_file()}
         print(f"rows: {args.rows:,} ({len(MODELS)} models) x {', '.join(EVALUATORS)}; "
               f"scheduler: {args.scheduler or 'none (this process)'}; cpus: {os.cpu_count()}")
         print(f"input: write {t_write:.1f} s ({path.stat().st_size / 1e6:.1f} MB Parquet); nbeval.load {t_load:.1f} s")
         print(f"run: {t_run:.1f} s, {args.rows / t_run:,.0f} rows/s; {len(result.scores):,} scores")
         print(f"peak RSS of this process: {rss_before:,.0f} MB after loading, {rss_run:,.0f} MB after the run, "
-              f"{peak_rss_mb():,.0f} MB after save and load_result"
+              f"{rss_save:,.0f} MB after save, {peak_rss_mb():,.0f} MB after save and load_result"
               + (f"; workers: {', '.join(f'{p:,.0f}' for p in worker_peaks)} MB" if worker_peaks else ""))
+        print(f"load_result in a fresh process: {t_apart:.1f} s, peak RSS {rss_apart:,.0f} MB")
         print(f"save {t_save:.1f} s, load_result {t_reload:.1f} s; files: "
               + ", ".join(f"{name} {n / 1e6:.1f} MB" for name, n in sorted(size.items())))
         print(result.leaderboard("rouge").to_string())

@@ -12,9 +12,10 @@ import pytest
 
 import nbeval
 from nbeval.errors import DataError
+from nbeval.results import dataset_file
 from nbeval.results import result as result_module
 
-FILES = ["aggregates.jsonl", "dataset.json", "metrics.jsonl", "result.json", "scores.parquet"]
+FILES = ["aggregates.jsonl", "dataset.parquet", "metrics.jsonl", "result.json", "scores.parquet"]
 
 
 def _result(answer: str, n: int = 3) -> nbeval.EvaluationResult:
@@ -77,11 +78,11 @@ def test_a_save_that_fails_writing_the_dataset_keeps_the_previous_result(tmp_pat
     _result("yes").save(folder)
     before = _snapshot(folder)
 
-    def interrupted(self: Any, path: Any = None) -> Any:
-        Path(path).write_text('{"inputs": [', encoding="utf-8")
+    def interrupted(path: Any, dataset: Any) -> Any:
+        Path(path).write_bytes(b"PAR1 half")
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(nbeval.LlmDataset, "to_json", interrupted)
+    monkeypatch.setattr(dataset_file, "write_dataset_parquet", interrupted)
     with pytest.raises(KeyboardInterrupt):
         _result("no").save(folder)
     assert _snapshot(folder) == before
@@ -91,7 +92,8 @@ def test_a_save_on_a_full_disk_keeps_the_previous_result(tmp_path: Path) -> None
     folder = tmp_path / "run"
     _result("yes").save(folder)
     before = _snapshot(folder)
-    big = _result("no " * 2000)  # its dataset.json is larger than the limit below, its scores are not
+    # its dataset.parquet is larger than the limit below (text that does not compress), its scores are not
+    big = _result(" ".join(f"no{i * 7919 % 10007}" for i in range(2000)))
     with _disk_full_after(4000), pytest.raises(OSError):
         big.save(folder)
     assert _snapshot(folder) == before

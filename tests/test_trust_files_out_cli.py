@@ -16,7 +16,7 @@ from nbeval.cli import main
 from nbeval.demo import demo_lab_path
 
 #: Every file ``nbeval run`` writes into its ``--out`` folder.
-RUN_FILES = ["scores.parquet", "aggregates.jsonl", "metrics.jsonl", "dataset.json", "result.json", "report.html"]
+RUN_FILES = ["scores.parquet", "aggregates.jsonl", "metrics.jsonl", "dataset.parquet", "result.json", "report.html"]
 SUITE = {"name": "s", "tests": [{"test_cases": [{"key": "c1", "prompt": "What is 2+2?", "expected_output": "4"}]}]}
 
 
@@ -53,12 +53,12 @@ def test_run_refuses_an_out_folder_that_would_overwrite_the_input(name: str, tmp
 
 def test_run_with_out_dot_in_the_input_folder_keeps_the_lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
-    # the case: `nbeval run dataset.json --out .` used to replace a lab file with plain rows
+    # the case: `nbeval run dataset.json --out .` used to replace a lab file with plain rows;
+    # a result now keeps its rows in dataset.parquet, so the run goes ahead beside the lab
     before = _lab_copy(tmp_path / "dataset.json")
     monkeypatch.chdir(tmp_path)
-    assert main(["run", "dataset.json", "-e", "exact_match", "--out", ".", "--no-progress"]) == 2
-    err = capsys.readouterr().err
-    assert "dataset.json" in err and "choose another --out" in err
+    assert main(["run", "dataset.json", "-e", "exact_match", "--out", ".", "--no-progress"]) == 0
+    assert (tmp_path / "dataset.parquet").is_file()
     assert (tmp_path / "dataset.json").read_bytes() == before
     lab = nbeval.TestLab.from_json(str(tmp_path / "dataset.json"))  # still a lab, models and all
     assert len(lab.models) > 1

@@ -88,7 +88,7 @@ def test_twenty_rows_of_5mb_judge_rationales_are_capped_with_the_original_size(t
     assert res.aggregates["value"].tolist() == [1.0]  # the verdicts themselves are kept
 
     folder = res.save(tmp_path / "run")
-    assert sum(p.stat().st_size for p in folder.iterdir() if p.name != "dataset.json") < 1_000_000
+    assert sum(p.stat().st_size for p in folder.iterdir() if p.name != "dataset.parquet") < 1_000_000
     back = nbeval.load_result(folder)
     pd.testing.assert_series_equal(back.scores["rationale"], rationales)
     # the user's own 5 MB answer is data, not output: saved and loaded whole

@@ -35,8 +35,8 @@ if TYPE_CHECKING:
     from nbeval.evaluators.base import Evaluator
     from nbeval.results.outcome import RowOutcome
 
-__all__ = ["KEY_COLUMNS", "ORDER_COLUMNS", "SCORE_COLUMNS", "SPOOL_PART_ROWS", "TEXT_COLUMNS", "ScoreSpool",
-           "outcome_columns", "read_scores_parquet", "typed_scores", "write_scores_parquet"]
+__all__ = ["KEY_COLUMNS", "ORDER_COLUMNS", "SCORE_COLUMNS", "SPOOL_PART_ROWS", "TEXT_COLUMNS", "WRITE_SLICE_ROWS",
+           "ScoreSpool", "outcome_columns", "read_scores_parquet", "typed_scores", "write_scores_parquet"]
 
 #: Columns of the long table, in order.
 SCORE_COLUMNS = ["key", "model_key", "evaluator", "metric", "value", "passed", "label", "rationale",
@@ -197,12 +197,20 @@ def _arrow_table(columns: Mapping[str, Any], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
+#: Long-table rows converted to Arrow and written at a time (one Parquet row group each).
+WRITE_SLICE_ROWS = 1_000_000
+
+
 def write_scores_parquet(path: str | Path, scores: pd.DataFrame) -> None:
     """Write the long table as Parquet (zstd; repeated text such as keys and names is stored once
-    per column chunk by Parquet's dictionary encoding)."""
+    per column chunk by Parquet's dictionary encoding), :data:`WRITE_SLICE_ROWS` rows at a time:
+    converted whole, the Arrow copy of nine million scores would add most of a gigabyte."""
     import pyarrow.parquet as pq
 
-    pq.write_table(_arrow_table(scores, _arrow_schema()), path, compression="zstd", row_group_size=1_000_000)
+    schema = _arrow_schema()
+    with pq.ParquetWriter(path, schema, compression="zstd") as writer:
+        for lo in range(0, max(len(scores), 1), WRITE_SLICE_ROWS):
+            writer.write_table(_arrow_table(scores.iloc[lo:lo + WRITE_SLICE_ROWS], schema))
 
 
 def read_scores_parquet(path: str | Path) -> pd.DataFrame:
@@ -215,32 +223,36 @@ def read_scores_parquet(path: str | Path) -> pd.DataFrame:
 
     source = str(path)
     try:
-        table = pq.read_table(path)
+        schema = pq.read_schema(path)
+        expected = _arrow_schema()
+        names = list(schema.names)
+        for f in expected:
+            if f.name not in names:
+                raise DataError("the column is missing", source=source, field=f.name)
+            got = schema.field(f.name).type
+            if got != f.type:
+                raise DataError(f"must hold {f.type}, holds {got}", source=source, field=f.name)
+        unknown = [n for n in names if n not in expected.names]
+        if unknown:
+            raise DataError(f"unknown column (this file has {', '.join(SCORE_COLUMNS)})", source=source,
+                            field=unknown[0])
+        # the key columns come as Parquet stored them, dictionary-encoded: millions of repeated
+        # strings are never made, in Arrow or in pandas
+        table = pq.read_table(path, columns=SCORE_COLUMNS, read_dictionary=list(KEY_COLUMNS))
     except FileNotFoundError:
         msg = f"the saved result is incomplete: {Path(path).name} is missing; save the result again"
         raise DataError(msg, source=source) from None
     except (pa.ArrowException, OSError) as exc:
         msg = f"not a readable Parquet file ({exc}); the file was changed after it was saved"
         raise DataError(msg, source=source) from None
-    expected = _arrow_schema()
-    names = list(table.column_names)
     for f in expected:
-        if f.name not in names:
-            raise DataError("the column is missing", source=source, field=f.name)
-        got = table.schema.field(f.name).type
-        if got != f.type:
-            raise DataError(f"must hold {f.type}, holds {got}", source=source, field=f.name)
         if not f.nullable and table.column(f.name).null_count:
             raise DataError("must have a value in every row", source=source, field=f.name)
-    unknown = [n for n in names if n not in expected.names]
-    if unknown:
-        raise DataError(f"unknown column (this file has {', '.join(SCORE_COLUMNS)})", source=source,
-                        field=unknown[0])
-    return _to_pandas(table.select(SCORE_COLUMNS))
-
-
-def _to_pandas(table: pa.Table) -> pd.DataFrame:
-    return _columns_to_pandas({name: table.column(name) for name in table.column_names})
+    arrow = {name: table.column(name) for name in SCORE_COLUMNS}
+    del table  # the columns are converted one at a time and let go as they go
+    scores = _columns_to_pandas(arrow)
+    pa.default_memory_pool().release_unused()  # Arrow's buffers, which its allocator would keep for itself
+    return scores
 
 
 def _columns_to_pandas(arrow: dict[str, Any], order: Any = None) -> pd.DataFrame:

@@ -27,20 +27,23 @@ if TYPE_CHECKING:
     from nbeval.evaluators.base import Evaluator
     from nbeval.results.outcome import RowOutcome
 
-__all__ = ["AGGREGATE_COLUMNS", "FORMAT_VERSION", "METRIC_COLUMNS", "PASSED_DTYPE", "RESULT_FILES", "SCORE_COLUMNS",
-           "SCORE_FILES", "EvaluationResult", "load_result"]
+__all__ = ["AGGREGATE_COLUMNS", "DATASET_FILES", "FORMAT_VERSION", "METRIC_COLUMNS", "PASSED_DTYPE", "RESULT_FILES",
+           "SCORE_COLUMNS", "SCORE_FILES", "EvaluationResult", "load_result"]
 
 AGGREGATE_COLUMNS = ["model_key", "evaluator", "metric", "value", "n", "N", "passed", "direction",
                      "threshold", "primary"]
 METRIC_COLUMNS = ["evaluator", "evaluator_id", "family", "kind", "metric", "direction", "lo", "hi",
                   "threshold", "primary", "description"]
-#: Version 2 stores the long table as ``scores.parquet``; version 1 (still read, and still written
-#: by ``save(folder, scores_format="jsonl")``) as ``scores.jsonl``.
-FORMAT_VERSION = 2
+#: Version 3 stores the long table as ``scores.parquet`` and the dataset as ``dataset.parquet``;
+#: version 2 (still read) the dataset as ``dataset.json``; version 1 (still read, and still written
+#: by ``save(folder, scores_format="jsonl")``) both as JSON: ``scores.jsonl`` and ``dataset.json``.
+FORMAT_VERSION = 3
 #: The long table's file in a saved folder, by format.
 SCORE_FILES = {"parquet": "scores.parquet", "jsonl": "scores.jsonl"}
+#: The dataset's file in a saved folder, by the format of the long table saved with it.
+DATASET_FILES = {"parquet": "dataset.parquet", "jsonl": "dataset.json"}
 #: The files :meth:`EvaluationResult.save` writes into its folder (``result.json`` last).
-RESULT_FILES = ("scores.parquet", "aggregates.jsonl", "metrics.jsonl", "dataset.json", "result.json")
+RESULT_FILES = ("scores.parquet", "aggregates.jsonl", "metrics.jsonl", "dataset.parquet", "result.json")
 #: The dtype of the ``passed`` columns: pandas' nullable boolean, ``<NA>`` where a pass is
 #: unknowable (no value, or no threshold). Test with ``.eq(True)`` / ``.eq(False)`` or
 #: ``pd.isna``; ``if passed:`` on ``<NA>`` raises.
@@ -272,9 +275,10 @@ class EvaluationResult:
         :func:`load_result` reads back. Other files in ``folder`` are left alone (a long table
         of the other format too: ``result.json`` says which one belongs to the result).
 
-        The long table goes to ``scores.parquet`` (columnar, compressed; pyarrow reads it, and
-        so do pandas, Polars, DuckDB and Spark). ``scores_format="jsonl"`` writes ``scores.jsonl``
-        instead, one JSON object per line, as nbeval before format version 2 did.
+        The long table goes to ``scores.parquet`` and the dataset to ``dataset.parquet``
+        (columnar, compressed, written in chunks; pyarrow reads them, and so do pandas, Polars,
+        DuckDB and Spark). ``scores_format="jsonl"`` writes ``scores.jsonl`` (one JSON object per
+        line) and ``dataset.json`` instead, as nbeval before format version 2 did.
 
         The files are written into a hidden folder inside ``folder`` first and renamed into
         place only once all of them are written (``result.json`` last), so a save that fails or
@@ -283,6 +287,7 @@ class EvaluationResult:
         where the result cannot go raises :class:`~nbeval.errors.DataError` before anything is
         written.
         """
+        from nbeval.results import dataset_file
         from nbeval.results.columnar import write_scores_parquet
 
         if scores_format not in SCORE_FILES:
@@ -290,10 +295,11 @@ class EvaluationResult:
             raise ValueError(msg)
         folder = Path(folder)
         score_file = SCORE_FILES[scores_format]
-        names = (score_file, *RESULT_FILES[1:])
+        data_file = DATASET_FILES[scores_format]
+        names = (score_file, "aggregates.jsonl", "metrics.jsonl", data_file, "result.json")
         check_folder(folder, names)
         folder.mkdir(parents=True, exist_ok=True)
-        meta = dict(self.meta, format_version=2 if scores_format == "parquet" else 1)
+        meta = dict(self.meta, format_version=FORMAT_VERSION if scores_format == "parquet" else 1)
         with staging_folder(folder) as stage:
             if scores_format == "parquet":
                 write_scores_parquet(stage / score_file, self.scores)
@@ -301,7 +307,10 @@ class EvaluationResult:
                 _write_records(stage / score_file, self.scores)
             _write_records(stage / "aggregates.jsonl", self.aggregates)
             _write_records(stage / "metrics.jsonl", self.metrics)
-            self.dataset.to_json(str(stage / "dataset.json"))
+            if scores_format == "parquet":
+                dataset_file.write_dataset_parquet(stage / data_file, self.dataset)
+            else:
+                self.dataset.to_json(str(stage / data_file))
             (stage / "result.json").write_text(json.dumps(
                 {"meta": meta, "explanations": self.explanations, "model_labels": self.model_labels},
                 indent=2, ensure_ascii=False, default=str), encoding="utf-8")
@@ -498,13 +507,18 @@ def load_result(folder: str | Path) -> EvaluationResult:
     aggregates["value"] = aggregates["value"].astype(float)
     aggregates["passed"] = aggregates["passed"].astype(PASSED_DTYPE)
     metrics = _read_records(folder / "metrics.jsonl", METRIC_COLUMNS)
-    dataset = LlmDataset.from_json(str(folder / "dataset.json"))
-    _check_rows_known(scores, dataset, scores_path)
+    if version >= 3:
+        from nbeval.results.dataset_file import read_dataset_parquet
+
+        dataset = read_dataset_parquet(folder / DATASET_FILES["parquet"])
+    else:
+        dataset = LlmDataset.from_json(str(folder / DATASET_FILES["jsonl"]))
+    _check_rows_known(scores, dataset, scores_path, DATASET_FILES["parquet" if version >= 3 else "jsonl"])
     return with_saved_labels(EvaluationResult(scores, aggregates, metrics, dataset, meta=info.get("meta"),
                              explanations=info.get("explanations"), model_labels=info.get("model_labels")), folder)
 
 
-def _check_rows_known(scores: pd.DataFrame, dataset: LlmDataset, path: Path) -> None:
+def _check_rows_known(scores: pd.DataFrame, dataset: LlmDataset, path: Path, dataset_name: str) -> None:
     """Raise a DataError naming the first line of the long table whose row the dataset lacks
     (checked once per distinct key and model, not once per score)."""
     from nbeval.errors import DataError
@@ -513,6 +527,6 @@ def _check_rows_known(scores: pd.DataFrame, dataset: LlmDataset, path: Path) -> 
     pairs = scores[["key", "model_key"]].drop_duplicates()  # on the categoricals' codes: cheap
     for i, key, model_key in zip(pairs.index, pairs["key"], pairs["model_key"], strict=True):
         if (key, model_key) not in rows:
-            msg = (f"scores the row with key '{key}' for model '{model_key}', which dataset.json does not have; "
+            msg = (f"scores the row with key '{key}' for model '{model_key}', which {dataset_name} does not have; "
                    "the files were changed after they were saved")
             raise DataError(msg, source=str(path), row=int(i) + 1)

@@ -167,8 +167,8 @@ def test_without_out_nothing_is_written(shell: Shell, tmp_path: Path) -> None:
 
 
 def test_out_that_would_overwrite_the_input_fails_before_any_work(shell: Shell, tmp_path: Path) -> None:
-    nbeval.demo_lab().to_json(tmp_path / "dataset.json")
-    ran = shell.cell(f"%nbeval run {tmp_path / 'dataset.json'} -e exact_match --out {tmp_path}")
+    nbeval.demo_lab().to_json(tmp_path / "result.json")  # a name a saved result uses
+    ran = shell.cell(f"%nbeval run {tmp_path / 'result.json'} -e exact_match --out {tmp_path}")
     assert not ran.success
     assert "_nbeval" not in shell.ns
     assert ran.stdout.strip().startswith(f"nbeval: error: --out {tmp_path} would overwrite the input")

@@ -52,7 +52,7 @@ def test_parquet_save_and_load_give_the_same_tables(tmp_path: Path) -> None:
     res = _result()
     folder = res.save(tmp_path / "r")
     assert (folder / "scores.parquet").is_file() and not (folder / "scores.jsonl").exists()
-    assert json.loads((folder / "result.json").read_text())["meta"]["format_version"] == 2
+    assert json.loads((folder / "result.json").read_text())["meta"]["format_version"] == 3
     back = nbeval.load_result(folder)
     pd.testing.assert_frame_equal(back.scores, res.scores)
     pd.testing.assert_frame_equal(back.aggregates, res.aggregates)
@@ -163,3 +163,19 @@ def test_the_spool_writes_parts_and_reads_back_in_result_order(monkeypatch: pyte
     assert folder is not None and folder.is_dir()
     spool.close()
     assert not folder.exists()
+
+
+def test_the_long_table_is_written_in_slices_and_reads_back_whole(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyarrow.parquet as pq
+
+    res = _result()  # 16 scores
+    monkeypatch.setattr(columnar, "WRITE_SLICE_ROWS", 5)
+    columnar.write_scores_parquet(tmp_path / "s.parquet", res.scores)
+    assert pq.ParquetFile(tmp_path / "s.parquet").metadata.num_row_groups == 4  # 5 + 5 + 5 + 1
+    pd.testing.assert_frame_equal(columnar.read_scores_parquet(tmp_path / "s.parquet"), res.scores)
+    # the same table as pyarrow writes it in one piece, cell for cell
+    whole = pq.read_table(tmp_path / "s.parquet").to_pylist()
+    assert [(r["key"], r["model_key"], r["metric"], r["value"]) for r in whole] == list(
+        zip(res.scores["key"].astype(str), res.scores["model_key"].astype(str), res.scores["metric"].astype(str),
+            [None if pd.isna(v) else v for v in res.scores["value"]], strict=True))
