@@ -171,7 +171,7 @@ def _hardest(df: pd.DataFrame, info: MetricInfo, *, keep: int, passed: pd.Series
     sign = 1.0 if info.direction == "higher" else -1.0
     bad = passed_is(passed, False) | (df["status"].to_numpy() != "scored")
     rank = pd.DataFrame({"key": df["key"], "bad": bad, "good": df["value"] * sign})
-    per_case = rank.groupby("key").agg(bad=("bad", "sum"), good=("good", "mean"))
+    per_case = rank.groupby("key", observed=True).agg(bad=("bad", "sum"), good=("good", "mean"))
     per_case = per_case.sort_values(["bad", "good"], ascending=[False, True], na_position="first", kind="stable")
     return df[df["key"].isin(set(per_case.index[:keep]))]
 
@@ -189,7 +189,7 @@ def metric_cells(result: EvaluationResult, evaluator: str | None = None) -> pd.D
     value = a["value"].astype(float)
     threshold = pd.to_numeric(a["threshold"], errors="coerce").astype(float)
     finite_span = (a["hi"].astype(float) - a["lo"].astype(float)).where(np.isfinite(a["hi"].astype(float)))
-    fallback = (value - threshold).abs().groupby(label).transform("max").replace(0, 1.0)
+    fallback = (value - threshold).abs().groupby(label, observed=True).transform("max").replace(0, 1.0)
     span = finite_span.fillna(fallback).fillna(1.0).replace(0, 1.0)
     sign = np.where(a["direction"] == "higher", 1.0, -1.0)
     df = pd.DataFrame({"model_key": a["model_key"].astype(str), "model": a["model_key"].map(names),
@@ -222,8 +222,8 @@ def outcome_counts(result: EvaluationResult, info: MetricInfo) -> pd.DataFrame:
                         ["skipped", "parse failure", "error"], verdict)
     names = model_names(result)
     df = pd.DataFrame({"model_key": s["model_key"].astype(str).to_numpy(), "outcome": outcome})
-    counts = df.groupby(["model_key", "outcome"], sort=False).size().rename("count").reset_index()
-    counts["share"] = counts["count"] / counts.groupby("model_key")["count"].transform("sum")
+    counts = df.groupby(["model_key", "outcome"], sort=False, observed=True).size().rename("count").reset_index()
+    counts["share"] = counts["count"] / counts.groupby("model_key", observed=True)["count"].transform("sum")
     counts["model"] = counts["model_key"].map(names)
     counts["stack"] = counts["outcome"].map({k: i for i, k in enumerate(OUTCOMES)})
     return counts.sort_values(["model_key", "stack"], kind="stable").reset_index(drop=True)
@@ -241,7 +241,7 @@ def _scored(result: EvaluationResult, info: MetricInfo) -> tuple[pd.DataFrame, l
 def box_stats(result: EvaluationResult, info: MetricInfo) -> pd.DataFrame:
     """Per model: min, quartiles, max, mean and count of the scored values."""
     s, models = _scored(result, info)
-    g = s.groupby("model_key", sort=False)["value"]
+    g = s.groupby("model_key", sort=False, observed=True)["value"]
     df = pd.DataFrame({"min": g.min(), "q1": g.quantile(0.25), "median": g.median(), "q3": g.quantile(0.75),
                        "max": g.max(), "mean": g.mean(), "count": g.size()}).reindex(models)
     df = df.rename_axis("model_key").reset_index()
@@ -260,7 +260,7 @@ def histogram(result: EvaluationResult, info: MetricInfo, bins: int = 20) -> pd.
     edges = np.linspace(lo, hi, bins + 1)
     names = model_names(result)
     parts: list[dict[str, Any]] = []
-    for model_key, part in s.groupby("model_key", sort=False):
+    for model_key, part in s.groupby("model_key", sort=False, observed=True):
         counts, _ = np.histogram(part["value"].clip(lo, hi), bins=edges)
         total = max(int(counts.sum()), 1)
         parts.extend({"model_key": model_key, "model": names.get(model_key, model_key), "bin_start": edges[i],

@@ -81,7 +81,7 @@ def _unrated(result: EvaluationResult) -> list[list[Any]]:
         return []
     totals = {(a.model_key, a.evaluator): int(a.N) for a in result.aggregates.itertuples() if a.primary}
     out = []
-    for (model, ev), part in s.groupby(["model_key", "evaluator"], sort=False):
+    for (model, ev), part in s.groupby(["model_key", "evaluator"], sort=False, observed=True):
         n, total = len(part), totals.get((model, ev), len(part))
         labels = part["label"].value_counts(sort=False)
         if len(labels) == 1:

@@ -145,8 +145,9 @@ def robustness(result: EvaluationResult, evaluator: str | None = None, metric: s
     work = pairs[keys].assign(
         n=1, flips=flips.astype("int64"), flips_down=(flips & pairs["source_passed"].eq(True)).astype("int64"),
         delta=delta.where(pairs["direction"] != "lower", -delta))
-    out = work.groupby(keys, sort=False).agg(n=("n", "sum"), flips=("flips", "sum"), flips_down=("flips_down", "sum"),
-                                             mean_delta=("delta", "mean")).reset_index()
+    out = work.groupby(keys, sort=False, observed=True).agg(
+        n=("n", "sum"), flips=("flips", "sum"), flips_down=("flips_down", "sum"), mean_delta=("delta", "mean"),
+    ).reset_index()
     out["flip_rate"] = out["flips"] / out["n"]
     out = out.sort_values("flip_rate", ascending=False, kind="stable").reset_index(drop=True)
     return out[ROBUSTNESS_COLUMNS]
