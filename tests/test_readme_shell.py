@@ -27,7 +27,10 @@ SHELL = {"bash", "sh", "shell", "console"}
 
 #: Lines that need a real endpoint or model (placeholders such as ``URL`` or ``model-a``), each
 #: with why it is not run. A line with a placeholder that is not listed here fails.
-NEEDS_REAL_ENDPOINT: dict[str, str] = {}
+NEEDS_REAL_ENDPOINT: dict[str, str] = {
+    "nbeval run answers.parquet -e exact_match,text_matching,rouge --scheduler tcp://10.0.0.5:8786 --out run1":
+        "needs a Dask scheduler at that address; tests/scale/test_dask_runs.py runs --scheduler on a LocalCluster",
+}
 PLACEHOLDER = re.compile(r"\bURL\b|\bmodel-[a-z]\b|<[^>]+>")
 
 #: The gate's kinds (README: `threshold`, `unrated`, `flip`) and their `kind` in `result.problems`.

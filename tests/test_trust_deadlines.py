@@ -106,6 +106,13 @@ def test_a_slow_rag_function_is_abandoned_too() -> None:
 # ---------------------------------------------------------------------------------------------
 # Ctrl-C
 
+def _ctrl_c_works() -> None:
+    """In the child before it starts: Ctrl-C as a terminal delivers it. A process inherits an
+    ignored SIGINT, and Python then never raises KeyboardInterrupt; something earlier in a long
+    pytest session (a library in this process) may have left SIGINT ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 INTERRUPTED = """
 import sys, time
 from nbeval.chat import ChatClient, OpenAIChat
@@ -137,7 +144,7 @@ def test_ctrl_c_stops_a_batch_within_seconds_and_keeps_the_cache(tmp_path: Path)
     # The first two prompts are answered, the rest hang; hung calls must not hold up the exit.
     cache = tmp_path / "c.sqlite"
     with FakeOpenAIServer(reply=_answer_first(2)) as server:
-        proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED, server.url, str(cache)],
+        proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED, server.url, str(cache)], preexec_fn=_ctrl_c_works,
                                 env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
         _wait_for(lambda: server.request_count >= 6 and server.in_flight >= 4, 60)
@@ -165,7 +172,8 @@ def test_ctrl_c_in_nbeval_run_is_one_line_and_exit_130(tmp_path: Path) -> None:
     with FakeOpenAIServer(reply=lambda rec: Hang(60)) as server:
         cmd = [sys.executable, "-m", "nbeval.cli", "run", str(data), "-e", "safety", "--judge", "judge",
                "--judge-base-url", server.url, "--no-progress", "--out", str(tmp_path / "out")]
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=_ctrl_c_works)
         _wait_for(lambda: server.request_count >= 4, 60)
         start = time.monotonic()
         proc.send_signal(signal.SIGINT)
