@@ -66,9 +66,7 @@ def metric_info(result: EvaluationResult, evaluator: str | None, metric: str | N
         msg = "this result has no evaluators to chart"
         raise ValueError(msg)
     evaluator = evaluator or result.evaluators[0]
-    if evaluator not in result.evaluators:
-        msg = f"no evaluator '{evaluator}' in this result; it has {result.evaluators}"
-        raise KeyError(msg)
+    result.check_evaluator(evaluator)
     metric = metric or result.primary_metric(evaluator)
     rows = result.metrics[(result.metrics["evaluator"] == evaluator) & (result.metrics["metric"] == metric)]
     if rows.empty:

@@ -47,9 +47,8 @@ def compare(result: EvaluationResult, model_a: str, model_b: str, evaluator: str
     """``model_a`` against ``model_b`` on every metric of ``evaluator`` (default: every
     evaluator), one row per evaluator and metric (:data:`COMPARE_COLUMNS`); ``attrs["alpha"]``
     holds ``alpha``. See the module's description for the method."""
-    if evaluator is not None and evaluator not in result.evaluators:
-        msg = f"no evaluator '{evaluator}' in this result; it has {result.evaluators}"
-        raise KeyError(msg)
+    if evaluator is not None:
+        result.check_evaluator(evaluator)
     m = result.metrics
     if evaluator is not None:
         m = m[m["evaluator"] == evaluator]

@@ -37,9 +37,7 @@ def leaderboard(result: EvaluationResult, evaluator: str | None = None, metric: 
         check_level(ci)
     agg = result.aggregates
     if evaluator is not None:
-        if evaluator not in result.evaluators:
-            msg = f"no evaluator '{evaluator}' in this result; it has {result.evaluators}"
-            raise KeyError(msg)
+        result.check_evaluator(evaluator)
         agg = agg[agg["evaluator"] == evaluator]
     models = list(dict.fromkeys(result.aggregates["model_key"]))
     index = pd.Index(models, name="model_key")

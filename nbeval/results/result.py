@@ -159,10 +159,17 @@ class EvaluationResult:
         """A model's readable name."""
         return self.model_labels.get(model_key, model_key)
 
+    def check_evaluator(self, evaluator: str) -> None:
+        """Raise ``KeyError`` naming the evaluators this result has when ``evaluator`` is not one."""
+        if evaluator not in self.evaluators:
+            msg = f"no evaluator '{evaluator}' in this result; it has {self.evaluators}"
+            raise KeyError(msg)
+
     def primary_metric(self, evaluator: str) -> str:
         m = self.metrics[(self.metrics["evaluator"] == evaluator) & self.metrics["primary"]]
         if m.empty:
-            msg = f"no evaluator '{evaluator}' in this result; it has {self.evaluators}"
+            self.check_evaluator(evaluator)
+            msg = f"evaluator '{evaluator}' has no primary metric in this result"
             raise KeyError(msg)
         return str(m["metric"].iloc[0])
 

@@ -66,9 +66,7 @@ def _chosen_metrics(result: EvaluationResult, evaluator: str | None, metric: str
     """``evaluator`` / ``metric`` / ``direction`` of the metrics to look at (default: primary ones)."""
     m = result.metrics
     if evaluator is not None:
-        if evaluator not in result.evaluators:
-            msg = f"no evaluator '{evaluator}' in this result; it has {result.evaluators}"
-            raise KeyError(msg)
+        result.check_evaluator(evaluator)
         m = m[m["evaluator"] == evaluator]
     if metric is None:
         m = m[m["primary"].astype(bool)]
