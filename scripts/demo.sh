@@ -4,5 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/python ] || python3 -m venv .venv
-.venv/bin/pip install -q --disable-pip-version-check torch==2.13.0 -e ".[all]"
+# Versions come from requirements/lock.txt (the ones the suite passed with; scripts/lock.sh refreshes it).
+.venv/bin/pip install -q --disable-pip-version-check -c requirements/lock.txt torch==2.13.0 -e ".[all]"
 HF_HUB_OFFLINE=1 .venv/bin/nbeval demo "$@"

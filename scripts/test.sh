@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/python ] || python3 -m venv .venv
 # torch is pinned to the CPU build that this machine keeps on disk; an open range pulls CUDA.
-.venv/bin/pip install -q --disable-pip-version-check torch==2.13.0 -e ".[dev]"
+# Versions come from requirements/lock.txt (the ones the suite passed with; scripts/lock.sh refreshes it).
+.venv/bin/pip install -q --disable-pip-version-check -c requirements/lock.txt torch==2.13.0 -e ".[dev]"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 # The house rules first: lint, types, and the one-way layers (pyproject.toml holds the contracts).
 .venv/bin/ruff check nbeval widgets

@@ -385,3 +385,28 @@ def test_summarization_param_validation() -> None:
 def test_a_failing_embedder_errors_rows_not_the_run() -> None:
     res = evaluate([RECORD], NINE[:3], progress=False, embedder=fake_embedder(ExplodingModel()))
     assert res.scores["error"].str.contains("embedder failed").all()
+
+
+def test_step_alignment_rationale_is_the_same_at_every_batch_size(real_embedder) -> None:
+    """Tied steps (the same action twice, similarity 1.00) are paired by the rule, so the batch
+    composition that changes float noise changes neither values nor rationales (issue 25)."""
+    from nbeval.data.model import LlmDataset
+    from nbeval.engine import evaluate
+    from nbeval.evaluators.registry import evaluator
+    from nbeval.resources.embedder import Embedder
+
+    context = ["To reset the unit:\n1. Press the reset button.\n2. Wait ten seconds.\n3. Press the reset button."]
+    answers = ["First, press the reset button. Then press the reset button. Then wait ten seconds.",
+               "1. Press the reset button.\n2. Press the reset button.\n3. Press the reset button.",
+               "Press the reset button, then wait ten seconds, then press the reset button, finally unplug it."]
+    records = [{"key": f"k{i}", "input": "How do I reset it?", "actual_output": a, "context": context,
+                "model_key": "m"} for i, a in enumerate(answers)]
+    seen = []
+    for batch_size in (1, 3, 64):
+        emb = Embedder(device="cpu", batch_size=batch_size)
+        result = evaluate(LlmDataset.from_records(records), [evaluator("step_alignment")], progress=False,
+                          embedder=emb, cache=False)
+        s = result.scores.sort_values(["key", "metric"])
+        seen.append((list(s["rationale"]), [None if v != v else v for v in s["value"]]))
+    assert seen[0] == seen[1] == seen[2]
+    assert any("answer 1" in r and "answer 2 not in the context" in r for r in seen[0][0])

@@ -170,3 +170,40 @@ def test_extracted_procedures_aligned_end_to_end() -> None:
     al = align_steps(sim, 0.7)
     # unplug, wait~, plug match; 'check' vs 'call' is one substitution
     assert counts(al) == (1, 0, 0, 1)
+
+
+# -- ties (issue 25): a rule, never float noise, picks between equally good pairings ------------
+
+
+@pytest.mark.parametrize("noise", [0.0, 1e-7, -1e-7])
+def test_a_repeated_answer_step_pairs_the_first(noise: float) -> None:
+    # context [A], answer [A, A]: both answer steps match A; the earliest answer step is paired and
+    # the second is the deletion, whichever of the two similarities float noise makes larger.
+    sim = np.array([[1.0, 1.0 + noise]])
+    al = align_steps(sim, 0.8)
+    assert [(op, i, j) for op, i, j, _ in al.ops] == [("match", 0, 0), ("deletion", None, 1)]
+
+
+@pytest.mark.parametrize("noise", [0.0, 1e-7, -1e-7])
+def test_a_repeated_context_step_pairs_the_first(noise: float) -> None:
+    # context [A, A], answer [A]: context step 1 is matched, context step 2 is missing.
+    sim = np.array([[0.97], [0.97 + noise]])
+    al = align_steps(sim, 0.8)
+    assert [(op, i, j) for op, i, j, _ in al.ops] == [("match", 0, 0), ("insertion", 1, None)]
+
+
+@pytest.mark.parametrize("noise", [0.0, 3e-7, -3e-7])
+def test_ties_inside_a_longer_alignment(noise: float) -> None:
+    # context [A, B, A], answer [A, B, A, B]: all three context steps match in order (0-0, 1-1,
+    # 2-2), the answer's last B is the deletion. A second A at the same similarity does not move
+    # the third match; a clearly better similarity (beyond the tolerance) still wins.
+    a, b = 0.9, 0.3
+    sim = np.array([[a, b, a + noise, b], [b, a, b, a + noise], [a + noise, b, a, b]])
+    ops = [(op, i, j) for op, i, j, _ in align_steps(sim, 0.8).ops]
+    assert ops == [("match", 0, 0), ("match", 1, 1), ("match", 2, 2), ("deletion", None, 3)]
+
+
+def test_a_real_difference_beyond_the_tolerance_still_decides() -> None:
+    # context [A], answer [A', A]: the second answer step is closer by 0.01, far beyond noise.
+    al = align_steps(np.array([[0.90, 0.91]]), 0.8)
+    assert [(op, i, j) for op, i, j, _ in al.ops] == [("deletion", None, 0), ("match", 0, 1)]

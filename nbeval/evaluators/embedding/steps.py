@@ -23,7 +23,8 @@ and the answer's steps, where turning the answer into the context's sequence cos
 operation: an **insertion** is a context step the answer lacks, a **deletion** is an answer step
 the context lacks, a **mismatch** pairs two steps whose similarity is below the cut-off (a
 substitution). Steps at or above the cut-off **match** for free. Among alignments with the
-fewest edits the one with most matches, then the highest matched similarity, is kept.
+fewest edits the one with most matches, then the highest matched similarity, is kept; matched
+similarities within a tolerance are equal, and the remaining ties go to the earliest position.
 """
 
 from __future__ import annotations
@@ -256,11 +257,26 @@ class Alignment:
         return "\n".join(lines)
 
 
+#: Similarity sums closer than this are a tie. Encoders give the same pair slightly different
+#: similarities with another batch size, thread count, device or library version (float noise
+#: around 1e-7); without a tolerance such noise, not the texts, would pick between tied pairings.
+TIE_TOLERANCE = 1e-5
+
+# On a tie the first of these wins. Walking back from the end of both sequences, taking a gap
+# before a pairing leaves the pairing to an earlier position: a repeated step is paired at its
+# earliest occurrence.
+_TIE_ORDER = {"insertion": 0, "deletion": 1, "match": 2, "mismatch": 2}
+
+
 def align_steps(sim: np.ndarray, cutoff: float) -> Alignment:
     """Align context steps (rows of ``sim``) with answer steps (columns) by dynamic programming.
 
     ``sim[i, j]`` is the similarity of context step ``i`` and answer step ``j``; a pair matches
-    when ``sim >= cutoff``. Costs are compared as (edits, -matches, -matched similarity).
+    when ``sim >= cutoff``. Costs are compared as (edits, -matches, -matched similarity), the
+    similarity sums within :data:`TIE_TOLERANCE` counting as equal. Ties are broken by a rule,
+    never by float noise: a step is paired at the earliest position it can take (the same action
+    twice in the answer, both similar to one context step, pairs the context step with the first).
+    So the same texts give the same alignment whatever the batch size, device or thread count.
     """
     sim = np.asarray(sim, dtype=float)
     if sim.ndim != 2:
@@ -289,8 +305,7 @@ def align_steps(sim: np.ndarray, cutoff: float) -> Alignment:
             if j > 0:
                 e, k, s = cost[i][j - 1]
                 options.append(((e + 1, k, s), "deletion"))
-            best = min(options, key=lambda o: o[0])  # stable: earlier options win exact ties
-            cost[i][j], back[i][j] = best
+            cost[i][j], back[i][j] = _best(options)
     ops: list[tuple[str, int | None, int | None, float | None]] = []
     i, j = n, m
     while i > 0 or j > 0:
@@ -306,3 +321,12 @@ def align_steps(sim: np.ndarray, cutoff: float) -> Alignment:
             j -= 1
     ops.reverse()
     return Alignment(ops=ops, cutoff=float(cutoff))
+
+
+def _best(options: list[tuple[tuple[float, int, float], str]]) -> tuple[tuple[float, int, float], str]:
+    """The cheapest option; options whose edits and matches are equal and whose similarity sums
+    are within :data:`TIE_TOLERANCE` of the cheapest are tied, and :data:`_TIE_ORDER` picks among them."""
+    low = min(options, key=lambda o: o[0])
+    tied = [o for o in options
+            if o[0][:2] == low[0][:2] and abs(o[0][2] - low[0][2]) <= TIE_TOLERANCE]
+    return min(tied, key=lambda o: _TIE_ORDER[o[1]])
