@@ -33,6 +33,7 @@ import numpy as np
 from nbeval.errors import MissingDependency, ResourceError
 from nbeval.requests import LabelScores
 from nbeval.resources.embedder import _quiet_transformers
+from nbeval.resources.pair_cut import cut_pairs
 
 __all__ = ["DETOXIFY_NAMES", "ClassifierRunner", "default_batch_size"]
 
@@ -188,6 +189,9 @@ class ClassifierRunner:
             return
         # Pairs, or a slow tokenizer: one tokenisation decides the length order, which inputs are
         # too long, and feeds the model; only the inputs over the window are encoded again, truncated.
+        if seconds is not None:  # each side cut near the window first: pair truncation is quadratic
+            firsts, seconds = (list(side) for side in zip(*cut_pairs(tok, list(zip(firsts, seconds, strict=True)),
+                                                                      window), strict=True))
         enc = tok(firsts, seconds, add_special_tokens=True, truncation=False, verbose=False)
         features = [{k: enc[k][i] for k in enc} for i in range(len(group))]
         long = [i for i, f in enumerate(features) if len(f["input_ids"]) > window]

@@ -22,6 +22,7 @@ import numpy as np
 
 from nbeval.errors import MissingDependency, ResourceError
 from nbeval.resources.embedder import INSTALL_HINT, _quiet_transformers
+from nbeval.resources.pair_cut import cut_pairs
 
 __all__ = ["CrossEncoderScorer", "get_cross_encoder"]
 
@@ -63,7 +64,9 @@ class CrossEncoderScorer:
             todo = [p for p in dict.fromkeys(pairs) if p not in self._memory]
             if todo:
                 try:
-                    out = self.model.predict(todo, batch_size=self.batch_size, show_progress_bar=False)
+                    model = self.model
+                    out = model.predict(_cut_to_window(model, todo), batch_size=self.batch_size,
+                                        show_progress_bar=False)
                 except (MissingDependency, ResourceError):
                     raise
                 except Exception as exc:
@@ -75,6 +78,16 @@ class CrossEncoderScorer:
                 self.pairs_scored += len(todo)
                 self._memory.update(zip(todo, out.tolist(), strict=True))
             return np.array([self._memory[p] for p in pairs], dtype=np.float64)
+
+
+def _cut_to_window(model: Any, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``pairs`` with each text cut a little past the model's window (:mod:`.pair_cut`): the
+    scores are those of the whole pairs, in memory linear in the texts' length."""
+    tokenizer = getattr(model, "tokenizer", None)
+    window = getattr(model, "max_length", None) or getattr(tokenizer, "model_max_length", None)
+    if tokenizer is None or not isinstance(window, int) or window > 1_000_000:  # no window: nothing truncates
+        return pairs
+    return cut_pairs(tokenizer, pairs, window)
 
 
 def _load(name: str, device: str | None) -> Any:
