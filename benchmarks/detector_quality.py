@@ -8,9 +8,13 @@ Run from the repository root::
 
 Three parts:
 
-1. **The labelled corpus** of ``tests/privacy/corpus.py`` (Faker in twelve locales, random
-   tokens of every secret family, hard negatives): recall per kind and false alarms per family of
-   hard negatives. A positive counts as found when a reported span covers part of its value
+1. **Two labelled corpora**, side by side, then each in detail: the in-sample corpus of
+   ``tests/privacy/corpus.py`` (Faker in twelve locales, random tokens of every secret family,
+   hard negatives; written beside the detectors), with recall per kind, and the external corpus of
+   ``tests/privacy/external_corpus.py`` (other projects' test data: gitleaks, trufflehog,
+   detect-secrets, kingfisher, Presidio, Presidio-research, Braintree's credit-card-type,
+   python-email-validator), with recall per family; false alarms per family of hard negatives.
+   A positive counts as found when a reported span covers part of its value
    (nbeval's "right kind" column also asks for the labelled kind); a negative is a false alarm
    when anything is reported in it. Peers are scored the same way: Presidio on the PII cases
    (its predefined pattern recognizers for en/es/it/pl, no spaCy model, personal-data entities
@@ -37,7 +41,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from nbeval.detectors import Finding, decode_for_category, find_encoded, find_pii, find_secrets  # noqa: E402
-from tests.privacy.corpus import build_corpus  # noqa: E402
+from tests.privacy.corpus import Case, build_corpus  # noqa: E402
+from tests.privacy.external_corpus import build_external_corpus  # noqa: E402
 from tests.privacy.scoring import Detector, Report, Span, nbeval_detectors, score  # noqa: E402
 
 GOLDEN = ROOT / "tests" / "golden"
@@ -114,19 +119,43 @@ def _ratio(num: int, den: int) -> float:
     return num / den if den else 1.0
 
 
-def print_corpus(reports: dict[str, Report]) -> None:
+def print_summary(reports: dict[str, Report]) -> None:
+    """nbeval on each corpus side by side: recall per group, false alarms, secrets taken for PII."""
+    names = list(reports)
+    print("nbeval, corpus by corpus (recall: share of labelled values found; false alarms: hard negatives"
+          " with any finding)")
+    print(f"  {'':<30}" + "".join(f"{n:>24}" for n in names))
+    for group, label in (("pii", "PII recall"), ("secret", "secrets recall")):
+        tallies = [r.groups[group] for r in reports.values()]
+        cells = [f"{t.recall:.3f} ({t.found}/{t.cases})" for t in tallies]
+        print(f"  {label:<30}" + "".join(f"{c:>24}" for c in cells))
+    cells = []
+    for r in reports.values():
+        neg = r.groups["negative"]
+        cells.append(f"{neg.false_alarms}/{neg.cases} ({_ratio(neg.false_alarms, neg.cases) if neg.cases else 0:.1%})")
+    print(f"  {'false alarms':<30}" + "".join(f"{c:>24}" for c in cells))
+    print(f"  {'secrets reported as PII':<30}" + "".join(f"{len(r.secrets_as_pii):>24}" for r in reports.values()))
+
+
+def print_corpus(title: str, corpus: tuple[Case, ...], reports: dict[str, Report], *, by: str = "kinds") -> None:
+    """Recall per kind (``by="kinds"``) or per family of positives, and false alarms per family
+    of hard negatives, for nbeval and each peer in ``reports``."""
     tools = list(reports)
     nb = reports["nbeval"]
-    print("corpus: tests/privacy/corpus.py (recall per kind; right kind = nbeval also named the labelled kind)")
-    header = f"  {'kind':<34}{'cases':>6}  {'nbeval':>7} {'right kind':>10}" + "".join(f" {t:>15}" for t in tools[1:])
+    group_of = {(c.kind if by == "kinds" else c.family): c.group for c in corpus if c.kind}
+    label = "kind" if by == "kinds" else "family"
+    print(f"\ncorpus: {title} (recall per {label}; right kind = nbeval also named the labelled kind)")
+    header = f"  {label:<34}{'cases':>6}  {'nbeval':>7} {'right kind':>10}" + "".join(f" {t:>15}" for t in tools[1:])
     for group in ("pii", "secret"):
         print(f"\n{group.upper()}\n{header}")
-        kinds = sorted(k for k in nb.kinds if not k.startswith("negative") and _group_of(k, group))
-        for kind in [*kinds, f"ALL {group}"]:
-            tally = nb.groups[group] if kind.startswith("ALL") else nb.kinds[kind]
-            row = f"  {kind:<34}{tally.cases:>6}  {tally.recall:>7.3f} {_ratio(tally.right_kind, tally.cases):>10.3f}"
+        rows = sorted(k for k in getattr(nb, by) if group_of.get(k) == group)
+        for row_name in [*rows, f"ALL {group}"]:
+            tally = nb.groups[group] if row_name.startswith("ALL") else getattr(nb, by)[row_name]
+            right = _ratio(tally.right_kind, tally.cases)
+            row = f"  {row_name:<34}{tally.cases:>6}  {tally.recall:>7.3f} {right:>10.3f}"
             for tool in tools[1:]:
-                other = reports[tool].groups.get(group) if kind.startswith("ALL") else reports[tool].kinds.get(kind)
+                tallies = reports[tool].groups if row_name.startswith("ALL") else getattr(reports[tool], by)
+                other = tallies.get(group if row_name.startswith("ALL") else row_name)
                 row += f" {other.recall:>15.3f}" if other and other.cases else f" {'-':>15}"
             print(row)
     print(f"\nFALSE ALARMS on hard negatives (texts with any finding)\n  {'family':<34}{'cases':>6}  "
@@ -142,13 +171,8 @@ def print_corpus(reports: dict[str, Report]) -> None:
     print(f"\nsecrets reported as PII by nbeval: {len(nb.secrets_as_pii)}")
     for case, spans in nb.alarms:
         print(f"  nbeval false alarm ({case.family}): {[kind for *_, kind in spans]}")
-
-
-_CASE_GROUP: dict[str, str] = {}
-
-
-def _group_of(kind: str, group: str) -> bool:
-    return _CASE_GROUP.get(kind) == group
+    for case, _ in nb.misses:
+        print(f"  nbeval miss ({case.family})")
 
 
 # --- golden tables and encodings (unchanged measures) -------------------------------------------
@@ -210,17 +234,24 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     sys.path.extend(args.peers_site)
 
-    corpus = build_corpus()
-    _CASE_GROUP.update({c.kind: c.group for c in corpus if c.kind})
+    corpora = {"in-sample": ("tests/privacy/corpus.py", build_corpus(), "kinds"),
+               "external": ("tests/privacy/external_corpus.py", build_external_corpus(), "families")}
     pii, secrets = nbeval_detectors()
-    reports = {"nbeval": score(corpus, pii, secrets)}
     presidio, ds = presidio_detector(), detect_secrets_detector()
-    for name, detector, side in (("Presidio", presidio, "pii"), ("detect-secrets", ds, "secret")):
+    for name, detector in (("Presidio", presidio), ("detect-secrets", ds)):
         if detector is None:
             print(f"({name} is not installed: its column is left out)")
-            continue
-        reports[name] = score(corpus, detector if side == "pii" else None, detector if side == "secret" else None)
-    print_corpus(reports)
+    all_reports = {}
+    for name, (path, corpus, by) in corpora.items():
+        reports = {"nbeval": score(corpus, pii, secrets)}
+        if presidio is not None:
+            reports["Presidio"] = score(corpus, presidio, None)
+        if ds is not None:
+            reports["detect-secrets"] = score(corpus, None, ds)
+        all_reports[name] = (path, corpus, by, reports)
+    print_summary({name: reports["nbeval"] for name, (_, _, _, reports) in all_reports.items()})
+    for path, corpus, by, reports in all_reports.values():
+        print_corpus(path, corpus, reports, by=by)
 
     pii_cases, secret_cases = _load("pii_cases.json"), _load("secret_cases.json")
     _print_suite("golden pii (find_pii)", pii_cases, score_suite(pii_cases, find_pii))

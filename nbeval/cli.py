@@ -10,7 +10,8 @@
     nbeval serve --host 127.0.0.1 --port 8080 --token T   the evaluation service (REST, DB-GPT compatible)
 
 Exit status: 0 on success, 1 when the CI gate trips (``--fail-on-problems`` or ``--fail-on KINDS``:
-threshold breaches, unrated rows, perturbation flips), 2 on bad input, 130 when interrupted.
+threshold breaches, unrated rows, perturbation flips, errored rows, models and evaluators that
+measured nothing; see :mod:`nbeval.results.gate`), 2 on bad input, 130 when interrupted.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ import json
 import math
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from nbeval.errors import NbevalError
 
@@ -132,15 +133,6 @@ def _evaluate_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     return kw
 
 
-#: Problem kinds the CI gate can fail on: the ``--fail-on`` name, the ``kind`` in
-#: ``result.problems``, and how one problem of the kind is counted in the gate's lines.
-_GATE_KINDS = {
-    "threshold": ("threshold", "threshold breach", "threshold breaches", ""),
-    "unrated": ("unrated", "unrated", "unrated", " (rows that could not be rated; they are not failed rows)"),
-    "flip": ("perturbation_flip", "perturbation flip", "perturbation flips", ""),
-}
-
-
 def _positive_int(text: str) -> int:
     """An argparse type: a whole number of at least 1."""
     try:
@@ -154,38 +146,31 @@ def _positive_int(text: str) -> int:
 
 
 def _gate_kinds(text: str) -> tuple[str, ...]:
-    """``--fail-on`` value: comma-separated kinds from :data:`_GATE_KINDS`."""
-    kinds = tuple(dict.fromkeys(k.strip() for k in text.split(",") if k.strip()))
-    unknown = [k for k in kinds if k not in _GATE_KINDS]
-    if unknown or not kinds:
-        given = ", ".join(map(repr, unknown)) or repr(text)
-        msg = f"unknown problem kind {given}; choose from {', '.join(_GATE_KINDS)}"
-        raise argparse.ArgumentTypeError(msg)
-    return kinds
+    """``--fail-on`` value: comma-separated kinds from :data:`~nbeval.results.gate.GATE_KINDS`."""
+    from nbeval.results.gate import parse_gate_kinds
+
+    try:
+        return parse_gate_kinds(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _finish(result: Any, out: Path, fail_on_problems: bool | Sequence[str] | None) -> int:
     """Print and save the result; with a gate (``True``: every kind, or the kinds of
-    :data:`_GATE_KINDS` to fail on) say which kinds trip it, one line each, and return 1 if any does."""
+    :data:`~nbeval.results.gate.GATE_KINDS` to fail on) say which kinds trip it, one line each,
+    and return 1 if any does."""
+    from nbeval.results.gate import check_gate
+
     print(result.summary())
     result.save(out)
     result.to_html(out / "report.html")
     print(f"\nsaved the result to {out}/ and the report to {out / 'report.html'}")
     if not fail_on_problems:
         return 0
-    chosen = set(_GATE_KINDS) if fail_on_problems is True else set(fail_on_problems)
-    counts = result.problems["kind"].value_counts()
-    failing: list[str] = []
-    ignored: list[str] = []
-    for name, (kind, one, many, note) in _GATE_KINDS.items():
-        n = int(counts.get(kind, 0))
-        if n:
-            (failing if name in chosen else ignored).append(f"{n} {one if n == 1 else many}{note}")
-    for line in failing:
-        print(f"failing: {line}")
-    for line in ignored:
-        print(f"not failing on: {line} (--fail-on {','.join(k for k in _GATE_KINDS if k in chosen)})")
-    return 1 if failing else 0
+    verdict = check_gate(result, True if fail_on_problems is True else tuple(fail_on_problems))
+    for line in verdict.lines():
+        print(line)
+    return 1 if verdict.tripped else 0
 
 
 #: What ``nbeval run`` and ``nbeval demo`` write into ``--out``: the saved result and the report.
@@ -244,6 +229,7 @@ def _check_file_out(out: Path, inputs: Sequence[str], what: str = "lab") -> None
 
 def _run(args: argparse.Namespace) -> int:
     import nbeval
+    from nbeval.engine import Interrupted
 
     evaluators = [e for e in args.evaluators.split(",") if e.strip()]
     kwargs = _evaluate_kwargs(args)
@@ -251,8 +237,38 @@ def _run(args: argparse.Namespace) -> int:
         print(nbeval.evaluate(args.data, evaluators, dry_run=True, **kwargs))
         return 0
     _check_run_out(Path(args.out), [args.data])
-    result = nbeval.evaluate(args.data, evaluators, **kwargs)
+    try:
+        result = nbeval.evaluate(args.data, evaluators, **kwargs)
+    except Interrupted as stop:  # Ctrl-C: what was scored is saved, the rest marked cancelled
+        partial, out = stop.result, Path(args.out)
+        _saved_or_not(lambda: _save_partial(partial, out), f"saved the partial result to {out}/ (the rows not "
+                      "scored are marked cancelled; nbeval.load_result reads it)")
     return _finish(result, Path(args.out), args.fail_on_problems)
+
+
+def _save_partial(result: Any, out: Path) -> None:
+    """Save an interrupted run's result at once: without a report (building one takes seconds),
+    and without the report of an earlier run there, which would be taken for this one's."""
+    result.save(out)
+    (out / _REPORT_FILE).unlink(missing_ok=True)
+
+
+class _Interrupted(KeyboardInterrupt):
+    """Ctrl-C, after the partial output was saved: ``note`` says where."""
+
+    def __init__(self, note: str) -> None:
+        super().__init__(note)
+        self.note = note
+
+
+def _saved_or_not(save: Callable[[], Any], note: str) -> NoReturn:
+    """After Ctrl-C: save the partial output, and go on with the interruption saying so (or not,
+    when saving failed or was interrupted too)."""
+    try:
+        save()
+    except (Exception, KeyboardInterrupt):
+        raise KeyboardInterrupt from None
+    raise _Interrupted(note) from None
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -270,6 +286,7 @@ def _complete(args: argparse.Namespace) -> int:
     from nbeval.chat.collect import collect
     from nbeval.data import jsonio
     from nbeval.data.model import TestSuite
+    from nbeval.engine import Interrupted
     from nbeval.results.files import write_aside
 
     if not args.dry_run:
@@ -281,7 +298,13 @@ def _complete(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(pending.plan())
         return 0
-    lab = pending.complete(progress=not args.no_progress)
+    try:
+        lab = pending.complete(progress=not args.no_progress)
+    except Interrupted as stop:  # Ctrl-C: the answers received are written, the rest marked cancelled
+        partial = stop.result.to_json()
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        _saved_or_not(lambda: write_aside(args.out, lambda tmp: jsonio.write_json(partial, tmp)),
+                      f"wrote the partial lab to {args.out} (the cases not answered have the error 'cancelled')")
     data = lab.to_json()
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     write_aside(args.out, lambda tmp: jsonio.write_json(data, tmp))  # a failed write keeps the previous lab
@@ -339,7 +362,8 @@ def _serve(args: argparse.Namespace) -> int:
     elif args.app_model:
         raise NbevalError("--app-model names a model at --app-base-url; give --app-base-url too")
     serve(host=args.host, port=args.port, token=args.token, no_auth=args.no_auth, retriever=args.retriever,
-          app=app, judge=_judge_spec(args), max_body_bytes=args.max_body_bytes, workers=args.workers)
+          documents=args.documents, app=app, judge=_judge_spec(args), max_body_bytes=args.max_body_bytes,
+          workers=args.workers)
     return 0
 
 
@@ -371,6 +395,11 @@ def build_parser() -> argparse.ArgumentParser:
             "             aggregates are measured without them (n/N), and they trip the gate by default\n"
             "             as 'unrated', not as failed rows; --fail-on threshold,flip lets them through\n"
             "  flip       a perturbed test case passes where its original fails, or the reverse\n"
+            "  errored    rows whose call (to the judge, a model) or scoring failed; the line names\n"
+            "             the commonest errors\n"
+            "  unmeasured a model and evaluator measured on none of its rows (all errored, skipped\n"
+            "             or unrated); every row skipped for an optional input it lacks is fine,\n"
+            "             unless the whole run measured nothing\n"
             "Exit status: 0 on success, 1 when the gate trips, 2 on bad input."))
     run.add_argument("data", help="JSON, JSONL, CSV or Parquet file in any shape nbeval reads")
     run.add_argument("-e", "--evaluators", required=True, help="comma-separated evaluator ids")
@@ -387,11 +416,12 @@ def build_parser() -> argparse.ArgumentParser:
                      "(pip install 'nbeval[dask]')")
     gate = run.add_mutually_exclusive_group()
     gate.add_argument("--fail-on-problems", action="store_const", const=True, default=None,
-                      help="exit 1 when any problem is found: threshold breaches, unrated rows, flips (for CI)")
+                      help="exit 1 when any problem is found: threshold breaches, unrated rows, flips, "
+                           "errored rows, models and evaluators that measured nothing (for CI)")
     gate.add_argument("--fail-on", dest="fail_on_problems", type=_gate_kinds,
-                      metavar="{threshold,unrated,flip}",
-                      help="exit 1 only on problems of these kinds (comma-separated); the others are "
-                           "listed but do not fail the run")
+                      metavar="KINDS",
+                      help="exit 1 only on problems of these kinds (comma-separated, from the list below); "
+                           "the others are listed but do not fail the run")
     run.add_argument("--no-progress", action="store_true")
     run.set_defaults(func=_run)
 
@@ -440,6 +470,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="no token at all; allowed only on a loopback --host such as 127.0.0.1")
     srv.add_argument("--retriever", help="retriever for DB-GPT recall scenes: module:function or an entry point "
                                          "in nbeval.retrievers, called as retriever(query, top_k)")
+    srv.add_argument("--documents", help="a document's chunks for DB-GPT recall scenes (the texts answers carry as "
+                                         "contexts): module:function or an entry point in nbeval.documents, "
+                                         "called as documents(doc_name)")
     srv.add_argument("--app", help="application for DB-GPT app scenes: module:function or an entry point in "
                                    "nbeval.apps, called as app(query)")
     srv.add_argument("--app-base-url", help="or: the application's OpenAI-compatible endpoint "
@@ -461,8 +494,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NbevalError as exc:
         print(f"nbeval: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:  # Ctrl-C: one line, no traceback; replies already received stay cached
-        print("nbeval: interrupted; judge replies received so far are cached, run again to resume",
+    except KeyboardInterrupt as exc:  # Ctrl-C: one line, no traceback; replies already received stay cached
+        saved = f"{exc.note}; " if isinstance(exc, _Interrupted) else ""
+        print(f"nbeval: interrupted; {saved}judge replies received so far are cached, run again to resume",
               file=sys.stderr)
         return 130
 

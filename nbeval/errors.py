@@ -6,10 +6,13 @@ Messages say what went wrong and what to do about it.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "ConditionError",
     "DataError",
     "EvaluatorError",
+    "Interrupted",
     "JudgeNotConfigured",
     "MissingDependency",
     "NbevalError",
@@ -85,3 +88,16 @@ class ResourceError(NbevalError, RuntimeError):
 
 class JudgeNotConfigured(EvaluatorError):
     """A judge evaluator was requested but no judge model is configured."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C stopped :func:`evaluate` (or ``nbeval.collect(...).complete()``): ``result`` is the
+    partial :class:`~nbeval.results.EvaluationResult` (what was scored; every other row marked
+    ``cancelled``; ``meta["cancelled"]`` true), or the partial
+    :class:`~nbeval.data.model.TestLab` (the cases not answered have the error ``"cancelled"``).
+    Calls in flight were abandoned; the replies received are in the cache. A
+    ``KeyboardInterrupt``, not an :class:`NbevalError`: code that lets Ctrl-C through still does."""
+
+    def __init__(self, result: Any) -> None:
+        super().__init__("interrupted; the exception's .result holds the partial result")
+        self.result = result

@@ -5,20 +5,25 @@ evaluator and row, groups them by kind and model, and answers each group with on
 all texts to embed go to the embedder at once (deduplicated), all text pairs to score go to the
 cross-encoder at once (deduplicated), all chat calls to the chat client (which bounds
 concurrency, retries and caches). Heavy packages load on first use.
+
+Answers are handed on as they come (``answer(on_answer=...)``): the engine advances a row as soon
+as its answer is in, so progress moves with every judge reply rather than with every round. A
+round can be cancelled (``answer(cancel=...)``): no new judge call starts, and the requests never
+sent are answered with :class:`RequestCancelled`.
 """
 
 from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from nbeval.errors import ResourceError
 from nbeval.requests import Chat, Classify, Embed, LabelScores, Request, ScorePairs, TokenLogProbs
 
-__all__ = ["Answer", "Resources", "model_key"]
+__all__ = ["Answer", "RequestCancelled", "Resources", "model_key"]
 
 
 def model_key(model: Any) -> Any:
@@ -34,6 +39,11 @@ class Answer:
     """What the evaluator receives at its ``yield``; a :class:`ResourceError` when the request failed."""
     warnings: tuple[str, ...] = ()
     """Notes for the row's rationale (e.g. texts the embedder truncated)."""
+
+
+class RequestCancelled(ResourceError):
+    """The answer to a request the run was cancelled before sending: the engine reports its row
+    as ``cancelled``, not as an error."""
 
 
 class Resources:
@@ -57,8 +67,14 @@ class Resources:
 
     # -- dispatch --------------------------------------------------------------------------
 
-    def answer(self, requests: Sequence[Request]) -> list[Answer]:
-        """One :class:`Answer` per request, in order; a failed request's value is a ResourceError."""
+    def answer(self, requests: Sequence[Request], *, on_answer: Callable[[int, Answer], None] | None = None,
+               cancel: Callable[[], bool] | None = None) -> list[Answer]:
+        """One :class:`Answer` per request, in order; a failed request's value is a ResourceError.
+
+        ``on_answer(index, answer)`` is called once per request as its answer is ready (a batch of
+        embeddings, pair scores or local-model outputs at once, each judge reply as it arrives).
+        ``cancel``: once it says so, no new judge call starts; the requests not sent are answered
+        with :class:`RequestCancelled`."""
         answers: list[Any] = [None] * len(requests)
         warnings: list[list[str]] = [[] for _ in requests]
         embeds = [(i, r) for i, r in enumerate(requests) if isinstance(r, Embed)]
@@ -74,8 +90,16 @@ class Resources:
             self._answer_pairs(pairs, answers)
         if local:
             self._answer_local(local, answers, warnings)
+
+        def deliver(i: int) -> None:
+            if on_answer is not None:
+                on_answer(i, Answer(answers[i], tuple(warnings[i])))
+
+        for i, r in enumerate(requests):
+            if not isinstance(r, Chat):
+                deliver(i)
         if chats:
-            self._answer_chats(chats, answers, warnings)
+            self._answer_chats(chats, answers, warnings, deliver, cancel)
         return [Answer(a, tuple(w)) for a, w in zip(answers, warnings, strict=True)]
 
     # -- embeddings ------------------------------------------------------------------------
@@ -225,9 +249,9 @@ class Resources:
             self._chat_clients[key] = ChatClient(resolved, **kwargs)
         return self._chat_clients[key]
 
-    def _answer_chats(self, items: list[tuple[int, Chat]], answers: list[Any],
-                      warnings: list[list[str]]) -> None:
-        from nbeval.chat.client import ChatFailure
+    def _answer_chats(self, items: list[tuple[int, Chat]], answers: list[Any], warnings: list[list[str]],
+                      deliver: Callable[[int], None], cancel: Callable[[], bool] | None) -> None:
+        from nbeval.chat.client import ChatFailure, ChatResult
 
         by_model: dict[Any, list[tuple[int, Chat]]] = defaultdict(list)
         for i, r in items:
@@ -238,13 +262,23 @@ class Resources:
             except Exception as exc:
                 for i, _ in group:
                     answers[i] = ResourceError(str(exc))
+                    deliver(i)
                 continue
-            replies = client.run_many([r for _, r in group])
-            for (i, _), reply in zip(group, replies, strict=True):
-                failed = isinstance(reply, ChatFailure)
-                answers[i] = ResourceError(f"judge call failed: {reply.error}") if failed else reply
-                if not failed:  # e.g. text that had to be repaired: the row's rationale says so
-                    warnings[i].extend(reply.warnings)
+
+            def arrived(j: int, reply: ChatResult, group: list[tuple[int, Chat]] = group) -> None:
+                i = group[j][0]
+                if isinstance(reply, ChatFailure):
+                    answers[i] = RequestCancelled("cancelled before the judge answered") if reply.cancelled \
+                        else ResourceError(f"judge call failed: {reply.error}")
+                else:
+                    answers[i] = reply
+                    warnings[i].extend(reply.warnings)  # e.g. text that had to be repaired: the rationale says so
+                deliver(i)
+
+            replies = client.run_many([r for _, r in group], on_done=arrived, cancel=cancel)
+            for j, reply in enumerate(replies):
+                if answers[group[j][0]] is None:  # not handed on as it came: hand it on now
+                    arrived(j, reply)
 
     def usage_totals(self) -> dict[str, Any]:
         """Token and cost totals over every chat client of the run (cost ``None`` when no price is known)."""

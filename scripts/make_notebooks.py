@@ -1091,7 +1091,7 @@ STATISTICS = [
       "no difference" each of them is a coin flip;
     * `wilcoxon` (signed-rank) for scores: the ranks of the differences, positive against negative.
 
-    Testing eight metrics at once makes a false alarm likely, so `p_holm` applies Holm's correction
+    Testing nine metrics at once makes a false alarm likely, so `p_holm` applies Holm's correction
     over all rows, and `significant` is `p_holm < alpha` (0.05 by default).
     """),
     code("""
@@ -1104,7 +1104,7 @@ STATISTICS = [
     On `rouge_l`, `gpt-4o-mini` leads on every one of the ten cases: significant. On
     `text_matching`, it passes 9 of 9 conditions against 5 of 9, yet the four cases where they
     disagree are too few for McNemar's test: **tied within noise**, all the more so after Holm's
-    correction for the eight metrics compared. The chart shows each difference with its interval; a
+    correction for the nine metrics compared. The chart shows each difference with its interval; a
     star and a colour mark the significant ones.
     """),
     code("""

@@ -12,6 +12,7 @@ for var in ("NBEVAL_JUDGE_MODEL", "NBEVAL_JUDGE_BASE_URL", "NBEVAL_JUDGE_API_KEY
     os.environ.pop(var, None)
 
 from collections.abc import Iterator  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
@@ -22,6 +23,30 @@ from tests.support.fake_openai import FakeOpenAIServer  # noqa: E402
 @pytest.fixture(autouse=True, scope="session")
 def _nbeval_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ["NBEVAL_CACHE_DIR"] = str(tmp_path_factory.mktemp("nbeval-cache"))
+
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Top-level entries of the repository that tools make (caches, the environment, build output):
+#: a test's files belong under ``tmp_path``, these do not count.
+_TOOL_ENTRIES = {".venv", "__pycache__", ".ipynb_checkpoints", ".hypothesis", ".coverage", "artifacts", "build",
+                 "dist", "nbeval.egg-info"}
+
+
+def _root_entries() -> set[str]:
+    return {p.name for p in ROOT.iterdir()
+            if p.name not in _TOOL_ENTRIES and not p.name.endswith("_cache") and not p.name.startswith(".coverage.")}
+
+
+@pytest.fixture(autouse=True)
+def _nothing_written_to_the_repository_root() -> Iterator[None]:
+    """A test that leaves a new file or folder in the repository root fails, naming it (a test
+    writes under ``tmp_path``: ``monkeypatch.chdir(tmp_path)`` before code that writes to the
+    working folder, such as a README example or ``nbeval run`` without ``--out``)."""
+    before = _root_entries()
+    yield
+    new = sorted(_root_entries() - before)
+    if new:
+        pytest.fail(f"the test wrote into the repository root: {', '.join(new)} (write under tmp_path)", pytrace=False)
 
 
 def _builtin_loaded(id: str) -> bool:

@@ -128,7 +128,7 @@ def test_failed_chat_becomes_that_rows_error(monkeypatch: pytest.MonkeyPatch) ->
         def __init__(self, text):
             self.text = text
 
-    def answer_chats(self, items, answers, warnings):
+    def answer_chats(self, items, answers, warnings, *_):  # deliver, cancel: unused here
         for i, r in items:
             content = r.messages[0]["content"]
             answers[i] = ResourceError("server said 500") if content == "bad" else Reply("yes")
@@ -169,12 +169,13 @@ def test_cancel_returns_partial_result_with_the_rest_marked() -> None:
 
     def on_progress(partial, done, total):
         seen.append((done, total))
-        stop.set()  # cancel after the first batch
+        if done == 4:
+            stop.set()  # cancel once four rows are scored: the fifth is never started
 
-    res = nbeval.evaluate(_rows(10), ["t_equal"], progress=False, cancel=stop, on_progress=on_progress, chunk_rows=4)
+    res = nbeval.evaluate(_rows(10), ["t_equal"], progress=False, cancel=stop, on_progress=on_progress, chunk_rows=8)
     s = res.scores[res.scores.metric == "score"]
     assert res.meta["cancelled"] is True
-    assert seen == [(4, 20)]
+    assert seen == [(0, 20), (1, 20), (2, 20), (3, 20), (4, 20)]
     assert (~s.skipped).sum() == 4 and set(s.loc[s.skipped, "skip_reason"]) == {"cancelled"}
     assert len(s) == 20  # nothing is lost
 
@@ -183,7 +184,7 @@ def test_progress_callback_sees_growing_partial_results() -> None:
     sizes = []
     nbeval.evaluate(_rows(5), ["t_equal"], progress=False, chunk_rows=2,
                     on_progress=lambda partial, done, total: sizes.append((len(partial.scores), done, total)))
-    assert [d for _, d, _ in sizes] == [2, 4, 6, 8, 10] and all(t == 10 for *_, t in sizes)
+    assert [d for _, d, _ in sizes] == list(range(11)) and all(t == 10 for *_, t in sizes)  # every row, not every chunk
     assert sizes[-1][0] == 20  # 10 rows x 2 metrics
 
 

@@ -234,6 +234,9 @@ def _example_for(fence: Any) -> Example:
 
 @pytest.fixture
 def context(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Context]:
+    # Every fence runs in a fresh folder: the files an example writes (answers.parquet, scale-out/)
+    # land there, not in the repository.
+    monkeypatch.chdir(tmp_path)
     with FakeOpenAIServer() as openai_like, FakeOpenAIServer() as ollama:
         yield Context(monkeypatch, tmp_path, {"openai": openai_like, "ollama": ollama})
 

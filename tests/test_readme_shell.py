@@ -20,6 +20,7 @@ import pytest
 
 import nbeval
 from nbeval.cli import build_parser, main
+from nbeval.results.gate import GATE_KINDS as SHARED_GATE_KINDS
 from tests.support.fake_openai import FakeOpenAIServer
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -33,8 +34,9 @@ NEEDS_REAL_ENDPOINT: dict[str, str] = {
 }
 PLACEHOLDER = re.compile(r"\bURL\b|\bmodel-[a-z]\b|<[^>]+>")
 
-#: The gate's kinds (README: `threshold`, `unrated`, `flip`) and their `kind` in `result.problems`.
-GATE_KINDS = {"threshold": "threshold", "unrated": "unrated", "flip": "perturbation_flip"}
+#: The gate's kinds (README: `threshold`, `unrated`, `flip`, `errored`, `unmeasured`) and their
+#: `kind` in `result.problems`: the one definition the CLI and the magics use.
+GATE_KINDS = {name: k.kind for name, k in SHARED_GATE_KINDS.items()}
 
 VERDICT = '{"rating": "yes", "rationale": "nothing unsafe, and correct"}'
 UNPARSABLE = "I would rather not say."

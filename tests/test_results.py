@@ -198,7 +198,9 @@ def test_unrated_rows_are_their_own_problem_kind(tmp_path: Path) -> None:
     assert board.loc["B", "parse_failures"] == 1.0 and board.loc["A", "parse_failures"] == 0.5
     probs = res.problems
     assert sorted(zip(probs.kind, probs.model_key, strict=True)) == [
-        ("threshold", "C"), ("unrated", "A"), ("unrated", "B"), ("unrated", "C")]
+        ("threshold", "C"), ("unmeasured", "B"), ("unrated", "A"), ("unrated", "B"), ("unrated", "C")]
+    assert probs[probs.kind == "unmeasured"]["message"].iloc[0] == \
+        "B: t_unrated: nothing measured (0 of 4 rows: 4 could not be rated)"  # B was rated on no row
     unrated = probs[probs.kind == "unrated"].set_index("model_key")
     assert unrated.loc["A", "message"] == (
         "A: t_unrated: 2 of 4 rows could not be rated (1: the judge's reply could not be parsed; each raw reply "

@@ -69,10 +69,12 @@ def test_all_garbage_bool_judge_leaves_pass_unmeasured() -> None:
     # parse_failures is measured on every row: 5 of 5.
     assert (_agg(result, "parse_failures")["value"], _agg(result, "parse_failures")["n"]) == (1.0, 5)
     probs = result.problems
-    assert list(probs["kind"]) == ["unrated"]  # no threshold breach: nothing was measured
-    assert probs["message"].iloc[0] == ("m: sexism: 5 of 5 rows could not be rated (the judge's reply could not "
+    # no threshold breach: nothing was measured, which is a problem of its own (unmeasured)
+    assert list(probs["kind"]) == ["unmeasured", "unrated"]
+    assert probs["message"].iloc[0] == "m: sexism: nothing measured (0 of 5 rows: 5 could not be rated)"
+    assert probs["message"].iloc[1] == ("m: sexism: 5 of 5 rows could not be rated (the judge's reply could not "
                                         "be parsed; each raw reply is kept as the row's rationale)")
-    assert (probs["evaluator"].iloc[0], probs["metric"].iloc[0], probs["value"].iloc[0]) == ("sexism", "pass", 5)
+    assert (probs["evaluator"].iloc[1], probs["metric"].iloc[1], probs["value"].iloc[1]) == ("sexism", "pass", 5)
 
 
 def test_mixed_judge_pass_rate_is_over_the_rated_rows() -> None:
@@ -118,7 +120,7 @@ def test_rating_and_score_judges_never_turn_a_parse_failure_into_a_0() -> None:
         row = _row(result, "r1", metric)
         assert pd.isna(row["value"]), metric
         assert row["label"] == "parse_failure" and row["rationale"] == '["yes"]', metric
-    assert set(result.problems["kind"]) == {"unrated"}
+    assert set(result.problems["kind"]) == {"unrated", "unmeasured"}  # the one row: nothing measured
 
 
 def test_contact_information_with_an_unreadable_context_reply_is_unrated() -> None:

@@ -1,14 +1,17 @@
 """RunPanel: run an evaluation in a worker thread, with progress, Cancel and a live leaderboard.
 
 A button clicked while a notebook cell is busy is not handled until the cell ends, so the run
-happens in a thread and the cell returns at once. The engine calls back after every batch of
-rows (``on_progress``) with the run's live result; the panel moves its progress bar each time and
+happens in a thread and the cell returns at once. The engine calls back (``on_progress``) with
+the run's live result once it has planned the run (the total is known from the start) and then as
+rows finish, each judge reply moving it (throttled by the engine for a large run: see
+:class:`~nbeval.progress.ProgressThrottle`); the panel moves its progress bar each time and
 redraws the leaderboard at most once per ``refresh_interval`` seconds, building the partial result
 only then (the live result converts each finished row once, so a long run stays linear), and waits
 at least four times as long as the last redraw took, so redrawing a big partial result never takes
 more than about a fifth of the run (:class:`RedrawThrottle`). Cancel
-sets the engine's ``cancel`` event: the run stops between batches and the partial result
-(unfinished rows marked ``cancelled``) is kept.
+sets the engine's ``cancel`` event: no judge call starts after it, the calls in flight finish and
+their rows are scored, and the partial result (every other row marked ``cancelled``) is kept. A
+run whose rows had all finished when Cancel came is reported as finished.
 """
 
 from __future__ import annotations
@@ -80,7 +83,7 @@ class RunPanel(w.VBox):
         self.refresh_interval = refresh_interval
         self.run_button = w.Button(description="Run", icon="play", button_style="primary")
         self.cancel_button = w.Button(description="Cancel", icon="stop", disabled=True)
-        self.progress = w.IntProgress(value=0, min=0, max=1, description="0 / 0", bar_style="info")
+        self.progress = w.IntProgress(value=0, min=0, max=1, description="", bar_style="info")
         self.message = w.HTML(status_html("ready"))
         self.board_evaluator = w.Dropdown(description="Leaderboard", options=[], style={"description_width": "initial"})
         self.board = w.HTML()
@@ -116,6 +119,7 @@ class RunPanel(w.VBox):
         self._throttle.reset()
         self.done, self.total, self.refreshes = 0, 0, 0
         self.progress.bar_style, self.progress.value = "info", 0
+        self.progress.description = "starting…"  # the engine reports the total once it has planned the run
         self.running = True
         self.run_button.disabled, self.cancel_button.disabled = True, False
         self.message.value = status_html("running…")
@@ -123,11 +127,11 @@ class RunPanel(w.VBox):
         self._thread.start()
 
     def cancel(self) -> None:
-        """Ask the run to stop after the current batch."""
+        """Stop the run: no new judge call starts; the calls in flight finish and are kept."""
         if self.running:
             self._cancel.set()
             self.cancel_button.disabled = True
-            self.message.value = status_html("cancelling after the current batch…")
+            self.message.value = status_html("cancelling: waiting for the calls in flight…")
 
     def wait(self, timeout: float | None = None) -> EvaluationResult | None:
         """Block until the run ends (or ``timeout`` seconds pass); return ``.result``."""

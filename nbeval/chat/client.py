@@ -10,7 +10,9 @@ stall the whole batch, and under a real rate limit every worker soon gets its ow
 The workers are daemon threads: a Ctrl-C stops the batch at once (calls not started are not made;
 calls in flight are abandoned, and their replies still reach the cache if they arrive), and a hung
 call never holds up the interpreter's exit. Every reply is in the cache the moment it arrives, so
-an interrupted run loses nothing it was given.
+an interrupted run loses nothing it was given. ``run_many(cancel=...)`` stops a batch more gently
+(a Cancel button): no new call starts, the calls in flight finish and are kept, and the requests
+never sent get a :class:`ChatFailure` with ``cancelled=True``.
 
 Secrets (see :mod:`nbeval.chat.secrets`): the secret headers and parameters of every request are
 registered, and masked in replies (a judge that echoes a key), failures, ``repr`` and warnings.
@@ -22,6 +24,7 @@ import queue
 import random
 import sqlite3
 import threading
+import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -33,8 +36,8 @@ from nbeval.chat.config import resolve_chat_model
 from nbeval.chat.secrets import redact, register_secrets, secrets_in_params
 from nbeval.errors import MissingDependency, ResourceError
 
-__all__ = ["SAMPLE_PARAM", "ChatClient", "ChatFailure", "ChatResult", "Plan", "PriceTable", "UsageTotals",
-           "estimate_usage"]
+__all__ = ["CANCEL_CALL_S", "CANCEL_POLL_S", "SAMPLE_PARAM", "ChatClient", "ChatFailure", "ChatResult", "Plan",
+           "PriceTable", "UsageTotals", "estimate_usage"]
 
 #: ``{model name: (USD per 1k prompt tokens, USD per 1k completion tokens)}``.
 PriceTable = Mapping[str, tuple[float, float]]
@@ -53,6 +56,9 @@ class ChatFailure:
     """Calls made for this request (0 when the run was cancelled before the first)."""
     status: int | None = None
     """The HTTP status of the last attempt, where there was one."""
+    cancelled: bool = False
+    """The batch was cancelled before this request got an answer (it was never sent, or was
+    waiting to be retried): not the model's failure. Not counted in the usage totals' calls."""
 
 
 ChatResult = Union[ChatReply, ChatFailure]
@@ -170,20 +176,24 @@ class ChatClient:
             raise ResourceError(result.error)
         return result
 
-    def run_many(self, requests: Sequence[Any],
-                 on_done: Callable[[int, ChatResult], None] | None = None) -> list[ChatResult]:
+    def run_many(self, requests: Sequence[Any], on_done: Callable[[int, ChatResult], None] | None = None, *,
+                 cancel: Callable[[], bool] | threading.Event | None = None) -> list[ChatResult]:
         """Answer every request, in order. Never raises for a failed call.
 
         A request is ``(messages, params)``, bare ``messages``, a prompt string, or an object
         with ``messages`` and ``params`` attributes (the engine's ``Chat``). Identical requests
         are sent once when the cache is on. ``on_done(index, result)`` is called from the calling
         thread as each result arrives (cached ones first).
+
+        ``cancel``: an event (or a function saying whether to stop), watched while the batch runs:
+        once it is set no new call starts; the calls in flight finish and their replies are kept;
+        the other requests get a :class:`ChatFailure` with ``cancelled=True``.
         """
         reqs = [_as_request(r) for r in requests]
         results: list[ChatResult | None] = [None] * len(reqs)
         jobs = self._cached_or_jobs(reqs, results, on_done)
         if jobs:
-            self._run_jobs(reqs, jobs, results, on_done)
+            self._run_jobs(reqs, jobs, results, on_done, _cancel_check(cancel))
         return [r if r is not None else ChatFailure("no result", 0) for r in results]
 
     def plan(self, requests: Sequence[Any]) -> Plan:
@@ -234,12 +244,15 @@ class ChatClient:
 
     def _run_jobs(self, reqs: list[tuple[list[dict[str, str]], dict[str, Any]]],
                   jobs: list[tuple[str | None, list[int]]], results: list[ChatResult | None],
-                  on_done: Callable[[int, ChatResult], None] | None) -> None:
+                  on_done: Callable[[int, ChatResult], None] | None,
+                  cancel: Callable[[], bool] | None = None) -> None:
         stop = threading.Event()
         todo: queue.SimpleQueue[int] = queue.SimpleQueue()
         done: queue.SimpleQueue[tuple[int, ChatResult | BaseException]] = queue.SimpleQueue()
         for k in range(len(jobs)):
             todo.put(k)
+        if cancel is not None and cancel():  # cancelled already: nothing is sent
+            _halt(stop, todo, done)
 
         def work() -> None:
             while not stop.is_set():
@@ -258,11 +271,11 @@ class ChatClient:
         # Daemon threads, not a ThreadPoolExecutor: its workers are joined at exit, so one hung
         # call would keep a Ctrl-C'd process alive. Extra workers only wait on the semaphore;
         # they keep slots busy while others back off.
-        for n in range(min(len(jobs), 2 * self.concurrency)):
+        for n in range(0 if stop.is_set() else min(len(jobs), 2 * self.concurrency)):
             threading.Thread(target=work, name=f"nbeval-chat-{n}", daemon=True).start()
         try:
             for _ in range(len(jobs)):
-                k, out = done.get()
+                k, out = self._next_done(done, todo, stop, cancel)
                 if isinstance(out, BaseException):
                     raise out
                 for i in jobs[k][1]:
@@ -272,14 +285,31 @@ class ChatClient:
         finally:
             stop.set()  # a KeyboardInterrupt (or a failing on_done) stops new attempts
 
+    @staticmethod
+    def _next_done(done: queue.SimpleQueue[tuple[int, ChatResult | BaseException]], todo: queue.SimpleQueue[int],
+                   stop: threading.Event, cancel: Callable[[], bool] | None) -> tuple[int, ChatResult | BaseException]:
+        """The next finished job; while waiting, a cancel is noticed within :data:`CANCEL_POLL_S`:
+        it stops the workers taking jobs, and the jobs none took are answered as cancelled here."""
+        while cancel is not None and not stop.is_set():
+            if cancel():
+                _halt(stop, todo, done)
+                break
+            try:
+                return done.get(timeout=CANCEL_POLL_S)
+            except queue.Empty:
+                continue
+        return done.get()
+
     def _one(self, key: str | None, messages: list[dict[str, str]], params: dict[str, Any],
              copies: int, stop: threading.Event) -> ChatResult:
         attempts = 0
         params = {k: v for k, v in params.items() if k != SAMPLE_PARAM}
         while True:
             if stop.is_set():
-                return self._fail(ChatFailure("cancelled before an answer came", attempts), copies)
+                return ChatFailure("cancelled before an answer came", attempts, cancelled=True)
             with self._slots:
+                if stop.is_set():  # cancelled while this call waited for a slot: it is not sent
+                    return ChatFailure("cancelled before an answer came", attempts, cancelled=True)
                 attempts += 1
                 self._bump(attempts=1)
                 try:
@@ -301,8 +331,7 @@ class ChatClient:
                 return self._fail(ChatFailure(redact(f"{err} ({what} {attempts} attempt{plural})"), attempts,
                                               err.status), copies)
             if stop.wait(self._delay(attempts, err)):
-                return self._fail(ChatFailure(redact(f"cancelled while retrying: {err}"), attempts, err.status),
-                                  copies)
+                return ChatFailure(redact(f"cancelled while retrying: {err}"), attempts, err.status, cancelled=True)
         clean = redact(reply.text, patterns=False)  # a judge that echoes a key must not spread it
         if clean != reply.text:
             reply = replace(reply, text=clean)
@@ -365,6 +394,38 @@ class ChatClient:
             return default
 
 
+def _cancel_check(cancel: Callable[[], bool] | threading.Event | None) -> Callable[[], bool] | None:
+    """``cancel`` as a check cheap enough to make every :data:`CANCEL_POLL_S`: an event's own
+    ``is_set``; any other function is called at most every :data:`CANCEL_CALL_S` (it may ask
+    another machine: a Dask event asks the scheduler)."""
+    if cancel is None or isinstance(cancel, threading.Event):
+        return cancel.is_set if cancel is not None else None
+    if isinstance(getattr(cancel, "__self__", None), threading.Event):  # an event's is_set
+        return cancel
+    last, said = [float("-inf")], [False]
+
+    def check() -> bool:
+        now = time.monotonic()
+        if not said[0] and now - last[0] >= CANCEL_CALL_S:
+            last[0], said[0] = now, bool(cancel())
+        return said[0]
+
+    return check
+
+
+def _halt(stop: threading.Event, todo: queue.SimpleQueue[int],
+          done: queue.SimpleQueue[tuple[int, ChatResult | BaseException]]) -> None:
+    """Stop a batch's workers taking jobs, and answer the jobs none took as cancelled (a job is
+    taken once: by a worker, which answers it, or here)."""
+    stop.set()
+    while True:
+        try:
+            k = todo.get_nowait()
+        except queue.Empty:
+            return
+        done.put((k, ChatFailure("cancelled before it was sent", 0, cancelled=True)))
+
+
 def _warn_uncached(model: Any) -> None:
     problem = getattr(model, "cache_problem", None)
     if not problem:  # cache=False on the model itself: asked for, nothing to say
@@ -390,6 +451,12 @@ def _make_cache(cache: Any) -> ChatCache | None:
         return cache
     return ChatCache(cache)
 
+
+#: How often (seconds) a batch waiting for replies checks its ``cancel`` (an event's flag).
+CANCEL_POLL_S = 0.02
+
+#: How often (seconds) at most a batch calls a ``cancel`` that is a function, not an event.
+CANCEL_CALL_S = 0.25
 
 #: Reserved parameter carrying a request's ``sample`` number: part of its cache key, never sent.
 SAMPLE_PARAM = "nbeval_sample"

@@ -16,18 +16,26 @@ function's answer and context are cached together, under a fingerprint of its co
 configuration; wrap it as ``RagFunction(fn, cache_key="v1")`` when that cannot be taken, e.g. it
 holds an open client) and cost accounting. A model that fails on a case leaves that row's
 ``error``, never a hole.
+
+Progress moves with every answer (the bar's total is known from the start). ``complete(cancel=...)``
+stops at once: no call starts after the event is set, the calls in flight finish and their
+answers are kept, and every case not answered gets the error ``"cancelled"`` (the lab's
+``extra["cancelled"]`` is then true; evaluating it skips those rows, saying why). Ctrl-C does the
+same without waiting for the calls in flight, raising :class:`~nbeval.errors.Interrupted` with the
+partial lab.
 """
 
 from __future__ import annotations
 
 import inspect
 import json
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from nbeval.chat.base import ChatError, ChatModel, ChatReply, Message, Usage
-from nbeval.chat.client import ChatClient, ChatFailure, Plan
+from nbeval.chat.client import ChatClient, ChatFailure, ChatResult, Plan
 from nbeval.chat.config import resolve_chat_model
 from nbeval.chat.deadline import call_with_deadline
 from nbeval.chat.fingerprint import FunctionIdentity, callable_name
@@ -35,11 +43,16 @@ from nbeval.errors import DataError
 from nbeval.progress import progress_bar
 
 if TYPE_CHECKING:
+    import threading
+
     from nbeval.data.model import TestLab, TestSuite
 
-__all__ = ["PendingLab", "RagFunction", "collect"]
+__all__ = ["CANCELLED", "PendingLab", "RagFunction", "collect"]
 
 _PROMPT_NAMES = ("prompt", "input", "question", "query", "text")
+
+#: The ``error`` of a row whose case was never answered because the collection was cancelled.
+CANCELLED = "cancelled"
 
 
 class RagFunction(FunctionIdentity):
@@ -149,29 +162,58 @@ class PendingLab:
             total = total + p
         return total
 
-    def complete(self, progress: bool = True) -> TestLab:
-        """Ask every model every test case; failures become the rows' errors."""
-        from nbeval.chat.openai_chat import OpenAIChat, public_url
-        from nbeval.data.model import ModelInfo, Row, TestLab
+    def complete(self, progress: bool = True, *, cancel: threading.Event | None = None) -> TestLab:
+        """Ask every model every test case; failures become the rows' errors.
 
+        ``cancel``: an event that stops the collection at once: no call starts after it is set
+        (calls in flight finish and are kept); the cases not answered get the error
+        ``"cancelled"`` and the lab's ``extra["cancelled"]`` is true. Ctrl-C raises
+        :class:`~nbeval.errors.Interrupted` whose ``.result`` is the partial lab."""
         cases = [(t, c) for t in self.suite.tests for c in t.test_cases]
         bar = progress_bar(len(cases) * len(self.models), progress, desc="collecting answers", unit="answer")
+        answers: dict[str, list[ChatResult | None]] = {}
+        try:
+            for key in self.models:
+                got: list[ChatResult | None] = [None] * len(cases)
+                answers[key] = got
+
+                def arrived(i: int, result: ChatResult, got: list[ChatResult | None] = got) -> None:
+                    got[i] = result
+                    bar.update(1)
+
+                answers[key] = list(self.client(key).run_many(self.requests(key), on_done=arrived, cancel=cancel))
+        except KeyboardInterrupt:
+            from nbeval.errors import Interrupted
+
+            bar.close()
+            raise Interrupted(self._lab(cases, answers)) from None
+        bar.close()
+        return self._lab(cases, answers)
+
+    def _lab(self, cases: list[tuple[Any, Any]], answers: Mapping[str, Sequence[ChatResult | None]]) -> TestLab:
+        """The lab of ``answers`` (per model, per case; a case without one was cancelled)."""
+        from nbeval.chat.openai_chat import OpenAIChat, public_url
+        from nbeval.data.model import LlmDataset, ModelInfo, Row, TestLab
+
         rows, infos = [], []
+        cancelled = 0
         for key, model in self.models.items():
-            results = self.client(key).run_many(self.requests(key), on_done=lambda i, r: bar.update(1))
+            results = answers.get(key) or [None] * len(cases)
             for (test, case), result in zip(cases, results, strict=True):
                 row = Row.from_test_case(case, corpus=test.documents, model_key=key)
-                rows.append(_answered(row, result, isinstance(model, RagFunction)))
+                if result is None or (isinstance(result, ChatFailure) and result.cancelled):
+                    cancelled += 1
+                    rows.append(row.with_answer(actual_output=None, error=CANCELLED))
+                else:
+                    rows.append(_answered(row, result, isinstance(model, RagFunction)))
             connection = public_url(model.base_url) if isinstance(model, OpenAIChat) and model.base_url else None
             infos.append(ModelInfo(key=key, name=key, model_type="rag" if isinstance(model, RagFunction) else "llm",
                                    llm_model_name=getattr(model, "name", key), connection=connection))
-        bar.close()
-        from nbeval.data.model import LlmDataset
-
         usage = {k: c.usage_totals().to_dict() for k, c in self._clients.items()}
+        extra: dict[str, Any] = {"usage": usage, **({"cancelled": True} if cancelled else {})}
         return TestLab(name=self.suite.name, description=self.suite.description,
                        raw_dataset=self.suite.to_dataset(), dataset=LlmDataset(rows), models=infos,
-                       llm_model_names=[i.llm_model_name or i.key for i in infos], extra={"usage": usage})
+                       llm_model_names=[i.llm_model_name or i.key for i in infos], extra=extra)
 
 
 def _answered(row: Any, result: Any, is_fn: bool) -> Any:
@@ -219,12 +261,36 @@ def _models(models: Any) -> dict[str, ChatModel]:
     return out
 
 
-def collect(suite: TestSuite, models: Any, **settings: Any) -> PendingLab:
+def collect(suite: TestSuite | str | os.PathLike[str] | dict[str, Any], models: Any, **settings: Any) -> PendingLab:
     """Pair ``suite`` with ``models``; ``.plan()`` counts the calls, ``.complete()`` makes them
     and returns the filled :class:`~nbeval.data.model.TestLab` (``nbeval.collect(suite, models=[...])``).
+
+    ``suite``: a :class:`~nbeval.data.model.TestSuite`, or what reads as one (as for
+    :func:`nbeval.evaluate` and :func:`nbeval.perturb`): the path of a suite file, a suite's JSON
+    text or its parsed dict (one test or one test case too).
 
     ``settings``: ``system_prompt=`` (sent before each prompt to chat models), ``params=``
     (generation parameters) and any :class:`~nbeval.chat.client.ChatClient` setting
     (``concurrency``, ``timeout``, ``max_attempts``, ``cache``, ``prices``...).
     """
-    return PendingLab(suite, models, **settings)
+    return PendingLab(_as_suite(suite), models, **settings)
+
+
+def _as_suite(suite: Any) -> TestSuite:
+    """``suite`` as a :class:`~nbeval.data.model.TestSuite` (read from a path, JSON text or a dict)."""
+    from nbeval.data.model import TestSuite
+
+    if isinstance(suite, TestSuite):
+        return suite
+    if isinstance(suite, (str, os.PathLike, dict)):
+        from nbeval.data.readers import load
+
+        loaded = load(suite)
+        if isinstance(loaded, TestSuite):
+            return loaded
+        what = "a test lab (already answered)" if type(loaded).__name__ == "TestLab" else "a dataset of rows"
+        msg = (f"collect needs a test suite (an object with 'tests', one test or one test case); "
+               f"{suite if isinstance(suite, (str, os.PathLike)) and len(str(suite)) < 200 else 'this'} is {what}")
+        raise DataError(msg)
+    msg = f"collect needs a test suite or the path of one, not {type(suite).__name__}"
+    raise DataError(msg)

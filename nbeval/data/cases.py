@@ -3,6 +3,12 @@
 Both are plain dataclasses; :meth:`TestCase.from_dict` reads one from a JSON object, checking
 every field. Suites, rows and labs are in :mod:`nbeval.data.model`. Text that cannot be encoded
 is repaired as in a row (see :mod:`nbeval.data.rows`), noted in :attr:`TestCase.warnings`.
+
+The published H2O Eval Studio suites say what an answer must contain as ``"constraints":
+["token", ...]`` (a token ``REGEXP:...`` is a regular expression) rather than as a
+``condition``. The field is kept as it was given (in :attr:`TestCase.extra`, written back
+unchanged); :attr:`TestCase.output_condition` is what an evaluation checks: the condition and
+every constraint, ``(condition) AND "token" AND ...``, so an answer must satisfy both.
 """
 
 from __future__ import annotations
@@ -16,13 +22,16 @@ from nbeval.data.fields import (
     Relationship,
     check_chunks,
     check_condition,
+    check_constraints,
     check_guidelines,
+    check_named_guidelines,
     check_relationships,
     check_str,
     check_str_list,
     check_text,
     derive_key,
     repair_fields,
+    with_constraints,
 )
 from nbeval.data.text import needs_repair
 from nbeval.errors import DataError
@@ -48,21 +57,40 @@ class TestCase:
     guidelines: list[str] = field(default_factory=list)
     expected_context: list[Chunk] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
-    """Fields nbeval does not know; kept and written back."""
+    """Fields nbeval does not know, and Eval Studio's ``constraints``; kept and written back."""
     warnings: list[str] = field(default_factory=list)
     """What nbeval repaired in this test case when it was read; written as ``nbeval_warnings``."""
+    named_guidelines: dict[str, list[str]] = field(default_factory=dict)
+    """The guidelines by name, when they were given so (``{"tone": [...], "safety": [...]}``);
+    ``guidelines`` is then all of them in order. Written back as the mapping."""
 
     def __post_init__(self) -> None:
         self.warnings = list(self.warnings)
+        if self.named_guidelines:
+            self.named_guidelines = {k: list(v) for k, v in self.named_guidelines.items()}
+            self.guidelines = [g for items in self.named_guidelines.values() for g in items]
         self._repair()
         if self.condition:
             from nbeval.data.conditions import parse_condition
 
             parse_condition(self.condition)  # a malformed condition fails here, not mid-run
+        check_constraints(self.extra.get("constraints"), None, f"test case '{self.key}'" if self.key else None)
+
+    @property
+    def constraints(self) -> list[str]:
+        """Eval Studio's ``constraints`` (blank ones left out): strings the answer must contain;
+        one starting ``REGEXP:`` is a regular expression."""
+        return check_constraints(self.extra.get("constraints"), None, None)
+
+    @property
+    def output_condition(self) -> str | None:
+        """What an evaluation checks the answer against: the condition and every constraint,
+        ``(condition) AND "a" AND "b"`` (see the module docstring); ``None`` when neither is given."""
+        return with_constraints(self.condition, self.constraints)
 
     def _repair(self) -> None:
         texts = [self.prompt, self.key, self.expected_output, self.condition, self.categories, self.guidelines,
-                 self.extra, [(c.content, c.doc_uri) for c in self.expected_context],
+                 self.named_guidelines, self.extra, [(c.content, c.doc_uri) for c in self.expected_context],
                  [(r.type, r.target, r.target_type) for r in self.relationships]]
         if not needs_repair(texts):
             return
@@ -83,7 +111,7 @@ class TestCase:
     @property
     def resolved_key(self) -> str:
         """The key, derived from the content when none was given."""
-        return self.key or derive_key(self.prompt, self.expected_output, self.condition,
+        return self.key or derive_key(self.prompt, self.expected_output, self.output_condition,
                                       self.categories, self.expected_context, self.guidelines)
 
     @classmethod
@@ -104,8 +132,9 @@ class TestCase:
             expected_output=check_text(c.get("expected_output"), source, where, "expected_output"),
             condition=check_condition(c.get("condition"), source, where, "condition"),
             guidelines=check_guidelines(c.get("guidelines"), source, where),
+            named_guidelines=check_named_guidelines(c.get("guidelines"), source, where),
             expected_context=check_chunks(c.get("expected_context"), source, where, "expected_context"),
-            extra={k: v for k, v in c.items() if k not in _CASE_FIELDS},
+            extra=_extra(c, source, where),
             warnings=check_str_list(c.get(WARNINGS_FIELD), source, where, WARNINGS_FIELD) + notes,
         )
 
@@ -115,7 +144,9 @@ class TestCase:
                                "relationships": [r.to_json() for r in self.relationships],
                                "expected_output": self.expected_output,
                                "condition": self.condition}
-        if self.guidelines:
+        if self.named_guidelines:
+            out["guidelines"] = {k: list(v) for k, v in self.named_guidelines.items()}
+        elif self.guidelines:
             out["guidelines"] = list(self.guidelines)
         if self.expected_context:
             out["expected_context"] = [c.to_json() for c in self.expected_context]
@@ -123,6 +154,13 @@ class TestCase:
         if self.warnings:
             out[WARNINGS_FIELD] = list(self.warnings)
         return out
+
+
+def _extra(c: dict[str, Any], source: str, where: str) -> dict[str, Any]:
+    """The fields of ``c`` nbeval does not model, kept as given; ``constraints`` is checked here
+    so that a bad one names its file and test case."""
+    check_constraints(c.get("constraints"), source, where)
+    return {k: v for k, v in c.items() if k not in _CASE_FIELDS}
 
 
 @dataclass

@@ -36,7 +36,9 @@ __all__ = [
     "as_list",
     "check_chunks",
     "check_condition",
+    "check_constraints",
     "check_guidelines",
+    "check_named_guidelines",
     "check_number",
     "check_relationships",
     "check_str",
@@ -49,6 +51,7 @@ __all__ = [
     "numeric_text",
     "repair_fields",
     "warn_data",
+    "with_constraints",
 ]
 
 #: The model key given to rows that do not name one.
@@ -289,11 +292,22 @@ def check_str_list(v: Any, source: str, row: Any, field: str) -> list[str]:
 def check_guidelines(v: Any, source: str, row: Any) -> list[str]:
     """Guidelines as a list of strings; named groups (a dict of lists) are flattened in order."""
     if isinstance(v, dict):
-        out: list[str] = []
-        for name, items in v.items():
-            out.extend(check_str_list(items, source, row, f"guidelines.{name}"))
-        return out
+        return [g for items in check_named_guidelines(v, source, row).values() for g in items]
     return check_str_list(v, source, row, "guidelines")
+
+
+def check_named_guidelines(v: Any, source: str, row: Any) -> dict[str, list[str]]:
+    """Guidelines given by name (MLflow 3's ``{"tone": ["Be polite."], ...}``), in order; ``{}``
+    when they are a plain list or absent. A name must be non-empty text; one string under a name
+    is a list of one."""
+    if not isinstance(v, dict):
+        return {}
+    out: dict[str, list[str]] = {}
+    for name, items in v.items():
+        if not isinstance(name, str) or not name.strip():
+            raise DataError("a guideline's name must be non-empty text", source=source, row=row, field="guidelines")
+        out[name] = check_str_list(items, source, row, f"guidelines.{name}")
+    return out
 
 
 def check_chunks(v: Any, source: str, row: Any, field: str) -> list[Chunk]:
@@ -350,3 +364,57 @@ def check_condition(v: Any, source: str, row: Any, field: str) -> str | None:
     except ConditionError as exc:
         raise DataError(f"malformed condition: {exc}", source=source, row=row, field=field) from None
     return text
+
+
+# ---------------------------------------------------------------------------------------------
+# Eval Studio's constraints: what the answer must contain
+
+
+#: The prefix that makes a constraint a regular expression (``"REGEXP:.*(C|C\\.).*"``).
+CONSTRAINT_REGEXP = "REGEXP:"
+
+
+def check_constraints(v: Any, source: str | None, row: Any, field: str = "constraints") -> list[str]:
+    """H2O Eval Studio's ``constraints``: the strings an answer must all contain, each one a
+    substring, or a regular expression after the prefix ``REGEXP:``. One string is a list of one;
+    blank entries (the published suites give ``[""]`` for "none") are dropped. A pattern that does
+    not compile is a :class:`~nbeval.errors.DataError` naming the entry."""
+    tokens = [t for t in check_str_list(v, source or "<object>", row, field) if t.strip()]
+    for i, token in enumerate(tokens):
+        try:
+            _constraint_node(token)
+        except ConditionError as exc:
+            raise DataError(f"malformed constraint: {exc}", source=source, row=row, field=f"{field}[{i}]") from None
+    return tokens
+
+
+def _constraint_node(token: str) -> Any:
+    from nbeval.data.conditions import Regexp, Text
+
+    if token.startswith(CONSTRAINT_REGEXP):
+        return Regexp(token[len(CONSTRAINT_REGEXP):])
+    return Text(token)
+
+
+def with_constraints(condition: str | None, constraints: Sequence[str]) -> str | None:
+    """``condition`` and every constraint, as one condition: ``(condition) AND "a" AND "b"``
+    (just the constraints when there is no condition; ``condition`` itself when there are no
+    constraints). Constraints the condition already requires at its top level are not added
+    again, so a condition built here and read back with the same constraints stays as it is.
+    Both must be well formed (as :func:`check_condition` and :func:`check_constraints` leave them)."""
+    if not constraints:
+        return condition
+    from nbeval.data.conditions import And, parse_condition
+
+    nodes = list(dict.fromkeys(_constraint_node(t) for t in constraints if t.strip()))
+    if not nodes:
+        return condition
+    if not condition or not condition.strip():
+        return str(nodes[0] if len(nodes) == 1 else And(tuple(nodes)))
+    parsed = parse_condition(condition)
+    required = set(parsed.operands) if isinstance(parsed, And) else {parsed}
+    missing = [n for n in nodes if n not in required]
+    if not missing:
+        return condition
+    rest = " AND ".join(str(n) for n in missing)
+    return f"({condition}) AND {rest}"

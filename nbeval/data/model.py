@@ -14,6 +14,7 @@ This module is the public home of every data-model class, including those define
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields
@@ -53,8 +54,10 @@ __all__ = [
     "TestCase",
     "TestLab",
     "TestSuite",
+    "count_nan_expected",
     "derive_key",
     "is_missing",
+    "warn_nan_expected",
 ]
 
 
@@ -106,6 +109,9 @@ class TestSuite:
         top, _ = repair_fields({k: v for k, v in data.items() if k != "tests"}, source, None)
         tests: list[Test] = []
         seen: dict[str, str] = {}
+        cases = [c for t in as_list(data.get("tests"), source, "tests")
+                 if isinstance(t, dict) and isinstance(t.get("test_cases"), list) for c in t["test_cases"]]
+        warn_nan_expected(count_nan_expected(cases), source, "test case")
         for ti, t in enumerate(as_list(data.get("tests"), source, "tests"), 1):
             if not isinstance(t, dict):
                 raise DataError(f"a test must be a JSON object with 'test_cases', got {type(t).__name__}",
@@ -138,6 +144,30 @@ class TestSuite:
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the suite as JSON to ``path``."""
         write_json(self.to_json(), path)
+
+
+#: The fields that hold a row's or a test case's expected output, in the shapes nbeval reads.
+_EXPECTED_FIELDS = ("expected_output", "expected_response")
+
+
+def count_nan_expected(records: Iterable[Any]) -> int:
+    """How many of ``records`` (parsed JSON objects) give the bare ``NaN`` as their expected output."""
+    return sum(1 for r in records if isinstance(r, dict)
+               and any(isinstance(r.get(f), float) and math.isnan(r[f]) for f in _EXPECTED_FIELDS))
+
+
+def warn_nan_expected(n: int, source: str, what: str = "row") -> None:
+    """One :class:`~nbeval.data.fields.DataWarning` naming ``source`` when ``n`` records of it
+    give the bare ``NaN`` as their expected output (see :func:`count_nan_expected`).
+
+    ``NaN`` is no JSON value, but Python's parser and pandas' writer accept it; it is read as a
+    missing expected output (evaluators that need one skip those rows, saying so), which would
+    otherwise go unnoticed."""
+    if n:
+        many = n != 1
+        warn_data(f"{n} {what}{'s give' if many else ' gives'} NaN as the expected output; NaN is not a JSON "
+                  f"value and is read as no expected output (evaluators that need one skip "
+                  f"{'them' if many else 'it'})", source=source, stacklevel=4)
 
 
 def _warn_links(relationships: list[Relationship], keys: dict[str, Any], source: str, where: Any) -> None:
@@ -222,6 +252,8 @@ class LlmDataset:
             records = data
         else:
             raise DataError("expected a JSON object or a list of rows", source=source)
+        if isinstance(records, list):
+            warn_nan_expected(count_nan_expected(records), source)
         return cls(rows_from_records(records, source=source), source=source)
 
     @classmethod
@@ -313,6 +345,9 @@ class TestLab:
             raise DataError("expected a test lab (an object with 'dataset' and 'models')", source=source)
         models = [ModelInfo.from_dict(m, source=source, where=f"models[{i}]")
                   for i, m in enumerate(as_list(data.get("models"), source, "models"), 1)]
+        sections = [data.get(k) for k in ("raw_dataset", "dataset")]
+        warn_nan_expected(count_nan_expected(r for s in sections if isinstance(s, (dict, list))
+                                             for r in ((s.get("inputs") if isinstance(s, dict) else s) or [])), source)
 
         def part(key: str) -> LlmDataset:
             section = data.get(key)

@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from nbeval.data.jsonio import SUITE_SHAPES, _parse_json, is_csv_path, json_shape, load_json, write_json
-from nbeval.data.model import LlmDataset, TestLab, TestSuite
+from nbeval.data.model import LlmDataset, TestLab, TestSuite, count_nan_expected, warn_nan_expected
 from nbeval.data.rows import rows_from_chunks, rows_from_records
 from nbeval.data.tabular import is_dataframe
 from nbeval.errors import DataError
@@ -139,6 +139,7 @@ def read_jsonl_rows(path: str | os.PathLike[str], *, chunk_rows: int = _READ_CHU
     """Rows from a JSON-lines file (one row object per line), read and converted ``chunk_rows``
     lines at a time; a line that is not JSON is a DataError naming its line number."""
     name = os.fspath(path)
+    nan_expected = [0]
 
     def chunks() -> Iterator[list[Any]]:
         part: list[Any] = []
@@ -147,15 +148,19 @@ def read_jsonl_rows(path: str | os.PathLike[str], *, chunk_rows: int = _READ_CHU
                 if line.strip():
                     part.append(_parse_json(line, name, row=lineno))
                 if len(part) >= chunk_rows:
+                    nan_expected[0] += count_nan_expected(part)
                     yield part
                     part = []
         if part:
+            nan_expected[0] += count_nan_expected(part)
             yield part
 
     try:
-        return LlmDataset(rows_from_chunks(chunks(), source=name), source=name)
+        dataset = LlmDataset(rows_from_chunks(chunks(), source=name), source=name)
     except UnicodeDecodeError as exc:
         raise DataError(f"not UTF-8 text (byte {exc.start} of a line)", source=name) from None
+    warn_nan_expected(nan_expected[0], name)  # once for the whole file
+    return dataset
 
 
 def write_csv(dataset: LlmDataset, path: str | os.PathLike[str] | None = None) -> str:

@@ -27,7 +27,9 @@ from nbeval.data.fields import (
     Relationship,
     check_chunks,
     check_condition,
+    check_constraints,
     check_guidelines,
+    check_named_guidelines,
     check_number,
     check_relationships,
     check_str,
@@ -36,6 +38,7 @@ from nbeval.data.fields import (
     derive_key,
     repair_fields,
     warn_data,
+    with_constraints,
 )
 from nbeval.data.styles import normalize_record
 from nbeval.data.text import needs_repair
@@ -76,11 +79,16 @@ class Row:
     warnings: list[str] = field(default_factory=list)
     """What nbeval repaired in this row when it was read (e.g. text that could not be encoded);
     written to files as ``nbeval_warnings``."""
+    named_guidelines: dict[str, list[str]] = field(default_factory=dict)
+    """The guidelines by name, when they were given so (MLflow 3's ``{"tone": [...], ...}``);
+    ``guidelines`` is then all of them in order. Written back as the mapping."""
     _repaired: InitVar[bool] = False
     """Set by :meth:`from_record`, which has repaired the text already (naming source and row)."""
 
     def __post_init__(self, _repaired: bool) -> None:
         self.warnings = list(self.warnings)  # a copy made by with_answer must not share the list
+        if self.named_guidelines:
+            self.guidelines = [g for items in self.named_guidelines.values() for g in items]
         if not _repaired:
             self._repair()
         if not self.key:
@@ -134,13 +142,19 @@ class Row:
         return cls(input=case.prompt, key=case.resolved_key, model_key=model_key,
                    corpus=list(corpus), categories=list(case.categories),
                    relationships=list(case.relationships), expected_output=case.expected_output,
-                   output_condition=case.condition, expected_context=list(case.expected_context),
-                   guidelines=list(case.guidelines), extra=dict(case.extra), warnings=list(case.warnings))
+                   output_condition=case.output_condition, expected_context=list(case.expected_context),
+                   guidelines=list(case.guidelines), named_guidelines=dict(case.named_guidelines),
+                   extra=dict(case.extra), warnings=list(case.warnings))
 
     @classmethod
     def from_record(cls, record: dict[str, Any], *, source: str = "records", row: int = 1) -> Row:
         """A row from a record in any supported column style (see :mod:`nbeval.data.styles`);
-        a bad field raises :class:`~nbeval.errors.DataError` naming ``source``, ``row`` and the field."""
+        a bad field raises :class:`~nbeval.errors.DataError` naming ``source``, ``row`` and the field.
+
+        Eval Studio's ``constraints`` (kept as given, among the extra fields) are checked with the
+        condition: ``output_condition`` becomes ``(condition) AND "token" AND ...`` (see
+        :func:`~nbeval.data.fields.with_constraints`, which leaves a condition that already
+        requires them as it is, so a row written and read back does not change)."""
         rec, notes = repair_fields(normalize_record(record), source, row)
         if rec.get("input") is None:
             raise DataError("every row needs an 'input' (the prompt)", source=source, row=row, field="input")
@@ -155,12 +169,15 @@ class Row:
             categories=check_str_list(rec.get("categories"), source, row, "categories"),
             relationships=check_relationships(rec.get("relationships"), source, row),
             expected_output=check_text(rec.get("expected_output"), source, row, "expected_output"),
-            output_condition=check_condition(rec.get("output_condition"), source, row, "output_condition"),
+            output_condition=with_constraints(check_condition(rec.get("output_condition"), source, row,
+                                                              "output_condition"),
+                                              check_constraints(rec.get("constraints"), source, row)),
             actual_output=check_text(rec.get("actual_output"), source, row, "actual_output"),
             actual_duration=check_number(rec.get("actual_duration"), source, row, "actual_duration"),
             cost=check_number(rec.get("cost"), source, row, "cost"),
             expected_context=check_chunks(rec.get("expected_context"), source, row, "expected_context"),
             guidelines=check_guidelines(rec.get("guidelines"), source, row),
+            named_guidelines=check_named_guidelines(rec.get("guidelines"), source, row),
             error=check_str(rec.get("error"), source, row, "error"),
             extra={k: v for k, v in rec.items() if k not in ROW_FIELDS and k != WARNINGS_FIELD},
             warnings=check_str_list(rec.get(WARNINGS_FIELD), source, row, WARNINGS_FIELD) + notes,
@@ -179,6 +196,8 @@ class Row:
                 value = [c.to_json() for c in value]
             elif name == "relationships":
                 value = [r.to_json() for r in value]
+            elif name == "guidelines" and self.named_guidelines:
+                value = {k: list(v) for k, v in self.named_guidelines.items()}
             elif isinstance(value, list):
                 value = list(value)
             out[name] = value
@@ -191,7 +210,8 @@ class Row:
 def _needs_repair(row: Row) -> bool:
     """Whether any text of ``row`` cannot be encoded (cheap: ASCII text is checked in constant time)."""
     texts: list[Any] = [row.input, row.key, row.model_key, row.expected_output, row.output_condition,
-                        row.actual_output, row.error, row.corpus, row.categories, row.guidelines, row.extra]
+                        row.actual_output, row.error, row.corpus, row.categories, row.guidelines, row.extra,
+                        row.named_guidelines]
     texts.extend((c.content, c.doc_uri) for c in (*row.context, *row.expected_context))
     texts.extend((r.type, r.target, r.target_type) for r in row.relationships)
     return needs_repair(texts)

@@ -84,8 +84,14 @@ _NOT_A_SECRET_NAME = re.compile(
     r"expiry|expires|expiration|env|var|ref|version|arn|count|reset|manager|store|header|param|"
     r"question|strength|rotation|age|format|regex|pattern)$"
 )
+# Names of values that are public by design ("public_key", "publishableKey", "NEXT_PUBLIC_...")
+# or are no credential ("csrf_token": a per-page anti-forgery value).
+_PUBLIC_NAME = re.compile(r"(?i)public|publishable|csrf|xsrf")
+# A value made of the words that describe it ("storageaccountkeybase64encoded", "mysecretkey").
+_DESCRIPTIVE_WORDS = re.compile(r"key|token|secret|passw|base64|encoded|account|storage")
 _DOC_HOSTS = re.compile(r"(?i)(?:^|\.)(?:example\.(?:com|org|net)|[\w\-]+\.(?:test|invalid|example|localhost))$")
 _NUMBERISH = re.compile(r"[\d.,:/\-]+")
+_QUERY_STRING = re.compile(r"[\w.\-]{1,40}=[^&=\s]{0,200}(?:&[\w.\-]{1,40}=[^&=\s]{0,200}){1,20}")
 
 
 def _placeholder(value: str) -> bool:
@@ -96,6 +102,8 @@ def _placeholder(value: str) -> bool:
         return True
     if lowered.startswith(("$", "<", "{", "[")) or lowered.endswith((">", "}", "]")):
         return True  # "$DB_PASS", "<password>", "{password}": a template, not a value
+    if value.isalnum() and value.islower() and len(_DESCRIPTIVE_WORDS.findall(value)) >= 2:
+        return True  # the value spells out what belongs there
     return len(set(lowered)) <= 2  # "aaaaaa", "------"
 
 
@@ -115,6 +123,8 @@ def looks_like_credential(value: str, *, quoted: bool) -> bool:
         return False
     if _NUMBERISH.fullmatch(value) and not value.isdigit():
         return False  # "2024-01-31", "1.2.3", "12:30"
+    if _QUERY_STRING.fullmatch(value):
+        return False  # "st=2025-03-04&se=2025-04-04&sr=c": parameters, not one value
     has_digit = any(c.isdigit() for c in value)
     has_symbol = any(not c.isalnum() for c in value)
     mixed_case = any(c.islower() for c in value) and any(c.isupper() for c in value)
@@ -147,7 +157,7 @@ def find_credentials(text: str) -> Iterable[Finding]:
             yield Finding("api_key_header", m.start("value"), m.end("value"), _hidden(value))
     for m in _assignment().finditer(text):
         name = m.group("name")
-        if _NOT_A_SECRET_NAME.search(name.rstrip("\"'")):
+        if _NOT_A_SECRET_NAME.search(name.rstrip("\"'")) or _PUBLIC_NAME.search(name):
             continue
         quoted = m.group("quoted") is not None
         group = "quoted" if quoted else "bare"

@@ -9,6 +9,7 @@ the PESEL check one time in ten). Those kinds are reported only after a word tha
 ("PESEL", "BSN", "Steuer-ID"...) shortly before; the ones with a distinctive layout or a strong
 check (``it.codicefiscale``, ``es.nie``, a dotted ``br.cpf``) are reported anywhere. stdnum has
 no British National Insurance number, so ``gb.nino`` is checked by HMRC's prefix rules here.
+Identifiers with letters are found in upper or lower case ("x9613851n"), never mixed.
 """
 
 from __future__ import annotations
@@ -40,17 +41,19 @@ _E = r"(?![\w\-/]|[.,]\d)"
 # fmt: off
 _RULES: tuple[tuple[str, _IdRule], ...] = (
     ("it.codicefiscale", _IdRule(
-        re.compile(_B + r"[A-Z]{6}[0-9LMNPQRSTUV]{2}[A-EHLMPR-T][0-9LMNPQRSTUV]{2}[A-Z][0-9LMNPQRSTUV]{3}[A-Z]" + _E),
+        re.compile(_B + r"(?i:[A-Z]{6}[0-9LMNPQRSTUV]{2}[A-EHLMPR-T][0-9LMNPQRSTUV]{2}[A-Z][0-9LMNPQRSTUV]{3}[A-Z])"
+                   + _E),
         "it.codicefiscale", None)),
-    ("es.nie", _IdRule(re.compile(_B + r"[XYZ]-?\d{7}-?[A-Z]" + _E), "es.nie", None)),
-    ("es.dni", _IdRule(re.compile(_B + r"\d{8}-?[A-Z]" + _E), "es.dni", None)),
+    ("es.nie", _IdRule(re.compile(_B + r"[XYZxyz]-?\d{7}-?[A-Za-z]" + _E), "es.nie", None)),
+    # Numbers below 10,000,000 are often written without their leading zero ("1111111-G").
+    ("es.dni", _IdRule(re.compile(_B + r"\d{7,8}-?[A-Za-z]" + _E), "es.dni", None)),
     ("fr.nir", _IdRule(
         re.compile(_B + r"[1278] ?\d{2} ?\d{2} ?(?:\d{2}|2[AB]) ?\d{3} ?\d{3} ?\d{2}" + _E), "fr.nir", None)),
     ("br.cpf", _IdRule(re.compile(_B + r"\d{3}\.\d{3}\.\d{3}-\d{2}" + _E), "br.cpf", None)),
     ("br.cpf", _IdRule(re.compile(_B + r"\d{11}" + _E), "br.cpf", _words(r"\bCPF\b"))),
     ("gb.nino", _IdRule(
-        re.compile(_B + r"(?!BG|GB|KN|NK|NT|TN|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]"
-                   r" ?\d{2} ?\d{2} ?\d{2} ?[A-D]" + _E),
+        re.compile(_B + r"(?i:(?!BG|GB|KN|NK|NT|TN|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]"
+                   r" ?\d{2} ?\d{2} ?\d{2} ?[A-D])" + _E),
         None, None)),
     ("de.idnr", _IdRule(re.compile(_B + r"\d{2} ?\d{3} ?\d{3} ?\d{3}" + _E), "de.idnr",
                         _words(r"steuer", r"\bIdNr\b", r"identifikationsnummer", r"\btax\s*(?:id|number)\b",
@@ -72,9 +75,18 @@ def _validator(name: str) -> object:
     return importlib.import_module(f"stdnum.{name.replace('in.', 'in_.')}")
 
 
+# A compact lower-case NINO whose letters are all hex digits ("ce123456a") is more likely a hash.
+_HEX_LETTERS = frozenset("abcdef")
+
+
 def _valid(rule: _IdRule, value: str) -> bool:
-    if rule.validator is None:
-        return True  # gb.nino: the pattern already carries every rule HMRC publishes
+    letters = [c for c in value if c.isalpha()]
+    if not (all(c.isupper() for c in letters) or all(c.islower() for c in letters)):
+        return False  # one case throughout: "x9613851n" or "X9613851N", not "x9613851N"
+    if rule.validator is None:  # gb.nino: the pattern already carries every rule HMRC publishes
+        return " " in value or not (value.islower() and set(letters) <= _HEX_LETTERS)
+    if rule.validator == "es.dni" and len(value.replace("-", "")) == 8:
+        value = "0" + value  # the leading zero left out
     return bool(_validator(rule.validator).is_valid(value))  # type: ignore[attr-defined]
 
 

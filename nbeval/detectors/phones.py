@@ -8,8 +8,9 @@ order numbers and timestamps, so our own guards from the regex era stay in front
 * a number without a ``+`` and without a phone word ("tel", "call", "Telefon"...) close before
   it must also be grouped the way its country writes numbers (``STRICT_GROUPING``), so "259-264
   1970" (pages and a year) is not a phone, and a bare run of digits never is;
-* ISO dates, clock times, US SSN and ZIP+4 shapes, dots mixed with other separators and numbers
-  after "order", "invoice", "ISBN"... are never phones;
+* ISO dates, clock times, US SSN and ZIP+4 shapes, dots mixed with other separators, numbers
+  after "order", "invoice", "ISBN"..., the digits of an IBAN-shaped account number, and a ZIP
+  code followed by a house number and a street name ("17151 2450 Crown St") are never phones;
 * the matcher only sees runs of digits and separators of phone length: a run longer than
   :data:`MAX_RUN` characters is a table of numbers, and skipping it keeps the scan linear.
 
@@ -38,10 +39,18 @@ DEFAULT_PHONE_REGIONS: tuple[str, ...] = (
 
 # Words that announce a phone number, in the corpus languages; checked in a short window.
 _PHONE_WORDS = re.compile(
-    r"(?i)(?:\b(?:tel|tél|phone|call|ring|dial|reach|contact|mobile|cell|fax|whatsapp|sms|text|"
+    r"(?i)(?:\b(?:tel|tél|phone|call|ring|dial|reach|contact|mobile|cell|fax|desk|whatsapp|sms|text|"
     r"telefon\w*|téléphone|portable|numéro|teléfono|telefono|telefoon|móvil|cellulare|celular|"
     r"número|numer|komórk\w*|nummer|handy)\b|電話|☎)[^\d\n]{0,48}$"
 )
+# The same words just after a number label it too ("3660170548-Fax", "416 60 039 office").
+_PHONE_WORDS_AFTER = re.compile(r"(?i)[ \t]*[\-–(]?[ \t]*(?:tel|phone|mobile|cell|fax|office|desk|home|work)\b")
+# "17151 2450 Crown St": a ZIP code, then the house number and the street's name.
+_ZIP_AND_HOUSE = re.compile(r"\d{5} \d{1,5}")
+_STREET_NAME_AFTER = re.compile(r" (?!(?i:tel|phone|mobile|cell|fax|office|desk|home|work)\b)[A-Z][a-z]")
+# The start of an account number ("BE71 0961 2345 6760", "NL91 ABNA 0417 1643 00"): the digits
+# after it are the rest of that number, not a phone.
+_IBAN_START_BEFORE = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ \-][A-Z0-9]{4}){0,7}[ \-]$")
 # Digits after these words are references, not phones.
 _NOT_A_PHONE_BEFORE = re.compile(
     r"(?i)(?:\b(?:order|invoice|ref(?:erence)?|ticket|case|tracking|isbn|issn|id|sku|account|"
@@ -49,8 +58,8 @@ _NOT_A_PHONE_BEFORE = re.compile(
 )
 _NEVER_A_PHONE = re.compile(
     r"\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}|\d{2}/\d{2}/\d{2,4}|\d{1,2}\.\d{1,2}\.\d{4}"  # dates and times
-    r"|^\d{3}-\d{2}-\d{4}$|^\d{5}-\d{4}$"  # US SSN and ZIP+4 shapes
-    r"|^\d{4}([ \-])\d{4}\1\d{4}\1\d{4}$"  # a card number's layout
+    r"|^\d{3}([\- .])\d{2}\1\d{4}$|^\d{5}-\d{4}$"  # US SSN and ZIP+4 shapes
+    r"|^\d{4}([ \-])\d{4}\2\d{4}\2\d{4}$"  # a card number's layout
 )
 # A run of digits and the separators phone numbers use, with an optional extension.
 _RUN = re.compile(r"(?<![\w+])\+?\(?\d[\d \t\-().]*\d(?:[ \t]?(?:x|ext\.?)[ \t]?\d{1,5})?")
@@ -73,12 +82,18 @@ def _plausible(text: str, start: int, end: int) -> bool:
         return False  # "4155.552671" is a decimal, "206.766 9881" two numbers
     if _NOT_A_PHONE_BEFORE.search(text, max(0, start - 16), start):
         return False
+    if _ZIP_AND_HOUSE.fullmatch(raw) and _STREET_NAME_AFTER.match(text, end):
+        return False
+    if _IBAN_START_BEFORE.search(text, max(0, start - 48), start):
+        return False
     return not (text[end : end + 1] in ("%", "€", "$") or text[max(0, start - 1) : start] in ("$", "€", "£", "/"))
 
 
-def _announced(text: str, start: int) -> bool:
-    """True for an international number or one that a phone word introduces."""
-    return text[start] == "+" or _PHONE_WORDS.search(text, max(0, start - 64), start) is not None
+def _announced(text: str, start: int, end: int) -> bool:
+    """True for an international number or one that a phone word introduces or follows."""
+    if text[start] == "+" or _PHONE_WORDS_AFTER.match(text, end):
+        return True
+    return _PHONE_WORDS.search(text, max(0, start - 64), start) is not None
 
 
 def _grouped_as_in(raw: str, region: str) -> bool:
@@ -113,7 +128,7 @@ def find_phones(text: str, regions: Sequence[str] = DEFAULT_PHONE_REGIONS) -> It
                 continue
             raw = text[start:end]
             grouped = [c for c in candidates if _grouped_as_in(raw, c[0])]
-            if not grouped and not _announced(text, start):
+            if not grouped and not _announced(text, start, end):
                 continue
             _, match = (grouped or candidates)[0]
             locale = pn.region_code_for_number(match.number)

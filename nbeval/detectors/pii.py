@@ -9,8 +9,15 @@ removes most look-alikes: Luhn and issuer ranges for cards, the full ISO 13616 r
 
 Decisions worth knowing:
 
-* E-mail addresses on documentation domains (``example.com/.org/.net`` and the reserved
-  ``.test``, ``.invalid``, ``.localhost``, ``.example`` top-level domains) are not reported.
+* E-mail addresses on documentation domains (``example.com/.org/.net``, any ``example.<tld>``
+  and the reserved ``.test``, ``.invalid``, ``.localhost``, ``.example`` top-level domains) are
+  not reported. Internationalised addresses are (Unicode or punycode domains, Unicode local
+  parts).
+* Card numbers follow the issuer ranges and lengths of the networks in use (13-digit Visa,
+  15-digit UATP and older JCB, Maestro from 12 to 19 digits...) and must pass Luhn; a bare run
+  of digits after "order", "invoice", "EAN", "IMEI"... is a reference, not a card.
+* IBANs may be written in lower case and grouped with spaces or dashes; US SSNs with dashes,
+  spaces or dots, or as nine bare digits shortly after "SSN" or "social security".
 * Only globally routable IP addresses are PII. Private, loopback, link-local, documentation,
   multicast and reserved ranges are skipped unless ``include_private_ip=True``.
 * The userinfo of a URL (``postgres://svc:pw@db.host``) is a credential, reported by
@@ -68,10 +75,11 @@ def _iban_lengths() -> dict[str, int]:
 
 
 def iban_valid(iban: str) -> bool:
-    """True when ``iban`` (spaces allowed) has a registered country, that country's length and
-    layout, and a mod-97 of 1. National check digits inside the BBAN are not checked: banks
-    differ in how strictly they follow them, and mod-97 already rejects 96 look-alikes in 97."""
-    compact = iban.replace(" ", "").upper()
+    """True when ``iban`` (spaces or dashes allowed, upper or lower case) has a registered
+    country, that country's length and layout, and a mod-97 of 1. National check digits inside
+    the BBAN are not checked: banks differ in how strictly they follow them, and mod-97 already
+    rejects 96 look-alikes in 97."""
+    compact = iban.replace(" ", "").replace("-", "").upper()
     if not compact.isascii() or _iban_lengths().get(compact[:2]) != len(compact):
         return False
     try:
@@ -88,10 +96,13 @@ def ssn_valid(area: str, group: str, serial: str) -> bool:
     return group != "00" and serial != "0000"
 
 
-# (lowest prefix, highest prefix, allowed lengths) of card networks in use. Visa stopped
-# issuing 13-digit numbers long ago, and bare 13-digit runs are mostly ids and timestamps.
+# (lowest prefix, highest prefix, allowed lengths) of card networks in use, after the ranges
+# of Braintree's credit-card-type and ISO/IEC 7812 (a leading 1 is UATP, airline cards).
 _CARD_ISSUERS: tuple[tuple[str, str, frozenset[int]], ...] = (
-    ("4", "4", frozenset({16, 19})),  # Visa
+    ("4", "4", frozenset({13, 16, 19})),  # Visa (13 digits on older cards)
+    ("1", "1", frozenset({15})),  # UATP
+    ("1800", "1800", frozenset({15, 16, 17, 18, 19})),  # JCB (15 digits on older cards)
+    ("2131", "2131", frozenset({15, 16, 17, 18, 19})),
     ("51", "55", frozenset({16})),  # Mastercard
     ("2221", "2720", frozenset({16})),  # Mastercard 2-series
     ("34", "34", frozenset({15})),  # American Express
@@ -110,11 +121,11 @@ _CARD_ISSUERS: tuple[tuple[str, str, frozenset[int]], ...] = (
     ("5038", "5038", frozenset({16, 18, 19})),
     ("6304", "6304", frozenset({16, 18, 19})),
     ("6759", "6763", frozenset({16, 18, 19})),
-    # Maestro numbers run from 12 to 19 digits in the ranges 50, 56-58 and 6.
+    # Maestro numbers run from 12 to 19 digits in the ranges 50 and 56-69.
     ("50", "50", frozenset(range(12, 20))),
-    ("56", "58", frozenset(range(12, 20))),
-    ("6304", "6304", frozenset(range(12, 20))),
-    ("6759", "6763", frozenset(range(12, 20))),
+    ("56", "69", frozenset(range(12, 20))),
+    ("81", "82", frozenset({16, 17, 18, 19})),  # UnionPay, RuPay
+    ("9792", "9792", frozenset({16})),  # Troy
 )
 
 
@@ -124,12 +135,18 @@ def _issuer_plausible(digits: str) -> bool:
 
 # --- candidate patterns ----------------------------------------------------------------------
 
+# Internationalised addresses too: Unicode letters in the local part and the domain
+# ("用户@例子.广告", "राम@मोहन.ईन्फो": the marks of Indic and Thai scripts are not \w in Python),
+# and punycode labels ("a@xn--d1acufc.xn--p1ai").
+_W = r"\w\u0300-\u036f\u0900-\u0dff\u0e00-\u0e7f"
 _EMAIL = re.compile(
-    r"(?<![\w.%+\-@])([A-Za-z0-9][A-Za-z0-9._%+\-]{0,63})@"
-    r"((?:[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?\.)+([A-Za-z]{2,24}))"
-    r"(?![\w\-@(]|\.[A-Za-z0-9])"
+    rf"(?<![{_W}.%+\-@])((?!_)[{_W}][{_W}.%+\-]{{0,63}})@"
+    rf"((?:(?![_\-])[{_W}\-]{{1,63}}\.)+((?:(?![\d_])[{_W}]){{2,24}}|xn--[A-Za-z0-9]{{2,59}}))"
+    rf"(?![{_W}\-@(]|\.[{_W}])"
 )
 _DOC_DOMAINS = ("example.com", "example.org", "example.net")
+# "example.tld", "example.co.uk": a domain whose first label is "example" is a stand-in too.
+_EXAMPLE_LABEL = re.compile(r"(?:^|\.)example\.[a-z]{2,6}(?:\.[a-z]{2})?$")
 _DOC_TLDS = frozenset({"test", "invalid", "localhost", "example"})
 # "logo@2x.png" is an asset name, not an address.
 _FILE_TLDS = frozenset({"png", "jpg", "jpeg", "gif", "svg", "webp", "bmp", "ico", "pdf"})
@@ -137,8 +154,16 @@ _FILE_TLDS = frozenset({"png", "jpg", "jpeg", "gif", "svg", "webp", "bmp", "ico"
 _CARD = re.compile(r"(?<![\w.,+\-])\d(?:[ \-]?\d){11,18}(?![\w\-]|[.,]\d)")
 # A bare digit run passed to a call or named as a seed is a parameter, not a card.
 _CODE_BEFORE = re.compile(r"(?i)(?:\w\(|(?:seed|random_state)\W{0,3})$")
-_SSN = re.compile(r"(?<![\w.\-])(\d{3})([\- ])(\d{2})\2(\d{4})(?![\w\-]|[.,]\d)")
-_IBAN = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}")
+# A bare digit run after these words is a reference or a product code, not a card.
+_REFERENCE_BEFORE = re.compile(
+    r"(?i)\b(?:order|invoice|ref(?:erence)?|ticket|case|tracking|isbn|issn|ean|upc|gtin|imei|sku|"
+    r"serial|build|commit|po|id)\b(?:\s*(?:no\.?|number|#))?[\s.:#\-]{0,4}$"
+)
+_SSN = re.compile(r"(?<![\w.\-])(\d{3})([\- .])(\d{2})\2(\d{4})(?![\w\-]|[.,]\d)")
+# Nine bare digits are an SSN only shortly after a word that names one.
+_BARE_SSN = re.compile(r"(?<![\w.\-])(\d{3})(\d{2})(\d{4})(?![\w\-]|[.,]\d)")
+_SSN_WORDS = re.compile(r"(?i)(?:\bSSNs?\b|social\s+security)[^\n\d]{0,40}$")
+_IBAN = re.compile(r"(?<![A-Za-z0-9])[A-Za-z]{2}\d{2}(?:[ \-]?[A-Za-z0-9]){11,30}")
 # A trailing "/24" makes it a network prefix, not somebody's address.
 _IPV4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w/]|\.\d)")
 _IPV6 = re.compile(r"(?<![\w:])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![\w:/])")
@@ -166,6 +191,8 @@ def _emails(text: str) -> Iterable[Finding]:
         local, domain, tld = m.group(1), m.group(2).lower(), m.group(3).lower()
         if domain in _DOC_DOMAINS or domain.endswith(tuple("." + d for d in _DOC_DOMAINS)):
             continue
+        if _EXAMPLE_LABEL.search(domain):
+            continue
         if tld in _DOC_TLDS or tld in _FILE_TLDS:
             continue
         after = text[m.end() : m.end() + 2]
@@ -188,7 +215,10 @@ def _cards(text: str) -> Iterable[Finding]:
         digits = "".join(groups)
         if not (_issuer_plausible(digits) and luhn_valid(digits)):
             continue
-        if not seps and _CODE_BEFORE.search(text, max(0, m.start() - 24), m.start()):
+        if not seps and (
+            _CODE_BEFORE.search(text, max(0, m.start() - 24), m.start())
+            or _REFERENCE_BEFORE.search(text, max(0, m.start() - 24), m.start())
+        ):
             continue
         yield Finding("credit_card", m.start(), m.end(), mask_digits(raw, 4))
 
@@ -205,30 +235,36 @@ def _ssns(text: str) -> Iterable[Finding]:
         if ssn_valid(m.group(1), m.group(3), m.group(4)):
             sep = m.group(2)
             yield Finding("us_ssn", m.start(), m.end(), f"***{sep}**{sep}{m.group(4)}")
+    for m in _BARE_SSN.finditer(text):
+        if ssn_valid(*m.groups()) and _SSN_WORDS.search(text, max(0, m.start() - 64), m.start()):
+            yield Finding("us_ssn", m.start(), m.end(), f"*****{m.group(3)}")
 
 
 def _ibans(text: str) -> Iterable[Finding]:
     pos = 0
     while (m := _IBAN.search(text, pos)) is not None:
         pos = m.start() + 1  # the greedy run may hide the start of the next IBAN
-        expected = _iban_lengths().get(m.group()[:2])
+        expected = _iban_lengths().get(m.group()[:2].upper())
         end = _iban_end(text, m.start(), m.end(), expected) if expected else None
         if end is None or (end < len(text) and text[end].isalnum()):
             continue
         value = text[m.start() : end]
-        if iban_valid(value):
+        letters = [c for c in value if c.isalpha()]
+        if not (all(c.isupper() for c in letters) or all(c.islower() for c in letters)):
+            continue  # "GI75 aWBK ...": one case throughout, as people and banks write them
+        if len({c for c in value if c in " -"}) <= 1 and iban_valid(value):
             pos = end
-            compact = value.replace(" ", "")
+            compact = value.replace(" ", "").replace("-", "").upper()
             masked = compact[:2] + "*" * (len(compact) - 6) + compact[-4:]
             yield Finding("iban", m.start(), end, masked, compact[:2])
 
 
 def _iban_end(text: str, start: int, stop: int, length: int) -> int | None:
-    """End offset after ``length`` non-space characters from ``start``; the greedy match may
+    """End offset after ``length`` characters other than separators from ``start``; the greedy match may
     have swallowed a following capitalised word, so the registry length decides the cut."""
     count = 0
     for i in range(start, stop):
-        if text[i] != " ":
+        if text[i] not in " -":
             count += 1
             if count == length:
                 return i + 1

@@ -1,16 +1,24 @@
 """Regex suite for credentials and other security-sensitive strings.
 
 Covers PEM private keys and certificates, well-known API key and token formats (OpenAI,
-Anthropic, AWS, GitHub, GitLab, Slack, Google, Stripe), JSON Web Tokens and Windows-style
-25-character product keys with patterns of ours, boundary-anchored so searches stay linear.
-Token families covered by detect-secrets' plugins (Twilio, SendGrid, PyPI, Discord, Telegram,
-Azure...) come from :mod:`nbeval.detectors.tokens`, and credentials written beside a name (URL
-passwords, ``password = ...``, ``X-API-Key:`` headers) from :mod:`nbeval.detectors.credentials`.
+Anthropic, AWS, GitHub, Google, Stripe), JSON Web Tokens and Windows-style 25-character product
+keys with patterns of ours, boundary-anchored so searches stay linear. GitLab and Slack tokens of
+every type come from :mod:`nbeval.detectors.prefixed`, Azure storage keys and SAS signatures
+from :mod:`nbeval.detectors.azure`, token families covered by detect-secrets' plugins (Twilio,
+SendGrid, PyPI, Discord, Telegram...) from :mod:`nbeval.detectors.tokens`, and credentials
+written beside a name (URL passwords, ``password = ...``, ``X-API-Key:`` headers) from
+:mod:`nbeval.detectors.credentials`.
 
 To keep documentation snippets quiet, a token is only reported when its random part looks
 random: mixed characters, enough distinct symbols, and none of the usual placeholder markers
 (``xxxx``, ``your``, ``example``, ``1234567``...). The well-known AWS documentation keys are
-placeholders by that rule (they contain ``EXAMPLE``).
+placeholders by that rule (they contain ``EXAMPLE``), and the keys Microsoft publishes for its
+storage and Cosmos DB emulators are public (:data:`nbeval.detectors.azure.PUBLIC_KEYS`).
+
+A JSON Web Token is reported when its header decodes to a JSON object with an ``"alg"``, signed
+or not: an unsigned token (``alg: none``, empty or missing signature) still carries its claims
+and is accepted by misconfigured servers, so it is as sensitive as a signed one. Without the
+second dot (``header.payload``) the payload must decode to a JSON object too.
 """
 
 from __future__ import annotations
@@ -21,8 +29,10 @@ import json
 import re
 from collections.abc import Iterable
 
+from nbeval.detectors.azure import AZURE_KINDS, PUBLIC_KEYS, find_azure
 from nbeval.detectors.credentials import CREDENTIAL_KINDS, find_credentials
 from nbeval.detectors.findings import Finding, resolve_overlaps, summary
+from nbeval.detectors.prefixed import find_gitlab_tokens, find_slack_tokens
 from nbeval.detectors.tokens import TOKEN_KINDS, find_tokens
 
 __all__ = ["SECRET_KINDS", "find_secrets", "looks_random", "secrets_summary"]
@@ -68,12 +78,12 @@ _ANTHROPIC = re.compile(r"(?<![\w\-])sk-ant-[a-z]+\d{2}-([A-Za-z0-9_\-]{32,200})
 _AWS_KEY_ID = re.compile(r"(?<![A-Za-z0-9])((?:AKIA|ASIA)[A-Z0-9]{16})(?![A-Za-z0-9])")
 _AWS_SECRET = re.compile(r"(?i:aws|secret)[\w.\-\"' ]{0,30}[:=]\s*[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])")
 _GITHUB = re.compile(r"(?<![\w\-])(?:gh[pousr]_([A-Za-z0-9]{36,251})|github_pat_([A-Za-z0-9_]{50,240}))" + _TOKEN_END)
-_GITLAB = re.compile(r"(?<![\w\-])glpat-([A-Za-z0-9_\-]{20,60})" + _TOKEN_END)
-_SLACK = re.compile(r"(?<![\w\-])xox[abpr]-(\d{6,}-[A-Za-z0-9\-]{10,200})" + _TOKEN_END)
 _GOOGLE = re.compile(r"(?<![\w\-])AIza([0-9A-Za-z_\-]{35})" + _TOKEN_END)
 _STRIPE = re.compile(r"(?<![\w\-])(?:sk|rk)_live_([0-9A-Za-z]{24,99})" + _TOKEN_END)
+# header.payload.signature; the signature may be empty ("alg": "none") or missing with its dot.
+# A header of pretty-printed JSON ('{\n  "alg"...') starts "ew" rather than "eyJ".
 _JWT = re.compile(
-    r"(?<![\w\-.])(eyJ[A-Za-z0-9_\-]{8,})\.([A-Za-z0-9_\-]{8,})\.([A-Za-z0-9_\-]*)"
+    r"(?<![\w\-.])((?:eyJ|ew[A-Za-z0-9])[A-Za-z0-9_\-]{8,})\.([A-Za-z0-9_\-]{8,})(\.[A-Za-z0-9_\-]*)?"
     r"(?![\w\-]|\.[A-Za-z0-9])"
 )
 _WINDOWS_KEY = re.compile(r"(?<![A-Za-z0-9\-])[A-Z0-9]{5}(?:-[A-Z0-9]{5}){4}(?![A-Za-z0-9\-])")
@@ -97,6 +107,8 @@ _PRIORITY = (
     "aws_access_key_id",
     "aws_secret_key",
     "jwt",
+    "azure_storage_key",
+    "azure_sas_token",
     "windows_product_key",
     *TOKEN_KINDS,
     "private_key_assignment",
@@ -109,7 +121,7 @@ _PRIORITY = (
 
 #: Every secret kind ``find_secrets`` reports.
 SECRET_KINDS: tuple[str, ...] = tuple(sorted(_PRIORITY))
-assert set(CREDENTIAL_KINDS) <= set(SECRET_KINDS)
+assert set(CREDENTIAL_KINDS) <= set(SECRET_KINDS) and set(AZURE_KINDS) <= set(SECRET_KINDS)
 
 
 # --- scanners --------------------------------------------------------------------------------
@@ -150,15 +162,23 @@ def _openai(text: str) -> Iterable[Finding]:
         yield Finding("openai_key", m.start(), m.end(), _hidden(prefix, m.group()))
 
 
+def _json_object(part: str) -> dict | None:
+    """The JSON object a base64url part of a JWT encodes, or None."""
+    try:
+        decoded = json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+    except (binascii.Error, ValueError):
+        return None
+    return decoded if isinstance(decoded, dict) else None
+
+
 def _jwts(text: str) -> Iterable[Finding]:
     for m in _JWT.finditer(text):
-        header = m.group(1)
-        try:
-            decoded = json.loads(base64.urlsafe_b64decode(header + "=" * (-len(header) % 4)))
-        except (binascii.Error, ValueError):
+        header = _json_object(m.group(1))
+        if header is None or "alg" not in header:
             continue
-        if isinstance(decoded, dict) and "alg" in decoded:
-            yield Finding("jwt", m.start(), m.end(), "eyJ****.****.****")
+        if m.group(3) is None and _json_object(m.group(2)) is None:
+            continue  # "eyJ....word": without its second dot, the payload must be claims
+        yield Finding("jwt", m.start(), m.end(), "eyJ****.****.****")
 
 
 def _windows_keys(text: str) -> Iterable[Finding]:
@@ -192,6 +212,21 @@ def _is_base64_text(value: str) -> bool:
     return sum(c.isprintable() for c in decoded) >= 0.95 * len(decoded)
 
 
+# Values that start like a token family of their own ("xoxp-", "glpat-", "ghp_"...): that family's
+# detector judges them (a placeholder "xoxp-1234567890" is no password because it sits after a name).
+_FAMILY_PREFIX = re.compile(
+    r"(?:xox[a-z]-|xoxe\.|xapp-|gl(?:pat|oas|dt|rt|cbt|ptt|ft|imt|agent|soat|ffct)-|GR1348941|gh[pousr]_|"
+    r"github_pat_|sk-[\w\-]{20}|[sr]k_live_|(?:AKIA|ASIA)[A-Z0-9]{16}|AIza|hf_[A-Za-z]{20}|npm_|pypi-|SG\.|"
+    r"sq0csp-|eyJ[\w\-]{8,}\.)"
+)
+
+
+def _deferred(value: str) -> bool:
+    """True for a value beside a name that is left to another check: base64 of plain text, or
+    a value of a token family whose own detector decides."""
+    return _is_base64_text(value) or _FAMILY_PREFIX.match(value) is not None
+
+
 def find_secrets(text: str, *, kinds: Iterable[str] | None = None) -> list[Finding]:
     """Credential-like strings in ``text`` (all of :data:`SECRET_KINDS`, or only ``kinds``),
     sorted by position, values masked."""
@@ -210,18 +245,25 @@ def find_secrets(text: str, *, kinds: Iterable[str] | None = None) -> list[Findi
         if looks_random(value, mixed_case=True) and not _is_base64_text(value):
             found.append(Finding("aws_secret_key", m.start(1), m.end(1), _hidden("", value)))
     found.extend(_simple(text, _GITHUB, "github_token", 4))
-    found.extend(_simple(text, _GITLAB, "gitlab_token", 6, need_digit=False))
-    found.extend(_simple(text, _SLACK, "slack_token", 5))
+    found.extend(find_gitlab_tokens(text, looks_random))
+    found.extend(find_slack_tokens(text, looks_random))
     found.extend(_simple(text, _GOOGLE, "google_api_key", 4))
     found.extend(_simple(text, _STRIPE, "stripe_key", 8))
     found.extend(_jwts(text))
     found.extend(_windows_keys(text))
+    found.extend(find_azure(text, looks_random))
     found.extend(_assignments(text))
     found.extend(find_tokens(text, sorted(wanted & set(TOKEN_KINDS)), looks_random))
-    found.extend(f for f in find_credentials(text) if not _is_base64_text(text[f.start : f.end]))
+    found.extend(f for f in find_credentials(text) if not _deferred(text[f.start : f.end]))
     # Overlaps are resolved over every kind first, so a narrowed search reports a value under
     # the same kind as a full one (an AWS secret is never re-labelled a password).
-    return [f for f in resolve_overlaps(found, _PRIORITY) if f.kind in wanted]
+    kept = resolve_overlaps(found, _PRIORITY)
+    return [f for f in kept if f.kind in wanted and not _public(text[f.start : f.end])]
+
+
+def _public(value: str) -> bool:
+    """True for a finding that holds a key published for everyone (an emulator's key)."""
+    return any(key in value for key in PUBLIC_KEYS)
 
 
 def secrets_summary(findings: Iterable[Finding]) -> str:

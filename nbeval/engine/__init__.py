@@ -7,44 +7,56 @@ job) may drive itself:
   plans which rows each evaluator can score (skipping, with the reason, rows that lack an input or
   lie beyond ``max_rows``). It returns a :class:`RunState`.
 * :func:`run_chunk` drives every evaluator's scoring over the next chunk of dataset rows and
-  answers the requests they yield in batched rounds (see :mod:`nbeval.runtime`); the outcomes go
-  to the run's :class:`~nbeval.results.live.LiveResult`, which keeps the live view up to date in
-  time proportional to the chunk.
+  answers the requests they yield in batched rounds (see :mod:`nbeval.runtime`); each row's
+  outcome goes to the run's :class:`~nbeval.results.live.LiveResult` as it finishes (a judge-based
+  row as its last reply arrives), in small batches (:class:`~nbeval.progress.ProgressThrottle`),
+  and the run's ``on_progress`` hears of each batch: progress moves with the answers, not with
+  the chunks.
 * :func:`finish` collects everything into an :class:`~nbeval.results.EvaluationResult`.
 
 One bad row or one failed call never stops the run: it becomes that row's error.
+
+Cancel (the ``cancel`` event) stops the run at once: no judge call starts after it (the calls in
+flight finish and their rows are scored), and every row not scored is reported as ``cancelled``.
+A run whose every row finished is not marked cancelled, whenever the event was set. Ctrl-C in
+:func:`evaluate` does the same without waiting for the calls in flight, and raises
+:class:`Interrupted`, which holds the partial result.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import os
+import signal
+import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from nbeval.data.model import LlmDataset, Row, TestLab, TestSuite
-from nbeval.errors import DataError, JudgeNotConfigured, NbevalError, ResourceError
+from nbeval.errors import DataError, Interrupted, JudgeNotConfigured, NbevalError, ResourceError
 from nbeval.evaluators.base import Evaluator, Score
 from nbeval.evaluators.registry import resolve_evaluators
-from nbeval.progress import progress_bar
+from nbeval.progress import ProgressThrottle, progress_bar
 from nbeval.requests import DRY_RUN_MODEL, Chat, Embed, ScorePairs
 from nbeval.results.live import LiveResult
 from nbeval.results.outcome import RowOutcome
-from nbeval.runtime import Resources, model_key
+from nbeval.runtime import Answer, RequestCancelled, Resources, model_key
 
 if TYPE_CHECKING:
-    import threading
+    from types import FrameType
 
     from nbeval.results import EvaluationResult
 
-__all__ = ["CHUNK_ROWS", "LiveResult", "Plan", "RowOutcome", "RunState", "evaluate", "finish", "first_requests", "plan",
-           "plan_run", "planned_requests", "run_chunk", "to_dataset"]
+__all__ = ["CHUNK_ROWS", "Interrupted", "LiveResult", "Plan", "RowOutcome", "RunState", "evaluate", "finish",
+           "first_requests", "plan", "plan_run", "planned_requests", "run_chunk", "to_dataset"]
 
 #: Rows scored together in one batch of rounds. Large enough that embedder and judge batches are
-#: full; small enough that a live view refreshes and Cancel is honoured promptly.
+#: full; small enough that the rows' cached values are let go of regularly. (Progress and Cancel do
+#: not wait for a chunk's end.)
 CHUNK_ROWS = 256
 
 
@@ -137,38 +149,100 @@ def _bad_return(ev: Evaluator, value: Any) -> Score:
     return Score({}, error=f"evaluator '{ev.id}' returned {type(value).__name__}, not a Score")
 
 
-def _drive(pending: list[tuple[Any, RowOutcome]], resources: Resources,
-           cancelled: Callable[[], bool]) -> None:
+#: What a scorer's step returns when its row is finished (a scorer may yield ``None`` as a request).
+_FINISHED = object()
+
+
+def _step(gen: Any, out: RowOutcome, send: Any, first: bool) -> Any:
+    """Advance one row's scoring with ``send``: its next request, or :data:`_FINISHED` with
+    ``out.score`` set."""
+    try:
+        if first:
+            return next(gen)
+        return gen.throw(send) if isinstance(send, BaseException) else gen.send(send)
+    except StopIteration as stop:
+        out.score = stop.value if isinstance(stop.value, Score) else _bad_return(out.evaluator, stop.value)
+    except Exception as exc:
+        out.score = _error_score(exc)
+    return _FINISHED
+
+
+def _unfinished(out: RowOutcome) -> bool:
+    return out.score is None and out.skip_reason is None
+
+
+def _cancel_row(gen: Any, out: RowOutcome) -> None:
+    """A row that needs an answer it will not get: it is reported as cancelled."""
+    if gen is not None:
+        try:
+            gen.close()
+        except Exception:  # a scorer that misbehaves on close: the row is cancelled all the same
+            pass
+    out.skip_reason = "cancelled"
+
+
+def _drive(pending: list[tuple[Any, RowOutcome]], resources: Resources, cancelled: Callable[[], bool],
+           on_finished: Callable[[RowOutcome], None] | None = None) -> None:
     """Run generator-based scorers in lockstep rounds, answering each round's requests in batch.
 
-    Cancelling stops before the next round's requests are made; answers already received are
-    always delivered, so a row whose last answer is in hand is scored, never thrown away."""
-    # Each entry: (generator, outcome, value to send next, is it the first step)
-    running = [(gen, out, None, True) for gen, out in pending]
-    while running:
-        asks, waiting = [], []
-        for gen, out, send, first in running:
-            try:
-                req = next(gen) if first else (gen.throw(send) if isinstance(send, BaseException) else gen.send(send))
-            except StopIteration as stop:
-                out.score = stop.value if isinstance(stop.value, Score) else _bad_return(out.evaluator, stop.value)
-                continue
-            except Exception as exc:
-                out.score = _error_score(exc)
-                continue
-            asks.append(req)
-            waiting.append((gen, out))
-        if not asks:
-            return
-        if cancelled():  # these rows need more answers: ask nothing more
-            for gen, out in waiting:
-                gen.close()
-                out.skip_reason = "cancelled"
-            return
-        running = []
-        for (gen, out), answer in zip(waiting, resources.answer(asks), strict=True):
-            out.warnings.extend(answer.warnings)
-            running.append((gen, out, answer.value, False))
+    Each answer is sent into its row's scorer as it arrives (a judge reply does not wait for the
+    rest of its round), so a row finishes, and ``on_finished(outcome)`` is called, as soon as its
+    last answer is in. Cancelling stops the judge calls not yet started (calls in flight finish
+    and are used) and the next round's requests; rows that still need an answer are closed and
+    marked ``cancelled``. Answers received are always delivered, so a row whose last answer is in
+    hand is scored, never thrown away. On an exception (Ctrl-C), rows not finished are marked
+    ``cancelled`` too (``on_finished`` is not called for them) and the exception goes on."""
+    done = on_finished if on_finished is not None else _ignore
+
+    waiting: list[tuple[Any, RowOutcome, Any]] = []  # (scorer, outcome, its request)
+    try:
+        for gen, out in pending:
+            req = _step(gen, out, None, True)
+            if req is _FINISHED:
+                done(out)
+            else:
+                waiting.append((gen, out, req))
+        while waiting:
+            if cancelled():  # these rows need more answers: ask nothing more
+                break
+            asks = waiting
+            following: list[Any] = [None] * len(asks)
+            answered = [False] * len(asks)
+
+            def on_answer(i: int, answer: Answer, asks: list[tuple[Any, RowOutcome, Any]] = asks,
+                          following: list[Any] = following, answered: list[bool] = answered) -> None:
+                if answered[i]:
+                    return
+                answered[i] = True
+                gen, out, _ = asks[i]
+                if isinstance(answer.value, RequestCancelled):  # never asked: the row stops here
+                    _cancel_row(gen, out)
+                    following[i] = _FINISHED
+                    done(out)
+                    return
+                out.warnings.extend(answer.warnings)
+                following[i] = _step(gen, out, answer.value, False)
+                if following[i] is _FINISHED:
+                    done(out)
+
+            answers = resources.answer([req for _, _, req in asks], on_answer=on_answer, cancel=cancelled)
+            for i, answer in enumerate(answers):  # any answer not handed on as it came
+                on_answer(i, answer)
+            waiting = [(gen, out, req) for (gen, out, _), req in zip(asks, following, strict=True)
+                       if req is not _FINISHED]
+    except BaseException:  # marked, not reported: the caller files them as it unwinds
+        for gen, out, _ in waiting:
+            if _unfinished(out):
+                _cancel_row(gen, out)
+        raise
+    for gen, out, _ in waiting:  # cancelled: these rows needed more answers
+        if _unfinished(out):
+            _cancel_row(gen, out)
+            done(out)
+
+
+def _ignore(out: RowOutcome) -> None:
+    pass
 
 
 # ---------------------------------------------------------------------------------------------
@@ -186,12 +260,12 @@ class RunState:
     planned: list[tuple[Evaluator, list[Row]]]
     """Per evaluator: the rows it scores, in dataset order."""
     outcomes: list[RowOutcome]
-    """Every outcome so far (skipped rows first, then in the order rows were started); empty
-    unless the run was planned with ``keep_outcomes=True`` (the live view holds the scores)."""
+    """Every outcome so far (skipped rows first, then in the order they finished); empty unless
+    the run was planned with ``keep_outcomes=True`` (the live view holds the scores)."""
     live: LiveResult
-    """The result so far, updated after every chunk (what ``on_progress`` receives)."""
+    """The result so far, updated as rows finish (what ``on_progress`` receives)."""
     cancelled: Callable[[], bool]
-    """Whether the run was asked to stop (checked between chunks and between rounds)."""
+    """Whether the run was asked to stop (checked before each row, round and judge call)."""
     total: int
     """Scores the run makes: one per row and evaluator, skipped ones included."""
     cursors: list[int] = field(default_factory=list)
@@ -206,6 +280,19 @@ class RunState:
     """Whether ``outcomes`` keeps every outcome (a large run does not: see :func:`plan_run`)."""
     cluster_usage: dict[str, Any] = field(default_factory=dict)
     """Judge usage of the Dask workers (a run with ``scheduler=``), added to the client's own."""
+    on_progress: Callable[[], None] | None = None
+    """Called as finished outcomes are filed in the live view (see :meth:`file`): after every
+    score in a small run, about :data:`~nbeval.progress.PROGRESS_STEPS` times over a large one, at
+    least every :data:`~nbeval.progress.PROGRESS_INTERVAL` seconds while rows finish, and when
+    every score is in (or the run was cancelled)."""
+    throttle: ProgressThrottle | None = None
+    """When :meth:`file` passes its outcomes on (made from ``total`` when first needed)."""
+    cancelled_count: int = 0
+    """Outcomes filed as ``cancelled``: the result is marked cancelled only when there are some."""
+    interrupted: bool = False
+    """Ctrl-C stopped the run (what :func:`evaluate` sets before building the partial result)."""
+    _unfiled: list[RowOutcome] = field(default_factory=list, repr=False)
+    """Finished outcomes not yet filed in the live view (see :meth:`file`)."""
 
     @property
     def done(self) -> int:
@@ -217,12 +304,43 @@ class RunState:
         ``outcomes`` when they are kept."""
         if self.keep_outcomes:
             self.outcomes.extend(outcomes)
+        self.cancelled_count += sum(o.skip_reason == "cancelled" for o in outcomes)
         self.live.add(outcomes)
+
+    def file(self, out: RowOutcome, *, note: set[int] | None = None) -> None:
+        """File one finished outcome: it is kept aside and filed with the others (:meth:`flush`)
+        when the progress throttle says it is time. ``note``: a set its ``id`` is added to, in the
+        same step (Ctrl-C cannot come in between)."""
+        with _whole:
+            self._unfiled.append(out)
+            if note is not None:
+                note.add(id(out))
+        if self._throttle().due(self.done + len(self._unfiled)):
+            self.flush(report=True)
+
+    def flush(self, *, report: bool | None = None, more: Iterable[RowOutcome] = ()) -> None:
+        """File the outcomes kept aside (and ``more``), and call ``on_progress`` if anything was
+        filed since it was last called: when ``report`` is true; when it is ``None``, if the
+        throttle says it is time, or every score is in, or the run was cancelled."""
+        with _whole:
+            outcomes, self._unfiled = [*self._unfiled, *more], []
+            if outcomes:
+                self.record(outcomes)
+        throttle = self._throttle()
+        if report is None:
+            report = throttle.due(self.done) or self.done >= self.total or self.cancelled()
+        if report and throttle.reported(self.done) and self.on_progress is not None:
+            self.on_progress()
+
+    def _throttle(self) -> ProgressThrottle:
+        if self.throttle is None:
+            self.throttle = ProgressThrottle(self.total)
+        return self.throttle
 
     @property
     def finished(self) -> bool:
-        """Whether every row was started or the run was cancelled."""
-        return self.next_row >= len(self.dataset.rows) or self.cancelled()
+        """Whether every row was started, or the run was cancelled or interrupted."""
+        return self.next_row >= len(self.dataset.rows) or self.interrupted or self.cancelled()
 
 
 def plan_run(data: Any, evaluators: Any, *, resources: Resources | None = None,
@@ -259,22 +377,98 @@ def _never() -> bool:
 
 def run_chunk(state: RunState, chunk_rows: int = CHUNK_ROWS) -> list[RowOutcome]:
     """Score the next ``chunk_rows`` dataset rows with every evaluator, answering their requests in
-    batched rounds; file the outcomes in ``state.live`` and return them."""
+    batched rounds; file each outcome in ``state.live`` as it finishes (``state.on_progress`` hears
+    of it, throttled) and return the chunk's outcomes, every one filed.
+
+    A cancel stops it before the next row, round or judge call: the rows started and not
+    finished are filed as ``cancelled`` (the rows not started are left to :func:`finish`). On an
+    exception (Ctrl-C), the rows started and not finished are filed as ``cancelled`` too."""
     hi = state.next_row + max(1, int(chunk_rows))
     pending: list[tuple[Any, RowOutcome]] = []
     chunk: list[RowOutcome] = []
-    for k, (ev, todo) in enumerate(state.planned):
-        while state.cursors[k] < len(todo) and state.row_index[id(todo[state.cursors[k]])] < hi:
-            gen, out = _start(ev, todo[state.cursors[k]])
-            state.cursors[k] += 1
-            chunk.append(out)
-            if gen is not None:
-                pending.append((gen, out))
-    state.next_row = hi
-    _drive(pending, state.resources, state.cancelled)
-    state.record(chunk)
+    filed: set[int] = set()
+
+    def file(out: RowOutcome) -> None:
+        state.file(out, note=filed)
+
+    try:
+        for k, (ev, todo) in enumerate(state.planned):
+            while (state.cursors[k] < len(todo) and state.row_index[id(todo[state.cursors[k]])] < hi
+                   and not state.cancelled()):
+                gen, out = _start(ev, todo[state.cursors[k]])
+                with _whole:
+                    state.cursors[k] += 1
+                    chunk.append(out)
+                if gen is None:
+                    file(out)
+                else:
+                    pending.append((gen, out))
+        if not state.cancelled():
+            state.next_row = hi
+        _drive(pending, state.resources, state.cancelled, file)
+    except BaseException:  # Ctrl-C: what is unfinished is cancelled and filed, and nobody is called
+        scorers = {id(out): gen for gen, out in pending}
+        for out in chunk:
+            if _unfinished(out):
+                _cancel_row(scorers.get(id(out)), out)
+        state.flush(report=False, more=[o for o in chunk if id(o) not in filed])
+        raise
+    state.flush()
     _release_row_caches(o.row for o in chunk)
     return chunk
+
+
+# Ctrl-C lands between any two bytecodes of the main thread. While a run's outcomes are being
+# filed it is held back until they are (so that none is filed twice or lost), then raised.
+
+
+class _HeldInterrupt:
+    """``with _whole:`` a block Ctrl-C does not cut in two, where :func:`_holding_interrupts` is in
+    force (in that thread; elsewhere the block is an ordinary one)."""
+
+    thread: int | None = None
+    """The thread holding Ctrl-C back (the main thread, during a run), if any."""
+    depth = 0
+    pending = False
+
+    def __enter__(self) -> None:
+        if threading.get_ident() == _HeldInterrupt.thread:
+            _HeldInterrupt.depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        if threading.get_ident() != _HeldInterrupt.thread:
+            return
+        _HeldInterrupt.depth -= 1
+        if not _HeldInterrupt.depth and _HeldInterrupt.pending:
+            _HeldInterrupt.pending = False
+            raise KeyboardInterrupt
+
+
+_whole = _HeldInterrupt()
+
+
+def _on_sigint(signum: int, frame: FrameType | None) -> None:
+    if _HeldInterrupt.depth:
+        _HeldInterrupt.pending = True
+        return
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _holding_interrupts() -> Iterator[None]:
+    """Let ``with _whole:`` blocks hold Ctrl-C back while the run goes (in the main thread, where
+    Python's own handler is in force; another handler is left alone)."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield
+        return
+    _HeldInterrupt.thread, _HeldInterrupt.depth, _HeldInterrupt.pending = threading.get_ident(), 0, False
+    signal.signal(signal.SIGINT, _on_sigint)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        _HeldInterrupt.thread, _HeldInterrupt.depth, _HeldInterrupt.pending = None, 0, False
 
 
 #: The derived values a Row caches (``functools.cached_property``, e.g. its parsed condition).
@@ -292,14 +486,16 @@ def _release_row_caches(rows: Iterable[Row]) -> None:
 
 
 def finish(state: RunState) -> EvaluationResult:
-    """The run's result: rows never started (a cancelled run) are reported as cancelled, not lost."""
-    cancelled = state.cancelled()
-    if cancelled:
+    """The run's result: rows never started (a cancelled run) are reported as cancelled, not lost.
+    It is marked cancelled only when some row was: a cancel that came after every row finished
+    changes nothing."""
+    state.flush()
+    if state.cancelled() or state.interrupted:
         rest = [RowOutcome(ev, r, skip_reason="cancelled")
                 for k, (ev, todo) in enumerate(state.planned) for r in todo[state.cursors[k]:]]
         state.record(rest)
         state.cursors = [len(todo) for _, todo in state.planned]
-    return _result(state, cancelled)
+    return _result(state, state.cancelled_count > 0)
 
 
 def _result(state: RunState, cancelled: bool) -> EvaluationResult:
@@ -352,15 +548,23 @@ def evaluate(
     ``cache``: the judge reply cache (``True``, ``False``, a folder or a file). ``timeout`` bounds
     each whole call in seconds; ``max_attempts`` counts retries included; ``prices`` maps a model to
     USD per 1k prompt and completion tokens. ``dry_run=True`` returns a :class:`Plan` of what
-    the run would do and spend, without scoring. ``cancel``: an event that stops the run between
-    batches (the partial result is returned, unfinished rows marked ``cancelled``).
+    the run would do and spend, without scoring. ``cancel``: an event that stops the run at once:
+    no judge call starts after it is set (calls in flight finish and their rows are scored), and
+    the partial result is returned, every row not scored marked ``cancelled`` (a run whose rows
+    had all finished is returned as it is, not marked cancelled). Ctrl-C stops without waiting
+    for the calls in flight and raises :class:`Interrupted`, whose ``.result`` is the partial
+    result.
 
-    ``on_progress(live, done, total)`` is called after every batch of ``chunk_rows`` dataset
-    rows, with ``done`` of ``total`` scores finished. ``live`` is one
+    ``on_progress(live, done, total)`` is called once before anything is scored (``done`` counts
+    the rows skipped at once; ``total`` is the run's) and then as rows finish, with ``done`` of
+    ``total`` scores finished: after every score in a small run, about 100 times over a large
+    one, at least every quarter second while rows finish, and once every score is in
+    (:class:`~nbeval.progress.ProgressThrottle`). ``live`` is one
     :class:`~nbeval.results.live.LiveResult` for the whole run, updated in time proportional to
-    each batch: its ``aggregates``, ``leaderboard()`` and ``value(evaluator, model_key)`` are the
-    running per-model aggregates (cheap to read after every batch), and ``live.result()`` builds
-    the :class:`EvaluationResult` of everything finished so far when it is wanted.
+    what finished: its ``aggregates``, ``leaderboard()`` and ``value(evaluator, model_key)`` are
+    the running per-model aggregates (cheap to read at every call), and ``live.result()`` builds
+    the :class:`EvaluationResult` of everything finished so far when it is wanted. The progress
+    bar (``progress=True``) moves with it.
 
     ``scheduler``: a ``dask.distributed.Client`` or a scheduler address (``"tcp://host:8786"``)
     partitions the rows across the cluster's workers (``pip install 'nbeval[dask]'``); the result
@@ -379,10 +583,12 @@ def evaluate(
         return plan(dataset, resolve_evaluators(evaluators), resources)
     state = plan_run(data, evaluators, resources=resources, cancel=cancel, keep_outcomes=False)
     bar = progress_bar(state.total, progress)
-    bar.update(state.done)
+    shown = 0
 
-    def batch_done(n: int) -> None:
-        bar.update(n)
+    def report() -> None:
+        nonlocal shown
+        bar.update(state.done - shown)
+        shown = state.done
         if on_progress is not None:
             on_progress(state.live, state.done, state.total)
 
@@ -391,9 +597,19 @@ def evaluate(
             from nbeval.engine.dask_run import run_on_cluster
 
             state.cluster_usage = run_on_cluster(state, scheduler, chunk_rows=max(1, int(chunk_rows)),
-                                                 on_batch=batch_done)
-        while not state.finished:
-            batch_done(len(run_chunk(state, chunk_rows)))
+                                                 on_batch=lambda _n: report())
+        else:
+            state.on_progress = report
+            state.flush(report=True)  # the first report: the total, and the rows skipped at once
+        with _holding_interrupts():
+            while not state.finished:
+                run_chunk(state, chunk_rows)
+    except KeyboardInterrupt:
+        if scheduler is not None:  # the cluster's partitions are not tracked row by row
+            raise
+        state.interrupted = True
+        state.on_progress = None
+        raise Interrupted(finish(state)) from None
     finally:
         bar.close()
     return finish(state)

@@ -24,14 +24,21 @@ Shared things, decided here:
 * **Progress and Cancel**: the client updates the bar and calls ``on_progress`` as partitions
   come back; Cancel stops new partitions at once and running ones between rounds (through a
   ``distributed.Event``); rows never scored are reported as cancelled.
+* **No wait without an end**: connecting to an address gives up after
+  ``NBEVAL_SCHEDULER_TIMEOUT`` seconds (:data:`CONNECT_TIMEOUT_S` by default), whatever answers
+  there; a run waits at most :data:`WORKER_WAIT_S` for a first worker (and for a result, for the
+  workers' usage totals at the end). The evaluators are pickled on the client before anything is
+  sent, so one that cannot travel is named in an error instead of failing inside Dask.
 
-dask and distributed are imported only here, when a run names a scheduler (``pip install
-'nbeval[dask]'``).
+dask and distributed are imported only here and in :mod:`nbeval.engine.dask_connect`, when a
+run names a scheduler (``pip install 'nbeval[dask]'``).
 """
 
 from __future__ import annotations
 
+import pickle
 import threading
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable
@@ -40,7 +47,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nbeval.chat.cache import ChatCache, default_cache_path
-from nbeval.errors import MissingDependency, NbevalError
+from nbeval.engine.dask_connect import CONNECT_TIMEOUT_S, connect, connect_timeout
+from nbeval.errors import NbevalError
 from nbeval.evaluators.base import Evaluator, Score
 from nbeval.results.outcome import RowOutcome
 from nbeval.runtime import Resources, model_key
@@ -49,9 +57,9 @@ if TYPE_CHECKING:
     from nbeval.chat.base import ChatReply
     from nbeval.engine import RunState
 
-__all__ = ["IN_FLIGHT_PER_WORKER", "MAX_PARTITION_ROWS", "PARTITIONS_PER_WORKER", "PartitionResult", "ResourceConfig",
-           "SnapshotCache", "WorkerResources", "config_of", "connect", "merge_usage",
-           "partitions", "run_on_cluster", "score_partition"]
+__all__ = ["CONNECT_TIMEOUT_S", "IN_FLIGHT_PER_WORKER", "MAX_PARTITION_ROWS", "PARTITIONS_PER_WORKER",
+           "WORKER_WAIT_S", "PartitionResult", "ResourceConfig", "SnapshotCache", "WorkerResources", "config_of",
+           "connect", "connect_timeout", "merge_usage", "partitions", "run_on_cluster", "score_partition"]
 
 #: Partitions per worker, at least (more give finer progress and balance; each costs a round trip).
 PARTITIONS_PER_WORKER = 8
@@ -59,6 +67,8 @@ PARTITIONS_PER_WORKER = 8
 MAX_PARTITION_ROWS = 20_000
 #: Partitions sent ahead per worker: one running, one waiting, so no worker idles between them.
 IN_FLIGHT_PER_WORKER = 2
+#: Seconds a run waits for the cluster to have a worker, and for a finished partition's result.
+WORKER_WAIT_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -152,7 +162,8 @@ class _ClusterSlots:
 
 class WorkerResources(Resources):
     """A worker's resources for one run: chat clients read the :class:`SnapshotCache` and take
-    their slots from the cluster-wide semaphore."""
+    their slots from the cluster-wide semaphore. Shared by the worker's threads, so a chat client
+    is made once per model under a lock (two made at once would lose one's usage totals)."""
 
     def __init__(self, config: ResourceConfig, run_id: str) -> None:
         self.snapshot = SnapshotCache(config.cache_path)
@@ -161,33 +172,45 @@ class WorkerResources(Resources):
                          concurrency=config.concurrency, timeout=config.timeout,
                          max_attempts=config.max_attempts, prices=config.prices)
         self.run_id = run_id
+        self._clients_lock = threading.Lock()
 
     def chat_client(self, model: Any = None) -> Any:
-        fresh = model_key(model if model is not None else self.judge_spec) not in self._chat_clients
-        client = super().chat_client(model)
-        if fresh:  # the client's own slots would allow `concurrency` calls per worker
-            client._slots = _ClusterSlots(f"nbeval-judge-{self.run_id}", self.concurrency)
-        return client
+        with self._clients_lock:
+            fresh = model_key(model if model is not None else self.judge_spec) not in self._chat_clients
+            client = super().chat_client(model)
+            if fresh:  # the client's own slots would allow `concurrency` calls per worker
+                client._slots = _ClusterSlots(f"nbeval-judge-{self.run_id}", self.concurrency)
+            return client
 
 
-#: One :class:`WorkerResources` per run in each worker process, kept for all its partitions.
-_WORKER_RESOURCES: dict[str, WorkerResources] = {}
+@dataclass
+class _WorkerRun:
+    """What a worker process keeps of one run for all its partitions."""
+
+    resources: WorkerResources
+    evaluators: list[Evaluator]
+
+
+#: One :class:`_WorkerRun` per run in each worker process, kept for all its partitions.
+_WORKER_RUNS: dict[str, _WorkerRun] = {}
 _WORKER_LOCK = threading.Lock()
 
 
-def _worker_resources(config: ResourceConfig, run_id: str) -> WorkerResources:
+def _worker_run(payload: bytes, run_id: str) -> _WorkerRun:
+    """The run's evaluators and resources in this worker process, unpickled from ``payload`` once."""
     with _WORKER_LOCK:
-        found = _WORKER_RESOURCES.get(run_id)
+        found = _WORKER_RUNS.get(run_id)
         if found is None:
-            found = _WORKER_RESOURCES[run_id] = WorkerResources(config, run_id)
+            evaluators, config = pickle.loads(payload)
+            found = _WORKER_RUNS[run_id] = _WorkerRun(WorkerResources(config, run_id), evaluators)
         return found
 
 
 def _end_run(run_id: str) -> dict[str, Any]:
     """Run on every worker when the run ends: its usage totals, and the run's resources let go."""
     with _WORKER_LOCK:
-        found = _WORKER_RESOURCES.pop(run_id, None)
-    return found.usage_totals() if found is not None else {}
+        found = _WORKER_RUNS.pop(run_id, None)
+    return found.resources.usage_totals() if found is not None else {}
 
 
 @dataclass
@@ -200,13 +223,16 @@ class PartitionResult:
     """Judge replies fetched for this partition, for the client's cache."""
 
 
-def score_partition(evaluators: list[Evaluator], config: ResourceConfig, run_id: str,
-                    items: list[tuple[int, int, Any]], chunk_rows: int) -> PartitionResult:
-    """Score one partition on a worker: ``items`` are (evaluator position, row position, row) in
-    the order a local run starts them, scored ``chunk_rows`` dataset rows at a time."""
+def score_partition(payload: bytes, run_id: str, items: list[tuple[int, int, Any]],
+                    chunk_rows: int) -> PartitionResult:
+    """Score one partition on a worker: ``payload`` is the run's evaluators and
+    :class:`ResourceConfig`, pickled by the client (:func:`_payload`); ``items`` are (evaluator
+    position, row position, row) in the order a local run starts them, scored ``chunk_rows``
+    dataset rows at a time."""
     from nbeval.engine import _drive, _start
 
-    resources = _worker_resources(config, run_id)
+    run = _worker_run(payload, run_id)
+    resources, evs = run.resources, run.evaluators
     cancelled = _cancel_flag(run_id)
     out = PartitionResult()
     lo = 0
@@ -218,7 +244,7 @@ def score_partition(evaluators: list[Evaluator], config: ResourceConfig, run_id:
         if cancelled():
             out.outcomes.extend((k, pos, None, "cancelled", []) for k, pos, _ in items[lo:])
             break
-        started = [(k, pos, *_start(evaluators[k], row)) for k, pos, row in items[lo:hi]]
+        started = [(k, pos, *_start(evs[k], row)) for k, pos, row in items[lo:hi]]
         _drive([(gen, o) for _, _, gen, o in started if gen is not None], resources, cancelled)
         out.outcomes.extend((k, pos, o.score, o.skip_reason, o.warnings) for k, pos, _, o in started)
         lo = hi
@@ -237,25 +263,6 @@ def _cancel_flag(run_id: str) -> Callable[[], bool]:
 # On the client
 
 
-def connect(scheduler: Any) -> tuple[Any, bool]:
-    """A ``distributed.Client`` for ``scheduler`` (a client, or an address such as
-    ``tcp://host:8786``), and whether it was opened here (and must be closed here)."""
-    try:
-        from distributed import Client
-    except ImportError:
-        raise MissingDependency("scheduler= needs Dask: pip install 'nbeval[dask]'") from None
-    if isinstance(scheduler, Client):
-        return scheduler, False
-    if isinstance(scheduler, str):
-        try:
-            return Client(scheduler, timeout="20s"), True
-        except OSError as exc:
-            msg = f"cannot reach the Dask scheduler at {scheduler!r}: {exc}"
-            raise NbevalError(msg) from None
-    msg = f"scheduler must be a dask.distributed Client or an address such as 'tcp://host:8786'; got {scheduler!r}"
-    raise TypeError(msg)
-
-
 def partitions(n_rows: int, n_workers: int, chunk_rows: int) -> list[tuple[int, int]]:
     """Dataset row ranges ``[lo, hi)``: about :data:`PARTITIONS_PER_WORKER` per worker, each a
     whole number of chunks and at most :data:`MAX_PARTITION_ROWS` rows (unless one chunk is more)."""
@@ -270,18 +277,23 @@ def run_on_cluster(state: RunState, scheduler: Any, *, chunk_rows: int,
     """Score every planned row of ``state`` on the cluster, filing outcomes with ``state.record``
     in dataset order; ``on_batch(n)`` is called after each partition is filed with its ``n``
     outcomes. On Cancel, rows not scored are filed as cancelled and every cursor is moved to the
-    end (so :func:`nbeval.engine.finish` adds nothing). Returns the workers' judge usage totals."""
+    end (so :func:`nbeval.engine.finish` adds nothing). Returns the workers' judge usage totals.
+
+    Every wait has an end: :func:`connect`'s deadline, :data:`WORKER_WAIT_S` for a first worker
+    (else :class:`~nbeval.errors.NbevalError`) and for each partition's result once it is done. A
+    partition that fails (its worker lost, with the run's scattered evaluators if it was the last
+    one holding them) gives its rows that error; the run goes on and ends."""
     import bisect
-    import time
 
     from distributed import Event, as_completed
 
+    evs = state.evaluators
+    payload = _payload(evs, config_of(state.resources))  # before connecting: what cannot travel fails at once
     client, owned = connect(scheduler)
     run_id = uuid.uuid4().hex
     cancel_event = Event(f"nbeval-cancel-{run_id}", client=client)
     try:
-        n_workers = len(client.scheduler_info().get("workers", {})) or 1
-        evs = state.evaluators
+        n_workers = _wait_for_workers(client)
         ranges = partitions(len(state.dataset.rows), n_workers, chunk_rows)
         work: list[list[tuple[int, int, Any]]] = [[] for _ in ranges]
         bounds = [hi for _, hi in ranges]
@@ -292,16 +304,16 @@ def run_on_cluster(state: RunState, scheduler: Any, *, chunk_rows: int,
                 work[bisect.bisect_right(bounds, pos)].append((k, pos, row))
         for part in work:
             part.sort(key=lambda item: (item[1] // chunk_rows, item[0], item[1]))
-        [evs_f, config_f] = client.scatter([evs, config_of(state.resources)], broadcast=True, hash=False)
+        [payload_f] = client.scatter([payload], broadcast=True, hash=False, timeout=WORKER_WAIT_S)
         # Partitions are sent a few at a time (enough to keep every worker busy): sent all at once,
         # the whole dataset would wait pickled at the client and the scheduler.
         unsent = deque(i for i, part in enumerate(work) if part)
         futures: dict[Any, int] = {}
-        seq = as_completed([])
+        seq = as_completed([], loop=client.loop)  # this client's loop: the default client may be another one
 
         def send_next() -> None:
             i = unsent.popleft()
-            fut = client.submit(score_partition, evs_f, config_f, run_id, work[i], chunk_rows, pure=False)
+            fut = client.submit(score_partition, payload_f, run_id, work[i], chunk_rows, pure=False)
             futures[fut] = i
             seq.add(fut)
 
@@ -310,8 +322,18 @@ def run_on_cluster(state: RunState, scheduler: Any, *, chunk_rows: int,
         ready: dict[int, list[RowOutcome]] = {}
         next_part = 0
         rows = state.dataset.rows
-        waiting = len(unsent) + len(futures)
-        while waiting:
+
+        def file_ready() -> None:  # the partitions back so far, in dataset order
+            nonlocal next_part
+            while next_part < len(work) and (next_part in ready or not work[next_part]):
+                filed = ready.pop(next_part, [])
+                work[next_part] = []  # filed: its rows are the dataset's, nothing else needs the list
+                if filed:
+                    state.record(filed)
+                    on_batch(len(filed))
+                next_part += 1
+
+        while futures:
             if state.cancelled():  # checked while waiting too: a long partition does not delay it
                 cancel_event.set()
                 client.cancel([f for f in futures if not f.done()])
@@ -321,19 +343,12 @@ def run_on_cluster(state: RunState, scheduler: Any, *, chunk_rows: int,
                 time.sleep(0.05)
                 continue
             for fut in batch:
-                waiting -= 1
                 i = futures.pop(fut)
                 ready[i] = _outcomes(fut, work[i], evs, rows, state.resources)
                 fut.release()  # the worker may drop the partition's result (and its rows) now
                 if unsent and not state.cancelled():
                     send_next()
-            while next_part < len(work) and (next_part in ready or not work[next_part]):
-                filed = ready.pop(next_part, [])
-                work[next_part] = []  # filed: its rows are the dataset's, nothing else needs the list
-                if filed:
-                    state.record(filed)
-                    on_batch(len(filed))
-                next_part += 1
+            file_ready()
         if state.cancelled():  # what never came back, and what came back out of order
             for i in range(next_part, len(work)):
                 filed = ready.pop(i) if i in ready else \
@@ -343,19 +358,74 @@ def run_on_cluster(state: RunState, scheduler: Any, *, chunk_rows: int,
                     on_batch(len(filed))
         state.cursors = [len(todo) for _, todo in state.planned]
         state.next_row = len(rows)
-        return merge_usage(*client.run(_end_run, run_id).values())
+        return _usage(client, run_id)
     finally:
         if owned:
             client.close()
+
+
+def _payload(evaluators: list[Evaluator], config: ResourceConfig) -> bytes:
+    """The run's evaluators and resource configuration, pickled once here for every worker.
+
+    Bytes, not the objects: Dask moves what it holds between workers (a worker that joins late,
+    or whose copy the Active Memory Manager dropped, fetches it from another), and an object a
+    worker has used may no longer pickle (a used ``rouge`` holds its tokenizer's local
+    functions). Such a transfer fails inside Dask and the partition that needs it waits for ever;
+    bytes always travel, and each worker unpickles its own copy (:func:`_worker_run`). What does
+    not pickle here is named in an :class:`~nbeval.errors.NbevalError`."""
+    import cloudpickle
+
+    try:
+        return bytes(cloudpickle.dumps((evaluators, config)))
+    except Exception:
+        pass
+    for ev in evaluators:
+        _check_pickles(ev, f"evaluator '{ev.id}'")
+    for name in ("judge", "embedder"):
+        _check_pickles(getattr(config, name), f"the run's {name}")
+    return bytes(cloudpickle.dumps((evaluators, config)))  # the failure is elsewhere: raise it as it is
+
+
+def _check_pickles(obj: Any, what: str) -> None:
+    import cloudpickle
+
+    try:
+        cloudpickle.dumps(obj)
+    except Exception as exc:
+        msg = (f"{what} cannot be sent to the Dask workers: it does not pickle ({type(exc).__name__}: "
+               f"{' '.join(str(exc).split())[:200]}); give it by its id or name, or as a fresh object, "
+               "so that each worker makes its own")
+        raise NbevalError(msg) from None
+
+
+def _wait_for_workers(client: Any) -> int:
+    """The cluster's number of workers, once it has one (waiting up to :data:`WORKER_WAIT_S`)."""
+    try:
+        client.wait_for_workers(1, timeout=WORKER_WAIT_S)
+    except TimeoutError:
+        msg = f"the Dask cluster has no workers: none joined within {WORKER_WAIT_S:g} s"
+        raise NbevalError(msg) from None
+    return max(1, len(client.nthreads()))
+
+
+def _usage(client: Any, run_id: str) -> dict[str, Any]:
+    """The workers' usage totals of the run (their resources let go). A worker that does not
+    answer within :data:`WORKER_WAIT_S` (or is gone) is left out rather than waited for."""
+    try:
+        usages = client.run(_end_run, run_id, on_error="ignore", callback_timeout=WORKER_WAIT_S)
+    except (TimeoutError, OSError):
+        return {}
+    return merge_usage(*usages.values())
 
 
 def _outcomes(fut: Any, items: list[tuple[int, int, Any]], evs: list[Evaluator], rows: list[Any],
               resources: Resources) -> list[RowOutcome]:
     """A partition's outcomes rebuilt on the client (with its own evaluator and row objects);
     the replies it fetched go into the client's cache. A partition whose task failed (a worker
-    lost, say) gives each of its rows that error: the run goes on."""
+    lost, say), or whose result could not be fetched within :data:`WORKER_WAIT_S`, gives each
+    of its rows that error: the run goes on."""
     try:
-        got: PartitionResult = fut.result()
+        got: PartitionResult = fut.result(timeout=WORKER_WAIT_S)
     except Exception as exc:
         text = f"the worker scoring this row failed: {type(exc).__name__}: {exc}"
         return [RowOutcome(evs[k], row, score=Score({}, error=text)) for k, _, row in items]

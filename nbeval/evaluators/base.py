@@ -19,6 +19,7 @@ An evaluator that needs nothing simply returns a :class:`Score`.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -74,11 +75,18 @@ class MetricSpec:
     hi: float = 1.0
     """Largest possible value (``math.inf`` when unbounded)."""
     threshold: float | None = 0.5
-    """Default threshold: a row or model on the wrong side of it fails."""
+    """Default threshold: a row or model on the wrong side of it fails. A finite number, or
+    ``None`` for none (NaN would fail every value, a perfect one too: it is refused)."""
     primary: bool = False
     """The metric leaderboards rank on by default."""
     description: str = ""
     """What the metric measures, in one line."""
+
+    def __post_init__(self) -> None:
+        t = self.threshold
+        if t is not None and (isinstance(t, bool) or not isinstance(t, numbers.Real) or not math.isfinite(t)):
+            msg = f"metric '{self.name}': threshold must be a finite number or None, got {t!r}"
+            raise EvaluatorError(msg)
 
 
 @dataclass(frozen=True)
@@ -332,16 +340,26 @@ class Evaluator:
         if isinstance(given, Mapping):
             for name, value in given.items():
                 self.spec.metric(name)  # raises on an unknown metric
-                thresholds[name] = float(value)
+                thresholds[name] = self._threshold(value, name)
             return thresholds
-        if isinstance(given, bool) or not isinstance(given, (int, float)):
+        if isinstance(given, bool) or not isinstance(given, numbers.Real):
             msg = f"evaluator '{self.spec.id}': threshold must be a number or a dict of metric to number, got {given!r}"
             raise EvaluatorError(msg)
-        if self.spec.kind == "bool":
-            thresholds["pass"] = float(given)
-        else:
-            thresholds[self.spec.primary.name] = float(given)
+        name = "pass" if self.spec.kind == "bool" else self.spec.primary.name
+        thresholds[name] = self._threshold(given, name)
         return thresholds
+
+    def _threshold(self, value: Any, metric: str) -> float:
+        """``value`` as the threshold of ``metric``: a finite number (a NaN threshold would fail
+        every value, a perfect one too; an infinite one pass or fail them all), else
+        :class:`EvaluatorError` naming the evaluator, the parameter and the metric."""
+        where = f"evaluator '{self.spec.id}': threshold of metric '{metric}'"
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise EvaluatorError(f"{where} must be a number, got {value!r}")
+        number = float(value)
+        if not math.isfinite(number):
+            raise EvaluatorError(f"{where} must be a finite number, got {number!r}")
+        return number
 
     @property
     def id(self) -> str:

@@ -64,6 +64,8 @@ def _metric(d: Mapping[str, Any], where: str) -> MetricSpec:
     except KeyError as exc:
         msg = f"catalogue entry {where}: metric without {exc}"
         raise EvaluatorError(msg) from None
+    except EvaluatorError as exc:  # a threshold that is not a finite number (TOML has nan and inf)
+        raise EvaluatorError(f"catalogue entry {where}: {exc}") from None
 
 
 def _metrics(id: str, d: Mapping[str, Any]) -> tuple[MetricSpec, ...]:

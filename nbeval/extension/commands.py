@@ -26,7 +26,7 @@ from nbeval.extension.parsers import (
     show_parser,
 )
 
-__all__ = ["evaluators", "explore", "judge", "perturb", "resolve_data", "run", "show"]
+__all__ = ["evaluators", "explore", "judge", "perturb", "public_url", "resolve_data", "run", "show"]
 
 _ENV_MODEL = "NBEVAL_JUDGE_MODEL"
 _ENV_BASE_URL = "NBEVAL_JUDGE_BASE_URL"
@@ -47,7 +47,14 @@ def resolve_data(shell: Any, text: str) -> tuple[Any, str | None]:
         if isinstance(value, (str, os.PathLike)):
             return value, os.fspath(value)
         return value, None
-    if Path(text).expanduser().exists():
+    try:
+        exists = Path(text).expanduser().exists()
+    except (OSError, ValueError) as exc:  # a name too long, a loop of links, an embedded NUL
+        from nbeval.results.files import path_problem, shown_path
+
+        msg = path_problem(exc, text) if isinstance(exc, OSError) else f"cannot use {shown_path(text)!r}: {exc}"
+        raise MagicError(msg) from None
+    if exists:
         return str(Path(text).expanduser()), str(Path(text).expanduser())
     if text == "demo":
         from nbeval.demo import demo_lab
@@ -65,7 +72,7 @@ def run(shell: Any, words: Sequence[str]) -> None:
     args = parse(run_parser(), words)
     if args is None:
         return
-    name = check_name(args.bind_name, "-o")
+    name = check_name(args.bind_name, "-o", shell)
     data, path = resolve_data(shell, args.data)
     ids = [e.strip() for e in args.evaluators.split(",") if e.strip()]
     kwargs = cli._evaluate_kwargs(args)  # the CLI's own mapping of options to evaluate()'s arguments
@@ -76,8 +83,9 @@ def run(shell: Any, words: Sequence[str]) -> None:
         _display(nbeval.evaluate(data, ids, dry_run=True, **kwargs))
         return
     out = Path(args.out) if args.out else None
-    if out is not None:
-        cli._check_run_out(out, [path] if path else [])  # a bad --out fails before any work
+    if out is not None:  # a bad --out fails before any work
+        _check_out(out)
+        cli._check_run_out(out, [path] if path else [])
     result = nbeval.evaluate(data, ids, **kwargs)
     shell.user_ns[name] = result
     _display(result)
@@ -87,6 +95,17 @@ def run(shell: Any, words: Sequence[str]) -> None:
         print(f"saved the result to {out}/ and the report to {out / cli._REPORT_FILE}")
     if args.fail_on_problems:
         _gate(result, args.fail_on_problems)
+
+
+def _check_out(out: Path) -> None:
+    """``--out`` as a path the file system can take (no name too long), else one short line."""
+    from nbeval.errors import DataError
+    from nbeval.results.files import check_path
+
+    try:
+        check_path(out)
+    except DataError as exc:
+        raise MagicError(f"--out: {exc}") from None
 
 
 def perturb(shell: Any, words: Sequence[str]) -> None:
@@ -99,8 +118,13 @@ def perturb(shell: Any, words: Sequence[str]) -> None:
     args = parse(perturb_parser(), words)
     if args is None:
         return
-    name = check_name(args.bind_name, "-o")
+    name = check_name(args.bind_name, "-o", shell)
     data, path = resolve_data(shell, args.suite)
+    if args.out:  # a bad --out fails before any work
+        from nbeval import cli
+
+        _check_out(Path(args.out))
+        cli._check_file_out(Path(args.out), [path] if path else [], "perturbed")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         suite = nbeval.perturb(data, args.perturbators, intensity=args.intensity, seed=args.seed,
@@ -110,32 +134,21 @@ def perturb(shell: Any, words: Sequence[str]) -> None:
     shell.user_ns[name] = suite
     _display(suite)
     if args.out:
-        from nbeval import cli
-
-        cli._check_file_out(Path(args.out), [path] if path else [], "perturbed")
         suite.save(args.out)
         print(f"wrote the suite to {args.out}")
 
 
 def _gate(result: Any, fail_on: Literal[True] | Sequence[str]) -> None:
-    """The CI gate of ``--fail-on-problems`` / ``--fail-on``: a :class:`MagicError` (so a failed
-    cell, as the CLI's exit status 1) naming what tripped it; the kinds not chosen are listed."""
-    from nbeval.cli import _GATE_KINDS
+    """The CI gate of ``--fail-on-problems`` / ``--fail-on`` (:func:`nbeval.results.gate.check_gate`,
+    as the CLI): a :class:`MagicError` (so a failed cell, as the CLI's exit status 1) naming what
+    tripped it; the kinds not chosen are listed."""
+    from nbeval.results.gate import check_gate
 
-    chosen = set(_GATE_KINDS) if fail_on is True else set(fail_on)
-    counts = result.problems["kind"].value_counts()
-    failing: list[str] = []
-    for name, (kind, one, many, note) in _GATE_KINDS.items():
-        n = int(counts.get(kind, 0))
-        if not n:
-            continue
-        if name in chosen:
-            failing.append(f"{n} {one if n == 1 else many}{note}")
-        else:
-            print(f"not failing on: {n} {one if n == 1 else many}{note} "
-                  f"(--fail-on {','.join(k for k in _GATE_KINDS if k in chosen)})")
-    if failing:
-        msg = f"failing: {'; '.join(failing)}"
+    verdict = check_gate(result, fail_on)
+    for line in verdict.ignored_lines():
+        print(line)
+    if verdict.tripped:
+        msg = f"failing: {'; '.join(verdict.failing)}"
         raise MagicError(msg, prefix="nbeval: ")
 
 
@@ -203,9 +216,29 @@ def explore(shell: Any, words: Sequence[str]) -> None:
     _display(make(result))
 
 
+def public_url(url: str) -> str:
+    """What ``%nbeval judge`` shows of a base URL, which the notebook keeps once printed: scheme,
+    host, port and path (as :func:`nbeval.chat.secrets.redact_url` leaves them: no user
+    information, whose secrets it registers for masking). The query string is never shown, secret
+    names or not (keys also ride as ``?code=`` or SAS parameters): a note says it was left out."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    from nbeval.chat.secrets import redact_url
+
+    try:
+        public = urlsplit(redact_url(url))
+    except ValueError:  # a bracket left open, a port that is not a number
+        return "a base URL that does not parse (not shown; it should look like https://host/v1)"
+    if not public.netloc:
+        return "a base URL without a host (not shown; it should look like https://host/v1)"
+    shown = urlunsplit((public.scheme, public.netloc, public.path, "", ""))
+    return f"{shown} (query string not shown)" if public.query or "?" in url else shown
+
+
 def judge(shell: Any, words: Sequence[str]) -> None:
     """``%nbeval judge [MODEL] [--base-url URL]``: set this session's judge through the environment
-    variables every later run reads; say which judge is set. A key is never printed."""
+    variables every later run reads; say which judge is set. A key is never printed, nor the
+    base URL's user information or query string (see :func:`public_url`)."""
     args = parse(judge_parser(), words)
     if args is None:
         return
@@ -226,7 +259,7 @@ def judge(shell: Any, words: Sequence[str]) -> None:
     if (model or "").startswith("hf:"):
         print(f"judge: {model} (a local Hugging Face model)")
         return
-    where = f"at {base_url}" if base_url else "at OpenAI's API"
+    where = f"at {public_url(base_url)}" if base_url else "at OpenAI's API"
     key = next((k for k in _ENV_KEYS if os.environ.get(k)), None)
     print(f"judge: {model or '(no model name yet: %nbeval judge MODEL)'} {where}; "
           f"API key: {f'from {key}' if key else 'none set'}")

@@ -1,9 +1,11 @@
 """The magics: ``%nbeval SUBCOMMAND ...`` and ``%%nbeval_suite [NAME]``.
 
 Bad input shows one line and no traceback, as the command line does: an
-:class:`~nbeval.errors.NbevalError` becomes ``nbeval: error: ...`` and an argparse error keeps
-argparse's own line (``%nbeval run: error: ...``). The cell still fails, so a notebook run under
-nbval or in CI stops there.
+:class:`~nbeval.errors.NbevalError` (or an ``OSError`` about a path given: a name too long, no
+permission) becomes ``nbeval: error: ...`` and an argparse error keeps argparse's own line
+(``%nbeval run: error: ...``). A name to bind (``-o NAME``, ``%%nbeval_suite NAME``) that Python
+or IPython needs is refused (see :func:`~nbeval.extension.parsers.check_name`). The cell still
+fails, so a notebook run under nbval or in CI stops there.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def _one_line_errors(fn: _F) -> _F:
-    """Turn an nbeval error, or an interrupted run, into a :class:`MagicError` (shown as one line)."""
+    """Turn an nbeval error, an error of the file system about a path (a name too long, no
+    permission), or an interrupted run into a :class:`MagicError` (shown as one line)."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -50,6 +53,12 @@ def _one_line_errors(fn: _F) -> _F:
             raise
         except NbevalError as exc:
             raise MagicError(str(exc)) from None
+        except OSError as exc:
+            if exc.filename is None:  # not about a path the user gave: a traceback says more
+                raise
+            from nbeval.results.files import path_problem
+
+            raise MagicError(path_problem(exc)) from None
         except KeyboardInterrupt:  # as the CLI says it; replies already received stay cached
             msg = "interrupted; judge replies received so far are cached, run again to resume"
             raise MagicError(msg, prefix="nbeval: ") from None
@@ -114,7 +123,7 @@ class NbevalMagics(Magics):
         if len(words) > 1:
             msg = f"one NAME at most, got {' '.join(words)!r}"
             raise MagicError(msg, prefix="%%nbeval_suite: error: ")
-        name = check_name(words[0] if words else DEFAULT_SUITE, "NAME")
+        name = check_name(words[0] if words else DEFAULT_SUITE, "NAME", self.shell)
         suite = parse_suite(cell, name=name)
         assert self.shell is not None
         self.shell.user_ns[name] = suite

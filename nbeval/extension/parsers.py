@@ -11,16 +11,19 @@ An argparse error never ends the kernel: :func:`parse` turns it into one :class:
 from __future__ import annotations
 
 import argparse
+import builtins
 import contextlib
 import io
 import keyword
+import re
 from collections.abc import Sequence
+from typing import Any
 
 from nbeval.errors import NbevalError
 
-__all__ = ["DEFAULT_PERTURBED", "DEFAULT_RESULT", "DEFAULT_SUITE", "MagicError", "check_name", "cli_subparser",
-           "evaluators_parser", "explore_parser", "judge_parser", "parse", "perturb_parser", "run_parser",
-           "show_parser"]
+__all__ = ["DEFAULT_PERTURBED", "DEFAULT_RESULT", "DEFAULT_SUITE", "IPYTHON_NAMES", "MagicError", "check_name",
+           "cli_subparser", "evaluators_parser", "explore_parser", "judge_parser", "parse", "perturb_parser",
+           "run_parser", "show_parser"]
 
 DEFAULT_RESULT = "_nbeval"
 """The name ``%nbeval run`` binds its result to unless ``-o NAME`` says otherwise."""
@@ -139,9 +142,32 @@ def parse(parser: argparse.ArgumentParser, words: Sequence[str]) -> argparse.Nam
         raise MagicError(lines[-1] if lines else f"{parser.prog}: error: bad arguments", prefix="") from None
 
 
-def check_name(name: str, what: str) -> str:
-    """``name`` if it can name a variable, else a :class:`MagicError` saying so."""
+#: Names IPython keeps in the user's namespace for itself (its history, its output cache, its
+#: helpers); binding a result there breaks the session, or is overwritten by the next output.
+IPYTHON_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython", "open", "_ih", "_oh", "_dh", "_", "__",
+                           "___", "_i", "_ii", "_iii"})
+_OUTPUT_CACHE = re.compile(r"_i?\d+")
+
+
+def check_name(name: str, what: str, shell: Any = None) -> str:
+    """``name`` if a magic may bind something to it, else a :class:`MagicError` saying why.
+
+    Refused: what is not an identifier or is a keyword; a dunder (``__builtins__``, ``__name__``:
+    Python's own); a built-in's name (``print``, ``list``: later cells would call the result);
+    IPython's names (:data:`IPYTHON_NAMES`, ``_1``/``_i1`` of its output cache, and the hidden
+    names of ``shell``'s namespace when given)."""
     if not name.isidentifier() or keyword.iskeyword(name):
         msg = f"{what} {name!r} is not a valid variable name; use letters, digits and _ (e.g. result_a)"
+        raise MagicError(msg)
+    hidden = getattr(shell, "user_ns_hidden", None) or {}
+    why = None
+    if name.startswith("__") and name.endswith("__"):
+        why = "a name Python keeps for itself"
+    elif name in IPYTHON_NAMES or _OUTPUT_CACHE.fullmatch(name) or name in hidden:
+        why = "a name IPython uses"
+    elif hasattr(builtins, name):
+        why = f"the name of Python's built-in {name}, which later cells would no longer reach"
+    if why is not None:
+        msg = f"{what} {name!r} is {why}; choose another name (e.g. result_a)"
         raise MagicError(msg)
     return name

@@ -14,17 +14,28 @@ may name its prompt ``input`` or ``question``, its expected answer ``expected``,
 text; every other field is a test case's own (``key``, ``guidelines``, ``expected_context``, ...).
 JSON is read with the standard library; YAML needs PyYAML (``pip install pyyaml``), which nbeval
 does not require.
+
+A cell is bounded before anything is built from it: lists and mappings may nest at most
+:data:`MAX_DEPTH` levels (deeper, Python's recursion ends the cell, or a later cell that shows
+it), and YAML aliases (``*name``, repeating what ``&name`` marked) may add at most
+:data:`MAX_ALIAS_NODES` values in all, so a few lines cannot stand for billions of values (the
+"billion laughs"); an alias inside the value it names (a value containing itself) is refused.
+A few aliases, e.g. guidelines shared by several test cases, read as usual.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+import re
+from typing import TYPE_CHECKING, Any
 
 from nbeval.data.model import Test, TestCase, TestSuite
 from nbeval.errors import DataError
 
-__all__ = ["ALIASES", "parse_suite"]
+if TYPE_CHECKING:
+    import yaml
+
+__all__ = ["ALIASES", "MAX_ALIAS_NODES", "MAX_DEPTH", "parse_suite"]
 
 #: Other names a cell may give a test case's fields.
 ALIASES = {
@@ -34,6 +45,10 @@ ALIASES = {
     "category": "categories",
 }
 _TEXT_FIELDS = ("prompt", "expected_output", "condition")
+#: How deep lists and mappings may nest in a cell (the list of cases and a case are two levels).
+MAX_DEPTH = 100
+#: How many values YAML aliases may add to a cell in all, counting each value an alias repeats.
+MAX_ALIAS_NODES = 10_000
 
 
 def parse_suite(text: str, *, name: str = "") -> TestSuite:
@@ -115,7 +130,34 @@ def _load(text: str) -> tuple[Any, list[int]]:
         raise DataError(msg, source="line 1") from None
 
 
+#: A JSON string (skipped whole) or a bracket: what :func:`_json_too_deep` looks at.
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]')
+
+
+def _json_too_deep(text: str) -> int | None:
+    """The offset where ``text`` (JSON) opens a list or object deeper than :data:`MAX_DEPTH`, else ``None``.
+    Strings are skipped, so a bracket inside one does not count; no recursion, so any depth is safe."""
+    depth = 0
+    for m in _JSON_TOKEN.finditer(text):
+        ch = m.group()
+        if ch in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return m.start()
+        elif ch in "]}":
+            depth -= 1
+    return None
+
+
+def _too_deep(line: int) -> DataError:
+    msg = f"nested deeper than {MAX_DEPTH} levels (lists and mappings within one another); flatten the cell"
+    return DataError(msg, source=f"line {line}")
+
+
 def _load_json(text: str) -> tuple[Any, list[int]]:
+    deep = _json_too_deep(text)
+    if deep is not None:
+        raise _too_deep(text.count("\n", 0, deep) + 1)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -133,17 +175,77 @@ def _load_json(text: str) -> tuple[Any, list[int]]:
     return data, lines
 
 
+def _cell_loader(text: str) -> yaml.SafeLoader:
+    """PyYAML's safe loader on ``text``, bounded as the module says: composing a node deeper than
+    :data:`MAX_DEPTH`, an alias inside the value it names, or aliases adding more than
+    :data:`MAX_ALIAS_NODES` values raises :class:`DataError` naming the line."""
+    import yaml
+
+    class CellLoader(yaml.SafeLoader):
+        def __init__(self, stream: str) -> None:
+            super().__init__(stream)
+            self.depth = 0
+            self.open_anchors: set[str] = set()
+            self.sizes: dict[int, int] = {}  # id(node) -> values in it, aliases expanded
+            self.added = 0  # values the aliases so far repeat
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            event = self.peek_event()
+            if isinstance(event, yaml.AliasEvent):
+                line = event.start_mark.line + 1
+                if event.anchor in self.open_anchors:
+                    msg = (f"the alias *{event.anchor} is inside the value &{event.anchor} names: a value "
+                           "cannot contain itself")
+                    raise DataError(msg, source=f"line {line}")
+                node = super().compose_node(parent, index)
+                self.added += self.sizes.get(id(node), 1)
+                if self.added > MAX_ALIAS_NODES:
+                    msg = (f"the YAML aliases (*name) of this cell repeat more than {MAX_ALIAS_NODES:,} values; "
+                           "write the values out, or repeat fewer")
+                    raise DataError(msg, source=f"line {line}")
+                return node
+            nested = isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent))
+            if nested:
+                self.depth += 1
+                if self.depth > MAX_DEPTH:
+                    raise _too_deep(event.start_mark.line + 1)
+            anchor = getattr(event, "anchor", None)
+            if anchor is not None:
+                self.open_anchors.add(anchor)
+            try:
+                node = super().compose_node(parent, index)
+            finally:
+                self.depth -= nested
+                self.open_anchors.discard(anchor)
+            if isinstance(node, yaml.SequenceNode):
+                size = 1 + sum(self.sizes.get(id(n), 1) for n in node.value)
+            elif isinstance(node, yaml.MappingNode):
+                size = 1 + sum(self.sizes.get(id(k), 1) + self.sizes.get(id(v), 1) for k, v in node.value)
+            else:
+                size = 1
+            self.sizes[id(node)] = size
+            return node
+
+    return CellLoader(text)
+
+
 def _load_yaml(text: str) -> tuple[Any, list[int]]:
     import yaml
 
+    loader = _cell_loader(text)
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
         msg = f"not valid YAML: {problem}"
         raise DataError(msg, source=f"line {mark.line + 1}" if mark is not None else None) from None
+    except RecursionError:  # the bounds above should prevent it; a cell must still never end in one
+        msg = f"nested too deeply to read (lists and mappings within one another); keep it under {MAX_DEPTH} levels"
+        raise DataError(msg) from None
+    finally:
+        loader.dispose()
     lines = [item.start_mark.line + 1 for item in node.value] if isinstance(node, yaml.SequenceNode) else []
     if isinstance(node, yaml.MappingNode):
         lines = [node.start_mark.line + 1]

@@ -1,10 +1,11 @@
 """Results: the long table of scores and everything derived from it.
 
-:mod:`.result` (``EvaluationResult``, ``load_result``), :mod:`.leaderboard`, :mod:`.insights`
-(problems, insights), :mod:`.report` (the HTML report), :mod:`.outcome` (the engine's per-row
-record) and :mod:`.renderers` (where the notebook kit plugs in its charts).
+:mod:`.result` (``EvaluationResult``), :mod:`.loading` (``load_result``), :mod:`.leaderboard`,
+:mod:`.insights` (problems, insights), :mod:`.report` (the HTML report), :mod:`.outcome` (the
+engine's per-row record) and :mod:`.renderers` (where the notebook kit plugs in its charts).
 """
 
-from nbeval.results.result import SCORE_COLUMNS, EvaluationResult, load_result
+from nbeval.results.loading import load_result
+from nbeval.results.result import SCORE_COLUMNS, EvaluationResult
 
 __all__ = ["SCORE_COLUMNS", "EvaluationResult", "load_result"]

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nbeval.results.limits import MAX_STORED_CHARS, cap_details, truncate_text
+from nbeval.results.limits import MAX_STORED_CHARS, STORED_CAPS, cap_details, stored_length_limit, truncate_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     from nbeval.results.outcome import RowOutcome
 
 __all__ = ["KEY_COLUMNS", "ORDER_COLUMNS", "SCORE_COLUMNS", "SPOOL_PART_ROWS", "TEXT_COLUMNS", "WRITE_SLICE_ROWS",
-           "ScoreSpool", "outcome_columns", "read_scores_parquet", "typed_scores", "write_scores_parquet"]
+           "ScoreSpool", "check_arrow_text", "outcome_columns", "read_scores_parquet", "typed_scores",
+           "write_scores_parquet"]
 
 #: Columns of the long table, in order.
 SCORE_COLUMNS = ["key", "model_key", "evaluator", "metric", "value", "passed", "label", "rationale",
@@ -215,7 +216,9 @@ def write_scores_parquet(path: str | Path, scores: pd.DataFrame) -> None:
 
 def read_scores_parquet(path: str | Path) -> pd.DataFrame:
     """A long table written by :func:`write_scores_parquet`, typed; a file that is not one (not
-    Parquet, other columns or types) is a :class:`~nbeval.errors.DataError` naming it."""
+    Parquet, other columns or types, a null key, text that is not UTF-8 or longer than
+    :data:`~nbeval.results.limits.STORED_CAPS` allows) is a :class:`~nbeval.errors.DataError`
+    naming it (and the row and column where there is one)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -248,11 +251,57 @@ def read_scores_parquet(path: str | Path) -> pd.DataFrame:
     for f in expected:
         if not f.nullable and table.column(f.name).null_count:
             raise DataError("must have a value in every row", source=source, field=f.name)
+    check_arrow_text(table, source, caps=STORED_CAPS)
     arrow = {name: table.column(name) for name in SCORE_COLUMNS}
     del table  # the columns are converted one at a time and let go as they go
     scores = _columns_to_pandas(arrow)
     pa.default_memory_pool().release_unused()  # Arrow's buffers, which its allocator would keep for itself
     return scores
+
+
+def check_arrow_text(table: Any, source: str, *, caps: Mapping[str, int] | None = None, first_row: int = 1) -> None:
+    """Raise :class:`~nbeval.errors.DataError` naming the row and column of ``table`` (an Arrow
+    table or record batch; its rows counted from ``first_row``) that holds text that is not UTF-8
+    (Parquet stores the bytes it is given: the file was changed after it was saved) or, for a
+    column of ``caps``, a text longer than its cap allows (see :mod:`nbeval.results.limits`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from nbeval.errors import DataError
+
+    for name in table.column_names:
+        column = table.column(name)
+        try:
+            column.validate(full=True)
+        except pa.ArrowInvalid as exc:
+            row = _row_not_utf8(column)
+            what = "holds text that is not UTF-8" if row is not None else f"holds damaged data ({exc})"
+            raise DataError(f"{what}; the file was changed after it was saved", source=source,
+                            row=None if row is None else first_row + row, field=name) from None
+        cap = (caps or {}).get(name)
+        if cap is None or not len(column) or not pa.types.is_string(column.type):
+            continue
+        lengths = pc.utf8_length(column)
+        over = pc.index(pc.greater(lengths, stored_length_limit(cap)), True).as_py()
+        if over >= 0:
+            msg = (f"a text of {lengths[over].as_py():,} characters, where nbeval stores at most {cap:,}; "
+                   "the file was changed after it was saved")
+            raise DataError(msg, source=source, row=first_row + over, field=name)
+
+
+def _row_not_utf8(column: Any) -> int | None:
+    """The position of the first value of ``column`` (an Arrow array or chunked array) whose text is
+    not UTF-8, or ``None``; a value at a time, so only once the column is known to hold one."""
+    chunks = getattr(column, "chunks", [column])
+    offset = 0
+    for chunk in chunks:
+        for j in range(len(chunk)):
+            try:
+                chunk[j].as_py()
+            except UnicodeDecodeError:
+                return offset + j
+        offset += len(chunk)
+    return None
 
 
 def _columns_to_pandas(arrow: dict[str, Any], order: Any = None) -> pd.DataFrame:

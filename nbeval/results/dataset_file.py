@@ -6,7 +6,9 @@ read. Here each :class:`~nbeval.data.model.Row` field is a column instead: text 
 ``actual_duration`` and ``cost`` as doubles, ``corpus``/``categories``/``guidelines``/warnings as
 lists of strings, contexts as lists of ``{content, doc_uri}`` and relationships as lists of
 ``{type, target, target_type}``. Only ``extra`` (fields nbeval does not know, of any JSON shape)
-is JSON text, and ``null`` when a row has none, which is the common case.
+and ``named_guidelines`` (guidelines given by name) are JSON text, and ``null`` when a row has
+none, which is the common case. ``named_guidelines`` is optional: files written before it was
+added read as rows without names.
 
 Rows are written :data:`DATASET_CHUNK_ROWS` at a time with a ``ParquetWriter`` and read back one
 record batch at a time, straight into rows (no per-row JSON parse, no second validation: the
@@ -26,6 +28,7 @@ from nbeval.data.fields import Chunk, Relationship
 from nbeval.data.model import LlmDataset
 from nbeval.data.rows import Row
 from nbeval.errors import DataError
+from nbeval.results.columnar import check_arrow_text
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -49,6 +52,8 @@ _CHUNK_FIELDS = ("context", "expected_context")
 _COLUMNS = ("key", "model_key", "input", "corpus", "context", "categories", "relationships", "expected_output",
             "output_condition", "actual_output", "actual_duration", "cost", "expected_context", "guidelines",
             "error", "extra", "warnings")
+#: Columns written after those, which a file may lack (it was written before they were added).
+_OPTIONAL_COLUMNS = ("named_guidelines",)
 
 
 def _schema() -> pa.Schema:
@@ -57,12 +62,12 @@ def _schema() -> pa.Schema:
     chunk = pa.list_(pa.struct([("content", pa.string()), ("doc_uri", pa.string())]))
     relationship = pa.list_(pa.struct([("type", pa.string()), ("target", pa.string()),
                                        ("target_type", pa.string())]))
-    types: dict[str, pa.DataType] = {name: pa.string() for name in (*_TEXT_FIELDS, "extra")}
+    types: dict[str, pa.DataType] = {name: pa.string() for name in (*_TEXT_FIELDS, "extra", "named_guidelines")}
     types.update({name: pa.float64() for name in _NUMBER_FIELDS})
     types.update({name: pa.list_(pa.string()) for name in _TEXT_LIST_FIELDS})
     types.update({name: chunk for name in _CHUNK_FIELDS})
     types["relationships"] = relationship
-    return pa.schema([(name, types[name]) for name in _COLUMNS])
+    return pa.schema([(name, types[name]) for name in (*_COLUMNS, *_OPTIONAL_COLUMNS)])
 
 
 def _chunk_columns(rows: Sequence[Row]) -> dict[str, list[Any]]:
@@ -75,6 +80,8 @@ def _chunk_columns(rows: Sequence[Row]) -> dict[str, list[Any]]:
                               for x in r.relationships] for r in rows]
     # what JSON cannot hold is written as text, as dataset.json did
     cols["extra"] = [json.dumps(r.extra, ensure_ascii=False, default=str) if r.extra else None for r in rows]
+    cols["named_guidelines"] = [json.dumps(r.named_guidelines, ensure_ascii=False) if r.named_guidelines else None
+                                for r in rows]
     return cols
 
 
@@ -125,13 +132,32 @@ def _check_schema(file: Any, path: Path) -> None:
             msg = f"must be {expected.field(name).type}, got {have.field(name).type}"
             raise DataError(msg, source=str(path), field=name)
     raw = (have.metadata or {}).get(_META_KEY)
-    layout = json.loads(raw).get("layout") if raw else None
+    layout = _layout_info(raw, path).get("layout") if raw else None
     if layout != DATASET_LAYOUT:
         msg = f"written in dataset layout {layout!r}, which this nbeval cannot read (it reads {DATASET_LAYOUT})"
         raise DataError(msg, source=str(path))
 
 
+def _layout_info(raw: bytes, path: Path) -> dict[str, Any]:
+    """The file's metadata ``nbeval.dataset`` (a JSON object); anything else is a DataError."""
+    where = f"the file's metadata {_META_KEY.decode()}"
+    try:
+        info = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        reason = "is not UTF-8"
+    except RecursionError:
+        reason = "is JSON nested too deeply"
+    except ValueError:
+        reason = "is not valid JSON"
+    else:
+        if isinstance(info, dict):
+            return info
+        reason = f"must be a JSON object, got {type(info).__name__}"
+    raise DataError(f"{where} {reason}; the file was changed after it was saved", source=str(path))
+
+
 def _rows_of_batch(cols: dict[str, list[Any]], first: int, path: Path, model_keys: dict[str, str]) -> Iterator[Row]:
+    named_column = cols.get("named_guidelines") or [None] * len(cols["key"])
     for i in range(len(cols["key"])):
         key, model_key = cols["key"][i], cols["model_key"][i]
         if not key or not model_key:
@@ -146,6 +172,14 @@ def _rows_of_batch(cols: dict[str, list[Any]], first: int, path: Path, model_key
                             row=first + i, field="extra") from None
         if not isinstance(extra_dict, dict):
             raise DataError("must be a JSON object", source=str(path), row=first + i, field="extra")
+        named = named_column[i]
+        try:
+            named_dict = json.loads(named) if named is not None else {}
+        except ValueError:
+            named_dict = None
+        if not isinstance(named_dict, dict):
+            raise DataError("not a JSON object; the file was changed after it was saved", source=str(path),
+                            row=first + i, field="named_guidelines")
         yield Row(
             input=cols["input"][i], key=key,
             # one string per model, shared by its rows, not one per row
@@ -160,22 +194,26 @@ def _rows_of_batch(cols: dict[str, list[Any]], first: int, path: Path, model_key
             expected_context=[Chunk(content=c["content"], doc_uri=c["doc_uri"])
                               for c in cols["expected_context"][i] or ()],
             guidelines=cols["guidelines"][i] or [], error=cols["error"][i], extra=extra_dict,
-            warnings=cols["warnings"][i] or [], _repaired=True)
+            warnings=cols["warnings"][i] or [], named_guidelines=named_dict, _repaired=True)
 
 
 def read_dataset_parquet(path: Path) -> LlmDataset:
-    """The dataset :func:`write_dataset_parquet` wrote to ``path``. A missing or damaged file, a
-    column missing or of another type, or an empty key is a :class:`~nbeval.errors.DataError`
-    naming the file (and the row and field where there is one)."""
+    """The dataset :func:`write_dataset_parquet` wrote to ``path``. A missing or damaged file
+    (metadata that is not the JSON object written, text that is not UTF-8), a column missing or
+    of another type, or an empty key is a :class:`~nbeval.errors.DataError` naming the file (and
+    the row and field where there is one)."""
     import pyarrow as pa
 
     file = _open(path)
     _check_schema(file, path)
     rows: list[Row] = []
     model_keys: dict[str, str] = {}
+    have = file.schema_arrow
+    columns = [*_COLUMNS, *(name for name in _OPTIONAL_COLUMNS if have.get_field_index(name) >= 0)]
     try:
-        for batch in file.iter_batches(batch_size=READ_BATCH_ROWS, columns=list(_COLUMNS)):
-            cols = {name: batch.column(name).to_pylist() for name in _COLUMNS}
+        for batch in file.iter_batches(batch_size=READ_BATCH_ROWS, columns=columns):
+            check_arrow_text(batch, str(path), first_row=len(rows) + 1)
+            cols = {name: batch.column(name).to_pylist() for name in columns}
             rows.extend(_rows_of_batch(cols, len(rows) + 1, path, model_keys))
     except (pa.ArrowException, OSError) as exc:
         msg = f"cannot read the rows ({exc}); the file was changed after it was saved"

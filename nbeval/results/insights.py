@@ -8,6 +8,12 @@
   evaluator, with how many rows and what happened.
 * A *perturbation flip*: a test case perturbed from another (``perturbation_source``) passes on
   one side and fails on the other for the same model and evaluator.
+* An *errored* problem: some of a model's rows could not be scored by an evaluator because the
+  call (to the judge, a model) or the scoring failed: the long table's ``error`` is set and the
+  primary metric has no value. One problem per model and evaluator, with the commonest errors.
+* An *unmeasured* problem: a model and evaluator measured on none of its rows (``n`` = 0 of
+  ``N`` > 0), whatever the reason (errors, skipped or unrated rows); see :func:`problems` for the
+  one kind of skip that is not a problem.
 * Insights: the best model on each evaluator's primary metric, and the hardest test case (the
   one failed by the most models), per evaluator and over all evaluators.
 """
@@ -23,13 +29,16 @@ if TYPE_CHECKING:
 
     from nbeval.results import EvaluationResult
 
-__all__ = ["INSIGHT_ALPHA", "INSIGHT_COLUMNS", "PROBLEM_COLUMNS", "insights", "problems"]
+__all__ = ["ERROR_CHARS", "ERROR_GROUPS", "INSIGHT_ALPHA", "INSIGHT_COLUMNS", "PROBLEM_COLUMNS", "describe_errors",
+           "errored_rows", "insights", "problems"]
 
 PROBLEM_COLUMNS = ["kind", "severity", "model_key", "evaluator", "metric", "value", "threshold", "key",
                    "source_key", "message"]
 INSIGHT_COLUMNS = ["kind", "evaluator", "metric", "model_key", "key", "value", "message", "significant"]
 #: The significance level of the insights' paired comparisons.
 INSIGHT_ALPHA = 0.05
+#: How many groups of errors a message names, and how long each error may be (its first line).
+ERROR_GROUPS, ERROR_CHARS = 3, 120
 
 
 def _failed(passed: pd.Series) -> pd.Series:
@@ -46,15 +55,37 @@ def _primary_rows(result: EvaluationResult) -> pd.DataFrame:
 
 
 def problems(result: EvaluationResult) -> pd.DataFrame:
-    """Threshold breaches, unrated rows and perturbation flips, one row each (:data:`PROBLEM_COLUMNS`).
+    """Rows that measured nothing, errors, threshold breaches, unrated rows and perturbation
+    flips, one row each (:data:`PROBLEM_COLUMNS`), in that order.
 
-    ``kind`` is ``threshold``, ``unrated`` or ``perturbation_flip``. For ``unrated`` the ``value``
-    is the number of rows that could not be rated and ``metric`` the primary metric they have no
-    value for; ``severity`` is ``high`` when none of the model's rows could be rated.
+    ``kind`` is one of:
+
+    * ``unmeasured``: a model and evaluator with rows (``N`` > 0) none of which was measured on
+      the primary metric (``n`` = 0), because every row errored, was skipped or could not be
+      rated. ``value`` is ``N``; ``severity`` is ``high``; the message says what happened to the
+      rows. One kind of skip is fine: when *every* row of the pair was skipped because an
+      **optional** input of the evaluator was missing (``byop`` with a prompt using ``{context}``
+      on rows without context: the evaluator does not apply to this data), it is no problem. A
+      missing answer (``actual_output``) is never such a skip, and neither is a required input
+      missing, an answer that was not collected, an error or an unrated row. Nor is a run that
+      measured nothing at all: when no model and evaluator was measured on any row, each of them
+      is ``unmeasured``, whatever the reason.
+    * ``errored``: a model and evaluator with rows whose call or scoring failed (the long
+      table's ``error`` is set, the primary metric has no value, and the row is not unrated).
+      ``value`` is the number of such rows; ``severity`` is ``high`` when every row of the pair
+      errored. The message groups the errors by their first line (:func:`describe_errors`).
+    * ``threshold``: the aggregate of the primary metric is on the wrong side of its threshold.
+    * ``unrated``: ``value`` is the number of rows that could not be rated and ``metric`` the
+      primary metric they have no value for; ``severity`` is ``high`` when none of the model's
+      rows could be rated.
+    * ``perturbation_flip``: a perturbed test case and its original on either side of the
+      primary metric's threshold (``key`` and ``source_key`` name them).
     """
     import pandas as pd
 
     out: list[list[Any]] = []
+    out.extend(_unmeasured(result))
+    out.extend(_errored(result))
     agg = result.aggregates
     for _, a in agg[agg["primary"] & _failed(agg["passed"])].iterrows():
         side = "below" if a["direction"] == "higher" else "above"
@@ -65,6 +96,146 @@ def problems(result: EvaluationResult) -> pd.DataFrame:
     out.extend(_unrated(result))
     out.extend(_flips(result))
     return pd.DataFrame(out, columns=PROBLEM_COLUMNS)
+
+
+def _on_primary(result: EvaluationResult, scores: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``scores`` (a slice of the long table) on each evaluator's primary metric:
+    one per dataset row and evaluator."""
+    primary = result.metrics.loc[result.metrics["primary"], ["evaluator", "metric"]]
+    return scores.merge(primary, on=["evaluator", "metric"])
+
+
+def errored_rows(result: EvaluationResult) -> pd.DataFrame:
+    """The long table's rows, on each evaluator's primary metric, whose call or scoring failed:
+    scored (not skipped), with an ``error`` and no value, and not unrated (those are
+    :data:`~nbeval.evaluators.base.UNRATED_LABELS` rows, reported as ``unrated``)."""
+    from nbeval.evaluators.base import UNRATED_LABELS
+
+    s = result.scores
+    s = s[~s["skipped"] & s["error"].notna() & s["value"].isna() & ~s["label"].isin(list(UNRATED_LABELS))]
+    return _on_primary(result, s)
+
+
+def _first_line(error: str) -> str:
+    """An error as one line: its first non-empty line, spaces collapsed, cut in the middle to at
+    most :data:`ERROR_CHARS` characters (the end of a wrapped error often says the cause)."""
+    line = next((ln for ln in str(error).splitlines() if ln.strip()), "")
+    line = " ".join(line.split()) or "(no message)"
+    if len(line) <= ERROR_CHARS:
+        return line
+    size = ERROR_CHARS * 11 // 20  # the head (what failed, where); the tail (a wrapped error's cause) the rest
+    head, tail = line[:size], line[-(ERROR_CHARS - size - 3):]
+    if " " in head[-12:]:  # cut between words where a word ends near the cut
+        head = head[:head.rindex(" ")]
+    if " " in tail[:12]:
+        tail = tail[tail.index(" ") + 1:]
+    return f"{head.rstrip()} … {tail.lstrip()}"
+
+
+def describe_errors(errors: pd.Series) -> str:
+    """Errors grouped by their first line, commonest first, with how many rows had each:
+    ``Connection refused (30); HTTP 500 (2)``; at most :data:`ERROR_GROUPS` groups, then how many
+    other rows errored."""
+    counts = errors.dropna().astype(str).value_counts(sort=False)
+    groups: dict[str, int] = {}
+    for text, n in counts.items():  # each distinct error once, however many rows had it
+        line = _first_line(str(text))
+        groups[line] = groups.get(line, 0) + int(n)
+    ordered = sorted(groups.items(), key=lambda kv: -kv[1])
+    shown = "; ".join(f"{line} ({n})" for line, n in ordered[:ERROR_GROUPS])
+    rest = sum(n for _, n in ordered[ERROR_GROUPS:])
+    if rest:
+        shown += f"; {len(ordered) - ERROR_GROUPS} other error{'s' * (len(ordered) - ERROR_GROUPS != 1)} ({rest})"
+    return shown
+
+
+def _totals(result: EvaluationResult) -> dict[tuple[str, str], int]:
+    """Rows per model and evaluator (``N`` of the primary metric's aggregate)."""
+    return {(str(a.model_key), str(a.evaluator)): int(a.N) for a in result.aggregates.itertuples() if a.primary}
+
+
+def _errored(result: EvaluationResult) -> list[list[Any]]:
+    """One ``errored`` problem per model and evaluator with rows whose call or scoring failed."""
+    s = errored_rows(result)
+    if s.empty:
+        return []
+    totals = _totals(result)
+    out = []
+    for (model, ev), part in s.groupby(["model_key", "evaluator"], sort=False, observed=True):
+        n, total = len(part), totals.get((str(model), str(ev)), len(part))
+        msg = f"{result.label(model)}: {ev}: {n} of {total} rows errored: {describe_errors(part['error'])}"
+        out.append(["errored", "high" if n >= total else "low", model, ev, part["metric"].iloc[0], n, None, None,
+                    None, msg])
+    return out
+
+
+def _optional_inputs(result: EvaluationResult) -> dict[str, frozenset[str]]:
+    """Per evaluator name: its declared optional inputs (none when its id is not registered)."""
+    from nbeval.errors import NbevalError
+    from nbeval.evaluators.registry import get_spec
+
+    out = {}
+    for name, ev_id in result.metrics[["evaluator", "evaluator_id"]].drop_duplicates().itertuples(index=False):
+        try:
+            out[str(name)] = frozenset(get_spec(str(ev_id)).optional_inputs)
+        except (NbevalError, KeyError):
+            out[str(name)] = frozenset()
+    return out
+
+
+def _optional_skip(reason: Any, optional: frozenset[str]) -> bool:
+    """Whether a skip reason says only optional inputs were missing (never the answer)."""
+    if not isinstance(reason, str) or not reason.startswith("missing "):
+        return False
+    names = {n.strip() for n in reason[len("missing "):].split(",")}
+    return bool(names) and names <= optional and "actual_output" not in names
+
+
+def _unmeasured(result: EvaluationResult) -> list[list[Any]]:
+    """One ``unmeasured`` problem per model and evaluator measured on none of its rows (see
+    :func:`problems` for the skips that are fine)."""
+    from nbeval.evaluators.base import UNRATED_LABELS
+
+    agg = result.aggregates
+    primary = agg[agg["primary"] & (agg["N"] > 0)]
+    empty = primary[primary["n"] == 0]
+    if empty.empty:
+        return []
+    whole_run = len(empty) == len(primary)  # nothing at all was measured: always a problem
+    s = result.scores
+    s = _on_primary(result, s[s["model_key"].isin(list(empty["model_key"].unique()))
+                              & s["evaluator"].isin(list(empty["evaluator"].unique()))])
+    parts = {(str(m), str(e)): part for (m, e), part in s.groupby(["model_key", "evaluator"], sort=False,
+                                                                  observed=True)}
+    optional = _optional_inputs(result)
+    out = []
+    for a in empty.itertuples():
+        model, ev, total = str(a.model_key), str(a.evaluator), int(a.N)
+        part = parts.get((model, ev))
+        why: list[str] = []
+        if part is not None:
+            skipped = part[part["skipped"]]
+            reasons = skipped["skip_reason"].astype(str).value_counts()
+            if (not whole_run and len(skipped) == len(part) == total
+                    and all(_optional_skip(r, optional.get(ev, frozenset())) for r in reasons.index)):
+                continue  # every row lacks an optional input this evaluator needs here: it does not apply
+            scored = part[~part["skipped"]]
+            errored = scored[scored["error"].notna() & ~scored["label"].isin(list(UNRATED_LABELS))]
+            unrated = scored[scored["label"].isin(list(UNRATED_LABELS))]
+            if len(errored):
+                why.append(f"{len(errored)} errored")
+            if len(skipped):
+                top = _first_line(str(reasons.index[0]))
+                why.append(f"{len(skipped)} skipped ({top}{' and other reasons' if len(reasons) > 1 else ''})")
+            if len(unrated):
+                why.append(f"{len(unrated)} could not be rated")
+            other = len(scored) - len(errored) - len(unrated)
+            if other:
+                why.append(f"{other} gave no value")
+        msg = (f"{result.label(model)}: {ev}: nothing measured (0 of {total} rows"
+               f"{': ' + ', '.join(why) if why else ''})")
+        out.append(["unmeasured", "high", a.model_key, ev, a.metric, total, None, None, None, msg])
+    return out
 
 
 def _unrated(result: EvaluationResult) -> list[list[Any]]:

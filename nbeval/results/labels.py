@@ -4,6 +4,11 @@ A label belongs to one test case (``key``), one model (``model_key``) and one ev
 string: ``"pass"``/``"fail"`` for an evaluator with a pass/fail verdict, or a class label such as
 ``"toxic"``. Labels come from the CaseExplorer, a DataFrame, a list of dicts or a CSV file with
 the columns :data:`LABEL_COLUMNS`; they are saved with the result as ``labels.csv``.
+
+For an evaluator with a pass/fail verdict (see :func:`pass_fail_evaluators`) the usual ways of
+writing one are read as ``"pass"``/``"fail"``: ``1``/``0`` (also ``1.0``/``0.0``, as a pandas
+column with a gap stores them), ``True``/``False`` and the texts ``yes``/``no``, ``true``/
+``false``, ``1``/``0`` in any case (:data:`PASS_FAIL_WORDS`). Any other label must be text.
 """
 
 from __future__ import annotations
@@ -21,13 +26,16 @@ if TYPE_CHECKING:
 
     from nbeval.results import EvaluationResult
 
-__all__ = ["LABELS_FILE", "LABEL_COLUMNS", "empty_labels", "load_labels", "merge_labels", "read_labels",
-           "save_labels", "with_saved_labels"]
+__all__ = ["LABELS_FILE", "LABEL_COLUMNS", "PASS_FAIL_WORDS", "empty_labels", "load_labels", "merge_labels",
+           "pass_fail_evaluators", "read_labels", "save_labels", "with_saved_labels"]
 
 LABEL_COLUMNS = ["key", "model_key", "evaluator", "label"]
 #: The file of a saved result's folder that holds its labels (optional: none when absent).
 LABELS_FILE = "labels.csv"
 _ON = ["key", "model_key", "evaluator"]
+#: Texts read as a pass/fail label for an evaluator with a pass/fail verdict (compared lower-cased).
+PASS_FAIL_WORDS = {"pass": "pass", "fail": "fail", "yes": "pass", "no": "fail", "true": "pass", "false": "fail",
+                   "1": "pass", "0": "fail"}
 
 
 def empty_labels() -> pd.DataFrame:
@@ -74,13 +82,23 @@ def read_labels(data: Any, result: EvaluationResult, *, source: str | None = Non
                         field=missing[0])
     rows = {(r.key, r.model_key) for r in result.dataset.rows}
     evaluators = set(result.evaluators)
+    pass_fail = pass_fail_evaluators(result)
     out = []
     for i, rec in enumerate(df[LABEL_COLUMNS].itertuples(index=False, name=None), 1):
-        cells = {}
+        cells: dict[str, str] = {}
         for field, value in zip(LABEL_COLUMNS, rec, strict=True):
+            evaluator = cells.get("evaluator", "")
+            if field == "label" and evaluator in pass_fail:
+                value = _pass_fail(value)
             if not isinstance(value, str) or not value.strip():
                 got = "nothing" if value is None or value != value else f"{type(value).__name__} {value!r}"[:60]
-                raise DataError(f"must be non-empty text, got {got}", source=source, row=i, field=field)
+                hint = ""
+                if field == "label" and got != "nothing" and evaluator in pass_fail:
+                    hint = "; a pass/fail label may also be 1/0, True/False or yes/no"
+                elif field == "label" and got != "nothing" and evaluator in evaluators:
+                    hint = (f"; 1/0, True/False and yes/no are read as pass/fail only for an evaluator with a "
+                            f"pass/fail verdict, which '{evaluator}' is not")
+                raise DataError(f"must be non-empty text, got {got}{hint}", source=source, row=i, field=field)
             cells[field] = value.strip()
         if cells["evaluator"] not in evaluators:
             msg = f"no evaluator '{cells['evaluator']}' in this result; it has {sorted(evaluators)}"
@@ -93,6 +111,40 @@ def read_labels(data: Any, result: EvaluationResult, *, source: str | None = Non
     table = pd.DataFrame(out, columns=LABEL_COLUMNS) if out else empty_labels()
     # within one input the last label of a row wins, as when a person changes their mind
     return table.drop_duplicates(_ON, keep="last").reset_index(drop=True)
+
+
+def pass_fail_evaluators(result: EvaluationResult) -> set[str]:
+    """The evaluators of ``result`` whose verdict on a row is pass or fail: the bool and rating
+    evaluators, and those whose primary metric has a threshold and whose rows carry no label of
+    their own (``classification``'s rows carry the predicted class, so a label ``1`` there is a
+    class, not a pass)."""
+    from nbeval.evaluators.base import UNRATED_LABELS
+
+    m = result.metrics[result.metrics["primary"].astype(bool)]
+    out: set[str] = set()
+    s = result.scores
+    for name, kind, threshold, metric in zip(m["evaluator"], m["kind"], m["threshold"], m["metric"], strict=True):
+        if kind in ("bool", "rating"):
+            out.add(str(name))
+        elif threshold is not None and threshold == threshold:
+            labels = s.loc[(s["evaluator"] == name) & (s["metric"] == metric), "label"].dropna()
+            if not any(str(x) not in UNRATED_LABELS for x in labels):
+                out.add(str(name))
+    return out
+
+
+def _pass_fail(value: Any) -> Any:
+    """``value`` as ``"pass"``/``"fail"`` when it is one of the usual ways of writing one (see the
+    module docstring), else unchanged."""
+    import numbers
+
+    if isinstance(value, str):
+        return PASS_FAIL_WORDS.get(value.strip().lower(), value)
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
+        return "pass" if value else "fail"
+    if isinstance(value, numbers.Real) and value in (0, 1):
+        return "pass" if value == 1 else "fail"
+    return value
 
 
 def merge_labels(current: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:

@@ -9,6 +9,9 @@ dataset's prompts, answers and contexts) is never cut in what is saved, only in 
 * :data:`MAX_DETAILS_CHARS` (100,000): the ``details`` JSON of one score as a whole (past it, the
   cell is the cut JSON text with the marker, no longer JSON).
 * :data:`MAX_SHOWN_CHARS` (2,000): each cell of the HTML report (answers and prompts too).
+* :data:`MAX_LABEL_CHARS` (1,000): a human label (``labels.csv``): a verdict or a class name,
+  not a text; a longer one is refused, not cut (a saved folder holding one does not load, and
+  :meth:`~nbeval.results.EvaluationResult.save` refuses to write one).
 
 A cut text keeps its beginning and ends with a marker giving the original size::
 
@@ -24,15 +27,27 @@ import json
 import re
 from typing import Any
 
-__all__ = ["MAX_DETAILS_CHARS", "MAX_SHOWN_CHARS", "MAX_STORED_CHARS", "cap_details", "truncate_text"]
+__all__ = ["MAX_DETAILS_CHARS", "MAX_LABEL_CHARS", "MAX_SHOWN_CHARS", "MAX_STORED_CHARS", "STORED_CAPS", "cap_details",
+           "stored_length_limit", "truncate_text"]
 
 MAX_STORED_CHARS = 20_000
 MAX_DETAILS_CHARS = 100_000
 MAX_SHOWN_CHARS = 2_000
+MAX_LABEL_CHARS = 1_000
 
 _MARKER = "\n… [truncated: {total:,} characters, showing the first {shown:,}]"
 _MARKER_AT_END = re.compile(r"\n… \[truncated: ([\d,]+) characters, showing the first [\d,]+\]\Z")
 _TAIL = 80  # the marker is shorter than this
+
+#: The cap of each text column of the long table (a saved result holding a longer text was
+#: changed after it was saved: :func:`nbeval.load_result` refuses it).
+STORED_CAPS = {"label": MAX_STORED_CHARS, "rationale": MAX_STORED_CHARS, "error": MAX_STORED_CHARS,
+               "skip_reason": MAX_STORED_CHARS, "details": MAX_DETAILS_CHARS}
+
+
+def stored_length_limit(cap: int) -> int:
+    """The longest a text capped at ``cap`` can be: the cap and the marker of a cut text."""
+    return cap + _TAIL
 
 
 def truncate_text(value: Any, limit: int) -> Any:

@@ -19,7 +19,7 @@ from nbeval.data.csvsafe import csv_safe
 from nbeval.data.model import LlmDataset, TestLab
 from nbeval.results.columnar import SCORE_COLUMNS, outcome_columns, typed_scores
 from nbeval.results.files import check_folder, staging_folder, write_aside
-from nbeval.results.labels import save_labels, with_saved_labels
+from nbeval.results.labels import save_labels
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from nbeval.results.outcome import RowOutcome
 
 __all__ = ["AGGREGATE_COLUMNS", "DATASET_FILES", "FORMAT_VERSION", "METRIC_COLUMNS", "PASSED_DTYPE", "RESULT_FILES",
-           "SCORE_COLUMNS", "SCORE_FILES", "EvaluationResult", "load_result"]
+           "SCORE_COLUMNS", "SCORE_FILES", "EvaluationResult"]
 
 AGGREGATE_COLUMNS = ["model_key", "evaluator", "metric", "value", "n", "N", "passed", "direction",
                      "threshold", "primary"]
@@ -225,8 +225,10 @@ class EvaluationResult:
 
     @property
     def problems(self) -> pd.DataFrame:
-        """Problems, one row each: threshold breaches per model and primary metric (``threshold``),
-        rows that could not be rated (``unrated``) and perturbation flips (``perturbation_flip``)."""
+        """Problems, one row each: models and evaluators that measured nothing (``unmeasured``),
+        rows whose call or scoring failed (``errored``), threshold breaches per model and primary
+        metric (``threshold``), rows that could not be rated (``unrated``) and perturbation flips
+        (``perturbation_flip``); see :func:`nbeval.results.insights.problems`."""
         from nbeval.results.insights import problems
 
         return problems(self)
@@ -279,7 +281,7 @@ class EvaluationResult:
 
     def save(self, folder: str | Path, *, scores_format: str = "parquet") -> Path:
         """Write the result to ``folder`` (created): the :data:`RESULT_FILES`, which
-        :func:`load_result` reads back. Other files in ``folder`` are left alone (a long table
+        :func:`nbeval.load_result` reads back. Other files in ``folder`` are left alone (a long table
         of the other format too: ``result.json`` says which one belongs to the result).
 
         The long table goes to ``scores.parquet`` and the dataset to ``dataset.parquet``
@@ -291,8 +293,9 @@ class EvaluationResult:
         place only once all of them are written (``result.json`` last), so a save that fails or
         is interrupted while writing leaves the previous result in ``folder`` as it was (only a
         crash in the instant between the five renames could mix two results). A file or folder
-        where the result cannot go raises :class:`~nbeval.errors.DataError` before anything is
-        written.
+        where the result cannot go, or a human label longer than
+        :data:`~nbeval.results.limits.MAX_LABEL_CHARS` (which :func:`nbeval.load_result` would
+        refuse), raises :class:`~nbeval.errors.DataError` before anything is written.
         """
         from nbeval.results import dataset_file
         from nbeval.results.columnar import write_scores_parquet
@@ -305,6 +308,9 @@ class EvaluationResult:
         data_file = DATASET_FILES[scores_format]
         names = (score_file, "aggregates.jsonl", "metrics.jsonl", data_file, "result.json")
         check_folder(folder, names)
+        from nbeval.results.loading import check_label_lengths
+
+        check_label_lengths(self.labels, "result.labels")  # a label load_result would refuse is not written
         folder.mkdir(parents=True, exist_ok=True)
         meta = dict(self.meta, format_version=FORMAT_VERSION if scores_format == "parquet" else 1)
         with staging_folder(folder) as stage:
@@ -382,158 +388,3 @@ def _write_records(path: Path, df: pd.DataFrame) -> None:
         for rec in df.itertuples(index=False, name=None):
             fh.write(json.dumps(dict(zip(cols, map(_nan_to_none, rec), strict=True)), ensure_ascii=False))
             fh.write("\n")
-
-
-#: What each column of the saved tables holds: (kind, whether it may be null).
-_TEXT, _NUMBER, _BOOL, _COUNT = "text", "a number", "true or false", "a whole number"
-_COLUMN_KINDS: dict[str, dict[str, tuple[str, bool]]] = {
-    "scores.jsonl": {"key": (_TEXT, False), "model_key": (_TEXT, False), "evaluator": (_TEXT, False),
-                     "metric": (_TEXT, False), "value": (_NUMBER, True), "passed": (_BOOL, True),
-                     "label": (_TEXT, True), "rationale": (_TEXT, True), "error": (_TEXT, True),
-                     "skipped": (_BOOL, False), "skip_reason": (_TEXT, True), "details": (_TEXT, True)},
-    "aggregates.jsonl": {"model_key": (_TEXT, False), "evaluator": (_TEXT, False), "metric": (_TEXT, False),
-                         "value": (_NUMBER, True), "n": (_COUNT, False), "N": (_COUNT, False),
-                         "passed": (_BOOL, True), "direction": (_TEXT, False), "threshold": (_NUMBER, True),
-                         "primary": (_BOOL, False)},
-    "metrics.jsonl": {"evaluator": (_TEXT, False), "evaluator_id": (_TEXT, False), "family": (_TEXT, False),
-                      "kind": (_TEXT, False), "metric": (_TEXT, False), "direction": (_TEXT, False),
-                      "lo": (_NUMBER, True), "hi": (_NUMBER, True), "threshold": (_NUMBER, True),
-                      "primary": (_BOOL, False), "description": (_TEXT, True)},
-}
-
-
-def _is_kind(value: Any, kind: str) -> bool:
-    if kind == _TEXT:
-        return isinstance(value, str)
-    if kind == _BOOL:
-        return isinstance(value, bool)
-    if kind == _COUNT:
-        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _read_result_text(path: Path) -> str:
-    """A file of a saved result as text; a missing, unreadable or non-UTF-8 file is a DataError."""
-    from nbeval.errors import DataError
-
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        msg = f"the saved result is incomplete: {path.name} is missing; save the result again"
-        raise DataError(msg, source=str(path)) from None
-    except UnicodeDecodeError as exc:
-        msg = f"not UTF-8 text (byte {exc.start}): the file was changed after it was saved; save the result again"
-        raise DataError(msg, source=str(path)) from None
-    except OSError as exc:
-        raise DataError(f"cannot read the file: {exc.strerror or exc}", source=str(path)) from None
-
-
-def _read_records(path: Path, columns: list[str]) -> pd.DataFrame:
-    """One saved table (a JSON object per line), every line checked: it must be JSON, have
-    exactly ``columns``, and hold in each the kind of value :data:`_COLUMN_KINDS` says; anything
-    else is a DataError naming the file, the line (as the row) and the column."""
-    import pandas as pd
-
-    from nbeval.errors import DataError
-
-    kinds = _COLUMN_KINDS.get(path.name, {})
-    source = str(path)
-    recs = []
-    for lineno, line in enumerate(_read_result_text(path).splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except (ValueError, RecursionError) as exc:
-            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
-            raise DataError(f"not valid JSON ({reason}); the file was changed after it was saved", source=source,
-                            row=lineno) from None
-        if not isinstance(rec, dict):
-            raise DataError(f"expected an object with the columns {', '.join(columns)}; got {type(rec).__name__}",
-                            source=source, row=lineno)
-        missing = [c for c in columns if c not in rec]
-        if missing:
-            raise DataError("the column is missing", source=source, row=lineno, field=missing[0])
-        unknown = [c for c in rec if c not in columns]
-        if unknown:
-            raise DataError(f"unknown column (this file has {', '.join(columns)})", source=source, row=lineno,
-                            field=str(unknown[0]))
-        for column, (kind, nullable) in kinds.items():
-            value = rec[column]
-            if not (value is None and nullable) and not _is_kind(value, kind):
-                got = "null" if value is None else f"{type(value).__name__} {value!r}"[:60]
-                raise DataError(f"must be {kind}{' or null' if nullable else ''}, got {got}", source=source,
-                                row=lineno, field=column)
-        recs.append(rec)
-    return pd.DataFrame(recs, columns=columns)
-
-
-def load_result(folder: str | Path) -> EvaluationResult:
-    """Load a result written by :meth:`EvaluationResult.save`.
-
-    A folder that is not a whole, untouched saved result raises :class:`~nbeval.errors.DataError`
-    naming the file, the line and the column: a file missing or not JSON, a line with columns
-    missing, unknown or holding the wrong kind of value, scores of rows the dataset does not
-    have, or a result saved by a newer nbeval.
-    """
-    from nbeval.errors import DataError
-
-    folder = Path(folder)
-    if not folder.is_dir():
-        what = "does not exist" if not folder.exists() else "is a file, not a folder"
-        raise DataError(f"{what}; give the folder result.save(folder) wrote", source=str(folder))
-    if not (folder / "result.json").exists():
-        msg = f"{folder} holds no saved result (result.json is missing); save one with result.save(folder)"
-        raise DataError(msg, source=str(folder))
-    info_path = folder / "result.json"
-    try:
-        info = json.loads(_read_result_text(info_path))
-    except (ValueError, RecursionError):
-        raise DataError("not valid JSON; the file was changed after it was saved", source=str(info_path)) from None
-    if not isinstance(info, dict):
-        raise DataError(f"expected a JSON object, got {type(info).__name__}", source=str(info_path))
-    for name in ("meta", "explanations", "model_labels"):
-        if info.get(name) is not None and not isinstance(info[name], dict):
-            raise DataError(f"must be an object, got {type(info[name]).__name__}", source=str(info_path), field=name)
-    version = (info.get("meta") or {}).get("format_version", 1)
-    if not isinstance(version, int) or isinstance(version, bool) or version > FORMAT_VERSION:
-        msg = (f"saved in format version {version!r}, which this nbeval ({__version__}, format version "
-               f"{FORMAT_VERSION}) cannot read; upgrade nbeval")
-        raise DataError(msg, source=str(info_path), field="meta.format_version")
-    labels = info.get("model_labels") or {}
-    if not all(isinstance(v, str) for v in labels.values()):
-        raise DataError("model labels must be text", source=str(info_path), field="model_labels")
-    scores_path = folder / SCORE_FILES["parquet" if version >= 2 else "jsonl"]
-    if version >= 2:
-        from nbeval.results.columnar import read_scores_parquet
-
-        scores = read_scores_parquet(scores_path)
-    else:
-        scores = typed_scores(_read_records(scores_path, SCORE_COLUMNS))
-    aggregates = _read_records(folder / "aggregates.jsonl", AGGREGATE_COLUMNS)
-    aggregates["value"] = aggregates["value"].astype(float)
-    aggregates["passed"] = aggregates["passed"].astype(PASSED_DTYPE)
-    metrics = _read_records(folder / "metrics.jsonl", METRIC_COLUMNS)
-    if version >= 3:
-        from nbeval.results.dataset_file import read_dataset_parquet
-
-        dataset = read_dataset_parquet(folder / DATASET_FILES["parquet"])
-    else:
-        dataset = LlmDataset.from_json(str(folder / DATASET_FILES["jsonl"]))
-    _check_rows_known(scores, dataset, scores_path, DATASET_FILES["parquet" if version >= 3 else "jsonl"])
-    return with_saved_labels(EvaluationResult(scores, aggregates, metrics, dataset, meta=info.get("meta"),
-                             explanations=info.get("explanations"), model_labels=info.get("model_labels")), folder)
-
-
-def _check_rows_known(scores: pd.DataFrame, dataset: LlmDataset, path: Path, dataset_name: str) -> None:
-    """Raise a DataError naming the first line of the long table whose row the dataset lacks
-    (checked once per distinct key and model, not once per score)."""
-    from nbeval.errors import DataError
-
-    rows = {(r.key, r.model_key) for r in dataset.rows}
-    pairs = scores[["key", "model_key"]].drop_duplicates()  # on the categoricals' codes: cheap
-    for i, key, model_key in zip(pairs.index, pairs["key"], pairs["model_key"], strict=True):
-        if (key, model_key) not in rows:
-            msg = (f"scores the row with key '{key}' for model '{model_key}', which {dataset_name} does not have; "
-                   "the files were changed after they were saved")
-            raise DataError(msg, source=str(path), row=int(i) + 1)

@@ -29,7 +29,14 @@ from nbeval._version import __version__
 from nbeval.errors import DataError, NbevalError
 from nbeval.serve.dbgpt import DbgptRequest, ServiceUnavailable, dbgpt_data, envelope, prepare_dbgpt
 from nbeval.serve.guard import Guard
-from nbeval.serve.hooks import APP_GROUP, RETRIEVER_GROUP, CallableApp, EndpointApp, load_callable
+from nbeval.serve.hooks import (
+    APP_GROUP,
+    DOCUMENTS_GROUP,
+    RETRIEVER_GROUP,
+    CallableApp,
+    EndpointApp,
+    load_callable,
+)
 from nbeval.serve.jobs import Job, JobStore
 
 __all__ = ["DBGPT_PATH", "SERVER_PARAMS", "EvaluationRequest", "EvaluatorChoice", "create_app"]
@@ -116,14 +123,17 @@ def _as_app(app: Any) -> CallableApp | EndpointApp | None:
 
 
 def create_app(*, token: str | None, retriever: Callable[..., Any] | str | None = None, app: Any = None,
-               judge: Any = None, embedder: Any = None, device: str | None = None, cache: Any = False,
+               documents: Callable[..., Any] | str | None = None, judge: Any = None, embedder: Any = None,
+               device: str | None = None, cache: Any = False,
                max_body_bytes: int = 16 * 2**20, wait_rows: int = 200, workers: int = 2, chunk_rows: int = 32,
                keep_jobs: int = 200) -> FastAPI:
     """The service as an ASGI application (run it with uvicorn).
 
     ``token``: the bearer token every route but ``/health`` requires (``None``: no authentication;
     :func:`nbeval.serve.server.serve` allows that only on a loopback address). ``retriever``: a
-    function, ``module:function`` or an entry-point name, for ``recall`` scenes. ``app``: the
+    function, ``module:function`` or an entry-point name, for ``recall`` scenes. ``documents``: the
+    same, called as ``documents(doc_name)`` for a document's chunks, the texts DB-GPT's answers
+    carry as ``contexts`` (see :mod:`nbeval.serve.dbgpt`). ``app``: the
     application of ``app`` scenes: a function, ``module:function``, an entry-point name or an
     :class:`~nbeval.serve.hooks.EndpointApp`. ``judge``, ``embedder``, ``device``, ``cache``: every
     run's shared resources, as for :func:`nbeval.evaluate`. ``max_body_bytes``: larger requests are
@@ -135,6 +145,8 @@ def create_app(*, token: str | None, retriever: Callable[..., Any] | str | None 
     from nbeval.runtime import Resources
 
     retriever_fn = load_callable(retriever, RETRIEVER_GROUP, "retriever") if isinstance(retriever, str) else retriever
+    documents_fn = (load_callable(documents, DOCUMENTS_GROUP, "documents function") if isinstance(documents, str)
+                    else documents)
     application = _as_app(app)
     store = JobStore(lambda: Resources(judge=judge, embedder=embedder, device=device, cache=cache),
                      workers=workers, keep=keep_jobs, chunk_rows=chunk_rows)
@@ -240,7 +252,8 @@ def create_app(*, token: str | None, retriever: Callable[..., Any] | str | None 
         """DB-GPT's evaluation request (``scene_key``, ``scene_value``, ``context``,
         ``evaluate_metrics``, ``datasets``), answered in DB-GPT's envelope."""
         try:
-            run = await run_in_threadpool(prepare_dbgpt, req, retriever=retriever_fn, app=application)
+            run = await run_in_threadpool(prepare_dbgpt, req, retriever=retriever_fn, app=application,
+                                          documents=documents_fn)
             job = await run_in_threadpool(store.start, run.records, run.evaluators)
         except ServiceUnavailable as exc:
             return JSONResponse(envelope(error=str(exc), code="E501"), status_code=501)

@@ -7,12 +7,22 @@ DB-GPT's metric names map to nbeval evaluators (:data:`METRICS`); any other name
 nbeval evaluator id and reported on its primary metric.
 
 The answer keeps DB-GPT's envelope, ``{"success", "err_code", "err_msg", "data"}``, where
-``data`` holds one list per dataset item with one entry per metric: ``prediction`` (for
-``recall`` the retrieved chunks' texts, for ``app`` the answer), ``contexts`` (for ``recall`` the
-expected document, for ``app`` the chunks the answer drew on), ``score``, ``passing``,
-``metric_name``, ``prediction_cost`` (milliseconds the application took, where known),
-``query``, ``raw_dataset`` (the item, with the retrieved texts as ``factual``), ``feedback`` (the
-evaluator's rationale) and ``error`` (why there is no score, when there is none).
+``data`` holds one list per dataset item with one entry per metric, the fields of DB-GPT's
+``EvaluationResult`` (``dbgpt/core/interface/evaluation.py``) filled as DB-GPT's own service
+fills them: ``prediction`` (for ``recall`` the retrieved chunks' texts, for ``app`` the answer),
+``contexts`` (for ``recall`` the texts of the expected document's chunks, the ground truth the
+retrieved chunks are checked against; for ``app`` the chunks the answer drew on), ``score``,
+``passing``, ``metric_name``, ``prediction_cost`` (an integer, as DB-GPT declares it: 0 for
+``recall``, which DB-GPT leaves at its default; for ``app`` the milliseconds the application
+took, 0 when unknown), ``query``, ``raw_dataset`` (the item, plus ``contexts`` for ``recall``
+and the retrieved texts as ``factual`` for ``app``), ``feedback`` (the evaluator's rationale)
+and ``error`` (nbeval's own addition: why there is no score, when there is none).
+
+DB-GPT takes a document's chunks from its knowledge base. nbeval asks the ``documents``
+function the service was started with (``documents(doc_name)``, plus ``scene_value=`` when it
+takes it; see :mod:`nbeval.serve.hooks`), which also lets a retriever that returns bare texts be
+matched by text as DB-GPT matches; without one, ``contexts`` holds the chunks of the expected
+document among those retrieved for the item (those with its ``doc_uri``).
 """
 
 from __future__ import annotations
@@ -24,7 +34,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from nbeval.errors import NbevalError
-from nbeval.serve.hooks import AppAnswer, CallableApp, EndpointApp, retrieve
+from nbeval.serve.hooks import AppAnswer, CallableApp, EndpointApp, document_chunks, retrieve
 
 __all__ = ["METRICS", "DbgptContext", "DbgptItem", "DbgptRequest", "DbgptRun", "ServiceUnavailable", "dbgpt_data",
            "envelope", "prepare_dbgpt"]
@@ -115,6 +125,21 @@ def _texts(chunks: list[dict[str, str]] | None) -> list[str]:
     return [c.get("content", c.get("doc_uri", "")) for c in chunks or []]
 
 
+def _expected_texts(doc_name: str | None, ans: AppAnswer, known: list[dict[str, str]] | None) -> list[str]:
+    """The texts of the expected document's chunks: from the documents function (``known``), else
+    those of the chunks retrieved for the item that come from it."""
+    if not doc_name:
+        return []
+    if known is not None:
+        return [c["content"] for c in known if "content" in c]
+    found = [c["content"] for c in ans.contexts or [] if c.get("doc_uri") == doc_name and "content" in c]
+    return list(dict.fromkeys(found))
+
+
+def _milliseconds(seconds: float | None) -> int:
+    return 0 if seconds is None else round(seconds * 1000)
+
+
 @dataclass
 class DbgptRun:
     """A request made ready to evaluate: the records built from what was retrieved and answered."""
@@ -123,14 +148,18 @@ class DbgptRun:
     evaluators: list[Any]
     answers: list[AppAnswer]
     """Per dataset item: the chunks retrieved, the application's answer, or why there is none."""
+    documents: list[list[dict[str, str]] | None]
+    """Per dataset item: the expected document's chunks from the documents function (``None``
+    without one, or without a ``doc_name``)."""
     chosen: list[tuple[str, str]]
     """Per requested metric: the evaluator id and the metric reported as its score."""
 
 
 def prepare_dbgpt(req: DbgptRequest, *, retriever: Callable[..., Any] | None,
-                  app: CallableApp | EndpointApp | None) -> DbgptRun:
-    """Call the retriever for every item (and, for ``app`` scenes, the application) and build the
-    records and evaluators to run. Blocks while they answer."""
+                  app: CallableApp | EndpointApp | None, documents: Callable[..., Any] | None = None) -> DbgptRun:
+    """Call the retriever for every item (for ``app`` scenes the application too; for ``recall``
+    scenes with a ``documents`` function, that for every ``doc_name``) and build the records and
+    evaluators to run. Blocks while they answer."""
     top_k = req.context.top_k
     if req.scene_key == "recall" and retriever is None:
         raise ServiceUnavailable("recall scenes need a retriever; start the service with --retriever module:function")
@@ -152,12 +181,23 @@ def prepare_dbgpt(req: DbgptRequest, *, retriever: Callable[..., Any] | None,
         for i, answer in zip(ok, asked, strict=True):
             answers[i] = answer
 
+    known: list[list[dict[str, str]] | None] = [None] * len(queries)
+    if documents is not None and req.scene_key == "recall":
+        for i, got in enumerate(_lookup_documents(req, documents)):
+            if isinstance(got, str):  # the lookup failed: the item says so, and is still scored on doc_name
+                answers[i].error = answers[i].error or got
+            else:
+                known[i] = got
+
     records = []
     for i, (item, ans) in enumerate(zip(req.datasets, answers, strict=True)):
         record: dict[str, Any] = {"key": f"item-{i}", "model_key": req.scene_value or "model", "input": item.query,
                                   "context": ans.contexts or []}
         if item.doc_name:
-            record["expected_context"] = [{"doc_uri": item.doc_name}]
+            # The document, and its chunks' texts for retrieved chunks that name no document.
+            record["expected_context"] = [{"doc_uri": item.doc_name},
+                                          *({"content": c["content"], "doc_uri": item.doc_name}
+                                            for c in known[i] or [] if "content" in c)]
         if ans.answer is not None:
             record["actual_output"] = ans.answer
         if ans.error is not None:
@@ -165,7 +205,19 @@ def prepare_dbgpt(req: DbgptRequest, *, retriever: Callable[..., Any] | None,
         records.append(record)
     chosen = [_metric(m) for m in req.evaluate_metrics]
     evaluators = [(ev, {"top_k": top_k}) if ev in _TOP_K_EVALUATORS else ev for ev, _ in chosen]
-    return DbgptRun(records, evaluators, answers, chosen)
+    return DbgptRun(records, evaluators, answers, known, chosen)
+
+
+def _lookup_documents(req: DbgptRequest, documents: Callable[..., Any]) -> list[list[dict[str, str]] | str | None]:
+    """Per item, its document's chunks from ``documents`` (each document asked once), the error
+    text when the call failed, or ``None`` for an item without a ``doc_name``."""
+    found: dict[str, list[dict[str, str]] | str] = {}
+    for name in dict.fromkeys(item.doc_name for item in req.datasets if item.doc_name):
+        try:
+            found[name] = document_chunks(documents, name, req.scene_value)
+        except Exception as exc:  # one failing lookup never stops the others
+            found[name] = f"the documents function failed: {type(exc).__name__}: {exc}"
+    return [found[item.doc_name] if item.doc_name else None for item in req.datasets]
 
 
 def dbgpt_data(req: DbgptRequest, run: DbgptRun, payload: dict[str, Any]) -> list[list[dict[str, Any]]]:
@@ -174,19 +226,26 @@ def dbgpt_data(req: DbgptRequest, run: DbgptRun, payload: dict[str, Any]) -> lis
     found = {(s["key"], s["evaluator"], s["metric"]): s for s in payload["scores"]}
     recall = req.scene_key == "recall"
     data = []
-    for i, (item, ans) in enumerate(zip(req.datasets, run.answers, strict=True)):
+    for i, (item, ans, known) in enumerate(zip(req.datasets, run.answers, run.documents, strict=True)):
+        raw = item.model_dump(exclude_none=True)
+        if recall:
+            contexts = _expected_texts(item.doc_name, ans, known)
+            raw = {**raw, "contexts": contexts}
+        else:
+            contexts = _texts(ans.contexts)
+            raw = {**raw, "factual": contexts}
         entries = []
         for name, (ev, metric) in zip(req.evaluate_metrics, run.chosen, strict=True):
             s = found.get((f"item-{i}", ev, metric), {})
             entries.append({
                 "prediction": _texts(ans.contexts) if recall else ans.answer,
-                "contexts": ([item.doc_name] if item.doc_name else []) if recall else _texts(ans.contexts),
+                "contexts": contexts,
                 "score": s.get("value"),
                 "passing": s.get("passed"),
                 "metric_name": name,
-                "prediction_cost": None if ans.seconds is None else round(ans.seconds * 1000),
+                "prediction_cost": 0 if recall else _milliseconds(ans.seconds),
                 "query": item.query,
-                "raw_dataset": {**item.model_dump(exclude_none=True), "factual": _texts(ans.contexts)},
+                "raw_dataset": raw,
                 "feedback": s.get("rationale"),
                 "error": ans.error or s.get("error") or s.get("skip_reason"),
             })

@@ -1,15 +1,18 @@
-"""What the service calls on the user's behalf: a retriever (``recall`` scenes) and an
-application (``app`` scenes), plugged in as Python callables, ``module:function`` names or entry
-points.
+"""What the service calls on the user's behalf: a retriever (``recall`` scenes), a documents
+function (the chunks of a named document) and an application (``app`` scenes), plugged in as
+Python callables, ``module:function`` names or entry points.
 
 A retriever is called as ``retriever(query, top_k)`` (plus ``scene_value=`` when it takes a
 parameter of that name, e.g. to pick a knowledge space) and returns chunks, best first: texts, or
 dicts with the text under ``content`` (or ``text``) and the document under ``doc_uri`` (or
-``doc_name``). An application is a callable called as ``app(query)`` plus those of ``top_k=``,
-``contexts=`` (the retrieved chunks), ``prompt=``, ``model=`` and ``scene_value=`` it has
-parameters for, which returns the answer text, an ``(answer, chunks)`` pair or a dict with
-``answer`` and ``contexts``; or an OpenAI-compatible endpoint (:class:`EndpointApp`), which
-is sent the question and, when a retriever is configured, the chunks it retrieved.
+``doc_name``). A documents function is called as ``documents(doc_name)`` (plus ``scene_value=``
+when it takes it) and returns that document's chunks in the same forms, as DB-GPT reads them from
+its knowledge base to check retrieved chunks against. An application is a callable called as
+``app(query)`` plus those of ``top_k=``, ``contexts=`` (the retrieved chunks), ``prompt=``,
+``model=`` and ``scene_value=`` it has parameters for, which returns the answer text, an
+``(answer, chunks)`` pair or a dict with ``answer`` and ``contexts``; or an OpenAI-compatible
+endpoint (:class:`EndpointApp`), which is sent the question and, when a retriever is configured,
+the chunks it retrieved.
 """
 
 from __future__ import annotations
@@ -23,11 +26,13 @@ from typing import Any
 
 from nbeval.errors import NbevalError
 
-__all__ = ["APP_GROUP", "RETRIEVER_GROUP", "AppAnswer", "CallableApp", "EndpointApp", "load_callable",
-           "normalize_chunks", "retrieve"]
+__all__ = ["APP_GROUP", "DOCUMENTS_GROUP", "RETRIEVER_GROUP", "AppAnswer", "CallableApp", "EndpointApp",
+           "document_chunks", "load_callable", "normalize_chunks", "retrieve"]
 
-#: Entry-point groups where installed packages offer retrievers and applications by name.
+#: Entry-point groups where installed packages offer retrievers, documents functions and
+#: applications by name.
 RETRIEVER_GROUP = "nbeval.retrievers"
+DOCUMENTS_GROUP = "nbeval.documents"
 APP_GROUP = "nbeval.apps"
 
 
@@ -104,6 +109,14 @@ def retrieve(retriever: Callable[..., Any], query: str, top_k: int, scene_value:
     """Call the retriever for ``query`` and return at most ``top_k`` chunks."""
     out = _call(retriever, (query, top_k), {"scene_value": scene_value})
     return normalize_chunks(out, "the retriever")[:top_k]
+
+
+def document_chunks(documents: Callable[..., Any], doc_name: str, scene_value: str | None = None
+                    ) -> list[dict[str, str]]:
+    """Call the documents function for ``doc_name``: the document's chunks, each with its ``doc_uri``
+    set to ``doc_name`` when the function does not name one."""
+    out = normalize_chunks(_call(documents, (doc_name,), {"scene_value": scene_value}), "the documents function")
+    return [{**c, "doc_uri": c.get("doc_uri", doc_name)} for c in out]
 
 
 @dataclass

@@ -114,3 +114,23 @@ def test_recorded_prompt_is_the_case_prompt(openai_server: FakeOpenAIServer) -> 
                params={"temperature": 0}).complete(progress=False)
     assert sorted(r.last_content for r in seen) == ["Capital of Chile?", "Capital of France?", "Capital of Peru?"]
     assert all(r.params == {"temperature": 0} for r in seen)
+
+
+def test_collect_takes_a_suite_path_like_evaluate_and_perturb(tmp_path: Path) -> None:
+    make_suite().save(tmp_path / "suite.json")
+
+    def capital(prompt: str) -> str:
+        return answer_for(prompt)
+
+    for given in (str(tmp_path / "suite.json"), tmp_path / "suite.json", make_suite().to_json()):
+        lab = nbeval.collect(given, {"fn": capital}, cache=False).complete(progress=False)
+        assert lab.name == "geo" and {r.key: r.actual_output for r in lab.dataset.rows} == {
+            "fr": "Paris", "pe": "Lima", "cl": "Santiago"}
+    # a lab is already answered; a missing file is named
+    lab.to_json(tmp_path / "lab.json")
+    with pytest.raises(DataError, match=r"needs a test suite.*lab\.json is a test lab"):
+        nbeval.collect(str(tmp_path / "lab.json"), {"fn": capital})
+    with pytest.raises(DataError, match=r"nope\.json"):
+        nbeval.collect(str(tmp_path / "nope.json"), {"fn": capital})
+    with pytest.raises(DataError, match="not int"):
+        nbeval.collect(3, {"fn": capital})

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +21,8 @@ from tests.support.fake_openai import FakeOpenAIServer, Text
 ROOT = Path(__file__).resolve().parents[2]
 N = 40
 CONCURRENCY = 2
+#: Answered before the kill; the calls after these are held by the server until the run is dead.
+ANSWERED = 12
 
 CLIENT_RUN = """
 import sys
@@ -47,6 +53,17 @@ def start_run(server: FakeOpenAIServer, cache: Path, script: str) -> subprocess.
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def wait_for(condition: Callable[[], bool], seconds: float = 60.0) -> bool:
+    """Whether ``condition()`` came true within ``seconds`` (for what only another process sees:
+    a generous bound, not a measure)."""
+    end = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.02)
+    return True
+
+
 def prompt_of(content: str) -> str:
     """The prompt a request is about: the whole message, or the question inside a judge prompt."""
     return content.split("<question>\n")[1].split("\n")[0] if "<question>" in content else content
@@ -54,21 +71,29 @@ def prompt_of(content: str) -> str:
 
 @pytest.mark.parametrize("script", [CLIENT_RUN, ENGINE_RUN], ids=["client", "engine"])
 def test_kill_and_resume(cache_path: Path, script: str) -> None:
-    with FakeOpenAIServer(latency=0.1) as server:
-        server.reply = lambda rec: Text(f"Rating: yes (answer to {rec.last_content[-20:]})")
+    killed = threading.Event()
+    order = itertools.count()
+
+    def reply(rec: Any) -> Text:
+        if next(order) >= ANSWERED:  # the run cannot finish before it is killed: these wait for the kill
+            killed.wait(60)
+        return Text(f"Rating: yes (answer to {rec.last_content[-20:]})")
+
+    with FakeOpenAIServer(reply=reply) as server:
         proc = start_run(server, cache_path, script)
-        deadline = time.monotonic() + 60
-        while server.request_count < 12 and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.01)
+        # the answered calls, and the next ones in every slot, held; the answers stored (a reply is
+        # stored just after its slot is freed for the next call)
+        ready = server.wait_until(lambda s: s.request_count >= ANSWERED + CONCURRENCY and s.in_flight >= CONCURRENCY) \
+            and wait_for(lambda: len(ChatCache(cache_path)) >= ANSWERED)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
-        assert proc.returncode == -signal.SIGKILL, "the run finished before it could be killed"
-        time.sleep(0.3)  # let the server finish answering the dead client's in-flight calls
-        asked_first = server.request_count
+        killed.set()  # the held calls are answered now, to no one
+        assert ready, f"the run did not get to {ANSWERED} stored answers: {proc.stderr.read() if proc.stderr else ''}"
+        assert proc.returncode == -signal.SIGKILL
+        asked_first = server.request_count  # every slot was held: a dead run sent nothing more
         kept = len(ChatCache(cache_path))
-        # Every answered call was stored at once; only calls in flight at the kill are lost.
-        assert 0 < kept < N
-        assert 0 <= asked_first - kept <= CONCURRENCY
+        # Every answered call was stored at once; only the calls in flight at the kill are lost.
+        assert kept == ANSWERED and asked_first - kept == CONCURRENCY
 
         proc = start_run(server, cache_path, script)
         out, err = proc.communicate(timeout=120)

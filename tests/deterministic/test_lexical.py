@@ -260,6 +260,9 @@ PAIRS = [
     ("Die Katze sitzt auf der Matte.", "Die Katze sitzt auf der Matte und schläft."),
     ("Running runners ran quickly", "runner running run quick"),
     ("a b c d e f g", "a b c d e f g a b c d"),
+    # several sentences on several lines: rouge_lsum (summary-level) differs from rouge_l here
+    ("The cat sat on the mat.\nIt was a sunny day.", "It was a sunny day.\nThe cat sat on a mat."),
+    ("Revenue rose.\nCosts fell.\nProfit doubled.", "Profit doubled.\n\nRevenue rose and costs fell."),
 ]
 
 
@@ -285,8 +288,9 @@ def _nltk_bleu(ea: str, aa: str) -> dict[str, float]:
 def _rouge_direct(ea: str, aa: str) -> dict[str, float]:
     from rouge_score.rouge_scorer import RougeScorer
 
-    s = RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True).score(ea, aa)
-    return {"rouge_1": s["rouge1"].fmeasure, "rouge_2": s["rouge2"].fmeasure, "rouge_l": s["rougeL"].fmeasure}
+    s = RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"], use_stemmer=True).score(ea, aa)
+    return {"rouge_1": s["rouge1"].fmeasure, "rouge_2": s["rouge2"].fmeasure, "rouge_l": s["rougeL"].fmeasure,
+            "rouge_lsum": s["rougeLsum"].fmeasure}
 
 
 @pytest.fixture(scope="module")
@@ -306,9 +310,28 @@ def test_bleu_and_rouge_match_the_libraries(bleu_rouge, i, pair):
 def test_bleu_and_rouge_aggregates_are_means(bleu_rouge):
     wants = [{**_nltk_bleu(*p), **_rouge_direct(*p)} for p in PAIRS]
     agg = bleu_rouge.aggregates.set_index("metric")
-    for metric in ("bleu_1", "bleu_2", "bleu_3", "bleu_4", "rouge_1", "rouge_2", "rouge_l"):
+    for metric in ("bleu_1", "bleu_2", "bleu_3", "bleu_4", "rouge_1", "rouge_2", "rouge_l", "rouge_lsum"):
         assert agg.loc[metric, "value"] == pytest.approx(sum(w[metric] for w in wants) / len(wants), abs=1e-12)
         assert agg.loc[metric, "n"] == len(PAIRS)
+
+
+def test_rouge_lsum_is_rouge_scores_rougelsum_and_differs_from_rouge_l_on_several_lines():
+    from rouge_score.rouge_scorer import RougeScorer
+
+    ea = "The cat sat on the mat.\nIt was a sunny day."
+    aa = "It was a sunny day.\nThe cat sat on a mat."
+    want = RougeScorer(["rougeL", "rougeLsum"], use_stemmer=True).score(ea, aa)
+    got = nbeval.evaluator("rouge").score(_row(aa, ea)).values
+    assert got["rouge_lsum"] == pytest.approx(want["rougeLsum"].fmeasure, abs=1e-12)
+    assert got["rouge_l"] == pytest.approx(want["rougeL"].fmeasure, abs=1e-12)
+    assert got["rouge_lsum"] > got["rouge_l"]  # the reordered sentences still match one by one
+    # on one line the two are the same number
+    one = nbeval.evaluator("rouge").score(_row("The cat sat on a mat.", "The cat sat on the mat.")).values
+    assert one["rouge_lsum"] == pytest.approx(one["rouge_l"])
+    # the catalogue says which is which
+    spec = nbeval.evaluator("rouge").spec
+    assert spec.primary.name == "rouge_l"
+    assert "rougeLsum" in spec.metric("rouge_lsum").description and "ROUGE-1.5.5" in spec.description
 
 
 def test_bleu_is_case_sensitive():

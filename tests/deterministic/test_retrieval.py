@@ -155,3 +155,81 @@ def test_document_recall_skips_rows_without_doc_uris():
     assert not s.loc["mixed", "skipped"]
     assert s.loc["mixed", "value"] == 1.0
     assert "ignored" in s.loc["mixed", "rationale"]
+
+
+# ---------------------------------------------------------------------------------------------
+# unit="document": documents ranked as TREC tools rank them, checked against trec_eval itself
+
+# Each row: retrieved chunks as (doc_uri, text), best first, and the relevant documents. The same
+# document often comes back as several chunks, which is where ranking chunks and ranking
+# documents part ways.
+TREC_ROWS = {
+    "first": ([("d1", "a"), ("d1", "b"), ("d2", "c")], ["d1"]),
+    "after-repeats": ([("d1", "a"), ("d1", "b"), ("d1", "c"), ("d2", "d")], ["d2"]),  # chunk rank 4, doc rank 2
+    "repeats-between": ([("d3", "a"), ("d4", "b"), ("d3", "c"), ("d4", "d"), ("d5", "e"), ("d6", "f")],
+                        ["d6", "d9"]),  # chunk rank 6, document rank 4
+    "second-chunk-relevant-doc": ([("d2", "a"), ("d7", "b"), ("d7", "c"), ("d8", "d")], ["d8"]),
+    "none": ([("d1", "a"), ("d2", "b"), ("d1", "c")], ["d5"]),
+    "deep": ([(f"d{i // 3}", f"t{i}") for i in range(30)], ["d7"]),  # three chunks per document
+}
+
+
+def _trec_records() -> list[dict]:
+    return [{"key": key, "input": f"q {key}",
+             "context": [{"content": text, "doc_uri": doc} for doc, text in chunks],
+             "expected_context": [{"doc_uri": d} for d in relevant]}
+            for key, (chunks, relevant) in TREC_ROWS.items()]
+
+
+def _trec_eval(measures: set[str]) -> dict[str, dict[str, float]]:
+    """trec_eval's measures per query (pytrec_eval), the run made as a TREC user makes it from
+    the chunk list: one entry per document, scored by its best (first) chunk."""
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    qrels = {key: {doc: 1 for doc in relevant} for key, (_, relevant) in TREC_ROWS.items()}
+    run: dict[str, dict[str, float]] = {}
+    for key, (chunks, _) in TREC_ROWS.items():
+        docs = run.setdefault(key, {})
+        for rank, (doc, _) in enumerate(chunks):
+            docs.setdefault(doc, float(len(chunks) - rank))  # later chunks of a document are not scored again
+    return pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
+
+
+def test_document_unit_mrr_is_trec_evals_recip_rank():
+    trec = _trec_eval({"recip_rank"})
+    res = nbeval.evaluate(_trec_records(), [("retriever_mrr", {"unit": "document"})], progress=False)
+    got = res.scores.set_index("key")["value"].to_dict()
+    assert got == pytest.approx({key: trec[key]["recip_rank"] for key in TREC_ROWS}, abs=1e-12)
+    assert res.aggregates["value"].iloc[0] == pytest.approx(
+        sum(trec[k]["recip_rank"] for k in TREC_ROWS) / len(TREC_ROWS))
+    # the default still ranks chunks (DB-GPT's definition): here the two differ
+    chunks = nbeval.evaluate(_trec_records(), ["retriever_mrr"], progress=False).scores.set_index("key")["value"]
+    assert chunks["after-repeats"] == pytest.approx(1 / 4) and got["after-repeats"] == pytest.approx(1 / 2)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 5, 10])
+def test_document_unit_hit_rate_is_trec_evals_success_at_k(k):
+    trec = _trec_eval({f"success.{k}"})
+    res = nbeval.evaluate(_trec_records(), [("retriever_hit_rate", {"unit": "document", "top_k": k})], progress=False)
+    got = res.scores.set_index("key")["value"].to_dict()
+    assert got == pytest.approx({key: trec[key][f"success_{k}"] for key in TREC_ROWS}, abs=1e-12)
+
+
+def test_document_unit_top_k_counts_documents_and_the_rationale_says_so():
+    row = Row(input="q", key="k", context=[Chunk("a", "d1"), Chunk("b", "d1"), Chunk("c", "d2")],
+              expected_context=[Chunk(doc_uri="d2")])
+    assert nbeval.evaluator("retriever_hit_rate", top_k=2).score(row).values["hit_rate"] == 0.0  # chunks
+    doc = nbeval.evaluator("retriever_mrr", top_k=2, unit="document").score(row)
+    assert doc.values["mrr"] == 0.5
+    assert "document rank 2" in doc.rationale and "'d2'" in doc.rationale and "3 chunks" in doc.rationale
+    # a document matches through any of its chunks; chunks without a doc_uri are documents of their own
+    texts = Row(input="q", key="t", context=[Chunk("x", "d1"), Chunk("y", "d1"), Chunk("z"), Chunk("z")],
+                expected_context=[Chunk("y")])
+    assert nbeval.evaluator("retriever_mrr", unit="document").score(texts).values["mrr"] == 1.0
+    loose = Row(input="q", key="l", context=[Chunk("z"), Chunk("z"), Chunk("w")], expected_context=[Chunk("w")])
+    assert nbeval.evaluator("retriever_mrr", unit="document").score(loose).values["mrr"] == pytest.approx(1 / 3)
+
+
+@pytest.mark.parametrize("bad", ["documents", "Chunk", None, 1])
+def test_bad_unit_is_an_error(bad):
+    with pytest.raises(EvaluatorError, match="unit"):
+        nbeval.evaluator("retriever_hit_rate", unit=bad)

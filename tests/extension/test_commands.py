@@ -20,7 +20,8 @@ BAD = {
     "%nbeval run demo -e rogue": "nbeval: error: no evaluator 'rogue'; did you mean 'rouge'?",
     "%nbeval run demo": "%nbeval run: error: the following arguments are required: -e/--evaluators",
     "%nbeval run demo -e rouge --fail-on bogus":
-        "%nbeval run: error: argument --fail-on: unknown problem kind 'bogus'; choose from threshold, unrated, flip",
+        "%nbeval run: error: argument --fail-on: unknown problem kind 'bogus'; choose from threshold, unrated, flip, "
+        "errored, unmeasured",
     "%nbeval run demo -e rouge --no-such-flag": "%nbeval run: error: unrecognized arguments: --no-such-flag",
     "%nbeval run nowhere.json -e rouge": "nbeval: error: no file or variable named 'nowhere.json': give a file "
                                          "path, a variable holding a DataFrame, a list of records, a dataset or "
@@ -82,7 +83,8 @@ def test_evaluators_is_a_searchable_table(shell: Shell) -> None:
     judges = shell.cell("%nbeval evaluators --family judge").result
     assert set(judges["family"]) == {"judge"} and judges["needs judge"].any()
     row = everything.set_index("id").loc["rouge"]
-    assert row["metrics"] == "rouge_1, rouge_2, rouge_l*" and row["inputs"] == "expected_output, actual_output"
+    assert row["metrics"] == "rouge_1, rouge_2, rouge_l*, rouge_lsum"
+    assert row["inputs"] == "expected_output, actual_output"
 
 
 def test_evaluators_says_when_nothing_matches(shell: Shell) -> None:

@@ -174,6 +174,31 @@ def test_out_that_would_overwrite_the_input_fails_before_any_work(shell: Shell, 
     assert ran.stdout.strip().startswith(f"nbeval: error: --out {tmp_path} would overwrite the input")
 
 
+def test_a_scheduler_that_is_not_dask_fails_the_cell_in_one_line(shell: Shell,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+    import threading
+
+    pytest.importorskip("distributed")
+    monkeypatch.setenv("NBEVAL_SCHEDULER_TIMEOUT", "0.5")
+    accepted: list[socket.socket] = []
+    with socket.create_server(("127.0.0.1", 0)) as server:  # answers a connection with an HTTP reply
+        def answer() -> None:
+            conn, _ = server.accept()
+            accepted.append(conn)
+            conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+
+        threading.Thread(target=answer, daemon=True).start()
+        address = f"tcp://127.0.0.1:{server.getsockname()[1]}"
+        ran = shell.cell(f"%nbeval run demo -e exact_match --no-progress --scheduler {address}")
+    for conn in accepted:
+        conn.close()
+    assert not ran.success and "_nbeval" not in shell.ns
+    lines = ran.stdout.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"nbeval: error: something answered at '{address}'"), ran.stdout
+    assert "Traceback" not in ran.stdout + ran.stderr
+
+
 def test_the_gate_fails_the_cell_in_one_line_and_keeps_the_result(shell: Shell) -> None:
     ran = shell.cell("%nbeval run demo -e rouge,text_matching --no-progress --fail-on threshold")
     assert not ran.success

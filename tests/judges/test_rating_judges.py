@@ -152,10 +152,11 @@ def test_chunk_relevance_unreadable_replies_are_unrated_failed_calls_are_errors(
     res = run([ROW], ["chunk_relevance"], judge)
     assert cell(res, "r1", "precision") is None  # never a 0
     assert cell(res, "r1", "precision", "label") == "parse_failure"
-    assert list(res.problems["kind"]) == ["unrated"]
+    assert list(res.problems["kind"]) == ["unmeasured", "unrated"]  # the only row could not be rated
     openai_server.reset()
     openai_server.reply = Status(400, "bad chunk")
     res = run([ROW], ["chunk_relevance"], judge)
     assert cell(res, "r1", "precision") is None and cell(res, "r1", "precision", "label") is None
     assert "HTTP 400" in cell(res, "r1", "precision", "error")
-    assert res.problems.empty  # a failed call is the row's error, not an unreadable reply
+    # a failed call is the row's error (errored), not an unreadable reply; the only row measured nothing
+    assert list(res.problems["kind"]) == ["unmeasured", "errored"]

@@ -1,4 +1,4 @@
-"""`cancel` stops the run between batches and keeps the batch whose answers are in hand."""
+"""`cancel` stops the run (no judge call starts after it) and keeps every answer in hand."""
 
 from __future__ import annotations
 
@@ -24,8 +24,9 @@ def test_a_finished_batch_is_kept_when_cancel_comes_during_it() -> None:
     result = nbeval.evaluate(rows, ["safety"], judge=judge, cancel=cancel, chunk_rows=20, cache=False,
                              progress=False)
     primary = result.scores[result.scores["metric"] == result.metrics["metric"].iloc[0]]
-    assert len(calls) == 20  # the first batch was asked, nothing after it
-    assert (primary["skip_reason"] == "cancelled").sum() == 20
+    # calls already running when Cancel came finish; none of the second batch is asked
+    assert 1 <= len(calls) <= 20
+    assert (primary["skip_reason"] == "cancelled").sum() == 40 - len(calls)
     scored = primary[primary["skip_reason"].isna()]
-    assert len(scored) == 20 and scored["value"].notna().all()  # the 20 paid-for answers count
+    assert len(scored) == len(calls) and scored["value"].notna().all()  # every paid-for answer counts
     assert result.meta["cancelled"] is True

@@ -93,10 +93,13 @@ COVERAGE: dict[str, list[str]] = {
     "evaluate(cancel)": [
         "tests/options/test_cancel_keeps_answers.py::test_a_finished_batch_is_kept_when_cancel_comes_during_it",
         "tests/test_engine.py::test_cancel_returns_partial_result_with_the_rest_marked",
+        "tests/test_progress_cancel.py::test_cancel_stops_new_judge_calls_and_keeps_the_calls_in_flight",
+        "tests/test_progress_cancel.py::test_a_run_whose_rows_all_finished_is_not_marked_cancelled",
     ],
     "evaluate(on_progress)": [
         "tests/test_engine.py::test_progress_callback_sees_growing_partial_results",
         "tests/test_engine_live.py::test_on_progress_gets_one_live_result_that_grows",
+        "tests/test_progress_cancel.py::test_on_progress_moves_as_answers_arrive",
     ],
     "evaluate(scheduler)": [
         "tests/scale/test_dask_runs.py::test_a_cluster_run_equals_a_local_run_row_for_row",
@@ -237,6 +240,9 @@ COVERAGE: dict[str, list[str]] = {
     "nbeval serve --retriever": [
         "tests/serve/test_cli_serve.py::test_serve_with_a_token_a_retriever_an_endpoint_app_and_a_judge",
         "tests/serve/test_cli_serve.py::test_serve_refuses_bad_settings",
+    ],
+    "nbeval serve --documents": [
+        "tests/serve/test_cli_serve.py::test_documents_gives_the_expected_documents_chunks",
     ],
     "nbeval serve --app": [
         "tests/serve/test_cli_serve.py::test_no_auth_on_loopback_with_a_python_app_and_workers",

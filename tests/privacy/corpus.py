@@ -46,7 +46,9 @@ _FIXED_END = datetime(2024, 1, 1)
 @dataclass(frozen=True)
 class Case:
     """One labelled text: ``kind`` is the expected kind (None for a hard negative), ``value`` the
-    labelled substring, ``family`` what the case is for reports ("phone", "order number"...)."""
+    labelled substring, ``family`` what the case is for reports ("phone", "order number"...).
+    ``side`` says which detector a hard negative speaks for (``"pii"`` or ``"secret"``; None:
+    both): a secret scanner's false positive says nothing about personal data in it."""
 
     text: str
     group: str
@@ -54,6 +56,7 @@ class Case:
     value: str | None
     family: str
     locale: str | None = None
+    side: str | None = None
 
     @property
     def span(self) -> tuple[int, int] | None:
@@ -398,12 +401,14 @@ def _negative_cases(rng: random.Random) -> list[Case]:
             f"Order #{rng.randint(10**7, 10**9)} has shipped.",
             f"Your order {rng.randint(100, 999)}-{rng.randint(10**6, 10**7 - 1)}-{rng.randint(10**6, 10**7 - 1)} "
             "is on its way.",
-            f"Invoice INV-{fake.date(pattern='%Y%m%d', end_datetime=_FIXED_END)}-{rng.randint(1, 9999):04d} is attached.",
+            f"Invoice INV-{fake.date(pattern='%Y%m%d', end_datetime=_FIXED_END)}-"
+            f"{rng.randint(1, 9999):04d} is attached.",
             f"Reference number {rng.randint(10**9, 10**10)} was refunded.")
         neg("timestamp",
             f"created_at: {rng.randint(1_600_000_000_000, 1_800_000_000_000)}",
             f"The job started at {fake.iso8601(end_datetime=_FIXED_END)} and took {rng.randint(2, 90)} s.",
-            f"Logged {fake.date(pattern='%d/%m/%Y', end_datetime=_FIXED_END)} {fake.time(pattern='%H:%M:%S', end_datetime=_FIXED_END)} UTC.",
+            f"Logged {fake.date(pattern='%d/%m/%Y', end_datetime=_FIXED_END)} "
+            f"{fake.time(pattern='%H:%M:%S', end_datetime=_FIXED_END)} UTC.",
             f"epoch {rng.randint(1_600_000_000, 1_800_000_000)}")
         neg("isbn", f"ISBN {fake.isbn13()}", f"See ISBN-10 {fake.isbn10()} for the first edition.")
         neg("uuid", f"request id {uuid.UUID(int=rng.getrandbits(128), version=4)}")

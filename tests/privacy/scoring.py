@@ -3,8 +3,9 @@
 
 A detector is any function from a text to ``(start, end, kind)`` spans, so nbeval and its peers
 are scored the same way: a positive case is *found* when some span covers part of its labelled
-value, and a hard negative is a *false alarm* when any span is reported in it. For nbeval the
-kind must also be the labelled one (``right_kind``).
+value, and a hard negative is a *false alarm* when any span is reported in it (by the detector
+of its ``side`` only, when it has one). For nbeval the kind must also be the labelled one
+(``right_kind``).
 """
 
 from __future__ import annotations
@@ -37,10 +38,13 @@ class Tally:
 
 @dataclass
 class Report:
-    """Tallies per group (``pii``, ``secret``, ``negative``) and per labelled kind or family."""
+    """Tallies per group (``pii``, ``secret``, ``negative``), per labelled kind (``kinds``; the
+    negatives under ``negative: <family>``) and per family of positives (``families``, finer
+    than kinds: ``card (UATP)``, ``jwt (unsigned)``...)."""
 
     groups: dict[str, Tally] = field(default_factory=lambda: defaultdict(Tally))
     kinds: dict[str, Tally] = field(default_factory=lambda: defaultdict(Tally))
+    families: dict[str, Tally] = field(default_factory=lambda: defaultdict(Tally))
     alarms: list[tuple[Case, list[Span]]] = field(default_factory=list)
     misses: list[tuple[Case, list[Span]]] = field(default_factory=list)
     secrets_as_pii: list[Case] = field(default_factory=list)
@@ -56,7 +60,8 @@ def score(cases: Iterable[Case], pii: Detector | None, secrets: Detector | None)
     report = Report()
     for case in cases:
         if case.group == "negative":
-            found = [s for d in (pii, secrets) if d is not None for s in d(case.text)]
+            sides = {"pii": (pii,), "secret": (secrets,)}.get(case.side or "", (pii, secrets))
+            found = [s for d in sides if d is not None for s in d(case.text)]
             for tally in (report.groups["negative"], report.kinds[f"negative: {case.family}"]):
                 tally.cases += 1
                 tally.false_alarms += bool(found)
@@ -69,7 +74,7 @@ def score(cases: Iterable[Case], pii: Detector | None, secrets: Detector | None)
         span = case.span
         assert span is not None and case.kind is not None
         hits = _overlaps(span, list(detector(case.text)))
-        for tally in (report.groups[case.group], report.kinds[case.kind]):
+        for tally in (report.groups[case.group], report.kinds[case.kind], report.families[case.family]):
             tally.cases += 1
             tally.found += bool(hits)
             tally.right_kind += any(h[2] == case.kind for h in hits)

@@ -34,7 +34,7 @@ def test_key_columns_are_sorted_categoricals_and_values_typed() -> None:
         assert list(s[column].cat.categories) == sorted(set(s[column].astype(str)))
     assert s["value"].dtype == float and str(s["passed"].dtype) == "boolean" and s["skipped"].dtype == bool
     # worked by hand: exact_match (1 metric) and rouge (3 metrics) over 4 rows, k2/m2 skipped (no expected output)
-    assert len(s) == 4 * 4
+    assert len(s) == 4 * 5  # exact_match's score and rouge's four metrics per row
     em = s[s["evaluator"] == "exact_match"].set_index(["key", "model_key"])["value"]
     assert em[("k1", "m1")] == 1.0 and em[("k2", "m1")] == 0.0 and em[("k1", "m2")] == 0.0
     assert pd.isna(em[("k2", "m2")])
@@ -45,7 +45,8 @@ def test_key_columns_are_sorted_categoricals_and_values_typed() -> None:
 def test_groupby_on_the_categoricals_sees_only_what_occurs() -> None:
     s = _result().scores
     counts = s[s["evaluator"] == "rouge"].groupby(["evaluator", "metric"], observed=True).size()
-    assert counts.to_dict() == {("rouge", "rouge_1"): 4, ("rouge", "rouge_2"): 4, ("rouge", "rouge_l"): 4}
+    assert counts.to_dict() == {("rouge", "rouge_1"): 4, ("rouge", "rouge_2"): 4, ("rouge", "rouge_l"): 4,
+                                ("rouge", "rouge_lsum"): 4}
 
 
 def test_parquet_save_and_load_give_the_same_tables(tmp_path: Path) -> None:
@@ -61,7 +62,7 @@ def test_parquet_save_and_load_give_the_same_tables(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
     table = pq.read_table(folder / "scores.parquet")
-    assert table.column_names == columnar.SCORE_COLUMNS and table.num_rows == 16
+    assert table.column_names == columnar.SCORE_COLUMNS and table.num_rows == 20
 
 
 def test_jsonl_save_is_format_1_and_loads_the_same(tmp_path: Path) -> None:
@@ -137,7 +138,7 @@ def test_json_lines_and_csv_exports(tmp_path: Path) -> None:
     res = _result()
     res.to_jsonl(tmp_path / "scores.jsonl")
     lines = [json.loads(line) for line in (tmp_path / "scores.jsonl").read_text().splitlines()]
-    assert len(lines) == 16 and list(lines[0]) == columnar.SCORE_COLUMNS
+    assert len(lines) == 20 and list(lines[0]) == columnar.SCORE_COLUMNS
     assert [r["value"] for r in lines] == [None if pd.isna(v) else v for v in res.scores["value"]]
     res.to_csv(tmp_path / "scores.csv")
     back = pd.read_csv(tmp_path / "scores.csv")
@@ -153,7 +154,7 @@ def test_the_spool_writes_parts_and_reads_back_in_result_order(monkeypatch: pyte
     spool = ScoreSpool(evs, {id(r): i for i, r in enumerate(ds.rows)})
     spool.add(outcomes[:3])
     spool.add(outcomes[3:])
-    assert len(spool._parts) == 2 and spool.rows == 16  # 3 rouge metrics + 1 per row and evaluator
+    assert len(spool._parts) == 2 and spool.rows == 20  # 4 rouge metrics + 1 per row and evaluator
     by_evaluator = sorted(outcomes, key=lambda o: (evs.index(o.evaluator), ds.rows.index(o.row)))
     expected = EvaluationResult.from_outcomes(by_evaluator, evs, ds).scores
     pd.testing.assert_frame_equal(spool.scores(ordered=True), expected)
@@ -169,10 +170,10 @@ def test_the_long_table_is_written_in_slices_and_reads_back_whole(tmp_path: Path
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     import pyarrow.parquet as pq
 
-    res = _result()  # 16 scores
+    res = _result()  # 20 scores
     monkeypatch.setattr(columnar, "WRITE_SLICE_ROWS", 5)
     columnar.write_scores_parquet(tmp_path / "s.parquet", res.scores)
-    assert pq.ParquetFile(tmp_path / "s.parquet").metadata.num_row_groups == 4  # 5 + 5 + 5 + 1
+    assert pq.ParquetFile(tmp_path / "s.parquet").metadata.num_row_groups == 4  # 5 + 5 + 5 + 5
     pd.testing.assert_frame_equal(columnar.read_scores_parquet(tmp_path / "s.parquet"), res.scores)
     # the same table as pyarrow writes it in one piece, cell for cell
     whole = pq.read_table(tmp_path / "s.parquet").to_pylist()

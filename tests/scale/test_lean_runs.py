@@ -23,13 +23,17 @@ def _records(cases: int) -> list[dict]:
 
 def test_evaluate_holds_at_most_one_chunk_of_outcomes() -> None:
     alive: list[int] = []
+    counted = [0]
 
-    def count(*_: object) -> None:
+    def count(live: object, done: int, total: int) -> None:
+        if done - counted[0] < 60 and done < total:  # progress comes per row: look about once a chunk
+            return
+        counted[0] = done
         gc.collect()
         alive.append(sum(isinstance(o, RowOutcome) for o in gc.get_objects()))
 
     res = nbeval.evaluate(_records(150), EVALUATORS, progress=False, chunk_rows=20, on_progress=count)
-    assert len(alive) == 15 and len(res.scores) == 300 * 9  # 1 + 5 + 3 metrics per row
+    assert len(alive) >= 10 and len(res.scores) == 300 * 10  # 1 + 5 + 4 metrics per row
     assert max(alive) <= 20 * len(EVALUATORS)  # the last chunk's, at most; not the 900 of the run
 
 

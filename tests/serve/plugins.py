@@ -29,6 +29,11 @@ def retriever(query: str, top_k: int) -> list[dict[str, Any]]:
     return [CHUNKS[i] for i in ranked][:top_k]
 
 
+def documents(doc_name: str) -> list[dict[str, Any]]:
+    """The chunks of the document ``doc_name``, as a knowledge base lists them."""
+    return [c for c in CHUNKS if c["doc_uri"] == doc_name]
+
+
 def app(query: str, contexts: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Answers with the first retrieved chunk, quoting the question."""
     first = contexts[0]["content"] if contexts else "I do not know"

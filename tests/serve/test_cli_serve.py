@@ -174,3 +174,17 @@ def test_the_command_refuses_a_reachable_host_without_a_token() -> None:
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 2
     assert "refusing to serve without authentication" in err and "--token" in err
+
+
+def test_documents_gives_the_expected_documents_chunks(captured: _Captured) -> None:
+    assert main(["serve", "--no-auth", "--retriever", "tests.serve.plugins:retriever",
+                 "--documents", "tests.serve.plugins:documents"]) == 0
+    from fastapi.testclient import TestClient
+
+    body = {"scene_key": "recall", "scene_value": "s", "context": {"top_k": 1},
+            "evaluate_metrics": ["RetrieverMRRMetric"], "datasets": [{"query": "what is AWEL", "doc_name": "awel.md"}]}
+    entry = TestClient(captured.app).post(PATH, json=body).json()["data"][0][0]
+    # both awel.md chunks, though only one was retrieved: DB-GPT's contexts, from the documents function
+    assert entry["contexts"] == [plugins.CHUNKS[0]["content"], plugins.CHUNKS[2]["content"]]
+    assert entry["score"] == 1.0 and entry["prediction_cost"] == 0
+    assert main(["serve", "--token", "T", "--documents", "tests.serve.no_such_module:f"]) == 2

@@ -3,11 +3,12 @@ application; scores come back in DB-GPT's envelope, one list per dataset item.""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Generic, Optional, TypeVar, Union
 
 import pytest
+from pydantic import BaseModel, ConfigDict, Field
 
 from nbeval.serve.hooks import EndpointApp
 from tests.serve import plugins
@@ -15,6 +16,7 @@ from tests.serve.conftest import LiveService
 from tests.support.fake_openai import FakeOpenAIServer, Recorded
 
 PATH = "/api/v2/serve/evaluate/evaluation"
+T = TypeVar("T")
 AWEL, INSTALL = "what is AWEL", "how do I install DB-GPT with pip"
 
 
@@ -43,9 +45,11 @@ def test_recall_scores_hit_rate_and_mrr(recall_service: LiveService) -> None:
                                                                  ("RetrieverMRRMetric", 1.0)]
     assert [e["score"] for e in data[1]] == [1.0, 0.5]
     first = data[1][0]
-    assert first["query"] == INSTALL and first["contexts"] == ["awel.md"]
+    # without a documents function, contexts are the retrieved chunks of the expected document (texts)
+    assert first["query"] == INSTALL and first["contexts"] == [plugins.CHUNKS[0]["content"]]
     assert first["prediction"] == [plugins.CHUNKS[1]["content"], plugins.CHUNKS[0]["content"]]
-    assert first["raw_dataset"] == {"query": INSTALL, "doc_name": "awel.md", "factual": first["prediction"]}
+    assert first["raw_dataset"] == {"query": INSTALL, "doc_name": "awel.md", "contexts": first["contexts"]}
+    assert all(e["prediction_cost"] == 0 for item in data for e in item)  # as DB-GPT: an integer, never null
     assert first["passing"] is True and "rank 2" in first["feedback"]
     # one failing query never stops the others
     assert [e["score"] for e in data[2]] == [None, None]
@@ -171,3 +175,84 @@ def test_concurrent_dbgpt_requests_keep_their_own_top_k(recall_service: LiveServ
     for top_k, data in answers:
         assert data[1][0]["score"] == (0.0 if top_k == 1 else 0.5)
         assert len(data[1][0]["prediction"]) == top_k
+
+
+# -- DB-GPT's own answer model -----------------------------------------------------------------
+# Copied from DB-GPT's published code: EvaluationResult and BaseEvaluationResult from
+# dbgpt/core/interface/evaluation.py (eosphoros-ai/DB-GPT), and the envelope Result from
+# dbgpt/serve/core/schemas.py. Strict, as a client that validates what it reads would be.
+
+
+class _BaseEvaluationResult(BaseModel):
+    model_config = ConfigDict(strict=True)
+
+    prediction: Optional[Union[str, Any]] = Field(None)
+    contexts: Optional[Union[str, Sequence[str], Any]] = Field(None)
+    score: Optional[float] = Field(None)
+    passing: Optional[bool] = Field(True)
+    metric_name: Optional[str] = Field(None)
+    prediction_cost: int = 0
+
+
+class _EvaluationResult(_BaseEvaluationResult):
+    query: Optional[Union[str, Any]] = Field(None)
+    raw_dataset: Optional[Any] = Field(None)
+    feedback: Optional[str] = Field(None)
+
+
+class _Result(BaseModel, Generic[T]):
+    model_config = ConfigDict(strict=True)
+
+    success: bool = Field(...)
+    err_code: Optional[str] = Field(None)
+    err_msg: Optional[str] = Field(None)
+    data: Optional[T] = Field(None)
+
+
+def test_recall_answers_validate_against_dbgpts_model(start_service: Callable[..., LiveService]) -> None:
+    svc = start_service(retriever=plugins.retriever, documents=plugins.documents)
+    r = svc.client.post(PATH, json=_recall(2, ["RetrieverHitRateMetric", "RetrieverMRRMetric"]))
+    body = _Result[list[list[_EvaluationResult]]].model_validate_json(r.text)  # raises on prediction_cost: null
+    assert body.success and body.data is not None
+    install = body.data[1][0]
+    assert install.prediction_cost == 0  # what DB-GPT's retriever evaluation leaves it at
+    # contexts: the texts of the expected document's chunks (DB-GPT's ground truth), not its name
+    awel_texts = [plugins.CHUNKS[0]["content"], plugins.CHUNKS[2]["content"]]
+    assert install.contexts == awel_texts and install.raw_dataset["contexts"] == awel_texts
+    assert (install.score, body.data[1][1].score) == (1.0, 0.5)
+    # the item the retriever failed on still validates: no score, and the reason
+    failed = r.json()["data"][2][0]
+    assert failed["score"] is None and failed["prediction_cost"] == 0 and "the index is down" in failed["error"]
+
+
+def test_app_answers_validate_against_dbgpts_model(start_service: Callable[..., LiveService]) -> None:
+    svc = start_service(retriever=plugins.retriever, app=plugins.app, judge=_judge)
+    r = svc.client.post(PATH, json={"scene_key": "app", "scene_value": "app-1", "context": {"top_k": 2},
+                                    "evaluate_metrics": ["AnswerRelevancyMetric"],
+                                    "datasets": [{"query": AWEL, "doc_name": "awel.md"}, {"query": "boom"}]})
+    body = _Result[list[list[_EvaluationResult]]].model_validate_json(r.text)
+    assert body.data is not None
+    awel, boom = body.data[0][0], body.data[1][0]
+    assert awel.prediction_cost >= 0 and boom.prediction_cost == 0  # milliseconds; 0 when never answered
+    assert awel.contexts == [plugins.CHUNKS[0]["content"], plugins.CHUNKS[2]["content"]]
+    assert awel.raw_dataset["factual"] == awel.contexts
+
+
+def test_documents_let_bare_text_chunks_match_as_dbgpt_matches(start_service: Callable[..., LiveService]) -> None:
+    def texts_only(query: str, top_k: int) -> list[str]:  # a retriever that names no document
+        return [c["content"] for c in plugins.retriever(query, top_k)]
+
+    without = start_service(retriever=texts_only).client.post(PATH, json=_recall(2, ["RetrieverMRRMetric"])).json()
+    assert without["data"][1][0]["score"] == 0.0 and without["data"][1][0]["contexts"] == []
+    svc = start_service(retriever=texts_only, documents="tests.serve.plugins:documents")
+    body = svc.client.post(PATH, json=_recall(2, ["RetrieverMRRMetric"])).json()
+    assert body["data"][1][0]["score"] == 0.5  # the awel.md chunk at rank 2, matched on its text
+    assert body["data"][1][0]["contexts"] == [plugins.CHUNKS[0]["content"], plugins.CHUNKS[2]["content"]]
+
+    def broken(doc_name: str) -> list[str]:
+        raise OSError("the knowledge base is offline")
+
+    failing = start_service(retriever=plugins.retriever, documents=broken)
+    body = failing.client.post(PATH, json=_recall(2, ["RetrieverMRRMetric"])).json()
+    assert "the knowledge base is offline" in body["data"][0][0]["error"]
+    assert body["data"][0][0]["score"] == 1.0  # the document's name still matches

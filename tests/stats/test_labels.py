@@ -100,3 +100,55 @@ def test_a_folder_where_labels_csv_goes(tmp_path: Path) -> None:
     assert not (folder / "result.json").exists()  # nothing of the result was moved in
     with pytest.raises(nbeval.DataError, match="cannot read the labels file"):
         res.set_labels(folder / "labels.csv")
+
+
+def _mixed() -> nbeval.EvaluationResult:
+    """rouge and exact_match have a pass/fail verdict; classification's rows carry the predicted class."""
+    from tests.stats.helpers import records
+
+    recs = [{**r, "expected_output": "1"} for r in records({"A": ["1", "0", "1"], "B": ["0", "1", "1"]})]
+    return nbeval.evaluate(recs, ["exact_match", "rouge", "classification"], progress=False)
+
+
+def test_pass_fail_labels_may_be_ints_booleans_or_yes_no() -> None:
+    from nbeval.results.labels import pass_fail_evaluators
+
+    res = _mixed()
+    assert pass_fail_evaluators(res) == {"exact_match", "rouge"}
+    # the common case: a DataFrame whose label column is ints
+    res.set_labels(pd.DataFrame({"key": ["c1", "c2", "c3"], "model_key": ["A"] * 3,
+                                 "evaluator": ["exact_match"] * 3, "label": [1, 0, 1]}))
+    res.set_labels([{"key": "c1", "model_key": "B", "evaluator": "rouge", "label": True},
+                    {"key": "c2", "model_key": "B", "evaluator": "rouge", "label": False},
+                    {"key": "c3", "model_key": "B", "evaluator": "rouge", "label": " Yes "},
+                    {"key": "c1", "model_key": "B", "evaluator": "exact_match", "label": "no"},
+                    {"key": "c2", "model_key": "B", "evaluator": "exact_match", "label": 1.0},
+                    {"key": "c3", "model_key": "B", "evaluator": "exact_match", "label": "FALSE"}])
+    got = {(r.key, r.model_key, r.evaluator): r.label for r in res.labels.itertuples()}
+    assert got == {("c1", "A", "exact_match"): "pass", ("c2", "A", "exact_match"): "fail",
+                   ("c3", "A", "exact_match"): "pass", ("c1", "B", "rouge"): "pass", ("c2", "B", "rouge"): "fail",
+                   ("c3", "B", "rouge"): "pass", ("c1", "B", "exact_match"): "fail",
+                   ("c2", "B", "exact_match"): "pass", ("c3", "B", "exact_match"): "fail"}
+    assert res.agreement("exact_match").n == 6  # read as pass/fail verdicts, not as classes
+
+
+def test_pass_fail_words_in_a_csv_file(tmp_path: Path) -> None:
+    res = _mixed()
+    path = tmp_path / "labels.csv"
+    path.write_text("key,model_key,evaluator,label\nc1,A,rouge,1\nc2,A,rouge,0\nc3,A,rouge,yes\n"
+                    "c1,A,classification,1\n", encoding="utf-8")
+    res.set_labels(path)
+    assert res.labels["label"].tolist() == ["pass", "fail", "pass", "1"]  # a class stays a class
+
+
+def test_other_labels_get_the_error_they_always_did() -> None:
+    res = _mixed()
+    for evaluator, label in (("rouge", 2), ("rouge", 0.5), ("classification", 1), ("rouge", None)):
+        with pytest.raises(nbeval.DataError, match="must be non-empty text") as err:
+            res.set_labels([{"key": "c1", "model_key": "A", "evaluator": evaluator, "label": label}])
+        assert (err.value.row, err.value.field) == (1, "label")
+    with pytest.raises(nbeval.DataError, match="only for an evaluator with a pass/fail verdict"):
+        res.set_labels([{"key": "c1", "model_key": "A", "evaluator": "classification", "label": 1}])
+    with pytest.raises(nbeval.DataError, match="got int 2; a pass/fail label may also be 1/0"):
+        res.set_labels([{"key": "c1", "model_key": "A", "evaluator": "rouge", "label": 2}])
+    assert res.labels.empty

@@ -18,6 +18,7 @@ body that is not JSON), :class:`Drip` (a 200 whose headers come at once and whos
 one byte at a time, slowly: no gap between bytes is long, but the whole reply takes minutes).
 ``latency`` delays every answer. Every request is recorded (``requests``),
 counted (``request_count``), and the most requests ever in flight at once is ``max_in_flight``.
+``wait_until(condition)`` blocks until the server's counts say so (no polling, no sleeping).
 
 Default token usage, easy to work out by hand: prompt tokens = the number of whitespace-separated
 words over all message contents, completion tokens = the words of the reply.
@@ -162,7 +163,8 @@ class FakeOpenAIServer:
         self.max_in_flight = 0
         self.in_flight = 0
         self._queue: collections.deque[Behaviour] = collections.deque()
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entrant: a wait_until condition may read request_count
+        self._changed = threading.Condition(self._lock)
         self._stopping = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -220,6 +222,13 @@ class FakeOpenAIServer:
         with self._lock:
             return len(self.requests)
 
+    def wait_until(self, condition: Callable[[FakeOpenAIServer], bool], timeout: float = 60.0) -> bool:
+        """Block until ``condition(server)`` is true, checked now and whenever a request begins or
+        ends; ``False`` if it is still false after ``timeout`` seconds (a generous bound: a test
+        waits on what the server sees, not on the clock)."""
+        with self._changed:
+            return self._changed.wait_for(lambda: condition(self), timeout)
+
     def prompts(self) -> list[str]:
         """The last message's content of every request so far, in arrival order."""
         with self._lock:
@@ -233,6 +242,7 @@ class FakeOpenAIServer:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             queued = self._queue.popleft() if self._queue else None
+            self._changed.notify_all()
         if queued is not None:
             return queued
         reply = self.reply
@@ -241,6 +251,7 @@ class FakeOpenAIServer:
     def _end(self) -> None:
         with self._lock:
             self.in_flight -= 1
+            self._changed.notify_all()
 
     def _sleep(self, seconds: float) -> None:
         if seconds > 0:

@@ -334,9 +334,15 @@ class Bleu(Evaluator):
 
 @register("rouge")
 class Rouge(Evaluator):
-    """ROUGE-1, ROUGE-2 and ROUGE-L F-measures from ``rouge-score`` (Porter stemming on),
-    reference = expected output, prediction = answer. ``rouge-score`` keeps only ASCII letters
-    and digits, lower-cased, so an answer in another script has no tokens and scores 0."""
+    """ROUGE-1, ROUGE-2, ROUGE-L and ROUGE-Lsum F-measures from ``rouge-score`` (Porter stemming
+    on), reference = expected output, prediction = answer. ``rouge-score`` keeps only ASCII letters
+    and digits, lower-cased, so an answer in another script has no tokens and scores 0.
+
+    Two ROUGE-L variants, as ``rouge-score`` names them: ``rouge_l`` (``rougeL``, the contract's
+    primary metric) is the longest common subsequence of the two texts taken as one sequence of
+    words; ``rouge_lsum`` (``rougeLsum``) splits both texts into sentences at newlines and takes the
+    union LCS of each reference sentence against every answer sentence: the summary-level ROUGE-L
+    of ROUGE-1.5.5 and of summarisation papers. On one-line texts the two are equal."""
 
     _scorer: Any = None
 
@@ -344,11 +350,12 @@ class Rouge(Evaluator):
         if self._scorer is None:
             from rouge_score.rouge_scorer import RougeScorer
 
-            self._scorer = RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True, tokenizer=_RougeTokens())
+            self._scorer = RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"], use_stemmer=True,
+                                       tokenizer=_RougeTokens())
         return self._scorer
 
     def score(self, row: Row) -> Score:
         scorer = self._scorer or self._get_scorer()
         s = scorer.score(row.expected_output or "", row.actual_output or "")
         return Score({"rouge_1": s["rouge1"].fmeasure, "rouge_2": s["rouge2"].fmeasure,
-                      "rouge_l": s["rougeL"].fmeasure})
+                      "rouge_l": s["rougeL"].fmeasure, "rouge_lsum": s["rougeLsum"].fmeasure})

@@ -4,6 +4,17 @@ document recall. No model is involved.
 A retrieved chunk *matches* an expected one when both carry a ``doc_uri`` and the two are
 equal; otherwise when their texts (:attr:`Chunk.text`: the content, else the document name) are
 identical. ``top_k=0`` (the default) looks at every retrieved chunk.
+
+Hit rate and MRR rank what was retrieved in one of two units (``unit=``):
+
+* ``"chunk"`` (the default; DB-GPT's definition): every retrieved chunk is a rank, so a document
+  retrieved as three chunks takes three ranks.
+* ``"document"`` (what TREC tools such as ``trec_eval`` rank): the list is read as a ranking of
+  documents. A document's rank is that of its first chunk; its later chunks take no rank and are
+  skipped, and ``top_k`` counts documents. A document matches when one of its retrieved chunks
+  matches an expected one. Chunks are grouped by ``doc_uri``; a chunk without one is a document
+  of its own. ``retriever_mrr`` is then trec_eval's ``recip_rank`` and ``retriever_hit_rate`` its
+  ``success`` at ``top_k``.
 """
 
 from __future__ import annotations
@@ -18,7 +29,11 @@ from nbeval.evaluators.registry import register
 if TYPE_CHECKING:
     from nbeval.data.model import Chunk, Row
 
-__all__ = ["DocumentRecall", "RetrieverHitRate", "RetrieverMRR", "chunks_match", "first_match_rank"]
+__all__ = ["UNITS", "DocumentRecall", "RetrieverHitRate", "RetrieverMRR", "chunks_match", "first_match_rank",
+           "rank_documents"]
+
+#: What hit rate and MRR rank (see the module docstring).
+UNITS = ("chunk", "document")
 
 
 def chunks_match(retrieved: Chunk, expected: Chunk) -> bool:
@@ -44,6 +59,15 @@ def first_match_rank(retrieved: Sequence[Chunk], expected: Sequence[Chunk], top_
     return None
 
 
+def rank_documents(retrieved: Sequence[Chunk]) -> list[list[Chunk]]:
+    """``retrieved`` grouped into documents in the order each first appears: one list of chunks
+    per document (chunks with the same ``doc_uri``; a chunk without one is a document of its own)."""
+    groups: dict[object, list[Chunk]] = {}
+    for i, chunk in enumerate(retrieved):
+        groups.setdefault(chunk.doc_uri if chunk.doc_uri is not None else i, []).append(chunk)
+    return list(groups.values())
+
+
 def _describe(chunk: Chunk) -> str:
     if chunk.doc_uri is not None:
         return f"document {chunk.doc_uri!r}"
@@ -52,7 +76,7 @@ def _describe(chunk: Chunk) -> str:
 
 
 class _RankedRetrieval(Evaluator):
-    """Shared ``top_k`` handling of hit rate and MRR."""
+    """Shared ``top_k`` and ``unit`` handling of hit rate and MRR."""
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
@@ -61,18 +85,37 @@ class _RankedRetrieval(Evaluator):
             msg = f"{self.spec.id}: top_k must be a whole number >= 0 (0 = every retrieved chunk), got {top_k!r}"
             raise EvaluatorError(msg)
         self.top_k: int = top_k
+        unit = self.params.get("unit")
+        if unit not in UNITS:
+            msg = (f"{self.spec.id}: unit must be 'chunk' (every retrieved chunk is a rank) or 'document' "
+                   f"(a document ranks once, at its first chunk), got {unit!r}")
+            raise EvaluatorError(msg)
+        self.unit: str = unit
 
     def _rank(self, row: Row) -> tuple[int | None, str]:
+        if self.unit == "document":
+            return self._document_rank(row)
         rank = first_match_rank(row.context, row.expected_context, self.top_k)
         scope = f"the first {self.top_k}" if self.top_k else f"all {len(row.context)}"
         if rank is None:
             return None, f"no expected chunk among {scope} retrieved"
         return rank, f"first match at rank {rank} ({_describe(row.context[rank - 1])}) of {scope} retrieved"
 
+    def _document_rank(self, row: Row) -> tuple[int | None, str]:
+        documents = rank_documents(row.context)
+        window = documents[: self.top_k] if self.top_k else documents
+        scope = (f"the first {self.top_k} documents" if self.top_k else f"all {len(documents)} documents") + \
+            f" ({len(row.context)} chunks)"
+        for rank, chunks in enumerate(window, 1):
+            if first_match_rank(chunks, row.expected_context) is not None:
+                return rank, f"first match at document rank {rank} ({_describe(chunks[0])}) of {scope} retrieved"
+        return None, f"no expected document among {scope} retrieved"
+
 
 @register("retriever_hit_rate")
 class RetrieverHitRate(_RankedRetrieval):
-    """1 when an expected chunk is among the first ``top_k`` retrieved, else 0."""
+    """1 when an expected chunk is among the first ``top_k`` retrieved (chunks, or documents with
+    ``unit="document"``), else 0."""
 
     def score(self, row: Row) -> Score:
         rank, why = self._rank(row)
@@ -81,7 +124,8 @@ class RetrieverHitRate(_RankedRetrieval):
 
 @register("retriever_mrr")
 class RetrieverMRR(_RankedRetrieval):
-    """1 / rank of the first retrieved chunk (within ``top_k``) matching an expected one; 0 if none."""
+    """1 / rank of the first retrieved chunk (within ``top_k``) matching an expected one; 0 if none.
+    With ``unit="document"`` ranks count documents (see the module docstring)."""
 
     def score(self, row: Row) -> Score:
         rank, why = self._rank(row)

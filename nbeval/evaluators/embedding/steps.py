@@ -36,7 +36,7 @@ import numpy as np
 
 from nbeval.data.text import split_sentences
 
-__all__ = ["Alignment", "align_steps", "clear_steps", "extract_steps", "steps_of"]
+__all__ = ["TIE_TOLERANCE", "Alignment", "align_steps", "clear_steps", "extract_steps", "steps_of"]
 
 _LEAD = r"(?:#{1,6}\s*)?(?:\*\*|__)?"
 _NUMBERED = re.compile(

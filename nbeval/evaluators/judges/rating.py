@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Mapping
 from dataclasses import replace
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from nbeval.data.model import is_missing
@@ -22,9 +23,10 @@ from nbeval.evaluators.judges.prompts import PROMPTS
 from nbeval.evaluators.registry import register
 
 if TYPE_CHECKING:
-    from nbeval.data.model import Row
+    from nbeval.data.model import LlmDataset, Row
 
 __all__ = [
+    "GUIDELINE_METRIC_PREFIX",
     "YES_NO",
     "ChunkRelevance",
     "ContextSufficiency",
@@ -87,9 +89,23 @@ class ContextSufficiency(RatingJudge):
     default_prompt = PROMPTS["context_sufficiency"]
 
 
+#: How a per-name metric of ``guideline_adherence`` is named: ``guideline_adherence/<name>``.
+GUIDELINE_METRIC_PREFIX = "guideline_adherence/"
+
+
 @register("guideline_adherence")
 class GuidelineAdherence(JudgeEvaluator):
-    """Does the answer follow its row's guidelines (and, separately, the global ones)?"""
+    """Does the answer follow its row's guidelines (and, separately, the global ones)?
+
+    Guidelines given by name (``{"tone": [...], "safety": [...]}``, as MLflow 3 takes them) are
+    rated one name at a time: each name is one judge call and one metric,
+    ``guideline_adherence/<name>`` (yes 1.0, no 0.0; no value on rows without that name), and
+    ``guideline_adherence`` is yes when every name is, no when any is not (no value when one
+    could not be rated and none is a no). The per-name metrics are added to this instance's spec
+    when it is checked against the dataset (:meth:`check_dataset`, before the run), one per name
+    found in it, in order of appearance; each takes ``guideline_adherence``'s threshold. Rows with
+    a plain list of guidelines get one call, as before.
+    """
 
     default_prompt = PROMPTS["guideline_adherence"]
 
@@ -103,6 +119,19 @@ class GuidelineAdherence(JudgeEvaluator):
             raise EvaluatorError(msg)
         self.global_guidelines = [x.strip() for x in g]
 
+    def check_dataset(self, dataset: LlmDataset) -> None:
+        """Add a metric ``guideline_adherence/<name>`` for every guideline name in ``dataset``."""
+        base = type(self).spec_for(MappingProxyType(self.params))
+        names = list(dict.fromkeys(name for row in dataset.rows for name in row.named_guidelines))
+        overall = base.metric("guideline_adherence")
+        threshold = self.thresholds.get("guideline_adherence", overall.threshold)
+        named = tuple(replace(overall, name=GUIDELINE_METRIC_PREFIX + n, primary=False,
+                              description=f"share of rows rated as following their '{n}' guidelines")
+                      for n in names)
+        self.spec = replace(base, metrics=base.metrics + named)
+        self.thresholds = {**{k: v for k, v in self.thresholds.items() if not k.startswith(GUIDELINE_METRIC_PREFIX)},
+                           **{m.name: threshold for m in named}}
+
     def missing_input(self, row: Row) -> str | None:
         # With global guidelines a row needs none of its own.
         needed = [f for f in self.spec.inputs if f != "guidelines" or not self.global_guidelines]
@@ -111,28 +140,53 @@ class GuidelineAdherence(JudgeEvaluator):
 
     def score(self, row: Row) -> Generator[Any, Any, Score]:
         values = row_values(row)
-        replies, parsed = [], {}
-        if row.guidelines:
+        replies: list[Any] = []
+        parsed: dict[str, Any] = {}  # metric -> parsed verdict, in the order asked
+        groups = {name: items for name, items in row.named_guidelines.items() if items}
+        if groups:
+            for name, items in groups.items():
+                reply = yield from self.ask({**values, "guidelines": _bullets(items)})
+                replies.append(reply)
+                parsed[GUIDELINE_METRIC_PREFIX + name] = parse_choice(reply.text, YES_NO)
+        elif row.guidelines:
             reply = yield from self.ask(values)
             replies.append(reply)
             parsed["guideline_adherence"] = parse_choice(reply.text, YES_NO)
         if self.global_guidelines:
-            reply = yield from self.ask({**values, "guidelines": "\n".join(f"- {g}" for g in self.global_guidelines)})
+            reply = yield from self.ask({**values, "guidelines": _bullets(self.global_guidelines)})
             replies.append(reply)
             parsed["global_guideline_adherence"] = parse_choice(reply.text, YES_NO)
         metrics: dict[str, float | None] = {"guideline_adherence": None, "global_guideline_adherence": None}
-        labels, rationales, errors, details = [], [], [], {"judge": usage_details(replies)}
+        labels: dict[str, str] = {}
+        rationales, errors, details = [], [], {"judge": usage_details(replies)}
         for name, p in parsed.items():
-            what = "guidelines" if name == "guideline_adherence" else "global guidelines"
+            what = _what(name)
             metrics[name] = None if not p.ok else (1.0 if p.value else 0.0)
             word = "parse_failure" if not p.ok else ("yes" if p.value else "no")
-            labels.append(word)
+            labels[name] = word
             rationales.append(f"{what}: {p.rationale}" if len(parsed) > 1 else p.rationale)
             if p.error:
                 errors.append(f"{what}: {p.error}")
             details[name] = {"rating": word, "rationale": p.rationale}
-        return Score(metrics, rationale=" | ".join(rationales), label=labels[0], error="; ".join(errors) or None,
-                     details=details)
+        if groups:
+            words = [labels[GUIDELINE_METRIC_PREFIX + n] for n in groups]
+            word = "no" if "no" in words else ("parse_failure" if "parse_failure" in words else "yes")
+            metrics["guideline_adherence"] = {"yes": 1.0, "no": 0.0}.get(word)
+            labels = {"guideline_adherence": word, **labels}
+            details["guideline_adherence"] = {"rating": word, "names": dict(zip(groups, words, strict=True))}
+        return Score(metrics, rationale=" | ".join(rationales), label=next(iter(labels.values())),
+                     error="; ".join(errors) or None, details=details)
+
+
+def _bullets(items: list[str]) -> str:
+    return "\n".join(f"- {g}" for g in items)
+
+
+def _what(metric: str) -> str:
+    """How a rationale names what ``metric`` rated."""
+    if metric.startswith(GUIDELINE_METRIC_PREFIX):
+        return f"guidelines '{metric[len(GUIDELINE_METRIC_PREFIX):]}'"
+    return "guidelines" if metric == "guideline_adherence" else "global guidelines"
 
 
 def rate_chunks(ev: JudgeEvaluator, row: Row, prompt: JudgePrompt,

@@ -1,0 +1,422 @@
+"""Loading a saved result folder: every file read, checked, and checked against the others.
+
+:func:`load_result` promises a whole, untouched result, as
+:meth:`~nbeval.results.EvaluationResult.save` wrote it. Anything else is a
+:class:`~nbeval.errors.DataError` on one line naming the file (and the row and field where there
+is one), raised before a result is made:
+
+* each file: there, readable, UTF-8 (Parquet text and metadata too), JSON where it should be;
+* ``result.json``: a JSON object whose run facts have the shapes nbeval writes (``meta.usage`` an
+  object of numbers, ``meta.duration_s`` a number, ``meta.cancelled`` true or false, ...);
+* each table: exactly its columns, each holding its kind of value; a stored text no longer than
+  its cap (:mod:`nbeval.results.limits`);
+* across the files: each metric of an evaluator listed once in ``metrics.jsonl`` and exactly one
+  of them primary; each score of a (test case, model, evaluator, metric) once, of a row the
+  dataset has and of a metric ``metrics.jsonl`` lists; each aggregate once, of a model and metric
+  the result has; each dataset row once, its condition well formed; each human label at most
+  :data:`~nbeval.results.limits.MAX_LABEL_CHARS` characters.
+
+The checks of the long table work on its categoricals' codes and on each distinct value once,
+so they cost little next to reading the files.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nbeval._version import __version__
+from nbeval.data.csvsafe import csv_unsafe
+from nbeval.data.model import LlmDataset
+from nbeval.errors import DataError
+from nbeval.results.columnar import KEY_COLUMNS, SCORE_COLUMNS, typed_scores
+from nbeval.results.labels import LABELS_FILE, with_saved_labels
+from nbeval.results.limits import MAX_LABEL_CHARS, STORED_CAPS, stored_length_limit
+from nbeval.results.result import (
+    AGGREGATE_COLUMNS,
+    DATASET_FILES,
+    FORMAT_VERSION,
+    METRIC_COLUMNS,
+    PASSED_DTYPE,
+    SCORE_FILES,
+    EvaluationResult,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["check_label_lengths", "load_result"]
+
+_CHANGED = "the file was changed after it was saved"
+_SHOWN = 80  # characters of a value from a file shown in a message
+_DIRECTIONS = ("higher", "lower")
+_KINDS = ("score", "bool", "rating")
+
+#: What each column of the saved tables holds: (kind, whether it may be null).
+_TEXT, _NUMBER, _BOOL, _COUNT = "text", "a number", "true or false", "a whole number"
+_COLUMN_KINDS: dict[str, dict[str, tuple[str, bool]]] = {
+    "scores.jsonl": {"key": (_TEXT, False), "model_key": (_TEXT, False), "evaluator": (_TEXT, False),
+                     "metric": (_TEXT, False), "value": (_NUMBER, True), "passed": (_BOOL, True),
+                     "label": (_TEXT, True), "rationale": (_TEXT, True), "error": (_TEXT, True),
+                     "skipped": (_BOOL, False), "skip_reason": (_TEXT, True), "details": (_TEXT, True)},
+    "aggregates.jsonl": {"model_key": (_TEXT, False), "evaluator": (_TEXT, False), "metric": (_TEXT, False),
+                         "value": (_NUMBER, True), "n": (_COUNT, False), "N": (_COUNT, False),
+                         "passed": (_BOOL, True), "direction": (_TEXT, False), "threshold": (_NUMBER, True),
+                         "primary": (_BOOL, False)},
+    "metrics.jsonl": {"evaluator": (_TEXT, False), "evaluator_id": (_TEXT, False), "family": (_TEXT, False),
+                      "kind": (_TEXT, False), "metric": (_TEXT, False), "direction": (_TEXT, False),
+                      "lo": (_NUMBER, True), "hi": (_NUMBER, True), "threshold": (_NUMBER, True),
+                      "primary": (_BOOL, False), "description": (_TEXT, True)},
+}
+#: Text columns whose cells have a cap, by file (see :mod:`nbeval.results.limits`).
+_CAPS = {"scores.jsonl": STORED_CAPS}
+
+
+def _q(value: Any) -> str:
+    """A value read from a file, quoted for a message on one line (cut past :data:`_SHOWN` characters)."""
+    text = str(value)
+    return repr(text) if len(text) <= _SHOWN else f"{text[:_SHOWN]!r}…"
+
+
+def _is_kind(value: Any, kind: str) -> bool:
+    if kind == _TEXT:
+        return isinstance(value, str)
+    if kind == _BOOL:
+        return isinstance(value, bool)
+    if kind == _COUNT:
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _read_result_text(path: Path) -> str:
+    """A file of a saved result as text; a missing, unreadable or non-UTF-8 file is a DataError."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        msg = f"the saved result is incomplete: {path.name} is missing; save the result again"
+        raise DataError(msg, source=str(path)) from None
+    except UnicodeDecodeError as exc:
+        msg = f"not UTF-8 text (byte {exc.start}): {_CHANGED}; save the result again"
+        raise DataError(msg, source=str(path)) from None
+    except OSError as exc:
+        raise DataError(f"cannot read the file: {exc.strerror or exc}", source=str(path)) from None
+
+
+def _read_records(path: Path, columns: list[str]) -> tuple[pd.DataFrame, list[int]]:
+    """One saved table (a JSON object per line) and the line of each of its rows, every line
+    checked: it must be JSON, have exactly ``columns``, and hold in each the kind of value
+    :data:`_COLUMN_KINDS` says (text no longer than its cap); anything else is a DataError naming
+    the file, the line (as the row) and the column."""
+    import pandas as pd
+
+    kinds = _COLUMN_KINDS.get(path.name, {})
+    caps = _CAPS.get(path.name, {})
+    source = str(path)
+    recs, lines = [], []
+    for lineno, line in enumerate(_read_result_text(path).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except (ValueError, RecursionError) as exc:
+            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
+            raise DataError(f"not valid JSON ({reason}); {_CHANGED}", source=source, row=lineno) from None
+        if not isinstance(rec, dict):
+            raise DataError(f"expected an object with the columns {', '.join(columns)}; got {type(rec).__name__}",
+                            source=source, row=lineno)
+        missing = [c for c in columns if c not in rec]
+        if missing:
+            raise DataError("the column is missing", source=source, row=lineno, field=missing[0])
+        unknown = [c for c in rec if c not in columns]
+        if unknown:
+            raise DataError(f"unknown column (this file has {', '.join(columns)})", source=source, row=lineno,
+                            field=str(unknown[0]))
+        for column, (kind, nullable) in kinds.items():
+            value = rec[column]
+            if not (value is None and nullable) and not _is_kind(value, kind):
+                got = "null" if value is None else f"{type(value).__name__} {value!r}"[:60]
+                raise DataError(f"must be {kind}{' or null' if nullable else ''}, got {got}", source=source,
+                                row=lineno, field=column)
+        for column, cap in caps.items():
+            value = rec[column]
+            if isinstance(value, str) and len(value) > stored_length_limit(cap):
+                msg = f"a text of {len(value):,} characters, where nbeval stores at most {cap:,}; {_CHANGED}"
+                raise DataError(msg, source=source, row=lineno, field=column)
+        recs.append(rec)
+        lines.append(lineno)
+    return pd.DataFrame(recs, columns=columns), lines
+
+
+# -- result.json --------------------------------------------------------------------------------
+
+
+def _read_info(path: Path) -> dict[str, Any]:
+    """``result.json``, checked: a JSON object whose parts have the shapes nbeval writes."""
+    source = str(path)
+    try:
+        info = json.loads(_read_result_text(path))
+    except RecursionError:
+        raise DataError(f"not readable: the JSON is nested too deeply; {_CHANGED}", source=source) from None
+    except ValueError:
+        raise DataError(f"not valid JSON; {_CHANGED}", source=source) from None
+    if not isinstance(info, dict):
+        raise DataError(f"expected a JSON object, got {type(info).__name__}", source=source)
+    for name in ("meta", "explanations", "model_labels"):
+        if info.get(name) is not None and not isinstance(info[name], dict):
+            raise DataError(f"must be an object, got {type(info[name]).__name__}", source=source, field=name)
+    meta = info.get("meta") or {}
+    version = meta.get("format_version", 1)
+    if not isinstance(version, int) or isinstance(version, bool) or version > FORMAT_VERSION:
+        msg = (f"saved in format version {version!r}, which this nbeval ({__version__}, format version "
+               f"{FORMAT_VERSION}) cannot read; upgrade nbeval")
+        raise DataError(msg, source=source, field="meta.format_version")
+    _check_meta(meta, source)
+    for evaluator, per_model in (info.get("explanations") or {}).items():
+        if not isinstance(per_model, dict):
+            raise DataError(f"must be an object of models, got {type(per_model).__name__}", source=source,
+                            field=f"explanations.{evaluator}")
+        for model, per_metric in per_model.items():
+            if not isinstance(per_metric, dict):
+                raise DataError(f"must be an object of metrics, got {type(per_metric).__name__}", source=source,
+                                field=f"explanations.{evaluator}.{model}")
+    labels = info.get("model_labels") or {}
+    if not all(isinstance(v, str) for v in labels.values()):
+        raise DataError("model labels must be text", source=source, field="model_labels")
+    return info
+
+
+def _check_meta(meta: dict[str, Any], source: str) -> None:
+    """The run facts a report and the notebook kit read, in the shapes nbeval writes them."""
+    def wrong(field: str, should: str, value: Any) -> DataError:
+        got = "null" if value is None else f"{type(value).__name__} {value!r}"[:60]
+        return DataError(f"must be {should}, got {got}; {_CHANGED}", source=source, field=f"meta.{field}")
+
+    usage = meta.get("usage")
+    if usage is not None:
+        if not isinstance(usage, dict):
+            raise wrong("usage", "an object of token and cost totals", usage)
+        for k, v in usage.items():
+            if v is not None and not _is_kind(v, _NUMBER):
+                raise wrong(f"usage.{k}", "a number or null", v)
+    duration = meta.get("duration_s")
+    if duration is not None and not _is_kind(duration, _NUMBER):
+        raise wrong("duration_s", "a number of seconds or null", duration)
+    if "cancelled" in meta and not isinstance(meta["cancelled"], bool):
+        raise wrong("cancelled", "true or false", meta["cancelled"])
+    if "nbeval_version" in meta and not isinstance(meta["nbeval_version"], str):
+        raise wrong("nbeval_version", "text", meta["nbeval_version"])
+    evaluators = meta.get("evaluators")
+    if evaluators is not None and not (isinstance(evaluators, list) and all(isinstance(e, dict) for e in evaluators)):
+        raise wrong("evaluators", "a list of objects", evaluators)
+
+
+# -- the tables against each other --------------------------------------------------------------
+
+
+def _check_metrics(metrics: pd.DataFrame, lines: list[int], path: Path) -> None:
+    """Each metric of an evaluator once, its direction and kind known, one primary per evaluator."""
+    source = str(path)
+    seen: dict[tuple[str, str], int] = {}
+    primary: dict[str, tuple[int, str]] = {}
+    first: dict[str, int] = {}
+    for line, evaluator, metric, direction, kind, is_primary in zip(
+            lines, metrics["evaluator"], metrics["metric"], metrics["direction"], metrics["kind"], metrics["primary"],
+            strict=True):
+        if direction not in _DIRECTIONS:
+            raise DataError(f"must be 'higher' or 'lower', got {direction!r}"[:120], source=source, row=line,
+                            field="direction")
+        if kind not in _KINDS:
+            raise DataError(f"must be one of {', '.join(_KINDS)}, got {kind!r}"[:120], source=source, row=line,
+                            field="kind")
+        if (evaluator, metric) in seen:
+            msg = (f"the metric {_q(metric)} of evaluator {_q(evaluator)} a second time "
+                   f"(also row {seen[evaluator, metric]})")
+            raise DataError(f"{msg}; {_CHANGED}", source=source, row=line, field="metric")
+        seen[evaluator, metric] = line
+        first.setdefault(evaluator, line)
+        if is_primary:
+            if evaluator in primary:
+                other, name = primary[evaluator]
+                msg = (f"a second primary metric of evaluator {_q(evaluator)} (row {other}, {_q(name)}, is one); an "
+                       f"evaluator has one")
+                raise DataError(f"{msg}; {_CHANGED}", source=source, row=line, field="primary")
+            primary[evaluator] = (line, metric)
+    for evaluator, line in first.items():
+        if evaluator not in primary:
+            msg = f"evaluator {_q(evaluator)} has no primary metric; {_CHANGED}"
+            raise DataError(msg, source=source, row=line, field="primary")
+
+
+def _check_scores(scores: pd.DataFrame, metrics: pd.DataFrame, dataset: LlmDataset, path: Path,
+                  lines: list[int] | None, dataset_name: str) -> None:
+    """Each score of a metric ``metrics.jsonl`` lists and of a row the dataset has, and each once."""
+    import pandas as pd
+
+    def row(i: int) -> int:
+        return lines[i] if lines is not None else i + 1
+
+    source = str(path)
+    known = set(zip(metrics["evaluator"], metrics["metric"], strict=True))
+    evaluators = list(dict.fromkeys(metrics["evaluator"]))
+    pairs = scores[["evaluator", "metric"]].drop_duplicates()  # on the categoricals' codes: cheap
+    for i, evaluator, metric in zip(pairs.index, pairs["evaluator"], pairs["metric"], strict=True):
+        if evaluator not in evaluators:
+            msg = f"a score of evaluator {_q(evaluator)}, which metrics.jsonl does not list (it lists {evaluators})"
+            raise DataError(f"{msg}; {_CHANGED}", source=source, row=row(int(i)), field="evaluator")
+        if (evaluator, metric) not in known:
+            msg = f"a score of metric {_q(metric)}, which evaluator {_q(evaluator)} does not report in metrics.jsonl"
+            raise DataError(f"{msg}; {_CHANGED}", source=source, row=row(int(i)), field="metric")
+    rows = {(r.key, r.model_key) for r in dataset.rows}
+    keys = scores[["key", "model_key"]].drop_duplicates()
+    for i, key, model_key in zip(keys.index, keys["key"], keys["model_key"], strict=True):
+        if (key, model_key) not in rows:
+            msg = f"scores the row with key {_q(key)} for model {_q(model_key)}, which {dataset_name} does not have"
+            raise DataError(f"{msg}; the files were changed after they were saved", source=source, row=row(int(i)))
+    codes = pd.DataFrame({c: scores[c].cat.codes for c in KEY_COLUMNS})
+    again = codes.duplicated()
+    if again.any():
+        i = int(again.to_numpy().argmax())
+        same = (codes == codes.iloc[i]).all(axis=1).to_numpy()
+        j = int(same.argmax())
+        key, model_key, evaluator, metric = (scores[c].iloc[i] for c in KEY_COLUMNS)
+        msg = (f"the score of the row with key {_q(key)} for model {_q(model_key)}, evaluator {_q(evaluator)} "
+               f"and metric {_q(metric)} a second time (also row {row(j)})")
+        raise DataError(f"{msg}; {_CHANGED}", source=source, row=row(i))
+
+
+def _check_aggregates(aggregates: pd.DataFrame, lines: list[int], metrics: pd.DataFrame, dataset: LlmDataset,
+                      path: Path) -> None:
+    """Each aggregate once, of a model the dataset has and a metric ``metrics.jsonl`` lists."""
+    source = str(path)
+    known = set(zip(metrics["evaluator"], metrics["metric"], strict=True))
+    evaluators = set(metrics["evaluator"])
+    models = {r.model_key for r in dataset.rows}
+    seen: dict[tuple[str, str, str], int] = {}
+    for line, model_key, evaluator, metric, direction in zip(
+            lines, aggregates["model_key"], aggregates["evaluator"], aggregates["metric"], aggregates["direction"],
+            strict=True):
+        if evaluator not in evaluators:
+            msg = f"an aggregate of evaluator {_q(evaluator)}, which metrics.jsonl does not list"
+            raise DataError(f"{msg}; {_CHANGED}", source=source, row=line, field="evaluator")
+        if (evaluator, metric) not in known:
+            msg = (f"an aggregate of metric {_q(metric)}, which evaluator {_q(evaluator)} does not report in "
+                   "metrics.jsonl")
+            raise DataError(f"{msg}; {_CHANGED}", source=source, row=line, field="metric")
+        if model_key not in models:
+            msg = f"an aggregate of model {_q(model_key)}, which the dataset does not have"
+            raise DataError(f"{msg}; {_CHANGED}", source=source, row=line, field="model_key")
+        if direction not in _DIRECTIONS:
+            raise DataError(f"must be 'higher' or 'lower', got {direction!r}"[:120], source=source, row=line,
+                            field="direction")
+        ident = (model_key, evaluator, metric)
+        if ident in seen:
+            msg = (f"the aggregate of model {_q(model_key)}, evaluator {_q(evaluator)} and metric {_q(metric)} "
+                   f"a second time (also row {seen[ident]})")
+            raise DataError(f"{msg}; {_CHANGED}", source=source, row=line)
+        seen[ident] = line
+
+
+def _check_dataset(dataset: LlmDataset, path: Path) -> None:
+    """Each (key, model) once; each condition well formed (checked once per distinct condition)."""
+    from nbeval.data.conditions import parse_condition
+    from nbeval.errors import ConditionError
+
+    source = str(path)
+    seen: dict[tuple[str, str], int] = {}
+    checked: set[str] = set()
+    for i, r in enumerate(dataset.rows, 1):
+        ident = (r.key, r.model_key)
+        if ident in seen:
+            msg = f"the row with key {_q(r.key)} for model {_q(r.model_key)} a second time (also row {seen[ident]})"
+            raise DataError(f"{msg}; {_CHANGED}", source=source, row=i, field="key")
+        seen[ident] = i
+        condition = r.output_condition
+        if condition is not None and condition not in checked:
+            try:
+                parse_condition(condition)
+            except ConditionError as exc:  # its own message points under the text, on more lines
+                msg = f"malformed condition: {exc.reason} at position {exc.position}; {_CHANGED}"
+                raise DataError(msg, source=source, row=i, field="output_condition") from None
+            checked.add(condition)
+
+
+def check_label_lengths(labels: Any, source: str) -> None:
+    """Raise :class:`~nbeval.errors.DataError` naming the first label (a cell of the ``label``
+    column of ``labels``, rows counted from 1) longer than :data:`MAX_LABEL_CHARS`."""
+    if "label" not in getattr(labels, "columns", ()):
+        return
+    for i, value in enumerate(labels["label"], 1):
+        if isinstance(value, str) and len(value) > MAX_LABEL_CHARS:
+            msg = (f"a label of {len(value):,} characters; a label (a verdict or a class name) is at most "
+                   f"{MAX_LABEL_CHARS:,}")
+            raise DataError(msg, source=source, row=i, field="label")
+
+
+def _check_label_file(folder: Path) -> None:
+    """``labels.csv``'s labels no longer than :data:`MAX_LABEL_CHARS` (what else is wrong with
+    the file, :func:`~nbeval.results.labels.load_labels` says)."""
+    import pandas as pd
+
+    path = folder / LABELS_FILE
+    if not path.is_file():
+        return
+    try:
+        table = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
+    except (ValueError, OSError, pd.errors.ParserError):  # not UTF-8, not CSV: load_labels says so
+        return
+    if "label" in table.columns:  # measured as set: without the apostrophe saved before a formula
+        table["label"] = table["label"].map(csv_unsafe)
+    check_label_lengths(table, str(path))
+
+
+# -- the folder ---------------------------------------------------------------------------------
+
+
+def load_result(folder: str | Path) -> EvaluationResult:
+    """Load a result written by :meth:`EvaluationResult.save`.
+
+    A folder that is not a whole, untouched saved result raises :class:`~nbeval.errors.DataError`
+    naming the file, the line and the column: a file missing, not UTF-8 or not JSON, a line with
+    columns missing, unknown or holding the wrong kind of value, run facts of the wrong shape,
+    a score, aggregate or dataset row given twice, scores of rows the dataset does not have or of
+    metrics the result does not list, an evaluator without exactly one primary metric, a
+    condition that does not parse, a label longer than its cap, or a result saved by a newer
+    nbeval (see :mod:`nbeval.results.loading`).
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        what = "does not exist" if not folder.exists() else "is a file, not a folder"
+        raise DataError(f"{what}; give the folder result.save(folder) wrote", source=str(folder))
+    if not (folder / "result.json").exists():
+        msg = f"{folder} holds no saved result (result.json is missing); save one with result.save(folder)"
+        raise DataError(msg, source=str(folder))
+    info = _read_info(folder / "result.json")
+    version = (info.get("meta") or {}).get("format_version", 1)
+    scores_path = folder / SCORE_FILES["parquet" if version >= 2 else "jsonl"]
+    score_lines: list[int] | None = None
+    if version >= 2:
+        from nbeval.results.columnar import read_scores_parquet
+
+        scores = read_scores_parquet(scores_path)
+    else:
+        records, score_lines = _read_records(scores_path, SCORE_COLUMNS)
+        scores = typed_scores(records)
+    aggregates, aggregate_lines = _read_records(folder / "aggregates.jsonl", AGGREGATE_COLUMNS)
+    aggregates["value"] = aggregates["value"].astype(float)
+    aggregates["passed"] = aggregates["passed"].astype(PASSED_DTYPE)
+    metrics, metric_lines = _read_records(folder / "metrics.jsonl", METRIC_COLUMNS)
+    dataset_name = DATASET_FILES["parquet" if version >= 3 else "jsonl"]
+    if version >= 3:
+        from nbeval.results.dataset_file import read_dataset_parquet
+
+        dataset = read_dataset_parquet(folder / dataset_name)
+    else:
+        dataset = LlmDataset.from_json(str(folder / dataset_name))
+    _check_metrics(metrics, metric_lines, folder / "metrics.jsonl")
+    _check_dataset(dataset, folder / dataset_name)
+    _check_scores(scores, metrics, dataset, scores_path, score_lines, dataset_name)
+    _check_aggregates(aggregates, aggregate_lines, metrics, dataset, folder / "aggregates.jsonl")
+    _check_label_file(folder)
+    return with_saved_labels(EvaluationResult(scores, aggregates, metrics, dataset, meta=info.get("meta"),
+                             explanations=info.get("explanations"), model_labels=info.get("model_labels")), folder)
