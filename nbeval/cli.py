@@ -363,7 +363,10 @@ def _serve(args: argparse.Namespace) -> int:
         raise NbevalError("--app-model names a model at --app-base-url; give --app-base-url too")
     serve(host=args.host, port=args.port, token=args.token, no_auth=args.no_auth, retriever=args.retriever,
           documents=args.documents, app=app, judge=_judge_spec(args), max_body_bytes=args.max_body_bytes,
-          workers=args.workers)
+          workers=args.workers, data_dir=args.data_dir, keep_jobs=args.keep_jobs, keep_bytes=args.keep_bytes,
+          max_scores=args.max_scores, max_judge_tokens=args.max_judge_tokens, allow_models=args.allow_models,
+          limit_concurrency=args.limit_concurrency, timeout_keep_alive=args.timeout_keep_alive,
+          header_timeout=args.header_timeout, max_header_bytes=args.max_header_bytes)
     return 0
 
 
@@ -413,7 +416,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-cache", action="store_true", help="do not use the judge reply cache")
     run.add_argument("--dry-run", action="store_true", help="count rows and judge calls; score nothing")
     run.add_argument("--scheduler", help="Dask scheduler address (tcp://host:8786): score the rows on its workers "
-                     "(pip install 'nbeval[dask]')")
+                     "(pip install 'nbeval[dask]'); gives up after NBEVAL_SCHEDULER_TIMEOUT seconds (default 10) "
+                     "if no scheduler answers there")
     gate = run.add_mutually_exclusive_group()
     gate.add_argument("--fail-on-problems", action="store_const", const=True, default=None,
                       help="exit 1 when any problem is found: threshold breaches, unrated rows, flips, "
@@ -483,6 +487,25 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("--max-body-bytes", type=_positive_int, default=16 * 2**20,
                      help="larger request bodies are refused with 413 (default: 16 MiB)")
     srv.add_argument("--workers", type=_positive_int, default=2, help="evaluations run at once (default: 2)")
+    srv.add_argument("--data-dir", help="where jobs and their results are kept across restarts "
+                                        "(default: ~/.cache/nbeval/serve)")
+    srv.add_argument("--keep-jobs", type=_positive_int, default=200, help="finished jobs kept (default: 200)")
+    srv.add_argument("--keep-bytes", type=_positive_int, default=2**30,
+                     help="bytes of finished results kept; the oldest go first (default: 1 GiB)")
+    srv.add_argument("--max-scores", type=_positive_int, default=100_000,
+                     help="the most scores (rows x evaluators) one request may ask for (default: 100000)")
+    srv.add_argument("--max-judge-tokens", type=_positive_int, default=4096,
+                     help="the most judge_params.max_tokens a request may ask for (default: 4096)")
+    srv.add_argument("--allow-models", action="store_true",
+                     help="let requests use evaluators that load a local model (downloaded if not cached)")
+    srv.add_argument("--limit-concurrency", type=_positive_int, default=200,
+                     help="open connections past which requests get 503 (default: 200)")
+    srv.add_argument("--timeout-keep-alive", type=_positive_int, default=5,
+                     help="seconds an idle keep-alive connection stays open (default: 5)")
+    srv.add_argument("--header-timeout", type=_positive_int, default=10,
+                     help="seconds a client has to send a whole request head (default: 10)")
+    srv.add_argument("--max-header-bytes", type=_positive_int, default=64 * 1024,
+                     help="the largest request head accepted (default: 64 KiB)")
     srv.set_defaults(func=_serve)
     return p
 

@@ -367,11 +367,13 @@ def test_decoded_is_frozen_dataclass() -> None:
     ids=lambda t: repr(t[:8]),
 )
 def test_adversarial_inputs_stay_fast(text: str) -> None:
-    start = time.perf_counter()
+    # CPU time of this process, not the wall clock: busy neighbours do not count (the slowest of
+    # these texts takes about 0.4 s)
+    start = time.process_time()
     find_pii(text)
     find_secrets(text)
     find_encoded(text)
-    assert time.perf_counter() - start < 5.0
+    assert time.process_time() - start < 5.0
 
 
 def test_counts_on_a_mixed_text() -> None:

@@ -47,12 +47,12 @@ def _offline_and_fast(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def closed_url() -> str:
-    """The base URL of a port on 127.0.0.1 that nothing listens on: every call is refused."""
+def closed_url() -> Iterator[str]:
+    """The base URL of a port on 127.0.0.1 that nothing listens on: every call is refused. The
+    port stays bound (never listening) for the test, so no other process can take it meanwhile."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1"
+        yield f"http://127.0.0.1:{s.getsockname()[1]}/v1"
 
 
 def _write(tmp_path: Path, records: list[dict[str, Any]], name: str = "data.json") -> str:

@@ -226,12 +226,16 @@ def test_a_label_at_the_cap_loads(saved: Path, tmp_path: Path) -> None:
 
 
 def test_saving_a_label_past_the_cap_is_refused_before_anything_is_written(tmp_path: Path) -> None:
-    """set_labels does not cap labels (yet): save refuses what load would, so no folder is left
-    that cannot be loaded back."""
+    """set_labels refuses a label past the cap; one put in the table some other way is refused by
+    save, as load would refuse it, so no folder is left that cannot be loaded back."""
+    import pandas as pd
+
     rows = [{"key": "k1", "input": "q", "expected_output": "a", "actual_output": "a"}]
     result = nbeval.evaluate(rows, ["rouge"], progress=False)
-    result.set_labels([{"key": "k1", "model_key": result.model_keys[0], "evaluator": "rouge",
-                        "label": "x" * (MAX_LABEL_CHARS + 1)}])
+    label = {"key": "k1", "model_key": result.model_keys[0], "evaluator": "rouge", "label": "x" * (MAX_LABEL_CHARS + 1)}
+    with pytest.raises(DataError, match=r"row 1, field 'label'.*1,000"):
+        result.set_labels([label])
+    result._labels = pd.DataFrame([label])  # past set_labels' check
     with pytest.raises(DataError, match=r"row 1, field 'label'.*1,000"):
         result.save(tmp_path / "r")
     assert not (tmp_path / "r" / "result.json").exists()
@@ -244,3 +248,27 @@ def test_a_label_at_the_cap_that_looks_like_a_formula_round_trips(tmp_path: Path
     label = "=" + "x" * (MAX_LABEL_CHARS - 1)
     result.set_labels([{"key": "k1", "model_key": result.model_keys[0], "evaluator": "rouge", "label": label}])
     assert nbeval.load_result(result.save(tmp_path / "r")).labels["label"].tolist() == [label]
+
+
+def test_a_spec_that_flags_two_primaries_saves_a_result_that_loads(tmp_path: Path) -> None:
+    """A result lists one primary metric per evaluator (the spec's ``primary``: the first flagged),
+    so what ``save`` writes ``load_result`` takes back."""
+    from nbeval.evaluators.base import Evaluator, EvaluatorSpec, MetricSpec, Score
+    from nbeval.evaluators.registry import register, unregister
+
+    spec = EvaluatorSpec("t_two_primaries", "custom", "score", ("actual_output",),
+                         (MetricSpec("a", primary=True), MetricSpec("b", primary=True)))
+
+    @register(spec=spec)
+    class TwoPrimaries(Evaluator):
+        def score(self, row: object) -> Score:
+            return Score({"a": 1.0, "b": 0.0})
+
+    try:
+        rows = [{"key": "k1", "input": "q", "actual_output": "a"}]
+        result = nbeval.evaluate(rows, ["t_two_primaries"], progress=False)
+        assert result.metrics["primary"].tolist() == [True, False]
+        back = nbeval.load_result(result.save(tmp_path / "r"))
+        assert back.primary_metric("t_two_primaries") == "a"
+    finally:
+        unregister("t_two_primaries")

@@ -60,8 +60,8 @@ def test_a_steady_trickle_is_cut_at_the_deadline(openai_server: FakeOpenAIServer
     model = OpenAIChat("judge", base_url=openai_server.url)
     start = time.monotonic()
     with pytest.raises(ChatError, match="timed out"):
-        model.chat("hi", timeout=1.5)  # the body needs ~14 s at 20 bytes a second
-    # a deadline test: cut at ~1.5 s, well before the ~14 s the body takes (more on a busy machine)
+        model.chat("hi", timeout=1.5)  # the body (310 bytes) needs ~15 s at 20 bytes a second
+    # a deadline test: cut at ~1.5 s, well before the ~15 s the body takes (more on a busy machine)
     assert time.monotonic() - start < 10
 
 

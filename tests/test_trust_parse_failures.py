@@ -197,9 +197,9 @@ def test_agreeing_repetitions_still_read() -> None:
 def test_a_long_unbalanced_reply_is_read_quickly() -> None:
     import time
 
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time of this process: busy neighbours do not count
     parsed = parse_choice("{" * 20_000 + " no", {"yes": True, "no": False})
-    assert time.perf_counter() - started < 2.0
+    assert time.process_time() - started < 2.0  # about 0.05 s when read in one pass
     assert parsed.value is False  # the one verdict word after the junk
 
 
@@ -208,9 +208,9 @@ def test_a_label_followed_by_a_sea_of_blanks_is_read_quickly(label: str) -> None
     import time
 
     reply = label + " " * 20_000 + "x"
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time of this process: busy neighbours do not count
     results = [parse_choice(reply, {"yes": True, "no": False}), parse_number(reply, 0, 5), parse_index_list(reply, 3)]
-    assert time.perf_counter() - started < 1.0
+    assert time.process_time() - started < 1.0  # about 0.01 s when read in one pass
     assert not any(p.ok for p in results)
 
 

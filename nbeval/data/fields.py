@@ -27,6 +27,7 @@ from nbeval.data.text import REPAIR_NOTE, repair_data
 from nbeval.errors import ConditionError, DataError
 
 __all__ = [
+    "CONSTRAINT_REGEXP",
     "DEFAULT_MODEL_KEY",
     "ROW_FIELDS",
     "WARNINGS_FIELD",

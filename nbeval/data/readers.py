@@ -125,14 +125,40 @@ def read_parquet(path: str | os.PathLike[str], *, chunk_rows: int = _READ_CHUNK_
     import pyarrow as pa
 
     name = os.fspath(path)
+
+    def chunks(batches: Iterator[Any]) -> Iterator[list[dict[str, Any]]]:
+        offset = 0
+        for batch in batches:
+            yield [{k: v for k, v in rec.items() if v is not None} for rec in _batch_records(batch, name, offset)]
+            offset += batch.num_rows
+
     try:
         batches = pq.ParquetFile(name).iter_batches(batch_size=max(1, int(chunk_rows)))
-        chunks = ([{k: v for k, v in rec.items() if v is not None} for rec in b.to_pylist()] for b in batches)
-        return LlmDataset(rows_from_chunks(chunks, source=name), source=name)
+        return LlmDataset(rows_from_chunks(chunks(batches), source=name), source=name)
     except FileNotFoundError:
         raise DataError("no such file", source=name) from None
     except (pa.ArrowException, OSError) as exc:
         raise DataError(f"not a readable Parquet file: {exc}", source=name) from None
+
+
+def _batch_records(batch: Any, name: str, offset: int) -> list[dict[str, Any]]:
+    """The rows of a Parquet record batch as dicts; a cell Python cannot hold (a string column
+    whose bytes are not UTF-8) is a DataError naming its row and column."""
+    try:
+        return batch.to_pylist()
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        pass
+    for column, field in zip(batch.columns, batch.schema.names, strict=True):
+        for i in range(len(column)):
+            try:
+                column[i].as_py()
+            except UnicodeDecodeError:
+                msg = "the text is not valid UTF-8 (a string column must hold UTF-8)"
+                raise DataError(msg, source=name, row=offset + i + 1, field=field) from None
+            except (ValueError, RecursionError) as exc:
+                raise DataError(f"the cell cannot be read: {exc}", source=name, row=offset + i + 1,
+                                field=field) from None
+    return batch.to_pylist()
 
 
 def read_jsonl_rows(path: str | os.PathLike[str], *, chunk_rows: int = _READ_CHUNK_ROWS) -> LlmDataset:

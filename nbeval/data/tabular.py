@@ -25,6 +25,7 @@ import json
 import math
 import os
 import re
+import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -107,17 +108,33 @@ def _parse_cell(name: str, value: Any, source: str, row: int, *, csv_text: bool 
     if name in _LIST_FIELDS and isinstance(value, str):
         if value.lstrip().startswith(("[", "{")):
             try:
-                return json.loads(value)
+                return _cell_json(value, source, row, name)
             except json.JSONDecodeError as exc:
                 raise DataError(f"list cell is not valid JSON: {exc.msg}", source=source, row=row, field=name) from None
         return [value]
     if name not in ROW_FIELDS and isinstance(value, str) and (value[:1] in '[{"' or value in ("true", "false", "null")
                                                             or _NUMBER.fullmatch(value)):
         try:
-            return json.loads(value)
+            return _cell_json(value, source, row, name)
         except json.JSONDecodeError:
             return value
     return value
+
+
+def _cell_json(value: str, source: str, row: int, name: str) -> Any:
+    """``value`` parsed as JSON; a cell nested too deeply for Python, or holding an integer too long
+    to convert, is a DataError naming the cell (a JSONDecodeError is left to the caller)."""
+    try:
+        return json.loads(value)
+    except RecursionError:
+        msg = "the JSON in this cell is nested too deeply (hundreds of levels of lists or objects)"
+        raise DataError(msg, source=source, row=row, field=name) from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # an integer of thousands of digits (Python's int-string limit)
+        msg = (f"the cell holds a number longer than the {sys.get_int_max_str_digits():,} digits Python reads; "
+               "write it as quoted JSON text to keep it")
+        raise DataError(msg, source=source, row=row, field=name) from None
 
 
 def _drop_empty_extras(rec: dict[str, Any]) -> dict[str, Any]:

@@ -23,7 +23,7 @@ import numbers
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, Union
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Union
 
 from nbeval.data.model import is_missing
 from nbeval.errors import EvaluatorError
@@ -284,6 +284,17 @@ class Evaluator:
     (a plugin may set it in the class body and register with ``@register(spec=...)``). On an
     instance, the declaration for that instance's parameters, from :meth:`spec_for`; the same as
     the class's unless parameters change what the evaluator reads, needs or reports."""
+
+    rebuilt_on_use: ClassVar[tuple[str, ...]] = ()
+    """Attributes built on first use (a scorer, a tokenizer, a memo) that pickling leaves out:
+    the copy builds its own when it first scores. A used evaluator then pickles as a fresh one
+    (a Dask worker's copy, a saved plan) however unpicklable what it built is."""
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        for name in self.rebuilt_on_use:
+            state.pop(name, None)
+        return state
 
     def __init__(self, **params: Any) -> None:
         declared = type(self).spec

@@ -22,7 +22,8 @@ from pathlib import Path
 
 from nbeval.errors import DataError
 
-__all__ = ["check_folder", "check_path", "path_problem", "shown_path", "staging_folder", "write_aside"]
+__all__ = ["SHOWN_PATH_CHARS", "check_folder", "check_path", "path_problem", "shown_path", "staging_folder",
+           "write_aside"]
 
 #: A path longer than this is shown cut, with its length: an error line stays one line.
 SHOWN_PATH_CHARS = 60

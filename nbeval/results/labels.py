@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from nbeval.data.csvsafe import csv_safe, csv_unsafe
 from nbeval.errors import DataError
 from nbeval.results.files import write_aside
+from nbeval.results.limits import MAX_LABEL_CHARS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -100,6 +101,10 @@ def read_labels(data: Any, result: EvaluationResult, *, source: str | None = Non
                             f"pass/fail verdict, which '{evaluator}' is not")
                 raise DataError(f"must be non-empty text, got {got}{hint}", source=source, row=i, field=field)
             cells[field] = value.strip()
+            if field == "label" and len(cells[field]) > MAX_LABEL_CHARS:  # load_result would refuse it
+                msg = (f"a label of {len(cells[field]):,} characters; a label (a verdict or a class name) is at "
+                       f"most {MAX_LABEL_CHARS:,}")
+                raise DataError(msg, source=source, row=i, field=field)
         if cells["evaluator"] not in evaluators:
             msg = f"no evaluator '{cells['evaluator']}' in this result; it has {sorted(evaluators)}"
             raise DataError(msg, source=source, row=i, field="evaluator")

@@ -100,8 +100,9 @@ class EvaluationResult:
         for ev in evaluators:
             for m in ev.spec.metrics:
                 metric_rows.append([ev.name, ev.id, ev.spec.family, ev.spec.kind, m.name, m.direction, m.lo,
-                                    m.hi, ev.thresholds.get(m.name), m.primary or m is ev.spec.primary,
-                                    m.description])
+                                    # one primary per evaluator (spec.primary: the first flagged), as
+                                    # load_result requires of a saved result
+                                    m.hi, ev.thresholds.get(m.name), m is ev.spec.primary, m.description])
         metrics = pd.DataFrame(metric_rows, columns=METRIC_COLUMNS)
 
         grouped: dict[tuple[str, str], tuple[list[Any], list[Any]]] = {}

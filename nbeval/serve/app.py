@@ -5,11 +5,13 @@
     POST   /v1/evaluations                  evaluate records or a lab; small runs answer at once
     GET    /v1/evaluations                  the jobs remembered
     GET    /v1/evaluations/{id}             a job: status, progress, and its result once finished
+                                            (``scores`` a page at a time: ``?offset=&limit=``)
     DELETE /v1/evaluations/{id}             cancel a job
     GET    /v1/evaluations/{id}/report      the HTML report of a finished job
     POST   /api/v2/serve/evaluate/evaluation  DB-GPT's request and answer (see nbeval.serve.dbgpt)
 
 Every route but ``/health`` needs ``Authorization: Bearer <token>`` (see :mod:`nbeval.serve.guard`).
+What a request may set is in :mod:`nbeval.serve.policy`; jobs are kept as :mod:`nbeval.serve.jobs` says.
 """
 
 from __future__ import annotations
@@ -17,17 +19,26 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from nbeval._version import __version__
+from nbeval.chat.secrets import redact
 from nbeval.errors import DataError, NbevalError
-from nbeval.serve.dbgpt import DbgptRequest, ServiceUnavailable, dbgpt_data, envelope, prepare_dbgpt
+from nbeval.serve.dbgpt import (
+    DbgptRequest,
+    ServiceUnavailable,
+    dbgpt_data,
+    dbgpt_evaluators,
+    envelope,
+    prepare_dbgpt,
+)
 from nbeval.serve.guard import Guard
 from nbeval.serve.hooks import (
     APP_GROUP,
@@ -38,13 +49,12 @@ from nbeval.serve.hooks import (
     load_callable,
 )
 from nbeval.serve.jobs import Job, JobStore
+from nbeval.serve.policy import DEFAULT_MAX_TOKENS, SERVER_PARAMS, lone_surrogate, model_refusal, param_errors
 
 __all__ = ["DBGPT_PATH", "SERVER_PARAMS", "EvaluationRequest", "EvaluatorChoice", "create_app"]
 
 DBGPT_PATH = "/api/v2/serve/evaluate/evaluation"
-#: Evaluator parameters a client may not set: they choose a model, a file or where to send data,
-#: which is the server's business (a client-chosen judge URL would receive the server's API key).
-SERVER_PARAMS = frozenset({"judge", "embedder", "device", "model", "cross_encoder", "cache", "function"})
+_SURROGATE = "holds text that cannot be encoded as UTF-8 (a lone surrogate such as '\\ud800')"
 
 
 class EvaluatorChoice(BaseModel):
@@ -55,6 +65,13 @@ class EvaluatorChoice(BaseModel):
     id: str = Field(min_length=1, description="evaluator id (GET /v1/evaluators)")
     params: dict[str, Any] = Field(default_factory=dict, description="its parameters, e.g. {'threshold': 0.5}")
 
+    @field_validator("id")
+    @classmethod
+    def _encodable_id(cls, value: str) -> str:
+        if lone_surrogate(value):
+            raise ValueError(f"the id {_SURROGATE}")
+        return value
+
     @field_validator("params")
     @classmethod
     def _client_params(cls, params: dict[str, Any]) -> dict[str, Any]:
@@ -62,6 +79,8 @@ class EvaluatorChoice(BaseModel):
         if refused:
             msg = f"parameter {', '.join(refused)} is set by the server, not by a request"
             raise ValueError(msg)
+        if lone_surrogate(params):
+            raise ValueError(f"a parameter {_SURROGATE}")
         return params
 
 
@@ -76,6 +95,14 @@ class EvaluationRequest(BaseModel):
     evaluators: list[str | EvaluatorChoice] = Field(min_length=1, max_length=200)
     wait: bool | None = Field(None, description="true: answer when finished; false: answer at once with the job; "
                                                 "unset: wait for small runs only")
+
+    @field_validator("evaluators")
+    @classmethod
+    def _encodable_ids(cls, evaluators: list[str | EvaluatorChoice]) -> list[str | EvaluatorChoice]:
+        for i, e in enumerate(evaluators):
+            if isinstance(e, str) and lone_surrogate(e):
+                raise ValueError(f"evaluator {i} {_SURROGATE}")
+        return evaluators
 
     @model_validator(mode="after")
     def _one_source(self) -> EvaluationRequest:
@@ -122,11 +149,39 @@ def _as_app(app: Any) -> CallableApp | EndpointApp | None:
     raise NbevalError(msg)
 
 
+def _refused(field: str, message: str) -> JSONResponse:
+    detail = [{"loc": ["body", *field.split(".")], "msg": message, "type": "value_error"}]
+    return JSONResponse({"detail": detail, "message": f"body.{field}: {message}"}, status_code=422)
+
+
+def _request_errors(specs: list[Any], *, max_tokens: int, has_embedder: bool,
+                    allow_models: bool) -> list[tuple[str, str]]:
+    """What a request's evaluators may not do (:mod:`nbeval.serve.policy`), as ``(field, message)``;
+    ``specs`` are ids or ``(id, params)`` pairs."""
+    from nbeval.evaluators.registry import get_spec
+
+    errors = []
+    for i, item in enumerate(specs):
+        name, params = (item, {}) if isinstance(item, str) else item
+        errors += [(f"evaluators.{i}.params.{where}", msg)
+                   for where, msg in param_errors(params, max_tokens=max_tokens)]
+        try:
+            spec = get_spec(name)
+        except Exception:  # unknown: planning says so, with the known ones
+            continue
+        refusal = model_refusal(spec, has_embedder=has_embedder, allow_models=allow_models)
+        if refusal:
+            errors.append((f"evaluators.{i}", refusal))
+    return errors
+
+
 def create_app(*, token: str | None, retriever: Callable[..., Any] | str | None = None, app: Any = None,
                documents: Callable[..., Any] | str | None = None, judge: Any = None, embedder: Any = None,
                device: str | None = None, cache: Any = False,
                max_body_bytes: int = 16 * 2**20, wait_rows: int = 200, workers: int = 2, chunk_rows: int = 32,
-               keep_jobs: int = 200) -> FastAPI:
+               keep_jobs: int = 200, keep_bytes: int = 2**30, data_dir: str | Path | None = None,
+               max_scores: int = 100_000, page_scores: int = 1000, max_judge_tokens: int = DEFAULT_MAX_TOKENS,
+               allow_models: bool = False) -> FastAPI:
     """The service as an ASGI application (run it with uvicorn).
 
     ``token``: the bearer token every route but ``/health`` requires (``None``: no authentication;
@@ -139,8 +194,16 @@ def create_app(*, token: str | None, retriever: Callable[..., Any] | str | None 
     run's shared resources, as for :func:`nbeval.evaluate`. ``max_body_bytes``: larger requests are
     refused with 413. ``wait_rows``: a request that does not say ``wait`` is answered when finished
     if it has at most this many dataset rows, else at once with a job id. ``workers`` runs go at
-    once; ``chunk_rows`` rows are scored between two progress updates; ``keep_jobs`` finished jobs
-    are remembered.
+    once; ``chunk_rows`` rows are scored between two progress updates.
+
+    Jobs are kept under ``data_dir`` (default :func:`~nbeval.serve.jobs.default_data_dir`): at
+    most ``keep_jobs`` finished jobs and ``keep_bytes`` of result folders, the oldest forgotten
+    first; they survive a restart. A request may make at most ``max_scores`` scores (dataset rows ×
+    evaluators; 422 beyond). A job's ``scores`` are served ``page_scores`` at a time unless the
+    client asks for fewer. ``max_judge_tokens``: the most ``judge_params.max_tokens`` a request may
+    ask for. ``allow_models``: let requests use evaluators that load a local model (or the
+    default embedder when ``embedder`` is not given); without it they are refused, so no request
+    makes the server load or download a model.
     """
     from nbeval.runtime import Resources
 
@@ -149,7 +212,27 @@ def create_app(*, token: str | None, retriever: Callable[..., Any] | str | None 
                     else documents)
     application = _as_app(app)
     store = JobStore(lambda: Resources(judge=judge, embedder=embedder, device=device, cache=cache),
-                     workers=workers, keep=keep_jobs, chunk_rows=chunk_rows)
+                     data_dir=data_dir, workers=workers, keep=keep_jobs, keep_bytes=keep_bytes, chunk_rows=chunk_rows)
+
+    def refusals(specs: list[Any], rows: int | None) -> JSONResponse | None:
+        errors = _request_errors(specs, max_tokens=max_judge_tokens, has_embedder=embedder is not None,
+                                 allow_models=allow_models)
+        if errors:
+            detail = [{"loc": ["body", *f.split(".")], "msg": m, "type": "value_error"} for f, m in errors]
+            message = "; ".join(f"body.{f}: {m}" for f, m in errors)
+            return JSONResponse({"detail": detail, "message": message}, status_code=422)
+        if rows is not None and rows * len(specs) > max_scores:
+            return _refused("data", f"{rows} rows × {len(specs)} evaluators is over this server's limit of "
+                                    f"{max_scores} scores per request; split the data")
+        return None
+
+    def start_job(data: Any, evaluators: list[Any]) -> Job:
+        job = store.start(data, evaluators, max_scores=max_scores)
+        return job
+
+    def shown(job: Job, offset: int = 0, limit: int | None = None) -> dict[str, Any]:
+        limit = page_scores if limit is None else limit
+        return job.view(store.scores(job, offset, limit), offset=offset, limit=limit)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> Any:
@@ -160,6 +243,8 @@ def create_app(*, token: str | None, retriever: Callable[..., Any] | str | None 
                   description="Evaluate LLM and RAG applications over HTTP. Every route but /health needs "
                               "`Authorization: Bearer <token>`.")
     api.state.jobs = store
+    api.state.limits = {"max_scores": max_scores, "page_scores": page_scores, "max_judge_tokens": max_judge_tokens,
+                        "allow_models": allow_models}
 
     @api.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -198,23 +283,29 @@ def create_app(*, token: str | None, retriever: Callable[..., Any] | str | None 
         """Evaluate ``data`` or ``lab`` with ``evaluators``. Finished runs answer 200 with
         ``scores`` (the long table) and ``leaderboards``; others 202 with the job to poll."""
 
+        specs = [e if isinstance(e, str) else (e.id, e.params) for e in req.evaluators]
+        refused = refusals(specs, len(req.data) if req.data is not None else None)
+        if refused is not None:
+            return refused
+
         def start() -> Job:
             if req.lab is not None:
                 from nbeval.data.model import TestLab
 
-                return store.start(TestLab.from_json(req.lab), req.evaluator_specs())
-            return store.start(req.data, req.evaluator_specs())
+                return start_job(TestLab.from_json(req.lab), req.evaluator_specs())
+            return start_job(req.data, req.evaluator_specs())
 
         try:
             job = await run_in_threadpool(start)  # reading and planning the rows takes time on large runs
         except NbevalError as exc:
             field = ("data" if req.data is not None else "lab") if isinstance(exc, DataError) else "evaluators"
-            detail = [{"loc": ["body", field], "msg": str(exc), "type": type(exc).__name__}]
-            return JSONResponse({"detail": detail, "message": f"body.{field}: {exc}"}, status_code=422)
+            text = redact(str(exc))
+            detail = [{"loc": ["body", field], "msg": text, "type": type(exc).__name__}]
+            return JSONResponse({"detail": detail, "message": f"body.{field}: {text}"}, status_code=422)
         wait = req.wait if req.wait is not None else job.rows <= wait_rows
         while wait and not job.ended.is_set():  # waiting holds no thread
             await asyncio.sleep(0.02)
-        return JSONResponse(job.view(), status_code=200 if job.ended.is_set() else 202,
+        return JSONResponse(shown(job), status_code=200 if job.ended.is_set() else 202,
                             headers={"Location": f"/v1/evaluations/{job.id}"})
 
     @api.get("/v1/evaluations", tags=["nbeval"])
@@ -223,10 +314,13 @@ def create_app(*, token: str | None, retriever: Callable[..., Any] | str | None 
         return [j.view(with_result=False) for j in store.jobs()]
 
     @api.get("/v1/evaluations/{job_id}", tags=["nbeval"], responses={404: {"description": "no such job"}})
-    async def get_evaluation(job_id: str) -> Any:
-        """A job's status and progress (``done`` of ``total`` scores); its result once finished."""
+    def get_evaluation(job_id: str, offset: int = Query(0, ge=0, description="first record of scores"),
+                       limit: int | None = Query(None, ge=1, le=max(page_scores, 1),
+                                                 description=f"records of scores (default {page_scores})")) -> Any:
+        """A job's status and progress (``done`` of ``total`` scores); its result once finished:
+        ``leaderboards`` and a page of ``scores`` (``scores_page.next`` is the next page)."""
         found = _job_or_404(job_id)
-        return found.view() if isinstance(found, Job) else found
+        return shown(found, offset, limit) if isinstance(found, Job) else found
 
     @api.delete("/v1/evaluations/{job_id}", tags=["nbeval"], responses={404: {"description": "no such job"}})
     async def cancel_evaluation(job_id: str) -> Any:
@@ -242,29 +336,35 @@ def create_app(*, token: str | None, retriever: Callable[..., Any] | str | None 
         found = _job_or_404(job_id)
         if not isinstance(found, Job):
             return found
-        if found.result is None:
+        result = store.result(found)
+        if result is None:
             return JSONResponse({"detail": f"evaluation {job_id} is {found.status}; it has no report"},
                                 status_code=409)
-        return HTMLResponse(found.result.to_html())
+        return HTMLResponse(result.to_html())
 
     @api.post(DBGPT_PATH, tags=["DB-GPT"])
     async def dbgpt_evaluation(req: DbgptRequest) -> JSONResponse:
         """DB-GPT's evaluation request (``scene_key``, ``scene_value``, ``context``,
         ``evaluate_metrics``, ``datasets``), answered in DB-GPT's envelope."""
         try:
+            errors = _request_errors(dbgpt_evaluators(req), max_tokens=max_judge_tokens,
+                                     has_embedder=embedder is not None, allow_models=allow_models)
+            if errors:
+                return JSONResponse(envelope(error="; ".join(m for _, m in errors), code="E422"), status_code=422)
             run = await run_in_threadpool(prepare_dbgpt, req, retriever=retriever_fn, app=application,
                                           documents=documents_fn)
-            job = await run_in_threadpool(store.start, run.records, run.evaluators)
+            job = await run_in_threadpool(start_job, run.records, run.evaluators)
         except ServiceUnavailable as exc:
             return JSONResponse(envelope(error=str(exc), code="E501"), status_code=501)
         except NbevalError as exc:
-            return JSONResponse(envelope(error=str(exc), code="E422"), status_code=422)
+            return JSONResponse(envelope(error=redact(str(exc)), code="E422"), status_code=422)
         while not job.ended.is_set():
             await asyncio.sleep(0.02)
-        if job.payload is None:
+        if not job.has_result:
             return JSONResponse(envelope(error=job.error or f"the evaluation ended {job.status}", code="E500"),
                                 status_code=500)
-        return JSONResponse(envelope(dbgpt_data(req, run, job.payload)))
+        scores = await run_in_threadpool(store.scores, job)
+        return JSONResponse(envelope(dbgpt_data(req, run, {"scores": scores})))
 
     def openapi() -> dict[str, Any]:
         """FastAPI's document, plus the bearer scheme every route but /health requires."""

@@ -33,11 +33,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from nbeval.chat.secrets import redact
 from nbeval.errors import NbevalError
 from nbeval.serve.hooks import AppAnswer, CallableApp, EndpointApp, document_chunks, retrieve
 
 __all__ = ["METRICS", "DbgptContext", "DbgptItem", "DbgptRequest", "DbgptRun", "ServiceUnavailable", "dbgpt_data",
-           "envelope", "prepare_dbgpt"]
+           "dbgpt_evaluators", "envelope", "prepare_dbgpt"]
 
 #: DB-GPT metric name -> (nbeval evaluator id, metric reported as the score).
 METRICS: dict[str, tuple[str, str]] = {
@@ -173,12 +174,14 @@ def prepare_dbgpt(req: DbgptRequest, *, retriever: Callable[..., Any] | None,
             try:
                 ans.contexts = retrieve(retriever, q, top_k, req.scene_value)
             except Exception as exc:  # one failing query never stops the others
-                ans.error = f"the retriever failed: {type(exc).__name__}: {exc}"
+                ans.error = redact(f"the retriever failed: {type(exc).__name__}: {exc}")
     if req.scene_key == "app" and app is not None:
         ok = [i for i, a in enumerate(answers) if a.error is None]  # an item whose retrieval failed is not asked
         asked = app.ask([queries[i] for i in ok], [answers[i].contexts for i in ok], top_k=top_k,
                         prompt=req.context.prompt, model=req.context.model, scene_value=req.scene_value)
         for i, answer in zip(ok, asked, strict=True):
+            if answer.error is not None:  # an application's error may carry a DSN or a key: never echoed
+                answer.error = redact(answer.error)
             answers[i] = answer
 
     known: list[list[dict[str, str]] | None] = [None] * len(queries)
@@ -208,6 +211,11 @@ def prepare_dbgpt(req: DbgptRequest, *, retriever: Callable[..., Any] | None,
     return DbgptRun(records, evaluators, answers, known, chosen)
 
 
+def dbgpt_evaluators(req: DbgptRequest) -> list[str]:
+    """The nbeval evaluator ids a request's metrics run (for the service's checks)."""
+    return [_metric(m)[0] for m in req.evaluate_metrics]
+
+
 def _lookup_documents(req: DbgptRequest, documents: Callable[..., Any]) -> list[list[dict[str, str]] | str | None]:
     """Per item, its document's chunks from ``documents`` (each document asked once), the error
     text when the call failed, or ``None`` for an item without a ``doc_name``."""
@@ -216,7 +224,7 @@ def _lookup_documents(req: DbgptRequest, documents: Callable[..., Any]) -> list[
         try:
             found[name] = document_chunks(documents, name, req.scene_value)
         except Exception as exc:  # one failing lookup never stops the others
-            found[name] = f"the documents function failed: {type(exc).__name__}: {exc}"
+            found[name] = redact(f"the documents function failed: {type(exc).__name__}: {exc}")
     return [found[item.doc_name] if item.doc_name else None for item in req.datasets]
 
 

@@ -5,6 +5,12 @@ token) and the OpenAPI pages. Only ``GET /health`` is open. The token is compare
 time (:func:`hmac.compare_digest`), so the time a refusal takes says nothing about the token.
 A body over the limit is refused with 413 before the application reads any of it: at once when
 its ``Content-Length`` says so, else as soon as the bytes received pass the limit.
+
+Without a token (``--no-auth``, loopback only) a web page the user visits could still reach the
+service by DNS rebinding (a name of the attacker's that resolves to 127.0.0.1): the browser sends
+that name as ``Host``. So without a token, a request whose ``Host`` is not a loopback name or
+address (``localhost``, ``127.0.0.1``, ``[::1]``, with or without a port) is refused with 421.
+WebSocket connections (the service has none) are closed unless authenticated, never passed on.
 """
 
 from __future__ import annotations
@@ -14,7 +20,9 @@ import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-__all__ = ["OPEN_ROUTES", "Guard"]
+from nbeval.serve.server import is_loopback
+
+__all__ = ["OPEN_ROUTES", "Guard", "loopback_host"]
 
 _Scope = MutableMapping[str, Any]
 _Message = MutableMapping[str, Any]
@@ -28,6 +36,26 @@ OPEN_ROUTES = frozenset({("GET", "/health"), ("HEAD", "/health")})
 
 class _TooLarge(Exception):
     pass
+
+
+def loopback_host(host: bytes | None) -> bool:
+    """Whether a ``Host`` header names this machine: ``localhost``, a ``127.0.0.0/8`` address or
+    ``[::1]``, with or without a port."""
+    if not host:
+        return False
+    try:
+        text = host.decode("ascii").strip().lower()
+    except UnicodeDecodeError:
+        return False
+    if text.startswith("["):  # [v6]:port
+        name, _, rest = text[1:].partition("]")
+        if rest and not (rest.startswith(":") and rest[1:].isdigit()):
+            return False
+    else:
+        name, _, port = text.partition(":")
+        if port and not port.isdigit():
+            return False
+    return is_loopback(name.rstrip(".")) if name else False
 
 
 async def _reply(send: _Send, status: int, body: dict[str, Any],
@@ -62,9 +90,25 @@ class Guard:
         ok = hmac.compare_digest(credentials.strip(), self._token)
         return ok and scheme.lower() == b"bearer"
 
+    def _host(self, scope: _Scope) -> bytes | None:
+        for name, value in scope.get("headers", []):
+            if name == b"host":
+                return bytes(value)
+        return None
+
     async def __call__(self, scope: _Scope, receive: _Receive, send: _Send) -> None:
+        if scope["type"] == "websocket":
+            if self._token is None or not self._authorized(scope):  # no token: nothing is authenticated
+                await send({"type": "websocket.close", "code": 1008})
+                return
+            await self.app(scope, receive, send)
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        if self._token is None and not loopback_host(self._host(scope)):
+            await _reply(send, 421, {"detail": "this service runs without a token and answers only requests for "
+                                               "localhost, 127.0.0.1 or [::1] (the Host header)"})
             return
         if not self._authorized(scope):
             await _reply(send, 401, {"detail": "missing or wrong bearer token: send 'Authorization: Bearer <token>'"},

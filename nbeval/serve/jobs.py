@@ -1,13 +1,25 @@
-"""Evaluation jobs: planned at once, run on a small pool of worker threads, kept in memory.
+"""Evaluation jobs: planned at once, run on a small pool of worker threads, kept on disk.
 
 A job is planned in the caller's thread (:func:`nbeval.engine.plan_run`), so a bad record, an
 unknown evaluator or a missing judge is an error of the request that asked for it, before
 anything runs. The run then goes chunk by chunk (:func:`nbeval.engine.run_chunk`) on a worker,
 which updates the job's progress after every chunk and honours a cancel between chunks.
+
+Jobs live under a data directory (:func:`default_data_dir` unless given): their state in
+``jobs.sqlite``, each finished result as a result folder ``results/<id>``
+(:meth:`~nbeval.results.EvaluationResult.save`; ``nbeval.load_result`` reads it). Memory holds a
+job's small facts only: once a job has run, neither its request nor its result stays there. A
+restarted service serves the finished jobs it had, and marks those it was running
+``interrupted``. The oldest finished jobs are forgotten (their folders removed) past ``keep``
+jobs or ``keep_bytes`` of result folders.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import sqlite3
 import threading
 import time
 import uuid
@@ -15,28 +27,43 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nbeval.serve.payload import result_payload
+from nbeval.serve.payload import read_scores, result_summary
 
 if TYPE_CHECKING:
     from nbeval.engine import RunState
     from nbeval.results import EvaluationResult
     from nbeval.runtime import Resources
 
-__all__ = ["FINISHED", "Job", "JobStore"]
+__all__ = ["FINISHED", "Job", "JobStore", "default_data_dir"]
 
-#: Statuses after which a job changes no more.
-FINISHED = frozenset({"succeeded", "failed", "cancelled"})
+#: Statuses after which a job changes no more (``interrupted``: the service stopped during its run).
+FINISHED = frozenset({"succeeded", "failed", "cancelled", "interrupted"})
+
+_COLUMNS = ("id", "evaluators", "rows", "total", "done", "status", "error", "created", "finished",
+            "leaderboards", "meta", "scores_n", "bytes")
+_JSON = frozenset({"evaluators", "leaderboards", "meta"})
+
+
+def default_data_dir() -> Path:
+    """``$XDG_CACHE_HOME/nbeval/serve``, else ``~/.cache/nbeval/serve``."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join("~", ".cache")
+    return Path(base).expanduser() / "nbeval" / "serve"
 
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
+def _folder_bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
 @dataclass
 class Job:
-    """One evaluation the service was asked for."""
+    """One evaluation the service was asked for (its facts; the result is on disk)."""
 
     id: str
     evaluators: list[str]
@@ -48,21 +75,38 @@ class Job:
     done: int = 0
     """Scores finished so far."""
     status: str = "queued"
-    """``queued``, ``running``, ``succeeded``, ``failed`` or ``cancelled``."""
+    """``queued``, ``running``, ``succeeded``, ``failed``, ``cancelled`` or ``interrupted``."""
     error: str | None = None
-    """Why the job failed, when it did."""
+    """Why the job failed or was interrupted."""
     created: str = field(default_factory=_now)
     finished: str | None = None
-    result: EvaluationResult | None = None
-    payload: dict[str, Any] | None = None
-    """The result as JSON (:func:`~nbeval.serve.payload.result_payload`), built once when it ends."""
+    leaderboards: dict[str, Any] | None = None
+    """One leaderboard per evaluator, once it has a result."""
+    meta: dict[str, Any] | None = None
+    scores_n: int | None = None
+    """Records in the result's long table, once it has a result."""
+    bytes: int = 0
+    """Size of its result folder."""
     cancel: threading.Event = field(default_factory=threading.Event)
     ended: threading.Event = field(default_factory=threading.Event)
     started_at: float = field(default_factory=time.monotonic)
 
-    def view(self, with_result: bool = True) -> dict[str, Any]:
-        """The job as the API shows it; ``scores`` and ``leaderboards`` are ``None`` until it ends."""
-        payload = self.payload if with_result else None
+    @property
+    def has_result(self) -> bool:
+        return self.scores_n is not None
+
+    def view(self, scores: list[dict[str, Any]] | None = None, *, offset: int = 0, limit: int | None = None,
+             with_result: bool = True) -> dict[str, Any]:
+        """The job as the API shows it; ``scores`` (the page given, from ``offset``) and
+        ``leaderboards`` are ``None`` until it has a result. ``scores_page`` says where the page
+        lies and the ``next`` one (``None`` after the last)."""
+        shown = with_result and self.has_result
+        page = None
+        if shown and scores is not None:
+            end = offset + len(scores)
+            more = self.scores_n is not None and end < self.scores_n
+            page = {"offset": offset, "limit": limit, "total": self.scores_n,
+                    "next": f"/v1/evaluations/{self.id}?offset={end}&limit={limit}" if more else None}
         return {
             "id": self.id,
             "status": self.status,
@@ -72,43 +116,88 @@ class Job:
             "created": self.created,
             "finished": self.finished,
             "error": self.error,
-            "scores": payload["scores"] if payload else None,
-            "leaderboards": payload["leaderboards"] if payload else None,
-            "meta": payload["meta"] if payload else None,
-            "report": f"/v1/evaluations/{self.id}/report" if self.result is not None else None,
+            "scores": scores if shown else None,
+            "scores_page": page,
+            "leaderboards": self.leaderboards if shown else None,
+            "meta": self.meta if shown else None,
+            "report": f"/v1/evaluations/{self.id}/report" if self.has_result else None,
         }
 
 
 class JobStore:
-    """Jobs by id, run by ``workers`` threads; at most ``keep`` finished jobs are remembered
-    (the oldest are forgotten first). ``resources`` makes each run's shared resources (judge,
-    embedder, cache), so runs never share a client's state by accident."""
+    """Jobs by id, run by ``workers`` threads, kept under ``data_dir``; at most ``keep`` finished
+    jobs and ``keep_bytes`` of result folders are kept (the oldest are forgotten first).
+    ``resources`` makes each run's shared resources (judge, embedder, cache), so runs never
+    share a client's state by accident."""
 
-    def __init__(self, resources: Callable[[], Resources], *, workers: int = 2, keep: int = 200,
-                 chunk_rows: int = 64) -> None:
+    def __init__(self, resources: Callable[[], Resources], *, data_dir: str | os.PathLike[str] | None = None,
+                 workers: int = 2, keep: int = 200, keep_bytes: int = 2**30, chunk_rows: int = 64) -> None:
         self._resources = resources
         self.workers = max(1, workers)
         """Runs that go at once; the others wait, ``queued``."""
-        self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="nbeval-serve")
-        self._jobs: dict[str, Job] = {}
-        self._lock = threading.Lock()
         self.keep = keep
+        self.keep_bytes = keep_bytes
         self.chunk_rows = max(1, chunk_rows)
+        self.folder = Path(data_dir).expanduser() if data_dir is not None else default_data_dir()
+        (self.folder / "results").mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(self.folder / "jobs.sqlite", check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS jobs (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE, "
+                         "evaluators TEXT, rows INTEGER, total INTEGER, done INTEGER, status TEXT, error TEXT, "
+                         "created TEXT, finished TEXT, leaderboards TEXT, meta TEXT, scores_n INTEGER, "
+                         "bytes INTEGER)")
+        self._jobs: dict[str, Job] = {}
+        self._load()
+        self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="nbeval-serve")
 
-    def start(self, data: Any, evaluators: Any) -> Job:
+    def _load(self) -> None:
+        """Read the jobs a previous service left; those it had not finished are ``interrupted``."""
+        rows = self._db.execute(f"SELECT {', '.join(_COLUMNS)} FROM jobs ORDER BY seq").fetchall()
+        for row in rows:
+            facts = {k: json.loads(v) if k in _JSON and v is not None else v
+                     for k, v in zip(_COLUMNS, row, strict=True)}
+            job = Job(**facts)
+            if job.status not in FINISHED:
+                job.status = "interrupted"
+                job.error = "the service stopped before this evaluation finished"
+                job.finished = _now()
+                self._save(job)
+            job.ended.set()
+            self._jobs[job.id] = job
+
+    def _save(self, job: Job) -> None:
+        values = [json.dumps(getattr(job, k)) if k in _JSON and getattr(job, k) is not None else getattr(job, k)
+                  for k in _COLUMNS]
+        updates = ", ".join(f"{k} = excluded.{k}" for k in _COLUMNS[1:])
+        with self._lock:
+            self._db.execute(f"INSERT INTO jobs ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))}) "
+                             f"ON CONFLICT(id) DO UPDATE SET {updates}", values)
+
+    def result_folder(self, job_id: str) -> Path:
+        """Where a job's result is saved (once it has one)."""
+        return self.folder / "results" / job_id
+
+    def start(self, data: Any, evaluators: Any, *, max_scores: int | None = None) -> Job:
         """Plan a run of ``evaluators`` on ``data`` and queue it; raises what planning raises
-        (:class:`~nbeval.errors.NbevalError` for bad data or evaluators)."""
+        (:class:`~nbeval.errors.NbevalError` for bad data or evaluators), and
+        :class:`~nbeval.errors.DataError` for a run of more than ``max_scores`` scores."""
         from nbeval.engine import plan_run
+        from nbeval.errors import DataError
 
         cancel = threading.Event()
-        state = plan_run(data, evaluators, resources=self._resources(), cancel=cancel)
+        state = plan_run(data, evaluators, resources=self._resources(), cancel=cancel, keep_outcomes=False)
+        if max_scores is not None and state.total > max_scores:
+            msg = (f"{len(state.dataset.rows)} rows × {len(state.evaluators)} evaluators make {state.total} scores, "
+                   f"over this server's limit of {max_scores} per request; split the data")
+            raise DataError(msg)
         job = Job(id=uuid.uuid4().hex, evaluators=[ev.name for ev in state.evaluators], rows=len(state.dataset.rows),
-                  total=state.total,
-                  done=state.done, cancel=cancel)
+                  total=state.total, done=state.done, cancel=cancel)
         with self._lock:
-            self._forget_old()
+            self._forget_old(room=1)
             self._jobs[job.id] = job
-        self._pool.submit(self._run, job, state)
+            self._save(job)
+        self._pool.submit(self._run, job, [state])  # in a list, so the run can let it go
         return job
 
     def get(self, job_id: str) -> Job | None:
@@ -119,6 +208,20 @@ class JobStore:
         """Every remembered job, oldest first."""
         with self._lock:
             return list(self._jobs.values())
+
+    def scores(self, job: Job, offset: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
+        """Records ``offset`` to ``offset + limit`` of a finished job's long table (all with ``limit=None``)."""
+        if not job.has_result:
+            return []
+        return read_scores(self.result_folder(job.id), offset, limit)
+
+    def result(self, job: Job) -> EvaluationResult | None:
+        """A finished job's result, read from its folder."""
+        if not job.has_result:
+            return None
+        from nbeval.results.loading import load_result
+
+        return load_result(self.result_folder(job.id))
 
     def cancel(self, job_id: str) -> Job | None:
         """Ask a job to stop between chunks; rows not started are reported as cancelled."""
@@ -132,29 +235,57 @@ class JobStore:
         for job in self.jobs():
             job.cancel.set()
         self._pool.shutdown(wait=True, cancel_futures=False)
+        with self._lock:
+            self._db.close()
 
-    def _forget_old(self) -> None:
-        ended = [j for j in self._jobs.values() if j.status in FINISHED]
-        for job in ended[: max(0, len(ended) - self.keep + 1)]:
+    def _forget_old(self, room: int = 0, spare: str | None = None) -> None:
+        """Forget the oldest finished jobs past ``keep`` (less ``room``) or ``keep_bytes``; never ``spare``."""
+        ended = [j for j in self._jobs.values() if j.status in FINISHED and j.id != spare]
+        size = sum(j.bytes for j in ended)
+        count = len(ended)
+        for job in ended:
+            if count <= max(0, self.keep - room) and size <= self.keep_bytes:
+                break
+            count -= 1
+            size -= job.bytes
             del self._jobs[job.id]
+            self._db.execute("DELETE FROM jobs WHERE id = ?", (job.id,))
+            shutil.rmtree(self.result_folder(job.id), ignore_errors=True)
 
-    def _run(self, job: Job, state: RunState) -> None:
+    def _run(self, job: Job, holder: list[RunState]) -> None:
         from nbeval.engine import finish, run_chunk
 
+        state = holder.pop()
         job.status = "running"
+        self._save(job)
         status = "failed"
         try:
             while not state.finished:
                 run_chunk(state, self.chunk_rows)
                 job.done = state.done
+                self._save(job)
             result = finish(state)
-            job.payload = result_payload(result)
-            job.result = result
-            job.done = state.total
+            del state  # the request's rows go now, not when the job is forgotten
+            folder = self.result_folder(job.id)
+            tmp = folder.with_name(folder.name + ".tmp")
+            shutil.rmtree(tmp, ignore_errors=True)
+            result.save(tmp)
+            tmp.rename(folder)
+            summary = result_summary(result)
+            job.leaderboards, job.meta = summary["leaderboards"], summary["meta"]
+            job.scores_n = len(result.scores)
+            job.bytes = _folder_bytes(folder)
+            job.done = job.total
             status = "cancelled" if result.meta.get("cancelled") else "succeeded"
+            del result
         except Exception as exc:  # a bug or a resource failing outside any row: the job says why
-            job.error = f"{type(exc).__name__}: {exc}"
+            from nbeval.chat.secrets import redact
+
+            job.error = redact(f"{type(exc).__name__}: {exc}")
         finally:
             job.finished = _now()  # before the status, so a finished job always has its time
             job.status = status
+            with self._lock:
+                self._save(job)
+                self._forget_old(spare=job.id)
             job.ended.set()

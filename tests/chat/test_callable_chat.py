@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import time
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -96,13 +96,22 @@ def test_retried_through_the_client() -> None:
 
 
 def test_timeout_abandons_a_slow_call() -> None:
-    model = CallableChat(lambda m: time.sleep(2) or "late")
-    start = time.monotonic()
-    with pytest.raises(ChatError, match="timed out") as info:
-        model.chat(MSGS, timeout=0.2)
-    assert info.value.retryable and time.monotonic() - start < 1.5
-    (result,) = ChatClient(model, cache=False, timeout=0.1, max_attempts=2, backoff_base=0.001).run_many(["q"])
-    assert isinstance(result, ChatFailure) and result.attempts == 2
+    release, returned = threading.Event(), []
+
+    def slow(messages: Any) -> str:  # returns only when the test ends, far past the timeouts
+        release.wait(60)
+        returned.append(messages)
+        return "late"
+
+    model = CallableChat(slow)
+    try:
+        with pytest.raises(ChatError, match="timed out") as info:
+            model.chat(MSGS, timeout=0.2)
+        assert info.value.retryable and not returned  # abandoned at the deadline, not waited for
+        (result,) = ChatClient(model, cache=False, timeout=0.1, max_attempts=2, backoff_base=0.001).run_many(["q"])
+        assert isinstance(result, ChatFailure) and result.attempts == 2 and not returned
+    finally:
+        release.set()
 
 
 def test_identity_changes_with_source(cache_path: Path) -> None:

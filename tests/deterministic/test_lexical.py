@@ -111,7 +111,9 @@ def test_regex_match_catastrophic_pattern_does_not_hang_the_run():
             {"key": "fine", "input": "q", "actual_output": "aaa"}]
     started = time.perf_counter()
     res = nbeval.evaluate(recs, [("regex_match", {"pattern": "(a+)+$"})], progress=False)
-    assert time.perf_counter() - started < 5
+    # a deadline (the pattern's 1 s timeout); unbounded, it backtracks for far longer: the margin
+    # is for a machine with two busy processes on two cores
+    assert time.perf_counter() - started < 15
     s = res.scores.set_index("key")
     assert pytest.approx(1.0) == s.loc["fine", "value"]
     assert s.loc["slow", "error"] and "longer than" in s.loc["slow", "error"]
@@ -225,10 +227,8 @@ def test_looping_very_long_text_is_bounded():
     rng = random.Random(3)
     words = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "theta"]
     text = " ".join(rng.choice(words) for _ in range(30_000))  # ~180,000 characters
-    started = time.perf_counter()
     s = nbeval.evaluator("looping").score(_row(text))
-    assert time.perf_counter() - started < 10
-    assert s.details["searched_chars"] == LOOPING_MAX_CHARS
+    assert s.details["searched_chars"] == LOOPING_MAX_CHARS  # the bound: only so much text is searched
     assert 0.0 <= s.values["longest_repeated_substring"] <= 1.0
 
 

@@ -180,7 +180,9 @@ def test_catastrophic_regexp_is_a_row_error_not_a_hang() -> None:
     started = time.perf_counter()
     result = nbeval.evaluate(records, ["text_matching"], progress=False)
     elapsed = time.perf_counter() - started
-    assert elapsed < 2.0, f"evaluate() took {elapsed:.2f} s"
+    # a deadline (the regexp's 1 s timeout); unbounded, the pattern backtracks for far longer: the
+    # margin is for a machine with two busy processes on two cores
+    assert elapsed < 15, f"evaluate() took {elapsed:.2f} s"
 
     scores = result.scores
     evil = scores[scores["key"] == result.dataset.rows[0].key].set_index("metric")
@@ -203,6 +205,6 @@ def test_catastrophic_regexp_on_the_context_is_bounded_too() -> None:
     started = time.perf_counter()
     s = _score(actual_output="aaa", output_condition='regexp("(a+)+$")',
                context=[Chunk("a" * 50_000 + "b")])
-    assert time.perf_counter() - started < 2.0
+    assert time.perf_counter() - started < 15  # a deadline, as above
     assert s.values["parse_failures"] == 1.0
     assert "retrieved context" in s.error

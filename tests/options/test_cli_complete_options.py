@@ -10,7 +10,7 @@ import pytest
 
 import nbeval
 from nbeval.cli import main
-from tests.support.fake_openai import FakeOpenAIServer, Text
+from tests.support.fake_openai import FakeOpenAIServer, Text, together
 
 CASES = [{"key": f"c{i}", "prompt": f"Question number {i}?", "expected_output": f"{i}"} for i in range(6)]
 
@@ -54,8 +54,8 @@ def test_system_prompt_is_sent_before_every_prompt(tmp_path: Path, openai_server
 @pytest.mark.parametrize("concurrency", [1, 3])
 def test_concurrency_is_the_most_requests_in_flight(tmp_path: Path, openai_server: FakeOpenAIServer,
                                                     concurrency: int, capsys: pytest.CaptureFixture[str]) -> None:
-    openai_server.latency = 0.2  # long enough for every allowed request to be in flight together
-    openai_server.reply = lambda rec: Text(f"answer to {rec.last_content}")
+    # the first requests are held until `concurrency` of them are in flight together
+    openai_server.reply = together(openai_server, concurrency, lambda rec: Text(f"answer to {rec.last_content}"))
     assert main([*_args(tmp_path, openai_server), "--concurrency", str(concurrency), "--no-cache"]) == 0, \
         capsys.readouterr().err
     assert openai_server.request_count == len(CASES)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import nbeval
-from tests.support.fake_openai import FakeOpenAIServer, Status
+from tests.support.fake_openai import FakeOpenAIServer, Status, together
 
 VERDICT = '{"rating": "yes", "rationale": "nothing unsafe"}'
 ROWS = [{"key": f"k{i}", "input": f"question {i}", "actual_output": f"answer {i}", "model_key": "m"}
@@ -46,15 +46,7 @@ HOLD = 30
 
 @pytest.mark.parametrize("concurrency", [1, 3])
 def test_concurrency_is_the_most_judge_calls_in_flight(openai_server: FakeOpenAIServer, concurrency: int) -> None:
-    full = threading.Event()
-
-    def reply(rec: Any) -> str:  # the first calls are held until `concurrency` of them are in flight together
-        if openai_server.in_flight >= concurrency:
-            full.set()
-        full.wait(HOLD)
-        return VERDICT
-
-    openai_server.reply = reply
+    openai_server.reply = together(openai_server, concurrency, VERDICT)  # held until that many are in flight
     res = nbeval.evaluate(ROWS, ["safety"], judge=_judge(openai_server), concurrency=concurrency, cache=False,
                           progress=False)
     assert openai_server.request_count == len(ROWS)

@@ -269,6 +269,43 @@ COVERAGE: dict[str, list[str]] = {
         "tests/serve/test_cli_serve.py::test_no_auth_on_loopback_with_a_python_app_and_workers",
         "tests/serve/test_evaluations.py::test_workers_bounds_the_runs_at_once",
     ],
+    "nbeval serve --data-dir": [
+        "tests/serve/test_redteam.py::test_the_command_passes_the_connection_bounds_to_uvicorn",
+        "tests/serve/test_redteam.py::test_a_finished_job_is_served_after_a_restart",
+    ],
+    "nbeval serve --keep-jobs": [
+        "tests/serve/test_redteam.py::test_the_command_passes_the_request_and_job_limits",
+    ],
+    "nbeval serve --keep-bytes": [
+        "tests/serve/test_redteam.py::test_the_command_passes_the_request_and_job_limits",
+        "tests/serve/test_redteam.py::test_jobs_are_forgotten_by_size_as_well_as_count",
+    ],
+    "nbeval serve --max-scores": [
+        "tests/serve/test_redteam.py::test_the_command_passes_the_request_and_job_limits",
+        "tests/serve/test_redteam.py::test_a_request_over_the_score_limit_is_refused",
+    ],
+    "nbeval serve --max-judge-tokens": [
+        "tests/serve/test_redteam.py::test_the_command_passes_the_request_and_job_limits",
+        "tests/serve/test_redteam.py::test_max_tokens_is_capped_by_the_servers_setting",
+    ],
+    "nbeval serve --allow-models": [
+        "tests/serve/test_redteam.py::test_the_command_passes_the_request_and_job_limits",
+        "tests/serve/test_redteam.py::test_evaluators_that_load_a_model_are_refused_unless_allowed",
+    ],
+    "nbeval serve --limit-concurrency": [
+        "tests/serve/test_redteam.py::test_the_command_passes_the_connection_bounds_to_uvicorn",
+        "tests/serve/test_redteam.py::test_past_the_connection_limit_requests_get_503_not_a_hang",
+    ],
+    "nbeval serve --timeout-keep-alive": [
+        "tests/serve/test_redteam.py::test_the_command_passes_the_connection_bounds_to_uvicorn",
+    ],
+    "nbeval serve --header-timeout": [
+        "tests/serve/test_redteam.py::test_the_command_passes_the_connection_bounds_to_uvicorn",
+        "tests/serve/test_redteam.py::test_a_client_that_never_finishes_its_head_is_cut_off",
+    ],
+    "nbeval serve --max-header-bytes": [
+        "tests/serve/test_redteam.py::test_the_command_passes_the_connection_bounds_to_uvicorn",
+    ],
 }
 
 

@@ -135,9 +135,9 @@ def test_a_port_that_accepts_and_stays_silent_times_out(serve: Any, data: Path,
 
 
 def test_a_closed_port_is_refused_in_one_line(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    with socket.create_server(("127.0.0.1", 0)) as sock:
-        port = sock.getsockname()[1]
-    status, err = _run(data, f"tcp://127.0.0.1:{port}", capsys)  # closed: nothing listens there now
+    with socket.socket() as sock:  # bound, never listening: refused, and no other process can take the port
+        sock.bind(("127.0.0.1", 0))
+        status, err = _run(data, f"tcp://127.0.0.1:{sock.getsockname()[1]}", capsys)
     line = _one_error_line(err)
     assert status == 2 and "connection refused" in line, line
 
@@ -168,10 +168,12 @@ def test_python_callers_get_an_nbeval_error(serve: Any, monkeypatch: pytest.Monk
 
 
 def test_an_evaluator_that_does_not_pickle_is_named_before_anything_is_sent() -> None:
+    import threading
+
     rows = [{"key": "a", "input": "q", "expected_output": "a b", "actual_output": "a c"}]
-    used = nbeval.evaluator("rouge")
-    nbeval.evaluate(rows, [used], progress=False)  # a used rouge holds its tokenizer's local functions
-    with pytest.raises(nbeval.NbevalError, match="evaluator 'rouge' cannot be sent to the Dask workers"):
+    used = nbeval.evaluator("exact_match")
+    used.guard = threading.Lock()  # what a plugin might keep: a lock never pickles
+    with pytest.raises(nbeval.NbevalError, match="evaluator 'exact_match' cannot be sent to the Dask workers"):
         nbeval.evaluate(rows, [used], progress=False, scheduler="tcp://127.0.0.1:9")  # nothing listens: never asked
 
 

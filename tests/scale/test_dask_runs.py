@@ -150,9 +150,9 @@ def test_cli_run_scores_on_the_scheduler_it_names(client: Any, tmp_path: Path,
 def test_partitions_move_between_workers_after_the_evaluators_were_used(client: Any) -> None:
     """The Active Memory Manager drops a worker's copy of what the run sent when no task there is
     waiting for it; the worker's next partition fetches it from another worker, which has used
-    the evaluators by then. A used ``rouge`` does not pickle: the fetch failed inside Dask and the
-    partition waited for ever. The run sends its evaluators pickled once, as bytes, so any worker
-    can hand them on. Here the Manager runs after every partition instead of every 2 s."""
+    the evaluators by then. A used ``rouge`` did not pickle (it does since issue 35): the fetch
+    failed inside Dask and the partition waited for ever. The run sends its evaluators pickled
+    once, as bytes, so any worker can hand them on. Here the Manager runs after every partition instead of every 2 s."""
     recs = _records(40)
     local = nbeval.evaluate(recs, ["rouge"], chunk_rows=2, progress=False)
     res = nbeval.evaluate(recs, ["rouge"], chunk_rows=2, progress=False, scheduler=client,

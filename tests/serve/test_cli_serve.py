@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +16,7 @@ import uvicorn
 
 from nbeval.cli import main
 from tests.serve import plugins
-from tests.serve.conftest import free_port
+from tests.serve.conftest import free_port, start_in_thread, uvicorn_server
 from tests.support.fake_openai import FakeOpenAIServer, Recorded
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -129,12 +128,9 @@ def test_no_auth_on_loopback_with_a_python_app_and_workers(captured: _Captured) 
     assert captured.app.state.jobs.workers == 3
     # serve the app it built: no token needed, and app scenes call tests.serve.plugins:app
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(captured.app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
+    server = uvicorn_server(captured.app, port)
+    thread = start_in_thread(server)
     try:
-        while not server.started:
-            time.sleep(0.02)
         body = {"scene_key": "app", "scene_value": "a", "context": {"top_k": 1}, "evaluate_metrics": ["looping"],
                 "datasets": [{"query": "what is AWEL"}]}
         r = httpx.post(f"http://127.0.0.1:{port}{PATH}", json=body, timeout=60)
@@ -183,7 +179,8 @@ def test_documents_gives_the_expected_documents_chunks(captured: _Captured) -> N
 
     body = {"scene_key": "recall", "scene_value": "s", "context": {"top_k": 1},
             "evaluate_metrics": ["RetrieverMRRMetric"], "datasets": [{"query": "what is AWEL", "doc_name": "awel.md"}]}
-    entry = TestClient(captured.app).post(PATH, json=body).json()["data"][0][0]
+    # without a token the service answers only requests for a loopback Host (TestClient's is "testserver")
+    entry = TestClient(captured.app, base_url="http://127.0.0.1").post(PATH, json=body).json()["data"][0][0]
     # both awel.md chunks, though only one was retrieved: DB-GPT's contexts, from the documents function
     assert entry["contexts"] == [plugins.CHUNKS[0]["content"], plugins.CHUNKS[2]["content"]]
     assert entry["score"] == 1.0 and entry["prediction_cost"] == 0

@@ -1,12 +1,17 @@
 """nbeval's own API over HTTP: POST /v1/evaluations answered at once or as a job, polling,
-cancelling, reports, bad bodies and several clients at once."""
+cancelling, reports, bad bodies and several clients at once.
+
+A long job is made of ``t_held`` rows, which wait for the test to let them go (a
+``threading.Event``): what a test sees while a job runs does not depend on how fast the machine is.
+"""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -24,19 +29,52 @@ RECORDS = [
 ]
 
 
-def _register_slow(seconds: float) -> None:
-    """``t_slow``: scores every row 1.0 after sleeping ``seconds`` (a long job, offline)."""
+@dataclass
+class Gate:
+    """What ``t_held`` rows wait for: rows ``r<i>`` with ``i >= hold_from`` wait for ``release``;
+    ``reached`` is set when the first of them starts waiting."""
 
-    @registry.register(spec=EvaluatorSpec(id="t_slow", family="test", kind="score", inputs=("actual_output",),
+    hold_from: int = 0
+    release: threading.Event = field(default_factory=threading.Event)
+    reached: threading.Event = field(default_factory=threading.Event)
+
+
+@pytest.fixture
+def gate() -> Iterator[Gate]:
+    """``t_held`` registered for the test (every row held until ``gate.release``); let go after it."""
+    g = Gate()
+
+    @registry.register(spec=EvaluatorSpec(id="t_held", family="test", kind="score", inputs=("actual_output",),
                                           metrics=(MetricSpec("score", primary=True),)))
-    class Slow(Evaluator):
+    class Held(Evaluator):
         def score(self, row: Any) -> Score:
-            time.sleep(seconds)
+            if int(str(row.key).lstrip("r")) >= g.hold_from:
+                g.reached.set()
+                assert g.release.wait(60), "a held row was never let go"
             return Score({"score": 1.0})
+
+    yield g
+    g.release.set()
 
 
 def _rows(n: int) -> list[dict[str, Any]]:
     return [{"key": f"r{i}", "input": f"q{i}", "actual_output": f"a{i}"} for i in range(n)]
+
+
+def _wait_for(condition: Callable[[], bool], timeout: float = 60) -> bool:
+    """Whether ``condition()`` came true within ``timeout`` seconds, asked every 20 ms (what the
+    service shows only over HTTP; the bound is generous, not a measure)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def _progress(client: httpx.Client, job_id: str, seen: list[dict[str, Any]]) -> dict[str, Any]:
+    seen.append(client.get(f"/v1/evaluations/{job_id}").json()["progress"])
+    return seen[-1]
 
 
 def _poll(client: httpx.Client, job_id: str, seen: list[dict[str, Any]] | None = None,
@@ -96,15 +134,19 @@ def test_a_lab_is_evaluated_like_the_library_does(service: LiveService) -> None:
     assert {row["model_key"] for row in body["leaderboards"]["exact_match"]} == {m.key for m in lab.models}
 
 
-def test_a_long_job_answers_with_its_id_and_is_polled_to_completion(start_service: Callable[..., LiveService]) -> None:
-    _register_slow(0.03)
+def test_a_long_job_answers_with_its_id_and_is_polled_to_completion(start_service: Callable[..., LiveService],
+                                                                     gate: Gate) -> None:
+    gate.hold_from = 20  # the first half is scored at once, the rest waits until progress was seen
     svc = start_service(wait_rows=10, chunk_rows=4)
-    r = svc.client.post("/v1/evaluations", json={"data": _rows(40), "evaluators": ["t_slow"]})
+    r = svc.client.post("/v1/evaluations", json={"data": _rows(40), "evaluators": ["t_held"]})
     assert r.status_code == 202
     job = r.json()
     assert r.headers["location"] == f"/v1/evaluations/{job['id']}"
     assert job["scores"] is None and job["progress"]["total"] == 40
     seen: list[dict[str, Any]] = []
+    assert gate.reached.wait(60)
+    assert _wait_for(lambda: _progress(svc.client, job["id"], seen)["done"] > 0)  # while r20 and on wait
+    gate.release.set()
     final = _poll(svc.client, job["id"], seen)
     assert final["status"] == "succeeded"
     assert final["progress"] == {"done": 40, "total": 40}
@@ -116,16 +158,15 @@ def test_a_long_job_answers_with_its_id_and_is_polled_to_completion(start_servic
     assert [j["id"] for j in listed] == [job["id"]] and listed[0]["scores"] is None
 
 
-def test_cancel_stops_a_job_and_keeps_what_was_scored(start_service: Callable[..., LiveService]) -> None:
-    _register_slow(0.05)
+def test_cancel_stops_a_job_and_keeps_what_was_scored(start_service: Callable[..., LiveService],
+                                                       gate: Gate) -> None:
+    gate.hold_from = 10  # r0..r9 are scored; r10 waits until the job is cancelled
     svc = start_service(chunk_rows=2)
-    job = svc.client.post("/v1/evaluations", json={"data": _rows(60), "evaluators": ["t_slow"], "wait": False}).json()
-    deadline = time.monotonic() + 30
-    while svc.client.get(f"/v1/evaluations/{job['id']}").json()["progress"]["done"] == 0:
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    job = svc.client.post("/v1/evaluations", json={"data": _rows(60), "evaluators": ["t_held"], "wait": False}).json()
+    assert gate.reached.wait(60)
     r = svc.client.delete(f"/v1/evaluations/{job['id']}")
     assert r.status_code == 200
+    gate.release.set()
     final = _poll(svc.client, job["id"])
     assert final["status"] == "cancelled"
     scored = [s for s in final["scores"] if not s["skipped"]]
@@ -134,13 +175,14 @@ def test_cancel_stops_a_job_and_keeps_what_was_scored(start_service: Callable[..
     assert final["meta"]["cancelled"] is True
 
 
-def test_workers_bounds_the_runs_at_once(start_service: Callable[..., LiveService]) -> None:
-    _register_slow(0.05)
+def test_workers_bounds_the_runs_at_once(start_service: Callable[..., LiveService], gate: Gate) -> None:
     svc = start_service(workers=1)
-    first = svc.client.post("/v1/evaluations", json={"data": _rows(10), "evaluators": ["t_slow"], "wait": False}).json()
-    second = svc.client.post("/v1/evaluations", json={"data": _rows(10), "evaluators": ["t_slow"],
+    first = svc.client.post("/v1/evaluations", json={"data": _rows(10), "evaluators": ["t_held"], "wait": False}).json()
+    second = svc.client.post("/v1/evaluations", json={"data": _rows(10), "evaluators": ["t_held"],
                                                       "wait": False}).json()
+    assert gate.reached.wait(60)  # the first job runs (held at its first row)
     assert svc.client.get(f"/v1/evaluations/{second['id']}").json()["status"] == "queued"
+    gate.release.set()
     assert _poll(svc.client, first["id"])["status"] == "succeeded"
     assert _poll(svc.client, second["id"])["status"] == "succeeded"
 
@@ -155,15 +197,15 @@ def test_the_report_is_html_with_the_text_escaped(service: LiveService) -> None:
     assert service.anonymous.get(job["report"]).status_code == 401
 
 
-def test_unknown_jobs_are_404_and_an_unfinished_report_409(start_service: Callable[..., LiveService]) -> None:
-    _register_slow(0.05)
+def test_unknown_jobs_are_404_and_an_unfinished_report_409(start_service: Callable[..., LiveService],
+                                                            gate: Gate) -> None:
     svc = start_service()
     for method in ("GET", "DELETE"):
         r = svc.client.request(method, "/v1/evaluations/no-such-job")
         assert r.status_code == 404 and "no-such-job" in r.json()["detail"]
     assert svc.client.get("/v1/evaluations/no-such-job/report").status_code == 404
-    job = svc.client.post("/v1/evaluations", json={"data": _rows(20), "evaluators": ["t_slow"], "wait": False}).json()
-    r = svc.client.get(f"/v1/evaluations/{job['id']}/report")
+    job = svc.client.post("/v1/evaluations", json={"data": _rows(20), "evaluators": ["t_held"], "wait": False}).json()
+    r = svc.client.get(f"/v1/evaluations/{job['id']}/report")  # unfinished: every row is held
     assert r.status_code == 409
     svc.client.delete(f"/v1/evaluations/{job['id']}")
 
@@ -250,17 +292,17 @@ def test_only_the_latest_finished_jobs_are_remembered(start_service: Callable[..
     assert [j["id"] for j in svc.client.get("/v1/evaluations").json()] == ids[1:]
 
 
-def test_waiting_requests_do_not_starve_the_others(start_service: Callable[..., LiveService]) -> None:
-    _register_slow(0.2)
+def test_waiting_requests_do_not_starve_the_others(start_service: Callable[..., LiveService], gate: Gate) -> None:
     svc = start_service(workers=1)
     with ThreadPoolExecutor(50) as pool:  # more waiting clients than the server has threads (40)
         waiting = [pool.submit(svc.client.post, "/v1/evaluations",
-                               json={"data": _rows(1), "evaluators": ["t_slow"], "wait": True}) for _ in range(45)]
-        time.sleep(0.5)
-        started = time.monotonic()
-        assert svc.anonymous.get("/health").status_code == 200
-        assert svc.client.get("/v1/evaluations").status_code == 200
-        assert time.monotonic() - started < 2
+                               json={"data": _rows(1), "evaluators": ["t_held"], "wait": True}) for _ in range(45)]
+        # Every job is held, so all 45 requests stay waiting: the server still lists them, and
+        # answers /health. A starved server would not answer before the rows are let go, which
+        # is never: the request's timeout (generous, for a busy machine) would end the test.
+        assert _wait_for(lambda: len(svc.client.get("/v1/evaluations", timeout=30).json()) == 45)
+        assert svc.anonymous.get("/health", timeout=30).status_code == 200
         for job in svc.client.get("/v1/evaluations").json():
             svc.client.delete(f"/v1/evaluations/{job['id']}")
+        gate.release.set()
         assert all(f.result().status_code == 200 for f in waiting)

@@ -152,3 +152,17 @@ def test_other_labels_get_the_error_they_always_did() -> None:
     with pytest.raises(nbeval.DataError, match="got int 2; a pass/fail label may also be 1/0"):
         res.set_labels([{"key": "c1", "model_key": "A", "evaluator": "rouge", "label": 2}])
     assert res.labels.empty
+
+
+def test_a_label_over_the_cap_is_refused_when_set(tmp_path) -> None:
+    # issue 35 (19): a 70 MB label was kept; the cap load_result enforces now applies on the way in
+    import nbeval
+    from nbeval.errors import DataError
+    from nbeval.results.limits import MAX_LABEL_CHARS
+
+    result = nbeval.evaluate(nbeval.demo_lab(), ["exact_match"], progress=False)
+    row = result.scores.iloc[0]
+    ok = {"key": row["key"], "model_key": row["model_key"], "evaluator": "exact_match"}
+    result.set_labels([{**ok, "label": "x" * MAX_LABEL_CHARS}])
+    with pytest.raises(DataError, match=r"row 1.*label|label.*row 1"):
+        result.set_labels([{**ok, "label": "x" * (MAX_LABEL_CHARS + 1)}])

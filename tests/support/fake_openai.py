@@ -18,7 +18,8 @@ body that is not JSON), :class:`Drip` (a 200 whose headers come at once and whos
 one byte at a time, slowly: no gap between bytes is long, but the whole reply takes minutes).
 ``latency`` delays every answer. Every request is recorded (``requests``),
 counted (``request_count``), and the most requests ever in flight at once is ``max_in_flight``.
-``wait_until(condition)`` blocks until the server's counts say so (no polling, no sleeping).
+``wait_until(condition)`` blocks until the server's counts say so (no polling, no sleeping), and
+``together(server, n)`` is a reply that holds the first requests until ``n`` are in flight at once.
 
 Default token usage, easy to work out by hand: prompt tokens = the number of whitespace-separated
 words over all message contents, completion tokens = the words of the reply.
@@ -49,6 +50,7 @@ __all__ = [
     "Status",
     "Text",
     "rate_limited",
+    "together",
 ]
 
 
@@ -105,6 +107,23 @@ def rate_limited(retry_after: str | float = "1") -> Status:
 
 
 Behaviour = Union[str, Text, Status, Hang, Drop, Garbage, Drip]
+
+
+def together(server: FakeOpenAIServer, n: int, then: Behaviour | Callable[[Recorded], Behaviour] = "ok", *,
+             hold: float = 30.0) -> Callable[[Recorded], Behaviour]:
+    """A reply for ``server.reply``: the first requests are held until ``n`` are in flight at
+    once, then every request gets ``then``. A client allowed ``n`` calls at once makes
+    ``server.max_in_flight == n`` without relying on the server being slow; a client that never
+    gets to ``n`` waits ``hold`` seconds per held call and the test sees a smaller maximum."""
+    full = threading.Event()
+
+    def reply(rec: Recorded) -> Behaviour:
+        if server.in_flight >= n:
+            full.set()
+        full.wait(hold)
+        return then(rec) if callable(then) else then
+
+    return reply
 
 
 class Headers(dict):

@@ -345,6 +345,7 @@ class Rouge(Evaluator):
     of ROUGE-1.5.5 and of summarisation papers. On one-line texts the two are equal."""
 
     _scorer: Any = None
+    rebuilt_on_use = ("_scorer",)  # its tokenizer memoises through a local function
 
     def _get_scorer(self) -> Any:
         if self._scorer is None:
