@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from nbeval.cli import main
+from tests.support.refusals import run_error_line
 
 DEEP = "[" * 100_000 + "]" * 100_000
 
@@ -55,12 +55,6 @@ CASES = [
 def test_a_red_team_file_is_exit_2_and_one_line(make: Callable[[Path], Path], row: str, field: str, why: str,
                                                 tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = make(tmp_path)
-    code = main(["run", str(path), "-e", "exact_match", "--out", str(tmp_path / "out"), "--no-progress"])
-    err = capsys.readouterr().err
-    assert code == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    line = lines[0]
+    line = run_error_line(path, tmp_path, capsys)
     assert line.startswith(f"nbeval: error: {path}"), line
     assert row in line and field in line and why in line, line
-    assert "Traceback" not in err

@@ -12,7 +12,6 @@ tampered with makes ``load_result`` raise a DataError naming the file and the li
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from nbeval.data import tabular
 from nbeval.data.fields import DataWarning
 from nbeval.data.model import LlmDataset, TestSuite
 from nbeval.errors import DataError
+from tests.support.refusals import run_error_line, tampered_folder_error
 
 GOOD_ROW = {"input": "q", "expected_output": "a", "actual_output": "a"}
 
@@ -102,15 +102,10 @@ BAD_FILES.append(("csv-huge-cell", _huge_cell, ["row 2", "longer than 1,000 char
 def test_a_bad_file_is_exit_2_and_one_line(make: Callable[[Path], Path], says: list[str], tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     path = make(tmp_path)
-    code = main(["run", str(path), "-e", "exact_match", "--out", str(tmp_path / "out"), "--no-progress"])
-    err = capsys.readouterr().err
-    assert code == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("nbeval: error: ") and path.name in lines[0]
+    line = run_error_line(path, tmp_path, capsys)
+    assert line.startswith("nbeval: error: ") and path.name in line
     for words in says:
-        assert words in lines[0]
-    assert "Traceback" not in err
+        assert words in line
 
 
 @pytest.mark.parametrize(("make", "says"), [pytest.param(m, s, id=i) for i, m, s in BAD_FILES])
@@ -288,14 +283,8 @@ TAMPERED = [
 @pytest.mark.parametrize(("tamper", "file", "says"), [pytest.param(t, f, s, id=i) for i, t, f, s in TAMPERED])
 def test_a_tampered_result_folder_is_a_data_error(saved: Path, tamper: Callable[[Path], None], file: str,
                                                   says: list[str], tmp_path: Path) -> None:
-    folder = tmp_path / "r"
-    shutil.copytree(saved, folder)
-    nbeval.load_result(folder)  # untouched, it loads
-    tamper(folder)
-    with pytest.raises(DataError) as info:
-        nbeval.load_result(folder)
-    text = str(info.value)
-    assert file in text and "\n" not in text
+    text = tampered_folder_error(saved, tamper, tmp_path)
+    assert file in text
     for words in says:
         assert words in text
 
