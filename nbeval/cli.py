@@ -1,8 +1,9 @@
 """The ``nbeval`` command: list evaluators, run an evaluation, run the demo.
 
-    nbeval evaluators                      the catalogue
+    nbeval --version
+    nbeval evaluators [TEXT...]            the catalogue (the evaluators containing every word of TEXT)
     nbeval evaluator show ID               one evaluator in full (with its judge prompt)
-    nbeval run DATA -e rouge,bleu --out DIR
+    nbeval run DATA -e rouge,bleu --out DIR   (DATA ``demo``: the shipped demo lab, unless a file is named so)
     nbeval complete SUITE -m MODEL [-m MODEL2] --base-url URL --out lab.json
     nbeval perturb SUITE -p typos,case [--intensity medium] [--seed 0] --out suite2.json
     nbeval perturbators                    the perturbators: ids, names, whether they change meaning
@@ -25,22 +26,54 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from nbeval.errors import NbevalError
+from nbeval.errors import JudgeNotConfigured, NbevalError
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "data_or_demo", "judge_error", "judge_plan_text", "main", "matching_specs",
+           "no_match_note", "spec_search_text"]
+
+
+def spec_search_text(spec: Any) -> str:
+    """What a catalogue filter searches in an evaluator (lower case): its id, family, kind, inputs,
+    metrics and description."""
+    return " ".join([spec.id, spec.family, spec.kind, *spec.inputs, *(m.name for m in spec.metrics),
+                     spec.description]).lower()
+
+
+def matching_specs(family: str | None, words: Sequence[str] = ()) -> list[Any]:
+    """The catalogue's evaluators, sorted by family and id: those of ``family`` (an unknown one is
+    refused, naming the known ones) whose :func:`spec_search_text` contains every one of ``words``
+    (case-insensitive). ``nbeval evaluators`` and ``%nbeval evaluators`` both filter with this."""
+    from nbeval.evaluators.registry import list_evaluators
+
+    if family is not None:
+        known = sorted({s.family for s in list_evaluators()})
+        if family not in known:
+            msg = f"unknown family {family!r}; the families are {', '.join(known)}"
+            raise NbevalError(msg)
+    wanted = [w.lower() for w in words]
+    return [s for s in sorted(list_evaluators(family), key=lambda s: (s.family, s.id))
+            if all(w in spec_search_text(s) for w in wanted)]
+
+
+def no_match_note(words: Sequence[str], family: str | None, everything: str) -> str:
+    """What a catalogue filter that kept nothing says; ``everything`` is the command listing them all."""
+    where = f" in family {family!r}" if family else ""
+    return f"no evaluator matches {' '.join(words)!r}{where}; `{everything}` lists them all"
 
 
 def _print_catalogue(args: argparse.Namespace) -> int:
     from nbeval.chat.config import judge_configured
-    from nbeval.evaluators.registry import list_evaluators
 
-    specs = list_evaluators(args.family)
+    specs = matching_specs(args.family, args.text)
     judge_set = judge_configured()
     if args.json:
         print(json.dumps([_spec_dict(s) for s in specs], indent=2))
         return 0
+    if not specs:
+        print(no_match_note(args.text, args.family, "nbeval evaluators"))
+        return 0
     family = None
-    for s in sorted(specs, key=lambda s: (s.family, s.id)):
+    for s in specs:
         if s.family != family:
             family = s.family
             print(f"\n[{family}]")
@@ -53,10 +86,8 @@ def _print_catalogue(args: argparse.Namespace) -> int:
     print("\n* primary metric. Inputs: input, expected_output, context, expected_context, actual_output, "
           "output_condition, guidelines, categories.")
     if not judge_set and any(s.needs_judge for s in specs):
-        from nbeval.chat.config import judge_help_text
-
         print("\nNo judge is configured, so the evaluators marked (needs a judge) cannot run yet.\n"
-              + judge_help_text())
+              + _CLI_JUDGE_HELP)
     return 0
 
 
@@ -115,6 +146,46 @@ def _judge_spec(args: argparse.Namespace) -> Any:
             msg = "--judge-base-url needs a model name: give --judge NAME or set NBEVAL_JUDGE_MODEL"
             raise NbevalError(msg)
     return _endpoint(model, base_url) if model else None
+
+
+#: How to give ``nbeval run`` a judge: what a "needs a judge" error says on the command line.
+_CLI_JUDGE_HELP = (
+    "A judge is the chat model that grades answers. Give one with\n"
+    "  --judge MODEL             a model name at OpenAI's API (key: NBEVAL_JUDGE_API_KEY or OPENAI_API_KEY),\n"
+    "                            or hf:<name or path> for a local Hugging Face model;\n"
+    "  --judge-base-url URL      with --judge, an OpenAI-compatible server, e.g. http://localhost:11434/v1\n"
+    "                            for Ollama;\n"
+    "or in the environment: NBEVAL_JUDGE_MODEL, NBEVAL_JUDGE_BASE_URL, NBEVAL_JUDGE_API_KEY.")
+
+#: The same in a notebook, for the ``%nbeval`` magics.
+_MAGIC_JUDGE_HELP = (
+    "A judge is the chat model that grades answers: `%nbeval judge MODEL [--base-url URL]` sets one for this\n"
+    "session (MODEL at OpenAI's API or at an OpenAI-compatible server's URL, or hf:<name or path> for a\n"
+    "local Hugging Face model).")
+
+#: What the Python API's messages say to do about a missing judge, and what replaces it where.
+_PYTHON_JUDGE_HINT = "pass judge=... or set NBEVAL_JUDGE_MODEL"
+_JUDGE_HINTS = {False: "give --judge MODEL (and --judge-base-url URL) or set NBEVAL_JUDGE_MODEL",
+                True: "set one with `%nbeval judge MODEL [--base-url URL]`"}
+
+
+def judge_error(exc: BaseException, *, magic: bool = False) -> str:
+    """The message of a missing-judge error (:class:`~nbeval.errors.JudgeNotConfigured`) in the
+    terms of where it is shown: the command line's flags (``--judge``, ``--judge-base-url``), or
+    with ``magic`` the ``%nbeval judge`` magic, in place of the Python API's ``judge=...``."""
+    from nbeval.chat.config import judge_help_text
+
+    text = judge_plan_text(str(exc), magic=magic)
+    help_text = _MAGIC_JUDGE_HELP if magic else _CLI_JUDGE_HELP
+    if judge_help_text() in text:
+        return text.replace(judge_help_text(), help_text)
+    return f"{text}\n{help_text}"
+
+
+def judge_plan_text(text: str, *, magic: bool = False) -> str:
+    """``text`` (a dry run's plan) with its advice about a missing judge in the terms of the
+    command line or, with ``magic``, of the magics."""
+    return text.replace(_PYTHON_JUDGE_HINT, _JUDGE_HINTS[magic])
 
 
 def _evaluate_kwargs(args: argparse.Namespace) -> dict[str, Any]:
@@ -227,18 +298,29 @@ def _check_file_out(out: Path, inputs: Sequence[str], what: str = "lab") -> None
         raise DataError(f"--out {out}: {exc}") from None
 
 
+def data_or_demo(text: str) -> Any:
+    """What a command's DATA names: the file ``text``, or the shipped demo lab for ``demo`` when
+    no file of that name is in the current folder (a file named ``demo`` wins)."""
+    if text == "demo" and not Path(text).exists():
+        from nbeval.demo import demo_lab
+
+        return demo_lab()
+    return text
+
+
 def _run(args: argparse.Namespace) -> int:
     import nbeval
     from nbeval.engine import Interrupted
 
     evaluators = [e for e in args.evaluators.split(",") if e.strip()]
     kwargs = _evaluate_kwargs(args)
+    data = data_or_demo(args.data)
     if args.dry_run:
-        print(nbeval.evaluate(args.data, evaluators, dry_run=True, **kwargs))
+        print(judge_plan_text(str(nbeval.evaluate(data, evaluators, dry_run=True, **kwargs))))
         return 0
-    _check_run_out(Path(args.out), [args.data])
+    _check_run_out(Path(args.out), [data] if isinstance(data, str) else [])
     try:
-        result = nbeval.evaluate(args.data, evaluators, **kwargs)
+        result = nbeval.evaluate(data, evaluators, **kwargs)
     except Interrupted as stop:  # Ctrl-C: what was scored is saved, the rest marked cancelled
         partial, out = stop.result, Path(args.out)
         _saved_or_not(lambda: _save_partial(partial, out), f"saved the partial result to {out}/ (the rows not "
@@ -335,10 +417,11 @@ def _perturb(args: argparse.Namespace) -> int:
     from nbeval.perturbation import perturb, perturbed_count
     from nbeval.results.files import write_aside
 
-    _check_file_out(Path(args.out), [args.suite], "perturbed")
+    data = data_or_demo(args.suite)
+    _check_file_out(Path(args.out), [data] if isinstance(data, str) else [], "perturbed")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        suite = perturb(args.suite, args.perturbators, intensity=args.intensity, seed=args.seed,
+        suite = perturb(data, args.perturbators, intensity=args.intensity, seed=args.seed,
                         keep_originals=not args.no_originals)
     for w in caught:
         print(f"nbeval: note: {w.message}", file=sys.stderr)
@@ -371,10 +454,16 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from nbeval import __version__
+
     p = argparse.ArgumentParser(prog="nbeval", description="Evaluate LLM and RAG applications.")
+    p.add_argument("--version", action="version", version=f"nbeval {__version__}",
+                   help="print nbeval's version and exit")
     sub = p.add_subparsers(dest="command", required=True)
 
     cat = sub.add_parser("evaluators", help="list the evaluator catalogue")
+    cat.add_argument("text", nargs="*", help="keep the evaluators whose id, family, kind, inputs, metrics or "
+                                             "description contain every word (case-insensitive)")
     cat.add_argument("--family", help="only this family (deterministic, embedding, judge, ...)")
     cat.add_argument("--json", action="store_true", help="machine-readable output")
     cat.set_defaults(func=_print_catalogue)
@@ -382,7 +471,7 @@ def build_parser() -> argparse.ArgumentParser:
     one = sub.add_parser("evaluator", help="show one evaluator")
     one_sub = one.add_subparsers(dest="action", required=True)
     show = one_sub.add_parser("show", help="show an evaluator's inputs, metrics and prompt")
-    show.add_argument("id")
+    show.add_argument("id", help="the evaluator's id (`nbeval evaluators` lists them)")
     show.set_defaults(func=_show_evaluator)
 
     run = sub.add_parser(
@@ -404,7 +493,8 @@ def build_parser() -> argparse.ArgumentParser:
             "             or unrated); every row skipped for an optional input it lacks is fine,\n"
             "             unless the whole run measured nothing\n"
             "Exit status: 0 on success, 1 when the gate trips, 2 on bad input."))
-    run.add_argument("data", help="JSON, JSONL, CSV or Parquet file in any shape nbeval reads")
+    run.add_argument("data", help="JSON, JSONL, CSV or Parquet file in any shape nbeval reads, or `demo` for the "
+                                  "shipped demo lab (a file named demo in the current folder wins)")
     run.add_argument("-e", "--evaluators", required=True, help="comma-separated evaluator ids")
     run.add_argument("--out", default="nbeval-out", help="folder for the saved result and report.html")
     run.add_argument("--judge", help="judge model name (OpenAI-compatible endpoint)")
@@ -426,7 +516,7 @@ def build_parser() -> argparse.ArgumentParser:
                       metavar="KINDS",
                       help="exit 1 only on problems of these kinds (comma-separated, from the list below); "
                            "the others are listed but do not fail the run")
-    run.add_argument("--no-progress", action="store_true")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.set_defaults(func=_run)
 
     comp = sub.add_parser("complete", help="ask models to answer a suite and write the completed lab")
@@ -439,11 +529,12 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--out", default="lab.json", help="where to write the completed lab")
     comp.add_argument("--no-cache", action="store_true", help="do not reuse cached answers")
     comp.add_argument("--dry-run", action="store_true", help="count the calls; ask nothing")
-    comp.add_argument("--no-progress", action="store_true")
+    comp.add_argument("--no-progress", action="store_true", help="no progress bar")
     comp.set_defaults(func=_complete)
 
     pert = sub.add_parser("perturb", help="write a suite with perturbed copies of a suite's test cases")
-    pert.add_argument("suite", help="test suite, lab or dataset file (its test cases are perturbed)")
+    pert.add_argument("suite", help="test suite, lab or dataset file (its test cases are perturbed), or `demo` "
+                                    "for the shipped demo lab (a file named demo in the current folder wins)")
     pert.add_argument("-p", "--perturbators", required=True,
                       help="comma-separated perturbator ids (`nbeval perturbators` lists them)")
     pert.add_argument("--intensity", choices=("low", "medium", "high"), default="low",
@@ -460,7 +551,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="evaluate the shipped demo lab offline")
     demo.add_argument("--out", default="nbeval-demo", help="folder for the saved result and report.html")
     demo.add_argument("--no-embedding", action="store_true", help="skip embedding evaluators (faster)")
-    demo.add_argument("--no-progress", action="store_true")
+    demo.add_argument("--no-progress", action="store_true", help="no progress bar")
     demo.set_defaults(func=_demo)
 
     srv = sub.add_parser("serve", help="run the evaluation service: nbeval's REST API and DB-GPT's endpoint",
@@ -514,6 +605,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
+    except JudgeNotConfigured as exc:  # named in the CLI's terms: --judge, not judge=...
+        print(f"nbeval: error: {judge_error(exc)}", file=sys.stderr)
+        return 2
     except NbevalError as exc:
         print(f"nbeval: error: {exc}", file=sys.stderr)
         return 2

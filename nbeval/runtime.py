@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +29,12 @@ __all__ = ["Answer", "RequestCancelled", "Resources", "model_key"]
 def model_key(model: Any) -> Any:
     """A hashable key for a chat-model spec: names as they are, objects (callables, dicts, models) by identity."""
     return model if isinstance(model, (str, type(None))) else id(model)
+
+
+def _own_timeout(spec: Any) -> bool:
+    """Whether the judge ``spec`` sets its own call timeout (``{"timeout": ...}``): it then bounds
+    that judge's calls, not the run's ``timeout``."""
+    return isinstance(spec, Mapping) and spec.get("timeout") is not None
 
 
 @dataclass(frozen=True)
@@ -240,8 +246,8 @@ class Resources:
                 raise JudgeNotConfigured("no judge model is configured. " + judge_help_text())
             resolved = resolve_chat_model(spec, required=True, device=self.device)
             kwargs: dict[str, Any] = {"concurrency": self.concurrency, "cache": self.cache}
-            if self.timeout is not None:
-                kwargs["timeout"] = self.timeout
+            if self.timeout is not None and not _own_timeout(spec):
+                kwargs["timeout"] = self.timeout  # the run's default; a judge's own setting wins
             if self.max_attempts is not None:
                 kwargs["max_attempts"] = self.max_attempts
             if self.prices is not None:

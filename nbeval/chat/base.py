@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
 from nbeval.chat.secrets import redact as _redact
@@ -31,12 +31,14 @@ from nbeval.data.text import repair_text
 from nbeval.errors import ResourceError
 
 __all__ = [
+    "MAX_REPLY_CHARS",
     "REPLY_REPAIRED",
     "ChatError",
     "ChatModel",
     "ChatReply",
     "Message",
     "Usage",
+    "cap_reply",
     "estimate_tokens",
     "messages_to_prompt",
     "normalize_messages",
@@ -46,6 +48,10 @@ __all__ = [
 #: The note a repaired reply carries in :attr:`ChatReply.warnings`.
 REPLY_REPAIRED = ("the reply held text that cannot be encoded as UTF-8 (a lone surrogate such as '\\ud800'); "
                   "it was repaired: replaced by U+FFFD")
+
+#: The most characters of a reply kept (cached, parsed, shown): the results' ``MAX_STORED_CHARS``,
+#: which this layer cannot import. A longer reply is cut, and says so in its warnings.
+MAX_REPLY_CHARS = 20_000
 
 #: One chat message: ``{"role": "system" | "user" | "assistant", "content": "..."}``.
 Message = Mapping[str, str]
@@ -188,3 +194,11 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
     """``text`` with the given secrets, every secret registered in this process, and anything that
     looks like an API key replaced by ``***`` (see :mod:`nbeval.chat.secrets`)."""
     return _redact(text, secrets)
+
+
+def cap_reply(reply: ChatReply, limit: int = MAX_REPLY_CHARS) -> ChatReply:
+    """``reply`` with its text cut to ``limit`` characters, and a warning saying so, when longer."""
+    if len(reply.text) <= limit:
+        return reply
+    note = (f"judge reply cut to {limit:,} characters (of {len(reply.text):,}) before caching and parsing")
+    return replace(reply, text=reply.text[:limit], warnings=(*reply.warnings, note))

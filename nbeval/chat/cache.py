@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from nbeval.chat.base import ChatReply, Message, Usage
+from nbeval.chat.base import ChatReply, Message, Usage, cap_reply
 from nbeval.chat.secrets import hash_secrets
 from nbeval.data.text import repair_text
 
@@ -157,6 +157,7 @@ class ChatCache:
 
     def put(self, key: str, identity: str, reply: ChatReply) -> None:
         """Store ``reply`` (and its warnings) under ``key`` now, in one transaction."""
+        reply = cap_reply(reply)  # never more than MAX_REPLY_CHARS on disk, whoever stores it
         text, model = repair_text(reply.text)[0], repair_text(reply.model)[0]  # a reply made some other way
         with self._lock:
             conn = self._connection()

@@ -30,14 +30,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Union
 
-from nbeval.chat.base import ChatError, ChatModel, ChatReply, estimate_tokens, normalize_messages
+from nbeval.chat.base import ChatError, ChatModel, ChatReply, cap_reply, estimate_tokens, normalize_messages
 from nbeval.chat.cache import ChatCache, cache_key
 from nbeval.chat.config import resolve_chat_model
 from nbeval.chat.secrets import redact, register_secrets, secrets_in_params
 from nbeval.errors import MissingDependency, ResourceError
 
-__all__ = ["CANCEL_CALL_S", "CANCEL_POLL_S", "SAMPLE_PARAM", "ChatClient", "ChatFailure", "ChatResult", "Plan",
-           "PriceTable", "UsageTotals", "estimate_usage"]
+__all__ = ["CANCEL_CALL_S", "CANCEL_POLL_S", "DEFAULT_TIMEOUT", "SAMPLE_PARAM", "ChatClient", "ChatFailure",
+           "ChatResult", "Plan", "PriceTable", "UsageTotals", "estimate_usage"]
 
 #: ``{model name: (USD per 1k prompt tokens, USD per 1k completion tokens)}``.
 PriceTable = Mapping[str, tuple[float, float]]
@@ -120,7 +120,9 @@ class ChatClient:
 
     ``model`` is anything :func:`~nbeval.chat.config.resolve_chat_model` accepts. At most
     ``concurrency`` calls are in flight at once (across every ``run_many`` of this client); each
-    call is bounded by ``timeout`` seconds and tried up to ``max_attempts`` times, waiting
+    call is bounded by ``timeout`` seconds (``None``: the model's own ``timeout`` when it has one,
+    such as a judge's ``{"timeout": ...}`` setting, else :data:`DEFAULT_TIMEOUT`) and tried up to
+    ``max_attempts`` times, waiting
     ``backoff_base * 2**(attempt-1)`` seconds (capped at ``backoff_max``, jittered down by up to
     half) or the server's ``Retry-After`` (capped at ``retry_after_max``) between tries.
 
@@ -133,7 +135,7 @@ class ChatClient:
     a reply's model name matches a key exactly, else by the longest key it starts with.
     """
 
-    def __init__(self, model: Any, *, concurrency: int = 8, timeout: float | None = 60.0,
+    def __init__(self, model: Any, *, concurrency: int = 8, timeout: float | None = None,
                  max_attempts: int = 5, backoff_base: float = 0.5, backoff_max: float = 30.0,
                  retry_after_max: float = 120.0, cache: bool | str | Any = True,
                  prices: PriceTable | None = None, completion_tokens_guess: int = 200,
@@ -144,7 +146,9 @@ class ChatClient:
             raise ValueError(msg)
         self.model: ChatModel = resolved
         self.concurrency = int(concurrency)
-        self.timeout = timeout
+        own = getattr(resolved, "timeout", None)
+        self.timeout: float = float(timeout if timeout is not None else own if own is not None else DEFAULT_TIMEOUT)
+        """Seconds each call may take, all of it (the model's own timeout when none was given)."""
         self.max_attempts = int(max_attempts)
         self.backoff_base = float(backoff_base)
         self.backoff_max = float(backoff_max)
@@ -332,6 +336,7 @@ class ChatClient:
                                               err.status), copies)
             if stop.wait(self._delay(attempts, err)):
                 return ChatFailure(redact(f"cancelled while retrying: {err}"), attempts, err.status, cancelled=True)
+        reply = cap_reply(reply)  # a 64 MiB reply is neither cached nor parsed in full; the row says so
         clean = redact(reply.text, patterns=False)  # a judge that echoes a key must not spread it
         if clean != reply.text:
             reply = replace(reply, text=clean)
@@ -454,6 +459,9 @@ def _make_cache(cache: Any) -> ChatCache | None:
 
 #: How often (seconds) a batch waiting for replies checks its ``cancel`` (an event's flag).
 CANCEL_POLL_S = 0.02
+
+#: Seconds a whole chat call may take when neither the client nor the model says.
+DEFAULT_TIMEOUT = 60.0
 
 #: How often (seconds) at most a batch calls a ``cancel`` that is a function, not an event.
 CANCEL_CALL_S = 0.25

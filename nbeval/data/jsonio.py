@@ -70,6 +70,8 @@ def _parse_json(text: str, name: str, row: int | None = None) -> Any:
     except RecursionError:
         msg = "not readable: the JSON is nested too deeply (hundreds of levels of lists or objects)"
         raise DataError(msg, source=name, row=row) from None
+    except DataError:  # said above already (a DataError is a ValueError too)
+        raise
     except ValueError as exc:  # not a JSONDecodeError: an integer with thousands of digits
         raise DataError(f"not valid JSON: {exc}", source=name, row=row) from None
     dups.warn(data, name, row)

@@ -546,8 +546,9 @@ def evaluate(
     Python function, or a local Hugging Face model: ``"hf:<name or path>"`` on ``device``, or
     ``{"provider": "hf", "model": ..., "device": "cuda", "dtype": "bfloat16", "max_new_tokens": 256}``.
     ``cache``: the judge reply cache (``True``, ``False``, a folder or a file). ``timeout`` bounds
-    each whole call in seconds; ``max_attempts`` counts retries included; ``prices`` maps a model to
-    USD per 1k prompt and completion tokens. ``dry_run=True`` returns a :class:`Plan` of what
+    each whole call in seconds (a judge's own ``{"timeout": ...}`` wins for its calls);
+    ``max_attempts`` counts retries included; ``prices`` maps a model to USD per 1k prompt and
+    completion tokens. ``dry_run=True`` returns a :class:`Plan` of what
     the run would do and spend, without scoring. ``cancel``: an event that stops the run at once:
     no judge call starts after it is set (calls in flight finish and their rows are scored), and
     the partial result is returned, every row not scored marked ``cancelled`` (a run whose rows

@@ -276,7 +276,9 @@ def run_on_cluster(state: RunState, scheduler: Any, *, chunk_rows: int,
                    on_batch: Callable[[int], None]) -> dict[str, Any]:
     """Score every planned row of ``state`` on the cluster, filing outcomes with ``state.record``
     in dataset order; ``on_batch(n)`` is called after each partition is filed with its ``n``
-    outcomes. On Cancel, rows not scored are filed as cancelled and every cursor is moved to the
+    outcomes. On Cancel, the partitions sent end at their next chunk (judge calls in flight
+    finish; up to :data:`WORKER_WAIT_S`) and are filed, so nothing is left running to log
+    tracebacks; rows not scored are filed as cancelled and every cursor is moved to the
     end (so :func:`nbeval.engine.finish` adds nothing). Returns the workers' judge usage totals.
 
     Every wait has an end: :func:`connect`'s deadline, :data:`WORKER_WAIT_S` for a first worker
@@ -333,10 +335,18 @@ def run_on_cluster(state: RunState, scheduler: Any, *, chunk_rows: int,
                     on_batch(len(filed))
                 next_part += 1
 
+        drain_until: float | None = None
         while futures:
-            if state.cancelled():  # checked while waiting too: a long partition does not delay it
+            if drain_until is None and state.cancelled():  # checked while waiting too
+                # Quietly: the partitions see the event and stop at their next chunk (their judge
+                # calls in flight finish, those waiting for a slot are not sent), so they are let
+                # end rather than cancelled; a task cancelled while it runs, or a cluster closed
+                # under it, has the workers and the scheduler log CancelledError tracebacks.
                 cancel_event.set()
-                client.cancel([f for f in futures if not f.done()])
+                drain_until = time.monotonic() + WORKER_WAIT_S
+            if drain_until is not None and time.monotonic() > drain_until:
+                for fut in futures:  # stuck past every bound: let go of them (the rows are cancelled)
+                    fut.release()
                 break
             batch = seq.next_batch(block=False)
             if not batch:

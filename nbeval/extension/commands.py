@@ -31,6 +31,7 @@ __all__ = ["evaluators", "explore", "judge", "perturb", "public_url", "resolve_d
 _ENV_MODEL = "NBEVAL_JUDGE_MODEL"
 _ENV_BASE_URL = "NBEVAL_JUDGE_BASE_URL"
 _ENV_KEYS = ("NBEVAL_JUDGE_API_KEY", "OPENAI_API_KEY")
+_NO_JUDGE = "no judge is configured: `%nbeval judge MODEL [--base-url URL]` sets one for this session"
 
 
 def _display(obj: Any) -> None:
@@ -80,7 +81,10 @@ def run(shell: Any, words: Sequence[str]) -> None:
     import nbeval
 
     if args.dry_run:
-        _display(nbeval.evaluate(data, ids, dry_run=True, **kwargs))
+        plan = nbeval.evaluate(data, ids, dry_run=True, **kwargs)
+        _display(plan)
+        if getattr(plan, "unconfigured_calls", 0):  # in the magics' terms, beside the plan's judge=...
+            print(_NO_JUDGE)
         return
     out = Path(args.out) if args.out else None
     if out is not None:  # a bad --out fails before any work
@@ -157,32 +161,24 @@ def evaluators(shell: Any, words: Sequence[str]) -> Any:
     the evaluators that contain every word of TEXT (case-insensitive)."""
     from nbeval import cli
     from nbeval.chat.config import judge_configured
-    from nbeval.evaluators.registry import list_evaluators
 
     args = parse(evaluators_parser(), words)
     if args is None:
         return None
-    wanted = [w.lower() for w in args.text]
-    rows = []
-    for s in sorted(list_evaluators(args.family), key=lambda s: (s.family, s.id)):
-        row = {"id": s.id, "family": s.family, "kind": s.kind, "inputs": ", ".join(s.inputs),
-               "metrics": ", ".join(f"{m.name}{'*' if m is s.primary else ''}" for m in s.metrics),
-               "needs judge": s.needs_judge, "description": s.description}
-        text = " ".join(str(v) for v in row.values()).lower()
-        if all(w in text for w in wanted):
-            rows.append((s, row))
+    specs = cli.matching_specs(args.family, args.text)  # the filter of `nbeval evaluators TEXT`
     if args.json:
-        print(json.dumps([cli._spec_dict(s) for s, _ in rows], indent=2))
+        print(json.dumps([cli._spec_dict(s) for s in specs], indent=2))
         return None
     import pandas as pd
 
-    if not rows:
-        print(f"no evaluator matches {' '.join(args.text)!r}" + (f" in family {args.family!r}" if args.family else "")
-              + "; `%nbeval evaluators` lists them all")
-    elif any(s.needs_judge for s, _ in rows) and not judge_configured():
-        print("no judge is configured: `%nbeval judge MODEL [--base-url URL]` sets one for this session")
-    return pd.DataFrame([r for _, r in rows], columns=["id", "family", "kind", "inputs", "metrics", "needs judge",
-                                                       "description"])
+    rows = [{"id": s.id, "family": s.family, "kind": s.kind, "inputs": ", ".join(s.inputs),
+             "metrics": ", ".join(f"{m.name}{'*' if m is s.primary else ''}" for m in s.metrics),
+             "needs judge": s.needs_judge, "description": s.description} for s in specs]
+    if not specs:
+        print(cli.no_match_note(args.text, args.family, "%nbeval evaluators"))
+    elif any(s.needs_judge for s in specs) and not judge_configured():
+        print(_NO_JUDGE)
+    return pd.DataFrame(rows, columns=["id", "family", "kind", "inputs", "metrics", "needs judge", "description"])
 
 
 def show(shell: Any, words: Sequence[str]) -> None:

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
-from nbeval.errors import NbevalError
+from nbeval.errors import JudgeNotConfigured, NbevalError
 from nbeval.extension import commands
 from nbeval.extension.parsers import DEFAULT_SUITE, MagicError, check_name
 
@@ -51,6 +51,10 @@ def _one_line_errors(fn: _F) -> _F:
             return fn(*args, **kwargs)
         except MagicError:
             raise
+        except JudgeNotConfigured as exc:  # named in the magics' terms: %nbeval judge, not judge=...
+            from nbeval.cli import judge_error
+
+            raise MagicError(judge_error(exc, magic=True)) from None
         except NbevalError as exc:
             raise MagicError(str(exc)) from None
         except OSError as exc:

@@ -95,11 +95,9 @@ def _binding_parser(command: str, *, data: tuple[str, str], out_help: str,
 
 
 def evaluators_parser() -> argparse.ArgumentParser:
-    """``nbeval evaluators``'s parser as ``%nbeval evaluators [TEXT...]``."""
+    """``nbeval evaluators [TEXT...]``'s parser as ``%nbeval evaluators [TEXT...]``."""
     parser = cli_subparser("evaluators")
     parser.prog = "%nbeval evaluators"
-    parser.add_argument("text", nargs="*", help="keep the evaluators whose id, family, inputs, metrics or "
-                                                "description contain every word")
     return parser
 
 

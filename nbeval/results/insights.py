@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from nbeval.results.leaderboard import format_value
@@ -29,8 +30,8 @@ if TYPE_CHECKING:
 
     from nbeval.results import EvaluationResult
 
-__all__ = ["ERROR_CHARS", "ERROR_GROUPS", "INSIGHT_ALPHA", "INSIGHT_COLUMNS", "PROBLEM_COLUMNS", "describe_errors",
-           "errored_rows", "insights", "problems"]
+__all__ = ["ERROR_CHARS", "ERROR_GROUPS", "INSIGHT_ALPHA", "INSIGHT_COLUMNS", "PROBLEM_COLUMNS", "PROMPT_CHARS",
+           "describe_errors", "errored_rows", "insights", "problems"]
 
 PROBLEM_COLUMNS = ["kind", "severity", "model_key", "evaluator", "metric", "value", "threshold", "key",
                    "source_key", "message"]
@@ -265,6 +266,24 @@ def _unrated(result: EvaluationResult) -> list[list[Any]]:
     return out
 
 
+#: How much of a test case's prompt a problem message quotes beside its key.
+PROMPT_CHARS = 40
+
+
+def _prompt_starts(result: EvaluationResult) -> dict[str, str]:
+    """Per test case key, `` "the prompt's start…"`` (at most :data:`PROMPT_CHARS` characters, on
+    one line) to follow the key in a message: a perturbed case's key is a hash, its prompt says
+    which case it is."""
+    starts: dict[str, str] = {}
+    for row in result.dataset:
+        key, text = str(row.key), " ".join(str(row.input or "").split())
+        if key in starts or not text:
+            continue
+        cut = text if len(text) <= PROMPT_CHARS else text[:PROMPT_CHARS - 1].rstrip() + "…"
+        starts[key] = f" {json.dumps(cut, ensure_ascii=False)}"
+    return starts
+
+
 def _flips(result: EvaluationResult) -> list[list[Any]]:
     """One ``perturbation_flip`` per pair of a perturbed case and its original, on an evaluator's
     primary metric, that :func:`~nbeval.results.robustness.flipped` (the rule the robustness
@@ -275,13 +294,14 @@ def _flips(result: EvaluationResult) -> list[list[Any]]:
     if pairs.empty:
         return []
     out = []
+    prompts = _prompt_starts(result)
     for p in pairs[flipped(pairs)].itertuples():
         ev, model, metric, key, src = p.evaluator, p.model_key, p.metric, p.key, p.source_key
         src_passed = bool(p.source_passed)
         how = "passed on the original but failed on the perturbed case" if src_passed else \
             "failed on the original but passed on the perturbed case"
-        msg = (f"{result.label(model)}: {ev}.{metric} {how} '{key}' "
-               f"({format_value(p.source_value)} -> {format_value(p.value)}; original '{src}')")
+        msg = (f"{result.label(model)}: {ev}.{metric} {how} '{key}'{prompts.get(key, '')} "
+               f"({format_value(p.source_value)} -> {format_value(p.value)}; original '{src}'{prompts.get(src, '')})")
         threshold = result.metrics.loc[(result.metrics["evaluator"] == ev) & (result.metrics["metric"] == metric),
                                        "threshold"].iloc[0]
         out.append(["perturbation_flip", "high" if src_passed else "low", model, ev, metric, p.value, threshold,

@@ -17,7 +17,8 @@ What a request may set is in :mod:`nbeval.serve.policy`; jobs are kept as :mod:`
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Coroutine
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,9 @@ from fastapi import FastAPI, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from starlette.responses import Response
 
 from nbeval._version import __version__
 from nbeval.chat.secrets import redact
@@ -51,10 +54,50 @@ from nbeval.serve.hooks import (
 from nbeval.serve.jobs import Job, JobStore
 from nbeval.serve.policy import DEFAULT_MAX_TOKENS, SERVER_PARAMS, lone_surrogate, model_refusal, param_errors
 
-__all__ = ["DBGPT_PATH", "SERVER_PARAMS", "EvaluationRequest", "EvaluatorChoice", "create_app"]
+__all__ = ["DBGPT_PATH", "SERVER_PARAMS", "EvaluationRequest", "EvaluatorChoice", "StrictJSONRoute", "create_app",
+           "strict_json"]
 
 DBGPT_PATH = "/api/v2/serve/evaluate/evaluation"
 _SURROGATE = "holds text that cannot be encoded as UTF-8 (a lone surrogate such as '\\ud800')"
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(name)
+
+
+def strict_json(body: bytes) -> Any:
+    """``body`` parsed as JSON proper: ``NaN``, ``Infinity`` and ``-Infinity`` (which Python's
+    parser takes) raise :class:`json.JSONDecodeError`, as any other syntax error."""
+    text = body.decode("utf-8") if isinstance(body, bytes) else body
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError:
+        raise
+    except ValueError as e:
+        name = str(e)
+        pos = max(text.find(name), 0)
+        msg = f"{name} is not valid JSON (send a number, or null for a missing value)"
+        raise json.JSONDecodeError(msg, text, pos) from None
+
+
+class _StrictJSONRequest(Request):
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            self._json = strict_json(await self.body())
+        return self._json
+
+
+class StrictJSONRoute(APIRoute):
+    """A route whose JSON body is parsed strictly (:func:`strict_json`): ``NaN`` or ``Infinity``
+    in a request is refused with 422, like any other invalid JSON."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def strict(request: Request) -> Response:
+            return await handler(_StrictJSONRequest(request.scope, request.receive))
+
+        return strict
 
 
 class EvaluatorChoice(BaseModel):
@@ -242,6 +285,7 @@ def create_app(*, token: str | None, retriever: Callable[..., Any] | str | None 
     api = FastAPI(title="nbeval evaluation service", version=__version__, lifespan=lifespan,
                   description="Evaluate LLM and RAG applications over HTTP. Every route but /health needs "
                               "`Authorization: Bearer <token>`.")
+    api.router.route_class = StrictJSONRoute  # NaN and Infinity are not JSON: 422
     api.state.jobs = store
     api.state.limits = {"max_scores": max_scores, "page_scores": page_scores, "max_judge_tokens": max_judge_tokens,
                         "allow_models": allow_models}
@@ -250,7 +294,12 @@ def create_app(*, token: str | None, retriever: Callable[..., Any] | str | None 
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         from fastapi.encoders import jsonable_encoder
 
-        errors = jsonable_encoder(exc.errors(), exclude={"input", "ctx", "url"})
+        raw = exc.errors()
+        errors = jsonable_encoder(raw, exclude={"input", "ctx", "url"})
+        for shown_error, e in zip(errors, raw, strict=True):
+            why = (e.get("ctx") or {}).get("error") if e.get("type") == "json_invalid" else None
+            if why:  # say what is wrong with the JSON, not only that something is
+                shown_error["msg"] = f"{shown_error.get('msg', 'invalid JSON')}: {why}"
         message = _field_message(errors)
         body = {"detail": errors, "message": message}
         if request.url.path == DBGPT_PATH:

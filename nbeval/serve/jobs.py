@@ -10,7 +10,9 @@ Jobs live under a data directory (:func:`default_data_dir` unless given): their 
 (:meth:`~nbeval.results.EvaluationResult.save`; ``nbeval.load_result`` reads it). Memory holds a
 job's small facts only: once a job has run, neither its request nor its result stays there. A
 restarted service serves the finished jobs it had, and marks those it was running
-``interrupted``. The oldest finished jobs are forgotten (their folders removed) past ``keep``
+``interrupted``, with the scores they had made by then: a running job saves what it has scored
+to ``results/<id>.partial`` after its first chunk and then at most every
+:data:`PARTIAL_SAVE_S` seconds. The oldest finished jobs are forgotten (their folders removed) past ``keep``
 jobs or ``keep_bytes`` of result folders.
 """
 
@@ -37,10 +39,13 @@ if TYPE_CHECKING:
     from nbeval.results import EvaluationResult
     from nbeval.runtime import Resources
 
-__all__ = ["FINISHED", "Job", "JobStore", "default_data_dir"]
+__all__ = ["FINISHED", "PARTIAL_SAVE_S", "Job", "JobStore", "default_data_dir"]
 
 #: Statuses after which a job changes no more (``interrupted``: the service stopped during its run).
 FINISHED = frozenset({"succeeded", "failed", "cancelled", "interrupted"})
+
+#: Seconds between two saves of a running job's partial result (each rewrites what it has scored).
+PARTIAL_SAVE_S = 5.0
 
 _COLUMNS = ("id", "evaluators", "rows", "total", "done", "status", "error", "created", "finished",
             "leaderboards", "meta", "scores_n", "bytes")
@@ -161,6 +166,8 @@ class JobStore:
             if job.status not in FINISHED:
                 job.status = "interrupted"
                 job.error = "the service stopped before this evaluation finished"
+                if self._keep_partial(job):
+                    job.error += "; the scores it had made by then are kept"
                 job.finished = _now()
                 self._save(job)
             job.ended.set()
@@ -173,6 +180,39 @@ class JobStore:
         with self._lock:
             self._db.execute(f"INSERT INTO jobs ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))}) "
                              f"ON CONFLICT(id) DO UPDATE SET {updates}", values)
+
+    def _keep_partial(self, job: Job) -> bool:
+        """Make the partial result an interrupted job left its result; whether there was one."""
+        partial, folder = self._partial_folder(job.id), self.result_folder(job.id)
+        if not (partial / "result.json").is_file():
+            return False
+        try:
+            from nbeval.results.loading import load_result
+
+            shutil.rmtree(folder, ignore_errors=True)
+            partial.rename(folder)
+            summary = result_summary(load_result(folder))
+        except Exception:  # a partial save cut short by the crash: nothing to keep
+            shutil.rmtree(folder, ignore_errors=True)
+            shutil.rmtree(partial, ignore_errors=True)
+            return False
+        job.leaderboards, job.meta = summary["leaderboards"], summary["meta"]
+        job.scores_n = len(read_scores(folder))
+        job.bytes = _folder_bytes(folder)
+        return True
+
+    def _partial_folder(self, job_id: str) -> Path:
+        return self.folder / "results" / f"{job_id}.partial"
+
+    def _save_partial(self, job: Job, state: RunState) -> None:
+        """Save what ``state`` has scored so far as the job's partial result (kept if the
+        service dies before the job ends)."""
+        partial = self._partial_folder(job.id)
+        tmp = partial.with_name(partial.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        state.live.result().save(tmp)
+        shutil.rmtree(partial, ignore_errors=True)
+        tmp.rename(partial)
 
     def result_folder(self, job_id: str) -> Path:
         """Where a job's result is saved (once it has one)."""
@@ -259,11 +299,15 @@ class JobStore:
         job.status = "running"
         self._save(job)
         status = "failed"
+        saved_at: float | None = None
         try:
             while not state.finished:
                 run_chunk(state, self.chunk_rows)
                 job.done = state.done
                 self._save(job)
+                if not state.finished and (saved_at is None or time.monotonic() - saved_at >= PARTIAL_SAVE_S):
+                    self._save_partial(job, state)
+                    saved_at = time.monotonic()
             result = finish(state)
             del state  # the request's rows go now, not when the job is forgotten
             folder = self.result_folder(job.id)
@@ -283,6 +327,7 @@ class JobStore:
 
             job.error = redact(f"{type(exc).__name__}: {exc}")
         finally:
+            shutil.rmtree(self._partial_folder(job.id), ignore_errors=True)
             job.finished = _now()  # before the status, so a finished job always has its time
             job.status = status
             with self._lock:

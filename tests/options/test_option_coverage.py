@@ -110,13 +110,16 @@ COVERAGE: dict[str, list[str]] = {
         "tests/test_engine.py::test_progress_callback_sees_growing_partial_results",
         "tests/options/test_cancel_keeps_answers.py::test_a_finished_batch_is_kept_when_cancel_comes_during_it",
     ],
+    "nbeval --version": ["tests/test_cli_polish.py::test_version"],
     # -- nbeval evaluators ------------------------------------------------------------------------
+    "nbeval evaluators text": ["tests/test_cli_polish.py::test_evaluators_filter_like_the_magic"],
     "nbeval evaluators": [
         "tests/test_cli.py::test_evaluators_lists_the_catalogue",
         "tests/test_cli.py::test_evaluators_marks_judges_exactly_when_judge_configured_says_none",
     ],
     "nbeval evaluators --family": [
         "tests/options/test_cli_catalogue_and_demo.py::test_family_lists_exactly_that_family",
+        "tests/test_cli_polish.py::test_unknown_family_is_refused",
     ],
     "nbeval evaluators --json": [
         "tests/options/test_cli_json.py::test_evaluators_json_is_standard",
@@ -130,6 +133,7 @@ COVERAGE: dict[str, list[str]] = {
     "nbeval run data": [
         "tests/test_cli.py::test_run_writes_result_and_report",
         "tests/test_cli.py::test_bad_input_exits_2_naming_file_row_field",
+        "tests/test_cli_polish.py::test_run_demo_means_the_demo_lab",
     ],
     "nbeval run --evaluators": [
         "tests/test_cli.py::test_run_writes_result_and_report",
