@@ -4,7 +4,8 @@
   no score, rationale, CSV, HTML report or saved result file;
 * 12: a URL's password may hold RFC 3986 sub-delimiters (``!$&'()*+,;=``) and percent-escapes;
 * 13: phone detection hands a run of digits to phonenumbers' matcher only for the regions that
-  could find a number in it (counted in matcher calls, not timed).
+  could find a number in it, and the matcher parses only the splits that could be valid numbers
+  (counted in matcher calls and parses, not timed).
 """
 
 from __future__ import annotations
@@ -120,21 +121,58 @@ def phone_like(n_chars: int, seed: int = 0) -> str:
     return "".join(parts)[:n_chars]
 
 
+def _scanned_runs(text: str) -> int:
+    return sum(1 for r in phones._RUN.finditer(text)
+               if len(r.group()) <= phones.MAX_RUN and sum(c.isdigit() for c in r.group()) >= 7)
+
+
 def test_phone_scan_calls_the_matcher_for_few_regions_per_run(monkeypatch: pytest.MonkeyPatch) -> None:
     pn = phones._phonenumbers()
     calls = {"valid": 0}
-    real = pn.PhoneNumberMatcher
+    real = phones._matcher()
 
     def counting(text: str, region: str, leniency: object = pn.Leniency.VALID, **kw: object) -> object:
         if leniency == pn.Leniency.VALID:
             calls["valid"] += 1
         return real(text, region, leniency=leniency, **kw)
 
-    monkeypatch.setattr(pn, "PhoneNumberMatcher", counting)
+    monkeypatch.setattr(phones, "_matcher", lambda: counting)
     text = phone_like(20_000)
-    runs = sum(1 for r in phones._RUN.finditer(text)
-               if len(r.group()) <= phones.MAX_RUN and sum(c.isdigit() for c in r.group()) >= 7)
     found = find_pii(text, kinds=["phone"])
     assert found  # the text does hold phone numbers
     # Once per region and run would be 16 calls a run; only the regions that could match are asked.
-    assert calls["valid"] <= 6 * runs, (calls["valid"], runs)
+    assert calls["valid"] <= 3 * _scanned_runs(text), (calls["valid"], _scanned_runs(text))
+
+
+def test_phone_scan_parses_only_candidates_that_could_be_valid(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The matcher parses every split of a run; only splits whose digits could make a valid number
+    of the region (with its national prefix where one is required) are parsed: about 3 a run on
+    phone-shaped text, where parsing every split took 14."""
+    pn = phones._phonenumbers()
+    calls = {"parse": 0}
+    real = pn.phonenumbermatcher.parse
+
+    def counting(*a: object, **kw: object) -> object:
+        calls["parse"] += 1
+        return real(*a, **kw)
+
+    monkeypatch.setattr(pn.phonenumbermatcher, "parse", counting)
+    text = phone_like(20_000)
+    found = find_pii(text, kinds=["phone"])
+    assert len(found) > 200
+    assert calls["parse"] <= 4 * _scanned_runs(text), (calls["parse"], _scanned_runs(text))
+
+
+@pytest.mark.parametrize(("text", "locale"), [
+    ("Call 020 7946 0162 today", "GB"),
+    ("Ruf an: 030 1234567", "DE"),
+    ("tel 02 32 45 98 03", "FR"),
+    ("tel: 0 6 12 34 56 78", "FR"),
+    ("call (202) 456-1111", "US"),
+    ("Telefon 0 30 1234567", "DE"),
+    ("whatsapp (11) 91234-5678", "BR"),
+    ("dial 011 44 20 7946 0162", "GB"),
+])
+def test_skipping_splits_keeps_national_numbers(text: str, locale: str) -> None:
+    found = find_pii(text, kinds=["phone"])
+    assert [f.locale for f in found] == [locale], found

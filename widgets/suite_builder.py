@@ -77,7 +77,8 @@ class SuiteBuilder(w.VBox):
         self.json_text = w.Textarea(layout=w.Layout(width="98%", height="160px", display="none"))
         self.message = w.HTML()
         self.output = w.Output()
-        self.editor = w.VBox([self.key_field, self.prompt, self.expected_output, self.condition,
+        self.editor_hint = w.HTML()
+        self.editor = w.VBox([self.editor_hint, self.key_field, self.prompt, self.expected_output, self.condition,
                               self.condition_status, self.categories, self.guidelines, self.expected_context],
                              layout=w.Layout(flex="1"))
         buttons = w.HBox([self.add_button, self.duplicate_button, self.delete_button])
@@ -142,6 +143,8 @@ class SuiteBuilder(w.VBox):
             if hasattr(child, "disabled"):
                 child.disabled = not has
         self.duplicate_button.disabled = self.delete_button.disabled = not has
+        self.perturb_button.disabled = not self.cases
+        self.editor_hint.value = "" if has else status_html("No case selected: Add a case to edit it.")
         case = self.cases[self.index] if has else {"key": None, "prompt": "", "expected_output": "", "condition": "",
                                                    "categories": [], "guidelines": [], "expected_context": []}
         self._loading = True
@@ -211,15 +214,35 @@ class SuiteBuilder(w.VBox):
         if not perturbators:
             self.message.value = status_html("choose at least one perturbator", "error")
             return
-        before = perturbed_count(self.value)
+        self._rebuild()
+        if self.error:  # perturbing the last valid suite would drop the drafts: refuse, touch nothing
+            self.message.value = status_html(f"{self.error}: fix it or clear it, then Perturb", "error")
+            return
+        original = self.value
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            suite = perturb(self.value, perturbators, intensity=intensity, seed=seed)
-        self.set_suite(suite)
-        made = perturbed_count(suite) - before
+            suite = perturb(original, perturbators, intensity=intensity, seed=seed)
+        made = perturbed_count(suite) - perturbed_count(original)
+        self._insert_after_tests([t.test_cases[len(o.test_cases):] for t, o in zip(suite.tests, original.tests,
+                                                                                     strict=True)])
         notes = "; ".join(str(c.message) for c in caught)
         self.message.value = status_html(f"added {made} perturbed case{'s' * (made != 1)}"
                                          + (f" ({notes})" if notes else ""))
+
+    def _insert_after_tests(self, new: list[list[TestCase]]) -> None:
+        """Put ``new[ti]`` after test ``ti``'s last case, leaving the cases being edited as they are
+        (a case's dict is kept as typed: no round trip through :class:`TestCase`)."""
+        last = len(self.tests) - 1
+        cases: list[dict[str, Any]] = list(self.cases)
+        for ti in reversed(range(len(new))):
+            if not new[ti]:
+                continue
+            at = max((i + 1 for i, c in enumerate(cases) if min(c.get("test", 0), last) == ti), default=len(cases))
+            cases[at:at] = [{**case_dict(tc), "test": ti} for tc in new[ti]]
+        selected = self.cases[self.index] if 0 <= self.index < len(self.cases) else None
+        self.cases = cases
+        self._select(next((i for i, c in enumerate(cases) if c is selected), 0 if cases else -1))
+        self._rebuild()
 
     def _refresh_list(self) -> None:
         labels = []
@@ -268,6 +291,16 @@ class SuiteBuilder(w.VBox):
         self._loading = False
         self._select(0 if self.cases else -1)
         self._rebuild()
+        self._mark_saved()
+
+    def _mark_saved(self) -> None:
+        self._saved = (self.name.value, copy.deepcopy(self.cases))
+        self._pending_load: tuple[Any, ...] | None = None
+
+    @property
+    def unsaved(self) -> bool:
+        """Whether the cases or the name changed since the suite was loaded or saved."""
+        return (self.name.value, self.cases) != self._saved
 
     def to_json(self) -> dict[str, Any]:
         """The suite as JSON data; refuses while the suite has a problem (see ``error``)."""
@@ -282,11 +315,25 @@ class SuiteBuilder(w.VBox):
         return json.dumps(self.to_json(), indent=2, ensure_ascii=False)
 
     @reports_errors
-    def load(self, source: Any) -> None:
-        """Load a suite from a path, JSON text or parsed dict (``TestSuite.from_json``)."""
+    def load(self, source: Any, discard: bool = False) -> bool:
+        """Load a suite from a path, JSON text or parsed dict (``TestSuite.from_json``); ``True`` when loaded.
+
+        It replaces the cases being edited. While they have changes not saved it refuses once and
+        says so; loading the same source again with nothing edited in between (or ``discard=True``)
+        replaces them.
+        """
         if isinstance(source, str) and not source.strip():
             raise ValueError("give a file name or JSON text to load")
+        state = (source, self.name.value, copy.deepcopy(self.cases))
+        if self.unsaved and not discard and self._pending_load != state:
+            self._pending_load = state
+            n = len(self.cases)
+            self.message.value = status_html(
+                f"not loaded: this would replace the {n} case{'s' * (n != 1)} being edited, which have changes "
+                "not saved. Save them first, or load again to discard them.", "error")
+            return False
         self.set_suite(TestSuite.from_json(source))
+        return True
 
     @reports_errors
     def save(self, path: str | Path) -> None:
@@ -294,6 +341,7 @@ class SuiteBuilder(w.VBox):
         if not str(path).strip():
             raise ValueError("give a file name to save to")
         Path(path).write_text(self.export_json(), encoding="utf-8")
+        self._mark_saved()
         self.message.value = status_html(f"saved {len(self.cases)} test cases to {path}", "ok")
 
     @reports_errors
@@ -307,4 +355,5 @@ class SuiteBuilder(w.VBox):
         if not files:
             return
         content = files[0]["content"]
-        self.load(bytes(content).decode("utf-8"))
+        if not self.load(bytes(content).decode("utf-8")):
+            self.upload.value = ()  # so that choosing the same file again imports it

@@ -6,8 +6,8 @@ import pytest
 
 pytest.importorskip("ipywidgets")
 
-import nbeval  # noqa: E402
-from nbeval.widgets import SuiteBuilder  # noqa: E402
+import nbeval
+from nbeval.widgets import SuiteBuilder
 
 
 def _builder() -> SuiteBuilder:
