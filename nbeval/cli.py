@@ -7,7 +7,7 @@
     nbeval complete SUITE -m MODEL [-m MODEL2] --base-url URL --out lab.json
     nbeval perturb SUITE -p typos,case [--intensity medium] [--seed 0] --out suite2.json
     nbeval perturbators                    the perturbators: ids, names, whether they change meaning
-    nbeval demo [--out DIR]
+    nbeval demo [--out DIR] [--verbose]
     nbeval serve --host 127.0.0.1 --port 8080 --token T   the evaluation service (REST, DB-GPT compatible)
 
 Exit status: 0 on success, 1 when the CI gate trips (``--fail-on-problems`` or ``--fail-on KINDS``:
@@ -226,16 +226,17 @@ def _gate_kinds(text: str) -> tuple[str, ...]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _finish(result: Any, out: Path, fail_on_problems: bool | Sequence[str] | None) -> int:
-    """Print and save the result; with a gate (``True``: every kind, or the kinds of
+def _finish(result: Any, out: Path, fail_on_problems: bool | Sequence[str] | None, brief: bool = False) -> int:
+    """Print and save the result (``brief``: :meth:`~nbeval.results.EvaluationResult.summary`'s
+    brief form); with a gate (``True``: every kind, or the kinds of
     :data:`~nbeval.results.gate.GATE_KINDS` to fail on) say which kinds trip it, one line each,
     and return 1 if any does."""
     from nbeval.results.gate import check_gate
 
-    print(result.summary())
+    print(result.summary(brief=brief))
     result.save(out)
     result.to_html(out / "report.html")
-    print(f"\nsaved the result to {out}/ and the report to {out / 'report.html'}")
+    print(f"\nsaved the result to {out}/\nand the report to {out / _REPORT_FILE}")
     if not fail_on_problems:
         return 0
     verdict = check_gate(result, True if fail_on_problems is True else tuple(fail_on_problems))
@@ -361,7 +362,10 @@ def _demo(args: argparse.Namespace) -> int:
     evaluators = demo_evaluators(include_embedding=not args.no_embedding)
     print(f"nbeval demo: {len(evaluators)} evaluators on the shipped demo lab (offline, no API key)\n")
     result = nbeval.evaluate(demo_lab(), evaluators, **_evaluate_kwargs(args))
-    return _finish(result, Path(args.out), False)
+    code = _finish(result, Path(args.out), False, brief=not args.verbose)
+    if not args.verbose:
+        print("every metric with its interval, and each problem: nbeval demo --verbose, or open the report")
+    return code
 
 
 def _complete(args: argparse.Namespace) -> int:
@@ -552,6 +556,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", default="nbeval-demo", help="folder for the saved result and report.html")
     demo.add_argument("--no-embedding", action="store_true", help="skip embedding evaluators (faster)")
     demo.add_argument("--no-progress", action="store_true", help="no progress bar")
+    demo.add_argument("--verbose", action="store_true",
+                      help="print the full summary (every metric with its interval, each problem), not the brief one")
     demo.set_defaults(func=_demo)
 
     srv = sub.add_parser("serve", help="run the evaluation service: nbeval's REST API and DB-GPT's endpoint",

@@ -67,7 +67,7 @@ def test_unknown_evaluator_exits_2(capsys: pytest.CaptureFixture[str], tmp_path:
 def test_demo_runs_offline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--out", str(tmp_path / "demo"), "--no-progress", "--no-embedding"]) == 0
     out = capsys.readouterr().out
-    assert "== problems" in out and "perturbed" in out
+    assert "problems: " in out and "perturbation_flip" in out  # the brief summary: problems by kind
     assert (tmp_path / "demo" / "report.html").exists()
 
 

@@ -84,8 +84,9 @@ def test_problems_threshold_breaches_and_perturbation_flips() -> None:
 
 def test_insights_best_model_and_hardest_case() -> None:
     ins = _result().insights
-    best = ins[ins.kind == "best_model"].iloc[0]
+    best = ins[ins.kind.isin(["best_model", "tied_models"])].iloc[0]
     assert best.model_key == "A" and best.value == pytest.approx(0.5)
+    assert best.kind == ("best_model" if best.significant else "tied_models")
     hardest = ins[ins.kind == "hardest_case"].iloc[0]
     # c4 is failed by both A (0.2) and B (0.1); c1/c3 by one model each
     assert hardest.key == "c4" and hardest.value == 2.0

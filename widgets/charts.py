@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CASE_SELECTION",
     "METRIC_SELECTION",
+    "UNADJUSTED_ONLY",
     "agreement_chart",
     "compare_chart",
     "compare_table",
@@ -294,18 +295,27 @@ def distribution_chart(result: EvaluationResult, evaluator: str | None = None, m
 
 # -- statistics ---------------------------------------------------------------------------------
 
+#: What :func:`compare_chart` calls a difference whose unadjusted interval excludes 0 but whose
+#: test is not significant after Holm's adjustment.
+UNADJUSTED_ONLY = "interval excludes 0, not significant after Holm"
 #: Colours of :func:`compare_chart`'s verdicts.
-_COMPARE_COLOURS = {"A better": "#3a9c5b", "B better": "#d1495b", "tied within noise": "#9a9a9a"}
+_COMPARE_COLOURS = {"A better": "#3a9c5b", "B better": "#d1495b", UNADJUSTED_ONLY: "#e0a33b",
+                    "tied within noise": "#9a9a9a"}
 
 
 def compare_table(result: EvaluationResult, model_a: str, model_b: str, evaluator: str | None = None,
                   *, alpha: float = 0.05) -> pd.DataFrame:
     """``result.compare(...)`` with what the chart draws: a ``label`` per row (``evaluator.metric``
-    when several evaluators are compared), the metric's ``direction`` and a ``verdict``: which model
-    is better when the difference is significant (read with the metric's direction), else
-    ``"tied within noise"``."""
+    when several evaluators are compared), the metric's ``direction``, a ``verdict`` and a ``note``.
+
+    The verdict follows the Holm-adjusted test, as ``significant`` does: which model is better
+    when it is significant (read with the metric's direction); :data:`UNADJUSTED_ONLY` when it is
+    not but the (unadjusted) 95% interval of the paired difference excludes 0; else ``"tied within
+    noise"``. ``note`` says in words where the interval and the adjusted test disagree.
+    ``attrs["family"]`` names the family of ``p_holm``."""
     table = result.compare(model_a, model_b, evaluator, alpha=alpha)
     df = table.reset_index(drop=True).copy()
+    df.attrs.update(table.attrs)
     directions = result.metrics.set_index(["evaluator", "metric"])["direction"]
     df["direction"] = [str(directions.get((e, m), "higher")) for e, m in zip(df["evaluator"], df["metric"],
                                                                             strict=True)]
@@ -313,7 +323,15 @@ def compare_table(result: EvaluationResult, model_a: str, model_b: str, evaluato
     df["label"] = (df["evaluator"] + "." + df["metric"]) if many else df["metric"]
     a_ahead = (df["diff"].astype(float) > 0) == (df["direction"] == "higher")
     significant = df["significant"].astype("boolean").fillna(False).to_numpy(dtype=bool)
-    df["verdict"] = np.where(~significant, "tied within noise", np.where(a_ahead, "A better", "B better"))
+    lo, hi = df["diff_lo"].astype(float).to_numpy(), df["diff_hi"].astype(float).to_numpy()
+    excludes_zero = (lo > 0) | (hi < 0)  # NaN compares False: no interval excludes nothing
+    df["verdict"] = np.where(significant, np.where(a_ahead, "A better", "B better"),
+                             np.where(excludes_zero, UNADJUSTED_ONLY, "tied within noise"))
+    family = str(df.attrs.get("family", "Holm-adjusted over this table"))
+    df["note"] = np.select(
+        [~significant & excludes_zero, significant & ~excludes_zero & np.isfinite(lo)],
+        [f"the unadjusted 95% interval excludes 0, but the test is not significant ({family})",
+         f"significant ({family}), though the bootstrap interval touches 0"], default="")
     df["mark"] = np.where(significant, "★", "")
     return df
 
@@ -323,14 +341,18 @@ def compare_chart(result: EvaluationResult, model_a: str, model_b: str, evaluato
     """Paired differences ``mean_a - mean_b`` per metric (from ``result.compare``), each with its
     95% bootstrap interval as a rule and a dashed line at zero.
 
-    Points are coloured by verdict: green when ``model_a`` is significantly better (Holm-adjusted
-    p below ``alpha``, read with the metric's direction), red when ``model_b`` is, grey when the
-    two are tied within noise; significant rows also carry a star. Tooltips give both means, the
-    paired rows ``n``, the test and both p-values.
+    Points and intervals are coloured by verdict (:func:`compare_table`): green when ``model_a``
+    is significantly better (Holm-adjusted p below ``alpha``, over the comparisons of this table,
+    read with the metric's direction), red when ``model_b`` is, amber when the unadjusted interval
+    excludes 0 but the adjusted test is not significant, grey when the two are tied within noise;
+    significant rows also carry a star (A is ``model_a``, B ``model_b``, as in the title). Tooltips
+    give both means, the paired rows ``n``, the test, both p-values and a note where the interval
+    and the test disagree.
     """
     df = compare_table(result, model_a, model_b, evaluator, alpha=alpha)
     names = model_names(result)
     name_a, name_b = names.get(model_a, model_a), names.get(model_b, model_b)
+    family = str(df.attrs.get("family", "Holm-adjusted over this table"))
     y = alt.Y("label:N", sort=list(df["label"]), title=None, axis=alt.Axis(labelLimit=260))
     tooltip = [alt.Tooltip("evaluator:N"), alt.Tooltip("metric:N"), alt.Tooltip("direction:N", title="better"),
                alt.Tooltip("mean_a:Q", format=".3f", title=f"mean {name_a}"),
@@ -338,9 +360,10 @@ def compare_chart(result: EvaluationResult, model_a: str, model_b: str, evaluato
                alt.Tooltip("diff:Q", format=".3f"), alt.Tooltip("diff_lo:Q", format=".3f", title="95% CI low"),
                alt.Tooltip("diff_hi:Q", format=".3f", title="95% CI high"), alt.Tooltip("n:Q", title="paired rows"),
                alt.Tooltip("test:N"), alt.Tooltip("p_value:Q", format=".4f", title="p"),
-               alt.Tooltip("p_holm:Q", format=".4f", title="p (Holm)"), alt.Tooltip("verdict:N")]
+               alt.Tooltip("p_holm:Q", format=".4f", title="p (Holm, this table)"), alt.Tooltip("verdict:N"),
+               alt.Tooltip("note:N")]
     base = alt.Chart(df)
-    colour = alt.Color("verdict:N", title=None, legend=alt.Legend(orient="bottom"),
+    colour = alt.Color("verdict:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400),
                        scale=alt.Scale(domain=list(_COMPARE_COLOURS), range=list(_COMPARE_COLOURS.values())))
     zero = alt.Chart(pd.DataFrame({"zero": [0.0]})).mark_rule(color="#222", strokeDash=[5, 3]).encode(x="zero:Q")
     intervals = base.mark_rule(strokeWidth=2).encode(
@@ -348,7 +371,8 @@ def compare_chart(result: EvaluationResult, model_a: str, model_b: str, evaluato
         color=colour, tooltip=tooltip).transform_filter("isValid(datum.diff_lo) && isValid(datum.diff_hi)")
     points = base.mark_point(filled=True, size=80).encode(y=y, x="diff:Q", color=colour, tooltip=tooltip)
     stars = base.mark_text(dy=-10, fontSize=14, color="#222").encode(y=y, x="diff:Q", text="mark:N")
-    subtitle = [f"bars: 95% interval of the paired difference; ★ significant after Holm correction (alpha {alpha:g})",
+    subtitle = [f"bars: unadjusted 95% interval of the paired difference; ★ significant at alpha {alpha:g}, "
+                f"p-values {family}",
                 "tests: exact McNemar for 0/1 metrics, Wilcoxon signed-rank for scores"]
     return alt.layer(zero, intervals, points, stars).properties(
         title=alt.Title(f"{name_a} vs {name_b}", subtitle=subtitle), width=420, height=alt.Step(28))

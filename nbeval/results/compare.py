@@ -11,6 +11,14 @@ only cases where both have a value count (``n``). For each evaluator and metric:
   testing many metrics at once makes some small p-value likely by chance alone;
   ``significant`` is ``p_holm < alpha``.
 
+An adjusted p-value depends on its *family*: the comparisons adjusted together. nbeval has one
+rule: Holm over the comparisons shown together, and every place that shows an adjusted p-value
+names its family in words (:func:`family_words`). ``compare()``'s table is one family
+(``attrs["family"]``: "Holm-adjusted over the 9 comparisons of this table"); the insights'
+leader comparisons are another ("Holm-adjusted over the 4 comparisons of the leaders against
+their runners-up (one per evaluator)"). Both come from :func:`paired_comparisons`, so the same
+comparisons in the same family give the same p-values.
+
 A metric whose aggregate is not the mean of its rows' values (a macro F1 computed over all rows
 at once) cannot be compared row by row: its row shows the two aggregates and their difference,
 with ``test`` ``"none"`` and no interval or p-value.
@@ -29,11 +37,21 @@ if TYPE_CHECKING:
 
     from nbeval.results import EvaluationResult
 
-__all__ = ["COMPARE_COLUMNS", "compare", "compare_metrics"]
+__all__ = ["COMPARE_COLUMNS", "TABLE_FAMILY", "compare", "compare_metrics", "family_words", "paired_comparisons"]
 
 COMPARE_COLUMNS = ["evaluator", "metric", "mean_a", "mean_b", "diff", "diff_lo", "diff_hi", "n", "test",
                    "p_value", "p_holm", "significant"]
 _NAN = float("nan")
+#: How :func:`compare`'s family (every row of its table) is named.
+TABLE_FAMILY = "of this table"
+
+
+def family_words(m: int, of: str = TABLE_FAMILY) -> str:
+    """The family of a Holm adjustment in words: ``"Holm-adjusted over the 9 comparisons of this
+    table"``; ``m`` counts the comparisons with a p-value (those without one do not count)."""
+    if m == 1:
+        return f"Holm-adjusted over the 1 comparison {of}, i.e. unadjusted"
+    return f"Holm-adjusted over the {m} comparisons {of}"
 
 
 def _check_model(result: EvaluationResult, model: str) -> None:
@@ -46,7 +64,8 @@ def compare(result: EvaluationResult, model_a: str, model_b: str, evaluator: str
             alpha: float = 0.05) -> pd.DataFrame:
     """``model_a`` against ``model_b`` on every metric of ``evaluator`` (default: every
     evaluator), one row per evaluator and metric (:data:`COMPARE_COLUMNS`); ``attrs["alpha"]``
-    holds ``alpha``. See the module's description for the method."""
+    holds ``alpha`` and ``attrs["family"]`` the family of ``p_holm`` in words ("Holm-adjusted
+    over the 9 comparisons of this table"). See the module's description for the method."""
     if evaluator is not None:
         result.check_evaluator(evaluator)
     m = result.metrics
@@ -57,24 +76,45 @@ def compare(result: EvaluationResult, model_a: str, model_b: str, evaluator: str
 
 
 def compare_metrics(result: EvaluationResult, model_a: str, model_b: str, metrics: Sequence[tuple[str, str]],
-                    *, alpha: float = 0.05) -> pd.DataFrame:
+                    *, alpha: float = 0.05, family: str = TABLE_FAMILY) -> pd.DataFrame:
     """Like :func:`compare`, for the given (evaluator, metric) pairs; Holm's adjustment runs
-    over exactly these."""
+    over exactly these (:func:`paired_comparisons`)."""
+    _check_model(result, model_a)
+    _check_model(result, model_b)
+    table = paired_comparisons(result, [(model_a, model_b, ev, metric) for ev, metric in metrics], alpha=alpha,
+                               family=family)
+    out = table[COMPARE_COLUMNS].copy()
+    out.attrs.update(table.attrs)
+    return out
+
+
+def paired_comparisons(result: EvaluationResult, comparisons: Sequence[tuple[str, str, str, str]], *,
+                       alpha: float = 0.05, family: str = TABLE_FAMILY) -> pd.DataFrame:
+    """Paired comparisons ``(model_a, model_b, evaluator, metric)``, possibly of different model
+    pairs, as one Holm family: columns ``model_a``, ``model_b`` then :data:`COMPARE_COLUMNS`.
+
+    ``attrs``: ``alpha``, ``family`` (the family in words, :func:`family_words` with ``family``
+    as its "of ..." part) and ``family_size`` (how many comparisons have a p-value). The one
+    function behind :func:`compare` and the insights' leader comparisons.
+    """
     import pandas as pd
 
     from nbeval.results.stats import holm
 
-    _check_model(result, model_a)
-    _check_model(result, model_b)
-    if not 0 < alpha < 1:
+    for model_a, model_b, _, _ in comparisons:
+        _check_model(result, model_a)
+        _check_model(result, model_b)
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
         msg = f"alpha is a significance level between 0 and 1 (e.g. 0.05), got {alpha!r}"
         raise ValueError(msg)
-    rows = [_compare_one(result, model_a, model_b, ev, metric) for ev, metric in metrics]
-    table = pd.DataFrame(rows, columns=COMPARE_COLUMNS[:-2])
+    rows = [[a, b, *_compare_one(result, a, b, ev, metric)] for a, b, ev, metric in comparisons]
+    table = pd.DataFrame(rows, columns=["model_a", "model_b", *COMPARE_COLUMNS[:-2]])
     table["n"] = table["n"].astype(int)
-    table["p_holm"] = holm(table["p_value"].to_numpy(dtype=float)) if len(table) else []
+    p = table["p_value"].to_numpy(dtype=float)
+    table["p_holm"] = holm(p) if len(table) else []
     table["significant"] = (table["p_holm"] < alpha).astype(bool)
-    table.attrs["alpha"] = alpha
+    size = int((~pd.isna(p)).sum())
+    table.attrs.update({"alpha": alpha, "family": family_words(size, family), "family_size": size})
     return table
 
 

@@ -14,8 +14,9 @@
 * An *unmeasured* problem: a model and evaluator measured on none of its rows (``n`` = 0 of
   ``N`` > 0), whatever the reason (errors, skipped or unrated rows); see :func:`problems` for the
   one kind of skip that is not a problem.
-* Insights: the best model on each evaluator's primary metric, and the hardest test case (the
-  one failed by the most models), per evaluator and over all evaluators.
+* Insights: the leader on each evaluator's primary metric (``best_model`` when its lead is
+  significant, ``tied_models`` when it is not), and the hardest test case (the one failed by the
+  most models), per evaluator and over all evaluators.
 """
 
 from __future__ import annotations
@@ -30,16 +31,22 @@ if TYPE_CHECKING:
 
     from nbeval.results import EvaluationResult
 
-__all__ = ["ERROR_CHARS", "ERROR_GROUPS", "INSIGHT_ALPHA", "INSIGHT_COLUMNS", "PROBLEM_COLUMNS", "PROMPT_CHARS",
-           "describe_errors", "errored_rows", "insights", "problems"]
+__all__ = ["ERROR_CHARS", "ERROR_GROUPS", "INSIGHT_ALPHA", "INSIGHT_COLUMNS", "LEADER_FAMILY", "LEADER_KINDS",
+           "PROBLEM_COLUMNS", "PROMPT_CHARS", "describe_errors", "errored_rows", "insights", "problems"]
 
 PROBLEM_COLUMNS = ["kind", "severity", "model_key", "evaluator", "metric", "value", "threshold", "key",
                    "source_key", "message"]
-INSIGHT_COLUMNS = ["kind", "evaluator", "metric", "model_key", "key", "value", "message", "significant"]
+INSIGHT_COLUMNS = ["kind", "evaluator", "metric", "model_key", "key", "value", "message", "significant", "p_holm",
+                   "family"]
+#: The kinds of the leader rows (one per evaluator): a significant (or lone) leader, a tied one.
+LEADER_KINDS = ("best_model", "tied_models")
+#: How the insights name the family of their leader comparisons (see :func:`insights`).
+LEADER_FAMILY = "of the leaders against their runners-up (one per evaluator)"
 #: The significance level of the insights' paired comparisons.
 INSIGHT_ALPHA = 0.05
 #: How many groups of errors a message names, and how long each error may be (its first line).
 ERROR_GROUPS, ERROR_CHARS = 3, 120
+_NAN = float("nan")
 
 
 def _failed(passed: pd.Series) -> pd.Series:
@@ -312,11 +319,14 @@ def _flips(result: EvaluationResult) -> list[list[Any]]:
 def insights(result: EvaluationResult) -> pd.DataFrame:
     """The leader on each evaluator's primary metric and the hardest test cases (:data:`INSIGHT_COLUMNS`).
 
-    A ``best_model`` row names the model with the best aggregate. Its message calls it "best"
-    only when its lead over the runner-up is significant by a paired test
-    (:func:`~nbeval.results.compare.compare_metrics`, p-values Holm-adjusted over all the
-    evaluators' leader comparisons, at 0.05); otherwise it says the two are "tied within noise".
-    ``significant`` is True or False, and None where only one model was evaluated.
+    One leader row per evaluator names the model with the best aggregate. Its kind is
+    ``best_model`` when the lead over the runner-up is significant by a paired test, or when only
+    one model was evaluated (``significant`` None); otherwise ``tied_models`` (``significant``
+    False), and the message says the two are "tied within noise". The paired tests come from
+    :func:`~nbeval.results.compare.paired_comparisons`, as ``compare()``'s do; their family is
+    the leader comparisons (one per evaluator whose leader and runner-up differ), Holm-adjusted
+    together at 0.05. ``p_holm`` is the adjusted p-value and ``family`` names the family in words
+    (the message says it too); both are empty where no test ran.
     """
     import pandas as pd
 
@@ -329,20 +339,20 @@ def insights(result: EvaluationResult) -> pd.DataFrame:
         key, n = counts.index[0], int(counts.iloc[0])
         total = rows.loc[(rows["evaluator"] == ev) & (rows["key"] == key), "model_key"].nunique()
         out.append(["hardest_case", ev, part["metric"].iloc[0], None, key, float(n),
-                    f"hardest case for {ev}: '{key}' failed by {n} of {total} models", None])
+                    f"hardest case for {ev}: '{key}' failed by {n} of {total} models", None, _NAN, None])
     if not fails.empty and fails["evaluator"].nunique() > 1:
         counts = fails.groupby("key", observed=True).size().sort_values(ascending=False, kind="stable")
         key, n = counts.index[0], int(counts.iloc[0])
         out.append(["hardest_case", None, None, None, key, float(n),
-                    f"hardest case overall: '{key}' with {n} failing (model, evaluator) pairs", None])
+                    f"hardest case overall: '{key}' with {n} failing (model, evaluator) pairs", None, _NAN, None])
     return pd.DataFrame(out, columns=INSIGHT_COLUMNS)
 
 
 def _leaders(result: EvaluationResult) -> list[list[Any]]:
-    """One ``best_model`` row per evaluator: its leader on the primary metric, called best only
-    when the paired comparison with the runner-up is significant after Holm's adjustment."""
-    from nbeval.results.compare import compare_metrics
-    from nbeval.results.stats import holm
+    """One leader row per evaluator on its primary metric: ``best_model`` only when the paired
+    comparison with the runner-up is significant after Holm's adjustment over the leader
+    comparisons, else ``tied_models``."""
+    from nbeval.results.compare import paired_comparisons
 
     agg = result.aggregates
     found = []
@@ -350,19 +360,18 @@ def _leaders(result: EvaluationResult) -> list[list[Any]]:
         higher = part["direction"].iloc[0] == "higher"
         ordered = part.sort_values("value", ascending=not higher, kind="stable")
         found.append((str(ev), str(ordered["metric"].iloc[0]), ordered))
-    tests: list[pd.Series | None] = []
-    for ev, metric, ordered in found:
-        if len(ordered) < 2 or ordered["value"].iloc[0] == ordered["value"].iloc[1]:
-            tests.append(None)
-            continue
-        table = compare_metrics(result, str(ordered["model_key"].iloc[0]), str(ordered["model_key"].iloc[1]),
-                                [(ev, metric)])
-        tests.append(table.iloc[0])
-    p_holm = holm([float("nan") if t is None else t["p_value"] for t in tests])
+    tested = [(ev, metric, ordered) for ev, metric, ordered in found
+              if len(ordered) >= 2 and ordered["value"].iloc[0] != ordered["value"].iloc[1]]
+    table = paired_comparisons(result, [(str(o["model_key"].iloc[0]), str(o["model_key"].iloc[1]), ev, metric)
+                                        for ev, metric, o in tested], alpha=INSIGHT_ALPHA, family=LEADER_FAMILY)
+    tests = {ev: row for (ev, _, _), (_, row) in zip(tested, table.iterrows(), strict=True)}
+    family = str(table.attrs["family"])
     out = []
-    for (ev, metric, ordered), test, p in zip(found, tests, p_holm, strict=True):
+    for ev, metric, ordered in found:
         leader, value = str(ordered["model_key"].iloc[0]), float(ordered["value"].iloc[0])
         where = f"{ev}.{metric}"
+        test = tests.get(ev)
+        p, named = _NAN, None
         if len(ordered) == 1:
             significant = None
             msg = f"best on {where}: {result.label(leader)} with {format_value(value)} (the only model)"
@@ -372,26 +381,32 @@ def _leaders(result: EvaluationResult) -> list[list[Any]]:
             names = ", ".join(result.label(m) for m in tied["model_key"])
             msg = f"tied within noise on {where}: {names} all at {format_value(value)}"
         else:
-            significant = bool(p < INSIGHT_ALPHA)
+            p = float(test["p_holm"])
+            named = None if test["test"] == "none" else family
+            significant = bool(test["significant"])
             msg = _lead_message(result, where, leader, str(ordered["model_key"].iloc[1]), value,
-                                float(ordered["value"].iloc[1]), test, float(p), significant)
-        out.append(["best_model", ev, metric, leader, None, value, msg, significant])
+                                float(ordered["value"].iloc[1]), test, family, significant)
+        kind = "tied_models" if significant is False else "best_model"
+        out.append([kind, ev, metric, leader, None, value, msg, significant, p, named])
     return out
 
 
 def _lead_message(result: EvaluationResult, where: str, leader: str, runner: str, value: float, runner_value: float,
-                  test: pd.Series, p: float, significant: bool) -> str:
+                  test: pd.Series, family: str, significant: bool) -> str:
     a, b = result.label(leader), result.label(runner)
     if test["test"] == "none":
         return (f"tied within noise on {where}: {a} ({format_value(value)}) leads {b} ({format_value(runner_value)}), "
                 "but this aggregate is not a mean over test cases, so no paired test can confirm it")
-    how = f"paired {test['test']} on {test['n']} cases, Holm p = {format_value(p)}"
+    how = f"paired {test['test']} on {test['n']} cases, Holm p = {format_value(float(test['p_holm']))}, {family}"
     gap = abs(value - runner_value)
+    sign = 1.0 if value >= runner_value else -1.0  # the lead as a positive number, whichever way is better
+    lo, hi = sorted((sign * test["diff_lo"], sign * test["diff_hi"]))
+    interval = f"95% CI of the paired difference {format_value(lo)} to {format_value(hi)}"
     if significant:
-        sign = 1.0 if value >= runner_value else -1.0  # the lead as a positive number, whichever way is better
-        lo, hi = sorted((sign * test["diff_lo"], sign * test["diff_hi"]))
         return (f"best on {where}: {a} with {format_value(value)}, ahead of {b} ({format_value(runner_value)}) "
-                f"by {format_value(gap)} (95% CI of the paired difference {format_value(lo)} to {format_value(hi)}; "
-                f"{how})")
+                f"by {format_value(gap)} ({interval}; {how})")
+    note = ""
+    if lo > 0 or hi < 0:  # the same words as compare_chart's verdict for such a row
+        note = f"; the unadjusted {interval} excludes 0, but the test is not significant after Holm's adjustment"
     return (f"tied within noise on {where}: {a} ({format_value(value)}) leads {b} ({format_value(runner_value)}) "
-            f"by {format_value(gap)}, but the difference is not significant ({how})")
+            f"by {format_value(gap)}, but the difference is not significant ({how}{note})")

@@ -88,9 +88,12 @@ def metric_intervals(result: EvaluationResult, evaluator: str, metric: str, aggr
     """The ``level`` interval of each model's aggregate in ``aggregates`` (indexed by model key),
     as lists of low and high ends in that order, and the method used for the column:
 
-    * ``"wilson"``: every measured row is 0 or 1, so the aggregate is a share of rows; the
-      Wilson score interval (:func:`~nbeval.results.stats.wilson_interval`);
-    * ``"bootstrap"``: scores; the percentile bootstrap of the mean over the model's test cases,
+    * ``"wilson"``: the metric's range is [0, 1] and every measured row is 0 or 1, so the
+      aggregate is a share of rows; the Wilson score interval
+      (:func:`~nbeval.results.stats.wilson_interval`). A metric with another range (a count such
+      as ``step_alignment``'s ``deletions``, range [0, inf)) is never a share, even when its rows
+      all happen to be 0 or 1: a Wilson interval would cap it at 1;
+    * ``"bootstrap"``: scores and counts; the percentile bootstrap of the mean over the model's test cases,
       seeded (:func:`~nbeval.results.stats.bootstrap_mean_interval`, 2,000 resamples, seed 0);
     * ``"none"``: some model's aggregate is not the mean of its rows' values (e.g. a macro F1
       the evaluator computes over all rows at once), so resampling rows would not describe it;
@@ -107,7 +110,7 @@ def metric_intervals(result: EvaluationResult, evaluator: str, metric: str, aggr
     if not known or any(k not in by_model or not math.isclose(a, float(by_model[k].mean()), rel_tol=1e-9,
                                                              abs_tol=1e-12) for k, a in known):
         return [nan] * len(aggregates), [nan] * len(aggregates), "none"
-    method = "wilson" if stats.is_binary(values["value"]) else "bootstrap"
+    method = "wilson" if _is_share(result, evaluator, metric) and stats.is_binary(values["value"]) else "bootstrap"
     lows, highs = [], []
     for k in aggregates.index:
         v = by_model.get(str(k))
@@ -120,6 +123,15 @@ def metric_intervals(result: EvaluationResult, evaluator: str, metric: str, aggr
         lows.append(lo)
         highs.append(hi)
     return lows, highs, method
+
+
+def _is_share(result: EvaluationResult, evaluator: str, metric: str) -> bool:
+    """Whether the metric's declared range is [0, 1], so that 0/1 rows make its mean a share."""
+    m = result.metrics
+    hit = m[(m["evaluator"] == evaluator) & (m["metric"] == metric)]
+    if hit.empty:
+        return True  # no declaration to go by: the rows decide
+    return float(hit["lo"].iloc[0]) == 0.0 and float(hit["hi"].iloc[0]) == 1.0
 
 
 def _is_nan(value: object) -> bool:
@@ -144,39 +156,7 @@ SHOWN_CI = 0.95
 
 
 def summary_text(result: EvaluationResult) -> str:
-    """Leaderboards of every evaluator's metrics with 95% intervals, whether the leader's lead
-    is real, then problems; for terminals and CI logs."""
-    lines: list[str] = []
-    for ev in result.evaluators:
-        board = leaderboard(result, evaluator=ev, ci=SHOWN_CI)
-        metrics = list(result.metrics.loc[result.metrics["evaluator"] == ev, "metric"])
-        primary = result.primary_metric(ev)
-        methods = board.attrs["ci"]["method"]
-        used = sorted({methods[m] for m in metrics if methods.get(m, "none") != "none"})
-        lines.append(f"== {ev} (ranked on {primary}) ==")
-        if used:
-            lines.append(f"[lo, hi]: 95% intervals ({', '.join(used)})")
-        header = f"{'model':<32}" + "".join(f"{m:>32}" for m in metrics)
-        lines.append(header)
-        for model_key, r in board.iterrows():
-            cells = []
-            for m in metrics:
-                n, total = r[f"{m}_n"], r["N"]
-                interval = format_interval(r[f"{m}_lo"], r[f"{m}_hi"])
-                shown = " ".join(x for x in (format_value(r[m]), f"({n}/{total})", interval) if x)
-                cells.append(f"{shown:>32}")
-            lines.append(f"{str(result.label(str(model_key)))[:31]:<32}" + "".join(cells))
-        lines.append("")
-    leaders = result.insights
-    leaders = leaders[leaders["kind"] == "best_model"]
-    if not leaders.empty:
-        lines.append("== is the lead real? ==")
-        lines.extend(f"- {m}" for m in leaders["message"])
-        lines.append("")
-    probs = result.problems
-    lines.append(f"== problems ({len(probs)}) ==")
-    for _, p in probs.iterrows():
-        lines.append(f"- {p['message']}")
-    if probs.empty:
-        lines.append("none")
-    return "\n".join(lines)
+    """The full plain-text summary (``result.summary()``); see :func:`nbeval.results.text.summary_text`."""
+    from nbeval.results.text import summary_text as full
+
+    return full(result)

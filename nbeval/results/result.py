@@ -258,11 +258,13 @@ class EvaluationResult:
         """The dataset rows (prompt, expected, answer, context) by key and model."""
         return self.dataset.to_pandas()
 
-    def summary(self) -> str:
-        """A plain-text summary: leaderboards of primary metrics and problems."""
-        from nbeval.results.leaderboard import summary_text
+    def summary(self, brief: bool = False) -> str:
+        """A plain-text summary whose lines fit 100 columns: a leaderboard per evaluator (every
+        metric, 95% intervals), whether each lead is real, and the problems. With ``brief``: one
+        table of every evaluator's primary metric by model, and the problems counted by kind."""
+        from nbeval.results.text import brief_text, summary_text
 
-        return summary_text(self)
+        return brief_text(self) if brief else summary_text(self)
 
     def __repr__(self) -> str:
         return (f"EvaluationResult({len(self.model_keys)} models, {len(self.evaluators)} evaluators, "

@@ -218,6 +218,10 @@ COVERAGE: dict[str, list[str]] = {
         "tests/options/test_cli_catalogue_and_demo.py::test_demo_no_embedding_leaves_the_embedding_evaluators_out",
     ],
     "nbeval demo --no-progress": ["tests/options/test_progress_option.py::test_demo_no_progress_leaves_stderr_empty"],
+    "nbeval demo --verbose": [
+        "tests/test_summary_readable.py::test_demo_verbose_prints_the_full_summary",
+        "tests/test_summary_readable.py::test_demo_opens_on_one_screen",
+    ],
     # -- nbeval serve -------------------------------------------------------------------------------
     "nbeval serve": [
         "tests/serve/test_cli_serve.py::test_serve_with_a_token_a_retriever_an_endpoint_app_and_a_judge",

@@ -70,4 +70,4 @@ def test_demo_no_progress_leaves_stderr_empty(tmp_path: Path, capsys: pytest.Cap
     assert "nbeval:" in err and "score/s" in err, err
     assert main([*args, "--no-progress"]) == 0
     captured = capsys.readouterr()
-    assert captured.err == "" and "== problems" in captured.out
+    assert captured.err == "" and "problems: " in captured.out

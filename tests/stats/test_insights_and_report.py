@@ -30,13 +30,13 @@ def test_a_significant_lead_is_called_best() -> None:
 
 def test_the_same_lead_among_more_comparisons_is_tied_within_noise() -> None:
     ins = result_of({"A": HIGH, "B": LOW}, ["st_score", "st_low"]).insights
-    best = ins[ins.kind == "best_model"].set_index("evaluator")
+    best = ins[ins.kind.isin(["best_model", "tied_models"])].set_index("evaluator")
     # two comparisons (A leads on s, B on err): Holm doubles the smallest p-value
     p_holm = multipletests([_p_wilcoxon(), _p_wilcoxon()], method="holm")[1]
     assert p_holm[0] > 0.05
     assert best.loc["st_score", "model_key"] == "A" and best.loc["st_low", "model_key"] == "B"
     for ev in ("st_score", "st_low"):
-        assert not best.loc[ev, "significant"]
+        assert not best.loc[ev, "significant"] and best.loc[ev, "kind"] == "tied_models"
         assert best.loc[ev, "message"].startswith(f"tied within noise on {ev}.")
         assert f"Holm p = {p_holm[0]:.3f}" in best.loc[ev, "message"]
 
@@ -45,7 +45,7 @@ def test_one_model_and_equal_aggregates() -> None:
     alone = result_of({"A": HIGH}).insights.iloc[0]
     assert alone.kind == "best_model" and alone.significant is None and "the only model" in alone.message
     equal = result_of({"A": ["0.5", "0.7"], "B": ["0.7", "0.5"]}).insights.iloc[0]
-    assert not equal.significant and equal.message == "tied within noise on st_score.s: A, B all at 0.600"
+    assert equal.kind == "tied_models" and not equal.significant and equal.message == "tied within noise on st_score.s: A, B all at 0.600"
 
 
 def test_summary_shows_intervals_and_whether_the_lead_is_real() -> None:

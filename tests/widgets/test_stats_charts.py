@@ -164,7 +164,8 @@ def test_compare_chart_marks_significant_rows_by_which_model_is_better(paired_re
         "tied within noise", "")
     colour = spec["layer"][2]["encoding"]["color"]
     assert colour["field"] == "verdict"
-    assert colour["scale"]["domain"] == ["A better", "B better", "tied within noise"]
+    assert colour["scale"]["domain"] == ["A better", "B better", "interval excludes 0, not significant after Holm",
+                                         "tied within noise"]
 
 
 def test_compare_verdict_reads_each_metrics_direction(paired_result, monkeypatch):
@@ -190,6 +191,47 @@ def test_compare_verdict_reads_each_metrics_direction(paired_result, monkeypatch
     assert list(df["label"]) == ["w_overlap.overlap", "w_overlap.length_gap", "w_mentions.pass"]
     spec = compare_chart(paired_result, "good", "bad").to_dict()
     assert spec["title"]["text"] == "good vs bad"
+
+
+def test_an_interval_that_excludes_zero_is_never_called_tied(paired_result, monkeypatch):
+    """Issue 26: [0.11, 0.78] excludes 0. Significant after Holm: coloured by the better model;
+    not significant after Holm: its own verdict, said in the legend and the tooltip's note."""
+    made = pd.DataFrame({
+        "evaluator": ["w_overlap", "w_overlap", "w_mentions"], "metric": ["overlap", "length_gap", "pass"],
+        "mean_a": [0.9, 0.9, 0.5], "mean_b": [0.45, 0.45, 0.4], "diff": [0.45, 0.45, 0.1],
+        "diff_lo": [0.11, 0.11, -0.1], "diff_hi": [0.78, 0.78, 0.3], "n": [8, 8, 20],
+        "test": ["wilcoxon", "wilcoxon", "mcnemar-exact"], "p_value": [0.008, 0.02, 0.5],
+        "p_holm": [0.024, 0.06, 0.5], "significant": [True, False, False]})
+    made.attrs.update(alpha=0.05, family="Holm-adjusted over the 3 comparisons of this table")
+    monkeypatch.setattr(paired_result, "compare", lambda *a, **k: made)
+    spec = compare_chart(paired_result, "good", "bad").to_dict()
+    rows = {r["label"]: r for r in _data(spec, spec["layer"][2])}
+    colour = spec["layer"][2]["encoding"]["color"]["scale"]
+    shade = dict(zip(colour["domain"], colour["range"], strict=True))
+    significant, unadjusted, tied = rows["w_overlap.overlap"], rows["w_overlap.length_gap"], rows["w_mentions.pass"]
+    assert significant["verdict"] == "A better" and shade["A better"] != shade["tied within noise"]
+    # length_gap is lower-is-better, so A's higher mean is worse; the interval excludes 0 all the same
+    assert unadjusted["verdict"] == "interval excludes 0, not significant after Holm" and unadjusted["mark"] == ""
+    assert shade[unadjusted["verdict"]] != shade["tied within noise"]
+    assert "excludes 0, but the test is not significant (Holm-adjusted over the 3 comparisons" in unadjusted["note"]
+    assert tied["verdict"] == "tied within noise" and tied["note"] == ""
+    assert {"field": "note", "type": "nominal"} in spec["layer"][2]["encoding"]["tooltip"]
+    assert "Holm-adjusted over the 3 comparisons of this table" in " ".join(spec["title"]["subtitle"])
+
+
+def test_chart_and_compare_name_the_same_family(paired_result):
+    table = paired_result.compare("good", "bad")
+    spec = compare_chart(paired_result, "good", "bad").to_dict()
+    known = int(table["p_value"].notna().sum())
+    assert table.attrs["family"] == f"Holm-adjusted over the {known} comparisons of this table"
+    assert table.attrs["family"] in " ".join(spec["title"]["subtitle"])
+    for r in _data(spec, spec["layer"][2]):  # the colour follows the interval and the adjusted test
+        excludes = r["diff_lo"] is not None and (r["diff_lo"] > 0 or r["diff_hi"] < 0)
+        if r["significant"]:
+            assert r["verdict"] in ("A better", "B better")
+        else:
+            assert r["verdict"] == ("interval excludes 0, not significant after Holm" if excludes
+                                    else "tied within noise")
 
 
 # -- judge agreement -------------------------------------------------------------------------
