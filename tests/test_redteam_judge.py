@@ -48,7 +48,8 @@ def test_a_huge_judge_reply_is_cut_before_it_is_cached_and_the_row_says_so(opena
     res = nbeval.evaluate(ROWS[:1], ["safety"], judge=judge, cache=path, progress=False)
     row = res.scores.iloc[0]
     assert row["label"] == "yes" or row["value"] == 1.0, row.to_dict()
-    assert f"judge reply cut to {MAX_REPLY_CHARS:,} characters" in row["rationale"]
+    # this run parsed the whole reply; what the row keeps is capped, with the original size
+    assert "[truncated:" in row["rationale"], row["rationale"][-200:]
     cache = ChatCache(path)
     stored = [r[0] for r in cache._connection().execute("SELECT text FROM replies")]
     assert len(stored) == 1 and len(stored[0]) <= MAX_REPLY_CHARS

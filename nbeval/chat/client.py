@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Union
 
-from nbeval.chat.base import ChatError, ChatModel, ChatReply, cap_reply, estimate_tokens, normalize_messages
+from nbeval.chat.base import ChatError, ChatModel, ChatReply, estimate_tokens, normalize_messages
 from nbeval.chat.cache import ChatCache, cache_key
 from nbeval.chat.config import resolve_chat_model
 from nbeval.chat.secrets import redact, register_secrets, secrets_in_params
@@ -336,7 +336,6 @@ class ChatClient:
                                               err.status), copies)
             if stop.wait(self._delay(attempts, err)):
                 return ChatFailure(redact(f"cancelled while retrying: {err}"), attempts, err.status, cancelled=True)
-        reply = cap_reply(reply)  # a 64 MiB reply is neither cached nor parsed in full; the row says so
         clean = redact(reply.text, patterns=False)  # a judge that echoes a key must not spread it
         if clean != reply.text:
             reply = replace(reply, text=clean)
@@ -344,7 +343,9 @@ class ChatClient:
             reply = _with_cost(reply, self._price(reply.model) or self._price(getattr(self.model, "name", "")))
         cache = self.cache
         if key is not None and cache is not None:
-            self._safe(lambda: cache.put(key, redact(self._identity), reply), None)  # at once: a kill keeps it
+            # at once: a kill keeps it. Stored cut to MAX_REPLY_CHARS (cap_reply, with a note a cache
+            # hit shows on its row); this run parses the whole reply, and the results cap what it shows.
+            self._safe(lambda: cache.put(key, redact(self._identity), reply), None)
         self._account(reply, copies, cached=False)
         return reply
 
