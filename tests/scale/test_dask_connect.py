@@ -140,7 +140,9 @@ def test_a_closed_port_is_refused_in_one_line(data: Path, capsys: pytest.Capture
         sock.bind(("127.0.0.1", 0))
         status, err = _run(data, f"tcp://127.0.0.1:{sock.getsockname()[1]}", capsys)
     line = _one_error_line(err)
-    assert status == 2 and "connection refused" in line, line
+    # Usually "connection refused" at once; on a loaded machine Dask's own retry of a refused
+    # connection can run into the deadline first. Either way: one line, exit 2, within the timeout.
+    assert status == 2 and ("connection refused" in line or f"within {TIMEOUT:g} s" in line), line
 
 
 @pytest.mark.parametrize("address", ["127.0.0.1", "tcp://", "nosuch://127.0.0.1:8786"])
