@@ -122,19 +122,27 @@ _NUMBER_TYPES = ("fixed_line", "mobile", "toll_free", "premium_rate", "shared_co
                  "pager", "uan", "voicemail")
 
 
-@cache
-def _valid_number_types(region: str) -> str | None:
-    """One pattern for the national significant numbers of every valid type of every region that
-    shares ``region``'s country code, or None when some metadata is missing."""
+def _sharing_country_code(region: str) -> list[Any] | None:
+    """The metadata of every region that shares ``region``'s country code (``region`` among
+    them), or None when any of it is missing."""
     pn = _phonenumbers()
     meta = pn.PhoneMetadata.metadata_for_region(region)
     if meta is None:
         return None
+    found = [pn.PhoneMetadata.metadata_for_region(r)
+             for r in pn.COUNTRY_CODE_TO_REGION_CODE.get(meta.country_code, (region,))]
+    return None if any(m is None for m in found) else found
+
+
+@cache
+def _valid_number_types(region: str) -> str | None:
+    """One pattern for the national significant numbers of every valid type of every region that
+    shares ``region``'s country code, or None when some metadata is missing."""
+    sharing = _sharing_country_code(region)
+    if sharing is None:
+        return None
     numbers = []
-    for other in pn.COUNTRY_CODE_TO_REGION_CODE.get(meta.country_code, (region,)):
-        other_meta = pn.PhoneMetadata.metadata_for_region(other)
-        if other_meta is None:
-            return None
+    for other_meta in sharing:
         for kind in _NUMBER_TYPES:
             desc = getattr(other_meta, kind, None)
             if desc is not None and desc.national_number_pattern:
@@ -147,14 +155,12 @@ def _possible_numbers(region: str) -> str | None:
     """One pattern for the national significant numbers that fit the general description (pattern
     and lengths) of a region that shares ``region``'s country code, as every valid number does;
     None when some metadata is missing."""
-    pn = _phonenumbers()
-    meta = pn.PhoneMetadata.metadata_for_region(region)
-    if meta is None:
+    sharing = _sharing_country_code(region)
+    if sharing is None:
         return None
     numbers = []
-    for other in pn.COUNTRY_CODE_TO_REGION_CODE.get(meta.country_code, (region,)):
-        other_meta = pn.PhoneMetadata.metadata_for_region(other)
-        desc = other_meta.general_desc if other_meta is not None else None
+    for other_meta in sharing:
+        desc = other_meta.general_desc
         if desc is None or not desc.national_number_pattern:
             return None
         sizes = "|".join(f"\\d{{{n}}}" for n in desc.possible_length if n > 0)
