@@ -106,7 +106,9 @@ REPORT_JS = """
     }
     const stderr = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]';
     for (const node of cell.node.querySelectorAll(stderr)) {
-      if (node.innerText.includes('Traceback')) { errors.push('stderr output with a traceback'); }
+      if (node.innerText.includes('Traceback')) {
+        errors.push('stderr output with a traceback: ' + node.innerText.slice(-600));
+      }
     }
     const drawn = [...cell.node.querySelectorAll('.vega-embed')].filter((e) => {
       const g = e.querySelector('canvas, svg.marks');

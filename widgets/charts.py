@@ -137,6 +137,9 @@ def _add_interval(df: pd.DataFrame, result: EvaluationResult, info: MetricInfo, 
         raise ValueError(msg)
     board = result.leaderboard(info.evaluator, info.metric, ci=ci)
     lo_col, hi_col = f"{info.metric}_lo", f"{info.metric}_hi"
+    if lo_col not in board:  # a partial result before the first score: no aggregate, no interval yet
+        df["lo"], df["hi"] = float("nan"), float("nan")
+        return "none"
     df["lo"] = df["model_key"].map(board[lo_col].astype(float)).astype(float)
     df["hi"] = df["model_key"].map(board[hi_col].astype(float)).astype(float)
     methods = (board.attrs.get("ci") or {}).get("method") or {}

@@ -88,3 +88,15 @@ def test_cancel_after_every_row_finished_reports_finished(openai_server: FakeOpe
     assert panel._cancel.is_set()
     assert result.meta["cancelled"] is False and not result.scores["skipped"].any()
     assert panel.progress.bar_style == "success" and "finished" in panel.message.value
+
+
+def test_redrawing_before_any_row_is_scored_logs_no_error() -> None:
+    # CI's browser check caught it: the first redraw came before any score existed, and the
+    # leaderboard's interval columns were missing (KeyError 'pass_lo' in the panel's log).
+    rows = [{"key": f"k{i}", "input": f"question {i}", "actual_output": f"answer {i}", "expected_output": "answer",
+             "model_key": "m"} for i in range(6)]
+    panel = RunPanel(rows, ["pii_leakage", "rouge"], refresh_interval=0.0)  # nothing skipped: done=0 at first
+    panel.run()
+    result = panel.wait(60)
+    assert result is not None and panel.refreshes > 2  # partial results were drawn, not only the last
+    assert panel.output.outputs == ()  # nothing was logged: no traceback
