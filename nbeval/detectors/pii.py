@@ -325,13 +325,13 @@ def find_pii(
         found.extend(_cards(text))
     if "us_ssn" in wanted:
         found.extend(_ssns(text))
-    if "phone" in wanted:
-        found.extend(find_phones(text, regions))
     if "iban" in wanted:
         found.extend(_ibans(text))
     if "ip_address" in wanted:
         found.extend(_ips(text, include_private_ip))
     found.extend(find_national_ids(text, wanted & set(NATIONAL_ID_KINDS)))
+    if "phone" in wanted:  # last: every other kind outranks a phone (see _PRIORITY)
+        found.extend(find_phones(text, regions, outranked=[(f.start, f.end) for f in found]))
     return resolve_overlaps(found, _PRIORITY)
 
 

@@ -96,7 +96,10 @@ def test_redrawing_before_any_row_is_scored_logs_no_error() -> None:
     rows = [{"key": f"k{i}", "input": f"question {i}", "actual_output": f"answer {i}", "expected_output": "answer",
              "model_key": "m"} for i in range(6)]
     panel = RunPanel(rows, ["pii_leakage", "rouge"], refresh_interval=0.0)  # nothing skipped: done=0 at first
+    drawn_at: list[int] = []
+    redraw = panel._redraw
+    panel._redraw = lambda result: (drawn_at.append(panel.done), redraw(result))[1]  # type: ignore[method-assign]
     panel.run()
     result = panel.wait(60)
-    assert result is not None and panel.refreshes > 2  # partial results were drawn, not only the last
+    assert result is not None and drawn_at[0] == 0  # the first redraw came before any score
     assert panel.output.outputs == ()  # nothing was logged: no traceback
