@@ -9,8 +9,10 @@
     DELETE /v1/evaluations/{id}             cancel a job
     GET    /v1/evaluations/{id}/report      the HTML report of a finished job
     POST   /api/v2/serve/evaluate/evaluation  DB-GPT's request and answer (see nbeval.serve.dbgpt)
+    GET    /openapi.json, /docs, /redoc     the OpenAPI document and its pages (see nbeval.serve.docs)
 
-Every route but ``/health`` needs ``Authorization: Bearer <token>`` (see :mod:`nbeval.serve.guard`).
+Every route but ``/health`` needs ``Authorization: Bearer <token>``, or in a browser the cookie
+the docs' sign-in form sets (see :mod:`nbeval.serve.guard`).
 What a request may set is in :mod:`nbeval.serve.policy`; jobs are kept as :mod:`nbeval.serve.jobs` says.
 """
 
@@ -32,7 +34,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from starlette.responses import Response
 
 from nbeval._version import __version__
-from nbeval.chat.secrets import redact
 from nbeval.errors import DataError, NbevalError
 from nbeval.serve.dbgpt import (
     DbgptRequest,
@@ -42,6 +43,7 @@ from nbeval.serve.dbgpt import (
     envelope,
     prepare_dbgpt,
 )
+from nbeval.serve.docs import add_docs
 from nbeval.serve.guard import Guard
 from nbeval.serve.hooks import (
     APP_GROUP,
@@ -52,7 +54,14 @@ from nbeval.serve.hooks import (
     load_callable,
 )
 from nbeval.serve.jobs import Job, JobStore
-from nbeval.serve.policy import DEFAULT_MAX_TOKENS, SERVER_PARAMS, lone_surrogate, model_refusal, param_errors
+from nbeval.serve.policy import (
+    DEFAULT_MAX_TOKENS,
+    SERVER_PARAMS,
+    error_text,
+    lone_surrogate,
+    model_refusal,
+    param_errors,
+)
 
 __all__ = ["DBGPT_PATH", "SERVER_PARAMS", "EvaluationRequest", "EvaluatorChoice", "StrictJSONRoute", "create_app",
            "strict_json"]
@@ -283,8 +292,10 @@ def create_app(*, token: str | None, retriever: Callable[..., Any] | str | None 
         store.shutdown()
 
     api = FastAPI(title="nbeval evaluation service", version=__version__, lifespan=lifespan,
+                  docs_url=None, redoc_url=None,  # nbeval.serve.docs serves them, with no CDN
                   description="Evaluate LLM and RAG applications over HTTP. Every route but /health needs "
-                              "`Authorization: Bearer <token>`.")
+                              "`Authorization: Bearer <token>`; in a browser, signing in on /docs sets a "
+                              "cookie that stands in for it.")
     api.router.route_class = StrictJSONRoute  # NaN and Infinity are not JSON: 422
     api.state.jobs = store
     api.state.limits = {"max_scores": max_scores, "page_scores": page_scores, "max_judge_tokens": max_judge_tokens,
@@ -348,7 +359,7 @@ def create_app(*, token: str | None, retriever: Callable[..., Any] | str | None 
             job = await run_in_threadpool(start)  # reading and planning the rows takes time on large runs
         except NbevalError as exc:
             field = ("data" if req.data is not None else "lab") if isinstance(exc, DataError) else "evaluators"
-            text = redact(str(exc))
+            text = error_text(exc)
             detail = [{"loc": ["body", field], "msg": text, "type": type(exc).__name__}]
             return JSONResponse({"detail": detail, "message": f"body.{field}: {text}"}, status_code=422)
         wait = req.wait if req.wait is not None else job.rows <= wait_rows
@@ -406,7 +417,7 @@ def create_app(*, token: str | None, retriever: Callable[..., Any] | str | None 
         except ServiceUnavailable as exc:
             return JSONResponse(envelope(error=str(exc), code="E501"), status_code=501)
         except NbevalError as exc:
-            return JSONResponse(envelope(error=redact(str(exc)), code="E422"), status_code=422)
+            return JSONResponse(envelope(error=error_text(exc), code="E422"), status_code=422)
         while not job.ended.is_set():
             await asyncio.sleep(0.02)
         if not job.has_result:
@@ -430,5 +441,6 @@ def create_app(*, token: str | None, retriever: Callable[..., Any] | str | None 
         return api.openapi_schema
 
     api.openapi = openapi  # type: ignore[method-assign]
+    add_docs(api, token=token)
     api.add_middleware(Guard, token=token, max_body_bytes=max_body_bytes)
     return api

@@ -3,6 +3,17 @@
 It is plain ASGI middleware, so it also covers routes that do not exist (no probing without the
 token) and the OpenAPI pages. Only ``GET /health`` is open. The token is compared in constant
 time (:func:`hmac.compare_digest`), so the time a refusal takes says nothing about the token.
+
+A browser cannot send the header, so the docs pages (:mod:`nbeval.serve.docs`) sign it in: the
+form there sets the cookie :data:`COOKIE` (HttpOnly, ``SameSite=Strict``), which stands in for the
+header on every route. Its value is derived from the token (:func:`cookie_value`), not the token
+itself, and it counts only where it could have been set: from a loopback client or over https
+(:func:`secure_channel`). ``SameSite=Strict`` keeps other sites' pages from sending it; a page of
+the same site on another port (``http://127.0.0.1:8888``) still could, so a request that changes
+something (any method but ``GET``, ``HEAD``, ``OPTIONS``) counts the cookie only when its
+``Origin`` is the service's own (:func:`same_origin`; browsers send ``Origin`` with every such
+request), else 403. The sign-in pages themselves (:data:`SIGN_IN_ROUTES`) pass without
+credentials; the guard tells them what it found in ``scope["nbeval.auth"]`` (:data:`AUTH_KEY`).
 A body over the limit is refused with 413 before the application reads any of it: at once when
 its ``Content-Length`` says so, else as soon as the bytes received pass the limit.
 
@@ -15,6 +26,7 @@ WebSocket connections (the service has none) are closed unless authenticated, ne
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -22,7 +34,8 @@ from typing import Any
 
 from nbeval.serve.server import is_loopback
 
-__all__ = ["OPEN_ROUTES", "Guard", "loopback_host"]
+__all__ = ["AUTH_KEY", "COOKIE", "OPEN_ROUTES", "SIGN_IN_ROUTES", "Guard", "cookie_value", "loopback_host",
+           "same_origin", "secure_channel"]
 
 _Scope = MutableMapping[str, Any]
 _Message = MutableMapping[str, Any]
@@ -32,6 +45,16 @@ _ASGIApp = Callable[[_Scope, _Receive, _Send], Awaitable[None]]
 
 #: (method, path) pairs answered without a token.
 OPEN_ROUTES = frozenset({("GET", "/health"), ("HEAD", "/health")})
+#: (method, path) pairs passed on without credentials, which answer by what ``scope[AUTH_KEY]`` says:
+#: the docs pages (the sign-in form without credentials) and the sign-in and sign-out.
+SIGN_IN_ROUTES = frozenset({("GET", "/docs"), ("GET", "/redoc"),
+                            ("POST", "/docs/login"), ("POST", "/docs/logout")})
+#: The cookie the docs' sign-in sets, accepted in place of ``Authorization: Bearer <token>``.
+COOKIE = "nbeval_token"
+#: Where the guard leaves how a request was authenticated: ``"bearer"``, ``"cookie"``, ``"open"``
+#: (the service has no token) or ``None``.
+AUTH_KEY = "nbeval.auth"
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 class _TooLarge(Exception):
@@ -58,6 +81,50 @@ def loopback_host(host: bytes | None) -> bool:
     return is_loopback(name.rstrip(".")) if name else False
 
 
+def cookie_value(token: str) -> str:
+    """The docs cookie's value for ``token``: an HMAC of a fixed label under it, so the cookie
+    opens this service's routes but is not the token itself."""
+    return hmac.new(token.encode(), b"nbeval docs sign-in", hashlib.sha256).hexdigest()
+
+
+def _header(scope: _Scope, wanted: bytes) -> bytes | None:
+    for name, value in scope.get("headers", []):
+        if name == wanted:
+            return bytes(value)
+    return None
+
+
+def _cookie(scope: _Scope, wanted: str) -> bytes | None:
+    key = wanted.encode()
+    for name, value in scope.get("headers", []):
+        if name != b"cookie":
+            continue
+        for pair in bytes(value).split(b";"):
+            k, sep, v = pair.partition(b"=")
+            if sep and k.strip() == key:
+                return v.strip().strip(b'"')
+    return None
+
+
+def secure_channel(scope: _Scope) -> bool:
+    """Whether the request came over https or from this machine (a loopback client address):
+    where the docs' sign-in takes a token and its cookie counts."""
+    if scope.get("scheme") == "https":
+        return True
+    client = scope.get("client")
+    return client is not None and is_loopback(str(client[0]))
+
+
+def same_origin(scope: _Scope) -> bool:
+    """Whether the request's ``Origin`` is the service's own (its scheme and ``Host``); ``False``
+    when it sends none."""
+    origin, host = _header(scope, b"origin"), _header(scope, b"host")
+    if not origin or not host:
+        return False
+    own = f"{scope.get('scheme', 'http')}://".encode() + host
+    return origin.strip().lower() == own.strip().lower()
+
+
 async def _reply(send: _Send, status: int, body: dict[str, Any],
                  headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
     data = json.dumps(body).encode()
@@ -68,37 +135,42 @@ async def _reply(send: _Send, status: int, body: dict[str, Any],
 
 
 class Guard:
-    """ASGI middleware: refuse requests without ``Authorization: Bearer <token>`` (401, with
-    ``WWW-Authenticate: Bearer``) unless ``token`` is ``None`` (authentication off), and bodies
-    over ``max_body_bytes`` (413)."""
+    """ASGI middleware: refuse requests without ``Authorization: Bearer <token>`` or the docs'
+    cookie (401, with ``WWW-Authenticate: Bearer``) unless ``token`` is ``None`` (authentication
+    off), and bodies over ``max_body_bytes`` (413)."""
 
     def __init__(self, app: _ASGIApp, *, token: str | None, max_body_bytes: int) -> None:
         self.app = app
         self._token = token.encode() if token is not None else None
+        self._cookie = cookie_value(token).encode() if token is not None else None
         self.max_body_bytes = max_body_bytes
 
     def _authorized(self, scope: _Scope) -> bool:
-        if self._token is None or (scope.get("method"), scope.get("path")) in OPEN_ROUTES:
-            return True
-        given = b""
-        for name, value in scope.get("headers", []):
-            if name == b"authorization":
-                given = value
-                break
-        scheme, _, credentials = given.partition(b" ")
+        """Whether the request carries ``Authorization: Bearer <token>``."""
+        if self._token is None:
+            return False
+        scheme, _, credentials = (_header(scope, b"authorization") or b"").partition(b" ")
         # compare_digest on equal-type bytes; a wrong scheme still costs one comparison
         ok = hmac.compare_digest(credentials.strip(), self._token)
         return ok and scheme.lower() == b"bearer"
 
-    def _host(self, scope: _Scope) -> bytes | None:
-        for name, value in scope.get("headers", []):
-            if name == b"host":
-                return bytes(value)
-        return None
+    def _signed_in(self, scope: _Scope) -> bool:
+        """Whether the request carries the docs' cookie, where it counts (:func:`secure_channel`)."""
+        given = _cookie(scope, COOKIE)
+        if given is None or self._cookie is None or not secure_channel(scope):
+            return False
+        return hmac.compare_digest(given, self._cookie)
+
+    def _credential(self, scope: _Scope) -> str | None:
+        if self._token is None:
+            return "open"
+        if self._authorized(scope):
+            return "bearer"
+        return "cookie" if self._signed_in(scope) else None
 
     async def __call__(self, scope: _Scope, receive: _Receive, send: _Send) -> None:
         if scope["type"] == "websocket":
-            if self._token is None or not self._authorized(scope):  # no token: nothing is authenticated
+            if not self._authorized(scope):  # no token: nothing is authenticated
                 await send({"type": "websocket.close", "code": 1008})
                 return
             await self.app(scope, receive, send)
@@ -106,14 +178,23 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        if self._token is None and not loopback_host(self._host(scope)):
+        if self._token is None and not loopback_host(_header(scope, b"host")):
             await _reply(send, 421, {"detail": "this service runs without a token and answers only requests for "
                                                "localhost, 127.0.0.1 or [::1] (the Host header)"})
             return
-        if not self._authorized(scope):
-            await _reply(send, 401, {"detail": "missing or wrong bearer token: send 'Authorization: Bearer <token>'"},
-                         ((b"www-authenticate", b'Bearer realm="nbeval"'),))
-            return
+        route = (scope.get("method"), scope.get("path"))
+        credential = scope[AUTH_KEY] = self._credential(scope)
+        if route not in OPEN_ROUTES and route not in SIGN_IN_ROUTES:
+            if credential is None:
+                await _reply(send, 401, {"detail": "missing or wrong bearer token: send "
+                                                   "'Authorization: Bearer <token>'"},
+                             ((b"www-authenticate", b'Bearer realm="nbeval"'),))
+                return
+            if credential == "cookie" and scope.get("method") not in _SAFE_METHODS and not same_origin(scope):
+                await _reply(send, 403, {"detail": "the docs' sign-in cookie counts only on requests from the "
+                                                   "service's own pages (their Origin header); send "
+                                                   "'Authorization: Bearer <token>'"})
+                return
         for name, value in scope.get("headers", []):
             if name == b"content-length" and value.isdigit() and int(value) > self.max_body_bytes:
                 await self._too_large(send)

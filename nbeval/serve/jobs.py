@@ -323,9 +323,9 @@ class JobStore:
             status = "cancelled" if result.meta.get("cancelled") else "succeeded"
             del result
         except Exception as exc:  # a bug or a resource failing outside any row: the job says why
-            from nbeval.chat.secrets import redact
+            from nbeval.serve.policy import error_text
 
-            job.error = redact(f"{type(exc).__name__}: {exc}")
+            job.error = f"{type(exc).__name__}: {error_text(exc)}"
         finally:
             shutil.rmtree(self._partial_folder(job.id), ignore_errors=True)
             job.finished = _now()  # before the status, so a finished job always has its time

@@ -12,11 +12,15 @@ chooses where a call goes, what it carries or what gets loaded:
   that model (``embedder=``) or allowed to load models (``allow_models=True``);
 - text that cannot be encoded as UTF-8 (a lone surrogate such as ``"\\ud800"``) is refused in
   evaluator ids and parameters: they are names the service shows back to every client.
+
+What the service answers about an error is said in its own terms (:func:`error_text`): a missing
+judge is the server's configuration (``nbeval serve --judge``), not a request's ``judge=...``.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -25,6 +29,8 @@ __all__ = [
     "JUDGE_PARAMS",
     "REPEAT_LIMITS",
     "SERVER_PARAMS",
+    "SERVICE_JUDGE_HELP",
+    "error_text",
     "lone_surrogate",
     "model_refusal",
     "param_errors",
@@ -49,6 +55,38 @@ JUDGE_PARAMS: dict[str, tuple[type, float, float]] = {
 #: Parameters that multiply the judge calls made per row, and the most a request may ask for
 #: (the ragas evaluators' own default for ``parse_attempts`` is 4, for ``strictness`` 3).
 REPEAT_LIMITS: dict[str, int] = {"parse_attempts": 4, "strictness": 5}
+
+#: How a missing judge is given to the service, in place of the Python API's advice (``judge=...``):
+#: the judge is the server's, chosen where it starts, never by a request.
+SERVICE_JUDGE_HELP = (
+    "A judge is the chat model that grades answers; this service calls its own, and a request cannot choose "
+    "one (its evaluators' judge_params set only how the judge generates). Whoever runs the service gives it "
+    "one when starting it: `nbeval serve --judge MODEL` (a model at OpenAI's API, or hf:<name or path> for a "
+    "local Hugging Face model), with `--judge-base-url URL` for an OpenAI-compatible server (e.g. "
+    "http://localhost:11434/v1 for Ollama), or NBEVAL_JUDGE_MODEL, NBEVAL_JUDGE_BASE_URL and "
+    "NBEVAL_JUDGE_API_KEY in its environment. Until then, ask only for evaluators that need no judge "
+    "(GET /v1/evaluators: needs_judge is false).")
+_PYTHON_ADVICE = re.compile(r"pass [a-z_]+=\.\.\. or ")
+
+
+def error_text(exc: BaseException) -> str:
+    """``exc``'s message for an HTTP client: secrets redacted, and a missing judge
+    (:class:`~nbeval.errors.JudgeNotConfigured`) explained as the server's configuration
+    (:data:`SERVICE_JUDGE_HELP`) where the Python API would say ``judge=...``."""
+    from nbeval.chat.secrets import redact
+    from nbeval.errors import JudgeNotConfigured
+
+    text = str(exc)
+    if isinstance(exc, JudgeNotConfigured):
+        from nbeval.chat.config import judge_help_text
+
+        python_help = judge_help_text()
+        text = _PYTHON_ADVICE.sub("set ", text)  # "pass model=... or set X" -> "set X"
+        if python_help in text:
+            text = text.replace("\n" + python_help, " " + python_help).replace(python_help, SERVICE_JUDGE_HELP)
+        else:
+            text = f"{text.rstrip().rstrip('.')}. {SERVICE_JUDGE_HELP}"
+    return redact(text)
 
 
 def lone_surrogate(value: Any) -> bool:

@@ -13,8 +13,8 @@ from tests.serve.conftest import TOKEN, LiveService
 
 PROTECTED = [("GET", "/v1/evaluators"), ("GET", "/v1/evaluations"), ("GET", "/v1/evaluations/nope"),
              ("DELETE", "/v1/evaluations/nope"), ("POST", "/v1/evaluations"),
-             ("POST", "/api/v2/serve/evaluate/evaluation"), ("GET", "/openapi.json"), ("GET", "/docs"),
-             ("GET", "/no/such/route")]
+             ("POST", "/api/v2/serve/evaluate/evaluation"), ("GET", "/openapi.json"),
+             ("GET", "/docs/static/swagger-ui-bundle.js"), ("GET", "/no/such/route")]
 
 
 @pytest.mark.parametrize(("method", "path"), PROTECTED)
@@ -52,6 +52,7 @@ def test_the_openapi_document_describes_both_apis(service: LiveService) -> None:
 
 def test_the_token_is_compared_in_constant_time() -> None:
     assert "hmac.compare_digest" in inspect.getsource(guard.Guard._authorized)
+    assert "hmac.compare_digest" in inspect.getsource(guard.Guard._signed_in)
 
 
 def test_no_token_means_no_authentication_when_the_app_is_built_so(start_service) -> None:
