@@ -144,8 +144,8 @@ def test_a_report_table_keeps_to_its_byte_budget() -> None:
     rows = [{"key": f"c{i}", "input": "q" * 3000, "actual_output": "é" * 3000} for i in range(5000)]
     res = nbeval.evaluate(rows, ["t_huge_text"], progress=False)
     html = res.to_html()
-    scores = html[html.index("<h2>Scores</h2>"):html.index("<h2>Cases</h2>")]
-    cases = html[html.index("<h2>Cases</h2>"):]
+    scores = html[html.index("<h2>Scores</h2>"):]
+    cases = html[html.index("<h2>Cases</h2>"):html.index("<h2>Scores</h2>")]
     for part in (scores, cases):
         assert len(part.encode("utf-8")) < MAX_TABLE_BYTES + 50_000
     shown = re.search(r"first ([\d,]+) of 10,000 scores shown", scores)

@@ -1,151 +1,133 @@
-"""A static, self-contained HTML report of an EvaluationResult.
+"""A static, self-contained HTML report of an EvaluationResult, written to be read.
 
-No scripts and no network: tables and CSS bars, plus the leaderboard charts as inline SVG when
+One file, no scripts and no network: HTML and CSS, plus the leaderboard charts as inline SVG when
 the notebook kit (Altair + vl-convert) is installed. Every piece of text that came from a model,
-a judge or a dataset goes through :func:`html.escape`.
+a judge or a dataset goes through :func:`html.escape` (see :mod:`nbeval.results.report_parts`).
 
-The report stays small whatever the run's size:
+It reads top down, with a table of contents (in-page links) beside it:
 
-* each cell shows at most :data:`~nbeval.results.limits.MAX_SHOWN_CHARS` (2,000) characters, then
+1. **Summary**: each evaluator's primary metric by model, and each model's pass rates;
+2. **Problems**: counted by kind, the rows not scored (errored, skipped, unrated), then each one;
+3. **Insights**: who leads each primary metric and whether the lead is real, the hardest cases;
+4. **Leaderboards**: one section per evaluator, every metric by model, and its verdict on each
+   test case (folded);
+5. **Cases**: case first, each test case folded into one block: its prompt, its expected output,
+   then each model's answer with every evaluator's verdict and rationale;
+6. **Scores**: the long table of every score, folded.
+
+Long tables show their first :data:`~nbeval.results.report_parts.SHOWN_ROWS` rows and fold the
+rest into a ``<details>``; tables have a fixed layout and long text wraps, so the page never
+scrolls sideways. The report stays small whatever the run's size:
+
+* each text shows at most :data:`~nbeval.results.limits.MAX_SHOWN_CHARS` (2,000) characters, then
   a marker with the text's full size (``… [truncated: 5,000,000 characters, showing the first
   2,000]``); the saved result keeps more (see :mod:`nbeval.results.limits`);
-* each detail table (insights, problems, scores, cases) shows at most :data:`MAX_DETAIL_ROWS`
-  (5,000) rows and stops before its rows pass :data:`MAX_TABLE_BYTES` (1.5 MB of HTML), with a
-  line saying how many rows are shown of how many.
+* each detail part (insights, problems, the evaluators' verdicts together, the cases, the scores)
+  shows at most :data:`MAX_DETAIL_ROWS` (5,000) rows and stops before its HTML passes
+  :data:`MAX_TABLE_BYTES` (1.5 MB), with a line saying how many are shown of how many.
 
-So a report is at most about 6 MB plus its leaderboards (one row per model and evaluator).
+So a report is at most about 7.5 MB plus its leaderboards (one row per model and evaluator).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Iterator
 from html import escape
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from nbeval.results.leaderboard import SHOWN_CI, format_interval, format_value
-from nbeval.results.limits import MAX_SHOWN_CHARS, truncate_text
+from nbeval.results.report_cases import case_keys, cases_section, scores_section
+from nbeval.results.report_parts import MAX_DETAIL_ROWS, MAX_TABLE_BYTES, Facts, cell
+from nbeval.results.report_sections import (
+    agreement_section,
+    evaluator_sections,
+    insights_section,
+    problems_section,
+    summary_section,
+)
 
 if TYPE_CHECKING:
     from nbeval.results import EvaluationResult
 
 __all__ = ["MAX_DETAIL_ROWS", "MAX_TABLE_BYTES", "report_html", "summary_html"]
 
-#: The most rows a detail table of the report shows.
-MAX_DETAIL_ROWS = 5000
-#: The most bytes (UTF-8) of HTML rows a detail table of the report holds.
-MAX_TABLE_BYTES = 1_500_000
+#: How many test cases the table of contents links to by name.
+TOC_CASES = 40
+
 _CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em;color:#1b1f24;max-width:1200px}
-h1{font-size:1.6em}h2{font-size:1.25em;margin-top:2em;border-bottom:1px solid #d0d7de;padding-bottom:.2em}
-table{border-collapse:collapse;margin:.5em 0;font-size:.9em}th,td{border:1px solid #d0d7de;padding:.3em .6em;
-text-align:left;vertical-align:top}th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}
-.bar{display:inline-block;height:.8em;background:#4c78a8;margin-right:.4em;vertical-align:middle}
-.ci{color:#667085;font-size:.9em}.fail{color:#b42318}.pass{color:#067647}.muted{color:#667085}.skip{color:#667085;font-style:italic}
-td.text{max-width:38em;white-space:pre-wrap;word-break:break-word}.meta{color:#667085}
+*{box-sizing:border-box}
+@media (prefers-reduced-motion:no-preference){html{scroll-behavior:smooth}}
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1b1f24;background:#fff;
+line-height:1.45;font-size:15px}
+.page{display:grid;grid-template-columns:250px minmax(0,1fr);gap:2em;max-width:1360px;margin:0 auto;padding:1.5em}
+nav.toc{position:sticky;top:0;align-self:start;max-height:100vh;overflow-y:auto;overflow-x:hidden;padding:1em 0;
+font-size:.88em;overflow-wrap:anywhere}
+nav.toc ol{list-style:none;padding-left:0;margin:.2em 0}nav.toc ol ol{padding-left:1em;margin-bottom:.6em}
+nav.toc li{margin:.15em 0}nav.toc a{color:#0b57d0;text-decoration:none}nav.toc a:hover{text-decoration:underline}
+nav.toc .title{font-weight:600;text-transform:uppercase;font-size:.8em;color:#667085;letter-spacing:.05em}
+main{min-width:0;max-width:1060px}
+@media (max-width:1000px){.page{display:block}nav.toc{position:static;max-height:none}}
+h1{font-size:1.7em;margin:.3em 0 .2em}h2{font-size:1.35em;margin-top:2em;border-bottom:2px solid #d0d7de;
+padding-bottom:.2em}h3{font-size:1.1em;margin:1.6em 0 .4em}section{scroll-margin-top:.5em}
+a{color:#0b57d0}
+table{border-collapse:collapse;margin:.5em 0;font-size:.9em;max-width:100%}
+table.fixed{table-layout:fixed;width:100%}
+th,td{border:1px solid #d0d7de;padding:.3em .5em;text-align:left;vertical-align:top;overflow-wrap:anywhere;
+word-break:break-word}
+th{background:#f6f8fa;font-weight:600;overflow-wrap:break-word;word-break:normal}td.num{font-variant-numeric:tabular-nums}
+tr.total td{font-weight:600;background:#fafbfc}
+.text{white-space:pre-wrap;overflow-wrap:anywhere;word-break:break-word}
+.bar{display:inline-block;height:.75em;background:#4c78a8;margin-right:.4em;vertical-align:middle;border-radius:2px}
+.ci{color:#667085;font-size:.9em}.fail{color:#b42318}.pass{color:#067647}.muted,.meta{color:#667085}
+.meta{font-size:.92em}.star{color:#b54708}.lead{font-size:.9em;color:#344054;background:#f6f8fa;padding:.4em .6em;
+border-left:3px solid #d0d7de;margin:.4em 0}
+.badge{display:inline-block;padding:0 .45em;border-radius:.7em;font-size:.85em;font-weight:600;white-space:nowrap}
+.badge.ok{background:#dcfae6;color:#067647}.badge.bad{background:#fee4e2;color:#b42318}
+.badge.err{background:#fef0c7;color:#93370d}.badge.skip,.badge.none{background:#f2f4f7;color:#475467}
+.val{font-variant-numeric:tabular-nums;margin-left:.3em}.val0{display:inline-block;min-width:3.4em}
+.why{font-size:.85em;color:#475467;margin-top:.2em;white-space:pre-wrap}
+details{margin:.5em 0}details>summary{cursor:pointer;color:#0b57d0}
+details.more>summary,details.verdicts>summary,details.all-scores>summary,details.charts>summary,
+details.ctx>summary{font-size:.9em}
+section.ev{border-top:1px solid #eaecf0;margin-top:1.4em}
+details.case{border:1px solid #d0d7de;border-radius:6px;margin:.6em 0;background:#fff}
+details.case>summary{padding:.5em .8em;color:#1b1f24;background:#f6f8fa;border-radius:6px}
+details.case[open]>summary{border-bottom:1px solid #d0d7de;border-radius:6px 6px 0 0}
+details.case .key{font-weight:600;font-family:ui-monospace,SFMono-Regular,Menlo,monospace;margin-right:.5em}
+details.case .prompt{color:#344054}
+.chips{display:block;margin-top:.25em;padding-left:1.1em}.chip{display:inline-block;font-size:.82em;
+margin-right:1.2em;color:#344054}
+details.case .body{padding:.3em 1em 1em}
+.field{margin:.6em 0}.field .label{font-size:.78em;text-transform:uppercase;letter-spacing:.05em;color:#667085;
+font-weight:600}
+.field .text{background:#f9fafb;border:1px solid #eaecf0;border-radius:4px;padding:.4em .6em;max-height:24em;
+overflow-y:auto}
+.answer{border-left:3px solid #4c78a8;padding:.1em 0 .1em .9em;margin:1.2em 0}
+.answer .who{font-weight:600;font-size:1.02em}
+.tally{font-weight:400;font-size:.8em;margin-left:.5em;color:#475467}.tally.pass{color:#067647}
+.tally.fail,.tally.error,.tally.unrated{color:#b42318}
+.skipped{font-size:.85em;color:#667085}
+tr.v-fail td,tr.v-error td,tr.v-unrated td{background:#fffbfa}
+svg{max-width:100%;height:auto}
+ol li.text{margin-bottom:.4em}
 """
 
 
-#: How the report names each interval method.
-_CI_WORDS = {"wilson": "Wilson score interval of a share", "bootstrap": "bootstrap over test cases, seeded"}
-
-
-def _missing(value: Any) -> bool:
-    """``None``, NaN, or pandas' ``<NA>`` (a nullable column's missing value, e.g. an unknowable pass)."""
-    return value is None or (isinstance(value, float) and math.isnan(value)) or type(value).__name__ == "NAType"
-
-
-def _cell(value: Any) -> str:
-    """``value`` as escaped text, cut to :data:`~nbeval.results.limits.MAX_SHOWN_CHARS` with a marker."""
-    if _missing(value):
-        return ""
-    return escape(truncate_text(str(value), MAX_SHOWN_CHARS))
-
-
-def _within_budget(rows: Iterable[str], total: int, what: str) -> tuple[str, str]:
-    """The HTML rows that fit in :data:`MAX_DETAIL_ROWS` and :data:`MAX_TABLE_BYTES` (at least
-    one), and a line saying how many of ``total`` are shown when some are left out."""
-    kept: list[str] = []
-    size = 0
-    for row in rows:
-        n = len(row.encode("utf-8"))
-        if len(kept) >= MAX_DETAIL_ROWS or (kept and size + n > MAX_TABLE_BYTES):
-            break
-        kept.append(row)
-        size += n
-    note = ""
-    if len(kept) < total:
-        note = (f"<p class='muted'>first {len(kept):,} of {total:,} {what} shown (a report table holds at most "
-                f"{MAX_DETAIL_ROWS:,} rows and {MAX_TABLE_BYTES / 1e6:g} MB); the saved result (result.save) "
-                "has them all</p>")
-    return "".join(kept), note
-
-
-def _bar(value: float | None, lo: float, hi: float) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)) or not math.isfinite(hi) or hi <= lo:
-        return ""
-    width = max(0.0, min(1.0, (value - lo) / (hi - lo))) * 8
-    return f'<span class="bar" style="width:{width:.2f}em"></span>'
-
-
-def _passed(p: Any) -> str:
-    """A pass or fail mark; nothing where the pass is unknowable. ``p`` may be a numpy bool (a
-    nullable boolean column's value) or ``<NA>``, so it is never tested with ``is True``."""
-    if _missing(p):
-        return ""
-    return '<span class="pass">pass</span>' if bool(p) else '<span class="fail">fail</span>'
-
-
-def _leaderboards(result: EvaluationResult) -> str:
-    parts = []
-    for ev in result.evaluators:
-        agg = result.aggregates[result.aggregates["evaluator"] == ev]
-        metrics = result.metrics[result.metrics["evaluator"] == ev]
-        board = result.leaderboard(ev, ci=SHOWN_CI)
-        methods = board.attrs["ci"]["method"]
-        head = "".join(f"<th>{escape(m)}{' ★' if p else ''}</th>"
-                       for m, p in zip(metrics["metric"], metrics["primary"], strict=True))
-        rows = []
-        for model_key in board.index:
-            cells = []
-            for m in metrics.itertuples():
-                a = agg[(agg["model_key"] == model_key) & (agg["metric"] == m.metric)]
-                if a.empty:
-                    cells.append("<td></td>")
-                    continue
-                a = a.iloc[0]
-                row = board.loc[model_key]
-                interval = format_interval(row[f"{m.metric}_lo"], row[f"{m.metric}_hi"])
-                shown = f' <span class="ci">{interval}</span>' if interval else ""
-                cells.append(f'<td class="num">{_bar(a["value"], m.lo, m.hi)}{format_value(a["value"])} '
-                             f'<span class="muted">({a["n"]}/{a["N"]})</span>{shown} {_passed(a["passed"])}</td>')
-            rows.append(f"<tr><td>{_cell(result.label(str(model_key)))}</td>{''.join(cells)}</tr>")
-        primary = result.primary_metric(ev)
-        t = metrics.loc[metrics["metric"] == primary, "threshold"].iloc[0]
-        used = sorted({v for v in methods.values() if v != "none"})
-        ci_note = f"; [lo, hi] = 95% interval ({escape(', '.join(_CI_WORDS[u] for u in used))})" if used else ""
-        parts.append(f"<h3>{escape(ev)}</h3><p class='meta'>ranked on {escape(primary)}; threshold "
-                     f"{format_value(t)}; (n/N) = rows measured / rows of the model{ci_note}</p>"
-                     f"<table><tr><th>model</th>{head}</tr>{''.join(rows)}</table>")
-    return "".join(parts)
-
-
-def _table(df: Any, columns: list[str], text_columns: tuple[str, ...] = (), what: str = "rows") -> str:
-    if df.empty:
-        return "<p class='muted'>none</p>"
-    head = "".join(f"<th>{escape(c)}</th>" for c in columns)
-
-    def rows() -> Iterator[str]:
-        for rec in df[columns].head(MAX_DETAIL_ROWS).itertuples(index=False):
-            cells = []
-            for c, v in zip(columns, rec, strict=True):
-                cls = ' class="text"' if c in text_columns else (' class="num"' if isinstance(v, float) else "")
-                shown = format_value(v) if isinstance(v, float) else _cell(v)
-                cells.append(f"<td{cls}>{shown}</td>")
-            yield f"<tr>{''.join(cells)}</tr>"
-
-    body, note = _within_budget(rows(), len(df), what)
-    return f"{note}<table><tr>{head}</tr>{body}</table>"
+def _toc(facts: Facts, shown_cases: list[str]) -> str:
+    result, anchors = facts.result, facts.anchors
+    evs = "".join(f"<li><a href='#{anchors('ev', ev)}'>{cell(ev)}</a></li>" for ev in result.evaluators)
+    keys = case_keys(result)
+    linked = shown_cases[:TOC_CASES]
+    cases = "".join(f"<li><a href='#{anchors('case', k)}'>{cell(k, 60)}</a></li>" for k in linked)
+    if len(keys) > len(linked):
+        cases += f"<li class='muted'>… {len(keys) - len(linked):,} more</li>"
+    problems = len(facts.problems)
+    return ("<nav class='toc' aria-label='Contents'><div class='title'>Contents</div><ol>"
+            "<li><a href='#summary'>Summary</a><ol><li><a href='#pass-rates'>Pass rates</a></li></ol></li>"
+            f"<li><a href='#problems'>Problems ({problems:,})</a><ol><li><a href='#row-outcomes'>Rows not scored</a>"
+            "</li><li><a href='#problem-list'>Every problem</a></li></ol></li>"
+            "<li><a href='#insights'>Insights</a></li>"
+            f"<li><a href='#leaderboards'>Leaderboards</a><ol>{evs}</ol></li>"
+            f"<li><a href='#cases'>Cases ({len(keys):,})</a><ol>{cases}</ol></li>"
+            "<li><a href='#scores'>Scores</a></li></ol></nav>")
 
 
 def _charts_svg(result: EvaluationResult) -> str:
@@ -160,42 +142,12 @@ def _charts_svg(result: EvaluationResult) -> str:
         return ""
 
 
-def _agreements(result: EvaluationResult) -> str:
-    """A table of each labelled evaluator's agreement with the human labels; nothing without labels."""
-    labels = result.labels
-    if labels.empty:
-        return ""
-    rows = []
-    for ev in dict.fromkeys(labels["evaluator"]):
-        a = result.agreement(str(ev))
-        rows.append(f"<tr><td>{_cell(ev)}</td><td class='num'>{a.n}</td><td class='num'>{format_value(a.kappa)}</td>"
-                    f"<td class='num'>{format_value(a.agreement)}</td><td class='num'>{format_value(a.auc)}</td>"
-                    f"<td class='num'>{format_value(a.best_threshold)}</td></tr>")
-    return ("<h3>Judge agreement with human labels</h3><p class='meta'>kappa: Cohen's kappa (1 perfect, 0 chance); "
-            "best threshold: the score threshold that best matches human pass/fail (largest Youden J)</p>"
-            "<table><tr><th>evaluator</th><th>labelled rows</th><th>kappa</th><th>agreement</th><th>AUC</th>"
-            f"<th>best threshold</th></tr>{''.join(rows)}</table>")
-
-
-def _cases(result: EvaluationResult) -> str:
-    def rows() -> Iterator[str]:
-        for r in result.dataset.rows[:MAX_DETAIL_ROWS]:
-            ctx = "\n---\n".join(c.text for c in r.context)
-            yield (f"<tr><td>{_cell(r.key)}</td><td>{_cell(result.label(r.model_key))}</td>"
-                   f"<td class='text'>{_cell(r.input)}</td><td class='text'>{_cell(r.expected_output)}</td>"
-                   f"<td class='text'>{_cell(r.actual_output)}</td><td class='text'>{_cell(ctx)}</td></tr>")
-
-    body, note = _within_budget(rows(), len(result.dataset), "cases")
-    return (f"{note}<table><tr><th>key</th><th>model</th><th>prompt</th><th>expected</th><th>answer</th>"
-            f"<th>retrieved context</th></tr>{body}</table>")
-
-
 def summary_html(result: EvaluationResult) -> str:
     """A compact summary for notebook display: models, evaluators, problems."""
     probs = result.problems
-    items = "".join(f"<li>{_cell(m)}</li>" for m in probs["message"].head(8))
+    items = "".join(f"<li>{cell(m)}</li>" for m in probs["message"].head(8))
     more = f"<li class='muted'>… {len(probs) - 8} more</li>" if len(probs) > 8 else ""
-    models = ", ".join(_cell(result.label(m)) for m in result.model_keys)
+    models = ", ".join(cell(result.label(m)) for m in result.model_keys)
     return (f"<div><b>nbeval result</b>: {len(result.model_keys)} models ({models}); "
             f"evaluators: {escape(', '.join(result.evaluators))}; {len(probs)} problems"
             f"<ul>{items}{more}</ul></div>")
@@ -206,20 +158,24 @@ def report_html(result: EvaluationResult, title: str = "nbeval report") -> str:
     usage = result.meta.get("usage") or {}
     usage_line = ", ".join(f"{escape(str(k))}: {escape(str(v))}" for k, v in usage.items())
     duration = result.meta.get("duration_s")
-    meta = (f"{len(result.model_keys)} models, {len(result.evaluators)} evaluators, {len(result.dataset)} rows"
+    models = ", ".join(cell(result.label(m)) for m in result.model_keys)
+    meta = (f"{len(result.model_keys)} models ({models}), {len(result.evaluators)} evaluators, "
+            f"{len(result.dataset)} rows"
             + (f", {duration:.1f} s" if isinstance(duration, (int, float)) else "")
             + (f"; {usage_line}" if usage_line else "")
             + ("; <b>cancelled before the end</b>" if result.meta.get("cancelled") else ""))
+    facts = Facts.of(result)
+    cases, shown_cases = cases_section(facts)
+    toc = _toc(facts, shown_cases)
+    body = (summary_section(facts, agreement_section(result)) + problems_section(facts) + insights_section(facts)
+            + evaluator_sections(facts, _charts_svg(result), shown_cases) + cases + scores_section(result))
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
-<style>{_CSS}</style></head><body>
-<h1>{escape(title)}</h1><p class="meta">{meta}</p>
-<h2>Insights</h2>{_table(result.insights, ["kind", "evaluator", "message"], ("message",), "insights")}
-<h2>Problems</h2>{_table(result.problems, ["kind", "severity", "evaluator", "message"], ("message",), "problems")}
-<h2>Leaderboards</h2>{_charts_svg(result)}{_leaderboards(result)}{_agreements(result)}
-<h2>Scores</h2>{_table(result.scores, ["key", "model_key", "evaluator", "metric", "value", "passed", "label",
-                                     "rationale", "error", "skip_reason"], ("rationale", "error"), "scores")}
-<h2>Cases</h2>{_cases(result)}
-</body></html>
+<style>{_CSS}</style></head><body><div class="page">
+{toc}
+<main><h1>{escape(title)}</h1><p class="meta">{meta}</p>
+{body}
+</main></div></body></html>
 """
