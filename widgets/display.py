@@ -38,11 +38,13 @@ def jupyter_chart(chart: alt.TopLevelMixin, **kwargs: Any) -> alt.JupyterChart:
 
 
 def overview_chart(result: EvaluationResult, max_evaluators: int = 4) -> alt.TopLevelMixin | None:
-    """Leaderboards of the first ``max_evaluators`` evaluators (``None`` when there are none)."""
+    """Leaderboards of the first ``max_evaluators`` evaluators (``None`` when there are none), one
+    under the other: side by side, two would pass the 968 px output area of JupyterLab with its
+    file browser open and lose their right edge."""
     charts = [leaderboard_chart(result, ev) for ev in result.evaluators[:max_evaluators]]
     if not charts:
         return None
-    return charts[0] if len(charts) == 1 else alt.concat(*charts, columns=2)
+    return charts[0] if len(charts) == 1 else alt.concat(*charts, columns=1, spacing=24)
 
 
 def in_kernel() -> bool:

@@ -14,7 +14,7 @@ from nbeval.evaluators.base import COMMON_PARAMS, EvaluatorSpec
 from nbeval.widgets.common import error_text, reports_errors, status_html
 from nbeval.widgets.markup import esc
 
-__all__ = ["FAMILY_ORDER", "EvaluatorPicker", "EvaluatorRow", "unusable_reasons"]
+__all__ = ["FAMILY_ORDER", "EvaluatorPicker", "EvaluatorRow", "FamilySections", "unusable_reasons"]
 
 #: Families shown first, in this order; any other family follows alphabetically.
 FAMILY_ORDER = ("deterministic", "embedding", "judge", "ragas", "model", "custom")
@@ -123,10 +123,49 @@ class EvaluatorRow(w.VBox):
         return out
 
 
+class FamilySections(w.VBox):
+    """One collapsible section per family, each opened and closed on its own (an ipywidgets
+    ``Accordion`` keeps one section open at a time, so each family is an accordion of one).
+
+    ``sections[i]`` is family ``families[i]``'s accordion, ``groups[i]`` the box of its rows.
+    Setting ``selected_index`` opens that family and leaves the others as they are."""
+
+    def __init__(self, families: list[str], groups: list[w.VBox]) -> None:
+        self.families = list(families)
+        self.groups = list(groups)
+        self.sections = [w.Accordion(children=[g], titles=(f"{f} ({len(g.children)})",))
+                         for f, g in zip(families, groups, strict=True)]
+        super().__init__(self.sections)
+
+    @property
+    def titles(self) -> tuple[str, ...]:
+        """Each family's title: its name and how many evaluators it has."""
+        return tuple(s.titles[0] for s in self.sections)
+
+    @property
+    def open_families(self) -> list[str]:
+        """The families whose sections are open, in catalogue order."""
+        return [f for f, s in zip(self.families, self.sections, strict=True) if s.selected_index == 0]
+
+    @property
+    def selected_index(self) -> int | None:
+        """The first open family's index (``None`` when all are closed)."""
+        return next((i for i, s in enumerate(self.sections) if s.selected_index == 0), None)
+
+    @selected_index.setter
+    def selected_index(self, index: int | None) -> None:
+        if index is None:
+            for section in self.sections:
+                section.selected_index = None
+        else:
+            self.sections[index].selected_index = 0
+
+
 class EvaluatorPicker(w.VBox):
-    """The evaluator catalogue grouped by family. Evaluators the dataset cannot feed, or that need
-    a judge when none is configured, are disabled with the reason shown. ``.value`` is the list of
-    configured evaluators (``nbeval.evaluator(id, **params)``) for the ticked, usable entries."""
+    """The evaluator catalogue grouped by family, one collapsible section each (``accordion``, a
+    :class:`FamilySections`: several can be open at once). Evaluators the dataset cannot feed, or
+    that need a judge when none is configured, are disabled with the reason shown. ``.value`` is the
+    list of configured evaluators (``nbeval.evaluator(id, **params)``) for the ticked, usable entries."""
 
     value = traitlets.List(help="configured evaluators, in catalogue order")
     selected = traitlets.List(traitlets.Unicode(), help="ids of the ticked evaluators")
@@ -148,8 +187,7 @@ class EvaluatorPicker(w.VBox):
             rows = [EvaluatorRow(s) for s in specs if s.family == family]
             self.rows.update({r.spec.id: r for r in rows})
             groups.append(w.VBox(rows))
-        self.accordion = w.Accordion(children=groups, titles=tuple(f"{f} ({len(g.children)})"
-                                                                   for f, g in zip(families, groups, strict=True)))
+        self.accordion = FamilySections(families, groups)
         super().__init__([self.accordion, self.message, self.output], **kwargs)
         for row in self.rows.values():
             row.checkbox.observe(lambda _: self._update(), names=["value"])

@@ -25,6 +25,9 @@ from nbeval.widgets.suite_fields import (
 
 __all__ = ["SuiteBuilder"]
 
+_DISABLED_TEXT = "#9a9a9a"  # the labels of disabled fields
+_DISABLED_BACKGROUND = "#f0f0f0"  # behind disabled fields
+
 
 class SuiteBuilder(w.VBox):
     """A form over a :class:`~nbeval.TestSuite`. ``.value`` is the suite as it stands (a new object
@@ -81,6 +84,7 @@ class SuiteBuilder(w.VBox):
         self.editor = w.VBox([self.editor_hint, self.key_field, self.prompt, self.expected_output, self.condition,
                               self.condition_status, self.categories, self.guidelines, self.expected_context],
                              layout=w.Layout(flex="1"))
+        self._placeholders = {f: self._field(f).placeholder for f in FIELDS}
         buttons = w.HBox([self.add_button, self.duplicate_button, self.delete_button])
         io = w.HBox([self.path, self.load_button, self.save_button, self.upload, self.export_button])
         perturb_row = w.HBox([self.perturbators, w.VBox([self.intensity, self.seed, self.perturb_button])])
@@ -105,8 +109,12 @@ class SuiteBuilder(w.VBox):
         self.upload.observe(self._on_upload, names=["value"])
         self.name.observe(lambda _: self._rebuild(), names=["value"])
         for field in FIELDS:
-            widget = self.key_field if field == "key" else getattr(self, field)
-            widget.observe(lambda change, f=field: self._on_edit(f, change["new"]), names=["value"])
+            self._field(field).observe(lambda change, f=field: self._on_edit(f, change["new"]), names=["value"])
+
+    def _field(self, name: str) -> w.Text | w.Textarea:
+        """The text widget editing case field ``name``."""
+        widget: w.Text | w.Textarea = self.key_field if name == "key" else getattr(self, name)
+        return widget
 
     def _on_pick(self, change: dict[str, Any]) -> None:
         if not self._loading and change["new"] is not None:
@@ -139,12 +147,9 @@ class SuiteBuilder(w.VBox):
 
     def _show_case(self) -> None:
         has = 0 <= self.index < len(self.cases)
-        for child in self.editor.children:
-            if hasattr(child, "disabled"):
-                child.disabled = not has
+        self._enable_fields(has)
         self.duplicate_button.disabled = self.delete_button.disabled = not has
         self.perturb_button.disabled = not self.cases
-        self.editor_hint.value = "" if has else status_html("No case selected: Add a case to edit it.")
         case = self.cases[self.index] if has else {"key": None, "prompt": "", "expected_output": "", "condition": "",
                                                    "categories": [], "guidelines": [], "expected_context": []}
         self._loading = True
@@ -160,6 +165,25 @@ class SuiteBuilder(w.VBox):
             self._loading = False
         self.condition_error, self.condition_position, self.condition_status.value = \
             condition_feedback(case["condition"])
+
+    def _enable_fields(self, on: bool) -> None:
+        """Enable the fields, or disable them so that they look it: greyed labels and background,
+        a placeholder and a hint that say to add a case first (a disabled empty box otherwise looks
+        like one waiting for text)."""
+        for name in FIELDS:
+            widget = self._field(name)
+            widget.disabled = not on
+            widget.placeholder = self._placeholders[name] if on else "add a case to start"
+            widget.style.text_color = None if on else _DISABLED_TEXT
+            widget.style.background = None if on else _DISABLED_BACKGROUND
+        if on:
+            self.editor.remove_class("nbeval-disabled")
+            self.editor_hint.value = ""
+        else:
+            self.editor.add_class("nbeval-disabled")
+            where = "pick one in the list or " if self.cases else ""
+            self.editor_hint.value = status_html(f"No test case to edit yet: {where}Add a case to start "
+                                                 "(the fields below stay disabled until then).")
 
     def _select(self, index: int) -> None:
         self.index = index

@@ -74,7 +74,7 @@ def test_heatmap_cells_status_and_named_selection(small_result):
     spec = heatmap(small_result, "w_overlap").to_dict()
     assert spec["params"][0]["name"] == "case_select"
     assert spec["params"][0]["select"] == {"type": "point", "fields": ["key", "model_key"]}
-    rect, text = spec["layer"]
+    rect, grey, text = spec["layer"]
     rows = _by(spec["datasets"][spec["data"]["name"]], "key", "model_key")
     assert len(rows) == 12
     assert (rows[("capital", "m3")]["status"], rows[("capital", "m3")]["mark"]) == ("error", "err")
@@ -93,12 +93,10 @@ def test_heatmap_cells_status_and_named_selection(small_result):
     assert {"prompt", "value", "detail"} <= set(fields)
     # colour: diverging around the threshold; unscored cells grey, dashed, labelled by the text layer
     colour = rect["encoding"]["color"]
-    assert colour["condition"]["scale"] == {"domain": [0.0, 1.0], "domainMid": 0.5, "reverse": False,
-                                            "scheme": "redblue"}
-    assert colour["condition"]["test"] == "(datum.status === 'scored')" and colour["value"] == "#b0b0b0"
-    assert colour["condition"]["field"] == "shade"  # never null: Vega-Lite would drop the grey cells
+    assert colour["scale"] == {"domain": [0.0, 1.0], "domainMid": 0.5, "reverse": False, "scheme": "redblue"}
+    assert rect["transform"] == [{"filter": "(datum.status === 'scored')"}] and colour["field"] == "shade"
     assert rows[("colour", "m1")]["shade"] == 0.0 and rows[("capital", "m2")]["shade"] == 0.25
-    assert rect["encoding"]["strokeDash"]["value"] == [3, 2]
+    assert grey["mark"]["fill"] == "#b0b0b0" and grey["mark"]["strokeDash"] == [3, 2]
     assert text["transform"] == [{"filter": "(datum.status !== 'scored')"}]
     assert text["encoding"]["text"]["field"] == "mark"
     assert rect["encoding"]["y"]["sort"] == {"field": "order", "op": "min"}
@@ -110,7 +108,7 @@ def test_heatmap_cells_status_and_named_selection(small_result):
 
 def test_heatmap_lower_is_better_reverses_and_centres_on_threshold(small_result):
     spec = heatmap(small_result, "w_overlap", "length_gap").to_dict()
-    scale = spec["layer"][0]["encoding"]["color"]["condition"]["scale"]
+    scale = spec["layer"][0]["encoding"]["color"]["scale"]
     # unbounded metric: domain from the data (gaps 0..9), midpoint 3, good (low) side blue
     assert scale == {"domain": [0.0, 9.0], "domainMid": 3.0, "reverse": True, "scheme": "redblue"}
 
@@ -132,7 +130,7 @@ def test_heatmap_by_metric_scales_each_metric_around_its_threshold(small_result)
     # length_gap is unbounded: scaled by the largest distance from 3 (|0.667 - 3| = 2.333), lower is better
     assert rows[("m1", "length_gap")]["margin"] == pytest.approx(1.0)
     assert rows[("m2", "length_gap")]["margin"] == pytest.approx(-1 / (7 / 3))
-    scale = spec["layer"][0]["encoding"]["color"]["condition"]["scale"]
+    scale = spec["layer"][0]["encoding"]["color"]["scale"]
     assert scale["domainMid"] == 0 and scale["domain"] == [-1, 1]
     every = heatmap(small_result, by="metric").to_dict()
     rows = _by(every["datasets"][every["data"]["name"]], "model_key", "metric")

@@ -64,7 +64,7 @@ def test_clicking_a_heatmap_cell_selects_case_and_model(explorer):
     assert explorer.case_choice.value == "river"
     assert 'background:#fff8dc">m2</th>' in explorer.detail.value
     explorer.evaluator_choice.value = "w_mentions"  # a new heatmap: clicks must still arrive
-    assert explorer.chart.spec["layer"][0]["encoding"]["color"]["condition"]["title"] == "pass"
+    assert explorer.chart.spec["layer"][0]["encoding"]["color"]["title"] == "pass"
     _click(explorer, "sum", "m3")
     assert (explorer.key, explorer.model_key) == ("sum", "m3")
 

@@ -16,7 +16,7 @@ def test_catalogue_is_grouped_by_family_with_inputs_and_metrics(wrecords):
     assert families[0] == "deterministic" and "custom" in families
     expected = {s.family for s in nbeval.catalogue().values()}
     assert set(families) == expected
-    custom = p.accordion.children[families.index("custom")]
+    custom = p.accordion.groups[families.index("custom")]
     n_custom = sum(1 for s in nbeval.catalogue().values() if s.family == "custom")
     assert titles[families.index("custom")] == f"custom ({n_custom})" and len(custom.children) == n_custom
     info = p.rows["w_overlap"].info.value

@@ -46,12 +46,12 @@ def test_fields_are_disabled_with_a_hint_until_a_case_exists():
     b = SuiteBuilder()
     fields = [b.key_field, b.prompt, b.expected_output, b.condition, b.categories, b.guidelines, b.expected_context]
     assert all(f.disabled for f in fields) and b.perturb_button.disabled and b.delete_button.disabled
-    assert "Add a case to edit it" in b.editor_hint.value
+    assert "Add a case to start" in b.editor_hint.value
     b.add_button.click()
     assert not any(f.disabled for f in fields) and not b.perturb_button.disabled
     assert b.editor_hint.value == ""
     b.delete_button.click()
-    assert all(f.disabled for f in fields) and "Add a case to edit it" in b.editor_hint.value
+    assert all(f.disabled for f in fields) and "Add a case to start" in b.editor_hint.value
 
 
 def test_condition_is_parsed_as_you_type_and_the_error_is_pointed_at():
