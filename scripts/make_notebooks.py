@@ -155,7 +155,9 @@ QUICKSTART = [
     * `02_rag_evaluation.ipynb`: retrieval and grounding evaluators on the same lab;
     * `03_llm_judges.ipynb`: evaluators where a chat model grades the answers;
     * `04_custom_evaluators.ipynb`: your own prompts, functions and evaluator classes;
-    * `05_build_a_suite.ipynb`: build a test suite and run it with the interactive forms.
+    * `05_build_a_suite.ipynb`: build a test suite and run it with the interactive forms;
+    * `06_magics.ipynb`: the same workflow in short `%nbeval` commands;
+    * `07_statistics.ipynb`: confidence intervals, paired comparisons, human labels and judge agreement.
 
     The same run works from the command line: `nbeval run lab.json -e rouge,text_matching --out out/`.
     """),
@@ -812,6 +814,10 @@ SUITE = [
     The run panel evaluates in a background thread, so the notebook stays responsive and **Cancel**
     works while it runs; the leaderboard redraws as results arrive. Click **Run** in the panel, or run
     the next cell, which clicks it and waits for the end.
+
+    Two units: the progress bar counts **evaluations** (one evaluator on one answer: here 6 answers ×
+    3 evaluators = 18), and each evaluation makes one **score** per metric of its evaluator, the
+    unit of the summary (`len(result.scores)`).
     """),
     code("""
     panel = nw.RunPanel(lab, picker.value)
@@ -822,7 +828,8 @@ SUITE = [
     panel.run_button.click()
     result = panel.wait(timeout=60)
     print(result)
-    print(panel.done, "of", panel.total, "scores")
+    print(panel.done, "of", panel.total, "evaluations (one evaluator on one answer) made",
+          len(result.scores), "scores (one per metric)")
     """),
     md("""
     ## 5. Explore
@@ -855,6 +862,24 @@ SUITE = [
     app.run_panel.wait(timeout=60)
     print("tab shown:", app.titles[app.selected_index])
     print(app.explorer.result)
+    """),
+    md("""
+    **Starting from nothing.** With no data, `nw.app()` runs the suite being built. Its answers come
+    from the **Model** field of the Run tab: the model(s) that answer the suite, by name, a function
+    defined in this notebook (suggested as you type) or a served model's name with its **Endpoint**.
+    Run collects their answers (as `nbeval.collect` does), then evaluates them; until something can
+    run, Run is disabled and the tab says what is missing. `models=` fills the field from code:
+    """),
+    code("""
+    fresh = nw.app(suite=suite, models=[careful_bot, careless_bot], evaluators=["text_matching"], cache=False)
+    fresh.selected_index = 2  # the Run tab
+    fresh
+    """),
+    code("""
+    # NBVAL_CHECK_OUTPUT
+    fresh.run_panel.run_button.click()
+    fresh.run_panel.wait(timeout=60)
+    print(len(fresh.run_panel.lab.dataset.rows), "answers collected;", fresh.explorer.result)
     """),
     md("""
     ## Robustness: perturb the suite
@@ -1174,7 +1199,9 @@ STATISTICS = [
     The **CaseExplorer** shows, under each case, every model's verdict beside its human label. Press
     **Agree** or **Disagree** (or pick a label and press **Set**): each click calls
     `result.set_labels` for that row. On the `founded` case, `rouge` passes `gpt-4o-mini`'s answer,
-    but the answer invents a city ("Porto Alegre"): the reader disagrees.
+    but the question asks only for the year and the answer adds a city ("in Porto Alegre"). The
+    retrieved context does say so, so nothing is invented; this reader simply wants answers that
+    stay on the question, and disagrees. A label records a person's judgement, whatever its reason.
     """),
     code("""
     explorer = nw.CaseExplorer(result)

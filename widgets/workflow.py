@@ -6,13 +6,13 @@ from typing import Any
 
 import ipywidgets as w
 
-from nbeval.data.model import TestSuite
+from nbeval.data.model import LlmDataset, TestSuite
 from nbeval.widgets.explorer import CaseExplorer
 from nbeval.widgets.picker import EvaluatorPicker
 from nbeval.widgets.run_panel import RunPanel
 from nbeval.widgets.suite_builder import SuiteBuilder
 
-__all__ = ["TAB_TITLES", "NbevalApp", "app"]
+__all__ = ["TAB_TITLES", "NbevalApp", "answers_to_come", "app"]
 
 TAB_TITLES = ("1 · Suite", "2 · Evaluators", "3 · Run", "4 · Explore")
 
@@ -21,22 +21,26 @@ class NbevalApp(w.Tab):
     """Suite → Evaluators → Run → Explore.
 
     With ``data`` (a lab, dataset, DataFrame, records or path), that is what runs, and the picker
-    judges evaluators against it. Without it, the suite being built is what runs (a suite has no
-    answers yet, so evaluators that read answers are disabled, and Run says how to add them).
+    judges evaluators against it. Without it, the suite being built is what runs: the Run tab's
+    Model field names the models that answer it (``models=`` fills it), and Run collects their
+    answers, then evaluates. Until then the picker judges evaluators against the suite as it will
+    be once answered (an answer to every case; retrieved context only once collected answers
+    carry some), and Run says what is missing instead of starting.
     Choosing evaluators updates the run panel; a finished run fills the explorer and opens its tab.
     """
 
     def __init__(self, data: Any = None, *, suite: TestSuite | None = None, judge: Any = None,
-                 evaluators: Any = None, **evaluate_kwargs: Any) -> None:
+                 evaluators: Any = None, models: Any = None, **evaluate_kwargs: Any) -> None:
         self.suite_builder = SuiteBuilder(suite)
-        self.picker = EvaluatorPicker(dataset=data if data is not None else self.suite_builder.value, judge=judge)
+        self.picker = EvaluatorPicker(dataset=data if data is not None else answers_to_come(self.suite_builder.value),
+                                      judge=judge)
         if evaluators:
             ids = [evaluators] if isinstance(evaluators, str) else list(evaluators)
             self.picker.select(*ids)
         if judge is not None:
             evaluate_kwargs["judge"] = judge
         self.run_panel = RunPanel(data if data is not None else self.suite_builder.value, self.picker.value,
-                                  **evaluate_kwargs)
+                                  models=models, **evaluate_kwargs)
         self.explorer = CaseExplorer()
         super().__init__(children=[self.suite_builder, self.picker, self.run_panel, self.explorer],
                          titles=TAB_TITLES)
@@ -44,11 +48,23 @@ class NbevalApp(w.Tab):
         self.suite_builder.observe(self._on_suite, names=["value"])
         self.picker.observe(self._on_evaluators, names=["value"])
         self.run_panel.observe(self._on_result, names=["result"])
+        self.run_panel.observe(self._on_lab, names=["lab"])
+        self.observe(self._on_tab, names=["selected_index"])
 
     def _on_suite(self, change: dict[str, Any]) -> None:
         if self._own_data:
-            self.picker.dataset = change["new"]
             self.run_panel.data = change["new"]
+            self.picker.dataset = answers_to_come(change["new"])
+
+    def _on_lab(self, change: dict[str, Any]) -> None:
+        # collected answers show what they really carry (retrieved context, say); none: the suite again
+        if self._own_data:
+            lab = change["new"]
+            self.picker.dataset = lab if lab is not None else answers_to_come(self.suite_builder.value)
+
+    def _on_tab(self, change: dict[str, Any]) -> None:
+        if change["new"] == 2:  # functions defined since: suggest them in the Model field
+            self.run_panel.refresh_models()
 
     def _on_evaluators(self, change: dict[str, Any]) -> None:
         self.run_panel.evaluators = change["new"]
@@ -59,12 +75,23 @@ class NbevalApp(w.Tab):
             self.selected_index = 3
 
 
+def answers_to_come(suite: TestSuite) -> LlmDataset | None:
+    """``suite`` as the picker should judge it before its answers are collected: its rows with a
+    stand-in answer (every model answers every case), or ``None`` for a suite with no cases yet
+    (nothing to judge against: only the judge requirement applies)."""
+    if not suite.test_cases:
+        return None
+    return LlmDataset([row.with_answer(actual_output="(answer to come)") for row in suite.to_dataset().rows])
+
+
 def app(data: Any = None, *, suite: TestSuite | None = None, judge: Any = None, evaluators: Any = None,
-        **evaluate_kwargs: Any) -> NbevalApp:
+        models: Any = None, **evaluate_kwargs: Any) -> NbevalApp:
     """The tabbed workflow: build a suite, pick evaluators, run, explore the cases.
 
-    ``data``: what to evaluate (anything ``nbeval.evaluate`` reads); ``suite``: a suite to start the
-    builder with; ``judge``: the judge for judge-based evaluators (enables them in the picker);
-    ``evaluators``: ids to tick at the start; the rest goes to :func:`nbeval.evaluate`.
+    ``data``: what to evaluate (anything ``nbeval.evaluate`` reads); without it, the suite being
+    built runs, answered by ``models`` (what :func:`nbeval.collect` takes, e.g. ``[my_rag]``; or
+    named in the Run tab's Model field). ``suite``: a suite to start the builder with; ``judge``:
+    the judge for judge-based evaluators (enables them in the picker); ``evaluators``: ids to tick
+    at the start; the rest goes to :func:`nbeval.evaluate`.
     """
-    return NbevalApp(data, suite=suite, judge=judge, evaluators=evaluators, **evaluate_kwargs)
+    return NbevalApp(data, suite=suite, judge=judge, evaluators=evaluators, models=models, **evaluate_kwargs)

@@ -487,8 +487,10 @@ def _as_request(r: Any) -> tuple[list[dict[str, str]], dict[str, Any]]:
 
 def estimate_usage(requests: Sequence[Any], completion_guess: int = 200) -> tuple[int, int]:
     """Rough prompt and completion tokens of ``requests`` (as :meth:`ChatClient.run_many` takes
-    them), with no model at hand: the prompt from the messages' text, the completion from each
-    request's ``max_tokens`` or ``completion_guess``."""
+    them), with no model at hand: the prompt from the messages' text (four characters a token),
+    the completion from each request's ``max_tokens`` (an upper bound, not an estimate: replies
+    are often far shorter) or, where it sets none, ``completion_guess`` (a guess). With
+    ``completion_guess=0`` the completion is the bound alone (the requests' ``max_tokens``)."""
     reqs = [_as_request(r) for r in requests]
     prompt = sum(sum(estimate_tokens(str(m.get("content", ""))) + 4 for m in msgs) for msgs, _ in reqs)
     completion = sum(_max_tokens(p, completion_guess) for _, p in reqs)

@@ -640,7 +640,13 @@ class Plan:
     counted by walking each row's scoring with placeholder replies, so an estimate where an
     evaluator's later questions depend on the judge's answers."""
     est_prompt_tokens: int = 0
+    """Rough prompt tokens of the calls to make (four characters per token)."""
     est_completion_tokens: int = 0
+    """Completion tokens of the calls to make: each call's ``max_tokens`` where it sets one (an
+    upper bound: replies are often far shorter), else the client's guess (200 a call)."""
+    completion_tokens_capped: int = 0
+    """Of ``est_completion_tokens``, the part that is calls' ``max_tokens`` (an upper bound, not an
+    estimate); equal to it when every call sets ``max_tokens``, 0 when none does."""
     calls_per_row: dict[str, float] = field(default_factory=dict)
     """Per judge evaluator: judge calls per scored row, on average (an estimate where later calls
     depend on the judge's answers; ``later_round_calls`` counts those)."""
@@ -657,12 +663,27 @@ class Plan:
         later = f"; {self.later_round_calls} of them after a row's first call, estimated" \
             if self.later_round_calls else ""
         lines.append(f"judge calls: {self.judge_calls} ({self.cached_calls} cached, "
-                     f"{self.judge_calls - self.cached_calls} to make{later}), ~{self.est_prompt_tokens} prompt "
-                     f"+ ~{self.est_completion_tokens} completion tokens")
+                     f"{self.judge_calls - self.cached_calls} to make{later}){self._tokens_text()}")
         if self.unconfigured_calls:
             lines.append(f"no judge is configured for {self.unconfigured_calls} of these calls: the run would "
                          "stop before scoring; pass judge=... or set NBEVAL_JUDGE_MODEL")
         return "\n".join(lines)
+
+    def _tokens_text(self) -> str:
+        """The tokens, each number labelled as what it is: a rough count, a bound or a guess."""
+        total, capped = self.est_completion_tokens, self.completion_tokens_capped
+        if not (self.est_prompt_tokens or total):
+            return ""
+        if total and capped >= total:
+            completion = f"at most {total} completion tokens (the calls' max_tokens, an upper bound)"
+        elif capped:
+            completion = (f"~{total} completion tokens ({capped} of them the calls' max_tokens, an upper "
+                          "bound; the rest guessed for calls without max_tokens)")
+        else:
+            to_make = self.judge_calls - self.cached_calls
+            each = f", {total // to_make} a call" if to_make else ""
+            completion = f"~{total} completion tokens (guessed{each}: the calls set no max_tokens)"
+        return f", ~{self.est_prompt_tokens} prompt + {completion}"
 
 
 def first_requests(ev: Evaluator, rows: Iterable[Row]) -> Iterable[Any]:
@@ -739,21 +760,26 @@ def plan(dataset: LlmDataset, evaluators: Iterable[Evaluator], resources: Resour
             calls += 1
         if todo:
             result.calls_per_row[ev.name] = calls / len(todo)
+    from nbeval.chat.client import estimate_usage
+
     for reqs in chats.values():
+        # the calls' own max_tokens (a guess of 0 leaves only those): the part that is a bound
+        capped = estimate_usage(reqs, completion_guess=0)[1]
         try:
             client = resources.chat_client(reqs[0].model)
         except JudgeNotConfigured:  # nothing to ask yet, but the calls and their size are known
-            from nbeval.chat.client import estimate_usage
-
             result.judge_calls += len(reqs)
             result.unconfigured_calls += len(reqs)
             prompt, completion = estimate_usage(reqs)
             result.est_prompt_tokens += prompt
             result.est_completion_tokens += completion
+            result.completion_tokens_capped += capped
             continue
         p = client.plan(reqs)
         result.judge_calls += p.calls
         result.cached_calls += p.cached
         result.est_prompt_tokens += p.est_prompt_tokens
         result.est_completion_tokens += p.est_completion_tokens
+        # cached calls cost nothing: their caps count only as far as the calls to make reach
+        result.completion_tokens_capped += min(capped, p.est_completion_tokens)
     return result
