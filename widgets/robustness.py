@@ -16,6 +16,7 @@ import pandas as pd
 
 from nbeval.results.robustness import UNKNOWN
 from nbeval.widgets.tables import model_names
+from nbeval.widgets.charts import MAX_PLOT_WIDTH
 
 if TYPE_CHECKING:
     from nbeval.results import EvaluationResult
@@ -82,12 +83,18 @@ def robustness_chart(result: EvaluationResult, evaluator: str | None = None,
     text = alt.Chart().mark_text(fontSize=10).encode(
         x=x, y=y, text="text:N", tooltip=tooltip,
         color=alt.when(alt.datum.flip_rate > 0.6).then(alt.value("#ffffff")).otherwise(alt.value("#222222")))
+    # Columns share the plot width of the other charts, so the chart fits a notebook's output area;
+    # below 45 px a cell is too narrow for its label, and the tooltip carries it alone.
+    step = min(90.0, MAX_PLOT_WIDTH / max(1, df["perturbation"].nunique() if not df.empty else 1))
     if df.empty:
         subtitle = "no perturbed test cases with a scored original in this result"
     else:
         subtitle = ("share of perturbed cases on the other side of the threshold from their original; "
                     "cell: rate (flips/n)")
-    layers = alt.layer(rect, text, data=df).properties(width=alt.Step(90), height=alt.Step(26))
+    if step < 45:
+        text = text.transform_filter("false")
+        subtitle = subtitle.replace("cell: rate (flips/n)", "a cell's tooltip: rate (flips/n)")
+    layers = alt.layer(rect, text, data=df).properties(width=alt.Step(step), height=alt.Step(26))
     return layers.facet(row=alt.Row("measure:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left")),
                         ).properties(title=alt.Title("robustness: flip rate per model and perturbation",
                                                      subtitle=subtitle))

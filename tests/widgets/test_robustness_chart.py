@@ -103,3 +103,18 @@ def test_exported_from_the_kit_and_drawn_offline():
     svg = vlc.vegalite_to_svg(robustness_chart(nbeval.evaluate(nbeval.demo_lab(), ["text_matching"],
                                                                progress=False)).to_json())
     assert "llama-3-8b" in svg and "lowercase_and_typos · high" in svg
+
+
+def test_many_perturbations_fit_a_notebook_output_area():
+    """14 perturbations at 90 px a column drew 1,400 px: columns now share the plot width (issue 26)."""
+    import vl_convert as vlc
+
+    recs = [{"key": "capital", "input": "q", "expected_output": "Paris is the capital",
+             "actual_output": "Paris is the capital", "model_key": "m1"}]
+    recs += [{"key": f"capital-{i}", "input": f"q {i}", "expected_output": "Paris is the capital",
+              "actual_output": "Paris" if i % 2 else "Paris is the capital", "model_key": "m1",
+              **_perturbed("capital", f"perturbed_by:Perturbation{i:02d}")} for i in range(14)]
+    result = nbeval.evaluate(recs, ["w_overlap"], progress=False)
+    svg = vlc.vegalite_to_svg(robustness_chart(result).to_dict())
+    width = float(svg.split('width="', 1)[1].split('"', 1)[0])
+    assert 400 < width <= 968, width
