@@ -15,8 +15,8 @@ import altair as alt
 import pandas as pd
 
 from nbeval.results.robustness import UNKNOWN
-from nbeval.widgets.tables import model_names
 from nbeval.widgets.charts import MAX_PLOT_WIDTH
+from nbeval.widgets.tables import model_names
 
 if TYPE_CHECKING:
     from nbeval.results import EvaluationResult
