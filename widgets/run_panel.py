@@ -45,7 +45,7 @@ from nbeval.results.live import LiveResult
 from nbeval.widgets.common import error_text, reports_errors, status_html
 from nbeval.widgets.markup import esc
 
-__all__ = ["RedrawThrottle", "RunPanel", "notebook_functions"]
+__all__ = ["ANSWERS_HELP", "RedrawThrottle", "RunPanel", "notebook_functions"]
 
 #: How to get answers for a suite, said wherever they are missing.
 ANSWERS_HELP = ("a suite holds questions, not answers. Name the model(s) that answer them in Model: a "

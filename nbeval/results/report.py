@@ -47,7 +47,7 @@ from nbeval.results.report_sections import (
 if TYPE_CHECKING:
     from nbeval.results import EvaluationResult
 
-__all__ = ["MAX_DETAIL_ROWS", "MAX_TABLE_BYTES", "report_html", "summary_html"]
+__all__ = ["MAX_DETAIL_ROWS", "MAX_TABLE_BYTES", "TOC_CASES", "report_html", "summary_html"]
 
 #: How many test cases the table of contents links to by name.
 TOC_CASES = 40

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from nbeval.data.model import Row
     from nbeval.results import EvaluationResult
 
-__all__ = ["case_keys", "cases_section", "scores_section"]
+__all__ = ["PROMPT_CHARS", "case_keys", "cases_section", "scores_section"]
 
 #: How much of a prompt a folded case block shows on its one line.
 PROMPT_CHARS = 140

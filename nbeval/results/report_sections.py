@@ -29,7 +29,8 @@ from nbeval.results.report_parts import (
 if TYPE_CHECKING:
     from nbeval.results import EvaluationResult
 
-__all__ = ["PROBLEM_KINDS", "agreement_section", "evaluator_sections", "insights_section", "problems_section",
+__all__ = ["CI_WORDS", "PROBLEM_KINDS", "PROMPT_CHARS", "RATIONALE_CHARS",
+           "agreement_section", "evaluator_sections", "insights_section", "problems_section",
            "summary_section"]
 
 #: How the report names each interval method.
