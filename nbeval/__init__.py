@@ -27,6 +27,7 @@ _EXPORTS = {
     "load_result": "nbeval.results",
     "evaluator": "nbeval.evaluators.registry",
     "register": "nbeval.evaluators.registry",
+    "scorer": "nbeval.evaluators.scorer",
     "catalogue": "nbeval.evaluators.registry",
     "list_evaluators": "nbeval.evaluators.registry",
     "Evaluator": "nbeval.evaluators.base",
@@ -113,6 +114,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs only
     )
     from nbeval.evaluators.base import Aggregate, Evaluator, EvaluatorSpec, MetricSpec, Score, bool_score
     from nbeval.evaluators.registry import catalogue, evaluator, list_evaluators, register
+    from nbeval.evaluators.scorer import scorer
     from nbeval.perturbation import Perturbator, perturb, register_perturbator
     from nbeval.requests import Chat, Embed, ScorePairs
     from nbeval.results import EvaluationResult, load_result

@@ -49,6 +49,7 @@ __all__ = [
     "ScoreResult",
     "bool_metric_specs",
     "bool_score",
+    "default_threshold",
 ]
 
 #: Whether higher or lower values of a metric are better.
@@ -60,6 +61,25 @@ COMMON_PARAMS: dict[str, Any] = {
     "max_rows": None,  # evaluate at most this many rows per model; the rest are skipped
     "name": None,  # the label of this configured instance in results (default: the id)
 }
+
+
+class _Unset:
+    """The default of :attr:`MetricSpec.threshold`: none given, so :func:`default_threshold` decides."""
+
+    def __repr__(self) -> str:
+        return "<default_threshold(lo, hi)>"
+
+
+_DEFAULT: Any = _Unset()
+
+
+def default_threshold(lo: float, hi: float) -> float | None:
+    """The threshold of a metric declared without one: 0.5 for a metric whose range is [0, 1] (a
+    share, a probability, a similarity mapped to [0, 1]: the contract's bool metrics and most of its
+    tables), ``None`` (no threshold, so no problem is ever reported on it) for any other range,
+    whose scale nbeval cannot guess. The one rule for metrics declared in code
+    (:class:`MetricSpec`) and in a catalogue table."""
+    return 0.5 if (lo, hi) == (0.0, 1.0) else None
 
 
 @dataclass(frozen=True)
@@ -74,15 +94,18 @@ class MetricSpec:
     """Smallest possible value."""
     hi: float = 1.0
     """Largest possible value (``math.inf`` when unbounded)."""
-    threshold: float | None = 0.5
+    threshold: float | None = _DEFAULT
     """Default threshold: a row or model on the wrong side of it fails. A finite number, or
-    ``None`` for none (NaN would fail every value, a perfect one too: it is refused)."""
+    ``None`` for none (NaN would fail every value, a perfect one too: it is refused). Not given:
+    :func:`default_threshold` (0.5 for a metric in [0, 1], else ``None``)."""
     primary: bool = False
     """The metric leaderboards rank on by default."""
     description: str = ""
     """What the metric measures, in one line."""
 
     def __post_init__(self) -> None:
+        if isinstance(self.threshold, _Unset):
+            object.__setattr__(self, "threshold", default_threshold(self.lo, self.hi))
         t = self.threshold
         if t is not None and (isinstance(t, bool) or not isinstance(t, numbers.Real) or not math.isfinite(t)):
             msg = f"metric '{self.name}': threshold must be a finite number or None, got {t!r}"

@@ -18,7 +18,6 @@ reworded by a ``metric_descriptions`` table where the evaluator's check needs ot
 from __future__ import annotations
 
 import importlib
-import math
 import tomllib
 from collections.abc import Callable, Mapping
 from functools import lru_cache
@@ -57,10 +56,11 @@ _E = TypeVar("_E", bound=type[Evaluator])
 
 def _metric(d: Mapping[str, Any], where: str) -> MetricSpec:
     lo, hi = d.get("range", [0.0, 1.0])
+    # without a threshold, the metric's own rule decides (base.default_threshold), as in code
+    given = {"threshold": d["threshold"]} if "threshold" in d else {}
     try:
         return MetricSpec(name=d["name"], direction=d.get("direction", "higher"), lo=float(lo), hi=float(hi),
-                          threshold=d.get("threshold", 0.5 if math.isfinite(hi) else None),
-                          primary=bool(d.get("primary", False)), description=d.get("description", ""))
+                          primary=bool(d.get("primary", False)), description=d.get("description", ""), **given)
     except KeyError as exc:
         msg = f"catalogue entry {where}: metric without {exc}"
         raise EvaluatorError(msg) from None
@@ -130,6 +130,18 @@ def _load_entry_points() -> None:
     for obj in plugins(ENTRY_POINT_GROUP, "plugin"):
         if isinstance(obj, type) and issubclass(obj, Evaluator) and obj.spec.id not in _CLASSES:
             register(spec=obj.spec)(obj)
+        elif _is_scorer(obj) and obj.id not in _CLASSES:  # registered on import, unless unregistered since
+            obj.register()
+
+
+def _is_scorer(obj: Any) -> bool:
+    """Whether ``obj`` is a function decorated with ``@nbeval.scorer`` (its module is imported only
+    for callables, which nothing else here is)."""
+    if not callable(obj) or isinstance(obj, type):
+        return False
+    from nbeval.evaluators.scorer import Scorer
+
+    return isinstance(obj, Scorer)
 
 
 def catalogue() -> dict[str, EvaluatorSpec]:
@@ -232,7 +244,8 @@ def evaluator(id: str, **params: Any) -> Evaluator:
 
 
 def resolve_evaluators(items: Any) -> list[Evaluator]:
-    """Evaluator objects from ids, ``"id1,id2"``, (id, params) pairs, dicts or configured objects.
+    """Evaluator objects from ids, ``"id1,id2"``, (id, params) pairs, dicts, configured objects or
+    functions decorated with ``@nbeval.scorer``.
 
     Raises :class:`EvaluatorError` when none is left once empty names are dropped (``None``,
     ``""``, ``","``, ``[]``, ``[""]``): a run that scores nothing would pass any gate."""
@@ -240,7 +253,7 @@ def resolve_evaluators(items: Any) -> list[Evaluator]:
              "-e rouge,bleu on the command line (`nbeval evaluators` lists them all)")
     if items is None:
         raise EvaluatorError(empty)
-    if isinstance(items, (str, Evaluator)):
+    if isinstance(items, (str, Evaluator)) or _is_scorer(items):
         items = [items]
     out: list[Evaluator] = []
     for item in items:
@@ -252,8 +265,11 @@ def resolve_evaluators(items: Any) -> list[Evaluator]:
             out.append(evaluator(item[0], **item[1]))
         elif isinstance(item, Mapping) and "id" in item:
             out.append(evaluator(item["id"], **{k: v for k, v in item.items() if k != "id"}))
+        elif _is_scorer(item):
+            out.append(item.evaluator())
         else:
-            msg = f"cannot use {item!r} as an evaluator; give an id, (id, params), or nbeval.evaluator(...)"
+            msg = (f"cannot use {item!r} as an evaluator; give an id, (id, params), nbeval.evaluator(...) "
+                   "or a function decorated with @nbeval.scorer")
             raise EvaluatorError(msg)
     if not out:
         raise EvaluatorError(empty)

@@ -1,0 +1,242 @@
+"""``@nbeval.scorer``: a plain function as an evaluator.
+
+The function's parameter names choose what it reads from each row, with the vocabulary of the
+``pipeline`` evaluator (:data:`FIELDS`: ``actual_output``, ``input``, ``expected_output``,
+``context`` ...; ``context`` and ``expected_context`` as lists of chunk texts; ``row`` for the whole
+:class:`~nbeval.data.model.Row`). Parameters without a default are required inputs (a row missing
+one is skipped, as for every evaluator); those with a default are optional inputs::
+
+    @nbeval.scorer
+    def polite(actual_output: str) -> bool:
+        return "please" in actual_output.lower()
+
+    @nbeval.scorer(name="lengths", metrics=["words", "chars"], range=(0, math.inf))
+    def lengths(actual_output):
+        return {"words": len(actual_output.split()), "chars": len(actual_output)}
+
+    nbeval.evaluate(rows, [polite, "rouge"])   # or "polite": decorating registers it by id
+
+The function returns a bool (1.0 or 0.0) or a number, which is the value of the primary metric,
+named after the scorer (as a custom judge's metric is named after its id); or a dict of metric to
+value, or a :class:`~nbeval.evaluators.base.Score`, for named metrics, which must be declared with
+``metrics=`` (a value under any other name errors the row and names the metrics). Its scoring does
+no I/O through nbeval: the engine just calls it, and an exception it raises errors that row only.
+
+The decorated name stays callable as the function; ``.evaluator(threshold=...)`` configures it
+like ``nbeval.evaluator(id, ...)``. A package offers scorers to the command line through the
+``nbeval.evaluators`` entry-point group (``polite = "mypkg.scorers:polite"``). A saved result keeps
+the scorer's metrics table, so it loads where the function does not exist.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+import numbers
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, overload
+
+from nbeval.errors import EvaluatorError
+from nbeval.evaluators.base import Direction, Evaluator, EvaluatorSpec, MetricSpec, Score
+from nbeval.evaluators.judges.score import PIPELINE_FIELDS
+from nbeval.evaluators.registry import _CLASSES, _builtin_specs, register, unregister
+
+if TYPE_CHECKING:
+    from nbeval.data.model import Row
+
+__all__ = ["FIELDS", "Scorer", "ScorerEvaluator", "scorer"]
+
+#: The parameter names a scorer function may have: the row fields ``pipeline`` reads, and ``row``.
+FIELDS: tuple[str, ...] = (*PIPELINE_FIELDS, "row")
+_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
+_UNSET: Any = object()
+
+
+class ScorerEvaluator(Evaluator):
+    """The evaluator of one :class:`Scorer`: a subclass is made per scorer, with its spec."""
+
+    scorer: Scorer
+
+    def score(self, row: Row) -> Score:
+        kwargs = {name: _field(row, name) for name in self.scorer.args}
+        return self.scorer.to_score(self.scorer.__wrapped__(**kwargs))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # the class is made at decoration time: a copy (a Dask worker's) is rebuilt from the scorer,
+        # which pickles by reference to the module holding the decorated function
+        return (_configured, (self.scorer, self.params))
+
+
+def _configured(s: Scorer, params: dict[str, Any]) -> Evaluator:
+    return s.evaluator(**params)
+
+
+class Scorer:
+    """A function decorated with :func:`scorer`: still callable as the function, and registered
+    as the evaluator :attr:`id`."""
+
+    __wrapped__: Callable[..., Any]
+
+    def __init__(self, fn: Callable[..., Any], spec: EvaluatorSpec, args: tuple[str, ...]) -> None:
+        functools.update_wrapper(self, fn)
+        self.spec = spec
+        """The evaluator's declaration."""
+        self.args = args
+        """The row fields (or ``row``) passed to the function, by parameter name."""
+        self.evaluator_class: type[ScorerEvaluator] = type(
+            f"{spec.id}_scorer", (ScorerEvaluator,), {"scorer": self, "__module__": __name__})
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.__wrapped__(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<nbeval scorer {self.spec.id!r} reading {', '.join(self.args) or 'nothing'}>"
+
+    def __reduce__(self) -> str:
+        return str(getattr(self, "__qualname__", self.spec.id))  # by reference, as the function it replaces
+
+    def evaluator(self, **params: Any) -> Evaluator:
+        """This scorer configured: ``polite.evaluator(threshold=0.8, max_rows=10)``."""
+        return self.evaluator_class(**params)
+
+    def register(self) -> None:
+        """Register (again) under :attr:`id`; a scorer registered there before is replaced."""
+        current = _CLASSES.get(self.spec.id)
+        if current is not None and issubclass(current, ScorerEvaluator):
+            unregister(self.spec.id)
+        register(spec=self.spec)(self.evaluator_class)
+
+    def to_score(self, out: Any) -> Score:
+        """The function's return value as a :class:`Score`."""
+        if isinstance(out, Score):
+            return out
+        primary = self.spec.primary.name
+        if isinstance(out, Mapping):
+            values: dict[str, float | None] = {}
+            for key, value in out.items():
+                number = _number(value)
+                if number is _UNSET:
+                    return Score({}, error=f"scorer '{self.id}' returned {value!r} for '{key}', not a number")
+                values[str(key)] = number
+            return Score(values)
+        number = _number(out)
+        if number is _UNSET or number is None:
+            return Score({primary: None}, error=(f"scorer '{self.id}' returned {out!r}; return a bool, a number, "
+                                                 "a dict of metric to number or an nbeval.Score"))
+        return Score({primary: number})
+
+
+def _number(value: Any) -> Any:
+    """``value`` as a metric value (bools as 1.0 / 0.0; ``None`` stays), or :data:`_UNSET`."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, numbers.Real) and not math.isnan(float(value)):
+        return float(value)
+    return _UNSET
+
+
+def _field(row: Row, name: str) -> Any:
+    if name == "row":
+        return row
+    if name in ("context", "expected_context"):
+        return [c.text for c in getattr(row, name)]
+    return getattr(row, name)
+
+
+@overload
+def scorer(fn: Callable[..., Any], /) -> Scorer: ...
+
+
+@overload
+def scorer(*, name: str | None = None, metrics: Sequence[str | MetricSpec] | None = None,
+           threshold: float | None = _UNSET, direction: Direction = "higher",
+           range: tuple[float, float] = (0.0, 1.0), description: str | None = None,
+           ) -> Callable[[Callable[..., Any]], Scorer]: ...
+
+
+def scorer(fn: Callable[..., Any] | None = None, /, *, name: str | None = None,
+           metrics: Sequence[str | MetricSpec] | None = None, threshold: float | None = _UNSET,
+           direction: Direction = "higher", range: tuple[float, float] = (0.0, 1.0),
+           description: str | None = None) -> Scorer | Callable[[Callable[..., Any]], Scorer]:
+    """Make a plain function an evaluator (see the module docstring), registered by its id.
+
+    ``name``: the id (default: the function's name). ``metrics``: the names (or
+    :class:`MetricSpec`) of the metrics the function reports by name, the first primary (default:
+    one metric named after the id). ``direction``, ``range`` and ``threshold`` describe the
+    metrics given by name (a threshold not given follows
+    :func:`~nbeval.evaluators.base.default_threshold`: 0.5 in [0, 1], else none). ``description``:
+    default, the docstring's first paragraph. Raises :class:`EvaluatorError` at decoration for a
+    parameter that is not a row field, or an id that is a built-in evaluator's.
+    """
+
+    def deco(f: Callable[..., Any]) -> Scorer:
+        made = _make(f, name=name, metrics=metrics, threshold=threshold, direction=direction, range=range,
+                     description=description)
+        made.register()
+        return made
+
+    return deco if fn is None else deco(fn)
+
+
+def _make(fn: Callable[..., Any], *, name: str | None, metrics: Sequence[str | MetricSpec] | None,
+          threshold: float | None, direction: Direction, range: tuple[float, float],
+          description: str | None) -> Scorer:
+    if not callable(fn):
+        msg = f"@nbeval.scorer decorates a function, not {type(fn).__name__}"
+        raise EvaluatorError(msg)
+    id = name if name is not None else getattr(fn, "__name__", "")
+    if not isinstance(id, str) or not _ID.match(id):
+        msg = (f"@nbeval.scorer: {id!r} cannot be an evaluator id (letters, digits, _ . -, not first a digit); "
+               "give name='...'")
+        raise EvaluatorError(msg)
+    if id in _builtin_specs():
+        msg = f"@nbeval.scorer: '{id}' is a built-in evaluator; give the scorer another name with name='...'"
+        raise EvaluatorError(msg)
+    args, required, optional = _parameters(fn, id)
+    lo, hi = (float(x) for x in range)
+    extra = {} if threshold is _UNSET else {"threshold": threshold}
+    names = list(metrics) if metrics else [id]
+    doc = inspect.getdoc(fn) or ""
+    text = description if description is not None else " ".join(doc.split("\n\n")[0].split())
+    specs = tuple(m if isinstance(m, MetricSpec) else
+                  MetricSpec(str(m), direction, lo=lo, hi=hi, primary=i == 0, **extra,
+                             description=text if not metrics else "")
+                  for i, m in enumerate(names))
+    if len({m.name for m in specs}) != len(specs):
+        msg = f"@nbeval.scorer '{id}': metrics named twice in {[m.name for m in specs]}"
+        raise EvaluatorError(msg)
+    spec = EvaluatorSpec(id=id, family="custom", kind="score", inputs=required, optional_inputs=optional,
+                         metrics=specs, description=text, module=getattr(fn, "__module__", "") or "")
+    return Scorer(fn, spec, args)
+
+
+def _parameters(fn: Callable[..., Any], id: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """The parameters passed, the required inputs and the optional ones of ``fn``."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        msg = f"@nbeval.scorer '{id}': cannot read the function's parameters; wrap it in a def with named ones"
+        raise EvaluatorError(msg) from None
+    args: list[str] = []
+    required: list[str] = []
+    optional: list[str] = []
+    for p in sig.parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY) or p.name not in FIELDS:
+            stars: dict[Any, str] = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}
+            what = stars.get(p.kind, "") + p.name
+            why = "is positional-only" if p.kind is p.POSITIONAL_ONLY and p.name in FIELDS else "is not a row field"
+            msg = (f"@nbeval.scorer '{id}': the parameter '{what}' {why}; name each parameter after the "
+                   f"field it reads (it is passed by name), one of {', '.join(FIELDS)}")
+            raise EvaluatorError(msg)
+        args.append(p.name)
+        if p.name != "row":
+            (required if p.default is p.empty else optional).append(p.name)
+    return tuple(args), tuple(required), tuple(optional)
