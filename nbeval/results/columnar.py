@@ -324,6 +324,63 @@ def _columns_to_pandas(arrow: dict[str, Any], order: Any = None) -> pd.DataFrame
     return typed_scores(columns)
 
 
+def _append_typed(first: pd.DataFrame, then: pd.DataFrame) -> pd.DataFrame:
+    """Two typed long tables one after the other, typed as :func:`typed_scores` types the whole:
+    the key columns' categories are the sorted union of both; a text column is text where either
+    holds some (``None`` becomes missing text), all ``None`` where neither does. Codes, numbers
+    and text are concatenated, not converted from Python objects again."""
+    import numpy as np
+    import pandas as pd
+    from pandas.api.types import is_object_dtype
+
+    data: dict[str, Any] = {}
+    for name in SCORE_COLUMNS:
+        a, b = first[name].array, then[name].array
+        if name in KEY_COLUMNS:
+            data[name] = _append_categorical(a, b)
+        elif name in TEXT_COLUMNS:
+            text = [x.dtype for x in (a, b) if isinstance(x.dtype, pd.StringDtype)]
+            if text and all(isinstance(x.dtype, pd.StringDtype) or is_object_dtype(x.dtype) for x in (a, b)):
+                parts = [x if x.dtype == text[0] else pd.array(np.asarray(x, dtype=object), dtype=text[0])
+                         for x in (a, b)]
+                data[name] = type(parts[0])._concat_same_type(parts)
+            else:  # object columns (all None; text before pandas 3): typed as a whole
+                data[name] = _text(np.concatenate([np.asarray(a, dtype=object), np.asarray(b, dtype=object)]))
+        elif name == "passed":
+            data[name] = type(a)._concat_same_type([a, b])
+        else:
+            data[name] = np.concatenate([np.asarray(a), np.asarray(b)])
+    return pd.DataFrame(data)
+
+
+def _append_categorical(a: pd.Categorical, b: pd.Categorical) -> pd.Categorical:
+    """``a`` then ``b`` (both with sorted categories), with the sorted union of their categories.
+    ``a``'s codes are kept when ``b`` brings no new category (names, models, metrics) and shifted
+    once when it does (keys)."""
+    import numpy as np
+    import pandas as pd
+
+    cats = a.categories
+    where = cats.get_indexer(b.categories)
+    if (where >= 0).all():
+        dtype, shift = a.dtype, None
+    else:
+        cats = cats.append(b.categories[where < 0]).sort_values()
+        dtype, shift = pd.CategoricalDtype(cats), cats.get_indexer(a.categories)
+        where = cats.get_indexer(b.categories)
+    codes = [a.codes if shift is None else shift[a.codes], where[b.codes]]
+    return pd.Categorical.from_codes(np.concatenate(codes), dtype=dtype)
+
+
+def _copy_on_write() -> bool:
+    """Whether pandas copies a shared table's data before changing it (always from pandas 3)."""
+    import pandas as pd
+
+    if int(pd.__version__.split(".", 1)[0]) >= 3:
+        return True
+    return bool(pd.options.mode.copy_on_write is True)
+
+
 # ---------------------------------------------------------------------------------------------
 # The spool of a running run
 
@@ -335,6 +392,12 @@ class ScoreSpool:
     Python lists of one batch are all that exist as objects); tables are buffered and written as
     a part file every :data:`SPOOL_PART_ROWS` rows. :meth:`scores` reads back everything so far, in the order
     added or (``ordered=True``) in a finished result's order: by evaluator, then dataset row.
+
+    Read in the order added (what the live view shows during a run), the spool writes nothing and
+    converts only the rows added since the last such read: the part files written since then
+    (each read from disk once) and the buffered tables, appended to the typed table of the rows
+    read before (kept for the next read; it is the long table the live view hands out, shared,
+    not copied). A spool never read keeps nothing but its buffer.
     The folder is removed by :meth:`close`, or when the spool is garbage-collected."""
 
     def __init__(self, evaluators: Sequence[Evaluator], row_pos: Mapping[int, int]) -> None:
@@ -344,8 +407,11 @@ class ScoreSpool:
         self._buffer: list[pa.Table] = []
         self._buffered = 0
         self._parts: list[Path] = []
+        self._part_rows: list[int] = []
         self._folder: Path | None = None
         self._cleanup: Any = None
+        self._seen: pd.DataFrame | None = None
+        """The typed long table of the first rows added, as the last read in the order added built it."""
         self.rows = 0
         """Long-table rows added so far."""
 
@@ -373,10 +439,13 @@ class ScoreSpool:
         path = self._folder / f"part-{len(self._parts):05d}.parquet"
         pq.write_table(pa.concat_tables(self._buffer), path, compression="zstd")
         self._parts.append(path)
+        self._part_rows.append(self._buffered)
         self._buffer, self._buffered = [], 0
 
     def scores(self, *, ordered: bool = False) -> pd.DataFrame:
         """The long table so far (typed); ``ordered``: sorted by evaluator, then dataset row."""
+        if not ordered:
+            return self._scores_as_added()
         import numpy as np
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -388,16 +457,48 @@ class ScoreSpool:
             return typed_scores({c: [] for c in SCORE_COLUMNS})
         table = pa.concat_tables(tables)
         del tables
-        order = None
-        if ordered:  # stable: a row's metrics keep their order
-            order = pa.array(np.lexsort((table.column(ORDER_COLUMNS[1]).to_numpy(),
-                                         table.column(ORDER_COLUMNS[0]).to_numpy())))
+        # stable: a row's metrics keep their order
+        order = pa.array(np.lexsort((table.column(ORDER_COLUMNS[1]).to_numpy(),
+                                     table.column(ORDER_COLUMNS[0]).to_numpy())))
         arrow = {name: table.column(name) for name in SCORE_COLUMNS}
         del table
         return _columns_to_pandas(arrow, order)
+
+    def _scores_as_added(self) -> pd.DataFrame:
+        """The long table so far in the order added: the table of the last such read plus the rows
+        added since, read from the part files written since (each once) and the buffer; nothing is
+        written. Handed out shallow under pandas' copy-on-write (a change to it copies), else copied."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        seen = 0 if self._seen is None else len(self._seen)
+        if seen < self.rows:
+            new: list[pa.Table] = []
+            start = 0
+            for path, n in zip(self._parts, self._part_rows, strict=True):
+                if start + n > seen:
+                    table = pq.read_table(path)
+                    if not table.schema.equals(self._schema):
+                        table = table.cast(self._schema)
+                    new.append(table.slice(max(0, seen - start)))
+                start += n
+            for table in self._buffer:
+                if start + table.num_rows > seen:
+                    new.append(table.slice(max(0, seen - start)))
+                start += table.num_rows
+            if new:  # none only once the spool was closed
+                combined = pa.concat_tables(new)
+                del new
+                arrow = {name: combined.column(name) for name in SCORE_COLUMNS}
+                del combined
+                fresh = _columns_to_pandas(arrow)
+                self._seen = fresh if self._seen is None else _append_typed(self._seen, fresh)
+        if self._seen is None:
+            return typed_scores({c: [] for c in SCORE_COLUMNS})
+        return self._seen.copy(deep=not _copy_on_write())
 
     def close(self) -> None:
         """Remove the spool's files."""
         if self._cleanup is not None:
             self._cleanup()
-        self._parts = []
+        self._parts, self._part_rows, self._seen = [], [], None

@@ -61,7 +61,10 @@ class LiveResult:
     classification's macro F1, recomputes it over its rows so far). ``result()`` and ``scores``
     build the long table of the rows finished so far (in the order they finished), each outcome
     converted once over the run (as it is added, into a :class:`~nbeval.results.columnar.ScoreSpool`
-    on disk, so the run keeps no per-row objects for it). Safe to read from another thread while
+    on disk, so the run keeps no per-row objects for it). A read writes no file and converts only
+    the scores finished since the last one (reading each spooled part file at most once), appending
+    them to the long table it built then: once read, the live view holds that table (categorical
+    keys and names), shared with the result it handed out. Safe to read from another thread while
     the run adds to it.
     """
 
@@ -164,7 +167,8 @@ class LiveResult:
 
     def result(self) -> EvaluationResult:
         """An :class:`EvaluationResult` of everything finished so far (rows in the order they
-        finished). Cached until the next batch; each outcome is converted once over the run."""
+        finished). Cached until the next batch; each outcome is converted once over the run, and a
+        read after a batch costs that batch (plus appending it to the table read before)."""
 
         from nbeval.results.result import EvaluationResult
 
