@@ -123,8 +123,8 @@ def _row_outcomes(result: EvaluationResult, primary: Any) -> str:
     errored = ~skipped & ~unrated & primary["value"].isna() & primary["error"].notna()
     novalue = ~skipped & ~unrated & ~errored & primary["value"].isna()
     table = primary.assign(_err=errored, _skip=skipped, _unrated=unrated, _none=novalue)
-    counts = table.groupby("evaluator", sort=False)[["_err", "_skip", "_unrated", "_none"]].sum()
-    totals = table.groupby("evaluator", sort=False).size()
+    counts = table.groupby("evaluator", sort=False, observed=True)[["_err", "_skip", "_unrated", "_none"]].sum()
+    totals = table.groupby("evaluator", sort=False, observed=True).size()
     rows = []
     for ev in result.evaluators:
         if ev not in counts.index or not counts.loc[ev].any():
