@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from nbeval.errors import EvaluatorError
 from nbeval.evaluators.base import Direction, Evaluator, EvaluatorSpec, MetricSpec, Score
-from nbeval.evaluators.judges.score import PIPELINE_FIELDS
+from nbeval.evaluators.judges.score import PIPELINE_FIELDS, _field
 from nbeval.evaluators.registry import _CLASSES, _builtin_specs, register, unregister
 
 if TYPE_CHECKING:
@@ -141,14 +141,6 @@ def _number(value: Any) -> Any:
     if isinstance(value, numbers.Real) and not math.isnan(float(value)):
         return float(value)
     return _UNSET
-
-
-def _field(row: Row, name: str) -> Any:
-    if name == "row":
-        return row
-    if name in ("context", "expected_context"):
-        return [c.text for c in getattr(row, name)]
-    return getattr(row, name)
 
 
 @overload
