@@ -4,7 +4,8 @@
   ``==``. Connection strings write it after ``AccountKey=``, but so do XML elements, JSON and
   YAML fields, ``--account-key`` flags and constants in code; what they share is a name with
   *account*, *storage* or *access* and *key* shortly before the value (the rule trufflehog's
-  Azure Storage detector uses). That name is required, so a SHA-512 digest in base64 (the same
+  Azure Storage detector uses), or the ``keyName`` of ``az storage account keys list`` and the
+  SDKs' ``credential=``. That name is required, so a SHA-512 digest in base64 (the same
   shape, in every ``package-lock.json``) is not a key.
 * ``azure_sas_token``: the ``sig=`` signature of a shared access signature, reported when the
   same query string carries a signed version ``sv=YYYY-MM-DD`` (every SAS token has one). A SAS
@@ -38,8 +39,10 @@ PUBLIC_KEYS: frozenset[str] = frozenset({
 })
 
 _ACCOUNT_KEY = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{86}==(?![A-Za-z0-9+/=])")
-# "AccountKey", "account_key", "storageAccountKey", "-storagekey", "azureStorageAccessKey"...
-_KEY_NAME = re.compile(r"(?i)(?:access|account|storage)[ _.\-]?key")
+# "AccountKey", "account_key", "storageAccountKey", "-storagekey", "azureStorageAccessKey"...;
+# `az storage account keys list` writes "keyName": "key1" before "value", and the SDKs take the
+# key as ``credential=``.
+_KEY_NAME = re.compile(r"(?i)(?:access|account|storage)[ _.\-]?key|\bkeyName\b|\bcredential\b")
 _NAME_WINDOW = 64
 
 _SAS_SIGNATURE = re.compile(r"(?<![\w%])sig=((?:[A-Za-z0-9+/]|%2[BbFf]){30,120}(?:%3[Dd]|=){0,2})(?![\w%])")

@@ -74,7 +74,12 @@ _PHONE_WORDS = re.compile(
 _PHONE_WORDS_AFTER = re.compile(r"(?i)[ \t]*[\-–(]?[ \t]*(?:tel|phone|mobile|cell|fax|office|desk|home|work)\b")
 # "17151 2450 Crown St": a ZIP code, then the house number and the street's name.
 _ZIP_AND_HOUSE = re.compile(r"\d{5} \d{1,5}")
-_STREET_NAME_AFTER = re.compile(r" (?!(?i:tel|phone|mobile|cell|fax|office|desk|home|work)\b)[A-Z][a-z]")
+_STREET_NAME_AFTER = re.compile(
+    r" (?:(?!(?i:tel|phone|mobile|cell|fax|office|desk|home|work)\b)[A-Z][a-z]"
+    # ... or a street written in lower case, known by its suffix ("17151 2450 crown st")
+    r"|[a-z]+(?: [a-z]+){0,3} (?:st|street|ave|avenue|rd|road|blvd|boulevard|ln|lane|dr|drive|way|ct|court"
+    r"|pl|place|ter|terrace|hwy|highway|pkwy|parkway|cir|circle|sq|square)\b)"
+)
 # The start of an account number ("BE71 0961 2345 6760", "NL91 ABNA 0417 1643 00"): the digits
 # after it are the rest of that number, not a phone.
 _IBAN_START_BEFORE = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ \-][A-Z0-9]{4}){0,7}[ \-]$")

@@ -103,6 +103,7 @@ _PRIORITY = (
     "github_token",
     "gitlab_token",
     "slack_token",
+    "slack_webhook",
     "google_api_key",
     "aws_access_key_id",
     "aws_secret_key",

@@ -189,6 +189,17 @@ SECRETS: list[Case] = [
     _pos('"access_token4": "xoxs-4829527689-4829527691-4814341714-d0346ec616"', 'slack_token', 'xoxs-4829527689-4829527691-4814341714-d0346ec616', 'slack token'),
     _pos('"access_token5": "xoxs-155191149137-155868813314-338998331396-9f6d235915"', 'slack_token', 'xoxs-155191149137-155868813314-338998331396-9f6d235915', 'slack token'),
     _pos('"access_token7": "xoxo-523423-234243-234233-e039d02840a0b9379c"', 'slack_token', 'xoxo-523423-234243-234233-e039d02840a0b9379c', 'slack token'),
+    # --- Slack incoming-webhook URLs: gitleaks/gitleaks cmd/generate/config/rules/slack.go @ 02788fb5ec7f (SlackWebHookUrl tps)
+    _pos('http://hooks.slack.com/services/T024TTTTT/BBB72BBL/AZAAA9u0pA4ad666eMgbi555', 'slack_webhook', 'AZAAA9u0pA4ad666eMgbi555', 'slack webhook'),
+    _pos('https://hooks.slack.com/services/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', 'slack_webhook', 'bJtrpFi1fO1JMCcwLx8uZyAg', 'slack webhook'),
+    _pos('https://hooks.slack.com/workflows/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', 'slack_webhook', 'F6Vm03reCkhPmwBtaqbN6OW9', 'slack webhook'),
+    _pos('http://hooks.slack.com/workflows/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', 'slack_webhook', 'LfFz5RekA2J0WOGJyKsiOjjg', 'slack webhook'),
+    # PaperMtn/slack-watchman rule slack_webhooks.yaml (match case and fail cases)
+    _pos('https://hooks.slack.com/services/T01010101/Babababab/aabab1212abab1212abababa', 'slack_webhook', 'aabab1212abab1212abababa', 'slack webhook'),
+    _neg('https://hooks.slack.com/', 'slack placeholder'),
+    _neg('http://hooks.slack.com/', 'slack placeholder'),
+    # pseudo-security's YARA rule test case: the documentation placeholder
+    _neg('https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX', 'slack placeholder'),
     _neg('xoxb-xxxxxxxxx-xxxxxxxxxx-xxxxxxxxxxxx', 'slack placeholder'),
     _neg('xoxb-xxx', 'slack placeholder'),
     _neg('xoxb-12345-abcd234', 'slack placeholder'),

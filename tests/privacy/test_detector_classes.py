@@ -40,8 +40,12 @@ _KEY = "qYaZm3m8+Z2aYAiSDzzvStkTUgZXl29U76lDJ0qiob7bbV4g7kjtwO+FI2QoptGdZgEdtsAY
      f"      storageAccountName: newstore100033323\n      storageAccountKey: {_KEY}",
      f"AzureStorageCleanup.exe -storagename storageaccount -storagekey {_KEY} -container sqlbackup",
      f"az storage blob upload --account-name mystore --account-key {_KEY} -f x.txt",
-     f'driver := ArtifactDriver{{\n\tAccountName: "storagetest123",\n\tAccountKey: "{_KEY}",\n}}'],
-    ids=["xml", "json", "yaml", "flag", "az-cli", "go"],
+     f'driver := ArtifactDriver{{\n\tAccountName: "storagetest123",\n\tAccountKey: "{_KEY}",\n}}',
+     # The shape `az storage account keys list` prints (Microsoft's Azure CLI documentation)
+     f'[{{"creationTime": "2021-09-01T12:00:00+00:00", "keyName": "key1", "permissions": "FULL", "value": "{_KEY}"}}]',
+     # azure-storage-blob's README: BlobServiceClient(account_url=..., credential=<account key>)
+     f'service = BlobServiceClient(account_url="https://myaccount.blob.core.windows.net", credential="{_KEY}")'],
+    ids=["xml", "json", "yaml", "flag", "az-cli", "go", "az-keys-list", "sdk-credential"],
 )
 def test_azure_storage_keys_are_found_wherever_they_are_written(text: str) -> None:
     assert _covers(text, _KEY, "azure_storage_key", find_secrets(text))
@@ -110,11 +114,42 @@ def test_discord_tokens_with_a_38_character_last_part_are_found_whole() -> None:
      "xoxo-523423-234243-234233-e039d02840a0b9379c",
      "xoxe-4726837507825-4848681849303-4856614048758-e0b1f3d4cb371f92260edb0d9444d206",
      "xoxe.xoxp-1-Mi0yLTM0MTQwNDE0MDE3Ni0zNjU5NDY0Njg4MTctNTE4MjA3NTQ5NjA4MC01NDEyOTYyODY5NzUx",
-     "xapp-1-A052FGTS2DL-5171572773297-610b6a11f4b7eb819e87b767d80e6575a3634791acb9a9ead051da879eb5b55e"],
+     "xapp-1-A052FGTS2DL-5171572773297-610b6a11f4b7eb819e87b767d80e6575a3634791acb9a9ead051da879eb5b55e",
+     # The web client's token, in the shape Slack issues it (built here: no scanner's tests carry one)
+     "xoxc-2849173650-2849173650482-5174926083715-3fa9c02e7d1b84f6a5c3e9d0b27f4a18c6e5d3b2a190f8e7c6d5b4a3928170f6e",
+     "xoxd-qY7%2BaZ3kT9vW1mB5nL8cR2xF6hJ0sD4gK%2FpQ1wE7uI3oA9zX5yV2bN8mC4tS6rH0jL1fG3dK%3D"],
 )
 def test_slack_tokens_of_every_prefix_are_secrets(token: str) -> None:
     found = find_secrets(f'"token": "{token}"')
     assert [f.kind for f in found] == ["slack_token"] and found[0].end - found[0].start == len(token)
+
+
+@pytest.mark.parametrize(
+    "url",
+    # gitleaks/gitleaks cmd/generate/config/rules/slack.go (SlackWebHookUrl's true positives) and
+    # SonarSource's rule S6713 example
+    ["http://hooks.slack.com/services/T024TTTTT/BBB72BBL/AZAAA9u0pA4ad666eMgbi555",
+     "https://hooks.slack.com/services/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",
+     "https://hooks.slack.com/workflows/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",
+     "https://hooks.slack.com/services/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"],
+)
+def test_slack_webhook_urls_are_secrets(url: str) -> None:
+    text = f"$slack = new Slack('{url}');"
+    found = find_secrets(text)
+    assert [f.kind for f in found] == ["slack_webhook"]
+    assert text[found[0].start : found[0].end].endswith(url.split("/")[-1]) and url.split("/")[-1] not in found[0].redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    # pseudo-security's YARA rule test case and notify-kit's documentation: placeholders
+    ["https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
+     'SlackWebhookConfig::new("https://hooks.slack.com/services/xxx")',
+     "Paste the URL from https://hooks.slack.com/services/ here",
+     "xoxd-your-d-cookie-here", "xoxc-...", "xoxc-test"],
+)
+def test_slack_placeholders_are_not_secrets(text: str) -> None:
+    assert _secret_kinds(text) == []
 
 
 @pytest.mark.parametrize(
@@ -239,7 +274,16 @@ def test_nine_bare_digits_without_an_ssn_word_are_not_an_ssn() -> None:
     # microsoft/presidio-research data/synth_dataset_v2.json, records 77, 279 and 669
     ["The restaurant is at 17151 2450 Crown St",
      "The Clean Power Finance office is at 17031 2202 Rissik St Apt. 050 Coalville South Africa",
-     "The bus drops you off at 13813 3784 Archwood Avenue St."],
+     "The bus drops you off at 13813 3784 Archwood Avenue St.",
+     # the same records as people type them, in lower case
+     "the restaurant is at 17151 2450 crown st",
+     "office: 17031 2202 rissik street apt. 050"],
 )
 def test_a_zip_code_and_a_house_number_are_not_a_phone(text: str) -> None:
     assert _pii_kinds(text) == []
+
+
+def test_digits_before_a_lower_case_word_that_is_no_street_stay_a_phone() -> None:
+    # The street rule must not swallow an ordinary grouped number followed by lower-case words.
+    text = "call me on 020 7946 0958 tomorrow"
+    assert _covers(text, "020 7946 0958", "phone", find_pii(text, regions=["GB"]))
