@@ -85,7 +85,7 @@ def test_on_progress_moves_as_answers_arrive(openai_server: FakeOpenAIServer) ->
 
 def test_the_progress_bar_moves_with_the_answers(openai_server: FakeOpenAIServer,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    import nbeval.engine as engine
+    import nbeval.engine.run as engine
 
     bars: list[Bar] = []
 

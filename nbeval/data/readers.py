@@ -57,7 +57,7 @@ __all__ = [
     "write_json",
 ]
 
-_is_dataframe = is_dataframe  # the name nbeval.engine imports
+_is_dataframe = is_dataframe  # an older name, kept for callers outside nbeval
 
 #: Rows parsed and converted at a time when a large file is read in chunks.
 _READ_CHUNK_ROWS = 50_000

@@ -229,7 +229,7 @@ def score_partition(payload: bytes, run_id: str, items: list[tuple[int, int, Any
     :class:`ResourceConfig`, pickled by the client (:func:`_payload`); ``items`` are (evaluator
     position, row position, row) in the order a local run starts them, scored ``chunk_rows``
     dataset rows at a time."""
-    from nbeval.engine import _drive, _start
+    from nbeval.engine.drive import drive, start_row
 
     run = _worker_run(payload, run_id)
     resources, evs = run.resources, run.evaluators
@@ -244,8 +244,8 @@ def score_partition(payload: bytes, run_id: str, items: list[tuple[int, int, Any
         if cancelled():
             out.outcomes.extend((k, pos, None, "cancelled", []) for k, pos, _ in items[lo:])
             break
-        started = [(k, pos, *_start(evs[k], row)) for k, pos, row in items[lo:hi]]
-        _drive([(gen, o) for _, _, gen, o in started if gen is not None], resources, cancelled)
+        started = [(k, pos, *start_row(evs[k], row)) for k, pos, row in items[lo:hi]]
+        drive([(gen, o) for _, _, gen, o in started if gen is not None], resources, cancelled)
         out.outcomes.extend((k, pos, o.score, o.skip_reason, o.warnings) for k, pos, _, o in started)
         lo = hi
     out.replies = resources.snapshot.take_new()

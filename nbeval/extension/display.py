@@ -111,7 +111,7 @@ def lab_html(lab: Any) -> str:
 
 
 def plan_html(plan: Any) -> str:
-    """A :class:`~nbeval.engine.Plan`: rows and skipped rows per evaluator, then the judge calls."""
+    """A :class:`~nbeval.engine.dry_run.Plan`: rows and skipped rows per evaluator, then the judge calls."""
     per_row = bool(plan.calls_per_row)
     columns = ["evaluator", "rows", "skipped", *(["judge calls/row"] if per_row else [])]
     rows = [[k, plan.rows[k], plan.skipped.get(k, 0),
@@ -144,10 +144,10 @@ FORMATTERS: tuple[tuple[str, str, str, Callable[..., Any]], ...] = (
     ("text/html", "nbeval.data.model", "LlmDataset", dataset_html),
     ("text/html", "nbeval.data.model", "TestSuite", suite_html),
     ("text/html", "nbeval.data.model", "TestLab", lab_html),
-    ("text/html", "nbeval.engine", "Plan", plan_html),
+    ("text/html", "nbeval.engine.dry_run", "Plan", plan_html),
     ("text/plain", "nbeval.data.model", "TestSuite", _suite_text),
     ("text/plain", "nbeval.data.model", "TestLab", _lab_text),
-    ("text/plain", "nbeval.engine", "Plan", _plan_text),
+    ("text/plain", "nbeval.engine.dry_run", "Plan", _plan_text),
 )
 
 

@@ -18,7 +18,6 @@ rows keeps no per-row Python objects. pyarrow is imported only when Parquet is r
 
 from __future__ import annotations
 
-import math
 import shutil
 import tempfile
 import weakref
@@ -26,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nbeval.results.aggregates import passes
 from nbeval.results.limits import MAX_STORED_CHARS, STORED_CAPS, cap_details, stored_length_limit, truncate_text
 
 if TYPE_CHECKING:
@@ -51,12 +51,6 @@ ORDER_COLUMNS = ("_evaluator_pos", "_row_pos")
 
 #: Long-table rows a spool buffers (as compact Arrow tables) before it writes them as one Parquet part file.
 SPOOL_PART_ROWS = 262_144
-
-
-def _passes(value: float | None, threshold: float | None, higher: bool) -> bool | None:
-    if value is None or threshold is None or math.isnan(value):
-        return None
-    return bool(value >= threshold) if higher else bool(value <= threshold)
 
 
 def outcome_columns(outcomes: Iterable[RowOutcome], evaluator_pos: Mapping[int, int] | None = None,
@@ -110,7 +104,7 @@ def outcome_columns(outcomes: Iterable[RowOutcome], evaluator_pos: Mapping[int, 
             v = s.values.get(name)
             v = None if v is None else float(v)
             value.append(v)
-            passed.append(_passes(v, threshold, higher))
+            passed.append(passes(v, threshold, higher))
     if ordered:
         cols[ORDER_COLUMNS[0]], cols[ORDER_COLUMNS[1]] = ev_col, row_col
     return cols

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from nbeval.evaluators.base import Aggregate, Evaluator, Score
+from nbeval.results.aggregates import add_aggregate_rows, aggregates_table, metrics_table
 from nbeval.results.columnar import ScoreSpool
 
 if TYPE_CHECKING:
@@ -146,7 +147,7 @@ class LiveResult:
     @property
     def metrics(self) -> pd.DataFrame:
         """What each reported metric is: the columns of ``EvaluationResult.metrics``."""
-        return self._empty_result().metrics.copy()
+        return metrics_table(self._evs)
 
     def leaderboard(self, evaluator: str | None = None, metric: str | None = None) -> pd.DataFrame:
         """The leaderboard so far, as :meth:`EvaluationResult.leaderboard` draws it."""
@@ -234,10 +235,6 @@ class LiveResult:
         return {name: Aggregate(g.sums[name] / n if n else None, n) for name, n in g.counts.items()}
 
     def _aggregate_table(self) -> tuple[pd.DataFrame, dict[str, dict[str, Any]]]:
-        import pandas as pd
-
-        from nbeval.results.result import AGGREGATE_COLUMNS, _passes
-
         with self._lock:
             hit = self._cache.get("aggregates")
             if hit is not None and hit[0] == self._version:
@@ -245,20 +242,8 @@ class LiveResult:
             rows: list[list[Any]] = []
             explanations: dict[str, dict[str, Any]] = {}
             for k, model_key in self._ordered_groups():
-                ev, g = self._evs[k], self._groups[(k, model_key)]
-                aggs = self._aggregate(k, g)
-                for m in ev.spec.metrics:
-                    a = aggs.get(m.name)
-                    value = None if a is None else a.value
-                    t = ev.thresholds.get(m.name)
-                    rows.append([model_key, ev.name, m.name, value, 0 if a is None else a.n, g.n,
-                                 _passes(value, t, m.direction), m.direction, t, m.primary or m is ev.spec.primary])
-                    if a is not None and a.details:
-                        explanations.setdefault(ev.name, {}).setdefault(model_key, {})[m.name] = a.details
-            table = pd.DataFrame(rows, columns=AGGREGATE_COLUMNS)
-            # the columns a finished result types explicitly (value, passed) get the same dtypes
-            for column, dtype in self._empty_result().aggregates.dtypes.items():
-                if dtype.kind != "O":
-                    table[column] = table[column].astype(dtype)
+                g = self._groups[(k, model_key)]
+                add_aggregate_rows(rows, explanations, self._evs[k], model_key, self._aggregate(k, g), g.n)
+            table = aggregates_table(rows)
             self._cache["aggregates"] = (self._version, (table, explanations))
             return table, explanations

@@ -14,9 +14,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nbeval._version import __version__
 from nbeval.data.csvsafe import csv_safe
 from nbeval.data.model import LlmDataset, TestLab
+from nbeval.results.aggregates import (
+    AGGREGATE_COLUMNS,
+    FORMAT_VERSION,
+    METRIC_COLUMNS,
+    PASSED_DTYPE,
+    add_aggregate_rows,
+    aggregates_table,
+    metrics_table,
+    model_labels,
+    run_meta,
+)
 from nbeval.results.columnar import SCORE_COLUMNS, outcome_columns, typed_scores
 from nbeval.results.files import check_folder, staging_folder, write_aside
 from nbeval.results.labels import save_labels
@@ -30,24 +40,12 @@ if TYPE_CHECKING:
 __all__ = ["AGGREGATE_COLUMNS", "DATASET_FILES", "FORMAT_VERSION", "METRIC_COLUMNS", "PASSED_DTYPE", "RESULT_FILES",
            "SCORE_COLUMNS", "SCORE_FILES", "EvaluationResult"]
 
-AGGREGATE_COLUMNS = ["model_key", "evaluator", "metric", "value", "n", "N", "passed", "direction",
-                     "threshold", "primary"]
-METRIC_COLUMNS = ["evaluator", "evaluator_id", "family", "kind", "metric", "direction", "lo", "hi",
-                  "threshold", "primary", "description"]
-#: Version 3 stores the long table as ``scores.parquet`` and the dataset as ``dataset.parquet``;
-#: version 2 (still read) the dataset as ``dataset.json``; version 1 (still read, and still written
-#: by ``save(folder, scores_format="jsonl")``) both as JSON: ``scores.jsonl`` and ``dataset.json``.
-FORMAT_VERSION = 3
 #: The long table's file in a saved folder, by format.
 SCORE_FILES = {"parquet": "scores.parquet", "jsonl": "scores.jsonl"}
 #: The dataset's file in a saved folder, by the format of the long table saved with it.
 DATASET_FILES = {"parquet": "dataset.parquet", "jsonl": "dataset.json"}
 #: The files :meth:`EvaluationResult.save` writes into its folder (``result.json`` last).
 RESULT_FILES = ("scores.parquet", "aggregates.jsonl", "metrics.jsonl", "dataset.parquet", "result.json")
-#: The dtype of the ``passed`` columns: pandas' nullable boolean, ``<NA>`` where a pass is
-#: unknowable (no value, or no threshold). Test with ``.eq(True)`` / ``.eq(False)`` or
-#: ``pd.isna``; ``if passed:`` on ``<NA>`` raises.
-PASSED_DTYPE = "boolean"
 
 
 def _nan_to_none(v: Any) -> Any:
@@ -57,12 +55,6 @@ def _nan_to_none(v: Any) -> Any:
     if v is None or (isinstance(v, float) and math.isnan(v)) or type(v).__name__ == "NAType":
         return None
     return v
-
-
-def _passes(value: float | None, threshold: float | None, direction: str) -> bool | None:
-    if value is None or threshold is None or (isinstance(value, float) and math.isnan(value)):
-        return None
-    return bool(value >= threshold) if direction == "higher" else bool(value <= threshold)
 
 
 class EvaluationResult:
@@ -94,17 +86,6 @@ class EvaluationResult:
     def from_outcomes(cls, outcomes: Sequence[RowOutcome], evaluators: Sequence[Evaluator],
                       dataset: LlmDataset, *, lab: TestLab | None = None, duration_s: float | None = None,
                       usage: dict[str, Any] | None = None, cancelled: bool = False) -> EvaluationResult:
-        import pandas as pd
-
-        metric_rows = []
-        for ev in evaluators:
-            for m in ev.spec.metrics:
-                metric_rows.append([ev.name, ev.id, ev.spec.family, ev.spec.kind, m.name, m.direction, m.lo,
-                                    # one primary per evaluator (spec.primary: the first flagged), as
-                                    # load_result requires of a saved result
-                                    m.hi, ev.thresholds.get(m.name), m is ev.spec.primary, m.description])
-        metrics = pd.DataFrame(metric_rows, columns=METRIC_COLUMNS)
-
         grouped: dict[tuple[str, str], tuple[list[Any], list[Any]]] = {}
         counts: dict[tuple[str, str], int] = {}
         for o in outcomes:
@@ -117,30 +98,16 @@ class EvaluationResult:
         scores = typed_scores(outcome_columns(outcomes))
 
         agg_rows: list[list[Any]] = []
-        explanations: dict[str, dict[str, dict[str, Any]]] = {}
+        explanations: dict[str, dict[str, Any]] = {}
         by_name = {ev.name: ev for ev in evaluators}
         for (name, model_key), n_rows in counts.items():
             ev = by_name[name]
             rows, row_scores = grouped.get((name, model_key), ([], []))
             aggs = ev.aggregate(rows, row_scores) if row_scores else {}
-            for m in ev.spec.metrics:
-                a = aggs.get(m.name)
-                value = None if a is None else a.value
-                t = ev.thresholds.get(m.name)
-                agg_rows.append([model_key, name, m.name, value, 0 if a is None else a.n, n_rows,
-                                 _passes(value, t, m.direction), m.direction, t,
-                                 m.primary or m is ev.spec.primary])
-                if a is not None and a.details:
-                    explanations.setdefault(name, {}).setdefault(model_key, {})[m.name] = a.details
-        aggregates = pd.DataFrame(agg_rows, columns=AGGREGATE_COLUMNS)
-        aggregates["value"] = aggregates["value"].astype(float)
-        aggregates["passed"] = aggregates["passed"].astype(PASSED_DTYPE)
-        meta = {"nbeval_version": __version__, "duration_s": duration_s, "usage": usage or {},
-                "cancelled": cancelled, "format_version": FORMAT_VERSION,
-                "evaluators": [{"name": ev.name, "id": ev.id, "params": _jsonable(ev.params)} for ev in evaluators]}
-        labels = {m.key: m.label for m in lab.models} if lab is not None else {}
-        return cls(scores, aggregates, metrics, dataset, meta=meta, explanations=explanations,
-                   model_labels=labels)
+            add_aggregate_rows(agg_rows, explanations, ev, model_key, aggs, n_rows)
+        meta = run_meta(evaluators, duration_s=duration_s, usage=usage, cancelled=cancelled)
+        return cls(scores, aggregates_table(agg_rows), metrics_table(evaluators), dataset, meta=meta,
+                   explanations=explanations, model_labels=model_labels(lab))
 
     # -- views ----------------------------------------------------------------------------
 
@@ -371,17 +338,6 @@ class EvaluationResult:
         if path is not None:
             write_aside(path, lambda tmp: tmp.write_text(html, encoding="utf-8"))
         return html
-
-
-def _jsonable(params: dict[str, Any]) -> dict[str, Any]:
-    out = {}
-    for k, v in params.items():
-        try:
-            json.dumps(v)
-            out[k] = v
-        except TypeError:
-            out[k] = repr(v)
-    return out
 
 
 def _write_records(path: Path, df: pd.DataFrame) -> None:

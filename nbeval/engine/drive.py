@@ -1,0 +1,143 @@
+"""The generator driver: each row's scoring is a generator that yields requests; the driver
+starts them, answers every round's requests in batch through :class:`~nbeval.runtime.Resources`
+and sends each answer back into its row as it arrives. The local run (:mod:`nbeval.engine.run`),
+the dry run and the Dask workers (:mod:`nbeval.engine.dask_run`) all drive rows with it."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from nbeval.errors import NbevalError
+from nbeval.evaluators.base import Evaluator, Score
+from nbeval.results.outcome import RowOutcome
+from nbeval.runtime import Answer, RequestCancelled, Resources
+
+if TYPE_CHECKING:
+    from nbeval.data.model import Row
+
+__all__ = ["FINISHED", "bad_return", "cancel_row", "drive", "error_score", "start_row", "step", "unfinished"]
+
+
+def start_row(ev: Evaluator, row: Row) -> tuple[Any, RowOutcome]:
+    """Start scoring ``row``: its scorer (a generator) and outcome, or ``None`` and the outcome
+    already scored (a scorer that asked nothing, or failed at once)."""
+    out = RowOutcome(ev, row)
+    try:
+        result = ev.score(row)
+    except Exception as exc:
+        out.score = error_score(exc)
+        return None, out
+    if inspect.isgenerator(result):
+        return result, out
+    out.score = result if isinstance(result, Score) else bad_return(ev, result)
+    return None, out
+
+
+def error_score(exc: BaseException) -> Score:
+    text = str(exc) or type(exc).__name__
+    if not isinstance(exc, NbevalError):
+        text = f"{type(exc).__name__}: {text}"
+    return Score({}, error=text)
+
+
+def bad_return(ev: Evaluator, value: Any) -> Score:
+    return Score({}, error=f"evaluator '{ev.id}' returned {type(value).__name__}, not a Score")
+
+
+#: What a scorer's step returns when its row is finished (a scorer may yield ``None`` as a request).
+FINISHED = object()
+
+
+def step(gen: Any, out: RowOutcome, send: Any, first: bool) -> Any:
+    """Advance one row's scoring with ``send``: its next request, or :data:`FINISHED` with
+    ``out.score`` set."""
+    try:
+        if first:
+            return next(gen)
+        return gen.throw(send) if isinstance(send, BaseException) else gen.send(send)
+    except StopIteration as stop:
+        out.score = stop.value if isinstance(stop.value, Score) else bad_return(out.evaluator, stop.value)
+    except Exception as exc:
+        out.score = error_score(exc)
+    return FINISHED
+
+
+def unfinished(out: RowOutcome) -> bool:
+    return out.score is None and out.skip_reason is None
+
+
+def cancel_row(gen: Any, out: RowOutcome) -> None:
+    """A row that needs an answer it will not get: it is reported as cancelled."""
+    if gen is not None:
+        try:
+            gen.close()
+        except Exception:  # a scorer that misbehaves on close: the row is cancelled all the same
+            pass
+    out.skip_reason = "cancelled"
+
+
+def drive(pending: list[tuple[Any, RowOutcome]], resources: Resources, cancelled: Callable[[], bool],
+           on_finished: Callable[[RowOutcome], None] | None = None) -> None:
+    """Run generator-based scorers in lockstep rounds, answering each round's requests in batch.
+
+    Each answer is sent into its row's scorer as it arrives (a judge reply does not wait for the
+    rest of its round), so a row finishes, and ``on_finished(outcome)`` is called, as soon as its
+    last answer is in. Cancelling stops the judge calls not yet started (calls in flight finish
+    and are used) and the next round's requests; rows that still need an answer are closed and
+    marked ``cancelled``. Answers received are always delivered, so a row whose last answer is in
+    hand is scored, never thrown away. On an exception (Ctrl-C), rows not finished are marked
+    ``cancelled`` too (``on_finished`` is not called for them) and the exception goes on."""
+    done = on_finished if on_finished is not None else _ignore
+
+    waiting: list[tuple[Any, RowOutcome, Any]] = []  # (scorer, outcome, its request)
+    try:
+        for gen, out in pending:
+            req = step(gen, out, None, True)
+            if req is FINISHED:
+                done(out)
+            else:
+                waiting.append((gen, out, req))
+        while waiting:
+            if cancelled():  # these rows need more answers: ask nothing more
+                break
+            asks = waiting
+            following: list[Any] = [None] * len(asks)
+            answered = [False] * len(asks)
+
+            def on_answer(i: int, answer: Answer, asks: list[tuple[Any, RowOutcome, Any]] = asks,
+                          following: list[Any] = following, answered: list[bool] = answered) -> None:
+                if answered[i]:
+                    return
+                answered[i] = True
+                gen, out, _ = asks[i]
+                if isinstance(answer.value, RequestCancelled):  # never asked: the row stops here
+                    cancel_row(gen, out)
+                    following[i] = FINISHED
+                    done(out)
+                    return
+                out.warnings.extend(answer.warnings)
+                following[i] = step(gen, out, answer.value, False)
+                if following[i] is FINISHED:
+                    done(out)
+
+            answers = resources.answer([req for _, _, req in asks], on_answer=on_answer, cancel=cancelled)
+            for i, answer in enumerate(answers):  # any answer not handed on as it came
+                on_answer(i, answer)
+            waiting = [(gen, out, req) for (gen, out, _), req in zip(asks, following, strict=True)
+                       if req is not FINISHED]
+    except BaseException:  # marked, not reported: the caller files them as it unwinds
+        for gen, out, _ in waiting:
+            if unfinished(out):
+                cancel_row(gen, out)
+        raise
+    for gen, out, _ in waiting:  # cancelled: these rows needed more answers
+        if unfinished(out):
+            cancel_row(gen, out)
+            done(out)
+
+
+def _ignore(out: RowOutcome) -> None:
+    pass
+

@@ -1,0 +1,183 @@
+"""The dry run: what a run would do and spend (:class:`Plan`), found by walking each row's scoring
+with placeholder answers, without calling anything."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from nbeval.data.model import LlmDataset, Row
+from nbeval.engine.drive import start_row
+from nbeval.engine.plan import plan_rows
+from nbeval.errors import JudgeNotConfigured, ResourceError
+from nbeval.evaluators.base import Evaluator
+from nbeval.requests import DRY_RUN_MODEL, Chat, Embed, ScorePairs
+from nbeval.runtime import Resources, model_key
+
+__all__ = ["Plan", "first_requests", "plan", "planned_requests"]
+
+
+@dataclass
+class Plan:
+    """What a run would do, before anything is scored or spent."""
+
+    rows: dict[str, int]
+    """Per evaluator: rows that would be scored."""
+    skipped: dict[str, int]
+    """Per evaluator: rows that would be skipped."""
+    judge_calls: int = 0
+    """Judge calls the run would make, every round counted (see ``later_round_calls``)."""
+    cached_calls: int = 0
+    """Of those, how many are already in the cache."""
+    unconfigured_calls: int = 0
+    """Of ``judge_calls``, those for which no judge is configured: the real run would stop
+    before scoring (``JudgeNotConfigured``) until one is given."""
+    later_round_calls: int = 0
+    """Of ``judge_calls``, those after a row's first call (a second check, one per chunk, ...):
+    counted by walking each row's scoring with placeholder replies, so an estimate where an
+    evaluator's later questions depend on the judge's answers."""
+    est_prompt_tokens: int = 0
+    """Rough prompt tokens of the calls to make (four characters per token)."""
+    est_completion_tokens: int = 0
+    """Completion tokens of the calls to make: each call's ``max_tokens`` where it sets one (an
+    upper bound: replies are often far shorter), else the client's guess (200 a call)."""
+    completion_tokens_capped: int = 0
+    """Of ``est_completion_tokens``, the part that is calls' ``max_tokens`` (an upper bound, not an
+    estimate); equal to it when every call sets ``max_tokens``, 0 when none does."""
+    calls_per_row: dict[str, float] = field(default_factory=dict)
+    """Per judge evaluator: judge calls per scored row, on average (an estimate where later calls
+    depend on the judge's answers; ``later_round_calls`` counts those)."""
+
+    def __str__(self) -> str:
+        per_row = bool(self.calls_per_row)
+        head = f"{'evaluator':<28}{'rows':>8}{'skipped':>9}" + (f"{'calls/row':>11}" if per_row else "")
+        lines = [head]
+        for k in self.rows:
+            line = f"{k:<28}{self.rows[k]:>8}{self.skipped[k]:>9}"
+            if per_row:
+                line += f"{self.calls_per_row[k]:>11.1f}" if k in self.calls_per_row else f"{'':>11}"
+            lines.append(line)
+        later = f"; {self.later_round_calls} of them after a row's first call, estimated" \
+            if self.later_round_calls else ""
+        lines.append(f"judge calls: {self.judge_calls} ({self.cached_calls} cached, "
+                     f"{self.judge_calls - self.cached_calls} to make{later}){self._tokens_text()}")
+        if self.unconfigured_calls:
+            lines.append(f"no judge is configured for {self.unconfigured_calls} of these calls: the run would "
+                         "stop before scoring; pass judge=... or set NBEVAL_JUDGE_MODEL")
+        return "\n".join(lines)
+
+    def _tokens_text(self) -> str:
+        """The tokens, each number labelled as what it is: a rough count, a bound or a guess."""
+        total, capped = self.est_completion_tokens, self.completion_tokens_capped
+        if not (self.est_prompt_tokens or total):
+            return ""
+        if total and capped >= total:
+            completion = f"at most {total} completion tokens (the calls' max_tokens, an upper bound)"
+        elif capped:
+            completion = (f"~{total} completion tokens ({capped} of them the calls' max_tokens, an upper "
+                          "bound; the rest guessed for calls without max_tokens)")
+        else:
+            to_make = self.judge_calls - self.cached_calls
+            each = f", {total // to_make} a call" if to_make else ""
+            completion = f"~{total} completion tokens (guessed{each}: the calls set no max_tokens)"
+        return f", ~{self.est_prompt_tokens} prompt + {completion}"
+
+
+def first_requests(ev: Evaluator, rows: Iterable[Row]) -> Iterable[Any]:
+    """The first request each row's scoring would make, without answering it (rows whose scoring
+    needs no request, or fails before making one, are left out)."""
+    for row in rows:
+        gen, _ = start_row(ev, row)
+        if gen is None:
+            continue
+        try:
+            req = next(gen)
+        except Exception:  # StopIteration included: nothing was asked
+            continue
+        finally:
+            gen.close()
+        yield req
+
+
+#: Requests walked per row in a dry run, at most (a guard against a scorer that never stops asking).
+_PLAN_MAX_REQUESTS = 1000
+
+
+def planned_requests(ev: Evaluator, rows: Iterable[Row]) -> Iterable[tuple[Any, bool]]:
+    """Every chat request each row's scoring would make, as ``(request, is_first_of_its_row)``,
+    found without calling anything: each chat request is answered with an empty placeholder reply
+    (model :data:`~nbeval.requests.DRY_RUN_MODEL`), each embedding or pair-scoring request with
+    placeholder numbers, so later requests that depend on real answers are an estimate."""
+    from nbeval.chat.base import ChatReply, Usage
+
+    for row in rows:
+        gen, _ = start_row(ev, row)
+        if gen is None:
+            continue
+        try:
+            req, chats = next(gen), 0
+            for _ in range(_PLAN_MAX_REQUESTS):
+                if isinstance(req, Chat):  # only chat calls are counted and priced
+                    yield req, chats == 0
+                    chats += 1
+                    req = gen.send(ChatReply("", Usage(), DRY_RUN_MODEL))
+                else:
+                    req = gen.send(_placeholder_answer(req))
+        except Exception:  # StopIteration included: the row asks nothing more
+            pass
+        finally:
+            gen.close()
+
+
+def _placeholder_answer(req: Any) -> Any:
+    """A stand-in answer to a non-chat request in a dry run: equal unit vectors, zero pair scores."""
+    import numpy as np
+
+    if isinstance(req, Embed):
+        return np.full((len(req.texts), 4), 0.5, dtype=np.float32)
+    if isinstance(req, ScorePairs):
+        return np.zeros(len(req.pairs), dtype=np.float64)
+    msg = f"a dry run cannot stand in for a {type(req).__name__} request"
+    raise ResourceError(msg)
+
+
+def plan(dataset: LlmDataset, evaluators: Iterable[Evaluator], resources: Resources) -> Plan:
+    """Count rows, skips and the judge calls of every round without calling anything."""
+    result = Plan(rows={}, skipped={})
+    chats: dict[Any, list[Chat]] = {}
+    for ev in evaluators:
+        todo, skipped = plan_rows(ev, dataset)
+        result.rows[ev.name], result.skipped[ev.name] = len(todo), len(skipped)
+        if not ev.spec.needs_judge:
+            continue
+        calls = 0
+        for req, first in planned_requests(ev, todo):
+            chats.setdefault(model_key(req.model), []).append(req)
+            result.later_round_calls += not first
+            calls += 1
+        if todo:
+            result.calls_per_row[ev.name] = calls / len(todo)
+    from nbeval.chat.client import estimate_usage
+
+    for reqs in chats.values():
+        # the calls' own max_tokens (a guess of 0 leaves only those): the part that is a bound
+        capped = estimate_usage(reqs, completion_guess=0)[1]
+        try:
+            client = resources.chat_client(reqs[0].model)
+        except JudgeNotConfigured:  # nothing to ask yet, but the calls and their size are known
+            result.judge_calls += len(reqs)
+            result.unconfigured_calls += len(reqs)
+            prompt, completion = estimate_usage(reqs)
+            result.est_prompt_tokens += prompt
+            result.est_completion_tokens += completion
+            result.completion_tokens_capped += capped
+            continue
+        p = client.plan(reqs)
+        result.judge_calls += p.calls
+        result.cached_calls += p.cached
+        result.est_prompt_tokens += p.est_prompt_tokens
+        result.est_completion_tokens += p.est_completion_tokens
+        # cached calls cost nothing: their caps count only as far as the calls to make reach
+        result.completion_tokens_capped += min(capped, p.est_completion_tokens)
+    return result

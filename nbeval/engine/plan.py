@@ -1,0 +1,188 @@
+"""Planning a run: check the configuration, raising every error before anything is spent, and
+plan which rows each evaluator scores (:func:`plan_run`); :class:`RunState` carries the run from
+there to :func:`~nbeval.engine.run.finish`."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nbeval.data.inputs import to_dataset
+from nbeval.data.model import LlmDataset, Row, TestLab
+from nbeval.engine.interrupts import whole
+from nbeval.errors import JudgeNotConfigured
+from nbeval.evaluators.base import Evaluator
+from nbeval.evaluators.registry import resolve_evaluators
+from nbeval.progress import ProgressThrottle
+from nbeval.results.live import LiveResult
+from nbeval.results.outcome import RowOutcome
+from nbeval.runtime import Resources
+
+__all__ = ["RunState", "plan_rows", "plan_run", "preflight"]
+
+
+def plan_rows(ev: Evaluator, dataset: LlmDataset) -> tuple[list[Row], list[RowOutcome]]:
+    """Rows ``ev`` will score, and the skipped ones with their reason."""
+    todo: list[Row] = []
+    skipped: list[RowOutcome] = []
+    max_rows = ev.params.get("max_rows")
+    taken: dict[str, int] = {}
+    needs_answer = "actual_output" in ev.spec.inputs
+    for row in dataset.rows:
+        reason = None
+        if needs_answer and row.error and row.actual_output is None:
+            reason = f"no answer was collected: {row.error}"
+        else:
+            reason = ev.missing_input(row)
+        if reason is None and max_rows is not None:
+            if taken.get(row.model_key, 0) >= max_rows:
+                reason = f"beyond max_rows={max_rows} for this model"
+            else:
+                taken[row.model_key] = taken.get(row.model_key, 0) + 1
+        if reason is None:
+            todo.append(row)
+        else:
+            skipped.append(RowOutcome(ev, row, skip_reason=reason))
+    return todo, skipped
+
+
+def preflight(evaluators: Sequence[Evaluator], dataset: LlmDataset, resources: Resources) -> None:
+    """Every configuration error, raised before anything is scored or spent."""
+    for ev in evaluators:
+        ev.check_dataset(dataset)
+    for ev in evaluators:
+        if ev.spec.needs_judge:
+            try:
+                resources.chat_client(ev.params.get("judge"))
+            except JudgeNotConfigured as exc:
+                msg = f"evaluator '{ev.id}' needs a judge: {exc}"
+                raise JudgeNotConfigured(msg) from None
+
+
+@dataclass
+class RunState:
+    """One run between :func:`plan_run` and :func:`finish`: what is planned, started and finished."""
+
+    dataset: LlmDataset
+    lab: TestLab | None
+    evaluators: list[Evaluator]
+    resources: Resources
+    planned: list[tuple[Evaluator, list[Row]]]
+    """Per evaluator: the rows it scores, in dataset order."""
+    outcomes: list[RowOutcome]
+    """Every outcome so far (skipped rows first, then in the order they finished); empty unless
+    the run was planned with ``keep_outcomes=True`` (the live view holds the scores)."""
+    live: LiveResult
+    """The result so far, updated as rows finish (what ``on_progress`` receives)."""
+    cancelled: Callable[[], bool]
+    """Whether the run was asked to stop (checked before each row, round and judge call)."""
+    total: int
+    """Scores the run makes: one per row and evaluator, skipped ones included."""
+    cursors: list[int] = field(default_factory=list)
+    """Per evaluator: how many of its planned rows were started."""
+    next_row: int = 0
+    """Dataset rows before this one were started."""
+    started: float = field(default_factory=time.perf_counter)
+    """When the run was planned (``perf_counter``), for the result's duration."""
+    row_index: dict[int, int] = field(default_factory=dict)
+    """Position in the dataset of each row, by ``id``."""
+    keep_outcomes: bool = True
+    """Whether ``outcomes`` keeps every outcome (a large run does not: see :func:`plan_run`)."""
+    cluster_usage: dict[str, Any] = field(default_factory=dict)
+    """Judge usage of the Dask workers (a run with ``scheduler=``), added to the client's own."""
+    on_progress: Callable[[], None] | None = None
+    """Called as finished outcomes are filed in the live view (see :meth:`file`): after every
+    score in a small run, about :data:`~nbeval.progress.PROGRESS_STEPS` times over a large one, at
+    least every :data:`~nbeval.progress.PROGRESS_INTERVAL` seconds while rows finish, and when
+    every score is in (or the run was cancelled)."""
+    throttle: ProgressThrottle | None = None
+    """When :meth:`file` passes its outcomes on (made from ``total`` when first needed)."""
+    cancelled_count: int = 0
+    """Outcomes filed as ``cancelled``: the result is marked cancelled only when there are some."""
+    interrupted: bool = False
+    """Ctrl-C stopped the run (what :func:`evaluate` sets before building the partial result)."""
+    _unfiled: list[RowOutcome] = field(default_factory=list, repr=False)
+    """Finished outcomes not yet filed in the live view (see :meth:`file`)."""
+
+    @property
+    def done(self) -> int:
+        """Scores finished so far."""
+        return self.live.done
+
+    def record(self, outcomes: list[RowOutcome]) -> None:
+        """File finished outcomes: in the live view (which spools their scores), and in
+        ``outcomes`` when they are kept."""
+        if self.keep_outcomes:
+            self.outcomes.extend(outcomes)
+        self.cancelled_count += sum(o.skip_reason == "cancelled" for o in outcomes)
+        self.live.add(outcomes)
+
+    def file(self, out: RowOutcome, *, note: set[int] | None = None) -> None:
+        """File one finished outcome: it is kept aside and filed with the others (:meth:`flush`)
+        when the progress throttle says it is time. ``note``: a set its ``id`` is added to, in the
+        same step (Ctrl-C cannot come in between)."""
+        with whole:
+            self._unfiled.append(out)
+            if note is not None:
+                note.add(id(out))
+        if self._throttle().due(self.done + len(self._unfiled)):
+            self.flush(report=True)
+
+    def flush(self, *, report: bool | None = None, more: Iterable[RowOutcome] = ()) -> None:
+        """File the outcomes kept aside (and ``more``), and call ``on_progress`` if anything was
+        filed since it was last called: when ``report`` is true; when it is ``None``, if the
+        throttle says it is time, or every score is in, or the run was cancelled."""
+        with whole:
+            outcomes, self._unfiled = [*self._unfiled, *more], []
+            if outcomes:
+                self.record(outcomes)
+        throttle = self._throttle()
+        if report is None:
+            report = throttle.due(self.done) or self.done >= self.total or self.cancelled()
+        if report and throttle.reported(self.done) and self.on_progress is not None:
+            self.on_progress()
+
+    def _throttle(self) -> ProgressThrottle:
+        if self.throttle is None:
+            self.throttle = ProgressThrottle(self.total)
+        return self.throttle
+
+    @property
+    def finished(self) -> bool:
+        """Whether every row was started, or the run was cancelled or interrupted."""
+        return self.next_row >= len(self.dataset.rows) or self.interrupted or self.cancelled()
+
+
+def plan_run(data: Any, evaluators: Any, *, resources: Resources | None = None,
+             cancel: threading.Event | None = None, keep_outcomes: bool = True) -> RunState:
+    """Check the configuration (raising every error before anything is spent) and plan the rows
+    each evaluator scores; rows it cannot score are finished at once as skipped, with the reason.
+
+    ``keep_outcomes=False`` lets each outcome go once the live view has filed it (its scores are
+    spooled to disk as they finish): what :func:`evaluate` does, so that a run of millions of
+    rows holds no per-row Python objects beyond the dataset."""
+    dataset, lab = to_dataset(data)
+    evs = resolve_evaluators(evaluators)
+    resources = resources if resources is not None else Resources()
+    preflight(evs, dataset, resources)
+    planned: list[tuple[Evaluator, list[Row]]] = []
+    outcomes: list[RowOutcome] = []
+    for ev in evs:
+        todo, skipped = plan_rows(ev, dataset)
+        planned.append((ev, todo))
+        outcomes.extend(skipped)
+    total = len(outcomes) + sum(len(todo) for _, todo in planned)
+    row_index = {id(r): i for i, r in enumerate(dataset.rows)}
+    live = LiveResult(evs, dataset, total=total, lab=lab, row_pos=row_index)
+    state = RunState(dataset=dataset, lab=lab, evaluators=evs, resources=resources, planned=planned,
+                     outcomes=[], live=live, cancelled=cancel.is_set if cancel is not None else _never,
+                     total=total, cursors=[0] * len(evs), row_index=row_index, keep_outcomes=keep_outcomes)
+    state.record(outcomes)
+    return state
+
+
+def _never() -> bool:
+    return False

@@ -1,0 +1,226 @@
+"""A run, chunk by chunk: :func:`run_chunk` scores the next rows of a planned run,
+:func:`finish` builds the result, and :func:`evaluate` chains plan, chunks and finish with a
+progress bar, Cancel and Ctrl-C."""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from nbeval.data.inputs import to_dataset
+from nbeval.data.model import Row
+from nbeval.engine.drive import cancel_row, drive, start_row, unfinished
+from nbeval.engine.interrupts import holding_interrupts, whole
+from nbeval.engine.plan import RunState, plan_run
+from nbeval.errors import Interrupted
+from nbeval.evaluators.registry import resolve_evaluators
+from nbeval.progress import progress_bar
+from nbeval.results.live import LiveResult
+from nbeval.results.outcome import RowOutcome
+from nbeval.runtime import Resources
+
+if TYPE_CHECKING:
+    from nbeval.results import EvaluationResult
+
+__all__ = ["CHUNK_ROWS", "evaluate", "finish", "run_chunk"]
+
+#: Rows scored together in one batch of rounds. Large enough that embedder and judge batches are
+#: full; small enough that the rows' cached values are let go of regularly. (Progress and Cancel do
+#: not wait for a chunk's end.)
+CHUNK_ROWS = 256
+
+
+def run_chunk(state: RunState, chunk_rows: int = CHUNK_ROWS) -> list[RowOutcome]:
+    """Score the next ``chunk_rows`` dataset rows with every evaluator, answering their requests in
+    batched rounds; file each outcome in ``state.live`` as it finishes (``state.on_progress`` hears
+    of it, throttled) and return the chunk's outcomes, every one filed.
+
+    A cancel stops it before the next row, round or judge call: the rows started and not
+    finished are filed as ``cancelled`` (the rows not started are left to :func:`finish`). On an
+    exception (Ctrl-C), the rows started and not finished are filed as ``cancelled`` too."""
+    hi = state.next_row + max(1, int(chunk_rows))
+    pending: list[tuple[Any, RowOutcome]] = []
+    chunk: list[RowOutcome] = []
+    filed: set[int] = set()
+
+    def file(out: RowOutcome) -> None:
+        state.file(out, note=filed)
+
+    try:
+        for k, (ev, todo) in enumerate(state.planned):
+            while (state.cursors[k] < len(todo) and state.row_index[id(todo[state.cursors[k]])] < hi
+                   and not state.cancelled()):
+                gen, out = start_row(ev, todo[state.cursors[k]])
+                with whole:
+                    state.cursors[k] += 1
+                    chunk.append(out)
+                if gen is None:
+                    file(out)
+                else:
+                    pending.append((gen, out))
+        if not state.cancelled():
+            state.next_row = hi
+        drive(pending, state.resources, state.cancelled, file)
+    except BaseException:  # Ctrl-C: what is unfinished is cancelled and filed, and nobody is called
+        scorers = {id(out): gen for gen, out in pending}
+        for out in chunk:
+            if unfinished(out):
+                cancel_row(scorers.get(id(out)), out)
+        state.flush(report=False, more=[o for o in chunk if id(o) not in filed])
+        raise
+    state.flush()
+    _release_row_caches(o.row for o in chunk)
+    return chunk
+
+
+
+#: The derived values a Row caches (``functools.cached_property``, e.g. its parsed condition).
+_ROW_CACHES = tuple(name for name, v in vars(Row).items() if isinstance(v, functools.cached_property))
+
+
+def _release_row_caches(rows: Iterable[Row]) -> None:
+    """Let go of what scored rows cached (a row recomputes it if asked again): kept, a run of a
+    million rows would hold a parse tree per row for nothing."""
+    for row in rows:
+        cached = getattr(row, "__dict__", None)
+        if cached:
+            for name in _ROW_CACHES:
+                cached.pop(name, None)
+
+
+
+def finish(state: RunState) -> EvaluationResult:
+    """The run's result: rows never started (a cancelled run) are reported as cancelled, not lost.
+    It is marked cancelled only when some row was: a cancel that came after every row finished
+    changes nothing."""
+    state.flush()
+    if state.cancelled() or state.interrupted:
+        rest = [RowOutcome(ev, r, skip_reason="cancelled")
+                for k, (ev, todo) in enumerate(state.planned) for r in todo[state.cursors[k]:]]
+        state.record(rest)
+        state.cursors = [len(todo) for _, todo in state.planned]
+    return _result(state, state.cancelled_count > 0)
+
+
+def _result(state: RunState, cancelled: bool) -> EvaluationResult:
+    """The finished result from the live view: its spooled long table (in dataset order) and
+    its aggregates, which equal ``EvaluationResult.from_outcomes`` of every outcome."""
+    from nbeval.results import EvaluationResult
+    from nbeval.results.aggregates import metrics_table, model_labels, run_meta
+
+    scores, aggregates, explanations = state.live.final_tables()
+    usage = state.resources.usage_totals()
+    if state.cluster_usage:
+        from nbeval.engine.dask_run import merge_usage
+
+        usage = merge_usage(usage, state.cluster_usage)
+    meta = run_meta(state.evaluators, duration_s=time.perf_counter() - state.started, usage=usage,
+                    cancelled=cancelled)
+    return EvaluationResult(scores, aggregates, metrics_table(state.evaluators), state.dataset, meta=meta,
+                            explanations=explanations, model_labels=model_labels(state.lab))
+
+
+def evaluate(
+    data: Any,
+    evaluators: Any,
+    *,
+    progress: bool = True,
+    embedder: Any = None,
+    judge: Any = None,
+    device: str | None = None,
+    cache: Any = True,
+    concurrency: int = 8,
+    timeout: float | None = None,
+    max_attempts: int | None = None,
+    prices: dict[str, Any] | None = None,
+    dry_run: bool = False,
+    cancel: threading.Event | None = None,
+    on_progress: Callable[[LiveResult, int, int], None] | None = None,
+    chunk_rows: int = CHUNK_ROWS,
+    scheduler: Any = None,
+) -> EvaluationResult | Any:
+    """Evaluate ``data`` with ``evaluators`` and return an :class:`EvaluationResult`.
+
+    ``data``: an :class:`LlmDataset`, a :class:`TestLab`, a pandas DataFrame, a list of records,
+    or a path to any file nbeval reads. ``evaluators``: ids (``["rouge", "bleu"]`` or
+    ``"rouge,bleu"``), configured objects (``nbeval.evaluator("rouge", threshold=0.5)``), or
+    ``(id, params)`` pairs. ``embedder``/``judge``/``device`` choose the run's shared resources
+    (each evaluator may override with its own ``embedder=``/``judge=``). A judge is a model name
+    (OpenAI-compatible; ``NBEVAL_JUDGE_BASE_URL`` or ``{"model": ..., "base_url": ...}``), a
+    Python function, or a local Hugging Face model: ``"hf:<name or path>"`` on ``device``, or
+    ``{"provider": "hf", "model": ..., "device": "cuda", "dtype": "bfloat16", "max_new_tokens": 256}``.
+    ``cache``: the judge reply cache (``True``, ``False``, a folder or a file). ``timeout`` bounds
+    each whole call in seconds (a judge's own ``{"timeout": ...}`` wins for its calls);
+    ``max_attempts`` counts retries included; ``prices`` maps a model to USD per 1k prompt and
+    completion tokens. ``dry_run=True`` returns a :class:`Plan` of what
+    the run would do and spend, without scoring. ``cancel``: an event that stops the run at once:
+    no judge call starts after it is set (calls in flight finish and their rows are scored), and
+    the partial result is returned, every row not scored marked ``cancelled`` (a run whose rows
+    had all finished is returned as it is, not marked cancelled). Ctrl-C stops without waiting
+    for the calls in flight and raises :class:`Interrupted`, whose ``.result`` is the partial
+    result.
+
+    ``on_progress(live, done, total)`` is called once before anything is scored (``done`` counts
+    the rows skipped at once; ``total`` is the run's) and then as rows finish, with ``done`` of
+    ``total`` scores finished: after every score in a small run, about 100 times over a large
+    one, at least every quarter second while rows finish, and once every score is in
+    (:class:`~nbeval.progress.ProgressThrottle`). ``live`` is one
+    :class:`~nbeval.results.live.LiveResult` for the whole run, updated in time proportional to
+    what finished: its ``aggregates``, ``leaderboard()`` and ``value(evaluator, model_key)`` are
+    the running per-model aggregates (cheap to read at every call), and ``live.result()`` builds
+    the :class:`EvaluationResult` of everything finished so far when it is wanted. The progress
+    bar (``progress=True``) moves with it.
+
+    ``scheduler``: a ``dask.distributed.Client`` or a scheduler address (``"tcp://host:8786"``)
+    partitions the rows across the cluster's workers (``pip install 'nbeval[dask]'``); the result
+    equals a local run's, row for row. Each worker loads heavy models once; judge calls share one
+    ``concurrency`` limit across the cluster; workers only read the reply cache and the client
+    stores the replies they fetched. See :mod:`nbeval.engine.dask_run`.
+
+    The scores are spooled to Parquet as they finish and no per-row object is kept, so a run's
+    memory is the dataset's plus the finished long table (categorical keys and names).
+    """
+    resources = Resources(embedder=embedder, judge=judge, device=device, cache=cache,
+                          concurrency=concurrency, timeout=timeout, max_attempts=max_attempts,
+                          prices=prices)
+    if dry_run:
+        dataset, _ = to_dataset(data)
+        from nbeval.engine.dry_run import plan
+
+        return plan(dataset, resolve_evaluators(evaluators), resources)
+    state = plan_run(data, evaluators, resources=resources, cancel=cancel, keep_outcomes=False)
+    bar = progress_bar(state.total, progress)
+    shown = 0
+
+    def report() -> None:
+        nonlocal shown
+        bar.update(state.done - shown)
+        shown = state.done
+        if on_progress is not None:
+            on_progress(state.live, state.done, state.total)
+
+    try:
+        if scheduler is not None:
+            from nbeval.engine.dask_run import run_on_cluster
+
+            state.cluster_usage = run_on_cluster(state, scheduler, chunk_rows=max(1, int(chunk_rows)),
+                                                 on_batch=lambda _n: report())
+        else:
+            state.on_progress = report
+            state.flush(report=True)  # the first report: the total, and the rows skipped at once
+        with holding_interrupts():
+            while not state.finished:
+                run_chunk(state, chunk_rows)
+    except KeyboardInterrupt:
+        if scheduler is not None:  # the cluster's partitions are not tracked row by row
+            raise
+        state.interrupted = True
+        state.on_progress = None
+        raise Interrupted(finish(state)) from None
+    finally:
+        bar.close()
+    return finish(state)
+
