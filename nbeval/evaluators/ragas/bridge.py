@@ -239,6 +239,8 @@ class SchemaOnce:
         return self._model(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
+        if name in ("_model", "_schema"):  # not set yet: a copy being unpickled looks up __setstate__
+            raise AttributeError(name)
         return getattr(self._model, name)
 
 
