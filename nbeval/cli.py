@@ -109,7 +109,6 @@ def _show_evaluator(args: argparse.Namespace) -> int:
     from nbeval.evaluators.registry import get_class, get_spec
 
     spec = get_spec(args.id)
-    d = _spec_dict(spec)
     print(f"{spec.id}  ({spec.family}, {spec.kind})\n\n{spec.description}\n")
     print(f"inputs:    {', '.join(spec.inputs)}")
     if spec.optional_inputs:
@@ -117,12 +116,13 @@ def _show_evaluator(args: argparse.Namespace) -> int:
     if spec.resources:
         print(f"resources: {', '.join(spec.resources)}")
     if spec.params:
-        print(f"params:    {', '.join(f'{k}={v!r}' for k, v in spec.params.items())}")
+        print("params:")
+        for p in spec.params.declared:  # each as a keyword argument with its default, its type and what it does
+            print(f"  {p.name}={p.default!r}  ({p.type_name})" + (f"\n      {p.description}" if p.description else ""))
     print("metrics:")
-    for m in d["metrics"]:
-        lo, hi = m["range"]
-        print(f"  {m['name']:<28} {m['direction']:<7} [{lo:g}, {hi:g}]  threshold {m['threshold']}"
-              f"{'  (primary)' if m['primary'] else ''}")
+    for m in spec.metrics:
+        print(f"  {m.name:<28} {m.direction:<7} [{m.lo:g}, {m.hi:g}]  threshold {m.threshold}"
+              f"{'  (primary)' if m is spec.primary else ''}")
     cls = get_class(args.id)
     prompt_text = getattr(cls, "prompt_text", None)
     if callable(prompt_text):
@@ -453,7 +453,8 @@ def _serve(args: argparse.Namespace) -> int:
           workers=args.workers, data_dir=args.data_dir, keep_jobs=args.keep_jobs, keep_bytes=args.keep_bytes,
           max_scores=args.max_scores, max_judge_tokens=args.max_judge_tokens, allow_models=args.allow_models,
           limit_concurrency=args.limit_concurrency, timeout_keep_alive=args.timeout_keep_alive,
-          header_timeout=args.header_timeout, max_header_bytes=args.max_header_bytes)
+          header_timeout=args.header_timeout, body_timeout=args.body_timeout, max_header_bytes=args.max_header_bytes,
+          max_queued=args.max_queued)
     return 0
 
 
@@ -595,12 +596,19 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the most judge_params.max_tokens a request may ask for (default: 4096)")
     srv.add_argument("--allow-models", action="store_true",
                      help="let requests use evaluators that load a local model (downloaded if not cached)")
+    srv.add_argument("--max-queued", type=_positive_int, default=64,
+                     help="evaluations that may wait for a worker; past them a request gets 503 with Retry-After "
+                          "(default: 64; waiting requests are kept on disk, under --data-dir)")
     srv.add_argument("--limit-concurrency", type=_positive_int, default=200,
-                     help="open connections past which requests get 503 (default: 200)")
+                     help="connections held at most (fewer if ulimit -n is low): a new one pushes out those "
+                          "waiting longest for a request head, or gets 503 when all are busy (default: 200)")
     srv.add_argument("--timeout-keep-alive", type=_positive_int, default=5,
                      help="seconds an idle keep-alive connection stays open (default: 5)")
     srv.add_argument("--header-timeout", type=_positive_int, default=10,
                      help="seconds a client has to send a whole request head (default: 10)")
+    srv.add_argument("--body-timeout", type=_positive_int, default=60,
+                     help="seconds a client has, from its request head, to send the whole body; then 408 "
+                          "(default: 60)")
     srv.add_argument("--max-header-bytes", type=_positive_int, default=64 * 1024,
                      help="the largest request head accepted (default: 64 KiB)")
     srv.set_defaults(func=_serve)

@@ -13,23 +13,12 @@ order numbers and timestamps, so our own guards from the regex era stay in front
   code followed by a house number and a street name ("17151 2450 Crown St") are never phones;
 * the matcher only sees runs of digits and separators of phone length: a run longer than
   :data:`MAX_RUN` characters is a table of numbers, and skipping it keeps the scan linear;
-* a region's matcher only sees a run that could hold one of its valid numbers (:func:`_could_hold`):
-  the digits of some span of whole groups are a country code and a national prefix (each
-  optional) before a number of a valid type of its country code, or a group starts with its
-  international call prefix. The test is two regular expressions over a few short strings,
-  where a matcher parses every split of the run: on phone-shaped text about 5 regions of 16 are
-  scanned per run instead of all 16 (2.5 times faster, the same findings);
-* a matcher parses only the splits of a run that the matcher could accept for its region
-  (:func:`_may_be_valid`, one regular expression over the split's digits): a country code, a
-  national prefix (twice: ``parse`` may strip it after the country code and again) or the
-  international call prefix, then a national number of the region's lengths and general pattern,
-  and a national prefix where the region's format for that number asks for one. A split with a
-  ``+``, an extension or other than ASCII digits and separators is always parsed. A run of such
-  splits is only scanned for a region when one of its spans of whole groups passes
-  (:func:`_some_valid`). The national number must fit the general description and one valid
-  type's description (pattern and lengths) of a region sharing the country code, as
-  ``is_valid_number`` asks. The splits skipped are those the matcher would parse and reject, so
-  the matches are the same; on phone-shaped text 0.9 splits a run are parsed instead of 14;
+* the matcher's search is done once a run (:mod:`nbeval.detectors.phone_matcher`): its
+  candidates are the same for every region, and only ``parse`` and ``_verify`` are asked per
+  region, once per candidate, and not for a candidate of ASCII digits and separators that the
+  region's plan rules out (:mod:`nbeval.detectors.phone_plans`); a region none of the run's
+  candidates could belong to is not searched. ``tests/privacy/test_phone_speed_equivalence.py``
+  compares the matches with ``PhoneNumberMatcher``'s for the example numbers of every region;
 * a run with no grouping character and no phone word near it is skipped: no match in it can be
   grouped as in its region or announced, so none would be a finding;
 * once the whole run is a finding grouped as in a region, later regions are not searched: they
@@ -37,8 +26,9 @@ order numbers and timestamps, so our own guards from the regex era stay in front
   kind overlaps the run: then a shorter phone may stand, and every region is searched).
 
 On 1 MB of phone-shaped text (``benchmarks/phone_scan_bench.py``) the scan took 98 s before these
-filters, 38 s with the first ones, and 16 s of CPU on a busy machine with all of them (the
-findings the same on the red-team, privacy and external corpora).
+filters, 38 s with the first ones, 16 s of CPU on a busy machine with all of them, and with the
+search done once a run 16.8 s of CPU against 23.1 s before it on the same, busier machine (the
+findings the same on the red-team, privacy and external corpora and every region's examples).
 
 ``phonenumbers`` is imported on first use, so ``import nbeval`` stays light.
 """
@@ -47,11 +37,12 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable, Iterator, Sequence
-from functools import cache
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from nbeval.detectors.findings import Finding, mask_digits
+from nbeval.detectors.phone_matcher import Match, find_matches, regions_to_search
+from nbeval.detectors.phone_plans import phonenumbers_module
 
 __all__ = ["DEFAULT_PHONE_REGIONS", "MAX_RUN", "find_phones"]
 
@@ -98,14 +89,8 @@ _RUN = re.compile(r"(?<![\w+])\+?\(?\d[\d \t\-().]*\d(?:[ \t]?(?:x|ext\.?)[ \t]?
 _GROUPING = re.compile(r"[ ()\-/.+]")
 
 
-@cache
 def _phonenumbers() -> Any:
-    import phonenumbers  # heavy (metadata for every numbering plan): imported on first use
-
-    # Keep the metadata's compiled patterns: there are more than the re module's cache holds, and
-    # recompiling the evicted ones was a tenth of a scan (the set is bounded by the metadata).
-    phonenumbers.enable_pattern_cache()
-    return phonenumbers
+    return phonenumbers_module()
 
 
 def _plausible(text: str, start: int, end: int) -> bool:
@@ -131,227 +116,9 @@ def _announced(text: str, start: int, end: int) -> bool:
     return _PHONE_WORDS.search(text, max(0, start - 64), start) is not None
 
 
-#: The most digits of a national significant number (phonenumbers' ``_MAX_LENGTH_FOR_NSN``), and
-#: of what may come before it in a national or international form (prefixes, country code).
-_MAX_NSN = 17
-_MAX_PREFIX = 11
-_DIGIT_GROUP = re.compile(r"\d+")
-# The number types ``is_valid_number`` accepts (all but "unknown").
-_NUMBER_TYPES = ("fixed_line", "mobile", "toll_free", "premium_rate", "shared_cost", "personal_number", "voip",
-                 "pager", "uan", "voicemail")
-
-
-def _sharing_country_code(region: str) -> list[Any] | None:
-    """The metadata of every region that shares ``region``'s country code (``region`` among
-    them), or None when any of it is missing."""
-    pn = _phonenumbers()
-    meta = pn.PhoneMetadata.metadata_for_region(region)
-    if meta is None:
-        return None
-    found = [pn.PhoneMetadata.metadata_for_region(r)
-             for r in pn.COUNTRY_CODE_TO_REGION_CODE.get(meta.country_code, (region,))]
-    return None if any(m is None for m in found) else found
-
-
-@cache
-def _valid_number_types(region: str) -> str | None:
-    """One pattern for the national significant numbers of every valid type of every region that
-    shares ``region``'s country code, or None when some metadata is missing."""
-    sharing = _sharing_country_code(region)
-    if sharing is None:
-        return None
-    numbers = []
-    for other_meta in sharing:
-        for kind in _NUMBER_TYPES:
-            desc = getattr(other_meta, kind, None)
-            if desc is not None and desc.national_number_pattern:
-                numbers.append(f"(?:{desc.national_number_pattern})")
-    return "|".join(numbers) or None
-
-
-def _described(desc: Any) -> str | None:
-    """A pattern for the national numbers that fit ``desc`` (its pattern and lengths, as
-    ``_is_number_matching_desc`` reads them), or None when it has no pattern."""
-    if desc is None or not desc.national_number_pattern:
-        return None
-    sizes = "|".join(f"\\d{{{n}}}" for n in desc.possible_length if n > 0)
-    if desc.possible_length and not sizes:
-        return None  # lengths given, none positive: no number fits
-    return (f"(?=(?:{sizes})$)" if sizes else "") + f"(?:{desc.national_number_pattern})"
-
-
-@cache
-def _possible_numbers(region: str) -> str | None:
-    """One pattern for the national significant numbers that ``is_valid_number`` could accept for
-    a region that shares ``region``'s country code: they fit its general description and the
-    description of one of its valid types (pattern and lengths). None when some metadata is
-    missing."""
-    sharing = _sharing_country_code(region)
-    if sharing is None:
-        return None
-    numbers = []
-    for other_meta in sharing:
-        general = _described(other_meta.general_desc)
-        if general is None:
-            return None
-        kinds = [k for k in (_described(getattr(other_meta, kind, None)) for kind in _NUMBER_TYPES) if k]
-        if kinds:
-            numbers.append(f"(?={general}$)(?:{'|'.join(kinds)})")
-    return "|".join(numbers) or None
-
-
-@cache
-def _region_patterns(region: str) -> tuple[re.Pattern[str], re.Pattern[str] | None] | None:
-    """(national numbers, international call prefix) of ``region`` as patterns over lines of
-    digits, or None when its metadata lacks a pattern (then every run is scanned).
-
-    A national number is an optional country code, an optional national prefix (for a region that
-    rewrites it, any few digits) and a number of one of the valid types of a region that shares
-    the country code (``is_valid_number`` accepts "416..." as Canadian when the US is searched)."""
-    numbers = _valid_number_types(region)
-    if numbers is None:
-        return None
-    meta = _phonenumbers().PhoneMetadata.metadata_for_region(region)
-    prefix = meta.national_prefix_for_parsing or meta.national_prefix
-    if meta.national_prefix_transform_rule or (prefix and "(" in prefix):
-        prefix = rf"\d{{0,{_MAX_PREFIX}}}"  # rewritten or captured: any short prefix
-    national = f"^(?:{meta.country_code})?" + (f"(?:{prefix})?" if prefix else "") + f"(?:{numbers})$"
-    idd = re.compile(f"^(?:{meta.international_prefix})", re.M) if meta.international_prefix else None
-    return re.compile(national, re.M), idd
-
-
-def _could_hold(lines: str, starts: str, region: str) -> bool:
-    """False only when no match of ``region``'s matcher in this run can be a valid number.
-
-    A match starts where a group of digits starts and ends where one ends (or before an
-    extension, also a group's end): ``lines`` holds the digits of every such span, one per line,
-    and ``starts`` the first digits from each group on. The span of a valid number is a country
-    code and a national prefix (each optional) before a number of a valid type of the region's
-    country code, unless it starts with the international call prefix (then it may be any
-    country's number, and the region is scanned)."""
-    patterns = _region_patterns(region)
-    if patterns is None:
-        return True
-    national, idd = patterns
-    if national.search(lines):
-        return True
-    return idd is not None and idd.search(starts) is not None
-
-
-def _prefix_needed(fmt: Any) -> bool:
-    """True when a national number in format ``fmt`` must be written with the national prefix
-    (phonenumbers' ``_is_national_prefix_present_if_required``)."""
-    rule = fmt.national_prefix_formatting_rule
-    return bool(rule) and not fmt.national_prefix_optional_when_formatting and not re.fullmatch(r"\(?\\1\)?", rule)
-
-
-def _prefix_not_needed(country_code: int) -> str:
-    """A pattern (zero width) for the national numbers that the formats of ``country_code``'s main
-    region let be written without the national prefix: the first format whose leading digits and
-    pattern fit the number does not ask for it, or none fits."""
-    pn = _phonenumbers()
-    meta = pn.PhoneMetadata.metadata_for_region(pn.region_code_for_country_code(country_code))
-    rest = ""
-    for fmt in reversed(meta.number_format if meta is not None else ()):
-        lead = f"(?=(?:{fmt.leading_digits_pattern[-1]}))" if fmt.leading_digits_pattern else ""
-        fits = f"{lead}(?:{fmt.pattern})$"
-        rest = f"(?!{fits}){rest}" if _prefix_needed(fmt) else f"(?:(?={fits})|{rest})"
-    return rest
-
-
-@cache
-def _candidate_pattern(region: str) -> re.Pattern[str] | None:
-    """The lines of digits (one candidate's digits per line) that ``parse`` could make a number
-    of ``region`` from that the matcher accepts, or None when the digits cannot tell (then every
-    candidate is parsed).
-
-    Digits that start with the international call prefix may be any country's number. Otherwise
-    ``parse`` keeps as the national significant number the digits left after, each optional, the
-    region's country code, its national prefix, and its national prefix again (once when it looks
-    for the country code, once after); it must be of a valid type, with one of its lengths. A
-    prefix rule that rewrites the digits is allowed when it only keeps some of them (``\\2``):
-    the number is still their tail. Digits with neither a country code nor a national prefix are
-    only accepted when the region writes that number without its national prefix."""
-    numbers = _possible_numbers(region)
-    if numbers is None:
-        return None
-    meta = _phonenumbers().PhoneMetadata.metadata_for_region(region)
-    prefix = meta.national_prefix_for_parsing or meta.national_prefix
-    rule = meta.national_prefix_transform_rule
-    if rule and re.sub(r"[\\$]\d", "", rule):
-        return None  # a rule that writes digits of its own
-    starts = [f"(?:{meta.country_code})"]  # what may come before the national number
-    if prefix:
-        strip = r"\d*" if rule or "(" in prefix else f"(?:{prefix})?(?:{prefix})?"  # rewritten, captured: any
-        starts = [f"(?:{meta.country_code}){strip}", f"(?=(?:{prefix})){strip}"]
-    starts.append(_prefix_not_needed(meta.country_code))
-    idd = f"(?:{meta.international_prefix})\\d*|" if meta.international_prefix else ""
-    return re.compile(f"^(?:{idd}(?:{'|'.join(starts)})(?:{numbers}))$", re.M)
-
-
-# A candidate of ASCII digits and these separators is parsed as its digits alone: ``parse`` drops
-# the separators (or, for a tab, rejects the candidate), and none of them marks an extension.
-_PLAIN = re.compile(r"[0-9 \t\-().]+")
-_NOT_DIGITS = str.maketrans("", "", " \t-().")
-
-
-def _may_be_valid(digits: str, region: str) -> bool:
-    """False only when no candidate with these ASCII ``digits`` is a number of ``region`` that
-    the matcher accepts."""
-    pattern = _candidate_pattern(region)
-    return pattern is None or pattern.fullmatch(digits) is not None
-
-
-def _some_valid(lines: str, region: str) -> bool:
-    """True when the digits on some line of ``lines`` may be a number of ``region`` that the
-    matcher accepts."""
-    pattern = _candidate_pattern(region)
-    return pattern is None or pattern.search(lines) is not None
-
-
-def _all_spans(run: str) -> str:
-    """The digits of every span of whole groups of digits in the ASCII ``run``, one per line."""
-    groups = _DIGIT_GROUP.findall(run)
-    return "\n".join("".join(groups[i:j]) for i in range(len(groups)) for j in range(i + 1, len(groups) + 1))
-
-
-@cache
-def _matcher() -> Any:
-    """phonenumbers' ``PhoneNumberMatcher`` that parses a candidate of ASCII digits and separators
-    only when :func:`_may_be_valid`: a candidate it skips is one the matcher would have parsed
-    and rejected (its number is not valid, or lacks a required national prefix), so the matches
-    are the same."""
-    pn = _phonenumbers()
-    checked = (pn.Leniency.VALID, pn.Leniency.STRICT_GROUPING)  # both reject what VALID rejects
-    base: Any = pn.phonenumbermatcher.PhoneNumberMatcher
-
-    class Matcher(base):
-        def _parse_and_verify(self, candidate: str, offset: int) -> Any:
-            if (
-                self.leniency in checked
-                and _PLAIN.fullmatch(candidate)
-                and not _may_be_valid(candidate.translate(_NOT_DIGITS), self.preferred_region)
-            ):
-                return None
-            return super()._parse_and_verify(candidate, offset)
-
-    return Matcher
-
-
-def _digit_spans(run: str) -> tuple[str, str]:
-    """The digits (as ASCII) of every span of whole groups of digits in ``run`` that is short
-    enough to be a phone number, one per line; and the digits from each group's start."""
-    groups = [g if g.isascii() else "".join(str(int(c)) for c in g) for g in _DIGIT_GROUP.findall(run)]
-    lines, starts = [], []
-    for i in range(len(groups)):
-        span = ""
-        starts.append("".join(groups[i:])[:8])
-        for group in groups[i:]:
-            span += group
-            if len(span) > _MAX_NSN + _MAX_PREFIX:
-                break
-            lines.append(span)
-    return "\n".join(lines), "\n".join(starts)
+def _matcher() -> Callable[..., list[Match]]:
+    """``PhoneNumberMatcher`` as a function: (text, region, leniency) to its matches."""
+    return find_matches
 
 
 def _grouped_as_in(raw: str, region: str) -> bool:
@@ -374,19 +141,11 @@ def _may_be_announced(text: str, start: int, end: int) -> bool:
     return any(_PHONE_WORDS.search(text, max(0, s - 64), s) is not None for s in firsts)
 
 
-def _regions_to_scan(run: str, regions: Sequence[str]) -> Iterator[str]:
-    """The regions (upper case, in order) whose matcher may find a number in ``run``: "ZZ" alone
-    for an international number (it reads the same from every region), else those that
-    :func:`_could_hold` it and, for a run of ASCII digits and separators, :func:`_some_valid`."""
-    if run.startswith("+"):
-        yield "ZZ"
-        return
-    if _PLAIN.fullmatch(run):  # then every candidate's digits are a line, and _some_valid is the finer test
-        lines = _all_spans(run)
-        yield from (code for code in map(str.upper, regions) if _some_valid(lines, code))
-        return
-    spans = _digit_spans(run)
-    yield from (code for code in map(str.upper, regions) if _could_hold(*spans, code))
+def _regions_to_scan(run: str, regions: Sequence[str]) -> Sequence[str]:
+    """The regions (upper case, in order) to search ``run`` for: "ZZ" alone for an international
+    number (it reads the same from every region), else those whose plan may hold a number the
+    matcher finds in it (:func:`regions_to_search`)."""
+    return ("ZZ",) if run.startswith("+") else regions_to_search(run, tuple(map(str.upper, regions)))
 
 
 def _disjoint(spans: Iterable[tuple[int, int]]) -> tuple[list[int], list[int]]:
@@ -459,5 +218,4 @@ def find_phones(text: str, regions: Sequence[str] = DEFAULT_PHONE_REGIONS, *,
             if chosen is None and not _announced(text, *span):
                 continue
             _, match = chosen or candidates[0]
-            locale = pn.region_code_for_number(match.number)
-            yield Finding("phone", span[0], span[1], mask_digits(match.raw_string, 2), locale)
+            yield Finding("phone", span[0], span[1], mask_digits(match.raw_string, 2), match.locale)

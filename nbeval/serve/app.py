@@ -53,7 +53,7 @@ from nbeval.serve.hooks import (
     EndpointApp,
     load_callable,
 )
-from nbeval.serve.jobs import Job, JobStore
+from nbeval.serve.jobs import Job, JobStore, QueueFull
 from nbeval.serve.policy import (
     DEFAULT_MAX_TOKENS,
     SERVER_PARAMS,
@@ -233,7 +233,7 @@ def create_app(*, token: str | None, retriever: Callable[..., Any] | str | None 
                max_body_bytes: int = 16 * 2**20, wait_rows: int = 200, workers: int = 2, chunk_rows: int = 32,
                keep_jobs: int = 200, keep_bytes: int = 2**30, data_dir: str | Path | None = None,
                max_scores: int = 100_000, page_scores: int = 1000, max_judge_tokens: int = DEFAULT_MAX_TOKENS,
-               allow_models: bool = False) -> FastAPI:
+               allow_models: bool = False, max_queued: int = 64) -> FastAPI:
     """The service as an ASGI application (run it with uvicorn).
 
     ``token``: the bearer token every route but ``/health`` requires (``None``: no authentication;
@@ -250,12 +250,14 @@ def create_app(*, token: str | None, retriever: Callable[..., Any] | str | None 
 
     Jobs are kept under ``data_dir`` (default :func:`~nbeval.serve.jobs.default_data_dir`): at
     most ``keep_jobs`` finished jobs and ``keep_bytes`` of result folders, the oldest forgotten
-    first; they survive a restart. A request may make at most ``max_scores`` scores (dataset rows ×
-    evaluators; 422 beyond). A job's ``scores`` are served ``page_scores`` at a time unless the
-    client asks for fewer. ``max_judge_tokens``: the most ``judge_params.max_tokens`` a request may
-    ask for. ``allow_models``: let requests use evaluators that load a local model (or the
-    default embedder when ``embedder`` is not given); without it they are refused, so no request
-    makes the server load or download a model.
+    first; they survive a restart. At most ``max_queued`` jobs wait for a worker (their requests
+    on disk, not in memory); past them a request gets 503 with ``Retry-After``. A request may
+    make at most ``max_scores`` scores (dataset rows × evaluators; 422 beyond). A job's
+    ``scores`` are served ``page_scores`` at a time unless the client asks for fewer.
+    ``max_judge_tokens``: the most ``judge_params.max_tokens`` a request may ask for.
+    ``allow_models``: let requests use evaluators that load a local model (or the default
+    embedder when ``embedder`` is not given); without it they are refused, so no request makes
+    the server load or download a model.
     """
     from nbeval.runtime import Resources
 
@@ -264,7 +266,8 @@ def create_app(*, token: str | None, retriever: Callable[..., Any] | str | None 
                     else documents)
     application = _as_app(app)
     store = JobStore(lambda: Resources(judge=judge, embedder=embedder, device=device, cache=cache),
-                     data_dir=data_dir, workers=workers, keep=keep_jobs, keep_bytes=keep_bytes, chunk_rows=chunk_rows)
+                     data_dir=data_dir, workers=workers, keep=keep_jobs, keep_bytes=keep_bytes, chunk_rows=chunk_rows,
+                     max_queued=max_queued)
 
     def refusals(specs: list[Any], rows: int | None) -> JSONResponse | None:
         errors = _request_errors(specs, max_tokens=max_judge_tokens, has_embedder=embedder is not None,
@@ -285,6 +288,10 @@ def create_app(*, token: str | None, retriever: Callable[..., Any] | str | None 
     def shown(job: Job, offset: int = 0, limit: int | None = None) -> dict[str, Any]:
         limit = page_scores if limit is None else limit
         return job.view(store.scores(job, offset, limit), offset=offset, limit=limit)
+
+    def queue_full(exc: QueueFull, body: dict[str, Any] | None = None) -> JSONResponse:
+        return JSONResponse(body or {"detail": str(exc), "message": str(exc)}, status_code=503,
+                            headers={"Retry-After": str(exc.retry_after)})
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> Any:
@@ -357,6 +364,8 @@ def create_app(*, token: str | None, retriever: Callable[..., Any] | str | None 
 
         try:
             job = await run_in_threadpool(start)  # reading and planning the rows takes time on large runs
+        except QueueFull as exc:
+            return queue_full(exc)
         except NbevalError as exc:
             field = ("data" if req.data is not None else "lab") if isinstance(exc, DataError) else "evaluators"
             text = error_text(exc)
@@ -416,6 +425,8 @@ def create_app(*, token: str | None, retriever: Callable[..., Any] | str | None 
             job = await run_in_threadpool(start_job, run.records, run.evaluators)
         except ServiceUnavailable as exc:
             return JSONResponse(envelope(error=str(exc), code="E501"), status_code=501)
+        except QueueFull as exc:
+            return queue_full(exc, envelope(error=str(exc), code="E503"))
         except NbevalError as exc:
             return JSONResponse(envelope(error=error_text(exc), code="E422"), status_code=422)
         while not job.ended.is_set():

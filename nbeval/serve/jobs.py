@@ -2,8 +2,12 @@
 
 A job is planned in the caller's thread (:func:`nbeval.engine.plan_run`), so a bad record, an
 unknown evaluator or a missing judge is an error of the request that asked for it, before
-anything runs. The run then goes chunk by chunk (:func:`nbeval.engine.run_chunk`) on a worker,
-which updates the job's progress after every chunk and honours a cancel between chunks.
+anything runs. A job that has to wait for a worker does not wait in memory: its request is
+written to ``queue/<id>.pickle`` under the data directory, and planned again when a worker takes
+it. At most ``max_queued`` jobs wait; past them :meth:`JobStore.start` raises :class:`QueueFull`
+(the service answers 503 with ``Retry-After``). The run then goes chunk by chunk
+(:func:`nbeval.engine.run_chunk`) on a worker, which updates the job's progress after every
+chunk and honours a cancel between chunks.
 
 Jobs live under a data directory (:func:`default_data_dir` unless given): their state in
 ``jobs.sqlite``, each finished result as a result folder ``results/<id>``
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import shutil
 import sqlite3
 import threading
@@ -39,13 +44,16 @@ if TYPE_CHECKING:
     from nbeval.results import EvaluationResult
     from nbeval.runtime import Resources
 
-__all__ = ["FINISHED", "PARTIAL_SAVE_S", "Job", "JobStore", "default_data_dir"]
+__all__ = ["FINISHED", "PARTIAL_SAVE_S", "RETRY_AFTER_S", "Job", "JobStore", "QueueFull", "default_data_dir"]
 
 #: Statuses after which a job changes no more (``interrupted``: the service stopped during its run).
 FINISHED = frozenset({"succeeded", "failed", "cancelled", "interrupted"})
 
 #: Seconds between two saves of a running job's partial result (each rewrites what it has scored).
 PARTIAL_SAVE_S = 5.0
+
+#: Seconds a client refused for a full queue is told to wait (``Retry-After``).
+RETRY_AFTER_S = 10
 
 _COLUMNS = ("id", "evaluators", "rows", "total", "done", "status", "error", "created", "finished",
             "leaderboards", "meta", "scores_n", "bytes")
@@ -64,6 +72,15 @@ def _now() -> str:
 
 def _folder_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+class QueueFull(Exception):
+    """Every worker is busy and ``max_queued`` jobs already wait: the request is not taken."""
+
+    def __init__(self, waiting: int, retry_after: int = RETRY_AFTER_S) -> None:
+        self.retry_after = retry_after
+        super().__init__(f"{waiting} evaluations are already waiting for a worker, this server's limit "
+                         f"(--max-queued); retry in {retry_after} seconds or more, or send fewer at once")
 
 
 @dataclass
@@ -131,20 +148,26 @@ class Job:
 
 class JobStore:
     """Jobs by id, run by ``workers`` threads, kept under ``data_dir``; at most ``keep`` finished
-    jobs and ``keep_bytes`` of result folders are kept (the oldest are forgotten first).
+    jobs and ``keep_bytes`` of result folders are kept (the oldest are forgotten first), and at
+    most ``max_queued`` jobs wait for a worker (their requests on disk, not in memory).
     ``resources`` makes each run's shared resources (judge, embedder, cache), so runs never
     share a client's state by accident."""
 
     def __init__(self, resources: Callable[[], Resources], *, data_dir: str | os.PathLike[str] | None = None,
-                 workers: int = 2, keep: int = 200, keep_bytes: int = 2**30, chunk_rows: int = 64) -> None:
+                 workers: int = 2, keep: int = 200, keep_bytes: int = 2**30, chunk_rows: int = 64,
+                 max_queued: int = 64) -> None:
         self._resources = resources
         self.workers = max(1, workers)
         """Runs that go at once; the others wait, ``queued``."""
         self.keep = keep
         self.keep_bytes = keep_bytes
         self.chunk_rows = max(1, chunk_rows)
+        self.max_queued = max(0, max_queued)
+        """Jobs that may wait for a worker; :meth:`start` raises :class:`QueueFull` past them."""
         self.folder = Path(data_dir).expanduser() if data_dir is not None else default_data_dir()
         (self.folder / "results").mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(self.folder / "queue", ignore_errors=True)  # a previous service's: those jobs are interrupted
+        (self.folder / "queue").mkdir()
         self._lock = threading.RLock()
         self._db = sqlite3.connect(self.folder / "jobs.sqlite", check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -153,6 +176,7 @@ class JobStore:
                          "created TEXT, finished TEXT, leaderboards TEXT, meta TEXT, scores_n INTEGER, "
                          "bytes INTEGER)")
         self._jobs: dict[str, Job] = {}
+        self._closing = False
         self._load()
         self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="nbeval-serve")
 
@@ -163,7 +187,7 @@ class JobStore:
             facts = {k: json.loads(v) if k in _JSON and v is not None else v
                      for k, v in zip(_COLUMNS, row, strict=True)}
             job = Job(**facts)
-            if job.status not in FINISHED:
+            if job.status not in FINISHED and not self._saved_whole(job):
                 job.status = "interrupted"
                 job.error = "the service stopped before this evaluation finished"
                 if self._keep_partial(job):
@@ -181,11 +205,36 @@ class JobStore:
             self._db.execute(f"INSERT INTO jobs ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))}) "
                              f"ON CONFLICT(id) DO UPDATE SET {updates}", values)
 
+    def _saved_whole(self, job: Job) -> bool:
+        """Whether the job's whole result was saved before the service stopped (it died between
+        saving the result and recording the status): the job is then finished, as it was."""
+        folder = self.result_folder(job.id)
+        if not (folder / "result.json").is_file():
+            return False
+        try:
+            from nbeval.results.loading import load_result
+
+            result = load_result(folder)
+        except Exception:  # not a whole result: the job is interrupted, as any other
+            return False
+        summary = result_summary(result)
+        job.leaderboards, job.meta = summary["leaderboards"], summary["meta"]
+        job.scores_n, job.bytes, job.done = len(result.scores), _folder_bytes(folder), job.total
+        job.status = "cancelled" if result.meta.get("cancelled") else "succeeded"
+        job.finished = job.finished or _now()
+        self._save(job)
+        return True
+
     def _keep_partial(self, job: Job) -> bool:
         """Make the partial result an interrupted job left its result; whether there was one."""
-        partial, folder = self._partial_folder(job.id), self.result_folder(job.id)
-        if not (partial / "result.json").is_file():
+        folder = self.result_folder(job.id)
+        partial = self._partial_folder(job.id)
+        # A save is written whole under ``.tmp`` (result.json last) and then swapped in, the one
+        # before moved to ``.old`` first: a crash in the swap leaves one of the three whole.
+        found = [f for f in (partial, *self._partial_spares(job.id)) if (f / "result.json").is_file()]
+        if not found:
             return False
+        partial = found[0]
         try:
             from nbeval.results.loading import load_result
 
@@ -196,6 +245,9 @@ class JobStore:
             shutil.rmtree(folder, ignore_errors=True)
             shutil.rmtree(partial, ignore_errors=True)
             return False
+        finally:
+            for spare in self._partial_spares(job.id):
+                shutil.rmtree(spare, ignore_errors=True)
         job.leaderboards, job.meta = summary["leaderboards"], summary["meta"]
         job.scores_n = len(read_scores(folder))
         job.bytes = _folder_bytes(folder)
@@ -204,27 +256,61 @@ class JobStore:
     def _partial_folder(self, job_id: str) -> Path:
         return self.folder / "results" / f"{job_id}.partial"
 
+    def _partial_spares(self, job_id: str) -> tuple[Path, Path]:
+        """The new partial result being swapped in (``.tmp``) and the one it replaces (``.old``)."""
+        partial = self._partial_folder(job_id)
+        return partial.with_name(partial.name + ".tmp"), partial.with_name(partial.name + ".old")
+
     def _save_partial(self, job: Job, state: RunState) -> None:
         """Save what ``state`` has scored so far as the job's partial result (kept if the
-        service dies before the job ends)."""
+        service dies before the job ends). The previous one is moved aside, not deleted, until
+        the new one is in place: whenever the service dies, one whole partial result is left."""
         partial = self._partial_folder(job.id)
-        tmp = partial.with_name(partial.name + ".tmp")
+        tmp, old = self._partial_spares(job.id)
         shutil.rmtree(tmp, ignore_errors=True)
         state.live.result().save(tmp)
-        shutil.rmtree(partial, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)
+        if partial.exists():
+            partial.rename(old)
         tmp.rename(partial)
+        shutil.rmtree(old, ignore_errors=True)
 
     def result_folder(self, job_id: str) -> Path:
         """Where a job's result is saved (once it has one)."""
         return self.folder / "results" / job_id
 
+    def _check_room(self) -> None:
+        """Raise :class:`QueueFull` when a new job would wait behind ``max_queued`` others."""
+        with self._lock:
+            waiting = sum(j.status not in FINISHED for j in self._jobs.values()) - self.workers
+        if waiting >= self.max_queued:
+            raise QueueFull(max(waiting, 0))
+
+    def _queue_file(self, job_id: str) -> Path:
+        return self.folder / "queue" / f"{job_id}.pickle"
+
+    def _spill(self, job_id: str, request: tuple[Any, Any]) -> bool:
+        """Write a waiting job's request to disk; whether it could be (else it waits in memory)."""
+        path = self._queue_file(job_id)
+        tmp = path.with_name(path.name + ".tmp")
+        try:
+            with open(tmp, "wb") as f:
+                pickle.dump(request, f, protocol=pickle.HIGHEST_PROTOCOL)
+            tmp.rename(path)
+        except Exception:  # something in the request that cannot be pickled, or a full disk
+            tmp.unlink(missing_ok=True)
+            return False
+        return True
+
     def start(self, data: Any, evaluators: Any, *, max_scores: int | None = None) -> Job:
         """Plan a run of ``evaluators`` on ``data`` and queue it; raises what planning raises
-        (:class:`~nbeval.errors.NbevalError` for bad data or evaluators), and
-        :class:`~nbeval.errors.DataError` for a run of more than ``max_scores`` scores."""
+        (:class:`~nbeval.errors.NbevalError` for bad data or evaluators),
+        :class:`~nbeval.errors.DataError` for a run of more than ``max_scores`` scores, and
+        :class:`QueueFull` when ``max_queued`` jobs already wait."""
         from nbeval.engine import plan_run
         from nbeval.errors import DataError
 
+        self._check_room()  # before the work of planning
         cancel = threading.Event()
         state = plan_run(data, evaluators, resources=self._resources(), cancel=cancel, keep_outcomes=False)
         if max_scores is not None and state.total > max_scores:
@@ -234,10 +320,16 @@ class JobStore:
         job = Job(id=uuid.uuid4().hex, evaluators=[ev.name for ev in state.evaluators], rows=len(state.dataset.rows),
                   total=state.total, done=state.done, cancel=cancel)
         with self._lock:
+            self._check_room()  # again: other requests were planned meanwhile
+            waits = sum(j.status not in FINISHED for j in self._jobs.values()) >= self.workers
             self._forget_old(room=1)
             self._jobs[job.id] = job
             self._save(job)
-        self._pool.submit(self._run, job, [state])  # in a list, so the run can let it go
+        holder: list[RunState] = [state]  # in a list, so the run can let it go
+        del state
+        if waits and self._spill(job.id, (data, evaluators)):
+            holder.clear()  # it waits on disk; the worker plans it again
+        self._pool.submit(self._run, job, holder)
         return job
 
     def get(self, job_id: str) -> Job | None:
@@ -271,7 +363,9 @@ class JobStore:
         return job
 
     def shutdown(self) -> None:
-        """Cancel every unfinished job and wait for the workers."""
+        """Cancel every unfinished job and wait for the workers; jobs that have not started are
+        left as they are (``interrupted`` when a service starts on this folder again)."""
+        self._closing = True
         for job in self.jobs():
             job.cancel.set()
         self._pool.shutdown(wait=True, cancel_futures=False)
@@ -293,14 +387,24 @@ class JobStore:
             shutil.rmtree(self.result_folder(job.id), ignore_errors=True)
 
     def _run(self, job: Job, holder: list[RunState]) -> None:
-        from nbeval.engine import finish, run_chunk
+        from nbeval.engine import finish, plan_run, run_chunk
 
-        state = holder.pop()
+        if self._closing:  # not started: nothing to run or keep
+            job.ended.set()
+            return
         job.status = "running"
         self._save(job)
         status = "failed"
         saved_at: float | None = None
         try:
+            if holder:
+                state = holder.pop()
+            else:  # it waited on disk
+                with open(self._queue_file(job.id), "rb") as f:
+                    data, evaluators = pickle.load(f)  # the service's own file, in its data directory
+                self._queue_file(job.id).unlink()
+                state = plan_run(data, evaluators, resources=self._resources(), cancel=job.cancel, keep_outcomes=False)
+                del data, evaluators
             while not state.finished:
                 run_chunk(state, self.chunk_rows)
                 job.done = state.done
@@ -327,7 +431,9 @@ class JobStore:
 
             job.error = f"{type(exc).__name__}: {error_text(exc)}"
         finally:
-            shutil.rmtree(self._partial_folder(job.id), ignore_errors=True)
+            for leftover in (self._partial_folder(job.id), *self._partial_spares(job.id)):
+                shutil.rmtree(leftover, ignore_errors=True)
+            self._queue_file(job.id).unlink(missing_ok=True)
             job.finished = _now()  # before the status, so a finished job always has its time
             job.status = status
             with self._lock:

@@ -4,24 +4,31 @@ The service runs evaluations on the host's resources and, with a judge configure
 API key, so it needs a bearer token. It starts without one only when asked explicitly
 (``no_auth=True``) and bound to a loopback address, where only this machine can reach it.
 
-Connections are bounded (:func:`uvicorn_config`): past ``limit_concurrency`` open connections a
-request is answered 503 at once; an idle keep-alive connection is closed after
-``timeout_keep_alive`` seconds; a connection that has not sent a whole request head
-(``header_timeout`` seconds; uvicorn has no such deadline of its own, so the service's HTTP
-protocol adds it) or sends a head larger than ``max_header_bytes`` is closed. That keeps a few
-slow clients from holding every file descriptor; against many (a slowloris from many
-addresses), and for TLS, put a reverse proxy in front (nginx, Caddy, a cloud load balancer).
+Connections are bounded (:func:`uvicorn_config`, :mod:`nbeval.serve.connections`): at most
+``limit_concurrency`` are held, fewer where the process may open few files (``ulimit -n``; the
+soft limit is raised to the hard one at start-up); a new connection past it pushes out those
+that have waited longest for a request head, and when every connection has a request in
+progress its request is answered 503 at once. An idle keep-alive connection is closed after
+``timeout_keep_alive`` seconds; a connection that has not sent a whole request head within
+``header_timeout`` seconds, or sends a head larger than ``max_header_bytes``, is closed; one
+that has not sent its whole body within ``body_timeout`` seconds of its head is answered 408
+and closed (uvicorn has neither deadline of its own: the service's HTTP protocol adds them). So
+slow clients cannot use up the file descriptors or lock out ``/health``; for TLS, and against
+many slow clients crowding out real ones, put a reverse proxy in front (nginx, Caddy, a cloud
+load balancer).
 """
 
 from __future__ import annotations
 
 import ipaddress
 import os
+import sys
 from typing import Any
 
 from nbeval.errors import NbevalError
+from nbeval.serve.connections import connection_bounds, deadline_protocol, open_file_limit, raise_open_file_limit
 
-__all__ = ["HEADER_TIMEOUT", "LIMIT_CONCURRENCY", "MAX_HEADER_BYTES", "TIMEOUT_KEEP_ALIVE", "TOKEN_ENV",
+__all__ = ["BODY_TIMEOUT", "HEADER_TIMEOUT", "LIMIT_CONCURRENCY", "MAX_HEADER_BYTES", "TIMEOUT_KEEP_ALIVE", "TOKEN_ENV",
            "auth_token", "is_loopback", "serve", "uvicorn_config"]
 
 #: Environment variable read for the token when none is given.
@@ -32,6 +39,8 @@ LIMIT_CONCURRENCY = 200
 TIMEOUT_KEEP_ALIVE = 5
 #: Seconds a connection has to send a whole request head (request line and headers).
 HEADER_TIMEOUT = 10.0
+#: Seconds a connection has, from its request head, to send the whole body (then 408).
+BODY_TIMEOUT = 60.0
 #: The largest request head accepted (h11's incomplete-event limit).
 MAX_HEADER_BYTES = 64 * 1024
 
@@ -68,52 +77,22 @@ def auth_token(host: str, token: str | None, no_auth: bool) -> str | None:
     return None
 
 
-def _deadline_protocol(header_timeout: float) -> type:
-    """uvicorn's h11 protocol, closing a connection that has not sent a whole request head within
-    ``header_timeout`` seconds of connecting or of its last response."""
-    from uvicorn.protocols.http.h11_impl import H11Protocol
-
-    class HeaderDeadlineProtocol(H11Protocol):
-        def connection_made(self, transport: Any) -> None:
-            super().connection_made(transport)
-            self._arm()
-
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            self._arm()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            timer = getattr(self, "_head_timer", None)
-            if timer is not None:
-                timer.cancel()
-            super().connection_lost(exc)
-
-        def _arm(self) -> None:
-            timer = getattr(self, "_head_timer", None)
-            if timer is not None:
-                timer.cancel()
-            self._head_timer = self.loop.call_later(header_timeout, self._expire, self.cycle)
-
-        def _expire(self, cycle: Any) -> None:
-            # no request head came since the timer was set (a new one would have made a new cycle)
-            if self.cycle is cycle and (cycle is None or cycle.response_complete) and not self.transport.is_closing():
-                self.transport.close()
-
-    return HeaderDeadlineProtocol
-
-
 def uvicorn_config(*, limit_concurrency: int = LIMIT_CONCURRENCY, timeout_keep_alive: int = TIMEOUT_KEEP_ALIVE,
-                   header_timeout: float = HEADER_TIMEOUT, max_header_bytes: int = MAX_HEADER_BYTES) -> dict[str, Any]:
+                   header_timeout: float = HEADER_TIMEOUT, body_timeout: float = BODY_TIMEOUT,
+                   max_header_bytes: int = MAX_HEADER_BYTES, open_files: int | None = None) -> dict[str, Any]:
     """The settings of ``uvicorn.Config`` (or ``uvicorn.run``) that bound connections, as the
-    service runs with them (see the module's description)."""
-    return {"server_header": False, "limit_concurrency": limit_concurrency, "timeout_keep_alive": timeout_keep_alive,
-            "h11_max_incomplete_event_size": max_header_bytes, "http": _deadline_protocol(header_timeout)}
+    service runs with them (see the module's description); ``open_files``: the process's limit
+    on open files (default: its soft ``RLIMIT_NOFILE``), which may lower ``limit_concurrency``."""
+    limit, cap, backlog = connection_bounds(limit_concurrency, open_files or open_file_limit())
+    return {"server_header": False, "limit_concurrency": limit, "timeout_keep_alive": timeout_keep_alive,
+            "h11_max_incomplete_event_size": max_header_bytes, "backlog": backlog,
+            "http": deadline_protocol(header_timeout, body_timeout, limit, cap)}
 
 
 def serve(*, host: str = "127.0.0.1", port: int = 8080, token: str | None = None, no_auth: bool = False,
           log_level: str = "info", limit_concurrency: int = LIMIT_CONCURRENCY,
           timeout_keep_alive: int = TIMEOUT_KEEP_ALIVE, header_timeout: float = HEADER_TIMEOUT,
-          max_header_bytes: int = MAX_HEADER_BYTES, **app_options: Any) -> None:
+          body_timeout: float = BODY_TIMEOUT, max_header_bytes: int = MAX_HEADER_BYTES, **app_options: Any) -> None:
     """Check the authentication rule (:func:`auth_token`), build the app
     (:func:`nbeval.serve.app.create_app` with ``app_options``) and serve it until interrupted,
     with the connection bounds of :func:`uvicorn_config`."""
@@ -128,7 +107,12 @@ def serve(*, host: str = "127.0.0.1", port: int = 8080, token: str | None = None
         msg = f"the service needs its extra: pip install 'nbeval[serve]' ({exc})"
         raise MissingDependency(msg) from None
 
-    api = create_app(token=required, **app_options)
+    open_files = raise_open_file_limit()
     bounds = uvicorn_config(limit_concurrency=limit_concurrency, timeout_keep_alive=timeout_keep_alive,
-                            header_timeout=header_timeout, max_header_bytes=max_header_bytes)
+                            header_timeout=header_timeout, body_timeout=body_timeout,
+                            max_header_bytes=max_header_bytes, open_files=open_files)
+    if bounds["limit_concurrency"] < limit_concurrency:
+        print(f"nbeval serve: at most {bounds['limit_concurrency']} connections, not {limit_concurrency}: this "
+              f"process may open only {open_files} files (raise ulimit -n for more)", file=sys.stderr)
+    api = create_app(token=required, **app_options)
     uvicorn.run(api, host=host, port=port, log_level=log_level, **bounds)

@@ -211,10 +211,25 @@ def _half_open(port: int) -> socket.socket:
     return s
 
 
-def test_past_the_connection_limit_requests_get_503_not_a_hang(tmp_path: Path) -> None:
+def _busy(port: int) -> socket.socket:
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(b"POST /v1/evaluations HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + TOKEN.encode()
+              + b"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")  # a request in progress
+    return s
+
+
+def test_past_the_connection_limit_waiting_connections_make_room_and_busy_ones_get_503(tmp_path: Path) -> None:
     with _Server(limit_concurrency=3, header_timeout=60, data_dir=tmp_path) as srv:
         slow = [_half_open(srv.port) for _ in range(4)]
-        try:
+        try:  # the connections waiting longest for a request head are pushed out
+            assert httpx.get(f"http://127.0.0.1:{srv.port}/health", timeout=10).status_code == 200
+            slow[0].settimeout(10)
+            try:
+                assert slow[0].recv(100) == b"", "the oldest was closed"
+            except ConnectionResetError:  # or reset
+                pass
+            slow += [_busy(srv.port) for _ in range(3)]  # requests in progress are never pushed out
+            time.sleep(0.5)
             r = httpx.get(f"http://127.0.0.1:{srv.port}/health", timeout=10)
             assert r.status_code == 503
         finally:
@@ -223,7 +238,7 @@ def test_past_the_connection_limit_requests_get_503_not_a_hang(tmp_path: Path) -
 
 
 def test_a_client_that_never_finishes_its_head_is_cut_off(tmp_path: Path) -> None:
-    with _Server(limit_concurrency=3, header_timeout=1, data_dir=tmp_path) as srv:
+    with _Server(limit_concurrency=10, header_timeout=1, data_dir=tmp_path) as srv:
         slow = [_half_open(srv.port) for _ in range(4)]
         try:
             for s in slow:
