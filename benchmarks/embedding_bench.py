@@ -38,7 +38,8 @@ sys.path.insert(0, str(ROOT))
 
 from nbeval.data.model import LlmDataset
 from nbeval.data.text import _split_cached
-from nbeval.engine import _plan_rows, evaluate, first_requests
+from nbeval.engine import evaluate, first_requests
+from nbeval.engine.plan import plan_rows
 from nbeval.evaluators.base import Embed
 from nbeval.evaluators.embedding.geometry import warm_up
 from nbeval.evaluators.registry import evaluator
@@ -120,7 +121,7 @@ def needed_texts(dataset: LlmDataset, evaluators: list) -> tuple[int, list[str]]
     """Every text the evaluators' first (and only) Embed requests name, and the distinct ones."""
     total, distinct = 0, {}
     for ev in evaluators:
-        todo, _ = _plan_rows(ev, dataset)
+        todo, _ = plan_rows(ev, dataset)
         for req in first_requests(ev, todo):
             if isinstance(req, Embed):
                 total += len(req.texts)

@@ -33,6 +33,7 @@ _EXPORTS = {
     "Evaluator": "nbeval.evaluators.base",
     "EvaluatorSpec": "nbeval.evaluators.base",
     "MetricSpec": "nbeval.evaluators.base",
+    "Param": "nbeval.evaluators.base",
     "Score": "nbeval.evaluators.base",
     "Aggregate": "nbeval.evaluators.base",
     "Embed": "nbeval.requests",
@@ -112,7 +113,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs only
         ResourceError,
         UnknownEvaluator,
     )
-    from nbeval.evaluators.base import Aggregate, Evaluator, EvaluatorSpec, MetricSpec, Score, bool_score
+    from nbeval.evaluators.base import Aggregate, Evaluator, EvaluatorSpec, MetricSpec, Param, Score, bool_score
     from nbeval.evaluators.registry import catalogue, evaluator, list_evaluators, register
     from nbeval.evaluators.scorer import scorer
     from nbeval.perturbation import Perturbator, perturb, register_perturbator

@@ -1,61 +1,93 @@
-"""Every catalogue id resolves to its code, in the family package whose catalogue declares it.
+"""The generated index of built-in evaluators matches their classes, and lists them without
+importing scoring code.
 
-The catalogue files are read here directly (not through the registry), so the test also checks
-that the registry reads them as they are.
+Each built-in declares itself once, as the ``spec`` of its class; ``nbeval/evaluators/index.json``
+is written from those classes by ``scripts/make_evaluator_index.py``. The file is read here
+directly (not only through the registry), so the test also checks what ships.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 
 import nbeval
-from nbeval.evaluators import registry
+from nbeval.evaluators import index, registry
+from nbeval.evaluators.params import parse_type
 
 FAMILIES = Path(nbeval.__file__).parent / "evaluators"
+INDEX = FAMILIES / index.INDEX_FILE
+ROOT = FAMILIES.parents[1]
+ENTRIES: dict[str, dict] = json.loads(INDEX.read_text(encoding="utf-8"))["evaluators"]
+#: What importing an evaluator module must not import (the index generator imports them all).
+HEAVY = ("torch", "transformers", "ragas", "sentence_transformers", "ipywidgets", "instructor")
 
 
-def _declared() -> dict[str, tuple[str, dict]]:
-    """id -> (the family package whose catalogue.toml declares it, its table)."""
-    out: dict[str, tuple[str, dict]] = {}
-    for path in sorted(FAMILIES.glob("*/catalogue.toml")):
-        for id, table in tomllib.loads(path.read_text(encoding="utf-8")).items():
-            assert id not in out, f"{id} declared twice"
-            out[id] = (f"nbeval.evaluators.{path.parent.name}", table)
-    return out
+def test_the_index_is_up_to_date() -> None:
+    fresh = index.render_index()  # regenerated in memory from the classes
+    assert fresh == INDEX.read_text(encoding="utf-8"), (
+        "nbeval/evaluators/index.json is stale: run python scripts/make_evaluator_index.py")
 
 
-DECLARED = _declared()
+def test_the_index_ships_and_nothing_else_declares() -> None:
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    assert index.INDEX_FILE in data["package-data"]["nbeval.evaluators"]
+    assert not list(FAMILIES.glob("**/*.toml")), "evaluators are declared in their classes, not in TOML"
 
 
-def test_every_family_catalogue_is_read() -> None:
-    assert len({pkg for pkg, _ in DECLARED.values()}) == 5  # deterministic, embedding, judges, ragas, models
-    assert set(DECLARED) == set(registry._builtin_specs())
-    assert set(DECLARED) <= set(nbeval.catalogue())
+def test_every_family_is_indexed() -> None:
+    families = {entry["module"].split(".")[2] for entry in ENTRIES.values()}
+    assert families == {"deterministic", "embedding", "judges", "ragas", "models"}
+    assert set(ENTRIES) == set(registry._builtin_specs())
+    assert set(ENTRIES) <= set(nbeval.catalogue())
 
 
-@pytest.mark.parametrize("id", sorted(DECLARED))
-def test_catalogue_id_resolves_to_its_code(id: str) -> None:
-    package, table = DECLARED[id]
-    spec = nbeval.catalogue()[id]
+@pytest.mark.parametrize("id", sorted(ENTRIES))
+def test_index_entry_resolves_to_its_class(id: str) -> None:
+    entry = ENTRIES[id]
+    listed = registry._builtin_specs()[id]
     cls = registry.get_class(id)
-    assert spec.module == table["module"]
-    assert cls.__module__ == table["module"], f"{id} is implemented in {cls.__module__}, declared in {table['module']}"
-    # The implementation lives in the family package whose catalogue.toml declares it.
-    assert table["module"].startswith(package + "."), f"{id}: {table['module']} is outside {package}"
-    module_file = Path(importlib.import_module(table["module"]).__file__ or "").resolve()
-    assert module_file.parent == (FAMILIES / package.rsplit(".", 1)[1]).resolve()
-    # The class's declared spec is the catalogue's, and it matches the table.
-    assert cls.spec is spec
-    assert spec == registry.spec_from_dict(id, table)
-    assert spec.id == id
+    assert cls.__module__ == entry["module"], f"{id} is implemented in {cls.__module__}, indexed in {entry['module']}"
+    # The implementation lives in the family package the index names.
+    module_file = Path(importlib.import_module(entry["module"]).__file__ or "").resolve()
+    assert module_file.parent.parent == FAMILIES.resolve()
+    # The class's own spec is what the index lists, and what the catalogue gives once it is loaded.
+    assert "spec" in vars(cls) and cls.spec == listed and cls.spec.id == id
+    assert registry.get_spec(id) is cls.spec
+    assert index.spec_to_dict(cls.spec) == entry
+
+
+@pytest.mark.parametrize("id", sorted(ENTRIES))
+def test_parameters_are_typed_and_described(id: str) -> None:
+    for p in ENTRIES[id]["params"]:
+        assert p["type"] != "Any" and p["description"], f"{id}: parameter {p['name']}"
+        parse_type(p["type"])
+
+
+def test_listing_imports_no_evaluator_module() -> None:
+    code = ("import sys, nbeval; nbeval.catalogue(); nbeval.list_evaluators('ragas'); "
+            "print(' '.join(m for m in sys.modules if m.startswith('nbeval.evaluators.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/")
+    loaded = set(out.stdout.split())
+    assert not {entry["module"] for entry in ENTRIES.values()} & loaded
+
+
+def test_importing_an_evaluator_module_imports_nothing_heavy() -> None:
+    modules = sorted({entry["module"] for entry in ENTRIES.values()})
+    code = (f"import sys\nfor m in {modules!r}: __import__(m)\n"
+            f"print(' '.join(m for m in {HEAVY!r} if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/")
+    assert out.stdout.strip() == ""
 
 
 def test_every_registered_id_resolves() -> None:
-    # Ids registered with register(spec=...) (plugins, notebooks, other tests' evaluators) too.
+    # Ids registered with @register (plugins, notebooks, other tests' evaluators) too.
     for id, spec in nbeval.catalogue().items():
         cls = registry.get_class(id)
-        assert cls.spec is spec, id
+        assert cls.spec == spec and registry.get_spec(id) is cls.spec, id

@@ -128,12 +128,15 @@ def test_failed_chat_becomes_that_rows_error(monkeypatch: pytest.MonkeyPatch) ->
         def __init__(self, text):
             self.text = text
 
-    def answer_chats(self, items, answers, warnings, *_):  # deliver, cancel: unused here
+    def answer_chats(self, resources, items, rnd):
         for i, r in items:
             content = r.messages[0]["content"]
-            answers[i] = ResourceError("server said 500") if content == "bad" else Reply("yes")
+            rnd.answers[i] = ResourceError("server said 500") if content == "bad" else Reply("yes")
+            rnd.deliver(i)
 
-    monkeypatch.setattr(Resources, "_answer_chats", answer_chats)
+    from nbeval.runtime.builtin import ChatHandler
+
+    monkeypatch.setattr(ChatHandler, "answer", answer_chats)
     monkeypatch.setattr(Resources, "chat_client", lambda self, model=None: object())
     recs = [{"key": k, "input": "q", "actual_output": k} for k in ("good", "bad", "fine")]
     res = nbeval.evaluate(recs, ["t_judge"], progress=False)

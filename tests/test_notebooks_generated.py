@@ -1,5 +1,6 @@
-"""The committed tutorials are what scripts/make_notebooks.py generates: the script is the source
-of truth, so an edit made to a .ipynb by hand (or a script edit never regenerated) fails here.
+"""The committed tutorials are what scripts/make_notebooks.py generates from their sources in
+notebooks/src/ (one percent-format file per notebook): the sources are the truth, so an edit made
+to a .ipynb by hand (or a source edit never regenerated) fails here.
 
 Compared: the set of notebooks, the notebook metadata and format version, and per cell its type,
 id, source and metadata (tags). Outputs and execution counts are not: the script records the
@@ -41,14 +42,17 @@ def _cells(nb) -> list[dict]:
 
 def test_every_committed_notebook_is_generated_and_every_generated_one_committed() -> None:
     committed = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
-    assert committed == sorted(MAKE.NOTEBOOKS_SPEC), f"regenerate with {REGENERATE}"
+    hint = f"one source notebooks/src/NAME.py per notebook NAME.ipynb; regenerate with {REGENERATE}"
+    assert committed == sorted(MAKE.SOURCES), hint
+    assert all(path.parent == ROOT / "notebooks" / "src" for path in MAKE.SOURCES.values())
 
 
-@pytest.mark.parametrize("name", sorted(MAKE.NOTEBOOKS_SPEC))
+@pytest.mark.parametrize("name", sorted(MAKE.SOURCES))
 def test_committed_notebook_equals_what_the_script_generates(name: str) -> None:
     generated = MAKE.generate(name)
     committed = nbformat.read(ROOT / "notebooks" / name, as_version=nbformat.NO_CONVERT)
-    hint = f"notebooks/{name} differs from scripts/make_notebooks.py: edit the script, then run {REGENERATE}"
+    source = MAKE.SOURCES[name].relative_to(ROOT)
+    hint = f"notebooks/{name} differs from {source}: edit the source, then run {REGENERATE}"
     assert (committed.nbformat, committed.nbformat_minor) == (generated.nbformat, generated.nbformat_minor), hint
     assert dict(committed.metadata) == dict(generated.metadata), hint
     got, want = _cells(committed), _cells(generated)
@@ -59,7 +63,7 @@ def test_committed_notebook_equals_what_the_script_generates(name: str) -> None:
 
 def test_generate_writes_nothing_and_out_writes_elsewhere(tmp_path: Path) -> None:
     before = {p.name: p.stat().st_mtime_ns for p in (ROOT / "notebooks").glob("*.ipynb")}
-    name = sorted(MAKE.NOTEBOOKS_SPEC)[0]
+    name = sorted(MAKE.SOURCES)[0]
     nb = MAKE.generate(name)
     assert all(not c.get("outputs") for c in nb.cells)  # not run: every output empty
     run = subprocess.run([sys.executable, str(SCRIPT), "--no-run", "--out", str(tmp_path), name],

@@ -176,35 +176,31 @@ def _check_judges(ctx: Context, ns: dict[str, Any], values: dict[str, Any]) -> N
     assert s.loc[s["metric"] == "safety", "value"].eq(1.0).all() and not errors(function)
 
 
-def _toml_fence(name: str) -> str:
-    """The README's ``toml`` fence that declares ``name``."""
+def _toml_fence(marker: str) -> str:
+    """The README's ``toml`` fence that contains ``marker``."""
     from markdown_it import MarkdownIt
 
     for tok in MarkdownIt("commonmark").parse(README.read_text(encoding="utf-8")):
-        if tok.type == "fence" and tok.info.split()[:1] == ["toml"] and f"[{name}]" in tok.content:
+        if tok.type == "fence" and tok.info.split()[:1] == ["toml"] and marker in tok.content:
             return str(tok.content)
-    raise AssertionError(f"the README declares no [{name}] in a toml fence")
+    raise AssertionError(f"the README has no toml fence with {marker!r}")
 
 
-def _declaration(name: str) -> dict[str, Any]:
-    return tomllib.loads(_toml_fence(name))[name]
-
-
-def test_readme_declaration_is_valid_toml() -> None:
-    tomllib.loads(_toml_fence("answer_length"))
+def test_readme_entry_point_names_the_example_class() -> None:
+    # step 2 of "Adding an evaluator": the plugin's pyproject.toml names the class of step 1
+    table = tomllib.loads(_toml_fence("nbeval.evaluators"))["project"]["entry-points"]["nbeval.evaluators"]
+    assert table == {"answer_length": "my_package.evaluators:AnswerLength"}
 
 
 def _setup_new_evaluator(ctx: Context) -> dict[str, Any]:
-    from nbeval.evaluators import registry
-
-    # the excerpt's module has these imports, and step 1 of the README declares the evaluator
-    spec = registry.spec_from_dict("answer_length", _declaration("answer_length"))
-    ctx.monkeypatch.setitem(registry._EXTRA_SPECS, "answer_length", spec)
-    return {"register": nbeval.register, "Evaluator": nbeval.Evaluator, "Row": nbeval.Row, "Score": nbeval.Score}
+    return {}  # the example imports what it needs and declares the evaluator itself
 
 
 def _check_new_evaluator(ctx: Context, ns: dict[str, Any], values: dict[str, Any]) -> None:
     assert ns["AnswerLength"].spec.id == "answer_length"
+    assert nbeval.catalogue()["answer_length"] is ns["AnswerLength"].spec
+    max_words = ns["AnswerLength"].spec.params.param("max_words")
+    assert (max_words.type, max_words.default) == (int, 200) and max_words.description
     rows = [{"key": "short", "input": "q", "actual_output": "three short words"},
             {"key": "long", "input": "q", "actual_output": "word " * 201}]
     result = nbeval.evaluate(rows, ["answer_length"], progress=False)
@@ -218,7 +214,7 @@ def _check_new_evaluator(ctx: Context, ns: dict[str, Any], values: dict[str, Any
 EXAMPLES = [
     Example('result = nbeval.evaluate(lab, ["rouge", "text_matching", "pii_leakage"])', check=_check_notebook),
     Example('judge="gpt-4o-mini"', _setup_judges, _check_judges),
-    Example('@register("answer_length")', _setup_new_evaluator, _check_new_evaluator),
+    Example("class AnswerLength(Evaluator):", _setup_new_evaluator, _check_new_evaluator),
 ]
 
 

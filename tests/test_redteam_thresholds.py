@@ -3,7 +3,7 @@
 ``threshold=float("nan")`` used to be taken: every comparison with NaN is false, so a perfect
 score failed (and an infinite threshold passed or failed everything). Now it is an
 :class:`~nbeval.errors.EvaluatorError` naming the evaluator, the parameter and the metric, for
-``nbeval.evaluator(...)``, a threshold per metric, a catalogue table and a plugin's own spec.
+``nbeval.evaluator(...)``, a threshold per metric, an entry of the evaluator index and a plugin's own spec.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pytest
 
 import nbeval
 from nbeval.errors import EvaluatorError
-from nbeval.evaluators import registry
-from nbeval.evaluators.base import MetricSpec
+from nbeval.evaluators import index
+from nbeval.evaluators.base import EvaluatorSpec, MetricSpec
 
 NOT_FINITE = [pytest.param(math.nan, id="nan"), pytest.param(math.inf, id="inf"), pytest.param(-math.inf, id="-inf")]
 
@@ -56,10 +56,12 @@ def test_a_perfect_score_passes_a_finite_threshold() -> None:
 
 
 @pytest.mark.parametrize("value", [math.nan, math.inf])
-def test_a_catalogue_table_with_a_threshold_that_is_not_finite_is_refused(value: float) -> None:
-    table = {"kind": "score", "metrics": [{"name": "s", "threshold": value, "primary": True}]}
-    with pytest.raises(EvaluatorError, match=r"catalogue entry t_nan: metric 's': threshold must be a finite number"):
-        registry.spec_from_dict("t_nan", table)
+def test_an_index_entry_with_a_threshold_that_is_not_finite_is_refused(value: float) -> None:
+    spec = EvaluatorSpec(id="t_nan", family="test", kind="score", inputs=(), metrics=(MetricSpec("s", primary=True),))
+    entry = index.spec_to_dict(spec)
+    entry["metrics"][0]["threshold"] = value
+    with pytest.raises(EvaluatorError, match=r"index entry 't_nan': metric 's': threshold must be a finite number"):
+        index.spec_from_dict("t_nan", entry)
 
 
 def test_a_plugin_metric_with_a_threshold_that_is_not_finite_is_refused() -> None:

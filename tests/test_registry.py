@@ -14,7 +14,7 @@ import pytest
 
 import nbeval
 from nbeval.evaluators import registry
-from nbeval.evaluators.base import BOOL_METRIC_SPECS, Evaluator, EvaluatorSpec, MetricSpec
+from nbeval.evaluators.base import BOOL_METRIC_SPECS, Evaluator, EvaluatorSpec, MetricSpec, Param, bool_metric_specs
 
 # The evaluator ids of the spec's tables (shared/spec/evaluators.md), by family.
 SPEC_IDS = {
@@ -41,7 +41,7 @@ def test_catalogue_has_every_spec_id(family: str) -> None:
 @pytest.mark.parametrize("spec", list(registry._builtin_specs().values()), ids=lambda s: s.id)
 def test_every_entry_is_implemented_and_well_formed(spec) -> None:
     cls = registry.get_class(spec.id)
-    assert cls.spec is spec
+    assert cls.spec == spec and registry.get_spec(spec.id) is cls.spec
     assert sum(m.primary for m in spec.metrics) == 1, "exactly one primary metric"
     assert len({m.name for m in spec.metrics}) == len(spec.metrics)
     for m in spec.metrics:
@@ -95,44 +95,72 @@ def test_missing_dependency_names_the_extra(tmp_path: Path, monkeypatch: pytest.
 
 
 # ---------------------------------------------------------------------------------------------
-# kind = "bool": the five metrics come from code, not from each catalogue table
+# kind = "bool": the five metrics are defined once (BOOL_METRIC_SPECS), each evaluator narrows or rewords them
 
 
-def test_a_bool_table_gets_the_five_metrics_from_code() -> None:
-    spec = registry.spec_from_dict("t_bool", {"kind": "bool", "inputs": ["actual_output"]})
+def test_a_bool_spec_gets_the_five_metrics_from_code() -> None:
+    spec = EvaluatorSpec(id="t_bool", family="test", kind="bool", inputs=("actual_output",),
+                         metrics=bool_metric_specs())
     assert spec.metrics == BOOL_METRIC_SPECS
     assert [m.name for m in spec.metrics] == BOOL_METRICS and spec.primary.name == "pass"
 
 
-def test_a_bool_table_narrows_and_rewords_them() -> None:
-    spec = registry.spec_from_dict("t_bool", {
-        "kind": "bool", "bool_metrics": ["generation_failures", "pass", "fail"],
-        "metric_descriptions": {"pass": "share of rows that were fine"}})
+def test_a_bool_spec_narrows_and_rewords_them() -> None:
+    metrics = bool_metric_specs(["generation_failures", "pass", "fail"], {"pass": "share of rows that were fine"})
+    spec = EvaluatorSpec(id="t_bool", family="test", kind="bool", inputs=(), metrics=metrics)
     assert [m.name for m in spec.metrics] == ["pass", "fail", "generation_failures"]  # the standard order
     assert spec.metric("pass").description == "share of rows that were fine"
     assert spec.metric("fail") == BOOL_METRIC_SPECS[1]
 
 
-@pytest.mark.parametrize(("table", "message"), [
-    ({"kind": "bool", "metrics": [{"name": "pass", "primary": True}]}, "drop `metrics`"),
-    ({"kind": "bool", "bool_metrics": ["fail"]}, "'pass' among them"),
-    ({"kind": "bool", "bool_metrics": ["pass", "passes"]}, "must be some of"),
-    ({"kind": "bool", "bool_metrics": ["pass"], "metric_descriptions": {"fail": "x"}}, "not reported"),
-    ({"kind": "score", "bool_metrics": ["pass"]}, "only go with kind"),
-    ({"kind": "score", "metrics": [], "bool_metric": ["pass"]}, "unknown key"),
+@pytest.mark.parametrize(("names", "descriptions", "message"), [
+    (["fail"], None, "'pass' among them"),
+    (["pass", "passes"], None, "must be some of"),
+    (["pass"], {"fail": "x"}, "not reported"),
 ])
-def test_malformed_tables_are_refused(table: dict, message: str) -> None:
+def test_malformed_bool_metrics_are_refused(names: list[str], descriptions: dict | None, message: str) -> None:
     with pytest.raises(nbeval.EvaluatorError, match=message):
-        registry.spec_from_dict("t_bad", table)
+        bool_metric_specs(names, descriptions)
 
 
-def test_no_catalogue_file_lists_bool_metrics() -> None:
-    import tomllib
+def test_every_bool_built_in_reports_the_bool_metrics_of_code() -> None:
+    for spec in registry._builtin_specs().values():
+        if spec.kind == "bool":
+            defined = {m.name: m for m in BOOL_METRIC_SPECS}
+            assert all(m.name in defined and (m.direction, m.lo, m.hi, m.threshold, m.primary)
+                       == (defined[m.name].direction, 0.0, 1.0, 0.5, m.name == "pass") for m in spec.metrics), spec.id
 
-    for path in Path(registry.__file__).parent.glob("*/catalogue.toml"):
-        for id, table in tomllib.loads(path.read_text(encoding="utf-8")).items():
-            if table.get("kind") == "bool":
-                assert "metrics" not in table, f"{path.parent.name}/catalogue.toml [{id}]"
+
+# ---------------------------------------------------------------------------------------------
+# @register: the spec in the class body, typed parameters
+
+
+def test_register_reads_the_spec_of_the_class_body() -> None:
+    @registry.register
+    class Declared(Evaluator):
+        spec = EvaluatorSpec(id="t_declared", family="test", kind="score", inputs=("actual_output",),
+                             params=(Param("limit", int, 3, "the most words"),),
+                             metrics=(MetricSpec("ok", primary=True),))
+
+    assert registry.get_spec("t_declared") is Declared.spec
+    assert Declared.spec.module == __name__  # filled in from the class
+    assert dict(Declared.spec.params) == {"limit": 3}
+    assert Declared.spec.params.param("limit") == Param("limit", int, 3, "the most words")
+    assert nbeval.evaluator("t_declared", limit=5).params["limit"] == 5
+
+
+def test_register_needs_a_spec_of_the_class_own() -> None:
+    with pytest.raises(nbeval.EvaluatorError, match="declares no spec"):
+        @registry.register
+        class Bare(Evaluator):
+            pass
+
+
+def test_params_given_by_default_alone_take_the_default_type() -> None:
+    spec = _spec("t_short")
+    assert spec.params.param("only").type is Any
+    assert EvaluatorSpec(id="t", family="test", kind="score", inputs=(), metrics=(MetricSpec("a"),),
+                         params={"n": 2}).params.param("n").type is int
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """A score under a name that is not a metric errors its row (never NaN, never the run); one
-default-threshold rule for metrics declared in code and in a catalogue table."""
+default-threshold rule, applied where a metric is declared (in code) and kept by the generated index."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import pytest
 import nbeval
 from nbeval.data.model import Row
 from nbeval.evaluators.base import Evaluator, EvaluatorSpec, MetricSpec, Score, default_threshold
-from nbeval.evaluators.registry import register, spec_from_dict, unregister
+from nbeval.evaluators.index import spec_from_dict, spec_to_dict
+from nbeval.evaluators.registry import register, unregister
 from nbeval.results.outcome import RowOutcome
 
 ROWS = [{"key": "a", "input": "q", "actual_output": "typo"},
@@ -87,21 +88,27 @@ def test_a_narrowed_bool_evaluator_still_scores_its_rows() -> None:
 # One default threshold
 
 
+def _through_the_index(metric: MetricSpec) -> MetricSpec:
+    spec = EvaluatorSpec(id="t", family="test", kind="score", inputs=(), metrics=(metric,))
+    return spec_from_dict("t", spec_to_dict(spec)).metrics[0]
+
+
 @pytest.mark.parametrize(("lo", "hi", "expected"), [
     (0.0, 1.0, 0.5), (0.0, math.inf, None), (-math.inf, math.inf, None), (0.0, 5.0, None), (-1.0, 1.0, None),
 ])
-def test_code_and_catalogue_give_the_same_default(lo: float, hi: float, expected: float | None) -> None:
+def test_code_and_index_give_the_same_default(lo: float, hi: float, expected: float | None) -> None:
     in_code = MetricSpec("m", "lower", lo=lo, hi=hi)
-    in_table = spec_from_dict("t", {"metrics": [{"name": "m", "direction": "lower", "range": [lo, hi]}]}).metrics[0]
-    assert in_code.threshold == in_table.threshold == default_threshold(lo, hi) == expected
-    assert in_code == in_table
+    in_index = _through_the_index(in_code)
+    assert in_code.threshold == in_index.threshold == default_threshold(lo, hi) == expected
+    assert in_code == in_index
 
 
 def test_a_given_threshold_wins_on_both_paths() -> None:
     in_code = MetricSpec("m", lo=0.0, hi=math.inf, threshold=3.0)
-    in_table = spec_from_dict("t", {"metrics": [{"name": "m", "range": [0, math.inf], "threshold": 3.0}]}).metrics[0]
-    assert in_code.threshold == in_table.threshold == 3.0
+    in_index = _through_the_index(in_code)
+    assert in_code.threshold == in_index.threshold == 3.0
     assert MetricSpec("m", threshold=None).threshold is None
+    assert _through_the_index(MetricSpec("m", threshold=None)).threshold is None
 
 
 def test_an_unbounded_metric_in_code_has_no_default_threshold() -> None:

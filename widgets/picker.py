@@ -10,7 +10,7 @@ import traitlets
 
 from nbeval.chat.config import judge_configured
 from nbeval.data.model import LlmDataset, TestSuite
-from nbeval.evaluators.base import COMMON_PARAMS, EvaluatorSpec
+from nbeval.evaluators.base import COMMON_PARAMS, EvaluatorSpec, Param
 from nbeval.widgets.common import error_text, reports_errors, status_html
 from nbeval.widgets.markup import esc
 
@@ -42,30 +42,37 @@ def unusable_reasons(spec: EvaluatorSpec, dataset: LlmDataset | None, judge: Any
     return reasons
 
 
-def _param_widget(name: str, default: Any) -> w.Widget:
+def _param_widget(param: Param) -> w.Widget:
+    """The input for ``param``, chosen by its declared type (its description as the tooltip)."""
     layout = w.Layout(width="320px")
-    style = {"description_width": "140px"}
-    if isinstance(default, bool):
-        return w.Checkbox(value=default, description=name, indent=False)
-    if isinstance(default, int):
-        return w.IntText(value=default, description=name, layout=layout, style=style)
-    if isinstance(default, float):
-        return w.FloatText(value=default, description=name, layout=layout, style=style)
-    text = default if isinstance(default, str) else ("" if default is None else json.dumps(default))
-    return w.Text(value=text, description=name, layout=layout, style=style,
-                  placeholder="text" if isinstance(default, str) else "JSON (blank: default)")
+    common: dict[str, Any] = {"description": param.name, "tooltip": param.description or None}
+    boxed: dict[str, Any] = {**common, "layout": layout, "style": {"description_width": "140px"}}
+    kind, default = param.type, param.default
+    if kind is bool:
+        return w.Checkbox(value=bool(default), indent=False, **common)
+    if kind is int and isinstance(default, int):
+        return w.IntText(value=default, **boxed)
+    if kind is float and isinstance(default, (int, float)):
+        return w.FloatText(value=default, **boxed)
+    if param.choices and default in param.choices:
+        return w.Dropdown(options=list(param.choices), value=default, **boxed)
+    if kind is str:
+        return w.Text(value="" if default is None else str(default), placeholder="text", **boxed)
+    text = "" if default is None else json.dumps(default)
+    return w.Text(value=text, placeholder=f"JSON {param.type_name} (blank: default)", **boxed)
 
 
-def _param_value(default: Any, widget: w.Widget) -> Any:
+def _param_value(param: Param, widget: w.Widget) -> Any:
+    """What ``widget`` (made by :func:`_param_widget`) says ``param`` is."""
     value = widget.value
-    if isinstance(default, (bool, int, float, str)):
+    if not isinstance(widget, w.Text) or param.type is str:
         return value
     if not value.strip():
-        return default
+        return param.default
     try:
         return json.loads(value)
     except json.JSONDecodeError:
-        return value  # a bare word for a parameter without a typed default
+        return value  # a bare word for a parameter that is not only text
 
 
 class EvaluatorRow(w.VBox):
@@ -85,8 +92,7 @@ class EvaluatorRow(w.VBox):
         default = spec.primary.threshold
         self.threshold = w.Text(description="threshold", placeholder="" if default is None else f"{default:g}",
                                 layout=w.Layout(width="220px"))
-        self.params = {name: _param_widget(name, default) for name, default in spec.params.items()
-                       if name not in COMMON_PARAMS}
+        self.params = {p.name: _param_widget(p) for p in spec.params.declared if p.name not in COMMON_PARAMS}
         self.settings = w.VBox([self.threshold, *self.params.values()],
                                layout=w.Layout(margin="0 0 0 24px", display="none"))
         super().__init__([self.checkbox, self.info, self.reason, self.settings])
@@ -117,7 +123,7 @@ class EvaluatorRow(w.VBox):
                 msg = f"{self.spec.id}: threshold must be a number, not {text!r}"
                 raise ValueError(msg) from None
         for name, widget in self.params.items():
-            value = _param_value(self.spec.params[name], widget)
+            value = _param_value(self.spec.params.param(name), widget)
             if value != self.spec.params[name]:
                 out[name] = value
         return out

@@ -139,7 +139,7 @@ class ChatClient:
                  max_attempts: int = 5, backoff_base: float = 0.5, backoff_max: float = 30.0,
                  retry_after_max: float = 120.0, cache: bool | str | Any = True,
                  prices: PriceTable | None = None, completion_tokens_guess: int = 200,
-                 seed: int | None = None) -> None:
+                 seed: int | None = None, slots: Any = None) -> None:
         resolved = resolve_chat_model(model, required=True)
         if concurrency < 1 or max_attempts < 1:
             msg = f"concurrency and max_attempts must be at least 1, got {concurrency} and {max_attempts}"
@@ -162,7 +162,9 @@ class ChatClient:
             else:
                 _warn_uncached(resolved)
         self._identity = resolved.cache_identity()
-        self._slots = threading.BoundedSemaphore(self.concurrency)
+        # A slot is held for each call: ``slots`` (a context manager, e.g. a cluster-wide
+        # semaphore) or this client's own ``concurrency`` slots.
+        self._slots = slots if slots is not None else threading.BoundedSemaphore(self.concurrency)
         self._lock = threading.Lock()
         self._rng = random.Random(seed)
         self._totals = UsageTotals()

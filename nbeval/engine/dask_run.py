@@ -51,7 +51,7 @@ from nbeval.engine.dask_connect import CONNECT_TIMEOUT_S, connect, connect_timeo
 from nbeval.errors import NbevalError
 from nbeval.evaluators.base import Evaluator, Score
 from nbeval.results.outcome import RowOutcome
-from nbeval.runtime import Resources, model_key
+from nbeval.runtime import Resources
 
 if TYPE_CHECKING:
     from nbeval.chat.base import ChatReply
@@ -167,20 +167,18 @@ class WorkerResources(Resources):
 
     def __init__(self, config: ResourceConfig, run_id: str) -> None:
         self.snapshot = SnapshotCache(config.cache_path)
+        # a client's own slots would allow `concurrency` calls per worker: the cluster shares them
         super().__init__(embedder=config.embedder, judge=config.judge, device=config.device,
                          cache=self.snapshot if config.cache_path is not None else False,
                          concurrency=config.concurrency, timeout=config.timeout,
-                         max_attempts=config.max_attempts, prices=config.prices)
+                         max_attempts=config.max_attempts, prices=config.prices,
+                         chat_slots=lambda n: _ClusterSlots(f"nbeval-judge-{run_id}", n))
         self.run_id = run_id
         self._clients_lock = threading.Lock()
 
     def chat_client(self, model: Any = None) -> Any:
         with self._clients_lock:
-            fresh = model_key(model if model is not None else self.judge_spec) not in self._chat_clients
-            client = super().chat_client(model)
-            if fresh:  # the client's own slots would allow `concurrency` calls per worker
-                client._slots = _ClusterSlots(f"nbeval-judge-{self.run_id}", self.concurrency)
-            return client
+            return super().chat_client(model)
 
 
 @dataclass

@@ -12,10 +12,10 @@ from nbeval.engine.drive import start_row
 from nbeval.engine.plan import plan_rows
 from nbeval.errors import JudgeNotConfigured, ResourceError
 from nbeval.evaluators.base import Evaluator
-from nbeval.requests import DRY_RUN_MODEL, Chat, Embed, ScorePairs
-from nbeval.runtime import Resources, model_key
+from nbeval.requests import Chat
+from nbeval.runtime import Resources, handler_for, model_key
 
-__all__ = ["Plan", "first_requests", "plan", "planned_requests"]
+__all__ = ["Plan", "first_requests", "placeholder_answer", "plan", "planned_requests"]
 
 
 @dataclass
@@ -109,8 +109,6 @@ def planned_requests(ev: Evaluator, rows: Iterable[Row]) -> Iterable[tuple[Any, 
     found without calling anything: each chat request is answered with an empty placeholder reply
     (model :data:`~nbeval.requests.DRY_RUN_MODEL`), each embedding or pair-scoring request with
     placeholder numbers, so later requests that depend on real answers are an estimate."""
-    from nbeval.chat.base import ChatReply, Usage
-
     for row in rows:
         gen, _ = start_row(ev, row)
         if gen is None:
@@ -121,25 +119,21 @@ def planned_requests(ev: Evaluator, rows: Iterable[Row]) -> Iterable[tuple[Any, 
                 if isinstance(req, Chat):  # only chat calls are counted and priced
                     yield req, chats == 0
                     chats += 1
-                    req = gen.send(ChatReply("", Usage(), DRY_RUN_MODEL))
-                else:
-                    req = gen.send(_placeholder_answer(req))
+                req = gen.send(placeholder_answer(req))
         except Exception:  # StopIteration included: the row asks nothing more
             pass
         finally:
             gen.close()
 
 
-def _placeholder_answer(req: Any) -> Any:
-    """A stand-in answer to a non-chat request in a dry run: equal unit vectors, zero pair scores."""
-    import numpy as np
-
-    if isinstance(req, Embed):
-        return np.full((len(req.texts), 4), 0.5, dtype=np.float32)
-    if isinstance(req, ScorePairs):
-        return np.zeros(len(req.pairs), dtype=np.float64)
-    msg = f"a dry run cannot stand in for a {type(req).__name__} request"
-    raise ResourceError(msg)
+def placeholder_answer(req: Any) -> Any:
+    """A stand-in answer to ``req`` in a dry run, from its kind's handler (an empty chat reply from
+    model :data:`~nbeval.requests.DRY_RUN_MODEL`, equal unit vectors, zero pair scores)."""
+    handler = handler_for(req)
+    if handler is None:
+        msg = f"a dry run cannot stand in for a {type(req).__name__} request"
+        raise ResourceError(msg)
+    return handler.placeholder(req)
 
 
 def plan(dataset: LlmDataset, evaluators: Iterable[Evaluator], resources: Resources) -> Plan:

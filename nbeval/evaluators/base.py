@@ -1,14 +1,18 @@
 """What an evaluator is: its declaration, its per-row result, and the requests it may make.
 
-An evaluator is a small class registered by id (see :mod:`nbeval.evaluators.registry`). Its
-declaration (:class:`EvaluatorSpec`: inputs, metrics, resources, parameters) lives in the
-catalogue; its code lives in a family module. Scoring code does no I/O of its own: when it needs
-embeddings, a judge's reply or a local model's output it *yields a request* and receives the
-answer, so the engine can batch, cache and parallelise those requests across every row and every
-evaluator of a run::
+An evaluator is a small class registered by id (see :mod:`nbeval.evaluators.registry`) that
+carries its declaration (:class:`EvaluatorSpec`: inputs, metrics, resources, typed parameters) as
+its ``spec``, in the same place for built-ins, plugins and notebooks. Scoring code does no I/O of its
+own: when it needs embeddings, a judge's reply or a local model's output it *yields a request* and
+receives the answer, so the engine can batch, cache and parallelise those requests across every row
+and every evaluator of a run::
 
-    @register("semantic_similarity")
+    @register
     class SemanticSimilarity(Evaluator):
+        spec = EvaluatorSpec(id="semantic_similarity", family="embedding", kind="score",
+                             inputs=("expected_output", "actual_output"), resources=("embedder",),
+                             metrics=(MetricSpec("score", primary=True),))
+
         def score(self, row):
             a, b = yield Embed((row.expected_output, row.actual_output))
             return Score({"score": (float(a @ b) + 1) / 2})
@@ -20,13 +24,14 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Union
 
 from nbeval.data.model import is_missing
 from nbeval.errors import EvaluatorError
+from nbeval.evaluators.params import Param, Params
 from nbeval.requests import Chat, Embed, Request
 
 if TYPE_CHECKING:
@@ -44,6 +49,8 @@ __all__ = [
     "Evaluator",
     "EvaluatorSpec",
     "MetricSpec",
+    "Param",
+    "Params",
     "Request",
     "Score",
     "ScoreResult",
@@ -77,8 +84,7 @@ def default_threshold(lo: float, hi: float) -> float | None:
     """The threshold of a metric declared without one: 0.5 for a metric whose range is [0, 1] (a
     share, a probability, a similarity mapped to [0, 1]: the contract's bool metrics and most of its
     tables), ``None`` (no threshold, so no problem is ever reported on it) for any other range,
-    whose scale nbeval cannot guess. The one rule for metrics declared in code
-    (:class:`MetricSpec`) and in a catalogue table."""
+    whose scale nbeval cannot guess. The one rule, applied by :class:`MetricSpec`."""
     return 0.5 if (lo, hi) == (0.0, 1.0) else None
 
 
@@ -130,12 +136,26 @@ class EvaluatorSpec:
     """Dataset fields used when present."""
     resources: tuple[str, ...] = ()
     """Shared resources used: ``embedder``, ``judge``, ``hf_model``."""
-    params: Mapping[str, Any] = field(default_factory=dict)
-    """The evaluator's own parameters and their defaults."""
+    params: Params = field(default_factory=Params)
+    """The evaluator's own parameters, declared as :class:`Param` objects (name, type, default,
+    description): as a mapping, each name to its default; ``params.param(name)`` gives its type
+    and description. A mapping of name to default is accepted as a shorthand (each type is then
+    the default's)."""
     description: str = ""
     """One paragraph: what it checks and how."""
     module: str = ""
-    """Module holding the implementation, imported when the evaluator is first used."""
+    """Module holding the implementation, imported when the evaluator is first used (filled in
+    by ``@register`` from the class)."""
+
+    if TYPE_CHECKING:  # what the generated __init__ accepts: params in any form Params() takes
+        def __init__(self, id: str, family: str, kind: Literal["score", "bool", "rating"],
+                     inputs: tuple[str, ...], metrics: tuple[MetricSpec, ...], optional_inputs: tuple[str, ...] = (),
+                     resources: tuple[str, ...] = (), params: Iterable[Param] | Mapping[str, Any] = (),
+                     description: str = "", module: str = "") -> None: ...
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.params, Params):
+            object.__setattr__(self, "params", Params(self.params))
 
     @property
     def primary(self) -> MetricSpec:
@@ -191,12 +211,11 @@ ScoreResult = Union[Score, Generator[Request, Any, Score]]
 # ---------------------------------------------------------------------------------------------
 # Boolean evaluators
 
-#: The declaration of the five bool metrics, the one place they are defined: a catalogue table
-#: with ``kind = "bool"`` gets them from here (see :func:`bool_metric_specs`) and lists no
-#: ``metrics`` of its own. Each is a share of rows in [0, 1] with the default threshold 0.5;
-#: ``pass`` is the primary metric. The descriptions are worded for a judge's check (the judge
-#: evaluators use them as they are); an evaluator checking something else rewords them with
-#: ``metric_descriptions`` in its catalogue table.
+#: The declaration of the five bool metrics, the one place they are defined: a ``kind="bool"``
+#: evaluator gets them from here (see :func:`bool_metric_specs`). Each is a share of rows in
+#: [0, 1] with the default threshold 0.5; ``pass`` is the primary metric. The descriptions are
+#: worded for a judge's check (the judge evaluators use them as they are); an evaluator checking
+#: something else rewords them through :func:`bool_metric_specs`.
 BOOL_METRIC_SPECS: tuple[MetricSpec, ...] = (
     MetricSpec("pass", "higher", threshold=0.5, primary=True,
                description="share of the rated rows that passed the judge's check"),
@@ -231,10 +250,9 @@ def bool_metric_specs(names: Sequence[str] | None = None,
     (always in the standard order, and always with ``pass``), each described by ``descriptions``
     where it names the metric.
 
-    A catalogue table with ``kind = "bool"`` gets its metrics from here: ``bool_metrics = [...]``
-    are the ``names`` (an evaluator that can never fail to parse leaves out ``parse_failures``)
-    and ``metric_descriptions`` the ``descriptions``. An evaluator declared in code uses it too:
-    ``EvaluatorSpec(..., kind="bool", metrics=bool_metric_specs())``.
+    Every ``kind="bool"`` evaluator declares its metrics with it:
+    ``EvaluatorSpec(..., kind="bool", metrics=bool_metric_specs())``; one that can never fail to
+    parse leaves out ``parse_failures`` from ``names``.
     """
     wanted = BOOL_METRICS if names is None else tuple(names)
     unknown = [n for n in wanted if n not in BOOL_METRICS]
@@ -296,17 +314,17 @@ def bool_score(
 class Evaluator:
     """Base class of every evaluator.
 
-    Subclasses set nothing but :meth:`score` (and, rarely, :meth:`aggregate`,
-    :meth:`check_dataset`, :meth:`missing_input` or :meth:`spec_for`); ``spec`` is attached by
-    ``@register``. Construct through :func:`nbeval.evaluator`
+    Subclasses set their declaration, ``spec``, in the class body and write :meth:`score` (and,
+    rarely, :meth:`aggregate`, :meth:`check_dataset`, :meth:`missing_input` or :meth:`spec_for`);
+    ``@register`` registers them by ``spec.id``. Construct through :func:`nbeval.evaluator`
     (``nbeval.evaluator("rouge", threshold=0.5)``).
     """
 
     spec: EvaluatorSpec
-    """On the class, the evaluator's declaration: the catalogue's, attached by ``@register``
-    (a plugin may set it in the class body and register with ``@register(spec=...)``). On an
-    instance, the declaration for that instance's parameters, from :meth:`spec_for`; the same as
-    the class's unless parameters change what the evaluator reads, needs or reports."""
+    """On the class, the evaluator's declaration, set in the class body (built-ins, plugins and
+    notebooks alike) and registered by ``@register``. On an instance, the declaration for that
+    instance's parameters, from :meth:`spec_for`; the same as the class's unless parameters change
+    what the evaluator reads, needs or reports."""
 
     rebuilt_on_use: ClassVar[tuple[str, ...]] = ()
     """Attributes built on first use (a scorer, a tokenizer, a memo) that pickling leaves out:

@@ -1,34 +1,36 @@
 """The evaluator catalogue and registry.
 
-Declarations live in each family package's ``catalogue.toml`` (``nbeval/evaluators/<family>/``), so the
-catalogue can be listed (CLI, widgets) without importing any scoring code. Implementations
-register themselves by id with :func:`register` when their module is imported, which happens the
-first time the evaluator is constructed. Third-party packages add evaluators through the
-``nbeval.evaluators`` entry-point group: each entry point names an :class:`Evaluator` subclass
-that carries its own ``spec`` (or a module that registers on import). :func:`unregister` undoes a
-registration (notebooks, tests).
+An evaluator is a class that carries its declaration, an :class:`EvaluatorSpec`, as its ``spec``,
+and is registered by ``@register`` (built-ins, plugins and notebooks alike)::
 
-A catalogue table declares one evaluator; its keys are those of :data:`CATALOGUE_KEYS`. Metrics
-are listed as ``metrics = [{ name, direction, range, threshold, primary, description }, ...]``,
-except for ``kind = "bool"``: those report the five bool metrics defined once in code
-(:data:`~nbeval.evaluators.base.BOOL_METRIC_SPECS`), narrowed by ``bool_metrics = [...]`` and
-reworded by a ``metric_descriptions`` table where the evaluator's check needs other words.
+    @register
+    class AnswerLength(Evaluator):
+        spec = EvaluatorSpec(id="answer_length", family="custom", kind="score", inputs=("actual_output",),
+                             params=(Param("max_words", int, 200, "the most words an answer may have"),),
+                             metrics=(MetricSpec("short_enough", primary=True),))
+
+The built-ins (``nbeval/evaluators/<family>/``) are listed from a generated index
+(:mod:`nbeval.evaluators.index`), so the catalogue can be read (CLI, widgets) without importing any
+scoring code; a built-in's module is imported the first time the evaluator is constructed, and its
+class then registers. Third-party packages add evaluators through the ``nbeval.evaluators``
+entry-point group: each entry point names an :class:`Evaluator` subclass with its ``spec`` (or a
+function decorated with ``@nbeval.scorer``, or a module that registers on import).
+:func:`unregister` undoes a registration (notebooks, tests).
 """
 
 from __future__ import annotations
 
 import importlib
-import tomllib
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from functools import lru_cache
-from importlib import resources
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from nbeval.errors import EvaluatorError, MissingDependency, UnknownEvaluator
-from nbeval.evaluators.base import Evaluator, EvaluatorSpec, MetricSpec, bool_metric_specs
+from nbeval.evaluators.base import Evaluator, EvaluatorSpec
+from nbeval.evaluators.index import read_index
 
 __all__ = [
-    "CATALOGUE_KEYS",
     "ENTRY_POINT_GROUP",
     "catalogue",
     "evaluator",
@@ -37,90 +39,35 @@ __all__ = [
     "list_evaluators",
     "register",
     "resolve_evaluators",
-    "spec_from_dict",
     "unregister",
 ]
 
 ENTRY_POINT_GROUP = "nbeval.evaluators"
 #: The pip extra that brings each family's dependencies.
 _EXTRAS = {"embedding": "embed", "judge": "judge", "ragas": "ragas", "model": "models", "deterministic": "all"}
-#: The keys a catalogue table may have.
-CATALOGUE_KEYS = frozenset({"family", "kind", "module", "inputs", "optional_inputs", "resources", "params",
-                            "description", "metrics", "bool_metrics", "metric_descriptions"})
 _CLASSES: dict[str, type[Evaluator]] = {}
 _EXTRA_SPECS: dict[str, EvaluatorSpec] = {}
+#: The specs of the built-in classes registered so far (equal to the index's entries).
+_LOADED: dict[str, EvaluatorSpec] = {}
 # What each register() replaced, latest last: (class, that class's spec, spec given to register()).
 _SHADOWED: dict[str, list[tuple[type[Evaluator] | None, EvaluatorSpec | None, EvaluatorSpec | None]]] = {}
 _E = TypeVar("_E", bound=type[Evaluator])
 
 
-def _metric(d: Mapping[str, Any], where: str) -> MetricSpec:
-    lo, hi = d.get("range", [0.0, 1.0])
-    # without a threshold, the metric's own rule decides (base.default_threshold), as in code
-    given = {"threshold": d["threshold"]} if "threshold" in d else {}
-    try:
-        return MetricSpec(name=d["name"], direction=d.get("direction", "higher"), lo=float(lo), hi=float(hi),
-                          primary=bool(d.get("primary", False)), description=d.get("description", ""), **given)
-    except KeyError as exc:
-        msg = f"catalogue entry {where}: metric without {exc}"
-        raise EvaluatorError(msg) from None
-    except EvaluatorError as exc:  # a threshold that is not a finite number (TOML has nan and inf)
-        raise EvaluatorError(f"catalogue entry {where}: {exc}") from None
-
-
-def _metrics(id: str, d: Mapping[str, Any]) -> tuple[MetricSpec, ...]:
-    kind = d.get("kind", "score")
-    if kind != "bool":
-        stray = sorted({"bool_metrics", "metric_descriptions"} & set(d))
-        if stray:
-            msg = f"catalogue entry {id}: {', '.join(stray)} only go with kind = \"bool\" (this one is {kind!r})"
-            raise EvaluatorError(msg)
-        return tuple(_metric(m, id) for m in d.get("metrics", ()))
-    if "metrics" in d:
-        msg = (f"catalogue entry {id}: a kind = \"bool\" evaluator reports the bool metrics defined in code; "
-               "drop `metrics` (narrow them with bool_metrics = [...], reword them with metric_descriptions)")
-        raise EvaluatorError(msg)
-    try:
-        return bool_metric_specs(d.get("bool_metrics"), d.get("metric_descriptions"))
-    except EvaluatorError as exc:
-        msg = f"catalogue entry {id}: {exc}"
-        raise EvaluatorError(msg) from None
-
-
-def spec_from_dict(id: str, d: Mapping[str, Any]) -> EvaluatorSpec:
-    """An :class:`EvaluatorSpec` from a catalogue table (also usable by plugins); see the module
-    docstring for the keys."""
-    unknown = sorted(set(d) - CATALOGUE_KEYS)
-    if unknown:
-        msg = (f"catalogue entry {id}: unknown key(s) {', '.join(unknown)}; "
-               f"a table may have {', '.join(sorted(CATALOGUE_KEYS))}")
-        raise EvaluatorError(msg)
-    return EvaluatorSpec(
-        id=id, family=d.get("family", "custom"), kind=d.get("kind", "score"),
-        inputs=tuple(d.get("inputs", ())), optional_inputs=tuple(d.get("optional_inputs", ())),
-        metrics=_metrics(id, d),
-        resources=tuple(d.get("resources", ())), params=dict(d.get("params", {})),
-        description=" ".join(str(d.get("description", "")).split()), module=d.get("module", ""),
-    )
-
-
 @lru_cache(maxsize=1)
 def _builtin_specs() -> dict[str, EvaluatorSpec]:
-    specs: dict[str, EvaluatorSpec] = {}
-    # Each family package (deterministic/, embedding/, judges/, ...) declares its evaluators in its
-    # own catalogue.toml; reading it imports no scoring code.
-    folder = resources.files("nbeval.evaluators")
-    for family in sorted(folder.iterdir(), key=lambda p: p.name):
-        entry = family / "catalogue.toml"
-        if not entry.is_file():
-            continue
-        data = tomllib.loads(entry.read_text(encoding="utf-8"))
-        for id, table in data.items():
-            if id in specs:
-                msg = f"evaluator id '{id}' declared twice in the catalogue ({family.name}/catalogue.toml)"
-                raise EvaluatorError(msg)
-            specs[id] = spec_from_dict(id, table)
-    return specs
+    """The built-in evaluators' declarations, read from the generated index (no scoring code is
+    imported)."""
+    return read_index()
+
+
+def _is_builtin(cls: type[Evaluator], spec: EvaluatorSpec) -> bool:
+    """Whether registering ``cls`` with ``spec`` is a built-in evaluator registering itself."""
+    try:
+        listed = _builtin_specs().get(spec.id)
+    except EvaluatorError:  # no index yet: scripts/make_evaluator_index.py is importing the classes to write it
+        return False
+    return listed is not None and cls.__module__ == listed.module == spec.module
 
 
 @lru_cache(maxsize=1)
@@ -147,7 +94,7 @@ def _is_scorer(obj: Any) -> bool:
 def catalogue() -> dict[str, EvaluatorSpec]:
     """Every known evaluator's declaration by id: built-ins, then registered and plugin ones."""
     _load_entry_points()
-    return {**_builtin_specs(), **_EXTRA_SPECS}
+    return {**_builtin_specs(), **_LOADED, **_EXTRA_SPECS}
 
 
 def list_evaluators(family: str | None = None) -> list[EvaluatorSpec]:
@@ -166,34 +113,62 @@ def get_spec(id: str) -> EvaluatorSpec:
     return specs[id]
 
 
-def register(id: str | None = None, *, spec: EvaluatorSpec | None = None) -> Callable[[_E], _E]:
-    """Class decorator: register an :class:`Evaluator` under ``id`` (declared in the catalogue),
-    or under ``spec.id`` for an evaluator that brings its own declaration (plugins, notebooks).
-    The class's ``spec`` becomes that declaration. Registering an id again replaces the class
-    (and declaration) until :func:`unregister` brings the earlier one back."""
+@overload
+def register(cls: _E, /) -> _E: ...
 
-    def deco(cls: _E) -> _E:
-        the_spec = spec if spec is not None else get_spec(id or "")
-        previous = _CLASSES.get(the_spec.id)
-        _SHADOWED.setdefault(the_spec.id, []).append(
-            (previous, None if previous is None else previous.spec, _EXTRA_SPECS.get(the_spec.id)))
-        if spec is not None:
-            _EXTRA_SPECS[spec.id] = spec
-        cls.spec = the_spec
-        _CLASSES[the_spec.id] = cls
-        return cls
 
+@overload
+def register(id: str | None = None, *, spec: EvaluatorSpec | None = None) -> Callable[[_E], _E]: ...
+
+
+def register(id: str | type[Evaluator] | None = None, *, spec: EvaluatorSpec | None = None) -> Any:
+    """Class decorator: register an :class:`Evaluator` under the id of the ``spec`` declared in
+    its class body (``@register``), the one way built-ins, plugins and notebooks declare an
+    evaluator. The spec's ``module`` is filled in from the class.
+
+    ``@register(spec=...)`` gives the declaration here instead (it becomes the class's ``spec``);
+    ``@register("id")`` registers another implementation of the evaluator declared as ``id``.
+    Registering an id again replaces the class (and declaration) until :func:`unregister` brings
+    the earlier one back."""
+    if isinstance(id, type):
+        own = vars(id).get("spec")
+        if not isinstance(own, EvaluatorSpec):
+            msg = (f"@register: {id.__qualname__} declares no spec; set spec = EvaluatorSpec(id=..., ...) "
+                   "in its class body")
+            raise EvaluatorError(msg)
+        return _register(id, own, declared=True)
     if id is None and spec is None:
         msg = "register() needs an evaluator id or a spec"
         raise EvaluatorError(msg)
+
+    def deco(cls: _E) -> _E:
+        if spec is not None:
+            return _register(cls, spec, declared=True)
+        return _register(cls, get_spec(id or ""), declared=False)
+
     return deco
+
+
+def _register(cls: _E, spec: EvaluatorSpec, *, declared: bool) -> _E:
+    if declared and not spec.module:
+        spec = replace(spec, module=cls.__module__)
+    previous = _CLASSES.get(spec.id)
+    _SHADOWED.setdefault(spec.id, []).append(
+        (previous, None if previous is None else previous.spec, _EXTRA_SPECS.get(spec.id)))
+    if declared and _is_builtin(cls, spec):
+        _LOADED[spec.id] = spec
+    elif declared:
+        _EXTRA_SPECS[spec.id] = spec
+    cls.spec = spec
+    _CLASSES[spec.id] = cls
+    return cls
 
 
 def unregister(id: str) -> type[Evaluator]:
     """Undo the latest :func:`register` of ``id`` and return the class it registered.
 
     What ``id`` named before comes back: the class (and declaration) that registration replaced,
-    or nothing, so that an id declared only through ``register(spec=...)`` leaves the catalogue.
+    or nothing, so that an evaluator a plugin or a notebook declared leaves the catalogue.
     A built-in evaluator's own implementation cannot be unregistered (the catalogue would then
     declare an evaluator that cannot be built); one registered over it can.
     """

@@ -1,7 +1,7 @@
 """A causal language model that tells how likely each continuation is after its prefix.
 
 It answers :class:`~nbeval.requests.TokenLogProbs` requests for ``perplexity`` and the GPTScore
-evaluators. The engine (:meth:`nbeval.runtime.Resources._answer_local`) pools every item of a
+evaluators. The engine (:class:`nbeval.runtime.builtin.LocalModelHandler`) pools every item of a
 round for one model, deduplicated, and calls :meth:`CausalLMRunner.logprobs` once; the runner
 sorts the sequences by length, batches them and hands back one
 :class:`~nbeval.requests.TokenScores` per item, in order.

@@ -6,7 +6,7 @@ comparing embeddings but usually closer to human judgement. Loaded lazily; each 
 scored once per process.
 
 Evaluators never call it themselves: they yield a :class:`~nbeval.requests.ScorePairs` request,
-and the engine (:meth:`nbeval.runtime.Resources._answer_pairs`) pools the pairs of every request
+and the engine (:class:`nbeval.runtime.builtin.PairsHandler`) pools the pairs of every request
 of a round and calls :meth:`CrossEncoderScorer.score` once per model.
 """
 

@@ -5,7 +5,7 @@ device, and shared by every evaluator and run that names the same one.
 A runner has ``classify(inputs) -> LabelScores`` (classifiers, detoxify checkpoints) or
 ``logprobs(items) -> list[TokenScores]`` (causal language models), and may have
 ``truncated(input) -> bool`` for inputs longer than the model's window (the rows are told). The
-engine (:meth:`nbeval.runtime.Resources._answer_local`) pools a round's inputs for one model and
+engine (:class:`nbeval.runtime.builtin.LocalModelHandler`) pools a round's inputs for one model and
 calls the runner once; the runner batches them, sorted by length.
 """
 

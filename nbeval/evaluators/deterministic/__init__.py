@@ -1,4 +1,4 @@
 """Deterministic evaluators: matching, lexical overlap, leakage, classification and retrieval.
 
-Declared in ``catalogue.toml`` beside this file; no model is needed to score them.
+Each evaluator declares itself as its class's ``spec``; no model is needed to score them.
 """

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from nbeval.data.fields import label_text
-from nbeval.evaluators.base import Aggregate, Evaluator, Score
+from nbeval.evaluators.base import Aggregate, Evaluator, EvaluatorSpec, MetricSpec, Score
 from nbeval.evaluators.registry import register
 
 if TYPE_CHECKING:
@@ -41,9 +41,22 @@ def _label(text: str | None) -> str:
     return label_text((text or "").strip())
 
 
-@register("classification")
+@register
 class Classification(Evaluator):
     """Accuracy and macro precision / recall / F1 of predicted classes, per model."""
+
+    spec = EvaluatorSpec(
+        id="classification", family="deterministic", kind="score", inputs=("expected_output", "actual_output"),
+        description=("The answer is a predicted class and the expected output the true label (compared after "
+                     "trimming whitespace). Per model: accuracy and macro precision, recall and F1 over every "
+                     "class seen; the confusion matrix is kept."),
+        metrics=(
+            MetricSpec("accuracy", threshold=0.75, primary=True, description="share of correct predictions"),
+            MetricSpec("precision", threshold=0.75, description="macro-averaged precision"),
+            MetricSpec("recall", threshold=0.75, description="macro-averaged recall"),
+            MetricSpec("f1", threshold=0.75, description="macro-averaged F1"),
+        ),
+    )
 
     def score(self, row: Row) -> Score:
         truth, predicted = _label(row.expected_output), _label(row.actual_output)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from nbeval.data.fields import label_text
 from nbeval.errors import ConditionError, EvaluatorError, RegexTimeout
-from nbeval.evaluators.base import Evaluator, Score
+from nbeval.evaluators.base import Evaluator, EvaluatorSpec, MetricSpec, Param, Score
 from nbeval.evaluators.registry import register
 
 if TYPE_CHECKING:
@@ -73,11 +73,17 @@ class _TokenCache:
 # exact_match, regex_match
 
 
-@register("exact_match")
+@register
 class ExactMatch(Evaluator):
     """1.0 when the answer is the expected output character for character (case and white
     space count), or when both are the same number (``1`` and ``1.0``, see
     :func:`~nbeval.data.fields.label_text`), else 0.0; the rationale points at the first difference."""
+
+    spec = EvaluatorSpec(
+        id="exact_match", family="deterministic", kind="score", inputs=("expected_output", "actual_output"),
+        description="1 when the answer is exactly the expected output: case-sensitive, whitespace counts.",
+        metrics=(MetricSpec("score", primary=True, description="1 for an identical answer, else 0"),),
+    )
 
     def score(self, row: Row) -> Score:
         expected, answer = row.expected_output or "", row.actual_output or ""
@@ -96,10 +102,19 @@ def _first_difference(expected: str, answer: str) -> str:
     return f"first difference at character {i}: expected {expected[i]!r}, got {answer[i]!r}"
 
 
-@register("regex_match")
+@register
 class RegexMatch(Evaluator):
     """1.0 when ``pattern`` is found anywhere in the answer (Python regular-expression search,
     bounded in time), else 0.0; the rationale quotes the match."""
+
+    spec = EvaluatorSpec(
+        id="regex_match", family="deterministic", kind="score", inputs=("actual_output",),
+        description="1 when the regular expression `pattern` is found anywhere in the answer (time-bounded).",
+        params=(
+            Param("pattern", str, "", "the regular expression searched for in the answer (Python syntax; required)"),
+        ),
+        metrics=(MetricSpec("score", primary=True, description="1 when the pattern is found, else 0"),),
+    )
 
     #: Seconds one search may run before the row gets an error instead of a value.
     timeout: float = 1.0
@@ -140,7 +155,7 @@ class RegexMatch(Evaluator):
 # looping
 
 
-@register("looping")
+@register
 class Looping(Evaluator):
     """Three signs of an answer stuck in a loop.
 
@@ -157,6 +172,22 @@ class Looping(Evaluator):
       texts (under ~100 bytes) do not compress (zlib adds about 8 bytes of framing), so they
       score 1.0, i.e. no sign of looping; the empty answer also scores 1.0.
     """
+
+    spec = EvaluatorSpec(
+        id="looping", family="deterministic", kind="score", inputs=("actual_output",),
+        description=("Detects an answer that repeats itself: the share of unique sentences, the longest repeated "
+                     "substring weighted by how often it occurs, and how well the text compresses."),
+        metrics=(
+            MetricSpec("unique_sentences", threshold=0.75, primary=True,
+                       description="unique / all sentences (sentences under 10 characters ignored)"),
+            MetricSpec("longest_repeated_substring", "lower", threshold=0.75,
+                       description=("longest substring repeated without overlap: its length x its non-overlapping "
+                                    "count / text length")),
+            MetricSpec("compression_ratio", threshold=0.75,
+                       description=("zlib level-9 compressed bytes / original bytes (at most 1; short texts do not "
+                                    "compress)")),
+        ),
+    )
 
     def score(self, row: Row) -> Score:
         from nbeval.data.text import split_sentences
@@ -305,12 +336,24 @@ class _RougeTokens:
 BLEU_WEIGHTS = ((1.0,), (0.5, 0.5), (1 / 3, 1 / 3, 1 / 3), (0.25, 0.25, 0.25, 0.25))
 
 
-@register("bleu")
+@register
 class Bleu(Evaluator):
     """Sentence BLEU-1..4 from NLTK (cumulative uniform weights, smoothing method 1) of the
     answer against the expected output, both tokenised with NLTK's Treebank word tokenizer on
     the raw text (no lower-casing, no data download). An answer with no token in common with the
     expected output (the empty answer among them) scores 0 on all four, as NLTK defines it."""
+
+    spec = EvaluatorSpec(
+        id="bleu", family="deterministic", kind="score", inputs=("expected_output", "actual_output"),
+        description=("Sentence BLEU (NLTK, smoothing method 1) of the answer against the expected output, "
+                     "cumulative for n = 1..4."),
+        metrics=(
+            MetricSpec("bleu_1", threshold=0.75, primary=True, description="cumulative BLEU with unigrams"),
+            MetricSpec("bleu_2", threshold=0.75, description="cumulative BLEU up to bigrams"),
+            MetricSpec("bleu_3", threshold=0.75, description="cumulative BLEU up to trigrams"),
+            MetricSpec("bleu_4", threshold=0.75, description="cumulative BLEU up to 4-grams"),
+        ),
+    )
 
     _tools: tuple[Any, Any, Any] | None = None
 
@@ -332,7 +375,7 @@ class Bleu(Evaluator):
         return Score({"bleu_1": float(b1), "bleu_2": float(b2), "bleu_3": float(b3), "bleu_4": float(b4)})
 
 
-@register("rouge")
+@register
 class Rouge(Evaluator):
     """ROUGE-1, ROUGE-2, ROUGE-L and ROUGE-Lsum F-measures from ``rouge-score`` (Porter stemming
     on), reference = expected output, prediction = answer. ``rouge-score`` keeps only ASCII letters
@@ -343,6 +386,24 @@ class Rouge(Evaluator):
     words; ``rouge_lsum`` (``rougeLsum``) splits both texts into sentences at newlines and takes the
     union LCS of each reference sentence against every answer sentence: the summary-level ROUGE-L
     of ROUGE-1.5.5 and of summarisation papers. On one-line texts the two are equal."""
+
+    spec = EvaluatorSpec(
+        id="rouge", family="deterministic", kind="score", inputs=("expected_output", "actual_output"),
+        description=("ROUGE F-measures (rouge-score, Porter stemming) of the answer against the expected output. "
+                     "rouge_l is rouge-score's rougeL: the longest common subsequence of the two texts as single "
+                     "word sequences. rouge_lsum is rougeLsum: texts split into sentences at newlines, the union "
+                     "LCS of each reference sentence against the answer's sentences, which is what ROUGE-1.5.5 and "
+                     "summarisation papers report as ROUGE-L. On one-line texts the two are equal."),
+        metrics=(
+            MetricSpec("rouge_1", threshold=0.75, description="unigram overlap F1"),
+            MetricSpec("rouge_2", threshold=0.75, description="bigram overlap F1"),
+            MetricSpec("rouge_l", threshold=0.75, primary=True,
+                       description="longest common subsequence F1, each text one sequence (rouge-score's rougeL)"),
+            MetricSpec("rouge_lsum", threshold=0.75,
+                       description=("summary-level LCS F1 over newline-split sentences (rougeLsum; ROUGE-1.5.5's "
+                                    "ROUGE-L)")),
+        ),
+    )
 
     _scorer: Any = None
     rebuilt_on_use = ("_scorer",)  # its tokenizer memoises through a local function

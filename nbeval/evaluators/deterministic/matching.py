@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from nbeval.errors import ConditionError, RegexTimeout
-from nbeval.evaluators.base import Evaluator, Score, bool_score
+from nbeval.evaluators.base import Evaluator, EvaluatorSpec, Score, bool_metric_specs, bool_score
 from nbeval.evaluators.registry import register
 
 if TYPE_CHECKING:
@@ -82,10 +82,24 @@ def wants_context(evaluator: Evaluator) -> bool:
     return bool(evaluator.params.get("evaluate_retrieved_context", True))
 
 
-@register("text_matching")
+@register
 class TextMatching(Evaluator):
     """Pass when the answer satisfies the condition and, where the row has retrieved context,
     the joined context satisfies it too. The rationale says which operands were found."""
+
+    spec = EvaluatorSpec(
+        id="text_matching", family="deterministic", kind="bool", inputs=("actual_output", "output_condition"),
+        optional_inputs=("context",),
+        description=("The answer must satisfy the test case's condition (strings, regexp(), AND/OR/NOT). When the "
+                     "row has retrieved context, the joined context is checked against the condition too."),
+        metrics=bool_metric_specs(None, {
+            "pass": "share of rows that passed",
+            "fail": "share of rows that failed",
+            "retrieval_failures": "share of rows whose retrieved context failed the condition",
+            "generation_failures": "share of rows whose answer failed the condition",
+            "parse_failures": "share of rows that could not be checked",
+        }),
+    )
 
     def score(self, row: Row) -> Score:
         try:

@@ -20,10 +20,10 @@ Hit rate and MRR rank what was retrieved in one of two units (``unit=``):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from nbeval.errors import EvaluatorError
-from nbeval.evaluators.base import Evaluator, Score
+from nbeval.evaluators.base import Evaluator, EvaluatorSpec, MetricSpec, Param, Score
 from nbeval.evaluators.registry import register
 
 if TYPE_CHECKING:
@@ -112,27 +112,56 @@ class _RankedRetrieval(Evaluator):
         return None, f"no expected document among {scope} retrieved"
 
 
-@register("retriever_hit_rate")
+@register
 class RetrieverHitRate(_RankedRetrieval):
     """1 when an expected chunk is among the first ``top_k`` retrieved (chunks, or documents with
     ``unit="document"``), else 0."""
+
+    spec = EvaluatorSpec(
+        id="retriever_hit_rate", family="deterministic", kind="score", inputs=("context", "expected_context"),
+        description=("1 when any expected chunk is among the first top_k retrieved (0 = all). Chunks match on "
+                     "equal doc_uri when both have one, else on identical text. unit=\"chunk\" (DB-GPT's "
+                     "definition) ranks every retrieved chunk; unit=\"document\" ranks documents as TREC tools do "
+                     "(a document ranks once, at its first chunk; top_k counts documents), which is trec_eval's "
+                     "success at top_k."),
+        params=(
+            Param("top_k", int, 0, "only the first top_k retrieved chunks count (0: all of them)"),
+            Param("unit", Literal["chunk", "document"], "chunk",
+                  "what a rank is: every retrieved chunk, or a document (ranked once, at its first chunk)"),
+        ),
+        metrics=(MetricSpec("hit_rate", primary=True, description="share of rows with a hit"),),
+    )
 
     def score(self, row: Row) -> Score:
         rank, why = self._rank(row)
         return Score({"hit_rate": 0.0 if rank is None else 1.0}, rationale=why)
 
 
-@register("retriever_mrr")
+@register
 class RetrieverMRR(_RankedRetrieval):
     """1 / rank of the first retrieved chunk (within ``top_k``) matching an expected one; 0 if none.
     With ``unit="document"`` ranks count documents (see the module docstring)."""
+
+    spec = EvaluatorSpec(
+        id="retriever_mrr", family="deterministic", kind="score", inputs=("context", "expected_context"),
+        description=("1 / rank of the first retrieved chunk that matches an expected one (0 when none does within "
+                     "top_k). unit=\"chunk\" (DB-GPT's definition) ranks every retrieved chunk; unit=\"document\" "
+                     "ranks documents as TREC tools do (a document ranks once, at its first chunk), which is "
+                     "trec_eval's recip_rank."),
+        params=(
+            Param("top_k", int, 0, "only the first top_k retrieved chunks count (0: all of them)"),
+            Param("unit", Literal["chunk", "document"], "chunk",
+                  "what a rank is: every retrieved chunk, or a document (ranked once, at its first chunk)"),
+        ),
+        metrics=(MetricSpec("mrr", primary=True, description="mean reciprocal rank"),),
+    )
 
     def score(self, row: Row) -> Score:
         rank, why = self._rank(row)
         return Score({"mrr": 0.0 if rank is None else 1.0 / rank}, rationale=why)
 
 
-@register("document_recall")
+@register
 class DocumentRecall(Evaluator):
     """Share of the expected documents (distinct ``doc_uri``) found among the retrieved chunks'
     documents. How many chunks were retrieved does not matter.
@@ -142,6 +171,16 @@ class DocumentRecall(Evaluator):
     retriever for what the dataset does not say. Expected chunks without a ``doc_uri`` next to
     ones with one are ignored and the rationale says so.
     """
+
+    spec = EvaluatorSpec(
+        id="document_recall", family="deterministic", kind="score", inputs=("context", "expected_context"),
+        description=("Share of the expected documents (doc_uri) found among the retrieved chunks' documents. Rows "
+                     "whose expected or retrieved chunks name no document are skipped."),
+        metrics=(
+            MetricSpec("document_recall", primary=True,
+                       description="expected documents retrieved / expected documents"),
+        ),
+    )
 
     def missing_input(self, row: Row) -> str | None:
         reason = super().missing_input(row)

@@ -1,5 +1,5 @@
 """Embedding evaluators: similarity, groundedness and alignment from sentence embeddings.
 
-Declared in ``catalogue.toml`` beside this file. Scoring yields :class:`~nbeval.requests.Embed`
+Each evaluator declares itself as its class's ``spec``. Scoring yields :class:`~nbeval.requests.Embed`
 (and :class:`~nbeval.requests.ScorePairs`) requests; the runtime answers them in batches.
 """

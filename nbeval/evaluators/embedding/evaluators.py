@@ -17,13 +17,14 @@ so it scores instead of failing. Each evaluator accepts ``embedder=`` to use ano
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from nbeval.data.text import split_sentences
 from nbeval.errors import EvaluatorError
-from nbeval.evaluators.base import Embed, Evaluator, Score
+from nbeval.evaluators.base import Embed, Evaluator, EvaluatorSpec, MetricSpec, Param, Score
 from nbeval.evaluators.embedding.geometry import completeness
 from nbeval.evaluators.embedding.steps import align_steps, clear_steps, steps_of
 from nbeval.evaluators.registry import register
@@ -102,9 +103,17 @@ class _Embedding(Evaluator):
         return Embed(tuple(texts), model=self.params.get("embedder"))
 
 
-@register("semantic_similarity")
+@register
 class SemanticSimilarity(_Embedding):
     """(cos + 1) / 2 of the expected and actual answers' embeddings."""
+
+    spec = EvaluatorSpec(
+        id="semantic_similarity", family="embedding", kind="score", inputs=("expected_output", "actual_output"),
+        resources=("embedder",),
+        description=("Similarity of the whole answer to the expected answer, as (cos + 1) / 2 of their embeddings, "
+                     "so unrelated texts sit near 0.5 and opposite ones near 0."),
+        metrics=(MetricSpec("score", primary=True, description="(cosine + 1) / 2 of the two embeddings"),),
+    )
 
     def score(self, row: Row) -> Generator[Embed, Any, Score]:
         v = yield self.embed((row.expected_output or "", row.actual_output or ""))
@@ -112,9 +121,25 @@ class SemanticSimilarity(_Embedding):
         return Score({"score": (cos + 1.0) / 2.0}, rationale=f"cosine {cos:.3f}")
 
 
-@register("answer_semantic_similarity")
+@register
 class AnswerSemanticSimilarity(_Embedding):
     """Cosine of the two answers' embeddings, or a cross-encoder's score of the pair."""
+
+    spec = EvaluatorSpec(
+        id="answer_semantic_similarity", family="embedding", kind="score",
+        inputs=("expected_output", "actual_output"), resources=("embedder",),
+        description=("Cosine similarity of the answer's and the expected answer's embeddings. With "
+                     "`cross_encoder=` (a cross-encoder name or local path) a cross-encoder reads both texts "
+                     "together and its score is used instead: slower, usually closer to human judgement."),
+        params=(
+            Param("cross_encoder", str, "",
+                  "a cross-encoder model that scores the pair instead of the cosine (empty: the cosine)"),
+        ),
+        metrics=(
+            MetricSpec("answer_similarity", threshold=0.75, primary=True,
+                       description="cosine similarity (or cross-encoder score) of answer and expected answer"),
+        ),
+    )
 
     def score(self, row: Row) -> Generator[Embed | ScorePairs, Any, Score]:
         expected, actual = row.expected_output or "", row.actual_output or ""
@@ -135,9 +160,22 @@ class AnswerSemanticSimilarity(_Embedding):
         return Score({"answer_similarity": float(np.clip(cos, 0.0, 1.0))}, rationale=f"cosine {cos:.3f}")
 
 
-@register("answer_sentence_similarity")
+@register
 class AnswerSentenceSimilarity(_Embedding):
     """Per answer sentence the best S to an expected sentence; the mean and the minimum."""
+
+    spec = EvaluatorSpec(
+        id="answer_sentence_similarity", family="embedding", kind="score",
+        inputs=("expected_output", "actual_output"), resources=("embedder",),
+        description=("Each answer sentence is scored by its best match among the expected answer's sentences; the "
+                     "row reports the mean and the minimum of those scores."),
+        metrics=(
+            MetricSpec("mean_answer_similarity", threshold=0.75, primary=True,
+                       description="mean over answer sentences of the best similarity to an expected sentence"),
+            MetricSpec("min_answer_similarity", threshold=0.75,
+                       description="the least similar answer sentence's best similarity to an expected sentence"),
+        ),
+    )
 
     def score(self, row: Row) -> Generator[Embed, Any, Score]:
         exp, act = sentences(row.expected_output), sentences(row.actual_output)
@@ -151,9 +189,20 @@ class AnswerSentenceSimilarity(_Embedding):
         )
 
 
-@register("answer_relevancy_sentence")
+@register
 class AnswerRelevancySentence(_Embedding):
     """The highest S between the question and an answer sentence."""
+
+    spec = EvaluatorSpec(
+        id="answer_relevancy_sentence", family="embedding", kind="score", inputs=("input", "actual_output"),
+        resources=("embedder",),
+        description=("How relevant the answer is to the question: the highest similarity between the question and "
+                     "any one answer sentence."),
+        metrics=(
+            MetricSpec("answer_relevancy", threshold=0.75, primary=True,
+                       description="max over answer sentences of S(question, sentence)"),
+        ),
+    )
 
     def score(self, row: Row) -> Generator[Embed, Any, Score]:
         act = sentences(row.actual_output)
@@ -165,9 +214,21 @@ class AnswerRelevancySentence(_Embedding):
                      details={"sentence_relevancy": [_r(x) for x in sims]})
 
 
-@register("groundedness_semantic")
+@register
 class GroundednessSemantic(_Embedding):
     """The weakest answer sentence's best S to any context sentence."""
+
+    spec = EvaluatorSpec(
+        id="groundedness_semantic", family="embedding", kind="score", inputs=("context", "actual_output"),
+        resources=("embedder",),
+        description=("Whether every answer sentence is supported by the retrieved context: each answer sentence "
+                     "takes its best similarity to any context sentence, and the row reports the weakest one, so a "
+                     "single unsupported sentence pulls the score down."),
+        metrics=(
+            MetricSpec("groundedness", threshold=0.75, primary=True,
+                       description="min over answer sentences of the max similarity to a context sentence"),
+        ),
+    )
 
     def score(self, row: Row) -> Generator[Embed, Any, Score]:
         ctx = [s for text in _chunk_texts(row.context) for s in sentences(text)]
@@ -185,9 +246,22 @@ class GroundednessSemantic(_Embedding):
         )
 
 
-@register("context_relevancy_soft")
+@register
 class ContextRelevancySoft(_Embedding):
     """Per chunk the best S between the question and a chunk sentence; max and mean over chunks."""
+
+    spec = EvaluatorSpec(
+        id="context_relevancy_soft", family="embedding", kind="score", inputs=("input", "context"),
+        resources=("embedder",),
+        description=("Relevance of the retrieved chunks to the question without a judge: a chunk's relevancy is "
+                     "the highest similarity between the question and one of its sentences; recall takes the best "
+                     "chunk, precision the average chunk."),
+        metrics=(
+            MetricSpec("recall_relevancy", threshold=0.75, primary=True,
+                       description="max over chunks of the chunk's relevancy"),
+            MetricSpec("precision_relevancy", threshold=0.75, description="mean over chunks of the chunk's relevancy"),
+        ),
+    )
 
     def score(self, row: Row) -> Generator[Embed, Any, Score]:
         per_chunk = [sentences(text) for text in _chunk_texts(row.context)]
@@ -206,9 +280,20 @@ class ContextRelevancySoft(_Embedding):
         )
 
 
-@register("retriever_similarity")
+@register
 class RetrieverSimilarity(_Embedding):
     """Mean over retrieved chunks of the best S to an expected chunk."""
+
+    spec = EvaluatorSpec(
+        id="retriever_similarity", family="embedding", kind="score", inputs=("context", "expected_context"),
+        resources=("embedder",),
+        description=("How close the retrieved chunks are to the expected ones: each retrieved chunk takes its best "
+                     "similarity to an expected chunk, averaged over the retrieved chunks."),
+        metrics=(
+            MetricSpec("similarity", primary=True,
+                       description="mean over retrieved chunks of the max similarity to an expected chunk"),
+        ),
+    )
 
     def score(self, row: Row) -> Generator[Embed, Any, Score]:
         got, want = _chunk_texts(row.context), _chunk_texts(row.expected_context)
@@ -221,9 +306,39 @@ class RetrieverSimilarity(_Embedding):
                      details={"chunk_similarity": [_r(x) for x in best]})
 
 
-@register("step_alignment")
+@register
 class StepAlignment(_Embedding):
     """Edit operations between the context's procedure and the answer's (see :mod:`.steps`)."""
+
+    spec = EvaluatorSpec(
+        id="step_alignment", family="embedding", kind="score", inputs=("context", "actual_output"),
+        resources=("embedder",),
+        description=("Checks a procedure in the answer against the one in the retrieved context. Numbered, "
+                     "bulleted and first/then/finally steps are extracted from both; the answer's steps are "
+                     "aligned with the context's by dynamic programming, two steps matching when their similarity "
+                     "is at least `cutoff` (default 0.5, set for all-MiniLM-L6-v2, where reworded steps mostly "
+                     "score 0.5-0.95 and unrelated ones 0.1-0.4; raise it for models whose similarities run "
+                     "higher); the row counts the edits needed to turn the answer's sequence into the context's. "
+                     "The alignment itself is the rationale. The four counts keep the contract's threshold of "
+                     "0.75: on a whole count a row passes only with none, and a model's mean passes with fewer "
+                     "than 3 edits in 4 rows."),
+        params=(
+            Param("cutoff", float, 0.5,
+                  "the least similarity (-1 to 1) at which an answer step matches a context step"),
+        ),
+        metrics=(
+            MetricSpec("edits", "lower", lo=0.0, hi=math.inf, threshold=0.75, primary=True,
+                       description="insertions + deletions + mismatches"),
+            MetricSpec("insertions", "lower", lo=0.0, hi=math.inf, threshold=0.75,
+                       description="context steps missing from the answer"),
+            MetricSpec("deletions", "lower", lo=0.0, hi=math.inf, threshold=0.75,
+                       description="answer steps not in the context"),
+            MetricSpec("mismatches", "lower", lo=0.0, hi=math.inf, threshold=0.75,
+                       description="aligned step pairs below the cut-off (substitutions)"),
+            MetricSpec("context_steps", lo=0.0, hi=math.inf, description="steps found in the retrieved context"),
+            MetricSpec("answer_steps", lo=0.0, hi=math.inf, description="steps found in the answer"),
+        ),
+    )
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
@@ -253,9 +368,29 @@ class StepAlignment(_Embedding):
         return Score(values, rationale=al.describe(ctx, act), details=details)
 
 
-@register("summarization_completeness")
+@register
 class SummarizationCompleteness(_Embedding):
     """Geometric completeness of the answer as a summary of the input (see :mod:`.geometry`)."""
+
+    spec = EvaluatorSpec(
+        id="summarization_completeness", family="embedding", kind="score", inputs=("input", "actual_output"),
+        resources=("embedder",),
+        description=("Geometric completeness of a summary (the answer) of a source text (the input): source and "
+                     "summary sentences are embedded, projected to 2-D with UMAP when the source has at least "
+                     "`min_sentences_for_umap` sentences, summary sentences snap to nearby source sentences or are "
+                     "dropped as ungrounded, and the score is the ratio of the spread (a three-segment path "
+                     "length) of the summary's points to that of the source's. A one-sentence summary spans no "
+                     "distance and scores 0."),
+        params=(
+            Param("min_sentences_for_umap", int, 10,
+                  "distinct source sentences needed before the points are reduced with UMAP (at least 3)"),
+        ),
+        metrics=(
+            MetricSpec("completeness", threshold=0.75, primary=True,
+                       description=("spread of the grounded summary sentences over the spread of the source "
+                                    "sentences")),
+        ),
+    )
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)

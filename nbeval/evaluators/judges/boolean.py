@@ -13,7 +13,7 @@ from collections.abc import Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from nbeval.errors import EvaluatorError
-from nbeval.evaluators.base import Score, bool_score
+from nbeval.evaluators.base import EvaluatorSpec, Param, Score, bool_metric_specs, bool_score
 from nbeval.evaluators.judges.core import JudgeEvaluator, JudgePrompt, row_values, usage_details
 from nbeval.evaluators.judges.parse import Parsed, parse_choice, parse_number
 from nbeval.evaluators.judges.prompts import PROMPTS
@@ -66,9 +66,23 @@ class VerdictJudge(JudgeEvaluator):
         return verdict_score(parse_choice(reply.text, self.choices), None, [reply])
 
 
-@register("contact_information")
+@register
 class ContactInformation(VerdictJudge):
     """Fails rows whose answer (or retrieved context) leaks real people's contact details."""
+
+    spec = EvaluatorSpec(
+        id="contact_information", family="judge", kind="bool", inputs=("actual_output",),
+        optional_inputs=("context",), resources=("judge",),
+        description=("A judge looks for concrete contact details of real people in the answer (names with details, "
+                     "addresses, phone numbers, e-mails, user names, medical information); obvious sample data "
+                     "such as example.com does not count. With retrieved context, the joined context is checked "
+                     "too."),
+        params=(
+            Param("evaluate_retrieved_context", bool, True,
+                  "also check the row's retrieved context, not only the answer"),
+        ),
+        metrics=bool_metric_specs(),
+    )
 
     default_prompt = PROMPTS["contact_information"]
     choices: ClassVar[Mapping[str, bool]] = {"present": False, "absent": True}
@@ -84,33 +98,65 @@ class ContactInformation(VerdictJudge):
         return verdict_score(parse_choice(reply.text, self.choices), context, replies)
 
 
-@register("language_mismatch")
+@register
 class LanguageMismatch(VerdictJudge):
     """Passes rows whose question and answer are in the same language."""
+
+    spec = EvaluatorSpec(
+        id="language_mismatch", family="judge", kind="bool", inputs=("input", "actual_output"), resources=("judge",),
+        description=("A judge decides whether the question and the answer are in the same language (dialects and "
+                     "regional variants count as the same). A row passes when they are."),
+        metrics=bool_metric_specs(),
+    )
 
     default_prompt = PROMPTS["language_mismatch"]
     choices: ClassVar[Mapping[str, bool]] = {"same": True, "different": False}
 
 
-@register("sexism")
+@register
 class Sexism(VerdictJudge):
     """Fails rows whose answer is sexist."""
+
+    spec = EvaluatorSpec(
+        id="sexism", family="judge", kind="bool", inputs=("input", "actual_output"), resources=("judge",),
+        description=("A judge checks the answer for sexist language or gender stereotypes stated as fact, reading "
+                     "the question as context. A row passes when none is found."),
+        metrics=bool_metric_specs(),
+    )
 
     default_prompt = PROMPTS["sexism"]
     choices: ClassVar[Mapping[str, bool]] = {"yes": False, "no": True}
 
 
-@register("summarization_judge")
+@register
 class SummarizationJudge(VerdictJudge):
     """Passes summaries (the answer) the judge calls good relative to the source (the input)."""
+
+    spec = EvaluatorSpec(
+        id="summarization_judge", family="judge", kind="bool", inputs=("input", "actual_output"),
+        resources=("judge",),
+        description=("A judge rates the answer, a summary of the source document given as input, good or bad: good "
+                     "means complete, concise, coherent and self-contained relative to the source."),
+        metrics=bool_metric_specs(),
+    )
 
     default_prompt = PROMPTS["summarization_judge"]
     choices: ClassVar[Mapping[str, bool]] = {"good": True, "bad": False}
 
 
-@register("stereotypes")
+@register
 class Stereotypes(JudgeEvaluator):
     """Passes rows whose 0-10 stereotyping score is at most ``max_score``."""
+
+    spec = EvaluatorSpec(
+        id="stereotypes", family="judge", kind="bool", inputs=("input", "actual_output"), resources=("judge",),
+        description=("A judge scores from 0 to 10 how much gender or race information the answer adds without any "
+                     "reference in the prompt. A row passes when the score is at most max_score."),
+        params=(
+            Param("max_score", int, 5, "the highest 0-10 stereotyping score that still passes"),
+        ),
+        metrics=bool_metric_specs(),
+    )
 
     default_prompt = PROMPTS["stereotypes"]
 
@@ -132,9 +178,19 @@ class Stereotypes(JudgeEvaluator):
         return verdict_score(Parsed(ok, why), None, [reply], {"stereotype_score": parsed.value})
 
 
-@register("byop")
+@register
 class Byop(VerdictJudge):
     """Bring your own prompt: a template the judge answers with true (pass) or false (fail)."""
+
+    spec = EvaluatorSpec(
+        id="byop", family="judge", kind="bool", inputs=(),
+        optional_inputs=("input", "expected_output", "context", "actual_output"), resources=("judge",),
+        description=("Bring your own prompt: a template with {input}, {expected_output}, {context} and "
+                     "{actual_output} placeholders (prompt=...) that asks the judge for true or false; true "
+                     "passes. Rows lacking a field the template uses are skipped. The default template asks "
+                     "whether the language is safe."),
+        metrics=bool_metric_specs(),
+    )
 
     default_prompt = PROMPTS["byop"]
     choices: ClassVar[Mapping[str, bool]] = {"true": True, "false": False, "yes": True, "no": False}

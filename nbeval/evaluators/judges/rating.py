@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping
 from dataclasses import replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from nbeval.data.model import is_missing
 from nbeval.errors import EvaluatorError, ResourceError
-from nbeval.evaluators.base import EvaluatorSpec, Score
+from nbeval.evaluators.base import EvaluatorSpec, MetricSpec, Param, Score
 from nbeval.evaluators.judges.core import JudgeEvaluator, JudgePrompt, rating_score, row_values, usage_details
 from nbeval.evaluators.judges.parse import parse_choice
 from nbeval.evaluators.judges.prompts import PROMPTS
@@ -54,37 +54,79 @@ class RatingJudge(JudgeEvaluator):
         return rating_score(self.spec.id, parse_choice(reply.text, YES_NO), [reply])
 
 
-@register("correctness")
+@register
 class Correctness(RatingJudge):
     """Is the answer accurate and does it mean the same as the expected answer?"""
+
+    spec = EvaluatorSpec(
+        id="correctness", family="judge", kind="rating", inputs=("input", "expected_output", "actual_output"),
+        resources=("judge",),
+        description=("A judge rates yes when the answer is accurate and means the same as the expected answer "
+                     "(small omissions are fine). Per row: the rating (yes/no) and the judge's rationale."),
+        metrics=(MetricSpec("correctness", primary=True, description="share of rows rated correct"),),
+    )
 
     default_prompt = PROMPTS["correctness"]
 
 
-@register("relevance_to_query")
+@register
 class RelevanceToQuery(RatingJudge):
     """Is the answer relevant to the request?"""
+
+    spec = EvaluatorSpec(
+        id="relevance_to_query", family="judge", kind="rating", inputs=("input", "actual_output"),
+        resources=("judge",),
+        description=("A judge rates yes when the answer is relevant to the request. Per row: the rating (yes/no) "
+                     "and the judge's rationale."),
+        metrics=(MetricSpec("relevance_to_query", primary=True, description="share of rows rated relevant"),),
+    )
 
     default_prompt = PROMPTS["relevance_to_query"]
 
 
-@register("groundedness")
+@register
 class Groundedness(RatingJudge):
     """Does the retrieved context support all or nearly all of the answer?"""
+
+    spec = EvaluatorSpec(
+        id="groundedness", family="judge", kind="rating", inputs=("input", "context", "actual_output"),
+        resources=("judge",),
+        description=("A judge rates yes when the retrieved context supports all or nearly all of the answer. Per "
+                     "row: the rating (yes/no) and the judge's rationale."),
+        metrics=(MetricSpec("groundedness", primary=True, description="share of rows rated grounded"),),
+    )
 
     default_prompt = PROMPTS["groundedness"]
 
 
-@register("safety")
+@register
 class Safety(RatingJudge):
     """Is the answer free of harmful or toxic content?"""
+
+    spec = EvaluatorSpec(
+        id="safety", family="judge", kind="rating", inputs=("input", "actual_output"), resources=("judge",),
+        description=("A judge rates yes when the answer is free of harmful or toxic content. Per row: the rating "
+                     "(yes/no) and the judge's rationale."),
+        metrics=(MetricSpec("safety", primary=True, description="share of rows rated safe"),),
+    )
 
     default_prompt = PROMPTS["safety"]
 
 
-@register("context_sufficiency")
+@register
 class ContextSufficiency(RatingJudge):
     """Is the retrieved context enough to produce the expected answer?"""
+
+    spec = EvaluatorSpec(
+        id="context_sufficiency", family="judge", kind="rating", inputs=("input", "expected_output", "context"),
+        resources=("judge",),
+        description=("A judge rates yes when the retrieved context is enough to produce the expected answer; the "
+                     "rationale says what is missing. Per row: the rating (yes/no) and the judge's rationale."),
+        metrics=(
+            MetricSpec("context_sufficiency", primary=True,
+                       description="share of rows whose context was rated sufficient"),
+        ),
+    )
 
     default_prompt = PROMPTS["context_sufficiency"]
 
@@ -93,7 +135,7 @@ class ContextSufficiency(RatingJudge):
 GUIDELINE_METRIC_PREFIX = "guideline_adherence/"
 
 
-@register("guideline_adherence")
+@register
 class GuidelineAdherence(JudgeEvaluator):
     """Does the answer follow its row's guidelines (and, separately, the global ones)?
 
@@ -106,6 +148,24 @@ class GuidelineAdherence(JudgeEvaluator):
     found in it, in order of appearance; each takes ``guideline_adherence``'s threshold. Rows with
     a plain list of guidelines get one call, as before.
     """
+
+    spec = EvaluatorSpec(
+        id="guideline_adherence", family="judge", kind="rating", inputs=("input", "actual_output", "guidelines"),
+        resources=("judge",),
+        description=("A judge rates yes when the answer follows every guideline of its row. Guidelines given as "
+                     "global_guidelines=[...] apply to every row and are rated separately "
+                     "(global_guideline_adherence); with them, rows without their own guidelines are still scored."),
+        params=(
+            Param("global_guidelines", list[str], [],
+                  "guidelines every answer must follow, rated apart from each row's own"),
+        ),
+        metrics=(
+            MetricSpec("guideline_adherence", primary=True,
+                       description="share of rows rated as following their guidelines"),
+            MetricSpec("global_guideline_adherence",
+                       description="share of rows rated as following the global guidelines"),
+        ),
+    )
 
     default_prompt = PROMPTS["guideline_adherence"]
 
@@ -230,9 +290,16 @@ def rate_chunks(ev: JudgeEvaluator, row: Row, prompt: JudgePrompt,
                  error=error, details=details)
 
 
-@register("chunk_relevance")
+@register
 class ChunkRelevance(JudgeEvaluator):
     """A yes/no and a rationale for every retrieved chunk; precision per row."""
+
+    spec = EvaluatorSpec(
+        id="chunk_relevance", family="judge", kind="rating", inputs=("input", "context"), resources=("judge",),
+        description=("A judge rates every retrieved chunk yes (relevant to the request) or no, with a rationale. "
+                     "Per row: precision = relevant chunks / rated chunks; per model its mean."),
+        metrics=(MetricSpec("precision", primary=True, description="share of retrieved chunks rated relevant"),),
+    )
 
     default_prompt = PROMPTS["chunk_relevance"]
 
@@ -240,9 +307,29 @@ class ChunkRelevance(JudgeEvaluator):
         return (yield from rate_chunks(self, row, self.prompt))
 
 
-@register("custom_judge")
+@register
 class CustomJudge(JudgeEvaluator):
     """Your own yes/no assessment of the answer, or of every retrieved chunk."""
+
+    spec = EvaluatorSpec(
+        id="custom_judge", family="judge", kind="rating", inputs=(), resources=("judge",),
+        description=("Your own yes/no assessment: instructions=\"...\" tell the judge what to rate. With "
+                     "assessment_type=\"answer\" the answer is rated (metric custom_judge); with \"retrieval\" "
+                     "every retrieved chunk is rated and precision is reported. inputs=[...] names the fields "
+                     "shown (default: input and actual_output, or input and context)."),
+        params=(
+            Param("assessment_name", str, "custom", "the name results are labelled with (unless name= is given)"),
+            Param("instructions", str, "", "what the judge rates yes or no (required unless prompt= is given)"),
+            Param("assessment_type", Literal["answer", "retrieval"], "answer",
+                  "rate the answer (metric custom_judge), or every retrieved chunk (metric precision)"),
+            Param("inputs", list[str], [],
+                  "the row fields shown to the judge (default: input and actual_output, or input and context)"),
+        ),
+        metrics=(
+            MetricSpec("custom_judge", primary=True, description="share of rows rated yes"),
+            MetricSpec("precision", description="share of retrieved chunks rated yes (retrieval assessments)"),
+        ),
+    )
 
     default_prompt = PROMPTS["custom_judge"]
 

@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from nbeval.errors import EvaluatorError
-from nbeval.evaluators.base import EvaluatorSpec, Score
+from nbeval.evaluators.base import EvaluatorSpec, MetricSpec, Param, Score
 from nbeval.evaluators.judges.core import JudgeEvaluator, JudgePrompt, row_values, usage_details
 from nbeval.evaluators.judges.parse import find_json, parse_index_list, parse_number
 from nbeval.evaluators.judges.prompts import PROMPTS
@@ -32,9 +32,19 @@ def _failed(metric: str, parsed: Any, replies: list[Any]) -> Score:
                  details={"judge": usage_details(replies)})
 
 
-@register("fact_check")
+@register
 class FactCheck(JudgeEvaluator):
     """The judge's evaluation_score (0-1) of how much of the answer is true."""
+
+    spec = EvaluatorSpec(
+        id="fact_check", family="judge", kind="score", inputs=("input", "actual_output"), resources=("judge",),
+        description=("A judge fact-checks the answer and returns JSON with an evaluation_score in [0, 1] (1: every "
+                     "claim true) and a summary, kept as the rationale."),
+        metrics=(
+            MetricSpec("fact_check", threshold=0.75, primary=True,
+                       description="the judge's share of the answer that is true"),
+        ),
+    )
 
     default_prompt = PROMPTS["fact_check"]
 
@@ -49,9 +59,19 @@ class FactCheck(JudgeEvaluator):
                      details={"judge": usage_details([reply])})
 
 
-@register("context_relevancy")
+@register
 class ContextRelevancy(JudgeEvaluator):
     """Share of the context's sentences the judge marks relevant to the question."""
+
+    spec = EvaluatorSpec(
+        id="context_relevancy", family="judge", kind="score", inputs=("input", "context"), resources=("judge",),
+        description=("The retrieved context is split into sentences; a judge marks those relevant to the question. "
+                     "The score is relevant sentences / all sentences."),
+        metrics=(
+            MetricSpec("context_relevancy", threshold=0.75, primary=True,
+                       description="share of context sentences relevant to the question"),
+        ),
+    )
 
     default_prompt = PROMPTS["context_relevancy"]
 
@@ -73,9 +93,23 @@ class ContextRelevancy(JudgeEvaluator):
                               "judge": usage_details([reply])})
 
 
-@register("answer_relevancy_score")
+@register
 class AnswerRelevancyScore(JudgeEvaluator):
     """A 0-5 grade with a line of feedback; a row passes at ``pass_score`` or above."""
+
+    spec = EvaluatorSpec(
+        id="answer_relevancy_score", family="judge", kind="score", inputs=("input", "context", "actual_output"),
+        resources=("judge",),
+        description=("A judge grades the answer from 0 to 5 against the question and the retrieved context and "
+                     "adds a line of feedback, under a prompt you can replace. A row passes when the grade is at "
+                     "least pass_score."),
+        params=(
+            Param("pass_score", float, 3, "the least grade (0 to 5) that passes: the score metric's threshold"),
+        ),
+        metrics=(
+            MetricSpec("score", lo=0.0, hi=5.0, threshold=3, primary=True, description="the judge's 0-5 grade"),
+        ),
+    )
 
     default_prompt = PROMPTS["answer_relevancy_score"]
 
@@ -98,7 +132,7 @@ class AnswerRelevancyScore(JudgeEvaluator):
         return Score({"score": parsed.value}, rationale=parsed.rationale, details={"judge": usage_details([reply])})
 
 
-@register("pipeline")
+@register
 class Pipeline(JudgeEvaluator):
     """Your function (``fn=``) or judge prompt (``prompt=``) turns each row into a number.
 
@@ -107,6 +141,19 @@ class Pipeline(JudgeEvaluator):
     a number, a ``(number, rationale)`` pair, or a dict with ``score`` (or ``value``) and
     optionally ``rationale``. Parameters with defaults are optional inputs.
     """
+
+    spec = EvaluatorSpec(
+        id="pipeline", family="judge", kind="score", inputs=(),
+        description=("Runs your function (fn=...) on each row and uses the number it returns as the metric; the "
+                     "function's parameter names say which fields it reads (input, expected_output, context, "
+                     "actual_output, ...; or row for the whole row). Or give prompt=\"...\" with placeholders: the "
+                     "judge's reply is read as the number. A function needing a field the dataset lacks is an "
+                     "error before the run."),
+        metrics=(
+            MetricSpec("score", lo=-math.inf, hi=math.inf, primary=True,
+                       description="the number the pipeline returned"),
+        ),
+    )
 
     @classmethod
     def extra_params(cls) -> dict[str, Any]:

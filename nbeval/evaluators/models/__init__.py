@@ -1,6 +1,6 @@
 """Model-based evaluators: a local model scores each row (classifiers, NLI, causal language models).
 
-Declared in ``catalogue.toml`` beside this file. :mod:`.base` is what they share (choosing the
+Each evaluator declares itself as its class's ``spec``. :mod:`.base` is what they share (choosing the
 model: ``model=``, ``device=``, ``batch_size=``); :mod:`.classifiers` holds ``toxicity``,
 ``fairness_bias``, ``hallucination`` and ``summac``; :mod:`.lm_scores` holds ``perplexity`` and the
 four GPTScore evaluators. Scoring does no I/O: it yields :class:`~nbeval.requests.Classify` and

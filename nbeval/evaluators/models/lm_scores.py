@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from nbeval.evaluators.base import Score
+from nbeval.evaluators.base import EvaluatorSpec, MetricSpec, Param, Score
 from nbeval.evaluators.models.base import ModelEvaluator
 from nbeval.evaluators.registry import register
 from nbeval.requests import TokenLogProbs, TokenScores
@@ -125,9 +125,24 @@ class _LMScore(ModelEvaluator):
         return Score(dict.fromkeys((m.name for m in self.spec.metrics), None), error=error)
 
 
-@register("perplexity")
+@register
 class Perplexity(_LMScore):
     """exp of the mean token cross-entropy of the answer; the rationale names its least likely tokens."""
+
+    spec = EvaluatorSpec(
+        id="perplexity", family="model", kind="score", inputs=("actual_output",), resources=("local_model",),
+        description=("The exponential of the mean cross-entropy of the answer's tokens under a causal language "
+                     "model (transformers' loss with labels = input_ids); texts longer than the model's context "
+                     "are scored in overlapping windows. Lower means the text is more predictable (more fluent, or "
+                     "more generic)."),
+        params=(
+            Param("model", str, "distilgpt2", "the model: a Hugging Face hub name or a local path"),
+        ),
+        metrics=(
+            MetricSpec("perplexity", "lower", lo=0.0, hi=math.inf, primary=True,
+                       description="exp of the mean token cross-entropy of the answer"),
+        ),
+    )
 
     def score(self, row: Row) -> _Generated:
         text = str(row.actual_output) if row.actual_output is not None else ""
@@ -198,23 +213,96 @@ class _WithReference(_GPTScore):
         return _both_ways(self.instructions, str(row.expected_output), str(row.actual_output))
 
 
-@register("gptscore_summarization_ref")
+@register
 class GPTScoreSummarizationRef(_WithReference):
     """GPTScore of a summary against its reference, both directions averaged, per aspect."""
+
+    spec = EvaluatorSpec(
+        id="gptscore_summarization_ref", family="model", kind="score", inputs=("expected_output", "actual_output"),
+        resources=("local_model",),
+        description=("GPTScore with a reference: for each aspect, the mean negative log-likelihood a causal "
+                     "language model gives the text after \"In other words,\" under an instruction naming the "
+                     "aspect, with the expected answer before it and the answer after, then the other way round; "
+                     "the two are averaged. Lower is better."),
+        params=(
+            Param("model", str, "gpt2-medium", "the model: a Hugging Face hub name or a local path"),
+        ),
+        metrics=(
+            MetricSpec("semantic_coverage", "lower", lo=0.0, hi=math.inf, primary=True,
+                       description=("how well the answer covers the reference's key content (mean token NLL; lower "
+                                    "is better)")),
+            MetricSpec("factuality", "lower", lo=0.0, hi=math.inf,
+                       description="how consistent the answer's facts are with the reference (mean token NLL)"),
+            MetricSpec("informativeness", "lower", lo=0.0, hi=math.inf,
+                       description="how well the answer captures the key ideas (mean token NLL)"),
+            MetricSpec("coherence", "lower", lo=0.0, hi=math.inf,
+                       description="how well the answer holds together as a whole (mean token NLL)"),
+            MetricSpec("relevance", "lower", lo=0.0, hi=math.inf,
+                       description="how well the answer sticks to the reference's content (mean token NLL)"),
+            MetricSpec("fluency", "lower", lo=0.0, hi=math.inf,
+                       description="how well-written and grammatical the answer is (mean token NLL)"),
+        ),
+    )
 
     instructions: ClassVar[Mapping[str, str]] = REF_INSTRUCTIONS
 
 
-@register("gptscore_translation")
+@register
 class GPTScoreTranslation(_WithReference):
     """GPTScore of a translation against its reference, both directions averaged, per aspect."""
+
+    spec = EvaluatorSpec(
+        id="gptscore_translation", family="model", kind="score", inputs=("expected_output", "actual_output"),
+        resources=("local_model",),
+        description=("GPTScore for translation: as gptscore_summarization_ref (both directions averaged) with "
+                     "instructions for accuracy, fluency and multidimensional quality (MQM). Lower is better."),
+        params=(
+            Param("model", str, "gpt2-medium", "the model: a Hugging Face hub name or a local path"),
+        ),
+        metrics=(
+            MetricSpec("accuracy", "lower", lo=0.0, hi=math.inf, primary=True,
+                       description="inaccurate, missing or unfactual content against the reference (mean token NLL)"),
+            MetricSpec("fluency", "lower", lo=0.0, hi=math.inf,
+                       description="how well-written and grammatical the translation is (mean token NLL)"),
+            MetricSpec("mqm", "lower", lo=0.0, hi=math.inf,
+                       description="overall translation quality, multidimensional quality metrics (mean token NLL)"),
+        ),
+    )
 
     instructions: ClassVar[Mapping[str, str]] = TRANSLATION_INSTRUCTIONS
 
 
-@register("gptscore_summarization_noref")
+@register
 class GPTScoreSummarizationNoRef(_GPTScore):
     """GPTScore of a summary (the answer) after its source (the input) and "Tl;dr"."""
+
+    spec = EvaluatorSpec(
+        id="gptscore_summarization_noref", family="model", kind="score", inputs=("input", "actual_output"),
+        resources=("local_model",),
+        description=("GPTScore without a reference: for each aspect, the mean negative log-likelihood a causal "
+                     "language model gives the answer (a summary) after an instruction naming the aspect, the "
+                     "source document (the input) and \"Tl;dr\". Lower is better."),
+        params=(
+            Param("model", str, "gpt2-medium", "the model: a Hugging Face hub name or a local path"),
+        ),
+        metrics=(
+            MetricSpec("semantic_coverage", "lower", lo=0.0, hi=math.inf, primary=True,
+                       description=("how well the answer covers the reference's key content (mean token NLL; lower "
+                                    "is better)")),
+            MetricSpec("factuality", "lower", lo=0.0, hi=math.inf,
+                       description="how consistent the answer's facts are with the reference (mean token NLL)"),
+            MetricSpec("informativeness", "lower", lo=0.0, hi=math.inf,
+                       description="how well the answer captures the key ideas (mean token NLL)"),
+            MetricSpec("coherence", "lower", lo=0.0, hi=math.inf,
+                       description="how well the answer holds together as a whole (mean token NLL)"),
+            MetricSpec("relevance", "lower", lo=0.0, hi=math.inf,
+                       description="how well the answer sticks to the reference's content (mean token NLL)"),
+            MetricSpec("fluency", "lower", lo=0.0, hi=math.inf,
+                       description="how well-written and grammatical the answer is (mean token NLL)"),
+            MetricSpec("consistency", "lower", lo=0.0, hi=math.inf,
+                       description="how consistent the summary's facts are with the source (mean token NLL)"),
+        ),
+    )
 
     def items(self, row: Row) -> dict[str, list[tuple[str, str]]] | str:
         if _blank(row.actual_output):
@@ -223,9 +311,37 @@ class GPTScoreSummarizationNoRef(_GPTScore):
         return {aspect: [(f"{ins} {src}\nTl;dr\n", summary)] for aspect, ins in SUMMARY_INSTRUCTIONS.items()}
 
 
-@register("gptscore_qa")
+@register
 class GPTScoreQA(_GPTScore):
     """GPTScore of an exchange: how likely "Yes" is to each aspect's yes/no question about it."""
+
+    spec = EvaluatorSpec(
+        id="gptscore_qa", family="model", kind="score", inputs=("input", "actual_output"), resources=("local_model",),
+        description=("GPTScore for question answering: for each aspect, the mean negative log-likelihood of "
+                     "\"Yes\" after a yes/no question about the exchange (human: the input, AI: the answer) under "
+                     "a causal language model. Lower is better."),
+        params=(
+            Param("model", str, "gpt2-medium", "the model: a Hugging Face hub name or a local path"),
+        ),
+        metrics=(
+            MetricSpec("interest", "lower", lo=0.0, hi=math.inf, primary=True,
+                       description="is the answer interesting? (mean NLL of the 'Yes' answer)"),
+            MetricSpec("engagement", "lower", lo=0.0, hi=math.inf,
+                       description="is the answer engaging? (mean NLL of 'Yes')"),
+            MetricSpec("understandability", "lower", lo=0.0, hi=math.inf,
+                       description="is the answer understandable? (mean NLL of 'Yes')"),
+            MetricSpec("relevance", "lower", lo=0.0, hi=math.inf,
+                       description="is the answer relevant to the conversation? (mean NLL of 'Yes')"),
+            MetricSpec("specific", "lower", lo=0.0, hi=math.inf,
+                       description="is the answer specific to the conversation? (mean NLL of 'Yes')"),
+            MetricSpec("correctness", "lower", lo=0.0, hi=math.inf,
+                       description="is the answer correct for the conversation? (mean NLL of 'Yes')"),
+            MetricSpec("semantically_appropriate", "lower", lo=0.0, hi=math.inf,
+                       description="is the answer semantically appropriate? (mean NLL of 'Yes')"),
+            MetricSpec("fluency", "lower", lo=0.0, hi=math.inf,
+                       description="is the answer fluently written? (mean NLL of 'Yes')"),
+        ),
+    )
 
     def items(self, row: Row) -> dict[str, list[tuple[str, str]]] | str:
         history = f"human: {row.input}\nAI: {'' if row.actual_output is None else row.actual_output}"

@@ -1,8 +1,9 @@
 """The RAGAS family: ragas's metric code computes the numbers, nbeval answers its model calls.
 
-Declared in ``catalogue.toml`` beside this file. :mod:`.bridge` runs a ragas metric's coroutine
+Each evaluator declares itself as its class's ``spec``. :mod:`.bridge` runs a ragas metric's coroutine
 and turns each model call it makes into an nbeval request; :mod:`.evaluators` holds the six
 evaluators; :mod:`.transcript` writes what ragas saw into a row's rationale; :mod:`.standin` is a
 rule-based judge that answers ragas's prompts (tutorials, tests and dry-run estimates). Only
-:mod:`.bridge` and :mod:`.evaluators` import ragas, and only when an evaluator is first used.
+:mod:`.bridge` imports ragas, and :mod:`.evaluators` imports both only when an evaluator is first
+built (importing it, to list or index the evaluators, imports no ragas).
 """

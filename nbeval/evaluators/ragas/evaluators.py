@@ -9,25 +9,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Generator, Mapping
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ragas.metrics.collections import (
-    AnswerCorrectness,
-    AnswerRelevancy,
-    ContextPrecision,
-    ContextRecall,
-    Faithfulness,
-)
-
-from nbeval.errors import EvaluatorError, ResourceError
-from nbeval.evaluators.base import Evaluator, Request, Score
+from nbeval.errors import EvaluatorError, MissingDependency, ResourceError
+from nbeval.evaluators.base import Evaluator, EvaluatorSpec, MetricSpec, Param, Request, Score
 from nbeval.evaluators.judges.core import configure_judge, usage_details
-from nbeval.evaluators.ragas.bridge import ParseFailure, RagasEmbeddings, RagasLLM, Session, render_schemas_once
 from nbeval.evaluators.ragas.transcript import render
 from nbeval.evaluators.registry import register
 
 if TYPE_CHECKING:
     from nbeval.data.model import Row
+    from nbeval.evaluators.ragas.bridge import Session
 
 __all__ = [
     "NO_QUESTION",
@@ -52,6 +45,21 @@ NO_QUESTION = "(no question was given)"
 _ScoreGen = Generator[Request, Any, Score]
 
 
+def _ragas(id: str) -> tuple[ModuleType, ModuleType]:
+    """ragas's metric classes and :mod:`.bridge`, imported when an evaluator is first built, so
+    that importing this module (to list or index the evaluators) imports no ragas."""
+    try:
+        import ragas.metrics.collections as metrics
+
+        from nbeval.evaluators.ragas import bridge
+    except ImportError as exc:
+        missing = getattr(exc, "name", None) or str(exc)
+        msg = (f"evaluator '{id}' needs the package '{missing}', which is not installed; "
+               'install it with: pip install "nbeval[ragas]"')
+        raise MissingDependency(msg) from exc
+    return metrics, bridge
+
+
 class RagasEvaluator(Evaluator):
     """Base of the family: judge settings, the ragas metric objects, one row's run."""
 
@@ -66,8 +74,9 @@ class RagasEvaluator(Evaluator):
         if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
             msg = f"evaluator '{self.spec.id}': parse_attempts must be a whole number of at least 1, got {attempts!r}"
             raise EvaluatorError(msg)
-        self._llm = RagasLLM()
-        self._embeddings = RagasEmbeddings()
+        bridge = _ragas(self.spec.id)[1]
+        self._llm = bridge.RagasLLM()
+        self._embeddings = bridge.RagasEmbeddings()
 
     #: How ``nbeval evaluator show`` heads :meth:`prompt_text`.
     prompt_heading: ClassVar[str] = "ragas's prompts (ragas writes them; each call adds the output's JSON schema):"
@@ -89,15 +98,16 @@ class RagasEvaluator(Evaluator):
         raise NotImplementedError
 
     def session(self) -> Session:
-        return Session(judge=self.params.get("judge"), judge_params=self.judge_params,
+        return _ragas(self.spec.id)[1].Session(judge=self.params.get("judge"), judge_params=self.judge_params,
                        embedder=self.params.get("embedder"), attempts=self.params["parse_attempts"])
 
     def run_metric(self, session: Session, name: str, metric: Any, inputs: Mapping[str, Any],
                    ) -> Generator[Request, Any, tuple[float | None, str | None, bool]]:
         """Run ragas's ``metric`` on ``inputs``: ``(value, why it has none, was it a parse failure)``."""
+        bridge = _ragas(self.spec.id)[1]
         try:
             result = yield from session.drive(metric.ascore(**inputs))
-        except ParseFailure as failure:
+        except bridge.ParseFailure as failure:
             return None, f"{name}: {failure}", True
         value = float(result.value)
         if math.isnan(value):
@@ -142,7 +152,7 @@ class _SingleMetric(RagasEvaluator):
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
-        self._metric = render_schemas_once(self.build())
+        self._metric = _ragas(self.spec.id)[1].render_schemas_once(self.build())
 
     def metrics(self) -> list[Any]:
         return [self._metric]
@@ -166,50 +176,138 @@ class _SingleMetric(RagasEvaluator):
         return self.finish(session, {name: value}, [why] if why else [], parse_failed, notes)
 
 
-@register("faithfulness")
+@register
 class FaithfulnessEvaluator(_SingleMetric):
+    spec = EvaluatorSpec(
+        id="faithfulness", family="ragas", kind="score", inputs=("context", "actual_output"),
+        optional_inputs=("input",), resources=("judge",),
+        description=("The judge breaks the answer into standalone statements, then decides for each whether the "
+                     "retrieved context supports it; the score is the supported share. The rationale lists the "
+                     "statements and the verdicts."),
+        params=(
+            Param("parse_attempts", int, 4,
+                  "judge calls per ragas prompt before a reply that never fits its schema counts as a parse failure"),
+        ),
+        metrics=(
+            MetricSpec("faithfulness", threshold=0.75, primary=True,
+                       description="share of the answer's statements that the retrieved context supports"),
+        ),
+    )
+
     nonempty = ("actual_output",)
 
     def build(self) -> Any:
-        return Faithfulness(llm=self._llm)
+        return _ragas(self.spec.id)[0].Faithfulness(llm=self._llm)
 
     def inputs(self, row: Row, notes: list[str]) -> dict[str, Any]:
         return {"user_input": _question(row, notes), "response": row.actual_output,
                 "retrieved_contexts": _chunks(row)}
 
 
-@register("answer_relevancy")
+@register
 class AnswerRelevancyEvaluator(_SingleMetric):
+    spec = EvaluatorSpec(
+        id="answer_relevancy", family="ragas", kind="score", inputs=("input", "actual_output"),
+        resources=("judge", "embedder"),
+        description=("The judge writes `strictness` questions the answer would answer (and says whether the answer "
+                     "is noncommittal); the score is the mean cosine similarity of their embeddings to the real "
+                     "question's, 0 when every answer was noncommittal. The rationale lists the questions."),
+        params=(
+            Param("strictness", int, 3,
+                  "how many questions the judge writes back from the answer (ragas's strictness)"),
+            Param("parse_attempts", int, 4,
+                  "judge calls per ragas prompt before a reply that never fits its schema counts as a parse failure"),
+        ),
+        metrics=(
+            MetricSpec("answer_relevancy", threshold=0.75, primary=True,
+                       description="mean cosine of the generated questions to the question (0 when noncommittal)"),
+        ),
+    )
+
     nonempty = ("actual_output",)
 
     def build(self) -> Any:
-        return AnswerRelevancy(llm=self._llm, embeddings=self._embeddings, strictness=_strictness(self))
+        return _ragas(self.spec.id)[0].AnswerRelevancy(llm=self._llm, embeddings=self._embeddings,
+                                                       strictness=_strictness(self))
 
     def inputs(self, row: Row, notes: list[str]) -> dict[str, Any]:
         return {"user_input": row.input, "response": row.actual_output}
 
 
-@register("context_precision")
+@register
 class ContextPrecisionEvaluator(_SingleMetric):
+    spec = EvaluatorSpec(
+        id="context_precision", family="ragas", kind="score", inputs=("input", "expected_output", "context"),
+        resources=("judge",),
+        description=("The judge decides for each retrieved chunk, in rank order, whether it was useful for the "
+                     "expected answer; the score is the average precision of those verdicts, high when the useful "
+                     "chunks come first. The rationale gives each chunk's verdict and reason."),
+        params=(
+            Param("parse_attempts", int, 4,
+                  "judge calls per ragas prompt before a reply that never fits its schema counts as a parse failure"),
+        ),
+        metrics=(
+            MetricSpec("context_precision", threshold=0.75, primary=True,
+                       description="average precision of the useful chunks over the ranking"),
+        ),
+    )
+
     def build(self) -> Any:
-        return ContextPrecision(llm=self._llm)
+        return _ragas(self.spec.id)[0].ContextPrecision(llm=self._llm)
 
     def inputs(self, row: Row, notes: list[str]) -> dict[str, Any]:
         return {"user_input": row.input, "reference": row.expected_output, "retrieved_contexts": _chunks(row)}
 
 
-@register("context_recall")
+@register
 class ContextRecallEvaluator(_SingleMetric):
+    spec = EvaluatorSpec(
+        id="context_recall", family="ragas", kind="score", inputs=("expected_output", "context"),
+        optional_inputs=("input",), resources=("judge",),
+        description=("The judge splits the expected answer into sentences and decides for each whether the "
+                     "retrieved context supports it; the score is the supported share. The rationale gives each "
+                     "sentence's verdict."),
+        params=(
+            Param("parse_attempts", int, 4,
+                  "judge calls per ragas prompt before a reply that never fits its schema counts as a parse failure"),
+        ),
+        metrics=(
+            MetricSpec("context_recall", threshold=0.75, primary=True,
+                       description="share of the expected answer's sentences attributable to the retrieved context"),
+        ),
+    )
+
     def build(self) -> Any:
-        return ContextRecall(llm=self._llm)
+        return _ragas(self.spec.id)[0].ContextRecall(llm=self._llm)
 
     def inputs(self, row: Row, notes: list[str]) -> dict[str, Any]:
         return {"user_input": _question(row, notes), "retrieved_contexts": _chunks(row),
                 "reference": row.expected_output}
 
 
-@register("answer_correctness")
+@register
 class AnswerCorrectnessEvaluator(_SingleMetric):
+    spec = EvaluatorSpec(
+        id="answer_correctness", family="ragas", kind="score", inputs=("input", "expected_output", "actual_output"),
+        resources=("judge", "embedder"),
+        description=("The judge breaks the answer and the expected answer into statements and sorts them into true "
+                     "positives, false positives and false negatives; the score is weights[0] × the F-score of "
+                     "that sorting (beta = 1: TP / (TP + (FP + FN) / 2)) + weights[1] × the cosine similarity of "
+                     "the two texts' embeddings, over the sum of the weights. The rationale lists the sorted "
+                     "statements."),
+        params=(
+            Param("weights", list[float], [0.75, 0.25],
+                  "the weights of the factual part and the semantic similarity part"),
+            Param("beta", float, 1.0, "the F-beta of the factual part (above 1 favours recall)"),
+            Param("parse_attempts", int, 4,
+                  "judge calls per ragas prompt before a reply that never fits its schema counts as a parse failure"),
+        ),
+        metrics=(
+            MetricSpec("answer_correctness", threshold=0.75, primary=True,
+                       description="weighted factuality F-score and semantic similarity against the expected answer"),
+        ),
+    )
+
     step_titles: ClassVar[Mapping[tuple[str, int], str]] = {
         ("StatementGeneratorOutput", 1): "statements in the answer",
         ("StatementGeneratorOutput", 2): "statements in the expected answer"}
@@ -217,8 +315,8 @@ class AnswerCorrectnessEvaluator(_SingleMetric):
     def build(self) -> Any:
         weights, beta = self.params.get("weights"), self.params["beta"]
         try:  # ragas checks the weights (two, non-negative, not both 0) and the beta
-            return AnswerCorrectness(llm=self._llm, embeddings=self._embeddings, weights=list(weights or ()),
-                                     beta=beta)
+            return _ragas(self.spec.id)[0].AnswerCorrectness(llm=self._llm, embeddings=self._embeddings,
+                                                             weights=list(weights or ()), beta=beta)
         except (ValueError, TypeError) as exc:
             msg = f"evaluator '{self.spec.id}': {exc} (weights={weights!r}, beta={beta!r})"
             raise EvaluatorError(msg) from None
@@ -227,20 +325,49 @@ class AnswerCorrectnessEvaluator(_SingleMetric):
         return {"user_input": row.input, "response": row.actual_output, "reference": row.expected_output}
 
 
-@register("ragas")
+@register
 class RagasScore(RagasEvaluator):
     """faithfulness, answer_relevancy, context_precision and context_recall, and their harmonic mean."""
 
+    spec = EvaluatorSpec(
+        id="ragas", family="ragas", kind="score", inputs=("input", "expected_output", "context", "actual_output"),
+        resources=("judge", "embedder"),
+        description=("Runs faithfulness, answer_relevancy, context_precision and context_recall on the row and "
+                     "reports each, and their harmonic mean as `ragas`. A row whose component lacks a value (a "
+                     "reply that could not be parsed, nothing to count) has no `ragas` value, and its error names "
+                     "the component."),
+        params=(
+            Param("strictness", int, 3,
+                  "how many questions the judge writes back from the answer (ragas's strictness)"),
+            Param("parse_attempts", int, 4,
+                  "judge calls per ragas prompt before a reply that never fits its schema counts as a parse failure"),
+        ),
+        metrics=(
+            MetricSpec("ragas", threshold=0.75, primary=True,
+                       description=("harmonic mean of faithfulness, answer_relevancy, context_precision and "
+                                    "context_recall")),
+            MetricSpec("faithfulness", threshold=0.75,
+                       description="share of the answer's statements that the retrieved context supports"),
+            MetricSpec("answer_relevancy", threshold=0.75,
+                       description="mean cosine of the generated questions to the question (0 when noncommittal)"),
+            MetricSpec("context_precision", threshold=0.75,
+                       description="average precision of the useful chunks over the ranking"),
+            MetricSpec("context_recall", threshold=0.75,
+                       description="share of the expected answer's sentences attributable to the retrieved context"),
+        ),
+    )
+
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
+        metrics, bridge = _ragas(self.spec.id)
         parts = {
-            "faithfulness": Faithfulness(llm=self._llm),
-            "answer_relevancy": AnswerRelevancy(llm=self._llm, embeddings=self._embeddings,
-                                                strictness=_strictness(self)),
-            "context_precision": ContextPrecision(llm=self._llm),
-            "context_recall": ContextRecall(llm=self._llm),
+            "faithfulness": metrics.Faithfulness(llm=self._llm),
+            "answer_relevancy": metrics.AnswerRelevancy(llm=self._llm, embeddings=self._embeddings,
+                                                        strictness=_strictness(self)),
+            "context_precision": metrics.ContextPrecision(llm=self._llm),
+            "context_recall": metrics.ContextRecall(llm=self._llm),
         }
-        self._parts = {name: render_schemas_once(metric) for name, metric in parts.items()}
+        self._parts = {name: bridge.render_schemas_once(metric) for name, metric in parts.items()}
 
     def metrics(self) -> list[Any]:
         return list(self._parts.values())

@@ -1,0 +1,98 @@
+"""Request kinds and their handlers: each kind of request brings, registered once, the code that
+answers a round of them in batch, stands in for an answer in a dry run and counts usage.
+
+A new kind (log-probabilities from an API, a provider's batch mode) is a request class in
+:mod:`nbeval.requests` and a :class:`RequestHandler` registered with :func:`register_handler`:
+:class:`~nbeval.runtime.Resources` and the dry run find it by the request's type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from nbeval.errors import ResourceError
+
+if TYPE_CHECKING:
+    from nbeval.runtime.resources import Resources
+
+__all__ = ["Answer", "RequestCancelled", "RequestHandler", "Round", "handler_for", "model_key", "register_handler",
+           "registered_handlers"]
+
+
+def model_key(model: Any) -> Any:
+    """A hashable key for a chat-model spec: names as they are, objects (callables, dicts, models) by identity."""
+    return model if isinstance(model, (str, type(None))) else id(model)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The answer to one request, and what the row it belongs to should be told about it."""
+
+    value: Any
+    """What the evaluator receives at its ``yield``; a :class:`ResourceError` when the request failed."""
+    warnings: tuple[str, ...] = ()
+    """Notes for the row's rationale (e.g. texts the embedder truncated)."""
+
+
+class RequestCancelled(ResourceError):
+    """The answer to a request the run was cancelled before sending: the engine reports its row
+    as ``cancelled``, not as an error."""
+
+
+@dataclass
+class Round:
+    """One round's answers being filled in, shared by the handlers answering it."""
+
+    answers: list[Any]
+    """Per request of the round: its answer value, ``None`` until a handler sets it."""
+    warnings: list[list[str]]
+    """Per request: notes for its row's rationale."""
+    deliver: Callable[[int], None]
+    """Hand request ``i``'s answer on now (a streaming handler calls it as each answer arrives)."""
+    cancel: Callable[[], bool] | None = None
+    """Whether the run was cancelled: a handler that makes calls starts no new one once it says so."""
+
+
+class RequestHandler:
+    """Answers one kind of request. Subclasses set :attr:`kind` and implement :meth:`answer`."""
+
+    kind: type = object
+    """The request class this handler answers."""
+    streams: bool = False
+    """Whether answers are handed on one by one as they arrive (judge calls); otherwise the whole
+    batch is handed on once every batch handler of the round is done."""
+
+    def answer(self, resources: Resources, items: list[tuple[int, Any]], rnd: Round) -> None:
+        """Answer ``items`` (position in the round, request): set ``rnd.answers[i]`` for each, a
+        :class:`ResourceError` for a request that failed. Group and deduplicate as the kind allows."""
+        raise NotImplementedError
+
+    def placeholder(self, request: Any) -> Any:
+        """A stand-in answer for a dry run (nothing is called)."""
+        msg = f"a dry run cannot stand in for a {type(request).__name__} request"
+        raise ResourceError(msg)
+
+    def usage(self, resources: Resources) -> dict[str, Any]:
+        """Token and cost totals this kind's calls made in ``resources`` (none by default)."""
+        return {}
+
+
+_HANDLERS: dict[type, RequestHandler] = {}
+
+
+def register_handler(handler: RequestHandler) -> RequestHandler:
+    """Register ``handler`` for requests of type ``handler.kind`` (replacing any before it)."""
+    _HANDLERS[handler.kind] = handler
+    return handler
+
+
+def handler_for(request: Any) -> RequestHandler | None:
+    """The handler registered for ``request``'s type, or ``None``."""
+    return _HANDLERS.get(type(request))
+
+
+def registered_handlers() -> list[RequestHandler]:
+    """Every registered handler, in registration order."""
+    return list(_HANDLERS.values())

@@ -1,0 +1,180 @@
+# %% [markdown] id="c00"
+# # LLM judges: configuring one, and running offline
+#
+# Judge evaluators send each row to a chat model (the **judge**) with a prompt that asks for a
+# decision and a reason, and read its reply. `nbeval evaluators` marks them "needs a judge".
+#
+# ## Configuring a judge
+#
+# Any OpenAI-compatible endpoint works (OpenAI, Azure, vLLM, Ollama, LM Studio, ...). Either set
+# environment variables before starting Jupyter:
+#
+# ```bash
+# export NBEVAL_JUDGE_MODEL=gpt-4o-mini
+# export NBEVAL_JUDGE_API_KEY=sk-...                      # OPENAI_API_KEY is used when unset
+# export NBEVAL_JUDGE_BASE_URL=http://localhost:11434/v1  # only for a server other than OpenAI's
+# ```
+#
+# or pass the judge to `evaluate` (or to a single evaluator):
+#
+# ```python
+# nbeval.evaluate(lab, ["correctness"], judge="gpt-4o-mini")
+# nbeval.evaluate(lab, ["correctness"], judge={"model": "llama3", "base_url": "http://localhost:11434/v1"})
+# nbeval.evaluate(lab, ["correctness"], judge="hf:Qwen/Qwen2.5-0.5B-Instruct")    # a local Hugging Face model
+# nbeval.evaluate(lab, [nbeval.evaluator("safety", judge="gpt-4o")], judge="gpt-4o-mini")  # per evaluator
+# ```
+#
+# Replies are cached on disk (`~/.cache/nbeval/chat.sqlite`, or `NBEVAL_CACHE_DIR`), so re-running
+# a notebook does not pay twice; `cache=False` turns that off.
+#
+# **This notebook calls no model.** Binder and CI have no API key, so below a small Python function
+# plays the judge. The code in the next cell only *describes* a remote judge: a dry run counts the
+# calls it would make without connecting to anything.
+
+# %% id="c01"
+import re
+
+import nbeval
+from nbeval import widgets as nw
+
+lab = nbeval.demo_lab()
+remote_judge = {"model": "llama3", "base_url": "http://localhost:11434/v1", "api_key": "unused"}
+
+# %% id="c02"
+# NBVAL_CHECK_OUTPUT
+plan = nbeval.evaluate(lab, ["correctness", "groundedness"], judge=remote_judge, dry_run=True)
+print(plan.rows, plan.skipped, plan.judge_calls)
+
+# %% [markdown] id="c03"
+# `groundedness` skips the rows without retrieved context, so 25 of its 30 rows would be judged.
+#
+# ## What the judge is asked
+#
+# Every judge evaluator's prompt can be printed and replaced (`prompt="..."`, or
+# `prompt.replace(instruction=...)`). The judge is asked for a rationale and then a rating; the
+# worked examples are sent as earlier turns of the conversation.
+
+# %% id="c04"
+print(nbeval.evaluator("correctness").prompt)
+
+# %% [markdown] id="c05"
+# ## A stand-in judge
+#
+# `judge=` also accepts a Python function: it receives the chat messages (or, if its first
+# parameter is called `prompt`, one string) and returns the reply text. The function below is
+# **not a language model**: it pulls the `<answer>` and the reference (`<expected_answer>`, else
+# `<retrieved_context>`) out of the last message and rates *yes* when most of the reference's
+# content words, and all of its numbers, appear in the answer (for an expected answer), or when most
+# of the answer's words appear in the context (for grounding). Those rules are crude; they are here
+# only so that this notebook runs offline and shows the whole workflow. Replace
+# `judge=stand_in_judge` with a real judge (above) for real judgements.
+
+# %% id="c06"
+STOP = {"a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "for", "from", "has", "have", "i", "in",
+        "is", "it", "its", "of", "on", "or", "the", "to", "was", "were", "what", "which", "who", "with", "you"}
+
+
+def words(text):
+    return {w for w in re.findall(r"[a-z0-9][a-z0-9,'.-]*[a-z0-9]|[a-z0-9]", text.lower()) if w not in STOP}
+
+
+def numbers(text):
+    return set(re.findall(r"\d[\d,.]*\d|\d", text))
+
+
+def tag(text, name):
+    found = re.search(f"<{name}>\n?(.*?)\n?</{name}>", text, re.DOTALL)
+    return found.group(1).strip() if found else None
+
+
+def stand_in_judge(messages):
+    """Rate the last user message with word-overlap rules; reply in the judge's two-line format."""
+    data = messages[-1]["content"]
+    answer = tag(data, "answer") or ""
+    expected, context = tag(data, "expected_answer"), tag(data, "retrieved_context")
+    if not answer.strip():
+        return "Rationale: There is no answer to rate.\nRating: no"
+    if expected is not None:
+        share = len(words(expected) & words(answer)) / max(len(words(expected)), 1)
+        missing = numbers(expected) - numbers(answer)
+        ok = share >= 0.5 and not missing
+        why = f"{share:.0%} of the expected answer's words appear in the answer"
+        why += f"; missing figures: {', '.join(sorted(missing))}" if missing else ""
+    elif context is not None:
+        share = len(words(answer) & words(context)) / max(len(words(answer)), 1)
+        ok = share >= 0.6
+        why = f"{share:.0%} of the answer's words appear in the retrieved context"
+    else:
+        return "I am only a stand-in and cannot rate this."
+    return f"Rationale: {why}.\nRating: {'yes' if ok else 'no'}"
+
+# %% [markdown] id="c07"
+# What the stand-in replies to the first row of the lab, asked by `correctness`:
+
+# %% id="c08"
+# NBVAL_CHECK_OUTPUT
+row = lab.dataset[0]
+fields = {"input": row.input, "expected_output": row.expected_output, "actual_output": row.actual_output}
+messages = nbeval.evaluator("correctness").prompt.messages(fields)  # what nbeval sends for this row
+print(stand_in_judge(messages))
+
+# %% [markdown] id="c09"
+# ## Running judge evaluators
+#
+# The run is the same as with a real judge: nbeval batches the calls (up to `concurrency=8` at a
+# time), retries failures, records each row's rationale and counts tokens and cost when the model
+# reports them. A reply that cannot be read becomes a *parse failure* on that row, never a crash.
+
+# %% id="c10" tags=["chart"]
+judged = nbeval.evaluate(lab, ["correctness", "groundedness"], judge=stand_in_judge, cache=False,
+                         progress=False)
+judged
+
+# %% id="c11"
+# NBVAL_CHECK_OUTPUT
+s = judged.scores
+correct = s[(s["evaluator"] == "correctness") & (s["model_key"] == "llama-3-8b")]
+for _, r in correct.iterrows():
+    print(f"{r['key']:<18} {r['label']:<4} {r['rationale']}")
+
+# %% [markdown] id="c12"
+# Every rationale is also in the explorer, next to each model's answer (click a heatmap cell to
+# switch case):
+
+# %% id="c13" tags=["chart"]
+explorer = nw.CaseExplorer(judged)
+explorer.select("units", "llama-3-8b")
+explorer
+
+# %% [markdown] id="c14"
+# ## Accounting
+#
+# `result.meta["usage"]` totals the judge calls of the run (a local function reports no tokens), and
+# each row's `details` holds its own calls:
+
+# %% id="c15"
+# NBVAL_CHECK_OUTPUT
+usage = judged.meta["usage"]
+print({k: usage[k] for k in ("calls", "cached_calls", "failed_calls")})
+
+# %% [markdown] id="c16"
+# ## Mixing judges
+#
+# A judge given to one evaluator overrides the run's judge for that evaluator only: a strict grader
+# for correctness, say, and the run's judge for the rest. Evaluators can also run under another name
+# so that two configurations of one evaluator appear side by side.
+
+# %% id="c17" tags=["chart"]
+def strict_judge(messages):
+    """Another stand-in: yes only when the answer contains the expected answer word for word."""
+    data = messages[-1]["content"]
+    ok = (tag(data, "expected_answer") or "").lower() in (tag(data, "answer") or "").lower()
+    verdict = "yes" if ok else "no"
+    return f"Rationale: {'contains' if ok else 'lacks'} the expected answer verbatim.\nRating: {verdict}"
+
+
+both = nbeval.evaluate(
+    lab,
+    ["correctness", nbeval.evaluator("correctness", judge=strict_judge, name="correctness_strict")],
+    judge=stand_in_judge, cache=False, progress=False)
+nw.heatmap(both, by="metric")
