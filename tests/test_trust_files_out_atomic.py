@@ -13,7 +13,7 @@ import pytest
 import nbeval
 from nbeval.errors import DataError
 from nbeval.results import dataset_file
-from nbeval.results import result as result_module
+from nbeval.results import saving as saving_module
 
 FILES = ["aggregates.jsonl", "dataset.parquet", "metrics.jsonl", "result.json", "scores.parquet"]
 
@@ -53,7 +53,7 @@ def test_a_save_that_fails_half_way_keeps_the_previous_result(fail_at: int, tmp_
     before = _snapshot(folder)
     assert sorted(before) == FILES
 
-    real = result_module._write_records
+    real = saving_module.write_records
     calls = []
 
     def fails_later(path: Path, df: Any) -> None:  # writes the first table(s), then the disk "fills up"
@@ -63,7 +63,7 @@ def test_a_save_that_fails_half_way_keeps_the_previous_result(fail_at: int, tmp_
             raise OSError("No space left on device")
         real(path, df)
 
-    monkeypatch.setattr(result_module, "_write_records", fails_later)
+    monkeypatch.setattr(saving_module, "write_records", fails_later)
     with pytest.raises(OSError, match="No space left"):
         _result("no").save(folder)
     assert _snapshot(folder) == before  # every file as it was, and nothing left aside

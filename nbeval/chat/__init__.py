@@ -17,13 +17,14 @@ from __future__ import annotations
 from nbeval.chat.base import ChatError, ChatModel, ChatReply, Usage
 from nbeval.chat.cache import ChatCache, default_cache_path
 from nbeval.chat.callable_chat import CallableChat
-from nbeval.chat.client import ChatClient, ChatFailure, ChatResult, Plan, UsageTotals
+from nbeval.chat.client import CallPlan, ChatClient, ChatFailure, ChatResult, UsageTotals
 from nbeval.chat.collect import PendingLab, RagFunction, collect
 from nbeval.chat.config import judge_help_text, resolve_chat_model
 from nbeval.chat.hf_chat import HFChat
 from nbeval.chat.openai_chat import OpenAIChat
 
 __all__ = [
+    "CallPlan",
     "CallableChat",
     "ChatCache",
     "ChatClient",
@@ -35,7 +36,6 @@ __all__ = [
     "HFChat",
     "OpenAIChat",
     "PendingLab",
-    "Plan",
     "RagFunction",
     "Usage",
     "UsageTotals",

@@ -27,92 +27,40 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
-from typing import Any, Union
+from dataclasses import replace
+from typing import Any
 
+from nbeval.chat.accounting import (
+    CallPlan,
+    ChatFailure,
+    ChatResult,
+    PriceTable,
+    UsageTotals,
+    max_tokens_of,
+    with_cost,
+)
 from nbeval.chat.base import ChatError, ChatModel, ChatReply, estimate_tokens, normalize_messages
 from nbeval.chat.cache import ChatCache, cache_key
 from nbeval.chat.config import resolve_chat_model
 from nbeval.chat.secrets import redact, register_secrets, secrets_in_params
 from nbeval.errors import MissingDependency, ResourceError
 
-__all__ = ["CANCEL_CALL_S", "CANCEL_POLL_S", "DEFAULT_TIMEOUT", "SAMPLE_PARAM", "ChatClient", "ChatFailure",
-           "ChatResult", "Plan", "PriceTable", "UsageTotals", "estimate_usage"]
+__all__ = [
+    "CANCEL_CALL_S",
+    "CANCEL_POLL_S",
+    "DEFAULT_TIMEOUT",
+    "SAMPLE_PARAM",
+    "CallPlan",
+    "ChatClient",
+    "ChatFailure",
+    "ChatResult",
+    "PriceTable",
+    "UsageTotals",
+    "estimate_usage",
+]
 
-#: ``{model name: (USD per 1k prompt tokens, USD per 1k completion tokens)}``.
-PriceTable = Mapping[str, tuple[float, float]]
-_MAX_TOKEN_PARAMS = ("max_tokens", "max_completion_tokens", "max_new_tokens")
 _WARNED: set[str] = set()  # cache warnings already given in this process
 _WARNED_LOCK = threading.Lock()
-
-
-@dataclass(frozen=True)
-class ChatFailure:
-    """A request that got no reply after every attempt."""
-
-    error: str
-    """What went wrong on the last attempt, and how many attempts were made."""
-    attempts: int
-    """Calls made for this request (0 when the run was cancelled before the first)."""
-    status: int | None = None
-    """The HTTP status of the last attempt, where there was one."""
-    cancelled: bool = False
-    """The batch was cancelled before this request got an answer (it was never sent, or was
-    waiting to be retried): not the model's failure. Not counted in the usage totals' calls."""
-
-
-ChatResult = Union[ChatReply, ChatFailure]
-
-
-@dataclass(frozen=True)
-class Plan:
-    """What a batch of requests would cost, worked out without calling anything."""
-
-    calls: int
-    """Requests in the batch."""
-    cached: int
-    """Requests the cache already answers."""
-    to_call: int
-    """Distinct requests that would be sent."""
-    est_prompt_tokens: int
-    """Rough prompt tokens of those calls (four characters per token)."""
-    est_completion_tokens: int
-    """Rough completion tokens: each call's ``max_tokens`` or the client's guess."""
-    est_cost: float | None = None
-    """Rough US dollars, when the model has a price."""
-
-    def __add__(self, other: Plan) -> Plan:
-        cost = None if self.est_cost is None and other.est_cost is None else (
-            (self.est_cost or 0.0) + (other.est_cost or 0.0))
-        return Plan(self.calls + other.calls, self.cached + other.cached, self.to_call + other.to_call,
-                    self.est_prompt_tokens + other.est_prompt_tokens,
-                    self.est_completion_tokens + other.est_completion_tokens, cost)
-
-    def __str__(self) -> str:
-        cost = f", about ${self.est_cost:.4f}" if self.est_cost is not None else ""
-        return (f"{self.calls} chat requests: {self.cached} cached, {self.to_call} to call "
-                f"(~{self.est_prompt_tokens} prompt + ~{self.est_completion_tokens} completion tokens{cost})")
-
-
-@dataclass(frozen=True)
-class UsageTotals:
-    """What a client has done so far. Tokens and cost count fresh calls only: cached replies are free."""
-
-    calls: int = 0
-    """Requests answered or failed (cached ones included)."""
-    cached_calls: int = 0
-    """Requests answered from the cache."""
-    failed_calls: int = 0
-    """Requests that got no reply."""
-    attempts: int = 0
-    """Calls actually made to the model, retries included."""
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float | None = None
-    """US dollars spent, or ``None`` when no call had a known price."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 class ChatClient:
@@ -202,7 +150,7 @@ class ChatClient:
             self._run_jobs(reqs, jobs, results, on_done, _cancel_check(cancel))
         return [r if r is not None else ChatFailure("no result", 0) for r in results]
 
-    def plan(self, requests: Sequence[Any]) -> Plan:
+    def plan(self, requests: Sequence[Any]) -> CallPlan:
         """How many calls and roughly how many tokens ``requests`` would take; calls nothing."""
         reqs = [_as_request(r) for r in requests]
         cache = self.cache
@@ -217,7 +165,7 @@ class ChatClient:
         prompt, completion = estimate_usage(pending, self.completion_tokens_guess)
         price = self._price(getattr(self.model, "name", ""))
         cost = None if price is None else (prompt * price[0] + completion * price[1]) / 1000
-        return Plan(len(reqs), cached, len(pending), prompt, completion, cost)
+        return CallPlan(len(reqs), cached, len(pending), prompt, completion, cost)
 
     def usage_totals(self) -> UsageTotals:
         """Calls, cached calls, failures, attempts, tokens and cost so far."""
@@ -342,7 +290,7 @@ class ChatClient:
         if clean != reply.text:
             reply = replace(reply, text=clean)
         if reply.cost is None:
-            reply = _with_cost(reply, self._price(reply.model) or self._price(getattr(self.model, "name", "")))
+            reply = with_cost(reply, self._price(reply.model) or self._price(getattr(self.model, "name", "")))
         cache = self.cache
         if key is not None and cache is not None:
             # at once: a kill keeps it. Stored cut to MAX_REPLY_CHARS (cap_reply, with a note a cache
@@ -495,20 +443,5 @@ def estimate_usage(requests: Sequence[Any], completion_guess: int = 200) -> tupl
     ``completion_guess=0`` the completion is the bound alone (the requests' ``max_tokens``)."""
     reqs = [_as_request(r) for r in requests]
     prompt = sum(sum(estimate_tokens(str(m.get("content", ""))) + 4 for m in msgs) for msgs, _ in reqs)
-    completion = sum(_max_tokens(p, completion_guess) for _, p in reqs)
+    completion = sum(max_tokens_of(p, completion_guess) for _, p in reqs)
     return prompt, completion
-
-
-def _max_tokens(params: Mapping[str, Any], guess: int) -> int:
-    for k in _MAX_TOKEN_PARAMS:
-        if params.get(k):
-            return int(params[k])
-    return guess
-
-
-def _with_cost(reply: ChatReply, price: tuple[float, float] | None) -> ChatReply:
-    if price is None:
-        return reply
-    cost = (reply.usage.prompt_tokens * price[0] + reply.usage.completion_tokens * price[1]) / 1000
-    return replace(reply, cost=cost)
-

@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from nbeval.chat.base import ChatError, ChatModel, ChatReply, Message, Usage
-from nbeval.chat.client import ChatClient, ChatFailure, ChatResult, Plan
+from nbeval.chat.client import CallPlan, ChatClient, ChatFailure, ChatResult
 from nbeval.chat.config import resolve_chat_model
 from nbeval.chat.deadline import call_with_deadline
 from nbeval.chat.fingerprint import FunctionIdentity, callable_name
@@ -154,7 +154,7 @@ class PendingLab:
                 out.append((msgs, params))
         return out
 
-    def plan(self) -> Plan:
+    def plan(self) -> CallPlan:
         """Calls, cached answers and rough tokens over every model, without calling anything."""
         plans = [self.client(k).plan(self.requests(k)) for k in self.models]
         total = plans[0]
@@ -261,7 +261,9 @@ def _models(models: Any) -> dict[str, ChatModel]:
     return out
 
 
-def collect(suite: TestSuite | str | os.PathLike[str] | dict[str, Any], models: Any, **settings: Any) -> PendingLab:
+def collect(suite: TestSuite | str | os.PathLike[str] | dict[str, Any], models: Any, *,
+            system_prompt: str | None = None, params: Mapping[str, Any] | None = None,
+            **settings: Any) -> PendingLab:
     """Pair ``suite`` with ``models``; ``.plan()`` counts the calls, ``.complete()`` makes them
     and returns the filled :class:`~nbeval.data.model.TestLab` (``nbeval.collect(suite, models=[...])``).
 
@@ -269,11 +271,12 @@ def collect(suite: TestSuite | str | os.PathLike[str] | dict[str, Any], models: 
     :func:`nbeval.evaluate` and :func:`nbeval.perturb`): the path of a suite file, a suite's JSON
     text or its parsed dict (one test or one test case too).
 
-    ``settings``: ``system_prompt=`` (sent before each prompt to chat models), ``params=``
-    (generation parameters) and any :class:`~nbeval.chat.client.ChatClient` setting
-    (``concurrency``, ``timeout``, ``max_attempts``, ``cache``, ``prices``...).
+    The options are keyword-only: ``system_prompt`` (sent before each prompt to chat models),
+    ``params`` (generation parameters) and, in ``settings``, any
+    :class:`~nbeval.chat.client.ChatClient` setting (``concurrency``, ``timeout``,
+    ``max_attempts``, ``cache``, ``prices``...).
     """
-    return PendingLab(_as_suite(suite), models, **settings)
+    return PendingLab(_as_suite(suite), models, system_prompt=system_prompt, params=params, **settings)
 
 
 def _as_suite(suite: Any) -> TestSuite:

@@ -7,8 +7,6 @@ leaderboards, problems and insights. A result saves to a folder and loads back w
 
 from __future__ import annotations
 
-import json
-import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,8 +26,8 @@ from nbeval.results.aggregates import (
     run_meta,
 )
 from nbeval.results.columnar import SCORE_COLUMNS, outcome_columns, typed_scores
-from nbeval.results.files import check_folder, staging_folder, write_aside
-from nbeval.results.labels import save_labels
+from nbeval.results.files import write_aside
+from nbeval.results.saving import DATASET_FILES, RESULT_FILES, SCORE_FILES
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -40,21 +38,6 @@ if TYPE_CHECKING:
 __all__ = ["AGGREGATE_COLUMNS", "DATASET_FILES", "FORMAT_VERSION", "METRIC_COLUMNS", "PASSED_DTYPE", "RESULT_FILES",
            "SCORE_COLUMNS", "SCORE_FILES", "EvaluationResult"]
 
-#: The long table's file in a saved folder, by format.
-SCORE_FILES = {"parquet": "scores.parquet", "jsonl": "scores.jsonl"}
-#: The dataset's file in a saved folder, by the format of the long table saved with it.
-DATASET_FILES = {"parquet": "dataset.parquet", "jsonl": "dataset.json"}
-#: The files :meth:`EvaluationResult.save` writes into its folder (``result.json`` last).
-RESULT_FILES = ("scores.parquet", "aggregates.jsonl", "metrics.jsonl", "dataset.parquet", "result.json")
-
-
-def _nan_to_none(v: Any) -> Any:
-    """A cell as plain JSON: NaN and pandas' ``<NA>`` become ``None``, numpy scalars Python ones."""
-    if type(v).__module__ == "numpy" and hasattr(v, "item"):
-        v = v.item()  # np.True_ from a nullable boolean column
-    if v is None or (isinstance(v, float) and math.isnan(v)) or type(v).__name__ == "NAType":
-        return None
-    return v
 
 
 class EvaluationResult:
@@ -267,45 +250,16 @@ class EvaluationResult:
         :data:`~nbeval.results.limits.MAX_LABEL_CHARS` (which :func:`nbeval.load_result` would
         refuse), raises :class:`~nbeval.errors.DataError` before anything is written.
         """
-        from nbeval.results import dataset_file
-        from nbeval.results.columnar import write_scores_parquet
+        from nbeval.results.saving import save_result
 
-        if scores_format not in SCORE_FILES:
-            msg = f"scores_format must be one of {', '.join(SCORE_FILES)}; got {scores_format!r}"
-            raise ValueError(msg)
-        folder = Path(folder)
-        score_file = SCORE_FILES[scores_format]
-        data_file = DATASET_FILES[scores_format]
-        names = (score_file, "aggregates.jsonl", "metrics.jsonl", data_file, "result.json")
-        check_folder(folder, names)
-        from nbeval.results.loading import check_label_lengths
-
-        check_label_lengths(self.labels, "result.labels")  # a label load_result would refuse is not written
-        folder.mkdir(parents=True, exist_ok=True)
-        meta = dict(self.meta, format_version=FORMAT_VERSION if scores_format == "parquet" else 1)
-        with staging_folder(folder) as stage:
-            if scores_format == "parquet":
-                write_scores_parquet(stage / score_file, self.scores)
-            else:
-                _write_records(stage / score_file, self.scores)
-            _write_records(stage / "aggregates.jsonl", self.aggregates)
-            _write_records(stage / "metrics.jsonl", self.metrics)
-            if scores_format == "parquet":
-                dataset_file.write_dataset_parquet(stage / data_file, self.dataset)
-            else:
-                self.dataset.to_json(str(stage / data_file))
-            (stage / "result.json").write_text(json.dumps(
-                {"meta": meta, "explanations": self.explanations, "model_labels": self.model_labels},
-                indent=2, ensure_ascii=False, default=str), encoding="utf-8")
-            save_labels(folder, self.labels)  # labels.csv (optional), before the result files move in
-            for name in names:
-                os.replace(stage / name, folder / name)
-        return folder
+        return save_result(self, folder, scores_format=scores_format)
 
     def to_jsonl(self, path: str | Path) -> None:
         """The long table as JSON lines (one object per score, floats exact), written aside and
         renamed over ``path``: the format of ``scores.jsonl``, for tools that read no Parquet."""
-        write_aside(path, lambda tmp: _write_records(tmp, self.scores))
+        from nbeval.results.saving import write_records
+
+        write_aside(path, lambda tmp: write_records(tmp, self.scores))
 
     def to_csv(self, path: str | Path | Any) -> None:
         """The long table as CSV, written aside and renamed over ``path`` (a failed write keeps
@@ -338,12 +292,3 @@ class EvaluationResult:
         if path is not None:
             write_aside(path, lambda tmp: tmp.write_text(html, encoding="utf-8"))
         return html
-
-
-def _write_records(path: Path, df: pd.DataFrame) -> None:
-    # The stdlib writer keeps every float exactly (pandas' to_json rounds to 10 digits).
-    cols = list(df.columns)
-    with open(path, "w", encoding="utf-8") as fh:
-        for rec in df.itertuples(index=False, name=None):
-            fh.write(json.dumps(dict(zip(cols, map(_nan_to_none, rec), strict=True)), ensure_ascii=False))
-            fh.write("\n")

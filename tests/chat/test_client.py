@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nbeval.chat import ChatClient, ChatFailure, ChatReply, OpenAIChat, Plan
+from nbeval.chat import CallPlan, ChatClient, ChatFailure, ChatReply, OpenAIChat
 from nbeval.errors import JudgeNotConfigured, ResourceError
 from nbeval.evaluators.base import Chat
 from tests.support.fake_openai import Drop, FakeOpenAIServer, Garbage, Hang, Status, Text, rate_limited, together
@@ -268,7 +268,7 @@ def test_plan_counts_without_calling(openai_server: FakeOpenAIServer, cache_path
     # Two to send ("qrstuvwx", "12345678" once): each 8 chars -> 2 tokens + 4 per message;
     # completions: max_tokens 10, and the 200-token guess.
     expected_cost = (12 * 1.0 + 210 * 2.0) / 1000
-    assert plan == Plan(calls=5, cached=2, to_call=2, est_prompt_tokens=12, est_completion_tokens=210,
+    assert plan == CallPlan(calls=5, cached=2, to_call=2, est_prompt_tokens=12, est_completion_tokens=210,
                         est_cost=pytest.approx(expected_cost))
     assert "2 cached, 2 to call" in str(plan)
 

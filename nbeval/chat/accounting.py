@@ -1,0 +1,102 @@
+"""What chat calls cost and what became of them: failures, the plan of a batch before it is sent,
+usage totals, and the token estimates and prices behind them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Union
+
+from nbeval.chat.base import ChatReply
+
+__all__ = ["CallPlan", "ChatFailure", "ChatResult", "PriceTable", "UsageTotals", "max_tokens_of", "with_cost"]
+
+#: ``{model name: (USD per 1k prompt tokens, USD per 1k completion tokens)}``.
+PriceTable = Mapping[str, tuple[float, float]]
+_MAX_TOKEN_PARAMS = ("max_tokens", "max_completion_tokens", "max_new_tokens")
+
+
+@dataclass(frozen=True)
+class ChatFailure:
+    """A request that got no reply after every attempt."""
+
+    error: str
+    """What went wrong on the last attempt, and how many attempts were made."""
+    attempts: int
+    """Calls made for this request (0 when the run was cancelled before the first)."""
+    status: int | None = None
+    """The HTTP status of the last attempt, where there was one."""
+    cancelled: bool = False
+    """The batch was cancelled before this request got an answer (it was never sent, or was
+    waiting to be retried): not the model's failure. Not counted in the usage totals' calls."""
+
+
+ChatResult = Union[ChatReply, ChatFailure]
+
+
+@dataclass(frozen=True)
+class CallPlan:
+    """What a batch of requests would cost, worked out without calling anything."""
+
+    calls: int
+    """Requests in the batch."""
+    cached: int
+    """Requests the cache already answers."""
+    to_call: int
+    """Distinct requests that would be sent."""
+    est_prompt_tokens: int
+    """Rough prompt tokens of those calls (four characters per token)."""
+    est_completion_tokens: int
+    """Rough completion tokens: each call's ``max_tokens`` or the client's guess."""
+    est_cost: float | None = None
+    """Rough US dollars, when the model has a price."""
+
+    def __add__(self, other: CallPlan) -> CallPlan:
+        cost = None if self.est_cost is None and other.est_cost is None else (
+            (self.est_cost or 0.0) + (other.est_cost or 0.0))
+        return CallPlan(self.calls + other.calls, self.cached + other.cached, self.to_call + other.to_call,
+                    self.est_prompt_tokens + other.est_prompt_tokens,
+                    self.est_completion_tokens + other.est_completion_tokens, cost)
+
+    def __str__(self) -> str:
+        cost = f", about ${self.est_cost:.4f}" if self.est_cost is not None else ""
+        return (f"{self.calls} chat requests: {self.cached} cached, {self.to_call} to call "
+                f"(~{self.est_prompt_tokens} prompt + ~{self.est_completion_tokens} completion tokens{cost})")
+
+
+@dataclass(frozen=True)
+class UsageTotals:
+    """What a client has done so far. Tokens and cost count fresh calls only: cached replies are free."""
+
+    calls: int = 0
+    """Requests answered or failed (cached ones included)."""
+    cached_calls: int = 0
+    """Requests answered from the cache."""
+    failed_calls: int = 0
+    """Requests that got no reply."""
+    attempts: int = 0
+    """Calls actually made to the model, retries included."""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None
+    """US dollars spent, or ``None`` when no call had a known price."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def max_tokens_of(params: Mapping[str, Any], guess: int) -> int:
+    """A call's completion-token cap (``max_tokens`` or its other names), else ``guess``."""
+    for k in _MAX_TOKEN_PARAMS:
+        if params.get(k):
+            return int(params[k])
+    return guess
+
+
+def with_cost(reply: ChatReply, price: tuple[float, float] | None) -> ChatReply:
+    """``reply`` with its cost in US dollars, at ``price`` (per 1k prompt and completion tokens)."""
+    if price is None:
+        return reply
+    cost = (reply.usage.prompt_tokens * price[0] + reply.usage.completion_tokens * price[1]) / 1000
+    return replace(reply, cost=cost)
+

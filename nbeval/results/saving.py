@@ -1,0 +1,85 @@
+"""Saving a result to a folder, whole or not at all (:func:`nbeval.load_result`, in
+:mod:`nbeval.results.loading`, reads it back and checks it)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nbeval.results.aggregates import FORMAT_VERSION
+from nbeval.results.files import check_folder, staging_folder
+from nbeval.results.labels import save_labels
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from nbeval.results.result import EvaluationResult
+
+__all__ = ["DATASET_FILES", "RESULT_FILES", "SCORE_FILES", "save_result", "write_records"]
+
+#: The long table's file in a saved folder, by format.
+SCORE_FILES = {"parquet": "scores.parquet", "jsonl": "scores.jsonl"}
+#: The dataset's file in a saved folder, by the format of the long table saved with it.
+DATASET_FILES = {"parquet": "dataset.parquet", "jsonl": "dataset.json"}
+#: The files :meth:`EvaluationResult.save` writes into its folder (``result.json`` last).
+RESULT_FILES = ("scores.parquet", "aggregates.jsonl", "metrics.jsonl", "dataset.parquet", "result.json")
+
+
+def save_result(result: EvaluationResult, folder: str | Path, *, scores_format: str = "parquet") -> Path:
+    """Write ``result`` to ``folder``: what :meth:`EvaluationResult.save` documents."""
+    from nbeval.results import dataset_file
+    from nbeval.results.columnar import write_scores_parquet
+
+    if scores_format not in SCORE_FILES:
+        msg = f"scores_format must be one of {', '.join(SCORE_FILES)}; got {scores_format!r}"
+        raise ValueError(msg)
+    folder = Path(folder)
+    score_file = SCORE_FILES[scores_format]
+    data_file = DATASET_FILES[scores_format]
+    names = (score_file, "aggregates.jsonl", "metrics.jsonl", data_file, "result.json")
+    check_folder(folder, names)
+    from nbeval.results.loading import check_label_lengths
+
+    check_label_lengths(result.labels, "result.labels")  # a label load_result would refuse is not written
+    folder.mkdir(parents=True, exist_ok=True)
+    meta = dict(result.meta, format_version=FORMAT_VERSION if scores_format == "parquet" else 1)
+    with staging_folder(folder) as stage:
+        if scores_format == "parquet":
+            write_scores_parquet(stage / score_file, result.scores)
+        else:
+            write_records(stage / score_file, result.scores)
+        write_records(stage / "aggregates.jsonl", result.aggregates)
+        write_records(stage / "metrics.jsonl", result.metrics)
+        if scores_format == "parquet":
+            dataset_file.write_dataset_parquet(stage / data_file, result.dataset)
+        else:
+            result.dataset.to_json(str(stage / data_file))
+        (stage / "result.json").write_text(json.dumps(
+            {"meta": meta, "explanations": result.explanations, "model_labels": result.model_labels},
+            indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+        save_labels(folder, result.labels)  # labels.csv (optional), before the result files move in
+        for name in names:
+            os.replace(stage / name, folder / name)
+    return folder
+
+
+def _nan_to_none(v: Any) -> Any:
+    """A cell as plain JSON: NaN and pandas' ``<NA>`` become ``None``, numpy scalars Python ones."""
+    if type(v).__module__ == "numpy" and hasattr(v, "item"):
+        v = v.item()  # np.True_ from a nullable boolean column
+    if v is None or (isinstance(v, float) and math.isnan(v)) or type(v).__name__ == "NAType":
+        return None
+    return v
+
+
+def write_records(path: Path, df: pd.DataFrame) -> None:
+    """``df`` as JSON lines, one object per row, every float exact."""
+    # The stdlib writer keeps every float exactly (pandas' to_json rounds to 10 digits).
+    cols = list(df.columns)
+    with open(path, "w", encoding="utf-8") as fh:
+        for rec in df.itertuples(index=False, name=None):
+            fh.write(json.dumps(dict(zip(cols, map(_nan_to_none, rec), strict=True)), ensure_ascii=False))
+            fh.write("\n")
