@@ -24,6 +24,8 @@ A run whose every row finished is not marked cancelled, whenever the event was s
 
 The engine's modules: :mod:`~nbeval.engine.plan` (plan a run, :class:`RunState`),
 :mod:`~nbeval.engine.drive` (the generator driver, shared with the Dask workers),
+:mod:`~nbeval.engine.cases` (case-level evaluators: a test case scored once every model's row of it
+is reached, in the chunk of its last row, its outcome filed on each row),
 :mod:`~nbeval.engine.run` (chunks, finish, :func:`evaluate`), :mod:`~nbeval.engine.dry_run`
 (:class:`Plan`), :mod:`~nbeval.engine.interrupts` (Ctrl-C held while outcomes are filed) and
 :mod:`~nbeval.engine.dask_run` (the same run partitioned across a Dask cluster).

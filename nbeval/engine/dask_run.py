@@ -6,7 +6,8 @@ there), then cuts the dataset into partitions of consecutive rows and submits on
 partition. A worker scores its rows chunk by chunk exactly as :func:`nbeval.engine.run_chunk`
 does and sends back, per row, the score (or the skip) and its notes; the client files them in
 partition order, so the live view, the aggregates and the long table are the ones a local run
-makes, row for row.
+makes, row for row. A case-level evaluator's test case goes, whole, to the partition holding its
+last row (the chunk a local run scores it in).
 
 Shared things, decided here:
 
@@ -47,9 +48,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nbeval.chat.cache import ChatCache, default_cache_path
+from nbeval.engine.cases import case_end
 from nbeval.engine.dask_connect import CONNECT_TIMEOUT_S, connect, connect_timeout
 from nbeval.errors import NbevalError
 from nbeval.evaluators.base import Evaluator, Score
+from nbeval.evaluators.case import is_case_level
 from nbeval.results.outcome import RowOutcome
 from nbeval.runtime import Resources
 
@@ -221,13 +224,14 @@ class PartitionResult:
     """Judge replies fetched for this partition, for the client's cache."""
 
 
-def score_partition(payload: bytes, run_id: str, items: list[tuple[int, int, Any]],
+def score_partition(payload: bytes, run_id: str, items: list[tuple[int, int, Any, int]],
                     chunk_rows: int) -> PartitionResult:
     """Score one partition on a worker: ``payload`` is the run's evaluators and
     :class:`ResourceConfig`, pickled by the client (:func:`_payload`); ``items`` are (evaluator
-    position, row position, row) in the order a local run starts them, scored ``chunk_rows``
-    dataset rows at a time."""
-    from nbeval.engine.drive import drive, start_row
+    position, row position, row, position of the row that starts its scoring) in the order a local
+    run starts them, scored ``chunk_rows`` dataset rows at a time. A case-level evaluator's rows
+    of one test case come together, each carrying the position of the case's last row."""
+    from nbeval.engine.drive import drive, row_outcomes
 
     run = _worker_run(payload, run_id)
     resources, evs = run.resources, run.evaluators
@@ -235,19 +239,40 @@ def score_partition(payload: bytes, run_id: str, items: list[tuple[int, int, Any
     out = PartitionResult()
     lo = 0
     while lo < len(items):
-        chunk = items[lo][1] // chunk_rows  # the local run's chunk: rows [chunk * chunk_rows, (chunk + 1) * chunk_rows)
+        chunk = items[lo][3] // chunk_rows  # the local run's chunk: rows [chunk * chunk_rows, (chunk + 1) * chunk_rows)
         hi = lo
-        while hi < len(items) and items[hi][1] // chunk_rows == chunk:
+        while hi < len(items) and items[hi][3] // chunk_rows == chunk:
             hi += 1
         if cancelled():
-            out.outcomes.extend((k, pos, None, "cancelled", []) for k, pos, _ in items[lo:])
+            out.outcomes.extend((k, pos, None, "cancelled", []) for k, pos, _, _ in items[lo:])
             break
-        started = [(k, pos, *start_row(evs[k], row)) for k, pos, row in items[lo:hi]]
+        started = _start(evs, items[lo:hi])
         drive([(gen, o) for _, _, gen, o in started if gen is not None], resources, cancelled)
-        out.outcomes.extend((k, pos, o.score, o.skip_reason, o.warnings) for k, pos, _, o in started)
+        out.outcomes.extend((k, pos, one.score, one.skip_reason, one.warnings) for k, positions, _, o in started
+                            for pos, one in zip(positions, row_outcomes(o), strict=True))
         lo = hi
     out.replies = resources.snapshot.take_new()
     return out
+
+
+def _start(evs: list[Evaluator], items: list[tuple[int, int, Any, int]]) -> list[tuple[int, list[int], Any, Any]]:
+    """Each row's scoring started (each test case's for a case-level evaluator): (evaluator
+    position, the rows' positions, scorer or ``None``, outcome)."""
+    from nbeval.engine.drive import start_case, start_row
+
+    started: list[tuple[int, list[int], Any, Any]] = []
+    i = 0
+    while i < len(items):
+        k, _, row, at = items[i]
+        ev, j = evs[k], i + 1
+        if is_case_level(ev):
+            while j < len(items) and items[j][0] == k and items[j][3] == at:
+                j += 1
+            started.append((k, [p for _, p, _, _ in items[i:j]], *start_case(ev, [r for _, _, r, _ in items[i:j]])))
+        else:
+            started.append((k, [items[i][1]], *start_row(ev, row)))
+        i = j
+    return started
 
 
 def _cancel_flag(run_id: str) -> Callable[[], bool]:
@@ -295,15 +320,20 @@ def run_on_cluster(state: RunState, scheduler: Any, *, chunk_rows: int,
     try:
         n_workers = _wait_for_workers(client)
         ranges = partitions(len(state.dataset.rows), n_workers, chunk_rows)
-        work: list[list[tuple[int, int, Any]]] = [[] for _ in ranges]
+        work: list[list[tuple[int, int, Any, int]]] = [[] for _ in ranges]
         bounds = [hi for _, hi in ranges]
-        # the order a local run starts rows: chunk by chunk, evaluator by evaluator, row by row
-        for k, (_ev, todo) in enumerate(state.planned):
-            for row in todo:
-                pos = state.row_index[id(row)]
-                work[bisect.bisect_right(bounds, pos)].append((k, pos, row))
+        # the order a local run starts rows: chunk by chunk, evaluator by evaluator, row by row (a
+        # test case of a case-level evaluator where its last row is, with that row's position)
+        for k, (ev, todo) in enumerate(state.planned):
+            start = 0
+            while start < len(todo):
+                end = case_end(todo, start) if is_case_level(ev) else start + 1
+                at = state.row_index[id(todo[end - 1])]
+                work[bisect.bisect_right(bounds, at)].extend(
+                    (k, state.row_index[id(row)], row, at) for row in todo[start:end])
+                start = end
         for part in work:
-            part.sort(key=lambda item: (item[1] // chunk_rows, item[0], item[1]))
+            part.sort(key=lambda item: (item[3] // chunk_rows, item[0], item[3], item[1]))
         [payload_f] = client.scatter([payload], broadcast=True, hash=False, timeout=WORKER_WAIT_S)
         # Partitions are sent a few at a time (enough to keep every worker busy): sent all at once,
         # the whole dataset would wait pickled at the client and the scheduler.
@@ -360,7 +390,7 @@ def run_on_cluster(state: RunState, scheduler: Any, *, chunk_rows: int,
         if state.cancelled():  # what never came back, and what came back out of order
             for i in range(next_part, len(work)):
                 filed = ready.pop(i) if i in ready else \
-                    [RowOutcome(evs[k], row, skip_reason="cancelled") for k, _, row in work[i]]
+                    [RowOutcome(evs[k], row, skip_reason="cancelled") for k, _, row, _ in work[i]]
                 if filed:
                     state.record(filed)
                     on_batch(len(filed))
@@ -426,7 +456,7 @@ def _usage(client: Any, run_id: str) -> dict[str, Any]:
     return merge_usage(*usages.values())
 
 
-def _outcomes(fut: Any, items: list[tuple[int, int, Any]], evs: list[Evaluator], rows: list[Any],
+def _outcomes(fut: Any, items: list[tuple[int, int, Any, int]], evs: list[Evaluator], rows: list[Any],
               resources: Resources) -> list[RowOutcome]:
     """A partition's outcomes rebuilt on the client (with its own evaluator and row objects);
     the replies it fetched go into the client's cache. A partition whose task failed (a worker
@@ -436,7 +466,7 @@ def _outcomes(fut: Any, items: list[tuple[int, int, Any]], evs: list[Evaluator],
         got: PartitionResult = fut.result(timeout=WORKER_WAIT_S)
     except Exception as exc:
         text = f"the worker scoring this row failed: {type(exc).__name__}: {exc}"
-        return [RowOutcome(evs[k], row, score=Score({}, error=text)) for k, _, row in items]
+        return [RowOutcome(evs[k], row, score=Score({}, error=text)) for k, _, row, _ in items]
     _store_replies(resources, got.replies)
     return [RowOutcome(evs[k], rows[pos], score=score, skip_reason=skip, warnings=list(notes))
             for k, pos, score, skip, notes in got.outcomes]

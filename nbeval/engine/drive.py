@@ -6,18 +6,24 @@ the dry run and the Dask workers (:mod:`nbeval.engine.dask_run`) all drive rows 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Union
 
+from nbeval.engine.cases import CaseOutcome
 from nbeval.errors import NbevalError
 from nbeval.evaluators.base import Evaluator, Score
+from nbeval.evaluators.case import CaseEvaluator
 from nbeval.results.outcome import RowOutcome
 from nbeval.runtime import Answer, RequestCancelled, Resources
 
 if TYPE_CHECKING:
     from nbeval.data.model import Row
 
-__all__ = ["FINISHED", "bad_return", "cancel_row", "drive", "error_score", "start_row", "step", "unfinished"]
+__all__ = ["FINISHED", "Scoring", "bad_return", "cancel_row", "drive", "error_score", "row_outcomes", "start_case",
+           "start_row", "step", "unfinished"]
+
+#: What the driver drives: one row's outcome, or one test case's (a case-level evaluator's).
+Scoring = Union[RowOutcome, CaseOutcome]
 
 
 def start_row(ev: Evaluator, row: Row) -> tuple[Any, RowOutcome]:
@@ -35,6 +41,26 @@ def start_row(ev: Evaluator, row: Row) -> tuple[Any, RowOutcome]:
     return None, out
 
 
+def start_case(ev: CaseEvaluator, rows: Sequence[Row]) -> tuple[Any, CaseOutcome]:
+    """Start scoring one test case's ``rows`` with a case-level evaluator: its scorer (a
+    generator) and outcome, or ``None`` and the outcome already scored."""
+    out = CaseOutcome(ev, rows)
+    try:
+        result = ev.score_case(list(rows))
+    except Exception as exc:
+        out.score = error_score(exc)
+        return None, out
+    if inspect.isgenerator(result):
+        return result, out
+    out.settle(result)
+    return None, out
+
+
+def row_outcomes(out: Scoring) -> list[RowOutcome]:
+    """The row outcomes ``out`` stands for: itself, or each row's of a test case."""
+    return out.outcomes if isinstance(out, CaseOutcome) else [out]
+
+
 def error_score(exc: BaseException) -> Score:
     text = str(exc) or type(exc).__name__
     if not isinstance(exc, NbevalError):
@@ -50,7 +76,7 @@ def bad_return(ev: Evaluator, value: Any) -> Score:
 FINISHED = object()
 
 
-def step(gen: Any, out: RowOutcome, send: Any, first: bool) -> Any:
+def step(gen: Any, out: Scoring, send: Any, first: bool) -> Any:
     """Advance one row's scoring with ``send``: its next request, or :data:`FINISHED` with
     ``out.score`` set."""
     try:
@@ -58,17 +84,20 @@ def step(gen: Any, out: RowOutcome, send: Any, first: bool) -> Any:
             return next(gen)
         return gen.throw(send) if isinstance(send, BaseException) else gen.send(send)
     except StopIteration as stop:
-        out.score = stop.value if isinstance(stop.value, Score) else bad_return(out.evaluator, stop.value)
+        if isinstance(out, CaseOutcome):
+            out.settle(stop.value)
+        else:
+            out.score = stop.value if isinstance(stop.value, Score) else bad_return(out.evaluator, stop.value)
     except Exception as exc:
         out.score = error_score(exc)
     return FINISHED
 
 
-def unfinished(out: RowOutcome) -> bool:
+def unfinished(out: Scoring) -> bool:
     return out.score is None and out.skip_reason is None
 
 
-def cancel_row(gen: Any, out: RowOutcome) -> None:
+def cancel_row(gen: Any, out: Scoring) -> None:
     """A row that needs an answer it will not get: it is reported as cancelled."""
     if gen is not None:
         try:
@@ -78,8 +107,8 @@ def cancel_row(gen: Any, out: RowOutcome) -> None:
     out.skip_reason = "cancelled"
 
 
-def drive(pending: list[tuple[Any, RowOutcome]], resources: Resources, cancelled: Callable[[], bool],
-           on_finished: Callable[[RowOutcome], None] | None = None) -> None:
+def drive(pending: Sequence[tuple[Any, Scoring]], resources: Resources, cancelled: Callable[[], bool],
+          on_finished: Callable[[Scoring], None] | None = None) -> None:
     """Run generator-based scorers in lockstep rounds, answering each round's requests in batch.
 
     Each answer is sent into its row's scorer as it arrives (a judge reply does not wait for the
@@ -91,7 +120,7 @@ def drive(pending: list[tuple[Any, RowOutcome]], resources: Resources, cancelled
     ``cancelled`` too (``on_finished`` is not called for them) and the exception goes on."""
     done = on_finished if on_finished is not None else _ignore
 
-    waiting: list[tuple[Any, RowOutcome, Any]] = []  # (scorer, outcome, its request)
+    waiting: list[tuple[Any, Scoring, Any]] = []  # (scorer, outcome, its request)
     try:
         for gen, out in pending:
             req = step(gen, out, None, True)
@@ -106,7 +135,7 @@ def drive(pending: list[tuple[Any, RowOutcome]], resources: Resources, cancelled
             following: list[Any] = [None] * len(asks)
             answered = [False] * len(asks)
 
-            def on_answer(i: int, answer: Answer, asks: list[tuple[Any, RowOutcome, Any]] = asks,
+            def on_answer(i: int, answer: Answer, asks: list[tuple[Any, Scoring, Any]] = asks,
                           following: list[Any] = following, answered: list[bool] = answered) -> None:
                 if answered[i]:
                     return
@@ -138,6 +167,6 @@ def drive(pending: list[tuple[Any, RowOutcome]], resources: Resources, cancelled
             done(out)
 
 
-def _ignore(out: RowOutcome) -> None:
+def _ignore(out: Scoring) -> None:
     pass
 

@@ -3,15 +3,17 @@ with placeholder answers, without calling anything."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from nbeval.data.model import LlmDataset, Row
-from nbeval.engine.drive import start_row
+from nbeval.engine.cases import case_end, order_cases
+from nbeval.engine.drive import start_case, start_row
 from nbeval.engine.plan import plan_rows
 from nbeval.errors import JudgeNotConfigured, ResourceError
 from nbeval.evaluators.base import Evaluator
+from nbeval.evaluators.case import is_case_level
 from nbeval.requests import Chat
 from nbeval.runtime import Resources, handler_for, model_key
 
@@ -84,13 +86,30 @@ class Plan:
         return f", ~{self.est_prompt_tokens} prompt + {completion}"
 
 
-def first_requests(ev: Evaluator, rows: Iterable[Row]) -> Iterable[Any]:
-    """The first request each row's scoring would make, without answering it (rows whose scoring
-    needs no request, or fails before making one, are left out)."""
+def _scorers(ev: Evaluator, rows: Iterable[Row]) -> Iterator[Any]:
+    """The scorer (a generator) of each of ``rows``, started, or of each test case among them for
+    a case-level evaluator; scorings that need no request are left out."""
+    if is_case_level(ev):
+        grouped = order_cases(list(rows))
+        start = 0
+        while start < len(grouped):
+            end = case_end(grouped, start)
+            gen, _ = start_case(ev, grouped[start:end])
+            start = end
+            if gen is not None:
+                yield gen
+        return
     for row in rows:
         gen, _ = start_row(ev, row)
-        if gen is None:
-            continue
+        if gen is not None:
+            yield gen
+
+
+def first_requests(ev: Evaluator, rows: Iterable[Row]) -> Iterable[Any]:
+    """The first request each row's scoring would make, without answering it (rows whose scoring
+    needs no request, or fails before making one, are left out; a case-level evaluator's are
+    each test case's)."""
+    for gen in _scorers(ev, rows):
         try:
             req = next(gen)
         except Exception:  # StopIteration included: nothing was asked
@@ -108,11 +127,9 @@ def planned_requests(ev: Evaluator, rows: Iterable[Row]) -> Iterable[tuple[Any, 
     """Every chat request each row's scoring would make, as ``(request, is_first_of_its_row)``,
     found without calling anything: each chat request is answered with an empty placeholder reply
     (model :data:`~nbeval.requests.DRY_RUN_MODEL`), each embedding or pair-scoring request with
-    placeholder numbers, so later requests that depend on real answers are an estimate."""
-    for row in rows:
-        gen, _ = start_row(ev, row)
-        if gen is None:
-            continue
+    placeholder numbers, so later requests that depend on real answers are an estimate. A
+    case-level evaluator's requests are each test case's, counted once per case."""
+    for gen in _scorers(ev, rows):
         try:
             req, chats = next(gen), 0
             for _ in range(_PLAN_MAX_REQUESTS):

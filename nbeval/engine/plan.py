@@ -12,9 +12,11 @@ from typing import Any
 
 from nbeval.data.inputs import to_dataset
 from nbeval.data.model import LlmDataset, Row, TestLab
+from nbeval.engine.cases import order_cases
 from nbeval.engine.interrupts import whole
 from nbeval.errors import JudgeNotConfigured
 from nbeval.evaluators.base import Evaluator
+from nbeval.evaluators.case import is_case_level
 from nbeval.evaluators.registry import resolve_evaluators
 from nbeval.progress import ProgressThrottle
 from nbeval.results.live import LiveResult
@@ -25,7 +27,9 @@ __all__ = ["RunState", "plan_rows", "plan_run", "preflight"]
 
 
 def plan_rows(ev: Evaluator, dataset: LlmDataset) -> tuple[list[Row], list[RowOutcome]]:
-    """Rows ``ev`` will score, and the skipped ones with their reason."""
+    """Rows ``ev`` will score, and the skipped ones with their reason. The rows are in dataset
+    order; a case-level evaluator's are grouped by test case (:func:`~nbeval.engine.cases.order_cases`),
+    each case after the row that completes it."""
     todo: list[Row] = []
     skipped: list[RowOutcome] = []
     max_rows = ev.params.get("max_rows")
@@ -46,7 +50,7 @@ def plan_rows(ev: Evaluator, dataset: LlmDataset) -> tuple[list[Row], list[RowOu
             todo.append(row)
         else:
             skipped.append(RowOutcome(ev, row, skip_reason=reason))
-    return todo, skipped
+    return (order_cases(todo) if is_case_level(ev) else todo), skipped
 
 
 def preflight(evaluators: Sequence[Evaluator], dataset: LlmDataset, resources: Resources) -> None:
@@ -71,7 +75,8 @@ class RunState:
     evaluators: list[Evaluator]
     resources: Resources
     planned: list[tuple[Evaluator, list[Row]]]
-    """Per evaluator: the rows it scores, in dataset order."""
+    """Per evaluator: the rows it scores, in dataset order (a case-level evaluator's grouped by
+    test case: see :func:`plan_rows`)."""
     outcomes: list[RowOutcome]
     """Every outcome so far (skipped rows first, then in the order they finished); empty unless
     the run was planned with ``keep_outcomes=True`` (the live view holds the scores)."""
@@ -82,7 +87,8 @@ class RunState:
     total: int
     """Scores the run makes: one per row and evaluator, skipped ones included."""
     cursors: list[int] = field(default_factory=list)
-    """Per evaluator: how many of its planned rows were started."""
+    """Per evaluator: how many of its planned rows were started (a case-level evaluator starts a
+    whole case's rows at once)."""
     next_row: int = 0
     """Dataset rows before this one were started."""
     started: float = field(default_factory=time.perf_counter)

@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 from nbeval.data.inputs import to_dataset
 from nbeval.data.model import Row
-from nbeval.engine.drive import cancel_row, drive, start_row, unfinished
+from nbeval.engine.cases import case_end
+from nbeval.engine.drive import Scoring, cancel_row, drive, row_outcomes, start_case, start_row, unfinished
 from nbeval.engine.interrupts import holding_interrupts, whole
 from nbeval.engine.plan import RunState, plan_run
 from nbeval.errors import Interrupted
+from nbeval.evaluators.case import is_case_level
 from nbeval.evaluators.registry import resolve_evaluators
 from nbeval.progress import progress_bar
 from nbeval.results.live import LiveResult
@@ -42,21 +44,26 @@ def run_chunk(state: RunState, chunk_rows: int = CHUNK_ROWS) -> list[RowOutcome]
     finished are filed as ``cancelled`` (the rows not started are left to :func:`finish`). On an
     exception (Ctrl-C), the rows started and not finished are filed as ``cancelled`` too."""
     hi = state.next_row + max(1, int(chunk_rows))
-    pending: list[tuple[Any, RowOutcome]] = []
+    pending: list[tuple[Any, Scoring]] = []
     chunk: list[RowOutcome] = []
     filed: set[int] = set()
 
-    def file(out: RowOutcome) -> None:
-        state.file(out, note=filed)
+    def file(out: Scoring) -> None:
+        for one in row_outcomes(out):
+            state.file(one, note=filed)
 
     try:
         for k, (ev, todo) in enumerate(state.planned):
-            while (state.cursors[k] < len(todo) and state.row_index[id(todo[state.cursors[k]])] < hi
-                   and not state.cancelled()):
-                gen, out = start_row(ev, todo[state.cursors[k]])
+            case_level = is_case_level(ev)
+            while state.cursors[k] < len(todo) and not state.cancelled():
+                start = state.cursors[k]
+                end = case_end(todo, start) if case_level else start + 1
+                if state.row_index[id(todo[end - 1])] >= hi:  # a case waits for its last row's chunk
+                    break
+                gen, out = start_case(ev, todo[start:end]) if is_case_level(ev) else start_row(ev, todo[start])
                 with whole:
-                    state.cursors[k] += 1
-                    chunk.append(out)
+                    state.cursors[k] = end
+                    chunk.extend(row_outcomes(out))
                 if gen is None:
                     file(out)
                 else:
@@ -65,10 +72,12 @@ def run_chunk(state: RunState, chunk_rows: int = CHUNK_ROWS) -> list[RowOutcome]
             state.next_row = hi
         drive(pending, state.resources, state.cancelled, file)
     except BaseException:  # Ctrl-C: what is unfinished is cancelled and filed, and nobody is called
-        scorers = {id(out): gen for gen, out in pending}
-        for out in chunk:
+        for gen, out in pending:
             if unfinished(out):
-                cancel_row(scorers.get(id(out)), out)
+                cancel_row(gen, out)
+        for one in chunk:
+            if unfinished(one):
+                cancel_row(None, one)
         state.flush(report=False, more=[o for o in chunk if id(o) not in filed])
         raise
     state.flush()
