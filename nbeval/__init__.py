@@ -22,6 +22,7 @@ from nbeval._version import __version__
 # public name -> module that defines it
 _EXPORTS = {
     "evaluate": "nbeval.engine",
+    "plan": "nbeval.application",
     "Plan": "nbeval.engine",
     "EvaluationResult": "nbeval.results",
     "load_result": "nbeval.results",
@@ -31,6 +32,7 @@ _EXPORTS = {
     "catalogue": "nbeval.evaluators.registry",
     "list_evaluators": "nbeval.evaluators.registry",
     "Evaluator": "nbeval.evaluators.base",
+    "CaseEvaluator": "nbeval.evaluators.case",
     "EvaluatorSpec": "nbeval.evaluators.base",
     "MetricSpec": "nbeval.evaluators.base",
     "Param": "nbeval.evaluators.base",
@@ -94,6 +96,7 @@ def _extension() -> ModuleType:
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs only
+    from nbeval.application import plan
     from nbeval.chat.collect import collect
     from nbeval.data.conditions import Condition, parse_condition
     from nbeval.data.model import Chunk, LlmDataset, ModelInfo, Relationship, Row, Test, TestCase, TestLab, TestSuite
@@ -114,6 +117,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs only
         UnknownEvaluator,
     )
     from nbeval.evaluators.base import Aggregate, Evaluator, EvaluatorSpec, MetricSpec, Param, Score, bool_score
+    from nbeval.evaluators.case import CaseEvaluator
     from nbeval.evaluators.registry import catalogue, evaluator, list_evaluators, register
     from nbeval.evaluators.scorer import scorer
     from nbeval.perturbation import Perturbator, perturb, register_perturbator

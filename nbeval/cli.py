@@ -13,52 +13,28 @@
 Exit status: 0 on success, 1 when the CI gate trips (``--fail-on-problems`` or ``--fail-on KINDS``:
 threshold breaches, unrated rows, perturbation flips, errored rows, models and evaluators that
 measured nothing; see :mod:`nbeval.results.gate`), 2 on bad input, 130 when interrupted.
+
+A thin adapter: what it shares with the ``%nbeval`` magics and the service (the judge from the
+options and the environment, the ``--out`` checks, saving a run, the gate, an evaluator as JSON)
+lives in :mod:`nbeval.application`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from nbeval import application
+from nbeval.application import judge_error, judge_plan_text, matching_specs, no_match_note, spec_search_text
 from nbeval.errors import JudgeNotConfigured, NbevalError
 
 __all__ = ["build_parser", "data_or_demo", "judge_error", "judge_plan_text", "main", "matching_specs",
            "no_match_note", "spec_search_text"]
-
-
-def spec_search_text(spec: Any) -> str:
-    """What a catalogue filter searches in an evaluator (lower case): its id, family, kind, inputs,
-    metrics and description."""
-    return " ".join([spec.id, spec.family, spec.kind, *spec.inputs, *(m.name for m in spec.metrics),
-                     spec.description]).lower()
-
-
-def matching_specs(family: str | None, words: Sequence[str] = ()) -> list[Any]:
-    """The catalogue's evaluators, sorted by family and id: those of ``family`` (an unknown one is
-    refused, naming the known ones) whose :func:`spec_search_text` contains every one of ``words``
-    (case-insensitive). ``nbeval evaluators`` and ``%nbeval evaluators`` both filter with this."""
-    from nbeval.evaluators.registry import list_evaluators
-
-    if family is not None:
-        known = sorted({s.family for s in list_evaluators()})
-        if family not in known:
-            msg = f"unknown family {family!r}; the families are {', '.join(known)}"
-            raise NbevalError(msg)
-    wanted = [w.lower() for w in words]
-    return [s for s in sorted(list_evaluators(family), key=lambda s: (s.family, s.id))
-            if all(w in spec_search_text(s) for w in wanted)]
-
-
-def no_match_note(words: Sequence[str], family: str | None, everything: str) -> str:
-    """What a catalogue filter that kept nothing says; ``everything`` is the command listing them all."""
-    where = f" in family {family!r}" if family else ""
-    return f"no evaluator matches {' '.join(words)!r}{where}; `{everything}` lists them all"
 
 
 def _print_catalogue(args: argparse.Namespace) -> int:
@@ -67,7 +43,7 @@ def _print_catalogue(args: argparse.Namespace) -> int:
     specs = matching_specs(args.family, args.text)
     judge_set = judge_configured()
     if args.json:
-        print(json.dumps([_spec_dict(s) for s in specs], indent=2))
+        print(json.dumps([application.spec_dict(s) for s in specs], indent=2))
         return 0
     if not specs:
         print(no_match_note(args.text, args.family, "nbeval evaluators"))
@@ -87,22 +63,8 @@ def _print_catalogue(args: argparse.Namespace) -> int:
           "output_condition, guidelines, categories.")
     if not judge_set and any(s.needs_judge for s in specs):
         print("\nNo judge is configured, so the evaluators marked (needs a judge) cannot run yet.\n"
-              + _CLI_JUDGE_HELP)
+              + application.CLI_JUDGE_HELP)
     return 0
-
-
-def _bound(x: float) -> float | None:
-    """A range bound for JSON: an unbounded side is ``null`` (standard JSON has no Infinity)."""
-    return x if math.isfinite(x) else None
-
-
-def _spec_dict(s: Any) -> dict[str, Any]:
-    return {"id": s.id, "family": s.family, "kind": s.kind, "inputs": list(s.inputs),
-            "optional_inputs": list(s.optional_inputs), "resources": list(s.resources), "params": dict(s.params),
-            "description": s.description,
-            "metrics": [{"name": m.name, "direction": m.direction, "range": [_bound(m.lo), _bound(m.hi)],
-                         "threshold": m.threshold,
-                         "primary": m is s.primary} for m in s.metrics]}
 
 
 def _show_evaluator(args: argparse.Namespace) -> int:
@@ -129,79 +91,6 @@ def _show_evaluator(args: argparse.Namespace) -> int:
         print("\n" + getattr(cls, "prompt_heading", "prompt (replace with prompt=...):") + "\n")
         print(prompt_text())
     return 0
-
-
-def _endpoint(model: str, base_url: str | None) -> Any:
-    """A chat model spec: the name alone, or with the endpoint it lives at (a local ``hf:`` model
-    lives at none: the base URL is for the OpenAI-compatible models beside it)."""
-    return {"model": model, "base_url": base_url} if base_url and not model.startswith("hf:") else model
-
-
-def _judge_spec(args: argparse.Namespace) -> Any:
-    """``--judge`` and ``--judge-base-url``; the model comes from NBEVAL_JUDGE_MODEL when only the URL is given."""
-    model, base_url = getattr(args, "judge", None), getattr(args, "judge_base_url", None)
-    if base_url and not model:
-        model = os.environ.get("NBEVAL_JUDGE_MODEL")
-        if not model:
-            msg = "--judge-base-url needs a model name: give --judge NAME or set NBEVAL_JUDGE_MODEL"
-            raise NbevalError(msg)
-    return _endpoint(model, base_url) if model else None
-
-
-#: How to give ``nbeval run`` a judge: what a "needs a judge" error says on the command line.
-_CLI_JUDGE_HELP = (
-    "A judge is the chat model that grades answers. Give one with\n"
-    "  --judge MODEL             a model name at OpenAI's API (key: NBEVAL_JUDGE_API_KEY or OPENAI_API_KEY),\n"
-    "                            or hf:<name or path> for a local Hugging Face model;\n"
-    "  --judge-base-url URL      with --judge, an OpenAI-compatible server, e.g. http://localhost:11434/v1\n"
-    "                            for Ollama;\n"
-    "or in the environment: NBEVAL_JUDGE_MODEL, NBEVAL_JUDGE_BASE_URL, NBEVAL_JUDGE_API_KEY.")
-
-#: The same in a notebook, for the ``%nbeval`` magics.
-_MAGIC_JUDGE_HELP = (
-    "A judge is the chat model that grades answers: `%nbeval judge MODEL [--base-url URL]` sets one for this\n"
-    "session (MODEL at OpenAI's API or at an OpenAI-compatible server's URL, or hf:<name or path> for a\n"
-    "local Hugging Face model).")
-
-#: What the Python API's messages say to do about a missing judge, and what replaces it where.
-_PYTHON_JUDGE_HINT = "pass judge=... or set NBEVAL_JUDGE_MODEL"
-_JUDGE_HINTS = {False: "give --judge MODEL (and --judge-base-url URL) or set NBEVAL_JUDGE_MODEL",
-                True: "set one with `%nbeval judge MODEL [--base-url URL]`"}
-
-
-def judge_error(exc: BaseException, *, magic: bool = False) -> str:
-    """The message of a missing-judge error (:class:`~nbeval.errors.JudgeNotConfigured`) in the
-    terms of where it is shown: the command line's flags (``--judge``, ``--judge-base-url``), or
-    with ``magic`` the ``%nbeval judge`` magic, in place of the Python API's ``judge=...``."""
-    from nbeval.chat.config import judge_help_text
-
-    text = judge_plan_text(str(exc), magic=magic)
-    help_text = _MAGIC_JUDGE_HELP if magic else _CLI_JUDGE_HELP
-    if judge_help_text() in text:
-        return text.replace(judge_help_text(), help_text)
-    return f"{text}\n{help_text}"
-
-
-def judge_plan_text(text: str, *, magic: bool = False) -> str:
-    """``text`` (a dry run's plan) with its advice about a missing judge in the terms of the
-    command line or, with ``magic``, of the magics."""
-    return text.replace(_PYTHON_JUDGE_HINT, _JUDGE_HINTS[magic])
-
-
-def _evaluate_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    kw: dict[str, Any] = {"progress": not args.no_progress}
-    judge = _judge_spec(args)
-    if judge is not None:
-        kw["judge"] = judge
-    if getattr(args, "embedder", None):
-        kw["embedder"] = args.embedder
-    if getattr(args, "device", None):
-        kw["device"] = args.device
-    if getattr(args, "no_cache", False):
-        kw["cache"] = False
-    if getattr(args, "scheduler", None):
-        kw["scheduler"] = args.scheduler
-    return kw
 
 
 def _positive_int(text: str) -> int:
@@ -231,72 +120,15 @@ def _finish(result: Any, out: Path, fail_on_problems: bool | Sequence[str] | Non
     brief form); with a gate (``True``: every kind, or the kinds of
     :data:`~nbeval.results.gate.GATE_KINDS` to fail on) say which kinds trip it, one line each,
     and return 1 if any does."""
-    from nbeval.results.gate import check_gate
-
     print(result.summary(brief=brief))
-    result.save(out)
-    result.to_html(out / "report.html")
-    print(f"\nsaved the result to {out}/\nand the report to {out / _REPORT_FILE}")
-    if not fail_on_problems:
+    report = application.save_run(result, out)
+    print(f"\nsaved the result to {out}/\nand the report to {report}")
+    verdict = application.run_gate(result, fail_on_problems)
+    if verdict is None:
         return 0
-    verdict = check_gate(result, True if fail_on_problems is True else tuple(fail_on_problems))
     for line in verdict.lines():
         print(line)
     return 1 if verdict.tripped else 0
-
-
-#: What ``nbeval run`` and ``nbeval demo`` write into ``--out``: the saved result and the report.
-_REPORT_FILE = "report.html"
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    """Whether two paths name one file: the same resolved path (links and ``..`` followed), or
-    the same file on disk (hard links, case-insensitive file systems)."""
-    if a.resolve() == b.resolve():
-        return True
-    try:
-        return a.exists() and b.exists() and a.samefile(b)
-    except OSError:
-        return False
-
-
-def _check_run_out(out: Path, inputs: Sequence[str]) -> None:
-    """Fail before any work when ``--out`` cannot take the result: it (or a folder above it) is
-    a file, one of the files to write is a folder there, or writing would overwrite an input."""
-    from nbeval.errors import DataError
-    from nbeval.results.files import check_folder
-    from nbeval.results.result import RESULT_FILES
-
-    names = (*RESULT_FILES, _REPORT_FILE)
-    for given in inputs:
-        for name in names:
-            if _same_file(out / name, Path(given)):
-                msg = (f"--out {out} would overwrite the input {given} (a run writes {name} there, with "
-                       f"{', '.join(n for n in names if n != name)}); choose another --out folder")
-                raise DataError(msg)
-    try:
-        check_folder(out, names)
-    except DataError as exc:
-        raise DataError(f"--out {out}: {exc}") from None
-
-
-def _check_file_out(out: Path, inputs: Sequence[str], what: str = "lab") -> None:
-    """Fail before any work when the output file ``out`` (the ``what`` to write) is an input, or a folder."""
-    from nbeval.errors import DataError
-    from nbeval.results.files import check_folder
-
-    for given in inputs:
-        if _same_file(out, Path(given)):
-            msg = (f"--out {out} would overwrite the input {given}; write the {what} to another file, "
-                   f"e.g. --out {Path(given).stem}-{what}.json")
-            raise DataError(msg)
-    if out.is_dir():
-        msg = f"--out {out} is a folder; give the path of the file to write, e.g. --out {out / (what + '.json')}"
-        raise DataError(msg)
-    try:
-        check_folder(out.parent)
-    except DataError as exc:
-        raise DataError(f"--out {out}: {exc}") from None
 
 
 def data_or_demo(text: str) -> Any:
@@ -314,26 +146,20 @@ def _run(args: argparse.Namespace) -> int:
     from nbeval.engine import Interrupted
 
     evaluators = [e for e in args.evaluators.split(",") if e.strip()]
-    kwargs = _evaluate_kwargs(args)
+    kwargs = application.evaluate_kwargs(args)
     data = data_or_demo(args.data)
     if args.dry_run:
-        print(judge_plan_text(str(nbeval.evaluate(data, evaluators, dry_run=True, **kwargs))))
+        print(judge_plan_text(str(application.plan(data, evaluators, **kwargs))))
         return 0
-    _check_run_out(Path(args.out), [data] if isinstance(data, str) else [])
+    application.check_run_out(Path(args.out), [data] if isinstance(data, str) else [])
     try:
         result = nbeval.evaluate(data, evaluators, **kwargs)
     except Interrupted as stop:  # Ctrl-C: what was scored is saved, the rest marked cancelled
         partial, out = stop.result, Path(args.out)
-        _saved_or_not(lambda: _save_partial(partial, out), f"saved the partial result to {out}/ (the rows not "
-                      "scored are marked cancelled; nbeval.load_result reads it)")
+        _saved_or_not(lambda: application.save_partial(partial, out),
+                      f"saved the partial result to {out}/ (the rows not scored are marked cancelled; "
+                      "nbeval.load_result reads it)")
     return _finish(result, Path(args.out), args.fail_on_problems)
-
-
-def _save_partial(result: Any, out: Path) -> None:
-    """Save an interrupted run's result at once: without a report (building one takes seconds),
-    and without the report of an earlier run there, which would be taken for this one's."""
-    result.save(out)
-    (out / _REPORT_FILE).unlink(missing_ok=True)
 
 
 class _Interrupted(KeyboardInterrupt):
@@ -358,10 +184,10 @@ def _demo(args: argparse.Namespace) -> int:
     import nbeval
     from nbeval.demo import demo_evaluators, demo_lab
 
-    _check_run_out(Path(args.out), [])  # a bad --out fails before the demo runs
+    application.check_run_out(Path(args.out), [])  # a bad --out fails before the demo runs
     evaluators = demo_evaluators(include_embedding=not args.no_embedding)
     print(f"nbeval demo: {len(evaluators)} evaluators on the shipped demo lab (offline, no API key)\n")
-    result = nbeval.evaluate(demo_lab(), evaluators, **_evaluate_kwargs(args))
+    result = nbeval.evaluate(demo_lab(), evaluators, **application.evaluate_kwargs(args))
     code = _finish(result, Path(args.out), False, brief=not args.verbose)
     if not args.verbose:
         print("every metric with its interval, and each problem: nbeval demo --verbose, or open the report")
@@ -376,9 +202,9 @@ def _complete(args: argparse.Namespace) -> int:
     from nbeval.results.files import write_aside
 
     if not args.dry_run:
-        _check_file_out(Path(args.out), [args.suite])
+        application.check_file_out(Path(args.out), [args.suite])
     suite = TestSuite.from_json(args.suite)
-    models = {m: _endpoint(m, args.base_url) for m in args.model}
+    models = {m: application.endpoint(m, args.base_url) for m in args.model}
     pending = collect(suite, models=models, system_prompt=args.system_prompt,
                       concurrency=args.concurrency, cache=not args.no_cache)
     if args.dry_run:
@@ -422,7 +248,7 @@ def _perturb(args: argparse.Namespace) -> int:
     from nbeval.results.files import write_aside
 
     data = data_or_demo(args.suite)
-    _check_file_out(Path(args.out), [data] if isinstance(data, str) else [], "perturbed")
+    application.check_file_out(Path(args.out), [data] if isinstance(data, str) else [], "perturbed")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         suite = perturb(data, args.perturbators, intensity=args.intensity, seed=args.seed,
@@ -448,8 +274,9 @@ def _serve(args: argparse.Namespace) -> int:
         app = EndpointApp(args.app_base_url, args.app_model, api_key=os.environ.get("NBEVAL_APP_API_KEY"))
     elif args.app_model:
         raise NbevalError("--app-model names a model at --app-base-url; give --app-base-url too")
+    judge = application.judge_spec(args.judge, args.judge_base_url)
     serve(host=args.host, port=args.port, token=args.token, no_auth=args.no_auth, retriever=args.retriever,
-          documents=args.documents, app=app, judge=_judge_spec(args), max_body_bytes=args.max_body_bytes,
+          documents=args.documents, app=app, judge=judge, max_body_bytes=args.max_body_bytes,
           workers=args.workers, data_dir=args.data_dir, keep_jobs=args.keep_jobs, keep_bytes=args.keep_bytes,
           max_scores=args.max_scores, max_judge_tokens=args.max_judge_tokens, allow_models=args.allow_models,
           limit_concurrency=args.limit_concurrency, timeout_keep_alive=args.timeout_keep_alive,

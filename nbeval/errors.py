@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "BadArgumentType",
+    "BadParameter",
     "ConditionError",
     "DataError",
     "EvaluatorError",
@@ -16,6 +18,7 @@ __all__ = [
     "JudgeNotConfigured",
     "MissingDependency",
     "NbevalError",
+    "NotFound",
     "PerturbationError",
     "RegexTimeout",
     "ResourceError",
@@ -45,6 +48,24 @@ class DataError(NbevalError, ValueError):
             where.append(f"field '{field}'")
         prefix = ", ".join(where)
         super().__init__(f"{prefix}: {message}" if prefix else message)
+
+
+class BadParameter(NbevalError, ValueError):
+    """An argument has a value nbeval cannot use: out of range, or not one of the choices (the
+    message lists them)."""
+
+
+class BadArgumentType(NbevalError, TypeError):
+    """An argument is of the wrong type (a condition or a pattern that is not a string, a chat
+    message that is not a mapping)."""
+
+
+class NotFound(NbevalError, KeyError):
+    """A name was looked up that is not there: a model, an evaluator or a metric that a result or a
+    run does not have. The message lists the names there are."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
 
 
 class ConditionError(NbevalError, ValueError):

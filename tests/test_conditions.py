@@ -1,4 +1,4 @@
-"""Tests of the condition language (nbeval.data.conditions) and bounded regexes (nbeval.data._regex).
+"""Tests of the condition language (nbeval.data.conditions) and bounded regexes (nbeval.data.patterns).
 
 Every expected value below was worked out by hand from the language's rules, not produced by the
 code under test.
@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from nbeval.data import _regex
+from nbeval.data import patterns
 from nbeval.data.conditions import And, Not, Or, Regexp, Text, is_valid_condition, parse_condition
 from nbeval.errors import ConditionError, NbevalError, RegexTimeout
 
@@ -380,16 +380,16 @@ def test_parsing_and_evaluating_never_calls_eval(monkeypatch: pytest.MonkeyPatch
         assert not is_valid_condition(hostile)
 
 
-# ------------------------------------------------------------------------------------ _regex
+# ----------------------------------------------------------------------------------- patterns
 
 def test_compile_user_pattern_caches_and_reports_errors() -> None:
-    assert _regex.compile_user_pattern("ab+") is _regex.compile_user_pattern("ab+")
+    assert patterns.compile_user_pattern("ab+") is patterns.compile_user_pattern("ab+")
     with pytest.raises(ConditionError) as info:
-        _regex.compile_user_pattern("ab(c")
+        patterns.compile_user_pattern("ab(c")
     assert info.value.text == "ab(c" and info.value.position == 4
     assert "invalid regular expression" in str(info.value)
     with pytest.raises(TypeError):
-        _regex.compile_user_pattern(b"x")  # type: ignore[arg-type]
+        patterns.compile_user_pattern(b"x")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(("pattern", "text", "expected"), [
@@ -402,26 +402,26 @@ def test_compile_user_pattern_caches_and_reports_errors() -> None:
     ("a.b", "a\nb", None),  # no DOTALL, as in re
 ])
 def test_search_follows_re(pattern: str, text: str, expected: str | None) -> None:
-    match = _regex.search(pattern, text)
+    match = patterns.search(pattern, text)
     ours = None if match is None else match.group(0)
     ref = re.search(pattern, text)
     assert ours == expected == (None if ref is None else ref.group(0))
 
 
 def test_search_accepts_compiled_and_checks_arguments() -> None:
-    compiled = _regex.compile_user_pattern("b+")
-    assert _regex.search(compiled, "abbc").group(0) == "bb"
-    assert _regex.search("x", "abc", timeout=None) is None
+    compiled = patterns.compile_user_pattern("b+")
+    assert patterns.search(compiled, "abbc").group(0) == "bb"
+    assert patterns.search("x", "abc", timeout=None) is None
     with pytest.raises(ValueError):
-        _regex.search("x", "abc", timeout=0)
+        patterns.search("x", "abc", timeout=0)
     with pytest.raises(TypeError):
-        _regex.search("x", None)  # type: ignore[arg-type]
+        patterns.search("x", None)  # type: ignore[arg-type]
 
 
 def test_search_timeout_message() -> None:
     start = time.perf_counter()
     with pytest.raises(RegexTimeout) as info:
-        _regex.search("(a|aa)+$", EVIL, timeout=0.3)
+        patterns.search("(a|aa)+$", EVIL, timeout=0.3)
     assert time.perf_counter() - start < CUT_OFF
     assert str(info.value) == (
         "regular expression '(a|aa)+$' took longer than 0.3 s on a 50,001-character text; "
@@ -431,16 +431,16 @@ def test_search_timeout_message() -> None:
 def test_slow_but_finite_search_finishes_in_a_worker(monkeypatch: pytest.MonkeyPatch) -> None:
     started: list[str] = []
 
-    class SpyThread(_regex.threading.Thread):  # type: ignore[name-defined]
+    class SpyThread(patterns.threading.Thread):  # type: ignore[name-defined]
         def start(self) -> None:
             started.append(self.name)
             super().start()
 
-    monkeypatch.setattr(_regex.threading, "Thread", SpyThread)
+    monkeypatch.setattr(patterns.threading, "Thread", SpyThread)
     # exponential but finite (a few tenths of a second): more than the inline CPU budget
-    match = _regex.search(r"(?:a|aa)+$|!", "a" * 29 + "!", timeout=10.0)
+    match = patterns.search(r"(?:a|aa)+$|!", "a" * 29 + "!", timeout=10.0)
     assert match is not None and match.group(0) == "!" and match.start() == 29
     assert started == ["nbeval-regex"]
     started.clear()
-    assert _regex.search(r"\d+", "abc 123").group(0) == "123"  # quick: stays inline
+    assert patterns.search(r"\d+", "abc 123").group(0) == "123"  # quick: stays inline
     assert started == []

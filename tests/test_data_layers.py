@@ -1,4 +1,4 @@
-"""Inside nbeval.data imports point one way (readers -> model -> ... -> _regex), the contract that
+"""Inside nbeval.data imports point one way (readers -> model -> ... -> patterns), the contract that
 says so would catch the old model <-> readers cycle, and no module there grows past ~500 lines."""
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
 import nbeval
-from nbeval import cli
+from nbeval import application
 from nbeval.cli import main
 from nbeval.results.gate import GATE_KINDS, check_gate
 from nbeval.results.insights import ERROR_CHARS, describe_errors
@@ -37,13 +37,13 @@ ROWS = [{"key": f"k{i}", "input": f"question {i}", "actual_output": f"answer {i}
 @pytest.fixture(autouse=True)
 def _offline_and_fast(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No judge from the environment, a fresh cache, and every judge call tried once (the CLI and
-    the magics build evaluate()'s arguments with ``cli._evaluate_kwargs``)."""
+    the magics build evaluate()'s arguments with ``application.evaluate_kwargs``)."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     for name in ("NBEVAL_JUDGE_MODEL", "NBEVAL_JUDGE_BASE_URL", "NBEVAL_JUDGE_API_KEY", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("NBEVAL_CACHE_DIR", str(tmp_path / "nbeval-cache"))
-    build = cli._evaluate_kwargs
-    monkeypatch.setattr(cli, "_evaluate_kwargs", lambda args: {**build(args), "max_attempts": 1})
+    build = application.evaluate_kwargs
+    monkeypatch.setattr(application, "evaluate_kwargs", lambda args: {**build(args), "max_attempts": 1})
 
 
 @pytest.fixture

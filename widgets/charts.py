@@ -71,6 +71,15 @@ _UNSCORED = "#b0b0b0"  # mid grey: outside the red–white–blue value scale
 MAX_PLOT_WIDTH = 520
 
 
+def _layer(*charts: Any, **kwargs: Any) -> alt.LayerChart:
+    """:func:`altair.layer` of charts that carry no facet encoding, which is always a layer chart."""
+    chart = alt.layer(*charts, **kwargs)
+    if not isinstance(chart, alt.LayerChart):  # only layers with shared row/column/facet channels facet
+        msg = f"expected a layer chart, got {type(chart).__name__}"
+        raise TypeError(msg)
+    return chart
+
+
 def _band_step(n: int, widest: float, most: float = MAX_PLOT_WIDTH) -> float:
     """The width of one of ``n`` bands: ``widest`` until the plot would pass ``most`` pixels."""
     return round(max(1.0, min(widest, most / max(n, 1))), 2)
@@ -139,7 +148,7 @@ def leaderboard_chart(result: EvaluationResult, evaluator: str | None = None,
     lines = [f"ranked best first, {subtitle}; beside each bar: value (n/N rows measured)"]
     if ci is not None:
         lines.append(f"error bars: {ci:.0%} interval, {_METHOD_NAMES.get(method, method)}")
-    chart = alt.hconcat(alt.layer(*layers).properties(width=360, height=alt.Step(24)), labels, spacing=6)
+    chart = alt.hconcat(_layer(*layers).properties(width=360, height=alt.Step(24)), labels, spacing=6)
     return chart.properties(title=alt.Title(f"{info.evaluator}: {info.metric}", subtitle=lines))
 
 
@@ -255,7 +264,7 @@ def heatmap(result: EvaluationResult, evaluator: str | None = None, metric: str 
         subtitle.insert(0, f"showing the {shown:,} hardest of {total_cases:,} cases")
     height = alt.Step(16) if labelled else 600
     prompts = alt.LookupData(data=cases, key="key", fields=["case", "prompt"])  # each prompt inlined once
-    layers = (alt.layer(*cells, text, data=df).add_params(case_focus, model_focus)
+    layers = (_layer(*cells, text, data=df).add_params(case_focus, model_focus)
               .transform_lookup(lookup="key", from_=prompts))
     return layers.properties(
         title=alt.Title(f"{info.evaluator}: {_better(info)}", subtitle=subtitle),
@@ -282,7 +291,7 @@ def _metric_heatmap(result: EvaluationResult, evaluator: str | None) -> alt.Laye
         color=alt.when(dark).then(alt.value("#ffffff")).otherwise(alt.value("#222222")))
     title = f"{evaluator or 'all evaluators'}: models × metrics"
     subtitle = "colour: distance from each metric's threshold (blue = good side), scaled by its range"
-    return alt.layer(*cells, text, data=df).properties(
+    return _layer(*cells, text, data=df).properties(
         title=alt.Title(title, subtitle=subtitle), width=alt.Step(step), height=alt.Step(26))
 
 
@@ -339,7 +348,7 @@ def distribution_chart(result: EvaluationResult, evaluator: str | None = None, m
     rule = _threshold_rule(info)
     if rule is not None:
         layers.append(rule)
-    return alt.layer(*layers).properties(title=f"{info.evaluator}: {info.metric} per model",
+    return _layer(*layers).properties(title=f"{info.evaluator}: {info.metric} per model",
                                          width=420, height=alt.Step(28))
 
 
@@ -424,7 +433,7 @@ def compare_chart(result: EvaluationResult, model_a: str, model_b: str, evaluato
     subtitle = ["bars: unadjusted 95% interval of the paired difference",
                 f"★ significant at alpha {alpha:g}, p-values {family}",
                 "tests: exact McNemar for 0/1 metrics, Wilcoxon signed-rank for scores"]
-    return alt.layer(zero, intervals, points, stars).properties(
+    return _layer(zero, intervals, points, stars).properties(
         title=alt.Title(f"{name_a} vs {name_b}", subtitle=subtitle), width=420, height=alt.Step(28))
 
 
@@ -459,7 +468,7 @@ def agreement_chart(agreement: JudgeAgreement) -> alt.LayerChart:
         rule = ">=" if direction == "higher" else "<="
         subtitle = [header, f"AUC {_fmt(agreement.auc)}; red: best threshold, pass when score {rule} "
                             f"{_fmt(agreement.best_threshold)} (max Youden J)"]
-        return alt.layer(chance, curve, chosen).properties(
+        return _layer(chance, curve, chosen).properties(
             title=alt.Title("judge vs human labels: ROC", subtitle=subtitle), width=320, height=320)
     confusion = agreement.confusion
     cells = (confusion.rename_axis(index="human", columns="judge").stack().rename("count").reset_index())
@@ -472,7 +481,7 @@ def agreement_chart(agreement: JudgeAgreement) -> alt.LayerChart:
         x=x, y=y, color=alt.Color("count:Q", scale=alt.Scale(scheme="blues"), title="rows"),
         tooltip=[alt.Tooltip("human:N"), alt.Tooltip("judge:N"), alt.Tooltip("count:Q")])
     text = alt.Chart(cells).mark_text(fontSize=13).encode(x=x, y=y, text="count:Q")
-    return alt.layer(rect, text).properties(
+    return _layer(rect, text).properties(
         title=alt.Title("judge vs human labels: confusion matrix", subtitle=header),
         width=alt.Step(70), height=alt.Step(40))
 

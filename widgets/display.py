@@ -30,14 +30,16 @@ def enable_offline() -> None:
     alt.renderers.enable("jupyter", offline=True)
 
 
-def jupyter_chart(chart: alt.TopLevelMixin, **kwargs: Any) -> alt.JupyterChart:
-    """``chart`` as an offline :class:`altair.JupyterChart` widget (selections observable from Python)."""
+def jupyter_chart(chart: alt.TopLevelSpec | None, **kwargs: Any) -> alt.JupyterChart:
+    """``chart`` as an offline :class:`altair.JupyterChart` widget (selections observable from Python);
+    ``None`` gives an empty widget whose ``chart`` is set later."""
     # The widget's script is a class attribute read at construction: bundle it offline first (once).
     alt.JupyterChart.enable_offline(True)
-    return alt.JupyterChart(chart, **kwargs)
+    # JupyterChart's signature says a chart, but its trait allows None (an empty widget)
+    return alt.JupyterChart(chart, **kwargs)  # type: ignore[arg-type]
 
 
-def overview_chart(result: EvaluationResult, max_evaluators: int = 4) -> alt.TopLevelMixin | None:
+def overview_chart(result: EvaluationResult, max_evaluators: int = 4) -> alt.HConcatChart | alt.ConcatChart | None:
     """Leaderboards of the first ``max_evaluators`` evaluators (``None`` when there are none), one
     under the other: side by side, two would pass the 968 px output area of JupyterLab with its
     file browser open and lose their right edge."""

@@ -173,7 +173,7 @@ class EvaluatorPicker(w.VBox):
     that need a judge when none is configured, are disabled with the reason shown. ``.value`` is the
     list of configured evaluators (``nbeval.evaluator(id, **params)``) for the ticked, usable entries."""
 
-    value = traitlets.List(help="configured evaluators, in catalogue order")
+    value: traitlets.List[Any] = traitlets.List(help="configured evaluators, in catalogue order")
     selected = traitlets.List(traitlets.Unicode(), help="ids of the ticked evaluators")
     errors = traitlets.Dict(help="per ticked id: why it could not be configured")
     dataset = traitlets.Any(None, allow_none=True, help="the data to evaluate (decides what is usable)")

@@ -38,8 +38,9 @@ class SuiteBuilder(w.VBox):
     """
 
     value = traitlets.Instance(TestSuite)
-    cases = traitlets.List(help="the test cases being edited, as plain dicts")
-    tests = traitlets.List(help="per test: key, documents, extra (cases keep their test's index)")
+    cases: traitlets.List[dict[str, Any]] = traitlets.List(help="the test cases being edited, as plain dicts")
+    tests: traitlets.List[dict[str, Any]] = traitlets.List(
+        help="per test: key, documents, extra (cases keep their test's index)")
     index = traitlets.Int(-1, help="the selected case (-1: none)")
     condition_error = traitlets.Unicode("", help="why the selected case's condition does not parse")
     condition_position = traitlets.Int(-1, help="where it stops parsing (0-based; -1: it parses)")

@@ -9,6 +9,7 @@ result rows), except the per-case heatmap, which is capped at :data:`MAX_INLINE_
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -41,11 +42,19 @@ MAX_INLINE_ROWS = 5000
 STATUS_MARK = {"scored": "", "skipped": "skip", "error": "err", "parse_failure": "parse", "no_value": "n/a"}
 
 
-class MetricInfo(dict):
-    """What a chart needs to know about one metric (a dict with attribute access)."""
+@dataclass(frozen=True)
+class MetricInfo:
+    """What a chart needs to know about one metric."""
 
-    __getattr__ = dict.__getitem__
-
+    evaluator: str
+    metric: str
+    #: ``"higher"`` or ``"lower"``: which way is better.
+    direction: str
+    lo: float
+    hi: float
+    threshold: float | None
+    #: The metric's kind (``"bool"``, ``"score"``, ...).
+    kind: str
 
 
 def passed_is(passed: pd.Series, value: bool) -> np.ndarray:

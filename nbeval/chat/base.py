@@ -28,7 +28,7 @@ from typing import Any, Protocol, runtime_checkable
 from nbeval.chat.secrets import redact as _redact
 from nbeval.data.fields import DataWarning
 from nbeval.data.text import repair_text
-from nbeval.errors import ResourceError
+from nbeval.errors import BadArgumentType, ResourceError
 
 __all__ = [
     "MAX_REPLY_CHARS",
@@ -168,7 +168,7 @@ def normalize_messages(messages: Any) -> list[dict[str, str]]:
     for i, m in enumerate(messages):
         if not isinstance(m, Mapping) or "content" not in m:
             msg = f"message {i} must be a mapping with 'role' and 'content', got {m!r}"
-            raise TypeError(msg)
+            raise BadArgumentType(msg)
         out.append({**{str(k): v for k, v in m.items()}, "role": str(m.get("role", "user"))})
     return out
 

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from nbeval.chat.base import ChatError, ChatReply, Message, Usage, messages_to_prompt, normalize_messages
 from nbeval.chat.deadline import call_with_deadline
 from nbeval.chat.fingerprint import FunctionIdentity, callable_name
+from nbeval.errors import BadArgumentType, BadParameter
 
 __all__ = ["CallableChat"]
 
@@ -54,13 +55,13 @@ class CallableChat(FunctionIdentity):
                  cache_key: Any = None) -> None:
         if not callable(fn):
             msg = f"CallableChat needs a callable, got {type(fn).__name__}"
-            raise TypeError(msg)
+            raise BadArgumentType(msg)
         self.fn = fn
         self.name = name or callable_name(fn)
         self.takes = takes or _infer_takes(fn)
         if self.takes not in ("messages", "prompt"):
             msg = f"takes must be 'messages' or 'prompt', got {takes!r}"
-            raise ValueError(msg)
+            raise BadParameter(msg)
         self.cache = cache
         self.cache_key = cache_key
         self._kwargs = _accepts_kwargs(fn)

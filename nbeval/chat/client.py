@@ -43,7 +43,7 @@ from nbeval.chat.base import ChatError, ChatModel, ChatReply, estimate_tokens, n
 from nbeval.chat.cache import ChatCache, cache_key
 from nbeval.chat.config import resolve_chat_model
 from nbeval.chat.secrets import redact, register_secrets, secrets_in_params
-from nbeval.errors import MissingDependency, ResourceError
+from nbeval.errors import BadParameter, MissingDependency, ResourceError
 
 __all__ = [
     "CANCEL_CALL_S",
@@ -91,7 +91,7 @@ class ChatClient:
         resolved = resolve_chat_model(model, required=True)
         if concurrency < 1 or max_attempts < 1:
             msg = f"concurrency and max_attempts must be at least 1, got {concurrency} and {max_attempts}"
-            raise ValueError(msg)
+            raise BadParameter(msg)
         self.model: ChatModel = resolved
         self.concurrency = int(concurrency)
         own = getattr(resolved, "timeout", None)

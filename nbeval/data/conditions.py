@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from nbeval.data import _regex
-from nbeval.errors import ConditionError
+from nbeval.data import patterns
+from nbeval.errors import BadArgumentType, BadParameter, ConditionError
 
 __all__ = ["And", "Condition", "Not", "Or", "Regexp", "Text", "is_valid_condition",
            "parse_condition"]
@@ -65,14 +65,14 @@ class Condition:
         if not self.source:
             object.__setattr__(self, "source", str(self))
 
-    def evaluate(self, text: str, *, timeout: float | None = _regex.DEFAULT_TIMEOUT) -> bool:
+    def evaluate(self, text: str, *, timeout: float | None = patterns.DEFAULT_TIMEOUT) -> bool:
         """Whether ``text`` satisfies the condition; operands are tested left to right, only
         as far as needed. ``timeout`` bounds each regexp search (None: unbounded)."""
         _require_str(text)
         return self._eval(text, timeout, None)
 
     def check(self, text: str, *,
-              timeout: float | None = _regex.DEFAULT_TIMEOUT) -> tuple[bool, str]:
+              timeout: float | None = patterns.DEFAULT_TIMEOUT) -> tuple[bool, str]:
         """``(result, rationale)`` in one pass; every operand is tested, each once."""
         _require_str(text)
         memo: dict[Condition, bool] = {}
@@ -84,7 +84,7 @@ class Condition:
                 notes.append(f"{leaf} not found" if hit is None else leaf._found(hit))
         return self._eval(text, timeout, memo), "; ".join(notes)
 
-    def explain(self, text: str, timeout: float | None = _regex.DEFAULT_TIMEOUT) -> str:
+    def explain(self, text: str, timeout: float | None = patterns.DEFAULT_TIMEOUT) -> str:
         """A short rationale naming the operands found and not found in ``text``."""
         return self.check(text, timeout=timeout)[1]
 
@@ -99,7 +99,7 @@ class Condition:
 def _require_str(text: object) -> None:
     if not isinstance(text, str):
         msg = f"a condition is checked against text (str), not {type(text).__name__}"
-        raise TypeError(msg)
+        raise BadArgumentType(msg)
 
 
 @dataclass(frozen=True)
@@ -138,14 +138,14 @@ class Regexp(_Operand):
     pattern: str
 
     def __post_init__(self) -> None:
-        _regex.compile_user_pattern(self.pattern)  # fail when built, never mid-run
+        patterns.compile_user_pattern(self.pattern)  # fail when built, never mid-run
         super().__post_init__()
 
     def __str__(self) -> str:
         return f"regexp({_quote(self.pattern)})"
 
     def _hit(self, text: str, timeout: float | None) -> str | None:
-        match = _regex.search(self.pattern, text, timeout)
+        match = patterns.search(self.pattern, text, timeout)
         return None if match is None else match.group(0)
 
     def _found(self, hit: str) -> str:
@@ -182,7 +182,7 @@ class _Junction(Condition):
             flat.extend(op.operands if type(op) is type(self) else (op,))
         if len(flat) < 2:
             msg = f"{type(self).__name__} needs at least two operands, got {len(flat)}"
-            raise ValueError(msg)
+            raise BadParameter(msg)
         object.__setattr__(self, "operands", tuple(flat))
         super().__post_init__()
 
@@ -406,7 +406,7 @@ def parse_condition(text: str) -> Condition:
     """Parse ``text``; raise :class:`~nbeval.errors.ConditionError` naming the position."""
     if not isinstance(text, str):
         msg = f"a condition must be a string, not {type(text).__name__}"
-        raise TypeError(msg)
+        raise BadArgumentType(msg)
     node = _Parser(text).parse()
     object.__setattr__(node, "source", text)  # the whole text, surrounding spaces included
     return node

@@ -35,6 +35,7 @@ from typing import Any
 from nbeval.detectors.findings import Finding, mask_digits, resolve_overlaps, summary
 from nbeval.detectors.national_ids import NATIONAL_ID_KINDS, find_national_ids
 from nbeval.detectors.phones import DEFAULT_PHONE_REGIONS, find_phones
+from nbeval.errors import BadParameter
 
 __all__ = [
     "PII_KINDS",
@@ -317,7 +318,7 @@ def find_pii(
     unknown = sorted(wanted - set(PII_KINDS))
     if unknown:
         msg = f"unknown PII kind {', '.join(map(repr, unknown))}; known kinds: {', '.join(PII_KINDS)}"
-        raise ValueError(msg)
+        raise BadParameter(msg)
     found: list[Finding] = []
     if "email" in wanted:
         found.extend(_emails(text))

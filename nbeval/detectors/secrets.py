@@ -34,6 +34,7 @@ from nbeval.detectors.credentials import CREDENTIAL_KINDS, find_credentials
 from nbeval.detectors.findings import Finding, resolve_overlaps, summary
 from nbeval.detectors.prefixed import find_gitlab_tokens, find_slack_tokens
 from nbeval.detectors.tokens import TOKEN_KINDS, find_tokens
+from nbeval.errors import BadParameter
 
 __all__ = ["SECRET_KINDS", "find_secrets", "looks_random", "secrets_summary"]
 
@@ -235,7 +236,7 @@ def find_secrets(text: str, *, kinds: Iterable[str] | None = None) -> list[Findi
     unknown = sorted(wanted - set(SECRET_KINDS))
     if unknown:
         msg = f"unknown secret kind {', '.join(map(repr, unknown))}; known kinds: {', '.join(SECRET_KINDS)}"
-        raise ValueError(msg)
+        raise BadParameter(msg)
     found: list[Finding] = []
     found.extend(_pem(text))
     found.extend(_openai(text))

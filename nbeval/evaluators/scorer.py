@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from nbeval.errors import EvaluatorError
 from nbeval.evaluators.base import Direction, Evaluator, EvaluatorSpec, MetricSpec, Score
-from nbeval.evaluators.judges.score import PIPELINE_FIELDS, _field
+from nbeval.evaluators.judges.score import PIPELINE_FIELDS, field_value
 from nbeval.evaluators.registry import _CLASSES, _builtin_specs, register, unregister
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ class ScorerEvaluator(Evaluator):
     scorer: Scorer
 
     def score(self, row: Row) -> Score:
-        kwargs = {name: _field(row, name) for name in self.scorer.args}
+        kwargs = {name: field_value(row, name) for name in self.scorer.args}
         return self.scorer.to_score(self.scorer.__wrapped__(**kwargs))
 
     def __reduce__(self) -> tuple[Any, ...]:

@@ -28,9 +28,6 @@ from nbeval.extension.parsers import (
 
 __all__ = ["evaluators", "explore", "judge", "perturb", "public_url", "resolve_data", "run", "show"]
 
-_ENV_MODEL = "NBEVAL_JUDGE_MODEL"
-_ENV_BASE_URL = "NBEVAL_JUDGE_BASE_URL"
-_ENV_KEYS = ("NBEVAL_JUDGE_API_KEY", "OPENAI_API_KEY")
 _NO_JUDGE = "no judge is configured: `%nbeval judge MODEL [--base-url URL]` sets one for this session"
 
 
@@ -68,7 +65,7 @@ def resolve_data(shell: Any, text: str) -> tuple[Any, str | None]:
 
 def run(shell: Any, words: Sequence[str]) -> None:
     """``%nbeval run DATA -e ID[,ID...] [options]``: evaluate, show the summary, bind the result."""
-    from nbeval import cli
+    from nbeval import application
 
     args = parse(run_parser(), words)
     if args is None:
@@ -76,12 +73,12 @@ def run(shell: Any, words: Sequence[str]) -> None:
     name = check_name(args.bind_name, "-o", shell)
     data, path = resolve_data(shell, args.data)
     ids = [e.strip() for e in args.evaluators.split(",") if e.strip()]
-    kwargs = cli._evaluate_kwargs(args)  # the CLI's own mapping of options to evaluate()'s arguments
+    kwargs = application.evaluate_kwargs(args)  # the CLI's own mapping of options to evaluate()'s arguments
 
     import nbeval
 
     if args.dry_run:
-        plan = nbeval.evaluate(data, ids, dry_run=True, **kwargs)
+        plan = application.plan(data, ids, **kwargs)
         _display(plan)
         if getattr(plan, "unconfigured_calls", 0):  # in the magics' terms, beside the plan's judge=...
             print(_NO_JUDGE)
@@ -89,14 +86,13 @@ def run(shell: Any, words: Sequence[str]) -> None:
     out = Path(args.out) if args.out else None
     if out is not None:  # a bad --out fails before any work
         _check_out(out)
-        cli._check_run_out(out, [path] if path else [])
+        application.check_run_out(out, [path] if path else [])
     result = nbeval.evaluate(data, ids, **kwargs)
     shell.user_ns[name] = result
     _display(result)
     if out is not None:
-        result.save(out)
-        result.to_html(out / cli._REPORT_FILE)
-        print(f"saved the result to {out}/ and the report to {out / cli._REPORT_FILE}")
+        report = application.save_run(result, out)
+        print(f"saved the result to {out}/ and the report to {report}")
     if args.fail_on_problems:
         _gate(result, args.fail_on_problems)
 
@@ -125,10 +121,10 @@ def perturb(shell: Any, words: Sequence[str]) -> None:
     name = check_name(args.bind_name, "-o", shell)
     data, path = resolve_data(shell, args.suite)
     if args.out:  # a bad --out fails before any work
-        from nbeval import cli
+        from nbeval import application
 
         _check_out(Path(args.out))
-        cli._check_file_out(Path(args.out), [path] if path else [], "perturbed")
+        application.check_file_out(Path(args.out), [path] if path else [], "perturbed")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         suite = nbeval.perturb(data, args.perturbators, intensity=args.intensity, seed=args.seed,
@@ -146,9 +142,11 @@ def _gate(result: Any, fail_on: Literal[True] | Sequence[str]) -> None:
     """The CI gate of ``--fail-on-problems`` / ``--fail-on`` (:func:`nbeval.results.gate.check_gate`,
     as the CLI): a :class:`MagicError` (so a failed cell, as the CLI's exit status 1) naming what
     tripped it; the kinds not chosen are listed."""
-    from nbeval.results.gate import check_gate
+    from nbeval import application
 
-    verdict = check_gate(result, fail_on)
+    verdict = application.run_gate(result, fail_on)
+    if verdict is None:
+        return
     for line in verdict.ignored_lines():
         print(line)
     if verdict.tripped:
@@ -159,15 +157,15 @@ def _gate(result: Any, fail_on: Literal[True] | Sequence[str]) -> None:
 def evaluators(shell: Any, words: Sequence[str]) -> Any:
     """``%nbeval evaluators [TEXT...] [--family F] [--json]``: the catalogue as a DataFrame, keeping
     the evaluators that contain every word of TEXT (case-insensitive)."""
-    from nbeval import cli
+    from nbeval import application
     from nbeval.chat.config import judge_configured
 
     args = parse(evaluators_parser(), words)
     if args is None:
         return None
-    specs = cli.matching_specs(args.family, args.text)  # the filter of `nbeval evaluators TEXT`
+    specs = application.matching_specs(args.family, args.text)  # the filter of `nbeval evaluators TEXT`
     if args.json:
-        print(json.dumps([cli._spec_dict(s) for s in specs], indent=2))
+        print(json.dumps([application.spec_dict(s) for s in specs], indent=2))
         return None
     import pandas as pd
 
@@ -175,7 +173,7 @@ def evaluators(shell: Any, words: Sequence[str]) -> Any:
              "metrics": ", ".join(f"{m.name}{'*' if m is s.primary else ''}" for m in s.metrics),
              "needs judge": s.needs_judge, "description": s.description} for s in specs]
     if not specs:
-        print(cli.no_match_note(args.text, args.family, "%nbeval evaluators"))
+        print(application.no_match_note(args.text, args.family, "%nbeval evaluators"))
     elif any(s.needs_judge for s in specs) and not judge_configured():
         print(_NO_JUDGE)
     return pd.DataFrame(rows, columns=["id", "family", "kind", "inputs", "metrics", "needs judge", "description"])
@@ -235,6 +233,8 @@ def judge(shell: Any, words: Sequence[str]) -> None:
     """``%nbeval judge [MODEL] [--base-url URL]``: set this session's judge through the environment
     variables every later run reads; say which judge is set. A key is never printed, nor the
     base URL's user information or query string (see :func:`public_url`)."""
+    from nbeval.application import ENV_BASE_URL, ENV_KEYS, ENV_MODEL
+
     args = parse(judge_parser(), words)
     if args is None:
         return
@@ -242,13 +242,13 @@ def judge(shell: Any, words: Sequence[str]) -> None:
         if not args.model.strip():
             msg = "the judge's model name is empty: `%nbeval judge MODEL [--base-url URL]`"
             raise MagicError(msg)
-        os.environ[_ENV_MODEL] = args.model.strip()
+        os.environ[ENV_MODEL] = args.model.strip()
     if args.base_url is not None:
         if args.base_url.strip():
-            os.environ[_ENV_BASE_URL] = args.base_url.strip()
+            os.environ[ENV_BASE_URL] = args.base_url.strip()
         else:
-            os.environ.pop(_ENV_BASE_URL, None)
-    model, base_url = os.environ.get(_ENV_MODEL), os.environ.get(_ENV_BASE_URL)
+            os.environ.pop(ENV_BASE_URL, None)
+    model, base_url = os.environ.get(ENV_MODEL), os.environ.get(ENV_BASE_URL)
     if not model and not base_url:
         print("no judge is set: `%nbeval judge MODEL [--base-url URL]` sets one for this session")
         return
@@ -256,6 +256,6 @@ def judge(shell: Any, words: Sequence[str]) -> None:
         print(f"judge: {model} (a local Hugging Face model)")
         return
     where = f"at {public_url(base_url)}" if base_url else "at OpenAI's API"
-    key = next((k for k in _ENV_KEYS if os.environ.get(k)), None)
+    key = next((k for k in ENV_KEYS if os.environ.get(k)), None)
     print(f"judge: {model or '(no model name yet: %nbeval judge MODEL)'} {where}; "
           f"API key: {f'from {key}' if key else 'none set'}")

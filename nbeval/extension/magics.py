@@ -52,7 +52,7 @@ def _one_line_errors(fn: _F) -> _F:
         except MagicError:
             raise
         except JudgeNotConfigured as exc:  # named in the magics' terms: %nbeval judge, not judge=...
-            from nbeval.cli import judge_error
+            from nbeval.application import judge_error
 
             raise MagicError(judge_error(exc, magic=True)) from None
         except NbevalError as exc:

@@ -105,7 +105,7 @@ def _perturbed(case: TestCase, key: str, perturbator: Perturbator, intensity: st
     return new
 
 
-def perturb(data: Any, perturbators: Any, intensity: str = "low", seed: int = 0,
+def perturb(data: Any, perturbators: Any, *, intensity: str = "low", seed: int = 0,
             keep_originals: bool = True) -> TestSuite:
     """A suite of perturbed test cases (after the originals, with ``keep_originals``).
 

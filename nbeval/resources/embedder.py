@@ -41,7 +41,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from nbeval.errors import MissingDependency, ResourceError
+from nbeval.errors import BadParameter, MissingDependency, ResourceError
 from nbeval.resources.batch_plan import BatchPlan, model_device, model_window
 
 __all__ = [
@@ -159,10 +159,10 @@ class Embedder:
     ) -> None:
         if fp16 and device is not None and not device.startswith("cuda"):
             msg = f"fp16 runs on a CUDA device only; this embedder is set to {device!r}"
-            raise ValueError(msg)
+            raise BadParameter(msg)
         if batch_size is not None and batch_size < 1:
             msg = f"batch_size must be at least 1, got {batch_size}"
-            raise ValueError(msg)
+            raise BadParameter(msg)
         self.name = DEFAULT_MODEL if model is None else os.fspath(model)
         self._source, self.identity = resolve_model(model)
         self.device = device

@@ -30,6 +30,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from nbeval.errors import BadParameter, NotFound
 from nbeval.results.leaderboard import row_values
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ def family_words(m: int, of: str = TABLE_FAMILY) -> str:
 def _check_model(result: EvaluationResult, model: str) -> None:
     if model not in result.model_keys:
         msg = f"no model '{model}' in this result; it has {result.model_keys}"
-        raise KeyError(msg)
+        raise NotFound(msg)
 
 
 def compare(result: EvaluationResult, model_a: str, model_b: str, evaluator: str | None = None, *,
@@ -106,7 +107,7 @@ def paired_comparisons(result: EvaluationResult, comparisons: Sequence[tuple[str
         _check_model(result, model_b)
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
         msg = f"alpha is a significance level between 0 and 1 (e.g. 0.05), got {alpha!r}"
-        raise ValueError(msg)
+        raise BadParameter(msg)
     rows = [[a, b, *_compare_one(result, a, b, ev, metric)] for a, b, ev, metric in comparisons]
     table = pd.DataFrame(rows, columns=["model_a", "model_b", *COMPARE_COLUMNS[:-2]])
     table["n"] = table["n"].astype(int)

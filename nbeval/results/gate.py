@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal
 
+from nbeval.errors import BadParameter
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -61,13 +63,14 @@ _NAMED = 3
 
 def parse_gate_kinds(text: str) -> tuple[str, ...]:
     """``--fail-on``'s value: comma-separated names of :data:`GATE_KINDS`, each once; an unknown
-    name (or none at all) raises ``ValueError`` saying which names there are."""
+    name (or none at all) raises :class:`~nbeval.errors.BadParameter` (a ``ValueError``) saying
+    which names there are."""
     kinds = tuple(dict.fromkeys(k.strip() for k in text.split(",") if k.strip()))
     unknown = [k for k in kinds if k not in GATE_KINDS]
     if unknown or not kinds:
         given = ", ".join(map(repr, unknown)) or repr(text)
         msg = f"unknown problem kind {given}; choose from {', '.join(GATE_KINDS)}"
-        raise ValueError(msg)
+        raise BadParameter(msg)
     return kinds
 
 
@@ -105,7 +108,7 @@ def check_gate(result: EvaluationResult, fail_on: Literal[True] | Sequence[str])
     unknown = chosen - set(GATE_KINDS)
     if unknown:
         msg = f"unknown problem kind {', '.join(map(repr, sorted(unknown)))}; choose from {', '.join(GATE_KINDS)}"
-        raise ValueError(msg)
+        raise BadParameter(msg)
     problems = result.problems
     failing: list[str] = []
     ignored: list[str] = []

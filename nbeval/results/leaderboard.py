@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from nbeval.errors import NotFound
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -64,7 +66,7 @@ def leaderboard(result: EvaluationResult, evaluator: str | None = None, metric: 
         col = sort_metric if evaluator is not None else f"{sort_ev}.{sort_metric}"
         if col not in table:
             msg = f"no metric '{sort_metric}' for evaluator '{sort_ev}'"
-            raise KeyError(msg)
+            raise NotFound(msg)
         direction = result.metrics.loc[(result.metrics["evaluator"] == sort_ev)
                                        & (result.metrics["metric"] == sort_metric), "direction"].iloc[0]
         table = table.sort_values(col, ascending=direction == "lower", na_position="last", kind="stable")

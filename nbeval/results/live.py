@@ -17,6 +17,7 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from nbeval.errors import NotFound
 from nbeval.evaluators.base import Aggregate, Evaluator, Score
 from nbeval.results.aggregates import add_aggregate_rows, aggregates_table, metrics_table
 from nbeval.results.columnar import ScoreSpool
@@ -200,7 +201,7 @@ class LiveResult:
             if ev.name == evaluator:
                 return k
         msg = f"no evaluator '{evaluator}' in this run; it has {self.evaluators}"
-        raise KeyError(msg)
+        raise NotFound(msg)
 
     def _empty_result(self) -> EvaluationResult:
         """The result of no outcomes: the metrics table, meta, model labels and long-table columns."""

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from nbeval.data.csvsafe import csv_safe
 from nbeval.data.model import LlmDataset, TestLab
+from nbeval.errors import NotFound
 from nbeval.results.aggregates import (
     AGGREGATE_COLUMNS,
     FORMAT_VERSION,
@@ -111,17 +112,18 @@ class EvaluationResult:
         return self.model_labels.get(model_key, model_key)
 
     def check_evaluator(self, evaluator: str) -> None:
-        """Raise ``KeyError`` naming the evaluators this result has when ``evaluator`` is not one."""
+        """Raise :class:`~nbeval.errors.NotFound` (a ``KeyError``) naming the evaluators this result
+        has when ``evaluator`` is not one."""
         if evaluator not in self.evaluators:
             msg = f"no evaluator '{evaluator}' in this result; it has {self.evaluators}"
-            raise KeyError(msg)
+            raise NotFound(msg)
 
     def primary_metric(self, evaluator: str) -> str:
         m = self.metrics[(self.metrics["evaluator"] == evaluator) & self.metrics["primary"]]
         if m.empty:
             self.check_evaluator(evaluator)
             msg = f"evaluator '{evaluator}' has no primary metric in this result"
-            raise KeyError(msg)
+            raise NotFound(msg)
         return str(m["metric"].iloc[0])
 
     def leaderboard(self, evaluator: str | None = None, metric: str | None = None,

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from nbeval.errors import NotFound
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -73,7 +75,7 @@ def _chosen_metrics(result: EvaluationResult, evaluator: str | None, metric: str
     else:
         if not (m["metric"] == metric).any():
             msg = f"no metric '{metric}' in {f'evaluator {evaluator!r}' if evaluator else 'this result'}"
-            raise KeyError(msg)
+            raise NotFound(msg)
         m = m[m["metric"] == metric]
     return m[["evaluator", "metric", "direction"]]
 

@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nbeval.errors import BadParameter
 from nbeval.results.aggregates import FORMAT_VERSION
 from nbeval.results.files import check_folder, staging_folder
 from nbeval.results.labels import save_labels
@@ -35,7 +36,7 @@ def save_result(result: EvaluationResult, folder: str | Path, *, scores_format: 
 
     if scores_format not in SCORE_FILES:
         msg = f"scores_format must be one of {', '.join(SCORE_FILES)}; got {scores_format!r}"
-        raise ValueError(msg)
+        raise BadParameter(msg)
     folder = Path(folder)
     score_file = SCORE_FILES[scores_format]
     data_file = DATASET_FILES[scores_format]

@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from nbeval.errors import BadParameter
+
 __all__ = ["BOOTSTRAP_RESAMPLES", "BOOTSTRAP_SEED", "bootstrap_mean_interval", "check_level", "cohen_kappa", "holm",
            "is_binary", "mcnemar_exact", "roc_auc", "roc_curve", "wilcoxon_signed_rank", "wilson_interval"]
 
@@ -57,7 +59,7 @@ def check_level(level: float) -> None:
 def _z(level: float) -> float:
     if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
         msg = f"a confidence level is between 0 and 1 (e.g. 0.95), got {level!r}"
-        raise ValueError(msg)
+        raise BadParameter(msg)
     return NormalDist().inv_cdf(0.5 + level / 2)
 
 
@@ -72,7 +74,7 @@ def wilson_interval(successes: int, n: int, level: float = 0.95) -> tuple[float,
         return _NAN, _NAN
     if not 0 <= successes <= n:
         msg = f"successes must be between 0 and n={n}, got {successes}"
-        raise ValueError(msg)
+        raise BadParameter(msg)
     p = successes / n
     denom = 1 + z * z / n
     center = (p + z * z / (2 * n)) / denom
@@ -228,7 +230,7 @@ def cohen_kappa(a: Sequence[Any], b: Sequence[Any]) -> float:
     one label)."""
     if len(a) != len(b):
         msg = f"the two raters must label the same items: {len(a)} labels against {len(b)}"
-        raise ValueError(msg)
+        raise BadParameter(msg)
     if len(a) == 0:
         return _NAN
     classes = sorted(set(a) | set(b), key=str)

@@ -302,7 +302,18 @@ COVERAGE: dict[str, list[str]] = {
     ],
     "nbeval serve --limit-concurrency": [
         "tests/serve/test_redteam.py::test_the_command_passes_the_connection_bounds_to_uvicorn",
-        "tests/serve/test_redteam.py::test_past_the_connection_limit_requests_get_503_not_a_hang",
+        "tests/serve/test_redteam.py::test_past_the_connection_limit_waiting_connections_make_room_and_busy_ones_get_503",
+        "tests/serve/test_slow_clients.py::test_the_connection_limit_is_lowered_to_the_files_the_process_may_open",
+    ],
+    "nbeval serve --body-timeout": [
+        "tests/serve/test_slow_clients.py::test_the_command_passes_the_body_deadline_and_the_queue_bound",
+        "tests/serve/test_slow_clients.py::test_a_body_that_never_arrives_is_answered_408_within_the_deadline",
+        "tests/serve/test_slow_clients.py::test_a_body_that_arrives_in_time_is_not_cut_off",
+    ],
+    "nbeval serve --max-queued": [
+        "tests/serve/test_slow_clients.py::test_the_command_passes_the_body_deadline_and_the_queue_bound",
+        "tests/serve/test_queue.py::test_past_max_queued_a_request_gets_503_with_retry_after",
+        "tests/serve/test_queue.py::test_max_queued_zero_takes_only_what_the_workers_can_start",
     ],
     "nbeval serve --timeout-keep-alive": [
         "tests/serve/test_redteam.py::test_the_command_passes_the_connection_bounds_to_uvicorn",

@@ -130,7 +130,7 @@ class RegexMatch(Evaluator):
             msg = (f"regex_match: pattern= must be the regular expression as a string, not "
                    f"{type(pattern).__name__} (use inline flags such as (?i) for options)")
             raise EvaluatorError(msg)
-        from nbeval.data._regex import compile_user_pattern
+        from nbeval.data.patterns import compile_user_pattern
 
         try:
             self._compiled = compile_user_pattern(pattern)
@@ -139,7 +139,7 @@ class RegexMatch(Evaluator):
             raise EvaluatorError(msg) from None
 
     def score(self, row: Row) -> Score:
-        from nbeval.data._regex import search
+        from nbeval.data.patterns import search
 
         answer = row.actual_output or ""
         try:

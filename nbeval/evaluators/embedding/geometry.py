@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from nbeval.errors import MissingDependency
+from nbeval.errors import BadParameter, MissingDependency
 
 __all__ = ["DISTANCE_DECIMALS", "MIN_POINTS", "N_COMPONENTS", "RANDOM_STATE", "Completeness", "completeness",
            "three_segment_distance", "warm_up"]
@@ -163,7 +163,7 @@ def _rows(x: np.ndarray) -> np.ndarray:
         return arr.reshape(0, arr.shape[-1] if arr.ndim == 2 else 0)
     if arr.ndim != 2:
         msg = f"expected a 2-D array of sentence vectors, got shape {arr.shape}"
-        raise ValueError(msg)
+        raise BadParameter(msg)
     return arr
 
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from nbeval.data.text import split_sentences
+from nbeval.errors import BadParameter
 
 __all__ = ["TIE_TOLERANCE", "Alignment", "align_steps", "clear_steps", "extract_steps", "steps_of"]
 
@@ -281,7 +282,7 @@ def align_steps(sim: np.ndarray, cutoff: float) -> Alignment:
     sim = np.asarray(sim, dtype=float)
     if sim.ndim != 2:
         msg = f"sim must be a 2-D matrix (context steps x answer steps), got shape {sim.shape}"
-        raise ValueError(msg)
+        raise BadParameter(msg)
     n, m = sim.shape
     inf = (float("inf"), 0, 0.0)
     cost = [[inf] * (m + 1) for _ in range(n + 1)]

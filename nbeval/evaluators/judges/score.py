@@ -19,7 +19,7 @@ from nbeval.evaluators.registry import register
 if TYPE_CHECKING:
     from nbeval.data.model import LlmDataset, Row
 
-__all__ = ["PIPELINE_FIELDS", "AnswerRelevancyScore", "ContextRelevancy", "FactCheck", "Pipeline"]
+__all__ = ["PIPELINE_FIELDS", "AnswerRelevancyScore", "ContextRelevancy", "FactCheck", "Pipeline", "field_value"]
 
 #: Row fields a pipeline function may take by name (``row`` takes the whole row).
 PIPELINE_FIELDS = ("input", "expected_output", "actual_output", "context", "expected_context", "guidelines",
@@ -204,7 +204,7 @@ class Pipeline(JudgeEvaluator):
         fn: Callable[..., Any] | None = self.params.get("fn")
         if fn is None:
             return self._judge_score(row)
-        kwargs = {name: _field(row, name) for name in self._args}
+        kwargs = {name: field_value(row, name) for name in self._args}
         return _to_score(fn(**kwargs))
 
     def _judge_score(self, row: Row) -> Generator[Any, Any, Score]:
@@ -237,7 +237,10 @@ def _fn_fields(fn: Callable[..., Any]) -> tuple[list[str], list[str]]:
     return args, required
 
 
-def _field(row: Row, name: str) -> Any:
+def field_value(row: Row, name: str) -> Any:
+    """The value a pipeline or scorer function receives for its argument ``name`` (one of
+    :data:`PIPELINE_FIELDS`): the whole row for ``row``, the chunk texts for ``context`` and
+    ``expected_context``, the row's attribute otherwise."""
     if name == "row":
         return row
     if name in ("context", "expected_context"):

@@ -23,7 +23,7 @@ from typing import Any
 
 import regex
 
-from nbeval.errors import ConditionError, RegexTimeout
+from nbeval.errors import BadArgumentType, BadParameter, ConditionError, RegexTimeout
 
 __all__ = ["DEFAULT_TIMEOUT", "compile_user_pattern", "search"]
 
@@ -54,7 +54,7 @@ def compile_user_pattern(pattern: str, flags: int = 0) -> Any:
     """
     if not isinstance(pattern, str):
         msg = f"a regular expression must be a string, not {type(pattern).__name__}"
-        raise TypeError(msg)
+        raise BadArgumentType(msg)
     try:
         return _compile(pattern, flags)
     except regex.error as exc:
@@ -72,10 +72,10 @@ def search(pattern: Any, text: str, timeout: float | None = DEFAULT_TIMEOUT) -> 
     compiled = compile_user_pattern(pattern) if isinstance(pattern, str) else pattern
     if not isinstance(text, str):
         msg = f"can only search text (str), not {type(text).__name__}"
-        raise TypeError(msg)
+        raise BadArgumentType(msg)
     if timeout is not None and not timeout > 0:
         msg = f"timeout must be a positive number of seconds or None, not {timeout!r}"
-        raise ValueError(msg)
+        raise BadParameter(msg)
     if timeout is None:
         return compiled.search(text)
     started = time.monotonic()

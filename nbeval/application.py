@@ -1,0 +1,294 @@
+"""What the command line, the ``%nbeval`` magics and the service share.
+
+Each of the three front ends (:mod:`nbeval.cli`, :mod:`nbeval.extension`, :mod:`nbeval.serve`)
+is a thin adapter: it parses its own input (arguments, a magic's words, a request) and shows its
+own output (lines, a display, a response); the decisions in between live here, once:
+
+* the catalogue: :func:`matching_specs` (the filter of ``nbeval evaluators TEXT``),
+  :func:`spec_dict` (an evaluator as JSON: ``--json``, ``GET /v1/evaluators``);
+* the judge and the environment: :func:`endpoint`, :func:`judge_spec` (``--judge`` and
+  ``--judge-base-url``, the model from ``NBEVAL_JUDGE_MODEL``), :func:`evaluate_kwargs` (a
+  parsed ``run``'s options as :func:`nbeval.evaluate`'s arguments), :func:`judge_error` and
+  :func:`judge_plan_text` (a missing judge in the terms of the command line or of the magics);
+* ``--out``: :func:`check_run_out` and :func:`check_file_out` (fail before any work),
+  :func:`save_run` and :func:`save_partial` (what a run writes there);
+* the CI gate: :func:`run_gate` (:func:`nbeval.results.gate.check_gate` for ``--fail-on-problems``
+  / ``--fail-on KINDS``);
+* :func:`plan` (``nbeval.plan``): what a run would do and spend, without scoring.
+
+Importing this module is cheap: everything heavy is imported where it is used.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from nbeval.errors import DataError, NbevalError
+
+if TYPE_CHECKING:
+    import argparse
+
+    from nbeval.engine import Plan
+    from nbeval.results import EvaluationResult
+    from nbeval.results.gate import GateVerdict
+
+__all__ = ["CLI_JUDGE_HELP", "ENV_BASE_URL", "ENV_KEYS", "ENV_MODEL", "MAGIC_JUDGE_HELP", "REPORT_FILE",
+           "check_file_out", "check_run_out", "endpoint", "evaluate_kwargs", "judge_error", "judge_plan_text",
+           "judge_spec", "matching_specs", "no_match_note", "plan", "run_gate", "same_file", "save_partial",
+           "save_run", "spec_dict", "spec_search_text"]
+
+#: The environment variables that name the judge: its model, its endpoint, and its key (the first set wins).
+ENV_MODEL = "NBEVAL_JUDGE_MODEL"
+ENV_BASE_URL = "NBEVAL_JUDGE_BASE_URL"
+ENV_KEYS = ("NBEVAL_JUDGE_API_KEY", "OPENAI_API_KEY")
+
+#: What a run writes into ``--out`` beside the saved result: the HTML report.
+REPORT_FILE = "report.html"
+
+
+# ---------------------------------------------------------------------------------------------
+# the catalogue
+
+
+def spec_search_text(spec: Any) -> str:
+    """What a catalogue filter searches in an evaluator (lower case): its id, family, kind, inputs,
+    metrics and description."""
+    return " ".join([spec.id, spec.family, spec.kind, *spec.inputs, *(m.name for m in spec.metrics),
+                     spec.description]).lower()
+
+
+def matching_specs(family: str | None, words: Sequence[str] = ()) -> list[Any]:
+    """The catalogue's evaluators, sorted by family and id: those of ``family`` (an unknown one is
+    refused, naming the known ones) whose :func:`spec_search_text` contains every one of ``words``
+    (case-insensitive). ``nbeval evaluators`` and ``%nbeval evaluators`` both filter with this."""
+    from nbeval.evaluators.registry import list_evaluators
+
+    if family is not None:
+        known = sorted({s.family for s in list_evaluators()})
+        if family not in known:
+            msg = f"unknown family {family!r}; the families are {', '.join(known)}"
+            raise NbevalError(msg)
+    wanted = [w.lower() for w in words]
+    return [s for s in sorted(list_evaluators(family), key=lambda s: (s.family, s.id))
+            if all(w in spec_search_text(s) for w in wanted)]
+
+
+def no_match_note(words: Sequence[str], family: str | None, everything: str) -> str:
+    """What a catalogue filter that kept nothing says; ``everything`` is the command listing them all."""
+    where = f" in family {family!r}" if family else ""
+    return f"no evaluator matches {' '.join(words)!r}{where}; `{everything}` lists them all"
+
+
+def _bound(x: float) -> float | None:
+    """A range bound for JSON: an unbounded side is ``null`` (standard JSON has no Infinity)."""
+    return x if math.isfinite(x) else None
+
+
+def spec_dict(spec: Any) -> dict[str, Any]:
+    """An evaluator's spec as JSON-able data, as ``nbeval evaluators --json``, ``%nbeval evaluators
+    --json`` and the service's ``GET /v1/evaluators`` give it: ``params`` maps each parameter to
+    its default, ``param_types`` to its declared type (``int``, ``list[str]``, ``Literal[...]``);
+    an unbounded side of a metric's range is ``null``."""
+    params = spec.params
+    declared = getattr(params, "declared", None)
+    types = {p.name: p.type_name for p in declared} if declared is not None else {}
+    return {"id": spec.id, "family": spec.family, "kind": spec.kind, "inputs": list(spec.inputs),
+            "optional_inputs": list(spec.optional_inputs), "needs_judge": spec.needs_judge,
+            "resources": list(spec.resources), "params": dict(params), "param_types": types,
+            "description": spec.description,
+            "metrics": [{"name": m.name, "direction": m.direction, "range": [_bound(m.lo), _bound(m.hi)],
+                         "threshold": m.threshold, "primary": m is spec.primary} for m in spec.metrics]}
+
+
+# ---------------------------------------------------------------------------------------------
+# the judge and the environment
+
+
+def endpoint(model: str, base_url: str | None) -> Any:
+    """A chat model spec: the name alone, or with the endpoint it lives at (a local ``hf:`` model
+    lives at none: the base URL is for the OpenAI-compatible models beside it)."""
+    return {"model": model, "base_url": base_url} if base_url and not model.startswith("hf:") else model
+
+
+def judge_spec(model: str | None, base_url: str | None) -> Any:
+    """The judge of ``--judge`` and ``--judge-base-url`` (``None``: the environment's, if any); the
+    model comes from ``NBEVAL_JUDGE_MODEL`` when only the URL is given."""
+    if base_url and not model:
+        model = os.environ.get(ENV_MODEL)
+        if not model:
+            msg = "--judge-base-url needs a model name: give --judge NAME or set NBEVAL_JUDGE_MODEL"
+            raise NbevalError(msg)
+    return endpoint(model, base_url) if model else None
+
+
+def evaluate_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """A parsed ``run``'s options (the CLI's or the magic's: they share the parser) as
+    :func:`nbeval.evaluate`'s keyword arguments."""
+    kw: dict[str, Any] = {"progress": not args.no_progress}
+    judge = judge_spec(getattr(args, "judge", None), getattr(args, "judge_base_url", None))
+    if judge is not None:
+        kw["judge"] = judge
+    if getattr(args, "embedder", None):
+        kw["embedder"] = args.embedder
+    if getattr(args, "device", None):
+        kw["device"] = args.device
+    if getattr(args, "no_cache", False):
+        kw["cache"] = False
+    if getattr(args, "scheduler", None):
+        kw["scheduler"] = args.scheduler
+    return kw
+
+
+#: How to give ``nbeval run`` a judge: what a "needs a judge" error says on the command line.
+CLI_JUDGE_HELP = (
+    "A judge is the chat model that grades answers. Give one with\n"
+    "  --judge MODEL             a model name at OpenAI's API (key: NBEVAL_JUDGE_API_KEY or OPENAI_API_KEY),\n"
+    "                            or hf:<name or path> for a local Hugging Face model;\n"
+    "  --judge-base-url URL      with --judge, an OpenAI-compatible server, e.g. http://localhost:11434/v1\n"
+    "                            for Ollama;\n"
+    "or in the environment: NBEVAL_JUDGE_MODEL, NBEVAL_JUDGE_BASE_URL, NBEVAL_JUDGE_API_KEY.")
+
+#: The same in a notebook, for the ``%nbeval`` magics.
+MAGIC_JUDGE_HELP = (
+    "A judge is the chat model that grades answers: `%nbeval judge MODEL [--base-url URL]` sets one for this\n"
+    "session (MODEL at OpenAI's API or at an OpenAI-compatible server's URL, or hf:<name or path> for a\n"
+    "local Hugging Face model).")
+
+#: What the Python API's messages say to do about a missing judge, and what replaces it where.
+_PYTHON_JUDGE_HINT = "pass judge=... or set NBEVAL_JUDGE_MODEL"
+_JUDGE_HINTS = {False: "give --judge MODEL (and --judge-base-url URL) or set NBEVAL_JUDGE_MODEL",
+                True: "set one with `%nbeval judge MODEL [--base-url URL]`"}
+
+
+def judge_error(exc: BaseException, *, magic: bool = False) -> str:
+    """The message of a missing-judge error (:class:`~nbeval.errors.JudgeNotConfigured`) in the
+    terms of where it is shown: the command line's flags (``--judge``, ``--judge-base-url``), or
+    with ``magic`` the ``%nbeval judge`` magic, in place of the Python API's ``judge=...``."""
+    from nbeval.chat.config import judge_help_text
+
+    text = judge_plan_text(str(exc), magic=magic)
+    help_text = MAGIC_JUDGE_HELP if magic else CLI_JUDGE_HELP
+    if judge_help_text() in text:
+        return text.replace(judge_help_text(), help_text)
+    return f"{text}\n{help_text}"
+
+
+def judge_plan_text(text: str, *, magic: bool = False) -> str:
+    """``text`` (a dry run's plan) with its advice about a missing judge in the terms of the
+    command line or, with ``magic``, of the magics."""
+    return text.replace(_PYTHON_JUDGE_HINT, _JUDGE_HINTS[magic])
+
+
+# ---------------------------------------------------------------------------------------------
+# --out
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name one file: the same resolved path (links and ``..`` followed), or
+    the same file on disk (hard links, case-insensitive file systems)."""
+    if a.resolve() == b.resolve():
+        return True
+    try:
+        return a.exists() and b.exists() and a.samefile(b)
+    except OSError:
+        return False
+
+
+def check_run_out(out: Path, inputs: Sequence[str]) -> None:
+    """Fail (:class:`~nbeval.errors.DataError`) before any work when ``--out`` cannot take a run's
+    result: it (or a folder above it) is a file, one of the files to write is a folder there, or
+    writing would overwrite one of ``inputs`` (the paths read)."""
+    from nbeval.results.files import check_folder
+    from nbeval.results.saving import RESULT_FILES
+
+    names = (*RESULT_FILES, REPORT_FILE)
+    for given in inputs:
+        for name in names:
+            if same_file(out / name, Path(given)):
+                msg = (f"--out {out} would overwrite the input {given} (a run writes {name} there, with "
+                       f"{', '.join(n for n in names if n != name)}); choose another --out folder")
+                raise DataError(msg)
+    try:
+        check_folder(out, names)
+    except DataError as exc:
+        raise DataError(f"--out {out}: {exc}") from None
+
+
+def check_file_out(out: Path, inputs: Sequence[str], what: str = "lab") -> None:
+    """Fail (:class:`~nbeval.errors.DataError`) before any work when the output file ``out`` (the
+    ``what`` to write) is one of ``inputs``, or a folder, or cannot be made."""
+    from nbeval.results.files import check_folder
+
+    for given in inputs:
+        if same_file(out, Path(given)):
+            msg = (f"--out {out} would overwrite the input {given}; write the {what} to another file, "
+                   f"e.g. --out {Path(given).stem}-{what}.json")
+            raise DataError(msg)
+    if out.is_dir():
+        msg = f"--out {out} is a folder; give the path of the file to write, e.g. --out {out / (what + '.json')}"
+        raise DataError(msg)
+    try:
+        check_folder(out.parent)
+    except DataError as exc:
+        raise DataError(f"--out {out}: {exc}") from None
+
+
+def save_run(result: EvaluationResult, out: Path) -> Path:
+    """Save a run's result in ``out`` with its HTML report; return the report's path."""
+    result.save(out)
+    report = out / REPORT_FILE
+    result.to_html(report)
+    return report
+
+
+def save_partial(result: EvaluationResult, out: Path) -> None:
+    """Save an interrupted run's result at once: without a report (building one takes seconds),
+    and without the report of an earlier run there, which would be taken for this one's."""
+    result.save(out)
+    (out / REPORT_FILE).unlink(missing_ok=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# the gate
+
+
+def run_gate(result: EvaluationResult, fail_on: bool | Sequence[str] | None) -> GateVerdict | None:
+    """The CI gate of ``--fail-on-problems`` (``True``: every kind) or ``--fail-on KINDS`` (the
+    kinds of :data:`~nbeval.results.gate.GATE_KINDS` to fail on) on ``result``; ``None`` when no
+    gate was asked for. The front end shows the verdict's lines and fails when it is tripped."""
+    if not fail_on:
+        return None
+    from nbeval.results.gate import check_gate
+
+    chosen: Literal[True] | tuple[str, ...] = True if fail_on is True else tuple(fail_on)
+    return check_gate(result, chosen)
+
+
+# ---------------------------------------------------------------------------------------------
+# plan
+
+
+def plan(data: Any, evaluators: Any, *, embedder: Any = None, judge: Any = None, device: str | None = None,
+         cache: Any = True, concurrency: int = 8, timeout: float | None = None, max_attempts: int | None = None,
+         prices: dict[str, Any] | None = None, progress: bool = True, scheduler: Any = None) -> Plan:
+    """What ``nbeval.evaluate(data, evaluators, ...)`` would do and spend, scoring nothing: the rows
+    each evaluator would score and skip, the judge calls (cached ones apart) and their estimated
+    tokens and cost. The same :class:`~nbeval.engine.Plan` as ``evaluate(..., dry_run=True)``.
+
+    The options are :func:`nbeval.evaluate`'s, keyword-only, so a call can switch between the two
+    unchanged: ``progress`` and ``scheduler`` are accepted and change nothing (a plan is counted
+    here, at once, whatever would score the rows)."""
+    from nbeval.engine import evaluate
+
+    del progress, scheduler  # the same plan wherever and however the rows would be scored
+    from nbeval.engine import Plan
+
+    planned = evaluate(data, evaluators, progress=False, embedder=embedder, judge=judge, device=device,
+                       cache=cache, concurrency=concurrency, timeout=timeout, max_attempts=max_attempts,
+                       prices=prices, dry_run=True)
+    assert isinstance(planned, Plan)  # evaluate's dry run always plans
+    return planned
