@@ -5,7 +5,7 @@ Run from the repository root::
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/phone_scan_bench.py [--mb 1.0]
 
 The text is digit groups with dashes, parentheses and spaces between commas and short words
-(``tests/test_redteam_detectors.phone_like``). Prints seconds (wall clock and CPU, as the
+(``tests/privacy/test_redteam_detectors.phone_like``). Prints seconds (wall clock and CPU, as the
 machine may be busy), findings, and matcher calls and parses per run.
 """
 
@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from nbeval.detectors import find_pii, phones
-from tests.test_redteam_detectors import phone_like
+from tests.privacy.test_redteam_detectors import phone_like
 
 
 def main() -> None:

@@ -42,7 +42,7 @@ COVERAGE: dict[str, list[str]] = {
         "tests/options/test_evaluators_argument.py::test_every_form_runs_the_same_evaluators",
         "tests/options/test_evaluators_argument.py::test_params_given_with_the_evaluator_take_effect",
         "tests/test_engine.py::test_unknown_evaluator_and_parameter_errors",
-        "tests/test_trust_empty_evaluators.py::test_evaluate_with_no_evaluators_raises",
+        "tests/evaluators/test_trust_empty_evaluators.py::test_evaluate_with_no_evaluators_raises",
     ],
     "evaluate(progress)": [
         "tests/options/test_progress_option.py::test_evaluate_progress_draws_a_bar_on_stderr_only_when_asked",
@@ -75,7 +75,7 @@ COVERAGE: dict[str, list[str]] = {
     ],
     "evaluate(timeout)": [
         "tests/options/test_judge_call_options.py::test_timeout_abandons_a_slow_python_judge_on_its_row",
-        "tests/test_trust_deadlines.py::test_a_run_with_a_dripping_judge_finishes_with_the_rows_error",
+        "tests/chat/test_trust_deadlines.py::test_a_run_with_a_dripping_judge_finishes_with_the_rows_error",
     ],
     "evaluate(max_attempts)": [
         "tests/options/test_judge_call_options.py::test_max_attempts_is_how_often_a_failing_call_is_tried",
@@ -138,11 +138,11 @@ COVERAGE: dict[str, list[str]] = {
     "nbeval run --evaluators": [
         "tests/test_cli.py::test_run_writes_result_and_report",
         "tests/test_cli.py::test_unknown_evaluator_exits_2",
-        "tests/test_trust_empty_evaluators.py::test_cli_run_with_an_empty_evaluator_list_exits_2",
+        "tests/evaluators/test_trust_empty_evaluators.py::test_cli_run_with_an_empty_evaluator_list_exits_2",
     ],
     "nbeval run --out": [
         "tests/test_cli.py::test_run_writes_result_and_report",
-        "tests/test_trust_files_out_cli.py::test_run_refuses_an_out_folder_that_would_overwrite_the_input",
+        "tests/cli/test_trust_files_out_cli.py::test_run_refuses_an_out_folder_that_would_overwrite_the_input",
     ],
     "nbeval run --judge": ["tests/test_cli.py::test_run_with_a_judge_endpoint"],
     "nbeval run --judge-base-url": [
@@ -157,13 +157,13 @@ COVERAGE: dict[str, list[str]] = {
     "nbeval run --dry-run": ["tests/options/test_cli_run_options.py::test_dry_run_counts_the_calls_and_asks_nothing"],
     "nbeval run --fail-on-problems": [
         "tests/test_cli.py::test_run_fail_on_problems_exits_1",
-        "tests/test_trust_parse_failures.py::test_gate_fails_on_unrated_rows_and_says_so",
-        "tests/test_trust_parse_failures.py::test_gate_reports_each_kind_that_tripped_it",
+        "tests/judges/test_trust_parse_failures.py::test_gate_fails_on_unrated_rows_and_says_so",
+        "tests/judges/test_trust_parse_failures.py::test_gate_reports_each_kind_that_tripped_it",
     ],
     "nbeval run --fail-on": [
-        "tests/test_trust_parse_failures.py::test_gate_reports_each_kind_that_tripped_it",
-        "tests/test_trust_parse_failures.py::test_gate_fails_on_unrated_rows_and_says_so",
-        "tests/test_trust_parse_failures.py::test_fail_on_rejects_unknown_kinds",
+        "tests/judges/test_trust_parse_failures.py::test_gate_reports_each_kind_that_tripped_it",
+        "tests/judges/test_trust_parse_failures.py::test_gate_fails_on_unrated_rows_and_says_so",
+        "tests/judges/test_trust_parse_failures.py::test_fail_on_rejects_unknown_kinds",
     ],
     "nbeval run --no-progress": ["tests/options/test_progress_option.py::test_run_no_progress_leaves_stderr_empty"],
     # -- nbeval complete ----------------------------------------------------------------------------
@@ -185,7 +185,7 @@ COVERAGE: dict[str, list[str]] = {
     ],
     "nbeval complete --out": [
         "tests/test_cli.py::test_complete_asks_every_model_and_writes_a_lab",
-        "tests/test_trust_files_out_cli.py::test_complete_refuses_to_write_the_lab_over_the_suite",
+        "tests/cli/test_trust_files_out_cli.py::test_complete_refuses_to_write_the_lab_over_the_suite",
     ],
     "nbeval complete --no-cache": [
         "tests/options/test_cli_complete_options.py::test_no_cache_makes_a_second_run_ask_again",

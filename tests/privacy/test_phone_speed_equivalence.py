@@ -17,7 +17,7 @@ import pytest
 
 from nbeval.detectors import find_pii, phones
 from nbeval.detectors.phone_matcher import Match, find_matches
-from tests.test_redteam_detectors import phone_like
+from tests.privacy.test_redteam_detectors import phone_like
 
 pn: Any = phones._phonenumbers()
 _TYPES = ("FIXED_LINE", "MOBILE", "TOLL_FREE", "PREMIUM_RATE", "SHARED_COST", "VOIP", "PERSONAL_NUMBER", "PAGER",

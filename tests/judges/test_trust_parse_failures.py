@@ -334,7 +334,7 @@ def test_run_help_documents_the_gate(capsys: pytest.CaptureFixture[str]) -> None
 
 
 def test_readme_documents_the_gate() -> None:
-    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
     section = readme.split("## On the command line and in CI", 1)[1].split("\n## ", 1)[0]
     assert "--fail-on" in section and "unrated" in section
 

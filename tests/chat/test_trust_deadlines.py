@@ -29,7 +29,7 @@ from nbeval.chat import CallableChat, ChatCache, ChatClient, ChatError, ChatFail
 from nbeval.chat.collect import RagFunction
 from tests.support.fake_openai import Drip, FakeOpenAIServer, Hang
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ROWS = [{"key": f"k{i}", "input": f"question {i}", "actual_output": f"answer {i}"} for i in range(3)]
 
 

@@ -24,7 +24,7 @@ import nbeval
 from nbeval.chat import CallableChat, ChatCache, ChatClient, ChatReply
 from nbeval.chat.collect import RagFunction
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ROWS = [{"key": f"k{i}", "input": f"question {i}", "actual_output": f"answer {i}"} for i in range(3)]
 
 
@@ -158,7 +158,7 @@ IDENTITY = """
 import functools, sys
 sys.path.insert(0, sys.argv[1])
 from nbeval.chat import CallableChat
-from tests.test_trust_cache_identity import Judge, ask, make_closure
+from tests.chat.test_trust_cache_identity import Judge, ask, make_closure
 print(CallableChat(functools.partial(ask, verdict={"yes", "maybe", "sure"})).cache_identity())
 print(CallableChat(make_closure(frozenset({"a", "b", "c", "d"}))).cache_identity())
 print(CallableChat(Judge("yes", {"s": {"x", "y", "z"}, "t": (1.5, None)})).cache_identity())
