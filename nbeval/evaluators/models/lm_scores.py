@@ -125,6 +125,24 @@ class _LMScore(ModelEvaluator):
         return Score(dict.fromkeys((m.name for m in self.spec.metrics), None), error=error)
 
 
+#: The six aspects both summarisation GPTScores report (the reference-free one adds consistency).
+_SUMMARY_ASPECT_METRICS = (
+        MetricSpec("semantic_coverage", "lower", lo=0.0, hi=math.inf, primary=True,
+                   description=("how well the answer covers the reference's key content (mean token NLL; lower "
+                                "is better)")),
+        MetricSpec("factuality", "lower", lo=0.0, hi=math.inf,
+                   description="how consistent the answer's facts are with the reference (mean token NLL)"),
+        MetricSpec("informativeness", "lower", lo=0.0, hi=math.inf,
+                   description="how well the answer captures the key ideas (mean token NLL)"),
+        MetricSpec("coherence", "lower", lo=0.0, hi=math.inf,
+                   description="how well the answer holds together as a whole (mean token NLL)"),
+        MetricSpec("relevance", "lower", lo=0.0, hi=math.inf,
+                   description="how well the answer sticks to the reference's content (mean token NLL)"),
+        MetricSpec("fluency", "lower", lo=0.0, hi=math.inf,
+                   description="how well-written and grammatical the answer is (mean token NLL)"),
+)
+
+
 @register
 class Perplexity(_LMScore):
     """exp of the mean token cross-entropy of the answer; the rationale names its least likely tokens."""
@@ -228,19 +246,7 @@ class GPTScoreSummarizationRef(_WithReference):
             Param("model", str, "gpt2-medium", "the model: a Hugging Face hub name or a local path"),
         ),
         metrics=(
-            MetricSpec("semantic_coverage", "lower", lo=0.0, hi=math.inf, primary=True,
-                       description=("how well the answer covers the reference's key content (mean token NLL; lower "
-                                    "is better)")),
-            MetricSpec("factuality", "lower", lo=0.0, hi=math.inf,
-                       description="how consistent the answer's facts are with the reference (mean token NLL)"),
-            MetricSpec("informativeness", "lower", lo=0.0, hi=math.inf,
-                       description="how well the answer captures the key ideas (mean token NLL)"),
-            MetricSpec("coherence", "lower", lo=0.0, hi=math.inf,
-                       description="how well the answer holds together as a whole (mean token NLL)"),
-            MetricSpec("relevance", "lower", lo=0.0, hi=math.inf,
-                       description="how well the answer sticks to the reference's content (mean token NLL)"),
-            MetricSpec("fluency", "lower", lo=0.0, hi=math.inf,
-                       description="how well-written and grammatical the answer is (mean token NLL)"),
+            *_SUMMARY_ASPECT_METRICS,
         ),
     )
 
@@ -286,19 +292,7 @@ class GPTScoreSummarizationNoRef(_GPTScore):
             Param("model", str, "gpt2-medium", "the model: a Hugging Face hub name or a local path"),
         ),
         metrics=(
-            MetricSpec("semantic_coverage", "lower", lo=0.0, hi=math.inf, primary=True,
-                       description=("how well the answer covers the reference's key content (mean token NLL; lower "
-                                    "is better)")),
-            MetricSpec("factuality", "lower", lo=0.0, hi=math.inf,
-                       description="how consistent the answer's facts are with the reference (mean token NLL)"),
-            MetricSpec("informativeness", "lower", lo=0.0, hi=math.inf,
-                       description="how well the answer captures the key ideas (mean token NLL)"),
-            MetricSpec("coherence", "lower", lo=0.0, hi=math.inf,
-                       description="how well the answer holds together as a whole (mean token NLL)"),
-            MetricSpec("relevance", "lower", lo=0.0, hi=math.inf,
-                       description="how well the answer sticks to the reference's content (mean token NLL)"),
-            MetricSpec("fluency", "lower", lo=0.0, hi=math.inf,
-                       description="how well-written and grammatical the answer is (mean token NLL)"),
+            *_SUMMARY_ASPECT_METRICS,
             MetricSpec("consistency", "lower", lo=0.0, hi=math.inf,
                        description="how consistent the summary's facts are with the source (mean token NLL)"),
         ),
