@@ -302,7 +302,7 @@ class ChatClient:
     def _delay(self, attempt: int, err: ChatError) -> float:
         if err.retry_after is not None:
             return min(err.retry_after, self.retry_after_max)
-        cap = min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1))
+        cap: float = min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1))
         return cap / 2 + self._rng.uniform(0, cap / 2)
 
     # -- accounting ------------------------------------------------------------------------

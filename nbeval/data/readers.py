@@ -145,7 +145,8 @@ def _batch_records(batch: Any, name: str, offset: int) -> list[dict[str, Any]]:
     """The rows of a Parquet record batch as dicts; a cell Python cannot hold (a string column
     whose bytes are not UTF-8) is a DataError naming its row and column."""
     try:
-        return batch.to_pylist()
+        records: list[dict[str, Any]] = batch.to_pylist()
+        return records
     except (UnicodeDecodeError, ValueError, RecursionError):
         pass
     for column, field in zip(batch.columns, batch.schema.names, strict=True):
@@ -158,7 +159,8 @@ def _batch_records(batch: Any, name: str, offset: int) -> list[dict[str, Any]]:
             except (ValueError, RecursionError) as exc:
                 raise DataError(f"the cell cannot be read: {exc}", source=name, row=offset + i + 1,
                                 field=field) from None
-    return batch.to_pylist()
+    records = batch.to_pylist()
+    return records
 
 
 def read_jsonl_rows(path: str | os.PathLike[str], *, chunk_rows: int = _READ_CHUNK_ROWS) -> LlmDataset:

@@ -28,6 +28,7 @@ import binascii
 import json
 import re
 from collections.abc import Iterable
+from typing import Any
 
 from nbeval.detectors.azure import AZURE_KINDS, PUBLIC_KEYS, find_azure
 from nbeval.detectors.credentials import CREDENTIAL_KINDS, find_credentials
@@ -164,7 +165,7 @@ def _openai(text: str) -> Iterable[Finding]:
         yield Finding("openai_key", m.start(), m.end(), _hidden(prefix, m.group()))
 
 
-def _json_object(part: str) -> dict | None:
+def _json_object(part: str) -> dict[str, Any] | None:
     """The JSON object a base64url part of a JWT encodes, or None."""
     try:
         decoded = json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))

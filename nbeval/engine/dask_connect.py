@@ -68,8 +68,7 @@ def connect(scheduler: Any, *, timeout: float | None = None) -> tuple[Any, bool]
 
 
 def _check_address(address: str) -> None:
-    from distributed.comm import parse_address
-    from distributed.comm.addressing import parse_host_port
+    from distributed.comm.addressing import parse_address, parse_host_port
     from distributed.comm.registry import get_backend
 
     try:
@@ -90,7 +89,7 @@ def _handshake(address: str, seconds: float) -> None:
     notebook's), in a daemon thread."""
     import asyncio
 
-    from distributed.comm import connect as dask_connect
+    from distributed.comm.core import connect as dask_connect
     from distributed.security import Security
 
     failure: list[BaseException] = []

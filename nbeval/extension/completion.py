@@ -102,7 +102,8 @@ def _catalogue_specs() -> list[Any]:
 
 
 def _matcher(shell: Any) -> Any:
-    @context_matcher(identifier=MATCHER_ID)
+    # IPython types context_matcher as a functools.partial, whose call mypy reads as Any.
+    @context_matcher(identifier=MATCHER_ID)  # type: ignore[untyped-decorator]
     def nbeval_matcher(context: CompletionContext) -> SimpleMatcherResult:
         answer = complete(shell, context.text_until_cursor.lstrip(), context.token)
         if answer is None:  # not a %nbeval line: leave it to the other matchers

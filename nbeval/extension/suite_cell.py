@@ -181,7 +181,8 @@ def _cell_loader(text: str) -> yaml.SafeLoader:
     :data:`MAX_ALIAS_NODES` values raises :class:`DataError` naming the line."""
     import yaml
 
-    class CellLoader(yaml.SafeLoader):
+    # PyYAML ships no type stubs (types-PyYAML is not a dependency), so SafeLoader is Any here.
+    class CellLoader(yaml.SafeLoader):  # type: ignore[misc]
         def __init__(self, stream: str) -> None:
             super().__init__(stream)
             self.depth = 0

@@ -80,4 +80,5 @@ def cap_details(details: dict[str, Any] | None) -> str | None:
     if not details:
         return None
     text = json.dumps(_cap_strings(details, MAX_STORED_CHARS), ensure_ascii=False, default=str)
-    return truncate_text(text, MAX_DETAILS_CHARS)
+    capped: str = truncate_text(text, MAX_DETAILS_CHARS)
+    return capped

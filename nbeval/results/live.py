@@ -177,7 +177,8 @@ class LiveResult:
         with self._lock:
             hit = self._cache.get("result")
             if hit is not None and hit[0] == self._version:
-                return hit[1]
+                cached: EvaluationResult = hit[1]
+                return cached
             base = self._empty_result()
             scores = self._spool.scores()
             aggregates, explanations = self._aggregate_table()
@@ -239,7 +240,8 @@ class LiveResult:
         with self._lock:
             hit = self._cache.get("aggregates")
             if hit is not None and hit[0] == self._version:
-                return hit[1]
+                found: tuple[pd.DataFrame, dict[str, dict[str, Any]]] = hit[1]
+                return found
             rows: list[list[Any]] = []
             explanations: dict[str, dict[str, Any]] = {}
             for k, model_key in self._ordered_groups():

@@ -230,7 +230,8 @@ class EvaluationResult:
             from nbeval.results.report import summary_html
 
             return {"text/plain": repr(self), "text/html": summary_html(self)}
-        return render(self)
+        bundle: dict[str, Any] = render(self)
+        return bundle
 
     # -- persistence ----------------------------------------------------------------------
 

@@ -42,7 +42,8 @@ _NAN = float("nan")
 def _values(values: Any) -> np.ndarray:
     """``values`` as a float array with NaNs left out."""
     arr = np.asarray(values, dtype=float).ravel()
-    return arr[~np.isnan(arr)]
+    kept: np.ndarray = arr[~np.isnan(arr)]
+    return kept
 
 
 def is_binary(values: Any) -> bool:
@@ -121,7 +122,7 @@ def _binom_cdf_half(k: int, n: int) -> float:
         return 0.0
     k = min(k, n)
     if n <= _EXACT_BINOMIAL_TRIALS:
-        return sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+        return sum(math.comb(n, i) for i in range(k + 1)) / (1 << n)
     i = np.arange(k + 1)
     log_pmf = (math.lgamma(n + 1) - np.array([math.lgamma(j + 1) + math.lgamma(n - j + 1) for j in i])
                - n * math.log(2))
@@ -161,7 +162,7 @@ def _signed_rank_distribution(n: int) -> np.ndarray:
     counts[0] = 1
     for k in range(1, n + 1):
         counts[k:] = counts[k:] + counts[:-k].copy()
-    return counts / 2 ** n
+    return counts / (1 << n)
 
 
 def wilcoxon_signed_rank(x: Any, y: Any) -> float:

@@ -61,7 +61,8 @@ def load_callable(spec: str, group: str, what: str) -> Callable[..., Any]:
     if not callable(obj):
         msg = f"the {what} {spec!r} is a {type(obj).__name__}, not a function"
         raise NbevalError(msg)
-    return obj
+    fn: Callable[..., Any] = obj
+    return fn
 
 
 def normalize_chunks(items: Any, who: str) -> list[dict[str, str]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import zlib
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from nbeval.data.fields import label_text
@@ -53,12 +54,12 @@ class _TokenCache:
     saves re-tokenising it once per model. Bounded so a long run does not grow without limit.
     """
 
-    def __init__(self, tokenize: Any, size: int = 4096) -> None:
+    def __init__(self, tokenize: Callable[[str], list[str]], size: int = 4096) -> None:
         self._tokenize = tokenize
         self._size = size
-        self._memo: OrderedDict[str, Any] = OrderedDict()
+        self._memo: OrderedDict[str, list[str]] = OrderedDict()
 
-    def tokenize(self, text: str) -> Any:
+    def tokenize(self, text: str) -> list[str]:
         memo = self._memo
         tokens = memo.get(text)
         if tokens is None:

@@ -81,7 +81,8 @@ def clear_caches() -> None:
 
 def similarity(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``S`` for every pair of rows of ``a`` and ``b`` (unit vectors): cosine clipped to [0, 1]."""
-    return np.clip(a @ b.T, 0.0, 1.0)
+    s: np.ndarray = np.clip(a @ b.T, 0.0, 1.0)
+    return s
 
 
 def _q(text: str) -> str:

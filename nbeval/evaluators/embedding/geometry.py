@@ -169,7 +169,8 @@ def _rows(x: np.ndarray) -> np.ndarray:
 
 def _pairwise(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     sq = (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2.0 * a @ b.T
-    return np.sqrt(np.maximum(sq, 0.0))
+    dist: np.ndarray = np.sqrt(np.maximum(sq, 0.0))
+    return dist
 
 
 def _median_pairwise(pts: np.ndarray) -> float:

@@ -242,7 +242,8 @@ class Hallucination(_Classifier):
 def summac_zs(entail: np.ndarray, contra: np.ndarray) -> np.ndarray:
     """Per summary sentence, SummaCZS's score: the best entailment minus the strongest
     contradiction over the source sentences. Both arrays are (summary sentences, source sentences)."""
-    return entail.max(axis=1) - contra.max(axis=1)
+    scores: np.ndarray = entail.max(axis=1) - contra.max(axis=1)
+    return scores
 
 
 def summac_conv(entail: np.ndarray, weights: Sequence[float] = DEFAULT_CONV_WEIGHTS) -> np.ndarray:

@@ -98,8 +98,10 @@ class RagasEvaluator(Evaluator):
         raise NotImplementedError
 
     def session(self) -> Session:
-        return _ragas(self.spec.id)[1].Session(judge=self.params.get("judge"), judge_params=self.judge_params,
-                       embedder=self.params.get("embedder"), attempts=self.params["parse_attempts"])
+        bridge = _ragas(self.spec.id)[1]
+        session: Session = bridge.Session(judge=self.params.get("judge"), judge_params=self.judge_params,
+                                          embedder=self.params.get("embedder"), attempts=self.params["parse_attempts"])
+        return session
 
     def run_metric(self, session: Session, name: str, metric: Any, inputs: Mapping[str, Any],
                    ) -> Generator[Request, Any, tuple[float | None, str | None, bool]]:
