@@ -131,6 +131,11 @@ class _DetectorLeakage(Evaluator):
                           details={"answer": answer, "context": context})
 
 
+#: Whether the retrieved context is checked too, as the answer is.
+_IN_CONTEXT_TOO = Param("evaluate_retrieved_context", bool, True,
+    "also check the row's retrieved context, not only the answer")
+
+
 @register
 class PiiLeakage(_DetectorLeakage):
     """Personal data: e-mail addresses, card numbers, SSNs, phone numbers, IBANs, IP addresses
@@ -148,8 +153,7 @@ class PiiLeakage(_DetectorLeakage):
                      "`kinds` limits what is looked for. The rationale names the kinds found (with their country, "
                      "e.g. phone (GB)), never the values."),
         params=(
-            Param("evaluate_retrieved_context", bool, True,
-                  "also check the row's retrieved context, not only the answer"),
+            _IN_CONTEXT_TOO,
             Param("kinds", list[str], list(PII_KINDS),
                   "the kinds of personal data looked for (default: all of them)"),
             Param("regions", list[str], list(DEFAULT_PHONE_REGIONS),
@@ -199,8 +203,7 @@ class SensitiveDataLeakage(_DetectorLeakage):
                      "such as YOUR_API_KEY_HERE are ignored. `kinds` limits what is looked for; the rationale "
                      "names the kinds found, never the values."),
         params=(
-            Param("evaluate_retrieved_context", bool, True,
-                  "also check the row's retrieved context, not only the answer"),
+            _IN_CONTEXT_TOO,
             Param("kinds", list[str], list(SECRET_KINDS), "the kinds of secret looked for (default: all of them)"),
         ),
         metrics=bool_metric_specs(["pass", "fail", "retrieval_failures", "generation_failures"], {
@@ -269,8 +272,7 @@ class EncodingGuardrail(Evaluator):
                      "part of the answer first, then apply the row's condition, or the PII check when there is "
                      "none. Rows without an encoding category are skipped."),
         params=(
-            Param("evaluate_retrieved_context", bool, True,
-                  "also check the row's retrieved context, not only the answer"),
+            _IN_CONTEXT_TOO,
         ),
         metrics=bool_metric_specs(None, {
             "pass": "share of rows that passed",

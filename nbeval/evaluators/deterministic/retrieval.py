@@ -112,6 +112,15 @@ class _RankedRetrieval(Evaluator):
         return None, f"no expected document among {scope} retrieved"
 
 
+#: What a rank is, for the ranking metrics.
+_UNIT = Param("unit", Literal["chunk", "document"], "chunk",
+    "what a rank is: every retrieved chunk, or a document (ranked once, at its first chunk)")
+
+
+#: How many retrieved chunks count.
+_TOP_K = Param("top_k", int, 0, "only the first top_k retrieved chunks count (0: all of them)")
+
+
 @register
 class RetrieverHitRate(_RankedRetrieval):
     """1 when an expected chunk is among the first ``top_k`` retrieved (chunks, or documents with
@@ -125,9 +134,8 @@ class RetrieverHitRate(_RankedRetrieval):
                      "(a document ranks once, at its first chunk; top_k counts documents), which is trec_eval's "
                      "success at top_k."),
         params=(
-            Param("top_k", int, 0, "only the first top_k retrieved chunks count (0: all of them)"),
-            Param("unit", Literal["chunk", "document"], "chunk",
-                  "what a rank is: every retrieved chunk, or a document (ranked once, at its first chunk)"),
+            _TOP_K,
+            _UNIT,
         ),
         metrics=(MetricSpec("hit_rate", primary=True, description="share of rows with a hit"),),
     )
@@ -149,9 +157,8 @@ class RetrieverMRR(_RankedRetrieval):
                      "ranks documents as TREC tools do (a document ranks once, at its first chunk), which is "
                      "trec_eval's recip_rank."),
         params=(
-            Param("top_k", int, 0, "only the first top_k retrieved chunks count (0: all of them)"),
-            Param("unit", Literal["chunk", "document"], "chunk",
-                  "what a rank is: every retrieved chunk, or a document (ranked once, at its first chunk)"),
+            _TOP_K,
+            _UNIT,
         ),
         metrics=(MetricSpec("mrr", primary=True, description="mean reciprocal rank"),),
     )

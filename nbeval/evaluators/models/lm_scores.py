@@ -143,6 +143,10 @@ _SUMMARY_ASPECT_METRICS = (
 )
 
 
+#: The causal language model every GPTScore evaluator scores with by default.
+_GPTSCORE_MODEL = Param("model", str, "gpt2-medium", "the model: a Hugging Face hub name or a local path")
+
+
 @register
 class Perplexity(_LMScore):
     """exp of the mean token cross-entropy of the answer; the rationale names its least likely tokens."""
@@ -243,7 +247,7 @@ class GPTScoreSummarizationRef(_WithReference):
                      "aspect, with the expected answer before it and the answer after, then the other way round; "
                      "the two are averaged. Lower is better."),
         params=(
-            Param("model", str, "gpt2-medium", "the model: a Hugging Face hub name or a local path"),
+            _GPTSCORE_MODEL,
         ),
         metrics=(
             *_SUMMARY_ASPECT_METRICS,
@@ -263,7 +267,7 @@ class GPTScoreTranslation(_WithReference):
         description=("GPTScore for translation: as gptscore_summarization_ref (both directions averaged) with "
                      "instructions for accuracy, fluency and multidimensional quality (MQM). Lower is better."),
         params=(
-            Param("model", str, "gpt2-medium", "the model: a Hugging Face hub name or a local path"),
+            _GPTSCORE_MODEL,
         ),
         metrics=(
             MetricSpec("accuracy", "lower", lo=0.0, hi=math.inf, primary=True,
@@ -289,7 +293,7 @@ class GPTScoreSummarizationNoRef(_GPTScore):
                      "language model gives the answer (a summary) after an instruction naming the aspect, the "
                      "source document (the input) and \"Tl;dr\". Lower is better."),
         params=(
-            Param("model", str, "gpt2-medium", "the model: a Hugging Face hub name or a local path"),
+            _GPTSCORE_MODEL,
         ),
         metrics=(
             *_SUMMARY_ASPECT_METRICS,
@@ -315,7 +319,7 @@ class GPTScoreQA(_GPTScore):
                      "\"Yes\" after a yes/no question about the exchange (human: the input, AI: the answer) under "
                      "a causal language model. Lower is better."),
         params=(
-            Param("model", str, "gpt2-medium", "the model: a Hugging Face hub name or a local path"),
+            _GPTSCORE_MODEL,
         ),
         metrics=(
             MetricSpec("interest", "lower", lo=0.0, hi=math.inf, primary=True,

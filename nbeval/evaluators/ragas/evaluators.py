@@ -178,6 +178,11 @@ class _SingleMetric(RagasEvaluator):
         return self.finish(session, {name: value}, [why] if why else [], parse_failed, notes)
 
 
+#: Every ragas evaluator's one parameter.
+_PARSE_ATTEMPTS = Param("parse_attempts", int, 4,
+    "judge calls per ragas prompt before a reply that never fits its schema counts as a parse failure")
+
+
 @register
 class FaithfulnessEvaluator(_SingleMetric):
     spec = EvaluatorSpec(
@@ -187,8 +192,7 @@ class FaithfulnessEvaluator(_SingleMetric):
                      "retrieved context supports it; the score is the supported share. The rationale lists the "
                      "statements and the verdicts."),
         params=(
-            Param("parse_attempts", int, 4,
-                  "judge calls per ragas prompt before a reply that never fits its schema counts as a parse failure"),
+            _PARSE_ATTEMPTS,
         ),
         metrics=(
             MetricSpec("faithfulness", threshold=0.75, primary=True,
@@ -217,8 +221,7 @@ class AnswerRelevancyEvaluator(_SingleMetric):
         params=(
             Param("strictness", int, 3,
                   "how many questions the judge writes back from the answer (ragas's strictness)"),
-            Param("parse_attempts", int, 4,
-                  "judge calls per ragas prompt before a reply that never fits its schema counts as a parse failure"),
+            _PARSE_ATTEMPTS,
         ),
         metrics=(
             MetricSpec("answer_relevancy", threshold=0.75, primary=True,
@@ -245,8 +248,7 @@ class ContextPrecisionEvaluator(_SingleMetric):
                      "expected answer; the score is the average precision of those verdicts, high when the useful "
                      "chunks come first. The rationale gives each chunk's verdict and reason."),
         params=(
-            Param("parse_attempts", int, 4,
-                  "judge calls per ragas prompt before a reply that never fits its schema counts as a parse failure"),
+            _PARSE_ATTEMPTS,
         ),
         metrics=(
             MetricSpec("context_precision", threshold=0.75, primary=True,
@@ -270,8 +272,7 @@ class ContextRecallEvaluator(_SingleMetric):
                      "retrieved context supports it; the score is the supported share. The rationale gives each "
                      "sentence's verdict."),
         params=(
-            Param("parse_attempts", int, 4,
-                  "judge calls per ragas prompt before a reply that never fits its schema counts as a parse failure"),
+            _PARSE_ATTEMPTS,
         ),
         metrics=(
             MetricSpec("context_recall", threshold=0.75, primary=True,
@@ -301,8 +302,7 @@ class AnswerCorrectnessEvaluator(_SingleMetric):
             Param("weights", list[float], [0.75, 0.25],
                   "the weights of the factual part and the semantic similarity part"),
             Param("beta", float, 1.0, "the F-beta of the factual part (above 1 favours recall)"),
-            Param("parse_attempts", int, 4,
-                  "judge calls per ragas prompt before a reply that never fits its schema counts as a parse failure"),
+            _PARSE_ATTEMPTS,
         ),
         metrics=(
             MetricSpec("answer_correctness", threshold=0.75, primary=True,
@@ -341,8 +341,7 @@ class RagasScore(RagasEvaluator):
         params=(
             Param("strictness", int, 3,
                   "how many questions the judge writes back from the answer (ragas's strictness)"),
-            Param("parse_attempts", int, 4,
-                  "judge calls per ragas prompt before a reply that never fits its schema counts as a parse failure"),
+            _PARSE_ATTEMPTS,
         ),
         metrics=(
             MetricSpec("ragas", threshold=0.75, primary=True,
