@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import shutil
 import socket
+import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -20,6 +22,21 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def wait_until_up(proc: subprocess.Popen[Any], url: str, output: Callable[[], str], timeout_s: float = 60) -> None:
+    """Wait for the ``nbeval serve`` child ``proc`` to answer ``/health`` at ``url``; fail with its
+    ``output()`` if it exits first, or when ``timeout_s`` passes."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        assert proc.poll() is None, f"nbeval serve exited:\n{output()}"
+        try:
+            if httpx.get(url + "/health", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert time.monotonic() < deadline, f"nbeval serve did not come up:\n{output()}"
+        time.sleep(0.1)
 
 
 def uvicorn_server(app: Any, port: int) -> Any:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ import uvicorn
 
 from nbeval.cli import main
 from tests.serve import plugins
-from tests.serve.conftest import free_port, start_in_thread, uvicorn_server
+from tests.serve.conftest import free_port, start_in_thread, uvicorn_server, wait_until_up
 from tests.support.fake_openai import FakeOpenAIServer, Recorded
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,16 +30,7 @@ def _nbeval(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[s
 
 
 def _wait_up(proc: subprocess.Popen[str], url: str) -> None:
-    deadline = time.monotonic() + 60
-    while True:
-        assert proc.poll() is None, f"nbeval serve exited: {proc.communicate()[1]}"
-        try:
-            if httpx.get(url + "/health", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        assert time.monotonic() < deadline, "nbeval serve did not come up"
-        time.sleep(0.1)
+    wait_until_up(proc, url, lambda: proc.communicate()[1])
 
 
 def _stop(proc: subprocess.Popen[str]) -> None:

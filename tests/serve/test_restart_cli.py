@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.serve.conftest import free_port
+from tests.serve.conftest import free_port, wait_until_up
 from tests.support.fake_openai import FakeOpenAIServer, Hang, Recorded
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,16 +47,7 @@ class Served:
         self._wait_up()
 
     def _wait_up(self) -> None:
-        deadline = time.monotonic() + 90
-        while True:
-            assert self.proc.poll() is None, f"nbeval serve exited:\n{self.log.read_text(errors='replace')}"
-            try:
-                if httpx.get(self.url + "/health", timeout=2).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, f"nbeval serve did not come up:\n{self.log.read_text()}"
-            time.sleep(0.1)
+        wait_until_up(self.proc, self.url, lambda: self.log.read_text(errors="replace"), timeout_s=90)
 
     def get(self, path: str, **kw: Any) -> httpx.Response:
         return httpx.get(self.url + path, headers=AUTH, timeout=60, **kw)

@@ -18,7 +18,7 @@ from typing import IO
 import httpx
 import pytest
 
-from tests.serve.conftest import free_port
+from tests.serve.conftest import free_port, wait_until_up
 
 resource = pytest.importorskip("resource")
 pytestmark = pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts descriptors in /proc")
@@ -47,16 +47,7 @@ class Child:
         self.proc = subprocess.Popen([sys.executable, "-m", "nbeval.cli", "serve", "--host", "127.0.0.1", "--port",
                                       str(self.port), "--data-dir", self.data_dir, *args], cwd=ROOT, env=env,
                                      stdout=subprocess.DEVNULL, stderr=self.stderr, preexec_fn=limit)
-        deadline = time.monotonic() + 60
-        while True:
-            assert self.proc.poll() is None, f"nbeval serve exited: {self.log()}"
-            try:
-                if httpx.get(self.url + "/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "nbeval serve did not come up"
-            time.sleep(0.1)
+        wait_until_up(self.proc, self.url, self.log)
 
     def open_files(self) -> int:
         return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
