@@ -19,6 +19,7 @@ __all__ = [
     "Chat",
     "Classify",
     "Embed",
+    "Gather",
     "LabelScores",
     "LocalModel",
     "Request",
@@ -129,3 +130,13 @@ class TokenScores:
 
 
 Request = Union[Embed, Chat, ScorePairs, Classify, TokenLogProbs]
+
+
+@dataclass(frozen=True)
+class Gather:
+    """Ask several requests at once, answered in the same round. Answer: a tuple with one item per
+    request, in order: its answer, or the :class:`~nbeval.errors.ResourceError` that ended it,
+    given rather than raised, so one failed call leaves the others' answers usable (a head-to-head
+    case asks for every pair's verdicts together). An empty gather is answered ``()``."""
+
+    requests: tuple[Request, ...]

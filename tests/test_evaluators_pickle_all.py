@@ -59,6 +59,11 @@ JUDGES: dict[str, tuple[dict[str, Any], str]] = {
     "custom_judge": ({"instructions": "Rate yes when the answer gives a concrete time."}, RATING),
     "answer_relevancy_score": ({}, "4\nRight and to the point."),
     "pipeline": ({"prompt": "From 1 to 5, how relevant is {actual_output} to {input}?"}, "Score: 4"),
+    "pairwise": ({}, '{"rationale": "A gives the days too.", "winner": "A"}'),
+}
+#: Case-level judges compare models: their rows (a second model's answer to JUDGE_ROW's case).
+JUDGE_ROWS: dict[str, list[dict[str, Any]]] = {
+    "pairwise": [JUDGE_ROW, {**JUDGE_ROW, "model_key": "m2", "actual_output": "9 am."}],
 }
 
 RAGAS = ["faithfulness", "answer_relevancy", "context_precision", "context_recall", "answer_correctness", "ragas"]
@@ -107,7 +112,8 @@ def test_a_used_judge_evaluator_pickles_and_its_copy_scores_the_same(openai_serv
     judge = {"model": "judge-model", "base_url": openai_server.url, "api_key": "sk-judge-test-key-123456"}
 
     def score(ev: Any) -> Any:
-        return nbeval.evaluate([JUDGE_ROW], [ev], judge=judge, cache=False, max_attempts=1, progress=False)
+        rows = JUDGE_ROWS.get(evaluator_id, [JUDGE_ROW])
+        return nbeval.evaluate(rows, [ev], judge=judge, cache=False, max_attempts=1, progress=False)
 
     ev = nbeval.evaluator(evaluator_id, **params)
     first = _table(score(ev))

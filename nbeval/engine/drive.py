@@ -13,14 +13,26 @@ from nbeval.engine.cases import CaseOutcome
 from nbeval.errors import NbevalError
 from nbeval.evaluators.base import Evaluator, Score
 from nbeval.evaluators.case import CaseEvaluator
+from nbeval.requests import Gather
 from nbeval.results.outcome import RowOutcome
 from nbeval.runtime import Answer, RequestCancelled, Resources
 
 if TYPE_CHECKING:
     from nbeval.data.model import Row
 
-__all__ = ["FINISHED", "Scoring", "bad_return", "cancel_row", "drive", "error_score", "row_outcomes", "start_case",
-           "start_row", "step", "unfinished"]
+__all__ = [
+    "FINISHED",
+    "Scoring",
+    "bad_return",
+    "cancel_row",
+    "drive",
+    "error_score",
+    "row_outcomes",
+    "start_case",
+    "start_row",
+    "step",
+    "unfinished",
+]
 
 #: What the driver drives: one row's outcome, or one test case's (a case-level evaluator's).
 Scoring = Union[RowOutcome, CaseOutcome]
@@ -107,8 +119,12 @@ def cancel_row(gen: Any, out: Scoring) -> None:
     out.skip_reason = "cancelled"
 
 
-def drive(pending: Sequence[tuple[Any, Scoring]], resources: Resources, cancelled: Callable[[], bool],
-          on_finished: Callable[[Scoring], None] | None = None) -> None:
+def drive(
+    pending: Sequence[tuple[Any, Scoring]],
+    resources: Resources,
+    cancelled: Callable[[], bool],
+    on_finished: Callable[[Scoring], None] | None = None,
+) -> None:
     """Run generator-based scorers in lockstep rounds, answering each round's requests in batch.
 
     Each answer is sent into its row's scorer as it arrives (a judge reply does not wait for the
@@ -135,8 +151,13 @@ def drive(pending: Sequence[tuple[Any, Scoring]], resources: Resources, cancelle
             following: list[Any] = [None] * len(asks)
             answered = [False] * len(asks)
 
-            def on_answer(i: int, answer: Answer, asks: list[tuple[Any, Scoring, Any]] = asks,
-                          following: list[Any] = following, answered: list[bool] = answered) -> None:
+            def on_answer(
+                i: int,
+                answer: Answer,
+                asks: list[tuple[Any, Scoring, Any]] = asks,
+                following: list[Any] = following,
+                answered: list[bool] = answered,
+            ) -> None:
                 if answered[i]:
                     return
                 answered[i] = True
@@ -151,11 +172,13 @@ def drive(pending: Sequence[tuple[Any, Scoring]], resources: Resources, cancelle
                 if following[i] is FINISHED:
                     done(out)
 
-            answers = resources.answer([req for _, _, req in asks], on_answer=on_answer, cancel=cancelled)
-            for i, answer in enumerate(answers):  # any answer not handed on as it came
-                on_answer(i, answer)
-            waiting = [(gen, out, req) for (gen, out, _), req in zip(asks, following, strict=True)
-                       if req is not FINISHED]
+            gathered = _Gathered([req for _, _, req in asks], on_answer)
+            answers = resources.answer(gathered.requests, on_answer=gathered.on_answer, cancel=cancelled)
+            for j, answer in enumerate(answers):  # any answer not handed on as it came
+                gathered.on_answer(j, answer)
+            waiting = [
+                (gen, out, req) for (gen, out, _), req in zip(asks, following, strict=True) if req is not FINISHED
+            ]
     except BaseException:  # marked, not reported: the caller files them as it unwinds
         for gen, out, _ in waiting:
             if unfinished(out):
@@ -170,3 +193,44 @@ def drive(pending: Sequence[tuple[Any, Scoring]], resources: Resources, cancelle
 def _ignore(out: Scoring) -> None:
     pass
 
+
+class _Gathered:
+    """A round's requests with every :class:`~nbeval.requests.Gather` spread into its parts, so
+    the parts are batched with the rest; a gather's answer (a tuple of its parts' answers, a failed
+    part as its error) is handed on once its last part is in. A part cancelled before it was asked
+    cancels its row, as a cancelled single request does."""
+
+    def __init__(self, asked: Sequence[Any], hand_on: Callable[[int, Answer], None]) -> None:
+        self.hand_on = hand_on
+        self.requests: list[Any] = []
+        self.owner: list[tuple[int, int | None]] = []  # per part: (its ask, its place in a gather)
+        self.parts: dict[int, list[Any]] = {}
+        self.missing: dict[int, int] = {}
+        self.warnings: dict[int, list[str]] = {}
+        self.seen: set[int] = set()
+        for i, req in enumerate(asked):
+            if not isinstance(req, Gather):
+                self.requests.append(req)
+                self.owner.append((i, None))
+                continue
+            self.parts[i], self.missing[i], self.warnings[i] = [None] * len(req.requests), len(req.requests), []
+            for pos, part in enumerate(req.requests):
+                self.requests.append(part)
+                self.owner.append((i, pos))
+        for i, left in list(self.missing.items()):
+            if not left:  # an empty gather: answered at once
+                hand_on(i, Answer(()))
+
+    def on_answer(self, j: int, answer: Answer) -> None:
+        if j in self.seen:
+            return
+        self.seen.add(j)
+        i, pos = self.owner[j]
+        if pos is None or isinstance(answer.value, RequestCancelled):
+            self.hand_on(i, answer)
+            return
+        self.parts[i][pos] = answer.value
+        self.warnings[i].extend(answer.warnings)
+        self.missing[i] -= 1
+        if not self.missing[i]:
+            self.hand_on(i, Answer(tuple(self.parts[i]), tuple(self.warnings[i])))

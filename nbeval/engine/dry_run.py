@@ -14,7 +14,7 @@ from nbeval.engine.plan import plan_rows
 from nbeval.errors import JudgeNotConfigured, ResourceError
 from nbeval.evaluators.base import Evaluator
 from nbeval.evaluators.case import is_case_level
-from nbeval.requests import Chat
+from nbeval.requests import Chat, Gather
 from nbeval.runtime import Resources, handler_for, model_key
 
 __all__ = ["Plan", "first_requests", "placeholder_answer", "plan", "planned_requests"]
@@ -60,13 +60,18 @@ class Plan:
             if per_row:
                 line += f"{self.calls_per_row[k]:>11.1f}" if k in self.calls_per_row else f"{'':>11}"
             lines.append(line)
-        later = f"; {self.later_round_calls} of them after a row's first call, estimated" \
-            if self.later_round_calls else ""
-        lines.append(f"judge calls: {self.judge_calls} ({self.cached_calls} cached, "
-                     f"{self.judge_calls - self.cached_calls} to make{later}){self._tokens_text()}")
+        later = (
+            f"; {self.later_round_calls} of them after a row's first call, estimated" if self.later_round_calls else ""
+        )
+        lines.append(
+            f"judge calls: {self.judge_calls} ({self.cached_calls} cached, "
+            f"{self.judge_calls - self.cached_calls} to make{later}){self._tokens_text()}"
+        )
         if self.unconfigured_calls:
-            lines.append(f"no judge is configured for {self.unconfigured_calls} of these calls: the run would "
-                         "stop before scoring; pass judge=... or set NBEVAL_JUDGE_MODEL")
+            lines.append(
+                f"no judge is configured for {self.unconfigured_calls} of these calls: the run would "
+                "stop before scoring; pass judge=... or set NBEVAL_JUDGE_MODEL"
+            )
         return "\n".join(lines)
 
     def _tokens_text(self) -> str:
@@ -77,8 +82,10 @@ class Plan:
         if total and capped >= total:
             completion = f"at most {total} completion tokens (the calls' max_tokens, an upper bound)"
         elif capped:
-            completion = (f"~{total} completion tokens ({capped} of them the calls' max_tokens, an upper "
-                          "bound; the rest guessed for calls without max_tokens)")
+            completion = (
+                f"~{total} completion tokens ({capped} of them the calls' max_tokens, an upper "
+                "bound; the rest guessed for calls without max_tokens)"
+            )
         else:
             to_make = self.judge_calls - self.cached_calls
             each = f", {total // to_make} a call" if to_make else ""
@@ -133,9 +140,11 @@ def planned_requests(ev: Evaluator, rows: Iterable[Row]) -> Iterable[tuple[Any, 
         try:
             req, chats = next(gen), 0
             for _ in range(_PLAN_MAX_REQUESTS):
-                if isinstance(req, Chat):  # only chat calls are counted and priced
-                    yield req, chats == 0
-                    chats += 1
+                asked_before = chats
+                for part in req.requests if isinstance(req, Gather) else (req,):
+                    if isinstance(part, Chat):  # only chat calls are counted and priced
+                        yield part, asked_before == 0  # a gather's calls are all in one round
+                        chats += 1
                 req = gen.send(placeholder_answer(req))
         except Exception:  # StopIteration included: the row asks nothing more
             pass
@@ -146,6 +155,8 @@ def planned_requests(ev: Evaluator, rows: Iterable[Row]) -> Iterable[tuple[Any, 
 def placeholder_answer(req: Any) -> Any:
     """A stand-in answer to ``req`` in a dry run, from its kind's handler (an empty chat reply from
     model :data:`~nbeval.requests.DRY_RUN_MODEL`, equal unit vectors, zero pair scores)."""
+    if isinstance(req, Gather):
+        return tuple(placeholder_answer(part) for part in req.requests)
     handler = handler_for(req)
     if handler is None:
         msg = f"a dry run cannot stand in for a {type(req).__name__} request"

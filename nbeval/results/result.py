@@ -26,9 +26,9 @@ from nbeval.results.aggregates import (
     model_labels,
     run_meta,
 )
-from nbeval.results.columnar import SCORE_COLUMNS, outcome_columns, typed_scores
 from nbeval.results.files import write_aside
 from nbeval.results.saving import DATASET_FILES, RESULT_FILES, SCORE_FILES
+from nbeval.results.score_table import SCORE_COLUMNS, outcome_columns, typed_scores
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -36,19 +36,34 @@ if TYPE_CHECKING:
     from nbeval.evaluators.base import Evaluator
     from nbeval.results.outcome import RowOutcome
 
-__all__ = ["AGGREGATE_COLUMNS", "DATASET_FILES", "FORMAT_VERSION", "METRIC_COLUMNS", "PASSED_DTYPE", "RESULT_FILES",
-           "SCORE_COLUMNS", "SCORE_FILES", "EvaluationResult"]
-
+__all__ = [
+    "AGGREGATE_COLUMNS",
+    "DATASET_FILES",
+    "FORMAT_VERSION",
+    "METRIC_COLUMNS",
+    "PASSED_DTYPE",
+    "RESULT_FILES",
+    "SCORE_COLUMNS",
+    "SCORE_FILES",
+    "EvaluationResult",
+]
 
 
 class EvaluationResult:
     """The outcome of one run. Build it with :func:`nbeval.evaluate`; reload it with
     :func:`nbeval.load_result`."""
 
-    def __init__(self, scores: pd.DataFrame, aggregates: pd.DataFrame, metrics: pd.DataFrame,
-                 dataset: LlmDataset, *, meta: dict[str, Any] | None = None,
-                 explanations: dict[str, dict[str, Any]] | None = None,
-                 model_labels: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        scores: pd.DataFrame,
+        aggregates: pd.DataFrame,
+        metrics: pd.DataFrame,
+        dataset: LlmDataset,
+        *,
+        meta: dict[str, Any] | None = None,
+        explanations: dict[str, dict[str, Any]] | None = None,
+        model_labels: dict[str, str] | None = None,
+    ) -> None:
         self.scores = scores
         """The long table (see :data:`SCORE_COLUMNS`)."""
         self.aggregates = aggregates
@@ -67,9 +82,17 @@ class EvaluationResult:
     # -- construction from the engine ---------------------------------------------------------
 
     @classmethod
-    def from_outcomes(cls, outcomes: Sequence[RowOutcome], evaluators: Sequence[Evaluator],
-                      dataset: LlmDataset, *, lab: TestLab | None = None, duration_s: float | None = None,
-                      usage: dict[str, Any] | None = None, cancelled: bool = False) -> EvaluationResult:
+    def from_outcomes(
+        cls,
+        outcomes: Sequence[RowOutcome],
+        evaluators: Sequence[Evaluator],
+        dataset: LlmDataset,
+        *,
+        lab: TestLab | None = None,
+        duration_s: float | None = None,
+        usage: dict[str, Any] | None = None,
+        cancelled: bool = False,
+    ) -> EvaluationResult:
         grouped: dict[tuple[str, str], tuple[list[Any], list[Any]]] = {}
         counts: dict[tuple[str, str], int] = {}
         for o in outcomes:
@@ -90,8 +113,15 @@ class EvaluationResult:
             aggs = ev.aggregate(rows, row_scores) if row_scores else {}
             add_aggregate_rows(agg_rows, explanations, ev, model_key, aggs, n_rows)
         meta = run_meta(evaluators, duration_s=duration_s, usage=usage, cancelled=cancelled)
-        return cls(scores, aggregates_table(agg_rows), metrics_table(evaluators), dataset, meta=meta,
-                   explanations=explanations, model_labels=model_labels(lab))
+        return cls(
+            scores,
+            aggregates_table(agg_rows),
+            metrics_table(evaluators),
+            dataset,
+            meta=meta,
+            explanations=explanations,
+            model_labels=model_labels(lab),
+        )
 
     # -- views ----------------------------------------------------------------------------
 
@@ -126,8 +156,9 @@ class EvaluationResult:
             raise NotFound(msg)
         return str(m["metric"].iloc[0])
 
-    def leaderboard(self, evaluator: str | None = None, metric: str | None = None,
-                    ci: float | None = None) -> pd.DataFrame:
+    def leaderboard(
+        self, evaluator: str | None = None, metric: str | None = None, ci: float | None = None
+    ) -> pd.DataFrame:
         """One row per model; one column per metric plus ``<metric>_n`` (rows measured) and ``N``.
 
         With ``evaluator=None`` every evaluator's metrics appear as ``<evaluator>.<metric>``.
@@ -140,14 +171,42 @@ class EvaluationResult:
 
         return leaderboard(self, evaluator=evaluator, metric=metric, ci=ci)
 
-    def compare(self, model_a: str, model_b: str, evaluator: str | None = None, *,
-                alpha: float = 0.05) -> pd.DataFrame:
+    def compare(self, model_a: str, model_b: str, evaluator: str | None = None, *, alpha: float = 0.05) -> pd.DataFrame:
         """Whether ``model_a`` and ``model_b`` really differ: one row per evaluator and metric,
         paired on test cases, with the mean difference, its 95% interval, a paired test and
         Holm-adjusted p-values (see :func:`nbeval.results.compare.compare`)."""
         from nbeval.results.compare import compare
 
         return compare(self, model_a, model_b, evaluator=evaluator, alpha=alpha)
+
+    def arena(self, evaluator: str = "pairwise", *, level: float = 0.95, n_boot: int = 1000,
+              seed: int = 0) -> pd.DataFrame:
+        """Arena ratings from head-to-head verdicts, one row per model, best first: ``model_key,
+        rating, rating_lo, rating_hi, wins, losses, ties, n, win_rate``. Bradley-Terry strengths
+        with the judge's first-slot preference fitted and removed, on the Elo scale (1000 is the
+        mean model), with bootstrap intervals over test cases (see :mod:`nbeval.results.arena`)."""
+        from nbeval.results.head_to_head import arena_fit
+
+        return arena_fit(self, evaluator, n_boot=n_boot, seed=seed, level=level).arena_table()
+
+    def head_to_head(self, evaluator: str = "pairwise", *, level: float = 0.95, n_boot: int = 1000,
+                     seed: int = 0) -> pd.DataFrame:
+        """One row per pair of models compared: ``model_a, model_b, p_a_beats_b, lo, hi, wins_a,
+        wins_b, ties, inconsistent, n``; ``p_a_beats_b`` is the fitted chance that ``model_a``'s
+        answer is preferred with no slot preference, ``inconsistent`` the cases whose two orders
+        disagree."""
+        from nbeval.results.head_to_head import arena_fit
+
+        return arena_fit(self, evaluator, n_boot=n_boot, seed=seed, level=level).head_to_head_table()
+
+    def position_bias(self, evaluator: str = "pairwise", *, level: float = 0.95, n_boot: int = 1000,
+                      seed: int = 0) -> pd.DataFrame:
+        """How much each judge favours the answer shown first: ``judge, first_slot_rate, beta,
+        beta_lo, beta_hi, consistency, n`` (``beta`` > 0: the first slot is preferred; 0: no
+        preference; ``consistency``: the share of pairs whose two orders agree)."""
+        from nbeval.results.head_to_head import arena_fit
+
+        return arena_fit(self, evaluator, n_boot=n_boot, seed=seed, level=level).position_bias_table()
 
     @property
     def labels(self) -> pd.DataFrame:
@@ -181,8 +240,8 @@ class EvaluationResult:
         """Problems, one row each: models and evaluators that measured nothing (``unmeasured``),
         rows whose call or scoring failed (``errored``), threshold breaches per model and primary
         metric (``threshold``), rows that could not be rated (``unrated``) and perturbation flips
-        (``perturbation_flip``); see :func:`nbeval.results.insights.problems`."""
-        from nbeval.results.insights import problems
+        (``perturbation_flip``); see :func:`nbeval.results.problems.problems`."""
+        from nbeval.results.problems import problems
 
         return problems(self)
 
@@ -219,8 +278,10 @@ class EvaluationResult:
         return brief_text(self) if brief else summary_text(self)
 
     def __repr__(self) -> str:
-        return (f"EvaluationResult({len(self.model_keys)} models, {len(self.evaluators)} evaluators, "
-                f"{len(self.scores)} scores, {len(self.problems)} problems)")
+        return (
+            f"EvaluationResult({len(self.model_keys)} models, {len(self.evaluators)} evaluators, "
+            f"{len(self.scores)} scores, {len(self.problems)} problems)"
+        )
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         from nbeval.results.renderers import get_renderer

@@ -50,8 +50,21 @@ __all__ = [
 ]
 
 #: Placeholders a prompt template may use, filled from the row.
-PLACEHOLDER_FIELDS = ("input", "expected_output", "actual_output", "context", "guidelines", "categories",
-                      "output_condition", "expected_context", "chunk", "sentences", "text")
+PLACEHOLDER_FIELDS = (
+    "input",
+    "expected_output",
+    "actual_output",
+    "context",
+    "guidelines",
+    "categories",
+    "output_condition",
+    "expected_context",
+    "chunk",
+    "sentences",
+    "text",
+    "answer_a",
+    "answer_b",
+)
 _PLACEHOLDER = re.compile(r"\{\{?\s*([A-Za-z_]+)\s*\}?\}")
 #: A tag in a template (``<answer>``, ``</answer>``, ``<reply kind="x">``): its name.
 _TAG = re.compile(r"<\s*/?\s*([A-Za-z_][\w.:-]*)[^<>]*>")
@@ -91,8 +104,9 @@ class JudgePrompt:
     def fields(self) -> tuple[str, ...]:
         """The row fields this prompt shows."""
         if self.template is not None:
-            return tuple(dict.fromkeys(n.lower() for n in _PLACEHOLDER.findall(self.template)
-                                       if n.lower() in PLACEHOLDER_FIELDS))
+            return tuple(
+                dict.fromkeys(n.lower() for n in _PLACEHOLDER.findall(self.template) if n.lower() in PLACEHOLDER_FIELDS)
+            )
         return tuple(f for f, _ in self.inputs)
 
     @property
@@ -209,16 +223,15 @@ def usage_details(replies: Sequence[Any]) -> dict[str, Any]:
     }
 
 
-def rating_score(metric: str, parsed: Any, replies: Sequence[Any], *,
-                 details: dict[str, Any] | None = None) -> Score:
+def rating_score(metric: str, parsed: Any, replies: Sequence[Any], *, details: dict[str, Any] | None = None) -> Score:
     """A rating evaluator's row: ``metric`` 1.0 for yes, 0.0 for no, nothing on a parse failure."""
     extra = {"judge": usage_details(replies), **(details or {})}
     if not parsed.ok:
-        return Score({metric: None}, rationale=parsed.rationale, label="parse_failure", error=parsed.error,
-                     details=extra)
+        return Score(
+            {metric: None}, rationale=parsed.rationale, label="parse_failure", error=parsed.error, details=extra
+        )
     yes = bool(parsed.value)
-    return Score({metric: 1.0 if yes else 0.0}, rationale=parsed.rationale, label="yes" if yes else "no",
-                 details=extra)
+    return Score({metric: 1.0 if yes else 0.0}, rationale=parsed.rationale, label="yes" if yes else "no", details=extra)
 
 
 def configure_judge(ev: Evaluator, defaults: Mapping[str, Any]) -> dict[str, Any]:
@@ -287,21 +300,23 @@ class JudgeEvaluator(Evaluator):
             try:
                 return base.replace(**given)
             except TypeError as exc:
-                msg = f"evaluator '{cls.spec.id}': prompt dict has an unknown part ({exc}); use instruction, " \
-                      "inputs, output_format, examples or template"
+                msg = (
+                    f"evaluator '{cls.spec.id}': prompt dict has an unknown part ({exc}); use instruction, "
+                    "inputs, output_format, examples or template"
+                )
                 raise EvaluatorError(msg) from None
         if isinstance(given, str):
             if any(n.lower() in PLACEHOLDER_FIELDS for n in _PLACEHOLDER.findall(given)):
                 return base.replace(instruction="", template=given, examples=())
             return base.replace(instruction=given, examples=())
-        msg = (f"evaluator '{cls.spec.id}': prompt must be a string, a dict or a JudgePrompt, "
-               f"got {type(given).__name__}")
+        msg = f"evaluator '{cls.spec.id}': prompt must be a string, a dict or a JudgePrompt, got {type(given).__name__}"
         raise EvaluatorError(msg)
 
     def ask(self, values: Mapping[str, str], prompt: JudgePrompt | None = None) -> Generator[Chat, Any, Any]:
         """Yield one judge request for ``values``; returns the ChatReply (a failed call raises
         ResourceError here, which becomes the row's error unless the caller catches it)."""
         p = prompt or self.prompt
-        reply = yield Chat(messages=tuple(p.messages(values)), params=dict(self.judge_params),
-                           model=self.params.get("judge"))
+        reply = yield Chat(
+            messages=tuple(p.messages(values)), params=dict(self.judge_params), model=self.params.get("judge")
+        )
         return reply

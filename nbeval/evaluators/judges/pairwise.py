@@ -1,0 +1,333 @@
+"""Head to head: a judge compares two models' answers to the same test case.
+
+``pairwise`` is case-level (:class:`~nbeval.evaluators.case.CaseEvaluator`): for each test case it
+asks the judge about every pair of models (or every model against ``baseline=``), showing the
+question and, where the row has them, the expected answer, the retrieved context and the
+guidelines, then the two answers labelled A and B. With ``swap=True`` (the default) every pair is
+asked in both orders, so a judge that favours whichever answer comes first is caught: the two
+orders of a pair disagree (the pair is *inconsistent*), and the ratings of
+:mod:`nbeval.results.arena` estimate that first-slot preference and remove it. Every question of a
+case is sent at once (:class:`~nbeval.requests.Gather`), batched with the rest of the run.
+
+A reply is read by :func:`parse_pairwise`: a JSON object ``{"winner": "A" | "B" | "tie", ...}``, a
+last line ``Winner: A``, or MT-Bench's ``[[A]]`` / ``[[B]]`` / ``[[C]]`` (tie). A reply that names
+no winner, or two different ones, is a parse failure: that verdict is unrated and its raw reply
+kept, never counted as a win.
+
+Each model's row gets ``win_rate``: the share of its verdicts in the case that it won, a tie
+counting half, over the verdicts that could be read. The row's details hold every verdict it took
+part in (``first``, ``second``, ``winner`` as ``A``/``B``/``tie``/``None``, the judge and its
+rationale) and, per opponent, whether the two orders agreed; ``result.arena()``,
+``result.head_to_head()`` and ``result.position_bias()`` read them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from nbeval.errors import EvaluatorError
+from nbeval.evaluators.base import EvaluatorSpec, MetricSpec, Param, Score
+from nbeval.evaluators.case import CaseEvaluator
+from nbeval.evaluators.judges.core import JudgeEvaluator, JudgePrompt, row_values, usage_details
+from nbeval.evaluators.judges.parse import REASON_KEYS, Parsed, find_json
+from nbeval.evaluators.registry import register
+from nbeval.requests import Chat, Gather
+
+if TYPE_CHECKING:
+    from nbeval.data.model import Row
+
+__all__ = ["DEFAULT_CRITERIA", "PAIRWISE_PROMPT", "Pairwise", "Verdict", "parse_pairwise"]
+
+#: What "better" means unless ``criteria=`` says otherwise.
+DEFAULT_CRITERIA = (
+    "The better answer is the one that serves the person who asked: it answers the question that was "
+    "asked, is correct (consistent with the reference answer and the context when they are given), "
+    "complete for what was asked, follows the guidelines when there are any, and is clear. Do not "
+    "prefer an answer because it is longer, because of its position (A or B), or for its tone alone. "
+    "Call it a tie when neither answer is better on balance."
+)
+
+_INSTRUCTION = (
+    "You compare two answers to the same question and decide which one is better.\n\n"
+    "What better means: {criteria}\n\n"
+    "The two answers are labelled A and B in an arbitrary order."
+)
+
+PAIRWISE_PROMPT = JudgePrompt(
+    instruction=_INSTRUCTION.format(criteria=DEFAULT_CRITERIA),
+    inputs=(
+        ("input", "question"),
+        ("expected_output", "reference_answer"),
+        ("context", "context"),
+        ("guidelines", "guidelines"),
+        ("answer_a", "answer_a"),
+        ("answer_b", "answer_b"),
+    ),
+    output_format=(
+        "Reply with one JSON object and nothing else: "
+        '{"rationale": "<a few sentences comparing the answers>", "winner": "A" | "B" | "tie"}.'
+    ),
+)
+
+#: Inputs shown only when the row has them (the question and both answers are always shown).
+_OPTIONAL_INPUTS = frozenset({"expected_output", "context", "guidelines"})
+#: Longest rationale kept per verdict in a row's details (the whole reply stays in the rationale).
+_MAX_VERDICT_RATIONALE = 1_000
+
+_WINNER_LINE = re.compile(
+    r"(?im)^[\s>*_#`-]*(?:final\s+)?(?:winner|verdict|better\s+answer)[*_`]*\s*[:=][\s*_`\"']*"
+    r"(answer\s+)?(a|b|tie|draw|neither|both)\b[*_`\"'.]*\s*$"
+)
+_BRACKETS = re.compile(r"\[\[\s*([ABC])\s*\]\]")
+_WORDS = {"a": "A", "b": "B", "tie": "tie", "draw": "tie", "neither": "tie", "both": "tie", "c": "tie"}
+
+
+def parse_pairwise(text: str | None) -> Parsed:
+    """The winner a judge named: ``Parsed.value`` is ``"A"``, ``"B"`` or ``"tie"``.
+
+    Three forms are read, all of them wherever they occur: a JSON object with a ``winner`` (or
+    ``verdict``) of A, B or tie; a line ``Winner: A`` (also ``Verdict:``, ``Better answer:``,
+    Markdown around it); ``[[A]]``, ``[[B]]`` or ``[[C]]`` for a tie. When the forms found name
+    different winners, or none is found, the reply is a parse failure (``value`` None), so an
+    unclear reply never counts as a win for either side."""
+    reply = text or ""
+    found: list[str] = []
+    rationale = reply.strip()
+    obj = find_json(reply)
+    if isinstance(obj, Mapping):
+        lowered = {str(k).lower(): v for k, v in obj.items()}
+        raw = next((lowered[k] for k in ("winner", "verdict", "better") if k in lowered), None)
+        if raw is not None:
+            word = _WORDS.get(str(raw).strip().strip(".").lower().removeprefix("answer ").strip())
+            if word is None or isinstance(raw, (Mapping, list)):
+                return Parsed(None, rationale, f"the judge's winner {str(raw)[:40]!r} is not A, B or tie")
+            found.append(word)
+            reason = next((lowered[k] for k in REASON_KEYS if isinstance(lowered.get(k), str)), None)
+            rationale = reason.strip() if reason else rationale
+    found.extend(_WORDS[m.group(2).lower()] for m in _WINNER_LINE.finditer(reply))
+    found.extend(_WORDS[m.group(1).lower()] for m in _BRACKETS.finditer(reply))
+    named = sorted(set(found))
+    if not named:
+        return Parsed(None, rationale, "the judge named no winner (A, B or tie)")
+    if len(named) > 1:
+        return Parsed(None, rationale, f"the judge named more than one winner ({', '.join(named)})")
+    return Parsed(named[0], rationale)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One single-order comparison: ``first`` was shown as A, ``second`` as B."""
+
+    first: str
+    second: str
+    winner: str | None
+    """``"A"``, ``"B"``, ``"tie"``, or None when the reply could not be read or the call failed."""
+    rationale: str
+    error: str | None
+    judge: str
+
+    def points(self, model_key: str) -> float | None:
+        """What this verdict gives ``model_key``: 1 for a win, 0.5 for a tie, 0 for a loss."""
+        if self.winner is None:
+            return None
+        if self.winner == "tie":
+            return 0.5
+        won = self.first if self.winner == "A" else self.second
+        return 1.0 if won == model_key else 0.0
+
+    def as_details(self) -> dict[str, Any]:
+        text = self.rationale
+        if len(text) > _MAX_VERDICT_RATIONALE:
+            text = text[: _MAX_VERDICT_RATIONALE - 1] + "…"
+        return {
+            "first": self.first,
+            "second": self.second,
+            "winner": self.winner,
+            "judge": self.judge,
+            "rationale": text,
+            "error": self.error,
+        }
+
+
+def _agree(one: Verdict, other: Verdict) -> bool | None:
+    """Whether two orders of one pair name the same model (or both a tie); None if either is unrated."""
+    if one.winner is None or other.winner is None:
+        return None
+    return one.points(one.first) == other.points(one.first)
+
+
+def _shown_order(case_key: str, a: str, b: str) -> bool:
+    """With ``swap=False``, whether ``a`` is shown first: a fixed coin toss per case and pair, so
+    no model is always first and a rerun asks the same question (and hits the cache)."""
+    digest = hashlib.blake2b(f"{case_key}\0{a}\0{b}".encode(), digest_size=1).digest()
+    return digest[0] % 2 == 0
+
+
+@register
+class Pairwise(JudgeEvaluator, CaseEvaluator):
+    """A judge compares every pair of models' answers to each test case, in both orders."""
+
+    spec = EvaluatorSpec(
+        id="pairwise",
+        family="judge",
+        kind="score",
+        inputs=("input", "actual_output"),
+        optional_inputs=("expected_output", "context", "guidelines"),
+        resources=("judge",),
+        description=(
+            "Head to head: for each test case a judge compares the answers of every pair of models (or of "
+            "every model and a baseline), labelled A and B, and names the better one or a tie. Each pair "
+            "is asked in both orders, so a preference for the first answer shows and is removed by "
+            "result.arena(), which fits ratings with intervals. Each row's win_rate is the share of its "
+            "comparisons in the case it won, a tie counting half."
+        ),
+        params=(
+            Param("criteria", str, None, "what makes one answer better than the other (replaces the default)"),
+            Param("baseline", str, None, "a model key: compare every other model with it instead of all pairs"),
+            Param("swap", bool, True, "ask every pair in both orders (A/B and B/A)"),
+        ),
+        metrics=(
+            MetricSpec(
+                "win_rate",
+                primary=True,
+                threshold=0.5,
+                description="share of this case's comparisons the model won (a tie counts half)",
+            ),
+        ),
+    )
+
+    default_prompt = PAIRWISE_PROMPT
+
+    def __init__(self, **params: Any) -> None:
+        criteria = params.get("criteria")
+        if criteria is not None and (not isinstance(criteria, str) or not criteria.strip()):
+            msg = "evaluator 'pairwise': criteria must be a non-empty string saying what makes an answer better"
+            raise EvaluatorError(msg)
+        if criteria is not None and params.get("prompt") is not None:
+            msg = "evaluator 'pairwise': give criteria= (what better means) or prompt= (the whole prompt), not both"
+            raise EvaluatorError(msg)
+        super().__init__(**params)
+        if criteria is not None:
+            self.prompt = self.prompt.replace(instruction=_INSTRUCTION.format(criteria=criteria.strip()))
+        baseline = self.params.get("baseline")
+        if baseline is not None and not isinstance(baseline, str):
+            msg = f"evaluator 'pairwise': baseline must be a model key (a string), got {type(baseline).__name__}"
+            raise EvaluatorError(msg)
+
+    def pairs(self, rows: Sequence[Row]) -> list[tuple[Row, Row]]:
+        """The pairs of a case's rows to compare: every pair in case order, or each row with the
+        baseline's (the baseline first)."""
+        baseline = self.params.get("baseline")
+        if baseline is None:
+            return [(a, b) for i, a in enumerate(rows) for b in rows[i + 1 :]]
+        base = next((r for r in rows if r.model_key == baseline), None)
+        if base is None:
+            return []
+        return [(base, r) for r in rows if r is not base]
+
+    def _prompt_for(self, values: Mapping[str, str]) -> JudgePrompt:
+        """The prompt without the optional blocks this case has nothing for."""
+        if self.prompt.template is not None:
+            return self.prompt
+        shown = tuple((f, t) for f, t in self.prompt.inputs if f not in _OPTIONAL_INPUTS or values.get(f))
+        return self.prompt if shown == self.prompt.inputs else self.prompt.replace(inputs=shown)
+
+    def score_case(self, rows: list[Row]) -> Generator[Any, Any, dict[str, Score]]:
+        if len(rows) < 2:
+            return {
+                r.model_key: _unpaired(r, "only one model answered this case: there is nothing to compare")
+                for r in rows
+            }
+        pairs = self.pairs(rows)
+        if not pairs:
+            why = f"the baseline model '{self.params['baseline']}' has no answer for this case"
+            return {r.model_key: Score({"win_rate": None}, error=why) for r in rows}
+        case = row_values(rows[0])
+        asked: list[tuple[Row, Row]] = []  # (shown as A, shown as B), one per question
+        for a, b in pairs:
+            if self.params.get("swap", True):
+                asked += [(a, b), (b, a)]
+            else:
+                asked.append((a, b) if _shown_order(rows[0].key, a.model_key, b.model_key) else (b, a))
+        chats = []
+        for first, second in asked:
+            values = {**case, "answer_a": first.actual_output or "", "answer_b": second.actual_output or ""}
+            prompt = self._prompt_for(values)
+            chats.append(
+                Chat(
+                    messages=tuple(prompt.messages(values)),
+                    params=dict(self.judge_params),
+                    model=self.params.get("judge"),
+                )
+            )
+        replies = yield Gather(tuple(chats))
+        verdicts = [
+            self._verdict(first.model_key, second.model_key, reply)
+            for (first, second), reply in zip(asked, replies, strict=True)
+        ]
+        filed_on = {frozenset((a.model_key, b.model_key)): a.model_key for a, b in pairs}
+        own: dict[str, list[Any]] = {r.model_key: [] for r in rows}
+        for (first, second), reply in zip(asked, replies, strict=True):
+            own[filed_on[frozenset((first.model_key, second.model_key))]].append(reply)
+        return {r.model_key: _row_score(r.model_key, verdicts, own[r.model_key]) for r in rows}
+
+    def _verdict(self, first: str, second: str, reply: Any) -> Verdict:
+        judge = self._judge_name(reply)
+        if isinstance(reply, BaseException):
+            text = str(reply) or type(reply).__name__
+            return Verdict(first, second, None, "", f"the judge call failed: {text}", judge)
+        parsed = parse_pairwise(getattr(reply, "text", None))
+        return Verdict(first, second, parsed.value, parsed.rationale, parsed.error, judge)
+
+    def _judge_name(self, reply: Any) -> str:
+        name = getattr(reply, "model", None)
+        if isinstance(name, str) and name:
+            return name
+        judge = self.params.get("judge")
+        return str(getattr(judge, "name", None) or getattr(judge, "model", None) or judge or "judge")
+
+
+def _unpaired(row: Row, why: str) -> Score:
+    return Score({"win_rate": None}, rationale=why, label="unpaired", details={"verdicts": [], "pairs": []})
+
+
+def _row_score(model_key: str, verdicts: Sequence[Verdict], own_replies: Sequence[Any]) -> Score:
+    """One model's score in a case: its win rate over the verdicts it took part in that could be
+    read, every such verdict in the details, and the judge usage of the pairs filed on its row
+    (each call is filed on one row of its pair, so the rows' usage adds up to the run's)."""
+    mine = [v for v in verdicts if model_key in (v.first, v.second)]
+    points = [p for p in (v.points(model_key) for v in mine) if p is not None]
+    pairs = []
+    for opponent in dict.fromkeys(v.second if v.first == model_key else v.first for v in mine):
+        orders = [v for v in mine if opponent in (v.first, v.second)]
+        agreed = _agree(orders[0], orders[1]) if len(orders) == 2 else None
+        pairs.append({"opponent": opponent, "consistent": agreed})
+    lines = []
+    for v in mine:
+        opponent, slot = (v.second, "A") if v.first == model_key else (v.first, "B")
+        outcome = {1.0: "won", 0.5: "tie", 0.0: "lost", None: "unrated"}[v.points(model_key)]
+        why = v.error if v.winner is None else v.rationale
+        lines.append(f"vs {opponent} (shown as {slot}): {outcome}. {why}".rstrip())
+    flips = [p["opponent"] for p in pairs if p["consistent"] is False]
+    if flips:
+        lines.append(f"inconsistent: the two orders disagree against {', '.join(map(str, flips))}")
+    replies = [r for r in own_replies if not isinstance(r, BaseException)]
+    details = {"verdicts": [v.as_details() for v in mine], "pairs": pairs, "judge": usage_details(replies)}
+    if not points:
+        errors = sorted({v.error for v in mine if v.error})
+        failed_calls = all(v.error and v.error.startswith("the judge call failed") for v in mine)
+        label = None if failed_calls else "parse_failure"
+        return Score(
+            {"win_rate": None},
+            rationale="\n".join(lines),
+            label=label,
+            error="; ".join(errors) or "no verdict could be read",
+            details=details,
+        )
+    rate = sum(points) / len(points)
+    label = "ahead" if rate > 0.5 else "behind" if rate < 0.5 else "even"
+    return Score({"win_rate": rate}, rationale="\n".join(lines), label=label, details=details)

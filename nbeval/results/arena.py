@@ -1,0 +1,490 @@
+"""Head to head: arena ratings from pairwise judge verdicts, with the judge's first-slot bias removed.
+
+A judge is shown two models' answers to the same test case, one in the first slot (A) and one in
+the second (B), and says which is better or that they tie (a :class:`Verdict`). Each pair is
+meant to be asked in both orders, but the design may be unbalanced; the model removes the
+judge's preference for a slot either way.
+
+The model: each model ``m`` has a strength ``θ_m`` and each judge ``j`` a first-slot term ``β_j``,
+
+    P(first wins) = σ(θ_first − θ_second + β_j),
+
+fitted by maximum likelihood to every single-order verdict, a tie counting half a win each way
+(``0.5·log p + 0.5·log(1 − p)``). The likelihood ignores a common shift of the θ; they are
+reported with mean zero. A weak ridge ``0.5·λ·Σθ²`` (:data:`RIDGE`; β is not penalised) keeps
+every θ finite when a model won (or lost) every comparison it was in, as small samples and
+bootstrap resamples often have; it also puts the optimum at ``Σθ = 0``. The fit maximises that
+penalised likelihood by Newton's method with step halving.
+
+Ratings are on the Elo scale, ``1000 + 400·log10(odds against the mean model)``
+(:func:`elo_rating`); a pair's ``p_a_beats_b`` is ``σ(θ_a − θ_b)``, the chance of a win with no
+slot preference. Intervals are percentile bootstraps over test cases: case ids are drawn with
+replacement (seeded, so the same data and seed give the same intervals) and the model refitted,
+warm-started from the full fit. Each case's verdicts are reduced once to counts per (judge,
+first, second) cell, so a resample is a matrix product and all resamples are fitted together in
+one batch; :func:`fit_arena` does that once for the three tables.
+
+Edge cases:
+
+* no verdicts: the tables are empty, with their columns;
+* a judge whose verdicts all chose the first slot (or all the second): its β is ``+inf``
+  (``-inf``), the likelihood's limit, and those verdicts say nothing about the models; a
+  resample without a verdict of a judge is left out of that judge's β interval;
+* a judge whose verdicts are all ties: its β is where σ(·) averages one half (0 when balanced);
+* a comparison graph in pieces (models never linked by comparisons, even through others): the
+  ratings of one piece against another are not identified by the data; the ridge keeps them
+  finite and puts each piece's mean rating at 1000, so compare ratings only within a piece;
+* one model cannot be compared with anything: a :class:`Verdict` of a model against itself is
+  refused.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from nbeval.errors import BadArgumentType, BadParameter
+from nbeval.results.stats import check_level
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from numpy.typing import ArrayLike, NDArray
+
+    FloatArray = NDArray[np.float64]
+    IntArray = NDArray[np.int64]
+
+__all__ = [
+    "ARENA_COLUMNS",
+    "ARENA_RESAMPLES",
+    "ARENA_SEED",
+    "DEFAULT_JUDGE",
+    "HEAD_TO_HEAD_COLUMNS",
+    "OUTCOMES",
+    "POSITION_BIAS_COLUMNS",
+    "RIDGE",
+    "ArenaFit",
+    "Outcome",
+    "Verdict",
+    "arena_table",
+    "elo_rating",
+    "fit_arena",
+    "head_to_head_table",
+    "position_bias_table",
+]
+
+Outcome = Literal["first", "second", "tie"]
+#: The verdicts a judge can give: the first slot wins, the second wins, or a tie.
+OUTCOMES: tuple[Outcome, ...] = ("first", "second", "tie")
+#: The judge of a verdict that names none.
+DEFAULT_JUDGE = "judge"
+#: λ of the ridge ``0.5·λ·Σθ²``: a normal prior on θ with standard deviation 10 (about 1,700 Elo
+#: points), so weak that it moves a model with n comparisons by a relative ~4λ/n, yet it keeps a
+#: model that won every comparison at a finite rating (about ``log(n/λ)`` on the θ scale).
+RIDGE = 1e-2
+#: How many bootstrap resamples the tables draw by default, and the seed of their generator.
+ARENA_RESAMPLES = 1000
+ARENA_SEED = 0
+ELO_BASE = 1000.0
+ELO_SCALE = 400.0
+
+ARENA_COLUMNS = ("model_key", "rating", "rating_lo", "rating_hi", "wins", "losses", "ties", "n", "win_rate")
+HEAD_TO_HEAD_COLUMNS = tuple("model_a model_b p_a_beats_b lo hi wins_a wins_b ties inconsistent n".split())
+POSITION_BIAS_COLUMNS = ("judge", "first_slot_rate", "beta", "beta_lo", "beta_hi", "consistency", "n")
+
+# A quadratic penalty on the sum of θ: the likelihood ignores it and the ridge already puts the
+# optimum at Σθ = 0, so it moves nothing, but it keeps Newton's matrix invertible with λ = 0.
+_SHIFT_PENALTY = 1.0
+_STEP_TOLERANCE = 1e-10
+_MAX_ITERATIONS = 100
+_MAX_HALVINGS = 50
+# Infinite β (a judge that always chose one slot) stands in as this value while quantiles are taken.
+_HUGE = 1e300
+# Cap on the floats of one batch of resamples (resamples × cases, × cells, × parameters²).
+_BATCH_FLOATS = 4_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """One judge's verdict on one ordering of two models' answers to a test case."""
+
+    case_id: str
+    """The test case both answers are for; the bootstrap resamples these."""
+    first: str
+    """The model whose answer was shown in the first slot (A)."""
+    second: str
+    """The model whose answer was shown in the second slot (B)."""
+    outcome: Outcome
+    """``"first"``, ``"second"`` or ``"tie"``: which slot the judge preferred."""
+    judge: str = DEFAULT_JUDGE
+    """Who judged; each judge has its own first-slot term β."""
+
+    def __post_init__(self) -> None:
+        if self.outcome not in OUTCOMES:
+            msg = f"a verdict's outcome is one of {', '.join(OUTCOMES)}, got {self.outcome!r}"
+            raise BadParameter(msg)
+        if self.first == self.second:
+            msg = f"a verdict compares two different models, got {self.first!r} against itself"
+            raise BadParameter(msg)
+
+
+def elo_rating(theta: ArrayLike) -> FloatArray:
+    """Strengths θ (last axis: the models) on the Elo scale, ``1000 + 400·(θ − mean θ)/ln 10``:
+    1000 plus 400 times the log10 odds of beating the mean model."""
+    values = np.asarray(theta, dtype=np.float64)
+    if values.shape[-1] == 0:
+        return values.copy()
+    centred = values - values.mean(axis=-1, keepdims=True)
+    return np.asarray(ELO_BASE + ELO_SCALE * centred / math.log(10), dtype=np.float64)
+
+
+@dataclass(frozen=True, eq=False)
+class _Encoded:
+    """Verdicts as index arrays: models and judges sorted by name, cases in order of appearance."""
+
+    models: tuple[str, ...]
+    judges: tuple[str, ...]
+    n_cases: int
+    case: IntArray
+    judge: IntArray
+    first: IntArray
+    second: IntArray
+    outcome: IntArray  # the index in OUTCOMES
+
+
+def _encode(verdicts: Iterable[Verdict]) -> _Encoded:
+    rows = list(verdicts)
+    for v in rows:
+        if not isinstance(v, Verdict):
+            msg = f"verdicts are nbeval.results.arena.Verdict objects, got {type(v).__name__}"
+            raise BadArgumentType(msg)
+    models = tuple(sorted({v.first for v in rows} | {v.second for v in rows}))
+    judges = tuple(sorted({v.judge for v in rows}))
+    model, judge = {m: i for i, m in enumerate(models)}, {j: i for i, j in enumerate(judges)}
+    outcome = {o: i for i, o in enumerate(OUTCOMES)}
+    cases: dict[str, int] = {}
+    table = [(cases.setdefault(v.case_id, len(cases)), judge[v.judge], model[v.first], model[v.second]) for v in rows]
+    columns = np.array(table, dtype=np.int64).reshape(len(rows), 4).T
+    outcomes = np.array([outcome[v.outcome] for v in rows], dtype=np.int64)
+    return _Encoded(models, judges, len(cases), columns[0], columns[1], columns[2], columns[3], outcomes)
+
+
+@dataclass(frozen=True, eq=False)
+class _Cells:
+    """Verdicts reduced to (judge, first, second) cells: per case, each cell's first-slot score
+    ``y`` (wins plus half the ties) and verdict count ``n``, which are all the likelihood needs."""
+
+    judge: IntArray
+    case_y: FloatArray  # cases × cells
+    case_n: FloatArray
+    design: FloatArray  # cells × (models + judges): +1 first, −1 second, +1 the judge's β
+    design_outer: FloatArray  # cells × parameters², each cell's outer product, for Hessians
+    n_models: int
+    n_judges: int
+
+
+def _cells(enc: _Encoded) -> _Cells:
+    n_models, n_judges, n_cases = len(enc.models), len(enc.judges), enc.n_cases
+    codes, cell = np.unique((enc.judge * n_models + enc.first) * n_models + enc.second, return_inverse=True)
+    n_cells, n_params = codes.size, n_models + n_judges
+    judge, rest = np.divmod(codes, n_models * n_models)
+    first, second = np.divmod(rest, n_models)
+    where = enc.case * n_cells + cell
+    case_y = np.bincount(where, np.array([1.0, 0.0, 0.5])[enc.outcome], minlength=n_cases * n_cells)
+    case_n = np.bincount(where, minlength=n_cases * n_cells)
+    design = np.zeros((n_cells, n_params))
+    rows = np.arange(n_cells)
+    design[rows, first], design[rows, second], design[rows, n_models + judge] = 1.0, -1.0, 1.0
+    outer = (design[:, :, None] * design[:, None, :]).reshape(n_cells, n_params * n_params)
+    shape = (n_cases, n_cells)
+    y, n = case_y.reshape(shape).astype(np.float64), case_n.reshape(shape).astype(np.float64)
+    return _Cells(judge, y, n, design, outer, n_models, n_judges)
+
+
+def _penalty(n_models: int, n_params: int, ridge: float) -> FloatArray:
+    """The penalty's (constant) Hessian: the ridge on each θ, the shift penalty on their sum."""
+    matrix = np.zeros((n_params, n_params))
+    matrix[:n_models, :n_models] = _SHIFT_PENALTY
+    matrix[np.arange(n_models), np.arange(n_models)] += ridge
+    return matrix
+
+
+def _objective(params: FloatArray, y: FloatArray, n: FloatArray, cells: _Cells, penalty: FloatArray) -> FloatArray:
+    """The penalised log-likelihood of each row of ``params`` (one row per resample)."""
+    eta = params @ cells.design.T
+    loglik = (y * eta - n * np.logaddexp(0.0, eta)).sum(axis=1)
+    return np.asarray(loglik - 0.5 * np.einsum("bp,pq,bq->b", params, penalty, params), dtype=np.float64)
+
+
+def _newton(
+    params: FloatArray, y: FloatArray, n: FloatArray, cells: _Cells, penalty: FloatArray, frozen: FloatArray
+) -> FloatArray:
+    """Maximise the penalised likelihood of each row from ``params``; ``frozen`` (rows ×
+    parameters, 1 where a β has no data to move it) is added to the diagonal so that β stays put."""
+    params = params.copy()
+    n_params, diagonal = params.shape[1], np.arange(params.shape[1])
+    active = np.arange(params.shape[0])
+    for _ in range(_MAX_ITERATIONS):
+        if active.size == 0:
+            return params
+        at, ya, na = params[active], y[active], n[active]
+        p = 1.0 / (1.0 + np.exp(-(at @ cells.design.T)))
+        gradient = (ya - na * p) @ cells.design - at @ penalty
+        hessian = ((na * p * (1.0 - p)) @ cells.design_outer).reshape(-1, n_params, n_params) + penalty
+        hessian[:, diagonal, diagonal] += frozen[active]
+        try:
+            step = np.linalg.solve(hessian, gradient[:, :, None])[:, :, 0]
+        except np.linalg.LinAlgError:
+            msg = "the arena fit is not identified: with ridge=0 every model needs comparisons linking it to the others"
+            raise BadParameter(msg) from None
+        before, scale = _objective(at, ya, na, cells, penalty), np.ones(active.size)
+        for _ in range(_MAX_HALVINGS):
+            after = _objective(at + scale[:, None] * step, ya, na, cells, penalty)
+            worse = after < before - 1e-12 * (1.0 + np.abs(before))
+            if not worse.any():
+                break
+            scale[worse] /= 2
+        moved = scale[:, None] * step
+        params[active] = at + moved
+        active = active[np.abs(moved).max(axis=1) >= _STEP_TOLERANCE]
+    if active.size:
+        msg = "the arena fit did not converge; with ridge=0 a model that won or lost every comparison has no finite θ"
+        raise BadParameter(msg)
+    return params
+
+
+def _fit_batch(start: FloatArray, y: FloatArray, n: FloatArray, cells: _Cells, ridge: float) -> FloatArray:
+    """Fit each row of ``y``/``n`` (per-cell totals of one data set). β of a judge that always
+    chose the first slot is +inf, always the second −inf, without verdicts NaN."""
+    nm, nj = cells.n_models, cells.n_judges
+    judge_of_cell = np.zeros((cells.judge.size, nj))
+    judge_of_cell[np.arange(cells.judge.size), cells.judge] = 1.0
+    judge_y, judge_n = y @ judge_of_cell, n @ judge_of_cell
+    one_slot = (judge_n == 0) | (judge_y <= 0) | (judge_y >= judge_n)
+    # such a judge's β runs off to ±inf, where its verdicts fit exactly and say nothing about θ
+    dropped = one_slot[:, cells.judge]
+    y, n = np.where(dropped, 0.0, y), np.where(dropped, 0.0, n)
+    frozen = np.zeros_like(start)
+    frozen[:, nm:] = one_slot
+    start = np.where(np.isfinite(start), start, 0.0)
+    params = _newton(start, y, n, cells, _penalty(nm, nm + nj, ridge), frozen)
+    beta = params[:, nm:]
+    beta[one_slot] = np.where(judge_n == 0, np.nan, np.where(judge_y <= 0, -np.inf, np.inf))[one_slot]
+    return params
+
+
+def _bootstrap(full: FloatArray, cells: _Cells, n_boot: int, seed: int, ridge: float) -> FloatArray:
+    """``n_boot`` refits on test cases drawn with replacement (resamples × parameters)."""
+    n_cases, n_cells = cells.case_y.shape
+    out = np.empty((n_boot, full.size))
+    rng = np.random.default_rng(seed)
+    batch = max(1, _BATCH_FLOATS // max(n_cases, n_cells, full.size * full.size))
+    for begin in range(0, n_boot, batch):
+        size = min(batch, n_boot - begin)
+        drawn = rng.integers(0, n_cases, size=(size, n_cases)) + n_cases * np.arange(size)[:, None]
+        weights = np.bincount(drawn.ravel(), minlength=size * n_cases).reshape(size, n_cases).astype(np.float64)
+        start = np.repeat(full[None, :], size, axis=0)
+        out[begin : begin + size] = _fit_batch(start, weights @ cells.case_y, weights @ cells.case_n, cells, ridge)
+    return out
+
+
+def _percentiles(samples: FloatArray, level: float) -> tuple[FloatArray, FloatArray]:
+    """Per column, the percentile interval of the resamples' values (NaNs left out, ±inf kept)."""
+    n_columns = samples.shape[1]
+    if samples.shape[0] == 0 or n_columns == 0:
+        return np.full(n_columns, np.nan), np.full(n_columns, np.nan)
+    clipped, probabilities = np.clip(samples, -_HUGE, _HUGE), [(1 - level) / 2, (1 + level) / 2]
+    if not np.isnan(clipped).any():  # np.quantile is much faster than nanquantile, which goes column by column
+        lo, hi = np.quantile(clipped, probabilities, axis=0)
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a column without any value: its interval is NaN
+            lo, hi = np.nanquantile(clipped, probabilities, axis=0)
+    back = [np.where(q >= _HUGE / 10, np.inf, np.where(q <= -_HUGE / 10, -np.inf, q)) for q in (lo, hi)]
+    return back[0], back[1]
+
+
+@dataclass(frozen=True, eq=False)
+class _Tallies:
+    """Counts read straight from the verdicts, no model involved."""
+
+    models: IntArray  # per model: wins, losses, ties
+    pairs: IntArray  # per compared pair: lo, hi (model indices, lo < hi), wins_lo, wins_hi, ties, inconsistent
+    judges: IntArray  # per judge: first, second, ties, (case, pair) asked in both orders, of those agreeing
+
+
+def _tallies(enc: _Encoded) -> _Tallies:
+    nm, nj = len(enc.models), len(enc.judges)
+    won, lost, tied = (enc.outcome == k for k in range(3))
+
+    def count(index: IntArray, mask: Any, size: int) -> IntArray:
+        return np.bincount(index[mask], minlength=size).astype(np.int64)
+
+    lo, hi = np.minimum(enc.first, enc.second), np.maximum(enc.first, enc.second)
+    lo_first = enc.first == lo
+    winner = np.where(tied, 2, np.where(won == lo_first, 0, 1))  # without slots: 0 lo, 1 hi, 2 a tie
+    pair_codes, pair = np.unique(lo * nm + hi, return_inverse=True)
+    n_pairs = max(pair_codes.size, 1)
+    group_codes, group = np.unique((enc.case * nj + enc.judge) * n_pairs + pair, return_inverse=True)
+    n_groups = group_codes.size
+    both = (count(group, lo_first, n_groups) > 0) & (count(group, ~lo_first, n_groups) > 0)
+    agree = (np.bincount(group * 3 + winner, minlength=3 * n_groups).reshape(n_groups, 3) > 0).sum(axis=1) == 1
+    group_pair, group_judge = group_codes % n_pairs, group_codes // n_pairs % max(nj, 1)
+    model = [count(enc.first, w, nm) + count(enc.second, s, nm) for w, s in ((won, lost), (lost, won), (tied, tied))]
+    pairs = [pair_codes // max(nm, 1), pair_codes % max(nm, 1), count(pair, winner == 0, pair_codes.size)]
+    pairs += [count(pair, winner == 1, pair_codes.size), count(pair, tied, pair_codes.size)]
+    pairs += [count(group_pair, both & ~agree, pair_codes.size)]
+    judges = [count(enc.judge, won, nj), count(enc.judge, lost, nj), count(enc.judge, tied, nj)]
+    judges += [count(group_judge, both, nj), count(group_judge, both & agree, nj)]
+    return _Tallies(*(np.stack(parts, axis=1).astype(np.int64) for parts in (model, pairs, judges)))
+
+
+def _ratio(top: ArrayLike, bottom: ArrayLike) -> FloatArray:
+    """``top / bottom``, NaN where ``bottom`` is 0."""
+    num, den = np.asarray(top, dtype=np.float64), np.asarray(bottom, dtype=np.float64)
+    return np.asarray(np.divide(num, den, out=np.full(num.shape, np.nan), where=den > 0), dtype=np.float64)
+
+
+def _sigmoid(x: FloatArray) -> FloatArray:
+    return np.asarray(1.0 / (1.0 + np.exp(-x)), dtype=np.float64)
+
+
+def _frame(columns: Sequence[str], values: Sequence[Any], order: Any = slice(None)) -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame({name: np.asarray(v)[order] for name, v in zip(columns, values, strict=True)})
+
+
+@dataclass(frozen=True, eq=False)
+class ArenaFit:
+    """The fitted arena and its bootstrap, from which the three tables are read (cheaply: the
+    bootstrap is run once, by :func:`fit_arena`)."""
+
+    models: tuple[str, ...]
+    """The model keys, sorted: the order of :attr:`theta` and of the columns of :attr:`boot_theta`."""
+    judges: tuple[str, ...]
+    """The judges, sorted: the order of :attr:`beta`."""
+    theta: FloatArray
+    """Each model's strength θ (mean zero)."""
+    beta: FloatArray
+    """Each judge's first-slot term β (log-odds; above 0 favours the first slot)."""
+    boot_theta: FloatArray
+    """θ refitted on each bootstrap resample (resamples × models)."""
+    boot_beta: FloatArray
+    """β refitted on each bootstrap resample (resamples × judges)."""
+    level: float
+    """The confidence level of the intervals."""
+    ridge: float
+    """λ of the ridge the fit used."""
+    tallies: _Tallies
+    """Counts of the verdicts per model, pair and judge."""
+
+    def __repr__(self) -> str:
+        size = f"{len(self.models)} models, {len(self.judges)} judges, {self.boot_theta.shape[0]} resamples"
+        return f"ArenaFit({size}, level={self.level})"
+
+    @property
+    def ratings(self) -> FloatArray:
+        """Each model's rating on the Elo scale (in the order of :attr:`models`)."""
+        return elo_rating(self.theta)
+
+    def _ranking(self) -> IntArray:
+        """Model indices best first (highest rating; equal ratings by model key)."""
+        return np.asarray(np.lexsort((np.array(self.models, dtype=object), -self.ratings)), dtype=np.int64)
+
+    def arena_table(self) -> pd.DataFrame:
+        """One row per model, best first: ``model_key, rating, rating_lo, rating_hi, wins,
+        losses, ties, n, win_rate``. The counts are of the single-order verdicts the model was
+        in; ``win_rate`` is ``(wins + ties/2) / n``, with the first-slot bias left in."""
+        lo, hi = _percentiles(elo_rating(self.boot_theta), self.level)
+        wins, losses, ties = self.tallies.models.T
+        n = wins + losses + ties
+        values = [np.array(self.models, dtype=object), self.ratings, lo, hi, wins, losses, ties, n]
+        return _frame(ARENA_COLUMNS, [*values, _ratio(wins + 0.5 * ties, n)], self._ranking())
+
+    def head_to_head_table(self) -> pd.DataFrame:
+        """One row per pair of models that was compared: ``model_a, model_b, p_a_beats_b, lo,
+        hi, wins_a, wins_b, ties, inconsistent, n``; ``model_a`` is the better-rated of the two
+        and rows follow the ranking. ``p_a_beats_b`` is ``σ(θ_a − θ_b)`` (no slot preference);
+        the counts are single-order verdicts of the pair by any judge; ``inconsistent`` counts
+        the (case, judge) that asked the pair in both orders and whose verdicts did not all name
+        the same winner (or all tie)."""
+        pair_lo, pair_hi, wins_lo, wins_hi, ties, inconsistent = self.tallies.pairs.T
+        rank = np.empty(len(self.models), dtype=np.int64)
+        rank[self._ranking()] = np.arange(len(self.models))
+        swap = rank[pair_lo] > rank[pair_hi]
+        a, b = np.where(swap, pair_hi, pair_lo), np.where(swap, pair_lo, pair_hi)
+        wins_a, wins_b = np.where(swap, wins_hi, wins_lo), np.where(swap, wins_lo, wins_hi)
+        lo, hi = _percentiles(_sigmoid(self.boot_theta[:, a] - self.boot_theta[:, b]), self.level)
+        names, p = np.array(self.models, dtype=object), _sigmoid(self.theta[a] - self.theta[b])
+        values = [names[a], names[b], p, lo, hi, wins_a, wins_b, ties, inconsistent, wins_a + wins_b + ties]
+        return _frame(HEAD_TO_HEAD_COLUMNS, values, np.lexsort((rank[b], rank[a])))
+
+    def position_bias_table(self) -> pd.DataFrame:
+        """One row per judge: ``judge, first_slot_rate, beta, beta_lo, beta_hi, consistency, n``.
+        ``first_slot_rate`` is the share of its decisive verdicts that chose the first slot
+        (NaN without any); ``beta`` the fitted first-slot log-odds; ``consistency`` the share of
+        the (case, pair) it asked in both orders where its verdicts agreed (NaN without any)."""
+        first, second, ties, both_orders, agreeing = self.tallies.judges.T
+        lo, hi = _percentiles(self.boot_beta, self.level)
+        values = [np.array(self.judges, dtype=object), _ratio(first, first + second), self.beta, lo, hi]
+        return _frame(POSITION_BIAS_COLUMNS, [*values, _ratio(agreeing, both_orders), first + second + ties])
+
+
+def fit_arena(
+    verdicts: Iterable[Verdict],
+    *,
+    n_boot: int = ARENA_RESAMPLES,
+    seed: int = ARENA_SEED,
+    level: float = 0.95,
+    ridge: float = RIDGE,
+) -> ArenaFit:
+    """Fit the arena model (see the module's description) to ``verdicts`` and bootstrap it over
+    test cases ``n_boot`` times (0: no intervals, NaN). ``ridge`` is λ of the penalty on θ; 0
+    gives the plain maximum-likelihood fit, which exists only when every model both won and lost
+    (a tie is both) against models linked to the rest: otherwise :class:`BadParameter`."""
+    check_level(level)
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 0:
+        msg = f"n_boot is a number of resamples (0 or more), got {n_boot!r}"
+        raise BadParameter(msg)
+    if isinstance(ridge, bool) or not isinstance(ridge, (int, float)) or not 0 <= ridge < math.inf:
+        msg = f"ridge is a penalty weight, 0 or more, got {ridge!r}"
+        raise BadParameter(msg)
+    enc = _encode(verdicts)
+    nm, nj = len(enc.models), len(enc.judges)
+    params, boot = np.zeros((1, 0)), np.zeros((int(n_boot), 0))
+    if enc.case.size:
+        cells = _cells(enc)
+        y, n = cells.case_y.sum(axis=0, keepdims=True), cells.case_n.sum(axis=0, keepdims=True)
+        params = _fit_batch(np.zeros((1, nm + nj)), y, n, cells, float(ridge))
+        boot = _bootstrap(params[0], cells, int(n_boot), seed, float(ridge))
+    theta, beta, tallies = params[0, :nm], params[0, nm:], _tallies(enc)
+    return ArenaFit(enc.models, enc.judges, theta, beta, boot[:, :nm], boot[:, nm:], level, float(ridge), tallies)
+
+
+def arena_table(
+    verdicts: Iterable[Verdict], *, n_boot: int = ARENA_RESAMPLES, seed: int = ARENA_SEED, level: float = 0.95
+) -> pd.DataFrame:
+    """One row per model, best first, with its Elo-scale rating and bootstrap interval
+    (:meth:`ArenaFit.arena_table`). To read several tables, call :func:`fit_arena` once."""
+    return fit_arena(verdicts, n_boot=n_boot, seed=seed, level=level).arena_table()
+
+
+def head_to_head_table(
+    verdicts: Iterable[Verdict], *, n_boot: int = ARENA_RESAMPLES, seed: int = ARENA_SEED, level: float = 0.95
+) -> pd.DataFrame:
+    """One row per compared pair: the chance of a win with no slot preference, with its
+    interval (:meth:`ArenaFit.head_to_head_table`)."""
+    return fit_arena(verdicts, n_boot=n_boot, seed=seed, level=level).head_to_head_table()
+
+
+def position_bias_table(
+    verdicts: Iterable[Verdict], *, n_boot: int = ARENA_RESAMPLES, seed: int = ARENA_SEED, level: float = 0.95
+) -> pd.DataFrame:
+    """One row per judge: its first-slot rate, fitted β with interval, and order consistency
+    (:meth:`ArenaFit.position_bias_table`)."""
+    return fit_arena(verdicts, n_boot=n_boot, seed=seed, level=level).position_bias_table()
