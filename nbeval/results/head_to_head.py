@@ -20,7 +20,7 @@ from nbeval.results.arena import ARENA_RESAMPLES, ARENA_SEED, ArenaFit, Verdict,
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["arena_fit", "has_verdicts", "verdicts_of"]
+__all__ = ["ahead_messages", "arena_fit", "has_verdicts", "head_to_head_evaluators", "verdicts_of"]
 
 _OUTCOME = {"A": "first", "B": "second", "tie": "tie"}
 
@@ -72,3 +72,20 @@ def arena_fit(result: Any, evaluator: str, *, n_boot: int = ARENA_RESAMPLES, see
             raise BadParameter(msg)
         cache[key] = fit_arena(verdicts_of(scores, evaluator), n_boot=n_boot, seed=seed, level=level)
     return cache[key]
+
+
+def head_to_head_evaluators(result: Any) -> list[str]:
+    """The evaluators of ``result`` that filed head-to-head verdicts (those reporting ``win_rate``)."""
+    metrics = result.metrics
+    named = metrics.loc[metrics["metric"] == "win_rate", "evaluator"].astype(str)
+    return [ev for ev in dict.fromkeys(named) if has_verdicts(result.scores, ev)]
+
+
+def ahead_messages(result: Any, evaluator: str) -> list[tuple[str, str, float, float, float]]:
+    """``(model_a, model_b, p, lo, hi)`` for each pair where ``model_a`` is ahead: the interval of
+    its chance of being preferred lies wholly above one half (the interval of the strengths'
+    difference excludes zero)."""
+    h2h = arena_fit(result, evaluator).head_to_head_table()
+    return [(str(a), str(b), float(p), float(lo), float(hi))
+            for a, b, p, lo, hi in zip(h2h["model_a"], h2h["model_b"], h2h["p_a_beats_b"], h2h["lo"], h2h["hi"],
+                                       strict=True) if lo > 0.5]

@@ -12,15 +12,24 @@ if TYPE_CHECKING:
 
     from nbeval.results import EvaluationResult
 
-__all__ = ["CI_METHODS", "SHOWN_CI", "format_interval", "format_value", "leaderboard", "metric_intervals",
-           "row_values", "summary_text"]
+__all__ = [
+    "CI_METHODS",
+    "SHOWN_CI",
+    "format_interval",
+    "format_value",
+    "leaderboard",
+    "metric_intervals",
+    "row_values",
+    "summary_text",
+]
 
 #: How an interval was computed: see :func:`metric_intervals`.
 CI_METHODS = ("wilson", "bootstrap", "none")
 
 
-def leaderboard(result: EvaluationResult, evaluator: str | None = None, metric: str | None = None,
-                ci: float | None = None) -> pd.DataFrame:
+def leaderboard(
+    result: EvaluationResult, evaluator: str | None = None, metric: str | None = None, ci: float | None = None
+) -> pd.DataFrame:
     """One row per model (index ``model_key``), best first on ``metric`` (default: primary).
 
     Columns: each metric's aggregate, ``<metric>_n`` (rows it was measured on) and ``N`` (the
@@ -60,6 +69,7 @@ def leaderboard(result: EvaluationResult, evaluator: str | None = None, metric: 
         if n_col not in columns:
             columns[n_col] = part["N"].reindex(models).astype("Int64").set_axis(index)
     table = pd.DataFrame(columns, index=index)
+    rated = evaluator is not None and metric is None and _with_ratings(result, evaluator, table)
     sort_ev = evaluator if evaluator is not None else (result.evaluators[0] if result.evaluators else None)
     if sort_ev is not None and not table.empty:
         sort_metric = metric or result.primary_metric(sort_ev)
@@ -67,26 +77,42 @@ def leaderboard(result: EvaluationResult, evaluator: str | None = None, metric: 
         if col not in table:
             msg = f"no metric '{sort_metric}' for evaluator '{sort_ev}'"
             raise NotFound(msg)
-        direction = result.metrics.loc[(result.metrics["evaluator"] == sort_ev)
-                                       & (result.metrics["metric"] == sort_metric), "direction"].iloc[0]
+        direction = result.metrics.loc[
+            (result.metrics["evaluator"] == sort_ev) & (result.metrics["metric"] == sort_metric), "direction"
+        ].iloc[0]
         table = table.sort_values(col, ascending=direction == "lower", na_position="last", kind="stable")
+    if rated:  # a head-to-head evaluator ranks on its arena rating
+        table = table.sort_values("rating", ascending=False, na_position="last", kind="stable")
     if ci is not None:
         table.attrs["ci"] = {"level": ci, "method": methods}
     return table
+
+
+def _with_ratings(result: EvaluationResult, evaluator: str, table: pd.DataFrame) -> bool:
+    """Add ``rating, rating_lo, rating_hi`` (the arena's, :meth:`EvaluationResult.arena`) to the
+    leaderboard of a head-to-head evaluator, in place; whether it is one."""
+    from nbeval.results.head_to_head import head_to_head_evaluators
+
+    if evaluator not in head_to_head_evaluators(result) or table.empty:
+        return False
+    arena = result.arena(evaluator).set_index("model_key")
+    for column in ("rating", "rating_lo", "rating_hi"):
+        table.insert(len(table.columns), column, arena[column].reindex(table.index.astype(str)).to_numpy())
+    return True
 
 
 def row_values(result: EvaluationResult, evaluator: str, metric: str) -> pd.DataFrame:
     """The per-row values of one metric that were measured: columns ``key``, ``model_key``,
     ``value`` (skipped rows and rows without a value left out; keys and models as plain text)."""
     s = result.scores
-    rows = s[(s["evaluator"] == evaluator) & (s["metric"] == metric) & ~s["skipped"].astype(bool)
-             & s["value"].notna()]
+    rows = s[(s["evaluator"] == evaluator) & (s["metric"] == metric) & ~s["skipped"].astype(bool) & s["value"].notna()]
     out = rows[["key", "model_key", "value"]].astype({"key": str, "model_key": str, "value": float})
     return out.reset_index(drop=True)
 
 
-def metric_intervals(result: EvaluationResult, evaluator: str, metric: str, aggregates: pd.Series,
-                     level: float) -> tuple[list[float], list[float], str]:
+def metric_intervals(
+    result: EvaluationResult, evaluator: str, metric: str, aggregates: pd.Series, level: float
+) -> tuple[list[float], list[float], str]:
     """The ``level`` interval of each model's aggregate in ``aggregates`` (indexed by model key),
     as lists of low and high ends in that order, and the method used for the column:
 
@@ -109,8 +135,10 @@ def metric_intervals(result: EvaluationResult, evaluator: str, metric: str, aggr
     by_model = {str(k): g["value"].to_numpy() for k, g in values.groupby("model_key", sort=False, observed=True)}
     nan = float("nan")
     known = [(str(k), float(a)) for k, a in aggregates.items() if not _is_nan(a)]
-    if not known or any(k not in by_model or not math.isclose(a, float(by_model[k].mean()), rel_tol=1e-9,
-                                                             abs_tol=1e-12) for k, a in known):
+    if not known or any(
+        k not in by_model or not math.isclose(a, float(by_model[k].mean()), rel_tol=1e-9, abs_tol=1e-12)
+        for k, a in known
+    ):
         return [nan] * len(aggregates), [nan] * len(aggregates), "none"
     method = "wilson" if _is_share(result, evaluator, metric) and stats.is_binary(values["value"]) else "bootstrap"
     lows, highs = [], []

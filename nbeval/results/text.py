@@ -8,7 +8,7 @@ import textwrap
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from nbeval.results.insights import LEADER_KINDS
+from nbeval.results.insights import AHEAD_KIND, LEADER_KINDS
 from nbeval.results.leaderboard import SHOWN_CI, format_interval, format_value, leaderboard
 
 if TYPE_CHECKING:
@@ -26,8 +26,9 @@ _GAP = 2  # spaces between table columns
 def wrap_item(text: str, bullet: str = "- ", width: int = WIDTH) -> list[str]:
     """``text`` as a list item: ``bullet`` on its first line, the rest indented under the text
     (a hanging indent); words longer than a line are broken."""
-    return textwrap.wrap(text, width=width, initial_indent=bullet, subsequent_indent=" " * len(bullet),
-                         break_on_hyphens=False) or [bullet.rstrip()]
+    return textwrap.wrap(
+        text, width=width, initial_indent=bullet, subsequent_indent=" " * len(bullet), break_on_hyphens=False
+    ) or [bullet.rstrip()]
 
 
 def _cut(text: str, width: int) -> str:
@@ -69,8 +70,9 @@ def _table(first: str, rows: list[tuple[str, list[str]]], headers: list[str]) ->
             lines.append("")
         gap = " " * _GAP
         lines.append(f"{first:<{label_w}}" + "".join(gap + f"{headers[i]:>{widths[i]}}" for i in cols))
-        lines.extend(f"{label:<{label_w}}" + "".join(gap + f"{cells[i]:>{widths[i]}}" for i in cols)
-                     for label, cells in rows)
+        lines.extend(
+            f"{label:<{label_w}}" + "".join(gap + f"{cells[i]:>{widths[i]}}" for i in cols) for label, cells in rows
+        )
     return [line.rstrip() for line in lines]
 
 
@@ -101,8 +103,9 @@ def summary_text(result: EvaluationResult) -> str:
             rows.append((shown.get(str(model_key), _cut(str(result.label(str(model_key))), LABEL_WIDTH)), cells))
         lines.extend(_table("model", rows, [_cut(m, WIDTH - LABEL_WIDTH - _GAP) for m in metrics]))
         lines.append("")
+    lines.extend(_arena_lines(result, shown))
     leaders = result.insights
-    leaders = leaders[leaders["kind"].isin(LEADER_KINDS)]  # a tied leader says so too
+    leaders = leaders[leaders["kind"].isin((*LEADER_KINDS, AHEAD_KIND))]  # a tied leader says so too
     if not leaders.empty:
         lines.append("== is the lead real? ==")
         for message in leaders["message"]:
@@ -115,6 +118,27 @@ def summary_text(result: EvaluationResult) -> str:
     if probs.empty:
         lines.append("none")
     return "\n".join(lines)
+
+
+def _arena_lines(result: EvaluationResult, shown: dict[str, str]) -> list[str]:
+    """A block per head-to-head evaluator: each model's arena rating with its 95% interval and
+    its wins, losses and ties, best first, and the judge's first-slot preference."""
+    from nbeval.results.head_to_head import arena_fit, head_to_head_evaluators
+
+    lines: list[str] = []
+    for ev in head_to_head_evaluators(result):
+        fit = arena_fit(result, ev)
+        lines.extend(wrap_item(f"== {ev}: arena ratings (1000 = the mean model; first-slot preference removed) ==",
+                               bullet=""))
+        rows = [(shown.get(str(r.model_key), _cut(str(result.label(str(r.model_key))), LABEL_WIDTH)),
+                 [f"{r.rating:.0f} [{r.rating_lo:.0f}, {r.rating_hi:.0f}]", f"{r.wins}-{r.losses}-{r.ties}"])
+                for r in fit.arena_table().itertuples()]
+        lines.extend(_table("model", rows, ["rating [95%]", "W-L-T"]))
+        for b in fit.position_bias_table().itertuples():
+            lines.extend(wrap_item(f"judge {b.judge}: {b.first_slot_rate:.0%} of decisive verdicts chose the first "
+                                   f"answer; the two orders agreed on {b.consistency:.0%} of pairs"))
+        lines.append("")
+    return lines
 
 
 def problem_counts(result: EvaluationResult) -> str:

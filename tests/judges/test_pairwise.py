@@ -279,3 +279,27 @@ def test_ratings_need_a_head_to_head_evaluator(judge: dict[str, Any], openai_ser
         res.arena("exact_match")
     with pytest.raises(KeyError, match="no evaluator 'pairwise'"):
         res.arena()
+
+
+def test_summary_leaderboard_and_insights_show_the_ratings(judge: dict[str, Any],
+                                                           openai_server: FakeOpenAIServer) -> None:
+    openai_server.reply = longer_wins
+    res = run(records(ORDERED), ["pairwise"], judge)
+    board = res.leaderboard("pairwise")
+    assert list(board.index) == ["m3", "m2", "m1"] and {"rating", "rating_lo", "rating_hi"} <= set(board.columns)
+    assert board.rating.tolist() == pytest.approx(res.arena().rating.tolist())
+    ahead = res.insights[res.insights.kind == "ahead"]
+    assert sorted(zip(ahead.model_key, ahead.message.str.extract(r"ahead of (\w+)")[0], strict=True)) == [
+        ("m2", "m1"), ("m3", "m1"), ("m3", "m2")]
+    text = " ".join(res.summary().split())  # long lines are wrapped
+    assert "arena ratings" in text and "m3 is ahead of m2 on pairwise" in text
+    assert "50% of decisive verdicts chose the first answer" in text
+
+
+def test_no_one_is_ahead_when_the_judge_only_follows_the_slot(judge: dict[str, Any],
+                                                               openai_server: FakeOpenAIServer) -> None:
+    openai_server.reply = always_a
+    res = run(records(ORDERED), ["pairwise"], judge)
+    assert (res.insights.kind != "ahead").all()
+    text = " ".join(res.summary().split())  # long lines are wrapped
+    assert "100% of decisive verdicts chose the first answer; the two orders agreed on 0% of pairs" in text
