@@ -7,7 +7,8 @@ by vl-convert-python. Call ``alt.renderers.enable(...)`` afterwards to choose an
 Renderers (pure functions, result in, chart out): :func:`leaderboard_chart`, :func:`heatmap`,
 :func:`pass_fail_chart`, :func:`distribution_chart`, :func:`robustness_chart`, and for statistics
 :func:`compare_chart` (paired differences and their significance) and :func:`agreement_chart`
-(judge against human labels). Widgets: :class:`SuiteBuilder`,
+(judge against human labels), and for head-to-head comparisons :func:`arena_chart` (ratings with
+intervals) and :func:`win_matrix` (who beats whom). Widgets: :class:`SuiteBuilder`,
 :class:`EvaluatorPicker`, :class:`RunPanel`, :class:`CaseExplorer`, and :func:`app`, a tab
 composing the four.
 """
@@ -31,6 +32,8 @@ _EXPORTS = {
     "compare_chart": "nbeval.widgets.charts",
     "agreement_chart": "nbeval.widgets.charts",
     "robustness_chart": "nbeval.widgets.robustness",
+    "arena_chart": "nbeval.widgets.arena_charts",
+    "win_matrix": "nbeval.widgets.arena_charts",
     "result_mimebundle": "nbeval.widgets.display",
     "jupyter_chart": "nbeval.widgets.display",
     "SuiteBuilder": "nbeval.widgets.suite_builder",
@@ -49,6 +52,7 @@ __all__ = [
     "SuiteBuilder",
     "agreement_chart",
     "app",
+    "arena_chart",
     "compare_chart",
     "distribution_chart",
     "enable_offline",
@@ -58,6 +62,7 @@ __all__ = [
     "pass_fail_chart",
     "result_mimebundle",
     "robustness_chart",
+    "win_matrix",
 ]
 
 
