@@ -65,27 +65,38 @@ def _chunks(chunks: Sequence[Chunk], max_chars: int) -> str:
     parts = []
     for i, c in enumerate(chunks[:_MAX_CHUNKS], 1):
         source = f' <span style="{_MUTED}">[{_name(c.doc_uri)}]</span>' if c.doc_uri else ""
-        parts.append(f'<div style="margin-bottom:6px"><span style="{_MUTED}">#{i}</span>{source}'
-                     f"{_text(c.content, max_chars)}</div>")
+        parts.append(
+            f'<div style="margin-bottom:6px"><span style="{_MUTED}">#{i}</span>{source}'
+            f"{_text(c.content, max_chars)}</div>"
+        )
     if len(chunks) > _MAX_CHUNKS:
         parts.append(f'<div style="{_MUTED}">… and {len(chunks) - _MAX_CHUNKS} more chunks</div>')
     return "".join(parts)
 
 
 def _case_fields(row: Row, max_chars: int) -> str:
-    fields = [("prompt", _text(row.input, max_chars)),
-              ("expected output", _text(row.expected_output, max_chars)),
-              ("condition", _text(row.output_condition, max_chars)),
-              ("guidelines", _text("\n".join(f"• {g}" for g in row.guidelines), max_chars)),
-              ("categories", _text(", ".join(row.categories), max_chars)),
-              ("expected context", _chunks(row.expected_context, max_chars))]
-    body = "".join(f'<tr><th style="{_HEAD}">{esc(name)}</th><td style="{_CELL}">{html}</td></tr>'
-                   for name, html in fields)
+    fields = [
+        ("prompt", _text(row.input, max_chars)),
+        ("expected output", _text(row.expected_output, max_chars)),
+        ("condition", _text(row.output_condition, max_chars)),
+        ("guidelines", _text("\n".join(f"• {g}" for g in row.guidelines), max_chars)),
+        ("categories", _text(", ".join(row.categories), max_chars)),
+        ("expected context", _chunks(row.expected_context, max_chars)),
+    ]
+    body = "".join(
+        f'<tr><th style="{_HEAD}">{esc(name)}</th><td style="{_CELL}">{html}</td></tr>' for name, html in fields
+    )
     return f'<table style="border-collapse:collapse;margin-bottom:10px">{body}</table>'
 
 
-def case_html(result: EvaluationResult, key: str, highlight: str | None = None, *, max_chars: int = MAX_CHARS,
-              rows: dict[str, list[Row]] | None = None) -> str:
+def case_html(
+    result: EvaluationResult,
+    key: str,
+    highlight: str | None = None,
+    *,
+    max_chars: int = MAX_CHARS,
+    rows: dict[str, list[Row]] | None = None,
+) -> str:
     """The case ``key``: its fields, then one column per model with the answer, retrieved context,
     every metric (tinted by pass/fail), each evaluator's rationale and any error or skip reason.
     ``highlight`` tints one model's column (the heatmap cell that was clicked)."""
@@ -105,13 +116,20 @@ def case_html(result: EvaluationResult, key: str, highlight: str | None = None, 
         tds = "".join(f'<td style="{column_style(m)}">{c}</td>' for m, c in zip(models, cells, strict=True))
         return f'<tr><th style="{_HEAD}">{esc(name)}</th>{tds}</tr>'
 
-    head = "".join(f'<th style="{_HEAD};{_HIGHLIGHT if m == highlight else ""}">{_name(result.label(m))}</th>'
-                   for m in models)
-    body = [line("answer", [_text(by_model[m].actual_output, max_chars)
-                            + (_text(f"answer not collected: {by_model[m].error}", max_chars)
-                               if by_model[m].error else "")
-                            for m in models]),
-            line("retrieved context", [_chunks(by_model[m].context, max_chars) for m in models])]
+    head = "".join(
+        f'<th style="{_HEAD};{_HIGHLIGHT if m == highlight else ""}">{_name(result.label(m))}</th>' for m in models
+    )
+    body = [
+        line(
+            "answer",
+            [
+                _text(by_model[m].actual_output, max_chars)
+                + (_text(f"answer not collected: {by_model[m].error}", max_chars) if by_model[m].error else "")
+                for m in models
+            ],
+        ),
+        line("retrieved context", [_chunks(by_model[m].context, max_chars) for m in models]),
+    ]
     for ev in result.evaluators:
         metrics = list(result.metrics.loc[result.metrics["evaluator"] == ev, "metric"])
         for metric in metrics:
@@ -121,10 +139,27 @@ def case_html(result: EvaluationResult, key: str, highlight: str | None = None, 
             body.append(line(f"{ev}: rationale", [_rationale(r, max_chars) for r in first]))
         if any(r is not None and (not _missing(r.error) or r.skipped) for r in first):
             body.append(line(f"{ev}: error / skipped", [_problem(r, max_chars) for r in first]))
-    table = (f'<table style="border-collapse:collapse"><thead><tr><th></th>{head}</tr></thead>'
-             f"<tbody>{''.join(body)}</tbody></table>")
-    return (f'<div class="nbeval-case"><div style="{_MUTED}">test case {_name(key)}</div>'
-            f'{_case_fields(case[0], max_chars)}<div style="overflow-x:auto">{table}</div></div>')
+    table = (
+        f'<table style="border-collapse:collapse"><thead><tr><th></th>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table>"
+    )
+    return (
+        f'<div class="nbeval-case"><div style="{_MUTED}">test case {_name(key)}</div>'
+        f'{_case_fields(case[0], max_chars)}<div style="overflow-x:auto">{table}</div>'
+        f"{_comparisons(result, s, {m: r.actual_output for m, r in by_model.items()}, max_chars)}</div>"
+    )
+
+
+def _comparisons(result: EvaluationResult, scores: Any, answers: dict[str, Any], max_chars: int) -> str:
+    """Each head-to-head evaluator's comparisons of the case, pair by pair (:mod:`.pair_view`)."""
+    from nbeval.widgets.pair_view import pairs_html
+
+    parts = []
+    for ev in result.metrics.loc[result.metrics["metric"] == "win_rate", "evaluator"].astype(str).unique():
+        html = pairs_html(result.label, scores.loc[scores["evaluator"] == ev, "details"], answers, max_chars=max_chars)
+        if html:
+            parts.append(f'<div style="margin-top:10px"><div style="{_HEAD}">{esc(ev)}: comparisons</div>{html}</div>')
+    return "".join(parts)
 
 
 def _score_cell(r: Any) -> str:

@@ -56,3 +56,24 @@ def test_a_result_without_verdicts_is_refused_by_name() -> None:
     res = nbeval.evaluate(records(), ["exact_match"], progress=False)
     with pytest.raises(nbeval.NbevalError, match="no head-to-head verdicts"):
         nw.arena_chart(res, "exact_match")
+
+
+def test_the_case_view_shows_each_pair_side_by_side_with_both_rationales() -> None:
+    from nbeval.widgets.case_view import case_html
+
+    def slot_judge(rec: Any) -> str:  # always the first answer, with markup in its rationale
+        return json.dumps({"rationale": "<script>alert(1)</script> first one", "winner": "A"})
+
+    with FakeOpenAIServer(slot_judge) as server:
+        judge = {"model": "judge-model", "base_url": server.url, "api_key": "sk-judge-test-key-123456"}
+        res = nbeval.evaluate(records(ORDERED), ["pairwise"], judge=judge, progress=False, cache=False)
+    html = case_html(res, "c1")
+    block = html[html.index("pairwise: comparisons"):]
+    assert block.count("(inconsistent)") == 3  # every pair: the judge followed the slot
+    assert block.count("&lt;script&gt;alert(1)&lt;/script&gt; first one") == 6  # both orders of 3 pairs
+    assert "<script>" not in html
+    # the pair m1 vs m2 shows both answers in one row, then each order with its winner
+    pair = block[block.index("<b>m1</b> vs <b>m2</b>"):]
+    pair = pair[: pair.index("</tbody>")]
+    assert ORDERED["c1"]["m1"] in pair and ORDERED["c1"]["m2"] in pair
+    assert "A: m1<br>B: m2</td><td" in pair and "A: m2<br>B: m1</td><td" in pair
