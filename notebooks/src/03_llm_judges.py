@@ -178,3 +178,49 @@ both = nbeval.evaluate(
     ["correctness", nbeval.evaluator("correctness", judge=strict_judge, name="correctness_strict")],
     judge=stand_in_judge, cache=False, progress=False)
 nw.heatmap(both, by="metric")
+
+# %% [markdown] id="c18"
+# ## Head to head: which model is better?
+#
+# Absolute ratings from a judge are noisy. `pairwise` instead shows the judge two models' answers to
+# the same question, labelled A and B, and asks which is better (or a tie), for every pair of models
+# and **in both orders**. Judges tend to prefer whichever answer comes first; asking both orders
+# exposes that (a pair whose two orders disagree is *inconsistent*), and `result.arena()` fits
+# ratings that remove it: Bradley-Terry strengths with a first-slot term, on the Elo scale (1000 is
+# the mean model), with 95% intervals from a bootstrap over test cases.
+#
+# The stand-in below prefers the answer that shares more words with the expected answer, and,
+# like many real judges, picks answer A when the two are close: a first-slot bias to remove.
+
+# %% id="c19"
+def pairwise_judge(messages):
+    """A stand-in comparison judge: more of the expected answer's words wins; close calls go to A."""
+    data = messages[-1]["content"]
+    expected = words(tag(data, "reference_answer") or tag(data, "question") or "")
+    a = len(words(tag(data, "answer_a") or "") & expected)
+    b = len(words(tag(data, "answer_b") or "") & expected)
+    winner = "A" if a >= b - 1 else "B"  # within one word: the first answer
+    return f'{{"rationale": "A shares {a} words with the reference, B {b}.", "winner": "{winner}"}}'
+
+
+h2h = nbeval.evaluate(lab, ["pairwise"], judge=pairwise_judge, cache=False, progress=False)
+
+# %% id="c20"
+# NBVAL_CHECK_OUTPUT
+print(h2h.arena().round(1).to_string(index=False))
+print(h2h.position_bias().round(2).to_string(index=False))
+
+# %% [markdown] id="c21"
+# The judge chose the first answer in most of its decisive verdicts, and `beta` (the fitted
+# first-slot term) is well above 0: the ratings above have that preference removed. The chart
+# ranks the models with their intervals; the matrix gives, for each pair, the chance that the
+# row's model is preferred to the column's (hover for the counts behind it). `result.insights`
+# says "A is ahead of B" only where that chance's interval lies wholly above one half.
+
+# %% id="c22" tags=["chart"]
+nw.arena_chart(h2h) & nw.win_matrix(h2h)
+
+# %% id="c23"
+# NBVAL_CHECK_OUTPUT
+for message in h2h.insights.query("kind == 'ahead'")["message"]:
+    print(message)

@@ -303,3 +303,19 @@ def test_no_one_is_ahead_when_the_judge_only_follows_the_slot(judge: dict[str, A
     assert (res.insights.kind != "ahead").all()
     text = " ".join(res.summary().split())  # long lines are wrapped
     assert "100% of decisive verdicts chose the first answer; the two orders agreed on 0% of pairs" in text
+
+
+def test_a_dask_run_gives_the_local_verdicts_and_ratings(judge: dict[str, Any],
+                                                         openai_server: FakeOpenAIServer) -> None:
+    distributed = pytest.importorskip("distributed")
+    openai_server.reply = longer_wins
+    local = run(records(ORDERED), ["pairwise"], judge, chunk_rows=2)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        remote = run(records(ORDERED), ["pairwise"], judge, chunk_rows=2, scheduler=client)
+    assert openai_server.request_count == 2 * 12  # both runs asked every order of every pair
+    assert _values(remote) == _values(local)
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(remote.arena(n_boot=100), local.arena(n_boot=100))
