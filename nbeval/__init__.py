@@ -41,6 +41,7 @@ _EXPORTS = {
     "Embed": "nbeval.requests",
     "Chat": "nbeval.requests",
     "ScorePairs": "nbeval.requests",
+    "Gather": "nbeval.requests",
     "collect": "nbeval.chat.collect",
     "bool_score": "nbeval.evaluators.base",
     "Chunk": "nbeval.data.model",
@@ -121,5 +122,5 @@ if TYPE_CHECKING:  # for type checkers and IDEs only
     from nbeval.evaluators.registry import catalogue, evaluator, list_evaluators, register
     from nbeval.evaluators.scorer import scorer
     from nbeval.perturbation import Perturbator, perturb, register_perturbator
-    from nbeval.requests import Chat, Embed, ScorePairs
+    from nbeval.requests import Chat, Embed, Gather, ScorePairs
     from nbeval.results import EvaluationResult, load_result

@@ -63,6 +63,8 @@ __all__ = [
     "ARENA_RESAMPLES",
     "ARENA_SEED",
     "DEFAULT_JUDGE",
+    "ELO_BASE",
+    "ELO_SCALE",
     "HEAD_TO_HEAD_COLUMNS",
     "OUTCOMES",
     "POSITION_BIAS_COLUMNS",

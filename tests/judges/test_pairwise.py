@@ -319,3 +319,14 @@ def test_a_dask_run_gives_the_local_verdicts_and_ratings(judge: dict[str, Any],
     import pandas as pd
 
     pd.testing.assert_frame_equal(remote.arena(n_boot=100), local.arena(n_boot=100))
+
+
+def test_a_prompt_template_replaces_the_whole_prompt_and_keeps_the_output_format(
+        judge: dict[str, Any], openai_server: FakeOpenAIServer) -> None:
+    openai_server.reply = longer_wins
+    template = "Question: {input}\n<answer_a>\n{answer_a}\n</answer_a>\n<answer_b>\n{answer_b}\n</answer_b>"
+    res = run(records(), [nbeval.evaluator("pairwise", prompt=template)], judge)
+    first = openai_server.requests[0]
+    assert first.last_content.startswith("Question: question c1\n<answer_a>")
+    assert '"winner": "A" | "B" | "tie"' in first.messages[0]["content"]  # the output format stays
+    assert _values(res)["c1", "m3"] == 1.0
