@@ -73,8 +73,9 @@ def _ascii_rejects() -> frozenset[str]:
     """The ASCII characters that, just before or after a candidate, make the matcher reject it
     (an invalid punctuation symbol or a Latin letter), asked of the matcher once."""
     matcher = _library()[0].PhoneNumberMatcher
-    return frozenset(c for c in map(chr, range(128))
-                     if matcher._is_invalid_punctuation_symbol(c) or matcher._is_latin_letter(c))
+    return frozenset(
+        c for c in map(chr, range(128)) if matcher._is_invalid_punctuation_symbol(c) or matcher._is_latin_letter(c)
+    )
 
 
 def _rejects(char: str) -> bool:
@@ -112,10 +113,15 @@ def _chunk_of(text: str, index: int) -> tuple[tuple[tuple[str, int], ...], int] 
 
     start = found.start()
     candidate = _trim(pm._SECOND_NUMBER_START_PATTERN, text[start : found.end()])
-    skip = len(candidate) < 1 or (  # the matcher's default min_candidate_length
-        pm._SLASH_SEPARATED_DATES.search(candidate) is not None
-        or (pm._TIME_STAMPS.search(candidate) is not None
-            and pm._TIME_STAMPS_SUFFIX.match(text[start + len(candidate) :]) is not None)
+    skip = (
+        len(candidate) < 1
+        or (  # the matcher's default min_candidate_length
+            pm._SLASH_SEPARATED_DATES.search(candidate) is not None
+            or (
+                pm._TIME_STAMPS.search(candidate) is not None
+                and pm._TIME_STAMPS_SUFFIX.match(text[start + len(candidate) :]) is not None
+            )
+        )
     )
     if not skip:
         attempt(candidate, start)
@@ -196,13 +202,18 @@ def _locale(candidate: str, region: str) -> str | None:
 def regions_to_search(text: str, regions: tuple[str, ...]) -> tuple[str, ...]:
     """The ``regions`` (in order) for which :func:`find_matches` may find something in ``text``:
     those for which a try of its first search could be valid (without a first match there is no
-    second). A try other than ASCII digits and :data:`PLAIN` separators may be valid anywhere."""
-    kept: set[str] = set()
+    second). A try other than ASCII digits and :data:`PLAIN` separators may be valid anywhere.
+    Each try is asked only about the regions no earlier try has kept."""
+    left = list(regions)
     for candidate, _ in _tries(text, 0):
         if not PLAIN.fullmatch(candidate):
             return regions
-        kept.update(regions_of(candidate, regions))
-    return tuple(r for r in regions if r in kept) if len(kept) < len(regions) else regions
+        kept = regions_of(candidate, left)
+        if kept:
+            left = [r for r in left if r not in kept]
+            if not left:
+                return regions
+    return tuple(r for r in regions if r not in left)
 
 
 def find_matches(text: str, region: str, leniency: int | None = None) -> list[Match]:

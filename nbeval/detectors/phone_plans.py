@@ -14,6 +14,7 @@ the matcher would parse and reject, so skipping it changes no match.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
@@ -30,8 +31,18 @@ def phonenumbers_module() -> Any:
     return phonenumbers
 
 
-_NUMBER_TYPES = ("fixed_line", "mobile", "toll_free", "premium_rate", "shared_cost", "personal_number", "voip",
-                 "pager", "uan", "voicemail")  # the number types ``is_valid_number`` accepts (all but "unknown")
+_NUMBER_TYPES = (
+    "fixed_line",
+    "mobile",
+    "toll_free",
+    "premium_rate",
+    "shared_cost",
+    "personal_number",
+    "voip",
+    "pager",
+    "uan",
+    "voicemail",
+)  # the number types ``is_valid_number`` accepts (all but "unknown")
 
 
 def _sharing_country_code(region: str) -> list[Any] | None:
@@ -41,9 +52,13 @@ def _sharing_country_code(region: str) -> list[Any] | None:
     meta = pn.PhoneMetadata.metadata_for_region(region)
     if meta is None:
         return None
-    found = [pn.PhoneMetadata.metadata_for_region(r)
-             for r in pn.COUNTRY_CODE_TO_REGION_CODE.get(meta.country_code, (region,))]
+    found = [
+        pn.PhoneMetadata.metadata_for_region(r)
+        for r in pn.COUNTRY_CODE_TO_REGION_CODE.get(meta.country_code, (region,))
+    ]
     return None if any(m is None for m in found) else found
+
+
 def _described(desc: Any) -> str | None:
     """A pattern for the national numbers that fit ``desc`` (its pattern and lengths, as
     ``_is_number_matching_desc`` reads them), or None when it has no pattern."""
@@ -151,38 +166,40 @@ def _lengths(region: str) -> tuple[int, int, re.Pattern[str] | None]:
     return low, high, idd
 
 
-@cache
-def _by_length(regions: tuple[str, ...]) -> tuple[tuple[tuple[str, ...], ...], tuple[str, ...]]:
-    """For each count of digits up to 64, those of ``regions`` whose candidates may have that
-    many digits; and the regions with an international call prefix (any count)."""
-    bounds = [(r, _lengths(r)) for r in regions if _candidate_pattern(r) is not None]
-    sized = tuple(tuple(r for r, (low, high, _) in bounds if low <= n <= high) for n in range(65))
-    return sized, tuple(r for r, (_, _, idd) in bounds if idd is not None)
+# Per candidate's digits: whether they may be a number of each region asked about so far.
+_FITS: dict[str, dict[str, bool]] = {}
+
+
+def _fits(digits: str, region: str) -> bool:
+    """Whether ``digits`` may be a number of ``region`` (:func:`may_be_valid`), remembered per
+    digits, so that the regions asked about a run's candidates and each region's search of them
+    test each (digits, region) once."""
+    known = _FITS.get(digits)
+    if known is None:
+        if len(_FITS) >= 200_000:
+            _FITS.clear()
+        known = _FITS[digits] = {}
+    fits = known.get(region)
+    if fits is None:
+        pattern = _candidate_pattern(region)
+        if pattern is None:  # the plan cannot tell: every candidate is parsed
+            fits = True
+        else:
+            low, high, idd = _lengths(region)
+            fits = (low <= len(digits) <= high or (idd is not None and idd.match(digits) is not None)) and (
+                pattern.fullmatch(digits) is not None
+            )
+        known[region] = fits
+    return fits
 
 
 def may_be_valid(candidate: str, region: str) -> bool:
     """False only when no ``candidate`` of ASCII digits and :data:`PLAIN` separators is a number
     of ``region`` that the matcher accepts."""
-    return region in regions_of(candidate, (region,))
+    return _fits(candidate.translate(_NOT_DIGITS), region)
 
 
-_REGIONS_OF: dict[tuple[str, tuple[str, ...]], frozenset[str]] = {}
-
-
-def regions_of(candidate: str, regions: tuple[str, ...]) -> frozenset[str]:
-    """Those of ``regions`` for which :func:`may_be_valid` holds (remembered by digits)."""
-    key = (candidate.translate(_NOT_DIGITS), regions)
-    known = _REGIONS_OF.get(key)
-    if known is None:
-        digits = key[0]
-        sized, with_idd = _by_length(regions)
-        unknown = [r for r in regions if _candidate_pattern(r) is None]  # every candidate parsed
-        maybe = set(sized[len(digits)] if len(digits) < len(sized) else regions)
-        maybe.update(r for r in with_idd if r not in maybe and _lengths(r)[2].match(digits))  # type: ignore[union-attr]
-        known = frozenset(
-            [*unknown, *(r for r in maybe if _candidate_pattern(r).fullmatch(digits))]  # type: ignore[union-attr]
-        )
-        if len(_REGIONS_OF) >= 200_000:
-            _REGIONS_OF.clear()
-        _REGIONS_OF[key] = known
-    return known
+def regions_of(candidate: str, regions: Iterable[str]) -> list[str]:
+    """Those of ``regions`` for which :func:`may_be_valid` holds, in their order."""
+    digits = candidate.translate(_NOT_DIGITS)
+    return [r for r in regions if _fits(digits, r)]
