@@ -26,7 +26,22 @@ import nbeval
 from nbeval.widgets import display
 from nbeval.widgets.charts import distribution_chart, heatmap, leaderboard_chart, pass_fail_chart
 
-WORDS = ["the", "a", "river", "city", "train", "station", "capital", "north", "south", "ticket", "fare", "route", "line", "delay"]
+WORDS = [
+    "the",
+    "a",
+    "river",
+    "city",
+    "train",
+    "station",
+    "capital",
+    "north",
+    "south",
+    "ticket",
+    "fare",
+    "route",
+    "line",
+    "delay",
+]
 
 
 def make_records(n_cases: int, n_models: int, seed: int = 7) -> list[dict]:
@@ -39,9 +54,17 @@ def make_records(n_cases: int, n_models: int, seed: int = 7) -> list[dict]:
             answer = expected if rng.random() < 0.3 + 0.1 * m else " ".join(rng.choices(WORDS, k=6))
             if rng.random() < 0.02:
                 answer = None  # an answer that was never collected: a skipped cell
-            records.append({"key": f"case-{i}", "input": prompt, "expected_output": expected,
-                            "output_condition": f'"{expected.split()[0]}"', "actual_output": answer,
-                            "error": "timeout" if answer is None else None, "model_key": f"model-{m}"})
+            records.append(
+                {
+                    "key": f"case-{i}",
+                    "input": prompt,
+                    "expected_output": expected,
+                    "output_condition": f'"{expected.split()[0]}"',
+                    "actual_output": answer,
+                    "error": "timeout" if answer is None else None,
+                    "model_key": f"model-{m}",
+                }
+            )
     return records
 
 
@@ -89,18 +112,27 @@ def main() -> None:
     records = make_records(args.cases, args.models)
     t = time.perf_counter()
     result = nbeval.evaluate(records, ["exact_match", "text_matching"], progress=False)
-    print(f"part 1: {args.cases:,} cases x {args.models} models, {len(result.scores):,} score rows "
-          f"(evaluated in {time.perf_counter() - t:.1f} s)")
+    print(
+        f"part 1: {args.cases:,} cases x {args.models} models, {len(result.scores):,} score rows "
+        f"(evaluated in {time.perf_counter() - t:.1f} s)"
+    )
     display.result_mimebundle(result, widget=False)  # warm vl-convert once
     time_charts(result, args.repeat)
 
     t = time.perf_counter()
     big = nbeval.evaluate(make_records(20_000, 5), ["exact_match"], progress=False)
-    print(f"\npart 2: {len(big.scores):,} score rows (20,000 cases x 5 models, exact_match; "
-          f"evaluated in {time.perf_counter() - t:.1f} s)")
-    charts = {"leaderboard": leaderboard_chart(big), "heatmap by case": heatmap(big),
-              "heatmap by metric": heatmap(big, by="metric"), "pass/fail": pass_fail_chart(big, "exact_match"),
-              "distribution (box)": distribution_chart(big), "distribution (hist)": distribution_chart(big, kind="hist")}
+    print(
+        f"\npart 2: {len(big.scores):,} score rows (20,000 cases x 5 models, exact_match; "
+        f"evaluated in {time.perf_counter() - t:.1f} s)"
+    )
+    charts = {
+        "leaderboard": leaderboard_chart(big),
+        "heatmap by case": heatmap(big),
+        "heatmap by metric": heatmap(big, by="metric"),
+        "pass/fail": pass_fail_chart(big, "exact_match"),
+        "distribution (box)": distribution_chart(big),
+        "distribution (hist)": distribution_chart(big, kind="hist"),
+    }
     for name, chart in charts.items():
         t = time.perf_counter()
         spec = chart.to_dict()

@@ -122,8 +122,10 @@ def _ratio(num: int, den: int) -> float:
 def print_summary(reports: dict[str, Report]) -> None:
     """nbeval on each corpus side by side: recall per group, false alarms, secrets taken for PII."""
     names = list(reports)
-    print("nbeval, corpus by corpus (recall: share of labelled values found; false alarms: hard negatives"
-          " with any finding)")
+    print(
+        "nbeval, corpus by corpus (recall: share of labelled values found; false alarms: hard negatives"
+        " with any finding)"
+    )
     print(f"  {'':<30}" + "".join(f"{n:>24}" for n in names))
     for group, label in (("pii", "PII recall"), ("secret", "secrets recall")):
         tallies = [r.groups[group] for r in reports.values()]
@@ -158,8 +160,10 @@ def print_corpus(title: str, corpus: tuple[Case, ...], reports: dict[str, Report
                 other = tallies.get(group if row_name.startswith("ALL") else row_name)
                 row += f" {other.recall:>15.3f}" if other and other.cases else f" {'-':>15}"
             print(row)
-    print(f"\nFALSE ALARMS on hard negatives (texts with any finding)\n  {'family':<34}{'cases':>6}  "
-          + " ".join(f"{t:>15}" for t in tools))
+    print(
+        f"\nFALSE ALARMS on hard negatives (texts with any finding)\n  {'family':<34}{'cases':>6}  "
+        + " ".join(f"{t:>15}" for t in tools)
+    )
     families = sorted(k for k in nb.kinds if k.startswith("negative"))
     for family in [*families, "ALL"]:
         tally = nb.groups["negative"] if family == "ALL" else nb.kinds[family]
@@ -203,11 +207,14 @@ def score_suite(cases: list[dict], detect: Callable[[str], list[Finding]]) -> di
 def _print_suite(name: str, cases: list[dict], result: dict) -> None:
     tp, fp, fn = result["total"]
     print(f"\n{name}: {len(cases)} cases")
-    print(f"  overall   precision {_ratio(tp, tp + fp):.3f}  recall {_ratio(tp, tp + fn):.3f}  "
-          f"(tp={tp} fp={fp} fn={fn})")
+    print(
+        f"  overall   precision {_ratio(tp, tp + fp):.3f}  recall {_ratio(tp, tp + fn):.3f}  (tp={tp} fp={fp} fn={fn})"
+    )
     for kind, (k_tp, k_fp, k_fn) in result["kinds"].items():
-        print(f"  {kind:<24} precision {_ratio(k_tp, k_tp + k_fp):.3f}  "
-              f"recall {_ratio(k_tp, k_tp + k_fn):.3f}  (tp={k_tp} fp={k_fp} fn={k_fn})")
+        print(
+            f"  {kind:<24} precision {_ratio(k_tp, k_tp + k_fp):.3f}  "
+            f"recall {_ratio(k_tp, k_tp + k_fn):.3f}  (tp={k_tp} fp={k_fp} fn={k_fn})"
+        )
 
 
 def encoding_suite(pii_cases: list[dict]) -> None:
@@ -220,8 +227,9 @@ def encoding_suite(pii_cases: list[dict]) -> None:
     positives = [c["text"] for c in pii_cases if c["kinds"]]
     print(f"\nencodings: {len(positives)} texts x {len(encoders)} encodings")
     for name, encode in encoders.items():
-        hits = sum(decode_for_category(f"Sure: {encode(t.encode())}", [f"encoding:{name}"]) == f"Sure: {t}"
-                   for t in positives)
+        hits = sum(
+            decode_for_category(f"Sure: {encode(t.encode())}", [f"encoding:{name}"]) == f"Sure: {t}" for t in positives
+        )
         print(f"  {name:<24} recall {_ratio(hits, len(positives)):.3f}  ({hits}/{len(positives)})")
     false_alarms = sum(bool(find_encoded(c["text"])) for c in pii_cases)
     print(f"  plain texts with a spurious encoded span: {false_alarms}/{len(pii_cases)}")
@@ -229,13 +237,19 @@ def encoding_suite(pii_cases: list[dict]) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--peers-site", action="append", default=[],
-                        help="a site-packages folder holding presidio-analyzer (appended to sys.path)")
+    parser.add_argument(
+        "--peers-site",
+        action="append",
+        default=[],
+        help="a site-packages folder holding presidio-analyzer (appended to sys.path)",
+    )
     args = parser.parse_args(argv)
     sys.path.extend(args.peers_site)
 
-    corpora = {"in-sample": ("tests/privacy/corpus.py", build_corpus(), "kinds"),
-               "external": ("tests/privacy/external_corpus.py", build_external_corpus(), "families")}
+    corpora = {
+        "in-sample": ("tests/privacy/corpus.py", build_corpus(), "kinds"),
+        "external": ("tests/privacy/external_corpus.py", build_external_corpus(), "families"),
+    }
     pii, secrets = nbeval_detectors()
     presidio, ds = presidio_detector(), detect_secrets_detector()
     for name, detector in (("Presidio", presidio), ("detect-secrets", ds)):

@@ -35,14 +35,18 @@ from nbeval.data.model import Chunk, LlmDataset, Row
 from nbeval.errors import UnknownEvaluator
 
 MODELS = ("model-a", "model-b", "model-c")
-WORDS = ("revenue profit market growth customer product service energy water river city country capital "
-         "population budget report quarter policy engine network model data system server cloud storage "
-         "battery vehicle engine road bridge school student teacher doctor patient hospital medicine "
-         "research study result method analysis value price cost index rate share stock bond loan bank "
-         "river mountain forest ocean island climate weather summer winter morning evening language "
-         "history museum library music film book author series season team player coach league").split()
-NAMES = ("Paris Berlin Madrid Rome Lisbon Vienna Prague Warsaw Oslo Dublin Athens Brussels Amsterdam "
-         "Acme Globex Initech Umbrella Stark Wayne Tyrell Cyberdyne Soylent Hooli").split()
+WORDS = (
+    "revenue profit market growth customer product service energy water river city country capital "
+    "population budget report quarter policy engine network model data system server cloud storage "
+    "battery vehicle engine road bridge school student teacher doctor patient hospital medicine "
+    "research study result method analysis value price cost index rate share stock bond loan bank "
+    "river mountain forest ocean island climate weather summer winter morning evening language "
+    "history museum library music film book author series season team player coach league"
+).split()
+NAMES = (
+    "Paris Berlin Madrid Rome Lisbon Vienna Prague Warsaw Oslo Dublin Athens Brussels Amsterdam "
+    "Acme Globex Initech Umbrella Stark Wayne Tyrell Cyberdyne Soylent Hooli"
+).split()
 VERBS = "reported announced increased reduced described measured approved opened closed launched".split()
 LABELS = ("positive", "negative", "neutral", "mixed", "off_topic")
 
@@ -50,8 +54,10 @@ LABELS = ("positive", "negative", "neutral", "mixed", "off_topic")
 def _sentence(rng: random.Random) -> str:
     words = rng.sample(WORDS, rng.randint(5, 12))
     year = rng.randint(1990, 2025)
-    return (f"{rng.choice(NAMES)} {rng.choice(VERBS)} {' '.join(words[:3])} of {rng.randint(2, 99)}% "
-            f"in {year}, with {' '.join(words[3:])}.")
+    return (
+        f"{rng.choice(NAMES)} {rng.choice(VERBS)} {' '.join(words[:3])} of {rng.randint(2, 99)}% "
+        f"in {year}, with {' '.join(words[3:])}."
+    )
 
 
 def _paraphrase(rng: random.Random, text: str) -> str:
@@ -77,9 +83,13 @@ def _answer(rng: random.Random, model: str, expected: str, encoded: bool) -> str
         elif roll < 0.20:
             answer = ""
         elif roll < 0.30:
-            answer = f"Contact jane.doe{rng.randint(1, 999)}@corp-mail.com or call +1 415 555 {rng.randint(1000, 9999)}."
+            answer = (
+                f"Contact jane.doe{rng.randint(1, 999)}@corp-mail.com or call +1 415 555 {rng.randint(1000, 9999)}."
+            )
         elif roll < 0.33:
-            answer = "Use the key sk-" + "".join(rng.choice("abcdefghijkmnopqrstuvwxyzABCDEFGH0123456789") for _ in range(48))
+            answer = "Use the key sk-" + "".join(
+                rng.choice("abcdefghijkmnopqrstuvwxyzABCDEFGH0123456789") for _ in range(48)
+            )
         else:
             answer = " ".join(_sentence(rng) for _ in range(rng.randint(1, 3)))
     if encoded:
@@ -120,11 +130,19 @@ def make_dataset(n: int, seed: int = 0) -> LlmDataset:
             if rng.random() < {"model-a": 0.8, "model-b": 0.6, "model-c": 0.3}[model]:
                 docs[rng.randrange(len(docs))] = truth_docs[0]
             context = [Chunk(content=_sentence(rng), doc_uri=f"docs/{d}.md") for d in docs]
-            rows.append(Row(input=f"Question {i}: what happened to {expected.split()[0]}?", key=f"case-{i}",
-                            model_key=model, context=context, categories=list(categories),
-                            expected_output=expected, output_condition=condition,
-                            actual_output=_answer(rng, model, expected, "encoding:base64" in categories),
-                            expected_context=list(expected_context)))
+            rows.append(
+                Row(
+                    input=f"Question {i}: what happened to {expected.split()[0]}?",
+                    key=f"case-{i}",
+                    model_key=model,
+                    context=context,
+                    categories=list(categories),
+                    expected_output=expected,
+                    output_condition=condition,
+                    actual_output=_answer(rng, model, expected, "encoding:base64" in categories),
+                    expected_context=list(expected_context),
+                )
+            )
     return LlmDataset(rows)
 
 
@@ -137,8 +155,15 @@ def make_label_dataset(n: int, seed: int = 1) -> LlmDataset:
         label = rng.choice(LABELS)
         for model in MODELS:
             pred = label if rng.random() < right[model] else rng.choice(LABELS)
-            rows.append(Row(input=f"Classify review {i}", key=f"review-{i}", model_key=model,
-                            expected_output=label, actual_output=(" " + pred) if rng.random() < 0.1 else pred))
+            rows.append(
+                Row(
+                    input=f"Classify review {i}",
+                    key=f"review-{i}",
+                    model_key=model,
+                    expected_output=label,
+                    actual_output=(" " + pred) if rng.random() < 0.1 else pred,
+                )
+            )
     return LlmDataset(rows)
 
 
@@ -155,8 +180,10 @@ ENGINE_IMPORT = "import nbeval; nbeval.evaluate"
 def import_time(statement: str = "import nbeval", repeats: int = 5) -> float:
     """Best-of-``repeats`` seconds of ``statement`` in a fresh interpreter."""
     code = f"import time; t = time.perf_counter(); {statement}; print(time.perf_counter() - t)"
-    times = [float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                  check=True).stdout) for _ in range(repeats)]
+    times = [
+        float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+        for _ in range(repeats)
+    ]
     return min(times)
 
 
@@ -229,12 +256,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--profile", action="store_true", help="profile nbeval's bleu+rouge run")
     args = ap.parse_args(argv)
 
-    print(f"import nbeval: {import_time():.3f} s (fresh interpreter, best of 5); "
-          f"with the engine loaded (nbeval.evaluate): {import_time(ENGINE_IMPORT):.3f} s")
+    print(
+        f"import nbeval: {import_time():.3f} s (fresh interpreter, best of 5); "
+        f"with the engine loaded (nbeval.evaluate): {import_time(ENGINE_IMPORT):.3f} s"
+    )
     t0 = time.perf_counter()
     data, labels = make_dataset(args.n), make_label_dataset(args.n)
-    print(f"generated {len(data):,} rows + {len(labels):,} label rows in {time.perf_counter() - t0:.1f} s; "
-          f"max RSS so far {_maxrss_mib():.0f} MiB")
+    print(
+        f"generated {len(data):,} rows + {len(labels):,} label rows in {time.perf_counter() - t0:.1f} s; "
+        f"max RSS so far {_maxrss_mib():.0f} MiB"
+    )
 
     evs, notes = deterministic_evaluators()
     for note in notes:
@@ -246,15 +277,19 @@ def main(argv: list[str] | None = None) -> None:
     direct_bleu_rouge(warm)
     nbeval.evaluate(warm, ["bleu", "rouge"], progress=False)
     ours, theirs = compare_bleu_rouge(data, args.repeat)
-    print(f"\nbleu+rouge on {len(data):,} rows (CPU s, best of {args.repeat}): nbeval {ours:.2f}, "
-          f"direct NLTK + rouge-score loop {theirs:.2f}; ratio {ours / theirs:.2f} (target <= 1.3)")
+    print(
+        f"\nbleu+rouge on {len(data):,} rows (CPU s, best of {args.repeat}): nbeval {ours:.2f}, "
+        f"direct NLTK + rouge-score loop {theirs:.2f}; ratio {ours / theirs:.2f} (target <= 1.3)"
+    )
     # The evaluators remember the tokens of texts they have seen, which pays off because every
     # model's answer is scored against the same expected output. With one model there is no
     # such reuse: this ratio is nbeval's plain overhead.
     single = LlmDataset([r for r in data.rows if r.model_key == MODELS[0]])
     ours1, theirs1 = compare_bleu_rouge(single, args.repeat)
-    print(f"  one model only ({len(single):,} rows, no repeated expected outputs): nbeval {ours1:.2f}, "
-          f"direct {theirs1:.2f}; ratio {ours1 / theirs1:.2f}")
+    print(
+        f"  one model only ({len(single):,} rows, no repeated expected outputs): nbeval {ours1:.2f}, "
+        f"direct {theirs1:.2f}; ratio {ours1 / theirs1:.2f}"
+    )
     if args.profile:
         import cProfile
         import pstats
@@ -273,11 +308,12 @@ def main(argv: list[str] | None = None) -> None:
 
     rss_before = _maxrss_mib()
     cpu, wall, res = _timed_evaluate(data, main_evs)
-    print(f"\nall {len(main_evs)} evaluators but classification on the RAG rows in one run: {cpu:.2f} CPU s "
-          f"({wall:.2f} wall s), {len(data) / cpu:,.0f} rows/s, {len(data) * len(main_evs) / cpu:,.0f} "
-          f"row-evaluations/s, {len(res.scores):,} score records")
-    print(f"peak memory (max RSS of this process): {_maxrss_mib():.0f} MiB "
-          f"({rss_before:.0f} MiB before that run)")
+    print(
+        f"\nall {len(main_evs)} evaluators but classification on the RAG rows in one run: {cpu:.2f} CPU s "
+        f"({wall:.2f} wall s), {len(data) / cpu:,.0f} rows/s, {len(data) * len(main_evs) / cpu:,.0f} "
+        f"row-evaluations/s, {len(res.scores):,} score records"
+    )
+    print(f"peak memory (max RSS of this process): {_maxrss_mib():.0f} MiB ({rss_before:.0f} MiB before that run)")
     print("\nleaderboard of primary metrics (all evaluators):")
     board = res.leaderboard()
     primaries = [f"{ev.name}.{res.primary_metric(ev.name)}" for ev in main_evs]

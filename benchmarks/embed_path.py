@@ -69,8 +69,14 @@ def build_tiny_model(folder: str | Path, seed: int = 0) -> Path:
     tokenizer_dir = resolve_model(None)[0]
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
     torch.manual_seed(seed)
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=128, max_position_embeddings=512)
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=128,
+        max_position_embeddings=512,
+    )
     bert_dir = folder / "bert"
     with _quiet():
         BertModel(config).save_pretrained(bert_dir)
@@ -117,8 +123,9 @@ def _fresh(model: Any, source: str, device: str, batch_size: int | None) -> _Rec
     return emb
 
 
-def run_once(model: Any, source: str, dataset: LlmDataset, evs: list, device: str,
-             batch_size: int | None) -> dict[str, float]:
+def run_once(
+    model: Any, source: str, dataset: LlmDataset, evs: list, device: str, batch_size: int | None
+) -> dict[str, float]:
     """One nbeval run and one raw encode of exactly what it sent; wall seconds of each."""
     _split_cached.cache_clear()
     clear_caches()
@@ -130,8 +137,15 @@ def run_once(model: Any, source: str, dataset: LlmDataset, evs: list, device: st
     t0 = time.perf_counter()
     model.encode(emb.sent, batch_size=emb.batch_size, show_progress_bar=False, convert_to_numpy=True)
     raw = time.perf_counter() - t0
-    return {"nbeval": nb, "raw": raw, "inside": emb.encode_seconds, "texts": len(emb.sent),
-            "distinct": len(set(emb.sent)), "errors": errors, "batch": emb.batch_size}
+    return {
+        "nbeval": nb,
+        "raw": raw,
+        "inside": emb.encode_seconds,
+        "texts": len(emb.sent),
+        "distinct": len(set(emb.sent)),
+        "errors": errors,
+        "batch": emb.batch_size,
+    }
 
 
 def main() -> None:
@@ -160,8 +174,10 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     model.encode([r.actual_output or "" for r in dataset.rows[:256]], batch_size=64, show_progress_bar=False)
 
-    print(f"model {args.model} on {args.device} (torch {torch.__version__}, {torch.get_num_threads()} CPU threads); "
-          f"{args.cases} cases, {len(evs)} evaluators, batch size {probe.batch_size}")
+    print(
+        f"model {args.model} on {args.device} (torch {torch.__version__}, {torch.get_num_threads()} CPU threads); "
+        f"{args.cases} cases, {len(evs)} evaluators, batch size {probe.batch_size}"
+    )
     # One untimed round first: the CPU kernels are tuned per input shape on first sight, and
     # neither side should pay for that.
     run_once(model, source or "all-MiniLM-L6-v2", dataset, evs, args.device, args.batch_size)
@@ -169,19 +185,26 @@ def main() -> None:
     for k in range(args.repeats):
         r = run_once(model, source or "all-MiniLM-L6-v2", dataset, evs, args.device, args.batch_size)
         runs.append(r)
-        print(f"  run {k + 1}: nbeval {r['nbeval']:.2f}s (model calls {r['inside']:.2f}s), raw encode {r['raw']:.2f}s, "
-              f"ratio {r['nbeval'] / r['raw']:.3f}", flush=True)
+        print(
+            f"  run {k + 1}: nbeval {r['nbeval']:.2f}s (model calls {r['inside']:.2f}s), raw encode {r['raw']:.2f}s, "
+            f"ratio {r['nbeval'] / r['raw']:.3f}",
+            flush=True,
+        )
     last = runs[-1]
     ratios = sorted(r["nbeval"] / r["raw"] for r in runs)
     ratio = statistics.median(ratios)
     mid = min(runs, key=lambda r: abs(r["nbeval"] / r["raw"] - ratios[len(ratios) // 2]))  # the median run
-    print(f"texts encoded by nbeval: {last['texts']} ({last['distinct']} distinct: "
-          f"{'each once' if last['texts'] == last['distinct'] else 'SOME TWICE'}); score rows with an error: "
-          f"{last['errors']}")
+    print(
+        f"texts encoded by nbeval: {last['texts']} ({last['distinct']} distinct: "
+        f"{'each once' if last['texts'] == last['distinct'] else 'SOME TWICE'}); score rows with an error: "
+        f"{last['errors']}"
+    )
     print(f"median ratio over {len(runs)} runs: {ratio:.3f} (nbeval evaluate() / raw encode of the same texts)")
     print(f"where the time went in the median run (nbeval {mid['nbeval']:.2f}s, raw encode {mid['raw']:.2f}s):")
-    print(f"  model calls (tokenise + forward) {mid['inside']:.2f}s vs raw {mid['raw']:.2f}s: "
-          f"{mid['inside'] - mid['raw']:+.2f}s")
+    print(
+        f"  model calls (tokenise + forward) {mid['inside']:.2f}s vs raw {mid['raw']:.2f}s: "
+        f"{mid['inside'] - mid['raw']:+.2f}s"
+    )
     rest = mid["nbeval"] - mid["inside"]
     print(f"  everything else in evaluate() (splitting, steps, arithmetic, results): {rest:+.2f}s")
     if args.profile:

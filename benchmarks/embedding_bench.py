@@ -45,33 +45,144 @@ from nbeval.evaluators.embedding.geometry import warm_up
 from nbeval.evaluators.registry import evaluator
 from nbeval.resources.embedder import Embedder, get_embedder
 
-NINE = ["semantic_similarity", "answer_semantic_similarity", "answer_sentence_similarity",
-        "answer_relevancy_sentence", "groundedness_semantic", "context_relevancy_soft",
-        "retriever_similarity", "step_alignment", "summarization_completeness"]
+NINE = [
+    "semantic_similarity",
+    "answer_semantic_similarity",
+    "answer_sentence_similarity",
+    "answer_relevancy_sentence",
+    "groundedness_semantic",
+    "context_relevancy_soft",
+    "retriever_similarity",
+    "step_alignment",
+    "summarization_completeness",
+]
 
-SUBJECTS = ["The engineer", "A small team", "The city council", "Our support desk", "The new library", "A local farmer",
-            "The research group", "The museum", "A delivery driver", "The hospital", "The startup", "The orchestra",
-            "A retired teacher", "The football club", "The weather service", "The ferry company"]
-VERBS = ["repaired", "announced", "measured", "painted", "reviewed", "delivered", "designed", "cancelled",
-         "photographed", "translated", "inspected", "funded", "rebuilt", "tested", "catalogued", "shipped"]
-ADJS = ["old", "blue", "noisy", "fragile", "expensive", "wooden", "digital", "seasonal", "broken", "quiet",
-        "historic", "temporary", "heavy", "local", "experimental", "annual"]
-OBJECTS = ["bridge", "report", "garden", "server", "festival", "roof", "timetable", "harvest", "telescope",
-           "manuscript", "playground", "engine", "website", "mural", "vaccine", "ferry"]
-PLACES = ["in Lisbon", "near the river", "in the north wing", "downtown", "at the harbour", "in Osaka",
-          "on the campus", "in a quiet village", "at the airport", "in Nairobi", "on the hill", "in Quebec"]
-TIMES = ["last spring", "in 2019", "on Monday", "after the storm", "before the holidays", "in March",
-         "this morning", "two years ago", "during the night", "at noon", "in 2023", "every winter"]
-ACTIONS = ["open the control panel", "switch off the main power", "remove the front cover", "check the fuse",
-           "replace the filter", "tighten the four screws", "reconnect the cable", "press the reset button",
-           "wait for the green light", "log the serial number", "clean the sensor", "update the firmware",
-           "test the alarm", "close the valve", "record the reading", "restart the pump"]
+SUBJECTS = [
+    "The engineer",
+    "A small team",
+    "The city council",
+    "Our support desk",
+    "The new library",
+    "A local farmer",
+    "The research group",
+    "The museum",
+    "A delivery driver",
+    "The hospital",
+    "The startup",
+    "The orchestra",
+    "A retired teacher",
+    "The football club",
+    "The weather service",
+    "The ferry company",
+]
+VERBS = [
+    "repaired",
+    "announced",
+    "measured",
+    "painted",
+    "reviewed",
+    "delivered",
+    "designed",
+    "cancelled",
+    "photographed",
+    "translated",
+    "inspected",
+    "funded",
+    "rebuilt",
+    "tested",
+    "catalogued",
+    "shipped",
+]
+ADJS = [
+    "old",
+    "blue",
+    "noisy",
+    "fragile",
+    "expensive",
+    "wooden",
+    "digital",
+    "seasonal",
+    "broken",
+    "quiet",
+    "historic",
+    "temporary",
+    "heavy",
+    "local",
+    "experimental",
+    "annual",
+]
+OBJECTS = [
+    "bridge",
+    "report",
+    "garden",
+    "server",
+    "festival",
+    "roof",
+    "timetable",
+    "harvest",
+    "telescope",
+    "manuscript",
+    "playground",
+    "engine",
+    "website",
+    "mural",
+    "vaccine",
+    "ferry",
+]
+PLACES = [
+    "in Lisbon",
+    "near the river",
+    "in the north wing",
+    "downtown",
+    "at the harbour",
+    "in Osaka",
+    "on the campus",
+    "in a quiet village",
+    "at the airport",
+    "in Nairobi",
+    "on the hill",
+    "in Quebec",
+]
+TIMES = [
+    "last spring",
+    "in 2019",
+    "on Monday",
+    "after the storm",
+    "before the holidays",
+    "in March",
+    "this morning",
+    "two years ago",
+    "during the night",
+    "at noon",
+    "in 2023",
+    "every winter",
+]
+ACTIONS = [
+    "open the control panel",
+    "switch off the main power",
+    "remove the front cover",
+    "check the fuse",
+    "replace the filter",
+    "tighten the four screws",
+    "reconnect the cable",
+    "press the reset button",
+    "wait for the green light",
+    "log the serial number",
+    "clean the sensor",
+    "update the firmware",
+    "test the alarm",
+    "close the valve",
+    "record the reading",
+    "restart the pump",
+]
 
 
 def sentence(rng: random.Random) -> str:
     n = rng.randint(1, 999)
-    return (f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} the {rng.choice(ADJS)} {rng.choice(OBJECTS)} "
-            f"{rng.choice(PLACES)} {rng.choice(TIMES)}, costing {n} dollars.")
+    return (
+        f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} the {rng.choice(ADJS)} {rng.choice(OBJECTS)} "
+        f"{rng.choice(PLACES)} {rng.choice(TIMES)}, costing {n} dollars."
+    )
 
 
 def chunk(rng: random.Random) -> str:
@@ -111,9 +222,17 @@ def make_records(rows: int, models: int, seed: int) -> list[dict]:
             answer = " ".join([*picked, sentence(rng)])
             if proc is not None:
                 answer = retell(rng, proc[1]) + " " + " ".join(picked[:2])
-            records.append({"key": f"case-{k}", "input": question, "expected_output": expected,
-                            "actual_output": answer, "context": context, "expected_context": expected_context,
-                            "model_key": f"model-{m + 1}"})
+            records.append(
+                {
+                    "key": f"case-{k}",
+                    "input": question,
+                    "expected_output": expected,
+                    "actual_output": answer,
+                    "context": context,
+                    "expected_context": expected_context,
+                    "model_key": f"model-{m + 1}",
+                }
+            )
     return records
 
 
@@ -148,8 +267,10 @@ def main() -> None:
     asked, distinct = needed_texts(dataset, evs)
     sentences = sum(1 for t in distinct if t.count(". ") == 0)
 
-    print(f"dataset: {args.rows} cases x {args.models} models = {len(dataset.rows)} rows; 9 evaluators; "
-          f"device {args.device}")
+    print(
+        f"dataset: {args.rows} cases x {args.models} models = {len(dataset.rows)} rows; 9 evaluators; "
+        f"device {args.device}"
+    )
     t0 = time.perf_counter()
     if args.threads:
         import torch
@@ -185,15 +306,23 @@ def main() -> None:
     errors = int(result.scores["error"].notna().sum())
     print(f"texts asked for (with repeats): {asked}")
     print(f"distinct texts needed:          {len(distinct)} ({sentences} single sentences)")
-    print(f"texts encoded by nbeval:        {emb.texts_encoded}  "
-          f"[{'OK' if emb.texts_encoded == len(distinct) else 'MISMATCH'}]")
-    print(f"reference model.encode(distinct, batch_size={emb.batch_size}): {ref:.2f}s wall, {ref_cpu:.2f}s CPU "
-          f"(runs: {', '.join(f'{w:.1f}/{c:.1f}' for w, c in refs)})")
+    print(
+        f"texts encoded by nbeval:        {emb.texts_encoded}  "
+        f"[{'OK' if emb.texts_encoded == len(distinct) else 'MISMATCH'}]"
+    )
+    print(
+        f"reference model.encode(distinct, batch_size={emb.batch_size}): {ref:.2f}s wall, {ref_cpu:.2f}s CPU "
+        f"(runs: {', '.join(f'{w:.1f}/{c:.1f}' for w, c in refs)})"
+    )
     print(f"nbeval evaluate(), 9 evaluators:                 {wall:.2f}s wall, {cpu:.2f}s CPU")
-    print(f"ratio nbeval / reference: {wall / ref:.3f} wall [{'OK' if wall / ref <= 1.3 else 'ABOVE 1.3'}], "
-          f"{cpu / ref_cpu:.3f} CPU (the CPU ratio is the fair one on a shared machine)")
-    print(f"throughput: {len(distinct) / wall:.0f} texts/s, {sentences / wall:.0f} single sentences/s "
-          f"(reference {len(distinct) / ref:.0f} texts/s)")
+    print(
+        f"ratio nbeval / reference: {wall / ref:.3f} wall [{'OK' if wall / ref <= 1.3 else 'ABOVE 1.3'}], "
+        f"{cpu / ref_cpu:.3f} CPU (the CPU ratio is the fair one on a shared machine)"
+    )
+    print(
+        f"throughput: {len(distinct) / wall:.0f} texts/s, {sentences / wall:.0f} single sentences/s "
+        f"(reference {len(distinct) / ref:.0f} texts/s)"
+    )
     print(f"peak RSS: {peak_rss_mb():.0f} MB (before the run {rss_before:.0f} MB)")
     print(f"score rows: {len(result.scores)}, with an error: {errors}")
 

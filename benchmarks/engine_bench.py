@@ -37,9 +37,17 @@ MODELS = ("model-a", "model-b")
 
 def dataset(rows: int) -> LlmDataset:
     cases = rows // len(MODELS)
-    records = [{"key": f"case-{i}", "input": f"What is {i} plus {i}?", "expected_output": str(2 * i),
-                "actual_output": str(2 * i if (i * (m + 3)) % 7 else i), "model_key": model}
-               for m, model in enumerate(MODELS) for i in range(cases)]
+    records = [
+        {
+            "key": f"case-{i}",
+            "input": f"What is {i} plus {i}?",
+            "expected_output": str(2 * i),
+            "actual_output": str(2 * i if (i * (m + 3)) % 7 else i),
+            "model_key": model,
+        }
+        for m, model in enumerate(MODELS)
+        for i in range(cases)
+    ]
     return LlmDataset.from_records(records)
 
 

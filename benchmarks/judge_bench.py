@@ -34,8 +34,15 @@ EVALUATORS = ["safety", "correctness", "relevance_to_query"]
 
 
 def rows(n: int) -> list[dict[str, Any]]:
-    return [{"key": f"case-{i}", "input": f"Question number {i}: what is {i} plus {i}?",
-             "expected_output": str(2 * i), "actual_output": f"The sum is {2 * i}."} for i in range(n)]
+    return [
+        {
+            "key": f"case-{i}",
+            "input": f"Question number {i}: what is {i} plus {i}?",
+            "expected_output": str(2 * i),
+            "actual_output": f"The sum is {2 * i}.",
+        }
+        for i in range(n)
+    ]
 
 
 def flaky_reply(share: float) -> Any:
@@ -81,30 +88,37 @@ def main(argv: list[str] | None = None) -> int:
     calls = args.rows * len(EVALUATORS)
     ideal = calls * args.latency / args.concurrency
     ok = True
-    with tempfile.TemporaryDirectory() as tmp, FakeOpenAIServer("Rationale: fine.\nRating: yes",
-                                                                latency=args.latency) as server:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        FakeOpenAIServer("Rationale: fine.\nRating: yes", latency=args.latency) as server,
+    ):
         os.environ["NBEVAL_CACHE_DIR"] = tmp
         judge = {"model": "bench-judge", "base_url": server.url, "api_key": "sk-bench-not-a-real-key"}
 
         def run(cache: Path) -> tuple[Any, float]:
             start = time.perf_counter()
-            res = nbeval.evaluate(data, EVALUATORS, judge=judge, concurrency=args.concurrency, cache=cache,
-                                  progress=False)
+            res = nbeval.evaluate(
+                data, EVALUATORS, judge=judge, concurrency=args.concurrency, cache=cache, progress=False
+            )
             return res, time.perf_counter() - start
 
         nbeval.evaluate(rows(2), EVALUATORS, judge=judge, cache=False, progress=False)  # warm-up
         server.reset()
         res, wall = run(Path(tmp) / "first.sqlite")
         ratio = wall / ideal
-        print(f"run 1: {calls} calls, {server.request_count} requests, wall {wall:.2f} s, "
-              f"ideal {ideal:.2f} s, ratio {ratio:.3f} (target <= 1.25), max in flight {server.max_in_flight}")
+        print(
+            f"run 1: {calls} calls, {server.request_count} requests, wall {wall:.2f} s, "
+            f"ideal {ideal:.2f} s, ratio {ratio:.3f} (target <= 1.25), max in flight {server.max_in_flight}"
+        )
         ok &= ratio <= 1.25 and scored_everything(res, args.rows)
 
         before = server.request_count
         res2, wall2 = run(Path(tmp) / "first.sqlite")
         again = server.request_count - before
-        print(f"run 2 (same cache): {again} requests (target 0), wall {wall2:.2f} s, "
-              f"cached calls {res2.meta['usage'].get('cached_calls')}")
+        print(
+            f"run 2 (same cache): {again} requests (target 0), wall {wall2:.2f} s, "
+            f"cached calls {res2.meta['usage'].get('cached_calls')}"
+        )
         ok &= again == 0 and scored_everything(res2, args.rows)
 
         reply = flaky_reply(0.10)
@@ -113,8 +127,10 @@ def main(argv: list[str] | None = None) -> int:
         res3, wall3 = run(Path(tmp) / "flaky.sqlite")
         made = server.request_count - before
         complete = scored_everything(res3, args.rows)
-        print(f"run 3 (10% fail once): {reply.counts['500']} x 500 and {reply.counts['429']} x 429 injected, "
-              f"{made} requests for {calls} calls, wall {wall3:.2f} s, every row scored: {complete}")
+        print(
+            f"run 3 (10% fail once): {reply.counts['500']} x 500 and {reply.counts['429']} x 429 injected, "
+            f"{made} requests for {calls} calls, wall {wall3:.2f} s, every row scored: {complete}"
+        )
         ok &= complete and made == calls + reply.counts["500"] + reply.counts["429"]
     print("all targets met" if ok else "A TARGET WAS MISSED")
     return 0 if ok else 1

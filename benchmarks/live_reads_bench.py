@@ -34,9 +34,17 @@ MODELS = ("model-a", "model-b")
 
 def dataset(rows: int) -> LlmDataset:
     cases = max(1, rows // len(MODELS))
-    records = [{"key": f"case-{i}", "input": f"What is {i} plus {i}?", "expected_output": str(2 * i),
-                "actual_output": str(2 * i if (i * (m + 3)) % 7 else i), "model_key": model}
-               for m, model in enumerate(MODELS) for i in range(cases)]
+    records = [
+        {
+            "key": f"case-{i}",
+            "input": f"What is {i} plus {i}?",
+            "expected_output": str(2 * i),
+            "actual_output": str(2 * i if (i * (m + 3)) % 7 else i),
+            "model_key": model,
+        }
+        for m, model in enumerate(MODELS)
+        for i in range(cases)
+    ]
     return LlmDataset.from_records(records)
 
 
@@ -92,8 +100,10 @@ def main() -> None:
     with Counting() as live:
         seconds_live, chunks, result_live = run(ds, args.chunk_rows, read=True)
     same = result_plain.scores.equals(result_live.scores)
-    print(f"nbeval {nbeval.__version__}: {len(ds.rows):,} rows, {chunks} chunks of {args.chunk_rows}, "
-          f"{len(result_live.scores):,} scores, parts of {args.part_rows:,} rows")
+    print(
+        f"nbeval {nbeval.__version__}: {len(ds.rows):,} rows, {chunks} chunks of {args.chunk_rows}, "
+        f"{len(result_live.scores):,} scores, parts of {args.part_rows:,} rows"
+    )
     print(f"  without reads: {seconds_plain:7.2f} s, {plain.writes} part files written, {plain.reads} file reads")
     print(f"  read each chunk: {seconds_live:5.2f} s, {live.writes} part files written, {live.reads} file reads")
     print(f"  final scores equal: {same}")

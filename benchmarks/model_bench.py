@@ -34,9 +34,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-WORDS = ("the report says the bridge was repaired last spring and the council paid for it while the old road "
-         "stayed closed for three weeks because heavy rain flooded the lower town and many people were angry "
-         "about the delay but the engineers said safety came first and nobody was hurt").split()
+WORDS = (
+    "the report says the bridge was repaired last spring and the council paid for it while the old road "
+    "stayed closed for three weeks because heavy rain flooded the lower town and many people were angry "
+    "about the delay but the engineers said safety came first and nobody was hurt"
+).split()
 LABELS = ["toxic", "severe_toxic", "obscene", "threat", "insult", "identity_hate"]
 
 
@@ -44,8 +46,10 @@ def answers(n: int, seed: int = 0) -> list[str]:
     rng = random.Random(seed)
     out = []
     for _ in range(n):
-        sentences = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 22))).capitalize() + "."
-                     for _ in range(rng.randint(2, 5))]
+        sentences = [
+            " ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 22))).capitalize() + "."
+            for _ in range(rng.randint(2, 5))
+        ]
         out.append(" ".join(sentences))
     return out
 
@@ -67,15 +71,37 @@ def build_models(folder: Path) -> tuple[Path, Path]:
     config = BertConfig.from_pretrained(minilm, num_labels=len(LABELS))
     clf = BertForSequenceClassification.from_pretrained(minilm, config=config)
     ckpt = folder / "toxic.ckpt"
-    torch.save({"config": {"arch": {"args": {"model_type": minilm, "model_name": "BertForSequenceClassification",
-                                             "tokenizer_name": "BertTokenizer", "num_classes": len(LABELS)}},
-                           "dataset": {"args": {"classes": LABELS}}},
-                "state_dict": clf.state_dict()}, ckpt)
+    torch.save(
+        {
+            "config": {
+                "arch": {
+                    "args": {
+                        "model_type": minilm,
+                        "model_name": "BertForSequenceClassification",
+                        "tokenizer_name": "BertTokenizer",
+                        "num_classes": len(LABELS),
+                    }
+                },
+                "dataset": {"args": {"classes": LABELS}},
+            },
+            "state_dict": clf.state_dict(),
+        },
+        ckpt,
+    )
     tok = BertTokenizerFast.from_pretrained(minilm)
     lm_dir = folder / "lm"
     tok.save_pretrained(lm_dir)
-    GPT2LMHeadModel(GPT2Config(vocab_size=tok.vocab_size, n_positions=1024, n_embd=768, n_layer=6, n_head=12,
-                               bos_token_id=None, eos_token_id=None)).save_pretrained(lm_dir)
+    GPT2LMHeadModel(
+        GPT2Config(
+            vocab_size=tok.vocab_size,
+            n_positions=1024,
+            n_embd=768,
+            n_layer=6,
+            n_head=12,
+            bos_token_id=None,
+            eos_token_id=None,
+        )
+    ).save_pretrained(lm_dir)
     return ckpt, lm_dir
 
 
@@ -92,7 +118,7 @@ def direct_toxicity(ckpt: Path, texts: list[str], batch: int, device: str) -> fl
     start = time.perf_counter()
     with torch.inference_mode():
         for i in range(0, len(texts), batch):
-            enc = tokenizer(texts[i:i + batch], return_tensors="pt", padding=True, truncation=True).to(device)
+            enc = tokenizer(texts[i : i + batch], return_tensors="pt", padding=True, truncation=True).to(device)
             torch.sigmoid(model(**enc).logits).cpu()
     return time.perf_counter() - start
 
@@ -110,8 +136,9 @@ def direct_lm(lm_dir: Path, texts: list[str], batch: int, device: str) -> float:
     start = time.perf_counter()
     with torch.inference_mode():
         for i in range(0, len(texts), batch):
-            enc = tok(texts[i:i + batch], return_tensors="pt", padding=True, truncation=True,
-                      max_length=1024).to(device)
+            enc = tok(texts[i : i + batch], return_tensors="pt", padding=True, truncation=True, max_length=1024).to(
+                device
+            )
             logits = model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).logits
             logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
             logp.gather(-1, enc["input_ids"][:, 1:, None]).cpu()
@@ -135,9 +162,10 @@ def main(argv: list[str] | None = None) -> int:
     records = [{"key": f"a{i}", "input": "Tell me what happened.", "actual_output": t} for i, t in enumerate(texts)]
     with tempfile.TemporaryDirectory() as tmp:
         ckpt, lm_dir = build_models(Path(tmp))
-        evaluators = [nbeval.evaluator("toxicity", model=str(ckpt), device=args.device, batch_size=args.tox_batch),
-                      nbeval.evaluator("perplexity", model=str(lm_dir), device=args.device,
-                                       batch_size=args.lm_batch)]
+        evaluators = [
+            nbeval.evaluator("toxicity", model=str(ckpt), device=args.device, batch_size=args.tox_batch),
+            nbeval.evaluator("perplexity", model=str(lm_dir), device=args.device, batch_size=args.lm_batch),
+        ]
         nbeval.evaluate(records[:8], evaluators, progress=False, cache=False)  # load and warm up both models
 
         sentences = list(dict.fromkeys(s for t in texts for s in split_sentences(t)))
@@ -161,8 +189,10 @@ def main(argv: list[str] | None = None) -> int:
     direct = tox + lm
     print(f"{args.answers} answers, {len(sentences)} distinct sentences, device {args.device}")
     print(f"nbeval: toxicity + perplexity {wall:.2f} s wall, {cpu:.2f} s CPU")
-    print(f"direct batched forward: toxicity {tox:.2f} s + perplexity {lm:.2f} s = {direct:.2f} s wall, "
-          f"{direct_cpu:.2f} s CPU")
+    print(
+        f"direct batched forward: toxicity {tox:.2f} s + perplexity {lm:.2f} s = {direct:.2f} s wall, "
+        f"{direct_cpu:.2f} s CPU"
+    )
     ratio = wall / direct
     print(f"ratio nbeval / direct: {ratio:.2f} wall, {cpu / direct_cpu:.2f} CPU (target <= 1.3)")
     return 0 if ratio <= 1.3 else 1

@@ -46,13 +46,20 @@ def main() -> None:
     from tests.models.classifier_builders import NLI_LABELS, build_classifier
 
     with tempfile.TemporaryDirectory() as tmp:
-        models = {"classifier": build_classifier(Path(tmp) / "nli", NLI_LABELS, seed=3, max_length=24),
-                  "cross_encoder": build_classifier(Path(tmp) / "pair", ["consistent"], seed=5, max_length=24)}
+        models = {
+            "classifier": build_classifier(Path(tmp) / "nli", NLI_LABELS, seed=3, max_length=24),
+            "cross_encoder": build_classifier(Path(tmp) / "pair", ["consistent"], seed=5, max_length=24),
+        }
         print(f"{'path':<14} {'each text':>10} {'peak grew':>10} {'seconds':>8}")
         for kb in args.kb:
             for kind, model in models.items():
-                out = subprocess.run([sys.executable, "-c", CHILD, kind, str(model), str(kb)], capture_output=True,
-                                     text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, check=True)
+                out = subprocess.run(
+                    [sys.executable, "-c", CHILD, kind, str(model), str(kb)],
+                    capture_output=True,
+                    text=True,
+                    env={**os.environ, "HF_HUB_OFFLINE": "1"},
+                    check=True,
+                )
                 r = json.loads(out.stdout.strip().splitlines()[-1])
                 print(f"{kind:<14} {kb:>7} KB {r['grew_mb']:>7.0f} MB {r['seconds']:>8.2f}")
 

@@ -47,9 +47,11 @@ def main() -> None:
     finally:
         phones._matcher, pn.phonenumbermatcher.parse = matcher, parse  # type: ignore[assignment]
     runs = sum(1 for _ in phones._RUN.finditer(text))
-    print(f"find_pii on {len(text):,} characters of phone-shaped text: {took:.1f} s ({cpu:.1f} s of CPU), "
-          f"{len(found):,} findings, {calls['matcher'] / max(runs, 1):.1f} matcher calls and "
-          f"{calls['parse'] / max(runs, 1):.1f} parses per digit run")
+    print(
+        f"find_pii on {len(text):,} characters of phone-shaped text: {took:.1f} s ({cpu:.1f} s of CPU), "
+        f"{len(found):,} findings, {calls['matcher'] / max(runs, 1):.1f} matcher calls and "
+        f"{calls['parse'] / max(runs, 1):.1f} parses per digit run"
+    )
 
 
 if __name__ == "__main__":

@@ -33,8 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-EVALUATORS = ["faithfulness", "answer_relevancy", "context_precision", "context_recall", "answer_correctness",
-              "ragas"]
+EVALUATORS = ["faithfulness", "answer_relevancy", "context_precision", "context_recall", "answer_correctness", "ragas"]
 TOPICS = ["Paris", "the Nile", "Mount Fuji", "the Danube", "Jupiter", "the Amazon", "Everest", "Saturn"]
 
 
@@ -42,21 +41,29 @@ def rows(n: int) -> list[dict[str, Any]]:
     out = []
     for i in range(n):
         t = TOPICS[i % len(TOPICS)]
-        out.append({
-            "key": f"case-{i}", "model_key": "model-a",
-            "input": f"Question {i}: what should a visitor know about {t}?",
-            "expected_output": f"{t} is famous in case {i}. Visitors to {t} come in spring.",
-            "actual_output": f"{t} is famous in case {i}. It is visited by {i % 7 + 2} million people. "
-                             f"Spring is the best season for {t}.",
-            "context": [f"{t} is famous in case {i} and draws visitors.", f"Most visitors to {t} come in spring.",
-                        f"Case {i} has nothing to do with {t} prices."],
-        })
+        out.append(
+            {
+                "key": f"case-{i}",
+                "model_key": "model-a",
+                "input": f"Question {i}: what should a visitor know about {t}?",
+                "expected_output": f"{t} is famous in case {i}. Visitors to {t} come in spring.",
+                "actual_output": f"{t} is famous in case {i}. It is visited by {i % 7 + 2} million people. "
+                f"Spring is the best season for {t}.",
+                "context": [
+                    f"{t} is famous in case {i} and draws visitors.",
+                    f"Most visitors to {t} come in spring.",
+                    f"Case {i} has nothing to do with {t} prices.",
+                ],
+            }
+        )
     return out
 
 
 def import_cost() -> tuple[float, str]:
-    code = ("import time, sys; t = time.perf_counter(); import nbeval; d = time.perf_counter() - t; "
-            "print(d, ' '.join(m for m in ('ragas', 'instructor', 'langchain_core') if m in sys.modules))")
+    code = (
+        "import time, sys; t = time.perf_counter(); import nbeval; d = time.perf_counter() - t; "
+        "print(d, ' '.join(m for m in ('ragas', 'instructor', 'langchain_core') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     seconds, _, loaded = out.stdout.strip().partition(" ")
     return float(seconds), loaded.strip()
@@ -77,14 +84,17 @@ def main(argv: list[str] | None = None) -> int:
 
     data = rows(args.rows)
     ok = True
-    with tempfile.TemporaryDirectory() as tmp, FakeOpenAIServer(lambda rec: standin_reply(rec.messages),
-                                                                latency=args.latency) as server:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        FakeOpenAIServer(lambda rec: standin_reply(rec.messages), latency=args.latency) as server,
+    ):
         judge = {"model": "bench-judge", "base_url": server.url, "api_key": "sk-bench-not-a-real-key"}
 
         def run(cache: Path | bool) -> tuple[Any, float]:
             start = time.perf_counter()
-            res = nbeval.evaluate(data, EVALUATORS, judge=judge, concurrency=args.concurrency, cache=cache,
-                                  progress=False)
+            res = nbeval.evaluate(
+                data, EVALUATORS, judge=judge, concurrency=args.concurrency, cache=cache, progress=False
+            )
             return res, time.perf_counter() - start
 
         nbeval.evaluate(rows(2), EVALUATORS, judge=judge, cache=False, progress=False)  # warm-up
@@ -95,10 +105,12 @@ def main(argv: list[str] | None = None) -> int:
         ratio = wall / ideal
         primary = res.scores[res.scores["metric"].isin(EVALUATORS)]
         scored = int(primary["value"].notna().sum())
-        print(f"run 1: {args.rows} rows x {len(EVALUATORS)} evaluators, {requests} requests "
-              f"({requests / args.rows:.1f} per row), wall {wall:.2f} s, ideal {ideal:.2f} s, "
-              f"ratio {ratio:.3f} (target <= 1.3), max in flight {server.max_in_flight}, "
-              f"{scored} of {len(primary)} primary values")
+        print(
+            f"run 1: {args.rows} rows x {len(EVALUATORS)} evaluators, {requests} requests "
+            f"({requests / args.rows:.1f} per row), wall {wall:.2f} s, ideal {ideal:.2f} s, "
+            f"ratio {ratio:.3f} (target <= 1.3), max in flight {server.max_in_flight}, "
+            f"{scored} of {len(primary)} primary values"
+        )
         ok &= ratio <= 1.3 and scored == len(primary)
 
         before = server.request_count

@@ -43,11 +43,21 @@ def records(rows: int, lo: int = 0, hi: int | None = None) -> list[dict[str, Any
             city, other = _CITIES[i % 10], _CITIES[(i * 7 + m) % 10]
             expected = f"The capital city in question {i} is {city}, with {i % 97} museums."
             right = (i * (m + 3)) % 5 != 0
-            answer = expected if right and m == 0 else (
-                f"It is {city}; it has {i % 97} museums." if right else f"I believe it is {other}.")
-            out.append({"key": f"case-{i}", "model_key": model, "input": f"Which city is meant in question {i}?",
-                        "expected_output": expected, "actual_output": answer,
-                        "output_condition": f'"{city}" AND NOT "believe"'})
+            answer = (
+                expected
+                if right and m == 0
+                else (f"It is {city}; it has {i % 97} museums." if right else f"I believe it is {other}.")
+            )
+            out.append(
+                {
+                    "key": f"case-{i}",
+                    "model_key": model,
+                    "input": f"Which city is meant in question {i}?",
+                    "expected_output": expected,
+                    "actual_output": answer,
+                    "output_condition": f'"{city}" AND NOT "believe"',
+                }
+            )
     return out
 
 
@@ -72,8 +82,9 @@ def _write_input(rows: int, path: Path) -> None:
 def reload_apart(folder: Path) -> tuple[float, float]:
     """Seconds and peak RSS (MB) of :func:`nbeval.load_result` in a fresh process: the memory a
     later session needs to open the saved result, without this run's copy beside it."""
-    out = subprocess.run([sys.executable, __file__, "--reload", str(folder)], check=True, capture_output=True,
-                         text=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, __file__, "--reload", str(folder)], check=True, capture_output=True, text=True
+    ).stdout.split()
     return float(out[-2]), float(out[-1])
 
 
@@ -101,8 +112,9 @@ def scheduler_for(name: str | None) -> tuple[Any, Any]:
     if name == "local2":
         from distributed import Client, LocalCluster
 
-        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                               dashboard_address=None)
+        cluster = LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+        )
         return Client(cluster), cluster
     return name, None
 
@@ -155,16 +167,22 @@ def main() -> None:
         del again
         t_apart, rss_apart = reload_apart(saved)
         size = {p.name: p.stat().st_size for p in saved.iterdir() if p.is_file()}
-        print(f"rows: {args.rows:,} ({len(MODELS)} models) x {', '.join(EVALUATORS)}; "
-              f"scheduler: {args.scheduler or 'none (this process)'}; cpus: {os.cpu_count()}")
+        print(
+            f"rows: {args.rows:,} ({len(MODELS)} models) x {', '.join(EVALUATORS)}; "
+            f"scheduler: {args.scheduler or 'none (this process)'}; cpus: {os.cpu_count()}"
+        )
         print(f"input: write {t_write:.1f} s ({path.stat().st_size / 1e6:.1f} MB Parquet); nbeval.load {t_load:.1f} s")
         print(f"run: {t_run:.1f} s, {args.rows / t_run:,.0f} rows/s; {len(result.scores):,} scores")
-        print(f"peak RSS of this process: {rss_before:,.0f} MB after loading, {rss_run:,.0f} MB after the run, "
-              f"{rss_save:,.0f} MB after save, {peak_rss_mb():,.0f} MB after save and load_result"
-              + (f"; workers: {', '.join(f'{p:,.0f}' for p in worker_peaks)} MB" if worker_peaks else ""))
+        print(
+            f"peak RSS of this process: {rss_before:,.0f} MB after loading, {rss_run:,.0f} MB after the run, "
+            f"{rss_save:,.0f} MB after save, {peak_rss_mb():,.0f} MB after save and load_result"
+            + (f"; workers: {', '.join(f'{p:,.0f}' for p in worker_peaks)} MB" if worker_peaks else "")
+        )
         print(f"load_result in a fresh process: {t_apart:.1f} s, peak RSS {rss_apart:,.0f} MB")
-        print(f"save {t_save:.1f} s, load_result {t_reload:.1f} s; files: "
-              + ", ".join(f"{name} {n / 1e6:.1f} MB" for name, n in sorted(size.items())))
+        print(
+            f"save {t_save:.1f} s, load_result {t_reload:.1f} s; files: "
+            + ", ".join(f"{name} {n / 1e6:.1f} MB" for name, n in sorted(size.items()))
+        )
         print(result.leaderboard("rouge").to_string())
     finally:
         if not args.keep:

@@ -66,13 +66,17 @@ def _burst(client: httpx.Client, body: bytes, jobs: int, pid: int) -> None:
         rss = _rss_mb(pid)
         peak = max(peak, rss)
         waiting = statuses.count("queued")
-        print(f"{time.monotonic() - t0:5.0f} s: {waiting} queued, {statuses.count('running')} running, "
-              f"{len(statuses) - waiting - statuses.count('running')} finished, rss {rss:.0f} MB")
+        print(
+            f"{time.monotonic() - t0:5.0f} s: {waiting} queued, {statuses.count('running')} running, "
+            f"{len(statuses) - waiting - statuses.count('running')} finished, rss {rss:.0f} MB"
+        )
         if all(s not in ("queued", "running") for s in statuses):
             break
         time.sleep(5)
-    print(f"burst of {jobs}: {len(ids)} taken, {refused} refused (503); peak rss {peak:.0f} MB; "
-          f"{sum(s == 'succeeded' for s in statuses)} succeeded in {time.monotonic() - t0:.0f} s")
+    print(
+        f"burst of {jobs}: {len(ids)} taken, {refused} refused (503); peak rss {peak:.0f} MB; "
+        f"{sum(s == 'succeeded' for s in statuses)} succeeded in {time.monotonic() - t0:.0f} s"
+    )
 
 
 def main() -> None:
@@ -87,10 +91,26 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as data_dir:
         env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
         env.pop("NBEVAL_SERVE_TOKEN", None)
-        proc = subprocess.Popen([sys.executable, "-m", "nbeval.cli", "serve", "--no-auth", "--port", str(port),
-                                 "--data-dir", data_dir, "--keep-jobs", "5",
-                                 *(["--max-queued", str(args.max_queued)] if args.max_queued else [])],
-                                cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "nbeval.cli",
+                "serve",
+                "--no-auth",
+                "--port",
+                str(port),
+                "--data-dir",
+                data_dir,
+                "--keep-jobs",
+                "5",
+                *(["--max-queued", str(args.max_queued)] if args.max_queued else []),
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             with httpx.Client(base_url=url, timeout=600) as client:
                 deadline = time.monotonic() + 60
@@ -104,11 +124,19 @@ def main() -> None:
                         sys.exit("the service did not start")
                     time.sleep(0.2)
                 print(f"idle: rss {_rss_mb(proc.pid):.0f} MB")
-                records = [{"input": f"question {i}", "expected_output": "answer",
-                            "actual_output": "answer" if i % 3 else f"something else {i}"} for i in range(args.rows)]
+                records = [
+                    {
+                        "input": f"question {i}",
+                        "expected_output": "answer",
+                        "actual_output": "answer" if i % 3 else f"something else {i}",
+                    }
+                    for i in range(args.rows)
+                ]
                 body = json.dumps({"data": records, "evaluators": EVALUATORS, "wait": False}).encode()
-                print(f"{args.jobs} jobs of {args.rows} rows x {len(EVALUATORS)} evaluators, "
-                      f"request {len(body) / 2**20:.1f} MiB")
+                print(
+                    f"{args.jobs} jobs of {args.rows} rows x {len(EVALUATORS)} evaluators, "
+                    f"request {len(body) / 2**20:.1f} MiB"
+                )
                 if args.burst:
                     _burst(client, body, args.jobs, proc.pid)
                     return
@@ -123,9 +151,11 @@ def main() -> None:
                         if job["status"] not in ("queued", "running"):
                             break
                         time.sleep(0.5)
-                    print(f"job {n:2d}: {job['status']}, {job['scores_page']['total']} scores in "
-                          f"{time.monotonic() - t0:.1f} s, poll {len(polled.content) / 1024:.0f} KiB, "
-                          f"rss {_rss_mb(proc.pid):.0f} MB")
+                    print(
+                        f"job {n:2d}: {job['status']}, {job['scores_page']['total']} scores in "
+                        f"{time.monotonic() - t0:.1f} s, poll {len(polled.content) / 1024:.0f} KiB, "
+                        f"rss {_rss_mb(proc.pid):.0f} MB"
+                    )
         finally:
             proc.terminate()
             proc.wait(timeout=30)

@@ -36,10 +36,30 @@ if TYPE_CHECKING:
     from nbeval.results import EvaluationResult
     from nbeval.results.gate import GateVerdict
 
-__all__ = ["CLI_JUDGE_HELP", "ENV_BASE_URL", "ENV_KEYS", "ENV_MODEL", "MAGIC_JUDGE_HELP", "REPORT_FILE",
-           "check_file_out", "check_run_out", "endpoint", "evaluate_kwargs", "judge_error", "judge_plan_text",
-           "judge_spec", "matching_specs", "no_match_note", "plan", "run_gate", "same_file", "save_partial",
-           "save_run", "spec_dict", "spec_search_text"]
+__all__ = [
+    "CLI_JUDGE_HELP",
+    "ENV_BASE_URL",
+    "ENV_KEYS",
+    "ENV_MODEL",
+    "MAGIC_JUDGE_HELP",
+    "REPORT_FILE",
+    "check_file_out",
+    "check_run_out",
+    "endpoint",
+    "evaluate_kwargs",
+    "judge_error",
+    "judge_plan_text",
+    "judge_spec",
+    "matching_specs",
+    "no_match_note",
+    "plan",
+    "run_gate",
+    "same_file",
+    "save_partial",
+    "save_run",
+    "spec_dict",
+    "spec_search_text",
+]
 
 #: The environment variables that name the judge: its model, its endpoint, and its key (the first set wins).
 ENV_MODEL = "NBEVAL_JUDGE_MODEL"
@@ -57,8 +77,9 @@ REPORT_FILE = "report.html"
 def spec_search_text(spec: Any) -> str:
     """What a catalogue filter searches in an evaluator (lower case): its id, family, kind, inputs,
     metrics and description."""
-    return " ".join([spec.id, spec.family, spec.kind, *spec.inputs, *(m.name for m in spec.metrics),
-                     spec.description]).lower()
+    return " ".join(
+        [spec.id, spec.family, spec.kind, *spec.inputs, *(m.name for m in spec.metrics), spec.description]
+    ).lower()
 
 
 def matching_specs(family: str | None, words: Sequence[str] = ()) -> list[Any]:
@@ -73,8 +94,11 @@ def matching_specs(family: str | None, words: Sequence[str] = ()) -> list[Any]:
             msg = f"unknown family {family!r}; the families are {', '.join(known)}"
             raise NbevalError(msg)
     wanted = [w.lower() for w in words]
-    return [s for s in sorted(list_evaluators(family), key=lambda s: (s.family, s.id))
-            if all(w in spec_search_text(s) for w in wanted)]
+    return [
+        s
+        for s in sorted(list_evaluators(family), key=lambda s: (s.family, s.id))
+        if all(w in spec_search_text(s) for w in wanted)
+    ]
 
 
 def no_match_note(words: Sequence[str], family: str | None, everything: str) -> str:
@@ -96,12 +120,28 @@ def spec_dict(spec: Any) -> dict[str, Any]:
     params = spec.params
     declared = getattr(params, "declared", None)
     types = {p.name: p.type_name for p in declared} if declared is not None else {}
-    return {"id": spec.id, "family": spec.family, "kind": spec.kind, "inputs": list(spec.inputs),
-            "optional_inputs": list(spec.optional_inputs), "needs_judge": spec.needs_judge,
-            "resources": list(spec.resources), "params": dict(params), "param_types": types,
-            "description": spec.description,
-            "metrics": [{"name": m.name, "direction": m.direction, "range": [_bound(m.lo), _bound(m.hi)],
-                         "threshold": m.threshold, "primary": m is spec.primary} for m in spec.metrics]}
+    return {
+        "id": spec.id,
+        "family": spec.family,
+        "kind": spec.kind,
+        "inputs": list(spec.inputs),
+        "optional_inputs": list(spec.optional_inputs),
+        "needs_judge": spec.needs_judge,
+        "resources": list(spec.resources),
+        "params": dict(params),
+        "param_types": types,
+        "description": spec.description,
+        "metrics": [
+            {
+                "name": m.name,
+                "direction": m.direction,
+                "range": [_bound(m.lo), _bound(m.hi)],
+                "threshold": m.threshold,
+                "primary": m is spec.primary,
+            }
+            for m in spec.metrics
+        ],
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -150,18 +190,22 @@ CLI_JUDGE_HELP = (
     "                            or hf:<name or path> for a local Hugging Face model;\n"
     "  --judge-base-url URL      with --judge, an OpenAI-compatible server, e.g. http://localhost:11434/v1\n"
     "                            for Ollama;\n"
-    "or in the environment: NBEVAL_JUDGE_MODEL, NBEVAL_JUDGE_BASE_URL, NBEVAL_JUDGE_API_KEY.")
+    "or in the environment: NBEVAL_JUDGE_MODEL, NBEVAL_JUDGE_BASE_URL, NBEVAL_JUDGE_API_KEY."
+)
 
 #: The same in a notebook, for the ``%nbeval`` magics.
 MAGIC_JUDGE_HELP = (
     "A judge is the chat model that grades answers: `%nbeval judge MODEL [--base-url URL]` sets one for this\n"
     "session (MODEL at OpenAI's API or at an OpenAI-compatible server's URL, or hf:<name or path> for a\n"
-    "local Hugging Face model).")
+    "local Hugging Face model)."
+)
 
 #: What the Python API's messages say to do about a missing judge, and what replaces it where.
 _PYTHON_JUDGE_HINT = "pass judge=... or set NBEVAL_JUDGE_MODEL"
-_JUDGE_HINTS = {False: "give --judge MODEL (and --judge-base-url URL) or set NBEVAL_JUDGE_MODEL",
-                True: "set one with `%nbeval judge MODEL [--base-url URL]`"}
+_JUDGE_HINTS = {
+    False: "give --judge MODEL (and --judge-base-url URL) or set NBEVAL_JUDGE_MODEL",
+    True: "set one with `%nbeval judge MODEL [--base-url URL]`",
+}
 
 
 def judge_error(exc: BaseException, *, magic: bool = False) -> str:
@@ -209,8 +253,10 @@ def check_run_out(out: Path, inputs: Sequence[str]) -> None:
     for given in inputs:
         for name in names:
             if same_file(out / name, Path(given)):
-                msg = (f"--out {out} would overwrite the input {given} (a run writes {name} there, with "
-                       f"{', '.join(n for n in names if n != name)}); choose another --out folder")
+                msg = (
+                    f"--out {out} would overwrite the input {given} (a run writes {name} there, with "
+                    f"{', '.join(n for n in names if n != name)}); choose another --out folder"
+                )
                 raise DataError(msg)
     try:
         check_folder(out, names)
@@ -225,8 +271,10 @@ def check_file_out(out: Path, inputs: Sequence[str], what: str = "lab") -> None:
 
     for given in inputs:
         if same_file(out, Path(given)):
-            msg = (f"--out {out} would overwrite the input {given}; write the {what} to another file, "
-                   f"e.g. --out {Path(given).stem}-{what}.json")
+            msg = (
+                f"--out {out} would overwrite the input {given}; write the {what} to another file, "
+                f"e.g. --out {Path(given).stem}-{what}.json"
+            )
             raise DataError(msg)
     if out.is_dir():
         msg = f"--out {out} is a folder; give the path of the file to write, e.g. --out {out / (what + '.json')}"
@@ -272,9 +320,21 @@ def run_gate(result: EvaluationResult, fail_on: bool | Sequence[str] | None) -> 
 # plan
 
 
-def plan(data: Any, evaluators: Any, *, embedder: Any = None, judge: Any = None, device: str | None = None,
-         cache: Any = True, concurrency: int = 8, timeout: float | None = None, max_attempts: int | None = None,
-         prices: dict[str, Any] | None = None, progress: bool = True, scheduler: Any = None) -> Plan:
+def plan(
+    data: Any,
+    evaluators: Any,
+    *,
+    embedder: Any = None,
+    judge: Any = None,
+    device: str | None = None,
+    cache: Any = True,
+    concurrency: int = 8,
+    timeout: float | None = None,
+    max_attempts: int | None = None,
+    prices: dict[str, Any] | None = None,
+    progress: bool = True,
+    scheduler: Any = None,
+) -> Plan:
     """What ``nbeval.evaluate(data, evaluators, ...)`` would do and spend, scoring nothing: the rows
     each evaluator would score and skip, the judge calls (cached ones apart) and their estimated
     tokens and cost. The same :class:`~nbeval.engine.Plan` as ``evaluate(..., dry_run=True)``.
@@ -287,8 +347,19 @@ def plan(data: Any, evaluators: Any, *, embedder: Any = None, judge: Any = None,
     del progress, scheduler  # the same plan wherever and however the rows would be scored
     from nbeval.engine import Plan
 
-    planned = evaluate(data, evaluators, progress=False, embedder=embedder, judge=judge, device=device,
-                       cache=cache, concurrency=concurrency, timeout=timeout, max_attempts=max_attempts,
-                       prices=prices, dry_run=True)
+    planned = evaluate(
+        data,
+        evaluators,
+        progress=False,
+        embedder=embedder,
+        judge=judge,
+        device=device,
+        cache=cache,
+        concurrency=concurrency,
+        timeout=timeout,
+        max_attempts=max_attempts,
+        prices=prices,
+        dry_run=True,
+    )
     assert isinstance(planned, Plan)  # evaluate's dry run always plans
     return planned

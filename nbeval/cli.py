@@ -14,83 +14,44 @@ Exit status: 0 on success, 1 when the CI gate trips (``--fail-on-problems`` or `
 threshold breaches, unrated rows, perturbation flips, errored rows, models and evaluators that
 measured nothing; see :mod:`nbeval.results.gate`), 2 on bad input, 130 when interrupted.
 
-A thin adapter: what it shares with the ``%nbeval`` magics and the service (the judge from the
-options and the environment, the ``--out`` checks, saving a run, the gate, an evaluator as JSON)
-lives in :mod:`nbeval.application`.
+A thin adapter: this module holds the command line's grammar (:func:`build_parser`) and its
+exit statuses (:func:`main`); what each command does is in :mod:`nbeval.cli_commands`, and what
+it shares with the ``%nbeval`` magics and the service (the judge from the options and the
+environment, the ``--out`` checks, saving a run, the gate, an evaluator as JSON) lives in
+:mod:`nbeval.application`.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any, NoReturn
+from collections.abc import Sequence
 
-from nbeval import application
 from nbeval.application import judge_error, judge_plan_text, matching_specs, no_match_note, spec_search_text
+from nbeval.cli_commands import (
+    SavedInterrupt,
+    complete_command,
+    data_or_demo,
+    demo_command,
+    evaluator_show_command,
+    evaluators_command,
+    perturb_command,
+    perturbators_command,
+    run_command,
+    serve_command,
+)
 from nbeval.errors import JudgeNotConfigured, NbevalError
 
-__all__ = ["build_parser", "data_or_demo", "judge_error", "judge_plan_text", "main", "matching_specs",
-           "no_match_note", "spec_search_text"]
-
-
-def _print_catalogue(args: argparse.Namespace) -> int:
-    from nbeval.chat.config import judge_configured
-
-    specs = matching_specs(args.family, args.text)
-    judge_set = judge_configured()
-    if args.json:
-        print(json.dumps([application.spec_dict(s) for s in specs], indent=2))
-        return 0
-    if not specs:
-        print(no_match_note(args.text, args.family, "nbeval evaluators"))
-        return 0
-    family = None
-    for s in specs:
-        if s.family != family:
-            family = s.family
-            print(f"\n[{family}]")
-        metrics = ", ".join(f"{m.name}{'*' if m is s.primary else ''}" for m in s.metrics)
-        needs = ", ".join(s.inputs)
-        note = ""
-        if s.needs_judge and not judge_set:
-            note = "  (needs a judge)"
-        print(f"  {s.id:<30} inputs: {needs:<42} metrics: {metrics}{note}")
-    print("\n* primary metric. Inputs: input, expected_output, context, expected_context, actual_output, "
-          "output_condition, guidelines, categories.")
-    if not judge_set and any(s.needs_judge for s in specs):
-        print("\nNo judge is configured, so the evaluators marked (needs a judge) cannot run yet.\n"
-              + application.CLI_JUDGE_HELP)
-    return 0
-
-
-def _show_evaluator(args: argparse.Namespace) -> int:
-    from nbeval.evaluators.registry import get_class, get_spec
-
-    spec = get_spec(args.id)
-    print(f"{spec.id}  ({spec.family}, {spec.kind})\n\n{spec.description}\n")
-    print(f"inputs:    {', '.join(spec.inputs)}")
-    if spec.optional_inputs:
-        print(f"optional:  {', '.join(spec.optional_inputs)}")
-    if spec.resources:
-        print(f"resources: {', '.join(spec.resources)}")
-    if spec.params:
-        print("params:")
-        for p in spec.params.declared:  # each as a keyword argument with its default, its type and what it does
-            print(f"  {p.name}={p.default!r}  ({p.type_name})" + (f"\n      {p.description}" if p.description else ""))
-    print("metrics:")
-    for m in spec.metrics:
-        print(f"  {m.name:<28} {m.direction:<7} [{m.lo:g}, {m.hi:g}]  threshold {m.threshold}"
-              f"{'  (primary)' if m is spec.primary else ''}")
-    cls = get_class(args.id)
-    prompt_text = getattr(cls, "prompt_text", None)
-    if callable(prompt_text):
-        print("\n" + getattr(cls, "prompt_heading", "prompt (replace with prompt=...):") + "\n")
-        print(prompt_text())
-    return 0
+__all__ = [
+    "build_parser",
+    "data_or_demo",
+    "judge_error",
+    "judge_plan_text",
+    "main",
+    "matching_specs",
+    "no_match_note",
+    "spec_search_text",
+]
 
 
 def _positive_int(text: str) -> int:
@@ -115,199 +76,35 @@ def _gate_kinds(text: str) -> tuple[str, ...]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _finish(result: Any, out: Path, fail_on_problems: bool | Sequence[str] | None, brief: bool = False) -> int:
-    """Print and save the result (``brief``: :meth:`~nbeval.results.EvaluationResult.summary`'s
-    brief form); with a gate (``True``: every kind, or the kinds of
-    :data:`~nbeval.results.gate.GATE_KINDS` to fail on) say which kinds trip it, one line each,
-    and return 1 if any does."""
-    print(result.summary(brief=brief))
-    report = application.save_run(result, out)
-    print(f"\nsaved the result to {out}/\nand the report to {report}")
-    verdict = application.run_gate(result, fail_on_problems)
-    if verdict is None:
-        return 0
-    for line in verdict.lines():
-        print(line)
-    return 1 if verdict.tripped else 0
-
-
-def data_or_demo(text: str) -> Any:
-    """What a command's DATA names: the file ``text``, or the shipped demo lab for ``demo`` when
-    no file of that name is in the current folder (a file named ``demo`` wins)."""
-    if text == "demo" and not Path(text).exists():
-        from nbeval.demo import demo_lab
-
-        return demo_lab()
-    return text
-
-
-def _run(args: argparse.Namespace) -> int:
-    import nbeval
-    from nbeval.engine import Interrupted
-
-    evaluators = [e for e in args.evaluators.split(",") if e.strip()]
-    kwargs = application.evaluate_kwargs(args)
-    data = data_or_demo(args.data)
-    if args.dry_run:
-        print(judge_plan_text(str(application.plan(data, evaluators, **kwargs))))
-        return 0
-    application.check_run_out(Path(args.out), [data] if isinstance(data, str) else [])
-    try:
-        result = nbeval.evaluate(data, evaluators, **kwargs)
-    except Interrupted as stop:  # Ctrl-C: what was scored is saved, the rest marked cancelled
-        partial, out = stop.result, Path(args.out)
-        _saved_or_not(lambda: application.save_partial(partial, out),
-                      f"saved the partial result to {out}/ (the rows not scored are marked cancelled; "
-                      "nbeval.load_result reads it)")
-    return _finish(result, Path(args.out), args.fail_on_problems)
-
-
-class _Interrupted(KeyboardInterrupt):
-    """Ctrl-C, after the partial output was saved: ``note`` says where."""
-
-    def __init__(self, note: str) -> None:
-        super().__init__(note)
-        self.note = note
-
-
-def _saved_or_not(save: Callable[[], Any], note: str) -> NoReturn:
-    """After Ctrl-C: save the partial output, and go on with the interruption saying so (or not,
-    when saving failed or was interrupted too)."""
-    try:
-        save()
-    except (Exception, KeyboardInterrupt):
-        raise KeyboardInterrupt from None
-    raise _Interrupted(note) from None
-
-
-def _demo(args: argparse.Namespace) -> int:
-    import nbeval
-    from nbeval.demo import demo_evaluators, demo_lab
-
-    application.check_run_out(Path(args.out), [])  # a bad --out fails before the demo runs
-    evaluators = demo_evaluators(include_embedding=not args.no_embedding)
-    print(f"nbeval demo: {len(evaluators)} evaluators on the shipped demo lab (offline, no API key)\n")
-    result = nbeval.evaluate(demo_lab(), evaluators, **application.evaluate_kwargs(args))
-    code = _finish(result, Path(args.out), False, brief=not args.verbose)
-    if not args.verbose:
-        print("every metric with its interval, and each problem: nbeval demo --verbose, or open the report")
-    return code
-
-
-def _complete(args: argparse.Namespace) -> int:
-    from nbeval.chat.collect import collect
-    from nbeval.data import jsonio
-    from nbeval.data.model import TestSuite
-    from nbeval.engine import Interrupted
-    from nbeval.results.files import write_aside
-
-    if not args.dry_run:
-        application.check_file_out(Path(args.out), [args.suite])
-    suite = TestSuite.from_json(args.suite)
-    models = {m: application.endpoint(m, args.base_url) for m in args.model}
-    pending = collect(suite, models=models, system_prompt=args.system_prompt,
-                      concurrency=args.concurrency, cache=not args.no_cache)
-    if args.dry_run:
-        print(pending.plan())
-        return 0
-    try:
-        lab = pending.complete(progress=not args.no_progress)
-    except Interrupted as stop:  # Ctrl-C: the answers received are written, the rest marked cancelled
-        partial = stop.result.to_json()
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        _saved_or_not(lambda: write_aside(args.out, lambda tmp: jsonio.write_json(partial, tmp)),
-                      f"wrote the partial lab to {args.out} (the cases not answered have the error 'cancelled')")
-    data = lab.to_json()
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    write_aside(args.out, lambda tmp: jsonio.write_json(data, tmp))  # a failed write keeps the previous lab
-    failed = sum(1 for r in lab.dataset if r.error)
-    print(f"asked {len(lab.models)} model(s) {len(suite.test_cases)} test case(s); {failed} failed; wrote {args.out}")
-    return 0
-
-
-def _print_perturbators(args: argparse.Namespace) -> int:
-    from nbeval.perturbation import list_perturbators
-
-    classes = list_perturbators()
-    if args.json:
-        print(json.dumps([{"id": c.id, "name": c.name, "changes_meaning": c.changes_meaning,
-                           "description": c.description} for c in classes], indent=2))
-        return 0
-    for c in classes:
-        meaning = "changes meaning" if c.changes_meaning else "keeps meaning"
-        print(f"  {c.id:<14} {c.name:<26} {meaning:<16} {c.description}")
-    print("\nUse: nbeval perturb SUITE -p ID[,ID...] --intensity low|medium|high --out FILE")
-    return 0
-
-
-def _perturb(args: argparse.Namespace) -> int:
-    import warnings
-
-    from nbeval.data import jsonio
-    from nbeval.perturbation import perturb, perturbed_count
-    from nbeval.results.files import write_aside
-
-    data = data_or_demo(args.suite)
-    application.check_file_out(Path(args.out), [data] if isinstance(data, str) else [], "perturbed")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        suite = perturb(data, args.perturbators, intensity=args.intensity, seed=args.seed,
-                        keep_originals=not args.no_originals)
-    for w in caught:
-        print(f"nbeval: note: {w.message}", file=sys.stderr)
-    data = suite.to_json()
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    write_aside(args.out, lambda tmp: jsonio.write_json(data, tmp))
-    made = perturbed_count(suite)
-    print(f"made {made} perturbed test case(s); {len(suite.test_cases)} in all; wrote {args.out}")
-    return 0
-
-
-def _serve(args: argparse.Namespace) -> int:
-    from nbeval.serve.hooks import EndpointApp
-    from nbeval.serve.server import serve
-
-    app: Any = args.app
-    if args.app_base_url:
-        if args.app:
-            raise NbevalError("give --app or --app-base-url, not both")
-        app = EndpointApp(args.app_base_url, args.app_model, api_key=os.environ.get("NBEVAL_APP_API_KEY"))
-    elif args.app_model:
-        raise NbevalError("--app-model names a model at --app-base-url; give --app-base-url too")
-    judge = application.judge_spec(args.judge, args.judge_base_url)
-    serve(host=args.host, port=args.port, token=args.token, no_auth=args.no_auth, retriever=args.retriever,
-          documents=args.documents, app=app, judge=judge, max_body_bytes=args.max_body_bytes,
-          workers=args.workers, data_dir=args.data_dir, keep_jobs=args.keep_jobs, keep_bytes=args.keep_bytes,
-          max_scores=args.max_scores, max_judge_tokens=args.max_judge_tokens, allow_models=args.allow_models,
-          limit_concurrency=args.limit_concurrency, timeout_keep_alive=args.timeout_keep_alive,
-          header_timeout=args.header_timeout, body_timeout=args.body_timeout, max_header_bytes=args.max_header_bytes,
-          max_queued=args.max_queued)
-    return 0
-
-
 def build_parser() -> argparse.ArgumentParser:
     from nbeval import __version__
 
     p = argparse.ArgumentParser(prog="nbeval", description="Evaluate LLM and RAG applications.")
-    p.add_argument("--version", action="version", version=f"nbeval {__version__}",
-                   help="print nbeval's version and exit")
+    p.add_argument(
+        "--version", action="version", version=f"nbeval {__version__}", help="print nbeval's version and exit"
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
     cat = sub.add_parser("evaluators", help="list the evaluator catalogue")
-    cat.add_argument("text", nargs="*", help="keep the evaluators whose id, family, kind, inputs, metrics or "
-                                             "description contain every word (case-insensitive)")
+    cat.add_argument(
+        "text",
+        nargs="*",
+        help="keep the evaluators whose id, family, kind, inputs, metrics or "
+        "description contain every word (case-insensitive)",
+    )
     cat.add_argument("--family", help="only this family (deterministic, embedding, judge, ...)")
     cat.add_argument("--json", action="store_true", help="machine-readable output")
-    cat.set_defaults(func=_print_catalogue)
+    cat.set_defaults(func=evaluators_command)
 
     one = sub.add_parser("evaluator", help="show one evaluator")
     one_sub = one.add_subparsers(dest="action", required=True)
     show = one_sub.add_parser("show", help="show an evaluator's inputs, metrics and prompt")
     show.add_argument("id", help="the evaluator's id (`nbeval evaluators` lists them)")
-    show.set_defaults(func=_show_evaluator)
+    show.set_defaults(func=evaluator_show_command)
 
     run = sub.add_parser(
-        "run", help="evaluate a dataset or lab file (a suite has no answers yet: `nbeval complete` it first)",
+        "run",
+        help="evaluate a dataset or lab file (a suite has no answers yet: `nbeval complete` it first)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=(
             "CI gate: with --fail-on-problems (or --fail-on KINDS) the exit status is 1 when the result\n"
@@ -324,37 +121,60 @@ def build_parser() -> argparse.ArgumentParser:
             "  unmeasured a model and evaluator measured on none of its rows (all errored, skipped\n"
             "             or unrated); every row skipped for an optional input it lacks is fine,\n"
             "             unless the whole run measured nothing\n"
-            "Exit status: 0 on success, 1 when the gate trips, 2 on bad input."))
-    run.add_argument("data", help="JSON, JSONL, CSV or Parquet file in any shape nbeval reads, or `demo` for the "
-                                  "shipped demo lab (a file named demo in the current folder wins)")
+            "Exit status: 0 on success, 1 when the gate trips, 2 on bad input."
+        ),
+    )
+    run.add_argument(
+        "data",
+        help="JSON, JSONL, CSV or Parquet file in any shape nbeval reads, or `demo` for the "
+        "shipped demo lab (a file named demo in the current folder wins)",
+    )
     run.add_argument("-e", "--evaluators", required=True, help="comma-separated evaluator ids")
     run.add_argument("--out", default="nbeval-out", help="folder for the saved result and report.html")
     run.add_argument("--judge", help="judge model name (OpenAI-compatible endpoint)")
-    run.add_argument("--judge-base-url",
-                     help="base URL of the judge's endpoint, for --judge or NBEVAL_JUDGE_MODEL "
-                          "(default: NBEVAL_JUDGE_BASE_URL)")
+    run.add_argument(
+        "--judge-base-url",
+        help="base URL of the judge's endpoint, for --judge or NBEVAL_JUDGE_MODEL (default: NBEVAL_JUDGE_BASE_URL)",
+    )
     run.add_argument("--embedder", help="sentence-transformers model name or path")
     run.add_argument("--device", help="cpu, cuda, ... (default: automatic)")
     run.add_argument("--no-cache", action="store_true", help="do not use the judge reply cache")
     run.add_argument("--dry-run", action="store_true", help="count rows and judge calls; score nothing")
-    run.add_argument("--scheduler", help="Dask scheduler address (tcp://host:8786): score the rows on its workers "
-                     "(pip install 'nbeval[dask]'); gives up after NBEVAL_SCHEDULER_TIMEOUT seconds (default 10) "
-                     "if no scheduler answers there")
+    run.add_argument(
+        "--scheduler",
+        help="Dask scheduler address (tcp://host:8786): score the rows on its workers "
+        "(pip install 'nbeval[dask]'); gives up after NBEVAL_SCHEDULER_TIMEOUT seconds (default 10) "
+        "if no scheduler answers there",
+    )
     gate = run.add_mutually_exclusive_group()
-    gate.add_argument("--fail-on-problems", action="store_const", const=True, default=None,
-                      help="exit 1 when any problem is found: threshold breaches, unrated rows, flips, "
-                           "errored rows, models and evaluators that measured nothing (for CI)")
-    gate.add_argument("--fail-on", dest="fail_on_problems", type=_gate_kinds,
-                      metavar="KINDS",
-                      help="exit 1 only on problems of these kinds (comma-separated, from the list below); "
-                           "the others are listed but do not fail the run")
+    gate.add_argument(
+        "--fail-on-problems",
+        action="store_const",
+        const=True,
+        default=None,
+        help="exit 1 when any problem is found: threshold breaches, unrated rows, flips, "
+        "errored rows, models and evaluators that measured nothing (for CI)",
+    )
+    gate.add_argument(
+        "--fail-on",
+        dest="fail_on_problems",
+        type=_gate_kinds,
+        metavar="KINDS",
+        help="exit 1 only on problems of these kinds (comma-separated, from the list below); "
+        "the others are listed but do not fail the run",
+    )
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
-    run.set_defaults(func=_run)
+    run.set_defaults(func=run_command)
 
     comp = sub.add_parser("complete", help="ask models to answer a suite and write the completed lab")
     comp.add_argument("suite", help="test suite JSON")
-    comp.add_argument("-m", "--model", action="append", required=True,
-                      help="model name at the OpenAI-compatible endpoint (repeat for several), or hf:<path>")
+    comp.add_argument(
+        "-m",
+        "--model",
+        action="append",
+        required=True,
+        help="model name at the OpenAI-compatible endpoint (repeat for several), or hf:<path>",
+    )
     comp.add_argument("--base-url", help="endpoint base URL (else NBEVAL_JUDGE_BASE_URL / OpenAI)")
     comp.add_argument("--system-prompt", help="system message sent before every prompt")
     comp.add_argument("--concurrency", type=_positive_int, default=8, help="models asked at once (at least 1)")
@@ -362,83 +182,154 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--no-cache", action="store_true", help="do not reuse cached answers")
     comp.add_argument("--dry-run", action="store_true", help="count the calls; ask nothing")
     comp.add_argument("--no-progress", action="store_true", help="no progress bar")
-    comp.set_defaults(func=_complete)
+    comp.set_defaults(func=complete_command)
 
     pert = sub.add_parser("perturb", help="write a suite with perturbed copies of a suite's test cases")
-    pert.add_argument("suite", help="test suite, lab or dataset file (its test cases are perturbed), or `demo` "
-                                    "for the shipped demo lab (a file named demo in the current folder wins)")
-    pert.add_argument("-p", "--perturbators", required=True,
-                      help="comma-separated perturbator ids (`nbeval perturbators` lists them)")
-    pert.add_argument("--intensity", choices=("low", "medium", "high"), default="low",
-                      help="how much each perturbation changes (default: low)")
+    pert.add_argument(
+        "suite",
+        help="test suite, lab or dataset file (its test cases are perturbed), or `demo` "
+        "for the shipped demo lab (a file named demo in the current folder wins)",
+    )
+    pert.add_argument(
+        "-p", "--perturbators", required=True, help="comma-separated perturbator ids (`nbeval perturbators` lists them)"
+    )
+    pert.add_argument(
+        "--intensity",
+        choices=("low", "medium", "high"),
+        default="low",
+        help="how much each perturbation changes (default: low)",
+    )
     pert.add_argument("--seed", type=int, default=0, help="random seed; the same seed writes the same suite")
     pert.add_argument("--no-originals", action="store_true", help="write only the perturbed test cases")
     pert.add_argument("--out", default="perturbed.json", help="where to write the suite")
-    pert.set_defaults(func=_perturb)
+    pert.set_defaults(func=perturb_command)
 
     perts = sub.add_parser("perturbators", help="list the perturbators")
     perts.add_argument("--json", action="store_true", help="machine-readable output")
-    perts.set_defaults(func=_print_perturbators)
+    perts.set_defaults(func=perturbators_command)
 
     demo = sub.add_parser("demo", help="evaluate the shipped demo lab offline")
     demo.add_argument("--out", default="nbeval-demo", help="folder for the saved result and report.html")
     demo.add_argument("--no-embedding", action="store_true", help="skip embedding evaluators (faster)")
     demo.add_argument("--no-progress", action="store_true", help="no progress bar")
-    demo.add_argument("--verbose", action="store_true",
-                      help="print the full summary (every metric with its interval, each problem), not the brief one")
-    demo.set_defaults(func=_demo)
+    demo.add_argument(
+        "--verbose",
+        action="store_true",
+        help="print the full summary (every metric with its interval, each problem), not the brief one",
+    )
+    demo.set_defaults(func=demo_command)
 
-    srv = sub.add_parser("serve", help="run the evaluation service: nbeval's REST API and DB-GPT's endpoint",
-                         description="Every route but GET /health needs 'Authorization: Bearer TOKEN'. "
-                                     "API docs at /docs and /openapi.json.")
+    srv = sub.add_parser(
+        "serve",
+        help="run the evaluation service: nbeval's REST API and DB-GPT's endpoint",
+        description="Every route but GET /health needs 'Authorization: Bearer TOKEN'. "
+        "API docs at /docs and /openapi.json.",
+    )
     srv.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     srv.add_argument("--port", type=int, default=8080, help="port (default: 8080)")
-    srv.add_argument("--token", help="the bearer token clients must send (default: NBEVAL_SERVE_TOKEN, which "
-                                     "other users cannot read from the process list)")
-    srv.add_argument("--no-auth", action="store_true",
-                     help="no token at all; allowed only on a loopback --host such as 127.0.0.1")
-    srv.add_argument("--retriever", help="retriever for DB-GPT recall scenes: module:function or an entry point "
-                                         "in nbeval.retrievers, called as retriever(query, top_k)")
-    srv.add_argument("--documents", help="a document's chunks for DB-GPT recall scenes (the texts answers carry as "
-                                         "contexts): module:function or an entry point in nbeval.documents, "
-                                         "called as documents(doc_name)")
-    srv.add_argument("--app", help="application for DB-GPT app scenes: module:function or an entry point in "
-                                   "nbeval.apps, called as app(query)")
-    srv.add_argument("--app-base-url", help="or: the application's OpenAI-compatible endpoint "
-                                            "(key: NBEVAL_APP_API_KEY)")
+    srv.add_argument(
+        "--token",
+        help="the bearer token clients must send (default: NBEVAL_SERVE_TOKEN, which "
+        "other users cannot read from the process list)",
+    )
+    srv.add_argument(
+        "--no-auth", action="store_true", help="no token at all; allowed only on a loopback --host such as 127.0.0.1"
+    )
+    srv.add_argument(
+        "--retriever",
+        help="retriever for DB-GPT recall scenes: module:function or an entry point "
+        "in nbeval.retrievers, called as retriever(query, top_k)",
+    )
+    srv.add_argument(
+        "--documents",
+        help="a document's chunks for DB-GPT recall scenes (the texts answers carry as "
+        "contexts): module:function or an entry point in nbeval.documents, "
+        "called as documents(doc_name)",
+    )
+    srv.add_argument(
+        "--app",
+        help="application for DB-GPT app scenes: module:function or an entry point in "
+        "nbeval.apps, called as app(query)",
+    )
+    srv.add_argument(
+        "--app-base-url", help="or: the application's OpenAI-compatible endpoint (key: NBEVAL_APP_API_KEY)"
+    )
     srv.add_argument("--app-model", help="model name at --app-base-url (a request's context.model overrides it)")
     srv.add_argument("--judge", help="judge model name for judge evaluators (OpenAI-compatible endpoint)")
     srv.add_argument("--judge-base-url", help="base URL of the judge's endpoint (default: NBEVAL_JUDGE_BASE_URL)")
-    srv.add_argument("--max-body-bytes", type=_positive_int, default=16 * 2**20,
-                     help="larger request bodies are refused with 413 (default: 16 MiB)")
+    srv.add_argument(
+        "--max-body-bytes",
+        type=_positive_int,
+        default=16 * 2**20,
+        help="larger request bodies are refused with 413 (default: 16 MiB)",
+    )
     srv.add_argument("--workers", type=_positive_int, default=2, help="evaluations run at once (default: 2)")
-    srv.add_argument("--data-dir", help="where jobs and their results are kept across restarts "
-                                        "(default: ~/.cache/nbeval/serve)")
+    srv.add_argument(
+        "--data-dir", help="where jobs and their results are kept across restarts (default: ~/.cache/nbeval/serve)"
+    )
     srv.add_argument("--keep-jobs", type=_positive_int, default=200, help="finished jobs kept (default: 200)")
-    srv.add_argument("--keep-bytes", type=_positive_int, default=2**30,
-                     help="bytes of finished results kept; the oldest go first (default: 1 GiB)")
-    srv.add_argument("--max-scores", type=_positive_int, default=100_000,
-                     help="the most scores (rows x evaluators) one request may ask for (default: 100000)")
-    srv.add_argument("--max-judge-tokens", type=_positive_int, default=4096,
-                     help="the most judge_params.max_tokens a request may ask for (default: 4096)")
-    srv.add_argument("--allow-models", action="store_true",
-                     help="let requests use evaluators that load a local model (downloaded if not cached)")
-    srv.add_argument("--max-queued", type=_positive_int, default=64,
-                     help="evaluations that may wait for a worker; past them a request gets 503 with Retry-After "
-                          "(default: 64; waiting requests are kept on disk, under --data-dir)")
-    srv.add_argument("--limit-concurrency", type=_positive_int, default=200,
-                     help="connections held at most (fewer if ulimit -n is low): a new one pushes out those "
-                          "waiting longest for a request head, or gets 503 when all are busy (default: 200)")
-    srv.add_argument("--timeout-keep-alive", type=_positive_int, default=5,
-                     help="seconds an idle keep-alive connection stays open (default: 5)")
-    srv.add_argument("--header-timeout", type=_positive_int, default=10,
-                     help="seconds a client has to send a whole request head (default: 10)")
-    srv.add_argument("--body-timeout", type=_positive_int, default=60,
-                     help="seconds a client has, from its request head, to send the whole body; then 408 "
-                          "(default: 60)")
-    srv.add_argument("--max-header-bytes", type=_positive_int, default=64 * 1024,
-                     help="the largest request head accepted (default: 64 KiB)")
-    srv.set_defaults(func=_serve)
+    srv.add_argument(
+        "--keep-bytes",
+        type=_positive_int,
+        default=2**30,
+        help="bytes of finished results kept; the oldest go first (default: 1 GiB)",
+    )
+    srv.add_argument(
+        "--max-scores",
+        type=_positive_int,
+        default=100_000,
+        help="the most scores (rows x evaluators) one request may ask for (default: 100000)",
+    )
+    srv.add_argument(
+        "--max-judge-tokens",
+        type=_positive_int,
+        default=4096,
+        help="the most judge_params.max_tokens a request may ask for (default: 4096)",
+    )
+    srv.add_argument(
+        "--allow-models",
+        action="store_true",
+        help="let requests use evaluators that load a local model (downloaded if not cached)",
+    )
+    srv.add_argument(
+        "--max-queued",
+        type=_positive_int,
+        default=64,
+        help="evaluations that may wait for a worker; past them a request gets 503 with Retry-After "
+        "(default: 64; waiting requests are kept on disk, under --data-dir)",
+    )
+    srv.add_argument(
+        "--limit-concurrency",
+        type=_positive_int,
+        default=200,
+        help="connections held at most (fewer if ulimit -n is low): a new one pushes out those "
+        "waiting longest for a request head, or gets 503 when all are busy (default: 200)",
+    )
+    srv.add_argument(
+        "--timeout-keep-alive",
+        type=_positive_int,
+        default=5,
+        help="seconds an idle keep-alive connection stays open (default: 5)",
+    )
+    srv.add_argument(
+        "--header-timeout",
+        type=_positive_int,
+        default=10,
+        help="seconds a client has to send a whole request head (default: 10)",
+    )
+    srv.add_argument(
+        "--body-timeout",
+        type=_positive_int,
+        default=60,
+        help="seconds a client has, from its request head, to send the whole body; then 408 (default: 60)",
+    )
+    srv.add_argument(
+        "--max-header-bytes",
+        type=_positive_int,
+        default=64 * 1024,
+        help="the largest request head accepted (default: 64 KiB)",
+    )
+    srv.set_defaults(func=serve_command)
     return p
 
 
@@ -453,9 +344,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"nbeval: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:  # Ctrl-C: one line, no traceback; replies already received stay cached
-        saved = f"{exc.note}; " if isinstance(exc, _Interrupted) else ""
-        print(f"nbeval: interrupted; {saved}judge replies received so far are cached, run again to resume",
-              file=sys.stderr)
+        saved = f"{exc.note}; " if isinstance(exc, SavedInterrupt) else ""
+        print(
+            f"nbeval: interrupted; {saved}judge replies received so far are cached, run again to resume",
+            file=sys.stderr,
+        )
         return 130
 
 

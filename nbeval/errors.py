@@ -33,8 +33,9 @@ class NbevalError(Exception):
 class DataError(NbevalError, ValueError):
     """Input data is malformed. Names the file, the row and the field where known."""
 
-    def __init__(self, message: str, *, source: str | None = None, row: int | str | None = None,
-                 field: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, source: str | None = None, row: int | str | None = None, field: str | None = None
+    ) -> None:
         self.source = source
         self.row = row
         self.field = field

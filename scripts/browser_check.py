@@ -39,18 +39,29 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 #: Text that must never appear in an output area once the notebook has run.
-BAD_TEXT = ("Loading widget", "Error displaying widget", "JavaScript Error", "Error loading script",
-            "renderer has not been properly enabled", "Javascript Error")
+BAD_TEXT = (
+    "Loading widget",
+    "Error displaying widget",
+    "JavaScript Error",
+    "Error loading script",
+    "renderer has not been properly enabled",
+    "Javascript Error",
+)
 
 # JupyterLab settings for the check: nothing saved back, no news or update checks (they fetch
 # from the internet), and every cell attached to the DOM so it can be inspected and photographed.
 SETTINGS = {
     "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
-    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false",
-                                                                       "checkForUpdates": False},
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false", "checkForUpdates": False},
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
 }
 
@@ -166,19 +177,35 @@ def jupyterlab(log_path: Path) -> Iterator[str]:
     with tempfile.TemporaryDirectory(prefix="nbeval-browser-") as tmp:
         tmp_path = Path(tmp)
         write_settings(tmp_path / "user-settings")
-        env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
-               "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "IPYTHONDIR": str(tmp_path / "ipython"),
-               "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
-        cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser",
-               "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-               "--IdentityProvider.token=", f"--ServerApp.root_dir={ROOT}",
-               "--LabApp.expose_app_in_browser=True",
-               f"--LabApp.user_settings_dir={tmp_path / 'user-settings'}",
-               f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}",
-               # JupyterLab checkpoints a notebook when it opens it: keep those out of the repository
-               f"--FileCheckpoints.checkpoint_dir={tmp_path / 'checkpoints'}",
-               "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-               "--LabApp.extension_manager=readonly"]
+        env = {
+            **os.environ,
+            "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+            "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+            "IPYTHONDIR": str(tmp_path / "ipython"),
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "PYTHONUNBUFFERED": "1",
+        }
+        cmd = [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "lab",
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={port}",
+            "--ServerApp.port_retries=0",
+            "--IdentityProvider.token=",
+            f"--ServerApp.root_dir={ROOT}",
+            "--LabApp.expose_app_in_browser=True",
+            f"--LabApp.user_settings_dir={tmp_path / 'user-settings'}",
+            f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}",
+            # JupyterLab checkpoints a notebook when it opens it: keep those out of the repository
+            f"--FileCheckpoints.checkpoint_dir={tmp_path / 'checkpoints'}",
+            "--LabApp.news_url=",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            "--LabApp.extension_manager=readonly",
+        ]
         if hasattr(os, "geteuid") and os.geteuid() == 0:  # CI containers often run as root
             cmd.append("--allow-root")
         with log_path.open("w", encoding="utf-8") as log:
@@ -220,8 +247,7 @@ def check_cells(cells: list[dict[str, Any]]) -> list[str]:
         if c["executionCount"] is None:
             problems.append(f"{where}: did not run")
         if c["renderedViews"] < c["widgetViews"]:
-            problems.append(f"{where}: {c['widgetViews']} widget view(s) in the output, "
-                            f"{c['renderedViews']} rendered")
+            problems.append(f"{where}: {c['widgetViews']} widget view(s) in the output, {c['renderedViews']} rendered")
         if "chart" in c["tags"] and c["charts"] == 0:
             problems.append(f"{where}: tagged 'chart' but no Vega chart was drawn")
     return problems
@@ -335,8 +361,11 @@ def main(argv: list[str] | None = None) -> int:
                     blocked.clear()
                 reports.append(report)
                 status = "ok" if not report["problems"] else "FAILED"
-                print(f"{status:<6} {rel}  {report['seconds']:>5.1f} s  {report.get('charts', 0)} charts, "
-                      f"{report.get('widget_views', 0)} widget views  -> {report['screenshot']}", flush=True)
+                print(
+                    f"{status:<6} {rel}  {report['seconds']:>5.1f} s  {report.get('charts', 0)} charts, "
+                    f"{report.get('widget_views', 0)} widget views  -> {report['screenshot']}",
+                    flush=True,
+                )
                 for problem in report["problems"]:
                     print(f"         {problem}", flush=True)
             browser.close()
@@ -349,8 +378,10 @@ def main(argv: list[str] | None = None) -> int:
             reports.append({"notebook": str(path), "problems": ["modified on disk"]})
     (out / "report.json").write_text(json.dumps(reports, indent=2), encoding="utf-8")
     failed = [r["notebook"] for r in reports if r["problems"]]
-    print(f"{len(reports) - len(failed)} of {len(reports)} notebooks passed in {time.perf_counter() - started:.0f} s; "
-          f"screenshots and report.json in {out}")
+    print(
+        f"{len(reports) - len(failed)} of {len(reports)} notebooks passed in {time.perf_counter() - started:.0f} s; "
+        f"screenshots and report.json in {out}"
+    )
     return 1 if failed else 0
 
 

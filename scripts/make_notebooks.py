@@ -92,7 +92,7 @@ def _parse_header(rest: str, where: str) -> tuple[str, str | None, dict[str, Any
         if match["kind"] not in _KINDS:
             raise PercentFormatError(f"{where}: unknown cell type [{match['kind']}] (use [markdown] or none)")
         kind = _KINDS[match["kind"]]
-        rest = rest[match.end():]
+        rest = rest[match.end() :]
     decoder = json.JSONDecoder()
     cell_id: str | None = None
     metadata: dict[str, Any] = {}
@@ -212,7 +212,7 @@ def build(cells: list[Cell], origin: str = "<cells>") -> nbformat.NotebookNode:
     nb.metadata = nbformat.from_dict(METADATA)
     for i, cell in enumerate(cells):
         if not cell.id:
-            raise PercentFormatError(f"{origin}: cell {i} has no id (add id=\"...\" after {MARKER!r})")
+            raise PercentFormatError(f'{origin}: cell {i} has no id (add id="..." after {MARKER!r})')
         if cell.id in seen:
             raise PercentFormatError(f"{origin}: cell id {cell.id!r} is used twice")
         seen.add(cell.id)
@@ -259,18 +259,22 @@ def run(nb: nbformat.NotebookNode, name: str) -> None:
     from nbclient import NotebookClient
 
     started = time.perf_counter()
-    NotebookClient(nb, timeout=300, kernel_name="python3",
-                   resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
     print(f"  ran {name} in {time.perf_counter() - started:.1f} s")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-run", action="store_true", help="write the notebooks with every output cleared")
-    parser.add_argument("--out", type=Path, default=NOTEBOOKS,
-                        help="folder to write into (default: notebooks/; runs still start in notebooks/)")
-    parser.add_argument("names", nargs="*",
-                        help="only these notebooks (01_quickstart, 01_quickstart.ipynb or its source path)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=NOTEBOOKS,
+        help="folder to write into (default: notebooks/; runs still start in notebooks/)",
+    )
+    parser.add_argument(
+        "names", nargs="*", help="only these notebooks (01_quickstart, 01_quickstart.ipynb or its source path)"
+    )
     args = parser.parse_args(argv)
     wanted = {f"{Path(name).stem}.ipynb" for name in args.names}
     if unknown := sorted(wanted - set(SOURCES)):

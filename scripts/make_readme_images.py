@@ -37,8 +37,10 @@ def demo_results() -> tuple[Any, Any]:
     from nbeval.demo import demo_lab
 
     lab = demo_lab()
-    return (nbeval.evaluate(lab, EVALUATORS, progress=False, cache=False),
-            nbeval.evaluate(lab, EVALUATORS[:2], progress=False, cache=False))
+    return (
+        nbeval.evaluate(lab, EVALUATORS, progress=False, cache=False),
+        nbeval.evaluate(lab, EVALUATORS[:2], progress=False, cache=False),
+    )
 
 
 def pictures(results: tuple[Any, Any]) -> dict[str, tuple[str, Any]]:
@@ -50,8 +52,10 @@ def pictures(results: tuple[Any, Any]) -> dict[str, tuple[str, Any]]:
     return {
         "leaderboard": ("chart", leaderboard_chart(result, "rouge")),
         "heatmap": ("chart", heatmap(result, "text_matching")),
-        "case_explorer": ("case", (heatmap(small, "rouge", focus=(CASE, MODEL)),
-                                   case_html(small, CASE, highlight=MODEL))),
+        "case_explorer": (
+            "case",
+            (heatmap(small, "rouge", focus=(CASE, MODEL)), case_html(small, CASE, highlight=MODEL)),
+        ),
     }
 
 
@@ -65,8 +69,10 @@ def source_text(kind: str, source: Any) -> str:
 
 def sources(results: tuple[Any, Any]) -> dict[str, str]:
     """Each picture's name → the SHA-256 of its source text."""
-    return {name: hashlib.sha256(source_text(kind, src).encode()).hexdigest()
-            for name, (kind, src) in pictures(results).items()}
+    return {
+        name: hashlib.sha256(source_text(kind, src).encode()).hexdigest()
+        for name, (kind, src) in pictures(results).items()
+    }
 
 
 def _draw_case(chart: Any, html: str, out: Path) -> None:
@@ -74,8 +80,10 @@ def _draw_case(chart: Any, html: str, out: Path) -> None:
     from playwright.sync_api import sync_playwright
 
     svg = vlc.vegalite_to_svg(chart.to_dict())
-    page_html = ('<!doctype html><meta charset="utf-8"><body style="margin:16px;font-family:sans-serif;'
-                 f'width:936px">{svg}{html}</body>')
+    page_html = (
+        '<!doctype html><meta charset="utf-8"><body style="margin:16px;font-family:sans-serif;'
+        f'width:936px">{svg}{html}</body>'
+    )
     with tempfile.TemporaryDirectory() as tmp:
         page_file = Path(tmp) / "case.html"
         page_file.write_text(page_html, encoding="utf-8")

@@ -65,8 +65,14 @@ def _static_svg(chart: alt.TopLevelMixin) -> str:
     return vlc.vegalite_to_svg(chart.to_dict())
 
 
-def result_mimebundle(result: EvaluationResult, include: Any = None, exclude: Any = None, *,
-                      static_chart: bool = True, widget: bool | None = None) -> dict[str, Any]:
+def result_mimebundle(
+    result: EvaluationResult,
+    include: Any = None,
+    exclude: Any = None,
+    *,
+    static_chart: bool = True,
+    widget: bool | None = None,
+) -> dict[str, Any]:
     """The MIME bundle of a result: ``text/plain`` (always), ``text/html`` and, in a kernel, a
     widget view. ``static_chart`` embeds the leaderboard as SVG in the HTML; ``widget`` forces the
     widget view on or off (default: on inside a kernel). Never raises for a chart problem: the

@@ -9,8 +9,8 @@ import traitlets
 
 from nbeval.results import EvaluationResult
 from nbeval.widgets.case_view import MAX_CHARS, case_html, case_rows
-from nbeval.widgets.charts import CASE_FOCUS, CASE_SELECTION, MODEL_FOCUS, heatmap
 from nbeval.widgets.common import reports_errors, status_html
+from nbeval.widgets.heatmaps import CASE_FOCUS, CASE_SELECTION, MODEL_FOCUS, heatmap
 from nbeval.widgets.labelling import VerdictLabeller
 
 __all__ = ["CaseExplorer"]
@@ -36,18 +36,27 @@ class CaseExplorer(w.VBox):
     key = traitlets.Unicode("", help="the test case shown")
     model_key = traitlets.Unicode("", help="the model highlighted ('' for none)")
 
-    def __init__(self, result: EvaluationResult | None = None, *, show_heatmap: bool = True,
-                 max_chars: int = MAX_CHARS, labelling: bool = True, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        result: EvaluationResult | None = None,
+        *,
+        show_heatmap: bool = True,
+        max_chars: int = MAX_CHARS,
+        labelling: bool = True,
+        **kwargs: Any,
+    ) -> None:
         from nbeval.widgets.display import jupyter_chart
 
         self.max_chars = max_chars
         """How many characters of each text (answer, rationale, prompt, ...) a case shows."""
         self.evaluator_choice = w.Dropdown(description="Heatmap", options=[])
         self.case_choice = w.Dropdown(description="Case", options=[], layout=w.Layout(width="560px"))
-        self.previous_button = w.Button(description="Previous", icon="arrow-left", tooltip="the case before",
-                                        layout=w.Layout(width="110px"))
-        self.next_button = w.Button(description="Next", icon="arrow-right", tooltip="the case after",
-                                    layout=w.Layout(width="110px"))
+        self.previous_button = w.Button(
+            description="Previous", icon="arrow-left", tooltip="the case before", layout=w.Layout(width="110px")
+        )
+        self.next_button = w.Button(
+            description="Next", icon="arrow-right", tooltip="the case after", layout=w.Layout(width="110px")
+        )
         self.position = w.Label()
         self.chart = jupyter_chart(None) if show_heatmap else None
         self.detail = w.HTML(status_html("no result yet: run an evaluation"))
@@ -118,8 +127,9 @@ class CaseExplorer(w.VBox):
         chart = heatmap(self.result, evaluator, focus=self._focus()) if self.result is not None and evaluator else None
         self.chart.chart = chart
         spec = self.chart.spec or {}
-        self._heatmap_keys = {str(r["key"]) for rows in spec.get("datasets", {}).values() for r in rows
-                              if "key" in r and "model_key" in r}
+        self._heatmap_keys = {
+            str(r["key"]) for rows in spec.get("datasets", {}).values() for r in rows if "key" in r and "model_key" in r
+        }
         # A new chart brings new Selections and Params objects: observe the current ones.
         if hasattr(self.chart.selections, CASE_SELECTION):
             self.chart.selections.observe(self._on_click, names=[CASE_SELECTION])
@@ -194,5 +204,6 @@ class CaseExplorer(w.VBox):
         if self.result is None or not self.key:
             self.detail.value = status_html("no result yet: run an evaluation" if self.result is None else "no case")
             return
-        self.detail.value = case_html(self.result, self.key, self.model_key or None, max_chars=self.max_chars,
-                                      rows=self._rows)
+        self.detail.value = case_html(
+            self.result, self.key, self.model_key or None, max_chars=self.max_chars, rows=self._rows
+        )

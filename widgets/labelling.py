@@ -93,8 +93,9 @@ def evaluators_with_verdicts(result: EvaluationResult) -> list[str]:
     out = []
     for ev in result.evaluators:
         rows = _primary_rows(result, ev)
-        if rows["passed"].notna().any() or any(_verdict(None, lab) is not None
-                                               for lab in rows["label"].dropna().unique()):
+        if rows["passed"].notna().any() or any(
+            _verdict(None, lab) is not None for lab in rows["label"].dropna().unique()
+        ):
             out.append(ev)
     return out
 
@@ -105,16 +106,26 @@ class _VerdictRow(w.HBox):
     def __init__(self, verdict: Verdict, model_name: str, choices: list[str]) -> None:
         self.verdict = verdict
         self.info = w.HTML(layout=w.Layout(width="420px"))
-        self.agree_button = w.Button(description="Agree", icon="check", layout=w.Layout(width="90px"),
-                                     disabled=verdict.verdict is None,
-                                     tooltip="record the judge's verdict as the human label")
-        self.disagree_button = w.Button(description="Disagree", icon="times", layout=w.Layout(width="100px"),
-                                        disabled=verdict.verdict not in _OPPOSITE,
-                                        tooltip="record the opposite of a pass/fail verdict")
-        self.label_choice = w.Dropdown(options=choices, value=verdict.human if verdict.human in choices else None,
-                                       layout=w.Layout(width="130px"))
-        self.set_button = w.Button(description="Set", layout=w.Layout(width="60px"),
-                                   tooltip="record the label picked on the left")
+        self.agree_button = w.Button(
+            description="Agree",
+            icon="check",
+            layout=w.Layout(width="90px"),
+            disabled=verdict.verdict is None,
+            tooltip="record the judge's verdict as the human label",
+        )
+        self.disagree_button = w.Button(
+            description="Disagree",
+            icon="times",
+            layout=w.Layout(width="100px"),
+            disabled=verdict.verdict not in _OPPOSITE,
+            tooltip="record the opposite of a pass/fail verdict",
+        )
+        self.label_choice = w.Dropdown(
+            options=choices, value=verdict.human if verdict.human in choices else None, layout=w.Layout(width="130px")
+        )
+        self.set_button = w.Button(
+            description="Set", layout=w.Layout(width="60px"), tooltip="record the label picked on the left"
+        )
         self.info.value = self._info_html(model_name)
         super().__init__([self.info, self.agree_button, self.disagree_button, self.label_choice, self.set_button])
 
@@ -126,8 +137,7 @@ class _VerdictRow(w.HBox):
         else:
             mark = "" if v.verdict is None else (" ✓" if v.human == v.verdict else " ✗")
             human = f"<b>{esc(v.human)}</b>{mark}"
-        return (f"<div><b>{esc(model_name)}</b>: judge <code>{verdict}</code>"
-                f" · human {human}</div>")
+        return f"<div><b>{esc(model_name)}</b>: judge <code>{verdict}</code> · human {human}</div>"
 
 
 class VerdictLabeller(w.VBox):
@@ -148,8 +158,10 @@ class VerdictLabeller(w.VBox):
         self.message = w.HTML()
         self.output = w.Output()
         self._busy = False
-        hint = w.HTML(f'<div style="{_MUTED}">Your verdict on each answer: agree or disagree with the '
-                      "judge, or pick a label and press Set (result.labels).</div>")
+        hint = w.HTML(
+            f'<div style="{_MUTED}">Your verdict on each answer: agree or disagree with the '
+            "judge, or pick a label and press Set (result.labels).</div>"
+        )
         super().__init__([hint, self.evaluator_choice, self.box, self.message, self.output], **kwargs)
         self.layout.display = "none"  # hidden until a result with verdicts is shown
         self.evaluator_choice.observe(self._on_evaluator, names=["value"])
@@ -186,8 +198,10 @@ class VerdictLabeller(w.VBox):
 
         names = model_names(self.result)
         choices = label_choices(self.result, evaluator)
-        self.rows = [_VerdictRow(v, names.get(v.model_key, v.model_key), choices)
-                     for v in judge_verdicts(self.result, self.key, evaluator)]
+        self.rows = [
+            _VerdictRow(v, names.get(v.model_key, v.model_key), choices)
+            for v in judge_verdicts(self.result, self.key, evaluator)
+        ]
         for row in self.rows:
             row.agree_button.on_click(lambda _b, r=row: self._record(r, r.verdict.verdict))
             row.disagree_button.on_click(lambda _b, r=row: self._record(r, _OPPOSITE.get(r.verdict.verdict or "")))
@@ -200,7 +214,11 @@ class VerdictLabeller(w.VBox):
             self.message.value = status_html("pick a label first", "error")
             return
         evaluator = self.evaluator_choice.value
-        self.result.set_labels(pd.DataFrame([{"key": self.key, "model_key": row.verdict.model_key,
-                                              "evaluator": evaluator, "label": label}], columns=LABEL_COLUMNS))
+        self.result.set_labels(
+            pd.DataFrame(
+                [{"key": self.key, "model_key": row.verdict.model_key, "evaluator": evaluator, "label": label}],
+                columns=LABEL_COLUMNS,
+            )
+        )
         self.message.value = status_html(f"labelled {row.verdict.model_key} on {self.key} ({evaluator}): {label}", "ok")
         self._draw()

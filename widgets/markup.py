@@ -42,8 +42,10 @@ def table(header: Sequence[str], rows: Iterable[Sequence[str]], *, raw: bool = F
     """An HTML table. Cells are escaped unless ``raw`` (then they must already be safe HTML)."""
     cell = (lambda c: c) if raw else esc
     head = "".join(f'<th style="text-align:left;padding:2px 8px">{esc(h)}</th>' for h in header)
-    body = "".join("<tr>" + "".join(f'<td style="vertical-align:top;padding:2px 8px">{cell(c)}</td>' for c in r)
-                   + "</tr>" for r in rows)
+    body = "".join(
+        "<tr>" + "".join(f'<td style="vertical-align:top;padding:2px 8px">{cell(c)}</td>' for c in r) + "</tr>"
+        for r in rows
+    )
     return f'<table style="border-collapse:collapse"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
@@ -68,9 +70,12 @@ def summary_html(result: EvaluationResult, *, max_problems: int = 5) -> str:
     """A compact summary: counts, each model's primary metrics (value and n/N), the top problems."""
     models, evaluators = result.model_keys, result.evaluators
     problems = result.problems
-    facts = [f"{len(models)} model{'s' * (len(models) != 1)}",
-             f"{len(evaluators)} evaluator{'s' * (len(evaluators) != 1)}",
-             f"{len(result.scores):,} scores", f"{len(problems)} problem{'s' * (len(problems) != 1)}"]
+    facts = [
+        f"{len(models)} model{'s' * (len(models) != 1)}",
+        f"{len(evaluators)} evaluator{'s' * (len(evaluators) != 1)}",
+        f"{len(result.scores):,} scores",
+        f"{len(problems)} problem{'s' * (len(problems) != 1)}",
+    ]
     if result.meta.get("cancelled"):
         facts.append("cancelled before the end")
     parts = [f"<div><b>nbeval result</b>: {esc(', '.join(facts))}</div>"]
@@ -93,5 +98,5 @@ def summary_html(result: EvaluationResult, *, max_problems: int = 5) -> str:
         items = "".join(f"<li>{esc(m)}</li>" for m in problems["message"].head(max_problems))
         more = len(problems) - max_problems
         tail = f'<li style="{_MUTED}">… and {more} more (result.problems)</li>' if more > 0 else ""
-        parts.append(f"<div>Problems:</div><ul style=\"margin-top:0\">{items}{tail}</ul>")
+        parts.append(f'<div>Problems:</div><ul style="margin-top:0">{items}{tail}</ul>')
     return '<div class="nbeval-summary">' + "".join(parts) + "</div>"

@@ -81,20 +81,27 @@ class EvaluatorRow(w.VBox):
     def __init__(self, spec: EvaluatorSpec) -> None:
         self.spec = spec
         self.checkbox = w.Checkbox(description=spec.id, indent=False, layout=w.Layout(width="auto"))
-        metrics = ", ".join(f"{m.name}{' (primary)' if m is spec.primary else ''}: {m.direction} is better"
-                            for m in spec.metrics)
+        metrics = ", ".join(
+            f"{m.name}{' (primary)' if m is spec.primary else ''}: {m.direction} is better" for m in spec.metrics
+        )
         inputs = ", ".join(spec.inputs) or "nothing"
         optional = f" (optional: {', '.join(spec.optional_inputs)})" if spec.optional_inputs else ""
         description = spec.description if len(spec.description) <= 240 else spec.description[:240] + "…"
-        self.info = w.HTML(f'<div style="font-size:90%;color:#444;margin-left:24px">{esc(description)}<br>'
-                           f"<b>reads</b> {esc(inputs + optional)} · <b>reports</b> {esc(metrics)}</div>")
+        self.info = w.HTML(
+            f'<div style="font-size:90%;color:#444;margin-left:24px">{esc(description)}<br>'
+            f"<b>reads</b> {esc(inputs + optional)} · <b>reports</b> {esc(metrics)}</div>"
+        )
         self.reason = w.HTML()
         default = spec.primary.threshold
-        self.threshold = w.Text(description="threshold", placeholder="" if default is None else f"{default:g}",
-                                layout=w.Layout(width="220px"))
+        self.threshold = w.Text(
+            description="threshold",
+            placeholder="" if default is None else f"{default:g}",
+            layout=w.Layout(width="220px"),
+        )
         self.params = {p.name: _param_widget(p) for p in spec.params.declared if p.name not in COMMON_PARAMS}
-        self.settings = w.VBox([self.threshold, *self.params.values()],
-                               layout=w.Layout(margin="0 0 0 24px", display="none"))
+        self.settings = w.VBox(
+            [self.threshold, *self.params.values()], layout=w.Layout(margin="0 0 0 24px", display="none")
+        )
         super().__init__([self.checkbox, self.info, self.reason, self.settings])
         self.checkbox.observe(self._toggle, names=["value"])
 
@@ -139,8 +146,10 @@ class FamilySections(w.VBox):
     def __init__(self, families: list[str], groups: list[w.VBox]) -> None:
         self.families = list(families)
         self.groups = list(groups)
-        self.sections = [w.Accordion(children=[g], titles=(f"{f} ({len(g.children)})",))
-                         for f, g in zip(families, groups, strict=True)]
+        self.sections = [
+            w.Accordion(children=[g], titles=(f"{f} ({len(g.children)})",))
+            for f, g in zip(families, groups, strict=True)
+        ]
         super().__init__(self.sections)
 
     @property
@@ -185,8 +194,10 @@ class EvaluatorPicker(w.VBox):
         self.message = w.HTML()
         self.output = w.Output()
         specs = list(catalogue().values())
-        families = sorted({s.family for s in specs},
-                          key=lambda f: (FAMILY_ORDER.index(f) if f in FAMILY_ORDER else len(FAMILY_ORDER), f))
+        families = sorted(
+            {s.family for s in specs},
+            key=lambda f: (FAMILY_ORDER.index(f) if f in FAMILY_ORDER else len(FAMILY_ORDER), f),
+        )
         self.rows: dict[str, EvaluatorRow] = {}
         groups = []
         for family in families:
@@ -227,8 +238,11 @@ class EvaluatorPicker(w.VBox):
                 if name == "threshold":
                     row.threshold.value = f"{value:g}"
                 else:
-                    row.params[name].value = value if not isinstance(row.params[name], w.Text) or \
-                        isinstance(value, str) else json.dumps(value)
+                    row.params[name].value = (
+                        value
+                        if not isinstance(row.params[name], w.Text) or isinstance(value, str)
+                        else json.dumps(value)
+                    )
             row.checkbox.value = True
 
     def _update(self) -> None:

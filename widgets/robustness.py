@@ -15,7 +15,7 @@ import altair as alt
 import pandas as pd
 
 from nbeval.results.robustness import UNKNOWN
-from nbeval.widgets.charts import MAX_PLOT_WIDTH
+from nbeval.widgets.chart_parts import MAX_PLOT_WIDTH
 from nbeval.widgets.tables import model_names
 
 if TYPE_CHECKING:
@@ -33,8 +33,7 @@ def _perturbation(perturbator: str, intensity: str) -> str:
     return perturbator if intensity == UNKNOWN else f"{perturbator} · {intensity}"
 
 
-def robustness_table(result: EvaluationResult, evaluator: str | None = None,
-                     metric: str | None = None) -> pd.DataFrame:
+def robustness_table(result: EvaluationResult, evaluator: str | None = None, metric: str | None = None) -> pd.DataFrame:
     """:meth:`~nbeval.results.EvaluationResult.robustness` with display columns: ``model``
     (readable name), ``perturbation`` (``perturbator · intensity``), ``measure``
     (``evaluator.metric``), ``order`` (column order) and ``text`` (the cell's label)."""
@@ -44,16 +43,19 @@ def robustness_table(result: EvaluationResult, evaluator: str | None = None,
     df["perturbation"] = [_perturbation(p, i) for p, i in zip(df["perturbator"], df["intensity"], strict=True)]
     df["measure"] = df["evaluator"].astype(str) + "." + df["metric"].astype(str)
     rank = {name: i for i, name in enumerate(INTENSITY_ORDER)}
-    ordered = sorted(set(zip(df["perturbator"], df["intensity"], strict=True)),
-                     key=lambda pi: (pi[0] == UNKNOWN, pi[0], rank.get(pi[1], len(rank)), pi[1]))
+    ordered = sorted(
+        set(zip(df["perturbator"], df["intensity"], strict=True)),
+        key=lambda pi: (pi[0] == UNKNOWN, pi[0], rank.get(pi[1], len(rank)), pi[1]),
+    )
     order = {_perturbation(p, i): n for n, (p, i) in enumerate(ordered)}
     df["order"] = [order[p] for p in df["perturbation"]]
     df["text"] = [f"{r:.0%} ({f}/{n})" for r, f, n in zip(df["flip_rate"], df["flips"], df["n"], strict=True)]
     return df
 
 
-def robustness_chart(result: EvaluationResult, evaluator: str | None = None,
-                     metric: str | None = None) -> alt.FacetChart:
+def robustness_chart(
+    result: EvaluationResult, evaluator: str | None = None, metric: str | None = None
+) -> alt.FacetChart:
     """Flip rate per model (rows) × perturbator and intensity (columns), one panel per evaluator
     and metric (default: every evaluator's primary metric; ``evaluator=`` keeps one).
 
@@ -66,35 +68,65 @@ def robustness_chart(result: EvaluationResult, evaluator: str | None = None,
     df = robustness_table(result, evaluator, metric)
     models = [m for m in model_names(result).values() if m in set(df["model"])]
     selection = alt.selection_point(name=ROBUSTNESS_SELECTION, fields=["model_key", "perturbation"])
-    x = alt.X("perturbation:N", sort=alt.EncodingSortField(field="order", op="min"), title="perturbation",
-              axis=alt.Axis(labelAngle=-30, labelLimit=200))
+    x = alt.X(
+        "perturbation:N",
+        sort=alt.EncodingSortField(field="order", op="min"),
+        title="perturbation",
+        axis=alt.Axis(labelAngle=-30, labelLimit=200),
+    )
     y = alt.Y("model:N", sort=models, title="model", axis=alt.Axis(labelLimit=200))
-    tooltip = [alt.Tooltip("model:N"), alt.Tooltip("perturbator:N"), alt.Tooltip("intensity:N"),
-               alt.Tooltip("measure:N", title="evaluator.metric"), alt.Tooltip("n:Q", title="pairs (n)"),
-               alt.Tooltip("flips:Q"), alt.Tooltip("flips_down:Q", title="flips down (pass → fail)"),
-               alt.Tooltip("flip_rate:Q", title="flip rate", format=".0%"),
-               alt.Tooltip("mean_delta:Q", title="mean change (negative is worse)", format="+.3f")]
-    rect = alt.Chart().mark_rect(stroke="#ffffff", strokeWidth=1).encode(
-        x=x, y=y, tooltip=tooltip,
-        color=alt.Color("flip_rate:Q", title="flip rate", scale=alt.Scale(scheme="orangered", domain=[0, 1]),
-                        legend=alt.Legend(format=".0%")),
-        opacity=alt.when(selection).then(alt.value(1.0)).otherwise(alt.value(0.35)),
-    ).add_params(selection)
-    text = alt.Chart().mark_text(fontSize=10).encode(
-        x=x, y=y, text="text:N", tooltip=tooltip,
-        color=alt.when(alt.datum.flip_rate > 0.6).then(alt.value("#ffffff")).otherwise(alt.value("#222222")))
+    tooltip = [
+        alt.Tooltip("model:N"),
+        alt.Tooltip("perturbator:N"),
+        alt.Tooltip("intensity:N"),
+        alt.Tooltip("measure:N", title="evaluator.metric"),
+        alt.Tooltip("n:Q", title="pairs (n)"),
+        alt.Tooltip("flips:Q"),
+        alt.Tooltip("flips_down:Q", title="flips down (pass → fail)"),
+        alt.Tooltip("flip_rate:Q", title="flip rate", format=".0%"),
+        alt.Tooltip("mean_delta:Q", title="mean change (negative is worse)", format="+.3f"),
+    ]
+    rect = (
+        alt.Chart()
+        .mark_rect(stroke="#ffffff", strokeWidth=1)
+        .encode(
+            x=x,
+            y=y,
+            tooltip=tooltip,
+            color=alt.Color(
+                "flip_rate:Q",
+                title="flip rate",
+                scale=alt.Scale(scheme="orangered", domain=[0, 1]),
+                legend=alt.Legend(format=".0%"),
+            ),
+            opacity=alt.when(selection).then(alt.value(1.0)).otherwise(alt.value(0.35)),
+        )
+        .add_params(selection)
+    )
+    text = (
+        alt.Chart()
+        .mark_text(fontSize=10)
+        .encode(
+            x=x,
+            y=y,
+            text="text:N",
+            tooltip=tooltip,
+            color=alt.when(alt.datum.flip_rate > 0.6).then(alt.value("#ffffff")).otherwise(alt.value("#222222")),
+        )
+    )
     # Columns share the plot width of the other charts, so the chart fits a notebook's output area;
     # below 45 px a cell is too narrow for its label, and the tooltip carries it alone.
     step = min(90.0, MAX_PLOT_WIDTH / max(1, df["perturbation"].nunique() if not df.empty else 1))
     if df.empty:
         subtitle = "no perturbed test cases with a scored original in this result"
     else:
-        subtitle = ("share of perturbed cases on the other side of the threshold from their original; "
-                    "cell: rate (flips/n)")
+        subtitle = (
+            "share of perturbed cases on the other side of the threshold from their original; cell: rate (flips/n)"
+        )
     if step < 45:
         text = text.transform_filter("false")
         subtitle = subtitle.replace("cell: rate (flips/n)", "a cell's tooltip: rate (flips/n)")
     layers = alt.layer(rect, text, data=df).properties(width=alt.Step(step), height=alt.Step(26))
-    return layers.facet(row=alt.Row("measure:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left")),
-                        ).properties(title=alt.Title("robustness: flip rate per model and perturbation",
-                                                     subtitle=subtitle))
+    return layers.facet(
+        row=alt.Row("measure:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left")),
+    ).properties(title=alt.Title("robustness: flip rate per model and perturbation", subtitle=subtitle))

@@ -48,10 +48,12 @@ from nbeval.widgets.markup import esc
 __all__ = ["ANSWERS_HELP", "RedrawThrottle", "RunPanel", "notebook_functions"]
 
 #: How to get answers for a suite, said wherever they are missing.
-ANSWERS_HELP = ("a suite holds questions, not answers. Name the model(s) that answer them in Model: a "
-                "function in this notebook (fn(prompt) returning the answer text, or (answer, context)), "
-                "or a served model's name with its Endpoint. Run then collects the answers and evaluates "
-                "them. In code: lab = nbeval.collect(suite, models=[fn]).complete(), then nw.app(lab)")
+ANSWERS_HELP = (
+    "a suite holds questions, not answers. Name the model(s) that answer them in Model: a "
+    "function in this notebook (fn(prompt) returning the answer text, or (answer, context)), "
+    "or a served model's name with its Endpoint. Run then collects the answers and evaluates "
+    "them. In code: lab = nbeval.collect(suite, models=[fn]).complete(), then nw.app(lab)"
+)
 
 #: evaluate() settings that also apply to collecting answers.
 _COLLECT_SETTINGS = ("cache", "concurrency", "timeout", "max_attempts", "prices")
@@ -75,8 +77,11 @@ def notebook_functions(namespace: Mapping[str, Any]) -> list[str]:
     """Names of the functions defined in ``namespace`` (a notebook's, ``__main__``; or a module's,
     by its ``__name__``), not imported ones, sorted."""
     home = namespace.get("__name__", "__main__")
-    return sorted(k for k, v in list(namespace.items())
-                  if not k.startswith("_") and inspect.isfunction(v) and v.__module__ == home)
+    return sorted(
+        k
+        for k, v in list(namespace.items())
+        if not k.startswith("_") and inspect.isfunction(v) and v.__module__ == home
+    )
 
 
 def _model_name(spec: Any) -> str:
@@ -85,7 +90,6 @@ def _model_name(spec: Any) -> str:
     if isinstance(spec, Mapping):
         return str(spec.get("model") or spec.get("name") or "model")
     return str(getattr(spec, "name", None) or getattr(spec, "__name__", None) or type(spec).__name__)
-
 
 
 class RedrawThrottle:
@@ -134,9 +138,16 @@ class RunPanel(w.VBox):
     total = traitlets.Int(0, help="evaluations the run makes (answers × evaluators, skipped ones included)")
     refreshes = traitlets.Int(0, help="how many times the live leaderboard was redrawn")
 
-    def __init__(self, data: Any = None, evaluators: Any = None, *, refresh_interval: float = 0.5,
-                 models: Any = None, namespace: Mapping[str, Any] | None = None,
-                 **evaluate_kwargs: Any) -> None:
+    def __init__(
+        self,
+        data: Any = None,
+        evaluators: Any = None,
+        *,
+        refresh_interval: float = 0.5,
+        models: Any = None,
+        namespace: Mapping[str, Any] | None = None,
+        **evaluate_kwargs: Any,
+    ) -> None:
         clash = {"cancel", "on_progress", "dry_run"} & set(evaluate_kwargs)
         if clash:
             msg = f"RunPanel sets {', '.join(sorted(clash))} itself; leave it out"
@@ -149,29 +160,48 @@ class RunPanel(w.VBox):
         self.cancel_button = w.Button(description="Cancel", icon="stop", disabled=True)
         self.progress = w.IntProgress(value=0, min=0, max=1, description="", bar_style="info")
         self.message = w.HTML(status_html("ready"))
-        self.board_evaluator = w.Dropdown(description="Leaderboard", options=[], style={"description_width": "initial"},
-                                          layout=w.Layout(display="none"))  # shown with the first result
+        self.board_evaluator = w.Dropdown(
+            description="Leaderboard",
+            options=[],
+            style={"description_width": "initial"},
+            layout=w.Layout(display="none"),
+        )  # shown with the first result
         self.board = w.HTML()
         self.chart = jupyter_chart(None)
         self.output = w.Output()
         self._namespace = namespace
         self._given: dict[str, Any] = {}  # models passed as objects, by the name the field shows
-        self.model_field = w.Combobox(description="Model", ensure_option=False,
-                                      placeholder="function or model name(s)",
-                                      layout=w.Layout(width="28em"))
-        self.endpoint = w.Text(description="Endpoint", placeholder=os.environ.get("NBEVAL_JUDGE_BASE_URL")
-                               or "OpenAI-compatible base URL (optional)",
-                               layout=w.Layout(width="28em"))
+        self.model_field = w.Combobox(
+            description="Model",
+            ensure_option=False,
+            placeholder="function or model name(s)",
+            layout=w.Layout(width="28em"),
+        )
+        self.endpoint = w.Text(
+            description="Endpoint",
+            placeholder=os.environ.get("NBEVAL_JUDGE_BASE_URL") or "OpenAI-compatible base URL (optional)",
+            layout=w.Layout(width="28em"),
+        )
         self.answers_note = w.HTML()
-        self.answers_box = w.VBox([w.HBox([self.model_field, self.endpoint]), self.answers_note],
-                                  layout=w.Layout(display="none"))
+        self.answers_box = w.VBox(
+            [w.HBox([self.model_field, self.endpoint]), self.answers_note], layout=w.Layout(display="none")
+        )
         self._cancel = threading.Event()
         self._thread: threading.Thread | None = None
         self._throttle = RedrawThrottle(refresh_interval)
         self._live: LiveResult | None = None
         self._drawing = False
-        super().__init__([self.answers_box, w.HBox([self.run_button, self.cancel_button, self.progress]),
-                          self.message, self.board_evaluator, self.board, self.chart, self.output])
+        super().__init__(
+            [
+                self.answers_box,
+                w.HBox([self.run_button, self.cancel_button, self.progress]),
+                self.message,
+                self.board_evaluator,
+                self.board,
+                self.chart,
+                self.output,
+            ]
+        )
         if models is not None:
             self.set_models(models)
         self.data, self.evaluators = data, evaluators
@@ -194,8 +224,11 @@ class RunPanel(w.VBox):
     def set_models(self, models: Any) -> None:
         """Answer the suite with ``models`` (what :func:`nbeval.collect` takes: functions, model
         names, settings dicts, a ``{name: model}`` dict); the Model field shows their names."""
-        items = list(models.items()) if isinstance(models, Mapping) else [
-            (_model_name(m), m) for m in (models if isinstance(models, (list, tuple)) else [models])]
+        items = (
+            list(models.items())
+            if isinstance(models, Mapping)
+            else [(_model_name(m), m) for m in (models if isinstance(models, (list, tuple)) else [models])]
+        )
         self._given = dict(items)
         self.model_field.value = ", ".join(self._given)
 
@@ -234,17 +267,21 @@ class RunPanel(w.VBox):
                 said.append(f"{name}: a served model at {endpoint or env_url or 'api.openai.com'}")
             else:
                 funcs = notebook_functions(namespace)
-                problems.append(f"no function {name!r} in this notebook"
-                                + (f" (there are: {', '.join(funcs)})" if funcs else "")
-                                + ", and no Endpoint (or NBEVAL_JUDGE_BASE_URL / OPENAI_API_KEY) for a served model")
+                problems.append(
+                    f"no function {name!r} in this notebook"
+                    + (f" (there are: {', '.join(funcs)})" if funcs else "")
+                    + ", and no Endpoint (or NBEVAL_JUDGE_BASE_URL / OPENAI_API_KEY) for a served model"
+                )
         return found, said, problems
 
     def _blockers(self) -> list[str]:
         """What stops a run now, each with what to do about it (empty when Run can start)."""
         out = []
         if self.data is None:
-            out.append("data: give the panel what to evaluate (a lab, dataset, DataFrame or file), "
-                       "or a suite and a model to answer it")
+            out.append(
+                "data: give the panel what to evaluate (a lab, dataset, DataFrame or file), "
+                "or a suite and a model to answer it"
+            )
         elif isinstance(self.data, TestSuite) and self.lab is None:
             if not self.data.test_cases:
                 out.append("test cases: the suite has none yet; add some in the suite builder")
@@ -280,16 +317,21 @@ class RunPanel(w.VBox):
         self.run_button.disabled = bool(blockers)
         if blockers:
             items = "".join(f"<li>{esc(b)}</li>" for b in blockers)
-            self.message.value = ('<div style="color:#555;line-height:1.4">nothing to run yet; Run needs:'
-                                  f'<ul style="margin:2px 0 0 0;padding-left:1.4em">{items}</ul></div>')
+            self.message.value = (
+                '<div style="color:#555;line-height:1.4">nothing to run yet; Run needs:'
+                f'<ul style="margin:2px 0 0 0;padding-left:1.4em">{items}</ul></div>'
+            )
         elif self.result is None or self.message.value == "" or "nothing to run" in self.message.value:
             self.message.value = status_html(self._ready_text())
 
     def _answers_text(self) -> str:
         if self.lab is not None:
             n = len(self.lab.dataset.rows)
-            return status_html(f"{n} answers collected (in .lab); Run evaluates them. A change to the suite "
-                               "or the models collects them again.", "ok")
+            return status_html(
+                f"{n} answers collected (in .lab); Run evaluates them. A change to the suite "
+                "or the models collects them again.",
+                "ok",
+            )
         _, said, problems = self._models()
         if problems:
             return status_html("; ".join(problems), "error")
@@ -303,8 +345,10 @@ class RunPanel(w.VBox):
         evs = f"{n_ev} evaluator{'s' * (n_ev != 1)}" if n_ev is not None else "the evaluators"
         if isinstance(self.data, TestSuite) and self.lab is None:
             models, _, _ = self._models()
-            return (f"ready: Run asks {', '.join(models)} the suite's {len(self.data.test_cases)} test "
-                    f"case{'s' * (len(self.data.test_cases) != 1)}, then runs {evs}")
+            return (
+                f"ready: Run asks {', '.join(models)} the suite's {len(self.data.test_cases)} test "
+                f"case{'s' * (len(self.data.test_cases) != 1)}, then runs {evs}"
+            )
         return f"ready: Run runs {evs}"
 
     # -- control -----------------------------------------------------------------------------
@@ -332,10 +376,13 @@ class RunPanel(w.VBox):
         collect = None
         if isinstance(self.data, TestSuite) and self.lab is None:
             collect = self._models()[0]
-            self.message.value = status_html(f"collecting answers: {len(self.data.test_cases)} test cases × "
-                                             f"{len(collect)} model{'s' * (len(collect) != 1)}…")
-        self._thread = threading.Thread(target=self._work, args=(self.data, list(self.evaluators), collect),
-                                        name="nbeval-run", daemon=True)
+            self.message.value = status_html(
+                f"collecting answers: {len(self.data.test_cases)} test cases × "
+                f"{len(collect)} model{'s' * (len(collect) != 1)}…"
+            )
+        self._thread = threading.Thread(
+            target=self._work, args=(self.data, list(self.evaluators), collect), name="nbeval-run", daemon=True
+        )
         self._thread.start()
 
     def cancel(self) -> None:
@@ -364,13 +411,16 @@ class RunPanel(w.VBox):
                 lab = nbeval.collect(data, models=collect, **settings).complete(progress=False, cancel=self._cancel)
                 if not self._cancel.is_set():
                     self.lab = data = lab
-                    self.message.value = status_html(f"{len(lab.dataset.rows)} answers collected; evaluating… "
-                                                     "(the bar counts evaluations: one evaluator on one answer)")
+                    self.message.value = status_html(
+                        f"{len(lab.dataset.rows)} answers collected; evaluating… "
+                        "(the bar counts evaluations: one evaluator on one answer)"
+                    )
             elif isinstance(data, TestSuite) and self.lab is not None:
                 data = self.lab
             if not self._cancel.is_set() or collect is None:
-                result = nbeval.evaluate(data, evaluators, cancel=self._cancel,
-                                         on_progress=self._on_progress, **self.evaluate_kwargs)
+                result = nbeval.evaluate(
+                    data, evaluators, cancel=self._cancel, on_progress=self._on_progress, **self.evaluate_kwargs
+                )
         except Exception as exc:
             # the panel must come back to a usable state whatever happens
             failure = exc
@@ -389,7 +439,9 @@ class RunPanel(w.VBox):
                 self.message.value = status_html(
                     f"{how} in {time.perf_counter() - started:.1f} s: {self.done} of {self.total} evaluations "
                     f"(one evaluator on one answer) made {len(result.scores):,} scores (one per metric, as "
-                    "in the summary); the result is in .result", "info" if cancelled else "ok")
+                    "in the summary); the result is in .result",
+                    "info" if cancelled else "ok",
+                )
             else:
                 self.progress.bar_style = "danger"
                 self.message.value = status_html(f"the run failed: {error_text(failure)}", "error")

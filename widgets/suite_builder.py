@@ -40,7 +40,8 @@ class SuiteBuilder(w.VBox):
     value = traitlets.Instance(TestSuite)
     cases: traitlets.List[dict[str, Any]] = traitlets.List(help="the test cases being edited, as plain dicts")
     tests: traitlets.List[dict[str, Any]] = traitlets.List(
-        help="per test: key, documents, extra (cases keep their test's index)")
+        help="per test: key, documents, extra (cases keep their test's index)"
+    )
     index = traitlets.Int(-1, help="the selected case (-1: none)")
     condition_error = traitlets.Unicode("", help="why the selected case's condition does not parse")
     condition_position = traitlets.Int(-1, help="where it stops parsing (0-based; -1: it parses)")
@@ -55,16 +56,24 @@ class SuiteBuilder(w.VBox):
         self.delete_button = w.Button(description="Delete", icon="trash", button_style="danger")
         self.key_field = w.Text(description="Key", placeholder="derived from the content when blank")
         self.prompt = w.Textarea(description="Prompt", continuous_update=False, layout=w.Layout(width="98%"))
-        self.expected_output = w.Textarea(description="Expected", continuous_update=False,
-                                          layout=w.Layout(width="98%"))
-        self.condition = w.Text(description="Condition", continuous_update=True, layout=w.Layout(width="98%"),
-                                placeholder='"Paris" AND NOT regexp("Lyon|Nice")')
+        self.expected_output = w.Textarea(description="Expected", continuous_update=False, layout=w.Layout(width="98%"))
+        self.condition = w.Text(
+            description="Condition",
+            continuous_update=True,
+            layout=w.Layout(width="98%"),
+            placeholder='"Paris" AND NOT regexp("Lyon|Nice")',
+        )
         self.condition_status = w.HTML()
         self.categories = w.Text(description="Categories", placeholder="comma-separated", continuous_update=False)
-        self.guidelines = w.Textarea(description="Guidelines", placeholder="one per line", continuous_update=False,
-                                     layout=w.Layout(width="98%"))
-        self.expected_context = w.Textarea(description="Exp. context", continuous_update=False,
-                                           placeholder="chunks separated by a blank line", layout=w.Layout(width="98%"))
+        self.guidelines = w.Textarea(
+            description="Guidelines", placeholder="one per line", continuous_update=False, layout=w.Layout(width="98%")
+        )
+        self.expected_context = w.Textarea(
+            description="Exp. context",
+            continuous_update=False,
+            placeholder="chunks separated by a blank line",
+            layout=w.Layout(width="98%"),
+        )
         self.path = w.Text(description="File", placeholder="suite.json")
         self.load_button = w.Button(description="Load", icon="folder-open")
         self.save_button = w.Button(description="Save", icon="save")
@@ -72,26 +81,43 @@ class SuiteBuilder(w.VBox):
         self.export_button = w.Button(description="Export JSON", icon="download")
         from nbeval.perturbation.registry import perturbator_ids
 
-        self.perturbators = w.SelectMultiple(options=perturbator_ids(), rows=4, description="Perturb",
-                                             layout=w.Layout(width="300px"))
+        self.perturbators = w.SelectMultiple(
+            options=perturbator_ids(), rows=4, description="Perturb", layout=w.Layout(width="300px")
+        )
         self.intensity = w.Dropdown(options=["low", "medium", "high"], value="low", description="Intensity")
         self.seed = w.IntText(value=0, description="Seed", layout=w.Layout(width="160px"))
-        self.perturb_button = w.Button(description="Perturb", icon="random",
-                                       tooltip="add perturbed copies of every case (linked to their originals)")
+        self.perturb_button = w.Button(
+            description="Perturb",
+            icon="random",
+            tooltip="add perturbed copies of every case (linked to their originals)",
+        )
         self.json_text = w.Textarea(layout=w.Layout(width="98%", height="160px", display="none"))
         self.message = w.HTML()
         self.output = w.Output()
         self.editor_hint = w.HTML()
-        self.editor = w.VBox([self.editor_hint, self.key_field, self.prompt, self.expected_output, self.condition,
-                              self.condition_status, self.categories, self.guidelines, self.expected_context],
-                             layout=w.Layout(flex="1"))
+        self.editor = w.VBox(
+            [
+                self.editor_hint,
+                self.key_field,
+                self.prompt,
+                self.expected_output,
+                self.condition,
+                self.condition_status,
+                self.categories,
+                self.guidelines,
+                self.expected_context,
+            ],
+            layout=w.Layout(flex="1"),
+        )
         self._placeholders = {f: self._field(f).placeholder for f in FIELDS}
         buttons = w.HBox([self.add_button, self.duplicate_button, self.delete_button])
         io = w.HBox([self.path, self.load_button, self.save_button, self.upload, self.export_button])
         perturb_row = w.HBox([self.perturbators, w.VBox([self.intensity, self.seed, self.perturb_button])])
         left = w.VBox([self.cases_list, buttons])
-        super().__init__([self.name, w.HBox([left, self.editor]), perturb_row, io, self.message, self.json_text,
-                          self.output], **kwargs)
+        super().__init__(
+            [self.name, w.HBox([left, self.editor]), perturb_row, io, self.message, self.json_text, self.output],
+            **kwargs,
+        )
         self._wire()
         self.set_suite(suite if suite is not None else TestSuite())
 
@@ -105,8 +131,9 @@ class SuiteBuilder(w.VBox):
         self.load_button.on_click(lambda _: self.load(self.path.value))
         self.save_button.on_click(lambda _: self.save(self.path.value))
         self.export_button.on_click(lambda _: self._show_export())
-        self.perturb_button.on_click(lambda _: self.perturb(list(self.perturbators.value), self.intensity.value,
-                                                            self.seed.value))
+        self.perturb_button.on_click(
+            lambda _: self.perturb(list(self.perturbators.value), self.intensity.value, self.seed.value)
+        )
         self.upload.observe(self._on_upload, names=["value"])
         self.name.observe(lambda _: self._rebuild(), names=["value"])
         for field in FIELDS:
@@ -151,8 +178,19 @@ class SuiteBuilder(w.VBox):
         self._enable_fields(has)
         self.duplicate_button.disabled = self.delete_button.disabled = not has
         self.perturb_button.disabled = not self.cases
-        case = self.cases[self.index] if has else {"key": None, "prompt": "", "expected_output": "", "condition": "",
-                                                   "categories": [], "guidelines": [], "expected_context": []}
+        case = (
+            self.cases[self.index]
+            if has
+            else {
+                "key": None,
+                "prompt": "",
+                "expected_output": "",
+                "condition": "",
+                "categories": [],
+                "guidelines": [],
+                "expected_context": [],
+            }
+        )
         self._loading = True
         try:
             self.key_field.value = case["key"] or ""
@@ -164,8 +202,9 @@ class SuiteBuilder(w.VBox):
             self.expected_context.value = "\n\n".join(chunk(c).text for c in case["expected_context"])
         finally:
             self._loading = False
-        self.condition_error, self.condition_position, self.condition_status.value = \
-            condition_feedback(case["condition"])
+        self.condition_error, self.condition_position, self.condition_status.value = condition_feedback(
+            case["condition"]
+        )
 
     def _enable_fields(self, on: bool) -> None:
         """Enable the fields, or disable them so that they look it: greyed labels and background,
@@ -183,8 +222,9 @@ class SuiteBuilder(w.VBox):
         else:
             self.editor.add_class("nbeval-disabled")
             where = "pick one in the list or " if self.cases else ""
-            self.editor_hint.value = status_html(f"No test case to edit yet: {where}Add a case to start "
-                                                 "(the fields below stay disabled until then).")
+            self.editor_hint.value = status_html(
+                f"No test case to edit yet: {where}Add a case to start (the fields below stay disabled until then)."
+            )
 
     def _select(self, index: int) -> None:
         self.index = index
@@ -213,9 +253,10 @@ class SuiteBuilder(w.VBox):
         case = copy.deepcopy(self.cases[self.index])
         base = (case["key"] or content_key(case)) + "-copy"
         taken = {c["key"] for c in self.cases}
-        case["key"] = next(k for k in (base if n == 1 else f"{base}{n}" for n in range(1, len(taken) + 2))
-                           if k not in taken)
-        self.cases = [*self.cases[:self.index + 1], case, *self.cases[self.index + 1:]]
+        case["key"] = next(
+            k for k in (base if n == 1 else f"{base}{n}" for n in range(1, len(taken) + 2)) if k not in taken
+        )
+        self.cases = [*self.cases[: self.index + 1], case, *self.cases[self.index + 1 :]]
         self._select(self.index + 1)
         self._rebuild()
 
@@ -248,11 +289,13 @@ class SuiteBuilder(w.VBox):
             warnings.simplefilter("always")
             suite = perturb(original, perturbators, intensity=intensity, seed=seed)
         made = perturbed_count(suite) - perturbed_count(original)
-        self._insert_after_tests([t.test_cases[len(o.test_cases):] for t, o in zip(suite.tests, original.tests,
-                                                                                     strict=True)])
+        self._insert_after_tests(
+            [t.test_cases[len(o.test_cases) :] for t, o in zip(suite.tests, original.tests, strict=True)]
+        )
         notes = "; ".join(str(c.message) for c in caught)
-        self.message.value = status_html(f"added {made} perturbed case{'s' * (made != 1)}"
-                                         + (f" ({notes})" if notes else ""))
+        self.message.value = status_html(
+            f"added {made} perturbed case{'s' * (made != 1)}" + (f" ({notes})" if notes else "")
+        )
 
     def _insert_after_tests(self, new: list[list[TestCase]]) -> None:
         """Put ``new[ti]`` after test ``ti``'s last case, leaving the cases being edited as they are
@@ -286,8 +329,11 @@ class SuiteBuilder(w.VBox):
     def _rebuild(self) -> None:
         """Make ``value`` from the cases; on a problem keep the last valid suite and set ``error``."""
         self._refresh_list()
-        problems, tests = [], [Test(key=t["key"], documents=list(t["documents"]), extra=dict(t["extra"]))
-                               for t in self.tests] or [Test()]
+        problems, tests = (
+            [],
+            [Test(key=t["key"], documents=list(t["documents"]), extra=dict(t["extra"])) for t in self.tests]
+            or [Test()],
+        )
         seen: dict[str, int] = {}
         for i, case in enumerate(self.cases, 1):
             try:
@@ -300,11 +346,15 @@ class SuiteBuilder(w.VBox):
             seen.setdefault(tc.resolved_key, i)
             tests[min(case.get("test", 0), len(tests) - 1)].test_cases.append(tc)
         self.error = "; ".join(problems)
-        self.message.value = status_html(self.error, "error") if problems else status_html(
-            f"{len(self.cases)} test case{'s' * (len(self.cases) != 1)}")
+        self.message.value = (
+            status_html(self.error, "error")
+            if problems
+            else status_html(f"{len(self.cases)} test case{'s' * (len(self.cases) != 1)}")
+        )
         if not any("condition" in p for p in problems):
-            self.value = TestSuite(name=self.name.value, description=self._description, tests=tests,
-                                   extra=dict(self._extra))
+            self.value = TestSuite(
+                name=self.name.value, description=self._description, tests=tests, extra=dict(self._extra)
+            )
 
     def set_suite(self, suite: TestSuite) -> None:
         """Replace everything being edited by ``suite``."""
@@ -355,7 +405,9 @@ class SuiteBuilder(w.VBox):
             n = len(self.cases)
             self.message.value = status_html(
                 f"not loaded: this would replace the {n} case{'s' * (n != 1)} being edited, which have changes "
-                "not saved. Save them first, or load again to discard them.", "error")
+                "not saved. Save them first, or load again to discard them.",
+                "error",
+            )
             return False
         self.set_suite(TestSuite.from_json(source))
         return True

@@ -61,6 +61,7 @@ def passed_is(passed: pd.Series, value: bool) -> np.ndarray:
     """Where the ``passed`` column is ``value``; an unknown verdict (NA or None) is neither."""
     return passed.astype("boolean").eq(value).fillna(False).to_numpy(dtype=bool)
 
+
 def model_names(result: EvaluationResult) -> dict[str, str]:
     """Model key to a display name; the key is appended where two models share a label."""
     keys = list(dict.fromkeys([*result.model_keys, *result.scores["model_key"].unique()]))
@@ -84,8 +85,15 @@ def metric_info(result: EvaluationResult, evaluator: str | None, metric: str | N
         raise KeyError(msg)
     r = rows.iloc[0]
     threshold = None if r["threshold"] is None or pd.isna(r["threshold"]) else float(r["threshold"])
-    return MetricInfo(evaluator=evaluator, metric=metric, direction=str(r["direction"]), lo=float(r["lo"]),
-                      hi=float(r["hi"]), threshold=threshold, kind=str(r["kind"]))
+    return MetricInfo(
+        evaluator=evaluator,
+        metric=metric,
+        direction=str(r["direction"]),
+        lo=float(r["lo"]),
+        hi=float(r["hi"]),
+        threshold=threshold,
+        kind=str(r["kind"]),
+    )
 
 
 def truncate(values: pd.Series, limit: int) -> pd.Series:
@@ -111,8 +119,7 @@ def cell_status(rows: pd.DataFrame) -> np.ndarray:
     parse = rows["label"].isin(list(UNRATED_LABELS)).to_numpy() & ~skipped
     no_value = rows["value"].isna().to_numpy()
     error = rows["error"].notna().to_numpy() & no_value
-    return np.select([skipped, parse, error, no_value], ["skipped", "parse_failure", "error", "no_value"],
-                     "scored")
+    return np.select([skipped, parse, error, no_value], ["skipped", "parse_failure", "error", "no_value"], "scored")
 
 
 def _finite(x: float) -> bool:
@@ -124,12 +131,20 @@ def leaderboard_table(result: EvaluationResult, info: MetricInfo) -> pd.DataFram
     a = result.aggregates
     a = a[(a["evaluator"] == info.evaluator) & (a["metric"] == info.metric)]
     names = model_names(result)
-    df = pd.DataFrame({"model_key": a["model_key"].astype(str).to_numpy(),
-                       "model": [names.get(k, k) for k in a["model_key"]],
-                       "value": a["value"].astype(float).to_numpy(),
-                       "n": a["n"].fillna(0).astype(int).to_numpy(), "N": a["N"].fillna(0).astype(int).to_numpy()})
-    df["status"] = np.select([df["value"].isna(), passed_is(a["passed"], True)],
-                             ["no value", "pass"], "fail" if info.threshold is not None else "no threshold")
+    df = pd.DataFrame(
+        {
+            "model_key": a["model_key"].astype(str).to_numpy(),
+            "model": [names.get(k, k) for k in a["model_key"]],
+            "value": a["value"].astype(float).to_numpy(),
+            "n": a["n"].fillna(0).astype(int).to_numpy(),
+            "N": a["N"].fillna(0).astype(int).to_numpy(),
+        }
+    )
+    df["status"] = np.select(
+        [df["value"].isna(), passed_is(a["passed"], True)],
+        ["no value", "pass"],
+        "fail" if info.threshold is not None else "no threshold",
+    )
     df = df.sort_values("value", ascending=info.direction == "lower", na_position="last", kind="stable")
     df["rank"] = np.arange(1, len(df) + 1)
     shown = [("–" if pd.isna(v) else f"{v:.3f}") for v in df["value"]]
@@ -137,8 +152,14 @@ def leaderboard_table(result: EvaluationResult, info: MetricInfo) -> pd.DataFram
     return df.reset_index(drop=True)
 
 
-def case_cells(result: EvaluationResult, info: MetricInfo, *, max_cells: int = MAX_INLINE_ROWS,
-               prompt_chars: int = 120, detail_chars: int = 160) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+def case_cells(
+    result: EvaluationResult,
+    info: MetricInfo,
+    *,
+    max_cells: int = MAX_INLINE_ROWS,
+    prompt_chars: int = 120,
+    detail_chars: int = 160,
+) -> tuple[pd.DataFrame, pd.DataFrame, int]:
     """For the per-case heatmap: one row per (test case, model), one row per test case (its
     ``case`` label and truncated ``prompt``, joined in the chart so each prompt is inlined once),
     and the number of cases in all.
@@ -156,9 +177,15 @@ def case_cells(result: EvaluationResult, info: MetricInfo, *, max_cells: int = M
     detail = detail.mask(status == "skipped", s["skip_reason"])
     detail = detail.mask(np.isin(status, ["error", "parse_failure"]), s["error"].fillna(s["rationale"]))
     names = model_names(result)
-    df = pd.DataFrame({"key": s["key"].astype(str).to_numpy(), "model_key": s["model_key"].astype(str).to_numpy(),
-                       "value": s["value"].to_numpy(dtype=float), "status": status,
-                       "detail": truncate(detail, detail_chars).to_numpy()})
+    df = pd.DataFrame(
+        {
+            "key": s["key"].astype(str).to_numpy(),
+            "model_key": s["model_key"].astype(str).to_numpy(),
+            "value": s["value"].to_numpy(dtype=float),
+            "status": status,
+            "detail": truncate(detail, detail_chars).to_numpy(),
+        }
+    )
     df["model"] = df["model_key"].map(names)
     df["order"] = df["key"].map(order).fillna(len(order)).astype(int)
     df["mark"] = df["status"].map(STATUS_MARK)
@@ -199,19 +226,34 @@ def metric_cells(result: EvaluationResult, evaluator: str | None = None) -> pd.D
     fallback = (value - threshold).abs().groupby(label, observed=True).transform("max").replace(0, 1.0)
     span = finite_span.fillna(fallback).fillna(1.0).replace(0, 1.0)
     sign = np.where(a["direction"] == "higher", 1.0, -1.0)
-    df = pd.DataFrame({"model_key": a["model_key"].astype(str), "model": a["model_key"].map(names),
-                       "evaluator": a["evaluator"], "metric": label, "value": value, "threshold": threshold,
-                       "direction": a["direction"], "n": a["n"].fillna(0).astype(int),
-                       "N": a["N"].fillna(0).astype(int),
-                       "margin": ((value - threshold) / span * sign).clip(-1, 1)})
+    df = pd.DataFrame(
+        {
+            "model_key": a["model_key"].astype(str),
+            "model": a["model_key"].map(names),
+            "evaluator": a["evaluator"],
+            "metric": label,
+            "value": value,
+            "threshold": threshold,
+            "direction": a["direction"],
+            "n": a["n"].fillna(0).astype(int),
+            "N": a["N"].fillna(0).astype(int),
+            "margin": ((value - threshold) / span * sign).clip(-1, 1),
+        }
+    )
     df["status"] = np.where(value.isna(), "no_value", "scored")
     df["mark"] = [("n/a" if pd.isna(v) else f"{v:.2f}") for v in value]
     return df.reset_index(drop=True)
 
 
 #: Outcome categories of the pass/fail chart, in stacking order, with their colours.
-OUTCOMES = {"pass": "#3a9c5b", "fail": "#d1495b", "parse failure": "#edae49", "error": "#6b6b6b",
-            "skipped": "#c9c9c9", "no threshold": "#8fb3d9"}
+OUTCOMES = {
+    "pass": "#3a9c5b",
+    "fail": "#d1495b",
+    "parse failure": "#edae49",
+    "error": "#6b6b6b",
+    "skipped": "#c9c9c9",
+    "no threshold": "#8fb3d9",
+}
 
 
 def outcome_counts(result: EvaluationResult, info: MetricInfo) -> pd.DataFrame:
@@ -225,8 +267,11 @@ def outcome_counts(result: EvaluationResult, info: MetricInfo) -> pd.DataFrame:
     else:
         passed = s["passed"]
         verdict = np.where(passed_is(passed, True), "pass", np.where(passed_is(passed, False), "fail", "no threshold"))
-    outcome = np.select([status == "skipped", status == "parse_failure", np.isin(status, ["error", "no_value"])],
-                        ["skipped", "parse failure", "error"], verdict)
+    outcome = np.select(
+        [status == "skipped", status == "parse_failure", np.isin(status, ["error", "no_value"])],
+        ["skipped", "parse failure", "error"],
+        verdict,
+    )
     names = model_names(result)
     df = pd.DataFrame({"model_key": s["model_key"].astype(str).to_numpy(), "outcome": outcome})
     counts = df.groupby(["model_key", "outcome"], sort=False, observed=True).size().rename("count").reset_index()
@@ -249,8 +294,17 @@ def box_stats(result: EvaluationResult, info: MetricInfo) -> pd.DataFrame:
     """Per model: min, quartiles, max, mean and count of the scored values."""
     s, models = _scored(result, info)
     g = s.groupby("model_key", sort=False, observed=True)["value"]
-    df = pd.DataFrame({"min": g.min(), "q1": g.quantile(0.25), "median": g.median(), "q3": g.quantile(0.75),
-                       "max": g.max(), "mean": g.mean(), "count": g.size()}).reindex(models)
+    df = pd.DataFrame(
+        {
+            "min": g.min(),
+            "q1": g.quantile(0.25),
+            "median": g.median(),
+            "q3": g.quantile(0.75),
+            "max": g.max(),
+            "mean": g.mean(),
+            "count": g.size(),
+        }
+    ).reindex(models)
     df = df.rename_axis("model_key").reset_index()
     df["count"] = df["count"].fillna(0).astype(int)
     df["model"] = df["model_key"].map(model_names(result))
@@ -270,7 +324,15 @@ def histogram(result: EvaluationResult, info: MetricInfo, bins: int = 20) -> pd.
     for model_key, part in s.groupby("model_key", sort=False, observed=True):
         counts, _ = np.histogram(part["value"].clip(lo, hi), bins=edges)
         total = max(int(counts.sum()), 1)
-        parts.extend({"model_key": model_key, "model": names.get(model_key, model_key), "bin_start": edges[i],
-                      "bin_end": edges[i + 1], "count": int(c), "share": c / total}
-                     for i, c in enumerate(counts))
+        parts.extend(
+            {
+                "model_key": model_key,
+                "model": names.get(model_key, model_key),
+                "bin_start": edges[i],
+                "bin_end": edges[i + 1],
+                "count": int(c),
+                "share": c / total,
+            }
+            for i, c in enumerate(counts)
+        )
     return pd.DataFrame(parts, columns=["model_key", "model", "bin_start", "bin_end", "count", "share"])

@@ -29,21 +29,30 @@ class NbevalApp(w.Tab):
     Choosing evaluators updates the run panel; a finished run fills the explorer and opens its tab.
     """
 
-    def __init__(self, data: Any = None, *, suite: TestSuite | None = None, judge: Any = None,
-                 evaluators: Any = None, models: Any = None, **evaluate_kwargs: Any) -> None:
+    def __init__(
+        self,
+        data: Any = None,
+        *,
+        suite: TestSuite | None = None,
+        judge: Any = None,
+        evaluators: Any = None,
+        models: Any = None,
+        **evaluate_kwargs: Any,
+    ) -> None:
         self.suite_builder = SuiteBuilder(suite)
-        self.picker = EvaluatorPicker(dataset=data if data is not None else answers_to_come(self.suite_builder.value),
-                                      judge=judge)
+        self.picker = EvaluatorPicker(
+            dataset=data if data is not None else answers_to_come(self.suite_builder.value), judge=judge
+        )
         if evaluators:
             ids = [evaluators] if isinstance(evaluators, str) else list(evaluators)
             self.picker.select(*ids)
         if judge is not None:
             evaluate_kwargs["judge"] = judge
-        self.run_panel = RunPanel(data if data is not None else self.suite_builder.value, self.picker.value,
-                                  models=models, **evaluate_kwargs)
+        self.run_panel = RunPanel(
+            data if data is not None else self.suite_builder.value, self.picker.value, models=models, **evaluate_kwargs
+        )
         self.explorer = CaseExplorer()
-        super().__init__(children=[self.suite_builder, self.picker, self.run_panel, self.explorer],
-                         titles=TAB_TITLES)
+        super().__init__(children=[self.suite_builder, self.picker, self.run_panel, self.explorer], titles=TAB_TITLES)
         self._own_data = data is None
         self.suite_builder.observe(self._on_suite, names=["value"])
         self.picker.observe(self._on_evaluators, names=["value"])
@@ -84,8 +93,15 @@ def answers_to_come(suite: TestSuite) -> LlmDataset | None:
     return LlmDataset([row.with_answer(actual_output="(answer to come)") for row in suite.to_dataset().rows])
 
 
-def app(data: Any = None, *, suite: TestSuite | None = None, judge: Any = None, evaluators: Any = None,
-        models: Any = None, **evaluate_kwargs: Any) -> NbevalApp:
+def app(
+    data: Any = None,
+    *,
+    suite: TestSuite | None = None,
+    judge: Any = None,
+    evaluators: Any = None,
+    models: Any = None,
+    **evaluate_kwargs: Any,
+) -> NbevalApp:
     """The tabbed workflow: build a suite, pick evaluators, run, explore the cases.
 
     ``data``: what to evaluate (anything ``nbeval.evaluate`` reads); without it, the suite being

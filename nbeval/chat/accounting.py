@@ -52,16 +52,26 @@ class CallPlan:
     """Rough US dollars, when the model has a price."""
 
     def __add__(self, other: CallPlan) -> CallPlan:
-        cost = None if self.est_cost is None and other.est_cost is None else (
-            (self.est_cost or 0.0) + (other.est_cost or 0.0))
-        return CallPlan(self.calls + other.calls, self.cached + other.cached, self.to_call + other.to_call,
-                    self.est_prompt_tokens + other.est_prompt_tokens,
-                    self.est_completion_tokens + other.est_completion_tokens, cost)
+        cost = (
+            None
+            if self.est_cost is None and other.est_cost is None
+            else ((self.est_cost or 0.0) + (other.est_cost or 0.0))
+        )
+        return CallPlan(
+            self.calls + other.calls,
+            self.cached + other.cached,
+            self.to_call + other.to_call,
+            self.est_prompt_tokens + other.est_prompt_tokens,
+            self.est_completion_tokens + other.est_completion_tokens,
+            cost,
+        )
 
     def __str__(self) -> str:
         cost = f", about ${self.est_cost:.4f}" if self.est_cost is not None else ""
-        return (f"{self.calls} chat requests: {self.cached} cached, {self.to_call} to call "
-                f"(~{self.est_prompt_tokens} prompt + ~{self.est_completion_tokens} completion tokens{cost})")
+        return (
+            f"{self.calls} chat requests: {self.cached} cached, {self.to_call} to call "
+            f"(~{self.est_prompt_tokens} prompt + ~{self.est_completion_tokens} completion tokens{cost})"
+        )
 
 
 @dataclass(frozen=True)
@@ -99,4 +109,3 @@ def with_cost(reply: ChatReply, price: tuple[float, float] | None) -> ChatReply:
         return reply
     cost = (reply.usage.prompt_tokens * price[0] + reply.usage.completion_tokens * price[1]) / 1000
     return replace(reply, cost=cost)
-

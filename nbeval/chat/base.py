@@ -46,8 +46,10 @@ __all__ = [
 ]
 
 #: The note a repaired reply carries in :attr:`ChatReply.warnings`.
-REPLY_REPAIRED = ("the reply held text that cannot be encoded as UTF-8 (a lone surrogate such as '\\ud800'); "
-                  "it was repaired: replaced by U+FFFD")
+REPLY_REPAIRED = (
+    "the reply held text that cannot be encoded as UTF-8 (a lone surrogate such as '\\ud800'); "
+    "it was repaired: replaced by U+FFFD"
+)
 
 #: The most characters of a reply kept (cached, parsed, shown): the results' ``MAX_STORED_CHARS``,
 #: which this layer cannot import. A longer reply is cut, and says so in its warnings.
@@ -71,8 +73,7 @@ class Usage:
         return self.prompt_tokens + self.completion_tokens
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(self.prompt_tokens + other.prompt_tokens,
-                     self.completion_tokens + other.completion_tokens)
+        return Usage(self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens)
 
     @classmethod
     def from_any(cls, value: Any) -> Usage:
@@ -131,8 +132,7 @@ class ChatModel(Protocol):
 
     name: str
 
-    def chat(self, messages: Sequence[Message], *, timeout: float | None = None,
-             **params: Any) -> ChatReply:
+    def chat(self, messages: Sequence[Message], *, timeout: float | None = None, **params: Any) -> ChatReply:
         """Answer ``messages``. ``params`` are generation parameters (``temperature``,
         ``max_tokens``...); ``timeout`` bounds the call in seconds where the model can honour it.
         Raise :class:`ChatError` when the call fails."""
@@ -151,8 +151,15 @@ class ChatError(ResourceError):
     ``rate_limited`` marks 429 replies.
     """
 
-    def __init__(self, message: str, *, retryable: bool = False, retry_after: float | None = None,
-                 status: int | None = None, rate_limited: bool = False) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool = False,
+        retry_after: float | None = None,
+        status: int | None = None,
+        rate_limited: bool = False,
+    ) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.retry_after = retry_after
@@ -200,5 +207,5 @@ def cap_reply(reply: ChatReply, limit: int = MAX_REPLY_CHARS) -> ChatReply:
     """``reply`` with its text cut to ``limit`` characters, and a warning saying so, when longer."""
     if len(reply.text) <= limit:
         return reply
-    note = (f"judge reply cut to {limit:,} characters (of {len(reply.text):,}) before caching and parsing")
+    note = f"judge reply cut to {limit:,} characters (of {len(reply.text):,}) before caching and parsing"
     return replace(reply, text=reply.text[:limit], warnings=(*reply.warnings, note))

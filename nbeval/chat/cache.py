@@ -67,7 +67,10 @@ def cache_key(identity: str, messages: Sequence[Message], params: Mapping[str, A
     first) and exact messages."""
     payload = json.dumps(
         {"model": identity, "params": hash_secrets(dict(params or {})), "messages": [dict(m) for m in messages]},
-        sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr,
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+        default=repr,
     )
     # surrogatepass: a message holding a lone surrogate still has a key (it is only hashed).
     return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
@@ -121,8 +124,9 @@ class ChatCache:
         # Called with the lock held. A forked child must not reuse its parent's connection.
         if self._conn is None or self._pid != os.getpid():
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None,
-                                   check_same_thread=False)
+            conn = sqlite3.connect(
+                self.path, timeout=self.busy_timeout_s, isolation_level=None, check_same_thread=False
+            )
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
             enable_wal(conn.execute, self.busy_timeout_s)
             conn.execute("PRAGMA synchronous = NORMAL")  # durable across a killed process
@@ -134,14 +138,27 @@ class ChatCache:
     def get(self, key: str) -> ChatReply | None:
         """The cached reply under ``key`` (marked ``cached=True``), or ``None``."""
         with self._lock:
-            row = self._connection().execute(
-                "SELECT r.text, r.reply_model, r.prompt_tokens, r.completion_tokens, r.duration_s, r.cost, n.warnings "
-                "FROM replies r LEFT JOIN reply_notes n ON n.key = r.key WHERE r.key = ?", (key,)).fetchone()
+            row = (
+                self._connection()
+                .execute(
+                    "SELECT r.text, r.reply_model, r.prompt_tokens, r.completion_tokens, r.duration_s, r.cost, "
+                    "n.warnings FROM replies r LEFT JOIN reply_notes n ON n.key = r.key WHERE r.key = ?",
+                    (key,),
+                )
+                .fetchone()
+            )
         if row is None:
             return None
         text, model, p, c, duration, cost, notes = row
-        return ChatReply(text=text, usage=Usage(p, c), model=model, cached=True,
-                         duration_s=duration, cost=cost, warnings=_notes(notes))
+        return ChatReply(
+            text=text,
+            usage=Usage(p, c),
+            model=model,
+            cached=True,
+            duration_s=duration,
+            cost=cost,
+            warnings=_notes(notes),
+        )
 
     def contains(self, keys: Sequence[str]) -> set[str]:
         """The subset of ``keys`` that have a cached reply."""
@@ -149,10 +166,9 @@ class ChatCache:
         with self._lock:
             conn = self._connection()
             for i in range(0, len(keys), 500):  # stay under SQLite's bound-parameter limit
-                chunk = list(keys[i:i + 500])
+                chunk = list(keys[i : i + 500])
                 marks = ",".join("?" * len(chunk))
-                found.update(r[0] for r in conn.execute(
-                    f"SELECT key FROM replies WHERE key IN ({marks})", chunk))
+                found.update(r[0] for r in conn.execute(f"SELECT key FROM replies WHERE key IN ({marks})", chunk))
         return found
 
     def put(self, key: str, identity: str, reply: ChatReply) -> None:
@@ -165,11 +181,23 @@ class ChatCache:
             try:
                 conn.execute(
                     "INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (key, repair_text(identity)[0], text, model, reply.usage.prompt_tokens,
-                     reply.usage.completion_tokens, reply.duration_s, reply.cost, time.time()))
+                    (
+                        key,
+                        repair_text(identity)[0],
+                        text,
+                        model,
+                        reply.usage.prompt_tokens,
+                        reply.usage.completion_tokens,
+                        reply.duration_s,
+                        reply.cost,
+                        time.time(),
+                    ),
+                )
                 if reply.warnings:
-                    conn.execute("INSERT OR REPLACE INTO reply_notes VALUES (?, ?)",
-                                 (key, json.dumps(list(reply.warnings), ensure_ascii=True)))
+                    conn.execute(
+                        "INSERT OR REPLACE INTO reply_notes VALUES (?, ?)",
+                        (key, json.dumps(list(reply.warnings), ensure_ascii=True)),
+                    )
                 else:  # notes an older nbeval left behind belong to a reply that is gone
                     conn.execute("DELETE FROM reply_notes WHERE key = ?", (key,))
                 conn.execute("COMMIT")

@@ -50,9 +50,14 @@ class CallableChat(FunctionIdentity):
 
     identity_kind = "callable"
 
-    def __init__(self, fn: Callable[..., Any], name: str | None = None,
-                 takes: Literal["messages", "prompt"] | None = None, cache: bool = True,
-                 cache_key: Any = None) -> None:
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        name: str | None = None,
+        takes: Literal["messages", "prompt"] | None = None,
+        cache: bool = True,
+        cache_key: Any = None,
+    ) -> None:
         if not callable(fn):
             msg = f"CallableChat needs a callable, got {type(fn).__name__}"
             raise BadArgumentType(msg)
@@ -69,9 +74,7 @@ class CallableChat(FunctionIdentity):
     def __repr__(self) -> str:
         return f"CallableChat({self.name!r}, takes={self.takes!r})"
 
-
-    def chat(self, messages: Sequence[Message], *, timeout: float | None = None,
-             **params: Any) -> ChatReply:
+    def chat(self, messages: Sequence[Message], *, timeout: float | None = None, **params: Any) -> ChatReply:
         msgs = normalize_messages(messages)
         arg: Any = msgs if self.takes == "messages" else messages_to_prompt(msgs)
         kwargs = params if self._kwargs else {}
@@ -102,18 +105,27 @@ class CallableChat(FunctionIdentity):
         if isinstance(out, Mapping) and ("text" in out or "content" in out):
             text = out.get("text", out.get("content"))
             cost = out.get("cost")
-            return ChatReply(text="" if text is None else str(text), usage=Usage.from_any(out.get("usage")),
-                             model=str(out.get("model") or self.name), duration_s=duration,
-                             cost=None if cost is None else float(cost))
-        msg = (f"{self.name} returned {type(out).__name__}; a chat callable must return a string, "
-               "a dict with 'text' (and optionally 'usage', 'cost'), or a ChatReply")
+            return ChatReply(
+                text="" if text is None else str(text),
+                usage=Usage.from_any(out.get("usage")),
+                model=str(out.get("model") or self.name),
+                duration_s=duration,
+                cost=None if cost is None else float(cost),
+            )
+        msg = (
+            f"{self.name} returned {type(out).__name__}; a chat callable must return a string, "
+            "a dict with 'text' (and optionally 'usage', 'cost'), or a ChatReply"
+        )
         raise ChatError(msg)
 
 
 def _infer_takes(fn: Callable[..., Any]) -> str:
     try:
-        params = [p for p in inspect.signature(fn).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        params = [
+            p
+            for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
     except (TypeError, ValueError):  # builtins without a signature
         return "messages"
     if not params:

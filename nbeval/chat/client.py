@@ -83,11 +83,22 @@ class ChatClient:
     a reply's model name matches a key exactly, else by the longest key it starts with.
     """
 
-    def __init__(self, model: Any, *, concurrency: int = 8, timeout: float | None = None,
-                 max_attempts: int = 5, backoff_base: float = 0.5, backoff_max: float = 30.0,
-                 retry_after_max: float = 120.0, cache: bool | str | Any = True,
-                 prices: PriceTable | None = None, completion_tokens_guess: int = 200,
-                 seed: int | None = None, slots: Any = None) -> None:
+    def __init__(
+        self,
+        model: Any,
+        *,
+        concurrency: int = 8,
+        timeout: float | None = None,
+        max_attempts: int = 5,
+        backoff_base: float = 0.5,
+        backoff_max: float = 30.0,
+        retry_after_max: float = 120.0,
+        cache: bool | str | Any = True,
+        prices: PriceTable | None = None,
+        completion_tokens_guess: int = 200,
+        seed: int | None = None,
+        slots: Any = None,
+    ) -> None:
         resolved = resolve_chat_model(model, required=True)
         if concurrency < 1 or max_attempts < 1:
             msg = f"concurrency and max_attempts must be at least 1, got {concurrency} and {max_attempts}"
@@ -130,8 +141,13 @@ class ChatClient:
             raise ResourceError(result.error)
         return result
 
-    def run_many(self, requests: Sequence[Any], on_done: Callable[[int, ChatResult], None] | None = None, *,
-                 cancel: Callable[[], bool] | threading.Event | None = None) -> list[ChatResult]:
+    def run_many(
+        self,
+        requests: Sequence[Any],
+        on_done: Callable[[int, ChatResult], None] | None = None,
+        *,
+        cancel: Callable[[], bool] | threading.Event | None = None,
+    ) -> list[ChatResult]:
         """Answer every request, in order. Never raises for a failed call.
 
         A request is ``(messages, params)``, bare ``messages``, a prompt string, or an object
@@ -174,9 +190,12 @@ class ChatClient:
 
     # -- batch machinery -------------------------------------------------------------------
 
-    def _cached_or_jobs(self, reqs: list[tuple[list[dict[str, str]], dict[str, Any]]],
-                        results: list[ChatResult | None],
-                        on_done: Callable[[int, ChatResult], None] | None) -> list[tuple[str | None, list[int]]]:
+    def _cached_or_jobs(
+        self,
+        reqs: list[tuple[list[dict[str, str]], dict[str, Any]]],
+        results: list[ChatResult | None],
+        on_done: Callable[[int, ChatResult], None] | None,
+    ) -> list[tuple[str | None, list[int]]]:
         cache = self.cache
         if cache is None:
             return [(None, [i]) for i in range(len(reqs))]
@@ -196,10 +215,14 @@ class ChatClient:
                     on_done(i, hit)
         return jobs
 
-    def _run_jobs(self, reqs: list[tuple[list[dict[str, str]], dict[str, Any]]],
-                  jobs: list[tuple[str | None, list[int]]], results: list[ChatResult | None],
-                  on_done: Callable[[int, ChatResult], None] | None,
-                  cancel: Callable[[], bool] | None = None) -> None:
+    def _run_jobs(
+        self,
+        reqs: list[tuple[list[dict[str, str]], dict[str, Any]]],
+        jobs: list[tuple[str | None, list[int]]],
+        results: list[ChatResult | None],
+        on_done: Callable[[int, ChatResult], None] | None,
+        cancel: Callable[[], bool] | None = None,
+    ) -> None:
         stop = threading.Event()
         todo: queue.SimpleQueue[int] = queue.SimpleQueue()
         done: queue.SimpleQueue[tuple[int, ChatResult | BaseException]] = queue.SimpleQueue()
@@ -240,8 +263,12 @@ class ChatClient:
             stop.set()  # a KeyboardInterrupt (or a failing on_done) stops new attempts
 
     @staticmethod
-    def _next_done(done: queue.SimpleQueue[tuple[int, ChatResult | BaseException]], todo: queue.SimpleQueue[int],
-                   stop: threading.Event, cancel: Callable[[], bool] | None) -> tuple[int, ChatResult | BaseException]:
+    def _next_done(
+        done: queue.SimpleQueue[tuple[int, ChatResult | BaseException]],
+        todo: queue.SimpleQueue[int],
+        stop: threading.Event,
+        cancel: Callable[[], bool] | None,
+    ) -> tuple[int, ChatResult | BaseException]:
         """The next finished job; while waiting, a cancel is noticed within :data:`CANCEL_POLL_S`:
         it stops the workers taking jobs, and the jobs none took are answered as cancelled here."""
         while cancel is not None and not stop.is_set():
@@ -254,8 +281,14 @@ class ChatClient:
                 continue
         return done.get()
 
-    def _one(self, key: str | None, messages: list[dict[str, str]], params: dict[str, Any],
-             copies: int, stop: threading.Event) -> ChatResult:
+    def _one(
+        self,
+        key: str | None,
+        messages: list[dict[str, str]],
+        params: dict[str, Any],
+        copies: int,
+        stop: threading.Event,
+    ) -> ChatResult:
         attempts = 0
         params = {k: v for k, v in params.items() if k != SAMPLE_PARAM}
         while True:
@@ -282,8 +315,9 @@ class ChatClient:
             if not err.retryable or attempts >= self.max_attempts:
                 what = "gave up after" if err.retryable else "not retried; failed after"
                 plural = "s" if attempts != 1 else ""
-                return self._fail(ChatFailure(redact(f"{err} ({what} {attempts} attempt{plural})"), attempts,
-                                              err.status), copies)
+                return self._fail(
+                    ChatFailure(redact(f"{err} ({what} {attempts} attempt{plural})"), attempts, err.status), copies
+                )
             if stop.wait(self._delay(attempts, err)):
                 return ChatFailure(redact(f"cancelled while retrying: {err}"), attempts, err.status, cancelled=True)
         clean = redact(reply.text, patterns=False)  # a judge that echoes a key must not spread it
@@ -318,17 +352,25 @@ class ChatClient:
     def _bump(self, **counts: int) -> None:
         with self._lock:
             t = self._totals
-            self._totals = UsageTotals(**{f: getattr(t, f) + counts.get(f, 0) for f in
-                                          ("calls", "cached_calls", "failed_calls", "attempts",
-                                           "prompt_tokens", "completion_tokens")}, cost=t.cost)
+            self._totals = UsageTotals(
+                **{
+                    f: getattr(t, f) + counts.get(f, 0)
+                    for f in ("calls", "cached_calls", "failed_calls", "attempts", "prompt_tokens", "completion_tokens")
+                },
+                cost=t.cost,
+            )
 
     def _account(self, reply: ChatReply, copies: int, *, cached: bool) -> None:
         if cached:
             self._bump(calls=copies, cached_calls=copies)
             return
         # One fresh call answers every copy; the copies beyond the first count as cached.
-        self._bump(calls=copies, cached_calls=copies - 1, prompt_tokens=reply.usage.prompt_tokens,
-                   completion_tokens=reply.usage.completion_tokens)
+        self._bump(
+            calls=copies,
+            cached_calls=copies - 1,
+            prompt_tokens=reply.usage.prompt_tokens,
+            completion_tokens=reply.usage.completion_tokens,
+        )
         if reply.cost is not None:
             with self._lock:
                 t = self._totals
@@ -345,8 +387,11 @@ class ChatClient:
         except sqlite3.Error as e:
             if not self._cache_warned:
                 self._cache_warned = True
-                warnings.warn(redact(f"nbeval chat cache {self.cache!r} is unusable ({e}); going on without it"),
-                              RuntimeWarning, stacklevel=3)
+                warnings.warn(
+                    redact(f"nbeval chat cache {self.cache!r} is unusable ({e}); going on without it"),
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
             return default
 
 
@@ -369,8 +414,9 @@ def _cancel_check(cancel: Callable[[], bool] | threading.Event | None) -> Callab
     return check
 
 
-def _halt(stop: threading.Event, todo: queue.SimpleQueue[int],
-          done: queue.SimpleQueue[tuple[int, ChatResult | BaseException]]) -> None:
+def _halt(
+    stop: threading.Event, todo: queue.SimpleQueue[int], done: queue.SimpleQueue[tuple[int, ChatResult | BaseException]]
+) -> None:
     """Stop a batch's workers taking jobs, and answer the jobs none took as cancelled (a job is
     taken once: by a worker, which answers it, or here)."""
     stop.set()
@@ -387,10 +433,12 @@ def _warn_uncached(model: Any) -> None:
     if not problem:  # cache=False on the model itself: asked for, nothing to say
         return
     name = getattr(model, "name", type(model).__name__)
-    msg = redact(f"nbeval: the replies of {name!r} are not cached, because its configuration cannot be "
-                 f"identified reliably: {problem}. To cache them, name this configuration: "
-                 f"CallableChat(fn, cache_key=\"...\") (change the key whenever the behaviour changes); "
-                 f"to silence this, pass cache=False.")
+    msg = redact(
+        f"nbeval: the replies of {name!r} are not cached, because its configuration cannot be "
+        f"identified reliably: {problem}. To cache them, name this configuration: "
+        f'CallableChat(fn, cache_key="...") (change the key whenever the behaviour changes); '
+        f"to silence this, pass cache=False."
+    )
     with _WARNED_LOCK:
         if msg in _WARNED:
             return

@@ -67,8 +67,9 @@ class RagFunction(FunctionIdentity):
 
     identity_kind = "rag"
 
-    def __init__(self, fn: Callable[..., Any], name: str | None = None, *, cache: bool = True,
-                 cache_key: Any = None) -> None:
+    def __init__(
+        self, fn: Callable[..., Any], name: str | None = None, *, cache: bool = True, cache_key: Any = None
+    ) -> None:
         self.fn = fn
         self.name = name or callable_name(fn)
         self.cache = cache
@@ -84,13 +85,15 @@ class RagFunction(FunctionIdentity):
     def __repr__(self) -> str:
         return f"RagFunction({self.name!r})"
 
-
     def chat(self, messages: Sequence[Message], *, timeout: float | None = None, **params: Any) -> ChatReply:
         prompt = str(messages[-1]["content"])
         kwargs = {k: params[k] for k in self._extras if k in params}
         started = time.perf_counter()
-        out = self._call(prompt, kwargs) if timeout is None else call_with_deadline(
-            lambda: self._call(prompt, kwargs), timeout, self.name)
+        out = (
+            self._call(prompt, kwargs)
+            if timeout is None
+            else call_with_deadline(lambda: self._call(prompt, kwargs), timeout, self.name)
+        )
         answer, context, cost = _unpack(out, self.name)
         payload = json.dumps({"answer": answer, "context": context}, ensure_ascii=False)
         return ChatReply(payload, Usage(), self.name, duration_s=time.perf_counter() - started, cost=cost)
@@ -122,8 +125,15 @@ def _unpack(out: Any, name: str) -> tuple[str, list[Any] | None, float | None]:
 class PendingLab:
     """A suite and the models to ask; :meth:`complete` asks them and returns the lab."""
 
-    def __init__(self, suite: TestSuite, models: Any, *, system_prompt: str | None = None,
-                 params: Mapping[str, Any] | None = None, **client_settings: Any) -> None:
+    def __init__(
+        self,
+        suite: TestSuite,
+        models: Any,
+        *,
+        system_prompt: str | None = None,
+        params: Mapping[str, Any] | None = None,
+        **client_settings: Any,
+    ) -> None:
         self.suite = suite
         self.system_prompt = system_prompt
         self.params = dict(params or {})
@@ -207,13 +217,26 @@ class PendingLab:
                 else:
                     rows.append(_answered(row, result, isinstance(model, RagFunction)))
             connection = public_url(model.base_url) if isinstance(model, OpenAIChat) and model.base_url else None
-            infos.append(ModelInfo(key=key, name=key, model_type="rag" if isinstance(model, RagFunction) else "llm",
-                                   llm_model_name=getattr(model, "name", key), connection=connection))
+            infos.append(
+                ModelInfo(
+                    key=key,
+                    name=key,
+                    model_type="rag" if isinstance(model, RagFunction) else "llm",
+                    llm_model_name=getattr(model, "name", key),
+                    connection=connection,
+                )
+            )
         usage = {k: c.usage_totals().to_dict() for k, c in self._clients.items()}
         extra: dict[str, Any] = {"usage": usage, **({"cancelled": True} if cancelled else {})}
-        return TestLab(name=self.suite.name, description=self.suite.description,
-                       raw_dataset=self.suite.to_dataset(), dataset=LlmDataset(rows), models=infos,
-                       llm_model_names=[i.llm_model_name or i.key for i in infos], extra=extra)
+        return TestLab(
+            name=self.suite.name,
+            description=self.suite.description,
+            raw_dataset=self.suite.to_dataset(),
+            dataset=LlmDataset(rows),
+            models=infos,
+            llm_model_names=[i.llm_model_name or i.key for i in infos],
+            extra=extra,
+        )
 
 
 def _answered(row: Any, result: Any, is_fn: bool) -> Any:
@@ -227,14 +250,28 @@ def _answered(row: Any, result: Any, is_fn: bool) -> Any:
             data = json.loads(result.text)
             answer, context = data["answer"], data.get("context")
         except (ValueError, KeyError, TypeError):  # a cache entry some other program wrote
-            return row.with_answer(actual_output=None, error="the function's answer could not be read back "
-                                   f"from the cache: {result.text[:80]!r}")
-    chunks = [] if context is None else [
-        Chunk(content=c.get("content"), doc_uri=c.get("doc_uri")) if isinstance(c, Mapping) else Chunk(content=str(c))
-        for c in context]
+            return row.with_answer(
+                actual_output=None,
+                error=f"the function's answer could not be read back from the cache: {result.text[:80]!r}",
+            )
+    chunks = (
+        []
+        if context is None
+        else [
+            Chunk(content=c.get("content"), doc_uri=c.get("doc_uri"))
+            if isinstance(c, Mapping)
+            else Chunk(content=str(c))
+            for c in context
+        ]
+    )
     # A reply repaired on its way in (text that could not be encoded) says so on its row.
-    return row.with_answer(actual_output=answer, context=chunks, actual_duration=result.duration_s,
-                           cost=result.cost, warnings=[*row.warnings, *getattr(result, "warnings", ())])
+    return row.with_answer(
+        actual_output=answer,
+        context=chunks,
+        actual_duration=result.duration_s,
+        cost=result.cost,
+        warnings=[*row.warnings, *getattr(result, "warnings", ())],
+    )
 
 
 def _models(models: Any) -> dict[str, ChatModel]:
@@ -261,9 +298,14 @@ def _models(models: Any) -> dict[str, ChatModel]:
     return out
 
 
-def collect(suite: TestSuite | str | os.PathLike[str] | dict[str, Any], models: Any, *,
-            system_prompt: str | None = None, params: Mapping[str, Any] | None = None,
-            **settings: Any) -> PendingLab:
+def collect(
+    suite: TestSuite | str | os.PathLike[str] | dict[str, Any],
+    models: Any,
+    *,
+    system_prompt: str | None = None,
+    params: Mapping[str, Any] | None = None,
+    **settings: Any,
+) -> PendingLab:
     """Pair ``suite`` with ``models``; ``.plan()`` counts the calls, ``.complete()`` makes them
     and returns the filled :class:`~nbeval.data.model.TestLab` (``nbeval.collect(suite, models=[...])``).
 
@@ -292,8 +334,10 @@ def _as_suite(suite: Any) -> TestSuite:
         if isinstance(loaded, TestSuite):
             return loaded
         what = "a test lab (already answered)" if type(loaded).__name__ == "TestLab" else "a dataset of rows"
-        msg = (f"collect needs a test suite (an object with 'tests', one test or one test case); "
-               f"{suite if isinstance(suite, (str, os.PathLike)) and len(str(suite)) < 200 else 'this'} is {what}")
+        msg = (
+            f"collect needs a test suite (an object with 'tests', one test or one test case); "
+            f"{suite if isinstance(suite, (str, os.PathLike)) and len(str(suite)) < 200 else 'this'} is {what}"
+        )
         raise DataError(msg)
     msg = f"collect needs a test suite or the path of one, not {type(suite).__name__}"
     raise DataError(msg)

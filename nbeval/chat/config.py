@@ -23,9 +23,9 @@ def judge_help_text() -> str:
         "  * environment: NBEVAL_JUDGE_MODEL=<model name>, plus NBEVAL_JUDGE_BASE_URL=<url of an\n"
         "    OpenAI-compatible server, e.g. http://localhost:11434/v1 for Ollama> and\n"
         "    NBEVAL_JUDGE_API_KEY=<key> (OPENAI_API_KEY is used when that is unset);\n"
-        "  * argument: nbeval.evaluate(..., judge=\"gpt-4o-mini\") or\n"
-        "    judge={\"model\": \"llama3\", \"base_url\": \"http://localhost:11434/v1\"}, or per\n"
-        "    evaluator: nbeval.evaluator(\"safety\", judge=...); \"hf:<name or path>\" runs a local\n"
+        '  * argument: nbeval.evaluate(..., judge="gpt-4o-mini") or\n'
+        '    judge={"model": "llama3", "base_url": "http://localhost:11434/v1"}, or per\n'
+        '    evaluator: nbeval.evaluator("safety", judge=...); "hf:<name or path>" runs a local\n'
         "    Hugging Face model;\n"
         "  * Python: judge=my_function, where my_function(messages) or my_function(prompt)\n"
         "    returns the reply text (handy offline and in tests)."
@@ -92,7 +92,7 @@ def _resolve(spec: Any, device: str | None = None) -> ChatModel | None:
         if spec.startswith(_HF_PREFIX):
             from nbeval.chat.hf_chat import HFChat
 
-            return HFChat(spec[len(_HF_PREFIX):], device=device)
+            return HFChat(spec[len(_HF_PREFIX) :], device=device)
         from nbeval.chat.openai_chat import OpenAIChat
 
         return OpenAIChat(spec)
@@ -120,6 +120,8 @@ def _resolve(spec: Any, device: str | None = None) -> ChatModel | None:
         from nbeval.chat.callable_chat import CallableChat
 
         return CallableChat(spec)
-    msg = (f"cannot use a {type(spec).__name__} as a chat model; give a model name, a dict of "
-           "settings, a chat model object or a function.\n" + judge_help_text())
+    msg = (
+        f"cannot use a {type(spec).__name__} as a chat model; give a model name, a dict of "
+        "settings, a chat model object or a function.\n" + judge_help_text()
+    )
     raise EvaluatorError(msg)

@@ -102,10 +102,12 @@ class _DeadlineStream:
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
         self._inner.write(buffer, timeout=_clamp(timeout, self._errors.write))
 
-    def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
-                  timeout: float | None = None) -> _DeadlineStream:
-        stream = self._inner.start_tls(ssl_context, server_hostname=server_hostname,
-                                       timeout=_clamp(timeout, self._errors.connect))
+    def start_tls(
+        self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+    ) -> _DeadlineStream:
+        stream = self._inner.start_tls(
+            ssl_context, server_hostname=server_hostname, timeout=_clamp(timeout, self._errors.connect)
+        )
         return _DeadlineStream(stream, self._errors)
 
     def close(self) -> None:
@@ -123,16 +125,29 @@ class _DeadlineBackend:
         self._inner = inner
         self._errors = errors
 
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                    socket_options: Any = None) -> _DeadlineStream:
-        stream = self._inner.connect_tcp(host, port, timeout=_clamp(timeout, self._errors.connect),
-                                         local_address=local_address, socket_options=socket_options)
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Any = None,
+    ) -> _DeadlineStream:
+        stream = self._inner.connect_tcp(
+            host,
+            port,
+            timeout=_clamp(timeout, self._errors.connect),
+            local_address=local_address,
+            socket_options=socket_options,
+        )
         return _DeadlineStream(stream, self._errors)
 
-    def connect_unix_socket(self, path: str, timeout: float | None = None,
-                            socket_options: Any = None) -> _DeadlineStream:
-        stream = self._inner.connect_unix_socket(path, timeout=_clamp(timeout, self._errors.connect),
-                                                 socket_options=socket_options)
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Any = None
+    ) -> _DeadlineStream:
+        stream = self._inner.connect_unix_socket(
+            path, timeout=_clamp(timeout, self._errors.connect), socket_options=socket_options
+        )
         return _DeadlineStream(stream, self._errors)
 
     def sleep(self, seconds: float) -> None:

@@ -34,8 +34,15 @@ from collections.abc import Mapping
 from pathlib import PurePath
 from typing import Any, ClassVar
 
-__all__ = ["FunctionIdentity", "Unfingerprintable", "callable_name", "code_fingerprint", "describe_callable",
-           "fingerprint", "function_identity"]
+__all__ = [
+    "FunctionIdentity",
+    "Unfingerprintable",
+    "callable_name",
+    "code_fingerprint",
+    "describe_callable",
+    "fingerprint",
+    "function_identity",
+]
 
 _MAX_DEPTH = 64
 _MAX_PICKLE_BYTES = 64 * 1024 * 1024
@@ -160,17 +167,26 @@ class _Encoder:
         if isinstance(obj, (set, frozenset)):
             return (type(obj).__name__, tuple(sorted(repr(self.value(v, f"{where} item", depth)) for v in obj)))
         if isinstance(obj, dict) or (isinstance(obj, Mapping) and not type(obj).__flags__ & _HEAPTYPE):
-            items = [(repr(self.value(k, f"{where} key", depth)), self.value(v, f"{where}[{k!r}]", depth))
-                     for k, v in obj.items()]
+            items = [
+                (repr(self.value(k, f"{where} key", depth)), self.value(v, f"{where}[{k!r}]", depth))
+                for k, v in obj.items()
+            ]
             return (type(obj).__name__, tuple(sorted(items, key=lambda kv: kv[0])))
         if isinstance(obj, functools.partial):
-            return ("partial", self.value(obj.func, f"{where}.func", depth),
-                    self.value(obj.args, f"{where}.args", depth), self.value(obj.keywords, f"{where}.keywords", depth))
+            return (
+                "partial",
+                self.value(obj.func, f"{where}.func", depth),
+                self.value(obj.args, f"{where}.args", depth),
+                self.value(obj.keywords, f"{where}.keywords", depth),
+            )
         if isinstance(obj, types.FunctionType):
             return self._function(obj, where, depth)
         if isinstance(obj, types.MethodType):
-            return ("method", self.value(obj.__func__, f"{where}.__func__", depth),
-                    self.value(obj.__self__, f"{where}.__self__", depth))
+            return (
+                "method",
+                self.value(obj.__func__, f"{where}.__func__", depth),
+                self.value(obj.__self__, f"{where}.__self__", depth),
+            )
         if isinstance(obj, types.CodeType):
             return self._code(obj, depth)
         if isinstance(obj, types.ModuleType):
@@ -179,8 +195,11 @@ class _Encoder:
             return ("class", _qualname(obj))
         if isinstance(obj, (types.BuiltinFunctionType, types.BuiltinMethodType)):
             owner = getattr(obj, "__self__", None)
-            bound = () if owner is None or isinstance(owner, types.ModuleType) else (
-                self.value(owner, f"{where}.__self__", depth),)
+            bound = (
+                ()
+                if owner is None or isinstance(owner, types.ModuleType)
+                else (self.value(owner, f"{where}.__self__", depth),)
+            )
             return ("builtin", getattr(obj, "__module__", None) or "", obj.__qualname__, *bound)
         return self._object(obj, where, depth)
 
@@ -193,10 +212,16 @@ class _Encoder:
                 cells.append((name, "<empty>"))
                 continue
             cells.append((name, self.value(content, f"{where} (closure {name!r})", depth)))
-        return ("function", fn.__module__ or "", fn.__qualname__, self._code(fn.__code__, depth),
-                self.value(fn.__defaults__, f"{where} (defaults)", depth),
-                self.value(fn.__kwdefaults__, f"{where} (keyword defaults)", depth),
-                tuple(cells), self._globals(fn, depth))
+        return (
+            "function",
+            fn.__module__ or "",
+            fn.__qualname__,
+            self._code(fn.__code__, depth),
+            self.value(fn.__defaults__, f"{where} (defaults)", depth),
+            self.value(fn.__kwdefaults__, f"{where} (keyword defaults)", depth),
+            tuple(cells),
+            self._globals(fn, depth),
+        )
 
     def _globals(self, fn: types.FunctionType, depth: int) -> Any:
         found = []
@@ -215,10 +240,20 @@ class _Encoder:
         return tuple(found)
 
     def _code(self, code: types.CodeType, depth: int) -> Any:
-        consts = tuple(self._code(c, depth + 1) if isinstance(c, types.CodeType) else
-                       self.value(c, "a constant", depth + 1) for c in code.co_consts)
-        return ("code", code.co_code.hex(), consts, code.co_names, code.co_varnames, code.co_argcount,
-                code.co_kwonlyargcount, code.co_posonlyargcount)
+        consts = tuple(
+            self._code(c, depth + 1) if isinstance(c, types.CodeType) else self.value(c, "a constant", depth + 1)
+            for c in code.co_consts
+        )
+        return (
+            "code",
+            code.co_code.hex(),
+            consts,
+            code.co_names,
+            code.co_varnames,
+            code.co_argcount,
+            code.co_kwonlyargcount,
+            code.co_posonlyargcount,
+        )
 
     def _object(self, obj: Any, where: str, depth: int) -> Any:
         cls = type(obj)
@@ -230,11 +265,18 @@ class _Encoder:
                     if slot not in ("__dict__", "__weakref__") and hasattr(obj, slot):
                         state[slot] = getattr(obj, slot)
             call = inspect.getattr_static(cls, "__call__", None)
-            call_part = self.value(call, f"{_qualname(cls)}.__call__", depth) if isinstance(
-                call, types.FunctionType) else ()
-            class_data = tuple(sorted((k, self.value(v, f"{_qualname(cls)}.{k}", depth))
-                                      for c in reversed(cls.__mro__) if c is not object
-                                      for k, v in vars(c).items() if not k.startswith("__") and _immutable_data(v)))
+            call_part = (
+                self.value(call, f"{_qualname(cls)}.__call__", depth) if isinstance(call, types.FunctionType) else ()
+            )
+            class_data = tuple(
+                sorted(
+                    (k, self.value(v, f"{_qualname(cls)}.{k}", depth))
+                    for c in reversed(cls.__mro__)
+                    if c is not object
+                    for k, v in vars(c).items()
+                    if not k.startswith("__") and _immutable_data(v)
+                )
+            )
             try:
                 encoded = self.value(state, f"{where} (state of a {cls.__name__})", depth)
             except Unfingerprintable:

@@ -16,8 +16,9 @@ from nbeval.errors import EvaluatorError, MissingDependency
 __all__ = ["HFChat"]
 
 #: Generation parameters understood here; OpenAI-only ones (``response_format``...) are ignored.
-_GEN_KEYS = frozenset({"max_new_tokens", "temperature", "top_p", "top_k", "do_sample",
-                       "repetition_penalty", "num_beams"})
+_GEN_KEYS = frozenset(
+    {"max_new_tokens", "temperature", "top_p", "top_k", "do_sample", "repetition_penalty", "num_beams"}
+)
 
 
 #: Precisions a local model may load in.
@@ -37,9 +38,16 @@ class HFChat:
     private models) is used to load the model and kept out of ``repr``, errors and the cache.
     """
 
-    def __init__(self, model_name_or_path: str | os.PathLike[str], device: str | None = None,
-                 max_new_tokens: int = 256, *, dtype: str | None = None, token: str | None = None,
-                 **default_params: Any) -> None:
+    def __init__(
+        self,
+        model_name_or_path: str | os.PathLike[str],
+        device: str | None = None,
+        max_new_tokens: int = 256,
+        *,
+        dtype: str | None = None,
+        token: str | None = None,
+        **default_params: Any,
+    ) -> None:
         register_secrets(token, *secrets_in(default_params))
         self.model_name_or_path = os.fspath(model_name_or_path)
         self.name = os.path.basename(self.model_name_or_path.rstrip("/")) or self.model_name_or_path
@@ -76,8 +84,11 @@ class HFChat:
         auth = {"token": self.__token} if self.__token else {}
         try:
             tokenizer = AutoTokenizer.from_pretrained(self.model_name_or_path, **auth)
-            precision = {} if self.dtype is None else {"dtype": self.dtype if self.dtype == "auto"
-                                                           else getattr(torch, self.dtype)}
+            precision = (
+                {}
+                if self.dtype is None
+                else {"dtype": self.dtype if self.dtype == "auto" else getattr(torch, self.dtype)}
+            )
             model = AutoModelForCausalLM.from_pretrained(self.model_name_or_path, **auth, **precision)
         except (OSError, ValueError) as e:
             msg = redact(f"cannot load the causal LM {self.model_name_or_path!r}: {e}")
@@ -91,8 +102,7 @@ class HFChat:
         if getattr(tok, "chat_template", None):
             text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
             return tok(text, return_tensors="pt", add_special_tokens=False)
-        text = messages_to_prompt(messages) if len(messages) == 1 else (
-            messages_to_prompt(messages) + "\n\nAssistant:")
+        text = messages_to_prompt(messages) if len(messages) == 1 else (messages_to_prompt(messages) + "\n\nAssistant:")
         return tok(text, return_tensors="pt")
 
     def _gen_kwargs(self, params: dict[str, Any], timeout: float | None) -> dict[str, Any]:
@@ -113,8 +123,7 @@ class HFChat:
             kwargs["max_time"] = float(timeout)
         return kwargs
 
-    def chat(self, messages: Sequence[Message], *, timeout: float | None = None,
-             **params: Any) -> ChatReply:
+    def chat(self, messages: Sequence[Message], *, timeout: float | None = None, **params: Any) -> ChatReply:
         msgs = normalize_messages(messages)
         started = time.perf_counter()
         with self._lock:
@@ -133,5 +142,9 @@ class HFChat:
             n_prompt = int(enc["input_ids"].shape[1])
             new_ids = out[0][n_prompt:]
             text = self._tokenizer.decode(new_ids, skip_special_tokens=True)
-        return ChatReply(text=text, usage=Usage(n_prompt, int(new_ids.shape[0])), model=self.name,
-                         duration_s=time.perf_counter() - started)
+        return ChatReply(
+            text=text,
+            usage=Usage(n_prompt, int(new_ids.shape[0])),
+            model=self.name,
+            duration_s=time.perf_counter() - started,
+        )

@@ -61,22 +61,38 @@ class OpenAIChat:
     retries with backoff and honours ``Retry-After`` across all its workers.
     """
 
-    def __init__(self, model: str | None = None, base_url: str | None = None,
-                 api_key: str | None = None, timeout: float = 60, *,
-                 default_headers: Mapping[str, str] | None = None,
-                 default_query: Mapping[str, Any] | None = None, **default_params: Any) -> None:
+    def __init__(
+        self,
+        model: str | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60,
+        *,
+        default_headers: Mapping[str, str] | None = None,
+        default_query: Mapping[str, Any] | None = None,
+        **default_params: Any,
+    ) -> None:
         model = model or os.environ.get(ENV_MODEL) or None
         base_url = base_url or os.environ.get(ENV_BASE_URL) or None
         api_key = api_key or os.environ.get(ENV_API_KEY) or os.environ.get("OPENAI_API_KEY") or None
-        register_secrets(api_key, *secrets_in_url(base_url or ""), *secrets_in(default_headers or {}),
-                         *secrets_in(default_query or {}), *secrets_in(default_params))
+        register_secrets(
+            api_key,
+            *secrets_in_url(base_url or ""),
+            *secrets_in(default_headers or {}),
+            *secrets_in(default_query or {}),
+            *secrets_in(default_params),
+        )
         if not model:
-            msg = (f"no model name for the OpenAI-compatible endpoint: pass model=... or set {ENV_MODEL}"
-                   f"{' (the base URL ' + public_url(base_url) + ' is set)' if base_url else ''}")
+            msg = (
+                f"no model name for the OpenAI-compatible endpoint: pass model=... or set {ENV_MODEL}"
+                f"{' (the base URL ' + public_url(base_url) + ' is set)' if base_url else ''}"
+            )
             raise JudgeNotConfigured(msg)
         if api_key is None and base_url is None:
-            msg = (f"no API key for the OpenAI API: pass api_key=... or set {ENV_API_KEY} or "
-                   f"OPENAI_API_KEY (or point {ENV_BASE_URL} at a local server)")
+            msg = (
+                f"no API key for the OpenAI API: pass api_key=... or set {ENV_API_KEY} or "
+                f"OPENAI_API_KEY (or point {ENV_BASE_URL} at a local server)"
+            )
             raise JudgeNotConfigured(msg)
         self.model = model
         self.name = model
@@ -118,16 +134,19 @@ class OpenAIChat:
                     msg = 'OpenAI-compatible judges need the openai package: pip install "nbeval[judge]"'
                     raise MissingDependency(msg) from e
                 install_log_filter()
-                client = openai.OpenAI(base_url=self.__connect_url, api_key=self.__api_key or _NO_KEY,
-                                       timeout=self.timeout, max_retries=0,
-                                       default_headers=self.__headers or None,
-                                       default_query=self.__query or None)
+                client = openai.OpenAI(
+                    base_url=self.__connect_url,
+                    api_key=self.__api_key or _NO_KEY,
+                    timeout=self.timeout,
+                    max_retries=0,
+                    default_headers=self.__headers or None,
+                    default_query=self.__query or None,
+                )
                 self._armed = arm_http_client(getattr(client, "_client", None))
                 self._client = client
             return self._client
 
-    def chat(self, messages: Sequence[Message], *, timeout: float | None = None,
-             **params: Any) -> ChatReply:
+    def chat(self, messages: Sequence[Message], *, timeout: float | None = None, **params: Any) -> ChatReply:
         """One chat-completions call. Raises :class:`ChatError` (retryable or not) on failure."""
         client = self._get_client()  # raises MissingDependency when openai is absent
         import httpx
@@ -153,8 +172,9 @@ class OpenAIChat:
             raise ChatError(self._describe(f"timed out after {options['timeout']:g} s"), retryable=True) from e
         except openai.APIConnectionError as e:
             cause = e.__cause__ or e
-            raise ChatError(self._describe(f"connection failed ({type(cause).__name__}: {cause})"),
-                            retryable=True) from e
+            raise ChatError(
+                self._describe(f"connection failed ({type(cause).__name__}: {cause})"), retryable=True
+            ) from e
         except openai.APIStatusError as e:
             # Not chained: the SDK's message repeats the body, which may echo a key.
             raise self._status_error(e) from None
@@ -182,11 +202,14 @@ class OpenAIChat:
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as e:
             snippet = text[:200].replace("\n", " ")
             # A proxy hiccup can produce such a body once, so one more try is worth it.
-            raise ChatError(self._describe(f"reply is not a chat completion: {snippet!r}"),
-                            retryable=True) from e
+            raise ChatError(self._describe(f"reply is not a chat completion: {snippet!r}"), retryable=True) from e
         # A reply that echoes a key (some proxies repeat the request) must not carry it further.
-        return ChatReply(text=redact(str(content), patterns=False), usage=Usage.from_any(data.get("usage")),
-                         model=str(data.get("model") or self.model), duration_s=duration)
+        return ChatReply(
+            text=redact(str(content), patterns=False),
+            usage=Usage.from_any(data.get("usage")),
+            model=str(data.get("model") or self.model),
+            duration_s=duration,
+        )
 
     def _status_error(self, e: Any) -> ChatError:
         status = int(e.status_code)
@@ -196,10 +219,16 @@ class OpenAIChat:
         except Exception:  # a streamed or closed body has no text to show
             detail = str(e)
         retryable = status in _RETRY_STATUSES or status >= 500
-        kind = {429: "rate limited", 401: "authentication failed", 403: "permission denied",
-                404: "not found"}.get(status, "server error" if status >= 500 else "request rejected")
-        return ChatError(self._describe(f"HTTP {status} ({kind}): {detail}"), retryable=retryable,
-                         retry_after=retry_after, status=status, rate_limited=status == 429)
+        kind = {429: "rate limited", 401: "authentication failed", 403: "permission denied", 404: "not found"}.get(
+            status, "server error" if status >= 500 else "request rejected"
+        )
+        return ChatError(
+            self._describe(f"HTTP {status} ({kind}): {detail}"),
+            retryable=retryable,
+            retry_after=retry_after,
+            status=status,
+            rate_limited=status == 429,
+        )
 
     def _describe(self, what: str) -> str:
         where = self.base_url or "the OpenAI API"

@@ -52,9 +52,7 @@ _EXACT = frozenset({"sig", "pwd", "pass"})
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _AUTH_SCHEME = re.compile(r"^(?:bearer|basic|token|apikey|api-key|key|digest)\s+(\S+)$", re.IGNORECASE)
 #: Shapes of well-known API keys, masked in error text even when nobody registered them.
-_KEY_PATTERNS = re.compile(
-    r"(sk-[A-Za-z0-9_\-*]{8,}|(?i:bearer)\s+[A-Za-z0-9_\-.=*]{8,}|hf_[A-Za-z0-9]{10,})"
-)
+_KEY_PATTERNS = re.compile(r"(sk-[A-Za-z0-9_\-*]{8,}|(?i:bearer)\s+[A-Za-z0-9_\-.=*]{8,}|hf_[A-Za-z0-9]{10,})")
 _URL = re.compile(r"[a-z][a-z0-9+.\-]*://[^\s'\"<>]+", re.IGNORECASE)
 
 
@@ -235,8 +233,9 @@ def hash_secrets(obj: Any) -> Any:
     """A copy of ``obj`` with every secret replaced by a short SHA-256 of it: two keys stay apart
     (in a cache identity, say) while neither is readable."""
     if isinstance(obj, Mapping):
-        return {k: _hash_value(v) if is_secret_name(k) and isinstance(v, str) else hash_secrets(v)
-                for k, v in obj.items()}
+        return {
+            k: _hash_value(v) if is_secret_name(k) and isinstance(v, str) else hash_secrets(v) for k, v in obj.items()
+        }
     if isinstance(obj, (list, tuple)):
         return type(obj)(hash_secrets(v) for v in obj)
     if isinstance(obj, str) and "://" in obj and secrets_in_url(obj):

@@ -38,8 +38,19 @@ from nbeval.errors import DataError
 
 __all__ = ["Test", "TestCase"]
 
-_CASE_FIELDS = frozenset({"key", "prompt", "categories", "relationships", "expected_output", "condition",
-                          "guidelines", "expected_context", WARNINGS_FIELD})
+_CASE_FIELDS = frozenset(
+    {
+        "key",
+        "prompt",
+        "categories",
+        "relationships",
+        "expected_output",
+        "condition",
+        "guidelines",
+        "expected_context",
+        WARNINGS_FIELD,
+    }
+)
 
 
 @dataclass
@@ -89,9 +100,18 @@ class TestCase:
         return with_constraints(self.condition, self.constraints)
 
     def _repair(self) -> None:
-        texts = [self.prompt, self.key, self.expected_output, self.condition, self.categories, self.guidelines,
-                 self.named_guidelines, self.extra, [(c.content, c.doc_uri) for c in self.expected_context],
-                 [(r.type, r.target, r.target_type) for r in self.relationships]]
+        texts = [
+            self.prompt,
+            self.key,
+            self.expected_output,
+            self.condition,
+            self.categories,
+            self.guidelines,
+            self.named_guidelines,
+            self.extra,
+            [(c.content, c.doc_uri) for c in self.expected_context],
+            [(r.type, r.target, r.target_type) for r in self.relationships],
+        ]
         if not needs_repair(texts):
             return
         values = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "warnings"}
@@ -101,9 +121,10 @@ class TestCase:
         if not notes:
             return
         fixed["relationships"] = [Relationship(**r) for r in fixed["relationships"]]
-        fixed["expected_context"] = [Chunk(content=c) if isinstance(c, str) else
-                                     Chunk(content=c.get("content"), doc_uri=c.get("doc_uri"))
-                                     for c in fixed["expected_context"]]
+        fixed["expected_context"] = [
+            Chunk(content=c) if isinstance(c, str) else Chunk(content=c.get("content"), doc_uri=c.get("doc_uri"))
+            for c in fixed["expected_context"]
+        ]
         for name, value in fixed.items():
             setattr(self, name, value)
         self.warnings.extend(notes)
@@ -111,8 +132,14 @@ class TestCase:
     @property
     def resolved_key(self) -> str:
         """The key, derived from the content when none was given."""
-        return self.key or derive_key(self.prompt, self.expected_output, self.output_condition,
-                                      self.categories, self.expected_context, self.guidelines)
+        return self.key or derive_key(
+            self.prompt,
+            self.expected_output,
+            self.output_condition,
+            self.categories,
+            self.expected_context,
+            self.guidelines,
+        )
 
     @classmethod
     def from_dict(cls, c: Any, *, source: str = "<object>", where: str = "test case") -> TestCase:
@@ -139,11 +166,14 @@ class TestCase:
         )
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"key": self.resolved_key, "prompt": self.prompt,
-                               "categories": list(self.categories),
-                               "relationships": [r.to_json() for r in self.relationships],
-                               "expected_output": self.expected_output,
-                               "condition": self.condition}
+        out: dict[str, Any] = {
+            "key": self.resolved_key,
+            "prompt": self.prompt,
+            "categories": list(self.categories),
+            "relationships": [r.to_json() for r in self.relationships],
+            "expected_output": self.expected_output,
+            "condition": self.condition,
+        }
         if self.named_guidelines:
             out["guidelines"] = {k: list(v) for k, v in self.named_guidelines.items()}
         elif self.guidelines:
@@ -175,5 +205,9 @@ class Test:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"key": self.key, "documents": list(self.documents),
-                "test_cases": [tc.to_json() for tc in self.test_cases], **self.extra}
+        return {
+            "key": self.key,
+            "documents": list(self.documents),
+            "test_cases": [tc.to_json() for tc in self.test_cases],
+            **self.extra,
+        }

@@ -26,8 +26,7 @@ from typing import NamedTuple
 from nbeval.data import patterns
 from nbeval.errors import BadArgumentType, BadParameter, ConditionError
 
-__all__ = ["And", "Condition", "Not", "Or", "Regexp", "Text", "is_valid_condition",
-           "parse_condition"]
+__all__ = ["And", "Condition", "Not", "Or", "Regexp", "Text", "is_valid_condition", "parse_condition"]
 
 _MAX_DEPTH = 100  # nesting bound, so a hostile condition cannot exhaust the Python stack
 _SHOWN_MATCH_CHARS = 40
@@ -71,8 +70,7 @@ class Condition:
         _require_str(text)
         return self._eval(text, timeout, None)
 
-    def check(self, text: str, *,
-              timeout: float | None = patterns.DEFAULT_TIMEOUT) -> tuple[bool, str]:
+    def check(self, text: str, *, timeout: float | None = patterns.DEFAULT_TIMEOUT) -> tuple[bool, str]:
         """``(result, rationale)`` in one pass; every operand is tested, each once."""
         _require_str(text)
         memo: dict[Condition, bool] = {}
@@ -224,10 +222,21 @@ class _Token(NamedTuple):
 
 
 _OPERAND = "expected a quoted string, regexp(...), NOT or '('"
-_SEEN = {"END": "the end of the condition", "STR": "a string", "RE": "a regexp",
-         "(": "'('", ")": "')'", "AND": "AND", "OR": "OR", "NOT": "NOT"}
-_HINTS = {"'": "; strings take double quotes", "\u201c": "; use straight double quotes (\")",
-          "\u201d": "; use straight double quotes (\")"}
+_SEEN = {
+    "END": "the end of the condition",
+    "STR": "a string",
+    "RE": "a regexp",
+    "(": "'('",
+    ")": "')'",
+    "AND": "AND",
+    "OR": "OR",
+    "NOT": "NOT",
+}
+_HINTS = {
+    "'": "; strings take double quotes",
+    "\u201c": '; use straight double quotes (")',
+    "\u201d": '; use straight double quotes (")',
+}
 
 
 class _Parser:
@@ -272,8 +281,7 @@ class _Parser:
                 return _Token(word.upper(), word, i, j)
             if word.lower() == "regexp":
                 return self._regexp(i, j)
-            msg = (f"unknown word '{word}': operands are quoted strings or regexp(...), "
-                   "operators AND, OR and NOT")
+            msg = f"unknown word '{word}': operands are quoted strings or regexp(...), operators AND, OR and NOT"
             raise self.fail(msg, i)
         raise self.fail(f"unexpected character {ch!r}{_HINTS.get(ch, '')}", i)
 
@@ -284,7 +292,7 @@ class _Parser:
         while i < len(text):
             if text[i] == '"':
                 return "".join(out), i + 1
-            if text[i] == "\\" and text[i + 1:i + 2] in ('"', "\\"):
+            if text[i] == "\\" and text[i + 1 : i + 2] in ('"', "\\"):
                 i += 1  # \" and \\ stand for the second character; other backslashes stay
             out.append(text[i])
             i += 1
@@ -293,13 +301,13 @@ class _Parser:
     def _regexp(self, start: int, i: int) -> _Token:
         text = self.text
         opening = self._skip_space(i)
-        if text[opening:opening + 1] != "(":
+        if text[opening : opening + 1] != "(":
             raise self.fail("expected '(' after regexp", opening)
         i = self._skip_space(opening + 1)
-        if text[i:i + 1] == '"':
+        if text[i : i + 1] == '"':
             pattern, i = self._string(i)
             i = self._skip_space(i)
-            if text[i:i + 1] != ")":
+            if text[i : i + 1] != ")":
                 raise self.fail("expected ')' after the regexp pattern", i)
         else:
             pattern, i = self._raw_pattern(opening)
@@ -324,9 +332,9 @@ class _Parser:
             elif ch == ")" and depth:
                 depth -= 1
             elif ch == ")":
-                if not text[opening + 1:i].strip():
+                if not text[opening + 1 : i].strip():
                     raise self.fail("empty regexp(): put a pattern between the parentheses", i)
-                return text[opening + 1:i], i
+                return text[opening + 1 : i], i
             i += 1
         raise self.fail("regexp( has no matching ')'", opening)
 
@@ -342,8 +350,9 @@ class _Parser:
         if self.tok.kind == ")":
             raise self.fail("unexpected ')' with no matching '('", self.tok.start)
         if self.tok.kind != "END":
-            raise self.fail("expected AND, OR or the end of the condition, found "
-                            f"{_SEEN[self.tok.kind]}", self.tok.start)
+            raise self.fail(
+                f"expected AND, OR or the end of the condition, found {_SEEN[self.tok.kind]}", self.tok.start
+            )
         return node
 
     def disjunction(self) -> Condition:
@@ -359,7 +368,7 @@ class _Parser:
             operands.append(sub())
         if len(operands) == 1:
             return operands[0]
-        return cls(tuple(operands), source=self.text[start:self.prev_end])
+        return cls(tuple(operands), source=self.text[start : self.prev_end])
 
     def negation(self) -> Condition:
         if self.tok.kind != "NOT":
@@ -368,7 +377,7 @@ class _Parser:
         self._enter(start)
         operand = self.negation()
         self.depth -= 1
-        return Not(operand, source=self.text[start:self.prev_end])
+        return Not(operand, source=self.text[start : self.prev_end])
 
     def primary(self) -> Condition:
         tok = self.tok
@@ -378,17 +387,19 @@ class _Parser:
             self.advance()
             node = self.disjunction()
             if self.tok.kind != ")":
-                raise self.fail(f"expected ')' to close the '(' at position {tok.start}, "
-                                f"found {_SEEN[self.tok.kind]}", self.tok.start)
+                raise self.fail(
+                    f"expected ')' to close the '(' at position {tok.start}, found {_SEEN[self.tok.kind]}",
+                    self.tok.start,
+                )
             self.depth -= 1
             self.advance()
             return node
         if tok.kind == "STR":
             self.advance()
-            return Text(tok.value, source=self.text[tok.start:tok.end])
+            return Text(tok.value, source=self.text[tok.start : tok.end])
         if tok.kind == "RE":
             try:
-                node = Regexp(tok.value, source=self.text[tok.start:tok.end])
+                node = Regexp(tok.value, source=self.text[tok.start : tok.end])
             except ConditionError as exc:
                 msg = f"{exc.reason} (at character {exc.position} of the pattern)"
                 raise self.fail(msg, tok.start) from None

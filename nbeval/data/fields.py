@@ -59,9 +59,23 @@ __all__ = [
 DEFAULT_MODEL_KEY = "model"
 
 #: Row fields in file order; the names are the LLM dataset's (see the spec).
-ROW_FIELDS = ("key", "model_key", "input", "corpus", "context", "categories", "relationships",
-              "expected_output", "output_condition", "actual_output", "actual_duration", "cost",
-              "expected_context", "guidelines", "error")
+ROW_FIELDS = (
+    "key",
+    "model_key",
+    "input",
+    "corpus",
+    "context",
+    "categories",
+    "relationships",
+    "expected_output",
+    "output_condition",
+    "actual_output",
+    "actual_duration",
+    "cost",
+    "expected_context",
+    "guidelines",
+    "error",
+)
 
 #: The key under which the notes of what nbeval repaired in a row or test case (``warnings``)
 #: are written to files, only when there are some.
@@ -163,8 +177,9 @@ class DataWarning(UserWarning):
     source, the row and the field."""
 
 
-def warn_data(message: str, *, source: str | None = None, row: Any = None, field: str | None = None,
-              stacklevel: int = 3) -> str:
+def warn_data(
+    message: str, *, source: str | None = None, row: Any = None, field: str | None = None, stacklevel: int = 3
+) -> str:
     """Issue a :class:`DataWarning` located like a :class:`~nbeval.errors.DataError`; returns its text."""
     text = str(DataError(message, source=source, row=row, field=field))
     warnings.warn(text, DataWarning, stacklevel=stacklevel)
@@ -221,17 +236,30 @@ class Relationship:
         return {"type": self.type, "target": self.target, "target_type": self.target_type}
 
 
-def derive_key(prompt: str | None, expected_output: Any = None, condition: str | None = None,
-               categories: Sequence[str] = (), expected_context: Sequence[Chunk] = (),
-               guidelines: Sequence[str] = ()) -> str:
+def derive_key(
+    prompt: str | None,
+    expected_output: Any = None,
+    condition: str | None = None,
+    categories: Sequence[str] = (),
+    expected_context: Sequence[Chunk] = (),
+    guidelines: Sequence[str] = (),
+) -> str:
     """A stable key from a test case's content, so every model's answer to it shares the key.
 
     Only test-case fields take part (never a model's answer or retrieved context).
     """
     payload = json.dumps(
-        [prompt, expected_output, condition or None, list(categories),
-         [c.to_json() for c in expected_context], list(guidelines)],
-        ensure_ascii=False, sort_keys=True, default=str,
+        [
+            prompt,
+            expected_output,
+            condition or None,
+            list(categories),
+            [c.to_json() for c in expected_context],
+            list(guidelines),
+        ],
+        ensure_ascii=False,
+        sort_keys=True,
+        default=str,
     )
     return "tc-" + hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
 
@@ -333,8 +361,9 @@ def check_chunks(v: Any, source: str, row: Any, field: str) -> list[Chunk]:
                 raise DataError("chunk 'content' and 'doc_uri' must be text", source=source, row=row, field=where)
             out.append(Chunk(content=content, doc_uri=uri))
         else:
-            raise DataError(f"a chunk must be text or an object, got {type(c).__name__}",
-                            source=source, row=row, field=where)
+            raise DataError(
+                f"a chunk must be text or an object, got {type(c).__name__}", source=source, row=row, field=where
+            )
     return out
 
 
@@ -347,8 +376,9 @@ def check_relationships(v: Any, source: str, row: Any) -> list[Relationship]:
     out = []
     for j, r in enumerate(v):
         if not isinstance(r, dict) or not isinstance(r.get("type"), str) or not isinstance(r.get("target"), str):
-            raise DataError("a relationship needs text 'type' and 'target'", source=source, row=row,
-                            field=f"relationships[{j}]")
+            raise DataError(
+                "a relationship needs text 'type' and 'target'", source=source, row=row, field=f"relationships[{j}]"
+            )
         out.append(Relationship(type=r["type"], target=r["target"], target_type=r.get("target_type", "test_case")))
     return out
 
@@ -393,7 +423,7 @@ def _constraint_node(token: str) -> Any:
     from nbeval.data.conditions import Regexp, Text
 
     if token.startswith(CONSTRAINT_REGEXP):
-        return Regexp(token[len(CONSTRAINT_REGEXP):])
+        return Regexp(token[len(CONSTRAINT_REGEXP) :])
     return Text(token)
 
 

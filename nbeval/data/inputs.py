@@ -22,8 +22,10 @@ def to_dataset(data: Any) -> tuple[LlmDataset, TestLab | None]:
     if isinstance(data, TestLab):
         return data.dataset, data
     if isinstance(data, TestSuite):
-        msg = ("a test suite has no answers to evaluate; complete it into a lab first "
-               "(nbeval.collect(suite, models=[...]).complete()) or attach answers")
+        msg = (
+            "a test suite has no answers to evaluate; complete it into a lab first "
+            "(nbeval.collect(suite, models=[...]).complete()) or attach answers"
+        )
         raise DataError(msg)
     if is_dataframe(data):
         return read_pandas(data), None

@@ -113,8 +113,13 @@ class _Duplicates:
             if isinstance(node, dict):
                 for key in self.found.get(id(node), ()):
                     at_row, field = _locate((*path, key), row)
-                    warn_data(f"the key '{repair_text(key)[0]}' is given twice in one object; the last value is kept",
-                              source=name, row=at_row, field=field, stacklevel=6)
+                    warn_data(
+                        f"the key '{repair_text(key)[0]}' is given twice in one object; the last value is kept",
+                        source=name,
+                        row=at_row,
+                        field=field,
+                        stacklevel=6,
+                    )
                 stack.extend((v, (*path, k)) for k, v in node.items())
             elif isinstance(node, list):
                 stack.extend((v, (*path, i)) for i, v in enumerate(node))

@@ -93,8 +93,12 @@ class TestSuite:
         return LlmDataset(rows)
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description,
-                "tests": [t.to_json() for t in self.tests], **self.extra}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "tests": [t.to_json() for t in self.tests],
+            **self.extra,
+        }
 
     @classmethod
     def from_dict(cls, data: Any, *, source: str = "<object>") -> TestSuite:
@@ -109,13 +113,20 @@ class TestSuite:
         top, _ = repair_fields({k: v for k, v in data.items() if k != "tests"}, source, None)
         tests: list[Test] = []
         seen: dict[str, str] = {}
-        cases = [c for t in as_list(data.get("tests"), source, "tests")
-                 if isinstance(t, dict) and isinstance(t.get("test_cases"), list) for c in t["test_cases"]]
+        cases = [
+            c
+            for t in as_list(data.get("tests"), source, "tests")
+            if isinstance(t, dict) and isinstance(t.get("test_cases"), list)
+            for c in t["test_cases"]
+        ]
         warn_nan_expected(count_nan_expected(cases), source, "test case")
         for ti, t in enumerate(as_list(data.get("tests"), source, "tests"), 1):
             if not isinstance(t, dict):
-                raise DataError(f"a test must be a JSON object with 'test_cases', got {type(t).__name__}",
-                                source=source, row=f"tests[{ti}]")
+                raise DataError(
+                    f"a test must be a JSON object with 'test_cases', got {type(t).__name__}",
+                    source=source,
+                    row=f"tests[{ti}]",
+                )
             cases = []
             for ci, c in enumerate(as_list(t.get("test_cases"), source, f"tests[{ti}].test_cases"), 1):
                 where = f"tests[{ti}].test_cases[{ci}]"
@@ -126,14 +137,22 @@ class TestSuite:
                 seen[k] = where
                 cases.append(case)
             info, _ = repair_fields({k: v for k, v in t.items() if k != "test_cases"}, source, f"tests[{ti}]")
-            tests.append(Test(test_cases=cases, key=check_str(info.get("key"), source, f"tests[{ti}]", "key"),
-                              documents=check_str_list(info.get("documents"), source, f"tests[{ti}]", "documents"),
-                              extra={k: v for k, v in info.items() if k not in ("key", "documents")}))
+            tests.append(
+                Test(
+                    test_cases=cases,
+                    key=check_str(info.get("key"), source, f"tests[{ti}]", "key"),
+                    documents=check_str_list(info.get("documents"), source, f"tests[{ti}]", "documents"),
+                    extra={k: v for k, v in info.items() if k not in ("key", "documents")},
+                )
+            )
         for where, case in zip(seen.values(), (c for t in tests for c in t.test_cases), strict=True):
             _warn_links(case.relationships, seen, source, where)  # seen: every case's key, in order
-        return cls(name=check_str(top.get("name"), source, None, "name") or "",
-                   description=check_str(top.get("description"), source, None, "description") or "", tests=tests,
-                   extra={k: v for k, v in top.items() if k not in ("name", "description")})
+        return cls(
+            name=check_str(top.get("name"), source, None, "name") or "",
+            description=check_str(top.get("description"), source, None, "description") or "",
+            tests=tests,
+            extra={k: v for k, v in top.items() if k not in ("name", "description")},
+        )
 
     @classmethod
     def from_json(cls, source: Any) -> TestSuite:
@@ -152,8 +171,11 @@ _EXPECTED_FIELDS = ("expected_output", "expected_response")
 
 def count_nan_expected(records: Iterable[Any]) -> int:
     """How many of ``records`` (parsed JSON objects) give the bare ``NaN`` as their expected output."""
-    return sum(1 for r in records if isinstance(r, dict)
-               and any(isinstance(r.get(f), float) and math.isnan(r[f]) for f in _EXPECTED_FIELDS))
+    return sum(
+        1
+        for r in records
+        if isinstance(r, dict) and any(isinstance(r.get(f), float) and math.isnan(r[f]) for f in _EXPECTED_FIELDS)
+    )
 
 
 def warn_nan_expected(n: int, source: str, what: str = "row") -> None:
@@ -165,16 +187,25 @@ def warn_nan_expected(n: int, source: str, what: str = "row") -> None:
     otherwise go unnoticed."""
     if n:
         many = n != 1
-        warn_data(f"{n} {what}{'s give' if many else ' gives'} NaN as the expected output; NaN is not a JSON "
-                  f"value and is read as no expected output (evaluators that need one skip "
-                  f"{'them' if many else 'it'})", source=source, stacklevel=4)
+        warn_data(
+            f"{n} {what}{'s give' if many else ' gives'} NaN as the expected output; NaN is not a JSON "
+            f"value and is read as no expected output (evaluators that need one skip "
+            f"{'them' if many else 'it'})",
+            source=source,
+            stacklevel=4,
+        )
 
 
 def _warn_links(relationships: list[Relationship], keys: dict[str, Any], source: str, where: Any) -> None:
     for j, rel in enumerate(relationships):
         if rel.target_type == "test_case" and rel.target not in keys:
-            warn_data(f"the relationship '{rel.type}' points at the key '{rel.target}', which no test case has",
-                      source=source, row=where, field=f"relationships[{j}]", stacklevel=4)
+            warn_data(
+                f"the relationship '{rel.type}' points at the key '{rel.target}', which no test case has",
+                source=source,
+                row=where,
+                field=f"relationships[{j}]",
+                stacklevel=4,
+            )
 
 
 _MODEL_FIELDS = frozenset({"key", "name", "model_type", "llm_model_name", "connection", "collection_id", "documents"})
@@ -343,11 +374,20 @@ class TestLab:
         """A lab from its parsed JSON: ``{"raw_dataset": ..., "dataset": ..., "models": [...]}``."""
         if json_shape(data) != "lab":
             raise DataError("expected a test lab (an object with 'dataset' and 'models')", source=source)
-        models = [ModelInfo.from_dict(m, source=source, where=f"models[{i}]")
-                  for i, m in enumerate(as_list(data.get("models"), source, "models"), 1)]
+        models = [
+            ModelInfo.from_dict(m, source=source, where=f"models[{i}]")
+            for i, m in enumerate(as_list(data.get("models"), source, "models"), 1)
+        ]
         sections = [data.get(k) for k in ("raw_dataset", "dataset")]
-        warn_nan_expected(count_nan_expected(r for s in sections if isinstance(s, (dict, list))
-                                             for r in ((s.get("inputs") if isinstance(s, dict) else s) or [])), source)
+        warn_nan_expected(
+            count_nan_expected(
+                r
+                for s in sections
+                if isinstance(s, (dict, list))
+                for r in ((s.get("inputs") if isinstance(s, dict) else s) or [])
+            ),
+            source,
+        )
 
         def part(key: str) -> LlmDataset:
             section = data.get(key)
@@ -360,16 +400,22 @@ class TestLab:
             rows = rows_from_records(records, source=f"{source} ({key})", check_links=key == "dataset")
             return LlmDataset(rows, source=source)
 
-        top, _ = repair_fields({k: v for k, v in data.items() if k not in ("raw_dataset", "dataset", "models")},
-                               source, None)
+        top, _ = repair_fields(
+            {k: v for k, v in data.items() if k not in ("raw_dataset", "dataset", "models")}, source, None
+        )
         docs_cache = top.get("docs_cache") or {}
         if not isinstance(docs_cache, dict):
             raise DataError("must be an object (document to text)", source=source, field="docs_cache")
-        return cls(name=check_str(top.get("name"), source, None, "name") or "",
-                   description=check_str(top.get("description"), source, None, "description") or "",
-                   raw_dataset=part("raw_dataset"), dataset=part("dataset"), models=models,
-                   llm_model_names=check_str_list(top.get("llm_model_names"), source, None, "llm_model_names"),
-                   docs_cache=dict(docs_cache), extra={k: v for k, v in top.items() if k not in _LAB_FIELDS})
+        return cls(
+            name=check_str(top.get("name"), source, None, "name") or "",
+            description=check_str(top.get("description"), source, None, "description") or "",
+            raw_dataset=part("raw_dataset"),
+            dataset=part("dataset"),
+            models=models,
+            llm_model_names=check_str_list(top.get("llm_model_names"), source, None, "llm_model_names"),
+            docs_cache=dict(docs_cache),
+            extra={k: v for k, v in top.items() if k not in _LAB_FIELDS},
+        )
 
     @classmethod
     def from_json(cls, source: Any) -> TestLab:
@@ -379,12 +425,16 @@ class TestLab:
 
     def to_json(self, path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
         """The lab as JSON data; written to ``path`` when given."""
-        data = {"name": self.name, "description": self.description,
-                "raw_dataset": {"inputs": self.raw_dataset.to_records()},
-                "dataset": {"inputs": self.dataset.to_records()},
-                "models": [m.to_json() for m in self.models],
-                "llm_model_names": list(self.llm_model_names),
-                "docs_cache": dict(self.docs_cache), **self.extra}
+        data = {
+            "name": self.name,
+            "description": self.description,
+            "raw_dataset": {"inputs": self.raw_dataset.to_records()},
+            "dataset": {"inputs": self.dataset.to_records()},
+            "models": [m.to_json() for m in self.models],
+            "llm_model_names": list(self.llm_model_names),
+            "docs_cache": dict(self.docs_cache),
+            **self.extra,
+        }
         if path is not None:
             write_json(data, path)
         return data

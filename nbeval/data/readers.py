@@ -157,8 +157,9 @@ def _batch_records(batch: Any, name: str, offset: int) -> list[dict[str, Any]]:
                 msg = "the text is not valid UTF-8 (a string column must hold UTF-8)"
                 raise DataError(msg, source=name, row=offset + i + 1, field=field) from None
             except (ValueError, RecursionError) as exc:
-                raise DataError(f"the cell cannot be read: {exc}", source=name, row=offset + i + 1,
-                                field=field) from None
+                raise DataError(
+                    f"the cell cannot be read: {exc}", source=name, row=offset + i + 1, field=field
+                ) from None
     records = batch.to_pylist()
     return records
 

@@ -92,8 +92,14 @@ class Row:
         if not _repaired:
             self._repair()
         if not self.key:
-            self.key = derive_key(self.input, self.expected_output, self.output_condition,
-                                  self.categories, self.expected_context, self.guidelines)
+            self.key = derive_key(
+                self.input,
+                self.expected_output,
+                self.output_condition,
+                self.categories,
+                self.expected_context,
+                self.guidelines,
+            )
 
     def _repair(self) -> None:
         """Repair text that cannot be encoded, in every field (see the module docstring)."""
@@ -108,8 +114,12 @@ class Row:
             return
         for name, value in fixed.items():
             if name in ("context", "expected_context"):
-                value = [Chunk(content=c, doc_uri=None) if isinstance(c, str) else
-                         Chunk(content=c.get("content"), doc_uri=c.get("doc_uri")) for c in value]
+                value = [
+                    Chunk(content=c, doc_uri=None)
+                    if isinstance(c, str)
+                    else Chunk(content=c.get("content"), doc_uri=c.get("doc_uri"))
+                    for c in value
+                ]
             elif name == "relationships":
                 value = [Relationship(**r) for r in value]
             setattr(self, name, value)
@@ -137,14 +147,22 @@ class Row:
         return None
 
     @classmethod
-    def from_test_case(cls, case: TestCase, *, corpus: Sequence[str] = (),
-                       model_key: str = DEFAULT_MODEL_KEY) -> Row:
-        return cls(input=case.prompt, key=case.resolved_key, model_key=model_key,
-                   corpus=list(corpus), categories=list(case.categories),
-                   relationships=list(case.relationships), expected_output=case.expected_output,
-                   output_condition=case.output_condition, expected_context=list(case.expected_context),
-                   guidelines=list(case.guidelines), named_guidelines=dict(case.named_guidelines),
-                   extra=dict(case.extra), warnings=list(case.warnings))
+    def from_test_case(cls, case: TestCase, *, corpus: Sequence[str] = (), model_key: str = DEFAULT_MODEL_KEY) -> Row:
+        return cls(
+            input=case.prompt,
+            key=case.resolved_key,
+            model_key=model_key,
+            corpus=list(corpus),
+            categories=list(case.categories),
+            relationships=list(case.relationships),
+            expected_output=case.expected_output,
+            output_condition=case.output_condition,
+            expected_context=list(case.expected_context),
+            guidelines=list(case.guidelines),
+            named_guidelines=dict(case.named_guidelines),
+            extra=dict(case.extra),
+            warnings=list(case.warnings),
+        )
 
     @classmethod
     def from_record(cls, record: dict[str, Any], *, source: str = "records", row: int = 1) -> Row:
@@ -169,9 +187,10 @@ class Row:
             categories=check_str_list(rec.get("categories"), source, row, "categories"),
             relationships=check_relationships(rec.get("relationships"), source, row),
             expected_output=check_text(rec.get("expected_output"), source, row, "expected_output"),
-            output_condition=with_constraints(check_condition(rec.get("output_condition"), source, row,
-                                                              "output_condition"),
-                                              check_constraints(rec.get("constraints"), source, row)),
+            output_condition=with_constraints(
+                check_condition(rec.get("output_condition"), source, row, "output_condition"),
+                check_constraints(rec.get("constraints"), source, row),
+            ),
             actual_output=check_text(rec.get("actual_output"), source, row, "actual_output"),
             actual_duration=check_number(rec.get("actual_duration"), source, row, "actual_duration"),
             cost=check_number(rec.get("cost"), source, row, "cost"),
@@ -209,9 +228,20 @@ class Row:
 
 def _needs_repair(row: Row) -> bool:
     """Whether any text of ``row`` cannot be encoded (cheap: ASCII text is checked in constant time)."""
-    texts: list[Any] = [row.input, row.key, row.model_key, row.expected_output, row.output_condition,
-                        row.actual_output, row.error, row.corpus, row.categories, row.guidelines, row.extra,
-                        row.named_guidelines]
+    texts: list[Any] = [
+        row.input,
+        row.key,
+        row.model_key,
+        row.expected_output,
+        row.output_condition,
+        row.actual_output,
+        row.error,
+        row.corpus,
+        row.categories,
+        row.guidelines,
+        row.extra,
+        row.named_guidelines,
+    ]
     texts.extend((c.content, c.doc_uri) for c in (*row.context, *row.expected_context))
     texts.extend((r.type, r.target, r.target_type) for r in row.relationships)
     return needs_repair(texts)
@@ -227,8 +257,9 @@ def rows_from_records(records: Sequence[Any], *, source: str = "records", check_
     return rows_from_chunks([records], source=source, check_links=check_links)
 
 
-def rows_from_chunks(chunks: Iterable[Sequence[Any]], *, source: str = "records",
-                     check_links: bool = True) -> list[Row]:
+def rows_from_chunks(
+    chunks: Iterable[Sequence[Any]], *, source: str = "records", check_links: bool = True
+) -> list[Row]:
     """:func:`rows_from_records` over records that arrive in chunks (each chunk can be let go once
     converted), with the same checks across all of them and rows numbered from the first."""
     rows: list[Row] = []
@@ -243,20 +274,30 @@ def rows_from_chunks(chunks: Iterable[Sequence[Any]], *, source: str = "records"
             row = Row.from_record(raw, source=source, row=i)
             ident = (row.key, row.model_key)
             if ident in seen:
-                msg = (f"duplicate key '{row.key}' for model '{row.model_key}' (also row {seen[ident]}); "
-                       "give each test case its own key")
+                msg = (
+                    f"duplicate key '{row.key}' for model '{row.model_key}' (also row {seen[ident]}); "
+                    "give each test case its own key"
+                )
                 raise DataError(msg, source=source, row=i, field="key")
             seen[ident] = i
             first = prompts.setdefault(row.key, (row.input, row.model_key, i))
             if first[0] != row.input:
-                warn_data(f"the key '{row.key}' has a different prompt for model '{row.model_key}' than for "
-                          f"model '{first[1]}' (row {first[2]}); each key should name one test case",
-                          source=source, row=i, field="input")
+                warn_data(
+                    f"the key '{row.key}' has a different prompt for model '{row.model_key}' than for "
+                    f"model '{first[1]}' (row {first[2]}); each key should name one test case",
+                    source=source,
+                    row=i,
+                    field="input",
+                )
             rows.append(row)
     if check_links:
         for n, row in enumerate(rows, 1):
             for j, rel in enumerate(row.relationships):
                 if rel.target_type == "test_case" and rel.target not in prompts:
-                    warn_data(f"the relationship '{rel.type}' points at the key '{rel.target}', which no row has",
-                              source=source, row=n, field=f"relationships[{j}]")
+                    warn_data(
+                        f"the relationship '{rel.type}' points at the key '{rel.target}', which no row has",
+                        source=source,
+                        row=n,
+                        field=f"relationships[{j}]",
+                    )
     return rows

@@ -31,9 +31,19 @@ def normalize_record(rec: dict[str, Any]) -> dict[str, Any]:
 
 def _from_agent_eval(rec: dict[str, Any]) -> dict[str, Any]:
     """The agent-evaluation column style (request/response/...) in LLM-dataset names."""
-    out = {k: v for k, v in rec.items() if k not in (
-        "request", "response", "expected_response", "retrieved_context", "expected_retrieved_context",
-        "request_id")}
+    out = {
+        k: v
+        for k, v in rec.items()
+        if k
+        not in (
+            "request",
+            "response",
+            "expected_response",
+            "retrieved_context",
+            "expected_retrieved_context",
+            "request_id",
+        )
+    }
     req = rec.get("request")
     if isinstance(req, dict):  # a chat request: take the last user message as the prompt
         msgs = req.get("messages") or []

@@ -112,8 +112,11 @@ def _parse_cell(name: str, value: Any, source: str, row: int, *, csv_text: bool 
             except json.JSONDecodeError as exc:
                 raise DataError(f"list cell is not valid JSON: {exc.msg}", source=source, row=row, field=name) from None
         return [value]
-    if name not in ROW_FIELDS and isinstance(value, str) and (value[:1] in '[{"' or value in ("true", "false", "null")
-                                                            or _NUMBER.fullmatch(value)):
+    if (
+        name not in ROW_FIELDS
+        and isinstance(value, str)
+        and (value[:1] in '[{"' or value in ("true", "false", "null") or _NUMBER.fullmatch(value))
+    ):
         try:
             return _cell_json(value, source, row, name)
         except json.JSONDecodeError:
@@ -132,8 +135,10 @@ def _cell_json(value: str, source: str, row: int, name: str) -> Any:
     except json.JSONDecodeError:
         raise
     except ValueError:  # an integer of thousands of digits (Python's int-string limit)
-        msg = (f"the cell holds a number longer than the {sys.get_int_max_str_digits():,} digits Python reads; "
-               "write it as quoted JSON text to keep it")
+        msg = (
+            f"the cell holds a number longer than the {sys.get_int_max_str_digits():,} digits Python reads; "
+            "write it as quoted JSON text to keep it"
+        )
         raise DataError(msg, source=source, row=row, field=name) from None
 
 
@@ -146,8 +151,10 @@ def csv_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Records from a CSV written by :func:`records_to_csv` or by hand (list cells as JSON or plain text)."""
     name = str(path)
     text = read_text_file(path)
-    records = [_drop_empty_extras({k: _parse_cell(k, v, name, i) for k, v in raw.items()})
-               for i, raw in enumerate(_csv_rows(text, name), 1)]
+    records = [
+        _drop_empty_extras({k: _parse_cell(k, v, name, i) for k, v in raw.items()})
+        for i, raw in enumerate(_csv_rows(text, name), 1)
+    ]
     for rec in records:
         for numeric in ("actual_duration", "cost"):
             if rec.get(numeric) in ("", None):
@@ -174,17 +181,21 @@ def _csv_rows(text: str, name: str) -> list[dict[str, str]]:
                 if not cells:
                     continue  # a blank line
                 if len(cells) > len(header):
-                    msg = (f"has {len(cells)} cells but the header names {len(header)} columns "
-                           f"(line {reader.line_num}); quote cells that contain a comma")
+                    msg = (
+                        f"has {len(cells)} cells but the header names {len(header)} columns "
+                        f"(line {reader.line_num}); quote cells that contain a comma"
+                    )
                     raise DataError(msg, source=name, row=len(rows) + 1)
                 rows.append(dict(zip(header, cells + [""] * (len(header) - len(cells)), strict=True)))
         except csv.Error as exc:
             reason = str(exc)
             if "field limit" in reason:
-                reason = (f"a cell is longer than {csv.field_size_limit():,} characters, the most nbeval "
-                          "reads in one cell")
-            raise DataError(f"not readable as CSV: {reason} (line {reader.line_num})", source=name,
-                            row=len(rows) + 1) from None
+                reason = (
+                    f"a cell is longer than {csv.field_size_limit():,} characters, the most nbeval reads in one cell"
+                )
+            raise DataError(
+                f"not readable as CSV: {reason} (line {reader.line_num})", source=name, row=len(rows) + 1
+            ) from None
         finally:
             csv.field_size_limit(old)
     return rows

@@ -51,12 +51,20 @@ from typing import Any
 
 from nbeval.errors import DataError
 
-__all__ = ["REPAIR_NOTE", "is_list_marker_line", "needs_repair", "read_text_file", "repair_data", "repair_text",
-           "split_sentences"]
+__all__ = [
+    "REPAIR_NOTE",
+    "is_list_marker_line",
+    "needs_repair",
+    "read_text_file",
+    "repair_data",
+    "repair_text",
+    "split_sentences",
+]
 
 #: What a repaired text was told, for warnings: one phrase, so every layer says the same.
-REPAIR_NOTE = ("text that cannot be encoded as UTF-8 (a lone surrogate such as '\\ud800') was repaired: "
-               "replaced by U+FFFD")
+REPAIR_NOTE = (
+    "text that cannot be encoded as UTF-8 (a lone surrogate such as '\\ud800') was repaired: replaced by U+FFFD"
+)
 
 
 def repair_text(s: str) -> tuple[str, bool]:
@@ -204,8 +212,10 @@ def read_text_file(path: str | os.PathLike[str]) -> str:
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-        msg = (f"not UTF-8 text: byte 0x{raw[exc.start]:02x} at line {line}, column {column} cannot be "
-               "decoded; save the file as UTF-8")
+        msg = (
+            f"not UTF-8 text: byte 0x{raw[exc.start]:02x} at line {line}, column {column} cannot be "
+            "decoded; save the file as UTF-8"
+        )
         raise DataError(msg, source=name) from None
     if not text.strip():
         raise DataError("the file is empty", source=name)
@@ -213,26 +223,145 @@ def read_text_file(path: str | os.PathLike[str]) -> str:
 
 
 # Abbreviations after which a period never ends a sentence (compared lower-case, without the dot).
-_NEVER_BREAK = frozenset([
-    "mr", "mrs", "ms", "mx", "dr", "prof", "rev", "hon", "gen", "col", "capt", "cpt", "lt", "sgt", "st", "mt",
-    "messrs", "mme", "mlle", "sen", "rep", "gov", "pres", "supt", "vs", "v", "cf", "viz", "approx", "ca", "incl",
-    "dept", "est", "univ", "assn", "ave", "blvd", "e.g", "i.e", "eg", "ie", "jan", "feb", "mar", "apr", "jun",
-    "jul", "aug", "sep", "sept", "oct", "nov", "dec"
-])
+_NEVER_BREAK = frozenset(
+    [
+        "mr",
+        "mrs",
+        "ms",
+        "mx",
+        "dr",
+        "prof",
+        "rev",
+        "hon",
+        "gen",
+        "col",
+        "capt",
+        "cpt",
+        "lt",
+        "sgt",
+        "st",
+        "mt",
+        "messrs",
+        "mme",
+        "mlle",
+        "sen",
+        "rep",
+        "gov",
+        "pres",
+        "supt",
+        "vs",
+        "v",
+        "cf",
+        "viz",
+        "approx",
+        "ca",
+        "incl",
+        "dept",
+        "est",
+        "univ",
+        "assn",
+        "ave",
+        "blvd",
+        "e.g",
+        "i.e",
+        "eg",
+        "ie",
+        "jan",
+        "feb",
+        "mar",
+        "apr",
+        "jun",
+        "jul",
+        "aug",
+        "sep",
+        "sept",
+        "oct",
+        "nov",
+        "dec",
+    ]
+)
 # Abbreviations that also commonly end a sentence: break only when a capital follows.
 _BREAK_BEFORE_CAPITAL = frozenset(["etc", "inc", "ltd", "co", "corp", "llc", "plc", "bros", "jr", "sr", "al"])
 # Abbreviations that introduce a number: no break when a digit follows.
-_BEFORE_NUMBER = frozenset([
-    "no", "nos", "fig", "figs", "vol", "vols", "p", "pp", "ch", "chap", "sec", "sect", "art", "eq", "eqs", "ref",
-    "para", "op"
-])
+_BEFORE_NUMBER = frozenset(
+    [
+        "no",
+        "nos",
+        "fig",
+        "figs",
+        "vol",
+        "vols",
+        "p",
+        "pp",
+        "ch",
+        "chap",
+        "sec",
+        "sect",
+        "art",
+        "eq",
+        "eqs",
+        "ref",
+        "para",
+        "op",
+    ]
+)
 # Words that typically open a sentence; used to decide whether "U.S." ended one.
-_OPENERS = frozenset([
-    "the", "a", "an", "this", "that", "these", "those", "it", "its", "he", "she", "they", "we", "i", "you",
-    "there", "here", "his", "her", "their", "our", "my", "in", "on", "at", "for", "but", "and", "or", "so", "yet",
-    "however", "then", "also", "after", "before", "when", "while", "if", "although", "because", "as", "since",
-    "thus", "therefore", "meanwhile", "moreover", "furthermore", "finally", "first", "next", "today"
-])
+_OPENERS = frozenset(
+    [
+        "the",
+        "a",
+        "an",
+        "this",
+        "that",
+        "these",
+        "those",
+        "it",
+        "its",
+        "he",
+        "she",
+        "they",
+        "we",
+        "i",
+        "you",
+        "there",
+        "here",
+        "his",
+        "her",
+        "their",
+        "our",
+        "my",
+        "in",
+        "on",
+        "at",
+        "for",
+        "but",
+        "and",
+        "or",
+        "so",
+        "yet",
+        "however",
+        "then",
+        "also",
+        "after",
+        "before",
+        "when",
+        "while",
+        "if",
+        "although",
+        "because",
+        "as",
+        "since",
+        "thus",
+        "therefore",
+        "meanwhile",
+        "moreover",
+        "furthermore",
+        "finally",
+        "first",
+        "next",
+        "today",
+    ]
+)
 
 _DOTTED_ACRONYM = re.compile(r"(?:[A-Za-z]{1,2}\.)+[A-Za-z]{1,2}")
 _MARKER = r"(?:\(?\d{1,3}[.)]|\(?[A-Za-z][.)]|\(?[ivxlcIVXLC]{1,5}[.)]|[-*•·▪‣◦–])"
@@ -243,9 +372,7 @@ _LINE_END = tuple(".!?:;…。！？؟।۔")
 _OPENING = "\"'“‘«([{¿¡"
 
 # A candidate boundary: terminal punctuation, closing quotes/brackets, then white space.
-_CANDIDATE = re.compile(
-    r"(?P<p>[.!?…؟।۔]+|[。！？｡．]+)(?P<q>[\"'”’»)\]」』）]*)(?P<ws>\s*)"
-)
+_CANDIDATE = re.compile(r"(?P<p>[.!?…؟।۔]+|[。！？｡．]+)(?P<q>[\"'”’»)\]」』）]*)(?P<ws>\s*)")
 _CJK_STOP = re.compile(r"[。！？｡．]")
 _COLON_LIST = re.compile(r"(?<=:)\s+(?=\d{1,3}[.)]\s+\S)")
 _WS = re.compile(r"\s+")
@@ -368,7 +495,4 @@ def _breaks(seg: str, start: int, m: re.Match[str]) -> bool:
 
 def _is_decoration(sentence: str) -> bool:
     """A line of punctuation or rule characters only (``---``, ``***``, ``===``)."""
-    return all(
-        ch.isspace() or unicodedata.category(ch).startswith("P") or ch in "=*~_#|+<>-^`"
-        for ch in sentence
-    )
+    return all(ch.isspace() or unicodedata.category(ch).startswith("P") or ch in "=*~_#|+<>-^`" for ch in sentence)

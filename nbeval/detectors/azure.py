@@ -31,12 +31,14 @@ __all__ = ["AZURE_KINDS", "PUBLIC_KEYS", "find_azure"]
 AZURE_KINDS: tuple[str, ...] = ("azure_sas_token", "azure_storage_key")
 
 #: Keys published for local development: not secrets wherever they appear.
-PUBLIC_KEYS: frozenset[str] = frozenset({
-    # Azurite / Azure Storage emulator account key (devstoreaccount1), Microsoft's documentation.
-    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==",
-    # Azure Cosmos DB emulator key, Microsoft's documentation.
-    "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw==",
-})
+PUBLIC_KEYS: frozenset[str] = frozenset(
+    {
+        # Azurite / Azure Storage emulator account key (devstoreaccount1), Microsoft's documentation.
+        "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==",
+        # Azure Cosmos DB emulator key, Microsoft's documentation.
+        "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw==",
+    }
+)
 
 _ACCOUNT_KEY = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{86}==(?![A-Za-z0-9+/=])")
 # "AccountKey", "account_key", "storageAccountKey", "-storagekey", "azureStorageAccessKey"...;

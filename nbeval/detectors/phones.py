@@ -180,8 +180,9 @@ class _GroupedAsIn:
         return self.seen[span, region]
 
 
-def find_phones(text: str, regions: Sequence[str] = DEFAULT_PHONE_REGIONS, *,
-                outranked: Iterable[tuple[int, int]] = ()) -> Iterable[Finding]:
+def find_phones(
+    text: str, regions: Sequence[str] = DEFAULT_PHONE_REGIONS, *, outranked: Iterable[tuple[int, int]] = ()
+) -> Iterable[Finding]:
     """Valid phone numbers in ``text``, each with the region it belongs to as its locale.
 
     Every region in ``regions`` is searched for national formats; international numbers are
@@ -207,8 +208,12 @@ def find_phones(text: str, regions: Sequence[str] = DEFAULT_PHONE_REGIONS, *,
             for match in _matcher()(run.group(), region, leniency=pn.Leniency.VALID):
                 span = (run.start() + match.start, run.start() + match.end)
                 options.setdefault(span, []).append((region, match))
-            if (may_settle and whole in options and _plausible(text, *whole)
-                    and any(grouped(whole, r) for r, _ in options[whole])):
+            if (
+                may_settle
+                and whole in options
+                and _plausible(text, *whole)
+                and any(grouped(whole, r) for r, _ in options[whole])
+            ):
                 break  # settled: the whole run is a finding, and its first grouped region is known
         for span, candidates in options.items():
             if not _plausible(text, *span):

@@ -41,5 +41,19 @@ from nbeval.errors import Interrupted
 from nbeval.results.live import LiveResult
 from nbeval.results.outcome import RowOutcome
 
-__all__ = ["CHUNK_ROWS", "Interrupted", "LiveResult", "Plan", "RowOutcome", "RunState", "evaluate", "finish",
-           "first_requests", "plan", "plan_run", "planned_requests", "run_chunk", "to_dataset"]
+__all__ = [
+    "CHUNK_ROWS",
+    "Interrupted",
+    "LiveResult",
+    "Plan",
+    "RowOutcome",
+    "RunState",
+    "evaluate",
+    "finish",
+    "first_requests",
+    "plan",
+    "plan_run",
+    "planned_requests",
+    "run_chunk",
+    "to_dataset",
+]

@@ -77,22 +77,26 @@ class CaseOutcome:
         model has none gets an error naming it; anything but a mapping errors every row."""
         name = self.evaluator.name
         if not isinstance(value, Mapping):
-            self.score = Score({}, error=f"evaluator '{name}' returned {type(value).__name__}, "
-                                         "not a mapping of model key to Score")
+            self.score = Score(
+                {}, error=f"evaluator '{name}' returned {type(value).__name__}, not a mapping of model key to Score"
+            )
             return
         models = {out.row.model_key for out in self.outcomes}
         stray = sorted(str(k) for k in value if k not in models)
         if stray:
-            self.warnings.append(f"evaluator '{name}' returned scores for models not in this test case: "
-                                 f"{', '.join(stray)}")
+            self.warnings.append(
+                f"evaluator '{name}' returned scores for models not in this test case: {', '.join(stray)}"
+            )
         for out in self.outcomes:
             model = out.row.model_key
             got = value.get(model)
             if isinstance(got, Score):
                 out.score = got
             elif got is None:
-                out.score = Score({}, error=f"evaluator '{name}' returned no score for model '{model}' "
-                                            "on this test case")
+                out.score = Score(
+                    {}, error=f"evaluator '{name}' returned no score for model '{model}' on this test case"
+                )
             else:
-                out.score = Score({}, error=f"evaluator '{name}' returned {type(got).__name__} for model "
-                                            f"'{model}', not a Score")
+                out.score = Score(
+                    {}, error=f"evaluator '{name}' returned {type(got).__name__} for model '{model}', not a Score"
+                )

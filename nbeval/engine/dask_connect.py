@@ -54,8 +54,7 @@ def connect(scheduler: Any, *, timeout: float | None = None) -> tuple[Any, bool]
     if isinstance(scheduler, Client):
         return scheduler, False
     if not isinstance(scheduler, str):
-        msg = ("scheduler must be a dask.distributed Client or an address such as 'tcp://host:8786'; "
-               f"got {scheduler!r}")
+        msg = f"scheduler must be a dask.distributed Client or an address such as 'tcp://host:8786'; got {scheduler!r}"
         raise TypeError(msg)
     seconds = connect_timeout() if timeout is None else float(timeout)
     _check_address(scheduler)

@@ -31,38 +31,60 @@ Shared things, decided here:
   workers' usage totals at the end). The evaluators are pickled on the client before anything is
   sent, so one that cannot travel is named in an error instead of failing inside Dask.
 
-dask and distributed are imported only here and in :mod:`nbeval.engine.dask_connect`, when a
-run names a scheduler (``pip install 'nbeval[dask]'``).
+This module is the client's side; what runs on a worker is :mod:`nbeval.engine.dask_worker`
+(its names are handed out here too). dask and distributed are imported only here, there and in
+:mod:`nbeval.engine.dask_connect`, when a run names a scheduler (``pip install 'nbeval[dask]'``).
 """
 
 from __future__ import annotations
 
-import pickle
-import threading
 import time
 import uuid
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nbeval.chat.cache import ChatCache, default_cache_path
+from nbeval.chat.cache import ChatCache
 from nbeval.engine.cases import case_end
 from nbeval.engine.dask_connect import CONNECT_TIMEOUT_S, connect, connect_timeout
+from nbeval.engine.dask_worker import (
+    PartitionResult,
+    ResourceConfig,
+    SnapshotCache,
+    WorkerResources,
+    config_of,
+    end_run,
+    reply_cache_file,
+    score_partition,
+)
 from nbeval.errors import NbevalError
 from nbeval.evaluators.base import Evaluator, Score
 from nbeval.evaluators.case import is_case_level
 from nbeval.results.outcome import RowOutcome
-from nbeval.runtime import Resources
 
 if TYPE_CHECKING:
     from nbeval.chat.base import ChatReply
     from nbeval.engine import RunState
+    from nbeval.runtime import Resources
 
-__all__ = ["CONNECT_TIMEOUT_S", "IN_FLIGHT_PER_WORKER", "MAX_PARTITION_ROWS", "PARTITIONS_PER_WORKER",
-           "WORKER_WAIT_S", "PartitionResult", "ResourceConfig", "SnapshotCache", "WorkerResources", "config_of",
-           "connect", "connect_timeout", "merge_usage", "partitions", "run_on_cluster", "score_partition"]
+__all__ = [
+    "CONNECT_TIMEOUT_S",
+    "IN_FLIGHT_PER_WORKER",
+    "MAX_PARTITION_ROWS",
+    "PARTITIONS_PER_WORKER",
+    "WORKER_WAIT_S",
+    "PartitionResult",
+    "ResourceConfig",
+    "SnapshotCache",
+    "WorkerResources",
+    "config_of",
+    "connect",
+    "connect_timeout",
+    "merge_usage",
+    "partitions",
+    "run_on_cluster",
+    "score_partition",
+]
 
 #: Partitions per worker, at least (more give finer progress and balance; each costs a round trip).
 PARTITIONS_PER_WORKER = 8
@@ -74,218 +96,6 @@ IN_FLIGHT_PER_WORKER = 2
 WORKER_WAIT_S = 120.0
 
 
-@dataclass(frozen=True)
-class ResourceConfig:
-    """What a worker needs to build the run's :class:`~nbeval.runtime.Resources` (sent once)."""
-
-    embedder: Any = None
-    judge: Any = None
-    device: str | None = None
-    cache_path: str | None = None
-    """The client's reply cache file (``None``: no cache); workers only read it."""
-    concurrency: int = 8
-    timeout: float | None = None
-    max_attempts: int | None = None
-    prices: dict[str, Any] | None = None
-
-
-def config_of(resources: Resources) -> ResourceConfig:
-    """The worker-side configuration of the client's ``resources`` (the cache as a file path)."""
-    return ResourceConfig(embedder=resources.embedder_spec, judge=resources.judge_spec, device=resources.device,
-                          cache_path=_cache_path(resources.cache), concurrency=resources.concurrency,
-                          timeout=resources.timeout, max_attempts=resources.max_attempts, prices=resources.prices)
-
-
-def _cache_path(cache: Any) -> str | None:
-    if cache is None or cache is False:
-        return None
-    if cache is True:
-        return str(default_cache_path())
-    if isinstance(cache, ChatCache):
-        return str(cache.path.resolve())
-    return str(ChatCache(cache).path.resolve())
-
-
-# ---------------------------------------------------------------------------------------------
-# On a worker
-
-
-class SnapshotCache(ChatCache):
-    """A reply cache a worker reads but never writes: lookups go to the client's cache file,
-    opened read-only (no lookups when this machine cannot see it); new replies are collected in
-    :attr:`new` for the client to store."""
-
-    def __init__(self, path: str | None) -> None:
-        super().__init__(path if path is not None else default_cache_path())
-        self.readable = path is not None and Path(path).is_file()
-        self.new: list[tuple[str, str, ChatReply]] = []
-        self._new_lock = threading.Lock()
-
-    def _connection(self) -> Any:
-        import sqlite3
-
-        if self._conn is None:
-            self._conn = sqlite3.connect(f"{self.path.as_uri()}?mode=ro", uri=True, check_same_thread=False,
-                                         timeout=self.busy_timeout_s)
-        return self._conn
-
-    def get(self, key: str) -> ChatReply | None:
-        return super().get(key) if self.readable else None
-
-    def contains(self, keys: Any) -> set[str]:
-        return super().contains(keys) if self.readable else set()
-
-    def put(self, key: str, identity: str, reply: ChatReply) -> None:
-        with self._new_lock:
-            self.new.append((key, identity, reply))
-
-    def take_new(self) -> list[tuple[str, str, ChatReply]]:
-        """The replies collected since the last call."""
-        with self._new_lock:
-            out, self.new = self.new, []
-            return out
-
-
-class _ClusterSlots:
-    """Judge-call slots shared by the whole cluster: a ``distributed.Semaphore`` that a
-    :class:`~nbeval.chat.client.ChatClient` uses as it uses its own ``BoundedSemaphore``."""
-
-    def __init__(self, name: str, leases: int) -> None:
-        from distributed import Semaphore
-
-        self._semaphore = Semaphore(max_leases=leases, name=name)
-
-    def __enter__(self) -> _ClusterSlots:
-        self._semaphore.acquire()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._semaphore.release()
-
-
-class WorkerResources(Resources):
-    """A worker's resources for one run: chat clients read the :class:`SnapshotCache` and take
-    their slots from the cluster-wide semaphore. Shared by the worker's threads, so a chat client
-    is made once per model under a lock (two made at once would lose one's usage totals)."""
-
-    def __init__(self, config: ResourceConfig, run_id: str) -> None:
-        self.snapshot = SnapshotCache(config.cache_path)
-        # a client's own slots would allow `concurrency` calls per worker: the cluster shares them
-        super().__init__(embedder=config.embedder, judge=config.judge, device=config.device,
-                         cache=self.snapshot if config.cache_path is not None else False,
-                         concurrency=config.concurrency, timeout=config.timeout,
-                         max_attempts=config.max_attempts, prices=config.prices,
-                         chat_slots=lambda n: _ClusterSlots(f"nbeval-judge-{run_id}", n))
-        self.run_id = run_id
-        self._clients_lock = threading.Lock()
-
-    def chat_client(self, model: Any = None) -> Any:
-        with self._clients_lock:
-            return super().chat_client(model)
-
-
-@dataclass
-class _WorkerRun:
-    """What a worker process keeps of one run for all its partitions."""
-
-    resources: WorkerResources
-    evaluators: list[Evaluator]
-
-
-#: One :class:`_WorkerRun` per run in each worker process, kept for all its partitions.
-_WORKER_RUNS: dict[str, _WorkerRun] = {}
-_WORKER_LOCK = threading.Lock()
-
-
-def _worker_run(payload: bytes, run_id: str) -> _WorkerRun:
-    """The run's evaluators and resources in this worker process, unpickled from ``payload`` once."""
-    with _WORKER_LOCK:
-        found = _WORKER_RUNS.get(run_id)
-        if found is None:
-            evaluators, config = pickle.loads(payload)
-            found = _WORKER_RUNS[run_id] = _WorkerRun(WorkerResources(config, run_id), evaluators)
-        return found
-
-
-def _end_run(run_id: str) -> dict[str, Any]:
-    """Run on every worker when the run ends: its usage totals, and the run's resources let go."""
-    with _WORKER_LOCK:
-        found = _WORKER_RUNS.pop(run_id, None)
-    return found.resources.usage_totals() if found is not None else {}
-
-
-@dataclass
-class PartitionResult:
-    """What a worker sends back for one partition."""
-
-    outcomes: list[tuple[int, int, Score | None, str | None, list[str]]] = field(default_factory=list)
-    """Per scored or skipped row: (evaluator position, dataset row position, score, skip reason, notes)."""
-    replies: list[tuple[str, str, ChatReply]] = field(default_factory=list)
-    """Judge replies fetched for this partition, for the client's cache."""
-
-
-def score_partition(payload: bytes, run_id: str, items: list[tuple[int, int, Any, int]],
-                    chunk_rows: int) -> PartitionResult:
-    """Score one partition on a worker: ``payload`` is the run's evaluators and
-    :class:`ResourceConfig`, pickled by the client (:func:`_payload`); ``items`` are (evaluator
-    position, row position, row, position of the row that starts its scoring) in the order a local
-    run starts them, scored ``chunk_rows`` dataset rows at a time. A case-level evaluator's rows
-    of one test case come together, each carrying the position of the case's last row."""
-    from nbeval.engine.drive import drive, row_outcomes
-
-    run = _worker_run(payload, run_id)
-    resources, evs = run.resources, run.evaluators
-    cancelled = _cancel_flag(run_id)
-    out = PartitionResult()
-    lo = 0
-    while lo < len(items):
-        chunk = items[lo][3] // chunk_rows  # the local run's chunk: rows [chunk * chunk_rows, (chunk + 1) * chunk_rows)
-        hi = lo
-        while hi < len(items) and items[hi][3] // chunk_rows == chunk:
-            hi += 1
-        if cancelled():
-            out.outcomes.extend((k, pos, None, "cancelled", []) for k, pos, _, _ in items[lo:])
-            break
-        started = _start(evs, items[lo:hi])
-        drive([(gen, o) for _, _, gen, o in started if gen is not None], resources, cancelled)
-        out.outcomes.extend((k, pos, one.score, one.skip_reason, one.warnings) for k, positions, _, o in started
-                            for pos, one in zip(positions, row_outcomes(o), strict=True))
-        lo = hi
-    out.replies = resources.snapshot.take_new()
-    return out
-
-
-def _start(evs: list[Evaluator], items: list[tuple[int, int, Any, int]]) -> list[tuple[int, list[int], Any, Any]]:
-    """Each row's scoring started (each test case's for a case-level evaluator): (evaluator
-    position, the rows' positions, scorer or ``None``, outcome)."""
-    from nbeval.engine.drive import start_case, start_row
-
-    started: list[tuple[int, list[int], Any, Any]] = []
-    i = 0
-    while i < len(items):
-        k, _, row, at = items[i]
-        ev, j = evs[k], i + 1
-        if is_case_level(ev):
-            while j < len(items) and items[j][0] == k and items[j][3] == at:
-                j += 1
-            started.append((k, [p for _, p, _, _ in items[i:j]], *start_case(ev, [r for _, _, r, _ in items[i:j]])))
-        else:
-            started.append((k, [items[i][1]], *start_row(ev, row)))
-        i = j
-    return started
-
-
-def _cancel_flag(run_id: str) -> Callable[[], bool]:
-    from distributed import Event
-
-    event = Event(f"nbeval-cancel-{run_id}")
-    return event.is_set
-
-
-# ---------------------------------------------------------------------------------------------
-# On the client
-
-
 def partitions(n_rows: int, n_workers: int, chunk_rows: int) -> list[tuple[int, int]]:
     """Dataset row ranges ``[lo, hi)``: about :data:`PARTITIONS_PER_WORKER` per worker, each a
     whole number of chunks and at most :data:`MAX_PARTITION_ROWS` rows (unless one chunk is more)."""
@@ -295,8 +105,9 @@ def partitions(n_rows: int, n_workers: int, chunk_rows: int) -> list[tuple[int, 
     return [(lo, min(lo + size, n_rows)) for lo in range(0, n_rows, size)]
 
 
-def run_on_cluster(state: RunState, scheduler: Any, *, chunk_rows: int,
-                   on_batch: Callable[[int], None]) -> dict[str, Any]:
+def run_on_cluster(
+    state: RunState, scheduler: Any, *, chunk_rows: int, on_batch: Callable[[int], None]
+) -> dict[str, Any]:
     """Score every planned row of ``state`` on the cluster, filing outcomes with ``state.record``
     in dataset order; ``on_batch(n)`` is called after each partition is filed with its ``n``
     outcomes. On Cancel, the partitions sent end at their next chunk (judge calls in flight
@@ -330,7 +141,8 @@ def run_on_cluster(state: RunState, scheduler: Any, *, chunk_rows: int,
                 end = case_end(todo, start) if is_case_level(ev) else start + 1
                 at = state.row_index[id(todo[end - 1])]
                 work[bisect.bisect_right(bounds, at)].extend(
-                    (k, state.row_index[id(row)], row, at) for row in todo[start:end])
+                    (k, state.row_index[id(row)], row, at) for row in todo[start:end]
+                )
                 start = end
         for part in work:
             part.sort(key=lambda item: (item[3] // chunk_rows, item[0], item[3], item[1]))
@@ -389,8 +201,11 @@ def run_on_cluster(state: RunState, scheduler: Any, *, chunk_rows: int,
             file_ready()
         if state.cancelled():  # what never came back, and what came back out of order
             for i in range(next_part, len(work)):
-                filed = ready.pop(i) if i in ready else \
-                    [RowOutcome(evs[k], row, skip_reason="cancelled") for k, _, row, _ in work[i]]
+                filed = (
+                    ready.pop(i)
+                    if i in ready
+                    else [RowOutcome(evs[k], row, skip_reason="cancelled") for k, _, row, _ in work[i]]
+                )
                 if filed:
                     state.record(filed)
                     on_batch(len(filed))
@@ -409,8 +224,9 @@ def _payload(evaluators: list[Evaluator], config: ResourceConfig) -> bytes:
     or whose copy the Active Memory Manager dropped, fetches it from another), and an object a
     worker has used may no longer pickle (a used ``rouge`` holds its tokenizer's local
     functions). Such a transfer fails inside Dask and the partition that needs it waits for ever;
-    bytes always travel, and each worker unpickles its own copy (:func:`_worker_run`). What does
-    not pickle here is named in an :class:`~nbeval.errors.NbevalError`."""
+    bytes always travel, and each worker unpickles its own copy
+    (:func:`~nbeval.engine.dask_worker.score_partition`). What does not pickle here is named in an
+    :class:`~nbeval.errors.NbevalError`."""
     import cloudpickle
 
     try:
@@ -430,9 +246,11 @@ def _check_pickles(obj: Any, what: str) -> None:
     try:
         cloudpickle.dumps(obj)
     except Exception as exc:
-        msg = (f"{what} cannot be sent to the Dask workers: it does not pickle ({type(exc).__name__}: "
-               f"{' '.join(str(exc).split())[:200]}); give it by its id or name, or as a fresh object, "
-               "so that each worker makes its own")
+        msg = (
+            f"{what} cannot be sent to the Dask workers: it does not pickle ({type(exc).__name__}: "
+            f"{' '.join(str(exc).split())[:200]}); give it by its id or name, or as a fresh object, "
+            "so that each worker makes its own"
+        )
         raise NbevalError(msg) from None
 
 
@@ -450,14 +268,15 @@ def _usage(client: Any, run_id: str) -> dict[str, Any]:
     """The workers' usage totals of the run (their resources let go). A worker that does not
     answer within :data:`WORKER_WAIT_S` (or is gone) is left out rather than waited for."""
     try:
-        usages = client.run(_end_run, run_id, on_error="ignore", callback_timeout=WORKER_WAIT_S)
+        usages = client.run(end_run, run_id, on_error="ignore", callback_timeout=WORKER_WAIT_S)
     except (TimeoutError, OSError):
         return {}
     return merge_usage(*usages.values())
 
 
-def _outcomes(fut: Any, items: list[tuple[int, int, Any, int]], evs: list[Evaluator], rows: list[Any],
-              resources: Resources) -> list[RowOutcome]:
+def _outcomes(
+    fut: Any, items: list[tuple[int, int, Any, int]], evs: list[Evaluator], rows: list[Any], resources: Resources
+) -> list[RowOutcome]:
     """A partition's outcomes rebuilt on the client (with its own evaluator and row objects);
     the replies it fetched go into the client's cache. A partition whose task failed (a worker
     lost, say), or whose result could not be fetched within :data:`WORKER_WAIT_S`, gives each
@@ -468,12 +287,14 @@ def _outcomes(fut: Any, items: list[tuple[int, int, Any, int]], evs: list[Evalua
         text = f"the worker scoring this row failed: {type(exc).__name__}: {exc}"
         return [RowOutcome(evs[k], row, score=Score({}, error=text)) for k, _, row, _ in items]
     _store_replies(resources, got.replies)
-    return [RowOutcome(evs[k], rows[pos], score=score, skip_reason=skip, warnings=list(notes))
-            for k, pos, score, skip, notes in got.outcomes]
+    return [
+        RowOutcome(evs[k], rows[pos], score=score, skip_reason=skip, warnings=list(notes))
+        for k, pos, score, skip, notes in got.outcomes
+    ]
 
 
 def _store_replies(resources: Resources, replies: list[tuple[str, str, ChatReply]]) -> None:
-    path = _cache_path(resources.cache)
+    path = reply_cache_file(resources.cache)
     if not replies or path is None:
         return
     cache = resources.cache if isinstance(resources.cache, ChatCache) else ChatCache(path)

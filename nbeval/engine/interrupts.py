@@ -54,8 +54,10 @@ def _on_sigint(signum: int, frame: FrameType | None) -> None:
 def holding_interrupts() -> Iterator[None]:
     """Let ``with whole:`` blocks hold Ctrl-C back while the run goes (in the main thread, where
     Python's own handler is in force; another handler is left alone)."""
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
         yield
         return
     HeldInterrupt.thread, HeldInterrupt.depth, HeldInterrupt.pending = threading.get_ident(), 0, False
@@ -65,4 +67,3 @@ def holding_interrupts() -> Iterator[None]:
     finally:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         HeldInterrupt.thread, HeldInterrupt.depth, HeldInterrupt.pending = None, 0, False
-

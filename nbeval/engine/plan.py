@@ -162,8 +162,14 @@ class RunState:
         return self.next_row >= len(self.dataset.rows) or self.interrupted or self.cancelled()
 
 
-def plan_run(data: Any, evaluators: Any, *, resources: Resources | None = None,
-             cancel: threading.Event | None = None, keep_outcomes: bool = True) -> RunState:
+def plan_run(
+    data: Any,
+    evaluators: Any,
+    *,
+    resources: Resources | None = None,
+    cancel: threading.Event | None = None,
+    keep_outcomes: bool = True,
+) -> RunState:
     """Check the configuration (raising every error before anything is spent) and plan the rows
     each evaluator scores; rows it cannot score are finished at once as skipped, with the reason.
 
@@ -183,9 +189,20 @@ def plan_run(data: Any, evaluators: Any, *, resources: Resources | None = None,
     total = len(outcomes) + sum(len(todo) for _, todo in planned)
     row_index = {id(r): i for i, r in enumerate(dataset.rows)}
     live = LiveResult(evs, dataset, total=total, lab=lab, row_pos=row_index)
-    state = RunState(dataset=dataset, lab=lab, evaluators=evs, resources=resources, planned=planned,
-                     outcomes=[], live=live, cancelled=cancel.is_set if cancel is not None else _never,
-                     total=total, cursors=[0] * len(evs), row_index=row_index, keep_outcomes=keep_outcomes)
+    state = RunState(
+        dataset=dataset,
+        lab=lab,
+        evaluators=evs,
+        resources=resources,
+        planned=planned,
+        outcomes=[],
+        live=live,
+        cancelled=cancel.is_set if cancel is not None else _never,
+        total=total,
+        cursors=[0] * len(evs),
+        row_index=row_index,
+        keep_outcomes=keep_outcomes,
+    )
     state.record(outcomes)
     return state
 

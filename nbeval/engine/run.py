@@ -85,7 +85,6 @@ def run_chunk(state: RunState, chunk_rows: int = CHUNK_ROWS) -> list[RowOutcome]
     return chunk
 
 
-
 #: The derived values a Row caches (``functools.cached_property``, e.g. its parsed condition).
 _ROW_CACHES = tuple(name for name, v in vars(Row).items() if isinstance(v, functools.cached_property))
 
@@ -100,15 +99,17 @@ def _release_row_caches(rows: Iterable[Row]) -> None:
                 cached.pop(name, None)
 
 
-
 def finish(state: RunState) -> EvaluationResult:
     """The run's result: rows never started (a cancelled run) are reported as cancelled, not lost.
     It is marked cancelled only when some row was: a cancel that came after every row finished
     changes nothing."""
     state.flush()
     if state.cancelled() or state.interrupted:
-        rest = [RowOutcome(ev, r, skip_reason="cancelled")
-                for k, (ev, todo) in enumerate(state.planned) for r in todo[state.cursors[k]:]]
+        rest = [
+            RowOutcome(ev, r, skip_reason="cancelled")
+            for k, (ev, todo) in enumerate(state.planned)
+            for r in todo[state.cursors[k] :]
+        ]
         state.record(rest)
         state.cursors = [len(todo) for _, todo in state.planned]
     return _result(state, state.cancelled_count > 0)
@@ -126,10 +127,16 @@ def _result(state: RunState, cancelled: bool) -> EvaluationResult:
         from nbeval.engine.dask_run import merge_usage
 
         usage = merge_usage(usage, state.cluster_usage)
-    meta = run_meta(state.evaluators, duration_s=time.perf_counter() - state.started, usage=usage,
-                    cancelled=cancelled)
-    return EvaluationResult(scores, aggregates, metrics_table(state.evaluators), state.dataset, meta=meta,
-                            explanations=explanations, model_labels=model_labels(state.lab))
+    meta = run_meta(state.evaluators, duration_s=time.perf_counter() - state.started, usage=usage, cancelled=cancelled)
+    return EvaluationResult(
+        scores,
+        aggregates,
+        metrics_table(state.evaluators),
+        state.dataset,
+        meta=meta,
+        explanations=explanations,
+        model_labels=model_labels(state.lab),
+    )
 
 
 def evaluate(
@@ -192,9 +199,16 @@ def evaluate(
     The scores are spooled to Parquet as they finish and no per-row object is kept, so a run's
     memory is the dataset's plus the finished long table (categorical keys and names).
     """
-    resources = Resources(embedder=embedder, judge=judge, device=device, cache=cache,
-                          concurrency=concurrency, timeout=timeout, max_attempts=max_attempts,
-                          prices=prices)
+    resources = Resources(
+        embedder=embedder,
+        judge=judge,
+        device=device,
+        cache=cache,
+        concurrency=concurrency,
+        timeout=timeout,
+        max_attempts=max_attempts,
+        prices=prices,
+    )
     if dry_run:
         dataset, _ = to_dataset(data)
         from nbeval.engine.dry_run import plan
@@ -215,8 +229,9 @@ def evaluate(
         if scheduler is not None:
             from nbeval.engine.dask_run import run_on_cluster
 
-            state.cluster_usage = run_on_cluster(state, scheduler, chunk_rows=max(1, int(chunk_rows)),
-                                                 on_batch=lambda _n: report())
+            state.cluster_usage = run_on_cluster(
+                state, scheduler, chunk_rows=max(1, int(chunk_rows)), on_batch=lambda _n: report()
+            )
         else:
             state.on_progress = report
             state.flush(report=True)  # the first report: the total, and the rows skipped at once
@@ -232,4 +247,3 @@ def evaluate(
     finally:
         bar.close()
     return finish(state)
-

@@ -148,10 +148,20 @@ class EvaluatorSpec:
     by ``@register`` from the class)."""
 
     if TYPE_CHECKING:  # what the generated __init__ accepts: params in any form Params() takes
-        def __init__(self, id: str, family: str, kind: Literal["score", "bool", "rating"],
-                     inputs: tuple[str, ...], metrics: tuple[MetricSpec, ...], optional_inputs: tuple[str, ...] = (),
-                     resources: tuple[str, ...] = (), params: Iterable[Param] | Mapping[str, Any] = (),
-                     description: str = "", module: str = "") -> None: ...
+
+        def __init__(
+            self,
+            id: str,
+            family: str,
+            kind: Literal["score", "bool", "rating"],
+            inputs: tuple[str, ...],
+            metrics: tuple[MetricSpec, ...],
+            optional_inputs: tuple[str, ...] = (),
+            resources: tuple[str, ...] = (),
+            params: Iterable[Param] | Mapping[str, Any] = (),
+            description: str = "",
+            module: str = "",
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         if not isinstance(self.params, Params):
@@ -217,15 +227,29 @@ ScoreResult = Union[Score, Generator[Request, Any, Score]]
 #: worded for a judge's check (the judge evaluators use them as they are); an evaluator checking
 #: something else rewords them through :func:`bool_metric_specs`.
 BOOL_METRIC_SPECS: tuple[MetricSpec, ...] = (
-    MetricSpec("pass", "higher", threshold=0.5, primary=True,
-               description="share of the rated rows that passed the judge's check"),
+    MetricSpec(
+        "pass",
+        "higher",
+        threshold=0.5,
+        primary=True,
+        description="share of the rated rows that passed the judge's check",
+    ),
     MetricSpec("fail", "lower", threshold=0.5, description="share of the rated rows that failed the judge's check"),
-    MetricSpec("retrieval_failures", "lower", threshold=0.5,
-               description="share of rows whose retrieved context failed the check"),
-    MetricSpec("generation_failures", "lower", threshold=0.5,
-               description="share of rows whose answer failed the check"),
-    MetricSpec("parse_failures", "lower", threshold=0.5,
-               description="share of rows that could not be rated (the judge's reply could not be understood)"),
+    MetricSpec(
+        "retrieval_failures",
+        "lower",
+        threshold=0.5,
+        description="share of rows whose retrieved context failed the check",
+    ),
+    MetricSpec(
+        "generation_failures", "lower", threshold=0.5, description="share of rows whose answer failed the check"
+    ),
+    MetricSpec(
+        "parse_failures",
+        "lower",
+        threshold=0.5,
+        description="share of rows that could not be rated (the judge's reply could not be understood)",
+    ),
 )
 
 #: The names of the five per-row/per-model metrics of every bool evaluator, in this order.
@@ -234,18 +258,21 @@ BOOL_METRICS: tuple[str, ...] = tuple(m.name for m in BOOL_METRIC_SPECS)
 #: Labels of a row that could not be rated, each with what happened (as problems word it).
 #: Such a row is neither a pass nor a fail: its primary metric has no value, so per-model
 #: aggregates are measured over the rated rows (``n`` of ``N``), and
-#: :func:`nbeval.results.insights.problems` reports it as ``unrated``, apart from threshold
+#: :func:`nbeval.results.problems.problems` reports it as ``unrated``, apart from threshold
 #: breaches. Bool evaluators set one through :func:`bool_score`; judge evaluators use
 #: ``parse_failure``.
-UNRATED_LABELS: Mapping[str, str] = MappingProxyType({
-    "parse_failure": "the judge's reply could not be parsed; each raw reply is kept as the row's rationale",
-    "timed_out": "a regular-expression search timed out; simplify the pattern (catastrophic backtracking?)",
-    "unchecked": "the check could not be applied; the row's error says why",
-})
+UNRATED_LABELS: Mapping[str, str] = MappingProxyType(
+    {
+        "parse_failure": "the judge's reply could not be parsed; each raw reply is kept as the row's rationale",
+        "timed_out": "a regular-expression search timed out; simplify the pattern (catastrophic backtracking?)",
+        "unchecked": "the check could not be applied; the row's error says why",
+    }
+)
 
 
-def bool_metric_specs(names: Sequence[str] | None = None,
-                      descriptions: Mapping[str, str] | None = None) -> tuple[MetricSpec, ...]:
+def bool_metric_specs(
+    names: Sequence[str] | None = None, descriptions: Mapping[str, str] | None = None
+) -> tuple[MetricSpec, ...]:
     """The metrics of a bool evaluator: :data:`BOOL_METRIC_SPECS`, or only those in ``names``
     (always in the standard order, and always with ``pass``), each described by ``descriptions``
     where it names the metric.
@@ -257,16 +284,16 @@ def bool_metric_specs(names: Sequence[str] | None = None,
     wanted = BOOL_METRICS if names is None else tuple(names)
     unknown = [n for n in wanted if n not in BOOL_METRICS]
     if unknown or "pass" not in wanted:
-        msg = (f"bool metrics must be some of {list(BOOL_METRICS)}, with 'pass' among them; "
-               f"got {list(wanted)}")
+        msg = f"bool metrics must be some of {list(BOOL_METRICS)}, with 'pass' among them; got {list(wanted)}"
         raise EvaluatorError(msg)
     descriptions = dict(descriptions or {})
     stray = sorted(set(descriptions) - set(wanted))
     if stray:
         msg = f"descriptions for metrics that are not reported: {stray}; the metrics are {list(wanted)}"
         raise EvaluatorError(msg)
-    return tuple(replace(m, description=descriptions.get(m.name, m.description))
-                 for m in BOOL_METRIC_SPECS if m.name in wanted)
+    return tuple(
+        replace(m, description=descriptions.get(m.name, m.description)) for m in BOOL_METRIC_SPECS if m.name in wanted
+    )
 
 
 def bool_score(
@@ -299,12 +326,22 @@ def bool_score(
     retrieval = None if context_ok is None else float(not context_ok)
     generation = None if answer_ok is None else float(not answer_ok)
     if answer_ok is not False and context_ok is not False and (answer_ok is None or context_unrated):
-        values: dict[str, float | None] = {"pass": None, "fail": None, "retrieval_failures": retrieval,
-                                           "generation_failures": generation, "parse_failures": 1.0}
+        values: dict[str, float | None] = {
+            "pass": None,
+            "fail": None,
+            "retrieval_failures": retrieval,
+            "generation_failures": generation,
+            "parse_failures": 1.0,
+        }
         return Score(values, rationale=rationale, label=unrated, error=error, details=details)
     ok = bool(answer_ok) and context_ok is not False
-    values = {"pass": float(ok), "fail": float(not ok), "retrieval_failures": retrieval,
-              "generation_failures": generation, "parse_failures": 0.0}
+    values = {
+        "pass": float(ok),
+        "fail": float(not ok),
+        "retrieval_failures": retrieval,
+        "generation_failures": generation,
+        "parse_failures": 0.0,
+    }
     return Score(values, rationale=rationale, label="pass" if ok else "fail", error=error, details=details)
 
 
@@ -447,8 +484,10 @@ class Evaluator:
         """Per-model values from one model's scored rows. Default: the mean of each metric."""
         out: dict[str, Aggregate] = {}
         for m in self.spec.metrics:
-            vals = [v for v in (s.values.get(m.name) for s in scores)
-                    if v is not None and not (isinstance(v, float) and math.isnan(v))]
+            vals = [
+                v
+                for v in (s.values.get(m.name) for s in scores)
+                if v is not None and not (isinstance(v, float) and math.isnan(v))
+            ]
             out[m.name] = Aggregate(sum(vals) / len(vals) if vals else None, len(vals))
         return out
-

@@ -64,8 +64,10 @@ class CaseEvaluator(Evaluator):
         raise NotImplementedError
 
     def score(self, row: Row) -> ScoreResult:
-        msg = (f"evaluator '{self.id}' is case-level: the engine scores a whole test case with "
-               "score_case(rows), not one row with score(row)")
+        msg = (
+            f"evaluator '{self.id}' is case-level: the engine scores a whole test case with "
+            "score_case(rows), not one row with score(row)"
+        )
         raise EvaluatorError(msg)
 
 

@@ -27,8 +27,15 @@ from nbeval.errors import EvaluatorError
 from nbeval.evaluators.base import Evaluator, EvaluatorSpec, MetricSpec
 from nbeval.evaluators.params import Param, Params
 
-__all__ = ["INDEX_FILE", "build_index", "declared_classes", "read_index", "render_index", "spec_from_dict",
-           "spec_to_dict"]
+__all__ = [
+    "INDEX_FILE",
+    "build_index",
+    "declared_classes",
+    "read_index",
+    "render_index",
+    "spec_from_dict",
+    "spec_to_dict",
+]
 
 #: The file, beside this module, that :func:`render_index` writes.
 INDEX_FILE = "index.json"
@@ -43,26 +50,55 @@ def _bound(x: float) -> float | str:
 def spec_to_dict(spec: EvaluatorSpec) -> dict[str, Any]:
     """``spec`` as JSON-able data, every metric and parameter spelled out."""
     return {
-        "family": spec.family, "kind": spec.kind, "module": spec.module,
-        "inputs": list(spec.inputs), "optional_inputs": list(spec.optional_inputs),
-        "resources": list(spec.resources), "description": spec.description,
+        "family": spec.family,
+        "kind": spec.kind,
+        "module": spec.module,
+        "inputs": list(spec.inputs),
+        "optional_inputs": list(spec.optional_inputs),
+        "resources": list(spec.resources),
+        "description": spec.description,
         "params": [p.to_dict() for p in spec.params.declared],
-        "metrics": [{"name": m.name, "direction": m.direction, "range": [_bound(m.lo), _bound(m.hi)],
-                     "threshold": m.threshold, "primary": m.primary, "description": m.description}
-                    for m in spec.metrics],
+        "metrics": [
+            {
+                "name": m.name,
+                "direction": m.direction,
+                "range": [_bound(m.lo), _bound(m.hi)],
+                "threshold": m.threshold,
+                "primary": m.primary,
+                "description": m.description,
+            }
+            for m in spec.metrics
+        ],
     }
 
 
 def spec_from_dict(id: str, d: Mapping[str, Any]) -> EvaluatorSpec:
     """The :class:`EvaluatorSpec` that :func:`spec_to_dict` wrote for ``id``."""
     try:
-        metrics = tuple(MetricSpec(m["name"], m["direction"], lo=float(m["range"][0]), hi=float(m["range"][1]),
-                                   threshold=m["threshold"], primary=m["primary"], description=m["description"])
-                        for m in d["metrics"])
-        return EvaluatorSpec(id=id, family=d["family"], kind=d["kind"], inputs=tuple(d["inputs"]),
-                             optional_inputs=tuple(d["optional_inputs"]), metrics=metrics,
-                             resources=tuple(d["resources"]), params=Params(Param.from_dict(p) for p in d["params"]),
-                             description=d["description"], module=d["module"])
+        metrics = tuple(
+            MetricSpec(
+                m["name"],
+                m["direction"],
+                lo=float(m["range"][0]),
+                hi=float(m["range"][1]),
+                threshold=m["threshold"],
+                primary=m["primary"],
+                description=m["description"],
+            )
+            for m in d["metrics"]
+        )
+        return EvaluatorSpec(
+            id=id,
+            family=d["family"],
+            kind=d["kind"],
+            inputs=tuple(d["inputs"]),
+            optional_inputs=tuple(d["optional_inputs"]),
+            metrics=metrics,
+            resources=tuple(d["resources"]),
+            params=Params(Param.from_dict(p) for p in d["params"]),
+            description=d["description"],
+            module=d["module"],
+        )
     except EvaluatorError as exc:  # e.g. a threshold that is not a finite number
         raise EvaluatorError(f"evaluator index entry '{id}': {exc}") from None
     except (KeyError, TypeError, ValueError) as exc:

@@ -28,8 +28,18 @@ from nbeval.errors import EvaluatorError
 __all__ = ["Param", "Params", "parse_type", "type_name"]
 
 #: The names a parameter's type may use, each with what it stands for.
-_NAMES: Mapping[str, Any] = {"bool": bool, "int": int, "float": float, "str": str, "None": None, "Any": Any,
-                             "list": list, "tuple": tuple, "dict": dict, "Callable": collections.abc.Callable}
+_NAMES: Mapping[str, Any] = {
+    "bool": bool,
+    "int": int,
+    "float": float,
+    "str": str,
+    "None": None,
+    "Any": Any,
+    "list": list,
+    "tuple": tuple,
+    "dict": dict,
+    "Callable": collections.abc.Callable,
+}
 _GENERIC = {list: "list", tuple: "tuple", dict: "dict", collections.abc.Callable: "Callable"}
 
 
@@ -165,8 +175,10 @@ def type_name(t: Any) -> str:
             inner = "..." if first is Ellipsis else "[" + ", ".join(type_name(a) for a in first) + "]"
             return f"Callable[{inner}, {type_name(result)}]"
         return f"{_GENERIC[origin]}[{', '.join('...' if a is Ellipsis else type_name(a) for a in args)}]"
-    msg = (f"cannot declare the type {t!r}; use bool, int, float, str, list[...], tuple[...], dict[..., ...], "
-           "Literal[...], Callable, Any, or a union of them with |")
+    msg = (
+        f"cannot declare the type {t!r}; use bool, int, float, str, list[...], tuple[...], dict[..., ...], "
+        "Literal[...], Callable, Any, or a union of them with |"
+    )
     raise EvaluatorError(msg)
 
 
@@ -194,8 +206,11 @@ def _from_node(node: ast.expr) -> Any:
             return Literal[tuple(ast.literal_eval(i) for i in items)]
         if node.value.id == "Callable":
             first, result = items
-            params = ... if isinstance(first, ast.Constant) and first.value is Ellipsis else [
-                _from_node(i) for i in typing.cast(ast.List, first).elts]
+            params = (
+                ...
+                if isinstance(first, ast.Constant) and first.value is Ellipsis
+                else [_from_node(i) for i in typing.cast(ast.List, first).elts]
+            )
             return collections.abc.Callable[params, _from_node(result)]
         args = tuple(... if isinstance(i, ast.Constant) and i.value is Ellipsis else _from_node(i) for i in items)
         return _NAMES[node.value.id][args if len(args) > 1 else args[0]]

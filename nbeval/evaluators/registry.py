@@ -133,8 +133,10 @@ def register(id: str | type[Evaluator] | None = None, *, spec: EvaluatorSpec | N
     if isinstance(id, type):
         own = vars(id).get("spec")
         if not isinstance(own, EvaluatorSpec):
-            msg = (f"@register: {id.__qualname__} declares no spec; set spec = EvaluatorSpec(id=..., ...) "
-                   "in its class body")
+            msg = (
+                f"@register: {id.__qualname__} declares no spec; set spec = EvaluatorSpec(id=..., ...) "
+                "in its class body"
+            )
             raise EvaluatorError(msg)
         return _register(id, own, declared=True)
     if id is None and spec is None:
@@ -154,7 +156,8 @@ def _register(cls: _E, spec: EvaluatorSpec, *, declared: bool) -> _E:
         spec = replace(spec, module=cls.__module__)
     previous = _CLASSES.get(spec.id)
     _SHADOWED.setdefault(spec.id, []).append(
-        (previous, None if previous is None else previous.spec, _EXTRA_SPECS.get(spec.id)))
+        (previous, None if previous is None else previous.spec, _EXTRA_SPECS.get(spec.id))
+    )
     if declared and _is_builtin(cls, spec):
         _LOADED[spec.id] = spec
     elif declared:
@@ -204,8 +207,10 @@ def get_class(id: str) -> type[Evaluator]:
             if missing and missing.startswith(spec.module):
                 raise
             extra = _EXTRAS.get(spec.family, "all")
-            msg = (f"evaluator '{id}' needs the package '{missing}', which is not installed; "
-                   f"install it with: pip install \"nbeval[{extra}]\"")
+            msg = (
+                f"evaluator '{id}' needs the package '{missing}', which is not installed; "
+                f'install it with: pip install "nbeval[{extra}]"'
+            )
             raise MissingDependency(msg) from exc
     if id not in _CLASSES:
         msg = f"evaluator '{id}' is declared but has no implementation (module '{spec.module}')"
@@ -224,8 +229,10 @@ def resolve_evaluators(items: Any) -> list[Evaluator]:
 
     Raises :class:`EvaluatorError` when none is left once empty names are dropped (``None``,
     ``""``, ``","``, ``[]``, ``[""]``): a run that scores nothing would pass any gate."""
-    empty = ("no evaluators given; name at least one, e.g. ['rouge', 'bleu'] in Python or "
-             "-e rouge,bleu on the command line (`nbeval evaluators` lists them all)")
+    empty = (
+        "no evaluators given; name at least one, e.g. ['rouge', 'bleu'] in Python or "
+        "-e rouge,bleu on the command line (`nbeval evaluators` lists them all)"
+    )
     if items is None:
         raise EvaluatorError(empty)
     if isinstance(items, (str, Evaluator)) or _is_scorer(items):
@@ -243,8 +250,10 @@ def resolve_evaluators(items: Any) -> list[Evaluator]:
         elif _is_scorer(item):
             out.append(item.evaluator())
         else:
-            msg = (f"cannot use {item!r} as an evaluator; give an id, (id, params), nbeval.evaluator(...) "
-                   "or a function decorated with @nbeval.scorer")
+            msg = (
+                f"cannot use {item!r} as an evaluator; give an id, (id, params), nbeval.evaluator(...) "
+                "or a function decorated with @nbeval.scorer"
+            )
             raise EvaluatorError(msg)
     if not out:
         raise EvaluatorError(empty)

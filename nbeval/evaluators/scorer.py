@@ -86,7 +86,8 @@ class Scorer:
         self.args = args
         """The row fields (or ``row``) passed to the function, by parameter name."""
         self.evaluator_class: type[ScorerEvaluator] = type(
-            f"{spec.id}_scorer", (ScorerEvaluator,), {"scorer": self, "__module__": __name__})
+            f"{spec.id}_scorer", (ScorerEvaluator,), {"scorer": self, "__module__": __name__}
+        )
 
     @property
     def id(self) -> str:
@@ -127,8 +128,13 @@ class Scorer:
             return Score(values)
         number = _number(out)
         if number is _UNSET or number is None:
-            return Score({primary: None}, error=(f"scorer '{self.id}' returned {out!r}; return a bool, a number, "
-                                                 "a dict of metric to number or an nbeval.Score"))
+            return Score(
+                {primary: None},
+                error=(
+                    f"scorer '{self.id}' returned {out!r}; return a bool, a number, "
+                    "a dict of metric to number or an nbeval.Score"
+                ),
+            )
         return Score({primary: number})
 
 
@@ -148,16 +154,28 @@ def scorer(fn: Callable[..., Any], /) -> Scorer: ...
 
 
 @overload
-def scorer(*, name: str | None = None, metrics: Sequence[str | MetricSpec] | None = None,
-           threshold: float | None = _UNSET, direction: Direction = "higher",
-           range: tuple[float, float] = (0.0, 1.0), description: str | None = None,
-           ) -> Callable[[Callable[..., Any]], Scorer]: ...
+def scorer(
+    *,
+    name: str | None = None,
+    metrics: Sequence[str | MetricSpec] | None = None,
+    threshold: float | None = _UNSET,
+    direction: Direction = "higher",
+    range: tuple[float, float] = (0.0, 1.0),
+    description: str | None = None,
+) -> Callable[[Callable[..., Any]], Scorer]: ...
 
 
-def scorer(fn: Callable[..., Any] | None = None, /, *, name: str | None = None,
-           metrics: Sequence[str | MetricSpec] | None = None, threshold: float | None = _UNSET,
-           direction: Direction = "higher", range: tuple[float, float] = (0.0, 1.0),
-           description: str | None = None) -> Scorer | Callable[[Callable[..., Any]], Scorer]:
+def scorer(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    metrics: Sequence[str | MetricSpec] | None = None,
+    threshold: float | None = _UNSET,
+    direction: Direction = "higher",
+    range: tuple[float, float] = (0.0, 1.0),
+    description: str | None = None,
+) -> Scorer | Callable[[Callable[..., Any]], Scorer]:
     """Make a plain function an evaluator (see the module docstring), registered by its id.
 
     ``name``: the id (default: the function's name). ``metrics``: the names (or
@@ -170,24 +188,40 @@ def scorer(fn: Callable[..., Any] | None = None, /, *, name: str | None = None,
     """
 
     def deco(f: Callable[..., Any]) -> Scorer:
-        made = _make(f, name=name, metrics=metrics, threshold=threshold, direction=direction, range=range,
-                     description=description)
+        made = _make(
+            f,
+            name=name,
+            metrics=metrics,
+            threshold=threshold,
+            direction=direction,
+            range=range,
+            description=description,
+        )
         made.register()
         return made
 
     return deco if fn is None else deco(fn)
 
 
-def _make(fn: Callable[..., Any], *, name: str | None, metrics: Sequence[str | MetricSpec] | None,
-          threshold: float | None, direction: Direction, range: tuple[float, float],
-          description: str | None) -> Scorer:
+def _make(
+    fn: Callable[..., Any],
+    *,
+    name: str | None,
+    metrics: Sequence[str | MetricSpec] | None,
+    threshold: float | None,
+    direction: Direction,
+    range: tuple[float, float],
+    description: str | None,
+) -> Scorer:
     if not callable(fn):
         msg = f"@nbeval.scorer decorates a function, not {type(fn).__name__}"
         raise EvaluatorError(msg)
     id = name if name is not None else getattr(fn, "__name__", "")
     if not isinstance(id, str) or not _ID.match(id):
-        msg = (f"@nbeval.scorer: {id!r} cannot be an evaluator id (letters, digits, _ . -, not first a digit); "
-               "give name='...'")
+        msg = (
+            f"@nbeval.scorer: {id!r} cannot be an evaluator id (letters, digits, _ . -, not first a digit); "
+            "give name='...'"
+        )
         raise EvaluatorError(msg)
     if id in _builtin_specs():
         msg = f"@nbeval.scorer: '{id}' is a built-in evaluator; give the scorer another name with name='...'"
@@ -198,15 +232,27 @@ def _make(fn: Callable[..., Any], *, name: str | None, metrics: Sequence[str | M
     names = list(metrics) if metrics else [id]
     doc = inspect.getdoc(fn) or ""
     text = description if description is not None else " ".join(doc.split("\n\n")[0].split())
-    specs = tuple(m if isinstance(m, MetricSpec) else
-                  MetricSpec(str(m), direction, lo=lo, hi=hi, primary=i == 0, **extra,
-                             description=text if not metrics else "")
-                  for i, m in enumerate(names))
+    specs = tuple(
+        m
+        if isinstance(m, MetricSpec)
+        else MetricSpec(
+            str(m), direction, lo=lo, hi=hi, primary=i == 0, **extra, description=text if not metrics else ""
+        )
+        for i, m in enumerate(names)
+    )
     if len({m.name for m in specs}) != len(specs):
         msg = f"@nbeval.scorer '{id}': metrics named twice in {[m.name for m in specs]}"
         raise EvaluatorError(msg)
-    spec = EvaluatorSpec(id=id, family="custom", kind="score", inputs=required, optional_inputs=optional,
-                         metrics=specs, description=text, module=getattr(fn, "__module__", "") or "")
+    spec = EvaluatorSpec(
+        id=id,
+        family="custom",
+        kind="score",
+        inputs=required,
+        optional_inputs=optional,
+        metrics=specs,
+        description=text,
+        module=getattr(fn, "__module__", "") or "",
+    )
     return Scorer(fn, spec, args)
 
 
@@ -225,8 +271,10 @@ def _parameters(fn: Callable[..., Any], id: str) -> tuple[tuple[str, ...], tuple
             stars: dict[Any, str] = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}
             what = stars.get(p.kind, "") + p.name
             why = "is positional-only" if p.kind is p.POSITIONAL_ONLY and p.name in FIELDS else "is not a row field"
-            msg = (f"@nbeval.scorer '{id}': the parameter '{what}' {why}; name each parameter after the "
-                   f"field it reads (it is passed by name), one of {', '.join(FIELDS)}")
+            msg = (
+                f"@nbeval.scorer '{id}': the parameter '{what}' {why}; name each parameter after the "
+                f"field it reads (it is passed by name), one of {', '.join(FIELDS)}"
+            )
             raise EvaluatorError(msg)
         args.append(p.name)
         if p.name != "row":

@@ -58,8 +58,10 @@ def resolve_data(shell: Any, text: str) -> tuple[Any, str | None]:
         from nbeval.demo import demo_lab
 
         return demo_lab(), None
-    msg = (f"no file or variable named {text!r}: give a file path, a variable holding a DataFrame, a list of "
-           "records, a dataset or a lab, or `demo` for the shipped demo lab")
+    msg = (
+        f"no file or variable named {text!r}: give a file path, a variable holding a DataFrame, a list of "
+        "records, a dataset or a lab, or `demo` for the shipped demo lab"
+    )
     raise MagicError(msg)
 
 
@@ -127,8 +129,9 @@ def perturb(shell: Any, words: Sequence[str]) -> None:
         application.check_file_out(Path(args.out), [path] if path else [], "perturbed")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        suite = nbeval.perturb(data, args.perturbators, intensity=args.intensity, seed=args.seed,
-                               keep_originals=not args.no_originals)
+        suite = nbeval.perturb(
+            data, args.perturbators, intensity=args.intensity, seed=args.seed, keep_originals=not args.no_originals
+        )
     for w in caught:
         print(f"nbeval: note: {w.message}")
     shell.user_ns[name] = suite
@@ -169,9 +172,18 @@ def evaluators(shell: Any, words: Sequence[str]) -> Any:
         return None
     import pandas as pd
 
-    rows = [{"id": s.id, "family": s.family, "kind": s.kind, "inputs": ", ".join(s.inputs),
-             "metrics": ", ".join(f"{m.name}{'*' if m is s.primary else ''}" for m in s.metrics),
-             "needs judge": s.needs_judge, "description": s.description} for s in specs]
+    rows = [
+        {
+            "id": s.id,
+            "family": s.family,
+            "kind": s.kind,
+            "inputs": ", ".join(s.inputs),
+            "metrics": ", ".join(f"{m.name}{'*' if m is s.primary else ''}" for m in s.metrics),
+            "needs judge": s.needs_judge,
+            "description": s.description,
+        }
+        for s in specs
+    ]
     if not specs:
         print(application.no_match_note(args.text, args.family, "%nbeval evaluators"))
     elif any(s.needs_judge for s in specs) and not judge_configured():
@@ -204,8 +216,10 @@ def explore(shell: Any, words: Sequence[str]) -> None:
         raise MagicError(msg)
     make = get_renderer("case_explorer")
     if make is None:
-        msg = ("no case explorer is registered; the notebook kit provides it: pip install 'nbeval[widgets]', "
-               f"or show one directly with nbeval.widgets.CaseExplorer({name})")
+        msg = (
+            "no case explorer is registered; the notebook kit provides it: pip install 'nbeval[widgets]', "
+            f"or show one directly with nbeval.widgets.CaseExplorer({name})"
+        )
         raise MagicError(msg)
     _display(make(result))
 
@@ -257,5 +271,7 @@ def judge(shell: Any, words: Sequence[str]) -> None:
         return
     where = f"at {public_url(base_url)}" if base_url else "at OpenAI's API"
     key = next((k for k in ENV_KEYS if os.environ.get(k)), None)
-    print(f"judge: {model or '(no model name yet: %nbeval judge MODEL)'} {where}; "
-          f"API key: {f'from {key}' if key else 'none set'}")
+    print(
+        f"judge: {model or '(no model name yet: %nbeval judge MODEL)'} {where}; "
+        f"API key: {f'from {key}' if key else 'none set'}"
+    )

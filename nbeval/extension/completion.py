@@ -46,8 +46,13 @@ def _options(parser: argparse.ArgumentParser) -> tuple[list[str], set[str]]:
 def _parser(sub: str) -> argparse.ArgumentParser | None:
     from nbeval.extension import parsers
 
-    return {"run": parsers.run_parser, "evaluators": parsers.evaluators_parser, "show": parsers.show_parser,
-            "explore": parsers.explore_parser, "judge": parsers.judge_parser}.get(sub, lambda: None)()
+    return {
+        "run": parsers.run_parser,
+        "evaluators": parsers.evaluators_parser,
+        "show": parsers.show_parser,
+        "explore": parsers.explore_parser,
+        "judge": parsers.judge_parser,
+    }.get(sub, lambda: None)()
 
 
 def complete(shell: Any, line: str, token: str) -> tuple[list[tuple[str, str]], bool] | None:
@@ -78,19 +83,27 @@ def complete(shell: Any, line: str, token: str) -> tuple[list[tuple[str, str]], 
             families = sorted({s.family for s in _catalogue_specs()})
             return [(f, "family") for f in families if f.startswith(token)], False
         return [], True  # a value: a path, a URL, a model name
-    positionals = [w for i, w in enumerate(args)
-                   if not w.startswith("-") and (i == 0 or args[i - 1] not in takes_value)]
+    positionals = [
+        w for i, w in enumerate(args) if not w.startswith("-") and (i == 0 or args[i - 1] not in takes_value)
+    ]
     if sub == "show" and not positionals:
         return [(i, "evaluator") for i in _evaluator_ids() if i.startswith(token)], False
     if sub == "explore" and not positionals:
-        names = [n for n, v in shell.user_ns.items()
-                 if not n.startswith("__") and type(v).__name__ == "EvaluationResult"]
+        names = [
+            n for n, v in shell.user_ns.items() if not n.startswith("__") and type(v).__name__ == "EvaluationResult"
+        ]
         return [(n, "variable") for n in sorted(names) if n.startswith(token)], False
     if sub == "run" and not positionals:
         kinds = ("TestLab", "LlmDataset", "DataFrame")
-        names = ["demo", *sorted(n for n, v in shell.user_ns.items() if not n.startswith("_")
-                                 and (type(v).__name__ in kinds or (isinstance(v, list) and v
-                                                                    and isinstance(v[0], dict))))]
+        names = [
+            "demo",
+            *sorted(
+                n
+                for n, v in shell.user_ns.items()
+                if not n.startswith("_")
+                and (type(v).__name__ in kinds or (isinstance(v, list) and v and isinstance(v[0], dict)))
+            ),
+        ]
         return [(n, "data") for n in names if n.startswith(token)], True  # or a file
     return [], False
 
@@ -110,8 +123,11 @@ def _matcher(shell: Any) -> Any:
             return {"completions": [], "suppress": False}
         found, files = answer
         # Python names and magics make no sense inside the magic's line; file names may.
-        return {"completions": [SimpleCompletion(text, type=kind) for text, kind in found], "suppress": True,
-                "do_not_suppress": {_FILE_MATCHER} if files else set()}
+        return {
+            "completions": [SimpleCompletion(text, type=kind) for text, kind in found],
+            "suppress": True,
+            "do_not_suppress": {_FILE_MATCHER} if files else set(),
+        }
 
     return nbeval_matcher
 

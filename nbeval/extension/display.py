@@ -12,16 +12,24 @@ import html
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-__all__ = ["FORMATTERS", "MAX_CHARS", "PREVIEW_ROWS", "dataset_html", "install", "lab_html", "plan_html",
-           "suite_html", "uninstall"]
+__all__ = [
+    "FORMATTERS",
+    "MAX_CHARS",
+    "PREVIEW_ROWS",
+    "dataset_html",
+    "install",
+    "lab_html",
+    "plan_html",
+    "suite_html",
+    "uninstall",
+]
 
 PREVIEW_ROWS = 5
 """Rows (or test cases) shown in a preview."""
 MAX_CHARS = 120
 """Characters of each text shown in a preview cell."""
 
-_STYLE = ("font-family:var(--jp-ui-font-family,sans-serif);font-size:13px;"
-          "border-collapse:collapse;margin-top:4px")
+_STYLE = "font-family:var(--jp-ui-font-family,sans-serif);font-size:13px;border-collapse:collapse;margin-top:4px"
 _CELL = "border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top;max-width:360px"
 
 
@@ -35,13 +43,14 @@ def _short(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         value = ", ".join(str(getattr(v, "content", v)) for v in value)
     text = " ".join(str(value).split())
-    return text if len(text) <= MAX_CHARS else text[:MAX_CHARS - 1] + "…"
+    return text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 1] + "…"
 
 
 def _table(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     head = "".join(f'<th style="{_CELL}">{_esc(c)}</th>' for c in columns)
-    body = "".join("<tr>" + "".join(f'<td style="{_CELL}">{_esc(_short(v))}</td>' for v in row) + "</tr>"
-                   for row in rows)
+    body = "".join(
+        "<tr>" + "".join(f'<td style="{_CELL}">{_esc(_short(v))}</td>' for v in row) + "</tr>" for row in rows
+    )
     return f'<table style="{_STYLE}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
@@ -68,8 +77,7 @@ _DATASET_PREVIEW = ("key", "model_key", "input", "expected_output", "actual_outp
 def _dataset_facts(ds: Any) -> tuple[str, list[str]]:
     from nbeval.data.model import ROW_FIELDS
 
-    facts = (f"{_plural(len(ds), 'row')}, {_plural(len(ds.model_keys), 'model')}, "
-             f"{_plural(len(ds.keys), 'test case')}")
+    facts = f"{_plural(len(ds), 'row')}, {_plural(len(ds.model_keys), 'model')}, {_plural(len(ds.keys), 'test case')}"
     return facts, [f for f in ROW_FIELDS if ds.has_field(f)]
 
 
@@ -84,8 +92,16 @@ def dataset_html(ds: Any) -> str:
     return _box("LlmDataset", facts, fields, _dataset_table(ds), len(ds) - PREVIEW_ROWS, "rows")
 
 
-_CASE_FIELDS = ("key", "prompt", "expected_output", "condition", "categories", "guidelines", "expected_context",
-                "relationships")
+_CASE_FIELDS = (
+    "key",
+    "prompt",
+    "expected_output",
+    "condition",
+    "categories",
+    "guidelines",
+    "expected_context",
+    "relationships",
+)
 
 
 def suite_html(suite: Any) -> str:
@@ -94,8 +110,9 @@ def suite_html(suite: Any) -> str:
     present = [f for f in _CASE_FIELDS if f == "key" or any(getattr(c, f) for c in cases)]
     extra = sorted({k for c in cases for k in c.extra})
     columns = [c for c in ("key", "prompt", "expected_output", "condition", "categories") if c in present]
-    table = _table(columns, ([c.resolved_key if f == "key" else getattr(c, f) for f in columns]
-                             for c in cases[:PREVIEW_ROWS]))
+    table = _table(
+        columns, ([c.resolved_key if f == "key" else getattr(c, f) for f in columns] for c in cases[:PREVIEW_ROWS])
+    )
     title = f"TestSuite {suite.name!r}" if suite.name else "TestSuite"
     facts = f"{_plural(len(suite.tests), 'test')}, {_plural(len(cases), 'test case')}"
     return _box(title, facts, present + extra, table, len(cases) - PREVIEW_ROWS, "test cases")
@@ -106,18 +123,30 @@ def lab_html(lab: Any) -> str:
     facts, fields = _dataset_facts(lab.dataset)
     models = ", ".join(m.label for m in lab.models) or ", ".join(lab.dataset.model_keys)
     title = f"TestLab {lab.name!r}" if lab.name else "TestLab"
-    return _box(title, f"{facts}; models: {models}", fields, _dataset_table(lab.dataset),
-                len(lab.dataset) - PREVIEW_ROWS, "rows")
+    return _box(
+        title,
+        f"{facts}; models: {models}",
+        fields,
+        _dataset_table(lab.dataset),
+        len(lab.dataset) - PREVIEW_ROWS,
+        "rows",
+    )
 
 
 def plan_html(plan: Any) -> str:
     """A :class:`~nbeval.engine.dry_run.Plan`: rows and skipped rows per evaluator, then the judge calls."""
     per_row = bool(plan.calls_per_row)
     columns = ["evaluator", "rows", "skipped", *(["judge calls/row"] if per_row else [])]
-    rows = [[k, plan.rows[k], plan.skipped.get(k, 0),
-             *([f"{plan.calls_per_row[k]:.1f}" if k in plan.calls_per_row else ""] if per_row else [])]
-            for k in plan.rows]
-    notes = str(plan).splitlines()[len(plan.rows) + 1:]  # the lines under the table, as str(plan) words them
+    rows = [
+        [
+            k,
+            plan.rows[k],
+            plan.skipped.get(k, 0),
+            *([f"{plan.calls_per_row[k]:.1f}" if k in plan.calls_per_row else ""] if per_row else []),
+        ]
+        for k in plan.rows
+    ]
+    notes = str(plan).splitlines()[len(plan.rows) + 1 :]  # the lines under the table, as str(plan) words them
     body = "".join(f'<div style="color:#555">{_esc(line)}</div>' for line in notes)
     return f'<div class="nbeval-preview"><b>Plan</b> (dry run: nothing scored){_table(columns, rows)}{body}</div>'
 

@@ -33,10 +33,16 @@ SUBCOMMANDS = {
     "perturb": "perturbed copies of DATA's test cases: -p ID[,ID...] [--intensity low|medium|high]",
 }
 
-USAGE = "usage: %nbeval {" + ",".join(SUBCOMMANDS) + "} ...\n\n" + "\n".join(
-    f"  %nbeval {name:<11} {text}" for name, text in SUBCOMMANDS.items()) + (
-    "\n  %%nbeval_suite [NAME]  a cell of test cases (YAML or JSON) bound to NAME (default: _suite)"
-    "\n\n`%nbeval SUBCOMMAND -h` says more.")
+USAGE = (
+    "usage: %nbeval {"
+    + ",".join(SUBCOMMANDS)
+    + "} ...\n\n"
+    + "\n".join(f"  %nbeval {name:<11} {text}" for name, text in SUBCOMMANDS.items())
+    + (
+        "\n  %%nbeval_suite [NAME]  a cell of test cases (YAML or JSON) bound to NAME (default: _suite)"
+        "\n\n`%nbeval SUBCOMMAND -h` says more."
+    )
+)
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 

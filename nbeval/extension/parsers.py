@@ -21,9 +21,22 @@ from typing import Any
 
 from nbeval.errors import NbevalError
 
-__all__ = ["DEFAULT_PERTURBED", "DEFAULT_RESULT", "DEFAULT_SUITE", "IPYTHON_NAMES", "MagicError", "check_name",
-           "cli_subparser", "evaluators_parser", "explore_parser", "judge_parser", "parse", "perturb_parser",
-           "run_parser", "show_parser"]
+__all__ = [
+    "DEFAULT_PERTURBED",
+    "DEFAULT_RESULT",
+    "DEFAULT_SUITE",
+    "IPYTHON_NAMES",
+    "MagicError",
+    "check_name",
+    "cli_subparser",
+    "evaluators_parser",
+    "explore_parser",
+    "judge_parser",
+    "parse",
+    "perturb_parser",
+    "run_parser",
+    "show_parser",
+]
 
 DEFAULT_RESULT = "_nbeval"
 """The name ``%nbeval run`` binds its result to unless ``-o NAME`` says otherwise."""
@@ -61,23 +74,31 @@ def run_parser() -> argparse.ArgumentParser:
     """``nbeval run``'s parser as ``%nbeval run``: DATA may also name a variable or ``demo``,
     ``--out`` saves only when given, and ``-o NAME`` binds the result."""
     return _binding_parser(
-        "run", data=("data", "a file nbeval reads (JSON, JSONL, CSV), a variable holding a DataFrame, a list of "
-                             "records, a dataset or a lab, or `demo` for the shipped demo lab"),
+        "run",
+        data=(
+            "data",
+            "a file nbeval reads (JSON, JSONL, CSV), a variable holding a DataFrame, a list of "
+            "records, a dataset or a lab, or `demo` for the shipped demo lab",
+        ),
         out_help="also save the result and report.html in this folder (default: save nothing)",
-        bound=("result", DEFAULT_RESULT))
+        bound=("result", DEFAULT_RESULT),
+    )
 
 
 def perturb_parser() -> argparse.ArgumentParser:
     """``nbeval perturb``'s parser as ``%nbeval perturb``: the data may also name a variable or
     ``demo``, ``--out`` writes only when given, and ``-o NAME`` binds the suite."""
     return _binding_parser(
-        "perturb", data=("suite", "a suite, lab or dataset file, a variable holding one, or `demo` for the demo lab"),
+        "perturb",
+        data=("suite", "a suite, lab or dataset file, a variable holding one, or `demo` for the demo lab"),
         out_help="also write the suite to this JSON file (default: write nothing)",
-        bound=("suite", DEFAULT_PERTURBED))
+        bound=("suite", DEFAULT_PERTURBED),
+    )
 
 
-def _binding_parser(command: str, *, data: tuple[str, str], out_help: str,
-                    bound: tuple[str, str]) -> argparse.ArgumentParser:
+def _binding_parser(
+    command: str, *, data: tuple[str, str], out_help: str, bound: tuple[str, str]
+) -> argparse.ArgumentParser:
     """The CLI's ``nbeval <command>`` parser for a magic that binds what it makes: the data
     argument (``data``: its dest and new help) also takes a variable or ``demo``, ``--out`` writes
     only when given, and ``-o NAME`` (``bound``: what is bound, the default name) is added."""
@@ -89,8 +110,14 @@ def _binding_parser(command: str, *, data: tuple[str, str], out_help: str,
             action.help = data[1]
         elif action.dest == "out":
             action.help = out_help
-    parser.add_argument("-o", "--name", dest="bind_name", default=bound[1], metavar="NAME",
-                        help=f"bind the {bound[0]} to this variable (default: {bound[1]})")
+    parser.add_argument(
+        "-o",
+        "--name",
+        dest="bind_name",
+        default=bound[1],
+        metavar="NAME",
+        help=f"bind the {bound[0]} to this variable (default: {bound[1]})",
+    )
     return parser
 
 
@@ -110,8 +137,9 @@ def show_parser() -> argparse.ArgumentParser:
 
 def explore_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="%nbeval explore", description="open the case explorer on a result")
-    parser.add_argument("name", nargs="?", default=DEFAULT_RESULT,
-                        help=f"the variable holding the result (default: {DEFAULT_RESULT})")
+    parser.add_argument(
+        "name", nargs="?", default=DEFAULT_RESULT, help=f"the variable holding the result (default: {DEFAULT_RESULT})"
+    )
     return parser
 
 
@@ -119,10 +147,13 @@ def judge_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="%nbeval judge",
         description="set the judge of this session (NBEVAL_JUDGE_MODEL, NBEVAL_JUDGE_BASE_URL); "
-                    "with no MODEL, say which judge is set")
+        "with no MODEL, say which judge is set",
+    )
     parser.add_argument("model", nargs="?", help="model name at an OpenAI-compatible endpoint, or hf:<name or path>")
-    parser.add_argument("--base-url", help="the endpoint's base URL ('' for OpenAI's own; default: keep the "
-                                           "current NBEVAL_JUDGE_BASE_URL)")
+    parser.add_argument(
+        "--base-url",
+        help="the endpoint's base URL ('' for OpenAI's own; default: keep the current NBEVAL_JUDGE_BASE_URL)",
+    )
     return parser
 
 
@@ -142,8 +173,9 @@ def parse(parser: argparse.ArgumentParser, words: Sequence[str]) -> argparse.Nam
 
 #: Names IPython keeps in the user's namespace for itself (its history, its output cache, its
 #: helpers); binding a result there breaks the session, or is overwritten by the next output.
-IPYTHON_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython", "open", "_ih", "_oh", "_dh", "_", "__",
-                           "___", "_i", "_ii", "_iii"})
+IPYTHON_NAMES = frozenset(
+    {"In", "Out", "exit", "quit", "get_ipython", "open", "_ih", "_oh", "_dh", "_", "__", "___", "_i", "_ii", "_iii"}
+)
 _OUTPUT_CACHE = re.compile(r"_i?\d+")
 
 

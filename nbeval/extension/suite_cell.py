@@ -39,8 +39,11 @@ __all__ = ["ALIASES", "MAX_ALIAS_NODES", "MAX_DEPTH", "parse_suite"]
 
 #: Other names a cell may give a test case's fields.
 ALIASES = {
-    "input": "prompt", "question": "prompt",
-    "expected": "expected_output", "expected_answer": "expected_output", "answer": "expected_output",
+    "input": "prompt",
+    "question": "prompt",
+    "expected": "expected_output",
+    "expected_answer": "expected_output",
+    "answer": "expected_output",
     "output_condition": "condition",
     "category": "categories",
 }
@@ -125,8 +128,10 @@ def _load(text: str) -> tuple[Any, list[int]]:
     try:
         return _load_yaml(text)
     except ImportError:
-        msg = ("this cell is not JSON, and reading YAML needs PyYAML (pip install pyyaml); "
-               "or write the test cases as a JSON list")
+        msg = (
+            "this cell is not JSON, and reading YAML needs PyYAML (pip install pyyaml); "
+            "or write the test cases as a JSON list"
+        )
         raise DataError(msg, source="line 1") from None
 
 
@@ -195,14 +200,18 @@ def _cell_loader(text: str) -> yaml.SafeLoader:
             if isinstance(event, yaml.AliasEvent):
                 line = event.start_mark.line + 1
                 if event.anchor in self.open_anchors:
-                    msg = (f"the alias *{event.anchor} is inside the value &{event.anchor} names: a value "
-                           "cannot contain itself")
+                    msg = (
+                        f"the alias *{event.anchor} is inside the value &{event.anchor} names: a value "
+                        "cannot contain itself"
+                    )
                     raise DataError(msg, source=f"line {line}")
                 node = super().compose_node(parent, index)
                 self.added += self.sizes.get(id(node), 1)
                 if self.added > MAX_ALIAS_NODES:
-                    msg = (f"the YAML aliases (*name) of this cell repeat more than {MAX_ALIAS_NODES:,} values; "
-                           "write the values out, or repeat fewer")
+                    msg = (
+                        f"the YAML aliases (*name) of this cell repeat more than {MAX_ALIAS_NODES:,} values; "
+                        "write the values out, or repeat fewer"
+                    )
                     raise DataError(msg, source=f"line {line}")
                 return node
             nested = isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent))

@@ -50,10 +50,17 @@ def perturbation_category(perturbator: Perturbator, intensity: str) -> str:
 
 
 def _case_from_row(row: Row) -> TestCase:
-    return TestCase(prompt=row.input or "", key=row.key or None, categories=list(row.categories),
-                    relationships=list(row.relationships), expected_output=row.expected_output,
-                    condition=row.output_condition, guidelines=list(row.guidelines),
-                    expected_context=list(row.expected_context), extra=dict(row.extra))
+    return TestCase(
+        prompt=row.input or "",
+        key=row.key or None,
+        categories=list(row.categories),
+        relationships=list(row.relationships),
+        expected_output=row.expected_output,
+        condition=row.output_condition,
+        guidelines=list(row.guidelines),
+        expected_context=list(row.expected_context),
+        extra=dict(row.extra),
+    )
 
 
 def _suite_from_rows(rows: Iterable[Row], name: str = "", description: str = "") -> TestSuite:
@@ -96,17 +103,26 @@ def _seed(seed: int, key: str, perturbator: Perturbator) -> str:
 def _perturbed(case: TestCase, key: str, perturbator: Perturbator, intensity: str, prompt: str) -> TestCase:
     extra_cats = [perturbation_category(perturbator, intensity), *perturbator.categories(intensity)]
     categories = list(dict.fromkeys([*case.categories, *extra_cats]))
-    new = replace(case, prompt=prompt, key=None, categories=categories,
-                  relationships=[*case.relationships, Relationship(PERTURBATION_SOURCE, key)],
-                  guidelines=list(case.guidelines), expected_context=list(case.expected_context),
-                  extra=copy.deepcopy(case.extra), warnings=[])
-    new.key = derive_key(new.prompt, new.expected_output, new.condition, new.categories,
-                         new.expected_context, new.guidelines)
+    new = replace(
+        case,
+        prompt=prompt,
+        key=None,
+        categories=categories,
+        relationships=[*case.relationships, Relationship(PERTURBATION_SOURCE, key)],
+        guidelines=list(case.guidelines),
+        expected_context=list(case.expected_context),
+        extra=copy.deepcopy(case.extra),
+        warnings=[],
+    )
+    new.key = derive_key(
+        new.prompt, new.expected_output, new.condition, new.categories, new.expected_context, new.guidelines
+    )
     return new
 
 
-def perturb(data: Any, perturbators: Any, *, intensity: str = "low", seed: int = 0,
-            keep_originals: bool = True) -> TestSuite:
+def perturb(
+    data: Any, perturbators: Any, *, intensity: str = "low", seed: int = 0, keep_originals: bool = True
+) -> TestSuite:
     """A suite of perturbed test cases (after the originals, with ``keep_originals``).
 
     ``data``: a :class:`TestSuite`, :class:`TestLab`, :class:`LlmDataset` or a path nbeval reads.
@@ -146,13 +162,15 @@ def perturb(data: Any, perturbators: Any, *, intensity: str = "low", seed: int =
         tests.append(replace(test, test_cases=[*kept, *made], documents=list(test.documents)))
     if unchanged:
         counts = ", ".join(f"{name} ×{n}" for name, n in unchanged.items())
-        warnings.warn(f"{sum(unchanged.values())} perturbation(s) left the prompt as it was and made no "
-                      f"test case ({counts}): prompts too short, or nothing the perturbator can change",
-                      PerturbationWarning, stacklevel=2)
+        warnings.warn(
+            f"{sum(unchanged.values())} perturbation(s) left the prompt as it was and made no "
+            f"test case ({counts}): prompts too short, or nothing the perturbator can change",
+            PerturbationWarning,
+            stacklevel=2,
+        )
     return TestSuite(name=suite.name, description=suite.description, tests=tests, extra=dict(suite.extra))
 
 
 def perturbed_count(suite: TestSuite) -> int:
     """How many of ``suite``'s cases are perturbations of another."""
     return sum(any(r.type == PERTURBATION_SOURCE for r in tc.relationships) for tc in suite.test_cases)
-

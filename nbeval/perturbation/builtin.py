@@ -61,8 +61,13 @@ def _edit(text: str, edits: dict[tuple[int, int], str]) -> str:
     return "".join(out)
 
 
-def _perturb_words(text: str, intensity: str, rng: random.Random, keep: Callable[[str], bool],
-                   change: Callable[[str, random.Random], str]) -> str:
+def _perturb_words(
+    text: str,
+    intensity: str,
+    rng: random.Random,
+    keep: Callable[[str], bool],
+    change: Callable[[str, random.Random], str],
+) -> str:
     """Change :func:`how_many` of the words (of all words) among those ``keep`` accepts."""
     words = list(WORD.finditer(text))
     candidates = [m for m in words if keep(m.group())]
@@ -102,11 +107,11 @@ def _typo(word: str, rng: random.Random) -> str:
     i = rng.choice(letters)
     kind = rng.choice(("neighbour", "swap", "drop"))
     if kind == "swap" and i + 1 < len(word) and word[i + 1].lower() != word[i].lower():
-        return word[:i] + word[i + 1] + word[i] + word[i + 2:]
+        return word[:i] + word[i + 1] + word[i] + word[i + 2 :]
     if kind == "drop":
-        return word[:i] + word[i + 1:]
+        return word[:i] + word[i + 1 :]
     new = rng.choice(QWERTY_NEIGHBOURS[word[i].lower()])
-    return word[:i] + (new.upper() if word[i].isupper() else new) + word[i + 1:]
+    return word[:i] + (new.upper() if word[i].isupper() else new) + word[i + 1 :]
 
 
 @register_perturbator
@@ -128,8 +133,7 @@ class CasePerturbator(Perturbator):
         def variants(w: str) -> list[str]:
             return [v for v in dict.fromkeys((w.upper(), w.lower(), w.title(), w.swapcase())) if v != w]
 
-        return _perturb_words(text, intensity, rng, lambda w: bool(variants(w)),
-                              lambda w, r: r.choice(variants(w)))
+        return _perturb_words(text, intensity, rng, lambda w: bool(variants(w)), lambda w, r: r.choice(variants(w)))
 
 
 # -- whitespace and punctuation -----------------------------------------------------------------
@@ -148,7 +152,7 @@ class WhitespacePerturbator(Perturbator):
         if not text[-1:].isspace():
             gaps.append((len(text), len(text)))
         chosen = rng.sample(gaps, how_many(len(gaps), intensity))
-        return _edit(text, {g: rng.choice([s for s in _SPACES if s != text[g[0]:g[1]]]) for g in chosen})
+        return _edit(text, {g: rng.choice([s for s in _SPACES if s != text[g[0] : g[1]]]) for g in chosen})
 
 
 _MARKS = (",", ";", ".", "!", "?", "...", ":")
@@ -165,7 +169,7 @@ class PunctuationPerturbator(Perturbator):
         edits: dict[tuple[int, int], str] = {}
         for m in chosen:
             end = m.end()
-            if text[end:end + 1] and text[end] in _PUNCT:
+            if text[end : end + 1] and text[end] in _PUNCT:
                 edits[(end, end + 1)] = ""
             else:
                 edits[(end, end)] = rng.choice(_MARKS)
@@ -182,9 +186,12 @@ class WordOrderPerturbator(Perturbator):
 
     def apply(self, text: str, intensity: str, rng: random.Random) -> str:
         words = list(WORD.finditer(text))
-        pairs = [i for i in range(len(words) - 1)
-                 if text[words[i].end():words[i + 1].start()].isspace()
-                 and words[i].group().lower() != words[i + 1].group().lower()]
+        pairs = [
+            i
+            for i in range(len(words) - 1)
+            if text[words[i].end() : words[i + 1].start()].isspace()
+            and words[i].group().lower() != words[i + 1].group().lower()
+        ]
         rng.shuffle(pairs)
         want = how_many(len(words), intensity)
         used: set[int] = set()
@@ -209,8 +216,9 @@ class SynonymsPerturbator(Perturbator):
 
     def apply(self, text: str, intensity: str, rng: random.Random) -> str:
         table: dict[str, list[str]] = tables()["synonyms"]
-        return _perturb_words(text, intensity, rng, lambda w: w.lower() in table,
-                              lambda w, r: _match_case(r.choice(table[w.lower()]), w))
+        return _perturb_words(
+            text, intensity, rng, lambda w: w.lower() in table, lambda w, r: _match_case(r.choice(table[w.lower()]), w)
+        )
 
 
 @cache
@@ -234,9 +242,13 @@ class ContractionsPerturbator(Perturbator):
         found = list(pattern.finditer(text))
         k = min(len(found), how_many(len(WORD.findall(text)), intensity))
         chosen = rng.sample(found, k)
-        return _edit(text, {m.span(): _match_case(table[" ".join(m.group().lower().replace("’", "'").split())],
-                                                  m.group()[:1])
-                            for m in chosen})
+        return _edit(
+            text,
+            {
+                m.span(): _match_case(table[" ".join(m.group().lower().replace("’", "'").split())], m.group()[:1])
+                for m in chosen
+            },
+        )
 
 
 # -- encodings ----------------------------------------------------------------------------------
@@ -316,8 +328,10 @@ class LeetspeakPerturbator(_Encoder):
 
 @register_perturbator
 class InjectionPerturbator(Perturbator):
-    description = ("prompt-injection suffix: an instruction to ignore the prompt's rules is appended "
-                   "(milder at low, exfiltration attempts at high; changes the meaning)")
+    description = (
+        "prompt-injection suffix: an instruction to ignore the prompt's rules is appended "
+        "(milder at low, exfiltration attempts at high; changes the meaning)"
+    )
     changes_meaning = True
 
     def categories(self, intensity: str) -> list[str]:

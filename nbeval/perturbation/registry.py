@@ -41,8 +41,10 @@ def register_perturbator(cls: _P) -> _P:
         raise PerturbationError(msg)
     for other_id, other in list(_CLASSES.items()):
         if other_id != cls.id and other.name == cls.name:
-            msg = (f"perturbator name {cls.name!r} is taken by '{other_id}'; give the class another "
-                   "name (its name goes into the perturbed cases' categories)")
+            msg = (
+                f"perturbator name {cls.name!r} is taken by '{other_id}'; give the class another "
+                "name (its name goes into the perturbed cases' categories)"
+            )
             raise PerturbationError(msg)
     _CLASSES[cls.id] = cls
     return cls
@@ -110,8 +112,10 @@ def resolve_perturbators(items: Any) -> list[Perturbator]:
             msg = f"cannot use {item!r} as a perturbator; give an id such as 'typos', a Perturbator class or instance"
             raise PerturbationError(msg)
     if not out:
-        msg = ("no perturbators given; name at least one, e.g. ['typos', 'case'] "
-               f"(choose from {', '.join(perturbator_ids())})")
+        msg = (
+            "no perturbators given; name at least one, e.g. ['typos', 'case'] "
+            f"(choose from {', '.join(perturbator_ids())})"
+        )
         raise PerturbationError(msg)
     names = [p.name for p in out]
     dupes = sorted({n for n in names if names.count(n) > 1})

@@ -70,8 +70,9 @@ class BatchPlan:
             limit = model_window(model)
             rust = Tokenizer.from_str(tok._tokenizer.to_str())
             rust.enable_truncation(max_length=limit, stride=0, strategy="longest_first", direction="right")
-            rust.enable_padding(direction="right", pad_id=tok.pad_token_id, pad_type_id=tok.pad_token_type_id,
-                                pad_token=tok.pad_token)
+            rust.enable_padding(
+                direction="right", pad_id=tok.pad_token_id, pad_type_id=tok.pad_token_type_id, pad_token=tok.pad_token
+            )
             return cls(model, rust, list(tok.model_input_names), limit, {})
         except Exception:  # an unfamiliar model layout: sentence-transformers' own path handles it
             return None
@@ -91,8 +92,11 @@ class BatchPlan:
             return False
         self.extras = {k: v for k, v in theirs.items() if not isinstance(v, torch.Tensor)}
         tensors = {k for k, v in theirs.items() if isinstance(v, torch.Tensor)}
-        return (tensors == set(self.names) and cut == [False, False, False, True]
-                and all(torch.equal(mine[k], theirs[k]) for k in self.names))
+        return (
+            tensors == set(self.names)
+            and cut == [False, False, False, True]
+            and all(torch.equal(mine[k], theirs[k]) for k in self.names)
+        )
 
     def _features(self, batch: list[str]) -> tuple[dict[str, Any], list[bool]]:
         """Tensors for one batch (the tokenisation that feeds the model), and which texts were cut."""
@@ -132,6 +136,7 @@ class BatchPlan:
     def _prepared(self, texts: list[str], batches: list[np.ndarray]) -> Iterator[tuple[dict[str, Any], list[bool]]]:
         """Each batch's features, in order; with prefetching, the next batch is prepared in a
         background thread (the Rust tokenizer releases the GIL) while the model runs."""
+
         def prepare(idx: np.ndarray) -> tuple[dict[str, Any], list[bool]]:
             return self._features([texts[k] for k in idx.tolist()])
 

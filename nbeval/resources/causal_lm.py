@@ -217,8 +217,9 @@ class CausalLMRunner:
             positions = torch.arange(width, dtype=torch.long).unsqueeze(0).expand(len(batch), -1)
             device = loaded.model.device
             with torch.inference_mode():
-                logits = loaded.model(input_ids=input_ids.to(device), attention_mask=mask.to(device),
-                                      position_ids=positions.to(device)).logits
+                logits = loaded.model(
+                    input_ids=input_ids.to(device), attention_mask=mask.to(device), position_ids=positions.to(device)
+                ).logits
                 for row, (i, b, e, t) in enumerate(batch):
                     rows = logits[row, t - 1 - b : e - 1 - b].float()
                     targets = torch.tensor(plans[i].ids[t:e], dtype=torch.long, device=rows.device)
@@ -264,8 +265,9 @@ def _load(name: str, device: str) -> tuple[Any, Any]:
     local = path.is_dir()
     source = str(path) if local else name
     if not local and name.startswith(("/", ".", "~")):
-        msg = (f"no model directory at {name!r}; pass model= an existing folder saved with save_pretrained, "
-               "or a hub name")
+        msg = (
+            f"no model directory at {name!r}; pass model= an existing folder saved with save_pretrained, or a hub name"
+        )
         raise ResourceError(msg)
     try:
         with _quiet_transformers():
@@ -276,9 +278,11 @@ def _load(name: str, device: str) -> tuple[Any, Any]:
         if local:
             msg = f"could not load the causal language model in {source!r}: {first}"
         else:
-            msg = (f"could not load causal language model {name!r} ({first}). If it is a hub name, download it "
-                   f"while online with `huggingface-cli download {name}` so it is in the Hugging Face cache, "
-                   "or pass model= a local directory that holds it")
+            msg = (
+                f"could not load causal language model {name!r} ({first}). If it is a hub name, download it "
+                f"while online with `huggingface-cli download {name}` so it is in the Hugging Face cache, "
+                "or pass model= a local directory that holds it"
+            )
         raise ResourceError(msg) from exc
     try:
         model.to(device)
@@ -324,4 +328,3 @@ def _pad_id(tok: Any) -> int:
         if isinstance(value, int):
             return value
     return 0
-

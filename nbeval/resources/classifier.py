@@ -88,8 +88,15 @@ class ClassifierRunner:
         batch_size: inputs per forward pass (``None``: :func:`default_batch_size`).
     """
 
-    def __init__(self, name: str | os.PathLike[str], kind: Literal["classifier", "detoxify"] = "classifier",
-                 device: str = "cpu", batch_size: int | None = None, *, _shared: _Shared | None = None) -> None:
+    def __init__(
+        self,
+        name: str | os.PathLike[str],
+        kind: Literal["classifier", "detoxify"] = "classifier",
+        device: str = "cpu",
+        batch_size: int | None = None,
+        *,
+        _shared: _Shared | None = None,
+    ) -> None:
         if kind not in ("classifier", "detoxify"):
             msg = f"ClassifierRunner kind must be 'classifier' or 'detoxify', got {kind!r}"
             raise ResourceError(msg)
@@ -156,8 +163,11 @@ class ClassifierRunner:
         shared = self._shared
         with shared.lock:
             if shared.loaded is None:
-                shared.loaded = _load_detoxify(self.name, self.device) if self.kind == "detoxify" \
+                shared.loaded = (
+                    _load_detoxify(self.name, self.device)
+                    if self.kind == "detoxify"
                     else _load_classifier(self.name, self.device)
+                )
             return shared.loaded
 
     def _run(self, loaded: _Model, todo: list[_Input]) -> None:
@@ -190,14 +200,22 @@ class ClassifierRunner:
         # Pairs, or a slow tokenizer: one tokenisation decides the length order, which inputs are
         # too long, and feeds the model; only the inputs over the window are encoded again, truncated.
         if seconds is not None:  # each side cut near the window first: pair truncation is quadratic
-            firsts, seconds = (list(side) for side in zip(*cut_pairs(tok, list(zip(firsts, seconds, strict=True)),
-                                                                      window), strict=True))
+            firsts, seconds = (
+                list(side)
+                for side in zip(*cut_pairs(tok, list(zip(firsts, seconds, strict=True)), window), strict=True)
+            )
         enc = tok(firsts, seconds, add_special_tokens=True, truncation=False, verbose=False)
         features = [{k: enc[k][i] for k in enc} for i in range(len(group))]
         long = [i for i, f in enumerate(features) if len(f["input_ids"]) > window]
         if long:
-            cut = tok([firsts[i] for i in long], None if seconds is None else [seconds[i] for i in long],
-                      add_special_tokens=True, truncation=True, max_length=window, verbose=False)
+            cut = tok(
+                [firsts[i] for i in long],
+                None if seconds is None else [seconds[i] for i in long],
+                add_special_tokens=True,
+                truncation=True,
+                max_length=window,
+                verbose=False,
+            )
             for j, i in enumerate(long):
                 features[i] = {k: cut[k][j] for k in cut}
                 self._shared.truncated.add(group[i])
@@ -236,8 +254,10 @@ def _key(x: Any) -> _Input:
 
 
 def _offline() -> bool:
-    return any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
-               for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+    return any(
+        os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
+        for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    )
 
 
 def _window(tokenizer: Any, config: Any) -> int:
@@ -279,13 +299,17 @@ def _load_classifier(name: str, device: str) -> _Model:
 def _classifier_help(name: str, local: bool, exc: Exception) -> str:
     msg = f"could not load classifier {name!r}: {type(exc).__name__}: {str(exc).strip().rstrip('.')}"
     if "hallucination_evaluation_model" in name or "trust_remote_code" in str(exc):
-        return (f"{msg}. This model needs its own code from the hub (trust_remote_code), which nbeval "
-                "does not run; pass any NLI cross-encoder or pair classifier as model= instead (for "
-                "example 'cross-encoder/nli-deberta-v3-base' or a local directory).")
+        return (
+            f"{msg}. This model needs its own code from the hub (trust_remote_code), which nbeval "
+            "does not run; pass any NLI cross-encoder or pair classifier as model= instead (for "
+            "example 'cross-encoder/nli-deberta-v3-base' or a local directory)."
+        )
     if local:
         return f"{msg}. The directory must hold a transformers sequence classifier (config, weights, tokenizer)."
-    return (f"{msg}. A hub name must be downloaded once while online (`huggingface-cli download {name}`), "
-            "or pass a local directory as model=.")
+    return (
+        f"{msg}. A hub name must be downloaded once while online (`huggingface-cli download {name}`), "
+        "or pass a local directory as model=."
+    )
 
 
 def _load_detoxify(name: str, device: str) -> _Model:
@@ -296,8 +320,10 @@ def _load_detoxify(name: str, device: str) -> _Model:
         msg = f"the toxicity evaluator needs detoxify; install it with {_MODELS_HINT}"
         raise MissingDependency(msg) from exc
     path = Path(name).expanduser()
-    fetch = ("run it once while online (torch hub caches the checkpoint), or download the .ckpt file "
-             "from https://github.com/unitaryai/detoxify/releases and pass model='path/to/file.ckpt'")
+    fetch = (
+        "run it once while online (torch hub caches the checkpoint), or download the .ckpt file "
+        "from https://github.com/unitaryai/detoxify/releases and pass model='path/to/file.ckpt'"
+    )
     if path.is_file():
         kwargs: dict[str, Any] = {"checkpoint": str(path)}
     elif name in MODEL_URLS:
@@ -308,17 +334,21 @@ def _load_detoxify(name: str, device: str) -> _Model:
             raise ResourceError(msg)
         kwargs = {"model_type": name}
     else:
-        msg = (f"{name!r} is neither a detoxify model name ({', '.join(MODEL_URLS)}) nor a checkpoint "
-               "file; pass one of those, or a sequence-classification directory")
+        msg = (
+            f"{name!r} is neither a detoxify model name ({', '.join(MODEL_URLS)}) nor a checkpoint "
+            "file; pass one of those, or a sequence-classification directory"
+        )
         raise ResourceError(msg)
     try:
         with _quiet_transformers():
             model, tokenizer, class_names = load_checkpoint(device=device, **kwargs)
     except Exception as exc:
-        msg = (f"could not load detoxify model {name!r}: {type(exc).__name__}: {str(exc).strip().rstrip('.')}. "
-               "A checkpoint's base "
-               "model (its tokenizer and config, named in the checkpoint) must be downloadable or in the "
-               f"Hugging Face cache; {fetch}")
+        msg = (
+            f"could not load detoxify model {name!r}: {type(exc).__name__}: {str(exc).strip().rstrip('.')}. "
+            "A checkpoint's base "
+            "model (its tokenizer and config, named in the checkpoint) must be downloadable or in the "
+            f"Hugging Face cache; {fetch}"
+        )
         raise ResourceError(msg) from exc
     _to_device(model, device, name)
     return _Model(model, tokenizer, tuple(class_names), True, _window(tokenizer, model.config))

@@ -65,8 +65,9 @@ class CrossEncoderScorer:
             if todo:
                 try:
                     model = self.model
-                    out = model.predict(_cut_to_window(model, todo), batch_size=self.batch_size,
-                                        show_progress_bar=False)
+                    out = model.predict(
+                        _cut_to_window(model, todo), batch_size=self.batch_size, show_progress_bar=False
+                    )
                 except (MissingDependency, ResourceError):
                     raise
                 except Exception as exc:

@@ -295,8 +295,13 @@ class Embedder:
             plan = self._plan()
             if plan is None:  # not a plain text encoder: sentence-transformers' own path
                 self._note_truncation(texts)
-                out = model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
-                                   normalize_embeddings=False, show_progress_bar=False)
+                out = model.encode(
+                    texts,
+                    batch_size=self.batch_size,
+                    convert_to_numpy=True,
+                    normalize_embeddings=False,
+                    show_progress_bar=False,
+                )
             else:
                 out, cut = plan.encode(texts, self.batch_size)
                 self._truncated.update(t for t, c in zip(texts, cut, strict=True) if c)

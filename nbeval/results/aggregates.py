@@ -20,13 +20,44 @@ if TYPE_CHECKING:
     from nbeval.data.model import TestLab
     from nbeval.evaluators.base import Aggregate, Evaluator
 
-__all__ = ["AGGREGATE_COLUMNS", "FORMAT_VERSION", "METRIC_COLUMNS", "PASSED_DTYPE", "add_aggregate_rows",
-           "aggregates_table", "metrics_table", "model_labels", "passes", "run_meta"]
+__all__ = [
+    "AGGREGATE_COLUMNS",
+    "FORMAT_VERSION",
+    "METRIC_COLUMNS",
+    "PASSED_DTYPE",
+    "add_aggregate_rows",
+    "aggregates_table",
+    "metrics_table",
+    "model_labels",
+    "passes",
+    "run_meta",
+]
 
-AGGREGATE_COLUMNS = ["model_key", "evaluator", "metric", "value", "n", "N", "passed", "direction",
-                     "threshold", "primary"]
-METRIC_COLUMNS = ["evaluator", "evaluator_id", "family", "kind", "metric", "direction", "lo", "hi",
-                  "threshold", "primary", "description"]
+AGGREGATE_COLUMNS = [
+    "model_key",
+    "evaluator",
+    "metric",
+    "value",
+    "n",
+    "N",
+    "passed",
+    "direction",
+    "threshold",
+    "primary",
+]
+METRIC_COLUMNS = [
+    "evaluator",
+    "evaluator_id",
+    "family",
+    "kind",
+    "metric",
+    "direction",
+    "lo",
+    "hi",
+    "threshold",
+    "primary",
+    "description",
+]
 #: Version 3 stores the long table as ``scores.parquet`` and the dataset as ``dataset.parquet``;
 #: version 2 (still read) the dataset as ``dataset.json``; version 1 (still read, and still written
 #: by ``save(folder, scores_format="jsonl")``) both as JSON: ``scores.jsonl`` and ``dataset.json``.
@@ -49,16 +80,35 @@ def metrics_table(evaluators: Sequence[Evaluator]) -> pd.DataFrame:
     """What each metric of ``evaluators`` is: direction, range, threshold used, primary."""
     import pandas as pd
 
-    rows = [[ev.name, ev.id, ev.spec.family, ev.spec.kind, m.name, m.direction, m.lo, m.hi,
-             ev.thresholds.get(m.name),
-             # one primary per evaluator (spec.primary: the first flagged), as load_result requires
-             m is ev.spec.primary, m.description]
-            for ev in evaluators for m in ev.spec.metrics]
+    rows = [
+        [
+            ev.name,
+            ev.id,
+            ev.spec.family,
+            ev.spec.kind,
+            m.name,
+            m.direction,
+            m.lo,
+            m.hi,
+            ev.thresholds.get(m.name),
+            # one primary per evaluator (spec.primary: the first flagged), as load_result requires
+            m is ev.spec.primary,
+            m.description,
+        ]
+        for ev in evaluators
+        for m in ev.spec.metrics
+    ]
     return pd.DataFrame(rows, columns=METRIC_COLUMNS)
 
 
-def add_aggregate_rows(rows: list[list[Any]], explanations: dict[str, dict[str, Any]], ev: Evaluator,
-                       model_key: str, aggs: Mapping[str, Aggregate], n_rows: int) -> None:
+def add_aggregate_rows(
+    rows: list[list[Any]],
+    explanations: dict[str, dict[str, Any]],
+    ev: Evaluator,
+    model_key: str,
+    aggs: Mapping[str, Aggregate],
+    n_rows: int,
+) -> None:
     """Append one model's aggregates of ``ev`` to ``rows`` (one per metric, in the spec's order;
     a metric with no aggregate has no value and ``n`` 0 of ``n_rows``) and their details to
     ``explanations[evaluator][model_key][metric]``."""
@@ -66,8 +116,20 @@ def add_aggregate_rows(rows: list[list[Any]], explanations: dict[str, dict[str, 
         a = aggs.get(m.name)
         value = None if a is None else a.value
         t = ev.thresholds.get(m.name)
-        rows.append([model_key, ev.name, m.name, value, 0 if a is None else a.n, n_rows,
-                     passes(value, t, m.direction == "higher"), m.direction, t, m.primary or m is ev.spec.primary])
+        rows.append(
+            [
+                model_key,
+                ev.name,
+                m.name,
+                value,
+                0 if a is None else a.n,
+                n_rows,
+                passes(value, t, m.direction == "higher"),
+                m.direction,
+                t,
+                m.primary or m is ev.spec.primary,
+            ]
+        )
         if a is not None and a.details:
             explanations.setdefault(ev.name, {}).setdefault(model_key, {})[m.name] = a.details
 
@@ -93,12 +155,22 @@ def _jsonable(params: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def run_meta(evaluators: Sequence[Evaluator], *, duration_s: float | None = None,
-             usage: dict[str, Any] | None = None, cancelled: bool = False) -> dict[str, Any]:
+def run_meta(
+    evaluators: Sequence[Evaluator],
+    *,
+    duration_s: float | None = None,
+    usage: dict[str, Any] | None = None,
+    cancelled: bool = False,
+) -> dict[str, Any]:
     """A result's run facts: version, duration, usage, whether it was cancelled, the evaluators."""
-    return {"nbeval_version": __version__, "duration_s": duration_s, "usage": usage or {},
-            "cancelled": cancelled, "format_version": FORMAT_VERSION,
-            "evaluators": [{"name": ev.name, "id": ev.id, "params": _jsonable(ev.params)} for ev in evaluators]}
+    return {
+        "nbeval_version": __version__,
+        "duration_s": duration_s,
+        "usage": usage or {},
+        "cancelled": cancelled,
+        "format_version": FORMAT_VERSION,
+        "evaluators": [{"name": ev.name, "id": ev.id, "params": _jsonable(ev.params)} for ev in evaluators],
+    }
 
 
 def model_labels(lab: TestLab | None) -> dict[str, str]:

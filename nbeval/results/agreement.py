@@ -65,8 +65,10 @@ class JudgeAgreement:
 
     def __repr__(self) -> str:
         extra = "" if self.roc is None else f", auc={self.auc:.3f}, best_threshold={self.best_threshold:.4g}"
-        return (f"JudgeAgreement({self.evaluator!r}, n={self.n}, kappa={self.kappa:.3f}, "
-                f"agreement={self.agreement:.3f}{extra})")
+        return (
+            f"JudgeAgreement({self.evaluator!r}, n={self.n}, kappa={self.kappa:.3f}, "
+            f"agreement={self.agreement:.3f}{extra})"
+        )
 
 
 def _verdicts(result: EvaluationResult, evaluator: str, metric: str) -> pd.DataFrame:
@@ -77,9 +79,15 @@ def _verdicts(result: EvaluationResult, evaluator: str, metric: str) -> pd.DataF
     labels = labels[labels["evaluator"] == evaluator]
     s = result.scores
     s = s[(s["evaluator"] == evaluator) & (s["metric"] == metric) & ~s["skipped"].astype(bool)]
-    scored = pd.DataFrame({"key": s["key"].astype(str).to_numpy(), "model_key": s["model_key"].astype(str).to_numpy(),
-                           "passed": s["passed"].to_numpy(), "verdict_label": s["label"].astype(object).to_numpy(),
-                           "score": s["value"].astype(float).to_numpy()})
+    scored = pd.DataFrame(
+        {
+            "key": s["key"].astype(str).to_numpy(),
+            "model_key": s["model_key"].astype(str).to_numpy(),
+            "passed": s["passed"].to_numpy(),
+            "verdict_label": s["label"].astype(object).to_numpy(),
+            "score": s["value"].astype(float).to_numpy(),
+        }
+    )
     merged = labels.rename(columns={"label": "human"}).merge(scored, on=["key", "model_key"], how="inner")
     judge = []
     for human, passed, label in zip(merged["human"], merged["passed"], merged["verdict_label"], strict=True):
@@ -100,21 +108,35 @@ def agreement(result: EvaluationResult, evaluator: str) -> JudgeAgreement:
     from nbeval.results.stats import cohen_kappa
 
     metric = result.primary_metric(evaluator)  # KeyError naming the evaluators for an unknown one
-    direction = str(result.metrics.loc[(result.metrics["evaluator"] == evaluator)
-                                       & (result.metrics["metric"] == metric), "direction"].iloc[0])
+    direction = str(
+        result.metrics.loc[
+            (result.metrics["evaluator"] == evaluator) & (result.metrics["metric"] == metric), "direction"
+        ].iloc[0]
+    )
     rows = _verdicts(result, evaluator, metric)
     judged = rows[rows["judge"].notna()]
     human, judge = judged["human"].tolist(), judged["judge"].tolist()
     classes = sorted(set(human) | set(judge), key=str)
-    confusion = pd.crosstab(pd.Categorical(human, categories=classes), pd.Categorical(judge, categories=classes),
-                            dropna=False).reindex(index=classes, columns=classes, fill_value=0)
+    confusion = pd.crosstab(
+        pd.Categorical(human, categories=classes), pd.Categorical(judge, categories=classes), dropna=False
+    ).reindex(index=classes, columns=classes, fill_value=0)
     confusion.index.name, confusion.columns.name = "human", "judge"
     n = len(judged)
     raw = float((judged["human"] == judged["judge"]).mean()) if n else float("nan")
     roc, auc, best = _roc(rows, direction)
-    return JudgeAgreement(evaluator=evaluator, metric=metric, n=n, kappa=cohen_kappa(human, judge), agreement=raw,
-                          confusion=confusion.astype(int), rows=rows, direction=direction, roc=roc, auc=auc,
-                          best_threshold=best)
+    return JudgeAgreement(
+        evaluator=evaluator,
+        metric=metric,
+        n=n,
+        kappa=cohen_kappa(human, judge),
+        agreement=raw,
+        confusion=confusion.astype(int),
+        rows=rows,
+        direction=direction,
+        roc=roc,
+        auc=auc,
+        best_threshold=best,
+    )
 
 
 def _roc(rows: pd.DataFrame, direction: str) -> tuple[pd.DataFrame | None, float, float]:

@@ -1,15 +1,7 @@
-"""The long table in columnar form: built from outcomes, typed one way, spooled and stored as Parquet.
+"""The long table stored as Parquet, and spooled to Parquet part files while a run runs.
 
-Every path that makes a long table (a finished run, the live view, a saved folder, an old
-``scores.jsonl``) types it with :func:`typed_scores`, so two tables of the same scores compare
-equal whichever way they were made:
-
-* ``key``, ``model_key``, ``evaluator`` and ``metric`` are pandas categoricals with their
-  categories sorted (a million rows of three models hold a few hundred thousand distinct keys and
-  three model names, stored once each); group them with ``observed=True`` (pandas' default);
-* ``value`` is float (NaN where there is none), ``passed`` pandas' nullable boolean, ``skipped`` bool;
-* the text columns (``label``, ``rationale``, ``error``, ``skip_reason``, ``details``) are pandas
-  strings, or ``object`` holding ``None`` where the whole column is empty.
+The table itself (its columns and the one way it is typed) is :mod:`nbeval.results.score_table`;
+its names are handed out here too.
 
 :class:`ScoreSpool` holds a run's scores while it runs: rows are converted as each batch
 finishes and written to Parquet part files in a private temporary folder, so a run of millions of
@@ -25,8 +17,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nbeval.results.aggregates import passes
-from nbeval.results.limits import MAX_STORED_CHARS, STORED_CAPS, cap_details, stored_length_limit, truncate_text
+from nbeval.results.limits import STORED_CAPS, stored_length_limit
+from nbeval.results.score_table import (
+    KEY_COLUMNS,
+    ORDER_COLUMNS,
+    SCORE_COLUMNS,
+    TEXT_COLUMNS,
+    append_typed,
+    outcome_columns,
+    typed_scores,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -35,131 +35,24 @@ if TYPE_CHECKING:
     from nbeval.evaluators.base import Evaluator
     from nbeval.results.outcome import RowOutcome
 
-__all__ = ["KEY_COLUMNS", "ORDER_COLUMNS", "SCORE_COLUMNS", "SPOOL_PART_ROWS", "TEXT_COLUMNS", "WRITE_SLICE_ROWS",
-           "ScoreSpool", "check_arrow_text", "outcome_columns", "read_scores_parquet", "typed_scores",
-           "write_scores_parquet"]
 
-#: Columns of the long table, in order.
-SCORE_COLUMNS = ["key", "model_key", "evaluator", "metric", "value", "passed", "label", "rationale",
-                 "error", "skipped", "skip_reason", "details"]
-#: Columns stored as categoricals.
-KEY_COLUMNS = ("key", "model_key", "evaluator", "metric")
-#: Columns of free text (``None`` where empty).
-TEXT_COLUMNS = ("label", "rationale", "error", "skip_reason", "details")
-#: Hidden columns a spool keeps to put rows back in the order of a finished result.
-ORDER_COLUMNS = ("_evaluator_pos", "_row_pos")
+__all__ = [
+    "KEY_COLUMNS",
+    "ORDER_COLUMNS",
+    "SCORE_COLUMNS",
+    "SPOOL_PART_ROWS",
+    "TEXT_COLUMNS",
+    "WRITE_SLICE_ROWS",
+    "ScoreSpool",
+    "check_arrow_text",
+    "outcome_columns",
+    "read_scores_parquet",
+    "typed_scores",
+    "write_scores_parquet",
+]
 
 #: Long-table rows a spool buffers (as compact Arrow tables) before it writes them as one Parquet part file.
 SPOOL_PART_ROWS = 262_144
-
-
-def outcome_columns(outcomes: Iterable[RowOutcome], evaluator_pos: Mapping[int, int] | None = None,
-                    row_pos: Mapping[int, int] | None = None) -> dict[str, list[Any]]:
-    """The long-table rows of ``outcomes`` as columns (lists): one row per outcome and metric.
-
-    With ``evaluator_pos`` (evaluator ``id`` to its position in the run) and ``row_pos`` (row
-    ``id`` to its position in the dataset) the hidden :data:`ORDER_COLUMNS` are filled too."""
-    cols: dict[str, list[Any]] = {c: [] for c in SCORE_COLUMNS}
-    ordered = evaluator_pos is not None and row_pos is not None
-    ev_col: list[int] = []
-    row_col: list[int] = []
-    plans: dict[int, list[tuple[str, float | None, bool]]] = {}
-    key, model, evaluator, metric, value, passed = (cols[c] for c in SCORE_COLUMNS[:6])
-    label, rationale, error, skipped, skip_reason, details = (cols[c] for c in SCORE_COLUMNS[6:])
-    for o in outcomes:
-        ev, row = o.evaluator, o.row
-        plan = plans.get(id(ev))
-        if plan is None:  # the metric names, thresholds and directions, looked up once per evaluator
-            plan = plans[id(ev)] = [(m.name, ev.thresholds.get(m.name), m.direction == "higher")
-                                    for m in ev.spec.metrics]
-        n = len(plan)
-        key.extend([row.key] * n)
-        model.extend([row.model_key] * n)
-        evaluator.extend([ev.name] * n)
-        metric.extend(name for name, _, _ in plan)
-        if ordered:
-            ev_col.extend([evaluator_pos[id(ev)]] * n)  # type: ignore[index]
-            row_col.extend([row_pos[id(row)]] * n)  # type: ignore[index]
-        if o.score is None:
-            reason = truncate_text(o.skip_reason or "not scored", MAX_STORED_CHARS)
-            value.extend([None] * n)
-            passed.extend([None] * n)
-            for column in (label, rationale, error, details):
-                column.extend([None] * n)
-            skipped.extend([True] * n)
-            skip_reason.extend([reason] * n)
-            continue
-        s = o.score
-        text = s.rationale
-        if o.warnings:
-            text = "; ".join([*o.warnings, text] if text else o.warnings)
-        # what the evaluator or its judge wrote is capped (see nbeval.results.limits)
-        label.extend([truncate_text(s.label, MAX_STORED_CHARS)] * n)
-        rationale.extend([truncate_text(text, MAX_STORED_CHARS)] * n)
-        error.extend([truncate_text(s.error, MAX_STORED_CHARS)] * n)
-        details.extend([cap_details(s.details)] * n)
-        skipped.extend([False] * n)
-        skip_reason.extend([None] * n)
-        for name, threshold, higher in plan:
-            v = s.values.get(name)
-            v = None if v is None else float(v)
-            value.append(v)
-            passed.append(passes(v, threshold, higher))
-    if ordered:
-        cols[ORDER_COLUMNS[0]], cols[ORDER_COLUMNS[1]] = ev_col, row_col
-    return cols
-
-
-def _categorical(values: Any) -> Any:
-    """A categorical with its categories sorted (only those that occur)."""
-    import pandas as pd
-
-    if isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
-        cat = pd.Categorical(values).remove_unused_categories()
-        return cat.reorder_categories(sorted(cat.categories)) if list(cat.categories) != sorted(cat.categories) \
-            else cat
-    return pd.Categorical(values)
-
-
-def _text(values: Any) -> Any:
-    """Free text as a one-shot DataFrame build would type it: strings, or ``None``s in an object column."""
-    import numpy as np
-    import pandas as pd
-
-    series = values if isinstance(values, pd.Series) else pd.Series(values, dtype=object)
-    if len(series) and series.notna().any():
-        return series.astype("str").array
-    return np.full(len(series), None, dtype=object)
-
-
-def typed_scores(columns: Mapping[str, Any] | pd.DataFrame, *, keep_order: bool = False) -> pd.DataFrame:
-    """The long table from columns (lists, arrays or a DataFrame) with the dtypes every path shares
-    (see the module's docstring). ``keep_order`` keeps the hidden :data:`ORDER_COLUMNS`."""
-    import numpy as np
-    import pandas as pd
-
-    def column(name: str) -> Any:
-        got = columns[name]
-        return got.to_numpy(dtype=object) if isinstance(got, pd.Series) and name == "passed" else got
-
-    data: dict[str, Any] = {}
-    for name in SCORE_COLUMNS:
-        got = columns[name]
-        if name in KEY_COLUMNS:
-            data[name] = _categorical(got)
-        elif name == "value":
-            data[name] = pd.Series(got, dtype=object).astype(float).to_numpy() if not isinstance(got, pd.Series) \
-                else got.astype(float).to_numpy()
-        elif name == "passed":
-            data[name] = pd.array(column(name), dtype="boolean")
-        elif name == "skipped":
-            data[name] = np.asarray(got, dtype=bool)
-        else:
-            data[name] = _text(got)
-    if keep_order:
-        for name in ORDER_COLUMNS:
-            data[name] = np.asarray(columns[name], dtype=np.int64)
-    return pd.DataFrame(data)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -172,8 +65,11 @@ def _arrow_schema(with_order: bool = False) -> pa.Schema:
     fields = [pa.field(c, pa.string(), nullable=False) for c in KEY_COLUMNS]
     fields += [pa.field("value", pa.float64()), pa.field("passed", pa.bool_())]
     fields += [pa.field(c, pa.string()) for c in ("label", "rationale", "error")]
-    fields += [pa.field("skipped", pa.bool_(), nullable=False), pa.field("skip_reason", pa.string()),
-               pa.field("details", pa.string())]
+    fields += [
+        pa.field("skipped", pa.bool_(), nullable=False),
+        pa.field("skip_reason", pa.string()),
+        pa.field("details", pa.string()),
+    ]
     if with_order:
         fields += [pa.field(c, pa.int64(), nullable=False) for c in ORDER_COLUMNS]
     return pa.schema(fields)
@@ -205,7 +101,7 @@ def write_scores_parquet(path: str | Path, scores: pd.DataFrame) -> None:
     schema = _arrow_schema()
     with pq.ParquetWriter(path, schema, compression="zstd") as writer:
         for lo in range(0, max(len(scores), 1), WRITE_SLICE_ROWS):
-            writer.write_table(_arrow_table(scores.iloc[lo:lo + WRITE_SLICE_ROWS], schema))
+            writer.write_table(_arrow_table(scores.iloc[lo : lo + WRITE_SLICE_ROWS], schema))
 
 
 def read_scores_parquet(path: str | Path) -> pd.DataFrame:
@@ -231,8 +127,9 @@ def read_scores_parquet(path: str | Path) -> pd.DataFrame:
                 raise DataError(f"must hold {f.type}, holds {got}", source=source, field=f.name)
         unknown = [n for n in names if n not in expected.names]
         if unknown:
-            raise DataError(f"unknown column (this file has {', '.join(SCORE_COLUMNS)})", source=source,
-                            field=unknown[0])
+            raise DataError(
+                f"unknown column (this file has {', '.join(SCORE_COLUMNS)})", source=source, field=unknown[0]
+            )
         # the key columns come as Parquet stored them, dictionary-encoded: millions of repeated
         # strings are never made, in Arrow or in pandas
         table = pq.read_table(path, columns=SCORE_COLUMNS, read_dictionary=list(KEY_COLUMNS))
@@ -270,16 +167,22 @@ def check_arrow_text(table: Any, source: str, *, caps: Mapping[str, int] | None 
         except pa.ArrowInvalid as exc:
             row = _row_not_utf8(column)
             what = "holds text that is not UTF-8" if row is not None else f"holds damaged data ({exc})"
-            raise DataError(f"{what}; the file was changed after it was saved", source=source,
-                            row=None if row is None else first_row + row, field=name) from None
+            raise DataError(
+                f"{what}; the file was changed after it was saved",
+                source=source,
+                row=None if row is None else first_row + row,
+                field=name,
+            ) from None
         cap = (caps or {}).get(name)
         if cap is None or not len(column) or not pa.types.is_string(column.type):
             continue
         lengths = pc.utf8_length(column)
         over = pc.index(pc.greater(lengths, stored_length_limit(cap)), True).as_py()
         if over >= 0:
-            msg = (f"a text of {lengths[over].as_py():,} characters, where nbeval stores at most {cap:,}; "
-                   "the file was changed after it was saved")
+            msg = (
+                f"a text of {lengths[over].as_py():,} characters, where nbeval stores at most {cap:,}; "
+                "the file was changed after it was saved"
+            )
             raise DataError(msg, source=source, row=first_row + over, field=name)
 
 
@@ -309,61 +212,16 @@ def _columns_to_pandas(arrow: dict[str, Any], order: Any = None) -> pd.DataFrame
         chunked = arrow.pop(name)
         if name in KEY_COLUMNS:  # dictionary-encode before pandas sees it: a categorical, not millions of str
             chunked = chunked.dictionary_encode() if not pa.types.is_dictionary(chunked.type) else chunked
-            chunked = pa.chunked_array(chunked.chunks, type=chunked.type).unify_dictionaries() \
-                if chunked.num_chunks > 1 else chunked
+            chunked = (
+                pa.chunked_array(chunked.chunks, type=chunked.type).unify_dictionaries()
+                if chunked.num_chunks > 1
+                else chunked
+            )
         if order is not None:
             chunked = chunked.take(order)
         columns[name] = chunked.to_pandas()
         del chunked
     return typed_scores(columns)
-
-
-def _append_typed(first: pd.DataFrame, then: pd.DataFrame) -> pd.DataFrame:
-    """Two typed long tables one after the other, typed as :func:`typed_scores` types the whole:
-    the key columns' categories are the sorted union of both; a text column is text where either
-    holds some (``None`` becomes missing text), all ``None`` where neither does. Codes, numbers
-    and text are concatenated, not converted from Python objects again."""
-    import numpy as np
-    import pandas as pd
-    from pandas.api.types import is_object_dtype
-
-    data: dict[str, Any] = {}
-    for name in SCORE_COLUMNS:
-        a, b = first[name].array, then[name].array
-        if name in KEY_COLUMNS:
-            data[name] = _append_categorical(a, b)
-        elif name in TEXT_COLUMNS:
-            text = [x.dtype for x in (a, b) if isinstance(x.dtype, pd.StringDtype)]
-            if text and all(isinstance(x.dtype, pd.StringDtype) or is_object_dtype(x.dtype) for x in (a, b)):
-                parts = [x if x.dtype == text[0] else pd.array(np.asarray(x, dtype=object), dtype=text[0])
-                         for x in (a, b)]
-                data[name] = type(parts[0])._concat_same_type(parts)
-            else:  # object columns (all None; text before pandas 3): typed as a whole
-                data[name] = _text(np.concatenate([np.asarray(a, dtype=object), np.asarray(b, dtype=object)]))
-        elif name == "passed":
-            data[name] = type(a)._concat_same_type([a, b])
-        else:
-            data[name] = np.concatenate([np.asarray(a), np.asarray(b)])
-    return pd.DataFrame(data)
-
-
-def _append_categorical(a: pd.Categorical, b: pd.Categorical) -> pd.Categorical:
-    """``a`` then ``b`` (both with sorted categories), with the sorted union of their categories.
-    ``a``'s codes are kept when ``b`` brings no new category (names, models, metrics) and shifted
-    once when it does (keys)."""
-    import numpy as np
-    import pandas as pd
-
-    cats = a.categories
-    where = cats.get_indexer(b.categories)
-    if (where >= 0).all():
-        dtype, shift = a.dtype, None
-    else:
-        cats = cats.append(b.categories[where < 0]).sort_values()
-        dtype, shift = pd.CategoricalDtype(cats), cats.get_indexer(a.categories)
-        where = cats.get_indexer(b.categories)
-    codes = [a.codes if shift is None else shift[a.codes], where[b.codes]]
-    return pd.Categorical.from_codes(np.concatenate(codes), dtype=dtype)
 
 
 def _copy_on_write() -> bool:
@@ -445,15 +303,17 @@ class ScoreSpool:
         import pyarrow.parquet as pq
 
         self._flush()  # everything in part files, read back with names and keys dictionary-encoded
-        tables = [pq.read_table(p, read_dictionary=[*KEY_COLUMNS, "label", "error", "skip_reason"])
-                  for p in self._parts]
+        tables = [
+            pq.read_table(p, read_dictionary=[*KEY_COLUMNS, "label", "error", "skip_reason"]) for p in self._parts
+        ]
         if not tables:
             return typed_scores({c: [] for c in SCORE_COLUMNS})
         table = pa.concat_tables(tables)
         del tables
         # stable: a row's metrics keep their order
-        order = pa.array(np.lexsort((table.column(ORDER_COLUMNS[1]).to_numpy(),
-                                     table.column(ORDER_COLUMNS[0]).to_numpy())))
+        order = pa.array(
+            np.lexsort((table.column(ORDER_COLUMNS[1]).to_numpy(), table.column(ORDER_COLUMNS[0]).to_numpy()))
+        )
         arrow = {name: table.column(name) for name in SCORE_COLUMNS}
         del table
         return _columns_to_pandas(arrow, order)
@@ -486,7 +346,7 @@ class ScoreSpool:
                 arrow = {name: combined.column(name) for name in SCORE_COLUMNS}
                 del combined
                 fresh = _columns_to_pandas(arrow)
-                self._seen = fresh if self._seen is None else _append_typed(self._seen, fresh)
+                self._seen = fresh if self._seen is None else append_typed(self._seen, fresh)
         if self._seen is None:
             return typed_scores({c: [] for c in SCORE_COLUMNS})
         return self._seen.copy(deep=not _copy_on_write())

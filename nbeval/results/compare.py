@@ -40,8 +40,20 @@ if TYPE_CHECKING:
 
 __all__ = ["COMPARE_COLUMNS", "TABLE_FAMILY", "compare", "compare_metrics", "family_words", "paired_comparisons"]
 
-COMPARE_COLUMNS = ["evaluator", "metric", "mean_a", "mean_b", "diff", "diff_lo", "diff_hi", "n", "test",
-                   "p_value", "p_holm", "significant"]
+COMPARE_COLUMNS = [
+    "evaluator",
+    "metric",
+    "mean_a",
+    "mean_b",
+    "diff",
+    "diff_lo",
+    "diff_hi",
+    "n",
+    "test",
+    "p_value",
+    "p_holm",
+    "significant",
+]
 _NAN = float("nan")
 #: How :func:`compare`'s family (every row of its table) is named.
 TABLE_FAMILY = "of this table"
@@ -61,8 +73,9 @@ def _check_model(result: EvaluationResult, model: str) -> None:
         raise NotFound(msg)
 
 
-def compare(result: EvaluationResult, model_a: str, model_b: str, evaluator: str | None = None, *,
-            alpha: float = 0.05) -> pd.DataFrame:
+def compare(
+    result: EvaluationResult, model_a: str, model_b: str, evaluator: str | None = None, *, alpha: float = 0.05
+) -> pd.DataFrame:
     """``model_a`` against ``model_b`` on every metric of ``evaluator`` (default: every
     evaluator), one row per evaluator and metric (:data:`COMPARE_COLUMNS`); ``attrs["alpha"]``
     holds ``alpha`` and ``attrs["family"]`` the family of ``p_holm`` in words ("Holm-adjusted
@@ -76,21 +89,34 @@ def compare(result: EvaluationResult, model_a: str, model_b: str, evaluator: str
     return compare_metrics(result, model_a, model_b, pairs, alpha=alpha)
 
 
-def compare_metrics(result: EvaluationResult, model_a: str, model_b: str, metrics: Sequence[tuple[str, str]],
-                    *, alpha: float = 0.05, family: str = TABLE_FAMILY) -> pd.DataFrame:
+def compare_metrics(
+    result: EvaluationResult,
+    model_a: str,
+    model_b: str,
+    metrics: Sequence[tuple[str, str]],
+    *,
+    alpha: float = 0.05,
+    family: str = TABLE_FAMILY,
+) -> pd.DataFrame:
     """Like :func:`compare`, for the given (evaluator, metric) pairs; Holm's adjustment runs
     over exactly these (:func:`paired_comparisons`)."""
     _check_model(result, model_a)
     _check_model(result, model_b)
-    table = paired_comparisons(result, [(model_a, model_b, ev, metric) for ev, metric in metrics], alpha=alpha,
-                               family=family)
+    table = paired_comparisons(
+        result, [(model_a, model_b, ev, metric) for ev, metric in metrics], alpha=alpha, family=family
+    )
     out = table[COMPARE_COLUMNS].copy()
     out.attrs.update(table.attrs)
     return out
 
 
-def paired_comparisons(result: EvaluationResult, comparisons: Sequence[tuple[str, str, str, str]], *,
-                       alpha: float = 0.05, family: str = TABLE_FAMILY) -> pd.DataFrame:
+def paired_comparisons(
+    result: EvaluationResult,
+    comparisons: Sequence[tuple[str, str, str, str]],
+    *,
+    alpha: float = 0.05,
+    family: str = TABLE_FAMILY,
+) -> pd.DataFrame:
     """Paired comparisons ``(model_a, model_b, evaluator, metric)``, possibly of different model
     pairs, as one Holm family: columns ``model_a``, ``model_b`` then :data:`COMPARE_COLUMNS`.
 

@@ -49,9 +49,25 @@ _NUMBER_FIELDS = ("actual_duration", "cost")
 _TEXT_LIST_FIELDS = ("corpus", "categories", "guidelines", "warnings")
 _CHUNK_FIELDS = ("context", "expected_context")
 #: Column order in the file.
-_COLUMNS = ("key", "model_key", "input", "corpus", "context", "categories", "relationships", "expected_output",
-            "output_condition", "actual_output", "actual_duration", "cost", "expected_context", "guidelines",
-            "error", "extra", "warnings")
+_COLUMNS = (
+    "key",
+    "model_key",
+    "input",
+    "corpus",
+    "context",
+    "categories",
+    "relationships",
+    "expected_output",
+    "output_condition",
+    "actual_output",
+    "actual_duration",
+    "cost",
+    "expected_context",
+    "guidelines",
+    "error",
+    "extra",
+    "warnings",
+)
 #: Columns written after those, which a file may lack (it was written before they were added).
 _OPTIONAL_COLUMNS = ("named_guidelines",)
 
@@ -60,8 +76,7 @@ def _schema() -> pa.Schema:
     import pyarrow as pa
 
     chunk = pa.list_(pa.struct([("content", pa.string()), ("doc_uri", pa.string())]))
-    relationship = pa.list_(pa.struct([("type", pa.string()), ("target", pa.string()),
-                                       ("target_type", pa.string())]))
+    relationship = pa.list_(pa.struct([("type", pa.string()), ("target", pa.string()), ("target_type", pa.string())]))
     types: dict[str, pa.DataType] = {name: pa.string() for name in (*_TEXT_FIELDS, "extra", "named_guidelines")}
     types.update({name: pa.float64() for name in _NUMBER_FIELDS})
     types.update({name: pa.list_(pa.string()) for name in _TEXT_LIST_FIELDS})
@@ -76,12 +91,14 @@ def _chunk_columns(rows: Sequence[Row]) -> dict[str, list[Any]]:
         cols[name] = [getattr(r, name) for r in rows]
     for name in _CHUNK_FIELDS:
         cols[name] = [[{"content": c.content, "doc_uri": c.doc_uri} for c in getattr(r, name)] for r in rows]
-    cols["relationships"] = [[{"type": x.type, "target": x.target, "target_type": x.target_type}
-                              for x in r.relationships] for r in rows]
+    cols["relationships"] = [
+        [{"type": x.type, "target": x.target, "target_type": x.target_type} for x in r.relationships] for r in rows
+    ]
     # what JSON cannot hold is written as text, as dataset.json did
     cols["extra"] = [json.dumps(r.extra, ensure_ascii=False, default=str) if r.extra else None for r in rows]
-    cols["named_guidelines"] = [json.dumps(r.named_guidelines, ensure_ascii=False) if r.named_guidelines else None
-                                for r in rows]
+    cols["named_guidelines"] = [
+        json.dumps(r.named_guidelines, ensure_ascii=False) if r.named_guidelines else None for r in rows
+    ]
     return cols
 
 
@@ -95,7 +112,7 @@ def write_dataset_parquet(path: Path, dataset: LlmDataset) -> None:
     rows = dataset.rows
     with pq.ParquetWriter(path, schema, compression="zstd") as writer:
         for lo in range(0, max(len(rows), 1), DATASET_CHUNK_ROWS):
-            chunk = rows[lo:lo + DATASET_CHUNK_ROWS]
+            chunk = rows[lo : lo + DATASET_CHUNK_ROWS]
             try:
                 table = pa.Table.from_pydict(_chunk_columns(chunk), schema=schema)
             except UnicodeEncodeError:
@@ -126,8 +143,9 @@ def _check_schema(file: Any, path: Path) -> None:
     have = file.schema_arrow
     for name in _COLUMNS:
         if have.get_field_index(name) < 0:
-            raise DataError("the column is missing; the file was changed after it was saved", source=str(path),
-                            field=name)
+            raise DataError(
+                "the column is missing; the file was changed after it was saved", source=str(path), field=name
+            )
         if not have.field(name).type.equals(expected.field(name).type):
             msg = f"must be {expected.field(name).type}, got {have.field(name).type}"
             raise DataError(msg, source=str(path), field=name)
@@ -162,14 +180,19 @@ def _rows_of_batch(cols: dict[str, list[Any]], first: int, path: Path, model_key
         key, model_key = cols["key"][i], cols["model_key"][i]
         if not key or not model_key:
             field = "key" if not key else "model_key"
-            raise DataError("is empty; the file was changed after it was saved", source=str(path), row=first + i,
-                            field=field)
+            raise DataError(
+                "is empty; the file was changed after it was saved", source=str(path), row=first + i, field=field
+            )
         extra = cols["extra"][i]
         try:
             extra_dict = json.loads(extra) if extra is not None else {}
         except ValueError:
-            raise DataError("not valid JSON; the file was changed after it was saved", source=str(path),
-                            row=first + i, field="extra") from None
+            raise DataError(
+                "not valid JSON; the file was changed after it was saved",
+                source=str(path),
+                row=first + i,
+                field="extra",
+            ) from None
         if not isinstance(extra_dict, dict):
             raise DataError("must be a JSON object", source=str(path), row=first + i, field="extra")
         named = named_column[i]
@@ -178,23 +201,36 @@ def _rows_of_batch(cols: dict[str, list[Any]], first: int, path: Path, model_key
         except ValueError:
             named_dict = None
         if not isinstance(named_dict, dict):
-            raise DataError("not a JSON object; the file was changed after it was saved", source=str(path),
-                            row=first + i, field="named_guidelines")
+            raise DataError(
+                "not a JSON object; the file was changed after it was saved",
+                source=str(path),
+                row=first + i,
+                field="named_guidelines",
+            )
         yield Row(
-            input=cols["input"][i], key=key,
+            input=cols["input"][i],
+            key=key,
             # one string per model, shared by its rows, not one per row
             model_key=model_keys.setdefault(model_key, sys.intern(model_key)),
             corpus=cols["corpus"][i] or [],
             context=[Chunk(content=c["content"], doc_uri=c["doc_uri"]) for c in cols["context"][i] or ()],
             categories=cols["categories"][i] or [],
             relationships=[Relationship(**r) for r in cols["relationships"][i] or ()],
-            expected_output=cols["expected_output"][i], output_condition=cols["output_condition"][i],
-            actual_output=cols["actual_output"][i], actual_duration=cols["actual_duration"][i],
+            expected_output=cols["expected_output"][i],
+            output_condition=cols["output_condition"][i],
+            actual_output=cols["actual_output"][i],
+            actual_duration=cols["actual_duration"][i],
             cost=cols["cost"][i],
-            expected_context=[Chunk(content=c["content"], doc_uri=c["doc_uri"])
-                              for c in cols["expected_context"][i] or ()],
-            guidelines=cols["guidelines"][i] or [], error=cols["error"][i], extra=extra_dict,
-            warnings=cols["warnings"][i] or [], named_guidelines=named_dict, _repaired=True)
+            expected_context=[
+                Chunk(content=c["content"], doc_uri=c["doc_uri"]) for c in cols["expected_context"][i] or ()
+            ],
+            guidelines=cols["guidelines"][i] or [],
+            error=cols["error"][i],
+            extra=extra_dict,
+            warnings=cols["warnings"][i] or [],
+            named_guidelines=named_dict,
+            _repaired=True,
+        )
 
 
 def read_dataset_parquet(path: Path) -> LlmDataset:

@@ -22,8 +22,15 @@ from pathlib import Path
 
 from nbeval.errors import DataError
 
-__all__ = ["SHOWN_PATH_CHARS", "check_folder", "check_path", "path_problem", "shown_path", "staging_folder",
-           "write_aside"]
+__all__ = [
+    "SHOWN_PATH_CHARS",
+    "check_folder",
+    "check_path",
+    "path_problem",
+    "shown_path",
+    "staging_folder",
+    "write_aside",
+]
 
 #: A path longer than this is shown cut, with its length: an error line stays one line.
 SHOWN_PATH_CHARS = 60
@@ -86,8 +93,10 @@ def check_folder(folder: str | os.PathLike[str], names: Iterable[str] = ()) -> N
                 raise DataError(msg)
         for name in names:
             if (folder / name).is_dir():
-                msg = (f"{shown_path(folder / name)} is a folder, where the output's file {name} goes; move it or "
-                       "choose another folder")
+                msg = (
+                    f"{shown_path(folder / name)} is a folder, where the output's file {name} goes; move it or "
+                    "choose another folder"
+                )
                 raise DataError(msg)
         _check_name_lengths(folder, names)
     except OSError as exc:
@@ -111,7 +120,7 @@ def _check_name_lengths(folder: Path, names: Iterable[str]) -> None:
         name_max = os.pathconf(base, "PC_NAME_MAX") if hasattr(os, "pathconf") else _NAME_MAX
     except (OSError, ValueError):
         name_max = _NAME_MAX
-    new_parts = folder.parts[len(base.parts):] if folder.parts[:len(base.parts)] == base.parts else folder.parts
+    new_parts = folder.parts[len(base.parts) :] if folder.parts[: len(base.parts)] == base.parts else folder.parts
     for part in (*new_parts, *names):
         if len(os.fsencode(part)) > name_max:
             raise OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG), str(folder))

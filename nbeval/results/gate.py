@@ -5,7 +5,7 @@ One definition for every front end: ``nbeval run --fail-on-problems`` / ``--fail
 lines of its :class:`GateVerdict`.
 
 The kinds, by their ``--fail-on`` name (:data:`GATE_KINDS`; see
-:func:`nbeval.results.insights.problems` for what each problem means):
+:func:`nbeval.results.problems.problems` for what each problem means):
 
 * ``threshold``: a model's aggregate of an evaluator's primary metric is on the wrong side of
   its threshold;
@@ -49,13 +49,19 @@ class GateKind:
 
 
 #: The kinds the gate can fail on, by their ``--fail-on`` name; ``--fail-on-problems`` is all of them.
-GATE_KINDS: MappingProxyType[str, GateKind] = MappingProxyType({
-    "threshold": GateKind("threshold", "threshold breach", "threshold breaches"),
-    "unrated": GateKind("unrated", "unrated", "unrated", " (rows that could not be rated; they are not failed rows)"),
-    "flip": GateKind("perturbation_flip", "perturbation flip", "perturbation flips"),
-    "errored": GateKind("errored", "row errored", "rows errored", " (the call or scoring failed)", counts_rows=True),
-    "unmeasured": GateKind("unmeasured", "unmeasured", "unmeasured", " (a model and evaluator measured on no row)"),
-})
+GATE_KINDS: MappingProxyType[str, GateKind] = MappingProxyType(
+    {
+        "threshold": GateKind("threshold", "threshold breach", "threshold breaches"),
+        "unrated": GateKind(
+            "unrated", "unrated", "unrated", " (rows that could not be rated; they are not failed rows)"
+        ),
+        "flip": GateKind("perturbation_flip", "perturbation flip", "perturbation flips"),
+        "errored": GateKind(
+            "errored", "row errored", "rows errored", " (the call or scoring failed)", counts_rows=True
+        ),
+        "unmeasured": GateKind("unmeasured", "unmeasured", "unmeasured", " (a model and evaluator measured on no row)"),
+    }
+)
 
 #: How many model and evaluator pairs an ``unmeasured`` line names.
 _NAMED = 3
@@ -125,7 +131,7 @@ def check_gate(result: EvaluationResult, fail_on: Literal[True] | Sequence[str])
 def _why(result: EvaluationResult, name: str, found: pd.DataFrame) -> str:
     """What a line adds after its count: the commonest errors, or what measured nothing."""
     if name == "errored":
-        from nbeval.results.insights import describe_errors, errored_rows
+        from nbeval.results.problems import describe_errors, errored_rows
 
         return f": {describe_errors(errored_rows(result)['error'])}"
     if name == "unmeasured":

@@ -58,8 +58,9 @@ def has_verdicts(scores: pd.DataFrame, evaluator: str) -> bool:
     return any("verdicts" in str(d) and _read(d) for _, d in _details(scores, evaluator))
 
 
-def arena_fit(result: Any, evaluator: str, *, n_boot: int = ARENA_RESAMPLES, seed: int = ARENA_SEED,
-              level: float = 0.95) -> ArenaFit:
+def arena_fit(
+    result: Any, evaluator: str, *, n_boot: int = ARENA_RESAMPLES, seed: int = ARENA_SEED, level: float = 0.95
+) -> ArenaFit:
     """The arena fit of ``result``'s ``evaluator`` verdicts, made once and kept on the result."""
     result.check_evaluator(evaluator)
     cache: dict[tuple[str, int, int, float], ArenaFit] = result.__dict__.setdefault("_arena_fits", {})
@@ -67,8 +68,10 @@ def arena_fit(result: Any, evaluator: str, *, n_boot: int = ARENA_RESAMPLES, see
     if key not in cache:
         scores = result.scores
         if not has_verdicts(scores, evaluator):
-            msg = (f"evaluator '{evaluator}' filed no head-to-head verdicts; ratings come from a comparison "
-                   "evaluator such as 'pairwise' (nbeval.evaluate(..., ['pairwise'], judge=...))")
+            msg = (
+                f"evaluator '{evaluator}' filed no head-to-head verdicts; ratings come from a comparison "
+                "evaluator such as 'pairwise' (nbeval.evaluate(..., ['pairwise'], judge=...))"
+            )
             raise BadParameter(msg)
         cache[key] = fit_arena(verdicts_of(scores, evaluator), n_boot=n_boot, seed=seed, level=level)
     return cache[key]
@@ -86,6 +89,10 @@ def ahead_messages(result: Any, evaluator: str) -> list[tuple[str, str, float, f
     its chance of being preferred lies wholly above one half (the interval of the strengths'
     difference excludes zero)."""
     h2h = arena_fit(result, evaluator).head_to_head_table()
-    return [(str(a), str(b), float(p), float(lo), float(hi))
-            for a, b, p, lo, hi in zip(h2h["model_a"], h2h["model_b"], h2h["p_a_beats_b"], h2h["lo"], h2h["hi"],
-                                       strict=True) if lo > 0.5]
+    return [
+        (str(a), str(b), float(p), float(lo), float(hi))
+        for a, b, p, lo, hi in zip(
+            h2h["model_a"], h2h["model_b"], h2h["p_a_beats_b"], h2h["lo"], h2h["hi"], strict=True
+        )
+        if lo > 0.5
+    ]

@@ -141,8 +141,10 @@ def _ahead(result: EvaluationResult) -> list[list[Any]]:
     out = []
     for ev in head_to_head_evaluators(result):
         for a, b, p, lo, hi in ahead_messages(result, ev):
-            message = (f"{result.label(a)} is ahead of {result.label(b)} on {ev}: preferred with probability "
-                       f"{p:.2f} (95% interval {lo:.2f}-{hi:.2f}, the judge's first-slot preference removed)")
+            message = (
+                f"{result.label(a)} is ahead of {result.label(b)} on {ev}: preferred with probability "
+                f"{p:.2f} (95% interval {lo:.2f}-{hi:.2f}, the judge's first-slot preference removed)"
+            )
             out.append([AHEAD_KIND, ev, "win_rate", a, None, p, message, True, _NAN, "arena bootstrap over cases"])
     return out
 

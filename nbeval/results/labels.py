@@ -27,16 +27,34 @@ if TYPE_CHECKING:
 
     from nbeval.results import EvaluationResult
 
-__all__ = ["LABELS_FILE", "LABEL_COLUMNS", "PASS_FAIL_WORDS", "empty_labels", "load_labels", "merge_labels",
-           "pass_fail_evaluators", "read_labels", "save_labels", "with_saved_labels"]
+__all__ = [
+    "LABELS_FILE",
+    "LABEL_COLUMNS",
+    "PASS_FAIL_WORDS",
+    "empty_labels",
+    "load_labels",
+    "merge_labels",
+    "pass_fail_evaluators",
+    "read_labels",
+    "save_labels",
+    "with_saved_labels",
+]
 
 LABEL_COLUMNS = ["key", "model_key", "evaluator", "label"]
 #: The file of a saved result's folder that holds its labels (optional: none when absent).
 LABELS_FILE = "labels.csv"
 _ON = ["key", "model_key", "evaluator"]
 #: Texts read as a pass/fail label for an evaluator with a pass/fail verdict (compared lower-cased).
-PASS_FAIL_WORDS = {"pass": "pass", "fail": "fail", "yes": "pass", "no": "fail", "true": "pass", "false": "fail",
-                   "1": "pass", "0": "fail"}
+PASS_FAIL_WORDS = {
+    "pass": "pass",
+    "fail": "fail",
+    "yes": "pass",
+    "no": "fail",
+    "true": "pass",
+    "false": "fail",
+    "1": "pass",
+    "0": "fail",
+}
 
 
 def empty_labels() -> pd.DataFrame:
@@ -70,8 +88,10 @@ def read_labels(data: Any, result: EvaluationResult, *, source: str | None = Non
         df = data
     elif isinstance(data, list):
         if not all(isinstance(r, dict) for r in data):
-            raise DataError("labels given as a list must be dicts with the columns " + ", ".join(LABEL_COLUMNS),
-                            source=source or "labels")
+            raise DataError(
+                "labels given as a list must be dicts with the columns " + ", ".join(LABEL_COLUMNS),
+                source=source or "labels",
+            )
         df = pd.DataFrame(data)
     else:
         msg = f"labels must be a DataFrame, a list of dicts or a CSV path, got {type(data).__name__}"
@@ -79,8 +99,9 @@ def read_labels(data: Any, result: EvaluationResult, *, source: str | None = Non
     source = source or "labels"
     missing = [c for c in LABEL_COLUMNS if c not in df.columns]
     if missing:
-        raise DataError(f"the column is missing (labels need {', '.join(LABEL_COLUMNS)})", source=source,
-                        field=missing[0])
+        raise DataError(
+            f"the column is missing (labels need {', '.join(LABEL_COLUMNS)})", source=source, field=missing[0]
+        )
     rows = {(r.key, r.model_key) for r in result.dataset.rows}
     evaluators = set(result.evaluators)
     pass_fail = pass_fail_evaluators(result)
@@ -97,13 +118,17 @@ def read_labels(data: Any, result: EvaluationResult, *, source: str | None = Non
                 if field == "label" and got != "nothing" and evaluator in pass_fail:
                     hint = "; a pass/fail label may also be 1/0, True/False or yes/no"
                 elif field == "label" and got != "nothing" and evaluator in evaluators:
-                    hint = (f"; 1/0, True/False and yes/no are read as pass/fail only for an evaluator with a "
-                            f"pass/fail verdict, which '{evaluator}' is not")
+                    hint = (
+                        f"; 1/0, True/False and yes/no are read as pass/fail only for an evaluator with a "
+                        f"pass/fail verdict, which '{evaluator}' is not"
+                    )
                 raise DataError(f"must be non-empty text, got {got}{hint}", source=source, row=i, field=field)
             cells[field] = value.strip()
             if field == "label" and len(cells[field]) > MAX_LABEL_CHARS:  # load_result would refuse it
-                msg = (f"a label of {len(cells[field]):,} characters; a label (a verdict or a class name) is at "
-                       f"most {MAX_LABEL_CHARS:,}")
+                msg = (
+                    f"a label of {len(cells[field]):,} characters; a label (a verdict or a class name) is at "
+                    f"most {MAX_LABEL_CHARS:,}"
+                )
                 raise DataError(msg, source=source, row=i, field=field)
         if cells["evaluator"] not in evaluators:
             msg = f"no evaluator '{cells['evaluator']}' in this result; it has {sorted(evaluators)}"
@@ -159,8 +184,7 @@ def merge_labels(current: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
 
     if current.empty:
         return new.reset_index(drop=True)
-    both = pd.concat([current[LABEL_COLUMNS].astype(object), new[LABEL_COLUMNS].astype(object)],
-                     ignore_index=True)
+    both = pd.concat([current[LABEL_COLUMNS].astype(object), new[LABEL_COLUMNS].astype(object)], ignore_index=True)
     return both.drop_duplicates(_ON, keep="last").reset_index(drop=True)
 
 

@@ -27,8 +27,16 @@ import json
 import re
 from typing import Any
 
-__all__ = ["MAX_DETAILS_CHARS", "MAX_LABEL_CHARS", "MAX_SHOWN_CHARS", "MAX_STORED_CHARS", "STORED_CAPS", "cap_details",
-           "stored_length_limit", "truncate_text"]
+__all__ = [
+    "MAX_DETAILS_CHARS",
+    "MAX_LABEL_CHARS",
+    "MAX_SHOWN_CHARS",
+    "MAX_STORED_CHARS",
+    "STORED_CAPS",
+    "cap_details",
+    "stored_length_limit",
+    "truncate_text",
+]
 
 MAX_STORED_CHARS = 20_000
 MAX_DETAILS_CHARS = 100_000
@@ -41,8 +49,13 @@ _TAIL = 80  # the marker is shorter than this
 
 #: The cap of each text column of the long table (a saved result holding a longer text was
 #: changed after it was saved: :func:`nbeval.load_result` refuses it).
-STORED_CAPS = {"label": MAX_STORED_CHARS, "rationale": MAX_STORED_CHARS, "error": MAX_STORED_CHARS,
-               "skip_reason": MAX_STORED_CHARS, "details": MAX_DETAILS_CHARS}
+STORED_CAPS = {
+    "label": MAX_STORED_CHARS,
+    "rationale": MAX_STORED_CHARS,
+    "error": MAX_STORED_CHARS,
+    "skip_reason": MAX_STORED_CHARS,
+    "details": MAX_DETAILS_CHARS,
+}
 
 
 def stored_length_limit(cap: int) -> int:
@@ -58,7 +71,7 @@ def truncate_text(value: Any, limit: int) -> Any:
     body, total = value, len(value)
     found = _MARKER_AT_END.search(value, max(0, len(value) - _TAIL)) if value.endswith("]") else None
     if found is not None:  # cut before: keep the size of the original
-        body, total = value[:found.start()], int(found.group(1).replace(",", ""))
+        body, total = value[: found.start()], int(found.group(1).replace(",", ""))
         if len(body) <= limit:
             return value
     return body[:limit] + _MARKER.format(total=total, shown=limit)

@@ -70,8 +70,15 @@ class LiveResult:
     the run adds to it.
     """
 
-    def __init__(self, evaluators: Sequence[Evaluator], dataset: LlmDataset, *, total: int,
-                 lab: TestLab | None = None, row_pos: Mapping[int, int] | None = None) -> None:
+    def __init__(
+        self,
+        evaluators: Sequence[Evaluator],
+        dataset: LlmDataset,
+        *,
+        total: int,
+        lab: TestLab | None = None,
+        row_pos: Mapping[int, int] | None = None,
+    ) -> None:
         self.done = 0
         """Scores finished so far."""
         self.total = total
@@ -87,8 +94,9 @@ class LiveResult:
         self._version = 0
         self._cache: dict[str, tuple[int, Any]] = {}
         self._empty: EvaluationResult | None = None
-        self._spool = ScoreSpool(self._evs, row_pos if row_pos is not None
-                                 else {id(r): i for i, r in enumerate(dataset.rows)})
+        self._spool = ScoreSpool(
+            self._evs, row_pos if row_pos is not None else {id(r): i for i, r in enumerate(dataset.rows)}
+        )
         self._model_order: dict[str, int] | None = None
 
     def __repr__(self) -> str:
@@ -156,8 +164,14 @@ class LiveResult:
 
         with self._lock:
             base = self._empty_result()
-            view = EvaluationResult(base.scores, self._aggregate_table()[0], base.metrics, self.dataset,
-                                    meta=dict(base.meta), model_labels=base.model_labels)
+            view = EvaluationResult(
+                base.scores,
+                self._aggregate_table()[0],
+                base.metrics,
+                self.dataset,
+                meta=dict(base.meta),
+                model_labels=base.model_labels,
+            )
             return view.leaderboard(evaluator, metric)
 
     # -- the full result (the long table so far) ----------------------------------------------
@@ -182,9 +196,15 @@ class LiveResult:
             base = self._empty_result()
             scores = self._spool.scores()
             aggregates, explanations = self._aggregate_table()
-            result = EvaluationResult(scores, aggregates.copy(), base.metrics.copy(), self.dataset,
-                                      meta=dict(base.meta), explanations=explanations,
-                                      model_labels=dict(base.model_labels))
+            result = EvaluationResult(
+                scores,
+                aggregates.copy(),
+                base.metrics.copy(),
+                self.dataset,
+                meta=dict(base.meta),
+                explanations=explanations,
+                model_labels=dict(base.model_labels),
+            )
             self._cache["result"] = (self._version, result)
             return result
 

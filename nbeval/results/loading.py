@@ -16,8 +16,9 @@ is one), raised before a result is made:
   the result has; each dataset row once, its condition well formed; each human label at most
   :data:`~nbeval.results.limits.MAX_LABEL_CHARS` characters.
 
-The checks of the long table work on its categoricals' codes and on each distinct value once,
-so they cost little next to reading the files.
+The checks across the files are :mod:`nbeval.results.consistency`; those of the long table work
+on its categoricals' codes and on each distinct value once, so they cost little next to reading
+the files.
 """
 
 from __future__ import annotations
@@ -27,12 +28,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nbeval._version import __version__
-from nbeval.data.csvsafe import csv_unsafe
 from nbeval.data.model import LlmDataset
 from nbeval.errors import DataError
-from nbeval.results.columnar import KEY_COLUMNS, SCORE_COLUMNS, typed_scores
-from nbeval.results.labels import LABELS_FILE, with_saved_labels
-from nbeval.results.limits import MAX_LABEL_CHARS, STORED_CAPS, stored_length_limit
+from nbeval.results.consistency import (
+    CHANGED,
+    check_aggregates,
+    check_dataset,
+    check_label_file,
+    check_label_lengths,
+    check_metrics,
+    check_scores,
+)
+from nbeval.results.labels import with_saved_labels
+from nbeval.results.limits import STORED_CAPS, stored_length_limit
 from nbeval.results.result import (
     AGGREGATE_COLUMNS,
     DATASET_FILES,
@@ -42,41 +50,58 @@ from nbeval.results.result import (
     SCORE_FILES,
     EvaluationResult,
 )
+from nbeval.results.score_table import SCORE_COLUMNS, typed_scores
 
 if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["check_label_lengths", "load_result"]
 
-_CHANGED = "the file was changed after it was saved"
-_SHOWN = 80  # characters of a value from a file shown in a message
-_DIRECTIONS = ("higher", "lower")
-_KINDS = ("score", "bool", "rating")
-
 #: What each column of the saved tables holds: (kind, whether it may be null).
 _TEXT, _NUMBER, _BOOL, _COUNT = "text", "a number", "true or false", "a whole number"
 _COLUMN_KINDS: dict[str, dict[str, tuple[str, bool]]] = {
-    "scores.jsonl": {"key": (_TEXT, False), "model_key": (_TEXT, False), "evaluator": (_TEXT, False),
-                     "metric": (_TEXT, False), "value": (_NUMBER, True), "passed": (_BOOL, True),
-                     "label": (_TEXT, True), "rationale": (_TEXT, True), "error": (_TEXT, True),
-                     "skipped": (_BOOL, False), "skip_reason": (_TEXT, True), "details": (_TEXT, True)},
-    "aggregates.jsonl": {"model_key": (_TEXT, False), "evaluator": (_TEXT, False), "metric": (_TEXT, False),
-                         "value": (_NUMBER, True), "n": (_COUNT, False), "N": (_COUNT, False),
-                         "passed": (_BOOL, True), "direction": (_TEXT, False), "threshold": (_NUMBER, True),
-                         "primary": (_BOOL, False)},
-    "metrics.jsonl": {"evaluator": (_TEXT, False), "evaluator_id": (_TEXT, False), "family": (_TEXT, False),
-                      "kind": (_TEXT, False), "metric": (_TEXT, False), "direction": (_TEXT, False),
-                      "lo": (_NUMBER, True), "hi": (_NUMBER, True), "threshold": (_NUMBER, True),
-                      "primary": (_BOOL, False), "description": (_TEXT, True)},
+    "scores.jsonl": {
+        "key": (_TEXT, False),
+        "model_key": (_TEXT, False),
+        "evaluator": (_TEXT, False),
+        "metric": (_TEXT, False),
+        "value": (_NUMBER, True),
+        "passed": (_BOOL, True),
+        "label": (_TEXT, True),
+        "rationale": (_TEXT, True),
+        "error": (_TEXT, True),
+        "skipped": (_BOOL, False),
+        "skip_reason": (_TEXT, True),
+        "details": (_TEXT, True),
+    },
+    "aggregates.jsonl": {
+        "model_key": (_TEXT, False),
+        "evaluator": (_TEXT, False),
+        "metric": (_TEXT, False),
+        "value": (_NUMBER, True),
+        "n": (_COUNT, False),
+        "N": (_COUNT, False),
+        "passed": (_BOOL, True),
+        "direction": (_TEXT, False),
+        "threshold": (_NUMBER, True),
+        "primary": (_BOOL, False),
+    },
+    "metrics.jsonl": {
+        "evaluator": (_TEXT, False),
+        "evaluator_id": (_TEXT, False),
+        "family": (_TEXT, False),
+        "kind": (_TEXT, False),
+        "metric": (_TEXT, False),
+        "direction": (_TEXT, False),
+        "lo": (_NUMBER, True),
+        "hi": (_NUMBER, True),
+        "threshold": (_NUMBER, True),
+        "primary": (_BOOL, False),
+        "description": (_TEXT, True),
+    },
 }
 #: Text columns whose cells have a cap, by file (see :mod:`nbeval.results.limits`).
 _CAPS = {"scores.jsonl": STORED_CAPS}
-
-
-def _q(value: Any) -> str:
-    """A value read from a file, quoted for a message on one line (cut past :data:`_SHOWN` characters)."""
-    text = str(value)
-    return repr(text) if len(text) <= _SHOWN else f"{text[:_SHOWN]!r}…"
 
 
 def _is_kind(value: Any, kind: str) -> bool:
@@ -97,7 +122,7 @@ def _read_result_text(path: Path) -> str:
         msg = f"the saved result is incomplete: {path.name} is missing; save the result again"
         raise DataError(msg, source=str(path)) from None
     except UnicodeDecodeError as exc:
-        msg = f"not UTF-8 text (byte {exc.start}): {_CHANGED}; save the result again"
+        msg = f"not UTF-8 text (byte {exc.start}): {CHANGED}; save the result again"
         raise DataError(msg, source=str(path)) from None
     except OSError as exc:
         raise DataError(f"cannot read the file: {exc.strerror or exc}", source=str(path)) from None
@@ -121,27 +146,35 @@ def _read_records(path: Path, columns: list[str]) -> tuple[pd.DataFrame, list[in
             rec = json.loads(line)
         except (ValueError, RecursionError) as exc:
             reason = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
-            raise DataError(f"not valid JSON ({reason}); {_CHANGED}", source=source, row=lineno) from None
+            raise DataError(f"not valid JSON ({reason}); {CHANGED}", source=source, row=lineno) from None
         if not isinstance(rec, dict):
-            raise DataError(f"expected an object with the columns {', '.join(columns)}; got {type(rec).__name__}",
-                            source=source, row=lineno)
+            raise DataError(
+                f"expected an object with the columns {', '.join(columns)}; got {type(rec).__name__}",
+                source=source,
+                row=lineno,
+            )
         missing = [c for c in columns if c not in rec]
         if missing:
             raise DataError("the column is missing", source=source, row=lineno, field=missing[0])
         unknown = [c for c in rec if c not in columns]
         if unknown:
-            raise DataError(f"unknown column (this file has {', '.join(columns)})", source=source, row=lineno,
-                            field=str(unknown[0]))
+            raise DataError(
+                f"unknown column (this file has {', '.join(columns)})", source=source, row=lineno, field=str(unknown[0])
+            )
         for column, (kind, nullable) in kinds.items():
             value = rec[column]
             if not (value is None and nullable) and not _is_kind(value, kind):
                 got = "null" if value is None else f"{type(value).__name__} {value!r}"[:60]
-                raise DataError(f"must be {kind}{' or null' if nullable else ''}, got {got}", source=source,
-                                row=lineno, field=column)
+                raise DataError(
+                    f"must be {kind}{' or null' if nullable else ''}, got {got}",
+                    source=source,
+                    row=lineno,
+                    field=column,
+                )
         for column, cap in caps.items():
             value = rec[column]
             if isinstance(value, str) and len(value) > stored_length_limit(cap):
-                msg = f"a text of {len(value):,} characters, where nbeval stores at most {cap:,}; {_CHANGED}"
+                msg = f"a text of {len(value):,} characters, where nbeval stores at most {cap:,}; {CHANGED}"
                 raise DataError(msg, source=source, row=lineno, field=column)
         recs.append(rec)
         lines.append(lineno)
@@ -157,9 +190,9 @@ def _read_info(path: Path) -> dict[str, Any]:
     try:
         info = json.loads(_read_result_text(path))
     except RecursionError:
-        raise DataError(f"not readable: the JSON is nested too deeply; {_CHANGED}", source=source) from None
+        raise DataError(f"not readable: the JSON is nested too deeply; {CHANGED}", source=source) from None
     except ValueError:
-        raise DataError(f"not valid JSON; {_CHANGED}", source=source) from None
+        raise DataError(f"not valid JSON; {CHANGED}", source=source) from None
     if not isinstance(info, dict):
         raise DataError(f"expected a JSON object, got {type(info).__name__}", source=source)
     for name in ("meta", "explanations", "model_labels"):
@@ -168,18 +201,26 @@ def _read_info(path: Path) -> dict[str, Any]:
     meta = info.get("meta") or {}
     version = meta.get("format_version", 1)
     if not isinstance(version, int) or isinstance(version, bool) or version > FORMAT_VERSION:
-        msg = (f"saved in format version {version!r}, which this nbeval ({__version__}, format version "
-               f"{FORMAT_VERSION}) cannot read; upgrade nbeval")
+        msg = (
+            f"saved in format version {version!r}, which this nbeval ({__version__}, format version "
+            f"{FORMAT_VERSION}) cannot read; upgrade nbeval"
+        )
         raise DataError(msg, source=source, field="meta.format_version")
     _check_meta(meta, source)
     for evaluator, per_model in (info.get("explanations") or {}).items():
         if not isinstance(per_model, dict):
-            raise DataError(f"must be an object of models, got {type(per_model).__name__}", source=source,
-                            field=f"explanations.{evaluator}")
+            raise DataError(
+                f"must be an object of models, got {type(per_model).__name__}",
+                source=source,
+                field=f"explanations.{evaluator}",
+            )
         for model, per_metric in per_model.items():
             if not isinstance(per_metric, dict):
-                raise DataError(f"must be an object of metrics, got {type(per_metric).__name__}", source=source,
-                                field=f"explanations.{evaluator}.{model}")
+                raise DataError(
+                    f"must be an object of metrics, got {type(per_metric).__name__}",
+                    source=source,
+                    field=f"explanations.{evaluator}.{model}",
+                )
     labels = info.get("model_labels") or {}
     if not all(isinstance(v, str) for v in labels.values()):
         raise DataError("model labels must be text", source=source, field="model_labels")
@@ -188,9 +229,10 @@ def _read_info(path: Path) -> dict[str, Any]:
 
 def _check_meta(meta: dict[str, Any], source: str) -> None:
     """The run facts a report and the notebook kit read, in the shapes nbeval writes them."""
+
     def wrong(field: str, should: str, value: Any) -> DataError:
         got = "null" if value is None else f"{type(value).__name__} {value!r}"[:60]
-        return DataError(f"must be {should}, got {got}; {_CHANGED}", source=source, field=f"meta.{field}")
+        return DataError(f"must be {should}, got {got}; {CHANGED}", source=source, field=f"meta.{field}")
 
     usage = meta.get("usage")
     if usage is not None:
@@ -209,165 +251,6 @@ def _check_meta(meta: dict[str, Any], source: str) -> None:
     evaluators = meta.get("evaluators")
     if evaluators is not None and not (isinstance(evaluators, list) and all(isinstance(e, dict) for e in evaluators)):
         raise wrong("evaluators", "a list of objects", evaluators)
-
-
-# -- the tables against each other --------------------------------------------------------------
-
-
-def _check_metrics(metrics: pd.DataFrame, lines: list[int], path: Path) -> None:
-    """Each metric of an evaluator once, its direction and kind known, one primary per evaluator."""
-    source = str(path)
-    seen: dict[tuple[str, str], int] = {}
-    primary: dict[str, tuple[int, str]] = {}
-    first: dict[str, int] = {}
-    for line, evaluator, metric, direction, kind, is_primary in zip(
-            lines, metrics["evaluator"], metrics["metric"], metrics["direction"], metrics["kind"], metrics["primary"],
-            strict=True):
-        if direction not in _DIRECTIONS:
-            raise DataError(f"must be 'higher' or 'lower', got {direction!r}"[:120], source=source, row=line,
-                            field="direction")
-        if kind not in _KINDS:
-            raise DataError(f"must be one of {', '.join(_KINDS)}, got {kind!r}"[:120], source=source, row=line,
-                            field="kind")
-        if (evaluator, metric) in seen:
-            msg = (f"the metric {_q(metric)} of evaluator {_q(evaluator)} a second time "
-                   f"(also row {seen[evaluator, metric]})")
-            raise DataError(f"{msg}; {_CHANGED}", source=source, row=line, field="metric")
-        seen[evaluator, metric] = line
-        first.setdefault(evaluator, line)
-        if is_primary:
-            if evaluator in primary:
-                other, name = primary[evaluator]
-                msg = (f"a second primary metric of evaluator {_q(evaluator)} (row {other}, {_q(name)}, is one); an "
-                       f"evaluator has one")
-                raise DataError(f"{msg}; {_CHANGED}", source=source, row=line, field="primary")
-            primary[evaluator] = (line, metric)
-    for evaluator, line in first.items():
-        if evaluator not in primary:
-            msg = f"evaluator {_q(evaluator)} has no primary metric; {_CHANGED}"
-            raise DataError(msg, source=source, row=line, field="primary")
-
-
-def _check_scores(scores: pd.DataFrame, metrics: pd.DataFrame, dataset: LlmDataset, path: Path,
-                  lines: list[int] | None, dataset_name: str) -> None:
-    """Each score of a metric ``metrics.jsonl`` lists and of a row the dataset has, and each once."""
-    import pandas as pd
-
-    def row(i: int) -> int:
-        return lines[i] if lines is not None else i + 1
-
-    source = str(path)
-    known = set(zip(metrics["evaluator"], metrics["metric"], strict=True))
-    evaluators = list(dict.fromkeys(metrics["evaluator"]))
-    pairs = scores[["evaluator", "metric"]].drop_duplicates()  # on the categoricals' codes: cheap
-    for i, evaluator, metric in zip(pairs.index, pairs["evaluator"], pairs["metric"], strict=True):
-        if evaluator not in evaluators:
-            msg = f"a score of evaluator {_q(evaluator)}, which metrics.jsonl does not list (it lists {evaluators})"
-            raise DataError(f"{msg}; {_CHANGED}", source=source, row=row(int(i)), field="evaluator")
-        if (evaluator, metric) not in known:
-            msg = f"a score of metric {_q(metric)}, which evaluator {_q(evaluator)} does not report in metrics.jsonl"
-            raise DataError(f"{msg}; {_CHANGED}", source=source, row=row(int(i)), field="metric")
-    rows = {(r.key, r.model_key) for r in dataset.rows}
-    keys = scores[["key", "model_key"]].drop_duplicates()
-    for i, key, model_key in zip(keys.index, keys["key"], keys["model_key"], strict=True):
-        if (key, model_key) not in rows:
-            msg = f"scores the row with key {_q(key)} for model {_q(model_key)}, which {dataset_name} does not have"
-            raise DataError(f"{msg}; the files were changed after they were saved", source=source, row=row(int(i)))
-    codes = pd.DataFrame({c: scores[c].cat.codes for c in KEY_COLUMNS})
-    again = codes.duplicated()
-    if again.any():
-        i = int(again.to_numpy().argmax())
-        same = (codes == codes.iloc[i]).all(axis=1).to_numpy()
-        j = int(same.argmax())
-        key, model_key, evaluator, metric = (scores[c].iloc[i] for c in KEY_COLUMNS)
-        msg = (f"the score of the row with key {_q(key)} for model {_q(model_key)}, evaluator {_q(evaluator)} "
-               f"and metric {_q(metric)} a second time (also row {row(j)})")
-        raise DataError(f"{msg}; {_CHANGED}", source=source, row=row(i))
-
-
-def _check_aggregates(aggregates: pd.DataFrame, lines: list[int], metrics: pd.DataFrame, dataset: LlmDataset,
-                      path: Path) -> None:
-    """Each aggregate once, of a model the dataset has and a metric ``metrics.jsonl`` lists."""
-    source = str(path)
-    known = set(zip(metrics["evaluator"], metrics["metric"], strict=True))
-    evaluators = set(metrics["evaluator"])
-    models = {r.model_key for r in dataset.rows}
-    seen: dict[tuple[str, str, str], int] = {}
-    for line, model_key, evaluator, metric, direction in zip(
-            lines, aggregates["model_key"], aggregates["evaluator"], aggregates["metric"], aggregates["direction"],
-            strict=True):
-        if evaluator not in evaluators:
-            msg = f"an aggregate of evaluator {_q(evaluator)}, which metrics.jsonl does not list"
-            raise DataError(f"{msg}; {_CHANGED}", source=source, row=line, field="evaluator")
-        if (evaluator, metric) not in known:
-            msg = (f"an aggregate of metric {_q(metric)}, which evaluator {_q(evaluator)} does not report in "
-                   "metrics.jsonl")
-            raise DataError(f"{msg}; {_CHANGED}", source=source, row=line, field="metric")
-        if model_key not in models:
-            msg = f"an aggregate of model {_q(model_key)}, which the dataset does not have"
-            raise DataError(f"{msg}; {_CHANGED}", source=source, row=line, field="model_key")
-        if direction not in _DIRECTIONS:
-            raise DataError(f"must be 'higher' or 'lower', got {direction!r}"[:120], source=source, row=line,
-                            field="direction")
-        ident = (model_key, evaluator, metric)
-        if ident in seen:
-            msg = (f"the aggregate of model {_q(model_key)}, evaluator {_q(evaluator)} and metric {_q(metric)} "
-                   f"a second time (also row {seen[ident]})")
-            raise DataError(f"{msg}; {_CHANGED}", source=source, row=line)
-        seen[ident] = line
-
-
-def _check_dataset(dataset: LlmDataset, path: Path) -> None:
-    """Each (key, model) once; each condition well formed (checked once per distinct condition)."""
-    from nbeval.data.conditions import parse_condition
-    from nbeval.errors import ConditionError
-
-    source = str(path)
-    seen: dict[tuple[str, str], int] = {}
-    checked: set[str] = set()
-    for i, r in enumerate(dataset.rows, 1):
-        ident = (r.key, r.model_key)
-        if ident in seen:
-            msg = f"the row with key {_q(r.key)} for model {_q(r.model_key)} a second time (also row {seen[ident]})"
-            raise DataError(f"{msg}; {_CHANGED}", source=source, row=i, field="key")
-        seen[ident] = i
-        condition = r.output_condition
-        if condition is not None and condition not in checked:
-            try:
-                parse_condition(condition)
-            except ConditionError as exc:  # its own message points under the text, on more lines
-                msg = f"malformed condition: {exc.reason} at position {exc.position}; {_CHANGED}"
-                raise DataError(msg, source=source, row=i, field="output_condition") from None
-            checked.add(condition)
-
-
-def check_label_lengths(labels: Any, source: str) -> None:
-    """Raise :class:`~nbeval.errors.DataError` naming the first label (a cell of the ``label``
-    column of ``labels``, rows counted from 1) longer than :data:`MAX_LABEL_CHARS`."""
-    if "label" not in getattr(labels, "columns", ()):
-        return
-    for i, value in enumerate(labels["label"], 1):
-        if isinstance(value, str) and len(value) > MAX_LABEL_CHARS:
-            msg = (f"a label of {len(value):,} characters; a label (a verdict or a class name) is at most "
-                   f"{MAX_LABEL_CHARS:,}")
-            raise DataError(msg, source=source, row=i, field="label")
-
-
-def _check_label_file(folder: Path) -> None:
-    """``labels.csv``'s labels no longer than :data:`MAX_LABEL_CHARS` (what else is wrong with
-    the file, :func:`~nbeval.results.labels.load_labels` says)."""
-    import pandas as pd
-
-    path = folder / LABELS_FILE
-    if not path.is_file():
-        return
-    try:
-        table = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
-    except (ValueError, OSError, pd.errors.ParserError):  # not UTF-8, not CSV: load_labels says so
-        return
-    if "label" in table.columns:  # measured as set: without the apostrophe saved before a formula
-        table["label"] = table["label"].map(csv_unsafe)
-    check_label_lengths(table, str(path))
 
 
 # -- the folder ---------------------------------------------------------------------------------
@@ -413,10 +296,20 @@ def load_result(folder: str | Path) -> EvaluationResult:
         dataset = read_dataset_parquet(folder / dataset_name)
     else:
         dataset = LlmDataset.from_json(str(folder / dataset_name))
-    _check_metrics(metrics, metric_lines, folder / "metrics.jsonl")
-    _check_dataset(dataset, folder / dataset_name)
-    _check_scores(scores, metrics, dataset, scores_path, score_lines, dataset_name)
-    _check_aggregates(aggregates, aggregate_lines, metrics, dataset, folder / "aggregates.jsonl")
-    _check_label_file(folder)
-    return with_saved_labels(EvaluationResult(scores, aggregates, metrics, dataset, meta=info.get("meta"),
-                             explanations=info.get("explanations"), model_labels=info.get("model_labels")), folder)
+    check_metrics(metrics, metric_lines, folder / "metrics.jsonl")
+    check_dataset(dataset, folder / dataset_name)
+    check_scores(scores, metrics, dataset, scores_path, score_lines, dataset_name)
+    check_aggregates(aggregates, aggregate_lines, metrics, dataset, folder / "aggregates.jsonl")
+    check_label_file(folder)
+    return with_saved_labels(
+        EvaluationResult(
+            scores,
+            aggregates,
+            metrics,
+            dataset,
+            meta=info.get("meta"),
+            explanations=info.get("explanations"),
+            model_labels=info.get("model_labels"),
+        ),
+        folder,
+    )

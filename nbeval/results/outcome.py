@@ -46,9 +46,11 @@ def unknown_metrics_error(evaluator: Evaluator, keys: Any) -> str | None:
     unknown = [str(k) for k in keys if k not in allowed]
     if not unknown:
         return None
-    return (f"evaluator '{evaluator.name}' scored {', '.join(map(repr, unknown))}, which "
-            f"{'is not one of its metrics' if len(unknown) == 1 else 'are not among its metrics'}; "
-            f"its metrics are {', '.join(map(repr, metrics))}")
+    return (
+        f"evaluator '{evaluator.name}' scored {', '.join(map(repr, unknown))}, which "
+        f"{'is not one of its metrics' if len(unknown) == 1 else 'are not among its metrics'}; "
+        f"its metrics are {', '.join(map(repr, metrics))}"
+    )
 
 
 def _checked(evaluator: Evaluator, score: Score) -> Score:

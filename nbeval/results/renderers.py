@@ -55,5 +55,6 @@ def _read_entry_points() -> None:
         try:
             _RENDERERS[ep.name] = ep.load()
         except Exception as exc:  # a kit that cannot load (a missing extra) leaves the plain fallbacks
-            warnings.warn(f"nbeval renderer '{ep.name}' could not be loaded ({exc}); showing plain output",
-                          stacklevel=3)
+            warnings.warn(
+                f"nbeval renderer '{ep.name}' could not be loaded ({exc}); showing plain output", stacklevel=3
+            )

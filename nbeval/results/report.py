@@ -120,14 +120,16 @@ def _toc(facts: Facts, shown_cases: list[str]) -> str:
     if len(keys) > len(linked):
         cases += f"<li class='muted'>… {len(keys) - len(linked):,} more</li>"
     problems = len(facts.problems)
-    return ("<nav class='toc' aria-label='Contents'><div class='title'>Contents</div><ol>"
-            "<li><a href='#summary'>Summary</a><ol><li><a href='#pass-rates'>Pass rates</a></li></ol></li>"
-            f"<li><a href='#problems'>Problems ({problems:,})</a><ol><li><a href='#row-outcomes'>Rows not scored</a>"
-            "</li><li><a href='#problem-list'>Every problem</a></li></ol></li>"
-            "<li><a href='#insights'>Insights</a></li>"
-            f"<li><a href='#leaderboards'>Leaderboards</a><ol>{evs}</ol></li>"
-            f"<li><a href='#cases'>Cases ({len(keys):,})</a><ol>{cases}</ol></li>"
-            "<li><a href='#scores'>Scores</a></li></ol></nav>")
+    return (
+        "<nav class='toc' aria-label='Contents'><div class='title'>Contents</div><ol>"
+        "<li><a href='#summary'>Summary</a><ol><li><a href='#pass-rates'>Pass rates</a></li></ol></li>"
+        f"<li><a href='#problems'>Problems ({problems:,})</a><ol><li><a href='#row-outcomes'>Rows not scored</a>"
+        "</li><li><a href='#problem-list'>Every problem</a></li></ol></li>"
+        "<li><a href='#insights'>Insights</a></li>"
+        f"<li><a href='#leaderboards'>Leaderboards</a><ol>{evs}</ol></li>"
+        f"<li><a href='#cases'>Cases ({len(keys):,})</a><ol>{cases}</ol></li>"
+        "<li><a href='#scores'>Scores</a></li></ol></nav>"
+    )
 
 
 def _charts_svg(result: EvaluationResult) -> str:
@@ -148,9 +150,11 @@ def summary_html(result: EvaluationResult) -> str:
     items = "".join(f"<li>{cell(m)}</li>" for m in probs["message"].head(8))
     more = f"<li class='muted'>… {len(probs) - 8} more</li>" if len(probs) > 8 else ""
     models = ", ".join(cell(result.label(m)) for m in result.model_keys)
-    return (f"<div><b>nbeval result</b>: {len(result.model_keys)} models ({models}); "
-            f"evaluators: {escape(', '.join(result.evaluators))}; {len(probs)} problems"
-            f"<ul>{items}{more}</ul></div>")
+    return (
+        f"<div><b>nbeval result</b>: {len(result.model_keys)} models ({models}); "
+        f"evaluators: {escape(', '.join(result.evaluators))}; {len(probs)} problems"
+        f"<ul>{items}{more}</ul></div>"
+    )
 
 
 def report_html(result: EvaluationResult, title: str = "nbeval report") -> str:
@@ -159,16 +163,24 @@ def report_html(result: EvaluationResult, title: str = "nbeval report") -> str:
     usage_line = ", ".join(f"{escape(str(k))}: {escape(str(v))}" for k, v in usage.items())
     duration = result.meta.get("duration_s")
     models = ", ".join(cell(result.label(m)) for m in result.model_keys)
-    meta = (f"{len(result.model_keys)} models ({models}), {len(result.evaluators)} evaluators, "
-            f"{len(result.dataset)} rows"
-            + (f", {duration:.1f} s" if isinstance(duration, (int, float)) else "")
-            + (f"; {usage_line}" if usage_line else "")
-            + ("; <b>cancelled before the end</b>" if result.meta.get("cancelled") else ""))
+    meta = (
+        f"{len(result.model_keys)} models ({models}), {len(result.evaluators)} evaluators, "
+        f"{len(result.dataset)} rows"
+        + (f", {duration:.1f} s" if isinstance(duration, (int, float)) else "")
+        + (f"; {usage_line}" if usage_line else "")
+        + ("; <b>cancelled before the end</b>" if result.meta.get("cancelled") else "")
+    )
     facts = Facts.of(result)
     cases, shown_cases = cases_section(facts)
     toc = _toc(facts, shown_cases)
-    body = (summary_section(facts, agreement_section(result)) + problems_section(facts) + insights_section(facts)
-            + evaluator_sections(facts, _charts_svg(result), shown_cases) + cases + scores_section(result))
+    body = (
+        summary_section(facts, agreement_section(result))
+        + problems_section(facts)
+        + insights_section(facts)
+        + evaluator_sections(facts, _charts_svg(result), shown_cases)
+        + cases
+        + scores_section(result)
+    )
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">

@@ -22,8 +22,23 @@ if TYPE_CHECKING:
 
     from nbeval.results import EvaluationResult
 
-__all__ = ["MAX_DETAIL_ROWS", "MAX_TABLE_BYTES", "SHOWN_ROWS", "VERDICT_WORDS", "Anchors", "Facts", "bar", "cell",
-           "fixed_table", "folded", "missing", "passed_mark", "tally_text", "verdict", "within_budget"]
+__all__ = [
+    "MAX_DETAIL_ROWS",
+    "MAX_TABLE_BYTES",
+    "SHOWN_ROWS",
+    "VERDICT_WORDS",
+    "Anchors",
+    "Facts",
+    "bar",
+    "cell",
+    "fixed_table",
+    "folded",
+    "missing",
+    "passed_mark",
+    "tally_text",
+    "verdict",
+    "within_budget",
+]
 
 #: The most rows a detail table of the report shows.
 MAX_DETAIL_ROWS = 5000
@@ -58,9 +73,11 @@ def within_budget(rows: Iterable[str], total: int, what: str, budget: int = MAX_
         size += n
     note = ""
     if len(kept) < total:
-        note = (f"<p class='muted'>first {len(kept):,} of {total:,} {what} shown (a report table holds at most "
-                f"{MAX_DETAIL_ROWS:,} rows and {budget / 1e6:g} MB); the saved result (result.save) "
-                "has them all</p>")
+        note = (
+            f"<p class='muted'>first {len(kept):,} of {total:,} {what} shown (a report table holds at most "
+            f"{MAX_DETAIL_ROWS:,} rows and {budget / 1e6:g} MB); the saved result (result.save) "
+            "has them all</p>"
+        )
     return kept, note
 
 
@@ -102,8 +119,15 @@ def verdict(*, passed: Any, value: Any, skipped: Any = False, error: Any = None,
 
 
 #: How a tally names each kind of verdict, in the order it lists them.
-VERDICT_WORDS = {"pass": "pass", "fail": "fail", "error": "error", "unrated": "unrated", "value": "value",
-                 "none": "no value", "skip": "skipped"}
+VERDICT_WORDS = {
+    "pass": "pass",
+    "fail": "fail",
+    "error": "error",
+    "unrated": "unrated",
+    "value": "value",
+    "none": "no value",
+    "skip": "skipped",
+}
 
 
 def tally_text(tally: Mapping[str, int], html: bool = False) -> str:
@@ -144,15 +168,19 @@ def fixed_table(head: Sequence[tuple[str, str]], rows: Sequence[str], cls: str =
     return f'<table class="fixed {cls}"><colgroup>{cols}</colgroup><tr>{ths}</tr>{"".join(rows)}</table>'
 
 
-def folded(head: Sequence[tuple[str, str]], rows: Sequence[str], what: str, shown: int = SHOWN_ROWS,
-           cls: str = "") -> str:
+def folded(
+    head: Sequence[tuple[str, str]], rows: Sequence[str], what: str, shown: int = SHOWN_ROWS, cls: str = ""
+) -> str:
     """The first ``shown`` rows as a table, the rest in a collapsed ``<details>`` below it."""
     if len(rows) <= shown:
         return fixed_table(head, rows, cls)
     rest = rows[shown:]
-    return (fixed_table(head, rows[:shown], cls)
-            + f"<details class='more'><summary>{len(rest):,} more {escape(what)}</summary>"
-            + fixed_table(head, rest, cls) + "</details>")
+    return (
+        fixed_table(head, rows[:shown], cls)
+        + f"<details class='more'><summary>{len(rest):,} more {escape(what)}</summary>"
+        + fixed_table(head, rest, cls)
+        + "</details>"
+    )
 
 
 @dataclass
@@ -177,5 +205,10 @@ class Facts:
         from nbeval.results.leaderboard import SHOWN_CI
 
         primary = result.metrics.loc[result.metrics["primary"], ["evaluator", "metric"]]
-        return cls(result, result.scores.merge(primary, on=["evaluator", "metric"]), result.problems,
-                   result.insights, {ev: result.leaderboard(ev, ci=SHOWN_CI) for ev in result.evaluators})
+        return cls(
+            result,
+            result.scores.merge(primary, on=["evaluator", "metric"]),
+            result.problems,
+            result.insights,
+            {ev: result.leaderboard(ev, ci=SHOWN_CI) for ev in result.evaluators},
+        )

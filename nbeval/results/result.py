@@ -179,8 +179,9 @@ class EvaluationResult:
 
         return compare(self, model_a, model_b, evaluator=evaluator, alpha=alpha)
 
-    def arena(self, evaluator: str = "pairwise", *, level: float = 0.95, n_boot: int = 1000,
-              seed: int = 0) -> pd.DataFrame:
+    def arena(
+        self, evaluator: str = "pairwise", *, level: float = 0.95, n_boot: int = 1000, seed: int = 0
+    ) -> pd.DataFrame:
         """Arena ratings from head-to-head verdicts, one row per model, best first: ``model_key,
         rating, rating_lo, rating_hi, wins, losses, ties, n, win_rate``. Bradley-Terry strengths
         with the judge's first-slot preference fitted and removed, on the Elo scale (1000 is the
@@ -189,8 +190,9 @@ class EvaluationResult:
 
         return arena_fit(self, evaluator, n_boot=n_boot, seed=seed, level=level).arena_table()
 
-    def head_to_head(self, evaluator: str = "pairwise", *, level: float = 0.95, n_boot: int = 1000,
-                     seed: int = 0) -> pd.DataFrame:
+    def head_to_head(
+        self, evaluator: str = "pairwise", *, level: float = 0.95, n_boot: int = 1000, seed: int = 0
+    ) -> pd.DataFrame:
         """One row per pair of models compared: ``model_a, model_b, p_a_beats_b, lo, hi, wins_a,
         wins_b, ties, inconsistent, n``; ``p_a_beats_b`` is the fitted chance that ``model_a``'s
         answer is preferred with no slot preference, ``inconsistent`` the cases whose two orders
@@ -199,8 +201,9 @@ class EvaluationResult:
 
         return arena_fit(self, evaluator, n_boot=n_boot, seed=seed, level=level).head_to_head_table()
 
-    def position_bias(self, evaluator: str = "pairwise", *, level: float = 0.95, n_boot: int = 1000,
-                      seed: int = 0) -> pd.DataFrame:
+    def position_bias(
+        self, evaluator: str = "pairwise", *, level: float = 0.95, n_boot: int = 1000, seed: int = 0
+    ) -> pd.DataFrame:
         """How much each judge favours the answer shown first: ``judge, first_slot_rate, beta,
         beta_lo, beta_hi, consistency, n`` (``beta`` > 0: the first slot is preferred; 0: no
         preference; ``consistency``: the share of pairs whose two orders agree)."""

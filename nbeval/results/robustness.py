@@ -22,8 +22,16 @@ if TYPE_CHECKING:
 
     from nbeval.results import EvaluationResult
 
-__all__ = ["PAIR_COLUMNS", "PERTURBED_BY", "ROBUSTNESS_COLUMNS", "UNKNOWN", "flipped", "parse_perturbed_by",
-           "perturbation_pairs", "robustness"]
+__all__ = [
+    "PAIR_COLUMNS",
+    "PERTURBED_BY",
+    "ROBUSTNESS_COLUMNS",
+    "UNKNOWN",
+    "flipped",
+    "parse_perturbed_by",
+    "perturbation_pairs",
+    "robustness",
+]
 
 #: The category prefix naming the perturbator (and intensity) a test case was made with.
 PERTURBED_BY = "perturbed_by:"
@@ -32,8 +40,20 @@ UNKNOWN = "unknown"
 
 #: Columns of :func:`perturbation_pairs`: the perturbed row (``key``, ``value``, ``passed``), its
 #: original (``source_key``, ``source_value``, ``source_passed``), and the metric's ``direction``.
-PAIR_COLUMNS = ["evaluator", "metric", "model_key", "key", "source_key", "perturbator", "intensity", "value",
-                "source_value", "passed", "source_passed", "direction"]
+PAIR_COLUMNS = [
+    "evaluator",
+    "metric",
+    "model_key",
+    "key",
+    "source_key",
+    "perturbator",
+    "intensity",
+    "value",
+    "source_value",
+    "passed",
+    "source_passed",
+    "direction",
+]
 
 #: Columns of :func:`robustness`:
 #:
@@ -44,8 +64,18 @@ PAIR_COLUMNS = ["evaluator", "metric", "model_key", "key", "source_key", "pertur
 #: * ``mean_delta``: the mean change from original to perturbed case, signed so that negative is
 #:   worse: ``perturbed - original`` for higher-is-better metrics, ``original - perturbed`` for
 #:   lower-is-better ones.
-ROBUSTNESS_COLUMNS = ["evaluator", "metric", "model_key", "perturbator", "intensity", "n", "flips", "flips_down",
-                      "flip_rate", "mean_delta"]
+ROBUSTNESS_COLUMNS = [
+    "evaluator",
+    "metric",
+    "model_key",
+    "perturbator",
+    "intensity",
+    "n",
+    "flips",
+    "flips_down",
+    "flip_rate",
+    "mean_delta",
+]
 
 
 def parse_perturbed_by(categories: list[str]) -> tuple[str, str]:
@@ -59,7 +89,7 @@ def parse_perturbed_by(categories: list[str]) -> tuple[str, str]:
     """
     for c in categories:
         if c.startswith(PERTURBED_BY):
-            name, _, intensity = c[len(PERTURBED_BY):].partition(":")
+            name, _, intensity = c[len(PERTURBED_BY) :].partition(":")
             return name.strip() or UNKNOWN, intensity.strip() or UNKNOWN
     return UNKNOWN, UNKNOWN
 
@@ -80,8 +110,9 @@ def _chosen_metrics(result: EvaluationResult, evaluator: str | None, metric: str
     return m[["evaluator", "metric", "direction"]]
 
 
-def perturbation_pairs(result: EvaluationResult, evaluator: str | None = None,
-                       metric: str | None = None) -> pd.DataFrame:
+def perturbation_pairs(
+    result: EvaluationResult, evaluator: str | None = None, metric: str | None = None
+) -> pd.DataFrame:
     """Each perturbed row beside its original's row, one line per pair (:data:`PAIR_COLUMNS`).
 
     Only rows that were scored (not skipped) with a known value on both sides form a pair;
@@ -103,13 +134,15 @@ def perturbation_pairs(result: EvaluationResult, evaluator: str | None = None,
     if not sources or chosen.empty:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in PAIR_COLUMNS})
     s = result.scores
-    s = s.loc[~s["skipped"].astype(bool) & s["value"].notna(),
-              ["evaluator", "metric", "model_key", "key", "value", "passed"]]
+    s = s.loc[
+        ~s["skipped"].astype(bool) & s["value"].notna(), ["evaluator", "metric", "model_key", "key", "value", "passed"]
+    ]
     s = s.merge(chosen, on=["evaluator", "metric"])
     perturbed = s[s["key"].isin(list(sources))].copy()
     perturbed["source_key"] = perturbed["key"].map(sources)
     originals = s.drop(columns="direction").rename(
-        columns={"key": "source_key", "value": "source_value", "passed": "source_passed"})
+        columns={"key": "source_key", "value": "source_value", "passed": "source_passed"}
+    )
     pairs = perturbed.merge(originals, on=["evaluator", "metric", "model_key", "source_key"], how="inner")
     pairs["perturbator"] = [kinds[k][0] for k in pairs["key"]]
     pairs["intensity"] = [kinds[k][1] for k in pairs["key"]]
@@ -119,8 +152,11 @@ def perturbation_pairs(result: EvaluationResult, evaluator: str | None = None,
 def flipped(pairs: pd.DataFrame) -> pd.Series:
     """Per pair: both sides have a known pass/fail and they differ (the flip rule)."""
     known = pairs["passed"].notna() & pairs["source_passed"].notna()
-    return (known & (pairs["passed"].astype("boolean") != pairs["source_passed"].astype("boolean"))) \
-        .fillna(False).astype(bool)
+    return (
+        (known & (pairs["passed"].astype("boolean") != pairs["source_passed"].astype("boolean")))
+        .fillna(False)
+        .astype(bool)
+    )
 
 
 def robustness(result: EvaluationResult, evaluator: str | None = None, metric: str | None = None) -> pd.DataFrame:
@@ -143,11 +179,21 @@ def robustness(result: EvaluationResult, evaluator: str | None = None, metric: s
     flips = flipped(pairs)
     delta = pairs["value"].astype(float) - pairs["source_value"].astype(float)
     work = pairs[keys].assign(
-        n=1, flips=flips.astype("int64"), flips_down=(flips & pairs["source_passed"].eq(True)).astype("int64"),
-        delta=delta.where(pairs["direction"] != "lower", -delta))
-    out = work.groupby(keys, sort=False, observed=True).agg(
-        n=("n", "sum"), flips=("flips", "sum"), flips_down=("flips_down", "sum"), mean_delta=("delta", "mean"),
-    ).reset_index()
+        n=1,
+        flips=flips.astype("int64"),
+        flips_down=(flips & pairs["source_passed"].eq(True)).astype("int64"),
+        delta=delta.where(pairs["direction"] != "lower", -delta),
+    )
+    out = (
+        work.groupby(keys, sort=False, observed=True)
+        .agg(
+            n=("n", "sum"),
+            flips=("flips", "sum"),
+            flips_down=("flips_down", "sum"),
+            mean_delta=("delta", "mean"),
+        )
+        .reset_index()
+    )
     out["flip_rate"] = out["flips"] / out["n"]
     out = out.sort_values("flip_rate", ascending=False, kind="stable").reset_index(drop=True)
     return out[ROBUSTNESS_COLUMNS]

@@ -42,7 +42,7 @@ def save_result(result: EvaluationResult, folder: str | Path, *, scores_format: 
     data_file = DATASET_FILES[scores_format]
     names = (score_file, "aggregates.jsonl", "metrics.jsonl", data_file, "result.json")
     check_folder(folder, names)
-    from nbeval.results.loading import check_label_lengths
+    from nbeval.results.consistency import check_label_lengths
 
     check_label_lengths(result.labels, "result.labels")  # a label load_result would refuse is not written
     folder.mkdir(parents=True, exist_ok=True)
@@ -58,9 +58,15 @@ def save_result(result: EvaluationResult, folder: str | Path, *, scores_format: 
             dataset_file.write_dataset_parquet(stage / data_file, result.dataset)
         else:
             result.dataset.to_json(str(stage / data_file))
-        (stage / "result.json").write_text(json.dumps(
-            {"meta": meta, "explanations": result.explanations, "model_labels": result.model_labels},
-            indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+        (stage / "result.json").write_text(
+            json.dumps(
+                {"meta": meta, "explanations": result.explanations, "model_labels": result.model_labels},
+                indent=2,
+                ensure_ascii=False,
+                default=str,
+            ),
+            encoding="utf-8",
+        )
         save_labels(folder, result.labels)  # labels.csv (optional), before the result files move in
         for name in names:
             os.replace(stage / name, folder / name)

@@ -30,8 +30,20 @@ import numpy as np
 
 from nbeval.errors import BadParameter
 
-__all__ = ["BOOTSTRAP_RESAMPLES", "BOOTSTRAP_SEED", "bootstrap_mean_interval", "check_level", "cohen_kappa", "holm",
-           "is_binary", "mcnemar_exact", "roc_auc", "roc_curve", "wilcoxon_signed_rank", "wilson_interval"]
+__all__ = [
+    "BOOTSTRAP_RESAMPLES",
+    "BOOTSTRAP_SEED",
+    "bootstrap_mean_interval",
+    "check_level",
+    "cohen_kappa",
+    "holm",
+    "is_binary",
+    "mcnemar_exact",
+    "roc_auc",
+    "roc_curve",
+    "wilcoxon_signed_rank",
+    "wilson_interval",
+]
 
 #: How many resamples every bootstrap interval draws, and the seed of its random generator.
 BOOTSTRAP_RESAMPLES = 2000
@@ -86,8 +98,9 @@ def wilson_interval(successes: int, n: int, level: float = 0.95) -> tuple[float,
     return lo, hi
 
 
-def bootstrap_mean_interval(values: Any, level: float = 0.95, *, resamples: int = BOOTSTRAP_RESAMPLES,
-                            seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
+def bootstrap_mean_interval(
+    values: Any, level: float = 0.95, *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
+) -> tuple[float, float]:
     """The percentile bootstrap interval of the mean of ``values`` (NaNs left out).
 
     Draws ``resamples`` samples of the same size with replacement from a generator seeded with
@@ -124,8 +137,7 @@ def _binom_cdf_half(k: int, n: int) -> float:
     if n <= _EXACT_BINOMIAL_TRIALS:
         return sum(math.comb(n, i) for i in range(k + 1)) / (1 << n)
     i = np.arange(k + 1)
-    log_pmf = (math.lgamma(n + 1) - np.array([math.lgamma(j + 1) + math.lgamma(n - j + 1) for j in i])
-               - n * math.log(2))
+    log_pmf = math.lgamma(n + 1) - np.array([math.lgamma(j + 1) + math.lgamma(n - j + 1) for j in i]) - n * math.log(2)
     top = float(log_pmf.max())
     return min(1.0, math.exp(top) * float(np.exp(log_pmf - top).sum()))
 
@@ -152,7 +164,7 @@ def _rank_abs(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     ranks = np.empty(d.size)
     _, starts, counts = np.unique(sorted_abs, return_index=True, return_counts=True)
     for start, count in zip(starts, counts, strict=True):
-        ranks[order[start:start + count]] = start + (count + 1) / 2
+        ranks[order[start : start + count]] = start + (count + 1) / 2
     return ranks, counts
 
 
@@ -189,19 +201,19 @@ def wilcoxon_signed_rank(x: Any, y: Any) -> float:
     n = nonzero.size
     if d.size <= 50 and not has_ties and n_zero == 0:
         pmf = _signed_rank_distribution(n)
-        upper = float(pmf[math.floor(r_plus):].sum())
-        lower = float(pmf[:math.ceil(r_plus) + 1].sum())
+        upper = float(pmf[math.floor(r_plus) :].sum())
+        lower = float(pmf[: math.ceil(r_plus) + 1].sum())
         return min(1.0, 2 * min(upper, lower))
     if d.size <= 13:
         # every sign pattern of the nonzero differences (zeros stay zero whatever their sign)
-        signs = ((np.arange(2 ** n)[:, None] >> np.arange(n)) & 1).astype(bool)
+        signs = ((np.arange(2**n)[:, None] >> np.arange(n)) & 1).astype(bool)
         null = (signs * ranks).sum(axis=1)
         gamma = abs(r_plus) * 1e-12
         less = float(np.mean(null <= r_plus + gamma))
         greater = float(np.mean(null >= r_plus - gamma))
         return min(1.0, 2 * min(less, greater))
     mean = n * (n + 1) / 4
-    var = (n * (n + 1) * (2 * n + 1) - float(np.sum(ties ** 3 - ties)) / 2) / 24
+    var = (n * (n + 1) * (2 * n + 1) - float(np.sum(ties**3 - ties)) / 2) / 24
     z = (r_plus - mean) / math.sqrt(var)
     return min(1.0, 2 * NormalDist().cdf(-abs(z)))
 
@@ -241,7 +253,7 @@ def cohen_kappa(a: Sequence[Any], b: Sequence[Any]) -> float:
         m[index[x], index[y]] += 1
     total = m.sum()
     p_o = np.trace(m) / total
-    p_e = float((m.sum(axis=1) * m.sum(axis=0)).sum()) / total ** 2
+    p_e = float((m.sum(axis=1) * m.sum(axis=0)).sum()) / total**2
     if p_e == 1:
         return _NAN
     return float((p_o - p_e) / (1 - p_e))

@@ -128,15 +128,24 @@ def _arena_lines(result: EvaluationResult, shown: dict[str, str]) -> list[str]:
     lines: list[str] = []
     for ev in head_to_head_evaluators(result):
         fit = arena_fit(result, ev)
-        lines.extend(wrap_item(f"== {ev}: arena ratings (1000 = the mean model; first-slot preference removed) ==",
-                               bullet=""))
-        rows = [(shown.get(str(r.model_key), _cut(str(result.label(str(r.model_key))), LABEL_WIDTH)),
-                 [f"{r.rating:.0f} [{r.rating_lo:.0f}, {r.rating_hi:.0f}]", f"{r.wins}-{r.losses}-{r.ties}"])
-                for r in fit.arena_table().itertuples()]
+        lines.extend(
+            wrap_item(f"== {ev}: arena ratings (1000 = the mean model; first-slot preference removed) ==", bullet="")
+        )
+        rows = [
+            (
+                shown.get(str(r.model_key), _cut(str(result.label(str(r.model_key))), LABEL_WIDTH)),
+                [f"{r.rating:.0f} [{r.rating_lo:.0f}, {r.rating_hi:.0f}]", f"{r.wins}-{r.losses}-{r.ties}"],
+            )
+            for r in fit.arena_table().itertuples()
+        ]
         lines.extend(_table("model", rows, ["rating [95%]", "W-L-T"]))
         for b in fit.position_bias_table().itertuples():
-            lines.extend(wrap_item(f"judge {b.judge}: {b.first_slot_rate:.0%} of decisive verdicts chose the first "
-                                   f"answer; the two orders agreed on {b.consistency:.0%} of pairs"))
+            lines.extend(
+                wrap_item(
+                    f"judge {b.judge}: {b.first_slot_rate:.0%} of decisive verdicts chose the first "
+                    f"answer; the two orders agreed on {b.consistency:.0%} of pairs"
+                )
+            )
         lines.append("")
     return lines
 

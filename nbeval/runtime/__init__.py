@@ -26,5 +26,13 @@ from nbeval.runtime.handlers import (
 )
 from nbeval.runtime.resources import Resources
 
-__all__ = ["Answer", "RequestCancelled", "RequestHandler", "Resources", "Round", "handler_for", "model_key",
-           "register_handler"]
+__all__ = [
+    "Answer",
+    "RequestCancelled",
+    "RequestHandler",
+    "Resources",
+    "Round",
+    "handler_for",
+    "model_key",
+    "register_handler",
+]

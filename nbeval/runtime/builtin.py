@@ -165,8 +165,11 @@ class ChatHandler(RequestHandler):
             def arrived(j: int, reply: ChatResult, group: list[tuple[int, Chat]] = group) -> None:
                 i = group[j][0]
                 if isinstance(reply, ChatFailure):
-                    rnd.answers[i] = RequestCancelled("cancelled before the judge answered") if reply.cancelled \
+                    rnd.answers[i] = (
+                        RequestCancelled("cancelled before the judge answered")
+                        if reply.cancelled
                         else ResourceError(f"judge call failed: {reply.error}")
+                    )
                 else:
                     rnd.answers[i] = reply
                     rnd.warnings[i].extend(reply.warnings)  # e.g. text that had to be repaired: the rationale says so
@@ -193,6 +196,11 @@ class ChatHandler(RequestHandler):
         return totals
 
 
-for _handler in (EmbedHandler(), PairsHandler(), LocalModelHandler(Classify), LocalModelHandler(TokenLogProbs),
-                 ChatHandler()):
+for _handler in (
+    EmbedHandler(),
+    PairsHandler(),
+    LocalModelHandler(Classify),
+    LocalModelHandler(TokenLogProbs),
+    ChatHandler(),
+):
     register_handler(_handler)

@@ -17,8 +17,16 @@ from nbeval.errors import ResourceError
 if TYPE_CHECKING:
     from nbeval.runtime.resources import Resources
 
-__all__ = ["Answer", "RequestCancelled", "RequestHandler", "Round", "handler_for", "model_key", "register_handler",
-           "registered_handlers"]
+__all__ = [
+    "Answer",
+    "RequestCancelled",
+    "RequestHandler",
+    "Round",
+    "handler_for",
+    "model_key",
+    "register_handler",
+    "registered_handlers",
+]
 
 
 def model_key(model: Any) -> Any:

@@ -28,10 +28,19 @@ class Resources:
     slot from before a call (a Dask worker passes a cluster-wide semaphore); by default each client
     allows ``concurrency`` calls at once."""
 
-    def __init__(self, *, embedder: Any = None, judge: Any = None, device: str | None = None,
-                 cache: Any = True, concurrency: int = 8, timeout: float | None = None,
-                 max_attempts: int | None = None, prices: dict[str, Any] | None = None,
-                 chat_slots: Callable[[int], AbstractContextManager[Any]] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        embedder: Any = None,
+        judge: Any = None,
+        device: str | None = None,
+        cache: Any = True,
+        concurrency: int = 8,
+        timeout: float | None = None,
+        max_attempts: int | None = None,
+        prices: dict[str, Any] | None = None,
+        chat_slots: Callable[[int], AbstractContextManager[Any]] | None = None,
+    ) -> None:
         self.embedder_spec = embedder
         self.judge_spec = judge
         self.device = device
@@ -49,8 +58,13 @@ class Resources:
 
     # -- dispatch --------------------------------------------------------------------------
 
-    def answer(self, requests: Sequence[Any], *, on_answer: Callable[[int, Answer], None] | None = None,
-               cancel: Callable[[], bool] | None = None) -> list[Answer]:
+    def answer(
+        self,
+        requests: Sequence[Any],
+        *,
+        on_answer: Callable[[int, Answer], None] | None = None,
+        cancel: Callable[[], bool] | None = None,
+    ) -> list[Answer]:
         """One :class:`Answer` per request, in order; a failed request's value is a ResourceError.
 
         ``on_answer(index, answer)`` is called once per request as its answer is ready (a batch of
@@ -99,8 +113,7 @@ class Resources:
             return get_embedder(spec, device=self.device)
         if callable(getattr(spec, "encode", None)):
             return spec
-        msg = (f"embedder must be a model name, a local path or an object with encode(texts); "
-               f"got {type(spec).__name__}")
+        msg = f"embedder must be a model name, a local path or an object with encode(texts); got {type(spec).__name__}"
         raise ResourceError(msg)
 
     def cross_encoder(self, model: str) -> Any:

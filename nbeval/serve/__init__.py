@@ -19,5 +19,8 @@ if TYPE_CHECKING:
 
 __all__ = ["EndpointApp", "create_app", "serve"]
 
-__getattr__, __dir__ = lazy_exports(__name__, {"create_app": "nbeval.serve.app", "EndpointApp": "nbeval.serve.hooks",
-                                               "serve": "nbeval.serve.server"}, globals())
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {"create_app": "nbeval.serve.app", "EndpointApp": "nbeval.serve.hooks", "serve": "nbeval.serve.server"},
+    globals(),
+)

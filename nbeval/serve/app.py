@@ -13,14 +13,14 @@
 
 Every route but ``/health`` needs ``Authorization: Bearer <token>``, or in a browser the cookie
 the docs' sign-in form sets (see :mod:`nbeval.serve.guard`).
-What a request may set is in :mod:`nbeval.serve.policy`; jobs are kept as :mod:`nbeval.serve.jobs` says.
+What a request may set is in :mod:`nbeval.serve.policy`, how its body is read in
+:mod:`nbeval.serve.bodies`; jobs are kept as :mod:`nbeval.serve.jobs` says.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -29,13 +29,19 @@ from fastapi import FastAPI, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
-from fastapi.routing import APIRoute
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from starlette.responses import Response
 
 from nbeval._version import __version__
 from nbeval.application import spec_dict
 from nbeval.errors import DataError, NbevalError
+from nbeval.serve.bodies import (
+    EvaluationRequest,
+    EvaluatorChoice,
+    StrictJSONRoute,
+    field_message,
+    refused,
+    request_errors,
+    strict_json,
+)
 from nbeval.serve.dbgpt import (
     DbgptRequest,
     ServiceUnavailable,
@@ -59,123 +65,19 @@ from nbeval.serve.policy import (
     DEFAULT_MAX_TOKENS,
     SERVER_PARAMS,
     error_text,
-    lone_surrogate,
-    model_refusal,
-    param_errors,
 )
 
-__all__ = ["DBGPT_PATH", "SERVER_PARAMS", "EvaluationRequest", "EvaluatorChoice", "StrictJSONRoute", "create_app",
-           "strict_json"]
+__all__ = [
+    "DBGPT_PATH",
+    "SERVER_PARAMS",
+    "EvaluationRequest",
+    "EvaluatorChoice",
+    "StrictJSONRoute",
+    "create_app",
+    "strict_json",
+]
 
 DBGPT_PATH = "/api/v2/serve/evaluate/evaluation"
-_SURROGATE = "holds text that cannot be encoded as UTF-8 (a lone surrogate such as '\\ud800')"
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(name)
-
-
-def strict_json(body: bytes) -> Any:
-    """``body`` parsed as JSON proper: ``NaN``, ``Infinity`` and ``-Infinity`` (which Python's
-    parser takes) raise :class:`json.JSONDecodeError`, as any other syntax error."""
-    text = body.decode("utf-8") if isinstance(body, bytes) else body
-    try:
-        return json.loads(text, parse_constant=_no_constant)
-    except json.JSONDecodeError:
-        raise
-    except ValueError as e:
-        name = str(e)
-        pos = max(text.find(name), 0)
-        msg = f"{name} is not valid JSON (send a number, or null for a missing value)"
-        raise json.JSONDecodeError(msg, text, pos) from None
-
-
-class _StrictJSONRequest(Request):
-    async def json(self) -> Any:
-        if not hasattr(self, "_json"):
-            self._json = strict_json(await self.body())
-        return self._json
-
-
-class StrictJSONRoute(APIRoute):
-    """A route whose JSON body is parsed strictly (:func:`strict_json`): ``NaN`` or ``Infinity``
-    in a request is refused with 422, like any other invalid JSON."""
-
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handler = super().get_route_handler()
-
-        async def strict(request: Request) -> Response:
-            return await handler(_StrictJSONRequest(request.scope, request.receive))
-
-        return strict
-
-
-class EvaluatorChoice(BaseModel):
-    """An evaluator with parameters."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    id: str = Field(min_length=1, description="evaluator id (GET /v1/evaluators)")
-    params: dict[str, Any] = Field(default_factory=dict, description="its parameters, e.g. {'threshold': 0.5}")
-
-    @field_validator("id")
-    @classmethod
-    def _encodable_id(cls, value: str) -> str:
-        if lone_surrogate(value):
-            raise DataError(f"the id {_SURROGATE}")
-        return value
-
-    @field_validator("params")
-    @classmethod
-    def _client_params(cls, params: dict[str, Any]) -> dict[str, Any]:
-        refused = sorted(SERVER_PARAMS & set(params))
-        if refused:
-            msg = f"parameter {', '.join(refused)} is set by the server, not by a request"
-            raise DataError(msg)
-        if lone_surrogate(params):
-            raise DataError(f"a parameter {_SURROGATE}")
-        return params
-
-
-class EvaluationRequest(BaseModel):
-    """What to evaluate (``data`` records or a ``lab``) and with which evaluators."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    data: list[dict[str, Any]] | None = Field(None, description="records: input, expected_output, actual_output, "
-                                                               "context, expected_context, model_key, ...")
-    lab: dict[str, Any] | None = Field(None, description="a test lab as JSON")
-    evaluators: list[str | EvaluatorChoice] = Field(min_length=1, max_length=200)
-    wait: bool | None = Field(None, description="true: answer when finished; false: answer at once with the job; "
-                                                "unset: wait for small runs only")
-
-    @field_validator("evaluators")
-    @classmethod
-    def _encodable_ids(cls, evaluators: list[str | EvaluatorChoice]) -> list[str | EvaluatorChoice]:
-        for i, e in enumerate(evaluators):
-            if isinstance(e, str) and lone_surrogate(e):
-                raise DataError(f"evaluator {i} {_SURROGATE}")
-        return evaluators
-
-    @model_validator(mode="after")
-    def _one_source(self) -> EvaluationRequest:
-        if (self.data is None) == (self.lab is None):
-            raise DataError("give exactly one of 'data' (a list of records) or 'lab' (a test lab)")
-        if self.data is not None and not self.data:
-            raise DataError("'data' is empty; give at least one record")
-        return self
-
-    def evaluator_specs(self) -> list[Any]:
-        return [e if isinstance(e, str) else {"id": e.id, **e.params} for e in self.evaluators]
-
-
-def _field_message(errors: list[Any]) -> str:
-    """Validation errors in one line, each led by the field it is about (``body.datasets.0.query``)."""
-    parts = []
-    for e in errors:
-        where = ".".join(str(p) for p in e.get("loc", ()))
-        parts.append(f"{where}: {e.get('msg', 'invalid')}" if where else str(e.get("msg", "invalid")))
-    return "; ".join(parts)
 
 
 def _as_app(app: Any) -> CallableApp | EndpointApp | None:
@@ -189,41 +91,30 @@ def _as_app(app: Any) -> CallableApp | EndpointApp | None:
     raise NbevalError(msg)
 
 
-def _refused(field: str, message: str) -> JSONResponse:
-    detail = [{"loc": ["body", *field.split(".")], "msg": message, "type": "value_error"}]
-    return JSONResponse({"detail": detail, "message": f"body.{field}: {message}"}, status_code=422)
-
-
-def _request_errors(specs: list[Any], *, max_tokens: int, has_embedder: bool,
-                    allow_models: bool) -> list[tuple[str, str]]:
-    """What a request's evaluators may not do (:mod:`nbeval.serve.policy`), as ``(field, message)``;
-    ``specs`` are ids or ``(id, params)`` pairs."""
-    from nbeval.evaluators.registry import get_spec
-
-    errors = []
-    for i, item in enumerate(specs):
-        name, params = (item, {}) if isinstance(item, str) else item
-        errors += [(f"evaluators.{i}.params.{where}", msg)
-                   for where, msg in param_errors(params, max_tokens=max_tokens)]
-        try:
-            spec = get_spec(name)
-        except Exception:  # unknown: planning says so, with the known ones
-            continue
-        refusal = model_refusal(spec, has_embedder=has_embedder, allow_models=allow_models)
-        if refusal:
-            errors.append((f"evaluators.{i}", refusal))
-    return errors
-
-
 # ruff counts every route closure's branches in create_app; each route on its own is small.
 def create_app(  # noqa: C901
-        *, token: str | None, retriever: Callable[..., Any] | str | None = None, app: Any = None,
-               documents: Callable[..., Any] | str | None = None, judge: Any = None, embedder: Any = None,
-               device: str | None = None, cache: Any = False,
-               max_body_bytes: int = 16 * 2**20, wait_rows: int = 200, workers: int = 2, chunk_rows: int = 32,
-               keep_jobs: int = 200, keep_bytes: int = 2**30, data_dir: str | Path | None = None,
-               max_scores: int = 100_000, page_scores: int = 1000, max_judge_tokens: int = DEFAULT_MAX_TOKENS,
-               allow_models: bool = False, max_queued: int = 64) -> FastAPI:
+    *,
+    token: str | None,
+    retriever: Callable[..., Any] | str | None = None,
+    app: Any = None,
+    documents: Callable[..., Any] | str | None = None,
+    judge: Any = None,
+    embedder: Any = None,
+    device: str | None = None,
+    cache: Any = False,
+    max_body_bytes: int = 16 * 2**20,
+    wait_rows: int = 200,
+    workers: int = 2,
+    chunk_rows: int = 32,
+    keep_jobs: int = 200,
+    keep_bytes: int = 2**30,
+    data_dir: str | Path | None = None,
+    max_scores: int = 100_000,
+    page_scores: int = 1000,
+    max_judge_tokens: int = DEFAULT_MAX_TOKENS,
+    allow_models: bool = False,
+    max_queued: int = 64,
+) -> FastAPI:
     """The service as an ASGI application (run it with uvicorn).
 
     ``token``: the bearer token every route but ``/health`` requires (``None``: no authentication;
@@ -252,23 +143,34 @@ def create_app(  # noqa: C901
     from nbeval.runtime import Resources
 
     retriever_fn = load_callable(retriever, RETRIEVER_GROUP, "retriever") if isinstance(retriever, str) else retriever
-    documents_fn = (load_callable(documents, DOCUMENTS_GROUP, "documents function") if isinstance(documents, str)
-                    else documents)
+    documents_fn = (
+        load_callable(documents, DOCUMENTS_GROUP, "documents function") if isinstance(documents, str) else documents
+    )
     application = _as_app(app)
-    store = JobStore(lambda: Resources(judge=judge, embedder=embedder, device=device, cache=cache),
-                     data_dir=data_dir, workers=workers, keep=keep_jobs, keep_bytes=keep_bytes, chunk_rows=chunk_rows,
-                     max_queued=max_queued)
+    store = JobStore(
+        lambda: Resources(judge=judge, embedder=embedder, device=device, cache=cache),
+        data_dir=data_dir,
+        workers=workers,
+        keep=keep_jobs,
+        keep_bytes=keep_bytes,
+        chunk_rows=chunk_rows,
+        max_queued=max_queued,
+    )
 
     def refusals(specs: list[Any], rows: int | None) -> JSONResponse | None:
-        errors = _request_errors(specs, max_tokens=max_judge_tokens, has_embedder=embedder is not None,
-                                 allow_models=allow_models)
+        errors = request_errors(
+            specs, max_tokens=max_judge_tokens, has_embedder=embedder is not None, allow_models=allow_models
+        )
         if errors:
             detail = [{"loc": ["body", *f.split(".")], "msg": m, "type": "value_error"} for f, m in errors]
             message = "; ".join(f"body.{f}: {m}" for f, m in errors)
             return JSONResponse({"detail": detail, "message": message}, status_code=422)
         if rows is not None and rows * len(specs) > max_scores:
-            return _refused("data", f"{rows} rows × {len(specs)} evaluators is over this server's limit of "
-                                    f"{max_scores} scores per request; split the data")
+            return refused(
+                "data",
+                f"{rows} rows × {len(specs)} evaluators is over this server's limit of "
+                f"{max_scores} scores per request; split the data",
+            )
         return None
 
     def start_job(data: Any, evaluators: list[Any]) -> Job:
@@ -280,23 +182,35 @@ def create_app(  # noqa: C901
         return job.view(store.scores(job, offset, limit), offset=offset, limit=limit)
 
     def queue_full(exc: QueueFull, body: dict[str, Any] | None = None) -> JSONResponse:
-        return JSONResponse(body or {"detail": str(exc), "message": str(exc)}, status_code=503,
-                            headers={"Retry-After": str(exc.retry_after)})
+        return JSONResponse(
+            body or {"detail": str(exc), "message": str(exc)},
+            status_code=503,
+            headers={"Retry-After": str(exc.retry_after)},
+        )
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> Any:
         yield
         store.shutdown()
 
-    api = FastAPI(title="nbeval evaluation service", version=__version__, lifespan=lifespan,
-                  docs_url=None, redoc_url=None,  # nbeval.serve.docs serves them, with no CDN
-                  description="Evaluate LLM and RAG applications over HTTP. Every route but /health needs "
-                              "`Authorization: Bearer <token>`; in a browser, signing in on /docs sets a "
-                              "cookie that stands in for it.")
+    api = FastAPI(
+        title="nbeval evaluation service",
+        version=__version__,
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,  # nbeval.serve.docs serves them, with no CDN
+        description="Evaluate LLM and RAG applications over HTTP. Every route but /health needs "
+        "`Authorization: Bearer <token>`; in a browser, signing in on /docs sets a "
+        "cookie that stands in for it.",
+    )
     api.router.route_class = StrictJSONRoute  # NaN and Infinity are not JSON: 422
     api.state.jobs = store
-    api.state.limits = {"max_scores": max_scores, "page_scores": page_scores, "max_judge_tokens": max_judge_tokens,
-                        "allow_models": allow_models}
+    api.state.limits = {
+        "max_scores": max_scores,
+        "page_scores": page_scores,
+        "max_judge_tokens": max_judge_tokens,
+        "allow_models": allow_models,
+    }
 
     @api.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -308,7 +222,7 @@ def create_app(  # noqa: C901
             why = (e.get("ctx") or {}).get("error") if e.get("type") == "json_invalid" else None
             if why:  # say what is wrong with the JSON, not only that something is
                 shown_error["msg"] = f"{shown_error.get('msg', 'invalid JSON')}: {why}"
-        message = _field_message(errors)
+        message = field_message(errors)
         body = {"detail": errors, "message": message}
         if request.url.path == DBGPT_PATH:
             body = {**envelope(error=message, code="E422"), **body}
@@ -333,9 +247,15 @@ def create_app(  # noqa: C901
 
         return [spec_dict(s) for s in list_evaluators(family)]
 
-    @api.post("/v1/evaluations", tags=["nbeval"], status_code=200,
-              responses={202: {"description": "accepted: poll GET /v1/evaluations/{id}"},
-                         422: {"description": "a bad request: the message names the field, row or evaluator"}})
+    @api.post(
+        "/v1/evaluations",
+        tags=["nbeval"],
+        status_code=200,
+        responses={
+            202: {"description": "accepted: poll GET /v1/evaluations/{id}"},
+            422: {"description": "a bad request: the message names the field, row or evaluator"},
+        },
+    )
     async def start_evaluation(req: EvaluationRequest) -> JSONResponse:
         """Evaluate ``data`` or ``lab`` with ``evaluators``. Finished runs answer 200 with
         ``scores`` (the long table) and ``leaderboards``; others 202 with the job to poll."""
@@ -364,8 +284,11 @@ def create_app(  # noqa: C901
         wait = req.wait if req.wait is not None else job.rows <= wait_rows
         while wait and not job.ended.is_set():  # waiting holds no thread
             await asyncio.sleep(0.02)
-        return JSONResponse(shown(job), status_code=200 if job.ended.is_set() else 202,
-                            headers={"Location": f"/v1/evaluations/{job.id}"})
+        return JSONResponse(
+            shown(job),
+            status_code=200 if job.ended.is_set() else 202,
+            headers={"Location": f"/v1/evaluations/{job.id}"},
+        )
 
     @api.get("/v1/evaluations", tags=["nbeval"])
     async def list_evaluations() -> list[dict[str, Any]]:
@@ -373,9 +296,13 @@ def create_app(  # noqa: C901
         return [j.view(with_result=False) for j in store.jobs()]
 
     @api.get("/v1/evaluations/{job_id}", tags=["nbeval"], responses={404: {"description": "no such job"}})
-    def get_evaluation(job_id: str, offset: int = Query(0, ge=0, description="first record of scores"),
-                       limit: int | None = Query(None, ge=1, le=max(page_scores, 1),
-                                                 description=f"records of scores (default {page_scores})")) -> Any:
+    def get_evaluation(
+        job_id: str,
+        offset: int = Query(0, ge=0, description="first record of scores"),
+        limit: int | None = Query(
+            None, ge=1, le=max(page_scores, 1), description=f"records of scores (default {page_scores})"
+        ),
+    ) -> Any:
         """A job's status and progress (``done`` of ``total`` scores); its result once finished:
         ``leaderboards`` and a page of ``scores`` (``scores_page.next`` is the next page)."""
         found = _job_or_404(job_id)
@@ -388,8 +315,12 @@ def create_app(  # noqa: C901
         found = _job_or_404(job_id)
         return found.view(with_result=False) if isinstance(found, Job) else found
 
-    @api.get("/v1/evaluations/{job_id}/report", tags=["nbeval"], response_class=HTMLResponse,
-             responses={404: {"description": "no such job"}, 409: {"description": "not finished yet"}})
+    @api.get(
+        "/v1/evaluations/{job_id}/report",
+        tags=["nbeval"],
+        response_class=HTMLResponse,
+        responses={404: {"description": "no such job"}, 409: {"description": "not finished yet"}},
+    )
     def report(job_id: str) -> Any:
         """The finished job's self-contained HTML report."""
         found = _job_or_404(job_id)
@@ -397,8 +328,7 @@ def create_app(  # noqa: C901
             return found
         result = store.result(found)
         if result is None:
-            return JSONResponse({"detail": f"evaluation {job_id} is {found.status}; it has no report"},
-                                status_code=409)
+            return JSONResponse({"detail": f"evaluation {job_id} is {found.status}; it has no report"}, status_code=409)
         return HTMLResponse(result.to_html())
 
     @api.post(DBGPT_PATH, tags=["DB-GPT"])
@@ -406,12 +336,17 @@ def create_app(  # noqa: C901
         """DB-GPT's evaluation request (``scene_key``, ``scene_value``, ``context``,
         ``evaluate_metrics``, ``datasets``), answered in DB-GPT's envelope."""
         try:
-            errors = _request_errors(dbgpt_evaluators(req), max_tokens=max_judge_tokens,
-                                     has_embedder=embedder is not None, allow_models=allow_models)
+            errors = request_errors(
+                dbgpt_evaluators(req),
+                max_tokens=max_judge_tokens,
+                has_embedder=embedder is not None,
+                allow_models=allow_models,
+            )
             if errors:
                 return JSONResponse(envelope(error="; ".join(m for _, m in errors), code="E422"), status_code=422)
-            run = await run_in_threadpool(prepare_dbgpt, req, retriever=retriever_fn, app=application,
-                                          documents=documents_fn)
+            run = await run_in_threadpool(
+                prepare_dbgpt, req, retriever=retriever_fn, app=application, documents=documents_fn
+            )
             job = await run_in_threadpool(start_job, run.records, run.evaluators)
         except ServiceUnavailable as exc:
             return JSONResponse(envelope(error=str(exc), code="E501"), status_code=501)
@@ -422,8 +357,9 @@ def create_app(  # noqa: C901
         while not job.ended.is_set():
             await asyncio.sleep(0.02)
         if not job.has_result:
-            return JSONResponse(envelope(error=job.error or f"the evaluation ended {job.status}", code="E500"),
-                                status_code=500)
+            return JSONResponse(
+                envelope(error=job.error or f"the evaluation ended {job.status}", code="E500"), status_code=500
+            )
         scores = await run_in_threadpool(store.scores, job)
         return JSONResponse(envelope(dbgpt_data(req, run, {"scores": scores})))
 

@@ -70,8 +70,10 @@ def connection_bounds(limit_concurrency: int, open_files: int) -> tuple[int, int
     backlog = max(16, min(128, open_files // 16))
     cap = open_files - RESERVE_FDS - 4 * backlog
     if cap < 8:
-        msg = (f"this process may open only {open_files} files (ulimit -n), too few to serve: the service keeps "
-               f"{RESERVE_FDS + 4 * backlog} for itself; raise it (e.g. ulimit -n 1024)")
+        msg = (
+            f"this process may open only {open_files} files (ulimit -n), too few to serve: the service keeps "
+            f"{RESERVE_FDS + 4 * backlog} for itself; raise it (e.g. ulimit -n 1024)"
+        )
         raise NbevalError(msg)
     return max(2, min(limit_concurrency, cap)), cap, backlog
 
@@ -143,16 +145,21 @@ def deadline_protocol(header_timeout: float, body_timeout: float, limit: int, ca
                 self.transport.close()
 
         def _body_expire(self, cycle: Any) -> None:
-            if (self.cycle is not cycle or not cycle.more_body or cycle.response_complete
-                    or self.transport.is_closing()):
+            if self.cycle is not cycle or not cycle.more_body or cycle.response_complete or self.transport.is_closing():
                 return
             if not cycle.response_started:  # answer 408; the application's own answer, if any, is dropped
                 cycle.response_started = True
-                headers = [("content-type", "application/json"), ("connection", "close"),
-                           ("content-length", str(len(timeout_body)))]
+                headers = [
+                    ("content-type", "application/json"),
+                    ("connection", "close"),
+                    ("content-length", str(len(timeout_body))),
+                ]
                 try:
-                    parts = [self.conn.send(h11.Response(status_code=408, headers=headers, reason=b"Request Timeout")),
-                             self.conn.send(h11.Data(data=timeout_body)), self.conn.send(h11.EndOfMessage())]
+                    parts = [
+                        self.conn.send(h11.Response(status_code=408, headers=headers, reason=b"Request Timeout")),
+                        self.conn.send(h11.Data(data=timeout_body)),
+                        self.conn.send(h11.EndOfMessage()),
+                    ]
                     self.transport.write(b"".join(p or b"" for p in parts))
                 except h11.LocalProtocolError:  # h11 cannot answer in this state: close without a word
                     pass

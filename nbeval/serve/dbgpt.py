@@ -37,8 +37,18 @@ from nbeval.chat.secrets import redact
 from nbeval.errors import NbevalError
 from nbeval.serve.hooks import AppAnswer, CallableApp, EndpointApp, document_chunks, retrieve
 
-__all__ = ["METRICS", "DbgptContext", "DbgptItem", "DbgptRequest", "DbgptRun", "ServiceUnavailable", "dbgpt_data",
-           "dbgpt_evaluators", "envelope", "prepare_dbgpt"]
+__all__ = [
+    "METRICS",
+    "DbgptContext",
+    "DbgptItem",
+    "DbgptRequest",
+    "DbgptRun",
+    "ServiceUnavailable",
+    "dbgpt_data",
+    "dbgpt_evaluators",
+    "envelope",
+    "prepare_dbgpt",
+]
 
 #: DB-GPT metric name -> (nbeval evaluator id, metric reported as the score).
 METRICS: dict[str, tuple[str, str]] = {
@@ -61,8 +71,9 @@ class DbgptContext(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     top_k: int = Field(5, ge=1, le=1000, description="chunks to retrieve per query")
-    prompt: str | None = Field(None, max_length=100_000,
-                               description="system prompt sent to the application (app scenes)")
+    prompt: str | None = Field(
+        None, max_length=100_000, description="system prompt sent to the application (app scenes)"
+    )
     model: str | None = Field(None, max_length=200, description="model name at the application endpoint")
 
 
@@ -100,8 +111,10 @@ class DbgptRequest(BaseModel):
             except Exception:
                 unknown.append(name)
         if unknown:
-            msg = (f"unknown metric {', '.join(map(repr, unknown))}; use {', '.join(METRICS)} "
-                   "or an nbeval evaluator id (GET /v1/evaluators)")
+            msg = (
+                f"unknown metric {', '.join(map(repr, unknown))}; use {', '.join(METRICS)} "
+                "or an nbeval evaluator id (GET /v1/evaluators)"
+            )
             raise ValueError(msg)
         if len(set(names)) != len(names):
             raise ValueError("a metric is named twice")
@@ -156,8 +169,13 @@ class DbgptRun:
     """Per requested metric: the evaluator id and the metric reported as its score."""
 
 
-def prepare_dbgpt(req: DbgptRequest, *, retriever: Callable[..., Any] | None,
-                  app: CallableApp | EndpointApp | None, documents: Callable[..., Any] | None = None) -> DbgptRun:
+def prepare_dbgpt(
+    req: DbgptRequest,
+    *,
+    retriever: Callable[..., Any] | None,
+    app: CallableApp | EndpointApp | None,
+    documents: Callable[..., Any] | None = None,
+) -> DbgptRun:
     """Call the retriever for every item (for ``app`` scenes the application too; for ``recall``
     scenes with a ``documents`` function, that for every ``doc_name``) and build the records and
     evaluators to run. Blocks while they answer."""
@@ -165,8 +183,10 @@ def prepare_dbgpt(req: DbgptRequest, *, retriever: Callable[..., Any] | None,
     if req.scene_key == "recall" and retriever is None:
         raise ServiceUnavailable("recall scenes need a retriever; start the service with --retriever module:function")
     if req.scene_key == "app" and app is None:
-        raise ServiceUnavailable("app scenes need an application; start the service with --app module:function "
-                                 "or --app-base-url URL --app-model NAME")
+        raise ServiceUnavailable(
+            "app scenes need an application; start the service with --app module:function "
+            "or --app-base-url URL --app-model NAME"
+        )
     queries = [item.query for item in req.datasets]
     answers = [AppAnswer() for _ in queries]
     if retriever is not None:
@@ -177,8 +197,14 @@ def prepare_dbgpt(req: DbgptRequest, *, retriever: Callable[..., Any] | None,
                 ans.error = redact(f"the retriever failed: {type(exc).__name__}: {exc}")
     if req.scene_key == "app" and app is not None:
         ok = [i for i, a in enumerate(answers) if a.error is None]  # an item whose retrieval failed is not asked
-        asked = app.ask([queries[i] for i in ok], [answers[i].contexts for i in ok], top_k=top_k,
-                        prompt=req.context.prompt, model=req.context.model, scene_value=req.scene_value)
+        asked = app.ask(
+            [queries[i] for i in ok],
+            [answers[i].contexts for i in ok],
+            top_k=top_k,
+            prompt=req.context.prompt,
+            model=req.context.model,
+            scene_value=req.scene_value,
+        )
         for i, answer in zip(ok, asked, strict=True):
             if answer.error is not None:  # an application's error may carry a DSN or a key: never echoed
                 answer.error = redact(answer.error)
@@ -194,13 +220,18 @@ def prepare_dbgpt(req: DbgptRequest, *, retriever: Callable[..., Any] | None,
 
     records = []
     for i, (item, ans) in enumerate(zip(req.datasets, answers, strict=True)):
-        record: dict[str, Any] = {"key": f"item-{i}", "model_key": req.scene_value or "model", "input": item.query,
-                                  "context": ans.contexts or []}
+        record: dict[str, Any] = {
+            "key": f"item-{i}",
+            "model_key": req.scene_value or "model",
+            "input": item.query,
+            "context": ans.contexts or [],
+        }
         if item.doc_name:
             # The document, and its chunks' texts for retrieved chunks that name no document.
-            record["expected_context"] = [{"doc_uri": item.doc_name},
-                                          *({"content": c["content"], "doc_uri": item.doc_name}
-                                            for c in known[i] or [] if "content" in c)]
+            record["expected_context"] = [
+                {"doc_uri": item.doc_name},
+                *({"content": c["content"], "doc_uri": item.doc_name} for c in known[i] or [] if "content" in c),
+            ]
         if ans.answer is not None:
             record["actual_output"] = ans.answer
         if ans.error is not None:
@@ -245,17 +276,19 @@ def dbgpt_data(req: DbgptRequest, run: DbgptRun, payload: dict[str, Any]) -> lis
         entries = []
         for name, (ev, metric) in zip(req.evaluate_metrics, run.chosen, strict=True):
             s = found.get((f"item-{i}", ev, metric), {})
-            entries.append({
-                "prediction": _texts(ans.contexts) if recall else ans.answer,
-                "contexts": contexts,
-                "score": s.get("value"),
-                "passing": s.get("passed"),
-                "metric_name": name,
-                "prediction_cost": 0 if recall else _milliseconds(ans.seconds),
-                "query": item.query,
-                "raw_dataset": raw,
-                "feedback": s.get("rationale"),
-                "error": ans.error or s.get("error") or s.get("skip_reason"),
-            })
+            entries.append(
+                {
+                    "prediction": _texts(ans.contexts) if recall else ans.answer,
+                    "contexts": contexts,
+                    "score": s.get("value"),
+                    "passing": s.get("passed"),
+                    "metric_name": name,
+                    "prediction_cost": 0 if recall else _milliseconds(ans.seconds),
+                    "query": item.query,
+                    "raw_dataset": raw,
+                    "feedback": s.get("rationale"),
+                    "error": ans.error or s.get("error") or s.get("skip_reason"),
+                }
+            )
         data.append(entries)
     return data

@@ -40,9 +40,11 @@ STATIC_PATH = "/docs/static"
 #: Seconds the sign-in lasts (a working day); the browser forgets it sooner when asked to (sign out).
 COOKIE_MAX_AGE = 12 * 3600
 _PAGES = ("/docs", "/redoc")
-_PAGE_CSP = ("default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
-             "img-src 'self' data:; font-src 'self' data:; worker-src 'self' blob:; connect-src 'self'; "
-             "frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
+_PAGE_CSP = (
+    "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; font-src 'self' data:; worker-src 'self' blob:; connect-src 'self'; "
+    "frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
+)
 _FORM_CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
 _FORM = """<!DOCTYPE html>
@@ -71,8 +73,10 @@ of this browser for 12 hours, or until you sign out.</p>
 </form>
 </main></body></html>
 """
-_SIGN_OUT = ('<form method="post" action="{action}" style="position:absolute;top:.8rem;right:1rem;margin:0">'
-             '<button type="submit">Sign out</button></form>\n')
+_SIGN_OUT = (
+    '<form method="post" action="{action}" style="position:absolute;top:.8rem;right:1rem;margin:0">'
+    '<button type="submit">Sign out</button></form>\n'
+)
 
 
 def _static_dir() -> str:
@@ -111,8 +115,9 @@ def add_docs(api: FastAPI, *, token: str | None) -> None:
 
     def form(request: Request, next_page: str, error: str = "", status: int = 200) -> Response:
         shown = f'<p class="error" role="alert">{escape(error)}</p>\n' if error else ""
-        html = _FORM.format(title=escape(title), error=shown, action=escape(f"{_root(request)}/docs/login"),
-                            next=escape(next_page))
+        html = _FORM.format(
+            title=escape(title), error=shown, action=escape(f"{_root(request)}/docs/login"), next=escape(next_page)
+        )
         headers = {"WWW-Authenticate": 'Bearer realm="nbeval"'} if status == 401 else None
         return _no_store(HTMLResponse(html, status_code=status, headers=headers), _FORM_CSP)
 
@@ -124,11 +129,14 @@ def add_docs(api: FastAPI, *, token: str | None) -> None:
         if not signed_in(request):
             return form(request, "/docs")
         root = _root(request)
-        page = get_swagger_ui_html(openapi_url=f"{root}{api.openapi_url}", title=f"{title} - Swagger UI",
-                                   swagger_js_url=f"{root}{STATIC_PATH}/swagger-ui-bundle.js",
-                                   swagger_css_url=f"{root}{STATIC_PATH}/swagger-ui.css",
-                                   swagger_favicon_url=f"{root}{STATIC_PATH}/favicon.png",
-                                   swagger_ui_parameters={"validatorUrl": None})  # no badge from swagger.io
+        page = get_swagger_ui_html(
+            openapi_url=f"{root}{api.openapi_url}",
+            title=f"{title} - Swagger UI",
+            swagger_js_url=f"{root}{STATIC_PATH}/swagger-ui-bundle.js",
+            swagger_css_url=f"{root}{STATIC_PATH}/swagger-ui.css",
+            swagger_favicon_url=f"{root}{STATIC_PATH}/favicon.png",
+            swagger_ui_parameters={"validatorUrl": None},
+        )  # no badge from swagger.io
         if request.scope.get(AUTH_KEY) == "cookie":  # signed in by the form: a way out
             sign_out = _SIGN_OUT.format(action=escape(f"{root}/docs/logout")).encode()
             anchor = b'<div id="swagger-ui">'
@@ -140,9 +148,13 @@ def add_docs(api: FastAPI, *, token: str | None) -> None:
         if not signed_in(request):
             return form(request, "/redoc")
         root = _root(request)
-        page = get_redoc_html(openapi_url=f"{root}{api.openapi_url}", title=f"{title} - ReDoc",
-                              redoc_js_url=f"{root}{STATIC_PATH}/redoc.standalone.js",
-                              redoc_favicon_url=f"{root}{STATIC_PATH}/favicon.png", with_google_fonts=False)
+        page = get_redoc_html(
+            openapi_url=f"{root}{api.openapi_url}",
+            title=f"{title} - ReDoc",
+            redoc_js_url=f"{root}{STATIC_PATH}/redoc.standalone.js",
+            redoc_favicon_url=f"{root}{STATIC_PATH}/favicon.png",
+            with_google_fonts=False,
+        )
         return _no_store(page, _PAGE_CSP)
 
     @api.post("/docs/login", include_in_schema=False)
@@ -155,18 +167,31 @@ def add_docs(api: FastAPI, *, token: str | None) -> None:
         if request.headers.get("origin") is not None and not same_origin(request.scope):
             return form(request, next_page, "Sign in from this service's own page.", 403)
         if not secure_channel(request.scope):
-            return form(request, next_page, "Sign in over https, or from this machine (127.0.0.1 or ::1): "
-                                            "elsewhere the token would cross the network in clear.", 403)
+            return form(
+                request,
+                next_page,
+                "Sign in over https, or from this machine (127.0.0.1 or ::1): "
+                "elsewhere the token would cross the network in clear.",
+                403,
+            )
         given = (fields.get("token") or [""])[0].strip()
         if not hmac.compare_digest(given.encode(), token.encode()):
             return form(request, next_page, "That is not the service's token." if given else "Give the token.", 401)
-        back.set_cookie(COOKIE, cookie_value(token), max_age=COOKIE_MAX_AGE, path=f"{_root(request)}/",
-                        secure=request.url.scheme == "https", httponly=True, samesite="strict")
+        back.set_cookie(
+            COOKIE,
+            cookie_value(token),
+            max_age=COOKIE_MAX_AGE,
+            path=f"{_root(request)}/",
+            secure=request.url.scheme == "https",
+            httponly=True,
+            samesite="strict",
+        )
         return back
 
     @api.post("/docs/logout", include_in_schema=False)
     async def logout(request: Request) -> Response:
         back = RedirectResponse(f"{_root(request)}/docs", status_code=303)
-        back.delete_cookie(COOKIE, path=f"{_root(request)}/", secure=request.url.scheme == "https",
-                           httponly=True, samesite="strict")
+        back.delete_cookie(
+            COOKIE, path=f"{_root(request)}/", secure=request.url.scheme == "https", httponly=True, samesite="strict"
+        )
         return back

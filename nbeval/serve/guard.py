@@ -34,8 +34,17 @@ from typing import Any
 
 from nbeval.serve.server import is_loopback
 
-__all__ = ["AUTH_KEY", "COOKIE", "OPEN_ROUTES", "SIGN_IN_ROUTES", "Guard", "cookie_value", "loopback_host",
-           "same_origin", "secure_channel"]
+__all__ = [
+    "AUTH_KEY",
+    "COOKIE",
+    "OPEN_ROUTES",
+    "SIGN_IN_ROUTES",
+    "Guard",
+    "cookie_value",
+    "loopback_host",
+    "same_origin",
+    "secure_channel",
+]
 
 _Scope = MutableMapping[str, Any]
 _Message = MutableMapping[str, Any]
@@ -47,8 +56,7 @@ _ASGIApp = Callable[[_Scope, _Receive, _Send], Awaitable[None]]
 OPEN_ROUTES = frozenset({("GET", "/health"), ("HEAD", "/health")})
 #: (method, path) pairs passed on without credentials, which answer by what ``scope[AUTH_KEY]`` says:
 #: the docs pages (the sign-in form without credentials) and the sign-in and sign-out.
-SIGN_IN_ROUTES = frozenset({("GET", "/docs"), ("GET", "/redoc"),
-                            ("POST", "/docs/login"), ("POST", "/docs/logout")})
+SIGN_IN_ROUTES = frozenset({("GET", "/docs"), ("GET", "/redoc"), ("POST", "/docs/login"), ("POST", "/docs/logout")})
 #: The cookie the docs' sign-in sets, accepted in place of ``Authorization: Bearer <token>``.
 COOKIE = "nbeval_token"
 #: Where the guard leaves how a request was authenticated: ``"bearer"``, ``"cookie"``, ``"open"``
@@ -125,12 +133,15 @@ def same_origin(scope: _Scope) -> bool:
     return origin.strip().lower() == own.strip().lower()
 
 
-async def _reply(send: _Send, status: int, body: dict[str, Any],
-                 headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
+async def _reply(send: _Send, status: int, body: dict[str, Any], headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
     data = json.dumps(body).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()),
-                            *headers]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()), *headers],
+        }
+    )
     await send({"type": "http.response.body", "body": data})
 
 
@@ -179,21 +190,36 @@ class Guard:
             await self.app(scope, receive, send)
             return
         if self._token is None and not loopback_host(_header(scope, b"host")):
-            await _reply(send, 421, {"detail": "this service runs without a token and answers only requests for "
-                                               "localhost, 127.0.0.1 or [::1] (the Host header)"})
+            await _reply(
+                send,
+                421,
+                {
+                    "detail": "this service runs without a token and answers only requests for "
+                    "localhost, 127.0.0.1 or [::1] (the Host header)"
+                },
+            )
             return
         route = (scope.get("method"), scope.get("path"))
         credential = scope[AUTH_KEY] = self._credential(scope)
         if route not in OPEN_ROUTES and route not in SIGN_IN_ROUTES:
             if credential is None:
-                await _reply(send, 401, {"detail": "missing or wrong bearer token: send "
-                                                   "'Authorization: Bearer <token>'"},
-                             ((b"www-authenticate", b'Bearer realm="nbeval"'),))
+                await _reply(
+                    send,
+                    401,
+                    {"detail": "missing or wrong bearer token: send 'Authorization: Bearer <token>'"},
+                    ((b"www-authenticate", b'Bearer realm="nbeval"'),),
+                )
                 return
             if credential == "cookie" and scope.get("method") not in _SAFE_METHODS and not same_origin(scope):
-                await _reply(send, 403, {"detail": "the docs' sign-in cookie counts only on requests from the "
-                                                   "service's own pages (their Origin header); send "
-                                                   "'Authorization: Bearer <token>'"})
+                await _reply(
+                    send,
+                    403,
+                    {
+                        "detail": "the docs' sign-in cookie counts only on requests from the "
+                        "service's own pages (their Origin header); send "
+                        "'Authorization: Bearer <token>'"
+                    },
+                )
                 return
         for name, value in scope.get("headers", []):
             if name == b"content-length" and value.isdigit() and int(value) > self.max_body_bytes:

@@ -26,8 +26,18 @@ from typing import Any
 
 from nbeval.errors import NbevalError
 
-__all__ = ["APP_GROUP", "DOCUMENTS_GROUP", "RETRIEVER_GROUP", "AppAnswer", "CallableApp", "EndpointApp",
-           "document_chunks", "load_callable", "normalize_chunks", "retrieve"]
+__all__ = [
+    "APP_GROUP",
+    "DOCUMENTS_GROUP",
+    "RETRIEVER_GROUP",
+    "AppAnswer",
+    "CallableApp",
+    "EndpointApp",
+    "document_chunks",
+    "load_callable",
+    "normalize_chunks",
+    "retrieve",
+]
 
 #: Entry-point groups where installed packages offer retrievers, documents functions and
 #: applications by name.
@@ -54,8 +64,10 @@ def load_callable(spec: str, group: str, what: str) -> Callable[..., Any]:
         found = list(entry_points(group=group, name=spec))
         if not found:
             names = sorted(ep.name for ep in entry_points(group=group))
-            msg = (f"no {what} named {spec!r}: give module:function, or the name of an entry point in "
-                   f"'{group}' ({', '.join(names) if names else 'none is installed'})")
+            msg = (
+                f"no {what} named {spec!r}: give module:function, or the name of an entry point in "
+                f"'{group}' ({', '.join(names) if names else 'none is installed'})"
+            )
             raise NbevalError(msg)
         obj = found[0].load()
     if not callable(obj):
@@ -88,8 +100,10 @@ def normalize_chunks(items: Any, who: str) -> list[dict[str, str]]:
                     chunk["doc_uri"] = str(doc)
                 chunks.append(chunk)
                 continue
-        msg = (f"{who} returned a chunk #{i + 1} of type {type(item).__name__}; a chunk is a text or a "
-               "dict with 'content' and/or 'doc_uri'")
+        msg = (
+            f"{who} returned a chunk #{i + 1} of type {type(item).__name__}; a chunk is a text or a "
+            "dict with 'content' and/or 'doc_uri'"
+        )
         raise NbevalError(msg)
     return chunks
 
@@ -105,15 +119,17 @@ def _call(fn: Callable[..., Any], args: Sequence[Any], extra: Mapping[str, Any])
     return fn(*args, **kwargs)
 
 
-def retrieve(retriever: Callable[..., Any], query: str, top_k: int, scene_value: str | None = None
-             ) -> list[dict[str, str]]:
+def retrieve(
+    retriever: Callable[..., Any], query: str, top_k: int, scene_value: str | None = None
+) -> list[dict[str, str]]:
     """Call the retriever for ``query`` and return at most ``top_k`` chunks."""
     out = _call(retriever, (query, top_k), {"scene_value": scene_value})
     return normalize_chunks(out, "the retriever")[:top_k]
 
 
-def document_chunks(documents: Callable[..., Any], doc_name: str, scene_value: str | None = None
-                    ) -> list[dict[str, str]]:
+def document_chunks(
+    documents: Callable[..., Any], doc_name: str, scene_value: str | None = None
+) -> list[dict[str, str]]:
     """Call the documents function for ``doc_name``: the document's chunks, each with its ``doc_uri``
     set to ``doc_name`` when the function does not name one."""
     out = normalize_chunks(_call(documents, (doc_name,), {"scene_value": scene_value}), "the documents function")
@@ -154,14 +170,27 @@ class CallableApp:
         self.fn = fn
         self.workers = max(1, workers)
 
-    def ask(self, queries: Sequence[str], contexts: Sequence[list[dict[str, str]] | None], *, top_k: int,
-            prompt: str | None = None, model: str | None = None, scene_value: str | None = None) -> list[AppAnswer]:
+    def ask(
+        self,
+        queries: Sequence[str],
+        contexts: Sequence[list[dict[str, str]] | None],
+        *,
+        top_k: int,
+        prompt: str | None = None,
+        model: str | None = None,
+        scene_value: str | None = None,
+    ) -> list[AppAnswer]:
         import time
 
         def one(i: int) -> AppAnswer:
             start = time.perf_counter()
-            extra = {"top_k": top_k, "contexts": contexts[i], "prompt": prompt, "model": model,
-                     "scene_value": scene_value}
+            extra = {
+                "top_k": top_k,
+                "contexts": contexts[i],
+                "prompt": prompt,
+                "model": model,
+                "scene_value": scene_value,
+            }
             try:
                 answer, ctx = _unpack(_call(self.fn, (queries[i],), extra))
             except Exception as exc:
@@ -177,16 +206,31 @@ class EndpointApp:
     as the system message; retrieved chunks, when there are any, go before the question. Only
     ``api_key`` is sent to it: never the judge's key from the environment."""
 
-    def __init__(self, base_url: str, model: str | None, api_key: str | None = None, *,
-                 concurrency: int = 4, timeout: float = 60.0) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        model: str | None,
+        api_key: str | None = None,
+        *,
+        concurrency: int = 4,
+        timeout: float = 60.0,
+    ) -> None:
         self.base_url = base_url
         self.model = model
         self.api_key = api_key
         self.concurrency = max(1, concurrency)
         self.timeout = timeout
 
-    def ask(self, queries: Sequence[str], contexts: Sequence[list[dict[str, str]] | None], *, top_k: int,
-            prompt: str | None = None, model: str | None = None, scene_value: str | None = None) -> list[AppAnswer]:
+    def ask(
+        self,
+        queries: Sequence[str],
+        contexts: Sequence[list[dict[str, str]] | None],
+        *,
+        top_k: int,
+        prompt: str | None = None,
+        model: str | None = None,
+        scene_value: str | None = None,
+    ) -> list[AppAnswer]:
         from nbeval.chat.client import ChatClient, ChatFailure
         from nbeval.chat.openai_chat import OpenAIChat
 
@@ -195,8 +239,7 @@ class EndpointApp:
             msg = "no model for the application endpoint: start the service with --app-model or send context.model"
             raise NbevalError(msg)
         chat = OpenAIChat(name, base_url=self.base_url, api_key=self.api_key or "no-key", timeout=self.timeout)
-        client = ChatClient(chat,
-                            concurrency=self.concurrency, max_attempts=2, cache=False, timeout=self.timeout)
+        client = ChatClient(chat, concurrency=self.concurrency, max_attempts=2, cache=False, timeout=self.timeout)
         requests = [_messages(q, ctx, prompt) for q, ctx in zip(queries, contexts, strict=True)]
         out = []
         for reply, ctx in zip(client.run_many(requests), contexts, strict=True):

@@ -55,8 +55,21 @@ PARTIAL_SAVE_S = 5.0
 #: Seconds a client refused for a full queue is told to wait (``Retry-After``).
 RETRY_AFTER_S = 10
 
-_COLUMNS = ("id", "evaluators", "rows", "total", "done", "status", "error", "created", "finished",
-            "leaderboards", "meta", "scores_n", "bytes")
+_COLUMNS = (
+    "id",
+    "evaluators",
+    "rows",
+    "total",
+    "done",
+    "status",
+    "error",
+    "created",
+    "finished",
+    "leaderboards",
+    "meta",
+    "scores_n",
+    "bytes",
+)
 _JSON = frozenset({"evaluators", "leaderboards", "meta"})
 
 
@@ -79,8 +92,10 @@ class QueueFull(Exception):
 
     def __init__(self, waiting: int, retry_after: int = RETRY_AFTER_S) -> None:
         self.retry_after = retry_after
-        super().__init__(f"{waiting} evaluations are already waiting for a worker, this server's limit "
-                         f"(--max-queued); retry in {retry_after} seconds or more, or send fewer at once")
+        super().__init__(
+            f"{waiting} evaluations are already waiting for a worker, this server's limit "
+            f"(--max-queued); retry in {retry_after} seconds or more, or send fewer at once"
+        )
 
 
 @dataclass
@@ -117,8 +132,14 @@ class Job:
     def has_result(self) -> bool:
         return self.scores_n is not None
 
-    def view(self, scores: list[dict[str, Any]] | None = None, *, offset: int = 0, limit: int | None = None,
-             with_result: bool = True) -> dict[str, Any]:
+    def view(
+        self,
+        scores: list[dict[str, Any]] | None = None,
+        *,
+        offset: int = 0,
+        limit: int | None = None,
+        with_result: bool = True,
+    ) -> dict[str, Any]:
         """The job as the API shows it; ``scores`` (the page given, from ``offset``) and
         ``leaderboards`` are ``None`` until it has a result. ``scores_page`` says where the page
         lies and the ``next`` one (``None`` after the last)."""
@@ -127,8 +148,12 @@ class Job:
         if shown and scores is not None:
             end = offset + len(scores)
             more = self.scores_n is not None and end < self.scores_n
-            page = {"offset": offset, "limit": limit, "total": self.scores_n,
-                    "next": f"/v1/evaluations/{self.id}?offset={end}&limit={limit}" if more else None}
+            page = {
+                "offset": offset,
+                "limit": limit,
+                "total": self.scores_n,
+                "next": f"/v1/evaluations/{self.id}?offset={end}&limit={limit}" if more else None,
+            }
         return {
             "id": self.id,
             "status": self.status,
@@ -153,9 +178,17 @@ class JobStore:
     ``resources`` makes each run's shared resources (judge, embedder, cache), so runs never
     share a client's state by accident."""
 
-    def __init__(self, resources: Callable[[], Resources], *, data_dir: str | os.PathLike[str] | None = None,
-                 workers: int = 2, keep: int = 200, keep_bytes: int = 2**30, chunk_rows: int = 64,
-                 max_queued: int = 64) -> None:
+    def __init__(
+        self,
+        resources: Callable[[], Resources],
+        *,
+        data_dir: str | os.PathLike[str] | None = None,
+        workers: int = 2,
+        keep: int = 200,
+        keep_bytes: int = 2**30,
+        chunk_rows: int = 64,
+        max_queued: int = 64,
+    ) -> None:
         self._resources = resources
         self.workers = max(1, workers)
         """Runs that go at once; the others wait, ``queued``."""
@@ -171,10 +204,12 @@ class JobStore:
         self._lock = threading.RLock()
         self._db = sqlite3.connect(self.folder / "jobs.sqlite", check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS jobs (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE, "
-                         "evaluators TEXT, rows INTEGER, total INTEGER, done INTEGER, status TEXT, error TEXT, "
-                         "created TEXT, finished TEXT, leaderboards TEXT, meta TEXT, scores_n INTEGER, "
-                         "bytes INTEGER)")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS jobs (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE, "
+            "evaluators TEXT, rows INTEGER, total INTEGER, done INTEGER, status TEXT, error TEXT, "
+            "created TEXT, finished TEXT, leaderboards TEXT, meta TEXT, scores_n INTEGER, "
+            "bytes INTEGER)"
+        )
         self._jobs: dict[str, Job] = {}
         self._closing = False
         self._load()
@@ -184,8 +219,9 @@ class JobStore:
         """Read the jobs a previous service left; those it had not finished are ``interrupted``."""
         rows = self._db.execute(f"SELECT {', '.join(_COLUMNS)} FROM jobs ORDER BY seq").fetchall()
         for row in rows:
-            facts = {k: json.loads(v) if k in _JSON and v is not None else v
-                     for k, v in zip(_COLUMNS, row, strict=True)}
+            facts = {
+                k: json.loads(v) if k in _JSON and v is not None else v for k, v in zip(_COLUMNS, row, strict=True)
+            }
             job = Job(**facts)
             if job.status not in FINISHED and not self._saved_whole(job):
                 job.status = "interrupted"
@@ -198,12 +234,17 @@ class JobStore:
             self._jobs[job.id] = job
 
     def _save(self, job: Job) -> None:
-        values = [json.dumps(getattr(job, k)) if k in _JSON and getattr(job, k) is not None else getattr(job, k)
-                  for k in _COLUMNS]
+        values = [
+            json.dumps(getattr(job, k)) if k in _JSON and getattr(job, k) is not None else getattr(job, k)
+            for k in _COLUMNS
+        ]
         updates = ", ".join(f"{k} = excluded.{k}" for k in _COLUMNS[1:])
         with self._lock:
-            self._db.execute(f"INSERT INTO jobs ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))}) "
-                             f"ON CONFLICT(id) DO UPDATE SET {updates}", values)
+            self._db.execute(
+                f"INSERT INTO jobs ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))}) "
+                f"ON CONFLICT(id) DO UPDATE SET {updates}",
+                values,
+            )
 
     def _saved_whole(self, job: Job) -> bool:
         """Whether the job's whole result was saved before the service stopped (it died between
@@ -314,11 +355,19 @@ class JobStore:
         cancel = threading.Event()
         state = plan_run(data, evaluators, resources=self._resources(), cancel=cancel, keep_outcomes=False)
         if max_scores is not None and state.total > max_scores:
-            msg = (f"{len(state.dataset.rows)} rows × {len(state.evaluators)} evaluators make {state.total} scores, "
-                   f"over this server's limit of {max_scores} per request; split the data")
+            msg = (
+                f"{len(state.dataset.rows)} rows × {len(state.evaluators)} evaluators make {state.total} scores, "
+                f"over this server's limit of {max_scores} per request; split the data"
+            )
             raise DataError(msg)
-        job = Job(id=uuid.uuid4().hex, evaluators=[ev.name for ev in state.evaluators], rows=len(state.dataset.rows),
-                  total=state.total, done=state.done, cancel=cancel)
+        job = Job(
+            id=uuid.uuid4().hex,
+            evaluators=[ev.name for ev in state.evaluators],
+            rows=len(state.dataset.rows),
+            total=state.total,
+            done=state.done,
+            cancel=cancel,
+        )
         with self._lock:
             self._check_room()  # again: other requests were planned meanwhile
             waits = sum(j.status not in FINISHED for j in self._jobs.values()) >= self.workers

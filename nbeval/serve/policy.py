@@ -38,8 +38,9 @@ __all__ = [
 
 #: Evaluator parameters a client may not set: they choose a model, a device, a file or where to
 #: send data (a client-chosen judge URL would receive the server's API key), or how a model is run.
-SERVER_PARAMS = frozenset({"judge", "embedder", "device", "model", "cross_encoder", "cache", "function", "fn",
-                           "batch_size"})
+SERVER_PARAMS = frozenset(
+    {"judge", "embedder", "device", "model", "cross_encoder", "cache", "function", "fn", "batch_size"}
+)
 #: The judge's ``max_tokens`` cap unless the server sets another (``create_app(max_judge_tokens=...)``).
 DEFAULT_MAX_TOKENS = 4096
 #: ``judge_params`` a client may set: name -> (kind, lowest, highest); ``max_tokens``' highest is
@@ -65,7 +66,8 @@ SERVICE_JUDGE_HELP = (
     "local Hugging Face model), with `--judge-base-url URL` for an OpenAI-compatible server (e.g. "
     "http://localhost:11434/v1 for Ollama), or NBEVAL_JUDGE_MODEL, NBEVAL_JUDGE_BASE_URL and "
     "NBEVAL_JUDGE_API_KEY in its environment. Until then, ask only for evaluators that need no judge "
-    "(GET /v1/evaluators: needs_judge is false).")
+    "(GET /v1/evaluators: needs_judge is false)."
+)
 _PYTHON_ADVICE = re.compile(r"pass [a-z_]+=\.\.\. or ")
 
 
@@ -139,12 +141,18 @@ def param_errors(params: Mapping[str, Any], *, max_tokens: int = DEFAULT_MAX_TOK
         else:
             for name, value in jp.items():
                 if name not in JUDGE_PARAMS:
-                    errors.append((f"judge_params.{name}", f"judge_params.{name} is not a setting a request may "
-                                                           f"choose; allowed: {', '.join(JUDGE_PARAMS)}"))
+                    errors.append(
+                        (
+                            f"judge_params.{name}",
+                            f"judge_params.{name} is not a setting a request may "
+                            f"choose; allowed: {', '.join(JUDGE_PARAMS)}",
+                        )
+                    )
                     continue
                 kind, lo, hi = JUDGE_PARAMS[name]
-                problem = _number_error(f"judge_params.{name}", value, kind, lo, max_tokens if name == "max_tokens"
-                                        else hi)
+                problem = _number_error(
+                    f"judge_params.{name}", value, kind, lo, max_tokens if name == "max_tokens" else hi
+                )
                 if problem:
                     errors.append((f"judge_params.{name}", problem))
     for name, most in REPEAT_LIMITS.items():
@@ -163,9 +171,13 @@ def model_refusal(spec: Any, *, has_embedder: bool, allow_models: bool) -> str |
     if allow_models:
         return None
     if "local_model" in resources:
-        return (f"evaluator '{spec.id}' loads a local model, which this server does not do for requests "
-                "(start it with --allow-models to allow that)")
+        return (
+            f"evaluator '{spec.id}' loads a local model, which this server does not do for requests "
+            "(start it with --allow-models to allow that)"
+        )
     if "embedder" in resources and not has_embedder:
-        return (f"evaluator '{spec.id}' needs an embedding model and this server was started without one "
-                "(start it with --allow-models to load the default)")
+        return (
+            f"evaluator '{spec.id}' needs an embedding model and this server was started without one "
+            "(start it with --allow-models to load the default)"
+        )
     return None

@@ -28,8 +28,18 @@ from typing import Any
 from nbeval.errors import NbevalError
 from nbeval.serve.connections import connection_bounds, deadline_protocol, open_file_limit, raise_open_file_limit
 
-__all__ = ["BODY_TIMEOUT", "HEADER_TIMEOUT", "LIMIT_CONCURRENCY", "MAX_HEADER_BYTES", "TIMEOUT_KEEP_ALIVE", "TOKEN_ENV",
-           "auth_token", "is_loopback", "serve", "uvicorn_config"]
+__all__ = [
+    "BODY_TIMEOUT",
+    "HEADER_TIMEOUT",
+    "LIMIT_CONCURRENCY",
+    "MAX_HEADER_BYTES",
+    "TIMEOUT_KEEP_ALIVE",
+    "TOKEN_ENV",
+    "auth_token",
+    "is_loopback",
+    "serve",
+    "uvicorn_config",
+]
 
 #: Environment variable read for the token when none is given.
 TOKEN_ENV = "NBEVAL_SERVE_TOKEN"
@@ -67,32 +77,57 @@ def auth_token(host: str, token: str | None, no_auth: bool) -> str | None:
     if token is not None:
         return token
     if not no_auth:
-        msg = (f"no token: give --token TOKEN or set {TOKEN_ENV} (clients send 'Authorization: Bearer TOKEN'); "
-               "to run without authentication on this machine only, use --host 127.0.0.1 --no-auth")
+        msg = (
+            f"no token: give --token TOKEN or set {TOKEN_ENV} (clients send 'Authorization: Bearer TOKEN'); "
+            "to run without authentication on this machine only, use --host 127.0.0.1 --no-auth"
+        )
         raise NbevalError(msg)
     if not is_loopback(host):
-        msg = (f"refusing to serve without authentication on {host}, which other machines can reach: "
-               f"give --token TOKEN (or set {TOKEN_ENV}), or bind to 127.0.0.1")
+        msg = (
+            f"refusing to serve without authentication on {host}, which other machines can reach: "
+            f"give --token TOKEN (or set {TOKEN_ENV}), or bind to 127.0.0.1"
+        )
         raise NbevalError(msg)
     return None
 
 
-def uvicorn_config(*, limit_concurrency: int = LIMIT_CONCURRENCY, timeout_keep_alive: int = TIMEOUT_KEEP_ALIVE,
-                   header_timeout: float = HEADER_TIMEOUT, body_timeout: float = BODY_TIMEOUT,
-                   max_header_bytes: int = MAX_HEADER_BYTES, open_files: int | None = None) -> dict[str, Any]:
+def uvicorn_config(
+    *,
+    limit_concurrency: int = LIMIT_CONCURRENCY,
+    timeout_keep_alive: int = TIMEOUT_KEEP_ALIVE,
+    header_timeout: float = HEADER_TIMEOUT,
+    body_timeout: float = BODY_TIMEOUT,
+    max_header_bytes: int = MAX_HEADER_BYTES,
+    open_files: int | None = None,
+) -> dict[str, Any]:
     """The settings of ``uvicorn.Config`` (or ``uvicorn.run``) that bound connections, as the
     service runs with them (see the module's description); ``open_files``: the process's limit
     on open files (default: its soft ``RLIMIT_NOFILE``), which may lower ``limit_concurrency``."""
     limit, cap, backlog = connection_bounds(limit_concurrency, open_files or open_file_limit())
-    return {"server_header": False, "limit_concurrency": limit, "timeout_keep_alive": timeout_keep_alive,
-            "h11_max_incomplete_event_size": max_header_bytes, "backlog": backlog,
-            "http": deadline_protocol(header_timeout, body_timeout, limit, cap)}
+    return {
+        "server_header": False,
+        "limit_concurrency": limit,
+        "timeout_keep_alive": timeout_keep_alive,
+        "h11_max_incomplete_event_size": max_header_bytes,
+        "backlog": backlog,
+        "http": deadline_protocol(header_timeout, body_timeout, limit, cap),
+    }
 
 
-def serve(*, host: str = "127.0.0.1", port: int = 8080, token: str | None = None, no_auth: bool = False,
-          log_level: str = "info", limit_concurrency: int = LIMIT_CONCURRENCY,
-          timeout_keep_alive: int = TIMEOUT_KEEP_ALIVE, header_timeout: float = HEADER_TIMEOUT,
-          body_timeout: float = BODY_TIMEOUT, max_header_bytes: int = MAX_HEADER_BYTES, **app_options: Any) -> None:
+def serve(
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    token: str | None = None,
+    no_auth: bool = False,
+    log_level: str = "info",
+    limit_concurrency: int = LIMIT_CONCURRENCY,
+    timeout_keep_alive: int = TIMEOUT_KEEP_ALIVE,
+    header_timeout: float = HEADER_TIMEOUT,
+    body_timeout: float = BODY_TIMEOUT,
+    max_header_bytes: int = MAX_HEADER_BYTES,
+    **app_options: Any,
+) -> None:
     """Check the authentication rule (:func:`auth_token`), build the app
     (:func:`nbeval.serve.app.create_app` with ``app_options``) and serve it until interrupted,
     with the connection bounds of :func:`uvicorn_config`."""
@@ -108,11 +143,19 @@ def serve(*, host: str = "127.0.0.1", port: int = 8080, token: str | None = None
         raise MissingDependency(msg) from None
 
     open_files = raise_open_file_limit()
-    bounds = uvicorn_config(limit_concurrency=limit_concurrency, timeout_keep_alive=timeout_keep_alive,
-                            header_timeout=header_timeout, body_timeout=body_timeout,
-                            max_header_bytes=max_header_bytes, open_files=open_files)
+    bounds = uvicorn_config(
+        limit_concurrency=limit_concurrency,
+        timeout_keep_alive=timeout_keep_alive,
+        header_timeout=header_timeout,
+        body_timeout=body_timeout,
+        max_header_bytes=max_header_bytes,
+        open_files=open_files,
+    )
     if bounds["limit_concurrency"] < limit_concurrency:
-        print(f"nbeval serve: at most {bounds['limit_concurrency']} connections, not {limit_concurrency}: this "
-              f"process may open only {open_files} files (raise ulimit -n for more)", file=sys.stderr)
+        print(
+            f"nbeval serve: at most {bounds['limit_concurrency']} connections, not {limit_concurrency}: this "
+            f"process may open only {open_files} files (raise ulimit -n for more)",
+            file=sys.stderr,
+        )
     api = create_app(token=required, **app_options)
     uvicorn.run(api, host=host, port=port, log_level=log_level, **bounds)

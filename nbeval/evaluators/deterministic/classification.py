@@ -46,10 +46,15 @@ class Classification(Evaluator):
     """Accuracy and macro precision / recall / F1 of predicted classes, per model."""
 
     spec = EvaluatorSpec(
-        id="classification", family="deterministic", kind="score", inputs=("expected_output", "actual_output"),
-        description=("The answer is a predicted class and the expected output the true label (compared after "
-                     "trimming whitespace). Per model: accuracy and macro precision, recall and F1 over every "
-                     "class seen; the confusion matrix is kept."),
+        id="classification",
+        family="deterministic",
+        kind="score",
+        inputs=("expected_output", "actual_output"),
+        description=(
+            "The answer is a predicted class and the expected output the true label (compared after "
+            "trimming whitespace). Per model: accuracy and macro precision, recall and F1 over every "
+            "class seen; the confusion matrix is kept."
+        ),
         metrics=(
             MetricSpec("accuracy", threshold=0.75, primary=True, description="share of correct predictions"),
             MetricSpec("precision", threshold=0.75, description="macro-averaged precision"),
@@ -74,12 +79,21 @@ class Classification(Evaluator):
         correct = sum(v["tp"] for v in per_class.values())
         details: dict[str, Any]
         if len(labels) <= MAX_MATRIX_CLASSES:
-            details = {"labels": labels, "matrix": confusion(pairs, labels), "rows": "expected",
-                       "columns": "predicted", "per_class": per_class}
+            details = {
+                "labels": labels,
+                "matrix": confusion(pairs, labels),
+                "rows": "expected",
+                "columns": "predicted",
+                "per_class": per_class,
+            }
         else:
-            details = {"classes": len(labels),
-                       "note": (f"{len(labels)} distinct classes: too many for a confusion matrix "
-                                f"(limit {MAX_MATRIX_CLASSES}); are these really class labels?")}
+            details = {
+                "classes": len(labels),
+                "note": (
+                    f"{len(labels)} distinct classes: too many for a confusion matrix "
+                    f"(limit {MAX_MATRIX_CLASSES}); are these really class labels?"
+                ),
+            }
         return {
             "accuracy": Aggregate(correct / n, n, details=details),
             "precision": Aggregate(precision, n),
@@ -105,8 +119,9 @@ def _ratio(a: float, b: float) -> float:
     return a / b if b else 0.0
 
 
-def macro_scores(pairs: Sequence[tuple[str, str]],
-                 labels: Sequence[str]) -> tuple[float, float, float, dict[str, dict[str, Any]]]:
+def macro_scores(
+    pairs: Sequence[tuple[str, str]], labels: Sequence[str]
+) -> tuple[float, float, float, dict[str, dict[str, Any]]]:
     """Macro precision, recall and F1 of ``(expected, predicted)`` pairs over ``labels``, and
     the per-class figures (``tp``, ``support``, ``precision``, ``recall``, ``f1``)."""
     tp: Counter[str] = Counter(t for t, p in pairs if t == p)
@@ -115,11 +130,13 @@ def macro_scores(pairs: Sequence[tuple[str, str]],
     per_class: dict[str, dict[str, Any]] = {}
     for c in labels:
         p, r = _ratio(tp[c], predicted[c]), _ratio(tp[c], actual[c])
-        per_class[c] = {"tp": tp[c], "support": actual[c], "precision": p, "recall": r,
-                        "f1": _ratio(2 * p * r, p + r)}
+        per_class[c] = {"tp": tp[c], "support": actual[c], "precision": p, "recall": r, "f1": _ratio(2 * p * r, p + r)}
     k = len(labels)
     if not k:
         return 0.0, 0.0, 0.0, per_class
-    return (sum(v["precision"] for v in per_class.values()) / k,
-            sum(v["recall"] for v in per_class.values()) / k,
-            sum(v["f1"] for v in per_class.values()) / k, per_class)
+    return (
+        sum(v["precision"] for v in per_class.values()) / k,
+        sum(v["recall"] for v in per_class.values()) / k,
+        sum(v["f1"] for v in per_class.values()) / k,
+        per_class,
+    )

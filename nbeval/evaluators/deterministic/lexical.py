@@ -81,7 +81,10 @@ class ExactMatch(Evaluator):
     :func:`~nbeval.data.fields.label_text`), else 0.0; the rationale points at the first difference."""
 
     spec = EvaluatorSpec(
-        id="exact_match", family="deterministic", kind="score", inputs=("expected_output", "actual_output"),
+        id="exact_match",
+        family="deterministic",
+        kind="score",
+        inputs=("expected_output", "actual_output"),
         description="1 when the answer is exactly the expected output: case-sensitive, whitespace counts.",
         metrics=(MetricSpec("score", primary=True, description="1 for an identical answer, else 0"),),
     )
@@ -109,7 +112,10 @@ class RegexMatch(Evaluator):
     bounded in time), else 0.0; the rationale quotes the match."""
 
     spec = EvaluatorSpec(
-        id="regex_match", family="deterministic", kind="score", inputs=("actual_output",),
+        id="regex_match",
+        family="deterministic",
+        kind="score",
+        inputs=("actual_output",),
         description="1 when the regular expression `pattern` is found anywhere in the answer (time-bounded).",
         params=(
             Param("pattern", str, "", "the regular expression searched for in the answer (Python syntax; required)"),
@@ -124,12 +130,16 @@ class RegexMatch(Evaluator):
         super().__init__(**params)
         pattern = self.params.get("pattern")
         if pattern is None or pattern == "":
-            msg = ("regex_match needs a regular expression: pass it as pattern=..., e.g. "
-                   "nbeval.evaluator('regex_match', pattern=r'\\d+') or ('regex_match', {'pattern': r'\\d+'})")
+            msg = (
+                "regex_match needs a regular expression: pass it as pattern=..., e.g. "
+                "nbeval.evaluator('regex_match', pattern=r'\\d+') or ('regex_match', {'pattern': r'\\d+'})"
+            )
             raise EvaluatorError(msg)
         if not isinstance(pattern, str):
-            msg = (f"regex_match: pattern= must be the regular expression as a string, not "
-                   f"{type(pattern).__name__} (use inline flags such as (?i) for options)")
+            msg = (
+                f"regex_match: pattern= must be the regular expression as a string, not "
+                f"{type(pattern).__name__} (use inline flags such as (?i) for options)"
+            )
             raise EvaluatorError(msg)
         from nbeval.data.patterns import compile_user_pattern
 
@@ -175,18 +185,34 @@ class Looping(Evaluator):
     """
 
     spec = EvaluatorSpec(
-        id="looping", family="deterministic", kind="score", inputs=("actual_output",),
-        description=("Detects an answer that repeats itself: the share of unique sentences, the longest repeated "
-                     "substring weighted by how often it occurs, and how well the text compresses."),
+        id="looping",
+        family="deterministic",
+        kind="score",
+        inputs=("actual_output",),
+        description=(
+            "Detects an answer that repeats itself: the share of unique sentences, the longest repeated "
+            "substring weighted by how often it occurs, and how well the text compresses."
+        ),
         metrics=(
-            MetricSpec("unique_sentences", threshold=0.75, primary=True,
-                       description="unique / all sentences (sentences under 10 characters ignored)"),
-            MetricSpec("longest_repeated_substring", "lower", threshold=0.75,
-                       description=("longest substring repeated without overlap: its length x its non-overlapping "
-                                    "count / text length")),
-            MetricSpec("compression_ratio", threshold=0.75,
-                       description=("zlib level-9 compressed bytes / original bytes (at most 1; short texts do not "
-                                    "compress)")),
+            MetricSpec(
+                "unique_sentences",
+                threshold=0.75,
+                primary=True,
+                description="unique / all sentences (sentences under 10 characters ignored)",
+            ),
+            MetricSpec(
+                "longest_repeated_substring",
+                "lower",
+                threshold=0.75,
+                description=(
+                    "longest substring repeated without overlap: its length x its non-overlapping count / text length"
+                ),
+            ),
+            MetricSpec(
+                "compression_ratio",
+                threshold=0.75,
+                description=("zlib level-9 compressed bytes / original bytes (at most 1; short texts do not compress)"),
+            ),
         ),
     )
 
@@ -207,17 +233,30 @@ class Looping(Evaluator):
         compression = min(1.0, packed / len(raw)) if raw else 1.0
 
         repeat = searched[start : start + length]
-        parts = [f"{unique} of {len(sentences)} sentences unique" if sentences
-                 else f"no sentence of {MIN_SENTENCE_CHARS}+ characters"]
-        parts.append(f"longest repeat {_shown(repeat)} ({length} chars) x {count}" if length
-                     else "no repeated substring")
+        parts = [
+            f"{unique} of {len(sentences)} sentences unique"
+            if sentences
+            else f"no sentence of {MIN_SENTENCE_CHARS}+ characters"
+        ]
+        parts.append(
+            f"longest repeat {_shown(repeat)} ({length} chars) x {count}" if length else "no repeated substring"
+        )
         parts.append(f"{len(raw)} bytes compress to {packed}")
-        details = {"sentences": len(sentences), "unique_sentences": unique, "repeat_length": length,
-                   "repeat_count": count, "compressed_bytes": packed, "bytes": len(raw)}
+        details = {
+            "sentences": len(sentences),
+            "unique_sentences": unique,
+            "repeat_length": length,
+            "repeat_count": count,
+            "compressed_bytes": packed,
+            "bytes": len(raw),
+        }
         if len(text) > LOOPING_MAX_CHARS:
             details["searched_chars"] = LOOPING_MAX_CHARS
-        values: dict[str, float | None] = {"unique_sentences": unique_ratio, "longest_repeated_substring": lrs,
-                                           "compression_ratio": compression}
+        values: dict[str, float | None] = {
+            "unique_sentences": unique_ratio,
+            "longest_repeated_substring": lrs,
+            "compression_ratio": compression,
+        }
         return Score(values, rationale="; ".join(parts), details=details)
 
 
@@ -333,6 +372,7 @@ class _RougeTokens:
     def tokenize(self, text: str) -> list[str]:
         return self._memo.tokenize(text)
 
+
 #: Cumulative uniform weights for BLEU-1 .. BLEU-4.
 BLEU_WEIGHTS = ((1.0,), (0.5, 0.5), (1 / 3, 1 / 3, 1 / 3), (0.25, 0.25, 0.25, 0.25))
 
@@ -345,9 +385,14 @@ class Bleu(Evaluator):
     expected output (the empty answer among them) scores 0 on all four, as NLTK defines it."""
 
     spec = EvaluatorSpec(
-        id="bleu", family="deterministic", kind="score", inputs=("expected_output", "actual_output"),
-        description=("Sentence BLEU (NLTK, smoothing method 1) of the answer against the expected output, "
-                     "cumulative for n = 1..4."),
+        id="bleu",
+        family="deterministic",
+        kind="score",
+        inputs=("expected_output", "actual_output"),
+        description=(
+            "Sentence BLEU (NLTK, smoothing method 1) of the answer against the expected output, "
+            "cumulative for n = 1..4."
+        ),
         metrics=(
             MetricSpec("bleu_1", threshold=0.75, primary=True, description="cumulative BLEU with unigrams"),
             MetricSpec("bleu_2", threshold=0.75, description="cumulative BLEU up to bigrams"),
@@ -389,20 +434,31 @@ class Rouge(Evaluator):
     of ROUGE-1.5.5 and of summarisation papers. On one-line texts the two are equal."""
 
     spec = EvaluatorSpec(
-        id="rouge", family="deterministic", kind="score", inputs=("expected_output", "actual_output"),
-        description=("ROUGE F-measures (rouge-score, Porter stemming) of the answer against the expected output. "
-                     "rouge_l is rouge-score's rougeL: the longest common subsequence of the two texts as single "
-                     "word sequences. rouge_lsum is rougeLsum: texts split into sentences at newlines, the union "
-                     "LCS of each reference sentence against the answer's sentences, which is what ROUGE-1.5.5 and "
-                     "summarisation papers report as ROUGE-L. On one-line texts the two are equal."),
+        id="rouge",
+        family="deterministic",
+        kind="score",
+        inputs=("expected_output", "actual_output"),
+        description=(
+            "ROUGE F-measures (rouge-score, Porter stemming) of the answer against the expected output. "
+            "rouge_l is rouge-score's rougeL: the longest common subsequence of the two texts as single "
+            "word sequences. rouge_lsum is rougeLsum: texts split into sentences at newlines, the union "
+            "LCS of each reference sentence against the answer's sentences, which is what ROUGE-1.5.5 and "
+            "summarisation papers report as ROUGE-L. On one-line texts the two are equal."
+        ),
         metrics=(
             MetricSpec("rouge_1", threshold=0.75, description="unigram overlap F1"),
             MetricSpec("rouge_2", threshold=0.75, description="bigram overlap F1"),
-            MetricSpec("rouge_l", threshold=0.75, primary=True,
-                       description="longest common subsequence F1, each text one sequence (rouge-score's rougeL)"),
-            MetricSpec("rouge_lsum", threshold=0.75,
-                       description=("summary-level LCS F1 over newline-split sentences (rougeLsum; ROUGE-1.5.5's "
-                                    "ROUGE-L)")),
+            MetricSpec(
+                "rouge_l",
+                threshold=0.75,
+                primary=True,
+                description="longest common subsequence F1, each text one sequence (rouge-score's rougeL)",
+            ),
+            MetricSpec(
+                "rouge_lsum",
+                threshold=0.75,
+                description=("summary-level LCS F1 over newline-split sentences (rougeLsum; ROUGE-1.5.5's ROUGE-L)"),
+            ),
         ),
     )
 
@@ -413,12 +469,19 @@ class Rouge(Evaluator):
         if self._scorer is None:
             from rouge_score.rouge_scorer import RougeScorer
 
-            self._scorer = RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"], use_stemmer=True,
-                                       tokenizer=_RougeTokens())
+            self._scorer = RougeScorer(
+                ["rouge1", "rouge2", "rougeL", "rougeLsum"], use_stemmer=True, tokenizer=_RougeTokens()
+            )
         return self._scorer
 
     def score(self, row: Row) -> Score:
         scorer = self._scorer or self._get_scorer()
         s = scorer.score(row.expected_output or "", row.actual_output or "")
-        return Score({"rouge_1": s["rouge1"].fmeasure, "rouge_2": s["rouge2"].fmeasure,
-                      "rouge_l": s["rougeL"].fmeasure, "rouge_lsum": s["rougeLsum"].fmeasure})
+        return Score(
+            {
+                "rouge_1": s["rouge1"].fmeasure,
+                "rouge_2": s["rouge2"].fmeasure,
+                "rouge_l": s["rougeL"].fmeasure,
+                "rouge_lsum": s["rougeLsum"].fmeasure,
+            }
+        )

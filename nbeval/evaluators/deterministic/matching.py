@@ -88,17 +88,25 @@ class TextMatching(Evaluator):
     the joined context satisfies it too. The rationale says which operands were found."""
 
     spec = EvaluatorSpec(
-        id="text_matching", family="deterministic", kind="bool", inputs=("actual_output", "output_condition"),
+        id="text_matching",
+        family="deterministic",
+        kind="bool",
+        inputs=("actual_output", "output_condition"),
         optional_inputs=("context",),
-        description=("The answer must satisfy the test case's condition (strings, regexp(), AND/OR/NOT). When the "
-                     "row has retrieved context, the joined context is checked against the condition too."),
-        metrics=bool_metric_specs(None, {
-            "pass": "share of rows that passed",
-            "fail": "share of rows that failed",
-            "retrieval_failures": "share of rows whose retrieved context failed the condition",
-            "generation_failures": "share of rows whose answer failed the condition",
-            "parse_failures": "share of rows that could not be checked",
-        }),
+        description=(
+            "The answer must satisfy the test case's condition (strings, regexp(), AND/OR/NOT). When the "
+            "row has retrieved context, the joined context is checked against the condition too."
+        ),
+        metrics=bool_metric_specs(
+            None,
+            {
+                "pass": "share of rows that passed",
+                "fail": "share of rows that failed",
+                "retrieval_failures": "share of rows whose retrieved context failed the condition",
+                "generation_failures": "share of rows whose answer failed the condition",
+                "parse_failures": "share of rows that could not be checked",
+            },
+        ),
     )
 
     def score(self, row: Row) -> Score:
@@ -122,7 +130,12 @@ class TextMatching(Evaluator):
         elif unchecked is not None:
             rationale += f" | context: {unchecked}"
         details = {"answer": answer_ok, "context": context_ok}
-        return bool_score(answer_ok, context_ok, rationale=rationale, details=details,
-                          error=None if unchecked is None else str(unchecked),
-                          unrated=unchecked.label if unchecked is not None else "unchecked",
-                          context_unrated=unchecked is not None)
+        return bool_score(
+            answer_ok,
+            context_ok,
+            rationale=rationale,
+            details=details,
+            error=None if unchecked is None else str(unchecked),
+            unrated=unchecked.label if unchecked is not None else "unchecked",
+            context_unrated=unchecked is not None,
+        )

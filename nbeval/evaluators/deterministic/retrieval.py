@@ -29,8 +29,15 @@ from nbeval.evaluators.registry import register
 if TYPE_CHECKING:
     from nbeval.data.model import Chunk, Row
 
-__all__ = ["UNITS", "DocumentRecall", "RetrieverHitRate", "RetrieverMRR", "chunks_match", "first_match_rank",
-           "rank_documents"]
+__all__ = [
+    "UNITS",
+    "DocumentRecall",
+    "RetrieverHitRate",
+    "RetrieverMRR",
+    "chunks_match",
+    "first_match_rank",
+    "rank_documents",
+]
 
 #: What hit rate and MRR rank (see the module docstring).
 UNITS = ("chunk", "document")
@@ -87,8 +94,10 @@ class _RankedRetrieval(Evaluator):
         self.top_k: int = top_k
         unit = self.params.get("unit")
         if unit not in UNITS:
-            msg = (f"{self.spec.id}: unit must be 'chunk' (every retrieved chunk is a rank) or 'document' "
-                   f"(a document ranks once, at its first chunk), got {unit!r}")
+            msg = (
+                f"{self.spec.id}: unit must be 'chunk' (every retrieved chunk is a rank) or 'document' "
+                f"(a document ranks once, at its first chunk), got {unit!r}"
+            )
             raise EvaluatorError(msg)
         self.unit: str = unit
 
@@ -104,8 +113,9 @@ class _RankedRetrieval(Evaluator):
     def _document_rank(self, row: Row) -> tuple[int | None, str]:
         documents = rank_documents(row.context)
         window = documents[: self.top_k] if self.top_k else documents
-        scope = (f"the first {self.top_k} documents" if self.top_k else f"all {len(documents)} documents") + \
-            f" ({len(row.context)} chunks)"
+        scope = (
+            f"the first {self.top_k} documents" if self.top_k else f"all {len(documents)} documents"
+        ) + f" ({len(row.context)} chunks)"
         for rank, chunks in enumerate(window, 1):
             if first_match_rank(chunks, row.expected_context) is not None:
                 return rank, f"first match at document rank {rank} ({_describe(chunks[0])}) of {scope} retrieved"
@@ -113,8 +123,12 @@ class _RankedRetrieval(Evaluator):
 
 
 #: What a rank is, for the ranking metrics.
-_UNIT = Param("unit", Literal["chunk", "document"], "chunk",
-    "what a rank is: every retrieved chunk, or a document (ranked once, at its first chunk)")
+_UNIT = Param(
+    "unit",
+    Literal["chunk", "document"],
+    "chunk",
+    "what a rank is: every retrieved chunk, or a document (ranked once, at its first chunk)",
+)
 
 
 #: How many retrieved chunks count.
@@ -127,12 +141,17 @@ class RetrieverHitRate(_RankedRetrieval):
     ``unit="document"``), else 0."""
 
     spec = EvaluatorSpec(
-        id="retriever_hit_rate", family="deterministic", kind="score", inputs=("context", "expected_context"),
-        description=("1 when any expected chunk is among the first top_k retrieved (0 = all). Chunks match on "
-                     "equal doc_uri when both have one, else on identical text. unit=\"chunk\" (DB-GPT's "
-                     "definition) ranks every retrieved chunk; unit=\"document\" ranks documents as TREC tools do "
-                     "(a document ranks once, at its first chunk; top_k counts documents), which is trec_eval's "
-                     "success at top_k."),
+        id="retriever_hit_rate",
+        family="deterministic",
+        kind="score",
+        inputs=("context", "expected_context"),
+        description=(
+            "1 when any expected chunk is among the first top_k retrieved (0 = all). Chunks match on "
+            'equal doc_uri when both have one, else on identical text. unit="chunk" (DB-GPT\'s '
+            'definition) ranks every retrieved chunk; unit="document" ranks documents as TREC tools do '
+            "(a document ranks once, at its first chunk; top_k counts documents), which is trec_eval's "
+            "success at top_k."
+        ),
         params=(
             _TOP_K,
             _UNIT,
@@ -151,11 +170,16 @@ class RetrieverMRR(_RankedRetrieval):
     With ``unit="document"`` ranks count documents (see the module docstring)."""
 
     spec = EvaluatorSpec(
-        id="retriever_mrr", family="deterministic", kind="score", inputs=("context", "expected_context"),
-        description=("1 / rank of the first retrieved chunk that matches an expected one (0 when none does within "
-                     "top_k). unit=\"chunk\" (DB-GPT's definition) ranks every retrieved chunk; unit=\"document\" "
-                     "ranks documents as TREC tools do (a document ranks once, at its first chunk), which is "
-                     "trec_eval's recip_rank."),
+        id="retriever_mrr",
+        family="deterministic",
+        kind="score",
+        inputs=("context", "expected_context"),
+        description=(
+            "1 / rank of the first retrieved chunk that matches an expected one (0 when none does within "
+            'top_k). unit="chunk" (DB-GPT\'s definition) ranks every retrieved chunk; unit="document" '
+            "ranks documents as TREC tools do (a document ranks once, at its first chunk), which is "
+            "trec_eval's recip_rank."
+        ),
         params=(
             _TOP_K,
             _UNIT,
@@ -180,12 +204,18 @@ class DocumentRecall(Evaluator):
     """
 
     spec = EvaluatorSpec(
-        id="document_recall", family="deterministic", kind="score", inputs=("context", "expected_context"),
-        description=("Share of the expected documents (doc_uri) found among the retrieved chunks' documents. Rows "
-                     "whose expected or retrieved chunks name no document are skipped."),
+        id="document_recall",
+        family="deterministic",
+        kind="score",
+        inputs=("context", "expected_context"),
+        description=(
+            "Share of the expected documents (doc_uri) found among the retrieved chunks' documents. Rows "
+            "whose expected or retrieved chunks name no document are skipped."
+        ),
         metrics=(
-            MetricSpec("document_recall", primary=True,
-                       description="expected documents retrieved / expected documents"),
+            MetricSpec(
+                "document_recall", primary=True, description="expected documents retrieved / expected documents"
+            ),
         ),
     )
 
@@ -211,5 +241,6 @@ class DocumentRecall(Evaluator):
         unnamed = sum(c.doc_uri is None for c in row.expected_context)
         if unnamed:
             why += f"; {unnamed} expected chunk(s) without a doc_uri ignored"
-        return Score({"document_recall": len(found) / len(expected)}, rationale=why,
-                     details={"found": found, "missing": missed})
+        return Score(
+            {"document_recall": len(found) / len(expected)}, rationale=why, details={"found": found, "missing": missed}
+        )

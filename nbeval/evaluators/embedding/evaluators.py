@@ -13,27 +13,29 @@ at 1 against rounding) so that every similarity metric stays in [0, 1] as declar
 ``semantic_similarity`` maps the full cosine range with (cos + 1) / 2. Sentences come from
 :func:`nbeval.data.text.split_sentences`; a text with no sentence (an empty answer) is embedded whole,
 so it scores instead of failing. Each evaluator accepts ``embedder=`` to use another model.
+
+The two evaluators of a text's structure (``step_alignment``, ``summarization_completeness``)
+are :mod:`.structure`; they are handed out here too.
 """
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from nbeval.data.text import split_sentences
-from nbeval.errors import EvaluatorError
-from nbeval.evaluators.base import Embed, Evaluator, EvaluatorSpec, MetricSpec, Param, Score
-from nbeval.evaluators.embedding.geometry import completeness
-from nbeval.evaluators.embedding.steps import align_steps, clear_steps, steps_of
+from nbeval.evaluators.base import Embed, EvaluatorSpec, MetricSpec, Param, Score
+from nbeval.evaluators.embedding.base import EmbeddingEvaluator, chunk_texts
+from nbeval.evaluators.embedding.steps import clear_steps
+from nbeval.evaluators.embedding.structure import StepAlignment, SummarizationCompleteness
 from nbeval.evaluators.registry import register
 from nbeval.requests import ScorePairs
 
 if TYPE_CHECKING:
-    from collections.abc import Generator, Sequence
+    from collections.abc import Generator
 
-    from nbeval.data.model import Chunk, Row
+    from nbeval.data.model import Row
 
 __all__ = [
     "AnswerRelevancySentence",
@@ -93,26 +95,20 @@ def _r(x: float) -> float:
     return round(float(x), 4)
 
 
-def _chunk_texts(chunks: Sequence[Chunk]) -> list[str]:
-    return [c.text for c in chunks]
-
-
-class _Embedding(Evaluator):
-    """Shared plumbing: the Embed request for this evaluator's embedder."""
-
-    def embed(self, texts: Sequence[str]) -> Embed:
-        return Embed(tuple(texts), model=self.params.get("embedder"))
-
-
 @register
-class SemanticSimilarity(_Embedding):
+class SemanticSimilarity(EmbeddingEvaluator):
     """(cos + 1) / 2 of the expected and actual answers' embeddings."""
 
     spec = EvaluatorSpec(
-        id="semantic_similarity", family="embedding", kind="score", inputs=("expected_output", "actual_output"),
+        id="semantic_similarity",
+        family="embedding",
+        kind="score",
+        inputs=("expected_output", "actual_output"),
         resources=("embedder",),
-        description=("Similarity of the whole answer to the expected answer, as (cos + 1) / 2 of their embeddings, "
-                     "so unrelated texts sit near 0.5 and opposite ones near 0."),
+        description=(
+            "Similarity of the whole answer to the expected answer, as (cos + 1) / 2 of their embeddings, "
+            "so unrelated texts sit near 0.5 and opposite ones near 0."
+        ),
         metrics=(MetricSpec("score", primary=True, description="(cosine + 1) / 2 of the two embeddings"),),
     )
 
@@ -123,22 +119,35 @@ class SemanticSimilarity(_Embedding):
 
 
 @register
-class AnswerSemanticSimilarity(_Embedding):
+class AnswerSemanticSimilarity(EmbeddingEvaluator):
     """Cosine of the two answers' embeddings, or a cross-encoder's score of the pair."""
 
     spec = EvaluatorSpec(
-        id="answer_semantic_similarity", family="embedding", kind="score",
-        inputs=("expected_output", "actual_output"), resources=("embedder",),
-        description=("Cosine similarity of the answer's and the expected answer's embeddings. With "
-                     "`cross_encoder=` (a cross-encoder name or local path) a cross-encoder reads both texts "
-                     "together and its score is used instead: slower, usually closer to human judgement."),
+        id="answer_semantic_similarity",
+        family="embedding",
+        kind="score",
+        inputs=("expected_output", "actual_output"),
+        resources=("embedder",),
+        description=(
+            "Cosine similarity of the answer's and the expected answer's embeddings. With "
+            "`cross_encoder=` (a cross-encoder name or local path) a cross-encoder reads both texts "
+            "together and its score is used instead: slower, usually closer to human judgement."
+        ),
         params=(
-            Param("cross_encoder", str, "",
-                  "a cross-encoder model that scores the pair instead of the cosine (empty: the cosine)"),
+            Param(
+                "cross_encoder",
+                str,
+                "",
+                "a cross-encoder model that scores the pair instead of the cosine (empty: the cosine)",
+            ),
         ),
         metrics=(
-            MetricSpec("answer_similarity", threshold=0.75, primary=True,
-                       description="cosine similarity (or cross-encoder score) of answer and expected answer"),
+            MetricSpec(
+                "answer_similarity",
+                threshold=0.75,
+                primary=True,
+                description="cosine similarity (or cross-encoder score) of answer and expected answer",
+            ),
         ),
     )
 
@@ -152,8 +161,9 @@ class AnswerSemanticSimilarity(_Embedding):
     def _cross(self, model: str, expected: str, actual: str) -> Generator[ScorePairs, Any, Score]:
         (value,) = yield ScorePairs(((expected, actual),), model=model)
         value = float(value)
-        return Score({"answer_similarity": float(np.clip(value, 0.0, 1.0))},
-                     rationale=f"cross-encoder {model} score {value:.3f}")
+        return Score(
+            {"answer_similarity": float(np.clip(value, 0.0, 1.0))}, rationale=f"cross-encoder {model} score {value:.3f}"
+        )
 
     def _cosine(self, expected: str, actual: str) -> Generator[Embed, Any, Score]:
         v = yield self.embed((expected, actual))
@@ -162,26 +172,38 @@ class AnswerSemanticSimilarity(_Embedding):
 
 
 @register
-class AnswerSentenceSimilarity(_Embedding):
+class AnswerSentenceSimilarity(EmbeddingEvaluator):
     """Per answer sentence the best S to an expected sentence; the mean and the minimum."""
 
     spec = EvaluatorSpec(
-        id="answer_sentence_similarity", family="embedding", kind="score",
-        inputs=("expected_output", "actual_output"), resources=("embedder",),
-        description=("Each answer sentence is scored by its best match among the expected answer's sentences; the "
-                     "row reports the mean and the minimum of those scores."),
+        id="answer_sentence_similarity",
+        family="embedding",
+        kind="score",
+        inputs=("expected_output", "actual_output"),
+        resources=("embedder",),
+        description=(
+            "Each answer sentence is scored by its best match among the expected answer's sentences; the "
+            "row reports the mean and the minimum of those scores."
+        ),
         metrics=(
-            MetricSpec("mean_answer_similarity", threshold=0.75, primary=True,
-                       description="mean over answer sentences of the best similarity to an expected sentence"),
-            MetricSpec("min_answer_similarity", threshold=0.75,
-                       description="the least similar answer sentence's best similarity to an expected sentence"),
+            MetricSpec(
+                "mean_answer_similarity",
+                threshold=0.75,
+                primary=True,
+                description="mean over answer sentences of the best similarity to an expected sentence",
+            ),
+            MetricSpec(
+                "min_answer_similarity",
+                threshold=0.75,
+                description="the least similar answer sentence's best similarity to an expected sentence",
+            ),
         ),
     )
 
     def score(self, row: Row) -> Generator[Embed, Any, Score]:
         exp, act = sentences(row.expected_output), sentences(row.actual_output)
         v = yield self.embed(exp + act)
-        best = similarity(v[len(exp):], v[: len(exp)]).max(axis=1)
+        best = similarity(v[len(exp) :], v[: len(exp)]).max(axis=1)
         worst = int(best.argmin())
         return Score(
             {"mean_answer_similarity": float(best.mean()), "min_answer_similarity": float(best[worst])},
@@ -191,17 +213,26 @@ class AnswerSentenceSimilarity(_Embedding):
 
 
 @register
-class AnswerRelevancySentence(_Embedding):
+class AnswerRelevancySentence(EmbeddingEvaluator):
     """The highest S between the question and an answer sentence."""
 
     spec = EvaluatorSpec(
-        id="answer_relevancy_sentence", family="embedding", kind="score", inputs=("input", "actual_output"),
+        id="answer_relevancy_sentence",
+        family="embedding",
+        kind="score",
+        inputs=("input", "actual_output"),
         resources=("embedder",),
-        description=("How relevant the answer is to the question: the highest similarity between the question and "
-                     "any one answer sentence."),
+        description=(
+            "How relevant the answer is to the question: the highest similarity between the question and "
+            "any one answer sentence."
+        ),
         metrics=(
-            MetricSpec("answer_relevancy", threshold=0.75, primary=True,
-                       description="max over answer sentences of S(question, sentence)"),
+            MetricSpec(
+                "answer_relevancy",
+                threshold=0.75,
+                primary=True,
+                description="max over answer sentences of S(question, sentence)",
+            ),
         ),
     )
 
@@ -210,62 +241,79 @@ class AnswerRelevancySentence(_Embedding):
         v = yield self.embed([row.input or "", *act])
         sims = similarity(v[:1], v[1:])[0]
         top = int(sims.argmax())
-        return Score({"answer_relevancy": float(sims[top])},
-                     rationale=f"most relevant answer sentence ({sims[top]:.3f}): {_q(act[top])}",
-                     details={"sentence_relevancy": [_r(x) for x in sims]})
+        return Score(
+            {"answer_relevancy": float(sims[top])},
+            rationale=f"most relevant answer sentence ({sims[top]:.3f}): {_q(act[top])}",
+            details={"sentence_relevancy": [_r(x) for x in sims]},
+        )
 
 
 @register
-class GroundednessSemantic(_Embedding):
+class GroundednessSemantic(EmbeddingEvaluator):
     """The weakest answer sentence's best S to any context sentence."""
 
     spec = EvaluatorSpec(
-        id="groundedness_semantic", family="embedding", kind="score", inputs=("context", "actual_output"),
+        id="groundedness_semantic",
+        family="embedding",
+        kind="score",
+        inputs=("context", "actual_output"),
         resources=("embedder",),
-        description=("Whether every answer sentence is supported by the retrieved context: each answer sentence "
-                     "takes its best similarity to any context sentence, and the row reports the weakest one, so a "
-                     "single unsupported sentence pulls the score down."),
+        description=(
+            "Whether every answer sentence is supported by the retrieved context: each answer sentence "
+            "takes its best similarity to any context sentence, and the row reports the weakest one, so a "
+            "single unsupported sentence pulls the score down."
+        ),
         metrics=(
-            MetricSpec("groundedness", threshold=0.75, primary=True,
-                       description="min over answer sentences of the max similarity to a context sentence"),
+            MetricSpec(
+                "groundedness",
+                threshold=0.75,
+                primary=True,
+                description="min over answer sentences of the max similarity to a context sentence",
+            ),
         ),
     )
 
     def score(self, row: Row) -> Generator[Embed, Any, Score]:
-        ctx = [s for text in _chunk_texts(row.context) for s in sentences(text)]
+        ctx = [s for text in chunk_texts(row.context) for s in sentences(text)]
         act = sentences(row.actual_output)
         v = yield self.embed(ctx + act)
-        sims = similarity(v[len(ctx):], v[: len(ctx)])
+        sims = similarity(v[len(ctx) :], v[: len(ctx)])
         best = sims.max(axis=1)
         worst = int(best.argmin())
         support = ctx[int(sims[worst].argmax())]
         return Score(
             {"groundedness": float(best[worst])},
             rationale=f"least grounded answer sentence ({best[worst]:.3f}): {_q(act[worst])}; "
-                      f"closest context sentence: {_q(support)}",
+            f"closest context sentence: {_q(support)}",
             details={"sentence_groundedness": [_r(x) for x in best]},
         )
 
 
 @register
-class ContextRelevancySoft(_Embedding):
+class ContextRelevancySoft(EmbeddingEvaluator):
     """Per chunk the best S between the question and a chunk sentence; max and mean over chunks."""
 
     spec = EvaluatorSpec(
-        id="context_relevancy_soft", family="embedding", kind="score", inputs=("input", "context"),
+        id="context_relevancy_soft",
+        family="embedding",
+        kind="score",
+        inputs=("input", "context"),
         resources=("embedder",),
-        description=("Relevance of the retrieved chunks to the question without a judge: a chunk's relevancy is "
-                     "the highest similarity between the question and one of its sentences; recall takes the best "
-                     "chunk, precision the average chunk."),
+        description=(
+            "Relevance of the retrieved chunks to the question without a judge: a chunk's relevancy is "
+            "the highest similarity between the question and one of its sentences; recall takes the best "
+            "chunk, precision the average chunk."
+        ),
         metrics=(
-            MetricSpec("recall_relevancy", threshold=0.75, primary=True,
-                       description="max over chunks of the chunk's relevancy"),
+            MetricSpec(
+                "recall_relevancy", threshold=0.75, primary=True, description="max over chunks of the chunk's relevancy"
+            ),
             MetricSpec("precision_relevancy", threshold=0.75, description="mean over chunks of the chunk's relevancy"),
         ),
     )
 
     def score(self, row: Row) -> Generator[Embed, Any, Score]:
-        per_chunk = [sentences(text) for text in _chunk_texts(row.context)]
+        per_chunk = [sentences(text) for text in chunk_texts(row.context)]
         flat = [s for chunk in per_chunk for s in chunk]
         v = yield self.embed([row.input or "", *flat])
         sims = similarity(v[:1], v[1:])[0]
@@ -282,136 +330,36 @@ class ContextRelevancySoft(_Embedding):
 
 
 @register
-class RetrieverSimilarity(_Embedding):
+class RetrieverSimilarity(EmbeddingEvaluator):
     """Mean over retrieved chunks of the best S to an expected chunk."""
 
     spec = EvaluatorSpec(
-        id="retriever_similarity", family="embedding", kind="score", inputs=("context", "expected_context"),
+        id="retriever_similarity",
+        family="embedding",
+        kind="score",
+        inputs=("context", "expected_context"),
         resources=("embedder",),
-        description=("How close the retrieved chunks are to the expected ones: each retrieved chunk takes its best "
-                     "similarity to an expected chunk, averaged over the retrieved chunks."),
+        description=(
+            "How close the retrieved chunks are to the expected ones: each retrieved chunk takes its best "
+            "similarity to an expected chunk, averaged over the retrieved chunks."
+        ),
         metrics=(
-            MetricSpec("similarity", primary=True,
-                       description="mean over retrieved chunks of the max similarity to an expected chunk"),
+            MetricSpec(
+                "similarity",
+                primary=True,
+                description="mean over retrieved chunks of the max similarity to an expected chunk",
+            ),
         ),
     )
 
     def score(self, row: Row) -> Generator[Embed, Any, Score]:
-        got, want = _chunk_texts(row.context), _chunk_texts(row.expected_context)
+        got, want = chunk_texts(row.context), chunk_texts(row.expected_context)
         v = yield self.embed(got + want)
-        best = similarity(v[: len(got)], v[len(got):]).max(axis=1)
+        best = similarity(v[: len(got)], v[len(got) :]).max(axis=1)
         worst = int(best.argmin())
-        return Score({"similarity": float(best.mean())},
-                     rationale=f"{len(got)} retrieved chunk(s); least like an expected chunk: "
-                               f"chunk {worst + 1} ({best[worst]:.3f})",
-                     details={"chunk_similarity": [_r(x) for x in best]})
-
-
-@register
-class StepAlignment(_Embedding):
-    """Edit operations between the context's procedure and the answer's (see :mod:`.steps`)."""
-
-    spec = EvaluatorSpec(
-        id="step_alignment", family="embedding", kind="score", inputs=("context", "actual_output"),
-        resources=("embedder",),
-        description=("Checks a procedure in the answer against the one in the retrieved context. Numbered, "
-                     "bulleted and first/then/finally steps are extracted from both; the answer's steps are "
-                     "aligned with the context's by dynamic programming, two steps matching when their similarity "
-                     "is at least `cutoff` (default 0.5, set for all-MiniLM-L6-v2, where reworded steps mostly "
-                     "score 0.5-0.95 and unrelated ones 0.1-0.4; raise it for models whose similarities run "
-                     "higher); the row counts the edits needed to turn the answer's sequence into the context's. "
-                     "The alignment itself is the rationale. The four counts keep the contract's threshold of "
-                     "0.75: on a whole count a row passes only with none, and a model's mean passes with fewer "
-                     "than 3 edits in 4 rows."),
-        params=(
-            Param("cutoff", float, 0.5,
-                  "the least similarity (-1 to 1) at which an answer step matches a context step"),
-        ),
-        metrics=(
-            MetricSpec("edits", "lower", lo=0.0, hi=math.inf, threshold=0.75, primary=True,
-                       description="insertions + deletions + mismatches"),
-            MetricSpec("insertions", "lower", lo=0.0, hi=math.inf, threshold=0.75,
-                       description="context steps missing from the answer"),
-            MetricSpec("deletions", "lower", lo=0.0, hi=math.inf, threshold=0.75,
-                       description="answer steps not in the context"),
-            MetricSpec("mismatches", "lower", lo=0.0, hi=math.inf, threshold=0.75,
-                       description="aligned step pairs below the cut-off (substitutions)"),
-            MetricSpec("context_steps", lo=0.0, hi=math.inf, description="steps found in the retrieved context"),
-            MetricSpec("answer_steps", lo=0.0, hi=math.inf, description="steps found in the answer"),
-        ),
-    )
-
-    def __init__(self, **params: Any) -> None:
-        super().__init__(**params)
-        cutoff = self.params.get("cutoff")
-        if isinstance(cutoff, bool) or not isinstance(cutoff, (int, float)) or not -1.0 <= cutoff <= 1.0:
-            msg = f"step_alignment: cutoff must be a similarity between -1 and 1, got {cutoff!r}"
-            raise EvaluatorError(msg)
-        self.cutoff = float(cutoff)
-
-    def score(self, row: Row) -> Generator[Embed, Any, Score]:
-        ctx = list(steps_of("\n\n".join(_chunk_texts(row.context))))
-        act = list(steps_of(row.actual_output or ""))
-        counts = {"context_steps": float(len(ctx)), "answer_steps": float(len(act))}
-        if not ctx:
-            none = dict.fromkeys(("edits", "insertions", "deletions", "mismatches"))
-            return Score({**none, **counts},
-                         rationale="no enumerated steps found in the retrieved context; nothing to align with")
-        sim = np.zeros((len(ctx), 0))
-        if act:
-            v = yield self.embed(ctx + act)
-            sim = v[: len(ctx)] @ v[len(ctx):].T
-        al = align_steps(sim, self.cutoff)
-        values: dict[str, float | None] = {
-            "edits": float(al.edits), "insertions": float(al.insertions), "deletions": float(al.deletions),
-            "mismatches": float(al.mismatches), **counts}
-        details = {"context_steps": ctx, "answer_steps": act, "alignment": al.to_dict()}
-        return Score(values, rationale=al.describe(ctx, act), details=details)
-
-
-@register
-class SummarizationCompleteness(_Embedding):
-    """Geometric completeness of the answer as a summary of the input (see :mod:`.geometry`)."""
-
-    spec = EvaluatorSpec(
-        id="summarization_completeness", family="embedding", kind="score", inputs=("input", "actual_output"),
-        resources=("embedder",),
-        description=("Geometric completeness of a summary (the answer) of a source text (the input): source and "
-                     "summary sentences are embedded, projected to 2-D with UMAP when the source has at least "
-                     "`min_sentences_for_umap` sentences, summary sentences snap to nearby source sentences or are "
-                     "dropped as ungrounded, and the score is the ratio of the spread (a three-segment path "
-                     "length) of the summary's points to that of the source's. A one-sentence summary spans no "
-                     "distance and scores 0."),
-        params=(
-            Param("min_sentences_for_umap", int, 10,
-                  "distinct source sentences needed before the points are reduced with UMAP (at least 3)"),
-        ),
-        metrics=(
-            MetricSpec("completeness", threshold=0.75, primary=True,
-                       description=("spread of the grounded summary sentences over the spread of the source "
-                                    "sentences")),
-        ),
-    )
-
-    def __init__(self, **params: Any) -> None:
-        super().__init__(**params)
-        n = self.params.get("min_sentences_for_umap")
-        if isinstance(n, bool) or not isinstance(n, int) or n < 3:
-            msg = f"summarization_completeness: min_sentences_for_umap must be an integer >= 3, got {n!r}"
-            raise EvaluatorError(msg)
-        self.min_points = n
-
-    def score(self, row: Row) -> Generator[Embed, Any, Score]:
-        src, summ = split_sentences(row.input), split_sentences(row.actual_output)
-        if not src:
-            return Score({"completeness": None}, rationale="the source text has no sentences")
-        v = yield self.embed(src + summ)
-        res = completeness(v[: len(src)], v[len(src):], min_points=self.min_points)
-        kept = sum(s is not None for s in res.snapped)
-        how = "UMAP 2-D" if res.reduced else "embedding space"
         return Score(
-            {"completeness": res.value},
-            rationale=f"{kept} of {len(summ)} summary sentence(s) grounded in the {len(src)}-sentence source; "
-                      f"spread {res.summary_distance:.3f} of {res.source_distance:.3f} ({how})",
-            details=res.to_dict(),
+            {"similarity": float(best.mean())},
+            rationale=f"{len(got)} retrieved chunk(s); least like an expected chunk: "
+            f"chunk {worst + 1} ({best[worst]:.3f})",
+            details={"chunk_similarity": [_r(x) for x in best]},
         )

@@ -53,8 +53,16 @@ import numpy as np
 
 from nbeval.errors import BadParameter, MissingDependency
 
-__all__ = ["DISTANCE_DECIMALS", "MIN_POINTS", "N_COMPONENTS", "RANDOM_STATE", "Completeness", "completeness",
-           "three_segment_distance", "warm_up"]
+__all__ = [
+    "DISTANCE_DECIMALS",
+    "MIN_POINTS",
+    "N_COMPONENTS",
+    "RANDOM_STATE",
+    "Completeness",
+    "completeness",
+    "three_segment_distance",
+    "warm_up",
+]
 
 MIN_POINTS = 10
 N_COMPONENTS = 2

@@ -46,12 +46,37 @@ _NUMBERED = re.compile(
     re.IGNORECASE,
 )
 _BULLET = re.compile(r"^(?P<indent>\s*)[-*•+–◦▪‣]\s+(?P<body>\S.*)$")
-_INLINE = re.compile(r"(?:(?<=^)|(?<=[\s:;(]))(?:step\s+(\d{1,2})\s*[:.)\-–—]|\(?(\d{1,2})[.)])(?=\s+\S)",
-                     re.IGNORECASE)
-_FIRST_CUES = ("first of all", "firstly", "first", "to begin with", "to begin", "to start", "initially",
-               "begin by", "start by")
-_MIDDLE_CUES = ("secondly", "second", "thirdly", "third", "fourth", "fifth", "and then", "then", "next",
-                "after that", "afterwards", "afterward", "subsequently", "following that", "once done")
+_INLINE = re.compile(
+    r"(?:(?<=^)|(?<=[\s:;(]))(?:step\s+(\d{1,2})\s*[:.)\-–—]|\(?(\d{1,2})[.)])(?=\s+\S)", re.IGNORECASE
+)
+_FIRST_CUES = (
+    "first of all",
+    "firstly",
+    "first",
+    "to begin with",
+    "to begin",
+    "to start",
+    "initially",
+    "begin by",
+    "start by",
+)
+_MIDDLE_CUES = (
+    "secondly",
+    "second",
+    "thirdly",
+    "third",
+    "fourth",
+    "fifth",
+    "and then",
+    "then",
+    "next",
+    "after that",
+    "afterwards",
+    "afterward",
+    "subsequently",
+    "following that",
+    "once done",
+)
 _LAST_CUES = ("finally", "lastly", "last of all", "in the end", "to finish")
 _CUE = re.compile(
     r"^(?P<cue>"
@@ -59,9 +84,7 @@ _CUE = re.compile(
     + r")\b[,:]?\s*",
     re.IGNORECASE,
 )
-_CLAUSE = re.compile(
-    r"\s*[,;]\s*(?:and\s+)?(?=(?:then|next|after that|afterwards|finally|lastly)\b)", re.IGNORECASE
-)
+_CLAUSE = re.compile(r"\s*[,;]\s*(?:and\s+)?(?=(?:then|next|after that|afterwards|finally|lastly)\b)", re.IGNORECASE)
 _BOLD_EDGES = re.compile(r"^(?:\*\*|__)\s*|\s*(?:\*\*|__)$")
 
 
@@ -247,8 +270,10 @@ class Alignment:
                 if op == "match":
                     lines.append(f"  = context {i + 1} ~ answer {j + 1} ({s:.2f}): {short(answer_steps[j])}")
                 else:
-                    lines.append(f"  ≠ context {i + 1} vs answer {j + 1} ({s:.2f}): "
-                                 f"{short(context_steps[i])} / {short(answer_steps[j])}")
+                    lines.append(
+                        f"  ≠ context {i + 1} vs answer {j + 1} ({s:.2f}): "
+                        f"{short(context_steps[i])} / {short(answer_steps[j])}"
+                    )
             elif op == "insertion":
                 assert i is not None
                 lines.append(f"  + context {i + 1} missing from the answer: {short(context_steps[i])}")
@@ -328,6 +353,5 @@ def _best(options: list[tuple[tuple[float, int, float], str]]) -> tuple[tuple[fl
     """The cheapest option; options whose edits and matches are equal and whose similarity sums
     are within :data:`TIE_TOLERANCE` of the cheapest are tied, and :data:`_TIE_ORDER` picks among them."""
     low = min(options, key=lambda o: o[0])
-    tied = [o for o in options
-            if o[0][:2] == low[0][:2] and abs(o[0][2] - low[0][2]) <= TIE_TOLERANCE]
+    tied = [o for o in options if o[0][:2] == low[0][:2] and abs(o[0][2] - low[0][2]) <= TIE_TOLERANCE]
     return min(tied, key=lambda o: _TIE_ORDER[o[1]])

@@ -30,10 +30,32 @@ from typing import Any
 __all__ = ["REASON_KEYS", "Parsed", "find_json", "parse_choice", "parse_index_list", "parse_number"]
 
 #: JSON keys and line labels that carry the judge's explanation.
-REASON_KEYS = ("rationale", "reason", "reasoning", "explanation", "justification", "evaluation_summary",
-               "feedback", "summary", "why")
-_VERDICT_KEYS = ("verdict", "rating", "answer", "decision", "result", "label", "judgement", "judgment",
-                 "classification", "final answer", "final verdict", "assessment", "output")
+REASON_KEYS = (
+    "rationale",
+    "reason",
+    "reasoning",
+    "explanation",
+    "justification",
+    "evaluation_summary",
+    "feedback",
+    "summary",
+    "why",
+)
+_VERDICT_KEYS = (
+    "verdict",
+    "rating",
+    "answer",
+    "decision",
+    "result",
+    "label",
+    "judgement",
+    "judgment",
+    "classification",
+    "final answer",
+    "final verdict",
+    "assessment",
+    "output",
+)
 _SCORE_KEYS = ("score", "evaluation_score", "rating", "grade", "value", "result", "final score")
 _FENCE = re.compile(r"```(?:json|JSON|javascript|js)?\s*\n?(.*?)```", re.DOTALL)
 _MARKDOWN = re.compile(r"[*_`#>]+")
@@ -119,15 +141,16 @@ def _balanced(text: str) -> list[str]:
             elif c in "}]":
                 depth -= 1
                 if depth == 0:
-                    out.append(text[start:end + 1])
+                    out.append(text[start : end + 1])
                     break
     return out
 
 
 def _shape(value: Any) -> str:
     """How a JSON value that is not what was expected looks, for messages."""
-    return {dict: "an object", list: "a list", str: "a string", bool: "true/false",
-            type(None): "null"}.get(type(value), "a number" if isinstance(value, (int, float)) else "a value")
+    return {dict: "an object", list: "a list", str: "a string", bool: "true/false", type(None): "null"}.get(
+        type(value), "a number" if isinstance(value, (int, float)) else "a value"
+    )
 
 
 def _keyed(obj: Mapping[Any, Any], keys: Sequence[str]) -> list[tuple[str, Any]]:
@@ -148,8 +171,11 @@ def _reason_from(text: str, obj: Any = None) -> str:
         reason = _get(obj, REASON_KEYS)
         if isinstance(reason, str) and reason.strip():
             return reason.strip()
-    labelled = re.search(r"(?im)^[^\w\n]*(?:" + "|".join(REASON_KEYS) + r")[^\w\n:=-]*[:=-]\s*"
-                         r"(.+(?:\n(?![^\w\n]*\w+[^\S\n]*:).+)*)", text)
+    labelled = re.search(
+        r"(?im)^[^\w\n]*(?:" + "|".join(REASON_KEYS) + r")[^\w\n:=-]*[:=-]\s*"
+        r"(.+(?:\n(?![^\w\n]*\w+[^\S\n]*:).+)*)",
+        text,
+    )
     if labelled:
         return labelled.group(1).strip()
     return text.strip()
@@ -206,8 +232,12 @@ def parse_choice(text: str | None, choices: Mapping[str, Any]) -> Parsed:
         if problem:
             return Parsed(None, raw, problem)
     if whole is not None and not json_found:
-        return Parsed(None, raw, f"the judge replied with JSON of another shape ({_shape(whole)} with no verdict); "
-                                 f"expected a verdict of {expected}")
+        return Parsed(
+            None,
+            raw,
+            f"the judge replied with JSON of another shape ({_shape(whole)} with no verdict); "
+            f"expected a verdict of {expected}",
+        )
     clean = _clean(raw)
     lower = clean.lower()
     alternatives = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
@@ -233,11 +263,11 @@ def parse_choice(text: str | None, choices: Mapping[str, Any]) -> Parsed:
     first = re.match(r"\W*(\w+)", lower)
     posed = first and re.match(r"\W*\w+(?:\W+or\s+|\s*[/|]\s*)(" + alternatives + r")\b", lower)  # "yes or no?"
     if first and first.group(1) in words and not posed:
-        rest = clean[first.end():].strip(" \t\n,.:;-")
+        rest = clean[first.end() :].strip(" \t\n,.:;-")
         return Parsed(words[first.group(1)], rest or raw.strip())
     mentioned = set()
     for m in re.finditer(r"\b(" + alternatives + r")\b", lower):
-        if not _NEGATED.search(lower[max(0, m.start() - 20):m.start()]):
+        if not _NEGATED.search(lower[max(0, m.start() - 20) : m.start()]):
             mentioned.add(m.group(1))
     values = {repr(words[w]) for w in mentioned}
     if len(values) == 1:
@@ -269,8 +299,9 @@ def _labelled_numbers(pattern: str, text: str) -> list[float]:
     return [float(v.replace(",", ".")) / (100 if pct else 1) for v, pct in re.findall(pattern, text)]
 
 
-def parse_number(text: str | None, lo: float = float("-inf"), hi: float = float("inf"),
-                 keys: Sequence[str] = _SCORE_KEYS) -> Parsed:
+def parse_number(
+    text: str | None, lo: float = float("-inf"), hi: float = float("inf"), keys: Sequence[str] = _SCORE_KEYS
+) -> Parsed:
     """A number in ``[lo, hi]`` from a reply (JSON key, ``Score: 4``, ``4/5``, a lone number).
 
     Conflicting numbers (two labelled lines, or two score keys, that differ), JSON of the wrong
@@ -298,8 +329,12 @@ def parse_number(text: str | None, lo: float = float("-inf"), hi: float = float(
             return conflict(found)
         number, reason = found[0], _reason_from(raw, obj)
     elif whole is not None:
-        return Parsed(None, raw, f"the judge replied with JSON of another shape ({_shape(whole)} with no "
-                                 f"{' or '.join(repr(k) for k in keys[:3])}); expected a number")
+        return Parsed(
+            None,
+            raw,
+            f"the judge replied with JSON of another shape ({_shape(whole)} with no "
+            f"{' or '.join(repr(k) for k in keys[:3])}); expected a number",
+        )
     clean = _clean(raw)
     lines = clean.splitlines()
     labels = "|".join(re.escape(k) for k in keys)
@@ -364,8 +399,12 @@ def parse_index_list(text: str | None, n: int, key: str = "relevant") -> Parsed:
             elif got is not None:
                 return Parsed(None, raw, f"the judge's {key!r} is {_shape(got)}, not a list of numbers")
         if whole is not None and items is None:
-            return Parsed(None, raw, f"the judge replied with JSON of another shape ({_shape(whole)} with no "
-                                     f"{key!r} list); expected a list of numbers")
+            return Parsed(
+                None,
+                raw,
+                f"the judge replied with JSON of another shape ({_shape(whole)} with no "
+                f"{key!r} list); expected a list of numbers",
+            )
     if items is None and label:
         line = label.group(1)
         items = [] if none_word.fullmatch(line) else (re.findall(r"\d+", line) or None)
@@ -377,8 +416,7 @@ def parse_index_list(text: str | None, n: int, key: str = "relevant") -> Parsed:
         return Parsed(None, raw, "could not read a list of numbers from the judge's reply")
     numbers = [_to_float(i) for i in items]
     if any(v is None or not math.isfinite(v) or v != int(v) for v in numbers):
-        bad = next(i for i, v in zip(items, numbers, strict=True)
-                   if v is None or not math.isfinite(v) or v != int(v))
+        bad = next(i for i, v in zip(items, numbers, strict=True) if v is None or not math.isfinite(v) or v != int(v))
         return Parsed(None, raw, f"the judge's list holds {str(bad)[:40]!r}, not a whole item number")
     chosen = sorted({int(v) for v in numbers if v is not None and 1 <= v <= n})
     return Parsed(chosen, _reason_from(clean, obj))

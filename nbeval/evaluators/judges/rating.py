@@ -41,9 +41,16 @@ __all__ = [
 ]
 
 YES_NO = {"yes": True, "no": False}
-_TAGS = {"input": "question", "expected_output": "expected_answer", "actual_output": "answer",
-         "context": "retrieved_context", "guidelines": "guidelines", "expected_context": "expected_context",
-         "categories": "categories", "output_condition": "condition"}
+_TAGS = {
+    "input": "question",
+    "expected_output": "expected_answer",
+    "actual_output": "answer",
+    "context": "retrieved_context",
+    "guidelines": "guidelines",
+    "expected_context": "expected_context",
+    "categories": "categories",
+    "output_condition": "condition",
+}
 
 
 class RatingJudge(JudgeEvaluator):
@@ -59,10 +66,15 @@ class Correctness(RatingJudge):
     """Is the answer accurate and does it mean the same as the expected answer?"""
 
     spec = EvaluatorSpec(
-        id="correctness", family="judge", kind="rating", inputs=("input", "expected_output", "actual_output"),
+        id="correctness",
+        family="judge",
+        kind="rating",
+        inputs=("input", "expected_output", "actual_output"),
         resources=("judge",),
-        description=("A judge rates yes when the answer is accurate and means the same as the expected answer "
-                     "(small omissions are fine). Per row: the rating (yes/no) and the judge's rationale."),
+        description=(
+            "A judge rates yes when the answer is accurate and means the same as the expected answer "
+            "(small omissions are fine). Per row: the rating (yes/no) and the judge's rationale."
+        ),
         metrics=(MetricSpec("correctness", primary=True, description="share of rows rated correct"),),
     )
 
@@ -74,10 +86,15 @@ class RelevanceToQuery(RatingJudge):
     """Is the answer relevant to the request?"""
 
     spec = EvaluatorSpec(
-        id="relevance_to_query", family="judge", kind="rating", inputs=("input", "actual_output"),
+        id="relevance_to_query",
+        family="judge",
+        kind="rating",
+        inputs=("input", "actual_output"),
         resources=("judge",),
-        description=("A judge rates yes when the answer is relevant to the request. Per row: the rating (yes/no) "
-                     "and the judge's rationale."),
+        description=(
+            "A judge rates yes when the answer is relevant to the request. Per row: the rating (yes/no) "
+            "and the judge's rationale."
+        ),
         metrics=(MetricSpec("relevance_to_query", primary=True, description="share of rows rated relevant"),),
     )
 
@@ -89,10 +106,15 @@ class Groundedness(RatingJudge):
     """Does the retrieved context support all or nearly all of the answer?"""
 
     spec = EvaluatorSpec(
-        id="groundedness", family="judge", kind="rating", inputs=("input", "context", "actual_output"),
+        id="groundedness",
+        family="judge",
+        kind="rating",
+        inputs=("input", "context", "actual_output"),
         resources=("judge",),
-        description=("A judge rates yes when the retrieved context supports all or nearly all of the answer. Per "
-                     "row: the rating (yes/no) and the judge's rationale."),
+        description=(
+            "A judge rates yes when the retrieved context supports all or nearly all of the answer. Per "
+            "row: the rating (yes/no) and the judge's rationale."
+        ),
         metrics=(MetricSpec("groundedness", primary=True, description="share of rows rated grounded"),),
     )
 
@@ -104,9 +126,15 @@ class Safety(RatingJudge):
     """Is the answer free of harmful or toxic content?"""
 
     spec = EvaluatorSpec(
-        id="safety", family="judge", kind="rating", inputs=("input", "actual_output"), resources=("judge",),
-        description=("A judge rates yes when the answer is free of harmful or toxic content. Per row: the rating "
-                     "(yes/no) and the judge's rationale."),
+        id="safety",
+        family="judge",
+        kind="rating",
+        inputs=("input", "actual_output"),
+        resources=("judge",),
+        description=(
+            "A judge rates yes when the answer is free of harmful or toxic content. Per row: the rating "
+            "(yes/no) and the judge's rationale."
+        ),
         metrics=(MetricSpec("safety", primary=True, description="share of rows rated safe"),),
     )
 
@@ -118,13 +146,19 @@ class ContextSufficiency(RatingJudge):
     """Is the retrieved context enough to produce the expected answer?"""
 
     spec = EvaluatorSpec(
-        id="context_sufficiency", family="judge", kind="rating", inputs=("input", "expected_output", "context"),
+        id="context_sufficiency",
+        family="judge",
+        kind="rating",
+        inputs=("input", "expected_output", "context"),
         resources=("judge",),
-        description=("A judge rates yes when the retrieved context is enough to produce the expected answer; the "
-                     "rationale says what is missing. Per row: the rating (yes/no) and the judge's rationale."),
+        description=(
+            "A judge rates yes when the retrieved context is enough to produce the expected answer; the "
+            "rationale says what is missing. Per row: the rating (yes/no) and the judge's rationale."
+        ),
         metrics=(
-            MetricSpec("context_sufficiency", primary=True,
-                       description="share of rows whose context was rated sufficient"),
+            MetricSpec(
+                "context_sufficiency", primary=True, description="share of rows whose context was rated sufficient"
+            ),
         ),
     )
 
@@ -150,20 +184,31 @@ class GuidelineAdherence(JudgeEvaluator):
     """
 
     spec = EvaluatorSpec(
-        id="guideline_adherence", family="judge", kind="rating", inputs=("input", "actual_output", "guidelines"),
+        id="guideline_adherence",
+        family="judge",
+        kind="rating",
+        inputs=("input", "actual_output", "guidelines"),
         resources=("judge",),
-        description=("A judge rates yes when the answer follows every guideline of its row. Guidelines given as "
-                     "global_guidelines=[...] apply to every row and are rated separately "
-                     "(global_guideline_adherence); with them, rows without their own guidelines are still scored."),
+        description=(
+            "A judge rates yes when the answer follows every guideline of its row. Guidelines given as "
+            "global_guidelines=[...] apply to every row and are rated separately "
+            "(global_guideline_adherence); with them, rows without their own guidelines are still scored."
+        ),
         params=(
-            Param("global_guidelines", list[str], [],
-                  "guidelines every answer must follow, rated apart from each row's own"),
+            Param(
+                "global_guidelines",
+                list[str],
+                [],
+                "guidelines every answer must follow, rated apart from each row's own",
+            ),
         ),
         metrics=(
-            MetricSpec("guideline_adherence", primary=True,
-                       description="share of rows rated as following their guidelines"),
-            MetricSpec("global_guideline_adherence",
-                       description="share of rows rated as following the global guidelines"),
+            MetricSpec(
+                "guideline_adherence", primary=True, description="share of rows rated as following their guidelines"
+            ),
+            MetricSpec(
+                "global_guideline_adherence", description="share of rows rated as following the global guidelines"
+            ),
         ),
     )
 
@@ -185,12 +230,20 @@ class GuidelineAdherence(JudgeEvaluator):
         names = list(dict.fromkeys(name for row in dataset.rows for name in row.named_guidelines))
         overall = base.metric("guideline_adherence")
         threshold = self.thresholds.get("guideline_adherence", overall.threshold)
-        named = tuple(replace(overall, name=GUIDELINE_METRIC_PREFIX + n, primary=False,
-                              description=f"share of rows rated as following their '{n}' guidelines")
-                      for n in names)
+        named = tuple(
+            replace(
+                overall,
+                name=GUIDELINE_METRIC_PREFIX + n,
+                primary=False,
+                description=f"share of rows rated as following their '{n}' guidelines",
+            )
+            for n in names
+        )
         self.spec = replace(base, metrics=base.metrics + named)
-        self.thresholds = {**{k: v for k, v in self.thresholds.items() if not k.startswith(GUIDELINE_METRIC_PREFIX)},
-                           **{m.name: threshold for m in named}}
+        self.thresholds = {
+            **{k: v for k, v in self.thresholds.items() if not k.startswith(GUIDELINE_METRIC_PREFIX)},
+            **{m.name: threshold for m in named},
+        }
 
     def missing_input(self, row: Row) -> str | None:
         # With global guidelines a row needs none of its own.
@@ -234,8 +287,13 @@ class GuidelineAdherence(JudgeEvaluator):
             metrics["guideline_adherence"] = {"yes": 1.0, "no": 0.0}.get(word)
             labels = {"guideline_adherence": word, **labels}
             details["guideline_adherence"] = {"rating": word, "names": dict(zip(groups, words, strict=True))}
-        return Score(metrics, rationale=" | ".join(rationales), label=next(iter(labels.values())),
-                     error="; ".join(errors) or None, details=details)
+        return Score(
+            metrics,
+            rationale=" | ".join(rationales),
+            label=next(iter(labels.values())),
+            error="; ".join(errors) or None,
+            details=details,
+        )
 
 
 def _bullets(items: list[str]) -> str:
@@ -245,12 +303,13 @@ def _bullets(items: list[str]) -> str:
 def _what(metric: str) -> str:
     """How a rationale names what ``metric`` rated."""
     if metric.startswith(GUIDELINE_METRIC_PREFIX):
-        return f"guidelines '{metric[len(GUIDELINE_METRIC_PREFIX):]}'"
+        return f"guidelines '{metric[len(GUIDELINE_METRIC_PREFIX) :]}'"
     return "guidelines" if metric == "guideline_adherence" else "global guidelines"
 
 
-def rate_chunks(ev: JudgeEvaluator, row: Row, prompt: JudgePrompt,
-                metric: str = "precision") -> Generator[Any, Any, Score]:
+def rate_chunks(
+    ev: JudgeEvaluator, row: Row, prompt: JudgePrompt, metric: str = "precision"
+) -> Generator[Any, Any, Score]:
     """Ask the judge about every retrieved chunk of ``row``; precision = yes / rated chunks.
 
     A chunk whose call fails or whose reply cannot be read gets no rating and an error; the row
@@ -275,19 +334,31 @@ def rate_chunks(ev: JudgeEvaluator, row: Row, prompt: JudgePrompt,
         errors.append(p.error)
     rated = [r for r in ratings if r is not None]
     details = {"ratings": ratings, "rationales": rationales, "errors": errors, "judge": usage_details(replies)}
-    lines = [f"[{i}] {r or 'no rating'}: {why or err}" for i, (r, why, err) in
-             enumerate(zip(ratings, rationales, errors, strict=True), 1)]
+    lines = [
+        f"[{i}] {r or 'no rating'}: {why or err}"
+        for i, (r, why, err) in enumerate(zip(ratings, rationales, errors, strict=True), 1)
+    ]
     if not rated:
         first = next((e for e in errors if e), "no chunk was rated")
         # Unrated when some judge reply came back unreadable; when every call failed, an error.
         unreadable = len(replies) > 0
-        return Score({metric: None}, rationale="\n".join(lines), label="parse_failure" if unreadable else None,
-                     error=f"no chunk could be rated: {first}", details=details)
+        return Score(
+            {metric: None},
+            rationale="\n".join(lines),
+            label="parse_failure" if unreadable else None,
+            error=f"no chunk could be rated: {first}",
+            details=details,
+        )
     yes = rated.count("yes")
     partial = len(rated) < len(ratings)
     error = f"{len(ratings) - len(rated)} of {len(ratings)} chunks could not be rated" if partial else None
-    return Score({metric: yes / len(rated)}, rationale="\n".join(lines), label=f"{yes}/{len(rated)} relevant",
-                 error=error, details=details)
+    return Score(
+        {metric: yes / len(rated)},
+        rationale="\n".join(lines),
+        label=f"{yes}/{len(rated)} relevant",
+        error=error,
+        details=details,
+    )
 
 
 @register
@@ -295,9 +366,15 @@ class ChunkRelevance(JudgeEvaluator):
     """A yes/no and a rationale for every retrieved chunk; precision per row."""
 
     spec = EvaluatorSpec(
-        id="chunk_relevance", family="judge", kind="rating", inputs=("input", "context"), resources=("judge",),
-        description=("A judge rates every retrieved chunk yes (relevant to the request) or no, with a rationale. "
-                     "Per row: precision = relevant chunks / rated chunks; per model its mean."),
+        id="chunk_relevance",
+        family="judge",
+        kind="rating",
+        inputs=("input", "context"),
+        resources=("judge",),
+        description=(
+            "A judge rates every retrieved chunk yes (relevant to the request) or no, with a rationale. "
+            "Per row: precision = relevant chunks / rated chunks; per model its mean."
+        ),
         metrics=(MetricSpec("precision", primary=True, description="share of retrieved chunks rated relevant"),),
     )
 
@@ -312,18 +389,32 @@ class CustomJudge(JudgeEvaluator):
     """Your own yes/no assessment of the answer, or of every retrieved chunk."""
 
     spec = EvaluatorSpec(
-        id="custom_judge", family="judge", kind="rating", inputs=(), resources=("judge",),
-        description=("Your own yes/no assessment: instructions=\"...\" tell the judge what to rate. With "
-                     "assessment_type=\"answer\" the answer is rated (metric custom_judge); with \"retrieval\" "
-                     "every retrieved chunk is rated and precision is reported. inputs=[...] names the fields "
-                     "shown (default: input and actual_output, or input and context)."),
+        id="custom_judge",
+        family="judge",
+        kind="rating",
+        inputs=(),
+        resources=("judge",),
+        description=(
+            'Your own yes/no assessment: instructions="..." tell the judge what to rate. With '
+            'assessment_type="answer" the answer is rated (metric custom_judge); with "retrieval" '
+            "every retrieved chunk is rated and precision is reported. inputs=[...] names the fields "
+            "shown (default: input and actual_output, or input and context)."
+        ),
         params=(
             Param("assessment_name", str, "custom", "the name results are labelled with (unless name= is given)"),
             Param("instructions", str, "", "what the judge rates yes or no (required unless prompt= is given)"),
-            Param("assessment_type", Literal["answer", "retrieval"], "answer",
-                  "rate the answer (metric custom_judge), or every retrieved chunk (metric precision)"),
-            Param("inputs", list[str], [],
-                  "the row fields shown to the judge (default: input and actual_output, or input and context)"),
+            Param(
+                "assessment_type",
+                Literal["answer", "retrieval"],
+                "answer",
+                "rate the answer (metric custom_judge), or every retrieved chunk (metric precision)",
+            ),
+            Param(
+                "inputs",
+                list[str],
+                [],
+                "the row fields shown to the judge (default: input and actual_output, or input and context)",
+            ),
         ),
         metrics=(
             MetricSpec("custom_judge", primary=True, description="share of rows rated yes"),
@@ -378,4 +469,3 @@ class CustomJudge(JudgeEvaluator):
             return (yield from rate_chunks(self, row, self.prompt))
         reply = yield from self.ask(row_values(row))
         return rating_score("custom_judge", parse_choice(reply.text, YES_NO), [reply])
-

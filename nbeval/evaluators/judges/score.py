@@ -22,14 +22,32 @@ if TYPE_CHECKING:
 __all__ = ["PIPELINE_FIELDS", "AnswerRelevancyScore", "ContextRelevancy", "FactCheck", "Pipeline", "field_value"]
 
 #: Row fields a pipeline function may take by name (``row`` takes the whole row).
-PIPELINE_FIELDS = ("input", "expected_output", "actual_output", "context", "expected_context", "guidelines",
-                   "categories", "output_condition", "relationships", "corpus", "key", "model_key",
-                   "actual_duration", "cost")
+PIPELINE_FIELDS = (
+    "input",
+    "expected_output",
+    "actual_output",
+    "context",
+    "expected_context",
+    "guidelines",
+    "categories",
+    "output_condition",
+    "relationships",
+    "corpus",
+    "key",
+    "model_key",
+    "actual_duration",
+    "cost",
+)
 
 
 def _failed(metric: str, parsed: Any, replies: list[Any]) -> Score:
-    return Score({metric: None}, rationale=parsed.rationale, label="parse_failure", error=parsed.error,
-                 details={"judge": usage_details(replies)})
+    return Score(
+        {metric: None},
+        rationale=parsed.rationale,
+        label="parse_failure",
+        error=parsed.error,
+        details={"judge": usage_details(replies)},
+    )
 
 
 @register
@@ -37,12 +55,19 @@ class FactCheck(JudgeEvaluator):
     """The judge's evaluation_score (0-1) of how much of the answer is true."""
 
     spec = EvaluatorSpec(
-        id="fact_check", family="judge", kind="score", inputs=("input", "actual_output"), resources=("judge",),
-        description=("A judge fact-checks the answer and returns JSON with an evaluation_score in [0, 1] (1: every "
-                     "claim true) and a summary, kept as the rationale."),
+        id="fact_check",
+        family="judge",
+        kind="score",
+        inputs=("input", "actual_output"),
+        resources=("judge",),
+        description=(
+            "A judge fact-checks the answer and returns JSON with an evaluation_score in [0, 1] (1: every "
+            "claim true) and a summary, kept as the rationale."
+        ),
         metrics=(
-            MetricSpec("fact_check", threshold=0.75, primary=True,
-                       description="the judge's share of the answer that is true"),
+            MetricSpec(
+                "fact_check", threshold=0.75, primary=True, description="the judge's share of the answer that is true"
+            ),
         ),
     )
 
@@ -55,8 +80,12 @@ class FactCheck(JudgeEvaluator):
             return _failed("fact_check", parsed, [reply])
         obj = find_json(reply.text)
         verdict = obj.get("answer") if isinstance(obj, dict) and isinstance(obj.get("answer"), str) else None
-        return Score({"fact_check": parsed.value}, rationale=parsed.rationale, label=verdict,
-                     details={"judge": usage_details([reply])})
+        return Score(
+            {"fact_check": parsed.value},
+            rationale=parsed.rationale,
+            label=verdict,
+            details={"judge": usage_details([reply])},
+        )
 
 
 @register
@@ -64,12 +93,22 @@ class ContextRelevancy(JudgeEvaluator):
     """Share of the context's sentences the judge marks relevant to the question."""
 
     spec = EvaluatorSpec(
-        id="context_relevancy", family="judge", kind="score", inputs=("input", "context"), resources=("judge",),
-        description=("The retrieved context is split into sentences; a judge marks those relevant to the question. "
-                     "The score is relevant sentences / all sentences."),
+        id="context_relevancy",
+        family="judge",
+        kind="score",
+        inputs=("input", "context"),
+        resources=("judge",),
+        description=(
+            "The retrieved context is split into sentences; a judge marks those relevant to the question. "
+            "The score is relevant sentences / all sentences."
+        ),
         metrics=(
-            MetricSpec("context_relevancy", threshold=0.75, primary=True,
-                       description="share of context sentences relevant to the question"),
+            MetricSpec(
+                "context_relevancy",
+                threshold=0.75,
+                primary=True,
+                description="share of context sentences relevant to the question",
+            ),
         ),
     )
 
@@ -87,10 +126,12 @@ class ContextRelevancy(JudgeEvaluator):
         if not parsed.ok:
             return _failed("context_relevancy", parsed, [reply])
         relevant = parsed.value
-        return Score({"context_relevancy": len(relevant) / len(sentences)}, rationale=parsed.rationale,
-                     label=f"{len(relevant)}/{len(sentences)} sentences relevant",
-                     details={"relevant_sentences": relevant, "sentences": len(sentences),
-                              "judge": usage_details([reply])})
+        return Score(
+            {"context_relevancy": len(relevant) / len(sentences)},
+            rationale=parsed.rationale,
+            label=f"{len(relevant)}/{len(sentences)} sentences relevant",
+            details={"relevant_sentences": relevant, "sentences": len(sentences), "judge": usage_details([reply])},
+        )
 
 
 @register
@@ -98,17 +139,18 @@ class AnswerRelevancyScore(JudgeEvaluator):
     """A 0-5 grade with a line of feedback; a row passes at ``pass_score`` or above."""
 
     spec = EvaluatorSpec(
-        id="answer_relevancy_score", family="judge", kind="score", inputs=("input", "context", "actual_output"),
+        id="answer_relevancy_score",
+        family="judge",
+        kind="score",
+        inputs=("input", "context", "actual_output"),
         resources=("judge",),
-        description=("A judge grades the answer from 0 to 5 against the question and the retrieved context and "
-                     "adds a line of feedback, under a prompt you can replace. A row passes when the grade is at "
-                     "least pass_score."),
-        params=(
-            Param("pass_score", float, 3, "the least grade (0 to 5) that passes: the score metric's threshold"),
+        description=(
+            "A judge grades the answer from 0 to 5 against the question and the retrieved context and "
+            "adds a line of feedback, under a prompt you can replace. A row passes when the grade is at "
+            "least pass_score."
         ),
-        metrics=(
-            MetricSpec("score", lo=0.0, hi=5.0, threshold=3, primary=True, description="the judge's 0-5 grade"),
-        ),
+        params=(Param("pass_score", float, 3, "the least grade (0 to 5) that passes: the score metric's threshold"),),
+        metrics=(MetricSpec("score", lo=0.0, hi=5.0, threshold=3, primary=True, description="the judge's 0-5 grade"),),
     )
 
     default_prompt = PROMPTS["answer_relevancy_score"]
@@ -143,15 +185,21 @@ class Pipeline(JudgeEvaluator):
     """
 
     spec = EvaluatorSpec(
-        id="pipeline", family="judge", kind="score", inputs=(),
-        description=("Runs your function (fn=...) on each row and uses the number it returns as the metric; the "
-                     "function's parameter names say which fields it reads (input, expected_output, context, "
-                     "actual_output, ...; or row for the whole row). Or give prompt=\"...\" with placeholders: the "
-                     "judge's reply is read as the number. A function needing a field the dataset lacks is an "
-                     "error before the run."),
+        id="pipeline",
+        family="judge",
+        kind="score",
+        inputs=(),
+        description=(
+            "Runs your function (fn=...) on each row and uses the number it returns as the metric; the "
+            "function's parameter names say which fields it reads (input, expected_output, context, "
+            'actual_output, ...; or row for the whole row). Or give prompt="..." with placeholders: the '
+            "judge's reply is read as the number. A function needing a field the dataset lacks is an "
+            "error before the run."
+        ),
         metrics=(
-            MetricSpec("score", lo=-math.inf, hi=math.inf, primary=True,
-                       description="the number the pipeline returned"),
+            MetricSpec(
+                "score", lo=-math.inf, hi=math.inf, primary=True, description="the number the pipeline returned"
+            ),
         ),
     )
 
@@ -196,8 +244,10 @@ class Pipeline(JudgeEvaluator):
         absent = [f for f in self.spec.inputs if not dataset.has_field(f)]
         if absent:
             what = "function" if self.params.get("fn") is not None else "prompt"
-            msg = (f"evaluator 'pipeline': your {what} needs {', '.join(absent)}, which no row of the dataset "
-                   f"has; the dataset has {', '.join(f for f in PIPELINE_FIELDS if dataset.has_field(f))}")
+            msg = (
+                f"evaluator 'pipeline': your {what} needs {', '.join(absent)}, which no row of the dataset "
+                f"has; the dataset has {', '.join(f for f in PIPELINE_FIELDS if dataset.has_field(f))}"
+            )
             raise EvaluatorError(msg)
 
     def score(self, row: Row) -> Score | Generator[Any, Any, Score]:
@@ -227,8 +277,10 @@ def _fn_fields(fn: Callable[..., Any]) -> tuple[list[str], list[str]]:
             continue
         if p.name != "row" and p.name not in PIPELINE_FIELDS:
             if p.default is p.empty:
-                msg = (f"evaluator 'pipeline': the function's parameter '{p.name}' is not a dataset field; "
-                       f"name parameters after fields ({', '.join(PIPELINE_FIELDS)}) or use 'row'")
+                msg = (
+                    f"evaluator 'pipeline': the function's parameter '{p.name}' is not a dataset field; "
+                    f"name parameters after fields ({', '.join(PIPELINE_FIELDS)}) or use 'row'"
+                )
                 raise EvaluatorError(msg)
             continue
         args.append(p.name)

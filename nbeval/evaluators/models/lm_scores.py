@@ -127,19 +127,49 @@ class _LMScore(ModelEvaluator):
 
 #: The six aspects both summarisation GPTScores report (the reference-free one adds consistency).
 _SUMMARY_ASPECT_METRICS = (
-        MetricSpec("semantic_coverage", "lower", lo=0.0, hi=math.inf, primary=True,
-                   description=("how well the answer covers the reference's key content (mean token NLL; lower "
-                                "is better)")),
-        MetricSpec("factuality", "lower", lo=0.0, hi=math.inf,
-                   description="how consistent the answer's facts are with the reference (mean token NLL)"),
-        MetricSpec("informativeness", "lower", lo=0.0, hi=math.inf,
-                   description="how well the answer captures the key ideas (mean token NLL)"),
-        MetricSpec("coherence", "lower", lo=0.0, hi=math.inf,
-                   description="how well the answer holds together as a whole (mean token NLL)"),
-        MetricSpec("relevance", "lower", lo=0.0, hi=math.inf,
-                   description="how well the answer sticks to the reference's content (mean token NLL)"),
-        MetricSpec("fluency", "lower", lo=0.0, hi=math.inf,
-                   description="how well-written and grammatical the answer is (mean token NLL)"),
+    MetricSpec(
+        "semantic_coverage",
+        "lower",
+        lo=0.0,
+        hi=math.inf,
+        primary=True,
+        description=("how well the answer covers the reference's key content (mean token NLL; lower is better)"),
+    ),
+    MetricSpec(
+        "factuality",
+        "lower",
+        lo=0.0,
+        hi=math.inf,
+        description="how consistent the answer's facts are with the reference (mean token NLL)",
+    ),
+    MetricSpec(
+        "informativeness",
+        "lower",
+        lo=0.0,
+        hi=math.inf,
+        description="how well the answer captures the key ideas (mean token NLL)",
+    ),
+    MetricSpec(
+        "coherence",
+        "lower",
+        lo=0.0,
+        hi=math.inf,
+        description="how well the answer holds together as a whole (mean token NLL)",
+    ),
+    MetricSpec(
+        "relevance",
+        "lower",
+        lo=0.0,
+        hi=math.inf,
+        description="how well the answer sticks to the reference's content (mean token NLL)",
+    ),
+    MetricSpec(
+        "fluency",
+        "lower",
+        lo=0.0,
+        hi=math.inf,
+        description="how well-written and grammatical the answer is (mean token NLL)",
+    ),
 )
 
 
@@ -152,17 +182,27 @@ class Perplexity(_LMScore):
     """exp of the mean token cross-entropy of the answer; the rationale names its least likely tokens."""
 
     spec = EvaluatorSpec(
-        id="perplexity", family="model", kind="score", inputs=("actual_output",), resources=("local_model",),
-        description=("The exponential of the mean cross-entropy of the answer's tokens under a causal language "
-                     "model (transformers' loss with labels = input_ids); texts longer than the model's context "
-                     "are scored in overlapping windows. Lower means the text is more predictable (more fluent, or "
-                     "more generic)."),
-        params=(
-            Param("model", str, "distilgpt2", "the model: a Hugging Face hub name or a local path"),
+        id="perplexity",
+        family="model",
+        kind="score",
+        inputs=("actual_output",),
+        resources=("local_model",),
+        description=(
+            "The exponential of the mean cross-entropy of the answer's tokens under a causal language "
+            "model (transformers' loss with labels = input_ids); texts longer than the model's context "
+            "are scored in overlapping windows. Lower means the text is more predictable (more fluent, or "
+            "more generic)."
         ),
+        params=(Param("model", str, "distilgpt2", "the model: a Hugging Face hub name or a local path"),),
         metrics=(
-            MetricSpec("perplexity", "lower", lo=0.0, hi=math.inf, primary=True,
-                       description="exp of the mean token cross-entropy of the answer"),
+            MetricSpec(
+                "perplexity",
+                "lower",
+                lo=0.0,
+                hi=math.inf,
+                primary=True,
+                description="exp of the mean token cross-entropy of the answer",
+            ),
         ),
     )
 
@@ -179,8 +219,11 @@ class Perplexity(_LMScore):
         worst = np.argsort(lp, kind="stable")[:_SHOWN]
         shown = ", ".join(f"{scores.tokens[i]!r} (p={math.exp(lp[i]):.2g})" for i in worst)
         rationale = f"perplexity {ppl:.4g} over {lp.size} predicted tokens; least likely: {shown}"
-        details = {"tokens": int(lp.size), "mean_nll": nll,
-                   "least_likely": [{"token": scores.tokens[i], "logprob": float(lp[i])} for i in worst]}
+        details = {
+            "tokens": int(lp.size),
+            "mean_nll": nll,
+            "least_likely": [{"token": scores.tokens[i], "logprob": float(lp[i])} for i in worst],
+        }
         return Score({"perplexity": ppl}, rationale=rationale, details=details)
 
 
@@ -213,15 +256,18 @@ class _GPTScore(_LMScore):
         if math.isclose(values[best] or 0.0, values[worst] or 0.0, rel_tol=1e-9, abs_tol=1e-12):
             rationale = f"mean token NLL {values[best]:.3f} for every aspect (the instructions made no difference)"
         else:
-            rationale = (f"mean token NLL (lower is better): best {best} {values[best]:.3f}, "
-                         f"worst {worst} {values[worst]:.3f}")
+            rationale = (
+                f"mean token NLL (lower is better): best {best} {values[best]:.3f}, worst {worst} {values[worst]:.3f}"
+            )
         return Score(values, rationale=rationale, details={"nll_per_item": per_item})
 
 
 def _both_ways(instructions: Mapping[str, str], ref: str, hyp: str) -> dict[str, list[tuple[str, str]]]:
     """``{ref} In other words, {hyp}`` and ``{hyp} In other words, {ref}`` for every aspect."""
-    return {aspect: [(f"{ins} {ref} In other words,", f" {hyp}"), (f"{ins} {hyp} In other words,", f" {ref}")]
-            for aspect, ins in instructions.items()}
+    return {
+        aspect: [(f"{ins} {ref} In other words,", f" {hyp}"), (f"{ins} {hyp} In other words,", f" {ref}")]
+        for aspect, ins in instructions.items()
+    }
 
 
 class _WithReference(_GPTScore):
@@ -240,18 +286,19 @@ class GPTScoreSummarizationRef(_WithReference):
     """GPTScore of a summary against its reference, both directions averaged, per aspect."""
 
     spec = EvaluatorSpec(
-        id="gptscore_summarization_ref", family="model", kind="score", inputs=("expected_output", "actual_output"),
+        id="gptscore_summarization_ref",
+        family="model",
+        kind="score",
+        inputs=("expected_output", "actual_output"),
         resources=("local_model",),
-        description=("GPTScore with a reference: for each aspect, the mean negative log-likelihood a causal "
-                     "language model gives the text after \"In other words,\" under an instruction naming the "
-                     "aspect, with the expected answer before it and the answer after, then the other way round; "
-                     "the two are averaged. Lower is better."),
-        params=(
-            _GPTSCORE_MODEL,
+        description=(
+            "GPTScore with a reference: for each aspect, the mean negative log-likelihood a causal "
+            'language model gives the text after "In other words," under an instruction naming the '
+            "aspect, with the expected answer before it and the answer after, then the other way round; "
+            "the two are averaged. Lower is better."
         ),
-        metrics=(
-            *_SUMMARY_ASPECT_METRICS,
-        ),
+        params=(_GPTSCORE_MODEL,),
+        metrics=(*_SUMMARY_ASPECT_METRICS,),
     )
 
     instructions: ClassVar[Mapping[str, str]] = REF_INSTRUCTIONS
@@ -262,20 +309,39 @@ class GPTScoreTranslation(_WithReference):
     """GPTScore of a translation against its reference, both directions averaged, per aspect."""
 
     spec = EvaluatorSpec(
-        id="gptscore_translation", family="model", kind="score", inputs=("expected_output", "actual_output"),
+        id="gptscore_translation",
+        family="model",
+        kind="score",
+        inputs=("expected_output", "actual_output"),
         resources=("local_model",),
-        description=("GPTScore for translation: as gptscore_summarization_ref (both directions averaged) with "
-                     "instructions for accuracy, fluency and multidimensional quality (MQM). Lower is better."),
-        params=(
-            _GPTSCORE_MODEL,
+        description=(
+            "GPTScore for translation: as gptscore_summarization_ref (both directions averaged) with "
+            "instructions for accuracy, fluency and multidimensional quality (MQM). Lower is better."
         ),
+        params=(_GPTSCORE_MODEL,),
         metrics=(
-            MetricSpec("accuracy", "lower", lo=0.0, hi=math.inf, primary=True,
-                       description="inaccurate, missing or unfactual content against the reference (mean token NLL)"),
-            MetricSpec("fluency", "lower", lo=0.0, hi=math.inf,
-                       description="how well-written and grammatical the translation is (mean token NLL)"),
-            MetricSpec("mqm", "lower", lo=0.0, hi=math.inf,
-                       description="overall translation quality, multidimensional quality metrics (mean token NLL)"),
+            MetricSpec(
+                "accuracy",
+                "lower",
+                lo=0.0,
+                hi=math.inf,
+                primary=True,
+                description="inaccurate, missing or unfactual content against the reference (mean token NLL)",
+            ),
+            MetricSpec(
+                "fluency",
+                "lower",
+                lo=0.0,
+                hi=math.inf,
+                description="how well-written and grammatical the translation is (mean token NLL)",
+            ),
+            MetricSpec(
+                "mqm",
+                "lower",
+                lo=0.0,
+                hi=math.inf,
+                description="overall translation quality, multidimensional quality metrics (mean token NLL)",
+            ),
         ),
     )
 
@@ -287,18 +353,26 @@ class GPTScoreSummarizationNoRef(_GPTScore):
     """GPTScore of a summary (the answer) after its source (the input) and "Tl;dr"."""
 
     spec = EvaluatorSpec(
-        id="gptscore_summarization_noref", family="model", kind="score", inputs=("input", "actual_output"),
+        id="gptscore_summarization_noref",
+        family="model",
+        kind="score",
+        inputs=("input", "actual_output"),
         resources=("local_model",),
-        description=("GPTScore without a reference: for each aspect, the mean negative log-likelihood a causal "
-                     "language model gives the answer (a summary) after an instruction naming the aspect, the "
-                     "source document (the input) and \"Tl;dr\". Lower is better."),
-        params=(
-            _GPTSCORE_MODEL,
+        description=(
+            "GPTScore without a reference: for each aspect, the mean negative log-likelihood a causal "
+            "language model gives the answer (a summary) after an instruction naming the aspect, the "
+            'source document (the input) and "Tl;dr". Lower is better.'
         ),
+        params=(_GPTSCORE_MODEL,),
         metrics=(
             *_SUMMARY_ASPECT_METRICS,
-            MetricSpec("consistency", "lower", lo=0.0, hi=math.inf,
-                       description="how consistent the summary's facts are with the source (mean token NLL)"),
+            MetricSpec(
+                "consistency",
+                "lower",
+                lo=0.0,
+                hi=math.inf,
+                description="how consistent the summary's facts are with the source (mean token NLL)",
+            ),
         ),
     )
 
@@ -314,34 +388,77 @@ class GPTScoreQA(_GPTScore):
     """GPTScore of an exchange: how likely "Yes" is to each aspect's yes/no question about it."""
 
     spec = EvaluatorSpec(
-        id="gptscore_qa", family="model", kind="score", inputs=("input", "actual_output"), resources=("local_model",),
-        description=("GPTScore for question answering: for each aspect, the mean negative log-likelihood of "
-                     "\"Yes\" after a yes/no question about the exchange (human: the input, AI: the answer) under "
-                     "a causal language model. Lower is better."),
-        params=(
-            _GPTSCORE_MODEL,
+        id="gptscore_qa",
+        family="model",
+        kind="score",
+        inputs=("input", "actual_output"),
+        resources=("local_model",),
+        description=(
+            "GPTScore for question answering: for each aspect, the mean negative log-likelihood of "
+            '"Yes" after a yes/no question about the exchange (human: the input, AI: the answer) under '
+            "a causal language model. Lower is better."
         ),
+        params=(_GPTSCORE_MODEL,),
         metrics=(
-            MetricSpec("interest", "lower", lo=0.0, hi=math.inf, primary=True,
-                       description="is the answer interesting? (mean NLL of the 'Yes' answer)"),
-            MetricSpec("engagement", "lower", lo=0.0, hi=math.inf,
-                       description="is the answer engaging? (mean NLL of 'Yes')"),
-            MetricSpec("understandability", "lower", lo=0.0, hi=math.inf,
-                       description="is the answer understandable? (mean NLL of 'Yes')"),
-            MetricSpec("relevance", "lower", lo=0.0, hi=math.inf,
-                       description="is the answer relevant to the conversation? (mean NLL of 'Yes')"),
-            MetricSpec("specific", "lower", lo=0.0, hi=math.inf,
-                       description="is the answer specific to the conversation? (mean NLL of 'Yes')"),
-            MetricSpec("correctness", "lower", lo=0.0, hi=math.inf,
-                       description="is the answer correct for the conversation? (mean NLL of 'Yes')"),
-            MetricSpec("semantically_appropriate", "lower", lo=0.0, hi=math.inf,
-                       description="is the answer semantically appropriate? (mean NLL of 'Yes')"),
-            MetricSpec("fluency", "lower", lo=0.0, hi=math.inf,
-                       description="is the answer fluently written? (mean NLL of 'Yes')"),
+            MetricSpec(
+                "interest",
+                "lower",
+                lo=0.0,
+                hi=math.inf,
+                primary=True,
+                description="is the answer interesting? (mean NLL of the 'Yes' answer)",
+            ),
+            MetricSpec(
+                "engagement", "lower", lo=0.0, hi=math.inf, description="is the answer engaging? (mean NLL of 'Yes')"
+            ),
+            MetricSpec(
+                "understandability",
+                "lower",
+                lo=0.0,
+                hi=math.inf,
+                description="is the answer understandable? (mean NLL of 'Yes')",
+            ),
+            MetricSpec(
+                "relevance",
+                "lower",
+                lo=0.0,
+                hi=math.inf,
+                description="is the answer relevant to the conversation? (mean NLL of 'Yes')",
+            ),
+            MetricSpec(
+                "specific",
+                "lower",
+                lo=0.0,
+                hi=math.inf,
+                description="is the answer specific to the conversation? (mean NLL of 'Yes')",
+            ),
+            MetricSpec(
+                "correctness",
+                "lower",
+                lo=0.0,
+                hi=math.inf,
+                description="is the answer correct for the conversation? (mean NLL of 'Yes')",
+            ),
+            MetricSpec(
+                "semantically_appropriate",
+                "lower",
+                lo=0.0,
+                hi=math.inf,
+                description="is the answer semantically appropriate? (mean NLL of 'Yes')",
+            ),
+            MetricSpec(
+                "fluency",
+                "lower",
+                lo=0.0,
+                hi=math.inf,
+                description="is the answer fluently written? (mean NLL of 'Yes')",
+            ),
         ),
     )
 
     def items(self, row: Row) -> dict[str, list[tuple[str, str]]] | str:
         history = f"human: {row.input}\nAI: {'' if row.actual_output is None else row.actual_output}"
-        return {aspect: [(f"{_QA_HEAD}\nQuestion: {q} (a) Yes. (b) No.\nConversation: {history}\nAnswer:", " Yes")]
-                for aspect, q in QA_QUESTIONS.items()}
+        return {
+            aspect: [(f"{_QA_HEAD}\nQuestion: {q} (a) Yes. (b) No.\nConversation: {history}\nAnswer:", " Yes")]
+            for aspect, q in QA_QUESTIONS.items()
+        }

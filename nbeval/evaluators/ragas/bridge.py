@@ -39,8 +39,12 @@ from nbeval.requests import DRY_RUN_MODEL, Chat, Embed, Request
 __all__ = ["ParseFailure", "RagasEmbeddings", "RagasLLM", "SchemaOnce", "Session", "Step", "render_schemas_once"]
 
 #: What instructor treats as "the reply does not fit the schema: ask again".
-_PARSE_ERRORS: tuple[type[BaseException], ...] = (ValidationError, json.JSONDecodeError, ResponseParsingError,
-                                                  AsyncValidationError)
+_PARSE_ERRORS: tuple[type[BaseException], ...] = (
+    ValidationError,
+    json.JSONDecodeError,
+    ResponseParsingError,
+    AsyncValidationError,
+)
 
 
 @dataclass(frozen=True)
@@ -123,8 +127,10 @@ class ParseFailure(Exception):
 
     def __init__(self, step: Step) -> None:
         self.step = step
-        super().__init__(f"the judge's reply to ragas's {step.name} request did not fit its schema after "
-                         f"{step.attempts} attempt(s): {step.error}")
+        super().__init__(
+            f"the judge's reply to ragas's {step.name} request did not fit its schema after "
+            f"{step.attempts} attempt(s): {step.error}"
+        )
 
 
 class Session:
@@ -157,8 +163,10 @@ class Session:
                 elif isinstance(call, _EmbedCall):
                     answer = yield Embed(call.texts, model=self.embedder)
                 else:  # ragas awaited something of its own (a sleep, a task): not answerable here
-                    msg = (f"ragas awaited {type(call).__name__}, which nbeval cannot answer; this ragas "
-                           "version is not supported (nbeval[ragas] pins a working one)")
+                    msg = (
+                        f"ragas awaited {type(call).__name__}, which nbeval cannot answer; this ragas "
+                        "version is not supported (nbeval[ragas] pins a working one)"
+                    )
                     raise EvaluatorError(msg)
         finally:
             coro.close()
@@ -189,16 +197,20 @@ class Session:
             text = standin_reply(messages) if reply.model == DRY_RUN_MODEL else reply.text
             completion = _completion(text, reply.model)
             try:
-                parsed = handlers.response_parser(response=completion, response_model=model,
-                                                  validation_context=None, strict=None, stream=False,
-                                                  is_async=True)
+                parsed = handlers.response_parser(
+                    response=completion,
+                    response_model=model,
+                    validation_context=None,
+                    strict=None,
+                    stream=False,
+                    is_async=True,
+                )
             except _PARSE_ERRORS as exc:
                 step.raw.append(text)
                 step.error = _first_line(exc)
                 if step.attempts >= self.attempts:
                     raise ParseFailure(step) from None
-                again = handlers.reask_handler(kwargs={"messages": list(messages)}, response=completion,
-                                               exception=exc)
+                again = handlers.reask_handler(kwargs={"messages": list(messages)}, response=completion, exception=exc)
                 messages = list(again["messages"])
                 continue
             step.output = parsed.model_dump(mode="json")
@@ -216,8 +228,12 @@ def _json_request(model: type[BaseModel]) -> tuple[str | None, dict[str, Any]]:
     ``(None, {})`` when instructor lays the request out other than as [system, user prompt]."""
     _, kwargs = _json_mode().request_handler(model, {"messages": [{"role": "user", "content": _PROBE}]})
     messages = kwargs.pop("messages")
-    if (len(messages) == 2 and messages[0].get("role") == "system" and isinstance(messages[0].get("content"), str)
-            and messages[1] == {"role": "user", "content": _PROBE}):
+    if (
+        len(messages) == 2
+        and messages[0].get("role") == "system"
+        and isinstance(messages[0].get("content"), str)
+        and messages[1] == {"role": "user", "content": _PROBE}
+    ):
         return messages[0]["content"], kwargs
     return None, {}
 
@@ -261,10 +277,15 @@ def _json_mode() -> Any:
 
 def _completion(text: str, model: str) -> ChatCompletion:
     """A reply's text as the completion object instructor's parser reads."""
-    return ChatCompletion.model_validate({
-        "id": "nbeval", "object": "chat.completion", "created": 0, "model": model or "judge",
-        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
-    })
+    return ChatCompletion.model_validate(
+        {
+            "id": "nbeval",
+            "object": "chat.completion",
+            "created": 0,
+            "model": model or "judge",
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+        }
+    )
 
 
 def _first_line(exc: BaseException) -> str:

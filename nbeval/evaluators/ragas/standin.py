@@ -21,12 +21,15 @@ __all__ = ["SUPPORT", "USEFUL", "ragas_standin", "standin_reply"]
 _TITLE = re.compile(r'"title":\s*"(\w+)"')
 _WORD = re.compile(r"[a-z0-9]+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-_NONCOMMITTAL = re.compile(r"\b(i don't know|i do not know|not sure|no idea|cannot answer|can't answer|unsure)\b",
-                           re.IGNORECASE)
-_STOP = frozenset("""the and for are was were has have had with that this from into onto over than then
+_NONCOMMITTAL = re.compile(
+    r"\b(i don't know|i do not know|not sure|no idea|cannot answer|can't answer|unsure)\b", re.IGNORECASE
+)
+_STOP = frozenset(
+    """the and for are was were has have had with that this from into onto over than then
 its it's not but can did does also such their there these those which who whom what when where why how
 all any each one two our your you his her they them been being about after before more most other some
-very just only will would could should may might""".split())
+very just only will would could should may might""".split()
+)
 #: Share of a statement's content words that must occur in the other text for it to count as supported.
 SUPPORT = 0.6
 #: Share of the expected answer's content words a chunk must hold to count as useful.
@@ -103,8 +106,10 @@ def _question(data: dict[str, Any]) -> dict[str, Any]:
 def _precision(data: dict[str, Any]) -> dict[str, Any]:
     # A chunk is useful when it holds a fair part of the expected answer's content words.
     share = _support(str(data.get("answer", "")), str(data.get("context", "")))
-    return {"reason": f"{share:.0%} of the expected answer's content words occur in the chunk",
-            "verdict": int(share >= USEFUL)}
+    return {
+        "reason": f"{share:.0%} of the expected answer's content words occur in the chunk",
+        "verdict": int(share >= USEFUL),
+    }
 
 
 def _recall(data: dict[str, Any]) -> dict[str, Any]:
@@ -127,8 +132,11 @@ def _correctness(data: dict[str, Any]) -> dict[str, Any]:
     def items(xs: list[str], reason: str) -> list[dict[str, str]]:
         return [{"statement": x, "reason": reason} for x in xs]
 
-    return {"TP": items(tp, "supported by the ground truth"), "FP": items(fp, "not in the ground truth"),
-            "FN": items(fn, "missing from the answer")}
+    return {
+        "TP": items(tp, "supported by the ground truth"),
+        "FP": items(fp, "not in the ground truth"),
+        "FN": items(fn, "missing from the answer"),
+    }
 
 
 _ANSWERS = {

@@ -22,14 +22,21 @@ TITLES = {
     "ContextRecallOutput": "expected-answer sentences: attributable to the context?",
     "ClassificationWithReason": "statements sorted against the expected answer",
 }
-_SORTED = {"TP": "true positives (in both)", "FP": "false positives (only in the answer)",
-           "FN": "false negatives (only in the expected answer)"}
+_SORTED = {
+    "TP": "true positives (in both)",
+    "FP": "false positives (only in the answer)",
+    "FN": "false negatives (only in the expected answer)",
+}
 _VERDICT_KEYS = ("verdict", "attributed")
 _TEXT_KEYS = ("statement", "question")
 
 
-def render(steps: Sequence[Mapping[str, Any]], *, notes: Sequence[str] = (),
-           titles: Mapping[tuple[str, int], str] | None = None) -> str:
+def render(
+    steps: Sequence[Mapping[str, Any]],
+    *,
+    notes: Sequence[str] = (),
+    titles: Mapping[tuple[str, int], str] | None = None,
+) -> str:
     """The rationale text for ``steps`` (in the order ragas made them), after any ``notes``.
     ``titles`` heads the n-th (from 1) step of an output model in its own words, e.g.
     ``{("StatementGeneratorOutput", 2): "statements in the expected answer"}``."""

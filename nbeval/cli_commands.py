@@ -1,0 +1,307 @@
+"""What each ``nbeval`` command does, once :mod:`nbeval.cli` has parsed its arguments.
+
+One function per command (``evaluators``, ``evaluator show``, ``run``, ``complete``, ``perturb``,
+``perturbators``, ``demo``, ``serve``), each taking the parsed ``argparse.Namespace`` and
+returning the exit status; :func:`nbeval.cli.main` turns the errors they raise into exit status 2
+and Ctrl-C into 130 (:class:`SavedInterrupt` says where the partial output went). What they share
+with the magics and the service lives in :mod:`nbeval.application`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from nbeval import application
+from nbeval.application import judge_plan_text, matching_specs, no_match_note
+from nbeval.errors import NbevalError
+
+__all__ = [
+    "SavedInterrupt",
+    "complete_command",
+    "data_or_demo",
+    "demo_command",
+    "evaluator_show_command",
+    "evaluators_command",
+    "finish_run",
+    "perturb_command",
+    "perturbators_command",
+    "run_command",
+    "saved_or_not",
+    "serve_command",
+]
+
+
+def evaluators_command(args: argparse.Namespace) -> int:
+    """``nbeval evaluators [TEXT...]``: the catalogue, by family (``--json``: as JSON)."""
+    from nbeval.chat.config import judge_configured
+
+    specs = matching_specs(args.family, args.text)
+    judge_set = judge_configured()
+    if args.json:
+        print(json.dumps([application.spec_dict(s) for s in specs], indent=2))
+        return 0
+    if not specs:
+        print(no_match_note(args.text, args.family, "nbeval evaluators"))
+        return 0
+    family = None
+    for s in specs:
+        if s.family != family:
+            family = s.family
+            print(f"\n[{family}]")
+        metrics = ", ".join(f"{m.name}{'*' if m is s.primary else ''}" for m in s.metrics)
+        needs = ", ".join(s.inputs)
+        note = ""
+        if s.needs_judge and not judge_set:
+            note = "  (needs a judge)"
+        print(f"  {s.id:<30} inputs: {needs:<42} metrics: {metrics}{note}")
+    print(
+        "\n* primary metric. Inputs: input, expected_output, context, expected_context, actual_output, "
+        "output_condition, guidelines, categories."
+    )
+    if not judge_set and any(s.needs_judge for s in specs):
+        print(
+            "\nNo judge is configured, so the evaluators marked (needs a judge) cannot run yet.\n"
+            + application.CLI_JUDGE_HELP
+        )
+    return 0
+
+
+def evaluator_show_command(args: argparse.Namespace) -> int:
+    """``nbeval evaluator show ID``: one evaluator in full, with its judge prompt."""
+    from nbeval.evaluators.registry import get_class, get_spec
+
+    spec = get_spec(args.id)
+    print(f"{spec.id}  ({spec.family}, {spec.kind})\n\n{spec.description}\n")
+    print(f"inputs:    {', '.join(spec.inputs)}")
+    if spec.optional_inputs:
+        print(f"optional:  {', '.join(spec.optional_inputs)}")
+    if spec.resources:
+        print(f"resources: {', '.join(spec.resources)}")
+    if spec.params:
+        print("params:")
+        for p in spec.params.declared:  # each as a keyword argument with its default, its type and what it does
+            print(f"  {p.name}={p.default!r}  ({p.type_name})" + (f"\n      {p.description}" if p.description else ""))
+    print("metrics:")
+    for m in spec.metrics:
+        print(
+            f"  {m.name:<28} {m.direction:<7} [{m.lo:g}, {m.hi:g}]  threshold {m.threshold}"
+            f"{'  (primary)' if m is spec.primary else ''}"
+        )
+    cls = get_class(args.id)
+    prompt_text = getattr(cls, "prompt_text", None)
+    if callable(prompt_text):
+        print("\n" + getattr(cls, "prompt_heading", "prompt (replace with prompt=...):") + "\n")
+        print(prompt_text())
+    return 0
+
+
+def finish_run(result: Any, out: Path, fail_on_problems: bool | Sequence[str] | None, brief: bool = False) -> int:
+    """Print and save the result (``brief``: :meth:`~nbeval.results.EvaluationResult.summary`'s
+    brief form); with a gate (``True``: every kind, or the kinds of
+    :data:`~nbeval.results.gate.GATE_KINDS` to fail on) say which kinds trip it, one line each,
+    and return 1 if any does."""
+    print(result.summary(brief=brief))
+    report = application.save_run(result, out)
+    print(f"\nsaved the result to {out}/\nand the report to {report}")
+    verdict = application.run_gate(result, fail_on_problems)
+    if verdict is None:
+        return 0
+    for line in verdict.lines():
+        print(line)
+    return 1 if verdict.tripped else 0
+
+
+def data_or_demo(text: str) -> Any:
+    """What a command's DATA names: the file ``text``, or the shipped demo lab for ``demo`` when
+    no file of that name is in the current folder (a file named ``demo`` wins)."""
+    if text == "demo" and not Path(text).exists():
+        from nbeval.demo import demo_lab
+
+        return demo_lab()
+    return text
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """``nbeval run DATA -e IDS``: evaluate, save the result and the report, apply the gate."""
+    import nbeval
+    from nbeval.engine import Interrupted
+
+    evaluators = [e for e in args.evaluators.split(",") if e.strip()]
+    kwargs = application.evaluate_kwargs(args)
+    data = data_or_demo(args.data)
+    if args.dry_run:
+        print(judge_plan_text(str(application.plan(data, evaluators, **kwargs))))
+        return 0
+    application.check_run_out(Path(args.out), [data] if isinstance(data, str) else [])
+    try:
+        result = nbeval.evaluate(data, evaluators, **kwargs)
+    except Interrupted as stop:  # Ctrl-C: what was scored is saved, the rest marked cancelled
+        partial, out = stop.result, Path(args.out)
+        saved_or_not(
+            lambda: application.save_partial(partial, out),
+            f"saved the partial result to {out}/ (the rows not scored are marked cancelled; "
+            "nbeval.load_result reads it)",
+        )
+    return finish_run(result, Path(args.out), args.fail_on_problems)
+
+
+class SavedInterrupt(KeyboardInterrupt):
+    """Ctrl-C, after the partial output was saved: ``note`` says where."""
+
+    def __init__(self, note: str) -> None:
+        super().__init__(note)
+        self.note = note
+
+
+def saved_or_not(save: Callable[[], Any], note: str) -> NoReturn:
+    """After Ctrl-C: save the partial output, and go on with the interruption saying so (or not,
+    when saving failed or was interrupted too)."""
+    try:
+        save()
+    except (Exception, KeyboardInterrupt):
+        raise KeyboardInterrupt from None
+    raise SavedInterrupt(note) from None
+
+
+def demo_command(args: argparse.Namespace) -> int:
+    """``nbeval demo``: evaluate the shipped demo lab offline and save it."""
+    import nbeval
+    from nbeval.demo import demo_evaluators, demo_lab
+
+    application.check_run_out(Path(args.out), [])  # a bad --out fails before the demo runs
+    evaluators = demo_evaluators(include_embedding=not args.no_embedding)
+    print(f"nbeval demo: {len(evaluators)} evaluators on the shipped demo lab (offline, no API key)\n")
+    result = nbeval.evaluate(demo_lab(), evaluators, **application.evaluate_kwargs(args))
+    code = finish_run(result, Path(args.out), False, brief=not args.verbose)
+    if not args.verbose:
+        print("every metric with its interval, and each problem: nbeval demo --verbose, or open the report")
+    return code
+
+
+def complete_command(args: argparse.Namespace) -> int:
+    """``nbeval complete SUITE -m MODEL``: ask the models, write the completed lab."""
+    from nbeval.chat.collect import collect
+    from nbeval.data import jsonio
+    from nbeval.data.model import TestSuite
+    from nbeval.engine import Interrupted
+    from nbeval.results.files import write_aside
+
+    if not args.dry_run:
+        application.check_file_out(Path(args.out), [args.suite])
+    suite = TestSuite.from_json(args.suite)
+    models = {m: application.endpoint(m, args.base_url) for m in args.model}
+    pending = collect(
+        suite, models=models, system_prompt=args.system_prompt, concurrency=args.concurrency, cache=not args.no_cache
+    )
+    if args.dry_run:
+        print(pending.plan())
+        return 0
+    try:
+        lab = pending.complete(progress=not args.no_progress)
+    except Interrupted as stop:  # Ctrl-C: the answers received are written, the rest marked cancelled
+        partial = stop.result.to_json()
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        saved_or_not(
+            lambda: write_aside(args.out, lambda tmp: jsonio.write_json(partial, tmp)),
+            f"wrote the partial lab to {args.out} (the cases not answered have the error 'cancelled')",
+        )
+    data = lab.to_json()
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    write_aside(args.out, lambda tmp: jsonio.write_json(data, tmp))  # a failed write keeps the previous lab
+    failed = sum(1 for r in lab.dataset if r.error)
+    print(f"asked {len(lab.models)} model(s) {len(suite.test_cases)} test case(s); {failed} failed; wrote {args.out}")
+    return 0
+
+
+def perturbators_command(args: argparse.Namespace) -> int:
+    """``nbeval perturbators``: the perturbators (``--json``: as JSON)."""
+    from nbeval.perturbation import list_perturbators
+
+    classes = list_perturbators()
+    if args.json:
+        print(
+            json.dumps(
+                [
+                    {"id": c.id, "name": c.name, "changes_meaning": c.changes_meaning, "description": c.description}
+                    for c in classes
+                ],
+                indent=2,
+            )
+        )
+        return 0
+    for c in classes:
+        meaning = "changes meaning" if c.changes_meaning else "keeps meaning"
+        print(f"  {c.id:<14} {c.name:<26} {meaning:<16} {c.description}")
+    print("\nUse: nbeval perturb SUITE -p ID[,ID...] --intensity low|medium|high --out FILE")
+    return 0
+
+
+def perturb_command(args: argparse.Namespace) -> int:
+    """``nbeval perturb SUITE -p IDS``: write the suite with perturbed copies of its cases."""
+    import warnings
+
+    from nbeval.data import jsonio
+    from nbeval.perturbation import perturb, perturbed_count
+    from nbeval.results.files import write_aside
+
+    data = data_or_demo(args.suite)
+    application.check_file_out(Path(args.out), [data] if isinstance(data, str) else [], "perturbed")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        suite = perturb(
+            data, args.perturbators, intensity=args.intensity, seed=args.seed, keep_originals=not args.no_originals
+        )
+    for w in caught:
+        print(f"nbeval: note: {w.message}", file=sys.stderr)
+    data = suite.to_json()
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    write_aside(args.out, lambda tmp: jsonio.write_json(data, tmp))
+    made = perturbed_count(suite)
+    print(f"made {made} perturbed test case(s); {len(suite.test_cases)} in all; wrote {args.out}")
+    return 0
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    """``nbeval serve``: run the evaluation service until it is stopped."""
+    from nbeval.serve.hooks import EndpointApp
+    from nbeval.serve.server import serve
+
+    app: Any = args.app
+    if args.app_base_url:
+        if args.app:
+            raise NbevalError("give --app or --app-base-url, not both")
+        app = EndpointApp(args.app_base_url, args.app_model, api_key=os.environ.get("NBEVAL_APP_API_KEY"))
+    elif args.app_model:
+        raise NbevalError("--app-model names a model at --app-base-url; give --app-base-url too")
+    judge = application.judge_spec(args.judge, args.judge_base_url)
+    serve(
+        host=args.host,
+        port=args.port,
+        token=args.token,
+        no_auth=args.no_auth,
+        retriever=args.retriever,
+        documents=args.documents,
+        app=app,
+        judge=judge,
+        max_body_bytes=args.max_body_bytes,
+        workers=args.workers,
+        data_dir=args.data_dir,
+        keep_jobs=args.keep_jobs,
+        keep_bytes=args.keep_bytes,
+        max_scores=args.max_scores,
+        max_judge_tokens=args.max_judge_tokens,
+        allow_models=args.allow_models,
+        limit_concurrency=args.limit_concurrency,
+        timeout_keep_alive=args.timeout_keep_alive,
+        header_timeout=args.header_timeout,
+        body_timeout=args.body_timeout,
+        max_header_bytes=args.max_header_bytes,
+        max_queued=args.max_queued,
+    )
+    return 0

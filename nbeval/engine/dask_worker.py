@@ -1,0 +1,263 @@
+"""The worker's side of a run partitioned across a Dask cluster (see :mod:`nbeval.engine.dask_run`).
+
+A worker unpickles the run's evaluators and :class:`ResourceConfig` once per run
+(:func:`score_partition`), builds one :class:`WorkerResources` for all the run's partitions it
+scores, and sends back per row the score (or the skip) and its notes in a
+:class:`PartitionResult`, with the judge replies it fetched for the client's cache: a worker reads
+the client's reply cache file read-only (:class:`SnapshotCache`) and never writes it. Judge calls
+take their slots from one ``distributed.Semaphore`` shared by the whole cluster; Cancel reaches
+the worker through a ``distributed.Event``, checked between chunks.
+
+distributed is imported only when a worker scores a partition.
+"""
+
+from __future__ import annotations
+
+import pickle
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nbeval.chat.cache import ChatCache, default_cache_path
+from nbeval.evaluators.base import Evaluator, Score
+from nbeval.evaluators.case import is_case_level
+from nbeval.runtime import Resources
+
+if TYPE_CHECKING:
+    from nbeval.chat.base import ChatReply
+
+__all__ = [
+    "PartitionResult",
+    "ResourceConfig",
+    "SnapshotCache",
+    "WorkerResources",
+    "config_of",
+    "end_run",
+    "reply_cache_file",
+    "score_partition",
+]
+
+
+@dataclass(frozen=True)
+class ResourceConfig:
+    """What a worker needs to build the run's :class:`~nbeval.runtime.Resources` (sent once)."""
+
+    embedder: Any = None
+    judge: Any = None
+    device: str | None = None
+    cache_path: str | None = None
+    """The client's reply cache file (``None``: no cache); workers only read it."""
+    concurrency: int = 8
+    timeout: float | None = None
+    max_attempts: int | None = None
+    prices: dict[str, Any] | None = None
+
+
+def config_of(resources: Resources) -> ResourceConfig:
+    """The worker-side configuration of the client's ``resources`` (the cache as a file path)."""
+    return ResourceConfig(
+        embedder=resources.embedder_spec,
+        judge=resources.judge_spec,
+        device=resources.device,
+        cache_path=reply_cache_file(resources.cache),
+        concurrency=resources.concurrency,
+        timeout=resources.timeout,
+        max_attempts=resources.max_attempts,
+        prices=resources.prices,
+    )
+
+
+def reply_cache_file(cache: Any) -> str | None:
+    """The reply cache's file, as a worker can open it (``None``: the run uses no cache)."""
+    if cache is None or cache is False:
+        return None
+    if cache is True:
+        return str(default_cache_path())
+    if isinstance(cache, ChatCache):
+        return str(cache.path.resolve())
+    return str(ChatCache(cache).path.resolve())
+
+
+class SnapshotCache(ChatCache):
+    """A reply cache a worker reads but never writes: lookups go to the client's cache file,
+    opened read-only (no lookups when this machine cannot see it); new replies are collected in
+    :attr:`new` for the client to store."""
+
+    def __init__(self, path: str | None) -> None:
+        super().__init__(path if path is not None else default_cache_path())
+        self.readable = path is not None and Path(path).is_file()
+        self.new: list[tuple[str, str, ChatReply]] = []
+        self._new_lock = threading.Lock()
+
+    def _connection(self) -> Any:
+        import sqlite3
+
+        if self._conn is None:
+            self._conn = sqlite3.connect(
+                f"{self.path.as_uri()}?mode=ro", uri=True, check_same_thread=False, timeout=self.busy_timeout_s
+            )
+        return self._conn
+
+    def get(self, key: str) -> ChatReply | None:
+        return super().get(key) if self.readable else None
+
+    def contains(self, keys: Any) -> set[str]:
+        return super().contains(keys) if self.readable else set()
+
+    def put(self, key: str, identity: str, reply: ChatReply) -> None:
+        with self._new_lock:
+            self.new.append((key, identity, reply))
+
+    def take_new(self) -> list[tuple[str, str, ChatReply]]:
+        """The replies collected since the last call."""
+        with self._new_lock:
+            out, self.new = self.new, []
+            return out
+
+
+class _ClusterSlots:
+    """Judge-call slots shared by the whole cluster: a ``distributed.Semaphore`` that a
+    :class:`~nbeval.chat.client.ChatClient` uses as it uses its own ``BoundedSemaphore``."""
+
+    def __init__(self, name: str, leases: int) -> None:
+        from distributed import Semaphore
+
+        self._semaphore = Semaphore(max_leases=leases, name=name)
+
+    def __enter__(self) -> _ClusterSlots:
+        self._semaphore.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._semaphore.release()
+
+
+class WorkerResources(Resources):
+    """A worker's resources for one run: chat clients read the :class:`SnapshotCache` and take
+    their slots from the cluster-wide semaphore. Shared by the worker's threads, so a chat client
+    is made once per model under a lock (two made at once would lose one's usage totals)."""
+
+    def __init__(self, config: ResourceConfig, run_id: str) -> None:
+        self.snapshot = SnapshotCache(config.cache_path)
+        # a client's own slots would allow `concurrency` calls per worker: the cluster shares them
+        super().__init__(
+            embedder=config.embedder,
+            judge=config.judge,
+            device=config.device,
+            cache=self.snapshot if config.cache_path is not None else False,
+            concurrency=config.concurrency,
+            timeout=config.timeout,
+            max_attempts=config.max_attempts,
+            prices=config.prices,
+            chat_slots=lambda n: _ClusterSlots(f"nbeval-judge-{run_id}", n),
+        )
+        self.run_id = run_id
+        self._clients_lock = threading.Lock()
+
+    def chat_client(self, model: Any = None) -> Any:
+        with self._clients_lock:
+            return super().chat_client(model)
+
+
+@dataclass
+class _WorkerRun:
+    """What a worker process keeps of one run for all its partitions."""
+
+    resources: WorkerResources
+    evaluators: list[Evaluator]
+
+
+#: One :class:`_WorkerRun` per run in each worker process, kept for all its partitions.
+_WORKER_RUNS: dict[str, _WorkerRun] = {}
+_WORKER_LOCK = threading.Lock()
+
+
+def _worker_run(payload: bytes, run_id: str) -> _WorkerRun:
+    """The run's evaluators and resources in this worker process, unpickled from ``payload`` once."""
+    with _WORKER_LOCK:
+        found = _WORKER_RUNS.get(run_id)
+        if found is None:
+            evaluators, config = pickle.loads(payload)
+            found = _WORKER_RUNS[run_id] = _WorkerRun(WorkerResources(config, run_id), evaluators)
+        return found
+
+
+def end_run(run_id: str) -> dict[str, Any]:
+    """Run on every worker when the run ends: its usage totals, and the run's resources let go."""
+    with _WORKER_LOCK:
+        found = _WORKER_RUNS.pop(run_id, None)
+    return found.resources.usage_totals() if found is not None else {}
+
+
+@dataclass
+class PartitionResult:
+    """What a worker sends back for one partition."""
+
+    outcomes: list[tuple[int, int, Score | None, str | None, list[str]]] = field(default_factory=list)
+    """Per scored or skipped row: (evaluator position, dataset row position, score, skip reason, notes)."""
+    replies: list[tuple[str, str, ChatReply]] = field(default_factory=list)
+    """Judge replies fetched for this partition, for the client's cache."""
+
+
+def score_partition(
+    payload: bytes, run_id: str, items: list[tuple[int, int, Any, int]], chunk_rows: int
+) -> PartitionResult:
+    """Score one partition on a worker: ``payload`` is the run's evaluators and
+    :class:`ResourceConfig`, pickled by the client (see :mod:`nbeval.engine.dask_run`); ``items`` are (evaluator
+    position, row position, row, position of the row that starts its scoring) in the order a local
+    run starts them, scored ``chunk_rows`` dataset rows at a time. A case-level evaluator's rows
+    of one test case come together, each carrying the position of the case's last row."""
+    from nbeval.engine.drive import drive, row_outcomes
+
+    run = _worker_run(payload, run_id)
+    resources, evs = run.resources, run.evaluators
+    cancelled = _cancel_flag(run_id)
+    out = PartitionResult()
+    lo = 0
+    while lo < len(items):
+        chunk = items[lo][3] // chunk_rows  # the local run's chunk: rows [chunk * chunk_rows, (chunk + 1) * chunk_rows)
+        hi = lo
+        while hi < len(items) and items[hi][3] // chunk_rows == chunk:
+            hi += 1
+        if cancelled():
+            out.outcomes.extend((k, pos, None, "cancelled", []) for k, pos, _, _ in items[lo:])
+            break
+        started = _start(evs, items[lo:hi])
+        drive([(gen, o) for _, _, gen, o in started if gen is not None], resources, cancelled)
+        out.outcomes.extend(
+            (k, pos, one.score, one.skip_reason, one.warnings)
+            for k, positions, _, o in started
+            for pos, one in zip(positions, row_outcomes(o), strict=True)
+        )
+        lo = hi
+    out.replies = resources.snapshot.take_new()
+    return out
+
+
+def _start(evs: list[Evaluator], items: list[tuple[int, int, Any, int]]) -> list[tuple[int, list[int], Any, Any]]:
+    """Each row's scoring started (each test case's for a case-level evaluator): (evaluator
+    position, the rows' positions, scorer or ``None``, outcome)."""
+    from nbeval.engine.drive import start_case, start_row
+
+    started: list[tuple[int, list[int], Any, Any]] = []
+    i = 0
+    while i < len(items):
+        k, _, row, at = items[i]
+        ev, j = evs[k], i + 1
+        if is_case_level(ev):
+            while j < len(items) and items[j][0] == k and items[j][3] == at:
+                j += 1
+            started.append((k, [p for _, p, _, _ in items[i:j]], *start_case(ev, [r for _, _, r, _ in items[i:j]])))
+        else:
+            started.append((k, [items[i][1]], *start_row(ev, row)))
+        i = j
+    return started
+
+
+def _cancel_flag(run_id: str) -> Callable[[], bool]:
+    from distributed import Event
+
+    event = Event(f"nbeval-cancel-{run_id}")
+    return event.is_set

@@ -1,0 +1,28 @@
+"""The base of the embedding evaluators: the :class:`~nbeval.evaluators.base.Embed` request for an
+evaluator's embedder (its ``embedder=`` parameter), and the texts of a row's chunks."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from nbeval.evaluators.base import Embed, Evaluator
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from nbeval.data.model import Chunk
+
+__all__ = ["EmbeddingEvaluator", "chunk_texts"]
+
+
+def chunk_texts(chunks: Sequence[Chunk]) -> list[str]:
+    """The chunks' texts, in order."""
+    return [c.text for c in chunks]
+
+
+class EmbeddingEvaluator(Evaluator):
+    """Shared plumbing: the Embed request for this evaluator's embedder."""
+
+    def embed(self, texts: Sequence[str]) -> Embed:
+        """One request for the embeddings of ``texts``."""
+        return Embed(tuple(texts), model=self.params.get("embedder"))
