@@ -44,7 +44,7 @@ def _fences() -> list[Any]:
 
 def _own_code(fence: Any) -> str:
     """The fence's own lines (a continuation fence's source starts with the fences before it)."""
-    return "\n".join(fence.source.splitlines()[fence.start_line:])
+    return "\n".join(fence.source.splitlines()[fence.start_line :])
 
 
 # -- running a fence ---------------------------------------------------------------------------------
@@ -61,8 +61,11 @@ class _Keep(ast.NodeTransformer):
         for stmt in node.body:
             if isinstance(stmt, ast.Expr):
                 text = ast.get_source_segment(self.source, stmt.value) or ""
-                call = ast.Call(ast.Attribute(ast.Name("__readme_values__", ast.Load()), "append", ast.Load()),
-                                [ast.Tuple([ast.Constant(text), stmt.value], ast.Load())], [])
+                call = ast.Call(
+                    ast.Attribute(ast.Name("__readme_values__", ast.Load()), "append", ast.Load()),
+                    [ast.Tuple([ast.Constant(text), stmt.value], ast.Load())],
+                    [],
+                )
                 stmt = ast.copy_location(ast.Expr(call), stmt)
             body.append(stmt)
         node.body = body
@@ -158,12 +161,12 @@ def _check_judges(ctx: Context, ns: dict[str, Any], values: dict[str, Any]) -> N
     gpt = value_of(values, 'judge="gpt-4o-mini"')
     assert gpt.evaluators == ["safety", "correctness"] and not errors(gpt), errors(gpt)
     asked = ctx.servers["openai"].requests
-    assert asked and {r.body["model"] for r in asked} == {"gpt-4o-mini"}
+    assert asked and {r.model for r in asked} == {"gpt-4o-mini"}
     assert {r.headers["Authorization"] for r in asked} == {"Bearer sk-readme-stand-in"}
 
     llama = value_of(values, '"model": "llama3"')
     assert not errors(llama), errors(llama)
-    assert {r.body["model"] for r in ctx.servers["ollama"].requests} == {"llama3"}
+    assert {r.model for r in ctx.servers["ollama"].requests} == {"llama3"}
 
     local = value_of(values, 'judge="hf:path/to/local-model"')
     if torch.cuda.is_available():  # a random tiny model: its replies are verdicts or unparsable, never failed calls
@@ -201,8 +204,10 @@ def _check_new_evaluator(ctx: Context, ns: dict[str, Any], values: dict[str, Any
     assert nbeval.catalogue()["answer_length"] is ns["AnswerLength"].spec
     max_words = ns["AnswerLength"].spec.params.param("max_words")
     assert (max_words.type, max_words.default) == (int, 200) and max_words.description
-    rows = [{"key": "short", "input": "q", "actual_output": "three short words"},
-            {"key": "long", "input": "q", "actual_output": "word " * 201}]
+    rows = [
+        {"key": "short", "input": "q", "actual_output": "three short words"},
+        {"key": "long", "input": "q", "actual_output": "word " * 201},
+    ]
     result = nbeval.evaluate(rows, ["answer_length"], progress=False)
     s = result.scores.set_index("key")
     assert s.loc["short", "value"] == 1.0 and s.loc["long", "value"] == 0.0  # max_words = 200
@@ -211,8 +216,33 @@ def _check_new_evaluator(ctx: Context, ns: dict[str, Any], values: dict[str, Any
     assert strict.scores.set_index("key").loc["short", "value"] == 0.0
 
 
+def _setup_pairwise(ctx: Context) -> dict[str, Any]:
+    from tests.judges.test_pairwise import longer_wins
+
+    ctx.servers["openai"].reply = longer_wins  # a fair stand-in: the longer answer wins
+    ctx.monkeypatch.setenv("NBEVAL_JUDGE_BASE_URL", ctx.servers["openai"].url)
+    ctx.monkeypatch.setenv("NBEVAL_JUDGE_API_KEY", "sk-readme-stand-in")
+    ctx.monkeypatch.setenv("NBEVAL_CACHE_DIR", str(ctx.tmp_path / "nbeval-cache"))
+    return {}
+
+
+def _check_pairwise(ctx: Context, ns: dict[str, Any], values: dict[str, Any]) -> None:
+    import altair as alt
+
+    result, lab = ns["result"], ns["lab"]
+    cases = len({r.key for r in lab.dataset})
+    assert ctx.servers["openai"].request_count == 2 * 3 * cases  # 3 models: 3 pairs, both orders
+    arena = value_of(values, "result.arena()")
+    assert sorted(arena["model_key"]) == sorted(m.key for m in lab.models)
+    assert len(value_of(values, "result.head_to_head()")) == 3
+    assert value_of(values, "result.position_bias()")["judge"].tolist() == ["gpt-4.1-mini"]
+    assert isinstance(value_of(values, "nw.arena_chart(result) & nw.win_matrix(result)"), alt.TopLevelMixin)
+    assert result.evaluators == ["pairwise"]
+
+
 EXAMPLES = [
     Example('result = nbeval.evaluate(lab, ["rouge", "text_matching", "pii_leakage"])', check=_check_notebook),
+    Example('["pairwise"], judge="gpt-4.1-mini"', _setup_pairwise, _check_pairwise),
     Example('judge="gpt-4o-mini"', _setup_judges, _check_judges),
     Example("class AnswerLength(Evaluator):", _setup_new_evaluator, _check_new_evaluator),
 ]
@@ -251,10 +281,13 @@ def test_every_setup_matches_one_example_and_notest_is_explained() -> None:
     fences = _fences()
     assert len(fences) >= 3, "the README's Python examples were not found"
     for example in EXAMPLES:
-        assert sum(example.marker in _own_code(f) for f in fences) == 1, \
+        assert sum(example.marker in _own_code(f) for f in fences) == 1, (
             f"no README example (or several) contains {example.marker!r}: update EXAMPLES"
-    not_run = [t for t in MarkdownIt("commonmark").parse(README.read_text(encoding="utf-8"))
-               if t.type == "fence" and t.info.split()[:1] in (["python"], ["py"], ["python3"])
-               and "notest" in t.info.split()]
+        )
+    not_run = [
+        t
+        for t in MarkdownIt("commonmark").parse(README.read_text(encoding="utf-8"))
+        if t.type == "fence" and t.info.split()[:1] in (["python"], ["py"], ["python3"]) and "notest" in t.info.split()
+    ]
     unexplained = [t.content.splitlines()[0] for t in not_run if t.content.splitlines()[0] not in NOT_RUN]
     assert not unexplained, f"fences marked notest without a reason in NOT_RUN: {unexplained}"
