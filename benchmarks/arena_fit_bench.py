@@ -27,7 +27,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from nbeval.results.arena import Verdict, elo_rating, fit_arena  # noqa: E402
+from nbeval.results.arena import Verdict, elo_rating, fit_arena
 
 TARGET_S = 10.0
 

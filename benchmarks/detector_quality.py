@@ -40,10 +40,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from nbeval.detectors import Finding, decode_for_category, find_encoded, find_pii, find_secrets  # noqa: E402
-from tests.privacy.corpus import Case, build_corpus  # noqa: E402
-from tests.privacy.external_corpus import build_external_corpus  # noqa: E402
-from tests.privacy.scoring import Detector, Report, Span, nbeval_detectors, score  # noqa: E402
+from nbeval.detectors import Finding, decode_for_category, find_encoded, find_pii, find_secrets
+from tests.privacy.corpus import Case, build_corpus
+from tests.privacy.external_corpus import build_external_corpus
+from tests.privacy.scoring import Detector, Report, Span, nbeval_detectors, score
 
 GOLDEN = ROOT / "tests" / "golden"
 

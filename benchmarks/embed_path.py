@@ -42,15 +42,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from embedding_bench import NINE, make_records  # noqa: E402
+from embedding_bench import NINE, make_records
 
-from nbeval.data.model import LlmDataset  # noqa: E402
-from nbeval.data.text import _split_cached  # noqa: E402
-from nbeval.engine import evaluate  # noqa: E402
-from nbeval.evaluators.embedding.evaluators import clear_caches  # noqa: E402
-from nbeval.evaluators.embedding.geometry import warm_up  # noqa: E402
-from nbeval.evaluators.registry import evaluator  # noqa: E402
-from nbeval.resources.embedder import Embedder, resolve_model  # noqa: E402
+from nbeval.data.model import LlmDataset
+from nbeval.data.text import _split_cached
+from nbeval.engine import evaluate
+from nbeval.evaluators.embedding.evaluators import clear_caches
+from nbeval.evaluators.embedding.geometry import warm_up
+from nbeval.evaluators.registry import evaluator
+from nbeval.resources.embedder import Embedder, resolve_model
 
 
 def build_tiny_model(folder: str | Path, seed: int = 0) -> Path:

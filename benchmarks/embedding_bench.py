@@ -199,7 +199,7 @@ def retell(rng: random.Random, steps: list[str]) -> str:
     if rng.random() < 0.5:
         kept.append(rng.choice(ACTIONS))
     cues = ["First,", *(["Then"] * (len(kept) - 2)), "Finally,"][: len(kept)]
-    return " ".join(f"{c} {s}." for c, s in zip(cues, kept))
+    return " ".join(f"{c} {s}." for c, s in zip(cues, kept, strict=True))
 
 
 def make_records(rows: int, models: int, seed: int) -> list[dict]:

@@ -30,8 +30,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import nbeval  # noqa: E402
-from tests.support.fake_openai import FakeOpenAIServer, Recorded  # noqa: E402
+import nbeval
+from tests.support.fake_openai import FakeOpenAIServer, Recorded
 
 _BLOCK = re.compile(r"<answer_a>\n(.*?)\n</answer_a>.*<answer_b>\n(.*?)\n</answer_b>", re.DOTALL)
 
@@ -47,8 +47,16 @@ def judge_reply(rec: Recorded) -> str:
 
 
 def records(models: int, cases: int) -> list[dict[str, Any]]:
-    return [{"key": f"case-{c}", "model_key": f"model-{m}", "input": f"question {c}",
-             "actual_output": "x" * (10 + 3 * m + (c * 7 + m) % 11)} for c in range(cases) for m in range(models)]
+    return [
+        {
+            "key": f"case-{c}",
+            "model_key": f"model-{m}",
+            "input": f"question {c}",
+            "actual_output": "x" * (10 + 3 * m + (c * 7 + m) % 11),
+        }
+        for c in range(cases)
+        for m in range(models)
+    ]
 
 
 def main() -> int:
@@ -70,8 +78,10 @@ def main() -> int:
         made = server.request_count
     ideal = calls * args.latency / args.concurrency
     ratio = took / ideal
-    print(f"{args.models} models x {args.cases} cases: {made:,} judge calls (expected {calls:,}) in {took:.1f} s; "
-          f"ideal {ideal:.1f} s; ratio {ratio:.2f} (target <= 1.25)")
+    print(
+        f"{args.models} models x {args.cases} cases: {made:,} judge calls (expected {calls:,}) in {took:.1f} s; "
+        f"ideal {ideal:.1f} s; ratio {ratio:.2f} (target <= 1.25)"
+    )
     started = time.perf_counter()
     arena = result.arena()
     result.head_to_head()

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install nbeval with everything its tests need into .venv; check lint (ruff), types (mypy) and the
+# Install nbeval with everything its tests need into .venv; check lint and formatting (ruff), types (mypy) and the
 # layer contracts (import-linter); then run the test suite and the tutorial notebooks (nbval).
 # Extra arguments go to pytest. This is the README's test command and what CI runs.
 set -euo pipefail
@@ -9,8 +9,9 @@ cd "$(dirname "$0")/.."
 # Versions come from requirements/lock.txt (the ones the suite passed with; scripts/lock.sh refreshes it).
 .venv/bin/pip install -q --disable-pip-version-check -c requirements/lock.txt torch==2.13.0 -e ".[dev]"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-# The house rules first: lint, types, and the one-way layers (pyproject.toml holds the contracts).
-.venv/bin/ruff check nbeval widgets
+# The house rules first: lint, formatting, types, and the one-way layers (pyproject.toml holds the contracts).
+.venv/bin/ruff check nbeval widgets tests scripts benchmarks
+.venv/bin/ruff format --check nbeval widgets tests scripts benchmarks
 .venv/bin/mypy
 .venv/bin/lint-imports --no-cache
 nb=()

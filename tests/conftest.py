@@ -28,13 +28,25 @@ def _nbeval_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> None:
 ROOT = Path(__file__).resolve().parents[1]
 #: Top-level entries of the repository that tools make (caches, the environment, build output):
 #: a test's files belong under ``tmp_path``, these do not count.
-_TOOL_ENTRIES = {".venv", "__pycache__", ".ipynb_checkpoints", ".hypothesis", ".coverage", "artifacts", "build",
-                 "dist", "nbeval.egg-info"}
+_TOOL_ENTRIES = {
+    ".venv",
+    "__pycache__",
+    ".ipynb_checkpoints",
+    ".hypothesis",
+    ".coverage",
+    "artifacts",
+    "build",
+    "dist",
+    "nbeval.egg-info",
+}
 
 
 def _root_entries() -> set[str]:
-    return {p.name for p in ROOT.iterdir()
-            if p.name not in _TOOL_ENTRIES and not p.name.endswith("_cache") and not p.name.startswith(".coverage.")}
+    return {
+        p.name
+        for p in ROOT.iterdir()
+        if p.name not in _TOOL_ENTRIES and not p.name.endswith("_cache") and not p.name.startswith(".coverage.")
+    }
 
 
 @pytest.fixture(autouse=True)
@@ -53,8 +65,7 @@ def _builtin_loaded(id: str) -> bool:
     """Whether ``id`` holds a built-in evaluator, registered when its module was first imported."""
     spec = registry._builtin_specs().get(id)
     cls = registry._CLASSES.get(id)
-    return (spec is not None and cls is not None and id not in registry._EXTRA_SPECS
-            and cls.__module__ == spec.module)
+    return spec is not None and cls is not None and id not in registry._EXTRA_SPECS and cls.__module__ == spec.module
 
 
 @pytest.fixture(autouse=True)
@@ -86,11 +97,25 @@ def records() -> list[dict]:
     """Two models answering two test cases; the second case is a perturbation of the first."""
     return [
         {"key": "a", "input": "What is 2+2?", "expected_output": "4", "actual_output": "4", "model_key": "m1"},
-        {"key": "b", "input": "what is two plus two", "expected_output": "4", "actual_output": "5", "model_key": "m1",
-         "categories": ["perturbed"], "relationships": [{"type": "perturbation_source", "target": "a"}]},
+        {
+            "key": "b",
+            "input": "what is two plus two",
+            "expected_output": "4",
+            "actual_output": "5",
+            "model_key": "m1",
+            "categories": ["perturbed"],
+            "relationships": [{"type": "perturbation_source", "target": "a"}],
+        },
         {"key": "a", "input": "What is 2+2?", "expected_output": "4", "actual_output": "four", "model_key": "m2"},
-        {"key": "b", "input": "what is two plus two", "expected_output": "4", "actual_output": "4", "model_key": "m2",
-         "categories": ["perturbed"], "relationships": [{"type": "perturbation_source", "target": "a"}]},
+        {
+            "key": "b",
+            "input": "what is two plus two",
+            "expected_output": "4",
+            "actual_output": "4",
+            "model_key": "m2",
+            "categories": ["perturbed"],
+            "relationships": [{"type": "perturbation_source", "target": "a"}],
+        },
     ]
 
 

@@ -13,8 +13,16 @@ from nbeval import application
 from nbeval.cli import build_parser
 from nbeval.errors import DataError, NbevalError
 
-ROWS = [{"key": f"k{i}", "input": f"question {i}", "actual_output": f"answer {i}",
-         "expected_output": "answer 0", "model_key": "model-a"} for i in range(3)]
+ROWS = [
+    {
+        "key": f"k{i}",
+        "input": f"question {i}",
+        "actual_output": f"answer {i}",
+        "expected_output": "answer 0",
+        "model_key": "model-a",
+    }
+    for i in range(3)
+]
 
 
 @pytest.fixture(autouse=True)
@@ -48,8 +56,17 @@ def test_plan_is_the_dry_run_plan() -> None:
 
 
 def test_plan_takes_evaluates_options_keyword_only() -> None:
-    kwargs: dict[str, Any] = {"progress": True, "scheduler": None, "judge": lambda prompt: "5", "cache": False,
-              "concurrency": 2, "timeout": 5.0, "max_attempts": 1, "prices": None, "device": "cpu"}
+    kwargs: dict[str, Any] = {
+        "progress": True,
+        "scheduler": None,
+        "judge": lambda prompt: "5",
+        "cache": False,
+        "concurrency": 2,
+        "timeout": 5.0,
+        "max_attempts": 1,
+        "prices": None,
+        "device": "cpu",
+    }
     planned = nbeval.plan(ROWS, "exact_match,correctness", **kwargs)
     assert planned.rows["correctness"] == 3 and planned.unconfigured_calls == 0
     with pytest.raises(TypeError):
@@ -101,8 +118,9 @@ def test_cli_magics_and_service_share_spec_dict(capsys: pytest.CaptureFixture[st
 
 def test_matching_specs_filters_and_refuses_an_unknown_family() -> None:
     ids = [s.id for s in application.matching_specs("deterministic", ["exact"])]
-    assert "exact_match" in ids and all("exact" in application.spec_search_text(s) for s in
-                                          application.matching_specs("deterministic", ["exact"]))
+    assert "exact_match" in ids and all(
+        "exact" in application.spec_search_text(s) for s in application.matching_specs("deterministic", ["exact"])
+    )
     with pytest.raises(NbevalError, match="unknown family 'nope'; the families are"):
         application.matching_specs("nope")
     assert "`nbeval evaluators` lists them all" in application.no_match_note(["zzz"], None, "nbeval evaluators")
@@ -123,10 +141,31 @@ def test_judge_spec(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_evaluate_kwargs_from_the_run_parser() -> None:
-    args = build_parser().parse_args(["run", "d.json", "-e", "rouge", "--judge", "m", "--judge-base-url", "http://h/v1",
-                                      "--embedder", "e", "--device", "cpu", "--no-cache", "--no-progress"])
-    assert application.evaluate_kwargs(args) == {"progress": False, "judge": {"model": "m", "base_url": "http://h/v1"},
-                                                 "embedder": "e", "device": "cpu", "cache": False}
+    args = build_parser().parse_args(
+        [
+            "run",
+            "d.json",
+            "-e",
+            "rouge",
+            "--judge",
+            "m",
+            "--judge-base-url",
+            "http://h/v1",
+            "--embedder",
+            "e",
+            "--device",
+            "cpu",
+            "--no-cache",
+            "--no-progress",
+        ]
+    )
+    assert application.evaluate_kwargs(args) == {
+        "progress": False,
+        "judge": {"model": "m", "base_url": "http://h/v1"},
+        "embedder": "e",
+        "device": "cpu",
+        "cache": False,
+    }
     plain = build_parser().parse_args(["run", "d.json", "-e", "rouge"])
     assert application.evaluate_kwargs(plain) == {"progress": True}
 
@@ -194,8 +233,12 @@ def test_front_ends_import_no_private_name_of_another_package() -> None:
     import ast
 
     root = Path(nbeval.__file__).parent
-    files = [root / "cli.py", root / "application.py", *sorted((root / "extension").glob("*.py")),
-             *sorted((root / "serve").glob("*.py"))]
+    files = [
+        root / "cli.py",
+        root / "application.py",
+        *sorted((root / "extension").glob("*.py")),
+        *sorted((root / "serve").glob("*.py")),
+    ]
     found = []
     for path in files:
         here = ".".join(path.relative_to(root.parent).with_suffix("").parts[:2])
@@ -205,7 +248,12 @@ def test_front_ends_import_no_private_name_of_another_package() -> None:
                 private = [a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
                 if private and package != here:
                     found.append(f"{path.name}: from {node.module} import {', '.join(private)}")
-            elif (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
-                  and isinstance(node.value, ast.Name) and node.value.id in {"cli", "application", "commands"}):
+            elif (
+                isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+                and isinstance(node.value, ast.Name)
+                and node.value.id in {"cli", "application", "commands"}
+            ):
                 found.append(f"{path.name}: {node.value.id}.{node.attr}")
     assert found == []

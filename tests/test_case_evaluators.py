@@ -28,41 +28,61 @@ SEEN: list[tuple[str, tuple[str, ...]]] = []
 class Shortest(CaseEvaluator):
     """1 for the shortest answer of the case, 0 for the others."""
 
-    spec = EvaluatorSpec(id="t_shortest", family="test", kind="score", inputs=("actual_output",),
-                         params={"boom_on": None, "drop": None},
-                         metrics=(MetricSpec("shortest", primary=True),))
+    spec = EvaluatorSpec(
+        id="t_shortest",
+        family="test",
+        kind="score",
+        inputs=("actual_output",),
+        params={"boom_on": None, "drop": None},
+        metrics=(MetricSpec("shortest", primary=True),),
+    )
 
     def score_case(self, rows: list[Row]) -> CaseScoreResult:
         SEEN.append((rows[0].key, tuple(r.model_key for r in rows)))
         if rows[0].key == self.params["boom_on"]:
             raise ValueError("case scoring blew up")
         best = min(len(r.actual_output or "") for r in rows)
-        return {r.model_key: Score({"shortest": float(len(r.actual_output or "") == best)})
-                for r in rows if r.model_key != self.params["drop"]}
+        return {
+            r.model_key: Score({"shortest": float(len(r.actual_output or "") == best)})
+            for r in rows
+            if r.model_key != self.params["drop"]
+        }
 
 
 @register
 class Preferred(CaseEvaluator):
     """Asks the judge once per case which model's answer is best: 1 for it, 0 for the others."""
 
-    spec = EvaluatorSpec(id="t_preferred", family="test", kind="score", inputs=("actual_output",),
-                         resources=("judge",), metrics=(MetricSpec("preferred", primary=True),))
+    spec = EvaluatorSpec(
+        id="t_preferred",
+        family="test",
+        kind="score",
+        inputs=("actual_output",),
+        resources=("judge",),
+        metrics=(MetricSpec("preferred", primary=True),),
+    )
 
     def score_case(self, rows: list[Row]) -> CaseScoreResult:
         listing = "\n".join(f"{r.model_key}: {r.actual_output}" for r in rows)
-        reply = yield Chat(({"role": "user", "content": f"CASE {rows[0].key}\n{listing}"},),
-                           model=self.params.get("judge"))
+        reply = yield Chat(
+            ({"role": "user", "content": f"CASE {rows[0].key}\n{listing}"},), model=self.params.get("judge")
+        )
         winner = reply.text.strip()
-        return {r.model_key: Score({"preferred": float(r.model_key == winner)}, rationale=reply.text)
-                for r in rows}
+        return {r.model_key: Score({"preferred": float(r.model_key == winner)}, rationale=reply.text) for r in rows}
 
 
 @register
 class Polite(Evaluator):
     """A row-level judge evaluator, to run beside the case-level one."""
 
-    spec = EvaluatorSpec(id="t_polite_row", family="test", kind="score", inputs=("actual_output",),
-                         resources=("judge",), metrics=(MetricSpec("polite", primary=True),))
+    spec = EvaluatorSpec(
+        id="t_polite_row",
+        family="test",
+        kind="score",
+        inputs=("actual_output",),
+        resources=("judge",),
+        metrics=(MetricSpec("polite", primary=True),),
+    )
 
     def score(self, row: Row) -> Any:
         reply = yield Chat(({"role": "user", "content": f"ROW {row.actual_output}"},), model=self.params.get("judge"))
@@ -75,16 +95,27 @@ ANSWERS: dict[str, dict[str, str | None]] = {  # case -> model -> answer; c3's m
     "c3": {"m1": "ppp", "m2": "qqqqq", "m3": None},
 }
 #: The golden values of t_shortest, worked out by hand from ANSWERS.
-GOLDEN = {("c1", "m1"): 0.0, ("c1", "m2"): 1.0, ("c1", "m3"): 0.0,
-          ("c2", "m1"): 1.0, ("c2", "m2"): 0.0, ("c2", "m3"): 0.0,
-          ("c3", "m1"): 1.0, ("c3", "m2"): 0.0}
+GOLDEN = {
+    ("c1", "m1"): 0.0,
+    ("c1", "m2"): 1.0,
+    ("c1", "m3"): 0.0,
+    ("c2", "m1"): 1.0,
+    ("c2", "m2"): 0.0,
+    ("c2", "m3"): 0.0,
+    ("c3", "m1"): 1.0,
+    ("c3", "m2"): 0.0,
+}
 
 
 def _records(order: str = "model") -> list[dict[str, Any]]:
     """Model by model (the rows of one case are never adjacent), or shuffled."""
-    out = [{"key": case, "model_key": model, "input": f"question {case}", "actual_output": answer}
-           for model in ("m1", "m2", "m3") for case, answers in ANSWERS.items() for m, answer in answers.items()
-           if m == model]
+    out = [
+        {"key": case, "model_key": model, "input": f"question {case}", "actual_output": answer}
+        for model in ("m1", "m2", "m3")
+        for case, answers in ANSWERS.items()
+        for m, answer in answers.items()
+        if m == model
+    ]
     if order == "shuffled":
         random.Random(7).shuffle(out)
     return out
@@ -124,8 +155,11 @@ def test_each_case_is_scored_once_with_every_models_row(order: str, chunk_rows: 
     res = nbeval.evaluate(_records(order), ["t_shortest"], progress=False, chunk_rows=chunk_rows)
     assert _values(res, "shortest") == GOLDEN
     # once per case, with every scorable row of it (c3's m3 has no answer: skipped, not shown)
-    assert sorted((k, tuple(sorted(ms))) for k, ms in SEEN) == [("c1", ("m1", "m2", "m3")),
-                                                                ("c2", ("m1", "m2", "m3")), ("c3", ("m1", "m2"))]
+    assert sorted((k, tuple(sorted(ms))) for k, ms in SEEN) == [
+        ("c1", ("m1", "m2", "m3")),
+        ("c2", ("m1", "m2", "m3")),
+        ("c3", ("m1", "m2")),
+    ]
     assert _column(res, "skip_reason") == {("c3", "m3"): "missing actual_output"}
     assert _errors(res) == {}
     # per-model aggregates are ordinary ones: the mean over each model's scored rows
@@ -165,18 +199,33 @@ def test_a_judge_call_per_case_batched_with_the_row_evaluators_calls(tmp_path: P
         # 3 case calls + 8 row calls: all 11 must be in flight at once, so they were asked together
         server.reply = together(server, 11, then=_reply, hold=10.0)
         judge = {"model": "judge-model", "base_url": server.url, "api_key": "sk-test-123456"}
-        res = nbeval.evaluate(_records(), ["t_preferred", "t_polite_row"], judge=judge, progress=False,
-                              concurrency=16, cache=tmp_path / "cache.sqlite")
+        res = nbeval.evaluate(
+            _records(),
+            ["t_preferred", "t_polite_row"],
+            judge=judge,
+            progress=False,
+            concurrency=16,
+            cache=tmp_path / "cache.sqlite",
+        )
         prompts = [r.messages[0]["content"] for r in server.requests]
         assert sum(p.startswith("CASE") for p in prompts) == 3  # one per case
         assert sum(p.startswith("ROW") for p in prompts) == 8
         assert server.max_in_flight == 11
-    assert _values(res, "preferred") == {("c1", "m3"): 1.0, ("c2", "m3"): 1.0, ("c1", "m1"): 0.0, ("c1", "m2"): 0.0,
-                                         ("c2", "m1"): 0.0, ("c2", "m2"): 0.0, ("c3", "m1"): 0.0, ("c3", "m2"): 0.0}
+    assert _values(res, "preferred") == {
+        ("c1", "m3"): 1.0,
+        ("c2", "m3"): 1.0,
+        ("c1", "m1"): 0.0,
+        ("c1", "m2"): 0.0,
+        ("c2", "m1"): 0.0,
+        ("c2", "m2"): 0.0,
+        ("c3", "m1"): 0.0,
+        ("c3", "m2"): 0.0,
+    }
     assert set(_values(res, "polite").values()) == {1.0}
 
-    plan = nbeval.evaluate(_records(), ["t_preferred", "t_polite_row"], judge=judge, dry_run=True,
-                           cache=tmp_path / "cache.sqlite")
+    plan = nbeval.evaluate(
+        _records(), ["t_preferred", "t_polite_row"], judge=judge, dry_run=True, cache=tmp_path / "cache.sqlite"
+    )
     assert isinstance(plan, nbeval.Plan)
     assert plan.rows == {"t_preferred": 8, "t_polite_row": 8} and plan.skipped == {"t_preferred": 1, "t_polite_row": 1}
     assert plan.judge_calls == 11 and plan.cached_calls == 11  # 3 case calls + 8 row calls, cached by the run
@@ -193,8 +242,13 @@ def test_cancel_before_the_run_reports_every_row_cancelled() -> None:
 
 def test_progress_counts_every_row_of_a_case() -> None:
     seen: list[tuple[int, int]] = []
-    nbeval.evaluate(_records(), ["t_shortest"], progress=False, chunk_rows=1,
-                    on_progress=lambda live, done, total: seen.append((done, total)))
+    nbeval.evaluate(
+        _records(),
+        ["t_shortest"],
+        progress=False,
+        chunk_rows=1,
+        on_progress=lambda live, done, total: seen.append((done, total)),
+    )
     assert seen[0] == (1, 9) and seen[-1] == (9, 9)
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
 
@@ -210,8 +264,13 @@ def test_a_saved_result_loads_back_the_same(tmp_path: Path) -> None:
 def test_a_bad_return_value_errors_every_row() -> None:
     @register
     class Bad(CaseEvaluator):
-        spec = EvaluatorSpec(id="t_bad_case", family="test", kind="score", inputs=("actual_output",),
-                             metrics=(MetricSpec("x", primary=True),))
+        spec = EvaluatorSpec(
+            id="t_bad_case",
+            family="test",
+            kind="score",
+            inputs=("actual_output",),
+            metrics=(MetricSpec("x", primary=True),),
+        )
 
         def score_case(self, rows: list[Row]) -> Mapping[str, Score]:
             return Score({"x": 1.0})  # type: ignore[return-value]
@@ -226,11 +285,12 @@ def test_a_dask_run_equals_a_local_run() -> None:
     pytest.importorskip("cloudpickle")
     records = _records("shuffled")
     local = nbeval.evaluate(records, ["t_shortest", "exact_match"], progress=False, chunk_rows=1)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         SEEN.clear()
-        remote = nbeval.evaluate(records, ["t_shortest", "exact_match"], progress=False, chunk_rows=1,
-                                 scheduler=client)
+        remote = nbeval.evaluate(records, ["t_shortest", "exact_match"], progress=False, chunk_rows=1, scheduler=client)
     assert len(SEEN) == 3  # each case once, on the worker holding its last row
     pd.testing.assert_frame_equal(remote.scores, local.scores)
     pd.testing.assert_frame_equal(remote.aggregates, local.aggregates)

@@ -32,7 +32,8 @@ HEAVY = ("torch", "transformers", "ragas", "sentence_transformers", "ipywidgets"
 def test_the_index_is_up_to_date() -> None:
     fresh = index.render_index()  # regenerated in memory from the classes
     assert fresh == INDEX.read_text(encoding="utf-8"), (
-        "nbeval/evaluators/index.json is stale: run python scripts/make_evaluator_index.py")
+        "nbeval/evaluators/index.json is stale: run python scripts/make_evaluator_index.py"
+    )
 
 
 def test_the_index_ships_and_nothing_else_declares() -> None:
@@ -71,8 +72,10 @@ def test_parameters_are_typed_and_described(id: str) -> None:
 
 
 def test_listing_imports_no_evaluator_module() -> None:
-    code = ("import sys, nbeval; nbeval.catalogue(); nbeval.list_evaluators('ragas'); "
-            "print(' '.join(m for m in sys.modules if m.startswith('nbeval.evaluators.')))")
+    code = (
+        "import sys, nbeval; nbeval.catalogue(); nbeval.list_evaluators('ragas'); "
+        "print(' '.join(m for m in sys.modules if m.startswith('nbeval.evaluators.')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/")
     loaded = set(out.stdout.split())
     assert not {entry["module"] for entry in ENTRIES.values()} & loaded
@@ -80,8 +83,7 @@ def test_listing_imports_no_evaluator_module() -> None:
 
 def test_importing_an_evaluator_module_imports_nothing_heavy() -> None:
     modules = sorted({entry["module"] for entry in ENTRIES.values()})
-    code = (f"import sys\nfor m in {modules!r}: __import__(m)\n"
-            f"print(' '.join(m for m in {HEAVY!r} if m in sys.modules))")
+    code = f"import sys\nfor m in {modules!r}: __import__(m)\nprint(' '.join(m for m in {HEAVY!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/")
     assert out.stdout.strip() == ""
 

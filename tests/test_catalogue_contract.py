@@ -25,8 +25,14 @@ INF = math.inf
 Metric = tuple[str, str, float, float, float | None, bool]
 
 
-def _m(name: str, direction: str = "higher", hi: float = 1.0, threshold: float | None = 0.75,
-       primary: bool = False, lo: float = 0.0) -> Metric:
+def _m(
+    name: str,
+    direction: str = "higher",
+    hi: float = 1.0,
+    threshold: float | None = 0.75,
+    primary: bool = False,
+    lo: float = 0.0,
+) -> Metric:
     return (name, direction, lo, hi, threshold, primary)
 
 
@@ -56,8 +62,11 @@ CONTRACT: dict[str, list[Metric]] = {
     "pii_leakage": BOOL[:4],
     "sensitive_data_leakage": BOOL[:4],
     "encoding_guardrail": BOOL,
-    "looping": [_m("unique_sentences", primary=True), _m("longest_repeated_substring", "lower"),
-                _m("compression_ratio")],
+    "looping": [
+        _m("unique_sentences", primary=True),
+        _m("longest_repeated_substring", "lower"),
+        _m("compression_ratio"),
+    ],
     "bleu": [_m("bleu_1", primary=True), _m("bleu_2"), _m("bleu_3"), _m("bleu_4")],
     "rouge": [_m("rouge_1"), _m("rouge_2"), _m("rouge_l", primary=True)],
     "classification": [_m("accuracy", primary=True), _m("precision"), _m("recall"), _m("f1")],
@@ -72,9 +81,14 @@ CONTRACT: dict[str, list[Metric]] = {
     "groundedness_semantic": [_m("groundedness", primary=True)],
     "context_relevancy_soft": [_m("recall_relevancy", primary=True), _m("precision_relevancy")],
     "retriever_similarity": [_m("similarity", threshold=0.5, primary=True)],
-    "step_alignment": [_m("edits", "lower", INF, primary=True), _m("insertions", "lower", INF),
-                       _m("deletions", "lower", INF), _m("mismatches", "lower", INF),
-                       _m("context_steps", hi=INF, threshold=None), _m("answer_steps", hi=INF, threshold=None)],
+    "step_alignment": [
+        _m("edits", "lower", INF, primary=True),
+        _m("insertions", "lower", INF),
+        _m("deletions", "lower", INF),
+        _m("mismatches", "lower", INF),
+        _m("context_steps", hi=INF, threshold=None),
+        _m("answer_steps", hi=INF, threshold=None),
+    ],
     "summarization_completeness": [_m("completeness", primary=True)],
     # Judge evaluators
     "contact_information": BOOL,
@@ -103,24 +117,54 @@ CONTRACT: dict[str, list[Metric]] = {
     "context_precision": [_m("context_precision", primary=True)],
     "context_recall": [_m("context_recall", primary=True)],
     "answer_correctness": [_m("answer_correctness", primary=True)],
-    "ragas": [_m("ragas", primary=True), _m("faithfulness"), _m("answer_relevancy"), _m("context_precision"),
-              _m("context_recall")],
+    "ragas": [
+        _m("ragas", primary=True),
+        _m("faithfulness"),
+        _m("answer_relevancy"),
+        _m("context_precision"),
+        _m("context_recall"),
+    ],
     # Model-based evaluators: [0, 1] ones with threshold 0.75; unbounded NLL-style ones without one
-    "toxicity": [_m("toxicity", "lower", primary=True), _m("severe_toxicity", "lower"), _m("obscene", "lower"),
-                 _m("threat", "lower"), _m("insult", "lower"), _m("identity_attack", "lower")],
+    "toxicity": [
+        _m("toxicity", "lower", primary=True),
+        _m("severe_toxicity", "lower"),
+        _m("obscene", "lower"),
+        _m("threat", "lower"),
+        _m("insult", "lower"),
+        _m("identity_attack", "lower"),
+    ],
     "fairness_bias": [_m("fairness_bias", "lower", primary=True)],
     "hallucination": [_m("hallucination", primary=True)],
     "summac": [_m("summac_conv", primary=True), _m("summac_zs")],
     "perplexity": [_m("perplexity", "lower", INF, None, primary=True)],
-    "gptscore_summarization_ref": [_m("semantic_coverage", "lower", INF, None, primary=True),
-                                   *[_m(n, "lower", INF, None) for n in _SUMMARY_ASPECTS]],
-    "gptscore_summarization_noref": [_m("semantic_coverage", "lower", INF, None, primary=True),
-                                     *[_m(n, "lower", INF, None) for n in (*_SUMMARY_ASPECTS, "consistency")]],
-    "gptscore_translation": [_m("accuracy", "lower", INF, None, primary=True), _m("fluency", "lower", INF, None),
-                             _m("mqm", "lower", INF, None)],
-    "gptscore_qa": [_m("interest", "lower", INF, None, primary=True),
-                    *[_m(n, "lower", INF, None) for n in ("engagement", "understandability", "relevance", "specific",
-                                                          "correctness", "semantically_appropriate", "fluency")]],
+    "gptscore_summarization_ref": [
+        _m("semantic_coverage", "lower", INF, None, primary=True),
+        *[_m(n, "lower", INF, None) for n in _SUMMARY_ASPECTS],
+    ],
+    "gptscore_summarization_noref": [
+        _m("semantic_coverage", "lower", INF, None, primary=True),
+        *[_m(n, "lower", INF, None) for n in (*_SUMMARY_ASPECTS, "consistency")],
+    ],
+    "gptscore_translation": [
+        _m("accuracy", "lower", INF, None, primary=True),
+        _m("fluency", "lower", INF, None),
+        _m("mqm", "lower", INF, None),
+    ],
+    "gptscore_qa": [
+        _m("interest", "lower", INF, None, primary=True),
+        *[
+            _m(n, "lower", INF, None)
+            for n in (
+                "engagement",
+                "understandability",
+                "relevance",
+                "specific",
+                "correctness",
+                "semantically_appropriate",
+                "fluency",
+            )
+        ],
+    ],
 }
 #: Metrics reported beyond the contract, each with the reason; they come after the contract's.
 ADDITIONS: dict[str, list[Metric]] = {
@@ -128,8 +172,18 @@ ADDITIONS: dict[str, list[Metric]] = {
     # ROUGE-1.5.5 report as ROUGE-L; the contract's rouge_l (rougeL) stays the primary metric.
     "rouge": [_m("rouge_lsum")],
 }
-BOOL_IDS = {"text_matching", "pii_leakage", "sensitive_data_leakage", "encoding_guardrail", "contact_information",
-            "language_mismatch", "sexism", "stereotypes", "summarization_judge", "byop"}
+BOOL_IDS = {
+    "text_matching",
+    "pii_leakage",
+    "sensitive_data_leakage",
+    "encoding_guardrail",
+    "contact_information",
+    "language_mismatch",
+    "sexism",
+    "stereotypes",
+    "summarization_judge",
+    "byop",
+}
 
 
 def test_the_table_covers_the_catalogue() -> None:

@@ -12,6 +12,7 @@ import dataclasses
 import itertools
 import pathlib
 import re
+import threading
 import time
 
 import pytest
@@ -35,8 +36,16 @@ SPEC_CASES = {
     '"15,969"': [True, False, True, True, True, True, True, False],
     'regexp("15,?969")': [True, True, True, True, True, True, True, False],
     '"15,969" AND regexp("[Mm]illion")': [True, False, True, True, False, False, True, False],
-    '("Brazil" OR "brazil") AND regexp("15,?969 [Mm]illion") AND NOT "Real"':
-        [True, True, False, True, False, False, False, False],
+    '("Brazil" OR "brazil") AND regexp("15,?969 [Mm]illion") AND NOT "Real"': [
+        True,
+        True,
+        False,
+        True,
+        False,
+        False,
+        False,
+        False,
+    ],
     '"15,969" AND "million"': [True, False, True, True, False, False, True, False],
 }
 
@@ -52,11 +61,10 @@ def test_spec_examples(condition: str) -> None:
 def test_spec_example_trees() -> None:
     assert parse_condition('"15,969"') == Text("15,969")
     assert parse_condition('regexp("15,?969")') == Regexp("15,?969")
-    assert parse_condition('"15,969" AND regexp("[Mm]illion")') == And(
-        (Text("15,969"), Regexp("[Mm]illion")))
-    assert parse_condition(
-        '("Brazil" OR "brazil") AND regexp("15,?969 [Mm]illion") AND NOT "Real"'
-    ) == And((Or((Text("Brazil"), Text("brazil"))), Regexp("15,?969 [Mm]illion"), Not(Text("Real"))))
+    assert parse_condition('"15,969" AND regexp("[Mm]illion")') == And((Text("15,969"), Regexp("[Mm]illion")))
+    assert parse_condition('("Brazil" OR "brazil") AND regexp("15,?969 [Mm]illion") AND NOT "Real"') == And(
+        (Or((Text("Brazil"), Text("brazil"))), Regexp("15,?969 [Mm]illion"), Not(Text("Real")))
+    )
 
 
 # ------------------------------------------------------------------------------------ precedence
@@ -89,8 +97,7 @@ def test_precedence_trees() -> None:
     assert parse_condition('NOT "a" AND "b"') == And((Not(a), b))
     assert parse_condition('NOT "a" OR "b" AND NOT "c"') == Or((Not(a), And((b, Not(c)))))
     # chains of one operator are one n-ary node, however they are grouped
-    assert parse_condition('("a" AND "b") AND "c"') == And((a, b, c)) == parse_condition(
-        '"a" AND ("b" AND "c")')
+    assert parse_condition('("a" AND "b") AND "c"') == And((a, b, c)) == parse_condition('"a" AND ("b" AND "c")')
 
 
 def test_lower_case_keywords_are_accepted() -> None:
@@ -100,20 +107,24 @@ def test_lower_case_keywords_are_accepted() -> None:
 
 # --------------------------------------------------------------------------------------- escapes
 
-@pytest.mark.parametrize(("condition", "tree"), [
-    (r'"say \"hi\""', Text('say "hi"')),
-    (r'"back\\slash"', Text("back\\slash")),  # one backslash
-    (r'"\\"', Text("\\")),
-    (r'"a\nb"', Text("a\\nb")),  # no C escapes: backslash and n stay
-    (r'regexp("\\d+")', Regexp("\\d+")),
-    (r'regexp("\d+")', Regexp("\\d+")),  # lenient form, same pattern
-    (r'regexp("\"quoted\"")', Regexp('"quoted"')),
-    (r'regexp("a\\\\b")', Regexp("a\\\\b")),  # pattern a\\b: a literal backslash
-    (r'regexp("\w+\s\(x\)")', Regexp("\\w+\\s\\(x\\)")),
-    ('"AND"', Text("AND")),  # keywords inside quotes are text
-    ('"(unbalanced"', Text("(unbalanced")),
-    ('""', Text("")),
-])
+
+@pytest.mark.parametrize(
+    ("condition", "tree"),
+    [
+        (r'"say \"hi\""', Text('say "hi"')),
+        (r'"back\\slash"', Text("back\\slash")),  # one backslash
+        (r'"\\"', Text("\\")),
+        (r'"a\nb"', Text("a\\nb")),  # no C escapes: backslash and n stay
+        (r'regexp("\\d+")', Regexp("\\d+")),
+        (r'regexp("\d+")', Regexp("\\d+")),  # lenient form, same pattern
+        (r'regexp("\"quoted\"")', Regexp('"quoted"')),
+        (r'regexp("a\\\\b")', Regexp("a\\\\b")),  # pattern a\\b: a literal backslash
+        (r'regexp("\w+\s\(x\)")', Regexp("\\w+\\s\\(x\\)")),
+        ('"AND"', Text("AND")),  # keywords inside quotes are text
+        ('"(unbalanced"', Text("(unbalanced")),
+        ('""', Text("")),
+    ],
+)
 def test_escapes(condition: str, tree: object) -> None:
     assert parse_condition(condition) == tree
 
@@ -133,24 +144,34 @@ def test_escaped_operands_evaluate() -> None:
 
 # ------------------------------------------------------------------------ the seed's unquoted form
 
+
 def test_unquoted_regexp_seed_forms() -> None:
     a, d = parse_condition("regexp(^A.*)"), parse_condition("regexp(^D.*)")
     assert a == Regexp("^A.*") and d == Regexp("^D.*")
     assert [a.evaluate(t) for t in ["A", "A) because", "The answer is A", "", "a", "Result:\nA"]] == [
-        True, True, False, False, False, False]
+        True,
+        True,
+        False,
+        False,
+        False,
+        False,
+    ]
     assert [d.evaluate(t) for t in ["D", "Definitely", "A", "d"]] == [True, True, False, False]
 
 
-@pytest.mark.parametrize(("condition", "pattern"), [
-    ("regexp((a|b)c)", "(a|b)c"),  # nested parentheses are balanced
-    ("regexp([)]x)", "[)]x"),  # ')' in a character class closes nothing
-    ("regexp([]a)]+)", "[]a)]+"),  # ']' first in a class is a member
-    ("regexp([^)]+)", "[^)]+"),
-    (r"regexp(a\)b)", r"a\)b"),  # escaped ')' closes nothing
-    ("regexp( x )", " x "),  # spaces kept as written
-    ('regexp(say "hi")', 'say "hi"'),
-    ("regexp  (x)", "x"),
-])
+@pytest.mark.parametrize(
+    ("condition", "pattern"),
+    [
+        ("regexp((a|b)c)", "(a|b)c"),  # nested parentheses are balanced
+        ("regexp([)]x)", "[)]x"),  # ')' in a character class closes nothing
+        ("regexp([]a)]+)", "[]a)]+"),  # ']' first in a class is a member
+        ("regexp([^)]+)", "[^)]+"),
+        (r"regexp(a\)b)", r"a\)b"),  # escaped ')' closes nothing
+        ("regexp( x )", " x "),  # spaces kept as written
+        ('regexp(say "hi")', 'say "hi"'),
+        ("regexp  (x)", "x"),
+    ],
+)
 def test_unquoted_regexp_patterns(condition: str, pattern: str) -> None:
     assert parse_condition(condition) == Regexp(pattern)
 
@@ -260,10 +281,15 @@ def test_normal_form(condition: str, normal: str) -> None:
     assert parse_condition(normal) == parsed
 
 
-ROUND_TRIP = list(SPEC_CASES) + list(TRUTH) + [c for c, _ in NORMALIZED] + [
-    'regexp(^A.*) AND NOT "B" OR regexp((x))',
-    r'NOT (regexp("\"") OR "\\" AND ("x" OR NOT "y"))',
-]
+ROUND_TRIP = (
+    list(SPEC_CASES)
+    + list(TRUTH)
+    + [c for c, _ in NORMALIZED]
+    + [
+        'regexp(^A.*) AND NOT "B" OR regexp((x))',
+        r'NOT (regexp("\"") OR "\\" AND ("x" OR NOT "y"))',
+    ]
+)
 
 
 @pytest.mark.parametrize("condition", ROUND_TRIP)
@@ -287,8 +313,9 @@ def test_equality_ignores_source_and_nodes_are_immutable() -> None:
     assert x == y and hash(x) == hash(y)
     assert x.source == '"a"   and  "b"' and y.source == '"a" AND "b"'
     assert parse_condition('"a"') != parse_condition('regexp("a")')
+    assert isinstance(x, And)
     with pytest.raises(dataclasses.FrozenInstanceError):
-        x.operands = ()  # type: ignore[misc]
+        x.operands = ()  # type: ignore[misc]  # assigning to a frozen node on purpose
     assert Text("a").source == '"a"'  # built by hand: source is the normal form
 
 
@@ -300,6 +327,7 @@ def test_direct_construction_validates() -> None:
 
 
 # -------------------------------------------------------------------------------------- explain
+
 
 def test_explain_lists_every_operand() -> None:
     cond = parse_condition('"15,969" AND regexp("[Mm]illion")')
@@ -359,12 +387,12 @@ def test_evaluate_stops_early_but_check_tests_everything() -> None:
 
 # ---------------------------------------------------------------------------------- never eval
 
+
 def test_no_eval_in_the_implementation() -> None:
     import nbeval.data.conditions as module
 
     tree = ast.parse(pathlib.Path(module.__file__).read_text())
-    called = {node.func.id for node in ast.walk(tree)
-              if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+    called = {node.func.id for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
     assert not called & {"eval", "exec", "compile", "__import__"}
 
 
@@ -382,6 +410,7 @@ def test_parsing_and_evaluating_never_calls_eval(monkeypatch: pytest.MonkeyPatch
 
 # ----------------------------------------------------------------------------------- patterns
 
+
 def test_compile_user_pattern_caches_and_reports_errors() -> None:
     assert patterns.compile_user_pattern("ab+") is patterns.compile_user_pattern("ab+")
     with pytest.raises(ConditionError) as info:
@@ -392,15 +421,18 @@ def test_compile_user_pattern_caches_and_reports_errors() -> None:
         patterns.compile_user_pattern(b"x")  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("pattern", "text", "expected"), [
-    ("15,?969", "was 15969 then", "15969"),
-    ("(?i)million", "MILLION", "MILLION"),
-    (r"(?<=\$)\d+", "cost $42", "42"),
-    (r"\bcat\b", "concat cat", "cat"),
-    ("^b", "a\nb", None),  # no MULTILINE: ^ is the start only, as in re
-    ("(?m)^b", "a\nb", "b"),
-    ("a.b", "a\nb", None),  # no DOTALL, as in re
-])
+@pytest.mark.parametrize(
+    ("pattern", "text", "expected"),
+    [
+        ("15,?969", "was 15969 then", "15969"),
+        ("(?i)million", "MILLION", "MILLION"),
+        (r"(?<=\$)\d+", "cost $42", "42"),
+        (r"\bcat\b", "concat cat", "cat"),
+        ("^b", "a\nb", None),  # no MULTILINE: ^ is the start only, as in re
+        ("(?m)^b", "a\nb", "b"),
+        ("a.b", "a\nb", None),  # no DOTALL, as in re
+    ],
+)
 def test_search_follows_re(pattern: str, text: str, expected: str | None) -> None:
     match = patterns.search(pattern, text)
     ours = None if match is None else match.group(0)
@@ -425,18 +457,19 @@ def test_search_timeout_message() -> None:
     assert time.perf_counter() - start < CUT_OFF
     assert str(info.value) == (
         "regular expression '(a|aa)+$' took longer than 0.3 s on a 50,001-character text; "
-        "simplify it (catastrophic backtracking?)")
+        "simplify it (catastrophic backtracking?)"
+    )
 
 
 def test_slow_but_finite_search_finishes_in_a_worker(monkeypatch: pytest.MonkeyPatch) -> None:
     started: list[str] = []
 
-    class SpyThread(patterns.threading.Thread):  # type: ignore[name-defined]
+    class SpyThread(threading.Thread):
         def start(self) -> None:
             started.append(self.name)
             super().start()
 
-    monkeypatch.setattr(patterns.threading, "Thread", SpyThread)
+    monkeypatch.setattr(threading, "Thread", SpyThread)  # the module patterns starts its worker from
     # exponential but finite (a few tenths of a second): more than the inline CPU budget
     match = patterns.search(r"(?:a|aa)+$|!", "a" * 29 + "!", timeout=10.0)
     assert match is not None and match.group(0) == "!" and match.start() == 29

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import nbeval
-from nbeval.data.conditions import parse_condition
+from nbeval.data.conditions import Text, parse_condition
 from nbeval.data.fields import DataWarning
 from nbeval.data.model import LlmDataset, Row, TestCase, TestLab, TestSuite
 from nbeval.errors import DataError
@@ -60,8 +60,10 @@ EVAL_STUDIO_SUITE = r"""{
 }"""
 
 ANSWERS = {  # (passes, fails) per test case: the first answer satisfies every constraint
-    "a09e7a82": ("It is the Banking Act, No. 30 of 1988, in force from January 1, 1989.",
-                 "It is the Banking Act, in force from January 1, 1989."),
+    "a09e7a82": (
+        "It is the Banking Act, No. 30 of 1988, in force from January 1, 1989.",
+        "It is the Banking Act, in force from January 1, 1989.",
+    ),
     "0aa06fcc": ("C.", "B"),
     "ca78c394": ('The Monetary Board; they say "yes" \\ no.', "The Monetary Board."),
     "5b7d2f70": ("The Monetary Board may vest it in a new bank.", "The Board may vest it in a new bank."),
@@ -84,6 +86,7 @@ def test_constraints_are_checked_by_text_matching_on_every_case(suite_file: Path
     suite = _load(suite_file)
     rows = []
     for case in suite.test_cases:
+        assert case.key is not None
         good, bad = ANSWERS[case.key]
         for model, answer in (("good", good), ("bad", bad)):
             rows.append(Row.from_test_case(case, model_key=model).with_answer(actual_output=answer))
@@ -99,7 +102,9 @@ def test_condition_and_constraints_combine_with_and(suite_file: Path) -> None:
     assert cases["a09e7a82"].output_condition == '"Banking Act" AND "No. 30 of 1988" AND "January 1" AND "1989"'
     assert cases["0aa06fcc"].output_condition == r'regexp(".*(C|C\.).*")'
     # quotes and backslashes in a token are escaped for the condition language and read back as given
-    tokens = [leaf.value for leaf in parse_condition(cases["ca78c394"].output_condition).leaves()]
+    condition = cases["ca78c394"].output_condition
+    assert condition is not None
+    tokens = [leaf.value if isinstance(leaf, Text) else leaf for leaf in parse_condition(condition).leaves()]
     assert tokens == ["Monetary", "Board", 'say "yes" \\ no']
     # both given: (condition) AND constraints; the blank constraint is no constraint
     assert cases["5b7d2f70"].output_condition == '("vest" OR "vests") AND "Monetary Board"'
@@ -126,20 +131,27 @@ def test_nan_expected_output_loads_as_missing_with_one_warning_per_file(suite_fi
     assert len(nan_warnings) == 1
     message = str(nan_warnings[0].message)
     assert str(suite_file) in message and "2 test cases" in message
-    assert [c.expected_output for c in suite.test_cases] == [suite.test_cases[0].expected_output, None, None,
-                                                            suite.test_cases[3].expected_output]
+    assert [c.expected_output for c in suite.test_cases] == [
+        suite.test_cases[0].expected_output,
+        None,
+        None,
+        suite.test_cases[3].expected_output,
+    ]
 
 
 def test_nan_expected_output_in_rows_and_labs_is_reported_too(tmp_path: Path) -> None:
     rows = tmp_path / "rows.json"
-    rows.write_text('[{"input": "q1", "expected_output": NaN}, {"input": "q2", "expected_output": "a"}]',
-                    encoding="utf-8")
+    rows.write_text(
+        '[{"input": "q1", "expected_output": NaN}, {"input": "q2", "expected_output": "a"}]', encoding="utf-8"
+    )
     with pytest.warns(DataWarning, match=r"rows\.json: 1 row gives NaN as the expected output"):
         ds = LlmDataset.from_json(str(rows))
     assert ds[0].expected_output is None
     lab = tmp_path / "lab.json"
-    lab.write_text('{"dataset": {"inputs": [{"input": "q", "expected_output": NaN, "model_key": "m"}]}, '
-                   '"models": [{"key": "m"}]}', encoding="utf-8")
+    lab.write_text(
+        '{"dataset": {"inputs": [{"input": "q", "expected_output": NaN, "model_key": "m"}]}, "models": [{"key": "m"}]}',
+        encoding="utf-8",
+    )
     with pytest.warns(DataWarning, match="1 row gives NaN"):
         TestLab.from_json(str(lab))
     with warnings.catch_warnings():
@@ -149,8 +161,9 @@ def test_nan_expected_output_in_rows_and_labs_is_reported_too(tmp_path: Path) ->
 
 def test_constraints_in_rows_fold_into_the_condition_once(tmp_path: Path) -> None:
     # test cases given as a list of rows (the "prompt"/"condition" style) carry constraints too
-    ds = LlmDataset.from_json([{"key": "k", "prompt": "q", "condition": '"x" OR "y"', "constraints": ["a", "b"],
-                                "actual_output": "x a b"}])
+    ds = LlmDataset.from_json(
+        [{"key": "k", "prompt": "q", "condition": '"x" OR "y"', "constraints": ["a", "b"], "actual_output": "x a b"}]
+    )
     assert ds[0].output_condition == '("x" OR "y") AND "a" AND "b"'
     path = tmp_path / "rows.json"
     ds.to_json(path)
@@ -165,8 +178,11 @@ def test_a_bad_constraint_fails_at_load_naming_the_case() -> None:
     bad = {"tests": [{"test_cases": [{"key": "k1", "prompt": "q", "constraints": ["ok", "REGEXP:(unclosed"]}]}]}
     with pytest.raises(DataError) as err:
         TestSuite.from_dict(bad, source="suite.json")
-    assert (err.value.source, err.value.row, err.value.field) == ("suite.json", "tests[1].test_cases[1]",
-                                                                  "constraints[1]")
+    assert (err.value.source, err.value.row, err.value.field) == (
+        "suite.json",
+        "tests[1].test_cases[1]",
+        "constraints[1]",
+    )
     with pytest.raises(DataError, match="list of strings"):
         TestSuite.from_dict({"tests": [{"test_cases": [{"prompt": "q", "constraints": [1, 2]}]}]})
 

@@ -49,8 +49,14 @@ def test_data_contract_catches_the_model_importing_the_readers(tmp_path: Path) -
     model = tmp_path / "nbeval" / "data" / "model.py"
     upward = "\n\ndef _upward():\n    from nbeval.data.readers import load\n"
     model.write_text(model.read_text(encoding="utf-8") + upward, encoding="utf-8")
-    run = subprocess.run([str(LINT_IMPORTS), "--no-cache"], cwd=tmp_path, capture_output=True, text=True,
-                         timeout=120, env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    run = subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+    )
     assert run.returncode != 0
     assert "nbeval.data.model is not allowed to import nbeval.data.readers" in run.stdout
     assert "nbeval.data inside" in run.stdout
@@ -59,8 +65,17 @@ def test_data_contract_catches_the_model_importing_the_readers(tmp_path: Path) -
 def test_names_that_moved_are_still_importable_from_where_they_were() -> None:
     from nbeval.data import model, readers
 
-    for name in ("Chunk", "Relationship", "Row", "Test", "TestCase", "derive_key", "is_missing",
-                 "DEFAULT_MODEL_KEY", "ROW_FIELDS"):
+    for name in (
+        "Chunk",
+        "Relationship",
+        "Row",
+        "Test",
+        "TestCase",
+        "derive_key",
+        "is_missing",
+        "DEFAULT_MODEL_KEY",
+        "ROW_FIELDS",
+    ):
         assert getattr(model, name) is not None, name
     for name in readers.__all__:
         assert callable(getattr(readers, name)), name

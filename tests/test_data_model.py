@@ -52,11 +52,16 @@ def test_seed_lab_loads_with_models_and_both_datasets() -> None:
     assert [m.llm_model_name for m in lab.models] == lab.llm_model_names
     row = lab.dataset[1]
     assert row.model_key == "14ac0946-6547-48d1-b19a-41bc90d34849"
-    assert len(row.context) == 5 and row.context[0].content.startswith("But it is not enough")
+    assert (
+        len(row.context) == 5
+        and row.context[0].content is not None
+        and row.context[0].content.startswith("But it is not enough")
+    )
     assert row.actual_duration == pytest.approx(19.800140142440796)
     assert lab.models[0].extra["collection_name"] == "RAG collection (docs: ['sr1107a1.pdf'])"  # unknown kept
-    assert lab.docs_cache == {"https://www.federalreserve.gov/supervisionreg/srletters/sr1107a1.pdf":
-                              "/tmp/pytest-of-me/sr1107a1.pdf"}
+    assert lab.docs_cache == {
+        "https://www.federalreserve.gov/supervisionreg/srletters/sr1107a1.pdf": "/tmp/pytest-of-me/sr1107a1.pdf"
+    }
     # same prompt answered by two models would share a key; here the prompts differ
     assert lab.dataset[0].key != lab.dataset[1].key
 
@@ -72,12 +77,13 @@ def test_seed_dataset_loads() -> None:
 def test_agent_eval_columns_load() -> None:
     ds = LlmDataset.from_json(str(SEEDS / "agent_eval.json"))
     first, second = ds.rows
-    assert first.input.startswith("What is the difference between reduceByKey")
-    assert first.actual_output.startswith("reduceByKey aggregates")
-    assert first.expected_output.startswith("reduceByKey combines")
-    assert first.context == [Chunk("reduceByKey merges the values for each key using an associative reduce function.",
-                                   "doc1.txt"),
-                             Chunk("groupByKey groups the values for each key into a single sequence.", "doc2.txt")]
+    assert first.input is not None and first.input.startswith("What is the difference between reduceByKey")
+    assert first.actual_output is not None and first.actual_output.startswith("reduceByKey aggregates")
+    assert first.expected_output is not None and first.expected_output.startswith("reduceByKey combines")
+    assert first.context == [
+        Chunk("reduceByKey merges the values for each key using an associative reduce function.", "doc1.txt"),
+        Chunk("groupByKey groups the values for each key into a single sequence.", "doc2.txt"),
+    ]
     assert first.expected_context == [Chunk(None, "doc1.txt"), Chunk(None, "doc3.txt")]
     assert first.guidelines == ["The response must be in English", "The response must be clear, coherent, and concise"]
     assert second.input == "What is Spark?"  # the last user message of a chat request
@@ -88,7 +94,7 @@ def test_dbgpt_records_load() -> None:
     ds = LlmDataset.from_json(str(SEEDS / "dbgpt_records.json"))
     answer, retrieval = ds.rows
     assert answer.input == "what awel talked about"
-    assert answer.actual_output.startswith("AWEL is a workflow")
+    assert answer.actual_output is not None and answer.actual_output.startswith("AWEL is a workflow")
     assert len(answer.context) == 2
     assert answer.expected_context == [Chunk(None, "awel.md")]
     assert answer.extra["score"] == 4.0 and answer.extra["metric_name"] == "AnswerRelevancyMetric"
@@ -102,8 +108,10 @@ def test_dbgpt_records_load() -> None:
 
 
 def test_derived_key_is_shared_across_models_and_stable() -> None:
-    recs = [{"input": "Q?", "expected_output": "A", "actual_output": x, "model_key": m, "context": [x]}
-            for m, x in (("m1", "a"), ("m2", "b"))]
+    recs = [
+        {"input": "Q?", "expected_output": "A", "actual_output": x, "model_key": m, "context": [x]}
+        for m, x in (("m1", "a"), ("m2", "b"))
+    ]
     ds = LlmDataset.from_records(recs)
     assert ds[0].key == ds[1].key  # the answer and retrieved context do not take part
     assert ds[0].key == derive_key("Q?", "A")
@@ -112,8 +120,11 @@ def test_derived_key_is_shared_across_models_and_stable() -> None:
 
 
 def test_duplicate_key_for_same_model_is_an_error_naming_both_rows() -> None:
-    recs = [{"key": "k", "input": "a", "model_key": "m"}, {"key": "x", "input": "b", "model_key": "m"},
-            {"key": "k", "input": "c", "model_key": "m"}]
+    recs = [
+        {"key": "k", "input": "a", "model_key": "m"},
+        {"key": "x", "input": "b", "model_key": "m"},
+        {"key": "k", "input": "c", "model_key": "m"},
+    ]
     with pytest.raises(DataError) as info:
         LlmDataset.from_records(recs, source="mine.json")
     assert info.value.row == 3 and info.value.field == "key"
@@ -157,7 +168,7 @@ def test_malformed_condition_in_suite_fails_at_load_with_position(tmp_path: Path
 
 def test_malformed_condition_on_test_case_object() -> None:
     with pytest.raises(nbeval.ConditionError):
-        TestCase(prompt="p", condition='NOT')
+        TestCase(prompt="p", condition="NOT")
 
 
 def test_invalid_json_names_line(tmp_path: Path) -> None:
@@ -176,15 +187,28 @@ def test_missing_file() -> None:
 
 
 def _rich_dataset() -> LlmDataset:
-    return LlmDataset.from_records([
-        {"key": "k1", "input": "Q, with \"quotes\"\nand lines", "expected_output": "A", "actual_output": "",
-         "context": ["plain chunk", {"content": "chunk, with comma", "doc_uri": "d.pdf"}],
-         "expected_context": [{"doc_uri": "d.pdf"}], "categories": ["qa", "perturbed"],
-         "relationships": [{"type": "perturbation_source", "target": "k0", "target_type": "test_case"}],
-         "output_condition": '"A" AND NOT regexp("\\\\d+")', "guidelines": ["Be brief"], "actual_duration": 1.25,
-         "cost": 0.1 + 0.2, "model_key": "m1", "custom_field": {"nested": [1, 2]}, "note": "kept"},
-        {"key": "k2", "input": "Q2", "actual_output": None, "model_key": "m1", "error": "timeout", "score": 3},
-    ])
+    return LlmDataset.from_records(
+        [
+            {
+                "key": "k1",
+                "input": 'Q, with "quotes"\nand lines',
+                "expected_output": "A",
+                "actual_output": "",
+                "context": ["plain chunk", {"content": "chunk, with comma", "doc_uri": "d.pdf"}],
+                "expected_context": [{"doc_uri": "d.pdf"}],
+                "categories": ["qa", "perturbed"],
+                "relationships": [{"type": "perturbation_source", "target": "k0", "target_type": "test_case"}],
+                "output_condition": '"A" AND NOT regexp("\\\\d+")',
+                "guidelines": ["Be brief"],
+                "actual_duration": 1.25,
+                "cost": 0.1 + 0.2,
+                "model_key": "m1",
+                "custom_field": {"nested": [1, 2]},
+                "note": "kept",
+            },
+            {"key": "k2", "input": "Q2", "actual_output": None, "model_key": "m1", "error": "timeout", "score": 3},
+        ]
+    )
 
 
 def test_json_round_trip_is_lossless(tmp_path: Path) -> None:
@@ -234,7 +258,7 @@ def test_suite_to_dataset_and_building_in_code() -> None:
 def test_row_condition_is_parsed_once_and_cached() -> None:
     row = Row(input="q", output_condition='"x" OR "y"')
     assert row.condition is row.condition
-    assert row.condition.evaluate("y")
+    assert row.condition is not None and row.condition.evaluate("y")
 
 
 # -- parsed JSON in, objects out (no file involved) -------------------------------------------
@@ -268,11 +292,17 @@ def test_dataset_from_json_reads_every_source_load_reads(tmp_path: Path) -> None
     assert LlmDataset.from_json(str(tmp_path / "d.csv")).to_records() == ds.to_records()
     assert LlmDataset.from_json(ds.to_pandas()).to_records() == ds.to_records()
     assert [r.input for r in LlmDataset.from_json(str(SEEDS / "suite.json"))] == [
-        c.prompt for c in TestSuite.from_json(str(SEEDS / "suite.json")).test_cases]
-    assert LlmDataset.from_json(str(SEEDS / "lab.json")).to_records() == \
-        TestLab.from_json(str(SEEDS / "lab.json")).dataset.to_records()
+        c.prompt for c in TestSuite.from_json(str(SEEDS / "suite.json")).test_cases
+    ]
+    assert (
+        LlmDataset.from_json(str(SEEDS / "lab.json")).to_records()
+        == TestLab.from_json(str(SEEDS / "lab.json")).dataset.to_records()
+    )
     for source in (str(tmp_path / "d.csv"), str(SEEDS / "suite.json"), str(SEEDS / "lab.json")):
         loaded = nbeval.load(source)
-        expected = loaded if isinstance(loaded, LlmDataset) else (
-            loaded.dataset if isinstance(loaded, TestLab) else loaded.to_dataset())
+        expected = (
+            loaded
+            if isinstance(loaded, LlmDataset)
+            else (loaded.dataset if isinstance(loaded, TestLab) else loaded.to_dataset())
+        )
         assert LlmDataset.from_json(source).to_records() == expected.to_records()

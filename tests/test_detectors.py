@@ -15,6 +15,7 @@ import re
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,7 +41,7 @@ SUITES = {"pii": ("pii_cases.json", find_pii), "secrets": ("secret_cases.json", 
 
 # Cases whose label changed when phone numbers moved to Google's numbering plans (issue 17);
 # the golden files are shared, so the new label and its reason live here.
-RELABELLED = {
+RELABELLED: dict[str, dict[str, Any]] = {
     # A phone word ("Call") now vouches for a bare run of digits.
     "Call 4155552671 tomorrow": {"kinds": ["phone"]},
     # 555-0100..0199 is reserved for fiction by the North American Numbering Plan: no one's number.

@@ -8,6 +8,7 @@ import pytest
 
 import nbeval
 from nbeval.chat.client import estimate_usage
+from nbeval.engine import Plan
 
 pytest.importorskip("ragas")
 
@@ -22,14 +23,17 @@ def lab():
 
 
 def test_estimate_usage_with_no_guess_is_the_max_tokens_bound_alone():
-    reqs = [([{"role": "user", "content": "a" * 40}], {"max_tokens": 50}),
-            ([{"role": "user", "content": "b" * 40}], {})]
+    reqs = [
+        ([{"role": "user", "content": "a" * 40}], {"max_tokens": 50}),
+        ([{"role": "user", "content": "b" * 40}], {}),
+    ]
     assert estimate_usage(reqs)[1] == 50 + 200
     assert estimate_usage(reqs, completion_guess=0)[1] == 50
 
 
 def test_calls_without_max_tokens_are_a_labelled_guess(lab):
     plan = nbeval.evaluate(lab, ["correctness"], judge=_judge, cache=False, dry_run=True)
+    assert isinstance(plan, Plan)
     assert plan.judge_calls == 30 and plan.completion_tokens_capped == 0
     assert plan.est_completion_tokens == 30 * 200
     text = str(plan)
@@ -41,6 +45,7 @@ def test_max_tokens_summed_is_said_to_be_an_upper_bound(lab):
     from nbeval.evaluators.ragas.standin import ragas_standin
 
     plan = nbeval.evaluate(lab, ["answer_correctness"], judge=ragas_standin, cache=False, dry_run=True)
+    assert isinstance(plan, Plan)
     assert plan.judge_calls > 0
     assert plan.est_completion_tokens == plan.completion_tokens_capped == 1024 * plan.judge_calls
     text = str(plan)
@@ -52,12 +57,14 @@ def test_a_mix_says_which_part_is_the_bound(lab):
     from nbeval.evaluators.ragas.standin import ragas_standin
 
     bounded = nbeval.evaluate(lab, ["answer_correctness"], judge=ragas_standin, cache=False, dry_run=True)
-    plan = nbeval.evaluate(lab, ["answer_correctness", "correctness"], judge=ragas_standin, cache=False,
-                           dry_run=True)
+    plan = nbeval.evaluate(lab, ["answer_correctness", "correctness"], judge=ragas_standin, cache=False, dry_run=True)
+    assert isinstance(bounded, Plan) and isinstance(plan, Plan)
     assert plan.completion_tokens_capped == bounded.est_completion_tokens
     assert plan.est_completion_tokens == bounded.est_completion_tokens + 30 * 200
-    assert (f"~{plan.est_completion_tokens} completion tokens ({plan.completion_tokens_capped} of them the "
-            "calls' max_tokens, an upper bound; the rest guessed") in str(plan)
+    assert (
+        f"~{plan.est_completion_tokens} completion tokens ({plan.completion_tokens_capped} of them the "
+        "calls' max_tokens, an upper bound; the rest guessed"
+    ) in str(plan)
 
 
 def test_no_judge_calls_print_no_tokens(lab):

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 import nbeval
+from nbeval.engine import Plan
 from nbeval.errors import EvaluatorError, JudgeNotConfigured, ResourceError, UnknownEvaluator
 from nbeval.evaluators.base import Chat, Embed, Evaluator, EvaluatorSpec, MetricSpec, Score
 from nbeval.evaluators.registry import register
@@ -17,8 +18,15 @@ from nbeval.runtime import Resources
 
 
 def _spec(id: str, inputs: tuple[str, ...], resources: tuple[str, ...] = (), **kw) -> EvaluatorSpec:
-    return EvaluatorSpec(id=id, family="test", kind="score", inputs=inputs, resources=resources,
-                         metrics=(MetricSpec("score", primary=True, threshold=0.5), MetricSpec("other", "lower")), **kw)
+    return EvaluatorSpec(
+        id=id,
+        family="test",
+        kind="score",
+        inputs=inputs,
+        resources=resources,
+        metrics=(MetricSpec("score", primary=True, threshold=0.5), MetricSpec("other", "lower")),
+        **kw,
+    )
 
 
 @register(spec=_spec("t_equal", ("expected_output", "actual_output"), params={"boom_on": None}))
@@ -78,8 +86,17 @@ def fake_embedder(monkeypatch: pytest.MonkeyPatch) -> FakeEmbedder:
 
 
 def _rows(n: int, models=("m1", "m2")) -> list[dict]:
-    return [{"key": f"k{i}", "input": f"question {i}", "expected_output": f"ans {i % 3}",
-             "actual_output": f"ans {i % 2}", "model_key": m} for m in models for i in range(n)]
+    return [
+        {
+            "key": f"k{i}",
+            "input": f"question {i}",
+            "expected_output": f"ans {i % 3}",
+            "actual_output": f"ans {i % 2}",
+            "model_key": m,
+        }
+        for m in models
+        for i in range(n)
+    ]
 
 
 def test_missing_inputs_are_skipped_with_reason_and_errors_stay_on_their_row(records) -> None:
@@ -115,8 +132,10 @@ def test_embed_requests_are_deduplicated_across_rows_and_evaluators(fake_embedde
 
 
 def test_truncation_warning_lands_on_its_row(fake_embedder: FakeEmbedder) -> None:
-    recs = [{"key": "a", "input": "q", "expected_output": "x", "actual_output": "LONG answer"},
-            {"key": "b", "input": "q2", "expected_output": "x", "actual_output": "short"}]
+    recs = [
+        {"key": "a", "input": "q", "expected_output": "x", "actual_output": "LONG answer"},
+        {"key": "b", "input": "q2", "expected_output": "x", "actual_output": "short"},
+    ]
     res = nbeval.evaluate(recs, ["t_embed_a"], progress=False)
     s = res.scores[res.scores.metric == "score"].set_index("key")
     assert "truncated" in s.loc["a", "rationale"]
@@ -185,8 +204,13 @@ def test_cancel_returns_partial_result_with_the_rest_marked() -> None:
 
 def test_progress_callback_sees_growing_partial_results() -> None:
     sizes = []
-    nbeval.evaluate(_rows(5), ["t_equal"], progress=False, chunk_rows=2,
-                    on_progress=lambda partial, done, total: sizes.append((len(partial.scores), done, total)))
+    nbeval.evaluate(
+        _rows(5),
+        ["t_equal"],
+        progress=False,
+        chunk_rows=2,
+        on_progress=lambda partial, done, total: sizes.append((len(partial.scores), done, total)),
+    )
     assert [d for _, d, _ in sizes] == list(range(11)) and all(t == 10 for *_, t in sizes)  # every row, not every chunk
     assert sizes[-1][0] == 20  # 10 rows x 2 metrics
 
@@ -215,13 +239,16 @@ def test_unknown_evaluator_and_parameter_errors() -> None:
         nbeval.evaluator("t_equal", treshold=0.3)
     with pytest.raises(EvaluatorError, match="given twice"):
         nbeval.evaluate([{"input": "q"}], ["t_equal", "t_equal"], progress=False)
-    two = nbeval.evaluate([{"input": "q", "expected_output": "a", "actual_output": "a"}],
-                          ["t_equal", nbeval.evaluator("t_equal", name="t_equal_strict", threshold=0.99)],
-                          progress=False)
+    two = nbeval.evaluate(
+        [{"input": "q", "expected_output": "a", "actual_output": "a"}],
+        ["t_equal", nbeval.evaluator("t_equal", name="t_equal_strict", threshold=0.99)],
+        progress=False,
+    )
     assert two.evaluators == ["t_equal", "t_equal_strict"]
 
 
 def test_dry_run_counts_without_scoring() -> None:
     plan = nbeval.evaluate([*_rows(3), {"key": "z", "input": "q", "model_key": "m1"}], ["t_equal"], dry_run=True)
+    assert isinstance(plan, Plan)
     assert plan.rows == {"t_equal": 6} and plan.skipped == {"t_equal": 1}
     assert "t_equal" in str(plan)

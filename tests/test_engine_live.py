@@ -27,8 +27,13 @@ class CountingValues(dict):
 
 
 def _spec(id: str, inputs: tuple[str, ...]) -> EvaluatorSpec:
-    return EvaluatorSpec(id=id, family="test", kind="score", inputs=inputs,
-                         metrics=(MetricSpec("score", primary=True, threshold=0.5), MetricSpec("other", "lower")))
+    return EvaluatorSpec(
+        id=id,
+        family="test",
+        kind="score",
+        inputs=inputs,
+        metrics=(MetricSpec("score", primary=True, threshold=0.5), MetricSpec("other", "lower")),
+    )
 
 
 class Mean(Evaluator):
@@ -69,8 +74,15 @@ def _records(n: int = 13) -> list[dict]:
     for m in ("m1", "m2", "m3"):
         for i in range(n):
             a = ANSWERS[(i + len(m) * (m == "m2")) % len(ANSWERS)]
-            recs.append({"key": f"k{i}", "input": f"q{i}", "expected_output": None if i == 5 else "x",
-                         "actual_output": a, "model_key": m})
+            recs.append(
+                {
+                    "key": f"k{i}",
+                    "input": f"q{i}",
+                    "expected_output": None if i == 5 else "x",
+                    "actual_output": a,
+                    "model_key": m,
+                }
+            )
     return recs
 
 
@@ -92,8 +104,11 @@ def test_steps_driven_by_hand_give_what_evaluate_gives() -> None:
     got = finish(state)
     pd.testing.assert_frame_equal(got.scores, expected.scores)
     pd.testing.assert_frame_equal(got.aggregates, expected.aggregates)
-    assert got.explanations == expected.explanations == {
-        "t_live_best": {m: {"score": {"rows": 13}} for m in ("m1", "m2", "m3")}}
+    assert (
+        got.explanations
+        == expected.explanations
+        == {"t_live_best": {m: {"score": {"rows": 13}} for m in ("m1", "m2", "m3")}}
+    )
 
 
 def test_live_result_matches_a_rebuild_from_scratch_after_every_chunk() -> None:
@@ -128,8 +143,13 @@ def test_live_result_matches_a_rebuild_from_scratch_after_every_chunk() -> None:
 
 def test_on_progress_gets_one_live_result_that_grows() -> None:
     seen = []
-    final = nbeval.evaluate(_records(), EVS, progress=False, chunk_rows=10,
-                            on_progress=lambda live, done, total: seen.append((live, done, total, len(live.scores))))
+    final = nbeval.evaluate(
+        _records(),
+        EVS,
+        progress=False,
+        chunk_rows=10,
+        on_progress=lambda live, done, total: seen.append((live, done, total, len(live.scores))),
+    )
     # first the rows skipped at once (k5's), then every score as it finishes (not every chunk of 10 rows)
     assert [d for _, d, _, _ in seen] == list(range(3, 79)) and {t for *_, t, _ in seen} == {78}
     assert all(isinstance(live, LiveResult) and live is seen[0][0] for live, *_ in seen)
@@ -139,9 +159,15 @@ def test_on_progress_gets_one_live_result_that_grows() -> None:
 
 def test_running_means_equal_the_final_result_exactly() -> None:
     seen = {}
-    final = nbeval.evaluate(_records(), EVS, progress=False, chunk_rows=2,
-                            on_progress=lambda live, *_: seen.update(
-                                {mk: live.value("t_live_mean", mk, "score") for mk in ("m1", "m2", "m3")}))
+    final = nbeval.evaluate(
+        _records(),
+        EVS,
+        progress=False,
+        chunk_rows=2,
+        on_progress=lambda live, *_: seen.update(
+            {mk: live.value("t_live_mean", mk, "score") for mk in ("m1", "m2", "m3")}
+        ),
+    )
     agg = final.aggregates.set_index(["evaluator", "model_key", "metric"])["value"]
     assert seen == {mk: agg[("t_live_mean", mk, "score")] for mk in ("m1", "m2", "m3")}  # == , not approx
     assert seen["m1"] == pytest.approx((3 + 7 + 1 + 5 + 2 + 8 + 6 + 4 + 0) / 10 / 9)  # k5 skipped
@@ -175,11 +201,11 @@ def test_the_live_view_does_not_rebuild_from_the_start() -> None:
         converted.append(len(outcomes))
         return original(outcomes, *args, **kwargs)
 
-    columnar.outcome_columns = counting  # type: ignore[assignment]
+    columnar.outcome_columns = counting
     try:
         nbeval.evaluate(recs, EVS, progress=False, chunk_rows=1, on_progress=lambda live, *_: live.result())
     finally:
-        columnar.outcome_columns = original  # type: ignore[assignment]
+        columnar.outcome_columns = original
     total = 2 * len(recs)
     assert sum(converted) == total  # each outcome once, as it finished: the live view and the result share it
 

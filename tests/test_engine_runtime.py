@@ -56,7 +56,7 @@ def test_an_unknown_request_is_answered_with_an_error() -> None:
     class Other:
         pass
 
-    (answer,) = Resources().answer([Other()])  # type: ignore[list-item]
+    (answer,) = Resources().answer([Other()])
     assert isinstance(answer.value, ResourceError) and "no resource answers a Other request" in str(answer.value)
 
 
@@ -75,13 +75,17 @@ def test_score_pairs_are_batched_and_deduplicated_per_model(scorers) -> None:
     assert all(a.warnings == () for a in answers)
 
 
-@pytest.mark.parametrize(("raised", "message"), [
-    (ResourceError("could not load cross-encoder 'x'"), "could not load cross-encoder 'x'"),
-    (MissingDependency("install it with pip install 'nbeval[embed]'"), "install it with"),
-    (RuntimeError("CUDA out of memory"), "CUDA out of memory"),
-])
+@pytest.mark.parametrize(
+    ("raised", "message"),
+    [
+        (ResourceError("could not load cross-encoder 'x'"), "could not load cross-encoder 'x'"),
+        (MissingDependency("install it with pip install 'nbeval[embed]'"), "install it with"),
+        (RuntimeError("CUDA out of memory"), "CUDA out of memory"),
+    ],
+)
 def test_a_failing_cross_encoder_answers_every_request_of_its_model_with_an_error(
-        monkeypatch: pytest.MonkeyPatch, raised: Exception, message: str) -> None:
+    monkeypatch: pytest.MonkeyPatch, raised: Exception, message: str
+) -> None:
     class Broken:
         def score(self, pairs):
             raise raised
@@ -100,8 +104,17 @@ def test_cross_encoder_resolves_to_the_shared_scorer_on_the_runs_device() -> Non
 
 
 def test_the_engine_pools_score_pairs_across_rows(scorers) -> None:
-    recs = [{"key": f"k{i}", "input": "q", "expected_output": f"answer {i % 2}", "actual_output": "an answer",
-             "model_key": m} for m in ("m1", "m2") for i in range(6)]
+    recs = [
+        {
+            "key": f"k{i}",
+            "input": "q",
+            "expected_output": f"answer {i % 2}",
+            "actual_output": "an answer",
+            "model_key": m,
+        }
+        for m in ("m1", "m2")
+        for i in range(6)
+    ]
     ev = nbeval.evaluator("answer_semantic_similarity", cross_encoder="ce-test")
     res = nbeval.evaluate(recs, [ev], progress=False, chunk_rows=100)
     assert scorers["ce-test"].batches == [[("answer 0", "an answer"), ("answer 1", "an answer")]]

@@ -34,9 +34,14 @@ UNAVAILABLE: dict[str, str] = {}
 
 # -- the judge family ---------------------------------------------------------------------------
 
-JUDGE_ROW = {"key": "r1", "model_key": "m", "input": "When does the museum open?",
-             "expected_output": "At 9:00 on weekdays.", "actual_output": "It opens at 9:00 on weekdays.",
-             "context": ["The museum opens at 9:00 on weekdays.", "Entry costs 12 euros."]}
+JUDGE_ROW = {
+    "key": "r1",
+    "model_key": "m",
+    "input": "When does the museum open?",
+    "expected_output": "At 9:00 on weekdays.",
+    "actual_output": "It opens at 9:00 on weekdays.",
+    "context": ["The museum opens at 9:00 on weekdays.", "Entry costs 12 euros."],
+}
 RATING = "Rationale: It gives the time.\nRating: yes"
 
 #: id -> (parameters, the judge's reply): a reply each evaluator reads as a verdict, not a parse failure.
@@ -68,8 +73,17 @@ JUDGE_ROWS: dict[str, list[dict[str, Any]]] = {
 
 RAGAS = ["faithfulness", "answer_relevancy", "context_precision", "context_recall", "answer_correctness", "ragas"]
 
-MODELS = ["toxicity", "fairness_bias", "hallucination", "summac", "perplexity", "gptscore_summarization_ref",
-          "gptscore_summarization_noref", "gptscore_translation", "gptscore_qa"]
+MODELS = [
+    "toxicity",
+    "fairness_bias",
+    "hallucination",
+    "summac",
+    "perplexity",
+    "gptscore_summarization_ref",
+    "gptscore_summarization_noref",
+    "gptscore_translation",
+    "gptscore_qa",
+]
 
 
 def _table(result: Any) -> pd.DataFrame:
@@ -105,8 +119,9 @@ def test_every_registered_evaluator_is_covered() -> None:
 
 
 @pytest.mark.parametrize("evaluator_id", sorted(JUDGES))
-def test_a_used_judge_evaluator_pickles_and_its_copy_scores_the_same(openai_server: FakeOpenAIServer,
-                                                                    evaluator_id: str) -> None:
+def test_a_used_judge_evaluator_pickles_and_its_copy_scores_the_same(
+    openai_server: FakeOpenAIServer, evaluator_id: str
+) -> None:
     params, reply = JUDGES[evaluator_id]
     openai_server.reply = reply
     judge = {"model": "judge-model", "base_url": openai_server.url, "api_key": "sk-judge-test-key-123456"}
@@ -150,13 +165,15 @@ def ragas_server() -> Iterator[FakeOpenAIServer]:
 
 
 @pytest.mark.parametrize("evaluator_id", RAGAS)
-def test_a_used_ragas_evaluator_pickles_and_its_copy_scores_the_same(ragas_server: FakeOpenAIServer,
-                                                                    evaluator_id: str) -> None:
+def test_a_used_ragas_evaluator_pickles_and_its_copy_scores_the_same(
+    ragas_server: FakeOpenAIServer, evaluator_id: str
+) -> None:
     from tests.ragas.conftest import ROWS, ToyEmbedder, judge_for
 
     def score(ev: Any) -> Any:
-        return nbeval.evaluate(ROWS[:1], [ev], judge=judge_for(ragas_server), embedder=ToyEmbedder(), cache=False,
-                               progress=False)
+        return nbeval.evaluate(
+            ROWS[:1], [ev], judge=judge_for(ragas_server), embedder=ToyEmbedder(), cache=False, progress=False
+        )
 
     ev = nbeval.evaluator(evaluator_id)
     first = _table(score(ev))
@@ -171,10 +188,16 @@ def test_a_used_ragas_evaluator_pickles_and_its_copy_scores_the_same(ragas_serve
 
 # -- the local-model family ---------------------------------------------------------------------
 
-MODEL_ROWS = [{"key": "r1", "model_key": "m", "input": "Paris is the capital of France. It lies on the Seine.",
-               "expected_output": "Paris is the capital of France.",
-               "actual_output": "Paris, on the Seine, is the French capital. It has no museums.",
-               "context": ["Paris is the capital of France.", "It lies on the Seine river."]}]
+MODEL_ROWS = [
+    {
+        "key": "r1",
+        "model_key": "m",
+        "input": "Paris is the capital of France. It lies on the Seine.",
+        "expected_output": "Paris is the capital of France.",
+        "actual_output": "Paris, on the Seine, is the French capital. It has no museums.",
+        "context": ["Paris is the capital of France.", "It lies on the Seine river."],
+    }
+]
 
 
 @pytest.fixture(scope="module")
@@ -187,8 +210,9 @@ def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
     root = tmp_path_factory.mktemp("pickle-models")
     return {
-        "toxicity": build_classifier(root / "jigsaw", JIGSAW_CLASSES, seed=7,
-                                     problem_type="multi_label_classification"),
+        "toxicity": build_classifier(
+            root / "jigsaw", JIGSAW_CLASSES, seed=7, problem_type="multi_label_classification"
+        ),
         "fairness_bias": build_classifier(root / "bias", ["Non-biased", "Biased"], seed=12),
         "nli": build_classifier(root / "nli", NLI_LABELS, seed=11),
         "lm": build_tiny_causal_lm(root / "lm", n_positions=512),
@@ -207,8 +231,9 @@ def _fresh_runners() -> Iterator[None]:
 @pytest.mark.slow
 @pytest.mark.usefixtures("_fresh_runners")
 @pytest.mark.parametrize("evaluator_id", MODELS)
-def test_a_used_model_evaluator_pickles_and_its_copy_scores_the_same(tiny_models: dict[str, Path],
-                                                                    evaluator_id: str) -> None:
+def test_a_used_model_evaluator_pickles_and_its_copy_scores_the_same(
+    tiny_models: dict[str, Path], evaluator_id: str
+) -> None:
     from nbeval.resources.local_models import clear_local_models
 
     path = tiny_models.get(evaluator_id) or tiny_models["nli" if evaluator_id in ("hallucination", "summac") else "lm"]

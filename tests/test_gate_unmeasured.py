@@ -30,8 +30,16 @@ from nbeval.results.insights import ERROR_CHARS, describe_errors
 from tests.extension.conftest import Shell
 from tests.support.fake_openai import FakeOpenAIServer, Status
 
-ROWS = [{"key": f"k{i}", "input": f"question {i}", "actual_output": f"answer {i}", "expected_output": f"answer {i}",
-         "model_key": "model-a"} for i in range(3)]
+ROWS = [
+    {
+        "key": f"k{i}",
+        "input": f"question {i}",
+        "actual_output": f"answer {i}",
+        "expected_output": f"answer {i}",
+        "model_key": "model-a",
+    }
+    for i in range(3)
+]
 
 
 @pytest.fixture(autouse=True)
@@ -70,17 +78,20 @@ def _lines(out: str, prefix: str) -> list[str]:
 
 
 def _refused(url: str) -> nbeval.EvaluationResult:
-    return nbeval.evaluate(ROWS, ["safety"], judge={"model": "llama3", "base_url": url}, max_attempts=1,
-                           cache=False, progress=False)
+    return nbeval.evaluate(
+        ROWS, ["safety"], judge={"model": "llama3", "base_url": url}, max_attempts=1, cache=False, progress=False
+    )
 
 
 # -- (a) a judge nobody answers ------------------------------------------------------------------
 
 
 def test_a_run_whose_judge_calls_all_fail_trips_the_gate_and_says_why(
-        tmp_path: Path, closed_url: str, capsys: pytest.CaptureFixture[str]) -> None:
-    args = _run_args(_write(tmp_path, ROWS), tmp_path, "-e", "safety", "--judge", "llama3",
-                     "--judge-base-url", closed_url)
+    tmp_path: Path, closed_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = _run_args(
+        _write(tmp_path, ROWS), tmp_path, "-e", "safety", "--judge", "llama3", "--judge-base-url", closed_url
+    )
     assert main([*args, "--fail-on-problems"]) == 1
     out = capsys.readouterr().out
     assert "== problems (0) ==" not in out and "\nnone" not in out
@@ -97,11 +108,15 @@ def test_a_run_whose_judge_calls_all_fail_trips_the_gate_and_says_why(
 
 @pytest.mark.parametrize("fmt", ["csv", "json"])
 def test_a_file_whose_answers_are_all_empty_trips_the_gate_as_unmeasured(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
     if fmt == "csv":
         path = tmp_path / "answers.csv"
-        path.write_text("key,input,expected_output,actual_output,model_key\n"
-                        "k1,question 1,answer 1,,model-a\nk2,question 2,answer 2,,model-a\n", encoding="utf-8")
+        path.write_text(
+            "key,input,expected_output,actual_output,model_key\n"
+            "k1,question 1,answer 1,,model-a\nk2,question 2,answer 2,,model-a\n",
+            encoding="utf-8",
+        )
         data = str(path)
     else:
         data = _write(tmp_path, [{**r, "actual_output": None} for r in ROWS[:2]])
@@ -109,7 +124,8 @@ def test_a_file_whose_answers_are_all_empty_trips_the_gate_as_unmeasured(
     out = capsys.readouterr().out
     assert "model-a: exact_match: nothing measured (0 of 2 rows: 2 skipped (missing actual_output))" in out
     assert _lines(out, "failing: 2 unmeasured") == [
-        "failing: 2 unmeasured (a model and evaluator measured on no row): model-a: exact_match, model-a: rouge"]
+        "failing: 2 unmeasured (a model and evaluator measured on no row): model-a: exact_match, model-a: rouge"
+    ]
     assert not _lines(out, "failing: ") or all("threshold" not in line for line in _lines(out, "failing: "))
     assert main(_run_args(data, tmp_path, "-e", "exact_match", "--fail-on", "unmeasured")) == 1
 
@@ -117,13 +133,23 @@ def test_a_file_whose_answers_are_all_empty_trips_the_gate_as_unmeasured(
 # -- (c) --fail-on picks the new kinds by name ---------------------------------------------------
 
 
-def test_fail_on_chooses_errored_and_unmeasured_by_name(tmp_path: Path, openai_server: FakeOpenAIServer,
-                                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_fail_on_chooses_errored_and_unmeasured_by_name(
+    tmp_path: Path, openai_server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
     # One row of three gets a refusal: errored (severity low), but the others were measured.
-    openai_server.reply = lambda rec: (Status(400, "prompt rejected") if "question 1" in rec.last_content
-                                       else "Rationale: harmless.\nRating: yes")
-    args = _run_args(_write(tmp_path, ROWS), tmp_path, "-e", "safety", "--judge", "judge-model",
-                     "--judge-base-url", openai_server.url)
+    openai_server.reply = lambda rec: (
+        Status(400, "prompt rejected") if "question 1" in rec.last_content else "Rationale: harmless.\nRating: yes"
+    )
+    args = _run_args(
+        _write(tmp_path, ROWS),
+        tmp_path,
+        "-e",
+        "safety",
+        "--judge",
+        "judge-model",
+        "--judge-base-url",
+        openai_server.url,
+    )
     assert main([*args, "--fail-on", "threshold"]) == 0
     out = capsys.readouterr().out
     (line,) = _lines(out, "not failing on: 1 row errored")
@@ -177,8 +203,13 @@ def test_a_missing_answer_is_never_a_skip_the_data_asks_for() -> None:
     found = result.problems[result.problems["kind"] == "unmeasured"]
     assert found.empty  # k0 has an answer: both evaluators measured it
     rows = [{**r, "actual_output": None} for r in ROWS]
-    result = nbeval.evaluate([*rows, {**ROWS[0], "model_key": "model-b"}], ["exact_match", answer],
-                             judge=lambda p: "true", cache=False, progress=False)
+    result = nbeval.evaluate(
+        [*rows, {**ROWS[0], "model_key": "model-b"}],
+        ["exact_match", answer],
+        judge=lambda p: "true",
+        cache=False,
+        progress=False,
+    )
     found = result.problems[result.problems["kind"] == "unmeasured"]
     assert sorted(found["evaluator"]) == ["byop", "exact_match"]
     assert set(found["model_key"]) == {"model-a"}  # model-b was measured
@@ -202,21 +233,29 @@ def test_errors_are_grouped_by_their_first_line_with_counts() -> None:
             raise ValueError("upstream said no\nTraceback (most recent call last): ...")
         raise RuntimeError("rate limit exceeded")
 
-    result = nbeval.evaluate(ROWS, ["safety", "exact_match"], judge=judge, max_attempts=1, cache=False,
-                             progress=False)
+    result = nbeval.evaluate(ROWS, ["safety", "exact_match"], judge=judge, max_attempts=1, cache=False, progress=False)
     probs = result.problems
     assert list(probs["kind"]) == ["unmeasured", "errored"]
     errored = probs[probs["kind"] == "errored"].iloc[0]
-    assert (errored["severity"], errored["model_key"], errored["evaluator"], errored["metric"], errored["value"]) == \
-        ("high", "model-a", "safety", "safety", 3)
+    assert (errored["severity"], errored["model_key"], errored["evaluator"], errored["metric"], errored["value"]) == (
+        "high",
+        "model-a",
+        "safety",
+        "safety",
+        3,
+    )
     msg = errored["message"]
     assert msg.startswith("model-a: safety: 3 of 3 rows errored: ")
-    assert msg.endswith("judge raised RuntimeError: rate limit exceeded (not retried; failed after 1 attempt) (2); "
-                        "judge call failed: judge raised ValueError: upstream said no (1)")  # commonest first
+    assert msg.endswith(
+        "judge raised RuntimeError: rate limit exceeded (not retried; failed after 1 attempt) (2); "
+        "judge call failed: judge raised ValueError: upstream said no (1)"
+    )  # commonest first
     assert "Traceback" not in msg
     unmeasured = probs[probs["kind"] == "unmeasured"].iloc[0]
-    assert unmeasured["severity"] == "high" and unmeasured["message"] == \
-        "model-a: safety: nothing measured (0 of 3 rows: 3 errored)"
+    assert (
+        unmeasured["severity"] == "high"
+        and unmeasured["message"] == "model-a: safety: nothing measured (0 of 3 rows: 3 errored)"
+    )
 
 
 def test_some_rows_errored_is_low_severity_and_not_unmeasured() -> None:
@@ -292,9 +331,11 @@ def test_the_magics_gate_fails_the_cell_on_errored_rows(shell: Shell, closed_url
     ran = shell.cell(f"{line} --fail-on threshold")
     assert ran.success
     lines = ran.stdout.strip().splitlines()
-    assert any(s.startswith("not failing on: 3 rows errored") and s.endswith("(--fail-on threshold)")
-               for s in lines), ran.stdout
+    assert any(s.startswith("not failing on: 3 rows errored") and s.endswith("(--fail-on threshold)") for s in lines), (
+        ran.stdout
+    )
     assert any(s.startswith("not failing on: 1 unmeasured") for s in lines), ran.stdout
     ran = shell.cell(f"{line} --fail-on-problems")
-    assert not ran.success and "; 1 unmeasured (a model and evaluator measured on no row): model-a: safety" in \
-        ran.stdout
+    assert (
+        not ran.success and "; 1 unmeasured (a model and evaluator measured on no row): model-a: safety" in ran.stdout
+    )

@@ -17,15 +17,23 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _groupby_calls_without_observed(path: Path) -> list[int]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    return [node.lineno for node in ast.walk(tree)
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "groupby"
-            and not any(k.arg == "observed" for k in node.keywords)]
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "groupby"
+        and not any(k.arg == "observed" for k in node.keywords)
+    ]
 
 
 def test_every_groupby_names_observed() -> None:
-    missing = {str(p.relative_to(ROOT)): lines
-               for folder in ("nbeval", "widgets") for p in sorted((ROOT / folder).rglob("*.py"))
-               if (lines := _groupby_calls_without_observed(p))}
+    missing = {
+        str(p.relative_to(ROOT)): lines
+        for folder in ("nbeval", "widgets")
+        for p in sorted((ROOT / folder).rglob("*.py"))
+        if (lines := _groupby_calls_without_observed(p))
+    }
     assert missing == {}, f"groupby without observed=True: {missing}"
 
 

@@ -29,17 +29,21 @@ def _imported_modules(path: Path) -> list[tuple[int, str]]:
 
 def test_no_core_module_imports_the_notebook_kit() -> None:
     # nbeval.widgets lives in widgets/, outside import-linter's graph of nbeval/, so this is checked here.
-    offenders = [f"{path.relative_to(ROOT)}:{line} imports {name}"
-                 for path in sorted((ROOT / "nbeval").rglob("*.py"))
-                 for line, name in _imported_modules(path)
-                 if name == "nbeval.widgets" or name.startswith("nbeval.widgets.")]
+    offenders = [
+        f"{path.relative_to(ROOT)}:{line} imports {name}"
+        for path in sorted((ROOT / "nbeval").rglob("*.py"))
+        for line, name in _imported_modules(path)
+        if name == "nbeval.widgets" or name.startswith("nbeval.widgets.")
+    ]
     assert offenders == []
 
 
 def test_an_installed_kit_is_found_through_the_renderer_entry_points() -> None:
     # In a fresh process that never imports nbeval.widgets, the core still finds the kit's renderers.
-    code = ("import sys; from nbeval.results.renderers import get_renderer; "
-            "print(get_renderer('mimebundle').__module__, get_renderer('report_charts').__name__)")
+    code = (
+        "import sys; from nbeval.results.renderers import get_renderer; "
+        "print(get_renderer('mimebundle').__module__, get_renderer('report_charts').__name__)"
+    )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert run.stdout.split() == ["nbeval.widgets.display", "report_charts"]
 
@@ -74,9 +78,17 @@ def test_layers_contract_catches_an_upward_import(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "nbeval", tmp_path / "nbeval", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     model = tmp_path / "nbeval" / "data" / "model.py"
-    model.write_text(model.read_text(encoding="utf-8") + "\n\ndef _upward():\n    from nbeval.engine import evaluate\n",
-                     encoding="utf-8")
-    run = subprocess.run([str(LINT_IMPORTS), "--no-cache"], cwd=tmp_path, capture_output=True, text=True,
-                         timeout=120, env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    model.write_text(
+        model.read_text(encoding="utf-8") + "\n\ndef _upward():\n    from nbeval.engine import evaluate\n",
+        encoding="utf-8",
+    )
+    run = subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+    )
     assert run.returncode != 0
     assert "nbeval.data.model -> nbeval.engine" in run.stdout

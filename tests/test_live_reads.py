@@ -16,6 +16,7 @@ from nbeval.evaluators.registry import resolve_evaluators
 from nbeval.results import columnar
 from nbeval.results.columnar import ScoreSpool, outcome_columns, typed_scores
 from nbeval.results.outcome import RowOutcome
+from tests.support.scoring import scored
 
 EVALUATORS = ["exact_match", "rouge", "text_matching"]
 
@@ -23,10 +24,18 @@ EVALUATORS = ["exact_match", "rouge", "text_matching"]
 def _records(cases: int) -> list[dict]:
     # every third case has no expected output: skipped by exact_match and rouge (text only in
     # skip_reason), so the text columns start empty in some reads and fill later
-    return [{"key": f"k{i}", "model_key": m, "input": f"q{i}",
-             "expected_output": None if i % 3 == 0 else f"the answer is {i % 7}",
-             "actual_output": f"the answer is {(i + len(m)) % 7}", "output_condition": f'"{i % 7}"'}
-            for m in ("m1", "m22") for i in range(cases)]
+    return [
+        {
+            "key": f"k{i}",
+            "model_key": m,
+            "input": f"q{i}",
+            "expected_output": None if i % 3 == 0 else f"the answer is {i % 7}",
+            "actual_output": f"the answer is {(i + len(m)) % 7}",
+            "output_condition": f'"{i % 7}"',
+        }
+        for m in ("m1", "m22")
+        for i in range(cases)
+    ]
 
 
 @pytest.fixture
@@ -48,8 +57,9 @@ def files(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     return counts
 
 
-def test_reading_the_live_result_after_every_row_reads_each_part_once(files: dict[str, int],
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_reading_the_live_result_after_every_row_reads_each_part_once(
+    files: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(columnar, "SPOOL_PART_ROWS", 40)  # many part files
     records = _records(40)  # 80 rows
     plain = nbeval.evaluate(records, EVALUATORS, progress=False, chunk_rows=1)
@@ -74,8 +84,9 @@ def test_reading_the_live_result_after_every_row_reads_each_part_once(files: dic
     assert res.explanations == plain.explanations
 
 
-def test_every_live_read_equals_the_long_table_built_at_once(files: dict[str, int],
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_live_read_equals_the_long_table_built_at_once(
+    files: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(columnar, "SPOOL_PART_ROWS", 25)
     state = plan_run(_records(30), EVALUATORS, keep_outcomes=True)
     reads = 0
@@ -92,18 +103,24 @@ def test_every_live_read_equals_the_long_table_built_at_once(files: dict[str, in
     finish(state)
 
 
-def test_the_spool_reads_only_the_parts_written_since_the_last_read(files: dict[str, int],
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_spool_reads_only_the_parts_written_since_the_last_read(
+    files: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(columnar, "SPOOL_PART_ROWS", 7)
     ds = nbeval.LlmDataset.from_records(_records(12))
     evs = resolve_evaluators(EVALUATORS)
-    outcomes = [RowOutcome(ev, row, score=ev.score(row)) if row.expected_output else
-                RowOutcome(ev, row, skip_reason="no expected output") for row in ds.rows for ev in evs]
+    outcomes = [
+        RowOutcome(ev, row, score=scored(ev, row))
+        if row.expected_output
+        else RowOutcome(ev, row, skip_reason="no expected output")
+        for row in ds.rows
+        for ev in evs
+    ]
     spool = ScoreSpool(evs, {id(r): i for i, r in enumerate(ds.rows)})
     assert len(spool.scores()) == 0
     done = 0
     for size in (1, 2, 9, 1, 1, 14, 3, 0, 20, 5, 17):  # batches over and under a part's 7 rows
-        spool.add(outcomes[done:done + size])
+        spool.add(outcomes[done : done + size])
         done += size
         parts_before = len(spool._parts)
         got = spool.scores()
@@ -119,9 +136,9 @@ def test_the_spool_reads_only_the_parts_written_since_the_last_read(files: dict[
     reads = files["reads"]
     spool.add(outcomes[done:])
     pd.testing.assert_frame_equal(spool.scores(), typed_scores(outcome_columns(outcomes)))
-    pd.testing.assert_frame_equal(spool.scores(ordered=True).reset_index(drop=True),
-                                  typed_scores(outcome_columns(sorted(
-                                      outcomes, key=lambda o: (evs.index(o.evaluator), ds.rows.index(o.row))))))
+    pd.testing.assert_frame_equal(
+        spool.scores(ordered=True).reset_index(drop=True),
+        typed_scores(outcome_columns(sorted(outcomes, key=lambda o: (evs.index(o.evaluator), ds.rows.index(o.row))))),
+    )
     assert files["reads"] - reads <= 2 * len(spool._parts)
     spool.close()
-

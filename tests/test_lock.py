@@ -49,8 +49,8 @@ def test_every_declared_dependency_is_pinned_inside_its_range(req: Requirement) 
     name = canonicalize_name(req.name)
     assert name in pins, f"{req.name} is in pyproject.toml but not in requirements/lock.txt: run scripts/lock.sh"
     assert req.specifier.contains(pins[name], prereleases=True), (
-        f"requirements/lock.txt pins {req.name}=={pins[name]}, outside pyproject's {req.specifier}: "
-        "run scripts/lock.sh")
+        f"requirements/lock.txt pins {req.name}=={pins[name]}, outside pyproject's {req.specifier}: run scripts/lock.sh"
+    )
 
 
 def test_torch_is_the_cpu_build_on_disk() -> None:
@@ -60,8 +60,11 @@ def test_torch_is_the_cpu_build_on_disk() -> None:
 
 @pytest.mark.parametrize("script", ["scripts/demo.sh", "scripts/test.sh"])
 def test_the_readme_commands_install_under_the_lock(script: str) -> None:
-    installs = [line for line in (ROOT / script).read_text(encoding="utf-8").splitlines()
-                if re.search(r"\bpip install\b", line) and not line.lstrip().startswith("#")]
+    installs = [
+        line
+        for line in (ROOT / script).read_text(encoding="utf-8").splitlines()
+        if re.search(r"\bpip install\b", line) and not line.lstrip().startswith("#")
+    ]
     assert installs, f"{script} installs nothing"
     for line in installs:
         assert "-c requirements/lock.txt" in line, f"{script} installs without the lock: {line.strip()}"

@@ -25,7 +25,7 @@ def _script() -> ModuleType:
 MAKE = _script()
 Cell = MAKE.Cell
 
-SOURCE = '''\
+SOURCE = """\
 # %% [markdown] id="intro"
 # # A title
 #
@@ -50,11 +50,12 @@ print(data)
 
 # %% id="unicode" tags=["×"]
 "ünïcode"
-'''
+"""
 
 CELLS = [
-    Cell("markdown", "# A title\n\nSome *markdown*, with a `# %%` inside a sentence\n    and an indented line.",
-         "intro"),
+    Cell(
+        "markdown", "# A title\n\nSome *markdown*, with a `# %%` inside a sentence\n    and an indented line.", "intro"
+    ),
     Cell("code", "import json\n\ndata = json.loads('{\"a\": 1}')  # a comment\n#not markdown, a code comment", "load"),
     Cell("code", "# NBVAL_CHECK_OUTPUT\nprint(data)", "chart", {"tags": ["chart", "nbval-check-output"]}),
     Cell("code", '%%nbeval_suite faq\n- prompt: "Hello?"', "magic"),
@@ -71,8 +72,10 @@ def test_read_gives_the_cells_and_write_gives_the_source_back() -> None:
 
 def test_blank_lines_around_cells_and_metadata_spacing_are_not_significant() -> None:
     loose = '\n\n# %%   id="a"    tags=[ "x" ,"y" ]\n\n\nx = 1\n\n\n\n# %% [md] id="b"\n#\n# text\n#\n\n'
-    assert MAKE.read_percent(loose) == [Cell("code", "x = 1", "a", {"tags": ["x", "y"]}),
-                                        Cell("markdown", "\ntext\n", "b")]
+    assert MAKE.read_percent(loose) == [
+        Cell("code", "x = 1", "a", {"tags": ["x", "y"]}),
+        Cell("markdown", "\ntext\n", "b"),
+    ]
 
 
 def test_a_cell_without_metadata_has_no_id() -> None:
@@ -86,18 +89,21 @@ def test_the_notebook_built_from_a_source_keeps_types_ids_sources_and_tags() -> 
     MAKE.nbformat.validate(nb)
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("x = 1\n# %%\n", ":1: text before the first cell marker"),
-    ("# %% [raw]\nx\n", ":1: unknown cell type [raw]"),
-    ("# %% A title\nx\n", ":1: expected key=value"),
-    ("# %% id=c1\nx\n", ":1: the value of id is not JSON"),
-    ('# %% id="a"tags=[]\nx\n', ":1: put a space after the value of id"),
-    ('# %% id="a" id="b"\nx\n', ":1: id given twice"),
-    ("# %% id=1\nx\n", ":1: id must be a string"),
-    ('# %% [markdown] id="a"\n# fine\nnot a comment\n', ":3: a markdown line must start with '# '"),
-    ('# %% id="a"\nx = 1\n#%%\n', ":3: write a cell marker as '# %%'"),
-    ('# %% id="a"\nif x:\n    # %% indented\n    pass\n', ":3: write a cell marker as '# %%'"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("x = 1\n# %%\n", ":1: text before the first cell marker"),
+        ("# %% [raw]\nx\n", ":1: unknown cell type [raw]"),
+        ("# %% A title\nx\n", ":1: expected key=value"),
+        ("# %% id=c1\nx\n", ":1: the value of id is not JSON"),
+        ('# %% id="a"tags=[]\nx\n', ":1: put a space after the value of id"),
+        ('# %% id="a" id="b"\nx\n', ":1: id given twice"),
+        ("# %% id=1\nx\n", ":1: id must be a string"),
+        ('# %% [markdown] id="a"\n# fine\nnot a comment\n', ":3: a markdown line must start with '# '"),
+        ('# %% id="a"\nx = 1\n#%%\n', ":3: write a cell marker as '# %%'"),
+        ('# %% id="a"\nif x:\n    # %% indented\n    pass\n', ":3: write a cell marker as '# %%'"),
+    ],
+)
 def test_what_is_outside_the_subset_is_an_error_with_its_line(text: str, message: str) -> None:
     with pytest.raises(MAKE.PercentFormatError) as info:
         MAKE.read_percent(text, "src.py")
@@ -118,4 +124,3 @@ def test_write_refuses_what_it_could_not_read_back() -> None:
         MAKE.write_percent([Cell("code", "\nx = 1", "a")])
     with pytest.raises(ValueError, match="cell marker"):
         MAKE.write_percent([Cell("code", "x = 1\n# %% oops", "a")])
-

@@ -36,8 +36,10 @@ MAKE = _script()
 
 
 def _cells(nb) -> list[dict]:
-    return [{"cell_type": c.cell_type, "id": c.get("id"), "source": c.source, "metadata": dict(c.metadata)}
-            for c in nb.cells]
+    return [
+        {"cell_type": c.cell_type, "id": c.get("id"), "source": c.source, "metadata": dict(c.metadata)}
+        for c in nb.cells
+    ]
 
 
 def test_every_committed_notebook_is_generated_and_every_generated_one_committed() -> None:
@@ -66,8 +68,13 @@ def test_generate_writes_nothing_and_out_writes_elsewhere(tmp_path: Path) -> Non
     name = sorted(MAKE.SOURCES)[0]
     nb = MAKE.generate(name)
     assert all(not c.get("outputs") for c in nb.cells)  # not run: every output empty
-    run = subprocess.run([sys.executable, str(SCRIPT), "--no-run", "--out", str(tmp_path), name],
-                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    run = subprocess.run(
+        [sys.executable, str(SCRIPT), "--no-run", "--out", str(tmp_path), name],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert run.returncode == 0, run.stderr
     assert [p.name for p in tmp_path.iterdir()] == [name]
     assert _cells(nbformat.read(tmp_path / name, as_version=4)) == _cells(nb)

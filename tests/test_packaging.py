@@ -17,13 +17,35 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = ("torch", "transformers", "sentence_transformers", "ragas", "instructor", "langchain_core", "openai", "ipywidgets", "altair", "pandas",
-         "detoxify", "nltk", "rouge_score", "numpy", "fastapi", "uvicorn", "starlette",
-         "phonenumbers", "stdnum", "detect_secrets", "dask", "distributed", "pyarrow")
+HEAVY = (
+    "torch",
+    "transformers",
+    "sentence_transformers",
+    "ragas",
+    "instructor",
+    "langchain_core",
+    "openai",
+    "ipywidgets",
+    "altair",
+    "pandas",
+    "detoxify",
+    "nltk",
+    "rouge_score",
+    "numpy",
+    "fastapi",
+    "uvicorn",
+    "starlette",
+    "phonenumbers",
+    "stdnum",
+    "detect_secrets",
+    "dask",
+    "distributed",
+    "pyarrow",
+)
 
 
 def test_import_nbeval_pulls_in_nothing_heavy() -> None:
-    code = ("import sys, nbeval; print(' '.join(m for m in %r if m in sys.modules))" % (HEAVY,))
+    code = "import sys, nbeval; print(' '.join(m for m in %r if m in sys.modules))" % (HEAVY,)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/")
     assert out.stdout.strip() == ""
 
@@ -46,11 +68,13 @@ def _public_modules() -> list[str]:
 
 def _is_type_checking(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
-def _bound(body: list[ast.stmt], defined: set[str], imported: set[str], checking: set[str], *,
-           type_checking: bool = False) -> None:
+def _bound(
+    body: list[ast.stmt], defined: set[str], imported: set[str], checking: set[str], *, type_checking: bool = False
+) -> None:
     """Sort the names a module body binds at top level: by def, class or assignment (``defined``),
     by an import (``imported``), by an import for type checkers only (``checking``)."""
     for node in body:
@@ -100,8 +124,11 @@ def _surface() -> dict[str, dict[str, set[str]]]:
         namespace = vars(module)
         out[name] = {
             # Public: not _-prefixed, actually bound (not only in a branch not taken), not a type variable.
-            "defined": {n for n in defined if not n.startswith("_") and n in namespace
-                        and not isinstance(namespace[n], typing.TypeVar)},
+            "defined": {
+                n
+                for n in defined
+                if not n.startswith("_") and n in namespace and not isinstance(namespace[n], typing.TypeVar)
+            },
             "imported": {n for n in imported if not isinstance(namespace.get(n), types.ModuleType)},
             "checking": {n for n in checking if not n.startswith("_")},
         }
@@ -115,13 +142,16 @@ def _surface() -> dict[str, dict[str, set[str]]]:
 # Modules whose __all__ leaves out public names they define. They belong to other parts of the
 # project; the fix is to list the names in __all__ or to give them a leading underscore. The mark
 # is strict, so the test says when a fix lands and the entry can go.
-ALL_GAPS = {
-}
+ALL_GAPS: dict[str, str] = {}
 
 
 def _module_params() -> list[Any]:
-    return [pytest.param(m, marks=pytest.mark.xfail(strict=True, reason=f"__all__ lacks {ALL_GAPS[m]}"))
-            if m in ALL_GAPS else m for m in _public_modules()]
+    return [
+        pytest.param(m, marks=pytest.mark.xfail(strict=True, reason=f"__all__ lacks {ALL_GAPS[m]}"))
+        if m in ALL_GAPS
+        else m
+        for m in _public_modules()
+    ]
 
 
 @pytest.mark.parametrize("name", _module_params())

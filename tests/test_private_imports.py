@@ -56,8 +56,7 @@ def _within(package: str, owner: str) -> bool:
 def _private_module_part(dotted: str, importer_package: str) -> bool:
     """Whether ``dotted`` passes through a private module or package the importer is not inside."""
     parts = dotted.split(".")
-    return any(_private(part) and not _within(importer_package, ".".join(parts[:i]))
-               for i, part in enumerate(parts))
+    return any(_private(part) and not _within(importer_package, ".".join(parts[:i])) for i, part in enumerate(parts))
 
 
 def _source(importer: str, node: ast.ImportFrom) -> str | None:
@@ -96,8 +95,13 @@ def violations() -> list[tuple[str, int, str]]:
                         if _private_module_part(alias.name, here):
                             found.append((name, node.lineno, alias.name))
         for node in ast.walk(tree):
-            if (isinstance(node, ast.Attribute) and _private(node.attr) and isinstance(node.value, ast.Name)
-                    and node.value.id in bound and _package(bound[node.value.id]) != here):
+            if (
+                isinstance(node, ast.Attribute)
+                and _private(node.attr)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in bound
+                and _package(bound[node.value.id]) != here
+            ):
                 found.append((name, node.lineno, f"{bound[node.value.id]}.{node.attr}"))
     return sorted(set(found))
 
@@ -105,7 +109,8 @@ def violations() -> list[tuple[str, int, str]]:
 def test_no_private_name_is_used_across_packages() -> None:
     found = [v for v in violations() if (v[0], v[2]) not in ALLOWED]
     assert not found, "private names used outside their package (make them public, in __all__):\n" + "\n".join(
-        f"  {module}:{line} uses {name}" for module, line, name in found)
+        f"  {module}:{line} uses {name}" for module, line, name in found
+    )
 
 
 def test_the_allow_list_holds_no_fixed_violation() -> None:

@@ -39,8 +39,9 @@ def _offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 def _rows(n: int) -> list[dict[str, str]]:
-    return [{"key": f"k{i}", "input": f"question {i}", "actual_output": f"answer {i}", "model_key": "m"}
-            for i in range(n)]
+    return [
+        {"key": f"k{i}", "input": f"question {i}", "actual_output": f"answer {i}", "model_key": "m"} for i in range(n)
+    ]
 
 
 def _judge(server: FakeOpenAIServer) -> dict[str, str]:
@@ -74,8 +75,15 @@ class CancelAt:
 def test_on_progress_moves_as_answers_arrive(openai_server: FakeOpenAIServer) -> None:
     openai_server.reply = lambda rec: Text(SAFE, latency=0.02)
     seen: list[tuple[int, int]] = []
-    res = nbeval.evaluate(_rows(24), ["safety"], judge=_judge(openai_server), cache=False, progress=False,
-                          concurrency=CONCURRENCY, on_progress=lambda live, done, total: seen.append((done, total)))
+    res = nbeval.evaluate(
+        _rows(24),
+        ["safety"],
+        judge=_judge(openai_server),
+        cache=False,
+        progress=False,
+        concurrency=CONCURRENCY,
+        on_progress=lambda live, done, total: seen.append((done, total)),
+    )
     assert seen[0] == (0, 24)  # before anything is scored: the total is known, never 0 / 0
     dones = [d for d, _ in seen]
     assert dones == sorted(set(dones)) and len(set(dones)) > 2  # moves, in steps, within one chunk
@@ -83,15 +91,17 @@ def test_on_progress_moves_as_answers_arrive(openai_server: FakeOpenAIServer) ->
     assert res.meta["cancelled"] is False and openai_server.request_count == 24
 
 
-def test_the_progress_bar_moves_with_the_answers(openai_server: FakeOpenAIServer,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_progress_bar_moves_with_the_answers(
+    openai_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import nbeval.engine.run as engine
 
     bars: list[Bar] = []
 
     class Bar:
         def __init__(self, total: int, enabled: bool, **_: Any) -> None:
-            self.total, self.updates, self.closed = total, [], False
+            self.total, self.closed = total, False
+            self.updates: list[int] = []
             bars.append(self)
 
         def update(self, n: int = 1) -> None:
@@ -124,8 +134,15 @@ def test_a_large_run_reports_a_bounded_number_of_times() -> None:
 def test_cancel_stops_new_judge_calls_and_keeps_the_calls_in_flight() -> None:
     reply = CancelAt(6)
     with FakeOpenAIServer(reply=reply) as server:
-        res = nbeval.evaluate(_rows(40), ["safety"], judge=_judge(server), cache=False, progress=False,
-                              concurrency=CONCURRENCY, cancel=reply.cancel)
+        res = nbeval.evaluate(
+            _rows(40),
+            ["safety"],
+            judge=_judge(server),
+            cache=False,
+            progress=False,
+            concurrency=CONCURRENCY,
+            cancel=reply.cancel,
+        )
         sent = server.request_count
     assert reply.reached.is_set()
     assert sent <= 6 + CONCURRENCY  # not the 40 a round would send: nothing starts after the cancel
@@ -145,8 +162,15 @@ def test_a_run_whose_rows_all_finished_is_not_marked_cancelled(openai_server: Fa
         if done == total:
             stop.set()  # Cancel pressed after the last row finished
 
-    res = nbeval.evaluate(_rows(24), ["safety"], judge=_judge(openai_server), cache=False, progress=False,
-                          cancel=stop, on_progress=on_progress)
+    res = nbeval.evaluate(
+        _rows(24),
+        ["safety"],
+        judge=_judge(openai_server),
+        cache=False,
+        progress=False,
+        cancel=stop,
+        on_progress=on_progress,
+    )
     assert stop.is_set() and res.meta["cancelled"] is False
     assert not res.scores["skipped"].any() and len(res.scores) == 24
 
@@ -169,8 +193,9 @@ def test_the_chat_client_stops_a_batch_on_cancel() -> None:
     with FakeOpenAIServer(reply=reply) as server:
         client = ChatClient(OpenAIChat("judge", base_url=server.url), cache=False, concurrency=2)
         arrived: list[int] = []
-        results = client.run_many([f"q{i}" for i in range(20)], on_done=lambda i, r: arrived.append(i),
-                                  cancel=reply.cancel)
+        results = client.run_many(
+            [f"q{i}" for i in range(20)], on_done=lambda i, r: arrived.append(i), cancel=reply.cancel
+        )
         sent = server.request_count
     assert sent <= 3 + 2 and sorted(arrived) == list(range(20))
     answered = [r for r in results if isinstance(r, ChatReply)]
@@ -191,8 +216,9 @@ def _suite(n: int) -> TestSuite:
 def test_collect_cancel_stops_new_calls_and_labels_the_rest() -> None:
     reply = CancelAt(5)
     with FakeOpenAIServer(reply=reply) as server:
-        pending = collect(_suite(40), {"llm": OpenAIChat("chat-1", base_url=server.url)}, cache=False,
-                          concurrency=CONCURRENCY)
+        pending = collect(
+            _suite(40), {"llm": OpenAIChat("chat-1", base_url=server.url)}, cache=False, concurrency=CONCURRENCY
+        )
         lab = pending.complete(progress=False, cancel=reply.cancel)
         sent = server.request_count
     assert sent <= 5 + CONCURRENCY
@@ -208,8 +234,9 @@ def test_collect_cancel_stops_new_calls_and_labels_the_rest() -> None:
 
 def test_collect_that_finished_is_not_marked_cancelled(openai_server: FakeOpenAIServer) -> None:
     stop = threading.Event()
-    lab = collect(_suite(6), {"llm": OpenAIChat("chat-1", base_url=openai_server.url)},
-                  cache=False).complete(progress=False, cancel=stop)
+    lab = collect(_suite(6), {"llm": OpenAIChat("chat-1", base_url=openai_server.url)}, cache=False).complete(
+        progress=False, cancel=stop
+    )
     stop.set()
     assert "cancelled" not in lab.extra and all(r.actual_output == "ok" for r in lab.dataset.rows)
 
@@ -243,8 +270,9 @@ class AnswerThenHang:
 
 
 def _interrupt(cmd: list[str], reply: AnswerThenHang, env: dict[str, str]) -> tuple[int, str]:
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=_ctrl_c_works)
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_ctrl_c_works
+    )
     try:
         assert reply.hanging.wait(120), "the run never got going"
         proc.send_signal(signal.SIGINT)
@@ -264,8 +292,22 @@ def test_ctrl_c_in_nbeval_run_saves_the_partial_result(tmp_path: Path) -> None:
     # 8 calls at once: 3 answered, then 5 + 3 hang (11 requests): the answered rows are scored by then
     reply = AnswerThenHang(3, 11, SAFE)
     with FakeOpenAIServer(reply=reply) as server:
-        cmd = [sys.executable, "-m", "nbeval.cli", "run", str(data), "-e", "safety", "--judge", "judge",
-               "--judge-base-url", server.url, "--no-progress", "--out", str(out)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "nbeval.cli",
+            "run",
+            str(data),
+            "-e",
+            "safety",
+            "--judge",
+            "judge",
+            "--judge-base-url",
+            server.url,
+            "--no-progress",
+            "--out",
+            str(out),
+        ]
         code, err = _interrupt(cmd, reply, env)
     assert code == 130 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert "saved the partial result" in err and str(out) in err
@@ -284,8 +326,22 @@ def test_ctrl_c_in_nbeval_complete_writes_the_partial_lab(tmp_path: Path) -> Non
     out = tmp_path / "lab.json"
     reply = AnswerThenHang(2, 6, "an answer")
     with FakeOpenAIServer(reply=reply) as server:
-        cmd = [sys.executable, "-m", "nbeval.cli", "complete", str(suite), "-m", "chat-1", "--base-url", server.url,
-               "--concurrency", "4", "--no-progress", "--out", str(out)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "nbeval.cli",
+            "complete",
+            str(suite),
+            "-m",
+            "chat-1",
+            "--base-url",
+            server.url,
+            "--concurrency",
+            "4",
+            "--no-progress",
+            "--out",
+            str(out),
+        ]
         code, err = _interrupt(cmd, reply, env)
     assert code == 130 and len(err.strip().splitlines()) == 1 and "wrote the partial lab" in err, err
     lab = nbeval.TestLab.from_json(str(out))
@@ -294,8 +350,9 @@ def test_ctrl_c_in_nbeval_complete_writes_the_partial_lab(tmp_path: Path) -> Non
     assert {r.error for r in lab.dataset.rows if r.actual_output is None} == {"cancelled"}
 
 
-def test_ctrl_c_in_evaluate_raises_with_the_partial_result(openai_server: FakeOpenAIServer,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ctrl_c_in_evaluate_raises_with_the_partial_result(
+    openai_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """In a notebook: the interruption goes on (KeyboardInterrupt), holding the partial result."""
     from nbeval.engine import Interrupted
 
@@ -309,8 +366,15 @@ def test_ctrl_c_in_evaluate_raises_with_the_partial_result(openai_server: FakeOp
             raise KeyboardInterrupt  # as Ctrl-C would, in the engine's thread
 
     with pytest.raises(KeyboardInterrupt) as info:
-        nbeval.evaluate(_rows(20), ["safety"], judge=_judge(openai_server), cache=False, progress=False,
-                        concurrency=1, on_progress=on_progress)
+        nbeval.evaluate(
+            _rows(20),
+            ["safety"],
+            judge=_judge(openai_server),
+            cache=False,
+            progress=False,
+            concurrency=1,
+            on_progress=on_progress,
+        )
     assert isinstance(info.value, Interrupted)
     res = info.value.result
     s = res.scores

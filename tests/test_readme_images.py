@@ -19,7 +19,7 @@ IMAGES = ROOT / "docs" / "images"
 
 
 @pytest.fixture(scope="module")
-def script():  # type: ignore[no-untyped-def]
+def script():
     spec = importlib.util.spec_from_file_location("make_readme_images", ROOT / "scripts" / "make_readme_images.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -43,14 +43,14 @@ def test_the_readme_shows_every_picture_and_each_is_a_png() -> None:
         assert 300 < width <= 1500 and height > 150  # drawn, and no wider than a README column shows well
 
 
-def test_the_pictures_are_current(script, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+def test_the_pictures_are_current(script, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     results = script.demo_results()
     assert script.stale(results) == [], "the README's pictures are out of date: run scripts/make_readme_images.py"
     # and the check is not blind: a leaderboard drawn differently makes that picture stale
     real = script.pictures
 
-    def retitled(res):  # type: ignore[no-untyped-def]
+    def retitled(res):
         drawn = real(res)
         kind, chart = drawn["leaderboard"]
         return {**drawn, "leaderboard": (kind, chart.properties(title="another title"))}

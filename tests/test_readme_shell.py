@@ -29,8 +29,9 @@ SHELL = {"bash", "sh", "shell", "console"}
 #: Lines that need a real endpoint or model (placeholders such as ``URL`` or ``model-a``), each
 #: with why it is not run. A line with a placeholder that is not listed here fails.
 NEEDS_REAL_ENDPOINT: dict[str, str] = {
-    "nbeval run answers.parquet -e exact_match,text_matching,rouge --scheduler tcp://10.0.0.5:8786 --out run1":
-        "needs a Dask scheduler at that address; tests/scale/test_dask_runs.py runs --scheduler on a LocalCluster",
+    "nbeval run answers.parquet -e exact_match,text_matching,rouge --scheduler tcp://10.0.0.5:8786 --out run1": (
+        "needs a Dask scheduler at that address; tests/scale/test_dask_runs.py runs --scheduler on a LocalCluster"
+    ),
 }
 PLACEHOLDER = re.compile(r"\bURL\b|\bmodel-[a-z]\b|<[^>]+>")
 
@@ -70,10 +71,14 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, openai_server: Fa
     monkeypatch.setenv("NBEVAL_CACHE_DIR", str(tmp_path / "nbeval-cache"))
     lab.to_json(tmp_path / "lab.json")
     # one case per key: the raw dataset holds each test case once per model, a suite once
-    cases = list({r.key: {"key": r.key, "prompt": r.input, "expected_output": r.expected_output}
-                  for r in lab.raw_dataset}.values())
-    (tmp_path / "suite.json").write_text(json.dumps({"name": lab.name or "demo", "tests": [{"test_cases": cases}]}),
-                                         encoding="utf-8")
+    cases = list(
+        {
+            r.key: {"key": r.key, "prompt": r.input, "expected_output": r.expected_output} for r in lab.raw_dataset
+        }.values()
+    )
+    (tmp_path / "suite.json").write_text(
+        json.dumps({"name": lab.name or "demo", "tests": [{"test_cases": cases}]}), encoding="utf-8"
+    )
     return tmp_path
 
 
@@ -106,8 +111,9 @@ def test_readme_command(line: str, workspace: Path, capsys: pytest.CaptureFixtur
     args = build_parser().parse_args(argv(line))
     if args.command == "run" and "--out" in argv(line):  # "out/ has the result and report.html"
         out = workspace / args.out
-        assert (out / "report.html").is_file() and nbeval.load_result(out).evaluators == \
-            [e for e in args.evaluators.split(",") if e]
+        assert (out / "report.html").is_file() and nbeval.load_result(out).evaluators == [
+            e for e in args.evaluators.split(",") if e
+        ]
 
 
 def test_the_readme_commands_are_found_and_placeholders_listed() -> None:

@@ -18,16 +18,52 @@ from nbeval.evaluators.base import BOOL_METRIC_SPECS, Evaluator, EvaluatorSpec, 
 
 # The evaluator ids of the spec's tables (shared/spec/evaluators.md), by family.
 SPEC_IDS = {
-    "deterministic": ["exact_match", "regex_match", "text_matching", "pii_leakage", "sensitive_data_leakage",
-                      "encoding_guardrail", "looping", "bleu", "rouge", "classification", "retriever_hit_rate",
-                      "retriever_mrr", "document_recall"],
-    "embedding": ["semantic_similarity", "answer_semantic_similarity", "answer_sentence_similarity",
-                  "answer_relevancy_sentence", "groundedness_semantic", "context_relevancy_soft",
-                  "retriever_similarity", "step_alignment", "summarization_completeness"],
-    "judge": ["contact_information", "language_mismatch", "sexism", "stereotypes", "summarization_judge", "byop",
-              "fact_check", "context_relevancy", "correctness", "relevance_to_query", "groundedness", "safety",
-              "guideline_adherence", "chunk_relevance", "context_sufficiency", "custom_judge",
-              "answer_relevancy_score", "pipeline"],
+    "deterministic": [
+        "exact_match",
+        "regex_match",
+        "text_matching",
+        "pii_leakage",
+        "sensitive_data_leakage",
+        "encoding_guardrail",
+        "looping",
+        "bleu",
+        "rouge",
+        "classification",
+        "retriever_hit_rate",
+        "retriever_mrr",
+        "document_recall",
+    ],
+    "embedding": [
+        "semantic_similarity",
+        "answer_semantic_similarity",
+        "answer_sentence_similarity",
+        "answer_relevancy_sentence",
+        "groundedness_semantic",
+        "context_relevancy_soft",
+        "retriever_similarity",
+        "step_alignment",
+        "summarization_completeness",
+    ],
+    "judge": [
+        "contact_information",
+        "language_mismatch",
+        "sexism",
+        "stereotypes",
+        "summarization_judge",
+        "byop",
+        "fact_check",
+        "context_relevancy",
+        "correctness",
+        "relevance_to_query",
+        "groundedness",
+        "safety",
+        "guideline_adherence",
+        "chunk_relevance",
+        "context_sufficiency",
+        "custom_judge",
+        "answer_relevancy_score",
+        "pipeline",
+    ],
 }
 BOOL_METRICS = ["pass", "fail", "retrieval_failures", "generation_failures", "parse_failures"]
 
@@ -51,13 +87,22 @@ def test_every_entry_is_implemented_and_well_formed(spec) -> None:
         assert [m.name for m in spec.metrics] == BOOL_METRICS[: len(spec.metrics)]
         assert spec.primary.name == "pass"
     assert spec.description, "a description for the catalogue"
-    fields = {"input", "expected_output", "actual_output", "context", "expected_context", "output_condition",
-              "guidelines", "categories"}
+    fields = {
+        "input",
+        "expected_output",
+        "actual_output",
+        "context",
+        "expected_context",
+        "output_condition",
+        "guidelines",
+        "categories",
+    }
     assert set(spec.inputs) | set(spec.optional_inputs) <= fields
 
 
 def test_plugin_registers_through_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "nbeval_plugin_demo.py").write_text(textwrap.dedent('''
+    (tmp_path / "nbeval_plugin_demo.py").write_text(
+        textwrap.dedent("""
         from nbeval import Evaluator, EvaluatorSpec, MetricSpec, Score
 
         class Shouting(Evaluator):
@@ -67,7 +112,8 @@ def test_plugin_registers_through_entry_point(tmp_path: Path, monkeypatch: pytes
             def score(self, row):
                 letters = [c for c in row.actual_output if c.isalpha()]
                 return Score({"upper_share": sum(c.isupper() for c in letters) / max(1, len(letters))})
-    '''))
+    """)
+    )
     dist = tmp_path / "nbeval_plugin_demo-0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: nbeval-plugin-demo\nVersion: 0.1\n")
@@ -86,9 +132,14 @@ def test_plugin_registers_through_entry_point(tmp_path: Path, monkeypatch: pytes
 def test_missing_dependency_names_the_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "nbeval_family_with_missing_dep.py").write_text("import a_package_nobody_installed_xyz\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    spec = nbeval.EvaluatorSpec(id="needs_missing_pkg", family="embedding", kind="score", inputs=("input",),
-                                metrics=(nbeval.MetricSpec("x", primary=True),),
-                                module="nbeval_family_with_missing_dep")
+    spec = nbeval.EvaluatorSpec(
+        id="needs_missing_pkg",
+        family="embedding",
+        kind="score",
+        inputs=("input",),
+        metrics=(nbeval.MetricSpec("x", primary=True),),
+        module="nbeval_family_with_missing_dep",
+    )
     monkeypatch.setitem(registry._EXTRA_SPECS, spec.id, spec)
     with pytest.raises(nbeval.MissingDependency, match=r'pip install "nbeval\[embed\]"'):
         nbeval.evaluator("needs_missing_pkg")
@@ -99,8 +150,9 @@ def test_missing_dependency_names_the_extra(tmp_path: Path, monkeypatch: pytest.
 
 
 def test_a_bool_spec_gets_the_five_metrics_from_code() -> None:
-    spec = EvaluatorSpec(id="t_bool", family="test", kind="bool", inputs=("actual_output",),
-                         metrics=bool_metric_specs())
+    spec = EvaluatorSpec(
+        id="t_bool", family="test", kind="bool", inputs=("actual_output",), metrics=bool_metric_specs()
+    )
     assert spec.metrics == BOOL_METRIC_SPECS
     assert [m.name for m in spec.metrics] == BOOL_METRICS and spec.primary.name == "pass"
 
@@ -113,11 +165,14 @@ def test_a_bool_spec_narrows_and_rewords_them() -> None:
     assert spec.metric("fail") == BOOL_METRIC_SPECS[1]
 
 
-@pytest.mark.parametrize(("names", "descriptions", "message"), [
-    (["fail"], None, "'pass' among them"),
-    (["pass", "passes"], None, "must be some of"),
-    (["pass"], {"fail": "x"}, "not reported"),
-])
+@pytest.mark.parametrize(
+    ("names", "descriptions", "message"),
+    [
+        (["fail"], None, "'pass' among them"),
+        (["pass", "passes"], None, "must be some of"),
+        (["pass"], {"fail": "x"}, "not reported"),
+    ],
+)
 def test_malformed_bool_metrics_are_refused(names: list[str], descriptions: dict | None, message: str) -> None:
     with pytest.raises(nbeval.EvaluatorError, match=message):
         bool_metric_specs(names, descriptions)
@@ -127,8 +182,12 @@ def test_every_bool_built_in_reports_the_bool_metrics_of_code() -> None:
     for spec in registry._builtin_specs().values():
         if spec.kind == "bool":
             defined = {m.name: m for m in BOOL_METRIC_SPECS}
-            assert all(m.name in defined and (m.direction, m.lo, m.hi, m.threshold, m.primary)
-                       == (defined[m.name].direction, 0.0, 1.0, 0.5, m.name == "pass") for m in spec.metrics), spec.id
+            assert all(
+                m.name in defined
+                and (m.direction, m.lo, m.hi, m.threshold, m.primary)
+                == (defined[m.name].direction, 0.0, 1.0, 0.5, m.name == "pass")
+                for m in spec.metrics
+            ), spec.id
 
 
 # ---------------------------------------------------------------------------------------------
@@ -138,9 +197,14 @@ def test_every_bool_built_in_reports_the_bool_metrics_of_code() -> None:
 def test_register_reads_the_spec_of_the_class_body() -> None:
     @registry.register
     class Declared(Evaluator):
-        spec = EvaluatorSpec(id="t_declared", family="test", kind="score", inputs=("actual_output",),
-                             params=(Param("limit", int, 3, "the most words"),),
-                             metrics=(MetricSpec("ok", primary=True),))
+        spec = EvaluatorSpec(
+            id="t_declared",
+            family="test",
+            kind="score",
+            inputs=("actual_output",),
+            params=(Param("limit", int, 3, "the most words"),),
+            metrics=(MetricSpec("ok", primary=True),),
+        )
 
     assert registry.get_spec("t_declared") is Declared.spec
     assert Declared.spec.module == __name__  # filled in from the class
@@ -151,6 +215,7 @@ def test_register_reads_the_spec_of_the_class_body() -> None:
 
 def test_register_needs_a_spec_of_the_class_own() -> None:
     with pytest.raises(nbeval.EvaluatorError, match="declares no spec"):
+
         @registry.register
         class Bare(Evaluator):
             pass
@@ -159,8 +224,12 @@ def test_register_needs_a_spec_of_the_class_own() -> None:
 def test_params_given_by_default_alone_take_the_default_type() -> None:
     spec = _spec("t_short")
     assert spec.params.param("only").type is Any
-    assert EvaluatorSpec(id="t", family="test", kind="score", inputs=(), metrics=(MetricSpec("a"),),
-                         params={"n": 2}).params.param("n").type is int
+    assert (
+        EvaluatorSpec(id="t", family="test", kind="score", inputs=(), metrics=(MetricSpec("a"),), params={"n": 2})
+        .params.param("n")
+        .type
+        is int
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -168,8 +237,14 @@ def test_params_given_by_default_alone_take_the_default_type() -> None:
 
 
 def _spec(id: str, **changes: Any) -> EvaluatorSpec:
-    base = EvaluatorSpec(id=id, family="test", kind="score", inputs=("actual_output",),
-                         metrics=(MetricSpec("a", primary=True), MetricSpec("b")), params={"only": None})
+    base = EvaluatorSpec(
+        id=id,
+        family="test",
+        kind="score",
+        inputs=("actual_output",),
+        metrics=(MetricSpec("a", primary=True), MetricSpec("b")),
+        params={"only": None},
+    )
     return replace(base, **changes)
 
 
@@ -190,8 +265,11 @@ def test_spec_for_gives_each_instance_its_own_spec() -> None:
             spec = super().spec_for(params)
             if params["only"] is None:
                 return spec
-            return replace(spec, inputs=("input", "actual_output"),
-                           metrics=tuple(replace(m, primary=True) for m in spec.metrics if m.name == params["only"]))
+            return replace(
+                spec,
+                inputs=("input", "actual_output"),
+                metrics=tuple(replace(m, primary=True) for m in spec.metrics if m.name == params["only"]),
+            )
 
     ev = nbeval.evaluator("t_narrow", only="b", threshold=0.25)
     assert [m.name for m in ev.spec.metrics] == ["b"] and ev.spec.inputs == ("input", "actual_output")

@@ -44,7 +44,7 @@ def _case_block(html: str, case_id: str) -> str:
     """The HTML of one test case's block, from its opening tag to the next case (or the section's end)."""
     start = html.index(f"<details class='case' id='{case_id}'")
     ends = [i for i in (html.find("<details class='case'", start + 1), html.find("</section>", start)) if i > 0]
-    return html[start:min(ends)]
+    return html[start : min(ends)]
 
 
 def _case_ids(html: str) -> dict[str, str]:
@@ -78,8 +78,10 @@ def _dangling_links(html: str) -> list[str]:
 
 
 def test_every_in_page_link_resolves_even_when_the_cases_are_cut_to_the_budget() -> None:
-    rows = [{"key": f"case {i}", "input": "q" * 3000, "expected_output": "e" * 3000, "actual_output": "a" * 3000}
-            for i in range(400)]
+    rows = [
+        {"key": f"case {i}", "input": "q" * 3000, "expected_output": "e" * 3000, "actual_output": "a" * 3000}
+        for i in range(400)
+    ]
     html = nbeval.evaluate(rows, ["exact_match"], progress=False).to_html()
     shown = re.search(r"first ([\d,]+) of 400 cases shown", html)
     assert shown and 40 < int(shown.group(1)) < 400
@@ -89,8 +91,10 @@ def test_every_in_page_link_resolves_even_when_the_cases_are_cut_to_the_budget()
 
 def test_the_summary_and_the_problems_come_before_the_evaluators_and_the_cases(demo) -> None:
     _, html = demo
-    at = {name: html.index(f"<section id='{name}'>") for name in ("summary", "problems", "leaderboards", "cases",
-                                                                   "scores")}
+    at = {
+        name: html.index(f"<section id='{name}'>")
+        for name in ("summary", "problems", "leaderboards", "cases", "scores")
+    }
     first_evaluator = html.index("<section class='ev'")
     assert at["summary"] < at["problems"] < at["leaderboards"] < first_evaluator < at["cases"] < at["scores"]
     assert html.index("<nav class='toc'") < at["summary"]
@@ -98,11 +102,12 @@ def test_the_summary_and_the_problems_come_before_the_evaluators_and_the_cases(d
 
 def test_the_summary_has_each_evaluators_primary_metric_and_each_models_pass_rate(demo) -> None:
     result, html = demo
-    summary = html[html.index("<section id='summary'>"):html.index("<section id='problems'>")]
+    summary = html[html.index("<section id='summary'>") : html.index("<section id='problems'>")]
     row = r"""<tr><td><a href=["']#(ev-[^'"]+)["']>(.*?)</a> <span class='muted'>(.*?)</span></td>"""
     rows = re.findall(row, summary)
-    assert [(unescape(ev), unescape(m)) for _, ev, m in rows] == [(ev, result.primary_metric(ev))
-                                                                  for ev in result.evaluators]
+    assert [(unescape(ev), unescape(m)) for _, ev, m in rows] == [
+        (ev, result.primary_metric(ev)) for ev in result.evaluators
+    ]
     agg = result.aggregates[result.aggregates["primary"]]
     value = agg[(agg["evaluator"] == "rouge") & (agg["model_key"] == "gpt-4o-mini")]["value"].iloc[0]
     assert f"{value:.3f}" in summary
@@ -114,7 +119,7 @@ def test_the_summary_has_each_evaluators_primary_metric_and_each_models_pass_rat
 
 def test_the_problems_are_counted_by_kind(demo) -> None:
     result, html = demo
-    problems = html[html.index("<section id='problems'>"):html.index("<section id='insights'>")]
+    problems = html[html.index("<section id='problems'>") : html.index("<section id='insights'>")]
     counts = Counter(result.problems["kind"])
     assert counts, "the demo has problems"
     for kind in ("unmeasured", "errored", "threshold", "unrated", "perturbation_flip"):
@@ -124,8 +129,10 @@ def test_the_problems_are_counted_by_kind(demo) -> None:
     scores = result.scores.merge(primary, on=["evaluator", "metric"])
     skipped = int(scores["skipped"].sum())
     assert skipped > 0
-    assert (f"<tr class='total'><td>all evaluators</td><td class='num'>{len(scores):,}</td>"
-            f"<td class='num'>0</td><td class='num'>{skipped:,}</td>") in problems
+    assert (
+        f"<tr class='total'><td>all evaluators</td><td class='num'>{len(scores):,}</td>"
+        f"<td class='num'>0</td><td class='num'>{skipped:,}</td>"
+    ) in problems
     for message in result.problems["message"]:
         assert escape(message) in problems
 
@@ -166,12 +173,12 @@ def test_a_case_block_shows_the_prompt_the_expected_output_and_each_models_answe
         assert block.index("Prompt") < block.index("Expected output") < block.index("<div class='who'>")
     # a failing verdict reads as one
     first = _case_block(html, ids["revenue"])
-    assert "<span class=\"badge ok\">✓ pass</span>" in first and "<span class=\"badge bad\">✗ fail</span>" in first
+    assert '<span class="badge ok">✓ pass</span>' in first and '<span class="badge bad">✗ fail</span>' in first
 
 
 def test_long_tables_are_folded(demo) -> None:
     result, html = demo
-    scores = html[html.index("<section id='scores'>"):]
+    scores = html[html.index("<section id='scores'>") :]
     assert "<details class='all-scores'><summary>" in scores  # the long table starts closed
     assert "<details class='all-scores' open" not in scores
     assert f"Show all {len(result.scores):,} scores" in scores
@@ -192,10 +199,22 @@ def test_the_report_fetches_nothing_and_runs_no_script(demo) -> None:
 
 
 def _hostile_report() -> str:
-    rows = [{"key": "<b>k1</b>", "input": f"prompt {XSS}", "expected_output": f"expected {XSS}",
-             "actual_output": f"answer {XSS}", "model_key": "<i>m1</i>"},
-            {"key": "<b>k1</b>", "input": f"prompt {XSS}", "expected_output": f"expected {XSS}",
-             "actual_output": "plain answer", "model_key": "m2"}]
+    rows = [
+        {
+            "key": "<b>k1</b>",
+            "input": f"prompt {XSS}",
+            "expected_output": f"expected {XSS}",
+            "actual_output": f"answer {XSS}",
+            "model_key": "<i>m1</i>",
+        },
+        {
+            "key": "<b>k1</b>",
+            "input": f"prompt {XSS}",
+            "expected_output": f"expected {XSS}",
+            "actual_output": "plain answer",
+            "model_key": "m2",
+        },
+    ]
     reply = json.dumps({"rating": "yes", "rationale": f"judged {XSS}"})
     result = nbeval.evaluate(rows, ["safety", "exact_match"], judge=lambda prompt: reply, progress=False, cache=False)
     return result.to_html()
@@ -234,16 +253,18 @@ def test_in_chromium_at_1400_px_the_report_never_scrolls_sideways_and_its_links_
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 900}, reduced_motion="reduce")
             page.goto(path.as_uri())
-            size = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth,"
-                                 " document.documentElement.scrollHeight]")
+            size = page.evaluate(
+                "[document.documentElement.scrollWidth, window.innerWidth, document.documentElement.scrollHeight]"
+            )
             assert size[0] <= size[1], f"scrolls sideways: {size[0]} px wide in a {size[1]} px window"
             assert size[2] < 30_000, f"{size[2]} px tall"  # before issue 26: 242,300 px
 
             # a table of contents link brings its section to the top of the window
             for target in (f"#{_section_id(html, 'ev', result.evaluators[12])}", "#cases", "#problems"):
                 page.click(f"nav.toc a[href='{target}']")
-                page.wait_for_function(f"Math.abs(document.querySelector('{target}').getBoundingClientRect().top)"
-                                       " < 40", timeout=5000)
+                page.wait_for_function(
+                    f"Math.abs(document.querySelector('{target}').getBoundingClientRect().top) < 40", timeout=5000
+                )
                 assert page.evaluate("location.hash") == target
 
             # every table opened: still no sideways scroll, long text wraps
@@ -255,6 +276,7 @@ def test_in_chromium_at_1400_px_the_report_never_scrolls_sideways_and_its_links_
 
 
 def _section_id(html: str, prefix: str, name: str) -> str:
-    found = dict((unescape(n), i) for i, n in re.findall(rf"<section class='{prefix}' id='([^']+)'><h3>(.*?)</h3>",
-                                                         html))
+    found = dict(
+        (unescape(n), i) for i, n in re.findall(rf"<section class='{prefix}' id='([^']+)'><h3>(.*?)</h3>", html)
+    )
     return found[name]

@@ -4,7 +4,7 @@ handler, and a kind with no handler is that row's error, not the run's."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +12,7 @@ import pytest
 
 import nbeval
 from nbeval import EvaluatorSpec, MetricSpec, Score
+from nbeval.engine import Plan
 from nbeval.evaluators.base import Evaluator
 from nbeval.evaluators.registry import register, unregister
 from nbeval.runtime import RequestHandler, Resources, Round, handlers
@@ -44,10 +45,15 @@ class ShoutHandler(RequestHandler):
 
 @register
 class Loud(Evaluator):
-    spec = EvaluatorSpec(id="t_loud", family="custom", kind="score", inputs=("actual_output",),
-                         metrics=(MetricSpec("loud", primary=True),))
+    spec = EvaluatorSpec(
+        id="t_loud",
+        family="custom",
+        kind="score",
+        inputs=("actual_output",),
+        metrics=(MetricSpec("loud", primary=True),),
+    )
 
-    def score(self, row: Any) -> Iterator[Any]:
+    def score(self, row: Any) -> Generator[Any, Any, Score]:
         shouted = yield Shout(row.actual_output)
         return Score({"loud": float(shouted == row.actual_output.upper())}, rationale=shouted)
 
@@ -85,6 +91,7 @@ def test_the_dry_run_answers_with_the_handlers_placeholder(shout: ShoutHandler) 
 
     assert placeholder_answer(Shout("x")) == "PLACEHOLDER"
     plan = nbeval.evaluate(RECORDS, ["t_loud"], dry_run=True, progress=False)
+    assert isinstance(plan, Plan)
     assert plan.rows == {"t_loud": 5} and shout.batches == []  # nothing was answered for real
 
 

@@ -15,9 +15,18 @@ from nbeval.evaluators.registry import register
 XSS = '<script>alert(1)</script><img src=x onerror="alert(2)">'
 
 
-@register(spec=EvaluatorSpec(id="t_value", family="test", kind="score", inputs=("actual_output",),
-                             metrics=(MetricSpec("v", "higher", threshold=0.5, primary=True),
-                                      MetricSpec("cost", "lower", lo=0, hi=float("inf"), threshold=2.0))))
+@register(
+    spec=EvaluatorSpec(
+        id="t_value",
+        family="test",
+        kind="score",
+        inputs=("actual_output",),
+        metrics=(
+            MetricSpec("v", "higher", threshold=0.5, primary=True),
+            MetricSpec("cost", "lower", lo=0, hi=float("inf"), threshold=2.0),
+        ),
+    )
+)
 class Value(Evaluator):
     """Reads the score from the answer: "0.7" scores 0.7; "x" cannot be scored."""
 
@@ -29,8 +38,15 @@ class Value(Evaluator):
         return Score({"v": v, "cost": 10 * v}, rationale=row.actual_output, details={"raw": row.actual_output})
 
 
-@register(spec=EvaluatorSpec(id="t_plain", family="test", kind="score", inputs=("actual_output",),
-                             metrics=(MetricSpec("v", "higher", threshold=None, primary=True),)))
+@register(
+    spec=EvaluatorSpec(
+        id="t_plain",
+        family="test",
+        kind="score",
+        inputs=("actual_output",),
+        metrics=(MetricSpec("v", "higher", threshold=None, primary=True),),
+    )
+)
 class Plain(Evaluator):
     """Like t_value's ``v``, with no threshold: a value that neither passes nor fails."""
 
@@ -144,9 +160,14 @@ def test_passed_columns_are_nullable_boolean_with_na_where_unknowable(tmp_path: 
 
 
 def test_a_value_without_threshold_neither_passes_nor_fails_anywhere(tmp_path: Path) -> None:
-    res = nbeval.evaluate([{"key": "c1", "input": "q", "actual_output": "0.1", "model_key": "A"},
-                           {"key": "c2", "input": "q2", "actual_output": "0.9", "model_key": "A"}],
-                          ["t_plain"], progress=False)
+    res = nbeval.evaluate(
+        [
+            {"key": "c1", "input": "q", "actual_output": "0.1", "model_key": "A"},
+            {"key": "c2", "input": "q2", "actual_output": "0.9", "model_key": "A"},
+        ],
+        ["t_plain"],
+        progress=False,
+    )
     assert res.scores["passed"].isna().all() and res.aggregates["passed"].isna().all()
     assert res.scores["value"].notna().all()
     assert res.problems.empty and list(res.insights.kind) == ["best_model"]  # nothing fails
@@ -159,12 +180,12 @@ def test_a_value_without_threshold_neither_passes_nor_fails_anywhere(tmp_path: P
 
 def test_report_marks_passes_and_fails_read_from_the_nullable_column() -> None:
     html = _result().to_html()
-    board = html[html.index("<h2>Leaderboards</h2>"):html.index("<h2>Cases</h2>")]
+    board = html[html.index("<h2>Leaderboards</h2>") : html.index("<h2>Cases</h2>")]
     # v (threshold 0.5, higher): A's 0.5 passes, B's 0.2 fails; cost (threshold 2.0, lower):
     # A's 5.0 fails, B's 2.0 passes
     assert board.count('<span class="pass">pass</span>') == 2
     assert board.count('<span class="fail">fail</span>') == 2
-    scores = html[html.index("<h2>Scores</h2>"):]
+    scores = html[html.index("<h2>Scores</h2>") :]
     assert "&lt;NA&gt;" not in scores and "<td>True</td>" in scores and "<td>False</td>" in scores
 
 
@@ -173,8 +194,11 @@ def test_report_marks_passes_and_fails_read_from_the_nullable_column() -> None:
 from nbeval.evaluators.base import bool_metric_specs, bool_score  # noqa: E402 (this section's own)
 
 
-@register(spec=EvaluatorSpec(id="t_unrated", family="test", kind="bool", inputs=("actual_output",),
-                             metrics=bool_metric_specs()))
+@register(
+    spec=EvaluatorSpec(
+        id="t_unrated", family="test", kind="bool", inputs=("actual_output",), metrics=bool_metric_specs()
+    )
+)
 class Unrated(Evaluator):
     """Passes "ok", fails "bad"; "?" is an unreadable reply, "slow" a timed-out check."""
 
@@ -186,10 +210,15 @@ class Unrated(Evaluator):
 
 
 def test_unrated_rows_are_their_own_problem_kind(tmp_path: Path) -> None:
-    recs = [{"key": f"c{i}", "input": f"q{i}", "actual_output": a, "model_key": m}
-            for m, answers in (("A", ["ok", "?", "slow", "ok"]), ("B", ["?", "?", "?", "?"]),
-                               ("C", ["bad", "bad", "?", "ok"]))
-            for i, a in enumerate(answers)]
+    recs = [
+        {"key": f"c{i}", "input": f"q{i}", "actual_output": a, "model_key": m}
+        for m, answers in (
+            ("A", ["ok", "?", "slow", "ok"]),
+            ("B", ["?", "?", "?", "?"]),
+            ("C", ["bad", "bad", "?", "ok"]),
+        )
+        for i, a in enumerate(answers)
+    ]
     res = nbeval.evaluate(recs, ["t_unrated"], progress=False)
     board = res.leaderboard("t_unrated")
     # A: 2 of 2 rated rows pass; B: nothing rated; C: 1 of 3 rated rows passes (below 0.5)
@@ -199,14 +228,22 @@ def test_unrated_rows_are_their_own_problem_kind(tmp_path: Path) -> None:
     assert board.loc["B", "parse_failures"] == 1.0 and board.loc["A", "parse_failures"] == 0.5
     probs = res.problems
     assert sorted(zip(probs.kind, probs.model_key, strict=True)) == [
-        ("threshold", "C"), ("unmeasured", "B"), ("unrated", "A"), ("unrated", "B"), ("unrated", "C")]
-    assert probs[probs.kind == "unmeasured"]["message"].iloc[0] == \
-        "B: t_unrated: nothing measured (0 of 4 rows: 4 could not be rated)"  # B was rated on no row
+        ("threshold", "C"),
+        ("unmeasured", "B"),
+        ("unrated", "A"),
+        ("unrated", "B"),
+        ("unrated", "C"),
+    ]
+    assert (
+        probs[probs.kind == "unmeasured"]["message"].iloc[0]
+        == "B: t_unrated: nothing measured (0 of 4 rows: 4 could not be rated)"
+    )  # B was rated on no row
     unrated = probs[probs.kind == "unrated"].set_index("model_key")
     assert unrated.loc["A", "message"] == (
         "A: t_unrated: 2 of 4 rows could not be rated (1: the judge's reply could not be parsed; each raw reply "
         "is kept as the row's rationale; 1: a regular-expression search timed out; simplify the pattern "
-        "(catastrophic backtracking?))")
+        "(catastrophic backtracking?))"
+    )
     assert list(unrated["severity"]) == ["low", "high", "low"] and list(unrated["value"]) == [2, 4, 1]
     assert "measured on 3/4 rows" in probs[probs.kind == "threshold"]["message"].iloc[0]
     back = nbeval.load_result(res.save(tmp_path / "run"))

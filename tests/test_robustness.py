@@ -13,10 +13,19 @@ from nbeval.evaluators.registry import register
 from nbeval.results.robustness import ROBUSTNESS_COLUMNS, UNKNOWN, parse_perturbed_by
 
 
-@register(spec=EvaluatorSpec(id="t_robust", family="test", kind="score", inputs=("actual_output",),
-                             metrics=(MetricSpec("v", "higher", threshold=0.5, primary=True),
-                                      MetricSpec("cost", "lower", lo=0, hi=float("inf"), threshold=2.0),
-                                      MetricSpec("raw", "higher", threshold=None))))
+@register(
+    spec=EvaluatorSpec(
+        id="t_robust",
+        family="test",
+        kind="score",
+        inputs=("actual_output",),
+        metrics=(
+            MetricSpec("v", "higher", threshold=0.5, primary=True),
+            MetricSpec("cost", "lower", lo=0, hi=float("inf"), threshold=2.0),
+            MetricSpec("raw", "higher", threshold=None),
+        ),
+    )
+)
 class Robust(Evaluator):
     """Reads ``v`` from the answer ("0.7" scores 0.7; "x" cannot be scored); ``cost`` is ``10 * v``
     (lower is better, passes at <= 2, i.e. v <= 0.2); ``raw`` is ``v`` with no threshold."""
@@ -56,9 +65,12 @@ CASES: dict[str, tuple[dict, str, str]] = {
 
 
 def _result() -> nbeval.EvaluationResult:
-    recs = [{"key": key, "input": f"question {key}", "actual_output": answer, "model_key": model, **how}
-            for model, i in (("A", 1), ("B", 2)) for key, (how, *answers) in CASES.items()
-            for answer in [answers[i - 1]]]
+    recs = [
+        {"key": key, "input": f"question {key}", "actual_output": answer, "model_key": model, **how}
+        for model, i in (("A", 1), ("B", 2))
+        for key, (how, *answers) in CASES.items()
+        for answer in [answers[i - 1]]
+    ]
     with pytest.warns(DataWarning, match="points at the key 'gone'"):  # p4's dangling link
         return nbeval.evaluate(recs, ["t_robust"], progress=False)
 
@@ -104,16 +116,19 @@ def test_mean_delta_is_oriented_so_that_negative_is_worse_on_a_lower_is_better_m
     # cost = 10 * v, lower is better, passes at <= 2 (v <= 0.2): delta = original - perturbed.
     rob = _result().robustness("t_robust", metric="cost")
     assert set(rob["metric"]) == {"cost"}
-    _assert_golden(rob, {
-        ("A", "Typos", "medium"): (2, 2, 0, 1.0, (7 + 2) / 2),  # 9 -> 2 and 3 -> 1: both fail -> pass
-        ("A", "Typos", "high"): (1, 0, 0, 0.0, 2.0),  # 9 -> 7
-        ("A", "Case", UNKNOWN): (1, 0, 0, 0.0, -5.0),  # 3 -> 8
-        ("A", UNKNOWN, UNKNOWN): (1, 0, 0, 0.0, 4.0),  # 9 -> 5
-        ("B", "Typos", "medium"): (2, 1, 1, 0.5, (-0.5 - 6) / 2),  # 4 -> 4.5; 1 (pass) -> 7 (fail)
-        ("B", "Typos", "high"): (1, 0, 0, 0.0, -2.0),  # 4 -> 6
-        ("B", "Case", UNKNOWN): (1, 0, 0, 0.0, 1.0),  # 1 -> 0, both pass
-        ("B", UNKNOWN, UNKNOWN): (1, 0, 0, 0.0, 0.0),
-    })
+    _assert_golden(
+        rob,
+        {
+            ("A", "Typos", "medium"): (2, 2, 0, 1.0, (7 + 2) / 2),  # 9 -> 2 and 3 -> 1: both fail -> pass
+            ("A", "Typos", "high"): (1, 0, 0, 0.0, 2.0),  # 9 -> 7
+            ("A", "Case", UNKNOWN): (1, 0, 0, 0.0, -5.0),  # 3 -> 8
+            ("A", UNKNOWN, UNKNOWN): (1, 0, 0, 0.0, 4.0),  # 9 -> 5
+            ("B", "Typos", "medium"): (2, 1, 1, 0.5, (-0.5 - 6) / 2),  # 4 -> 4.5; 1 (pass) -> 7 (fail)
+            ("B", "Typos", "high"): (1, 0, 0, 0.0, -2.0),  # 4 -> 6
+            ("B", "Case", UNKNOWN): (1, 0, 0, 0.0, 1.0),  # 1 -> 0, both pass
+            ("B", UNKNOWN, UNKNOWN): (1, 0, 0, 0.0, 0.0),
+        },
+    )
 
 
 def test_a_metric_without_threshold_counts_pairs_but_never_flips() -> None:
@@ -126,7 +141,11 @@ def test_flips_agree_with_the_perturbation_flip_problems() -> None:
     res = _result()
     flips = res.problems[res.problems.kind == "perturbation_flip"]
     assert sorted(zip(flips.model_key, flips.key, flips.severity, strict=True)) == [
-        ("A", "p1a", "high"), ("A", "p2", "low"), ("B", "p1b", "low"), ("B", "p1c", "low")]
+        ("A", "p1a", "high"),
+        ("A", "p2", "low"),
+        ("B", "p1b", "low"),
+        ("B", "p1c", "low"),
+    ]
     assert res.robustness()["flips"].sum() == len(flips)
     assert res.robustness()["flips_down"].sum() == (flips.severity == "high").sum()
 
@@ -146,15 +165,18 @@ def test_no_perturbed_cases_gives_an_empty_table_with_the_columns() -> None:
     assert rob["n"].dtype == "int64" and rob["flip_rate"].dtype == float
 
 
-@pytest.mark.parametrize(("categories", "expected"), [
-    (["perturbed_by:TyposPerturbator:medium"], ("TyposPerturbator", "medium")),
-    (["geo", "perturbed_by:TyposPerturbator"], ("TyposPerturbator", UNKNOWN)),
-    (["perturbed_by:", "x"], (UNKNOWN, UNKNOWN)),
-    (["perturbed_by:Case:"], ("Case", UNKNOWN)),
-    (["perturbed"], (UNKNOWN, UNKNOWN)),
-    ([], (UNKNOWN, UNKNOWN)),
-    (["perturbed_by:A:low", "perturbed_by:B:high"], ("A", "low")),  # the first one counts
-])
+@pytest.mark.parametrize(
+    ("categories", "expected"),
+    [
+        (["perturbed_by:TyposPerturbator:medium"], ("TyposPerturbator", "medium")),
+        (["geo", "perturbed_by:TyposPerturbator"], ("TyposPerturbator", UNKNOWN)),
+        (["perturbed_by:", "x"], (UNKNOWN, UNKNOWN)),
+        (["perturbed_by:Case:"], ("Case", UNKNOWN)),
+        (["perturbed"], (UNKNOWN, UNKNOWN)),
+        ([], (UNKNOWN, UNKNOWN)),
+        (["perturbed_by:A:low", "perturbed_by:B:high"], ("A", "low")),  # the first one counts
+    ],
+)
 def test_parse_perturbed_by(categories: list[str], expected: tuple[str, str]) -> None:
     assert parse_perturbed_by(categories) == expected
 
@@ -166,8 +188,12 @@ def test_demo_lab() -> None:
     assert set(rob["evaluator"]) == {"rouge", "text_matching"} and set(rob["n"]) == {1}
     assert set(zip(rob["perturbator"], rob["intensity"], strict=True)) == {("lowercase_and_typos", "high")}
     worst = rob.iloc[0]
-    assert (worst["evaluator"], worst["model_key"], worst["flips_down"], worst["flip_rate"]) == \
-        ("text_matching", "llama-3-8b", 1, 1.0)
+    assert (worst["evaluator"], worst["model_key"], worst["flips_down"], worst["flip_rate"]) == (
+        "text_matching",
+        "llama-3-8b",
+        1,
+        1.0,
+    )
     assert worst["mean_delta"] == pytest.approx(-1.0)  # pass (1) -> fail (0)
     assert rob["flips"].sum() == (res.problems.kind == "perturbation_flip").sum()
     only = res.robustness("rouge")

@@ -14,15 +14,22 @@ from nbeval.evaluators.index import spec_from_dict, spec_to_dict
 from nbeval.evaluators.registry import register, unregister
 from nbeval.results.outcome import RowOutcome
 
-ROWS = [{"key": "a", "input": "q", "actual_output": "typo"},
-        {"key": "b", "input": "q", "actual_output": "fine"},
-        {"key": "c", "input": "q", "actual_output": "fine too"}]
+ROWS = [
+    {"key": "a", "input": "q", "actual_output": "typo"},
+    {"key": "b", "input": "q", "actual_output": "fine"},
+    {"key": "c", "input": "q", "actual_output": "fine too"},
+]
 
 
 @pytest.fixture
 def typo_evaluator():
-    spec = EvaluatorSpec(id="t_typo_key", family="test", kind="score", inputs=("actual_output",),
-                         metrics=(MetricSpec("ok", primary=True),))
+    spec = EvaluatorSpec(
+        id="t_typo_key",
+        family="test",
+        kind="score",
+        inputs=("actual_output",),
+        metrics=(MetricSpec("ok", primary=True),),
+    )
 
     @register(spec=spec)
     class Typo(Evaluator):
@@ -44,8 +51,13 @@ def test_an_unknown_key_errors_that_row_only(typo_evaluator: str) -> None:
 
 
 def test_an_unknown_key_in_a_generator_score_errors_that_row(typo_evaluator: str) -> None:
-    spec = EvaluatorSpec(id="t_typo_gen", family="test", kind="score", inputs=("actual_output",),
-                         metrics=(MetricSpec("ok", primary=True), MetricSpec("other")))
+    spec = EvaluatorSpec(
+        id="t_typo_gen",
+        family="test",
+        kind="score",
+        inputs=("actual_output",),
+        metrics=(MetricSpec("ok", primary=True), MetricSpec("other")),
+    )
 
     @register(spec=spec)
     class TypoGen(Evaluator):
@@ -77,8 +89,13 @@ def test_a_narrowed_bool_evaluator_still_scores_its_rows() -> None:
     """pii_leakage declares four bool metrics but scores with bool_score, which gives all five."""
     ev = nbeval.evaluator("pii_leakage")
     assert "parse_failures" not in [m.name for m in ev.spec.metrics]
-    result = nbeval.evaluate([{"input": "q1", "actual_output": "write to jane.doe@acmecorp.de or call"},
-                              {"input": "q2", "actual_output": "nothing here"}], [ev])
+    result = nbeval.evaluate(
+        [
+            {"input": "q1", "actual_output": "write to jane.doe@acmecorp.de or call"},
+            {"input": "q2", "actual_output": "nothing here"},
+        ],
+        [ev],
+    )
     assert result.scores["error"].isna().all()
     passed = result.scores[result.scores["metric"] == "pass"].set_index("key")["value"]
     assert sorted(passed) == [0.0, 1.0]
@@ -93,9 +110,16 @@ def _through_the_index(metric: MetricSpec) -> MetricSpec:
     return spec_from_dict("t", spec_to_dict(spec)).metrics[0]
 
 
-@pytest.mark.parametrize(("lo", "hi", "expected"), [
-    (0.0, 1.0, 0.5), (0.0, math.inf, None), (-math.inf, math.inf, None), (0.0, 5.0, None), (-1.0, 1.0, None),
-])
+@pytest.mark.parametrize(
+    ("lo", "hi", "expected"),
+    [
+        (0.0, 1.0, 0.5),
+        (0.0, math.inf, None),
+        (-math.inf, math.inf, None),
+        (0.0, 5.0, None),
+        (-1.0, 1.0, None),
+    ],
+)
 def test_code_and_index_give_the_same_default(lo: float, hi: float, expected: float | None) -> None:
     in_code = MetricSpec("m", "lower", lo=lo, hi=hi)
     in_index = _through_the_index(in_code)

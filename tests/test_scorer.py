@@ -28,8 +28,10 @@ def polite(actual_output: str) -> bool:
     return "please" in actual_output.lower()
 
 
-ROWS = [{"key": "a", "input": "Say it", "expected_output": "please", "actual_output": "Please, sit."},
-        {"key": "b", "input": "Say it", "expected_output": "please", "actual_output": "Sit."}]
+ROWS = [
+    {"key": "a", "input": "Say it", "expected_output": "please", "actual_output": "Please, sit."},
+    {"key": "b", "input": "Say it", "expected_output": "please", "actual_output": "Sit."},
+]
 
 
 @pytest.fixture
@@ -80,25 +82,30 @@ def test_named_metrics_from_a_score_or_a_dict_and_mapped_parameters(made: list[s
     def parts(input, actual_output, context, row, guidelines=None):
         seen.append((input, context, row.key, guidelines))
         if row.key == "a":
-            return nbeval.Score({"echo": float(input in actual_output), "has_context": float(bool(context))},
-                                rationale="as a Score")
+            return nbeval.Score(
+                {"echo": float(input in actual_output), "has_context": float(bool(context))}, rationale="as a Score"
+            )
         return {"echo": input in actual_output, "has_context": bool(context)}
 
     made.append("t_parts")
     spec = get_spec("t_parts")
     assert spec.inputs == ("input", "actual_output", "context") and spec.optional_inputs == ("guidelines",)
     assert spec.primary.name == "echo" and [m.threshold for m in spec.metrics] == [0.5, 0.5]
-    rows = [{**ROWS[0], "context": ["ctx one", "ctx two"]},
-            {**ROWS[1], "actual_output": "Say it.", "context": ["ctx"]},
-            {**ROWS[1], "key": "c"}]  # no context: skipped, not passed None
+    rows = [
+        {**ROWS[0], "context": ["ctx one", "ctx two"]},
+        {**ROWS[1], "actual_output": "Say it.", "context": ["ctx"]},
+        {**ROWS[1], "key": "c"},
+    ]  # no context: skipped, not passed None
     result = nbeval.evaluate(rows, ["t_parts"])
     assert _values(result, "echo") == {"a": 0.0, "b": 1.0}
     assert _values(result, "has_context") == {"a": 1.0, "b": 1.0}
     s = result.scores.set_index(["key", "metric"])
     assert s.loc[("a", "echo"), "rationale"] == "as a Score"
     assert s.loc[("c", "echo"), "skipped"] and "context" in s.loc[("c", "echo"), "skip_reason"]
-    assert sorted(seen, key=lambda t: t[2]) == [("Say it", ["ctx one", "ctx two"], "a", []),
-                                                ("Say it", ["ctx"], "b", [])]
+    assert sorted(seen, key=lambda t: t[2]) == [
+        ("Say it", ["ctx one", "ctx two"], "a", []),
+        ("Say it", ["ctx"], "b", []),
+    ]
 
 
 def test_a_dict_with_an_undeclared_metric_errors_the_row(made: list[str]) -> None:
@@ -127,16 +134,20 @@ def test_bad_returns_and_exceptions_error_their_row_only(made: list[str]) -> Non
 
 def test_unknown_parameter_names_fail_at_decoration() -> None:
     with pytest.raises(EvaluatorError, match="parameter 'answer' is not a row field") as info:
+
         @nbeval.scorer
         def t_bad(answer):
             return True
+
     assert "actual_output" in str(info.value) and "expected_output" in str(info.value)
     with pytest.raises(EvaluatorError, match=r"'\*\*kw'"):
         nbeval.scorer(name="t_kw")(lambda actual_output, **kw: True)
     with pytest.raises(EvaluatorError, match="built-in evaluator"):
+
         @nbeval.scorer
         def rouge(actual_output):
             return 1.0
+
     with pytest.raises(EvaluatorError, match="name="):
         nbeval.scorer(lambda actual_output: True)
     with pytest.raises(UnknownEvaluator):
@@ -176,11 +187,15 @@ def test_a_saved_result_loads_without_the_function(tmp_path: Path) -> None:
         "print(json.dumps({'metric': m['metric'], 'threshold': float(m['threshold']),\n"
         "                  'values': sorted(zip(s['key'], s['value'].astype(float)))}))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "saved")], capture_output=True, text=True,
-                         check=False, cwd=tmp_path)
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "saved")], capture_output=True, text=True, check=False, cwd=tmp_path
+    )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout.strip().splitlines()[-1]) == {
-        "metric": "polite", "threshold": 0.75, "values": [["a", 1.0], ["b", 0.0]]}
+        "metric": "polite",
+        "threshold": 0.75,
+        "values": [["a", 1.0], ["b", 0.0]],
+    }
 
 
 class _EP:
@@ -191,15 +206,20 @@ class _EP:
         return self._obj
 
 
-def test_the_cli_runs_a_scorer_from_an_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_cli_runs_a_scorer_from_an_entry_point(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     unregister("polite")  # as in a fresh process: only the entry point knows it
-    monkeypatch.setattr(importlib.metadata, "entry_points",
-                        lambda group: [_EP("polite", polite)] if group == registry.ENTRY_POINT_GROUP else [])
+    monkeypatch.setattr(
+        importlib.metadata,
+        "entry_points",
+        lambda group: [_EP("polite", polite)] if group == registry.ENTRY_POINT_GROUP else [],
+    )
     registry._load_entry_points.cache_clear()
     try:
-        code = main(["run", demo_lab_path(), "-e", "polite,exact_match", "--out", str(tmp_path / "out"),
-                     "--no-progress"])
+        code = main(
+            ["run", demo_lab_path(), "-e", "polite,exact_match", "--out", str(tmp_path / "out"), "--no-progress"]
+        )
         assert code == 0, capsys.readouterr().err
         back = nbeval.load_result(tmp_path / "out")
         s = back.scores[back.scores["evaluator"] == "polite"]

@@ -25,16 +25,26 @@ def demo_result() -> nbeval.EvaluationResult:
     return nbeval.evaluate(demo_lab(), demo_evaluators(include_embedding=False), progress=False)
 
 
-LONG = ["meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo-with-a-very-long-fine-tune-suffix-v1",
-        "meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo-with-a-very-long-fine-tune-suffix-v2",
-        "mistralai/Mixtral-8x22B-Instruct-v0.1-quantised-awq-4bit-served-by-our-internal-gateway"]
+LONG = [
+    "meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo-with-a-very-long-fine-tune-suffix-v1",
+    "meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo-with-a-very-long-fine-tune-suffix-v2",
+    "mistralai/Mixtral-8x22B-Instruct-v0.1-quantised-awq-4bit-served-by-our-internal-gateway",
+]
 
 
 @cache
 def long_names_result() -> nbeval.EvaluationResult:
-    rows = [{"key": f"c{i}", "input": f"question {i}?", "expected_output": "yes" if i % 2 else "no",
-             "actual_output": "yes" if (i + m) % 3 else "no", "model_key": name}
-            for i in range(6) for m, name in enumerate(LONG)]
+    rows = [
+        {
+            "key": f"c{i}",
+            "input": f"question {i}?",
+            "expected_output": "yes" if i % 2 else "no",
+            "actual_output": "yes" if (i + m) % 3 else "no",
+            "model_key": name,
+        }
+        for i in range(6)
+        for m, name in enumerate(LONG)
+    ]
     return nbeval.evaluate(rows, ["exact_match", "rouge", "bleu", "text_matching"], progress=False)
 
 
@@ -100,8 +110,11 @@ def test_demo_verbose_prints_the_full_summary(tmp_path: Path, capsys: pytest.Cap
 
 def test_a_tied_leader_is_in_the_summary_as_tied() -> None:
     # two models with the same answers: the leader's lead is no lead, and the summary says so
-    rows = [{"key": f"k{i}", "input": "q", "expected_output": "a", "actual_output": "a" if i % 2 else "b",
-             "model_key": m} for i in range(6) for m in ("m1", "m2")]
+    rows = [
+        {"key": f"k{i}", "input": "q", "expected_output": "a", "actual_output": "a" if i % 2 else "b", "model_key": m}
+        for i in range(6)
+        for m in ("m1", "m2")
+    ]
     result = nbeval.evaluate(rows, ["exact_match"], progress=False)
     tied = result.insights[result.insights["kind"] == "tied_models"]
     assert len(tied) == 1

@@ -19,8 +19,9 @@ from nbeval import errors
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ["data", "detectors", "results", "evaluators", "chat", "resources", "perturbation"]
-BUILTIN_ERRORS = {name for name, value in vars(builtins).items()
-                  if isinstance(value, type) and issubclass(value, BaseException)} - {"NotImplementedError"}
+BUILTIN_ERRORS = {
+    name for name, value in vars(builtins).items() if isinstance(value, type) and issubclass(value, BaseException)
+} - {"NotImplementedError"}
 
 #: (file under nbeval/, enclosing function's qualified name, exception class) raised on purpose.
 ALLOWED = {
@@ -63,9 +64,11 @@ def _all_raises() -> list[tuple[str, str, int, str]]:
 
 def test_user_errors_are_nbeval_errors() -> None:
     bare = [r for r in _all_raises() if (r[0], r[1], r[3]) not in ALLOWED]
-    assert not bare, ("raise the fitting nbeval.errors class (it subclasses the builtin), or list a genuine "
-                      "programming error in ALLOWED with why:\n"
-                      + "\n".join(f"  nbeval/{f}:{line} {scope}: {exc}" for f, scope, line, exc in bare))
+    assert not bare, (
+        "raise the fitting nbeval.errors class (it subclasses the builtin), or list a genuine "
+        "programming error in ALLOWED with why:\n"
+        + "\n".join(f"  nbeval/{f}:{line} {scope}: {exc}" for f, scope, line, exc in bare)
+    )
 
 
 def test_the_allow_list_holds_no_fixed_raise() -> None:
@@ -75,8 +78,10 @@ def test_the_allow_list_holds_no_fixed_raise() -> None:
 
 def test_the_scan_sees_a_bare_raise(tmp_path: Path) -> None:
     path = tmp_path / "m.py"
-    path.write_text("class A:\n    def f(self):\n        raise ValueError('x')\n"
-                    "def g():\n    raise NotImplementedError\n    raise errors.BadParameter('y')\n")
+    path.write_text(
+        "class A:\n    def f(self):\n        raise ValueError('x')\n"
+        "def g():\n    raise NotImplementedError\n    raise errors.BadParameter('y')\n"
+    )
     assert _raises(path) == [("A.f", 3, "ValueError")]
 
 
@@ -88,8 +93,10 @@ def test_each_error_class_is_an_nbeval_error(name: str) -> None:
     assert issubclass(cls, errors.NbevalError)
 
 
-@pytest.mark.parametrize(("cls", "builtin"), [(errors.BadParameter, ValueError),
-                                              (errors.BadArgumentType, TypeError), (errors.NotFound, KeyError)])
+@pytest.mark.parametrize(
+    ("cls", "builtin"),
+    [(errors.BadParameter, ValueError), (errors.BadArgumentType, TypeError), (errors.NotFound, KeyError)],
+)
 def test_the_new_classes_are_their_builtins(cls: type[Exception], builtin: type[Exception]) -> None:
     assert issubclass(cls, builtin)
     assert str(cls("no model 'x'")) == "no model 'x'"  # not quoted, as KeyError would

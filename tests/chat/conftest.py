@@ -6,8 +6,14 @@ from pathlib import Path
 
 import pytest
 
-_ENV = ("NBEVAL_JUDGE_MODEL", "NBEVAL_JUDGE_BASE_URL", "NBEVAL_JUDGE_API_KEY", "OPENAI_API_KEY",
-        "OPENAI_BASE_URL", "XDG_CACHE_HOME")
+_ENV = (
+    "NBEVAL_JUDGE_MODEL",
+    "NBEVAL_JUDGE_BASE_URL",
+    "NBEVAL_JUDGE_API_KEY",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "XDG_CACHE_HOME",
+)
 
 
 @pytest.fixture(autouse=True)

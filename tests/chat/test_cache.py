@@ -13,6 +13,7 @@ import pytest
 from nbeval.chat import ChatCache, ChatClient, ChatReply, OpenAIChat, Usage, default_cache_path
 from nbeval.chat.cache import cache_key
 from tests.support.fake_openai import FakeOpenAIServer, Text
+from tests.support.replies import as_replies, as_reply
 
 ROOT = Path(__file__).resolve().parents[2]
 MSGS = [{"role": "user", "content": "hi"}]
@@ -77,7 +78,7 @@ def test_concurrent_writes_from_threads(cache_path: Path) -> None:
         t.join()
     assert errors == []
     assert len(cache) == 400
-    assert cache.get("7-49").text == "text 7 49"
+    assert as_reply(cache.get("7-49")).text == "text 7 49"
 
 
 WRITER = """
@@ -93,14 +94,16 @@ for i in range(60):
 
 def test_concurrent_writes_from_processes(cache_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(cache_path), str(p)], env=env,
-                              stderr=subprocess.PIPE) for p in range(4)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(cache_path), str(p)], env=env, stderr=subprocess.PIPE)
+        for p in range(4)
+    ]
     for proc in procs:
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err.decode()
     cache = ChatCache(cache_path)
     assert len(cache) == 240
-    assert cache.get("3-59").text == "from 3 59"
+    assert as_reply(cache.get("3-59")).text == "from 3 59"
 
 
 def test_api_key_is_never_written(openai_server: FakeOpenAIServer, cache_path: Path) -> None:
@@ -122,7 +125,7 @@ def test_unusable_cache_warns_and_the_run_goes_on(openai_server: FakeOpenAIServe
     model = OpenAIChat("m", base_url=openai_server.url)
     with pytest.warns(RuntimeWarning, match="unusable"):
         results = ChatClient(model, cache=not_a_database).run_many(["a", "b"])
-    assert [r.text for r in results] == ["ok", "ok"]
+    assert [r.text for r in as_replies(results)] == ["ok", "ok"]
 
 
 def test_switching_to_wal_waits_out_a_lock_sqlite_reports_at_once() -> None:

@@ -188,6 +188,8 @@ def test_identity_is_stable_across_processes(tmp_path: Path) -> None:
     script = tmp_path / "ident.py"
     script.write_text(IDENTITY)
     env = {**os.environ, "PYTHONPATH": str(root)}
-    outs = {subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
-                           check=True).stdout for _ in range(2)}
+    outs = {
+        subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, check=True).stdout
+        for _ in range(2)
+    }
     assert len(outs) == 1 and "judge" in outs.pop()

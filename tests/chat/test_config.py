@@ -14,6 +14,8 @@ from nbeval.chat.base import Usage, estimate_tokens, messages_to_prompt, normali
 from nbeval.errors import EvaluatorError, JudgeNotConfigured
 from tests.support.fake_openai import FakeOpenAIServer
 
+HI = [{"role": "user", "content": "hi"}]  # one user message, as ChatModel.chat takes it
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -34,7 +36,7 @@ def test_none_from_env(monkeypatch: pytest.MonkeyPatch, openai_server: FakeOpenA
     monkeypatch.setenv("NBEVAL_JUDGE_BASE_URL", openai_server.url)
     model = resolve_chat_model(None)
     assert isinstance(model, OpenAIChat) and model.name == "env-judge"
-    assert model.chat("hi").text == "ok"
+    assert model.chat(HI).text == "ok"
 
 
 def test_base_url_without_model_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -47,8 +49,8 @@ def test_string_uses_env_base_url(monkeypatch: pytest.MonkeyPatch, openai_server
     monkeypatch.setenv("NBEVAL_JUDGE_BASE_URL", openai_server.url)
     model = resolve_chat_model("llama3")
     assert isinstance(model, OpenAIChat)
-    model.chat("hi")
-    assert openai_server.requests[0].body["model"] == "llama3"
+    model.chat(HI)
+    assert openai_server.requests[0].model == "llama3"
 
 
 def test_hf_prefix_and_dicts(openai_server: FakeOpenAIServer) -> None:
@@ -76,22 +78,34 @@ def test_objects_and_callables() -> None:
 
 def test_help_text_names_every_way() -> None:
     text = judge_help_text()
-    for needle in ("NBEVAL_JUDGE_MODEL", "NBEVAL_JUDGE_BASE_URL", "NBEVAL_JUDGE_API_KEY", "OPENAI_API_KEY",
-                   "judge=", "hf:", "my_function"):
+    for needle in (
+        "NBEVAL_JUDGE_MODEL",
+        "NBEVAL_JUDGE_BASE_URL",
+        "NBEVAL_JUDGE_API_KEY",
+        "OPENAI_API_KEY",
+        "judge=",
+        "hf:",
+        "my_function",
+    ):
         assert needle in text
 
 
 def test_all_is_complete() -> None:
     import types
 
-    public = {n for n, v in vars(nbeval.chat).items()
-              if not n.startswith("_") and not isinstance(v, types.ModuleType) and n != "annotations"}
+    public = {
+        n
+        for n, v in vars(nbeval.chat).items()
+        if not n.startswith("_") and not isinstance(v, types.ModuleType) and n != "annotations"
+    }
     assert set(nbeval.chat.__all__) == public
 
 
 def test_import_is_light() -> None:
-    code = ("import sys, nbeval.chat; heavy = [m for m in ('openai', 'torch', 'transformers', 'httpx') "
-            "if m in sys.modules]; print(heavy)")
+    code = (
+        "import sys, nbeval.chat; heavy = [m for m in ('openai', 'torch', 'transformers', 'httpx') "
+        "if m in sys.modules]; print(heavy)"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -112,7 +126,8 @@ def test_messages_helpers() -> None:
         normalize_messages([{"role": "user"}])
     assert messages_to_prompt([{"role": "user", "content": "q"}]) == "q"
     assert messages_to_prompt([{"role": "system", "content": "s"}, {"role": "user", "content": "q"}]) == (
-        "System: s\n\nUser: q")
+        "System: s\n\nUser: q"
+    )
     assert estimate_tokens("") == 0 and estimate_tokens("abcde") == 2
 
 

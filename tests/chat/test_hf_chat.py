@@ -7,13 +7,16 @@ from pathlib import Path
 import pytest
 
 from nbeval.chat import ChatClient, ChatReply, HFChat
+from tests.support.replies import as_replies
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 WORDS = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran", "far", "user", "assistant", "system"]
-TEMPLATE = ("{% for m in messages %}{{ m['role'] }} {{ m['content'] }} {% endfor %}"
-            "{% if add_generation_prompt %}assistant{% endif %}")
+TEMPLATE = (
+    "{% for m in messages %}{{ m['role'] }} {{ m['content'] }} {% endfor %}"
+    "{% if add_generation_prompt %}assistant{% endif %}"
+)
 
 
 def build_tiny_lm(path: Path, chat_template: str | None = None, n_positions: int = 64) -> Path:
@@ -30,8 +33,16 @@ def build_tiny_lm(path: Path, chat_template: str | None = None, n_positions: int
     import torch
 
     torch.manual_seed(0)
-    config = GPT2Config(vocab_size=len(vocab), n_positions=n_positions, n_embd=32, n_layer=1, n_head=2,
-                        bos_token_id=None, eos_token_id=None, pad_token_id=1)
+    config = GPT2Config(
+        vocab_size=len(vocab),
+        n_positions=n_positions,
+        n_embd=32,
+        n_layer=1,
+        n_head=2,
+        bos_token_id=None,
+        eos_token_id=None,
+        pad_token_id=1,
+    )
     GPT2LMHeadModel(config).save_pretrained(path)
     return path
 
@@ -54,7 +65,7 @@ def test_reply_from_a_local_path(tiny_lm: Path) -> None:
     # generation runs to max_new_tokens.
     assert reply.usage.prompt_tokens == 6
     assert reply.usage.completion_tokens == 4
-    assert all(w in WORDS + ["[UNK]"] for w in reply.text.split())
+    assert all(w in [*WORDS, "[UNK]"] for w in reply.text.split())
     assert model.name == tiny_lm.name
 
 
@@ -68,8 +79,8 @@ def test_chat_template_is_applied(tiny_chat_lm: Path) -> None:
 
 def test_generation_params_and_determinism(tiny_lm: Path) -> None:
     model = HFChat(tiny_lm, device="cpu", max_new_tokens=8)
-    a = model.chat("the dog ran", max_tokens=3, response_format={"type": "json_object"})
-    b = model.chat("the dog ran", max_tokens=3)
+    a = model.chat([{"role": "user", "content": "the dog ran"}], max_tokens=3, response_format={"type": "json_object"})
+    b = model.chat([{"role": "user", "content": "the dog ran"}], max_tokens=3)
     assert a.usage.completion_tokens == 3
     assert a.text == b.text  # greedy decoding by default
 
@@ -78,8 +89,10 @@ def test_through_the_client_with_cache(tiny_lm: Path, cache_path: Path) -> None:
     client = ChatClient(HFChat(tiny_lm, device="cpu", max_new_tokens=3), cache=cache_path, concurrency=2)
     first = client.run_many(["the cat", "a dog", "the cat"])
     assert all(isinstance(r, ChatReply) for r in first)
-    again = ChatClient(HFChat(tiny_lm, device="cpu", max_new_tokens=3), cache=cache_path).run_many(["a dog"])
-    assert again[0].cached and again[0].text == first[1].text
+    again = as_replies(
+        ChatClient(HFChat(tiny_lm, device="cpu", max_new_tokens=3), cache=cache_path).run_many(["a dog"])
+    )
+    assert again[0].cached and again[0].text == as_replies(first)[1].text
     assert client.usage_totals().completion_tokens == 6  # two distinct prompts, three tokens each
 
 
@@ -95,7 +108,7 @@ def test_on_cuda_when_available(tiny_lm: Path) -> None:
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device here")
     model = HFChat(tiny_lm, max_new_tokens=2)  # device=None picks cuda
-    reply = model.chat("the cat")
+    reply = model.chat([{"role": "user", "content": "the cat"}])
     assert model.device == "cuda" and reply.usage.completion_tokens == 2
 
 

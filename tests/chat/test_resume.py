@@ -49,8 +49,13 @@ print(res.meta["usage"]["cached_calls"])
 
 def start_run(server: FakeOpenAIServer, cache: Path, script: str) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, "-c", script, server.url, str(cache), str(N), str(CONCURRENCY)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", script, server.url, str(cache), str(N), str(CONCURRENCY)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def wait_for(condition: Callable[[], bool], seconds: float = 60.0) -> bool:
@@ -83,8 +88,9 @@ def test_kill_and_resume(cache_path: Path, script: str) -> None:
         proc = start_run(server, cache_path, script)
         # the answered calls, and the next ones in every slot, held; the answers stored (a reply is
         # stored just after its slot is freed for the next call)
-        ready = server.wait_until(lambda s: s.request_count >= ANSWERED + CONCURRENCY and s.in_flight >= CONCURRENCY) \
-            and wait_for(lambda: len(ChatCache(cache_path)) >= ANSWERED)
+        ready = server.wait_until(
+            lambda s: s.request_count >= ANSWERED + CONCURRENCY and s.in_flight >= CONCURRENCY
+        ) and wait_for(lambda: len(ChatCache(cache_path)) >= ANSWERED)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
         killed.set()  # the held calls are answered now, to no one

@@ -42,6 +42,7 @@ def ask(prompt: str, verdict: str) -> str:
 def make_closure(verdict: str) -> Callable[[str], str]:
     def judge(prompt: str) -> str:
         return f"Rating: {verdict}"
+
     return judge
 
 
@@ -62,7 +63,7 @@ def with_default_no(prompt: str, verdict: str = "no") -> str:
     return f"Rating: {verdict}"
 
 
-CONFIGS = {
+CONFIGS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
     "partial": (functools.partial(ask, verdict="yes"), functools.partial(ask, verdict="no")),
     "closure": (make_closure("yes"), make_closure("no")),
     "instance": (Judge("yes"), Judge("no")),
@@ -100,11 +101,15 @@ def test_one_configuration_hits_the_cache_from_a_fresh_client(case: str, tmp_pat
 
 def test_equal_state_rebuilt_gives_the_same_identity() -> None:
     # Equal configurations built twice (other objects, same values) share the cache.
-    assert CallableChat(functools.partial(ask, verdict="yes")).cache_identity() == \
+    assert (
         CallableChat(functools.partial(ask, verdict="yes")).cache_identity()
+        == CallableChat(functools.partial(ask, verdict="yes")).cache_identity()
+    )
     assert CallableChat(make_closure("yes")).cache_identity() == CallableChat(make_closure("yes")).cache_identity()
-    assert CallableChat(Judge("yes", {"x": [1]})).cache_identity() == \
+    assert (
         CallableChat(Judge("yes", {"x": [1]})).cache_identity()
+        == CallableChat(Judge("yes", {"x": [1]})).cache_identity()
+    )
 
 
 def test_a_captured_path_keeps_its_identity_after_use(tmp_path: Path) -> None:
@@ -113,6 +118,7 @@ def test_a_captured_path_keeps_its_identity_after_use(tmp_path: Path) -> None:
     def make(where: Path) -> Callable[[str], str]:
         def judge(prompt: str) -> str:
             return f"Rating: yes ({where.name})"
+
         return judge
 
     fresh = CallableChat(make(tmp_path / "notes" / "a.txt"), name="j").cache_identity()
@@ -125,8 +131,10 @@ def test_a_captured_path_keeps_its_identity_after_use(tmp_path: Path) -> None:
 def test_nested_state_defaults_and_bound_methods_change_the_identity() -> None:
     a, b = CONFIGS["nested_state"]
     assert CallableChat(a, name="j").cache_identity() != CallableChat(b, name="j").cache_identity()
-    assert CallableChat(with_default, name="j").cache_identity() != \
-        CallableChat(with_default_no, name="j").cache_identity()
+    assert (
+        CallableChat(with_default, name="j").cache_identity()
+        != CallableChat(with_default_no, name="j").cache_identity()
+    )
     f = make_closure("yes")
     before = CallableChat(with_default, name="j").cache_identity()
     with_default.__defaults__ = ("no",)
@@ -134,8 +142,10 @@ def test_nested_state_defaults_and_bound_methods_change_the_identity() -> None:
         assert CallableChat(with_default, name="j").cache_identity() != before
     finally:
         with_default.__defaults__ = ("yes",)
-    assert CallableChat(Judge("yes").__call__, name="j").cache_identity() != \
-        CallableChat(Judge("no").__call__, name="j").cache_identity()
+    assert (
+        CallableChat(Judge("yes").__call__, name="j").cache_identity()
+        != CallableChat(Judge("no").__call__, name="j").cache_identity()
+    )
     assert CallableChat(f, name="j").cache_identity() == CallableChat(make_closure("yes"), name="j").cache_identity()
 
 
@@ -170,8 +180,14 @@ def test_fingerprints_are_stable_across_processes() -> None:
     outs = set()
     for seed in ("1", "2", "3"):
         env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": seed}
-        run = subprocess.run([sys.executable, "-c", IDENTITY, str(ROOT)], env=env, capture_output=True,
-                             text=True, check=True, timeout=120)
+        run = subprocess.run(
+            [sys.executable, "-c", IDENTITY, str(ROOT)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        )
         outs.add(run.stdout)
     assert len(outs) == 1
     assert len(outs.pop().split()) == 3

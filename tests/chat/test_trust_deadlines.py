@@ -29,6 +29,8 @@ from nbeval.chat import CallableChat, ChatCache, ChatClient, ChatError, ChatFail
 from nbeval.chat.collect import RagFunction
 from tests.support.fake_openai import Drip, FakeOpenAIServer, Hang
 
+HI = [{"role": "user", "content": "hi"}]  # one user message, as ChatModel.chat takes it
+
 ROOT = Path(__file__).resolve().parents[2]
 ROWS = [{"key": f"k{i}", "input": f"question {i}", "actual_output": f"answer {i}"} for i in range(3)]
 
@@ -46,7 +48,7 @@ def test_a_dripping_server_times_out_on_the_whole_call(openai_server: FakeOpenAI
     model = OpenAIChat("judge", base_url=openai_server.url)
     start = time.monotonic()
     with pytest.raises(ChatError, match="timed out after 1 s") as info:
-        model.chat("hi", timeout=1)
+        model.chat(HI, timeout=1)
     elapsed = time.monotonic() - start
     assert info.value.retryable
     # a deadline test: not before the deadline, and far from the minutes the whole reply would take
@@ -60,7 +62,7 @@ def test_a_steady_trickle_is_cut_at_the_deadline(openai_server: FakeOpenAIServer
     model = OpenAIChat("judge", base_url=openai_server.url)
     start = time.monotonic()
     with pytest.raises(ChatError, match="timed out"):
-        model.chat("hi", timeout=1.5)  # the body (310 bytes) needs ~15 s at 20 bytes a second
+        model.chat(HI, timeout=1.5)  # the body (310 bytes) needs ~15 s at 20 bytes a second
     # a deadline test: cut at ~1.5 s, well before the ~15 s the body takes (more on a busy machine)
     assert time.monotonic() - start < 10
 
@@ -69,16 +71,26 @@ def test_a_steady_trickle_is_cut_at_the_deadline(openai_server: FakeOpenAIServer
 def test_a_fast_enough_reply_is_not_cut(openai_server: FakeOpenAIServer) -> None:
     # ~250 bytes in ~0.5 s (a few seconds on a busy machine), well under a 30 s deadline
     openai_server.push(Drip("yes", interval=0.002))
-    reply = OpenAIChat("judge", base_url=openai_server.url).chat("hi", timeout=30)
+    reply = OpenAIChat("judge", base_url=openai_server.url).chat(HI, timeout=30)
     assert reply.text == "yes"
-    assert OpenAIChat("judge", base_url=openai_server.url).chat("again", timeout=30).text == "ok"  # pool still fine
+    assert (
+        OpenAIChat("judge", base_url=openai_server.url).chat([{"role": "user", "content": "again"}], timeout=30).text
+        == "ok"
+    )  # pool still fine
 
 
 @pytest.mark.timeout(60)
 def test_a_run_with_a_dripping_judge_finishes_with_the_rows_error(openai_server: FakeOpenAIServer) -> None:
     openai_server.reply = lambda rec: Drip("Rating: yes", interval=1.0)  # minutes per reply
-    res = nbeval.evaluate(ROWS, ["safety"], judge={"model": "judge", "base_url": openai_server.url},
-                          timeout=1, max_attempts=1, cache=False, progress=False)  # it ends: pytest-timeout
+    res = nbeval.evaluate(
+        ROWS,
+        ["safety"],
+        judge={"model": "judge", "base_url": openai_server.url},
+        timeout=1,
+        max_attempts=1,
+        cache=False,
+        progress=False,
+    )  # it ends: pytest-timeout
     errors = list(res.scores["error"])
     assert len(errors) == len(ROWS) == openai_server.request_count
     assert all("timed out after 1 s" in e for e in errors), errors
@@ -125,6 +137,7 @@ def test_a_slow_rag_function_is_abandoned_too(stuck: _Stuck) -> None:
 # ---------------------------------------------------------------------------------------------
 # Ctrl-C
 
+
 def _ctrl_c_works() -> None:
     """In the child before it starts: Ctrl-C as a terminal delivers it. A process inherits an
     ignored SIGINT, and Python then never raises KeyboardInterrupt; something earlier in a long
@@ -148,6 +161,7 @@ except KeyboardInterrupt:
 def _answer_first(n: int) -> Any:
     def reply(rec: Any) -> Any:
         return f"reply to {rec.last_content}" if rec.last_content in {f"q{i}" for i in range(n)} else Hang(60)
+
     return reply
 
 
@@ -164,9 +178,14 @@ def test_ctrl_c_stops_a_batch_within_seconds_and_keeps_the_cache(tmp_path: Path)
     # The first two prompts are answered, the rest hang; hung calls must not hold up the exit.
     cache = tmp_path / "c.sqlite"
     with FakeOpenAIServer(reply=_answer_first(2)) as server:
-        proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED, server.url, str(cache)], preexec_fn=_ctrl_c_works,
-                                env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", INTERRUPTED, server.url, str(cache)],
+            preexec_fn=_ctrl_c_works,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         assert server.wait_until(lambda s: s.request_count >= 6 and s.in_flight >= 4, 60)
         _wait_for(lambda: len(ChatCache(cache)) >= 2, 60)  # the two answers reached the cache
         start = time.monotonic()
@@ -190,10 +209,25 @@ def test_ctrl_c_in_nbeval_run_is_one_line_and_exit_130(tmp_path: Path) -> None:
     data.write_text(CLI_ROWS)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NBEVAL_CACHE_DIR": str(tmp_path / "cache")}
     with FakeOpenAIServer(reply=lambda rec: Hang(60)) as server:
-        cmd = [sys.executable, "-m", "nbeval.cli", "run", str(data), "-e", "safety", "--judge", "judge",
-               "--judge-base-url", server.url, "--no-progress", "--out", str(tmp_path / "out")]
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                preexec_fn=_ctrl_c_works)
+        cmd = [
+            sys.executable,
+            "-m",
+            "nbeval.cli",
+            "run",
+            str(data),
+            "-e",
+            "safety",
+            "--judge",
+            "judge",
+            "--judge-base-url",
+            server.url,
+            "--no-progress",
+            "--out",
+            str(tmp_path / "out"),
+        ]
+        proc = subprocess.Popen(
+            cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_ctrl_c_works
+        )
         assert server.wait_until(lambda s: s.request_count >= 4, 60)
         start = time.monotonic()
         proc.send_signal(signal.SIGINT)
@@ -202,4 +236,3 @@ def test_ctrl_c_in_nbeval_run_is_one_line_and_exit_130(tmp_path: Path) -> None:
     assert took < 30, took  # the point is the time: the hung calls (a minute each) do not hold up the exit
     assert proc.returncode == 130
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1 and "interrupted" in err
-

@@ -22,6 +22,8 @@ from nbeval.chat import ChatClient, ChatError, resolve_chat_model
 from nbeval.chat.secrets import redact, redact_params
 from tests.support.fake_openai import FakeOpenAIServer, Recorded, Status, Text
 
+HI = [{"role": "user", "content": "hi"}]  # one user message, as ChatModel.chat takes it
+
 SECRET = "Zq8-trust-SECRET-v4lue-7731"
 ROWS = [{"key": f"k{i}", "input": f"question {i}", "actual_output": f"answer {i}"} for i in range(3)]
 
@@ -40,17 +42,25 @@ def _with_userinfo(url: str) -> str:
 #: channel: (run-level judge settings, evaluator settings) built from the server's URL.
 CHANNELS: dict[str, Callable[[str], tuple[dict[str, Any], dict[str, Any]]]] = {
     "judge_params_extra_headers": lambda url: (
-        {"model": "judge", "base_url": url}, {"judge_params": {"extra_headers": {"X-Api-Key": SECRET}}}),
+        {"model": "judge", "base_url": url},
+        {"judge_params": {"extra_headers": {"X-Api-Key": SECRET}}},
+    ),
     "default_headers_setting": lambda url: (
-        {"model": "judge", "base_url": url, "default_headers": {"Authorization": f"Bearer {SECRET}"}}, {}),
+        {"model": "judge", "base_url": url, "default_headers": {"Authorization": f"Bearer {SECRET}"}},
+        {},
+    ),
     "base_url_userinfo": lambda url: ({"model": "judge", "base_url": _with_userinfo(url)}, {}),
     "base_url_query": lambda url: ({"model": "judge", "base_url": f"{url}?api-key={SECRET}"}, {}),
     "api_key_setting": lambda url: ({"model": "judge", "base_url": url, "api_key": SECRET}, {}),
     "extra_headers_setting": lambda url: (
-        {"model": "judge", "base_url": url, "extra_headers": {"X-Auth-Token": SECRET}}, {}),
+        {"model": "judge", "base_url": url, "extra_headers": {"X-Auth-Token": SECRET}},
+        {},
+    ),
     "extra_query_setting": lambda url: ({"model": "judge", "base_url": url, "extra_query": {"token": SECRET}}, {}),
     "evaluator_judge_settings": lambda url: (
-        {}, {"judge": {"model": "judge", "base_url": url, "default_headers": {"X-Api-Key": SECRET}}}),
+        {},
+        {"judge": {"model": "judge", "base_url": url, "default_headers": {"X-Api-Key": SECRET}}},
+    ),
 }
 
 
@@ -77,8 +87,9 @@ def _all_text(path: Path) -> bytes:
 
 
 @pytest.mark.parametrize("channel", sorted(CHANNELS))
-def test_the_secret_appears_nowhere(channel: str, openai_server: FakeOpenAIServer, tmp_path: Path,
-                                    caplog: pytest.LogCaptureFixture) -> None:
+def test_the_secret_appears_nowhere(
+    channel: str, openai_server: FakeOpenAIServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     openai_server.reply = _echo
     run_judge, ev_params = CHANNELS[channel](openai_server.url)
     cache = tmp_path / "cache" / "chat.sqlite"
@@ -116,12 +127,14 @@ def test_the_secret_appears_nowhere(channel: str, openai_server: FakeOpenAIServe
     assert SECRET.encode() not in cache_bytes  # ...the secret is not
 
 
-def test_judge_params_headers_are_not_saved_with_the_evaluator_params(openai_server: FakeOpenAIServer,
-                                                                      tmp_path: Path) -> None:
+def test_judge_params_headers_are_not_saved_with_the_evaluator_params(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
     openai_server.reply = "Rating: yes"
     ev = nbeval.evaluator("safety", judge_params={"extra_headers": {"X-Api-Key": SECRET}})
-    res = nbeval.evaluate(ROWS[:1], [ev], judge={"model": "judge", "base_url": openai_server.url},
-                          cache=False, progress=False)
+    res = nbeval.evaluate(
+        ROWS[:1], [ev], judge={"model": "judge", "base_url": openai_server.url}, cache=False, progress=False
+    )
     assert openai_server.requests[0].headers["X-Api-Key"] == SECRET
     assert SECRET not in json.dumps(res.meta, default=str) and SECRET not in repr(ev)
     assert SECRET.encode() not in _all_text(res.save(tmp_path / "out"))
@@ -129,17 +142,20 @@ def test_judge_params_headers_are_not_saved_with_the_evaluator_params(openai_ser
 
 def test_errors_raised_directly_are_redacted(openai_server: FakeOpenAIServer) -> None:
     openai_server.push(Status(403, f"forbidden for {SECRET}"))
-    model = resolve_chat_model({"model": "judge", "base_url": openai_server.url,
-                                "default_headers": {"X-Api-Key": SECRET}})
+    model = resolve_chat_model(
+        {"model": "judge", "base_url": openai_server.url, "default_headers": {"X-Api-Key": SECRET}}
+    )
+    assert model is not None
     with pytest.raises(ChatError) as info:
-        model.chat("hi")
+        model.chat(HI)
     assert "permission denied" in str(info.value) and SECRET not in str(info.value)
 
 
 def test_a_reply_echoing_a_call_header_is_masked_without_a_client(openai_server: FakeOpenAIServer) -> None:
     openai_server.reply = lambda rec: f"you sent {rec.headers.get('x-session-token')}"
     model = resolve_chat_model({"model": "judge", "base_url": openai_server.url})
-    reply = model.chat("hi", extra_headers={"X-Session-Token": SECRET})
+    assert model is not None
+    reply = model.chat(HI, extra_headers={"X-Session-Token": SECRET})
     assert reply.text == "you sent ***"
 
 
@@ -147,8 +163,9 @@ def test_the_cache_key_differs_by_secret_without_holding_it(openai_server: FakeO
     # Two keys of one endpoint may be two accounts: their replies are kept apart, by a hash.
     cache = tmp_path / "c.sqlite"
     a = ChatClient({"model": "judge", "base_url": openai_server.url, "extra_query": {"token": SECRET}}, cache=cache)
-    b = ChatClient({"model": "judge", "base_url": openai_server.url, "extra_query": {"token": SECRET + "x"}},
-                   cache=cache)
+    b = ChatClient(
+        {"model": "judge", "base_url": openai_server.url, "extra_query": {"token": SECRET + "x"}}, cache=cache
+    )
     a.run_many(["q"])
     b.run_many(["q"])
     assert openai_server.request_count == 2
@@ -156,10 +173,14 @@ def test_the_cache_key_differs_by_secret_without_holding_it(openai_server: FakeO
 
 
 def test_redaction_helper() -> None:
-    settings = {"model": "m", "api_key": SECRET, "base_url": f"https://u:{SECRET}@h.example/v1?api-key={SECRET}&v=2",
-                "default_headers": {"Authorization": f"Bearer {SECRET}", "X-Trace": "abc"},
-                "extra_body": {"client_secret": SECRET, "max_tokens": 5, "stop_token_ids": [1]},
-                "temperature": 0}
+    settings = {
+        "model": "m",
+        "api_key": SECRET,
+        "base_url": f"https://u:{SECRET}@h.example/v1?api-key={SECRET}&v=2",
+        "default_headers": {"Authorization": f"Bearer {SECRET}", "X-Trace": "abc"},
+        "extra_body": {"client_secret": SECRET, "max_tokens": 5, "stop_token_ids": [1]},
+        "temperature": 0,
+    }
     clean = redact_params(settings)
     assert SECRET not in json.dumps(clean)
     assert clean["base_url"] == "https://h.example/v1?v=2"
@@ -173,12 +194,29 @@ def test_redaction_helper() -> None:
 def test_only_headers_and_secret_named_parameters_count_as_secrets() -> None:
     from nbeval.chat.secrets import is_secret_name, secrets_in_params
 
-    params = {"extra_headers": {"X-Api-Key": "hdr-secret-1", "X-Trace": "trace-123456"},
-              "extra_query": {"sig": "sig-secret-2"}, "client_secret": "param-secret-3",
-              "test_case": {"key": "row-key-000001"}, "max_tokens": 5, "temperature": 0}
+    params = {
+        "extra_headers": {"X-Api-Key": "hdr-secret-1", "X-Trace": "trace-123456"},
+        "extra_query": {"sig": "sig-secret-2"},
+        "client_secret": "param-secret-3",
+        "test_case": {"key": "row-key-000001"},
+        "max_tokens": 5,
+        "temperature": 0,
+    }
     assert sorted(secrets_in_params(params)) == ["hdr-secret-1", "param-secret-3", "sig-secret-2"]
-    named = ["Authorization", "Proxy-Authorization", "api-key", "X-Api-Key", "xApiKey", "X-Auth-Token",
-             "PRIVATE-TOKEN", "Ocp-Apim-Subscription-Key", "client_secret", "password", "Cookie", "sig"]
+    named = [
+        "Authorization",
+        "Proxy-Authorization",
+        "api-key",
+        "X-Api-Key",
+        "xApiKey",
+        "X-Auth-Token",
+        "PRIVATE-TOKEN",
+        "Ocp-Apim-Subscription-Key",
+        "client_secret",
+        "password",
+        "Cookie",
+        "sig",
+    ]
     plain = ["X-Trace", "Content-Type", "OpenAI-Organization", "api-version", "temperature", "keywords", "model"]
     assert all(is_secret_name(n) for n in named) and not any(is_secret_name(n) for n in plain)
 
@@ -190,5 +228,6 @@ def test_a_rag_functions_row_keys_are_not_masked() -> None:
         return f"answer for {test_case['key']}"
 
     (reply,) = ChatClient(RagFunction(rag), cache=False).run_many(
-        [([{"role": "user", "content": "q"}], {"test_case": {"key": "row-key-000042"}})])
+        [([{"role": "user", "content": "q"}], {"test_case": {"key": "row-key-000042"}})]
+    )
     assert "row-key-000042" in reply.text  # type: ignore[union-attr]

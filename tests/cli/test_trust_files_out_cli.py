@@ -39,8 +39,9 @@ def _lab_copy(path: Path) -> bytes:
 
 
 @pytest.mark.parametrize("name", RUN_FILES)
-def test_run_refuses_an_out_folder_that_would_overwrite_the_input(name: str, tmp_path: Path, no_evaluation: None,
-                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_refuses_an_out_folder_that_would_overwrite_the_input(
+    name: str, tmp_path: Path, no_evaluation: None, capsys: pytest.CaptureFixture[str]
+) -> None:
     data = tmp_path / name
     before = _lab_copy(data)
     assert main(["run", str(data), "-e", "exact_match", "--out", str(tmp_path), "--no-progress"]) == 2
@@ -51,8 +52,9 @@ def test_run_refuses_an_out_folder_that_would_overwrite_the_input(name: str, tmp
     assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # nothing else was written
 
 
-def test_run_with_out_dot_in_the_input_folder_keeps_the_lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_with_out_dot_in_the_input_folder_keeps_the_lab(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     # the case: `nbeval run dataset.json --out .` used to replace a lab file with plain rows;
     # a result now keeps its rows in dataset.parquet, so the run goes ahead beside the lab
     before = _lab_copy(tmp_path / "dataset.json")
@@ -65,13 +67,16 @@ def test_run_with_out_dot_in_the_input_folder_keeps_the_lab(tmp_path: Path, monk
 
 
 @pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symlinks")
-def test_run_sees_through_links_and_spellings_of_the_out_folder(tmp_path: Path, no_evaluation: None,
-                                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_sees_through_links_and_spellings_of_the_out_folder(
+    tmp_path: Path, no_evaluation: None, capsys: pytest.CaptureFixture[str]
+) -> None:
     before = _lab_copy(tmp_path / "real" / "result.json")
     (tmp_path / "link").symlink_to(tmp_path / "real", target_is_directory=True)
     spelled = str(tmp_path / "real" / ".." / "link")
-    assert main(["run", str(tmp_path / "real" / "result.json"), "-e", "exact_match", "--out", spelled,
-                 "--no-progress"]) == 2
+    assert (
+        main(["run", str(tmp_path / "real" / "result.json"), "-e", "exact_match", "--out", spelled, "--no-progress"])
+        == 2
+    )
     assert "result.json" in capsys.readouterr().err
     assert (tmp_path / "real" / "result.json").read_bytes() == before
 
@@ -79,14 +84,14 @@ def test_run_sees_through_links_and_spellings_of_the_out_folder(tmp_path: Path, 
 def test_run_into_the_input_folder_under_other_names_still_works(tmp_path: Path) -> None:
     # only a clash is refused: a lab beside the result, under its own name, is fine
     _lab_copy(tmp_path / "lab.json")
-    assert main(["run", str(tmp_path / "lab.json"), "-e", "exact_match", "--out", str(tmp_path),
-                 "--no-progress"]) == 0
+    assert main(["run", str(tmp_path / "lab.json"), "-e", "exact_match", "--out", str(tmp_path), "--no-progress"]) == 0
     assert nbeval.load_result(tmp_path).scores.shape[0] > 0
     assert len(nbeval.TestLab.from_json(str(tmp_path / "lab.json")).models) > 1
 
 
-def test_run_refuses_an_out_that_is_an_existing_file_before_evaluating(tmp_path: Path, no_evaluation: None,
-                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_refuses_an_out_that_is_an_existing_file_before_evaluating(
+    tmp_path: Path, no_evaluation: None, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "notes.txt"
     out.write_text("mine", encoding="utf-8")
     assert main(["run", demo_lab_path(), "-e", "exact_match", "--out", str(out), "--no-progress"]) == 2
@@ -95,16 +100,18 @@ def test_run_refuses_an_out_that_is_an_existing_file_before_evaluating(tmp_path:
     assert out.read_text(encoding="utf-8") == "mine"
 
 
-def test_run_refuses_an_out_below_a_file_before_evaluating(tmp_path: Path, no_evaluation: None,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_refuses_an_out_below_a_file_before_evaluating(
+    tmp_path: Path, no_evaluation: None, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "notes.txt").write_text("mine", encoding="utf-8")
     out = tmp_path / "notes.txt" / "run1"
     assert main(["run", demo_lab_path(), "-e", "exact_match", "--out", str(out), "--no-progress"]) == 2
     assert "is a file, not a folder" in capsys.readouterr().err
 
 
-def test_run_refuses_an_out_folder_holding_a_folder_where_a_file_goes(tmp_path: Path, no_evaluation: None,
-                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_refuses_an_out_folder_holding_a_folder_where_a_file_goes(
+    tmp_path: Path, no_evaluation: None, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "report.html").mkdir()
     assert main(["run", demo_lab_path(), "-e", "exact_match", "--out", str(tmp_path), "--no-progress"]) == 2
     assert "report.html" in capsys.readouterr().err
@@ -115,13 +122,24 @@ def _suite(path: Path) -> bytes:
     return path.read_bytes()
 
 
-def test_complete_refuses_to_write_the_lab_over_the_suite(tmp_path: Path, no_evaluation: None,
-                                                         monkeypatch: pytest.MonkeyPatch,
-                                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_complete_refuses_to_write_the_lab_over_the_suite(
+    tmp_path: Path, no_evaluation: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     before = _suite(tmp_path / "suite.json")
     monkeypatch.chdir(tmp_path)
-    code = main(["complete", "suite.json", "-m", "alpha", "--base-url", "http://127.0.0.1:9/v1",
-                 "--out", "./sub/../suite.json", "--no-progress"])
+    code = main(
+        [
+            "complete",
+            "suite.json",
+            "-m",
+            "alpha",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--out",
+            "./sub/../suite.json",
+            "--no-progress",
+        ]
+    )
     assert code == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "suite.json" in err and "--out" in err and "overwrite" in err
@@ -131,26 +149,62 @@ def test_complete_refuses_to_write_the_lab_over_the_suite(tmp_path: Path, no_eva
 def test_complete_writes_into_a_new_folder(tmp_path: Path, openai_server: Any) -> None:
     _suite(tmp_path / "suite.json")
     out = tmp_path / "new" / "lab.json"
-    assert main(["complete", str(tmp_path / "suite.json"), "-m", "alpha", "--base-url", openai_server.url,
-                 "--out", str(out), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "complete",
+                str(tmp_path / "suite.json"),
+                "-m",
+                "alpha",
+                "--base-url",
+                openai_server.url,
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert [m.key for m in nbeval.TestLab.from_json(str(out)).models] == ["alpha"]
 
 
-def test_complete_refuses_an_out_that_is_a_folder_before_asking(tmp_path: Path, no_evaluation: None,
-                                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_complete_refuses_an_out_that_is_a_folder_before_asking(
+    tmp_path: Path, no_evaluation: None, capsys: pytest.CaptureFixture[str]
+) -> None:
     _suite(tmp_path / "suite.json")
-    code = main(["complete", str(tmp_path / "suite.json"), "-m", "alpha", "--base-url", "http://127.0.0.1:9/v1",
-                 "--out", str(tmp_path), "--no-progress"])
+    code = main(
+        [
+            "complete",
+            str(tmp_path / "suite.json"),
+            "-m",
+            "alpha",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--out",
+            str(tmp_path),
+            "--no-progress",
+        ]
+    )
     assert code == 2
     assert "is a folder" in capsys.readouterr().err
 
 
-def test_complete_keeps_the_previous_lab_when_writing_fails(tmp_path: Path, openai_server: Any,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_complete_keeps_the_previous_lab_when_writing_fails(
+    tmp_path: Path, openai_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _suite(tmp_path / "suite.json")
     out = tmp_path / "lab.json"
-    args = ["complete", str(tmp_path / "suite.json"), "-m", "alpha", "--base-url", openai_server.url,
-            "--out", str(out), "--no-progress"]
+    args = [
+        "complete",
+        str(tmp_path / "suite.json"),
+        "-m",
+        "alpha",
+        "--base-url",
+        openai_server.url,
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
     assert main(args) == 0
     before = out.read_bytes()
 

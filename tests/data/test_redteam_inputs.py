@@ -22,13 +22,16 @@ DEEP = "[" * 100_000 + "]" * 100_000
 def _csv(extra: dict[str, str]) -> Callable[[Path], Path]:
     def make(tmp: Path) -> Path:
         path = tmp / "data.csv"
-        rows = [{"input": "q0", "expected_output": "a", "actual_output": "a"},
-                {"input": "q", "expected_output": "a", "actual_output": "a", **extra}]
+        rows = [
+            {"input": "q0", "expected_output": "a", "actual_output": "a"},
+            {"input": "q", "expected_output": "a", "actual_output": "a", **extra},
+        ]
         with path.open("w", newline="", encoding="utf-8") as fh:
             writer = csv.DictWriter(fh, fieldnames=["input", "expected_output", "actual_output", *extra])
             writer.writeheader()
             writer.writerows(rows)
         return path
+
     return make
 
 
@@ -52,8 +55,9 @@ CASES = [
 
 
 @pytest.mark.parametrize(("make", "row", "field", "why"), [pytest.param(*c[1:], id=c[0]) for c in CASES])
-def test_a_red_team_file_is_exit_2_and_one_line(make: Callable[[Path], Path], row: str, field: str, why: str,
-                                                tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_red_team_file_is_exit_2_and_one_line(
+    make: Callable[[Path], Path], row: str, field: str, why: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = make(tmp_path)
     line = run_error_line(path, tmp_path, capsys)
     assert line.startswith(f"nbeval: error: {path}"), line

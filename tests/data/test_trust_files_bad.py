@@ -37,6 +37,7 @@ def _write(name: str, content: str | bytes) -> Callable[[Path], Path]:
         else:
             path.write_text(content, encoding="utf-8")
         return path
+
     return make
 
 
@@ -67,16 +68,17 @@ BAD_FILES = [
     ("jsonl-empty", _write("d.jsonl", b""), ["the file is empty"]),
     ("csv-empty", _write("d.csv", b""), ["the file is empty"]),
     ("csv-bom-only", _write("d.csv", b"\xef\xbb\xbf"), ["the file is empty"]),
-    ("json-garbled", _write("d.json", '{"inputs": [{"input": "q"}\n  {"input": "r"}]}'),
-     ["not valid JSON", "line 2, column 3"]),
+    (
+        "json-garbled",
+        _write("d.json", '{"inputs": [{"input": "q"}\n  {"input": "r"}]}'),
+        ["not valid JSON", "line 2, column 3"],
+    ),
     ("jsonl-garbled", _write("d.jsonl", '{"input": "q"}\n{"input": \n'), ["row 2", "not valid JSON"]),
-    ("json-huge-int", _write("d.json", '{"inputs": [{"input": "q", "n": ' + "7" * 5000 + "}]}"),
-     ["not valid JSON"]),
+    ("json-huge-int", _write("d.json", '{"inputs": [{"input": "q", "n": ' + "7" * 5000 + "}]}"), ["not valid JSON"]),
     ("csv-extra-cells", _write("d.csv", "input,actual_output\nq,a\nr,b,c\n"), ["row 2", "3 cells", "2 columns"]),
     ("csv-header-twice", _write("d.csv", "input,input\nq,r\n"), ["field 'input'", "more than once"]),
     ("suite-test-not-object", _write("d.json", '{"tests": [3]}'), ["row tests[1]", "a test must be a JSON object"]),
-    ("suite-case-not-object", _write("d.json", '{"tests": [{"test_cases": ["x"]}]}'),
-     ["row tests[1].test_cases[1]"]),
+    ("suite-case-not-object", _write("d.json", '{"tests": [{"test_cases": ["x"]}]}'), ["row tests[1].test_cases[1]"]),
     ("lab-models-not-list", _write("d.json", '{"dataset": {"inputs": []}, "models": 3}'), ["field 'models'"]),
     ("lab-dataset-not-rows", _write("d.json", '{"dataset": 3, "models": []}'), ["field 'dataset'"]),
     ("row-not-object", _write("d.json", '[{"input": "q"}, 3]'), ["row 2", "a row must be an object"]),
@@ -99,8 +101,9 @@ BAD_FILES.append(("csv-huge-cell", _huge_cell, ["row 2", "longer than 1,000 char
 
 @pytest.mark.parametrize(("make", "says"), [pytest.param(m, s, id=i) for i, m, s in BAD_FILES])
 @pytest.mark.usefixtures("small_csv_cells")
-def test_a_bad_file_is_exit_2_and_one_line(make: Callable[[Path], Path], says: list[str], tmp_path: Path,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_bad_file_is_exit_2_and_one_line(
+    make: Callable[[Path], Path], says: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = make(tmp_path)
     line = run_error_line(path, tmp_path, capsys)
     assert line.startswith("nbeval: error: ") and path.name in line
@@ -122,19 +125,25 @@ def test_a_bad_file_is_a_data_error(make: Callable[[Path], Path], says: list[str
 def test_a_cell_past_pythons_default_csv_limit_loads(tmp_path: Path) -> None:
     path = tmp_path / "d.csv"
     pd.DataFrame({"input": ["q"], "context": ["x" * 300_000]}).to_csv(path, index=False)
-    assert nbeval.load(str(path)).rows[0].context[0].content == "x" * 300_000
+    loaded = nbeval.load(str(path))
+    assert isinstance(loaded, nbeval.LlmDataset)
+    assert loaded.rows[0].context[0].content == "x" * 300_000
 
 
 # -- a byte-order mark is not part of the data ---------------------------------------------------
 
 
-@pytest.mark.parametrize(("name", "content"), [
-    ("d.csv", "input,expected_output,actual_output\nq,a,a\n"),
-    ("d.json", json.dumps({"inputs": [GOOD_ROW]})),
-    ("d.jsonl", json.dumps(GOOD_ROW) + "\n"),
-])
-def test_a_file_with_a_byte_order_mark_reads_as_excel_writes_it(name: str, content: str, tmp_path: Path,
-                                                                capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("d.csv", "input,expected_output,actual_output\nq,a,a\n"),
+        ("d.json", json.dumps({"inputs": [GOOD_ROW]})),
+        ("d.jsonl", json.dumps(GOOD_ROW) + "\n"),
+    ],
+)
+def test_a_file_with_a_byte_order_mark_reads_as_excel_writes_it(
+    name: str, content: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / name
     path.write_bytes(b"\xef\xbb\xbf" + content.encode("utf-8"))
     ds = nbeval.load(str(path))
@@ -145,7 +154,9 @@ def test_a_file_with_a_byte_order_mark_reads_as_excel_writes_it(name: str, conte
 def test_excels_csv_utf8_with_a_pandas_frame(tmp_path: Path) -> None:
     path = tmp_path / "excel.csv"
     pd.DataFrame([GOOD_ROW]).to_csv(path, index=False, encoding="utf-8-sig")
-    assert nbeval.load(str(path)).rows[0].to_json()["input"] == "q"
+    loaded = nbeval.load(str(path))
+    assert isinstance(loaded, nbeval.LlmDataset)
+    assert loaded.rows[0].to_json()["input"] == "q"
 
 
 # -- readable, but worth a warning ---------------------------------------------------------------
@@ -153,11 +164,16 @@ def test_excels_csv_utf8_with_a_pandas_frame(tmp_path: Path) -> None:
 
 def test_a_key_given_twice_in_one_object_warns_with_file_row_and_field(tmp_path: Path) -> None:
     path = tmp_path / "d.json"
-    path.write_text('{"inputs": [{"input": "q"}, {"input": "r", "expected_output": "x", "expected_output": "y"}]}',
-                    encoding="utf-8")
-    with pytest.warns(DataWarning, match=r"d\.json, row 2, field 'expected_output': the key 'expected_output' is "
-                                         r"given twice in one object; the last value is kept"):
+    path.write_text(
+        '{"inputs": [{"input": "q"}, {"input": "r", "expected_output": "x", "expected_output": "y"}]}', encoding="utf-8"
+    )
+    with pytest.warns(
+        DataWarning,
+        match=r"d\.json, row 2, field 'expected_output': the key 'expected_output' is "
+        r"given twice in one object; the last value is kept",
+    ):
         ds = nbeval.load(str(path))
+    assert isinstance(ds, nbeval.LlmDataset)
     assert ds.rows[1].expected_output == "y"
 
 
@@ -169,29 +185,42 @@ def test_a_key_given_twice_in_a_jsonl_line_and_in_a_chunk(tmp_path: Path) -> Non
 
 
 def test_one_key_with_different_prompts_for_two_models_warns() -> None:
-    rows = [{"key": "k", "model_key": "a", "input": "what is 2+2?"},
-            {"key": "k", "model_key": "b", "input": "what is 3+3?"}]
-    with pytest.warns(DataWarning, match=r"records, row 2, field 'input': the key 'k' has a different prompt for "
-                                         r"model 'b' than for model 'a' \(row 1\)"):
+    rows = [
+        {"key": "k", "model_key": "a", "input": "what is 2+2?"},
+        {"key": "k", "model_key": "b", "input": "what is 3+3?"},
+    ]
+    with pytest.warns(
+        DataWarning,
+        match=r"records, row 2, field 'input': the key 'k' has a different prompt for "
+        r"model 'b' than for model 'a' \(row 1\)",
+    ):
         LlmDataset.from_records(rows)
 
 
 def test_a_relationship_that_points_nowhere_warns(tmp_path: Path) -> None:
     rel = [{"type": "perturbation_source", "target": "missing"}]
-    with pytest.warns(DataWarning, match=r"records, row 2, field 'relationships\[0\]': the relationship "
-                                         r"'perturbation_source' points at the key 'missing', which no row has"):
+    with pytest.warns(
+        DataWarning,
+        match=r"records, row 2, field 'relationships\[0\]': the relationship "
+        r"'perturbation_source' points at the key 'missing', which no row has",
+    ):
         LlmDataset.from_records([{"key": "k0", "input": "q"}, {"key": "k1", "input": "r", "relationships": rel}])
-    suite = {"tests": [{"test_cases": [{"key": "k0", "prompt": "q"},
-                                       {"key": "k1", "prompt": "r", "relationships": rel}]}]}
+    suite = {
+        "tests": [{"test_cases": [{"key": "k0", "prompt": "q"}, {"key": "k1", "prompt": "r", "relationships": rel}]}]
+    }
     with pytest.warns(DataWarning, match=r"row tests\[1\]\.test_cases\[2\], field 'relationships\[0\]'"):
         TestSuite.from_dict(suite)
 
 
 def test_good_data_loads_without_any_warning(tmp_path: Path, recwarn: pytest.WarningsRecorder) -> None:
     rel = [{"type": "perturbation_source", "target": "k0"}]
-    ds = LlmDataset.from_records([{"key": "k0", "model_key": "a", "input": "q"},
-                                  {"key": "k0", "model_key": "b", "input": "q"},
-                                  {"key": "k1", "input": "r", "relationships": rel}])
+    ds = LlmDataset.from_records(
+        [
+            {"key": "k0", "model_key": "a", "input": "q"},
+            {"key": "k0", "model_key": "b", "input": "q"},
+            {"key": "k1", "input": "r", "relationships": rel},
+        ]
+    )
     ds.to_json(tmp_path / "d.json")
     nbeval.load(str(tmp_path / "d.json"))
     assert not [w for w in recwarn if issubclass(w.category, DataWarning)]
@@ -202,16 +231,20 @@ def test_good_data_loads_without_any_warning(tmp_path: Path, recwarn: pytest.War
 
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    rows = [{"key": "k1", "input": "q1", "expected_output": "a", "actual_output": "a"},
-            {"key": "k2", "input": "q2", "expected_output": "b", "actual_output": "c"}]
+    rows = [
+        {"key": "k1", "input": "q1", "expected_output": "a", "actual_output": "a"},
+        {"key": "k2", "input": "q2", "expected_output": "b", "actual_output": "c"},
+    ]
     # the long table as JSON lines (format version 1), whose lines the cases below edit
-    return nbeval.evaluate(rows, ["exact_match"], progress=False).save(tmp_path_factory.mktemp("saved") / "r",
-                                                                      scores_format="jsonl")
+    return nbeval.evaluate(rows, ["exact_match"], progress=False).save(
+        tmp_path_factory.mktemp("saved") / "r", scores_format="jsonl"
+    )
 
 
 def _edit_line(name: str, line: int, change: Callable[[dict], object]) -> Callable[[Path], None]:
     """Change line ``line`` of ``name``: ``change`` edits the record in place (returning None) or
     returns what to write instead (a text as it is, anything else as JSON)."""
+
     def tamper(folder: Path) -> None:
         path = folder / name
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -219,12 +252,14 @@ def _edit_line(name: str, line: int, change: Callable[[dict], object]) -> Callab
         new = change(rec)
         lines[line - 1] = new if isinstance(new, str) else json.dumps(rec if new is None else new)
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
     return tamper
 
 
 def _drop(column: str) -> Callable[[dict], None]:
     def edit(rec: dict) -> None:
         del rec[column]
+
     return edit
 
 
@@ -235,6 +270,7 @@ def _replace(name: str, content: str | bytes) -> Callable[[Path], None]:
             path.write_bytes(content)
         else:
             path.write_text(content, encoding="utf-8")
+
     return tamper
 
 
@@ -247,32 +283,80 @@ TAMPERED = [
     ("result-json-garbled", _replace("result.json", '{"meta": '), "result.json", ["not valid JSON"]),
     ("result-json-a-list", _replace("result.json", "[]"), "result.json", ["expected a JSON object"]),
     ("result-json-meta-text", _replace("result.json", '{"meta": "x"}'), "result.json", ["field 'meta'"]),
-    ("result-json-newer", _replace("result.json", '{"meta": {"format_version": 99}}'), "result.json",
-     ["format version 99", "upgrade nbeval"]),
+    (
+        "result-json-newer",
+        _replace("result.json", '{"meta": {"format_version": 99}}'),
+        "result.json",
+        ["format version 99", "upgrade nbeval"],
+    ),
     ("scores-missing", _remove("scores.jsonl"), "scores.jsonl", ["scores.jsonl is missing"]),
-    ("scores-garbled-line", _edit_line("scores.jsonl", 2, lambda r: "{oops"), "scores.jsonl",
-     ["row 2", "not valid JSON"]),
-    ("scores-line-not-object", _edit_line("scores.jsonl", 1, lambda r: [1, 2]), "scores.jsonl",
-     ["row 1", "expected an object"]),
-    ("scores-column-missing", _edit_line("scores.jsonl", 2, _drop("value")), "scores.jsonl",
-     ["row 2, field 'value'", "missing"]),
-    ("scores-column-unknown", _edit_line("scores.jsonl", 1, lambda r: r.update(extra=1)), "scores.jsonl",
-     ["row 1, field 'extra'", "unknown column"]),
-    ("scores-value-text", _edit_line("scores.jsonl", 2, lambda r: r.update(value="high")), "scores.jsonl",
-     ["row 2, field 'value'", "must be a number or null"]),
-    ("scores-passed-text", _edit_line("scores.jsonl", 1, lambda r: r.update(passed="yes")), "scores.jsonl",
-     ["field 'passed'", "true or false"]),
-    ("scores-skipped-null", _edit_line("scores.jsonl", 1, lambda r: r.update(skipped=None)), "scores.jsonl",
-     ["field 'skipped'", "got null"]),
-    ("scores-key-number", _edit_line("scores.jsonl", 1, lambda r: r.update(key=3)), "scores.jsonl",
-     ["field 'key'", "must be text"]),
-    ("scores-key-unknown", _edit_line("scores.jsonl", 2, lambda r: r.update(key="k9")), "scores.jsonl",
-     ["row 2", "'k9'", "dataset.json does not have"]),
+    (
+        "scores-garbled-line",
+        _edit_line("scores.jsonl", 2, lambda r: "{oops"),
+        "scores.jsonl",
+        ["row 2", "not valid JSON"],
+    ),
+    (
+        "scores-line-not-object",
+        _edit_line("scores.jsonl", 1, lambda r: [1, 2]),
+        "scores.jsonl",
+        ["row 1", "expected an object"],
+    ),
+    (
+        "scores-column-missing",
+        _edit_line("scores.jsonl", 2, _drop("value")),
+        "scores.jsonl",
+        ["row 2, field 'value'", "missing"],
+    ),
+    (
+        "scores-column-unknown",
+        _edit_line("scores.jsonl", 1, lambda r: r.update(extra=1)),
+        "scores.jsonl",
+        ["row 1, field 'extra'", "unknown column"],
+    ),
+    (
+        "scores-value-text",
+        _edit_line("scores.jsonl", 2, lambda r: r.update(value="high")),
+        "scores.jsonl",
+        ["row 2, field 'value'", "must be a number or null"],
+    ),
+    (
+        "scores-passed-text",
+        _edit_line("scores.jsonl", 1, lambda r: r.update(passed="yes")),
+        "scores.jsonl",
+        ["field 'passed'", "true or false"],
+    ),
+    (
+        "scores-skipped-null",
+        _edit_line("scores.jsonl", 1, lambda r: r.update(skipped=None)),
+        "scores.jsonl",
+        ["field 'skipped'", "got null"],
+    ),
+    (
+        "scores-key-number",
+        _edit_line("scores.jsonl", 1, lambda r: r.update(key=3)),
+        "scores.jsonl",
+        ["field 'key'", "must be text"],
+    ),
+    (
+        "scores-key-unknown",
+        _edit_line("scores.jsonl", 2, lambda r: r.update(key="k9")),
+        "scores.jsonl",
+        ["row 2", "'k9'", "dataset.json does not have"],
+    ),
     ("scores-not-utf8", _replace("scores.jsonl", b'{"key": "\xff"}\n'), "scores.jsonl", ["not UTF-8"]),
-    ("aggregates-n-text", _edit_line("aggregates.jsonl", 1, lambda r: r.update(n="2")), "aggregates.jsonl",
-     ["row 1, field 'n'", "whole number"]),
-    ("metrics-column-missing", _edit_line("metrics.jsonl", 1, _drop("direction")),
-     "metrics.jsonl", ["field 'direction'"]),
+    (
+        "aggregates-n-text",
+        _edit_line("aggregates.jsonl", 1, lambda r: r.update(n="2")),
+        "aggregates.jsonl",
+        ["row 1, field 'n'", "whole number"],
+    ),
+    (
+        "metrics-column-missing",
+        _edit_line("metrics.jsonl", 1, _drop("direction")),
+        "metrics.jsonl",
+        ["field 'direction'"],
+    ),
     ("metrics-missing", _remove("metrics.jsonl"), "metrics.jsonl", ["missing"]),
     ("dataset-garbled", _replace("dataset.json", '{"inputs": [}'), "dataset.json", ["not valid JSON"]),
     ("dataset-empty", _replace("dataset.json", ""), "dataset.json", ["empty"]),
@@ -281,8 +365,9 @@ TAMPERED = [
 
 
 @pytest.mark.parametrize(("tamper", "file", "says"), [pytest.param(t, f, s, id=i) for i, t, f, s in TAMPERED])
-def test_a_tampered_result_folder_is_a_data_error(saved: Path, tamper: Callable[[Path], None], file: str,
-                                                  says: list[str], tmp_path: Path) -> None:
+def test_a_tampered_result_folder_is_a_data_error(
+    saved: Path, tamper: Callable[[Path], None], file: str, says: list[str], tmp_path: Path
+) -> None:
     text = tampered_folder_error(saved, tamper, tmp_path)
     assert file in text
     for words in says:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -26,6 +27,7 @@ from nbeval.data.fields import WARNINGS_FIELD, DataWarning
 from nbeval.data.model import Chunk, LlmDataset, Row, TestCase, TestLab, TestSuite
 from nbeval.data.text import repair_data, repair_text
 from tests.support.fake_openai import FakeOpenAIServer
+from tests.support.replies import as_reply
 
 LONE = "\ud800"
 FFFD = "\ufffd"
@@ -34,21 +36,24 @@ FFFD = "\ufffd"
 # -- the one helper ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("given", "want", "changed"), [
-    ("plain ascii", "plain ascii", False),
-    ("café 😀", "café 😀", False),
-    (f"a{LONE}b", f"a{FFFD}b", True),
-    ("\udc00", FFFD, True),
-    ("\ud83d\ude00", "😀", True),  # a pair split into two code points is joined, not lost
-    (f"{LONE}{LONE}", FFFD + FFFD, True),
-])
+@pytest.mark.parametrize(
+    ("given", "want", "changed"),
+    [
+        ("plain ascii", "plain ascii", False),
+        ("café 😀", "café 😀", False),
+        (f"a{LONE}b", f"a{FFFD}b", True),
+        ("\udc00", FFFD, True),
+        ("\ud83d\ude00", "😀", True),  # a pair split into two code points is joined, not lost
+        (f"{LONE}{LONE}", FFFD + FFFD, True),
+    ],
+)
 def test_repair_text(given: str, want: str, changed: bool) -> None:
     assert repair_text(given) == (want, changed)
     want.encode("utf-8")  # always writable
 
 
 def test_repair_data_copies_only_and_names_the_places() -> None:
-    value = {"a": ["ok", LONE, ("x", {"deep": LONE})], f"k{LONE}": 1}
+    value: dict[str, Any] = {"a": ["ok", LONE, ("x", {"deep": LONE})], f"k{LONE}": 1}
     fixed, places = repair_data(value)
     assert fixed == {"a": ["ok", FFFD, ("x", {"deep": FFFD})], f"k{FFFD}": 1}
     assert sorted(places) == [".a[1]", ".a[2][1].deep", f".k{FFFD}"]
@@ -94,8 +99,9 @@ def test_a_csv_with_a_lone_surrogate_loads_repaired_with_a_warning(tmp_path: Pat
 
 def test_a_dataframe_with_a_lone_surrogate_loads_repaired_with_a_warning() -> None:
     # object columns: pandas' default (Arrow) strings cannot even hold a lone surrogate
-    df = pd.DataFrame({"input": ["q", "q2"], "expected_output": [f"x{LONE}", "y"], "actual_output": ["a", "b"]},
-                      dtype=object)
+    df = pd.DataFrame(
+        {"input": ["q", "q2"], "expected_output": [f"x{LONE}", "y"], "actual_output": ["a", "b"]}, dtype=object
+    )
     with pytest.warns(DataWarning, match=r"DataFrame, row 1, field 'expected_output'"):
         ds = LlmDataset.from_pandas(df)
     assert [r.expected_output for r in ds] == [f"x{FFFD}", "y"]
@@ -104,8 +110,10 @@ def test_a_dataframe_with_a_lone_surrogate_loads_repaired_with_a_warning() -> No
 
 def test_a_json_file_with_a_lone_surrogate_loads_repaired_with_a_warning(tmp_path: Path) -> None:
     path = tmp_path / "d.json"
-    path.write_text('{"inputs": [{"input": "q", "actual_output": "ok"}, '
-                    '{"input": "q\\ud800", "actual_output": "\\udc00"}]}', encoding="utf-8")
+    path.write_text(
+        '{"inputs": [{"input": "q", "actual_output": "ok"}, {"input": "q\\ud800", "actual_output": "\\udc00"}]}',
+        encoding="utf-8",
+    )
     with pytest.warns(DataWarning, match=r"d\.json, row 2, field 'input'"):
         ds = nbeval.load(str(path))
     assert isinstance(ds, LlmDataset)
@@ -117,8 +125,10 @@ def test_a_json_file_with_a_lone_surrogate_loads_repaired_with_a_warning(tmp_pat
 
 
 def test_a_suite_and_a_lab_are_repaired_everywhere(tmp_path: Path) -> None:
-    suite = {"name": f"s{LONE}", "tests": [{"documents": [f"doc{LONE}"],
-                                            "test_cases": [{"key": "k", "prompt": f"p{LONE}"}]}]}
+    suite = {
+        "name": f"s{LONE}",
+        "tests": [{"documents": [f"doc{LONE}"], "test_cases": [{"key": "k", "prompt": f"p{LONE}"}]}],
+    }
     with pytest.warns(DataWarning, match=r"tests\[1\]\.test_cases\[1\], field 'prompt'"):
         s = TestSuite.from_dict(suite)
     assert (s.name, s.tests[0].documents, s.test_cases[0].prompt) == (f"s{FFFD}", [f"doc{FFFD}"], f"p{FFFD}")
@@ -127,8 +137,12 @@ def test_a_suite_and_a_lab_are_repaired_everywhere(tmp_path: Path) -> None:
     row = s.to_dataset().rows[0]
     assert row.input == f"p{FFFD}" and row.warnings == s.test_cases[0].warnings
 
-    lab = {"name": "lab", "models": [{"key": "m", "name": f"M{LONE}"}], "docs_cache": {"d": LONE},
-           "dataset": {"inputs": [{"key": "k", "model_key": "m", "input": "p", "actual_output": LONE}]}}
+    lab = {
+        "name": "lab",
+        "models": [{"key": "m", "name": f"M{LONE}"}],
+        "docs_cache": {"d": LONE},
+        "dataset": {"inputs": [{"key": "k", "model_key": "m", "input": "p", "actual_output": LONE}]},
+    }
     with pytest.warns(DataWarning):
         loaded = TestLab.from_dict(lab)
     assert loaded.models[0].name == f"M{FFFD}" and loaded.docs_cache == {"d": FFFD}
@@ -153,8 +167,10 @@ def test_rows_and_cases_built_in_code_are_repaired_too() -> None:
 
 # -- judge and model replies ---------------------------------------------------------------------
 
-ROWS = [{"key": "k1", "input": "question one", "actual_output": "an answer"},
-        {"key": "k2", "input": "question two", "actual_output": "another answer"}]
+ROWS = [
+    {"key": "k1", "input": "question one", "actual_output": "an answer"},
+    {"key": "k2", "input": "question two", "actual_output": "another answer"},
+]
 
 
 def _judge(prompt: str) -> str:
@@ -163,8 +179,10 @@ def _judge(prompt: str) -> str:
 
 def _by_key(result: nbeval.EvaluationResult) -> dict[str, tuple]:
     s = result.scores.set_index("key")
-    return {k: (None if pd.isna(s.loc[k, "value"]) else s.loc[k, "value"], s.loc[k, "label"], s.loc[k, "rationale"])
-            for k in ("k1", "k2")}
+    return {
+        k: (None if pd.isna(s.loc[k, "value"]) else s.loc[k, "value"], s.loc[k, "label"], s.loc[k, "rationale"])
+        for k in ("k1", "k2")
+    }
 
 
 def test_a_judge_replying_with_a_lone_surrogate_scores_and_the_cached_rerun_is_the_same(tmp_path: Path) -> None:
@@ -195,8 +213,8 @@ def test_the_reply_says_it_was_repaired_fresh_and_from_the_cache(tmp_path: Path)
         assert isinstance(reply, ChatReply)
         assert reply.warnings == (REPLY_REPAIRED,)
         reply.text.encode("utf-8")
-    assert [r.cached for r in again] == [True, True]
-    assert [r.text for r in again] == [r.text for r in fresh] == [f"Rating: yes {FFFD}", FFFD]
+    assert [as_reply(r).cached for r in again] == [True, True]
+    assert [as_reply(r).text for r in again] == [as_reply(r).text for r in fresh] == [f"Rating: yes {FFFD}", FFFD]
 
 
 def test_the_rows_rationale_says_the_judge_reply_was_repaired() -> None:
@@ -227,8 +245,10 @@ def test_collected_answers_with_a_lone_surrogate_are_repaired_on_their_row(tmp_p
     assert (row.actual_output, row.context) == (f"answer {FFFD}", [Chunk(f"chunk {FFFD}")])
     assert REPLY_REPAIRED in row.warnings
     lab.to_json(tmp_path / "lab.json")
-    assert json.loads((tmp_path / "lab.json").read_text("utf-8"))["dataset"]["inputs"][0]["actual_output"] == \
-        f"answer {FFFD}"
+    assert (
+        json.loads((tmp_path / "lab.json").read_text("utf-8"))["dataset"]["inputs"][0]["actual_output"]
+        == f"answer {FFFD}"
+    )
 
 
 # -- the cache -----------------------------------------------------------------------------------
@@ -239,23 +259,25 @@ def test_the_cache_keeps_a_replys_warnings_and_hashes_any_message(tmp_path: Path
     key = cache_key("m", [{"role": "user", "content": f"odd {LONE}"}])  # hashing never raises
     reply = ChatReply("t", Usage(1, 2), "m", warnings=("a note",))
     cache.put(key, "m", reply)
-    assert cache.get(key).warnings == ("a note",)
+    assert as_reply(cache.get(key)).warnings == ("a note",)
     cache.put(key, "m", ChatReply("t2", Usage(), "m"))  # replaced: the old note goes with it
-    assert cache.get(key).warnings == ()
+    assert as_reply(cache.get(key)).warnings == ()
     cache.close()
 
 
 def test_a_cache_written_before_reply_notes_existed_still_works(tmp_path: Path) -> None:
     path = tmp_path / "old.sqlite"
     conn = sqlite3.connect(path)
-    conn.execute("CREATE TABLE replies (key TEXT PRIMARY KEY, identity TEXT NOT NULL, text TEXT NOT NULL, "
-                 "reply_model TEXT NOT NULL, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, "
-                 "duration_s REAL NOT NULL, cost REAL, created REAL NOT NULL)")
+    conn.execute(
+        "CREATE TABLE replies (key TEXT PRIMARY KEY, identity TEXT NOT NULL, text TEXT NOT NULL, "
+        "reply_model TEXT NOT NULL, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, "
+        "duration_s REAL NOT NULL, cost REAL, created REAL NOT NULL)"
+    )
     conn.execute("INSERT INTO replies VALUES ('k', 'm', 'old text', 'm', 1, 1, 0.1, NULL, 0)")
     conn.commit()
     conn.close()
     cache = ChatCache(path)
-    assert cache.get("k").text == "old text" and cache.get("k").warnings == ()
+    assert as_reply(cache.get("k")).text == "old text" and as_reply(cache.get("k")).warnings == ()
     cache.put("k2", "m", ChatReply("new", Usage(), "m", warnings=("n",)))
-    assert cache.get("k2").warnings == ("n",) and len(cache) == 2
+    assert as_reply(cache.get("k2")).warnings == ("n",) and len(cache) == 2
     cache.close()

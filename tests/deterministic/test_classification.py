@@ -44,6 +44,7 @@ import pytest
 import nbeval
 from nbeval.data.model import Row
 from nbeval.evaluators.base import Score
+from tests.support.scoring import scored
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "classification.json").read_text(encoding="utf-8"))
 METRICS = ("accuracy", "precision", "recall", "f1")
@@ -53,8 +54,15 @@ def _records() -> list[dict]:
     recs = []
     for model in ("A", "B"):
         for r in GOLDEN["rows"]:
-            recs.append({"key": r["key"], "model_key": model, "input": f"classify {r['key']}",
-                         "expected_output": r["expected_output"], "actual_output": r[model]})
+            recs.append(
+                {
+                    "key": r["key"],
+                    "model_key": model,
+                    "input": f"classify {r['key']}",
+                    "expected_output": r["expected_output"],
+                    "actual_output": r[model],
+                }
+            )
     return recs
 
 
@@ -108,9 +116,11 @@ def test_problem_reported_for_model_below_threshold(result):
 
 def test_unit_score_and_aggregate():
     ev = nbeval.evaluator("classification")
-    rows = [Row(input="q", key=f"k{i}", expected_output=e, actual_output=p)
-            for i, (e, p) in enumerate([("yes", "yes "), ("no", "yes"), ("no", "no")])]
-    scores = [ev.score(r) for r in rows]
+    rows = [
+        Row(input="q", key=f"k{i}", expected_output=e, actual_output=p)
+        for i, (e, p) in enumerate([("yes", "yes "), ("no", "yes"), ("no", "no")])
+    ]
+    scores = [scored(ev, r) for r in rows]
     assert [s.values["accuracy"] for s in scores] == [1.0, 0.0, 1.0]
     assert [s.label for s in scores] == ["yes", "yes", "no"]
     assert isinstance(scores[0], Score)
@@ -121,12 +131,15 @@ def test_unit_score_and_aggregate():
     assert agg["precision"].value == pytest.approx(0.75)
     assert agg["recall"].value == pytest.approx(0.75)
     assert agg["f1"].value == pytest.approx(2 / 3)
+    assert agg["accuracy"].details is not None
     assert agg["accuracy"].details["matrix"] == [[1, 1], [0, 1]]
 
 
 def test_empty_prediction_is_a_class_not_a_skip():
-    recs = [{"key": "a", "input": "q", "expected_output": "pos", "actual_output": ""},
-            {"key": "b", "input": "q", "expected_output": "pos", "actual_output": "pos"}]
+    recs = [
+        {"key": "a", "input": "q", "expected_output": "pos", "actual_output": ""},
+        {"key": "b", "input": "q", "expected_output": "pos", "actual_output": "pos"},
+    ]
     res = nbeval.evaluate(recs, ["classification"], progress=False)
     assert not res.scores["skipped"].any()
     agg = res.aggregates.set_index("metric")
@@ -137,8 +150,10 @@ def test_empty_prediction_is_a_class_not_a_skip():
 
 
 def test_missing_label_is_skipped():
-    recs = [{"key": "a", "input": "q", "actual_output": "pos"},
-            {"key": "b", "input": "q", "expected_output": "neg", "actual_output": "neg"}]
+    recs = [
+        {"key": "a", "input": "q", "actual_output": "pos"},
+        {"key": "b", "input": "q", "expected_output": "neg", "actual_output": "neg"},
+    ]
     res = nbeval.evaluate(recs, ["classification"], progress=False)
     skipped = res.scores[res.scores["skipped"]]
     assert set(skipped["key"]) == {"a"}

@@ -21,6 +21,7 @@ import nbeval
 from nbeval.data.model import Row
 from nbeval.errors import EvaluatorError
 from nbeval.evaluators.deterministic.lexical import LOOPING_MAX_CHARS, longest_repeat
+from tests.support.scoring import scored
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 
@@ -41,14 +42,21 @@ EXACT = _golden("exact_match.json")["cases"]
 
 @pytest.mark.parametrize("case", EXACT, ids=lambda c: repr(c["actual_output"]))
 def test_exact_match_seed_table_unit(case):
-    s = nbeval.evaluator("exact_match").score(_row(case["actual_output"], case["expected_output"]))
+    s = scored(nbeval.evaluator("exact_match"), _row(case["actual_output"], case["expected_output"]))
     assert s.values["score"] == case["score"]
     assert (s.rationale is None) == (case["score"] == 1.0)
 
 
 def test_exact_match_seed_table_end_to_end():
-    recs = [{"key": f"c{i}", "input": "say hello", "expected_output": c["expected_output"],
-             "actual_output": c["actual_output"]} for i, c in enumerate(EXACT)]
+    recs = [
+        {
+            "key": f"c{i}",
+            "input": "say hello",
+            "expected_output": c["expected_output"],
+            "actual_output": c["actual_output"],
+        }
+        for i, c in enumerate(EXACT)
+    ]
     res = nbeval.evaluate(recs, ["exact_match"], progress=False)
     assert list(res.scores["value"]) == [c["score"] for c in EXACT]
     assert list(res.scores["passed"]) == [c["score"] >= 0.5 for c in EXACT]
@@ -60,10 +68,11 @@ def test_exact_match_seed_table_end_to_end():
 
 def test_exact_match_empty_strings_and_rationale():
     ev = nbeval.evaluator("exact_match")
-    assert ev.score(_row("", "")).values["score"] == 1.0
-    s = ev.score(_row("", "Hello!"))
-    assert s.values["score"] == 0.0 and "stops" in s.rationale
-    assert "'\\n'" in ev.score(_row("Hello!\n", "Hello!")).rationale
+    assert scored(ev, _row("", "")).values["score"] == 1.0
+    s = scored(ev, _row("", "Hello!"))
+    assert s.values["score"] == 0.0 and s.rationale is not None and "stops" in s.rationale
+    newline = scored(ev, _row("Hello!\n", "Hello!")).rationale
+    assert newline is not None and "'\\n'" in newline
 
 
 # ---------------------------------------------------------------------------------------------
@@ -75,17 +84,20 @@ REGEX = _golden("regex_match.json")["cases"]
 @pytest.mark.parametrize("case", REGEX, ids=lambda c: c["pattern"])
 def test_regex_match_seed_table(case):
     ev = nbeval.evaluator("regex_match", pattern=case["pattern"])
-    assert ev.score(_row(case["actual_output"])).values["score"] == case["score"]
-    res = nbeval.evaluate([{"input": "q", "actual_output": case["actual_output"]}],
-                          [("regex_match", {"pattern": case["pattern"]})], progress=False)
+    assert scored(ev, _row(case["actual_output"])).values["score"] == case["score"]
+    res = nbeval.evaluate(
+        [{"input": "q", "actual_output": case["actual_output"]}],
+        [("regex_match", {"pattern": case["pattern"]})],
+        progress=False,
+    )
     assert res.scores["value"].iloc[0] == case["score"]
     assert res.aggregates["value"].iloc[0] == case["score"]
 
 
 def test_regex_match_rationale_quotes_the_match():
-    s = nbeval.evaluator("regex_match", pattern=r"\d+").score(_row("It costs 42 euros"))
+    s = scored(nbeval.evaluator("regex_match", pattern=r"\d+"), _row("It costs 42 euros"))
     assert s.values["score"] == 1.0
-    assert "'42'" in s.rationale and "9" in s.rationale
+    assert s.rationale is not None and "'42'" in s.rationale and "9" in s.rationale
 
 
 @pytest.mark.parametrize("params", [{}, {"pattern": ""}, {"pattern": None}])
@@ -107,8 +119,10 @@ def test_regex_match_bad_pattern_is_a_construction_error():
 
 
 def test_regex_match_catastrophic_pattern_does_not_hang_the_run():
-    recs = [{"key": "slow", "input": "q", "actual_output": "a" * 50_000 + "b"},
-            {"key": "fine", "input": "q", "actual_output": "aaa"}]
+    recs = [
+        {"key": "slow", "input": "q", "actual_output": "a" * 50_000 + "b"},
+        {"key": "fine", "input": "q", "actual_output": "aaa"},
+    ]
     started = time.perf_counter()
     res = nbeval.evaluate(recs, [("regex_match", {"pattern": "(a+)+$"})], progress=False)
     # a deadline (the pattern's 1 s timeout); unbounded, it backtracks for far longer: the margin
@@ -154,15 +168,18 @@ def test_longest_repeat_agrees_with_brute_force():
         assert longest_repeat(text) == _brute_repeat(text), text
 
 
-@pytest.mark.parametrize(("text", "want"), [
-    ("", (0, 0, 0)),
-    ("a", (0, 0, 0)),
-    ("abcdef", (0, 0, 0)),
-    ("aaaa", (2, 2, 0)),  # "aaa" twice would overlap
-    ("banana", (2, 2, 1)),  # "an" (1, 3) and "na" (2, 4) tie: the earlier wins
-    ("abcabcabcabc", (6, 2, 0)),
-    ("abcXabcYabcZ", (3, 3, 0)),
-])
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("", (0, 0, 0)),
+        ("a", (0, 0, 0)),
+        ("abcdef", (0, 0, 0)),
+        ("aaaa", (2, 2, 0)),  # "aaa" twice would overlap
+        ("banana", (2, 2, 1)),  # "an" (1, 3) and "na" (2, 4) tie: the earlier wins
+        ("abcabcabcabc", (6, 2, 0)),
+        ("abcXabcYabcZ", (3, 3, 0)),
+    ],
+)
 def test_longest_repeat_hand_examples(text, want):
     assert longest_repeat(text) == want
 
@@ -188,7 +205,7 @@ LOOP_CASES = [
 
 @pytest.mark.parametrize(("text", "unique", "lrs"), LOOP_CASES)
 def test_looping_hand_examples(text, unique, lrs):
-    s = nbeval.evaluator("looping").score(_row(text))
+    s = scored(nbeval.evaluator("looping"), _row(text))
     assert s.values["unique_sentences"] == pytest.approx(unique)
     if lrs is not None:
         assert s.values["longest_repeated_substring"] == pytest.approx(lrs)
@@ -199,11 +216,12 @@ def test_looping_hand_examples(text, unique, lrs):
 
 def test_looping_on_a_looping_answer_against_zlib():
     text = "I am sorry, I cannot help with that request. " * 40
-    s = nbeval.evaluator("looping").score(_row(text))
+    s = scored(nbeval.evaluator("looping"), _row(text))
     assert s.values["unique_sentences"] == pytest.approx(1 / 40)
     raw = text.encode("utf-8")
     assert s.values["compression_ratio"] == pytest.approx(len(zlib.compress(raw, 9)) / len(raw))
-    assert s.values["compression_ratio"] < 0.1
+    ratio = s.values["compression_ratio"]
+    assert ratio is not None and ratio < 0.1
     # the 45-char phrase x 40 (1800 chars): the longest non-overlapping repeat is 20 phrases
     # long, occurring twice -> (900 * 2) / 1800 = 1.0
     assert s.values["longest_repeated_substring"] == pytest.approx(1.0)
@@ -218,7 +236,7 @@ def test_looping_empty_answer_is_scored_not_skipped():
 
 
 def test_looping_short_text_compression_is_clipped():
-    s = nbeval.evaluator("looping").score(_row("Hi there"))
+    s = scored(nbeval.evaluator("looping"), _row("Hi there"))
     assert len(zlib.compress(b"Hi there", 9)) > len(b"Hi there")
     assert s.values["compression_ratio"] == 1.0
 
@@ -227,16 +245,23 @@ def test_looping_very_long_text_is_bounded():
     rng = random.Random(3)
     words = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "theta"]
     text = " ".join(rng.choice(words) for _ in range(30_000))  # ~180,000 characters
-    s = nbeval.evaluator("looping").score(_row(text))
+    s = scored(nbeval.evaluator("looping"), _row(text))
+    assert s.details is not None
     assert s.details["searched_chars"] == LOOPING_MAX_CHARS  # the bound: only so much text is searched
-    assert 0.0 <= s.values["longest_repeated_substring"] <= 1.0
+    lrs = s.values["longest_repeated_substring"]
+    assert lrs is not None and 0.0 <= lrs <= 1.0
 
 
 def test_looping_end_to_end_ranks_the_looping_model_last():
-    recs = [{"key": "k1", "model_key": "fine", "input": "q",
-             "actual_output": "Paris is the capital of France. It lies on the Seine river."},
-            {"key": "k1", "model_key": "loopy", "input": "q",
-             "actual_output": "Paris is the capital of France. " * 12}]
+    recs = [
+        {
+            "key": "k1",
+            "model_key": "fine",
+            "input": "q",
+            "actual_output": "Paris is the capital of France. It lies on the Seine river.",
+        },
+        {"key": "k1", "model_key": "loopy", "input": "q", "actual_output": "Paris is the capital of France. " * 12},
+    ]
     res = nbeval.evaluate(recs, ["looping"], progress=False)
     board = res.leaderboard("looping")
     assert list(board.index) == ["fine", "loopy"]
@@ -267,8 +292,9 @@ PAIRS = [
 
 
 def _pair_records() -> list[dict]:
-    return [{"key": f"p{i}", "input": "q", "expected_output": ea, "actual_output": aa}
-            for i, (ea, aa) in enumerate(PAIRS)]
+    return [
+        {"key": f"p{i}", "input": "q", "expected_output": ea, "actual_output": aa} for i, (ea, aa) in enumerate(PAIRS)
+    ]
 
 
 def _nltk_bleu(ea: str, aa: str) -> dict[str, float]:
@@ -280,8 +306,9 @@ def _nltk_bleu(ea: str, aa: str) -> dict[str, float]:
     out = {}
     for n in (1, 2, 3, 4):  # one call per n, unlike the evaluator's single call
         weights = tuple([1.0 / n] * n)
-        out[f"bleu_{n}"] = float(sentence_bleu([ref], hyp, weights=weights,
-                                               smoothing_function=SmoothingFunction().method1))
+        out[f"bleu_{n}"] = float(
+            sentence_bleu([ref], hyp, weights=weights, smoothing_function=SmoothingFunction().method1)
+        )
     return out
 
 
@@ -289,8 +316,12 @@ def _rouge_direct(ea: str, aa: str) -> dict[str, float]:
     from rouge_score.rouge_scorer import RougeScorer
 
     s = RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"], use_stemmer=True).score(ea, aa)
-    return {"rouge_1": s["rouge1"].fmeasure, "rouge_2": s["rouge2"].fmeasure, "rouge_l": s["rougeL"].fmeasure,
-            "rouge_lsum": s["rougeLsum"].fmeasure}
+    return {
+        "rouge_1": s["rouge1"].fmeasure,
+        "rouge_2": s["rouge2"].fmeasure,
+        "rouge_l": s["rougeL"].fmeasure,
+        "rouge_lsum": s["rougeLsum"].fmeasure,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -321,12 +352,14 @@ def test_rouge_lsum_is_rouge_scores_rougelsum_and_differs_from_rouge_l_on_severa
     ea = "The cat sat on the mat.\nIt was a sunny day."
     aa = "It was a sunny day.\nThe cat sat on a mat."
     want = RougeScorer(["rougeL", "rougeLsum"], use_stemmer=True).score(ea, aa)
-    got = nbeval.evaluator("rouge").score(_row(aa, ea)).values
+    got = scored(nbeval.evaluator("rouge"), _row(aa, ea)).values
     assert got["rouge_lsum"] == pytest.approx(want["rougeLsum"].fmeasure, abs=1e-12)
     assert got["rouge_l"] == pytest.approx(want["rougeL"].fmeasure, abs=1e-12)
-    assert got["rouge_lsum"] > got["rouge_l"]  # the reordered sentences still match one by one
+    lsum, rouge_l = got["rouge_lsum"], got["rouge_l"]
+    assert lsum is not None and rouge_l is not None
+    assert lsum > rouge_l  # the reordered sentences still match one by one
     # on one line the two are the same number
-    one = nbeval.evaluator("rouge").score(_row("The cat sat on a mat.", "The cat sat on the mat.")).values
+    one = scored(nbeval.evaluator("rouge"), _row("The cat sat on a mat.", "The cat sat on the mat.")).values
     assert one["rouge_lsum"] == pytest.approx(one["rouge_l"])
     # the catalogue says which is which
     spec = nbeval.evaluator("rouge").spec
@@ -335,7 +368,7 @@ def test_rouge_lsum_is_rouge_scores_rougelsum_and_differs_from_rouge_l_on_severa
 
 
 def test_bleu_is_case_sensitive():
-    s = nbeval.evaluator("bleu").score(_row("HELLO WORLD", "hello world"))
+    s = scored(nbeval.evaluator("bleu"), _row("HELLO WORLD", "hello world"))
     assert s.values["bleu_1"] == 0.0
 
 
@@ -344,13 +377,15 @@ def test_bleu_and_rouge_unit_with_repeated_reference():
     bleu, rouge = nbeval.evaluator("bleu"), nbeval.evaluator("rouge")
     for aa in ("The cat sat.", "A dog sat.", "The cat sat."):
         ea = "The cat sat on the mat."
-        assert bleu.score(_row(aa, ea)).values == pytest.approx(_nltk_bleu(ea, aa))
-        assert rouge.score(_row(aa, ea)).values == pytest.approx(_rouge_direct(ea, aa))
+        assert scored(bleu, _row(aa, ea)).values == pytest.approx(_nltk_bleu(ea, aa))
+        assert scored(rouge, _row(aa, ea)).values == pytest.approx(_rouge_direct(ea, aa))
 
 
 def test_missing_expected_output_is_skipped():
-    recs = [{"key": "a", "input": "q", "actual_output": "x"},
-            {"key": "b", "input": "q", "expected_output": "x", "actual_output": "x"}]
+    recs = [
+        {"key": "a", "input": "q", "actual_output": "x"},
+        {"key": "b", "input": "q", "expected_output": "x", "actual_output": "x"},
+    ]
     res = nbeval.evaluate(recs, ["bleu", "rouge", "exact_match"], progress=False)
     skipped = res.scores[res.scores["skipped"]]
     assert set(skipped["key"]) == {"a"}
@@ -358,10 +393,12 @@ def test_missing_expected_output_is_skipped():
 
 
 def test_import_nbeval_stays_light():
-    code = ("import sys, nbeval; ev = nbeval.evaluator('rouge'); nbeval.evaluator('bleu'); "
-            "nbeval.evaluator('looping'); "
-            "heavy = [m for m in ('nltk', 'rouge_score', 'numpy', 'pandas') if m in sys.modules]; "
-            "print(','.join(heavy))")
+    code = (
+        "import sys, nbeval; ev = nbeval.evaluator('rouge'); nbeval.evaluator('bleu'); "
+        "nbeval.evaluator('looping'); "
+        "heavy = [m for m in ('nltk', 'rouge_score', 'numpy', 'pandas') if m in sys.modules]; "
+        "print(','.join(heavy))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
 
@@ -370,15 +407,17 @@ def test_bleu_and_rouge_match_the_libraries_on_many_random_texts():
     # The evaluators memoise tokens per text and stems per word; on a few hundred random pairs
     # sharing a vocabulary (so the memos are hit) the values must still equal the libraries'.
     rng = random.Random(11)
-    vocab = ("running runs ran runner generalization generalize generously operational operate "
-             "happiness happily happy caresses ponies ties cats cat's isn't don't U.S. e-mail 3.14 "
-             "2023 $1.2 billion, café naïve Ünïcödé résumé relational conditional hopeful hopefulness "
-             "the a of and to in . , ; ! ? ( ) \" '").split()
+    vocab = (
+        "running runs ran runner generalization generalize generously operational operate "
+        "happiness happily happy caresses ponies ties cats cat's isn't don't U.S. e-mail 3.14 "
+        "2023 $1.2 billion, café naïve Ünïcödé résumé relational conditional hopeful hopefulness "
+        "the a of and to in . , ; ! ? ( ) \" '"
+    ).split()
     ev_bleu, ev_rouge = nbeval.evaluator("bleu"), nbeval.evaluator("rouge")
     references = [" ".join(rng.choice(vocab) for _ in range(rng.randint(1, 25))) for _ in range(60)]
     for i in range(300):
         ea = references[i % len(references)]
         aa = " ".join(rng.choice(vocab) for _ in range(rng.randint(0, 25)))
         row = _row(aa, ea)
-        assert ev_bleu.score(row).values == pytest.approx(_nltk_bleu(ea, aa), abs=1e-12), (ea, aa)
-        assert ev_rouge.score(row).values == pytest.approx(_rouge_direct(ea, aa), abs=1e-12), (ea, aa)
+        assert scored(ev_bleu, row).values == pytest.approx(_nltk_bleu(ea, aa), abs=1e-12), (ea, aa)
+        assert scored(ev_rouge, row).values == pytest.approx(_rouge_direct(ea, aa), abs=1e-12), (ea, aa)

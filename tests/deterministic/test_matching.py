@@ -25,8 +25,9 @@ def _golden(name: str) -> dict:
 
 
 CONDITIONS = _golden("matching_conditions.json")
-CONDITION_CASES = [(c["condition"], label, expected)
-                   for c in CONDITIONS["cases"] for label, expected in c["expected"].items()]
+CONDITION_CASES = [
+    (c["condition"], label, expected) for c in CONDITIONS["cases"] for label, expected in c["expected"].items()
+]
 
 
 def _same(a: float | None, b: float | None) -> bool:
@@ -57,8 +58,10 @@ def test_condition_examples(condition: str, answer_label: str, expected: bool) -
 
 
 def test_rationale_names_operands_found_and_missing() -> None:
-    s = _score(actual_output="In Brazil revenue was 15,969 million Real",
-               output_condition='("Brazil" OR "brazil") AND regexp("15,?969 [Mm]illion") AND NOT "Real"')
+    s = _score(
+        actual_output="In Brazil revenue was 15,969 million Real",
+        output_condition='("Brazil" OR "brazil") AND regexp("15,?969 [Mm]illion") AND NOT "Real"',
+    )
     assert s.values["pass"] == 0.0
     assert '"Brazil" found' in s.rationale
     assert '"brazil" not found' in s.rationale
@@ -89,10 +92,20 @@ ROWS = {
 }
 # Per model: (value, n) for each metric. retrieval_failures counts only rows with context (3 each).
 AGGREGATES = {
-    "alpha": {"pass": (2 / 4, 4), "fail": (2 / 4, 4), "retrieval_failures": (1 / 3, 3),
-              "generation_failures": (1 / 4, 4), "parse_failures": (0.0, 4)},
-    "beta": {"pass": (1 / 4, 4), "fail": (3 / 4, 4), "retrieval_failures": (1 / 3, 3),
-             "generation_failures": (2 / 4, 4), "parse_failures": (0.0, 4)},
+    "alpha": {
+        "pass": (2 / 4, 4),
+        "fail": (2 / 4, 4),
+        "retrieval_failures": (1 / 3, 3),
+        "generation_failures": (1 / 4, 4),
+        "parse_failures": (0.0, 4),
+    },
+    "beta": {
+        "pass": (1 / 4, 4),
+        "fail": (3 / 4, 4),
+        "retrieval_failures": (1 / 3, 3),
+        "generation_failures": (2 / 4, 4),
+        "parse_failures": (0.0, 4),
+    },
 }
 
 
@@ -104,7 +117,9 @@ def test_rows_and_aggregates_end_to_end() -> None:
     assert not scores["skipped"].any()
     seen = set()
     for (model, key), group in scores.groupby(["model_key", "key"]):
-        want = ROWS[(model, prompts[(model, key)])]
+        prompt = prompts[(model, key)]
+        assert prompt is not None
+        want = ROWS[(model, prompt)]
         got = dict(zip(group["metric"], group["value"], strict=True))
         assert _same(got["pass"], want[0]), (model, key)
         assert _same(got["fail"], 1 - want[0])
@@ -117,8 +132,9 @@ def test_rows_and_aggregates_end_to_end() -> None:
     agg = result.aggregates
     for model, metrics in AGGREGATES.items():
         for metric, (value, n) in metrics.items():
-            row = agg[(agg["model_key"] == model) & (agg["evaluator"] == "text_matching")
-                      & (agg["metric"] == metric)].iloc[0]
+            row = agg[
+                (agg["model_key"] == model) & (agg["evaluator"] == "text_matching") & (agg["metric"] == metric)
+            ].iloc[0]
             assert math.isclose(row["value"], value), (model, metric)
             assert row["n"] == n and row["N"] == 4
     primary = agg[agg["primary"]]
@@ -128,8 +144,10 @@ def test_rows_and_aggregates_end_to_end() -> None:
 
 
 def test_row_without_condition_is_skipped() -> None:
-    records = [{"input": "q1", "actual_output": "anything"},
-               {"input": "q2", "actual_output": "Paris", "output_condition": '"Paris"'}]
+    records = [
+        {"input": "q1", "actual_output": "anything"},
+        {"input": "q2", "actual_output": "Paris", "output_condition": '"Paris"'},
+    ]
     result = nbeval.evaluate(records, ["text_matching"], progress=False)
     first = result.scores[result.scores["key"] == result.dataset.rows[0].key]
     assert first["skipped"].all()
@@ -173,8 +191,12 @@ def test_malformed_condition_is_that_rows_error() -> None:
 
 def test_catastrophic_regexp_is_a_row_error_not_a_hang() -> None:
     records = [
-        {"input": "evil", "model_key": "m", "output_condition": 'regexp("(a+)+$")',
-         "actual_output": "a" * 50_000 + "b"},
+        {
+            "input": "evil",
+            "model_key": "m",
+            "output_condition": 'regexp("(a+)+$")',
+            "actual_output": "a" * 50_000 + "b",
+        },
         {"input": "fine", "model_key": "m", "output_condition": 'regexp("(a+)+$")', "actual_output": "aaa"},
     ]
     started = time.perf_counter()
@@ -203,8 +225,7 @@ def test_catastrophic_regexp_is_a_row_error_not_a_hang() -> None:
 
 def test_catastrophic_regexp_on_the_context_is_bounded_too() -> None:
     started = time.perf_counter()
-    s = _score(actual_output="aaa", output_condition='regexp("(a+)+$")',
-               context=[Chunk("a" * 50_000 + "b")])
+    s = _score(actual_output="aaa", output_condition='regexp("(a+)+$")', context=[Chunk("a" * 50_000 + "b")])
     assert time.perf_counter() - started < 15  # a deadline, as above
     assert s.values["parse_failures"] == 1.0
     assert "retrieved context" in s.error

@@ -14,14 +14,22 @@ import pytest
 import nbeval
 from nbeval.data.model import Chunk, Row
 from nbeval.errors import EvaluatorError
+from tests.support.scoring import scored
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "retrieval.json").read_text(encoding="utf-8"))
 TOP_K = {"all": 0, "top1": 1, "top2": 2}
 
 
 def _records(cases: list[dict]) -> list[dict]:
-    return [{"key": c["key"], "input": f"question {c['key']}", "context": c["context"],
-             "expected_context": c["expected_context"]} for c in cases]
+    return [
+        {
+            "key": c["key"],
+            "input": f"question {c['key']}",
+            "context": c["context"],
+            "expected_context": c["expected_context"],
+        }
+        for c in cases
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -45,13 +53,15 @@ def test_per_row_values_end_to_end(ranked, case, label):
 
 @pytest.mark.parametrize("case", GOLDEN["cases"], ids=lambda c: c["key"])
 def test_per_row_values_unit(case):
-    row = Row(input="q", key=case["key"],
-              context=[Chunk(**c) if isinstance(c, dict) else Chunk(content=c) for c in case["context"]],
-              expected_context=[Chunk(**c) if isinstance(c, dict) else Chunk(content=c)
-                                for c in case["expected_context"]])
+    row = Row(
+        input="q",
+        key=case["key"],
+        context=[Chunk(**c) if isinstance(c, dict) else Chunk(content=c) for c in case["context"]],
+        expected_context=[Chunk(**c) if isinstance(c, dict) else Chunk(content=c) for c in case["expected_context"]],
+    )
     for label, k in TOP_K.items():
-        hit = nbeval.evaluator("retriever_hit_rate", top_k=k).score(row)
-        mrr = nbeval.evaluator("retriever_mrr", top_k=k).score(row)
+        hit = scored(nbeval.evaluator("retriever_hit_rate", top_k=k), row)
+        mrr = scored(nbeval.evaluator("retriever_mrr", top_k=k), row)
         assert hit.values["hit_rate"] == pytest.approx(case[label]["hit_rate"])
         assert mrr.values["mrr"] == pytest.approx(case[label]["mrr"])
         assert mrr.rationale
@@ -81,9 +91,11 @@ def test_bad_top_k_is_an_error(bad):
 
 
 def test_rows_without_context_are_skipped():
-    recs = [{"key": "a", "input": "q", "context": [], "expected_context": ["x"]},
-            {"key": "b", "input": "q", "context": ["x"]},
-            {"key": "c", "input": "q", "context": ["x"], "expected_context": ["x"]}]
+    recs = [
+        {"key": "a", "input": "q", "context": [], "expected_context": ["x"]},
+        {"key": "b", "input": "q", "context": ["x"]},
+        {"key": "c", "input": "q", "context": ["x"], "expected_context": ["x"]},
+    ]
     res = nbeval.evaluate(recs, ["retriever_hit_rate", "retriever_mrr"], progress=False)
     s = res.scores.set_index(["evaluator", "key"])
     assert s.loc[("retriever_hit_rate", "a"), "skipped"]
@@ -96,10 +108,18 @@ def test_rows_without_context_are_skipped():
 
 def test_dbgpt_retrieval_records():
     # DB-GPT retrieval records: prediction = retrieved chunks, contexts = the relevant ones.
-    recs = [{"query": "What is AWEL?", "prediction": ["intro", "AWEL is a workflow language", "other"],
-             "contexts": ["AWEL is a workflow language"]},
-            {"query": "What is DB-GPT?", "prediction": ["DB-GPT is a framework", "x"],
-             "contexts": ["DB-GPT is a framework"]}]
+    recs = [
+        {
+            "query": "What is AWEL?",
+            "prediction": ["intro", "AWEL is a workflow language", "other"],
+            "contexts": ["AWEL is a workflow language"],
+        },
+        {
+            "query": "What is DB-GPT?",
+            "prediction": ["DB-GPT is a framework", "x"],
+            "contexts": ["DB-GPT is a framework"],
+        },
+    ]
     res = nbeval.evaluate(recs, ["retriever_mrr", "retriever_hit_rate"], progress=False)
     agg = res.aggregates.set_index("evaluator")
     assert agg.loc["retriever_mrr", "value"] == pytest.approx((1 / 2 + 1) / 2)
@@ -131,23 +151,39 @@ def test_document_recall_mean(recall):
 def test_document_recall_seed_example_agent_eval_columns():
     # Two documents are relevant and the retriever returns one of them: recall 0.5, whatever
     # else it returned (the agent-evaluation column style).
-    recs = [{"request": "How do I reset my password?", "response": "Use the link.",
-             "retrieved_context": [{"content": "Reset via link", "doc_uri": "docs/reset.md"},
-                                   {"content": "Unrelated", "doc_uri": "docs/billing.md"},
-                                   {"content": "More", "doc_uri": "docs/faq.md"}],
-             "expected_retrieved_context": [{"doc_uri": "docs/reset.md"}, {"doc_uri": "docs/security.md"}]}]
+    recs = [
+        {
+            "request": "How do I reset my password?",
+            "response": "Use the link.",
+            "retrieved_context": [
+                {"content": "Reset via link", "doc_uri": "docs/reset.md"},
+                {"content": "Unrelated", "doc_uri": "docs/billing.md"},
+                {"content": "More", "doc_uri": "docs/faq.md"},
+            ],
+            "expected_retrieved_context": [{"doc_uri": "docs/reset.md"}, {"doc_uri": "docs/security.md"}],
+        }
+    ]
     res = nbeval.evaluate(recs, ["document_recall"], progress=False)
     assert res.scores["value"].iloc[0] == pytest.approx(0.5)
     assert "docs/security.md" in res.scores["rationale"].iloc[0]
 
 
 def test_document_recall_skips_rows_without_doc_uris():
-    recs = [{"key": "no-expected-uri", "input": "q", "context": [{"content": "a", "doc_uri": "d1"}],
-             "expected_context": ["just text"]},
-            {"key": "no-retrieved-uri", "input": "q", "context": ["a", "b"],
-             "expected_context": [{"doc_uri": "d1"}]},
-            {"key": "mixed", "input": "q", "context": [{"content": "a", "doc_uri": "d1"}],
-             "expected_context": [{"doc_uri": "d1"}, "loose text"]}]
+    recs = [
+        {
+            "key": "no-expected-uri",
+            "input": "q",
+            "context": [{"content": "a", "doc_uri": "d1"}],
+            "expected_context": ["just text"],
+        },
+        {"key": "no-retrieved-uri", "input": "q", "context": ["a", "b"], "expected_context": [{"doc_uri": "d1"}]},
+        {
+            "key": "mixed",
+            "input": "q",
+            "context": [{"content": "a", "doc_uri": "d1"}],
+            "expected_context": [{"doc_uri": "d1"}, "loose text"],
+        },
+    ]
     res = nbeval.evaluate(recs, ["document_recall"], progress=False)
     s = res.scores.set_index("key")
     assert s.loc["no-expected-uri", "skipped"] and "doc_uri" in s.loc["no-expected-uri", "skip_reason"]
@@ -166,8 +202,10 @@ def test_document_recall_skips_rows_without_doc_uris():
 TREC_ROWS = {
     "first": ([("d1", "a"), ("d1", "b"), ("d2", "c")], ["d1"]),
     "after-repeats": ([("d1", "a"), ("d1", "b"), ("d1", "c"), ("d2", "d")], ["d2"]),  # chunk rank 4, doc rank 2
-    "repeats-between": ([("d3", "a"), ("d4", "b"), ("d3", "c"), ("d4", "d"), ("d5", "e"), ("d6", "f")],
-                        ["d6", "d9"]),  # chunk rank 6, document rank 4
+    "repeats-between": (
+        [("d3", "a"), ("d4", "b"), ("d3", "c"), ("d4", "d"), ("d5", "e"), ("d6", "f")],
+        ["d6", "d9"],
+    ),  # chunk rank 6, document rank 4
     "second-chunk-relevant-doc": ([("d2", "a"), ("d7", "b"), ("d7", "c"), ("d8", "d")], ["d8"]),
     "none": ([("d1", "a"), ("d2", "b"), ("d1", "c")], ["d5"]),
     "deep": ([(f"d{i // 3}", f"t{i}") for i in range(30)], ["d7"]),  # three chunks per document
@@ -175,10 +213,15 @@ TREC_ROWS = {
 
 
 def _trec_records() -> list[dict]:
-    return [{"key": key, "input": f"q {key}",
-             "context": [{"content": text, "doc_uri": doc} for doc, text in chunks],
-             "expected_context": [{"doc_uri": d} for d in relevant]}
-            for key, (chunks, relevant) in TREC_ROWS.items()]
+    return [
+        {
+            "key": key,
+            "input": f"q {key}",
+            "context": [{"content": text, "doc_uri": doc} for doc, text in chunks],
+            "expected_context": [{"doc_uri": d} for d in relevant],
+        }
+        for key, (chunks, relevant) in TREC_ROWS.items()
+    ]
 
 
 def _trec_eval(measures: set[str]) -> dict[str, dict[str, float]]:
@@ -200,7 +243,8 @@ def test_document_unit_mrr_is_trec_evals_recip_rank():
     got = res.scores.set_index("key")["value"].to_dict()
     assert got == pytest.approx({key: trec[key]["recip_rank"] for key in TREC_ROWS}, abs=1e-12)
     assert res.aggregates["value"].iloc[0] == pytest.approx(
-        sum(trec[k]["recip_rank"] for k in TREC_ROWS) / len(TREC_ROWS))
+        sum(trec[k]["recip_rank"] for k in TREC_ROWS) / len(TREC_ROWS)
+    )
     # the default still ranks chunks (DB-GPT's definition): here the two differ
     chunks = nbeval.evaluate(_trec_records(), ["retriever_mrr"], progress=False).scores.set_index("key")["value"]
     assert chunks["after-repeats"] == pytest.approx(1 / 4) and got["after-repeats"] == pytest.approx(1 / 2)
@@ -215,18 +259,27 @@ def test_document_unit_hit_rate_is_trec_evals_success_at_k(k):
 
 
 def test_document_unit_top_k_counts_documents_and_the_rationale_says_so():
-    row = Row(input="q", key="k", context=[Chunk("a", "d1"), Chunk("b", "d1"), Chunk("c", "d2")],
-              expected_context=[Chunk(doc_uri="d2")])
-    assert nbeval.evaluator("retriever_hit_rate", top_k=2).score(row).values["hit_rate"] == 0.0  # chunks
-    doc = nbeval.evaluator("retriever_mrr", top_k=2, unit="document").score(row)
+    row = Row(
+        input="q",
+        key="k",
+        context=[Chunk("a", "d1"), Chunk("b", "d1"), Chunk("c", "d2")],
+        expected_context=[Chunk(doc_uri="d2")],
+    )
+    assert scored(nbeval.evaluator("retriever_hit_rate", top_k=2), row).values["hit_rate"] == 0.0  # chunks
+    doc = scored(nbeval.evaluator("retriever_mrr", top_k=2, unit="document"), row)
     assert doc.values["mrr"] == 0.5
+    assert doc.rationale is not None
     assert "document rank 2" in doc.rationale and "'d2'" in doc.rationale and "3 chunks" in doc.rationale
     # a document matches through any of its chunks; chunks without a doc_uri are documents of their own
-    texts = Row(input="q", key="t", context=[Chunk("x", "d1"), Chunk("y", "d1"), Chunk("z"), Chunk("z")],
-                expected_context=[Chunk("y")])
-    assert nbeval.evaluator("retriever_mrr", unit="document").score(texts).values["mrr"] == 1.0
+    texts = Row(
+        input="q",
+        key="t",
+        context=[Chunk("x", "d1"), Chunk("y", "d1"), Chunk("z"), Chunk("z")],
+        expected_context=[Chunk("y")],
+    )
+    assert scored(nbeval.evaluator("retriever_mrr", unit="document"), texts).values["mrr"] == 1.0
     loose = Row(input="q", key="l", context=[Chunk("z"), Chunk("z"), Chunk("w")], expected_context=[Chunk("w")])
-    assert nbeval.evaluator("retriever_mrr", unit="document").score(loose).values["mrr"] == pytest.approx(1 / 3)
+    assert scored(nbeval.evaluator("retriever_mrr", unit="document"), loose).values["mrr"] == pytest.approx(1 / 3)
 
 
 @pytest.mark.parametrize("bad", ["documents", "Chunk", None, 1])

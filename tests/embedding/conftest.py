@@ -35,8 +35,7 @@ class FakeModel:
         self.tokenizer = FakeTokenizer()
         self.calls: list[list[str]] = []
 
-    def encode(self, texts, batch_size=32, convert_to_numpy=True, normalize_embeddings=False,
-               show_progress_bar=False):
+    def encode(self, texts, batch_size=32, convert_to_numpy=True, normalize_embeddings=False, show_progress_bar=False):
         self.calls.append(list(texts))
         return np.stack([fake_vector(t, self.dim) for t in texts]) * 3.0  # not unit length on purpose
 
@@ -50,7 +49,7 @@ def fake_vector(text: str, dim: int = 8) -> np.ndarray:
 
 
 class ExplodingModel(FakeModel):
-    def encode(self, texts, **kwargs):  # a cache that works never gets here
+    def encode(self, texts, *args, **kwargs):  # a cache that works never gets here
         raise AssertionError(f"model called with {texts!r}")
 
 
@@ -66,17 +65,29 @@ def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A randomly initialised one-label BERT and a word-piece tokenizer trained here, saved to disk."""
     import torch
     from tokenizers import BertWordPieceTokenizer
-    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+    from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
 
     path = tmp_path_factory.mktemp("tiny-cross-encoder")
-    corpus = ["the cat sat on the mat", "a dog ran in the park", "paris is the capital of france",
-              "water boils at one hundred degrees", "the answer is four"]
+    corpus = [
+        "the cat sat on the mat",
+        "a dog ran in the park",
+        "paris is the capital of france",
+        "water boils at one hundred degrees",
+        "the answer is four",
+    ]
     wp = BertWordPieceTokenizer(lowercase=True)
     wp.train_from_iterator(corpus, vocab_size=120, min_frequency=1)
-    tok = BertTokenizerFast(tokenizer_object=wp._tokenizer)
+    tok = BertTokenizer(tokenizer_object=wp._tokenizer)  # transformers 5: the fast (tokenizers) class
     tok.save_pretrained(path)
     torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                     intermediate_size=37, num_labels=1, max_position_embeddings=64)
+    cfg = BertConfig(
+        vocab_size=tok.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=37,
+        max_position_embeddings=64,
+    )
+    cfg.num_labels = 1  # a property since transformers 5, not a constructor field
     BertForSequenceClassification(cfg).save_pretrained(path)
     return path

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from nbeval.data.text import split_sentences
 from nbeval.errors import ResourceError
 from nbeval.evaluators.embedding import evaluators as emb_evaluators
 from nbeval.evaluators.embedding import steps as emb_steps
@@ -41,8 +42,16 @@ def tiny(tiny_model_dir: Path) -> Embedder:
     return Embedder(tiny_model_dir, device="cpu", batch_size=4)
 
 
-TEXTS = ["A short one.", "", "Ünïcödé text, with accents and\ttabs.", "The quick brown fox jumps over the lazy dog.",
-         "Paris is the capital of France.", "x", "Numbers 1, 2 and 3.", "Another sentence entirely, a bit longer."]
+TEXTS = [
+    "A short one.",
+    "",
+    "Ünïcödé text, with accents and\ttabs.",
+    "The quick brown fox jumps over the lazy dog.",
+    "Paris is the capital of France.",
+    "x",
+    "Numbers 1, 2 and 3.",
+    "Another sentence entirely, a bit longer.",
+]
 
 
 def test_tiny_model_is_what_the_issue_describes(tiny: Embedder) -> None:
@@ -64,8 +73,9 @@ def test_packaged_model_vectors_equal_sentence_transformers(real_embedder: Embed
     emb = Embedder(device="cpu")
     emb._model = real_embedder.model
     assert emb._plan() is not None
-    np.testing.assert_allclose(emb.encode(TEXTS), real_embedder.model.encode(TEXTS, normalize_embeddings=True),
-                               atol=1e-6, rtol=0)
+    np.testing.assert_allclose(
+        emb.encode(TEXTS), real_embedder.model.encode(TEXTS, normalize_embeddings=True), atol=1e-6, rtol=0
+    )
 
 
 def test_truncation_known_from_the_one_tokenisation(tiny: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -102,7 +112,8 @@ def test_batches_are_length_sorted(tiny: Embedder) -> None:
     same padding as in its ``encode``; a batch pads only to its own longest text."""
     seen: list[list[int]] = []
     handle = tiny.model.register_forward_pre_hook(
-        lambda mod, args: seen.append(args[0]["attention_mask"].sum(1).tolist()))
+        lambda mod, args: seen.append(args[0]["attention_mask"].sum(1).tolist())
+    )
     texts = ["one", "one two three four five six seven", "one two", "one two three four", "one two three", "x"]
     try:
         tiny.encode(texts)
@@ -167,7 +178,8 @@ def test_cuda_fp16_and_prefetch_within_tolerance(tiny_model_dir: Path) -> None:
     texts = [f"The sentence number {i} talks about item {i * 7}." for i in range(600)]
     cpu = Embedder(tiny_model_dir, device="cpu").encode(texts)
     gpu = Embedder(tiny_model_dir, device="cuda")
-    assert gpu._plan() is not None and gpu._plan().prefetch
+    plan = gpu._plan()
+    assert plan is not None and plan.prefetch
     np.testing.assert_allclose(gpu.encode(texts), cpu, atol=1e-4, rtol=0)
     half = Embedder(tiny_model_dir, device="cuda", fp16=True).encode(texts)
     assert np.abs(half[:100] @ half.T - cpu[:100] @ cpu.T).max() <= 1e-3  # the cosines evaluators report
@@ -177,9 +189,18 @@ def test_sentences_and_steps_worked_out_once_per_text(monkeypatch: pytest.Monkey
     emb_evaluators.clear_caches()
     split_calls: list[str] = []
     step_calls: list[str] = []
-    real_split, real_steps = emb_evaluators.split_sentences, emb_steps.extract_steps
-    monkeypatch.setattr(emb_evaluators, "split_sentences", lambda t: split_calls.append(t) or real_split(t))
-    monkeypatch.setattr(emb_steps, "extract_steps", lambda t: step_calls.append(t) or real_steps(t))
+    real_steps = emb_steps.extract_steps
+
+    def split(text: str) -> list[str]:
+        split_calls.append(text)
+        return split_sentences(text)
+
+    def steps(text: str) -> list[str]:
+        step_calls.append(text)
+        return real_steps(text)
+
+    monkeypatch.setattr(emb_evaluators, "split_sentences", split)
+    monkeypatch.setattr(emb_steps, "extract_steps", steps)
     text = "First, open it. Then close it. Finally, lock it."
     for _ in range(3):
         assert emb_evaluators.sentences(text) == ["First, open it.", "Then close it.", "Finally, lock it."]

@@ -122,9 +122,11 @@ def test_resolve_model() -> None:
 
 
 def test_import_stays_light() -> None:
-    code = ("import sys, nbeval, nbeval.resources, nbeval.data.text, nbeval.evaluators.embedding.evaluators\n"
-            "heavy = [m for m in ('torch', 'sentence_transformers', 'transformers', 'umap') if m in sys.modules]\n"
-            "assert not heavy, heavy\n")
+    code = (
+        "import sys, nbeval, nbeval.resources, nbeval.data.text, nbeval.evaluators.embedding.evaluators\n"
+        "heavy = [m for m in ('torch', 'sentence_transformers', 'transformers', 'umap') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -132,8 +134,14 @@ def test_import_stays_light() -> None:
 
 
 def test_real_model_vectors(real_embedder: Embedder) -> None:
-    texts = ["A man is playing a guitar.", "Someone plays the guitar.", "The stock market fell sharply today.",
-             "", "今天天气很好。", "¿Dónde está la biblioteca?"]
+    texts = [
+        "A man is playing a guitar.",
+        "Someone plays the guitar.",
+        "The stock market fell sharply today.",
+        "",
+        "今天天气很好。",
+        "¿Dónde está la biblioteca?",
+    ]
     v = real_embedder.encode(texts)
     assert v.shape == (6, 384) and v.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1.0, rtol=1e-5)

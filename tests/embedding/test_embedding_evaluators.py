@@ -7,6 +7,7 @@ sentences split by hand, independently of nbeval's splitter, caches and evaluato
 from __future__ import annotations
 
 import math
+from collections.abc import Generator, Sequence
 
 import numpy as np
 import pytest
@@ -19,9 +20,17 @@ from nbeval.resources.embedder import Embedder
 
 from .conftest import ExplodingModel, FakeModel, fake_embedder
 
-NINE = ["semantic_similarity", "answer_semantic_similarity", "answer_sentence_similarity",
-        "answer_relevancy_sentence", "groundedness_semantic", "context_relevancy_soft",
-        "retriever_similarity", "step_alignment", "summarization_completeness"]
+NINE = [
+    "semantic_similarity",
+    "answer_semantic_similarity",
+    "answer_sentence_similarity",
+    "answer_relevancy_sentence",
+    "groundedness_semantic",
+    "context_relevancy_soft",
+    "retriever_similarity",
+    "step_alignment",
+    "summarization_completeness",
+]
 
 Q = "What is the capital of France?"
 EA = "Paris is the capital of France. It lies on the Seine."
@@ -34,8 +43,15 @@ C2 = "Berlin is the capital of Germany. It has many museums."
 C2_S = ["Berlin is the capital of Germany.", "It has many museums."]
 E1, E2 = "Paris is the capital and largest city of France.", "France is a country in Western Europe."
 
-RECORD = {"key": "france", "input": Q, "expected_output": EA, "actual_output": AA, "context": [C1, C2],
-          "expected_context": [E1, E2], "model_key": "m"}
+RECORD = {
+    "key": "france",
+    "input": Q,
+    "expected_output": EA,
+    "actual_output": AA,
+    "context": [C1, C2],
+    "expected_context": [E1, E2],
+    "model_key": "m",
+}
 
 
 def values(result, evaluator_name: str, model_key: str | None = None) -> dict[str, float]:
@@ -77,8 +93,14 @@ def test_catalogue_declares_the_nine() -> None:
     metrics = {i: [m.name for m in nbeval.evaluators.registry.get_spec(i).metrics] for i in NINE}
     assert metrics["answer_sentence_similarity"] == ["mean_answer_similarity", "min_answer_similarity"]
     assert metrics["context_relevancy_soft"] == ["recall_relevancy", "precision_relevancy"]
-    assert metrics["step_alignment"] == ["edits", "insertions", "deletions", "mismatches", "context_steps",
-                                         "answer_steps"]
+    assert metrics["step_alignment"] == [
+        "edits",
+        "insertions",
+        "deletions",
+        "mismatches",
+        "context_steps",
+        "answer_steps",
+    ]
     spec = nbeval.evaluators.registry.get_spec("step_alignment")
     assert spec.primary.name == "edits" and spec.metric("edits").direction == "lower"
     assert math.isinf(spec.metric("edits").hi)
@@ -91,7 +113,8 @@ def test_golden_whole_text(golden_result, vec) -> None:
     cos = float(ea @ aa)
     assert values(golden_result, "semantic_similarity")["score"] == pytest.approx((cos + 1) / 2, abs=1e-5)
     assert values(golden_result, "answer_semantic_similarity")["answer_similarity"] == pytest.approx(
-        max(cos, 0.0), abs=1e-5)
+        max(cos, 0.0), abs=1e-5
+    )
 
 
 def test_golden_answer_sentence_similarity(golden_result, vec) -> None:
@@ -132,12 +155,14 @@ def test_semantic_similarity_mapping() -> None:
     table = {"same": [1.0, 0.0], "ortho": [0.0, 1.0], "opposite": [-1.0, 0.0], "sixty": [0.5, math.sqrt(3) / 2]}
 
     class Fixed(FakeModel):
-        def encode(self, texts, **kwargs):
+        def encode(self, texts, *args, **kwargs):
             return np.array([table[t] for t in texts])
 
     emb = fake_embedder(Fixed())
-    recs = [{"key": k, "input": "q", "expected_output": "same", "actual_output": k, "model_key": "m"}
-            for k in ("same", "ortho", "opposite", "sixty")]
+    recs = [
+        {"key": k, "input": "q", "expected_output": "same", "actual_output": k, "model_key": "m"}
+        for k in ("same", "ortho", "opposite", "sixty")
+    ]
     res = evaluate(recs, ["semantic_similarity", "answer_semantic_similarity"], progress=False, embedder=emb)
     df = res.scores.set_index(["evaluator", "key"])["value"]
     assert df[("semantic_similarity", "same")] == pytest.approx(1.0)
@@ -165,20 +190,36 @@ def test_golden_step_alignment(real_embedder: Embedder, vec) -> None:
     assert sim[1].max() < 0.5 and sim[:, 3].max() < 0.5
     # context 1 ~ answer 1, context 2 (Wi-Fi) missing, context 3 ~ answer 2, context 4 ~ answer 3,
     # answer 4 (browsing) extra: 2 edits, 1 insertion, 1 deletion, 0 mismatches.
-    rec = {"key": "wifi", "input": "How do I join Wi-Fi?", "actual_output": ANSWER_STEPS, "context": [PROCEDURE],
-           "model_key": "m"}
+    rec = {
+        "key": "wifi",
+        "input": "How do I join Wi-Fi?",
+        "actual_output": ANSWER_STEPS,
+        "context": [PROCEDURE],
+        "model_key": "m",
+    }
     res = evaluate([rec], ["step_alignment"], progress=False, embedder=real_embedder)
     got = values(res, "step_alignment")
-    assert got == {"edits": 2.0, "insertions": 1.0, "deletions": 1.0, "mismatches": 0.0, "context_steps": 4.0,
-                   "answer_steps": 4.0}
+    assert got == {
+        "edits": 2.0,
+        "insertions": 1.0,
+        "deletions": 1.0,
+        "mismatches": 0.0,
+        "context_steps": 4.0,
+        "answer_steps": 4.0,
+    }
     rationale = column(res, "step_alignment", "rationale")[0]
     assert "context 2 missing from the answer: Tap Wi-Fi." in rationale
     assert "answer 4 not in the context: enjoy browsing the web." in rationale
 
 
 def test_step_alignment_without_context_steps(real_embedder: Embedder) -> None:
-    rec = {"key": "k", "input": "q", "actual_output": "1. Do this\n2. Do that", "context": ["Just prose here."],
-           "model_key": "m"}
+    rec = {
+        "key": "k",
+        "input": "q",
+        "actual_output": "1. Do this\n2. Do that",
+        "context": ["Just prose here."],
+        "model_key": "m",
+    }
     res = evaluate([rec], ["step_alignment"], progress=False, embedder=real_embedder)
     got = values(res, "step_alignment")
     assert math.isnan(got["edits"]) and got["context_steps"] == 0.0 and got["answer_steps"] == 2.0
@@ -227,9 +268,15 @@ LONG_SOURCE = (
 
 @pytest.mark.slow
 def test_summarization_copy_and_one_sentence(real_embedder: Embedder) -> None:
-    recs = [{"key": "s", "input": LONG_SOURCE, "actual_output": LONG_SOURCE, "model_key": "copy"},
-            {"key": "s", "input": LONG_SOURCE, "actual_output": "Humans first walked on the Moon in 1969.",
-             "model_key": "short"}]
+    recs = [
+        {"key": "s", "input": LONG_SOURCE, "actual_output": LONG_SOURCE, "model_key": "copy"},
+        {
+            "key": "s",
+            "input": LONG_SOURCE,
+            "actual_output": "Humans first walked on the Moon in 1969.",
+            "model_key": "short",
+        },
+    ]
     res = evaluate(recs, ["summarization_completeness"], progress=False, embedder=real_embedder)
     assert values(res, "summarization_completeness", "copy")["completeness"] >= 0.95
     assert values(res, "summarization_completeness", "short")["completeness"] <= 0.5
@@ -244,10 +291,22 @@ def test_text_used_by_six_evaluators_is_encoded_once() -> None:
     answer = "The sky is blue."
     model = FakeModel()
     emb = fake_embedder(model)
-    rec = {"key": "k", "input": "What colour is the sky?", "expected_output": "It is blue.", "actual_output": answer,
-           "context": ["The sky looks blue. Rayleigh scattering explains it."], "model_key": "m"}
-    ids = ["semantic_similarity", "answer_semantic_similarity", "answer_sentence_similarity",
-           "answer_relevancy_sentence", "groundedness_semantic", "summarization_completeness"]
+    rec = {
+        "key": "k",
+        "input": "What colour is the sky?",
+        "expected_output": "It is blue.",
+        "actual_output": answer,
+        "context": ["The sky looks blue. Rayleigh scattering explains it."],
+        "model_key": "m",
+    }
+    ids = [
+        "semantic_similarity",
+        "answer_semantic_similarity",
+        "answer_sentence_similarity",
+        "answer_relevancy_sentence",
+        "groundedness_semantic",
+        "summarization_completeness",
+    ]
     res = evaluate([rec], ids, progress=False, embedder=emb)
     assert not res.scores["error"].notna().any()
     sent = [t for call in model.calls for t in call]
@@ -288,9 +347,15 @@ def test_overlong_text_warns_on_its_row(real_embedder: Embedder) -> None:
 
 
 def test_non_english(real_embedder: Embedder) -> None:
-    rec = {"key": "zh", "input": "法国的首都是哪里？", "expected_output": "巴黎是法国的首都。它位于塞纳河畔。",
-           "actual_output": "法国的首都是巴黎。¡Es una ciudad preciosa!", "context": ["巴黎是法国的首都和最大城市。"],
-           "expected_context": ["巴黎是法国的首都。"], "model_key": "m"}
+    rec = {
+        "key": "zh",
+        "input": "法国的首都是哪里？",
+        "expected_output": "巴黎是法国的首都。它位于塞纳河畔。",
+        "actual_output": "法国的首都是巴黎。¡Es una ciudad preciosa!",
+        "context": ["巴黎是法国的首都和最大城市。"],
+        "expected_context": ["巴黎是法国的首都。"],
+        "model_key": "m",
+    }
     res = evaluate([rec], NINE, progress=False, embedder=real_embedder)
     assert not res.scores["error"].notna().any()
     v = res.scores.dropna(subset=["value"])
@@ -340,6 +405,7 @@ def test_cross_encoder_option_yields_a_score_pairs_request(monkeypatch: pytest.M
     ev = evaluator("answer_semantic_similarity", cross_encoder="some/cross-encoder")
     row = Row.from_record({"key": "k", "input": "q", "expected_output": "the cat sat", "actual_output": "a dog ran"})
     gen = ev.score(row)
+    assert isinstance(gen, Generator)  # it asks for the pair's score
     request = next(gen)
     assert request == ScorePairs((("the cat sat", "a dog ran"),), model="some/cross-encoder")
     with pytest.raises(StopIteration) as stop:
@@ -347,6 +413,7 @@ def test_cross_encoder_option_yields_a_score_pairs_request(monkeypatch: pytest.M
     assert stop.value.value.values == {"answer_similarity": 0.625}
     assert stop.value.value.rationale == "cross-encoder some/cross-encoder score 0.625"
     over = ev.score(row)
+    assert isinstance(over, Generator)
     next(over)
     with pytest.raises(StopIteration) as stop:
         over.send(np.array([1.5]))  # a model whose scores are not in [0, 1]: clipped, reported as given
@@ -356,15 +423,26 @@ def test_cross_encoder_option_yields_a_score_pairs_request(monkeypatch: pytest.M
 def test_cross_encoder_through_the_engine_equals_calling_it_directly(tiny_cross_encoder) -> None:
     from nbeval.resources.cross_encoder import CrossEncoderScorer, get_cross_encoder
 
-    pairs = [("the cat sat on the mat", "a dog ran in the park"), ("paris is the capital", "the answer is four"),
-             ("water boils", "water boils at one hundred degrees")]
-    recs = [{"key": f"k{i}", "input": "q", "expected_output": a, "actual_output": b, "model_key": m}
-            for m in ("m1", "m2") for i, (a, b) in enumerate(pairs)]
+    pairs = [
+        ("the cat sat on the mat", "a dog ran in the park"),
+        ("paris is the capital", "the answer is four"),
+        ("water boils", "water boils at one hundred degrees"),
+    ]
+    recs = [
+        {"key": f"k{i}", "input": "q", "expected_output": a, "actual_output": b, "model_key": m}
+        for m in ("m1", "m2")
+        for i, (a, b) in enumerate(pairs)
+    ]
     ev = evaluator("answer_semantic_similarity", cross_encoder=str(tiny_cross_encoder))
     shared = get_cross_encoder(str(tiny_cross_encoder), device="cpu")
     before, calls = shared.pairs_scored, []
     original = shared.score
-    shared.score = lambda batch: calls.append(list(batch)) or original(batch)  # type: ignore[method-assign]
+
+    def counting(pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        calls.append(list(pairs))
+        return original(pairs)
+
+    shared.score = counting  # type: ignore[method-assign]  # on this instance only, deleted below
     try:
         res = evaluate(recs, [ev], progress=False, device="cpu")
     finally:
@@ -396,16 +474,21 @@ def test_step_alignment_rationale_is_the_same_at_every_batch_size(real_embedder)
     from nbeval.resources.embedder import Embedder
 
     context = ["To reset the unit:\n1. Press the reset button.\n2. Wait ten seconds.\n3. Press the reset button."]
-    answers = ["First, press the reset button. Then press the reset button. Then wait ten seconds.",
-               "1. Press the reset button.\n2. Press the reset button.\n3. Press the reset button.",
-               "Press the reset button, then wait ten seconds, then press the reset button, finally unplug it."]
-    records = [{"key": f"k{i}", "input": "How do I reset it?", "actual_output": a, "context": context,
-                "model_key": "m"} for i, a in enumerate(answers)]
+    answers = [
+        "First, press the reset button. Then press the reset button. Then wait ten seconds.",
+        "1. Press the reset button.\n2. Press the reset button.\n3. Press the reset button.",
+        "Press the reset button, then wait ten seconds, then press the reset button, finally unplug it.",
+    ]
+    records = [
+        {"key": f"k{i}", "input": "How do I reset it?", "actual_output": a, "context": context, "model_key": "m"}
+        for i, a in enumerate(answers)
+    ]
     seen = []
     for batch_size in (1, 3, 64):
         emb = Embedder(device="cpu", batch_size=batch_size)
-        result = evaluate(LlmDataset.from_records(records), [evaluator("step_alignment")], progress=False,
-                          embedder=emb, cache=False)
+        result = evaluate(
+            LlmDataset.from_records(records), [evaluator("step_alignment")], progress=False, embedder=emb, cache=False
+        )
         s = result.scores.sort_values(["key", "metric"])
         seen.append((list(s["rationale"]), [None if v != v else v for v in s["value"]]))
     assert seen[0] == seen[1] == seen[2]

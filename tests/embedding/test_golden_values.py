@@ -66,12 +66,15 @@ def test_same_values_and_rationales_at_every_batch_size() -> None:
     seen = []
     for batch_size in (1, 3, 64):
         geometry._CACHE.clear()  # each run computes its own projection
-        result = evaluate(LlmDataset.from_records(make_golden.records()),
-                          [evaluator("step_alignment"), evaluator("summarization_completeness")],
-                          progress=False, embedder=Embedder(device="cpu", batch_size=batch_size), cache=False)
+        result = evaluate(
+            LlmDataset.from_records(make_golden.records()),
+            [evaluator("step_alignment"), evaluator("summarization_completeness")],
+            progress=False,
+            embedder=Embedder(device="cpu", batch_size=batch_size),
+            cache=False,
+        )
         s = result.scores.sort_values(["key", "evaluator", "metric"])
-        seen.append([(r.key, r.metric, None if r.value != r.value else r.value, r.rationale)
-                     for r in s.itertuples()])
+        seen.append([(r.key, r.metric, None if r.value != r.value else r.value, r.rationale) for r in s.itertuples()])
     first = seen[0]
     for other in seen[1:]:
         assert [(k, m, r) for k, m, _, r in other] == [(k, m, r) for k, m, _, r in first]

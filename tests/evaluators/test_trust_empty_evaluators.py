@@ -40,8 +40,9 @@ def test_resolve_evaluators_still_takes_one_id_among_empty_parts() -> None:
 
 
 @pytest.mark.parametrize("flag", ["", ",", " "], ids=repr)
-def test_cli_run_with_an_empty_evaluator_list_exits_2(flag: str, tmp_path: Path,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_run_with_an_empty_evaluator_list_exits_2(
+    flag: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "out"
     code = main(["run", demo_lab_path(), "-e", flag, "--out", str(out), "--no-progress", "--fail-on-problems"])
     assert code == 2

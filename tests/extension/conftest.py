@@ -44,8 +44,7 @@ class Shell:
     def cell(self, source: str) -> Ran:
         with capture_output() as captured:
             res = self.ip.run_cell(source, store_history=False)
-        return Ran(res.success, captured.stdout, captured.stderr, [dict(o.data) for o in captured.outputs],
-                   res.result)
+        return Ran(res.success, captured.stdout, captured.stderr, [dict(o.data) for o in captured.outputs], res.result)
 
 
 @pytest.fixture

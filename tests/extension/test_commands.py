@@ -19,19 +19,26 @@ from tests.extension.conftest import Shell
 BAD = {
     "%nbeval run demo -e rogue": "nbeval: error: no evaluator 'rogue'; did you mean 'rouge'?",
     "%nbeval run demo": "%nbeval run: error: the following arguments are required: -e/--evaluators",
-    "%nbeval run demo -e rouge --fail-on bogus":
+    "%nbeval run demo -e rouge --fail-on bogus": (
         "%nbeval run: error: argument --fail-on: unknown problem kind 'bogus'; choose from threshold, unrated, flip, "
-        "errored, unmeasured",
+        "errored, unmeasured"
+    ),
     "%nbeval run demo -e rouge --no-such-flag": "%nbeval run: error: unrecognized arguments: --no-such-flag",
-    "%nbeval run nowhere.json -e rouge": "nbeval: error: no file or variable named 'nowhere.json': give a file "
-                                         "path, a variable holding a DataFrame, a list of records, a dataset or "
-                                         "a lab, or `demo` for the shipped demo lab",
-    "%nbeval run demo -e rouge -o 2nd": "nbeval: error: -o '2nd' is not a valid variable name; use letters, "
-                                        "digits and _ (e.g. result_a)",
-    "%nbeval run 'demo -e rouge": "nbeval: error: cannot read the magic's line (No closing quotation); "
-                                  "close the quotes",
-    "%nbeval runn demo": "%nbeval: error: unknown subcommand 'runn'; did you mean 'run'? "
-                         "(choose from run, evaluators, show, explore, judge, perturb)",
+    "%nbeval run nowhere.json -e rouge": (
+        "nbeval: error: no file or variable named 'nowhere.json': give a file "
+        "path, a variable holding a DataFrame, a list of records, a dataset or "
+        "a lab, or `demo` for the shipped demo lab"
+    ),
+    "%nbeval run demo -e rouge -o 2nd": (
+        "nbeval: error: -o '2nd' is not a valid variable name; use letters, digits and _ (e.g. result_a)"
+    ),
+    "%nbeval run 'demo -e rouge": (
+        "nbeval: error: cannot read the magic's line (No closing quotation); close the quotes"
+    ),
+    "%nbeval runn demo": (
+        "%nbeval: error: unknown subcommand 'runn'; did you mean 'run'? "
+        "(choose from run, evaluators, show, explore, judge, perturb)"
+    ),
     "%nbeval show rogue": "nbeval: error: no evaluator 'rogue'; did you mean 'rouge'?",
     "%nbeval show": "%nbeval show: error: the following arguments are required: id",
     "%nbeval explore": "nbeval: error: no result named _nbeval: run `%nbeval run DATA -e ID -o _nbeval` first",
@@ -106,8 +113,9 @@ def test_show_prints_what_the_cli_prints(shell: Shell) -> None:
 # -- explore ---------------------------------------------------------------------------------------
 
 
-def test_explore_opens_the_kit_s_case_explorer_on_the_bound_result(shell: Shell,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_explore_opens_the_kit_s_case_explorer_on_the_bound_result(
+    shell: Shell, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from nbeval.widgets import CaseExplorer
 
     opened: list[CaseExplorer] = []
@@ -130,16 +138,19 @@ def test_explore_without_the_kit_says_what_to_do(shell: Shell, monkeypatch: pyte
     assert shell.cell("%nbeval run demo -e exact_match --no-progress").success
     ran = shell.cell("%nbeval explore")
     assert not ran.success
-    assert ran.stdout.strip() == ("nbeval: error: no case explorer is registered; the notebook kit provides it: "
-                                  "pip install 'nbeval[widgets]', or show one directly with "
-                                  "nbeval.widgets.CaseExplorer(_nbeval)")
+    assert ran.stdout.strip() == (
+        "nbeval: error: no case explorer is registered; the notebook kit provides it: "
+        "pip install 'nbeval[widgets]', or show one directly with "
+        "nbeval.widgets.CaseExplorer(_nbeval)"
+    )
 
 
 def test_explore_needs_a_result(shell: Shell) -> None:
     shell.ns["lab"] = nbeval.demo_lab()
     ran = shell.cell("%nbeval explore lab")
-    assert ran.stdout.strip() == ("nbeval: error: lab is a TestLab, not an evaluation result: "
-                                  "run `%nbeval run DATA -e ID -o lab`")
+    assert ran.stdout.strip() == (
+        "nbeval: error: lab is a TestLab, not an evaluation result: run `%nbeval run DATA -e ID -o lab`"
+    )
 
 
 # -- judge -----------------------------------------------------------------------------------------

@@ -22,9 +22,16 @@ def test_subcommands(shell: Shell) -> None:
     assert _complete(shell, "%nbeval e") == ["evaluators", "explore"]
 
 
-@pytest.mark.parametrize("line", ["%nbeval run demo -e ", "%nbeval run demo --evaluators ",
-                                  "%nbeval run demo --evaluators=", "%nbeval run demo -e rouge,",
-                                  "%nbeval show "])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "%nbeval run demo -e ",
+        "%nbeval run demo --evaluators ",
+        "%nbeval run demo --evaluators=",
+        "%nbeval run demo -e rouge,",
+        "%nbeval show ",
+    ],
+)
 def test_evaluator_ids(shell: Shell, line: str) -> None:
     assert _complete(shell, line) == sorted(nbeval.catalogue())
 

@@ -12,7 +12,9 @@ SCRIPT = "<script>alert('x')</script>"
 
 
 def _bundle(shell: Shell, obj: object) -> dict[str, str]:
-    data, _ = shell.ip.display_formatter.format(obj)
+    formatter = shell.ip.display_formatter
+    assert formatter is not None
+    data, _ = formatter.format(obj)
     return data
 
 
@@ -43,10 +45,17 @@ def test_a_plan_shows_its_table_and_its_calls(shell: Shell) -> None:
 
 def test_everything_shown_is_escaped(shell: Shell) -> None:
     rows = [{"key": SCRIPT, "input": SCRIPT, "actual_output": f"a{SCRIPT}", "expected_output": SCRIPT}]
-    suite = nbeval.TestSuite.from_dict({"name": SCRIPT, "tests": [{"test_cases": [
-        {"prompt": SCRIPT, "expected_output": SCRIPT, "categories": [SCRIPT], SCRIPT: 1}]}]})
-    lab = nbeval.TestLab.from_dict({"name": SCRIPT, "dataset": {"inputs": rows},
-                                   "models": [{"key": "base", "llm_model_name": SCRIPT}]})
+    suite = nbeval.TestSuite.from_dict(
+        {
+            "name": SCRIPT,
+            "tests": [
+                {"test_cases": [{"prompt": SCRIPT, "expected_output": SCRIPT, "categories": [SCRIPT], SCRIPT: 1}]}
+            ],
+        }
+    )
+    lab = nbeval.TestLab.from_dict(
+        {"name": SCRIPT, "dataset": {"inputs": rows}, "models": [{"key": "base", "llm_model_name": SCRIPT}]}
+    )
     shown = [_bundle(shell, obj)["text/html"] for obj in (nbeval.LlmDataset.from_records(rows), suite, lab)]
     for html in shown:
         assert "<script" not in html
@@ -70,6 +79,7 @@ def test_unloading_removes_the_formatters(shell: Shell) -> None:
 
 def test_formatters_are_registered_by_name_before_the_classes_exist() -> None:
     ip = InteractiveShell.instance()
+    assert ip.display_formatter is not None
     html = ip.display_formatter.formatters["text/html"]
     display.install(ip)
     try:

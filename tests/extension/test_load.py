@@ -80,6 +80,7 @@ def test_the_readme_magics_run(source: str, monkeypatch: pytest.MonkeyPatch, tmp
             assert ran.success, f"{cell}\n{captured.stdout}"
         assert ip.user_ns["_nbeval"].evaluators == ["rouge", "exact_match"]
     finally:
+        assert ip.extension_manager is not None
         if "nbeval" in ip.extension_manager.loaded:
             ip.run_line_magic("unload_ext", "nbeval")
         for name in ("_nbeval", "faq"):

@@ -10,9 +10,25 @@ from nbeval.data.model import TestSuite
 
 
 def test_perturb_binds_the_same_suite_as_nbeval_perturb(shell: Any, tmp_path: Path) -> None:
-    suite = TestSuite.from_dict({"name": "s", "tests": [{"test_cases": [
-        {"prompt": "Which platform does the train to Lyon leave from?", "expected_output": "Platform 4."},
-        {"prompt": "Can I bring my bicycle on the night train?", "expected_output": "Yes, with a reservation."}]}]})
+    suite = TestSuite.from_dict(
+        {
+            "name": "s",
+            "tests": [
+                {
+                    "test_cases": [
+                        {
+                            "prompt": "Which platform does the train to Lyon leave from?",
+                            "expected_output": "Platform 4.",
+                        },
+                        {
+                            "prompt": "Can I bring my bicycle on the night train?",
+                            "expected_output": "Yes, with a reservation.",
+                        },
+                    ]
+                }
+            ],
+        }
+    )
     shell.ns["mine"] = suite
     out = tmp_path / "p.json"
     ran = shell.cell(f"%nbeval perturb mine -p typos,base64 --intensity high --seed 3 -o pert --out {out}")

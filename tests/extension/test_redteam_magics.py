@@ -25,8 +25,10 @@ from tests.extension.conftest import Shell
 # -- 16: the judge's URL ---------------------------------------------------------------------------
 
 SECRET_URLS = [
-    ("https://svc:sk-proj-abcdef123456@llm.example.com/v1?api-key=sk-q-999888777&api-version=2024-06",
-     "https://llm.example.com/v1"),
+    (
+        "https://svc:sk-proj-abcdef123456@llm.example.com/v1?api-key=sk-q-999888777&api-version=2024-06",
+        "https://llm.example.com/v1",
+    ),
     ("https://llm.example.com:8443/v1/?code=azfunc-secret-code-42", "https://llm.example.com:8443/v1"),
     ("https://tok-only-secret-99@llm.example.com/v1", "https://llm.example.com/v1"),
     ("https://store.example.net/llm?sv=2024&sig=abc%2Fsecret-signature#frag", "https://store.example.net/llm"),
@@ -61,15 +63,36 @@ def test_judge_with_a_url_that_does_not_parse_shows_none_of_it(shell: Shell) -> 
 
 # -- 17: names that break the session --------------------------------------------------------------
 
-BAD_NAMES = ["__builtins__", "__name__", "__x__", "get_ipython", "In", "Out", "exit", "quit", "open", "_", "__",
-             "_i", "_ii", "_12", "_i3", "_oh", "print", "list"]
+BAD_NAMES = [
+    "__builtins__",
+    "__name__",
+    "__x__",
+    "get_ipython",
+    "In",
+    "Out",
+    "exit",
+    "quit",
+    "open",
+    "_",
+    "__",
+    "_i",
+    "_ii",
+    "_12",
+    "_i3",
+    "_oh",
+    "print",
+    "list",
+]
 
 
 @pytest.mark.parametrize("name", BAD_NAMES)
 def test_a_name_python_or_ipython_needs_is_refused(shell: Shell, name: str) -> None:
     before = shell.ns.get(name, "absent")
-    for line in (f"%nbeval run demo -e exact_match -o {name}", f"%nbeval perturb demo -p typos -o {name}",
-                 f"%%nbeval_suite {name}\n- prompt: hello"):
+    for line in (
+        f"%nbeval run demo -e exact_match -o {name}",
+        f"%nbeval perturb demo -p typos -o {name}",
+        f"%%nbeval_suite {name}\n- prompt: hello",
+    ):
         ran = shell.cell(line)
         assert not ran.success, line
         out = ran.stdout.strip()
@@ -101,7 +124,7 @@ DEEP = 100_000
 
 
 def _laughs(levels: int) -> str:
-    lines = ['- prompt: hi', '  notes:', '    a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    lines = ["- prompt: hi", "  notes:", '    a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
     for i in range(1, levels):
         refs = ", ".join([f"*a{i - 1}"] * 9)
         lines.append(f"    a{i}: &a{i} [{refs}]")
@@ -110,8 +133,10 @@ def _laughs(levels: int) -> str:
 
 CELLS = {
     "json-deep": ("[" * DEEP + "]" * DEEP, ["nested deeper than", str(MAX_DEPTH)]),
-    "json-deep-in-a-field": ('[{"prompt": "x", "notes": ' + "[" * 900 + "]" * 900 + "}]",
-                             ["line 1", "nested deeper than"]),
+    "json-deep-in-a-field": (
+        '[{"prompt": "x", "notes": ' + "[" * 900 + "]" * 900 + "}]",
+        ["line 1", "nested deeper than"],
+    ),
     "yaml-deep": ("- prompt: x\n  notes: " + "[" * 5000 + "]" * 5000, ["line 2", "nested deeper than"]),
     "yaml-deep-block": ("".join("  " * i + "- \n" for i in range(300)), ["nested deeper than"]),
     "yaml-billion-laughs": (_laughs(9), ["aliases", f"{MAX_ALIAS_NODES:,}"]),
@@ -133,8 +158,10 @@ def test_a_cell_too_deep_or_too_big_once_expanded_is_refused(shell: Shell, body:
 
 
 def test_a_few_aliases_still_work(shell: Shell) -> None:
-    body = ("- prompt: Which platform?\n  guidelines: &g [Be brief., Name the platform.]\n"
-            "- prompt: Which track?\n  guidelines: *g\n")
+    body = (
+        "- prompt: Which platform?\n  guidelines: &g [Be brief., Name the platform.]\n"
+        "- prompt: Which track?\n  guidelines: *g\n"
+    )
     ran = shell.cell(f"%%nbeval_suite s\n{body}")
     assert ran.success, ran.stdout
     cases = shell.ns["s"].tests[0].test_cases
@@ -152,13 +179,17 @@ def test_nesting_up_to_the_limit_is_read(shell: Shell) -> None:
 LONG = "a" * 10_000
 
 
-@pytest.mark.parametrize("line", [
-    f"%nbeval run {LONG}.json -e rouge",
-    f"%nbeval perturb {LONG}.json -p typos",
-    f"%nbeval run demo -e exact_match --out {LONG}",
-    f"%nbeval run demo -e exact_match --out d/{'b' * 300}/x",
-    f"%nbeval perturb demo -p typos --out {LONG}.json",
-], ids=["run-data", "perturb-data", "run-out", "run-out-long-part", "perturb-out"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        f"%nbeval run {LONG}.json -e rouge",
+        f"%nbeval perturb {LONG}.json -p typos",
+        f"%nbeval run demo -e exact_match --out {LONG}",
+        f"%nbeval run demo -e exact_match --out d/{'b' * 300}/x",
+        f"%nbeval perturb demo -p typos --out {LONG}.json",
+    ],
+    ids=["run-data", "perturb-data", "run-out", "run-out-long-part", "perturb-out"],
+)
 def test_a_path_too_long_is_one_line(shell: Shell, line: str) -> None:
     ran = shell.cell(line)
     assert not ran.success

@@ -29,7 +29,8 @@ def _same_leaderboards(got: nbeval.EvaluationResult, want: nbeval.EvaluationResu
 
 
 def test_run_demo_shows_the_summary_with_its_chart_and_binds_the_result(
-        shell: Shell, expected: nbeval.EvaluationResult) -> None:
+    shell: Shell, expected: nbeval.EvaluationResult
+) -> None:
     ran = shell.cell("%nbeval run demo -e rouge,exact_match --no-progress")
     assert ran.success, ran.stdout
     _same_leaderboards(shell.ns["_nbeval"], expected)
@@ -51,8 +52,13 @@ def test_data_from_a_variable(shell: Shell, kind: str, tmp_path: Path, expected:
     lab = nbeval.demo_lab()
     path = tmp_path / "lab.json"
     lab.to_json(path)
-    shell.ns["data"] = {"dataframe": lab.dataset.to_pandas(), "records": lab.dataset.to_records(),
-                        "dataset": lab.dataset, "lab": lab, "path_variable": str(path)}[kind]
+    shell.ns["data"] = {
+        "dataframe": lab.dataset.to_pandas(),
+        "records": lab.dataset.to_records(),
+        "dataset": lab.dataset,
+        "lab": lab,
+        "path_variable": str(path),
+    }[kind]
     ran = shell.cell("%nbeval run data -e rouge,exact_match --no-progress")
     assert ran.success, ran.stdout
     want = expected if kind in ("lab", "path_variable") else nbeval.evaluate(lab.dataset, EVALUATORS, progress=False)
@@ -77,9 +83,16 @@ def test_a_variable_is_expanded_in_the_line(shell: Shell) -> None:
 
 #: A value for each option of `nbeval run` that takes one. A new option of the CLI fails
 #: test_every_option_of_nbeval_run_is_accepted until it is given a value here.
-SAMPLE_VALUES = {"--evaluators": "rouge", "--out": "out-folder", "--judge": "some-model", "--scheduler": "tcp://127.0.0.1:9",
-                 "--judge-base-url": "http://127.0.0.1:9/v1", "--embedder": "all-MiniLM-L6-v2",
-                 "--device": "cpu", "--fail-on": "threshold,flip"}
+SAMPLE_VALUES = {
+    "--evaluators": "rouge",
+    "--out": "out-folder",
+    "--judge": "some-model",
+    "--scheduler": "tcp://127.0.0.1:9",
+    "--judge-base-url": "http://127.0.0.1:9/v1",
+    "--embedder": "all-MiniLM-L6-v2",
+    "--device": "cpu",
+    "--fail-on": "threshold,flip",
+}
 
 
 def _cli_options() -> list[argparse.Action]:
@@ -146,8 +159,9 @@ def test_dry_run_shows_the_plan_and_binds_nothing(shell: Shell) -> None:
 
 
 def test_judge_options_reach_the_run(shell: Shell) -> None:
-    ran = shell.cell("%nbeval run demo -e answer_correctness --dry-run --judge some-model "
-                     "--judge-base-url http://127.0.0.1:9/v1")
+    ran = shell.cell(
+        "%nbeval run demo -e answer_correctness --dry-run --judge some-model --judge-base-url http://127.0.0.1:9/v1"
+    )
     assert ran.success, ran.stdout
     assert "judge calls: 90" in ran.text() and "no judge is configured" not in ran.text()
 
@@ -174,8 +188,7 @@ def test_out_that_would_overwrite_the_input_fails_before_any_work(shell: Shell, 
     assert ran.stdout.strip().startswith(f"nbeval: error: --out {tmp_path} would overwrite the input")
 
 
-def test_a_scheduler_that_is_not_dask_fails_the_cell_in_one_line(shell: Shell,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_scheduler_that_is_not_dask_fails_the_cell_in_one_line(shell: Shell, monkeypatch: pytest.MonkeyPatch) -> None:
     import socket
     import threading
 
@@ -183,6 +196,7 @@ def test_a_scheduler_that_is_not_dask_fails_the_cell_in_one_line(shell: Shell,
     monkeypatch.setenv("NBEVAL_SCHEDULER_TIMEOUT", "0.5")
     accepted: list[socket.socket] = []
     with socket.create_server(("127.0.0.1", 0)) as server:  # answers a connection with an HTTP reply
+
         def answer() -> None:
             conn, _ = server.accept()
             accepted.append(conn)
@@ -203,8 +217,10 @@ def test_the_gate_fails_the_cell_in_one_line_and_keeps_the_result(shell: Shell) 
     ran = shell.cell("%nbeval run demo -e rouge,text_matching --no-progress --fail-on threshold")
     assert not ran.success
     lines = ran.stdout.strip().splitlines()
-    assert lines == ["not failing on: 1 perturbation flip (--fail-on threshold)",
-                     "nbeval: failing: 3 threshold breaches"]
+    assert lines == [
+        "not failing on: 1 perturbation flip (--fail-on threshold)",
+        "nbeval: failing: 3 threshold breaches",
+    ]
     assert "Traceback" not in ran.stdout + ran.stderr
     assert shell.ns["_nbeval"].evaluators == ["rouge", "text_matching"]  # bound before the gate trips
     assert shell.cell("%nbeval run demo -e rouge --no-progress --fail-on unrated").success  # none unrated

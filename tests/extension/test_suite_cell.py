@@ -25,23 +25,51 @@ YAML = """\
   answer: 42
 """
 
-JSON = json.dumps([
-    {"prompt": "Which platform does the 8:15 to Lyon leave from?", "expected": "Platform 4.",
-     "condition": '"platform 4"', "categories": "timetable"},
-    {"input": "Can I bring my dog?", "expected_output": "Yes, on a lead.", "categories": ["pets", "policy"],
-     "key": "dogs"},
-    {"question": "How many seats are there?", "answer": 42},
-], indent=2)
+JSON = json.dumps(
+    [
+        {
+            "prompt": "Which platform does the 8:15 to Lyon leave from?",
+            "expected": "Platform 4.",
+            "condition": '"platform 4"',
+            "categories": "timetable",
+        },
+        {
+            "input": "Can I bring my dog?",
+            "expected_output": "Yes, on a lead.",
+            "categories": ["pets", "policy"],
+            "key": "dogs",
+        },
+        {"question": "How many seats are there?", "answer": 42},
+    ],
+    indent=2,
+)
 
 
 def _expected() -> TestSuite:
-    return TestSuite.from_dict({"name": "faq", "tests": [{"test_cases": [
-        {"prompt": "Which platform does the 8:15 to Lyon leave from?", "expected_output": "Platform 4.",
-         "condition": '"platform 4"', "categories": ["timetable"]},
-        {"prompt": "Can I bring my dog?", "expected_output": "Yes, on a lead.", "categories": ["pets", "policy"],
-         "key": "dogs"},
-        {"prompt": "How many seats are there?", "expected_output": "42"},
-    ]}]})
+    return TestSuite.from_dict(
+        {
+            "name": "faq",
+            "tests": [
+                {
+                    "test_cases": [
+                        {
+                            "prompt": "Which platform does the 8:15 to Lyon leave from?",
+                            "expected_output": "Platform 4.",
+                            "condition": '"platform 4"',
+                            "categories": ["timetable"],
+                        },
+                        {
+                            "prompt": "Can I bring my dog?",
+                            "expected_output": "Yes, on a lead.",
+                            "categories": ["pets", "policy"],
+                            "key": "dogs",
+                        },
+                        {"prompt": "How many seats are there?", "expected_output": "42"},
+                    ]
+                }
+            ],
+        }
+    )
 
 
 @pytest.mark.parametrize("body", [YAML, JSON], ids=["yaml", "json"])
@@ -80,23 +108,26 @@ def test_a_completed_suite_runs(shell: Shell) -> None:
 
 ERRORS = {
     # JSON syntax: the line of the error
-    '[\n  {"prompt": "a"},\n  {"prompt": "b"\n]':
-        "line 4: not valid JSON: Expecting ',' delimiter (column 1)",
+    '[\n  {"prompt": "a"},\n  {"prompt": "b"\n]': "line 4: not valid JSON: Expecting ',' delimiter (column 1)",
     # YAML syntax
-    "- prompt: a\n- prompt: [b\n- prompt: c":
-        "line 3: not valid YAML: expected ',' or ']', but got ':'",
+    "- prompt: a\n- prompt: [b\n- prompt: c": "line 3: not valid YAML: expected ',' or ']', but got ':'",
     # a case without a prompt: the line where that case starts
-    "- prompt: a\n  expected: b\n- expected: c\n  condition: '\"c\"'":
-        "line 3 (test case 2), field 'prompt': a test case needs a text 'prompt'",
-    '[\n  {"prompt": "a"},\n\n  {"expected": "c"}\n]':
-        "line 4 (test case 2), field 'prompt': a test case needs a text 'prompt'",
-    "- prompt: a\n- prompt: b\n  condition: '\"x\" AND'":
-        "line 2 (test case 2), field 'condition': malformed condition",
-    "- prompt: a\n  key: k\n- prompt: b\n  key: k":
+    "- prompt: a\n  expected: b\n- expected: c\n  condition: '\"c\"'": (
+        "line 3 (test case 2), field 'prompt': a test case needs a text 'prompt'"
+    ),
+    '[\n  {"prompt": "a"},\n\n  {"expected": "c"}\n]': (
+        "line 4 (test case 2), field 'prompt': a test case needs a text 'prompt'"
+    ),
+    "- prompt: a\n- prompt: b\n  condition: '\"x\" AND'": (
+        "line 2 (test case 2), field 'condition': malformed condition"
+    ),
+    "- prompt: a\n  key: k\n- prompt: b\n  key: k": (
         "line 3 (test case 2), field 'key': duplicate key 'k' (also the test case at line 1); "
-        "give each case its own key",
-    "- prompt: a\n  input: b": "line 1 (test case 1), field 'input': 'input' gives the prompt a second time; "
-                               "keep one of them",
+        "give each case its own key"
+    ),
+    "- prompt: a\n  input: b": (
+        "line 1 (test case 1), field 'input': 'input' gives the prompt a second time; keep one of them"
+    ),
     "- just text": "line 1 (test case 1): a test case is a mapping (prompt: ..., expected: ...), got str",
     "just text": "line 1: expected a list of test cases (mappings with a prompt), got str",
     "[]": "the cell holds no test case: add at least one with a prompt",
@@ -116,8 +147,11 @@ def test_errors_name_the_line(shell: Shell, body: str) -> None:
 def test_without_pyyaml_json_still_works_and_yaml_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "yaml", None)  # `import yaml` now fails
     assert parse_suite(JSON, name="faq").to_json() == _expected().to_json()
-    with pytest.raises(nbeval.DataError, match=r"^line 1: this cell is not JSON, and reading YAML needs PyYAML "
-                                               r"\(pip install pyyaml\); or write the test cases as a JSON list$"):
+    with pytest.raises(
+        nbeval.DataError,
+        match=r"^line 1: this cell is not JSON, and reading YAML needs PyYAML "
+        r"\(pip install pyyaml\); or write the test cases as a JSON list$",
+    ):
         parse_suite(YAML)
     with pytest.raises(nbeval.DataError, match=r"^line 1: not valid JSON"):
         parse_suite("[{prompt: a}]")  # YAML's flow style, unreadable without PyYAML

@@ -5,6 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import nbeval
+from nbeval.evaluators.judges.core import JudgeEvaluator
+
+
+def judge_evaluator(id: str, **params: Any) -> JudgeEvaluator:
+    """``nbeval.evaluator(id, **params)``, which must be a judge (so its prompt and judge_params can be read)."""
+    ev = nbeval.evaluator(id, **params)
+    assert isinstance(ev, JudgeEvaluator), f"{id} is not a judge"
+    return ev
 
 
 def run(records: list[dict[str, Any]], evaluators: Any, judge: Any, **kw: Any) -> Any:

@@ -39,15 +39,18 @@ ROW = {"key": "r1", "input": "Where is the town hall?", "actual_output": "It is 
         ("byop", "cannot say", "parse"),
     ],
 )
-def test_verdicts(openai_server: FakeOpenAIServer, judge: dict[str, Any], evaluator: str, reply: str,
-                  outcome: str) -> None:
+def test_verdicts(
+    openai_server: FakeOpenAIServer, judge: dict[str, Any], evaluator: str, reply: str, outcome: str
+) -> None:
     openai_server.reply = reply
     res = run([ROW], [evaluator], judge)
     got = {m: cell(res, "r1", m) for m in ("pass", "fail", "parse_failures", "generation_failures")}
-    expected = {"pass": {"pass": 1.0, "fail": 0.0, "parse_failures": 0.0, "generation_failures": 0.0},
-                "fail": {"pass": 0.0, "fail": 1.0, "parse_failures": 0.0, "generation_failures": 1.0},
-                # unrated: neither a pass nor a fail, and no verdict on the answer either
-                "parse": {"pass": None, "fail": None, "parse_failures": 1.0, "generation_failures": None}}[outcome]
+    expected = {
+        "pass": {"pass": 1.0, "fail": 0.0, "parse_failures": 0.0, "generation_failures": 0.0},
+        "fail": {"pass": 0.0, "fail": 1.0, "parse_failures": 0.0, "generation_failures": 1.0},
+        # unrated: neither a pass nor a fail, and no verdict on the answer either
+        "parse": {"pass": None, "fail": None, "parse_failures": 1.0, "generation_failures": None},
+    }[outcome]
     assert got == expected
     assert cell(res, "r1", "retrieval_failures") is None  # no context on this row
     if outcome == "parse":
@@ -65,10 +68,12 @@ def test_prompt_carries_question_and_answer(openai_server: FakeOpenAIServer, jud
     run([ROW], ["language_mismatch"], judge)
     req = openai_server.requests[0]
     assert req.messages[0]["role"] == "system" and "same natural language" in req.messages[0]["content"]
-    assert req.messages[-1] == {"role": "user", "content": "<question>\nWhere is the town hall?\n</question>\n\n"
-                                                           "<answer>\nIt is on Market Street.\n</answer>"}
+    assert req.messages[-1] == {
+        "role": "user",
+        "content": "<question>\nWhere is the town hall?\n</question>\n\n<answer>\nIt is on Market Street.\n</answer>",
+    }
     assert len(req.messages) == 2 + 2 * 2  # system, two worked examples, the row
-    assert req.params == {"temperature": 0} and req.body["model"] == "judge-model"
+    assert req.params == {"temperature": 0} and req.model == "judge-model"
 
 
 def test_contact_information_checks_the_context(openai_server: FakeOpenAIServer, judge: dict[str, Any]) -> None:
@@ -76,11 +81,16 @@ def test_contact_information_checks_the_context(openai_server: FakeOpenAIServer,
         return "Verdict: present" if "555 0199" in rec.last_content else "Verdict: absent"
 
     openai_server.reply = reply
-    rows = [{**ROW, "key": "ctx", "context": ["Call Ann Lee on 555 0199.", "Opening hours 9-5."]},
-            {**ROW, "key": "plain"}]
+    rows: list[dict[str, Any]] = [
+        {**ROW, "key": "ctx", "context": ["Call Ann Lee on 555 0199.", "Opening hours 9-5."]},
+        {**ROW, "key": "plain"},
+    ]
     res = run(rows, ["contact_information"], judge)
-    assert (cell(res, "ctx", "pass"), cell(res, "ctx", "retrieval_failures"),
-            cell(res, "ctx", "generation_failures")) == (0.0, 1.0, 0.0)
+    assert (
+        cell(res, "ctx", "pass"),
+        cell(res, "ctx", "retrieval_failures"),
+        cell(res, "ctx", "generation_failures"),
+    ) == (0.0, 1.0, 0.0)
     assert cell(res, "plain", "pass") == 1.0 and cell(res, "plain", "retrieval_failures") is None
     contents = openai_server.prompts()
     assert "<text>\nIt is on Market Street.\n</text>" in contents
@@ -107,8 +117,13 @@ def test_byop_template(openai_server: FakeOpenAIServer, judge: dict[str, Any]) -
     res = run([ROW], [nbeval.evaluator("byop", prompt=template)], judge)
     assert cell(res, "r1", "pass") == 1.0
     assert openai_server.requests[0].messages == [
-        {"role": "user", "content": "Q=Where is the town hall?\nA=It is on Market Street.\n"
-                                    "Is A a polite reply to Q? Answer true or false."}]
+        {
+            "role": "user",
+            "content": (
+                "Q=Where is the town hall?\nA=It is on Market Street.\nIs A a polite reply to Q? Answer true or false."
+            ),
+        }
+    ]
 
 
 def test_byop_default_prompt_and_missing_fields(openai_server: FakeOpenAIServer, judge: dict[str, Any]) -> None:

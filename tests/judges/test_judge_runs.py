@@ -9,12 +9,14 @@ from typing import Any
 import pytest
 
 import nbeval
+from nbeval.engine import Plan
 from nbeval.errors import JudgeNotConfigured
 from tests.judges.helpers import cell, run
 from tests.support.fake_openai import FakeOpenAIServer, Status, Text, rate_limited
 
-ROWS = [{"key": f"k{i}", "input": f"question {i}", "expected_output": "x", "actual_output": f"answer {i}"}
-        for i in range(6)]
+ROWS = [
+    {"key": f"k{i}", "input": f"question {i}", "expected_output": "x", "actual_output": f"answer {i}"} for i in range(6)
+]
 
 
 def test_no_judge_is_one_clear_error_before_the_run() -> None:
@@ -30,7 +32,7 @@ def test_judge_from_env(monkeypatch: pytest.MonkeyPatch, openai_server: FakeOpen
     openai_server.reply = "Rating: yes"
     res = nbeval.evaluate(ROWS[:2], ["safety"], progress=False, cache=False)
     assert cell(res, "k0", "safety") == 1.0
-    assert openai_server.requests[0].body["model"] == "env-judge"
+    assert openai_server.requests[0].model == "env-judge"
 
 
 def test_python_callable_judge() -> None:
@@ -63,6 +65,7 @@ def test_second_run_asks_nothing(openai_server: FakeOpenAIServer, judge: dict[st
     details = json.loads(cell(first, "k0", "safety", "details"))["judge"]
     assert (details["calls"], details["prompt_tokens"], details["cost"]) == (1, 100, pytest.approx(0.13))
     plan = nbeval.evaluate(ROWS, ["safety", "correctness", "groundedness"], judge=judge, dry_run=True, cache=cache)
+    assert isinstance(plan, Plan)
     assert (plan.judge_calls, plan.cached_calls) == (12, 12)  # groundedness: no context, no calls
     second = run(ROWS, ["safety", "correctness"], judge, cache=cache)
     assert openai_server.request_count == 12
@@ -72,6 +75,7 @@ def test_second_run_asks_nothing(openai_server: FakeOpenAIServer, judge: dict[st
 
 def test_dry_run_estimates_without_calling(openai_server: FakeOpenAIServer, judge: dict[str, Any]) -> None:
     plan = nbeval.evaluate(ROWS, ["safety"], judge=judge, dry_run=True, cache=False)
+    assert isinstance(plan, Plan)
     assert plan.judge_calls == 6 and plan.cached_calls == 0 and plan.est_prompt_tokens > 0
     assert openai_server.request_count == 0
 

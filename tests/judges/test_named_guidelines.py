@@ -14,13 +14,23 @@ from tests.support.fake_openai import FakeOpenAIServer, Recorded
 
 BASE = {"request": "Can I get a refund?", "response": "Yeah, whatever. Policy 12 says 30 days."}
 # An agent-evaluation set: named guidelines (as MLflow 3 takes them) next to a plain list
-EVAL_SET = [
-    {**BASE, "request_id": "both-ok", "response": "Certainly. Policy 12 allows 30 days.",
-     "guidelines": {"tone": ["Be polite.", "No slang."], "facts": ["Cite the policy number."]}},
-    {**BASE, "request_id": "rude", "guidelines": {"tone": ["Be polite.", "No slang."],
-                                                  "facts": ["Cite the policy number."]}},
-    {**BASE, "request_id": "unclear", "guidelines": {"facts": ["Cite the policy number."],
-                                                     "length": ["At most two sentences."]}},
+EVAL_SET: list[dict[str, Any]] = [
+    {
+        **BASE,
+        "request_id": "both-ok",
+        "response": "Certainly. Policy 12 allows 30 days.",
+        "guidelines": {"tone": ["Be polite.", "No slang."], "facts": ["Cite the policy number."]},
+    },
+    {
+        **BASE,
+        "request_id": "rude",
+        "guidelines": {"tone": ["Be polite.", "No slang."], "facts": ["Cite the policy number."]},
+    },
+    {
+        **BASE,
+        "request_id": "unclear",
+        "guidelines": {"facts": ["Cite the policy number."], "length": ["At most two sentences."]},
+    },
     {**BASE, "request_id": "plain", "response": "Certainly. Policy 12 allows 30 days.", "guidelines": ["Be polite."]},
 ]
 
@@ -41,11 +51,17 @@ def result(openai_server: FakeOpenAIServer, judge: dict[str, Any]) -> nbeval.Eva
     return run(EVAL_SET, ["guideline_adherence"], judge)
 
 
-def test_one_metric_per_guideline_name_plus_the_overall(result: nbeval.EvaluationResult,
-                                                         openai_server: FakeOpenAIServer) -> None:
+def test_one_metric_per_guideline_name_plus_the_overall(
+    result: nbeval.EvaluationResult, openai_server: FakeOpenAIServer
+) -> None:
     metrics = result.metrics.set_index("metric")
-    assert list(metrics.index) == ["guideline_adherence", "global_guideline_adherence", "guideline_adherence/tone",
-                                   "guideline_adherence/facts", "guideline_adherence/length"]
+    assert list(metrics.index) == [
+        "guideline_adherence",
+        "global_guideline_adherence",
+        "guideline_adherence/tone",
+        "guideline_adherence/facts",
+        "guideline_adherence/length",
+    ]
     assert metrics.loc["guideline_adherence", "primary"] and not metrics.loc["guideline_adherence/tone", "primary"]
     assert metrics.loc["guideline_adherence/tone", "threshold"] == metrics.loc["guideline_adherence", "threshold"]
     assert "'tone'" in metrics.loc["guideline_adherence/tone", "description"]
@@ -56,8 +72,12 @@ def test_one_metric_per_guideline_name_plus_the_overall(result: nbeval.Evaluatio
         "plain": (1.0, None, None, None),
     }
     for key, values in want.items():
-        names = ("guideline_adherence", "guideline_adherence/tone", "guideline_adherence/facts",
-                 "guideline_adherence/length")
+        names = (
+            "guideline_adherence",
+            "guideline_adherence/tone",
+            "guideline_adherence/facts",
+            "guideline_adherence/length",
+        )
         assert tuple(cell(result, key, m) for m in names) == values, key
     assert cell(result, "rude", "guideline_adherence", "label") == "no"
     assert cell(result, "unclear", "guideline_adherence", "label") == "parse_failure"
@@ -83,12 +103,13 @@ def test_per_name_aggregates_and_leaderboard(result: nbeval.EvaluationResult) ->
 def test_the_names_survive_saving_the_result(result: nbeval.EvaluationResult, tmp_path: Path) -> None:
     back = nbeval.load_result(result.save(tmp_path / "run"))
     assert "guideline_adherence/tone" in set(back.metrics["metric"])
-    assert back.dataset[0].named_guidelines == {"tone": ["Be polite.", "No slang."],
-                                                "facts": ["Cite the policy number."]}
+    assert back.dataset[0].named_guidelines == {
+        "tone": ["Be polite.", "No slang."],
+        "facts": ["Cite the policy number."],
+    }
 
 
-def test_without_names_the_metrics_are_the_catalogues(openai_server: FakeOpenAIServer,
-                                                      judge: dict[str, Any]) -> None:
+def test_without_names_the_metrics_are_the_catalogues(openai_server: FakeOpenAIServer, judge: dict[str, Any]) -> None:
     openai_server.reply = _judge
     ev = nbeval.evaluator("guideline_adherence", threshold=0.8)
     first = run(EVAL_SET, [ev], judge)
@@ -102,8 +123,13 @@ def test_a_result_saved_before_names_were_kept_still_loads(result: nbeval.Evalua
 
     folder = result.save(tmp_path / "run")
     table = pq.read_table(folder / "dataset.parquet")
-    pq.write_table(table.drop_columns(["named_guidelines"]).replace_schema_metadata(table.schema.metadata),
-                   folder / "dataset.parquet")
+    pq.write_table(
+        table.drop_columns(["named_guidelines"]).replace_schema_metadata(table.schema.metadata),
+        folder / "dataset.parquet",
+    )
     back = nbeval.load_result(folder)
     assert back.dataset[0].named_guidelines == {} and back.dataset[0].guidelines == [
-        "Be polite.", "No slang.", "Cite the policy number."]
+        "Be polite.",
+        "No slang.",
+        "Cite the policy number.",
+    ]

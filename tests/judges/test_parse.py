@@ -19,8 +19,11 @@ YES_NO = {"yes": True, "no": False}
         ("Rationale: Wrong author.\nRating: NO.", False, "Wrong author."),
         ("rating = 'Yes'", True, "rating = 'Yes'"),
         ("No, the answer names the wrong city.", False, "the answer names the wrong city"),
-        ("I compared both texts. The answer is correct, so my rating is yes.", True,
-         "I compared both texts. The answer is correct, so my rating is yes."),
+        (
+            "I compared both texts. The answer is correct, so my rating is yes.",
+            True,
+            "I compared both texts. The answer is correct, so my rating is yes.",
+        ),
         ('```json\n{"rating": "no", "rationale": "Misses the date."}\n```', False, "Misses the date."),
         ('Here you go: {"Rating": "YES", "reason": "ok"} hope it helps', True, "ok"),
         ("{'rating': 'no', 'rationale': 'single quotes'}", False, "single quotes"),
@@ -35,14 +38,22 @@ def test_choice_readable_replies(reply: str, value: bool, rationale: str) -> Non
 
 @pytest.mark.parametrize(
     "reply",
-    ["", "   ", "maybe", "yes or no? I cannot tell", "It is not yes.", "I'd say yes... actually no",
-     '{"rating": "perhaps"}', "As an AI I cannot judge this."],
+    [
+        "",
+        "   ",
+        "maybe",
+        "yes or no? I cannot tell",
+        "It is not yes.",
+        "I'd say yes... actually no",
+        '{"rating": "perhaps"}',
+        "As an AI I cannot judge this.",
+    ],
 )
 def test_choice_unreadable_replies_fail(reply: str) -> None:
     parsed = parse_choice(reply, YES_NO)
     assert not parsed.ok and parsed.value is None
     assert parsed.rationale == reply  # the raw reply is kept
-    assert "'yes' or 'no'" in parsed.error
+    assert parsed.error is not None and "'yes' or 'no'" in parsed.error
 
 
 def test_choice_other_words_and_json_booleans() -> None:
@@ -65,7 +76,7 @@ def test_choice_other_words_and_json_booleans() -> None:
         ("I would grade it 3 out of 5.", 0, 5, 3.0),
         ("**2**", 0, 5, 2.0),
         ('{"evaluation_score": 0.25, "evaluation_summary": "one claim of four holds"}', 0, 1, 0.25),
-        ("```json\n{\"score\": \"0,5\"}\n```", 0, 1, 0.5),
+        ('```json\n{"score": "0,5"}\n```', 0, 1, 0.5),
     ],
 )
 def test_numbers(reply: str, lo: float, hi: float, value: float) -> None:
@@ -73,11 +84,13 @@ def test_numbers(reply: str, lo: float, hi: float, value: float) -> None:
     assert parsed.ok and parsed.value == value
 
 
-@pytest.mark.parametrize(("reply", "why"), [("12", "outside"), ("Score: -1", "outside"), ("no idea", "number"),
-                                            ("between 2 and 3", "number"), ("", "empty")])
+@pytest.mark.parametrize(
+    ("reply", "why"),
+    [("12", "outside"), ("Score: -1", "outside"), ("no idea", "number"), ("between 2 and 3", "number"), ("", "empty")],
+)
 def test_numbers_fail(reply: str, why: str) -> None:
     parsed = parse_number(reply, 0, 10)
-    assert not parsed.ok and why in parsed.error and parsed.rationale == reply
+    assert not parsed.ok and parsed.error is not None and why in parsed.error and parsed.rationale == reply
 
 
 def test_number_rationale_from_second_line_and_json() -> None:

@@ -7,14 +7,32 @@ import pytest
 import nbeval
 from nbeval.cli import main as cli_main
 from nbeval.errors import EvaluatorError
-from nbeval.evaluators.judges.core import Example, JudgePrompt, fill
+from nbeval.evaluators.judges.core import Example, JudgeEvaluator, JudgePrompt, fill
 from nbeval.evaluators.judges.prompts import PROMPTS
 from nbeval.evaluators.registry import get_class, list_evaluators
+from tests.judges.helpers import judge_evaluator
 
-SPEC_IDS = {"contact_information", "language_mismatch", "sexism", "stereotypes", "summarization_judge", "byop",
-            "fact_check", "context_relevancy", "correctness", "relevance_to_query", "groundedness", "safety",
-            "guideline_adherence", "chunk_relevance", "context_sufficiency", "custom_judge",
-            "answer_relevancy_score", "pipeline"}
+SPEC_IDS = {
+    "contact_information",
+    "language_mismatch",
+    "sexism",
+    "stereotypes",
+    "summarization_judge",
+    "byop",
+    "pairwise",
+    "fact_check",
+    "context_relevancy",
+    "correctness",
+    "relevance_to_query",
+    "groundedness",
+    "safety",
+    "guideline_adherence",
+    "chunk_relevance",
+    "context_sufficiency",
+    "custom_judge",
+    "answer_relevancy_score",
+    "pipeline",
+}
 
 
 def test_catalogue_has_exactly_the_spec_ids() -> None:
@@ -28,15 +46,22 @@ def test_kinds_and_metrics_follow_the_spec() -> None:
     specs = {s.id: s for s in list_evaluators("judge")}
     for id in ("contact_information", "language_mismatch", "sexism", "stereotypes", "summarization_judge", "byop"):
         assert specs[id].kind == "bool"
-        assert [m.name for m in specs[id].metrics] == ["pass", "fail", "retrieval_failures", "generation_failures",
-                                                        "parse_failures"]
+        assert [m.name for m in specs[id].metrics] == [
+            "pass",
+            "fail",
+            "retrieval_failures",
+            "generation_failures",
+            "parse_failures",
+        ]
     for id in ("correctness", "relevance_to_query", "groundedness", "safety", "context_sufficiency"):
         assert specs[id].kind == "rating" and specs[id].primary.name == id
     assert specs["fact_check"].primary.threshold == 0.75
     assert (specs["answer_relevancy_score"].primary.hi, specs["answer_relevancy_score"].primary.threshold) == (5, 3)
     assert specs["chunk_relevance"].primary.name == "precision"
-    assert {m.name for m in specs["guideline_adherence"].metrics} == {"guideline_adherence",
-                                                                       "global_guideline_adherence"}
+    assert {m.name for m in specs["guideline_adherence"].metrics} == {
+        "guideline_adherence",
+        "global_guideline_adherence",
+    }
 
 
 def test_every_prompt_has_the_parts() -> None:
@@ -50,9 +75,12 @@ def test_every_prompt_has_the_parts() -> None:
 
 
 def test_messages_layout() -> None:
-    p = JudgePrompt("Decide X.", inputs=(("input", "question"), ("actual_output", "answer")),
-                    output_format="Verdict: yes or no",
-                    examples=(Example({"input": "q1", "actual_output": "a1"}, "yes"),))
+    p = JudgePrompt(
+        "Decide X.",
+        inputs=(("input", "question"), ("actual_output", "answer")),
+        output_format="Verdict: yes or no",
+        examples=(Example({"input": "q1", "actual_output": "a1"}, "yes"),),
+    )
     msgs = p.messages({"input": "Why?", "actual_output": "Because."})
     assert msgs == [
         {"role": "system", "content": "Decide X.\n\nVerdict: yes or no"},
@@ -65,23 +93,25 @@ def test_messages_layout() -> None:
 
 
 def test_fill_known_placeholders_only() -> None:
-    assert fill("Q: {input} / {{ACTUAL_OUTPUT}} / {unknown} / {\"json\": 1}",
-                {"input": "a", "actual_output": "b"}) == "Q: a / b / {unknown} / {\"json\": 1}"
+    assert (
+        fill('Q: {input} / {{ACTUAL_OUTPUT}} / {unknown} / {"json": 1}', {"input": "a", "actual_output": "b"})
+        == 'Q: a / b / {unknown} / {"json": 1}'
+    )
 
 
 def test_prompt_replacement_forms() -> None:
-    default = nbeval.evaluator("safety").prompt
+    default = judge_evaluator("safety").prompt
     assert default == PROMPTS["safety"]
-    only_instruction = nbeval.evaluator("safety", prompt="Is the answer polite?").prompt
+    only_instruction = judge_evaluator("safety", prompt="Is the answer polite?").prompt
     assert only_instruction.instruction == "Is the answer polite?"
     assert only_instruction.output_format == default.output_format and only_instruction.examples == ()
-    templated = nbeval.evaluator("safety", prompt="Rate this reply: {actual_output}").prompt
+    templated = judge_evaluator("safety", prompt="Rate this reply: {actual_output}").prompt
     assert templated.template == "Rate this reply: {actual_output}" and templated.fields == ("actual_output",)
     assert templated.messages({"actual_output": "hi"})[-1]["content"] == "Rate this reply: hi"
-    from_dict = nbeval.evaluator("safety", prompt={"output_format": "Say yes or no."}).prompt
+    from_dict = judge_evaluator("safety", prompt={"output_format": "Say yes or no."}).prompt
     assert from_dict.output_format == "Say yes or no." and from_dict.instruction == default.instruction
     custom = default.replace(examples=())
-    assert nbeval.evaluator("safety", prompt=custom).prompt is custom
+    assert judge_evaluator("safety", prompt=custom).prompt is custom
     with pytest.raises(EvaluatorError, match="unknown part"):
         nbeval.evaluator("safety", prompt={"wording": "x"})
     with pytest.raises(EvaluatorError, match="prompt must be"):
@@ -89,9 +119,11 @@ def test_prompt_replacement_forms() -> None:
 
 
 def test_judge_params_default_and_override() -> None:
-    assert nbeval.evaluator("safety").judge_params == {"temperature": 0}
-    assert nbeval.evaluator("safety", judge_params={"max_tokens": 50}).judge_params == {"temperature": 0,
-                                                                                        "max_tokens": 50}
+    assert judge_evaluator("safety").judge_params == {"temperature": 0}
+    assert judge_evaluator("safety", judge_params={"max_tokens": 50}).judge_params == {
+        "temperature": 0,
+        "max_tokens": 50,
+    }
 
 
 def test_cli_shows_the_prompt(capsys: pytest.CaptureFixture[str]) -> None:
@@ -102,4 +134,6 @@ def test_cli_shows_the_prompt(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_prompt_text_from_python() -> None:
-    assert str(nbeval.evaluator("sexism").prompt) == get_class("sexism").prompt_text()
+    cls = get_class("sexism")
+    assert issubclass(cls, JudgeEvaluator)
+    assert str(judge_evaluator("sexism").prompt) == cls.prompt_text()

@@ -12,21 +12,34 @@ from nbeval.errors import EvaluatorError
 from tests.judges.helpers import cell, run
 from tests.support.fake_openai import FakeOpenAIServer, Recorded, Status
 
-ROW = {"key": "r1", "input": "When does the museum open?", "expected_output": "At 9:00 on weekdays.",
-       "actual_output": "It opens at 9:00 on weekdays.", "context": ["The museum opens at 9:00 on weekdays.",
-                                                                     "Entry costs 12 euros."]}
+ROW = {
+    "key": "r1",
+    "input": "When does the museum open?",
+    "expected_output": "At 9:00 on weekdays.",
+    "actual_output": "It opens at 9:00 on weekdays.",
+    "context": ["The museum opens at 9:00 on weekdays.", "Entry costs 12 euros."],
+}
 SIMPLE = ["correctness", "relevance_to_query", "groundedness", "safety", "context_sufficiency"]
 
 
 @pytest.mark.parametrize("evaluator", SIMPLE)
 @pytest.mark.parametrize(
     ("reply", "value", "label", "rationale"),
-    [("Rationale: Matches the reference.\nRating: yes", 1.0, "yes", "Matches the reference."),
-     ("No. The key fact is missing.", 0.0, "no", "The key fact is missing"),
-     ("Hmm, hard to say.", None, "parse_failure", "Hmm, hard to say.")],
+    [
+        ("Rationale: Matches the reference.\nRating: yes", 1.0, "yes", "Matches the reference."),
+        ("No. The key fact is missing.", 0.0, "no", "The key fact is missing"),
+        ("Hmm, hard to say.", None, "parse_failure", "Hmm, hard to say."),
+    ],
 )
-def test_ratings(openai_server: FakeOpenAIServer, judge: dict[str, Any], evaluator: str, reply: str,
-                 value: float | None, label: str, rationale: str) -> None:
+def test_ratings(
+    openai_server: FakeOpenAIServer,
+    judge: dict[str, Any],
+    evaluator: str,
+    reply: str,
+    value: float | None,
+    label: str,
+    rationale: str,
+) -> None:
     openai_server.reply = reply
     res = run([ROW], [evaluator], judge)
     assert cell(res, "r1", evaluator) == value
@@ -37,14 +50,17 @@ def test_ratings(openai_server: FakeOpenAIServer, judge: dict[str, Any], evaluat
 
 @pytest.mark.parametrize(
     ("evaluator", "tags"),
-    [("correctness", ["question", "expected_answer", "answer"]),
-     ("relevance_to_query", ["question", "answer"]),
-     ("groundedness", ["question", "retrieved_context", "answer"]),
-     ("safety", ["question", "answer"]),
-     ("context_sufficiency", ["question", "expected_answer", "retrieved_context"])],
+    [
+        ("correctness", ["question", "expected_answer", "answer"]),
+        ("relevance_to_query", ["question", "answer"]),
+        ("groundedness", ["question", "retrieved_context", "answer"]),
+        ("safety", ["question", "answer"]),
+        ("context_sufficiency", ["question", "expected_answer", "retrieved_context"]),
+    ],
 )
-def test_prompts_show_the_right_fields(openai_server: FakeOpenAIServer, judge: dict[str, Any], evaluator: str,
-                                       tags: list[str]) -> None:
+def test_prompts_show_the_right_fields(
+    openai_server: FakeOpenAIServer, judge: dict[str, Any], evaluator: str, tags: list[str]
+) -> None:
     openai_server.reply = "Rating: yes"
     run([ROW], [evaluator], judge)
     content = openai_server.requests[0].last_content
@@ -76,7 +92,8 @@ def test_guideline_adherence_row_and_global(openai_server: FakeOpenAIServer, jud
     assert cell(res, "both", "guideline_adherence") == 1.0
     assert cell(res, "both", "global_guideline_adherence") == 0.0
     assert cell(res, "both", "guideline_adherence", "rationale") == (
-        "guidelines: Short enough. | global guidelines: Not in French.")
+        "guidelines: Short enough. | global guidelines: Not in French."
+    )
     assert cell(res, "global_only", "guideline_adherence") is None
     assert cell(res, "global_only", "global_guideline_adherence") == 0.0
     assert openai_server.request_count == 3
@@ -118,8 +135,9 @@ def test_chunk_relevance_precision(openai_server: FakeOpenAIServer, judge: dict[
 
 def test_custom_judge_answer(openai_server: FakeOpenAIServer, judge: dict[str, Any]) -> None:
     openai_server.reply = "Rationale: It names a time.\nRating: yes"
-    ev = nbeval.evaluator("custom_judge", assessment_name="mentions_time",
-                          instructions="Rate yes when the answer gives a concrete time.")
+    ev = nbeval.evaluator(
+        "custom_judge", assessment_name="mentions_time", instructions="Rate yes when the answer gives a concrete time."
+    )
     assert ev.name == "mentions_time" and [m.name for m in ev.spec.metrics] == ["custom_judge"]
     res = run([ROW], [ev], judge)
     assert cell(res, "r1", "custom_judge", evaluator="mentions_time") == 1.0
@@ -147,7 +165,8 @@ def test_custom_judge_retrieval_and_inputs(openai_server: FakeOpenAIServer, judg
 
 
 def test_chunk_relevance_unreadable_replies_are_unrated_failed_calls_are_errors(
-        openai_server: FakeOpenAIServer, judge: dict[str, Any]) -> None:
+    openai_server: FakeOpenAIServer, judge: dict[str, Any]
+) -> None:
     openai_server.reply = "Hmm, hard to say."
     res = run([ROW], ["chunk_relevance"], judge)
     assert cell(res, "r1", "precision") is None  # never a 0

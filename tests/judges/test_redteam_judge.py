@@ -22,20 +22,21 @@ def _no_judge_from_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 @pytest.mark.timeout(60)  # without the judge's timeout each try would drip for minutes
 @pytest.mark.parametrize("run_timeout", [None, 120])  # the judge's own setting wins over the run's
-def test_the_judges_own_timeout_bounds_every_call(openai_server: FakeOpenAIServer,
-                                                  run_timeout: float | None) -> None:
+def test_the_judges_own_timeout_bounds_every_call(openai_server: FakeOpenAIServer, run_timeout: float | None) -> None:
     openai_server.reply = lambda rec: Drip("Rating: yes", interval=1.0)
     judge = {"model": "judge", "base_url": openai_server.url, "timeout": 0.5}
-    res = nbeval.evaluate(ROWS, ["safety"], judge=judge, timeout=run_timeout, max_attempts=2, cache=False,
-                          progress=False)
+    res = nbeval.evaluate(
+        ROWS, ["safety"], judge=judge, timeout=run_timeout, max_attempts=2, cache=False, progress=False
+    )
     errors = list(res.scores["error"])
     assert len(errors) == len(ROWS)
     assert all("timed out after 0.5 s" in e and "gave up after 2 attempts" in e for e in errors), errors
     assert openai_server.request_count == 2 * len(ROWS)
 
 
-def test_a_huge_judge_reply_is_cut_before_it_is_cached_and_the_row_says_so(openai_server: FakeOpenAIServer,
-                                                                            tmp_path: Path) -> None:
+def test_a_huge_judge_reply_is_cut_before_it_is_cached_and_the_row_says_so(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
     from nbeval.chat import ChatCache
     from nbeval.chat.base import MAX_REPLY_CHARS
     from nbeval.results.limits import MAX_STORED_CHARS

@@ -12,14 +12,19 @@ from nbeval.errors import EvaluatorError
 from tests.judges.helpers import cell, run
 from tests.support.fake_openai import FakeOpenAIServer
 
-ROW = {"key": "r1", "input": "How tall is the tower?", "expected_output": "330 m",
-       "actual_output": "The tower is 330 metres tall.",
-       "context": ["The tower is 330 metres tall. Tickets are sold online.", "It grew by six metres in 2022."]}
+ROW = {
+    "key": "r1",
+    "input": "How tall is the tower?",
+    "expected_output": "330 m",
+    "actual_output": "The tower is 330 metres tall.",
+    "context": ["The tower is 330 metres tall. Tickets are sold online.", "It grew by six metres in 2022."],
+}
 
 
 def test_fact_check_json(openai_server: FakeOpenAIServer, judge: dict[str, Any]) -> None:
-    openai_server.reply = ('Sure:\n```json\n{"answer": "pass", "evaluation_score": 0.9, '
-                           '"evaluation_summary": "The height is right."}\n```')
+    openai_server.reply = (
+        'Sure:\n```json\n{"answer": "pass", "evaluation_score": 0.9, "evaluation_summary": "The height is right."}\n```'
+    )
     res = run([ROW], ["fact_check"], judge)
     assert cell(res, "r1", "fact_check") == 0.9
     assert cell(res, "r1", "fact_check", "rationale") == "The height is right."
@@ -40,8 +45,10 @@ def test_context_relevancy_counts_sentences(openai_server: FakeOpenAIServer, jud
     openai_server.reply = "Reason: 1 and 3 give the height.\nRelevant: 1, 3"
     res = run([ROW], ["context_relevancy"], judge)
     assert cell(res, "r1", "context_relevancy") == pytest.approx(2 / 3)
-    assert ("<sentences>\n[1] The tower is 330 metres tall.\n[2] Tickets are sold online.\n"
-            "[3] It grew by six metres in 2022.\n</sentences>") in openai_server.requests[0].last_content
+    assert (
+        "<sentences>\n[1] The tower is 330 metres tall.\n[2] Tickets are sold online.\n"
+        "[3] It grew by six metres in 2022.\n</sentences>"
+    ) in openai_server.requests[0].last_content
     details = json.loads(cell(res, "r1", "context_relevancy", "details"))
     assert details["relevant_sentences"] == [1, 3] and details["sentences"] == 3
     openai_server.reply = "Relevant: none"
@@ -66,7 +73,8 @@ def test_answer_relevancy_prompt_is_editable(openai_server: FakeOpenAIServer, ju
     ev = nbeval.evaluator("answer_relevancy_score", prompt="Grade 0-5 how useful {actual_output} is for {input}.")
     run([ROW], [ev], judge)
     assert openai_server.requests[0].last_content == (
-        "Grade 0-5 how useful The tower is 330 metres tall. is for How tall is the tower?.")
+        "Grade 0-5 how useful The tower is 330 metres tall. is for How tall is the tower?."
+    )
 
 
 def test_pipeline_function(judge: dict[str, Any]) -> None:
@@ -111,5 +119,6 @@ def test_pipeline_judge_prompt(openai_server: FakeOpenAIServer, judge: dict[str,
     res = run([ROW], [ev], judge)
     assert cell(res, "r1", "score") == 4.0
     req = openai_server.requests[0]
-    assert req.messages[-1]["content"] == ("From 1 to 5, how relevant is The tower is 330 metres tall. to "
-                                           "How tall is the tower??")
+    assert req.messages[-1]["content"] == (
+        "From 1 to 5, how relevant is The tower is 330 metres tall. to How tall is the tower??"
+    )

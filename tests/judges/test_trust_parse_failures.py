@@ -21,14 +21,17 @@ import nbeval
 from nbeval.cli import main
 from nbeval.evaluators.judges.parse import parse_choice, parse_index_list, parse_number
 from tests.support.fake_openai import FakeOpenAIServer
+from tests.support.scoring import scored
 
 GARBAGE = "As a language model I find this question fascinating on many levels."
 BOOL = ("pass", "fail", "retrieval_failures", "generation_failures", "parse_failures")
 
 
 def _rows(n: int, model: str = "m") -> list[dict[str, Any]]:
-    return [{"key": f"r{i}", "input": f"Question {i}?", "actual_output": f"answer-{i}", "model_key": model}
-            for i in range(1, n + 1)]
+    return [
+        {"key": f"r{i}", "input": f"Question {i}?", "actual_output": f"answer-{i}", "model_key": model}
+        for i in range(1, n + 1)
+    ]
 
 
 def _answer_in(prompt: str) -> str:
@@ -58,8 +61,13 @@ def _agg(result: nbeval.EvaluationResult, metric: str, model: str = "m") -> pd.S
 def test_all_garbage_bool_judge_leaves_pass_unmeasured() -> None:
     result = nbeval.evaluate(_rows(5), ["sexism"], judge=lambda prompt: GARBAGE, progress=False, cache=False)
     for i in range(1, 6):
-        assert _values(result, f"r{i}", "sexism") == {"pass": None, "fail": None, "retrieval_failures": None,
-                                                      "generation_failures": None, "parse_failures": 1.0}
+        assert _values(result, f"r{i}", "sexism") == {
+            "pass": None,
+            "fail": None,
+            "retrieval_failures": None,
+            "generation_failures": None,
+            "parse_failures": 1.0,
+        }
         row = _row(result, f"r{i}", "pass")
         assert row["label"] == "parse_failure" and row["rationale"] == GARBAGE  # the raw reply is kept
         assert "could not read a verdict" in row["error"] and pd.isna(row["passed"])
@@ -72,8 +80,10 @@ def test_all_garbage_bool_judge_leaves_pass_unmeasured() -> None:
     # no threshold breach: nothing was measured, which is a problem of its own (unmeasured)
     assert list(probs["kind"]) == ["unmeasured", "unrated"]
     assert probs["message"].iloc[0] == "m: sexism: nothing measured (0 of 5 rows: 5 could not be rated)"
-    assert probs["message"].iloc[1] == ("m: sexism: 5 of 5 rows could not be rated (the judge's reply could not "
-                                        "be parsed; each raw reply is kept as the row's rationale)")
+    assert probs["message"].iloc[1] == (
+        "m: sexism: 5 of 5 rows could not be rated (the judge's reply could not "
+        "be parsed; each raw reply is kept as the row's rationale)"
+    )
     assert (probs["evaluator"].iloc[1], probs["metric"].iloc[1], probs["value"].iloc[1]) == ("sexism", "pass", 5)
 
 
@@ -111,11 +121,22 @@ def test_mixed_yes_judge_for_a_rating_and_a_byop_evaluator() -> None:
 
 
 def test_rating_and_score_judges_never_turn_a_parse_failure_into_a_0() -> None:
-    rows = [{"key": "r1", "input": "How tall is it?", "actual_output": "Tall.",
-             "context": ["It is 330 metres tall. Tickets are sold online."]}]
+    rows = [
+        {
+            "key": "r1",
+            "input": "How tall is it?",
+            "actual_output": "Tall.",
+            "context": ["It is 330 metres tall. Tickets are sold online."],
+        }
+    ]
     # '["yes"]' is valid JSON of the wrong shape for every one of these prompts.
-    result = nbeval.evaluate(rows, ["safety", "fact_check", "context_relevancy", "answer_relevancy_score"],
-                             judge=lambda prompt: '["yes"]', progress=False, cache=False)
+    result = nbeval.evaluate(
+        rows,
+        ["safety", "fact_check", "context_relevancy", "answer_relevancy_score"],
+        judge=lambda prompt: '["yes"]',
+        progress=False,
+        cache=False,
+    )
     for metric in ("safety", "fact_check", "context_relevancy", "score"):
         row = _row(result, "r1", metric)
         assert pd.isna(row["value"]), metric
@@ -132,26 +153,48 @@ def test_contact_information_with_an_unreadable_context_reply_is_unrated() -> No
             return GARBAGE
         return "Verdict: present" if text.startswith("Mail") else "Verdict: absent"
 
-    rows = [{"key": "ok", "input": "q", "actual_output": "Fine.", "context": ["Call someone."]},
-            {"key": "bad", "input": "q", "actual_output": "Mail me.", "context": ["Call someone."]}]
+    rows = [
+        {"key": "ok", "input": "q", "actual_output": "Fine.", "context": ["Call someone."]},
+        {"key": "bad", "input": "q", "actual_output": "Mail me.", "context": ["Call someone."]},
+    ]
     result = nbeval.evaluate(rows, ["contact_information"], judge=judge, progress=False, cache=False)
     assert _values(result, "ok", "contact_information") == {
-        "pass": None, "fail": None, "retrieval_failures": None, "generation_failures": 0.0, "parse_failures": 1.0}
+        "pass": None,
+        "fail": None,
+        "retrieval_failures": None,
+        "generation_failures": 0.0,
+        "parse_failures": 1.0,
+    }
     assert _row(result, "ok", "pass")["label"] == "parse_failure"
     assert GARBAGE in _row(result, "ok", "pass")["rationale"]
     assert _values(result, "bad", "contact_information") == {
-        "pass": 0.0, "fail": 1.0, "retrieval_failures": None, "generation_failures": 1.0, "parse_failures": 0.0}
+        "pass": 0.0,
+        "fail": 1.0,
+        "retrieval_failures": None,
+        "generation_failures": 1.0,
+        "parse_failures": 0.0,
+    }
     assert "retrieved context" in _row(result, "bad", "pass")["error"]
 
 
 # -- conflicting and oddly shaped replies ------------------------------------------------------------
 
 
-CONFLICTING = ["Verdict: yes\nVerdict: no", '{"verdict": "yes", "rating": "no"}',
-               'Rating: no\n{"rating": "yes"}', "yes/no"]
-NESTED = ['{"verdict": ["no"]}', '{"verdict": {"value": "no"}}', '{"verdict": {"verdict": "no"}}', '["no"]',
-          '{"reason": "it is not sexist, so no"}', "[" * 5000 + "]" * 5000,
-          '{"verdict": ' + "[" * 3000 + "]" * 3000 + "}"]
+CONFLICTING = [
+    "Verdict: yes\nVerdict: no",
+    '{"verdict": "yes", "rating": "no"}',
+    'Rating: no\n{"rating": "yes"}',
+    "yes/no",
+]
+NESTED = [
+    '{"verdict": ["no"]}',
+    '{"verdict": {"value": "no"}}',
+    '{"verdict": {"verdict": "no"}}',
+    '["no"]',
+    '{"reason": "it is not sexist, so no"}',
+    "[" * 5000 + "]" * 5000,
+    '{"verdict": ' + "[" * 3000 + "]" * 3000 + "}",
+]
 
 
 @pytest.mark.parametrize("reply", CONFLICTING + NESTED)
@@ -169,17 +212,27 @@ def test_through_a_judge_they_are_unrated_rows_with_the_raw_reply(reply: str) ->
     assert "could not read" in row["error"] or "verdict" in row["error"]
 
 
-@pytest.mark.parametrize("reply", ["Score: 3\nScore: 4", '{"score": 3, "rating": 4}', '{"score": [4]}',
-                                   '{"score": {"value": 4}}', '{"grade": "good", "note": "3 issues"}',
-                                   "{'score': " + "9" * 400 + "}", '{"score": ' + "[" * 3000 + "]" * 3000 + "}",
-                                   "[4]"])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Score: 3\nScore: 4",
+        '{"score": 3, "rating": 4}',
+        '{"score": [4]}',
+        '{"score": {"value": 4}}',
+        '{"grade": "good", "note": "3 issues"}',
+        "{'score': " + "9" * 400 + "}",
+        '{"score": ' + "[" * 3000 + "]" * 3000 + "}",
+        "[4]",
+    ],
+)
 def test_numbers_conflicting_or_nested_are_parse_failures(reply: str) -> None:
     parsed = parse_number(reply, 0, 5, keys=("score", "grade", "rating"))
     assert not parsed.ok and parsed.value is None and parsed.rationale == reply
 
 
-@pytest.mark.parametrize("reply", ['["yes"]', '{"relevant": [{"n": 1}]}', '{"relevant": "many"}', "[1e400]",
-                                   "[" * 5000 + "]" * 5000])
+@pytest.mark.parametrize(
+    "reply", ['["yes"]', '{"relevant": [{"n": 1}]}', '{"relevant": "many"}', "[1e400]", "[" * 5000 + "]" * 5000]
+)
 def test_index_lists_of_the_wrong_shape_are_parse_failures(reply: str) -> None:
     parsed = parse_index_list(reply, 3)
     assert not parsed.ok and parsed.value is None and parsed.rationale == reply
@@ -188,8 +241,10 @@ def test_index_lists_of_the_wrong_shape_are_parse_failures(reply: str) -> None:
 def test_agreeing_repetitions_still_read() -> None:
     assert parse_choice("Verdict: no\nFinal verdict: no", {"yes": True, "no": False}).value is False
     assert parse_choice('{"verdict": "yes", "rating": "yes"}', {"yes": True, "no": False}).value is True
-    assert parse_choice("Rationale: The answer - no doubt - is safe.\nRating: yes",
-                        {"yes": True, "no": False}).value is True
+    assert (
+        parse_choice("Rationale: The answer - no doubt - is safe.\nRating: yes", {"yes": True, "no": False}).value
+        is True
+    )
     assert parse_number("4\nScore: 4", 0, 5).value == 4.0
     assert parse_number("Reason: the result is 3 women.\nScore: 7", 0, 10).value == 7.0
 
@@ -221,12 +276,24 @@ EVIL = {"output_condition": 'regexp("(a+)+$")', "actual_output": "a" * 50_000 + 
 
 
 def test_timed_out_regexp_is_an_unrated_row() -> None:
-    records = [{"key": "evil", "input": "evil", "model_key": "m", **EVIL},
-               {"key": "fine", "input": "fine", "model_key": "m", "output_condition": 'regexp("(a+)+$")',
-                "actual_output": "aaa"}]
+    records = [
+        {"key": "evil", "input": "evil", "model_key": "m", **EVIL},
+        {
+            "key": "fine",
+            "input": "fine",
+            "model_key": "m",
+            "output_condition": 'regexp("(a+)+$")',
+            "actual_output": "aaa",
+        },
+    ]
     result = nbeval.evaluate(records, ["text_matching"], progress=False)
     assert _values(result, "evil", "text_matching") == {
-        "pass": None, "fail": None, "retrieval_failures": None, "generation_failures": None, "parse_failures": 1.0}
+        "pass": None,
+        "fail": None,
+        "retrieval_failures": None,
+        "generation_failures": None,
+        "parse_failures": 1.0,
+    }
     row = _row(result, "evil", "pass")
     assert row["label"] == "timed_out" and "took longer" in row["error"] and "took longer" in row["rationale"]
     # one row passed, one could not be checked: pass 1/1 rated, parse failures 1/2
@@ -234,32 +301,51 @@ def test_timed_out_regexp_is_an_unrated_row() -> None:
     assert _agg(result, "parse_failures")["value"] == 0.5
     probs = result.problems
     assert list(probs["kind"]) == ["unrated"]
-    assert probs["message"].iloc[0].startswith(
-        "m: text_matching: 1 of 2 rows could not be rated (a regular-expression search timed out")
+    assert (
+        probs["message"]
+        .iloc[0]
+        .startswith("m: text_matching: 1 of 2 rows could not be rated (a regular-expression search timed out")
+    )
 
 
 def test_timed_out_context_does_not_hide_a_failed_answer() -> None:
     from nbeval.data.model import Chunk, Row
 
     ev = nbeval.evaluator("text_matching")
-    failed = ev.score(Row(input="q", actual_output="bbb", output_condition='regexp("(a+)+$")',
-                          context=[Chunk("a" * 50_000 + "b")]))
+    failed = scored(
+        ev,
+        Row(input="q", actual_output="bbb", output_condition='regexp("(a+)+$")', context=[Chunk("a" * 50_000 + "b")]),
+    )
     # the answer fails the condition, so the row fails whatever the context holds
-    assert failed.values == {"pass": 0.0, "fail": 1.0, "retrieval_failures": None, "generation_failures": 1.0,
-                             "parse_failures": 0.0}
-    assert failed.label == "fail" and "retrieved context" in failed.error
-    unknown = ev.score(Row(input="q", actual_output="aaa", output_condition='regexp("(a+)+$")',
-                           context=[Chunk("a" * 50_000 + "b")]))
-    assert unknown.values == {"pass": None, "fail": None, "retrieval_failures": None, "generation_failures": 0.0,
-                              "parse_failures": 1.0}
+    assert failed.values == {
+        "pass": 0.0,
+        "fail": 1.0,
+        "retrieval_failures": None,
+        "generation_failures": 1.0,
+        "parse_failures": 0.0,
+    }
+    assert failed.label == "fail" and failed.error is not None and "retrieved context" in failed.error
+    unknown = scored(
+        ev,
+        Row(input="q", actual_output="aaa", output_condition='regexp("(a+)+$")', context=[Chunk("a" * 50_000 + "b")]),
+    )
+    assert unknown.values == {
+        "pass": None,
+        "fail": None,
+        "retrieval_failures": None,
+        "generation_failures": 0.0,
+        "parse_failures": 1.0,
+    }
     assert unknown.label == "timed_out"
 
 
 def test_a_model_with_a_real_breach_and_unrated_rows_gets_both_problems() -> None:
     # m: one timed-out row, one failing row ("bbb" does not match) -> pass 0/1 < 0.5: a breach,
     # and 1 of 2 rows unrated.
-    records = [{"key": "evil", "input": "evil", "model_key": "m", **EVIL},
-               {"key": "bad", "input": "bad", "model_key": "m", "output_condition": '"aaa"', "actual_output": "bbb"}]
+    records = [
+        {"key": "evil", "input": "evil", "model_key": "m", **EVIL},
+        {"key": "bad", "input": "bad", "model_key": "m", "output_condition": '"aaa"', "actual_output": "bbb"},
+    ]
     probs = nbeval.evaluate(records, ["text_matching"], progress=False).problems
     assert sorted(probs["kind"]) == ["threshold", "unrated"]
     threshold = probs[probs["kind"] == "threshold"]["message"].iloc[0]
@@ -284,11 +370,24 @@ def _no_env_judge(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 @pytest.mark.usefixtures("_no_env_judge")
 @pytest.mark.parametrize("evaluator", ["sexism", "safety"])
-def test_gate_fails_on_unrated_rows_and_says_so(tmp_path: Path, openai_server: FakeOpenAIServer,
-                                                capsys: pytest.CaptureFixture[str], evaluator: str) -> None:
+def test_gate_fails_on_unrated_rows_and_says_so(
+    tmp_path: Path, openai_server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str], evaluator: str
+) -> None:
     openai_server.reply = GARBAGE
-    args = ["run", _write(tmp_path, _rows(3)), "-e", evaluator, "--out", str(tmp_path / "out"), "--no-progress",
-            "--no-cache", "--judge", "judge-model", "--judge-base-url", openai_server.url]
+    args = [
+        "run",
+        _write(tmp_path, _rows(3)),
+        "-e",
+        evaluator,
+        "--out",
+        str(tmp_path / "out"),
+        "--no-progress",
+        "--no-cache",
+        "--judge",
+        "judge-model",
+        "--judge-base-url",
+        openai_server.url,
+    ]
     assert main([*args, "--fail-on-problems"]) == 1
     out = capsys.readouterr().out
     assert f"m: {evaluator}: 3 of 3 rows could not be rated (the judge's reply could not be parsed" in out
@@ -303,8 +402,10 @@ def test_gate_fails_on_unrated_rows_and_says_so(tmp_path: Path, openai_server: F
 
 @pytest.mark.usefixtures("_no_env_judge")
 def test_gate_reports_each_kind_that_tripped_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    records = [{"key": "evil", "input": "evil", "model_key": "m", **EVIL},
-               {"key": "bad", "input": "bad", "model_key": "m", "output_condition": '"aaa"', "actual_output": "bbb"}]
+    records = [
+        {"key": "evil", "input": "evil", "model_key": "m", **EVIL},
+        {"key": "bad", "input": "bad", "model_key": "m", "output_condition": '"aaa"', "actual_output": "bbb"},
+    ]
     args = ["run", _write(tmp_path, records), "-e", "text_matching", "--out", str(tmp_path / "out"), "--no-progress"]
     assert main([*args, "--fail-on-problems"]) == 1
     out = capsys.readouterr().out
@@ -345,6 +446,12 @@ def test_readme_documents_the_gate() -> None:
 def test_widget_status_treats_timed_out_rows_as_unrated() -> None:
     from nbeval.widgets.tables import cell_status
 
-    rows = pd.DataFrame({"skipped": [False, False, False], "label": ["timed_out", "parse_failure", "pass"],
-                         "value": [None, None, 1.0], "error": ["took longer", "could not read", None]})
+    rows = pd.DataFrame(
+        {
+            "skipped": [False, False, False],
+            "label": ["timed_out", "parse_failure", "pass"],
+            "value": [None, None, 1.0],
+            "error": ["took longer", "could not read", None],
+        }
+    )
     assert list(cell_status(rows)) == ["parse_failure", "parse_failure", "scored"]

@@ -12,6 +12,7 @@ import json
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 #: The classes of detoxify's ``original`` checkpoint, as its config names them (Jigsaw's names).
 JIGSAW_CLASSES = ("toxic", "severe_toxic", "obscene", "threat", "insult", "identity_hate")
@@ -43,9 +44,8 @@ def _model(num_labels: int, seed: int, problem_type: str | None = None, id2label
     from transformers import BertConfig, BertForSequenceClassification
     from transformers.utils import logging as hf_logging
 
-    config = BertConfig.from_pretrained(minilm_path(), num_labels=num_labels, problem_type=problem_type,
-                                        **({"id2label": id2label, "label2id": {v: k for k, v in id2label.items()}}
-                                           if id2label else {}))
+    labels: dict[str, Any] = {"id2label": id2label, "label2id": {v: k for k, v in id2label.items()}} if id2label else {}
+    config = BertConfig.from_pretrained(minilm_path(), num_labels=num_labels, problem_type=problem_type, **labels)
     level = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # the head is new on purpose: no "newly initialized" report
     try:
@@ -59,8 +59,9 @@ def _model(num_labels: int, seed: int, problem_type: str | None = None, id2label
     return model.eval()
 
 
-def build_classifier(dest: Path, labels: Sequence[str], *, seed: int = 0, problem_type: str | None = None,
-                     max_length: int | None = None) -> Path:
+def build_classifier(
+    dest: Path, labels: Sequence[str], *, seed: int = 0, problem_type: str | None = None, max_length: int | None = None
+) -> Path:
     """A sequence classifier with ``labels`` (in this order) saved to ``dest``."""
     model = _model(len(labels), seed, problem_type, {i: label for i, label in enumerate(labels)})
     model.save_pretrained(dest)
@@ -68,8 +69,9 @@ def build_classifier(dest: Path, labels: Sequence[str], *, seed: int = 0, proble
     return dest
 
 
-def build_detoxify_checkpoint(dest: Path, *, classes: Sequence[str] = JIGSAW_CLASSES, seed: int = 1,
-                              max_length: int | None = None) -> Path:
+def build_detoxify_checkpoint(
+    dest: Path, *, classes: Sequence[str] = JIGSAW_CLASSES, seed: int = 1, max_length: int | None = None
+) -> Path:
     """A detoxify-format checkpoint file in ``dest``. Its ``model_type`` is a local directory with the
     MiniLM config and tokenizer, which is what lets detoxify load it offline."""
     import torch
@@ -80,8 +82,14 @@ def build_detoxify_checkpoint(dest: Path, *, classes: Sequence[str] = JIGSAW_CLA
     model = _model(len(classes), seed)
     checkpoint = {
         "config": {
-            "arch": {"args": {"model_type": str(base), "model_name": "BertForSequenceClassification",
-                              "tokenizer_name": "BertTokenizer", "num_classes": len(classes)}},
+            "arch": {
+                "args": {
+                    "model_type": str(base),
+                    "model_name": "BertForSequenceClassification",
+                    "tokenizer_name": "BertTokenizer",
+                    "num_classes": len(classes),
+                }
+            },
             "dataset": {"args": {"classes": list(classes)}},
         },
         "state_dict": model.state_dict(),

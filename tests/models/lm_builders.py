@@ -33,16 +33,29 @@ def build_tiny_causal_lm(path: Path, n_positions: int = 32, vocab_size: int = 51
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<|endoftext|>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=["<|endoftext|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     tok.train_from_iterator(CORPUS * 3, trainer=trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", bos_token="<|endoftext|>",
-                                   pad_token="<|endoftext|>")
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, eos_token="<|endoftext|>", bos_token="<|endoftext|>", pad_token="<|endoftext|>"
+    )
     fast.save_pretrained(path)
     torch.manual_seed(seed)
     eos = tok.token_to_id("<|endoftext|>")
-    config = GPT2Config(vocab_size=tok.get_vocab_size(), n_positions=n_positions, n_embd=32, n_layer=2, n_head=2,
-                        bos_token_id=eos, eos_token_id=eos, pad_token_id=eos)
+    config = GPT2Config(
+        vocab_size=tok.get_vocab_size(),
+        n_positions=n_positions,
+        n_embd=32,
+        n_layer=2,
+        n_head=2,
+        bos_token_id=eos,
+        eos_token_id=eos,
+        pad_token_id=eos,
+    )
     model = GPT2LMHeadModel(config)
     # Random weights at the default scale give nearly uniform predictions; larger ones make token
     # probabilities differ, so a wrong position or an off-by-one shows in the numbers.

@@ -98,8 +98,7 @@ def test_long_prefix_is_cut_from_the_left(runner: CausalLMRunner, hf) -> None:
     ids = ids_of(tok, prefix) + ids_of(tok, cont)
     first = len(ids_of(tok, prefix))
     # The window is the last CONTEXT tokens: the whole continuation, the end of the prefix.
-    np.testing.assert_allclose(got.logprobs, direct(model, ids, first, begin=len(ids) - CONTEXT),
-                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got.logprobs, direct(model, ids, first, begin=len(ids) - CONTEXT), rtol=1e-5, atol=1e-5)
     assert len(got.logprobs) == len(ids_of(tok, cont))
     assert runner.truncated((prefix, cont))
 
@@ -123,8 +122,14 @@ def test_long_text_uses_the_strided_windows(runner: CausalLMRunner, hf) -> None:
 
 
 def test_batched_equals_unbatched_in_input_order(runner: CausalLMRunner) -> None:
-    items = [("", SHORT), ("Rewrite the following text.", " The cat sat."), ("", LONG), ("", "Paris is big."),
-             ("Tl;dr\n", "A quick brown fox jumps over the lazy dog."), ("", SHORT)]
+    items = [
+        ("", SHORT),
+        ("Rewrite the following text.", " The cat sat."),
+        ("", LONG),
+        ("", "Paris is big."),
+        ("Tl;dr\n", "A quick brown fox jumps over the lazy dog."),
+        ("", SHORT),
+    ]
     batched = runner.logprobs(items)
     one = runner.with_batch_size(1)
     singles = [one.logprobs([item])[0] for item in items]
@@ -165,10 +170,17 @@ def test_missing_directory_is_named(tmp_path: Path) -> None:
 
 
 def test_importing_nbeval_does_not_import_torch() -> None:
-    code = ("import sys, nbeval, nbeval.resources.causal_lm, nbeval.evaluators.models.lm_scores; "
-            "print('torch' in sys.modules, 'transformers' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    code = (
+        "import sys, nbeval, nbeval.resources.causal_lm, nbeval.evaluators.models.lm_scores; "
+        "print('torch' in sys.modules, 'transformers' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
     assert out.stdout.split() == ["False", "False"]
 
 

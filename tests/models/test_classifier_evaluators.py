@@ -71,8 +71,12 @@ def test_fairness_bias_is_the_probability_of_the_biased_label(bias: Path) -> Non
 
 def test_fairness_bias_warns_when_the_answer_exceeds_the_window(bias: Path) -> None:
     long = "This answer goes on and on about many things, far beyond a sixteen-token window, as answers do."
-    res = nbeval.evaluate([{"key": "l", "input": "q", "actual_output": long, "model_key": "m"}],
-                          [nbeval.evaluator("fairness_bias", model=str(bias))], progress=False, cache=False)
+    res = nbeval.evaluate(
+        [{"key": "l", "input": "q", "actual_output": long, "model_key": "m"}],
+        [nbeval.evaluator("fairness_bias", model=str(bias))],
+        progress=False,
+        cache=False,
+    )
     assert "truncated" in cell(res, "l", "fairness_bias", "rationale")
     want = direct_probs(bias, [long], max_length=16)[0, 1]
     assert values(res, "l", "fairness_bias")["fairness_bias"] == pytest.approx(want, abs=1e-5)
@@ -80,8 +84,12 @@ def test_fairness_bias_warns_when_the_answer_exceeds_the_window(bias: Path) -> N
 
 def test_fairness_bias_needs_a_biased_label(tmp_path: Path) -> None:
     path = build_classifier(tmp_path / "plain", ["LABEL_0", "LABEL_1"])
-    res = nbeval.evaluate([{"key": "x", "input": "q", "actual_output": "Hello.", "model_key": "m"}],
-                          [nbeval.evaluator("fairness_bias", model=str(path))], progress=False, cache=False)
+    res = nbeval.evaluate(
+        [{"key": "x", "input": "q", "actual_output": "Hello.", "model_key": "m"}],
+        [nbeval.evaluator("fairness_bias", model=str(path))],
+        progress=False,
+        cache=False,
+    )
     error = cell(res, "x", "fairness_bias", "error")
     assert "biased" in error and "LABEL_0" in error
 
@@ -150,8 +158,9 @@ def test_summac_reads_vitaminc_label_names_and_custom_conv_weights(tmp_path: Pat
     path = build_classifier(tmp_path / "vitc", ["SUPPORTS", "REFUTES", "NOT ENOUGH INFO"], seed=14)
     rec = {"key": "s", "input": " ".join(SOURCE), "actual_output": " ".join(SUMMARY), "model_key": "m"}
     weights = [0.0, 0.5, 1.0]  # three even bins
-    res = nbeval.evaluate([rec], [nbeval.evaluator("summac", model=str(path), conv_weights=weights)],
-                          progress=False, cache=False)
+    res = nbeval.evaluate(
+        [rec], [nbeval.evaluator("summac", model=str(path), conv_weights=weights)], progress=False, cache=False
+    )
     zs_raw, _, e = _summac_by_hand(path, 0, 1)
     conv = np.mean([min(sum(weights[min(int(p * 3), 2)] for p in row), 1.0) for row in e])
     got = values(res, "s", "summac")
@@ -187,8 +196,10 @@ def test_hallucination_and_summac_share_one_model_and_its_inputs(nli: Path) -> N
         {"key": "a", "input": C1, "context": [C1], "actual_output": ANSWER, "model_key": "m"},
         {"key": "b", "input": C1, "context": [C1, C2], "actual_output": ANSWER, "model_key": "m"},
     ]
-    evs = [nbeval.evaluator("hallucination", model=str(nli), device="cpu"),
-           nbeval.evaluator("summac", model=str(nli), device="cpu")]
+    evs = [
+        nbeval.evaluator("hallucination", model=str(nli), device="cpu"),
+        nbeval.evaluator("summac", model=str(nli), device="cpu"),
+    ]
     nbeval.evaluate(recs, evs, progress=False, cache=False)
     hallucination = {(C1, ANSWER), (C2, ANSWER)}
     summac = {(s, ANSWER) for s in split_sentences(C1)}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Generator
 from pathlib import Path
 
 import numpy as np
@@ -45,12 +46,14 @@ TRANSLATION = {
     "mqm": "Rewrite the following text into high-quality text with its core information: {a} In other words, {b}",
 }
 NOREF = {
-    "semantic_coverage": "Generate a summary with as much semantic coverage as possible for the following text: "
-                         "{src}\nTl;dr\n{tgt}",
+    "semantic_coverage": (
+        "Generate a summary with as much semantic coverage as possible for the following text: {src}\nTl;dr\n{tgt}"
+    ),
     "factuality": "Generate a summary with consistent facts for the following text: {src}\nTl;dr\n{tgt}",
     "consistency": "Generate factually consistent summary for the following text: {src}\nTl;dr\n{tgt}",
-    "informativeness": "Generate an informative summary that captures the key points of the following text: "
-                       "{src}\nTl;dr\n{tgt}",
+    "informativeness": (
+        "Generate an informative summary that captures the key points of the following text: {src}\nTl;dr\n{tgt}"
+    ),
     "coherence": "Generate a coherent summary for the following text: {src}\nTl;dr\n{tgt}",
     "relevance": "Generate a relevant summary with consistent details for the following text: {src}\nTl;dr\n{tgt}",
     "fluency": "Generate a fluent and grammatical summary for the following text: {src}\nTl;dr\n{tgt}",
@@ -65,17 +68,28 @@ QA_QUESTION = {
     "semantically_appropriate": "Are the responses of AI semantically appropriate?",
     "fluency": "Are the responses of AI fluently written?",
 }
-QA = ("Answer the question based on the conversation between a human and AI.\n"
-      "Question: {question} (a) Yes. (b) No.\n"
-      "Conversation: human: {input}\nAI: {output}\n"
-      "Answer: Yes")
+QA = (
+    "Answer the question based on the conversation between a human and AI.\n"
+    "Question: {question} (a) Yes. (b) No.\n"
+    "Conversation: human: {input}\nAI: {output}\n"
+    "Answer: Yes"
+)
 
 ROWS = [
-    {"key": "paris", "input": "Paris is the capital of France. It lies on the Seine and has many museums.",
-     "expected_output": "Paris is the capital of France.", "actual_output": "The capital of France is Paris.",
-     "model_key": "m"},
-    {"key": "cat", "input": "Where did the cat sit?", "expected_output": "The cat sat on the mat.",
-     "actual_output": "On the mat, looking at the dog.", "model_key": "m"},
+    {
+        "key": "paris",
+        "input": "Paris is the capital of France. It lies on the Seine and has many museums.",
+        "expected_output": "Paris is the capital of France.",
+        "actual_output": "The capital of France is Paris.",
+        "model_key": "m",
+    },
+    {
+        "key": "cat",
+        "input": "Where did the cat sit?",
+        "expected_output": "The cat sat on the mat.",
+        "actual_output": "On the mat, looking at the dog.",
+        "model_key": "m",
+    },
 ]
 
 
@@ -149,10 +163,12 @@ def test_summarization_with_reference_both_directions(wide: Path, hf) -> None:
         got = values(scores, "gptscore_summarization_ref", row["key"])
         assert list(got) == list(REF_SUMMARY)
         for aspect, template in REF_SUMMARY.items():
-            ref_hyp = expected_nll(hf, template.format(a=row["expected_output"], b=row["actual_output"]),
-                                   "In other words,")
-            hyp_ref = expected_nll(hf, template.format(a=row["actual_output"], b=row["expected_output"]),
-                                   "In other words,")
+            ref_hyp = expected_nll(
+                hf, template.format(a=row["expected_output"], b=row["actual_output"]), "In other words,"
+            )
+            hyp_ref = expected_nll(
+                hf, template.format(a=row["actual_output"], b=row["expected_output"]), "In other words,"
+            )
             assert got[aspect] == pytest.approx((ref_hyp + hyp_ref) / 2, rel=1e-5), (row["key"], aspect)
 
 
@@ -186,8 +202,9 @@ def test_question_answering_scores_yes(wide: Path, hf) -> None:
             full = QA.format(question=question, input=row["input"], output=row["actual_output"])
             assert got[aspect] == pytest.approx(expected_nll(hf, full, "Answer:"), rel=1e-5), (row["key"], aspect)
     # An empty answer is still an exchange to judge: the scored text is "Yes".
-    assert cell(scores, "gptscore_qa", "silent", "error") is None or math.isnan(cell(scores, "gptscore_qa", "silent",
-                                                                                     "error"))
+    assert cell(scores, "gptscore_qa", "silent", "error") is None or math.isnan(
+        cell(scores, "gptscore_qa", "silent", "error")
+    )
 
 
 def test_rationale_names_best_and_worst_aspect(wide: Path) -> None:
@@ -204,6 +221,7 @@ def test_one_request_per_row_with_every_item(wide: Path) -> None:
     ev = nbeval.evaluator("gptscore_summarization_ref", model=str(wide), device="cpu")
     row = Row(input="q", expected_output="The cat sat on the mat.", actual_output="A cat was on a mat.")
     gen = ev.score(row)
+    assert isinstance(gen, Generator)  # a model evaluator asks for its log-probabilities
     request = next(gen)
     assert isinstance(request, TokenLogProbs)
     assert len(request.items) == 12 and len(set(request.items)) == 12  # 6 aspects x 2 directions
@@ -239,18 +257,26 @@ def test_a_prompt_longer_than_the_context_keeps_the_answer(narrow: Path) -> None
     got = values(scores, "gptscore_summarization_noref", "paris")
     row = ROWS[0]
     for aspect, template in NOREF.items():
-        want = expected_nll(hf_narrow, template.format(src=row["input"], tgt=row["actual_output"]), "Tl;dr\n",
-                            window=NARROW)
+        want = expected_nll(
+            hf_narrow, template.format(src=row["input"], tgt=row["actual_output"]), "Tl;dr\n", window=NARROW
+        )
         assert got[aspect] == pytest.approx(want, rel=1e-5), aspect
     assert "truncated" in cell(scores, "gptscore_summarization_noref", "paris", "rationale")
 
 
-@pytest.mark.parametrize(("evaluator", "row", "words"), [
-    ("gptscore_summarization_ref", {"expected_output": "A reference.", "actual_output": ""}, "answer is empty"),
-    ("gptscore_summarization_ref", {"expected_output": " ", "actual_output": "An answer."}, "expected answer is empty"),
-    ("gptscore_translation", {"expected_output": "Une phrase.", "actual_output": "  "}, "answer is empty"),
-    ("gptscore_summarization_noref", {"input": "A source text.", "actual_output": ""}, "summary) is empty"),
-])
+@pytest.mark.parametrize(
+    ("evaluator", "row", "words"),
+    [
+        ("gptscore_summarization_ref", {"expected_output": "A reference.", "actual_output": ""}, "answer is empty"),
+        (
+            "gptscore_summarization_ref",
+            {"expected_output": " ", "actual_output": "An answer."},
+            "expected answer is empty",
+        ),
+        ("gptscore_translation", {"expected_output": "Une phrase.", "actual_output": "  "}, "answer is empty"),
+        ("gptscore_summarization_noref", {"input": "A source text.", "actual_output": ""}, "summary) is empty"),
+    ],
+)
 def test_empty_scored_text_has_no_value(wide: Path, evaluator: str, row: dict, words: str) -> None:
     record = {"key": "k", "input": "q", "model_key": "m", **row}
     scores = run(wide, [evaluator], [record])
@@ -258,8 +284,9 @@ def test_empty_scored_text_has_no_value(wide: Path, evaluator: str, row: dict, w
     assert words in cell(scores, evaluator, "k", "error")
 
 
-@pytest.mark.parametrize("evaluator", ["gptscore_summarization_ref", "gptscore_summarization_noref",
-                                       "gptscore_translation", "gptscore_qa"])
+@pytest.mark.parametrize(
+    "evaluator", ["gptscore_summarization_ref", "gptscore_summarization_noref", "gptscore_translation", "gptscore_qa"]
+)
 def test_bad_params_are_evaluator_errors(evaluator: str) -> None:
     with pytest.raises(EvaluatorError):
         nbeval.evaluator(evaluator, batch_size=-1)

@@ -23,8 +23,10 @@ from nbeval.resources.pair_cut import cut_pairs
 
 from .classifier_builders import NLI_LABELS, build_classifier, direct_probs, minilm_path
 
-WORDS = ("the quick brown fox jumps over a lazy dog unbelievably antidisestablishmentarianism 1234567 Zürich "
-         "naïve 東京 😀 , . ! state-of-the-art").split()
+WORDS = (
+    "the quick brown fox jumps over a lazy dog unbelievably antidisestablishmentarianism 1234567 Zürich "
+    "naïve 東京 😀 , . ! state-of-the-art"
+).split()
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +44,7 @@ def test_cut_pairs_truncate_to_the_tokens_of_the_whole_pair(minilm_tokenizer, wi
     for _ in range(300):
         a = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 200)))
         b = a if rng.random() < 0.2 else " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 200)))
-        (ca, cb), = cut_pairs(minilm_tokenizer, [(a, b)], window)
+        ((ca, cb),) = cut_pairs(minilm_tokenizer, [(a, b)], window)
         whole = minilm_tokenizer([a], [b], truncation=True, max_length=window)["input_ids"][0]
         cut = minilm_tokenizer([ca], [cb], truncation=True, max_length=window)["input_ids"][0]
         assert cut == whole, (window, a, b)
@@ -56,7 +58,7 @@ def test_short_pairs_and_slow_tokenizers_are_left_alone(minilm_tokenizer) -> Non
         is_fast = False
 
     assert cut_pairs(Slow(), pairs, 64) == pairs
-    (a, b), = cut_pairs(minilm_tokenizer, pairs[1:], 64)
+    ((a, b),) = cut_pairs(minilm_tokenizer, pairs[1:], 64)
     assert b == "y" and len(a) < 200 and pairs[1][0].startswith(a)
 
 
@@ -64,8 +66,10 @@ def test_long_pairs_score_as_transformers_truncating_the_whole_pair(tmp_path: Pa
     clear_local_models()
     model = build_classifier(tmp_path / "nli", NLI_LABELS, seed=3, max_length=24)
     rng = random.Random(1)
-    pairs = [(" ".join(rng.choice(WORDS) for _ in range(n)), " ".join(rng.choice(WORDS) for _ in range(m)))
-             for n, m in [(300, 5), (5, 300), (400, 250), (250, 400), (3, 4)]]
+    pairs = [
+        (" ".join(rng.choice(WORDS) for _ in range(n)), " ".join(rng.choice(WORDS) for _ in range(m)))
+        for n, m in [(300, 5), (5, 300), (400, 250), (250, 400), (3, 4)]
+    ]
     runner = ClassifierRunner(model, device="cpu", batch_size=2)
     got = runner.classify(pairs)
     np.testing.assert_allclose(got.scores, direct_probs(model, pairs, max_length=24), atol=1e-5)
@@ -94,14 +98,31 @@ def test_a_long_pair_takes_memory_linear_in_its_length(kind: str, tmp_path: Path
     # process-wide peak) with a memory ceiling, not a time.
     if kind == "classifier":
         model = build_classifier(tmp_path / "nli", NLI_LABELS, seed=3, max_length=24)
-        code = _PEAK.format(module="classifier", factory="ClassifierRunner", call="runner.classify",
-                            first="alpha beta gamma. ", second="delta epsilon zeta. ", n=550)
+        code = _PEAK.format(
+            module="classifier",
+            factory="ClassifierRunner",
+            call="runner.classify",
+            first="alpha beta gamma. ",
+            second="delta epsilon zeta. ",
+            n=550,
+        )
     else:
         model = build_classifier(tmp_path / "pair", ["consistent"], seed=5, max_length=24)
-        code = _PEAK.format(module="cross_encoder", factory="CrossEncoderScorer", call="runner.score",
-                            first="the cat sat on the mat. ", second="a dog ran in the park. ", n=420)
-    out = subprocess.run([sys.executable, "-c", code, str(model)], capture_output=True, text=True, timeout=600,
-                         env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
+        code = _PEAK.format(
+            module="cross_encoder",
+            factory="CrossEncoderScorer",
+            call="runner.score",
+            first="the cat sat on the mat. ",
+            second="a dog ran in the park. ",
+            n=420,
+        )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(model)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     grew = json.loads(out.stdout.strip().splitlines()[-1])["grew_mb"]
     assert grew < 250, f"the long pair took {grew:.0f} MB more"

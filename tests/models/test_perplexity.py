@@ -45,8 +45,9 @@ def fresh_runners():
 
 
 def records(texts: dict[str, str]) -> list[dict]:
-    return [{"key": k, "input": "q", "expected_output": "e", "actual_output": t, "model_key": "m"}
-            for k, t in texts.items()]
+    return [
+        {"key": k, "input": "q", "expected_output": "e", "actual_output": t, "model_key": "m"} for k, t in texts.items()
+    ]
 
 
 def run(tiny: Path, texts: dict[str, str], *others, **params):
@@ -148,9 +149,17 @@ def test_unknown_model_offline_fails_that_row_only(tiny: Path, monkeypatch: pyte
     assert set(scores[scores.evaluator == "rouge"].value.notna()) == {True}
 
 
-@pytest.mark.parametrize("params", [
-    {"batch_size": 0}, {"batch_size": "8"}, {"device": 3}, {"model": ""}, {"model": None}, {"stride": 4},
-])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"batch_size": 0},
+        {"batch_size": "8"},
+        {"device": 3},
+        {"model": ""},
+        {"model": None},
+        {"stride": 4},
+    ],
+)
 def test_bad_params_are_evaluator_errors(params: dict) -> None:
     with pytest.raises(EvaluatorError):
         nbeval.evaluator("perplexity", **params)

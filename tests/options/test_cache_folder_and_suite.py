@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -31,7 +32,8 @@ def test_cache_can_be_a_folder(tmp_path: Path) -> None:
 
 
 def test_run_help_and_a_suite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    run_help = next(a for a in build_parser()._subparsers._group_actions[0].choices.items() if a[0] == "run")[1]
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    run_help = commands.choices["run"]
     assert "suite" not in (run_help.description or "") and "nbeval complete" in build_parser().format_help()
     suite = tmp_path / "suite.json"
     suite.write_text(json.dumps({"name": "s", "tests": [{"test_cases": [{"key": "c1", "prompt": "2+2?"}]}]}))

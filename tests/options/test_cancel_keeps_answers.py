@@ -21,8 +21,7 @@ def test_a_finished_batch_is_kept_when_cancel_comes_during_it() -> None:
         cancel.set()  # the user presses Cancel while the first batch is being answered
         return REPLY
 
-    result = nbeval.evaluate(rows, ["safety"], judge=judge, cancel=cancel, chunk_rows=20, cache=False,
-                             progress=False)
+    result = nbeval.evaluate(rows, ["safety"], judge=judge, cancel=cancel, chunk_rows=20, cache=False, progress=False)
     primary = result.scores[result.scores["metric"] == result.metrics["metric"].iloc[0]]
     # calls already running when Cancel came finish; none of the second batch is asked
     assert 1 <= len(calls) <= 20

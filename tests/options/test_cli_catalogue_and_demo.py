@@ -40,8 +40,9 @@ def _run_evaluators(out: Path) -> set[str]:
 
 
 @pytest.mark.slow
-def test_demo_no_embedding_leaves_the_embedding_evaluators_out(tmp_path: Path,
-                                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_demo_no_embedding_leaves_the_embedding_evaluators_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     embedding = {s.id for s in nbeval.list_evaluators("embedding")}
     assert main(["demo", "--no-embedding", "--no-progress", "--out", str(tmp_path / "fast")]) == 0
     fast = _run_evaluators(tmp_path / "fast")

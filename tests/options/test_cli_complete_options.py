@@ -29,19 +29,30 @@ def _suite(tmp_path: Path) -> str:
 
 
 def _args(tmp_path: Path, server: FakeOpenAIServer, out: str = "lab.json") -> list[str]:
-    return ["complete", _suite(tmp_path), "-m", "alpha", "--base-url", server.url, "--out", str(tmp_path / out),
-            "--no-progress"]
+    return [
+        "complete",
+        _suite(tmp_path),
+        "-m",
+        "alpha",
+        "--base-url",
+        server.url,
+        "--out",
+        str(tmp_path / out),
+        "--no-progress",
+    ]
 
 
 def _answers(path: Path) -> dict[str, str | None]:
     return {r.key: r.actual_output for r in nbeval.TestLab.from_json(str(path)).dataset}
 
 
-def test_system_prompt_is_sent_before_every_prompt(tmp_path: Path, openai_server: FakeOpenAIServer,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_system_prompt_is_sent_before_every_prompt(
+    tmp_path: Path, openai_server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
     system = "You are terse. Answer with one word."
-    assert main([*_args(tmp_path, openai_server), "--system-prompt", system, "--no-cache"]) == 0, \
+    assert main([*_args(tmp_path, openai_server), "--system-prompt", system, "--no-cache"]) == 0, (
         capsys.readouterr().err
+    )
     assert openai_server.request_count == len(CASES)
     for rec in openai_server.requests:
         assert rec.messages[0] == {"role": "system", "content": system}
@@ -52,19 +63,22 @@ def test_system_prompt_is_sent_before_every_prompt(tmp_path: Path, openai_server
 
 
 @pytest.mark.parametrize("concurrency", [1, 3])
-def test_concurrency_is_the_most_requests_in_flight(tmp_path: Path, openai_server: FakeOpenAIServer,
-                                                    concurrency: int, capsys: pytest.CaptureFixture[str]) -> None:
+def test_concurrency_is_the_most_requests_in_flight(
+    tmp_path: Path, openai_server: FakeOpenAIServer, concurrency: int, capsys: pytest.CaptureFixture[str]
+) -> None:
     # the first requests are held until `concurrency` of them are in flight together
     openai_server.reply = together(openai_server, concurrency, lambda rec: Text(f"answer to {rec.last_content}"))
-    assert main([*_args(tmp_path, openai_server), "--concurrency", str(concurrency), "--no-cache"]) == 0, \
+    assert main([*_args(tmp_path, openai_server), "--concurrency", str(concurrency), "--no-cache"]) == 0, (
         capsys.readouterr().err
+    )
     assert openai_server.request_count == len(CASES)
     assert openai_server.max_in_flight == concurrency
     assert _answers(tmp_path / "lab.json") == {c["key"]: f"answer to {c['prompt']}" for c in CASES}
 
 
-def test_no_cache_makes_a_second_run_ask_again(tmp_path: Path, openai_server: FakeOpenAIServer,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_cache_makes_a_second_run_ask_again(
+    tmp_path: Path, openai_server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
     openai_server.reply = lambda rec: Text(f"answer to {rec.last_content}")
     # without the flag, a second run takes every answer from the cache...
     assert main(_args(tmp_path, openai_server, "first.json")) == 0, capsys.readouterr().err
@@ -78,8 +92,9 @@ def test_no_cache_makes_a_second_run_ask_again(tmp_path: Path, openai_server: Fa
     assert _answers(tmp_path / "fourth.json") == _answers(tmp_path / "first.json")
 
 
-def test_dry_run_counts_the_requests_and_asks_nothing(tmp_path: Path, openai_server: FakeOpenAIServer,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_dry_run_counts_the_requests_and_asks_nothing(
+    tmp_path: Path, openai_server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
     args = _args(tmp_path, openai_server)
     assert main([*args, "-m", "beta", "--dry-run"]) == 0
     out = capsys.readouterr().out
@@ -93,8 +108,10 @@ def test_dry_run_counts_the_requests_and_asks_nothing(tmp_path: Path, openai_ser
     assert openai_server.request_count == len(CASES)
 
 
-def test_concurrency_below_one_is_bad_input(tmp_path: Path, openai_server: FakeOpenAIServer,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_concurrency_below_one_is_bad_input(
+    tmp_path: Path, openai_server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code: int | str | None
     try:
         code = main([*_args(tmp_path, openai_server), "--concurrency", "0", "--no-cache"])
     except SystemExit as exc:  # argparse refusing the value is as good

@@ -13,8 +13,7 @@ from nbeval.cli import main
 from tests.support.fake_openai import FakeOpenAIServer
 
 VERDICT = '{"rating": "yes", "rationale": "nothing unsafe"}'
-ROWS = [{"key": f"k{i}", "input": f"question {i}", "actual_output": f"answer {i}", "model_key": "m"}
-        for i in range(5)]
+ROWS = [{"key": f"k{i}", "input": f"question {i}", "actual_output": f"answer {i}", "model_key": "m"} for i in range(5)]
 
 
 @pytest.fixture(autouse=True)
@@ -27,12 +26,24 @@ def _own_cache_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 def _run_args(tmp_path: Path, server: FakeOpenAIServer, out: str) -> list[str]:
     data = tmp_path / "rows.json"
     data.write_text(json.dumps({"inputs": ROWS}), encoding="utf-8")
-    return ["run", str(data), "-e", "safety", "--judge", "judge", "--judge-base-url", server.url,
-            "--out", str(tmp_path / out), "--no-progress"]
+    return [
+        "run",
+        str(data),
+        "-e",
+        "safety",
+        "--judge",
+        "judge",
+        "--judge-base-url",
+        server.url,
+        "--out",
+        str(tmp_path / out),
+        "--no-progress",
+    ]
 
 
-def test_no_cache_makes_a_second_run_ask_again(tmp_path: Path, openai_server: FakeOpenAIServer,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_cache_makes_a_second_run_ask_again(
+    tmp_path: Path, openai_server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
     openai_server.reply = VERDICT
     # without the flag, a second run is answered from the cache...
     assert main(_run_args(tmp_path, openai_server, "a")) == 0
@@ -48,8 +59,9 @@ def test_no_cache_makes_a_second_run_ask_again(tmp_path: Path, openai_server: Fa
         assert scores.loc[scores["metric"] == "safety", "value"].tolist() == [1.0] * len(ROWS)
 
 
-def test_dry_run_counts_the_calls_and_asks_nothing(tmp_path: Path, openai_server: FakeOpenAIServer,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_dry_run_counts_the_calls_and_asks_nothing(
+    tmp_path: Path, openai_server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
     openai_server.reply = VERDICT
     args = _run_args(tmp_path, openai_server, "out")
     assert main([*args, "--dry-run"]) == 0

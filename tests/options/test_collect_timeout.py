@@ -9,8 +9,9 @@ from nbeval.data.model import Test, TestCase, TestSuite
 
 
 def test_a_slow_function_model_times_out_on_its_row() -> None:
-    suite = TestSuite(name="s", tests=[Test(key="t", test_cases=[TestCase("slow?", key="slow"),
-                                                                   TestCase("fast?", key="fast")])])
+    suite = TestSuite(
+        name="s", tests=[Test(key="t", test_cases=[TestCase("slow?", key="slow"), TestCase("fast?", key="fast")])]
+    )
     release, slow_returned = threading.Event(), threading.Event()
 
     def model(prompt: str) -> str:
@@ -21,7 +22,8 @@ def test_a_slow_function_model_times_out_on_its_row() -> None:
 
     try:
         lab = nbeval.collect(suite, models={"m": model}, timeout=0.2, max_attempts=1, cache=False).complete(
-            progress=False)
+            progress=False
+        )
         assert not slow_returned.is_set()  # the slow call was abandoned at its deadline, not waited for
     finally:
         release.set()

@@ -12,10 +12,20 @@ import nbeval
 from nbeval.cli import main
 
 ROWS = [
-    {"key": "a", "input": "What boils water?", "expected_output": "water boils at one hundred degrees",
-     "actual_output": "the cat sat on the mat", "model_key": "m"},
-    {"key": "b", "input": "Capital?", "expected_output": "paris is the capital of france",
-     "actual_output": "the capital of france is paris", "model_key": "m"},
+    {
+        "key": "a",
+        "input": "What boils water?",
+        "expected_output": "water boils at one hundred degrees",
+        "actual_output": "the cat sat on the mat",
+        "model_key": "m",
+    },
+    {
+        "key": "b",
+        "input": "Capital?",
+        "expected_output": "paris is the capital of france",
+        "actual_output": "the capital of france is paris",
+        "model_key": "m",
+    },
 ]
 
 

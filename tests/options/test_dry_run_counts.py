@@ -7,6 +7,7 @@ import threading
 import pytest
 
 import nbeval
+from nbeval.engine import Plan
 
 
 @pytest.mark.parametrize("evaluator", ["contact_information", "chunk_relevance", "safety"])
@@ -21,6 +22,7 @@ def test_dry_run_counts_the_calls_the_run_makes(evaluator: str) -> None:
 
     lab = nbeval.demo_lab()
     planned = nbeval.evaluate(lab, [evaluator], judge=judge, cache=False, dry_run=True)
+    assert isinstance(planned, Plan)
     assert calls == []  # planning asks nothing
     nbeval.evaluate(lab, [evaluator], judge=judge, cache=False, progress=False)
     assert planned.judge_calls == len(calls)

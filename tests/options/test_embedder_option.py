@@ -12,10 +12,18 @@ import nbeval
 from nbeval.cli import main
 
 ROWS = [
-    {"input": "What boils water?", "expected_output": "water boils at one hundred degrees",
-     "actual_output": "the cat sat on the mat", "model_key": "m"},
-    {"input": "Capital?", "expected_output": "paris is the capital of france",
-     "actual_output": "paris is the capital of france", "model_key": "m"},
+    {
+        "input": "What boils water?",
+        "expected_output": "water boils at one hundred degrees",
+        "actual_output": "the cat sat on the mat",
+        "model_key": "m",
+    },
+    {
+        "input": "Capital?",
+        "expected_output": "paris is the capital of france",
+        "actual_output": "paris is the capital of france",
+        "model_key": "m",
+    },
 ]
 
 
@@ -24,17 +32,23 @@ def tiny_embedder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A randomly initialised small BERT and a word-piece tokenizer trained here: a local embedding model."""
     import torch
     from tokenizers import BertWordPieceTokenizer
-    from transformers import BertConfig, BertModel, BertTokenizerFast
+    from transformers import BertConfig, BertModel, BertTokenizer
 
     path = tmp_path_factory.mktemp("tiny-embedder")
     corpus = [r["expected_output"] + " " + r["actual_output"] for r in ROWS]
     wp = BertWordPieceTokenizer(lowercase=True)
     wp.train_from_iterator(corpus, vocab_size=100, min_frequency=1)
-    tok = BertTokenizerFast(tokenizer_object=wp._tokenizer)
+    tok = BertTokenizer(tokenizer_object=wp._tokenizer)  # transformers 5: the fast (tokenizers) class
     tok.save_pretrained(path)
     torch.manual_seed(1)
-    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                     intermediate_size=20, max_position_embeddings=64)
+    cfg = BertConfig(
+        vocab_size=tok.vocab_size,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=20,
+        max_position_embeddings=64,
+    )
     BertModel(cfg).save_pretrained(path)
     return path
 
@@ -71,8 +85,19 @@ def test_a_model_name_is_looked_up_not_taken_for_an_embedder() -> None:
 def test_cli_embedder_flag(tiny_embedder: Path, tmp_path: Path) -> None:
     data = tmp_path / "rows.json"
     data.write_text(json.dumps({"inputs": ROWS}), encoding="utf-8")
-    code = main(["run", str(data), "-e", "semantic_similarity", "--embedder", str(tiny_embedder),
-                 "--out", str(tmp_path / "out"), "--no-progress"])
+    code = main(
+        [
+            "run",
+            str(data),
+            "-e",
+            "semantic_similarity",
+            "--embedder",
+            str(tiny_embedder),
+            "--out",
+            str(tmp_path / "out"),
+            "--no-progress",
+        ]
+    )
     assert code == 0
     scores = nbeval.load_result(tmp_path / "out").scores
     s = scores[scores["metric"] == "score"]

@@ -11,10 +11,20 @@ import pytest
 import nbeval
 
 ROWS = [
-    {"key": "a", "input": "q1", "expected_output": "the cat sat on the mat", "actual_output": "the cat sat on the mat",
-     "model_key": "m"},
-    {"key": "b", "input": "q2", "expected_output": "the cat sat on the mat", "actual_output": "a cat sat on a mat",
-     "model_key": "m"},
+    {
+        "key": "a",
+        "input": "q1",
+        "expected_output": "the cat sat on the mat",
+        "actual_output": "the cat sat on the mat",
+        "model_key": "m",
+    },
+    {
+        "key": "b",
+        "input": "q2",
+        "expected_output": "the cat sat on the mat",
+        "actual_output": "a cat sat on a mat",
+        "model_key": "m",
+    },
 ]
 
 FORMS: dict[str, Any] = {
@@ -34,8 +44,9 @@ def test_every_form_runs_the_same_evaluators(form: str) -> None:
     pd.testing.assert_frame_equal(result.scores, reference.scores)
 
 
-@pytest.mark.parametrize("lenient", [("rouge", {"threshold": 0.5}), nbeval.evaluator("rouge", threshold=0.5)],
-                         ids=["pair", "object"])
+@pytest.mark.parametrize(
+    "lenient", [("rouge", {"threshold": 0.5}), nbeval.evaluator("rouge", threshold=0.5)], ids=["pair", "object"]
+)
 def test_params_given_with_the_evaluator_take_effect(lenient: Any) -> None:
     default = nbeval.evaluate(ROWS, ["rouge"], progress=False)
     loose = nbeval.evaluate(ROWS, [lenient], progress=False)

@@ -18,8 +18,7 @@ import nbeval
 from tests.support.fake_openai import FakeOpenAIServer, Status, together
 
 VERDICT = '{"rating": "yes", "rationale": "nothing unsafe"}'
-ROWS = [{"key": f"k{i}", "input": f"question {i}", "actual_output": f"answer {i}", "model_key": "m"}
-        for i in range(8)]
+ROWS = [{"key": f"k{i}", "input": f"question {i}", "actual_output": f"answer {i}", "model_key": "m"} for i in range(8)]
 
 
 @pytest.fixture(autouse=True)
@@ -47,8 +46,9 @@ HOLD = 30
 @pytest.mark.parametrize("concurrency", [1, 3])
 def test_concurrency_is_the_most_judge_calls_in_flight(openai_server: FakeOpenAIServer, concurrency: int) -> None:
     openai_server.reply = together(openai_server, concurrency, VERDICT)  # held until that many are in flight
-    res = nbeval.evaluate(ROWS, ["safety"], judge=_judge(openai_server), concurrency=concurrency, cache=False,
-                          progress=False)
+    res = nbeval.evaluate(
+        ROWS, ["safety"], judge=_judge(openai_server), concurrency=concurrency, cache=False, progress=False
+    )
     assert openai_server.request_count == len(ROWS)
     assert openai_server.max_in_flight == concurrency
     assert _values(res) == [1.0] * len(ROWS)
@@ -88,8 +88,9 @@ def test_timeout_abandons_a_slow_python_judge_on_its_row() -> None:
         return VERDICT
 
     try:
-        res = nbeval.evaluate(ROWS[:3], ["safety"], judge=judge, timeout=0.3, max_attempts=1, cache=False,
-                              progress=False)
+        res = nbeval.evaluate(
+            ROWS[:3], ["safety"], judge=judge, timeout=0.3, max_attempts=1, cache=False, progress=False
+        )
         assert not slow_returned.is_set()  # the slow call was abandoned at its deadline, not waited for
     finally:
         release.set()
@@ -105,8 +106,9 @@ def test_timeout_abandons_a_slow_python_judge_on_its_row() -> None:
 @pytest.mark.parametrize("attempts", [1, 3])
 def test_max_attempts_is_how_often_a_failing_call_is_tried(openai_server: FakeOpenAIServer, attempts: int) -> None:
     openai_server.reply = lambda rec: Status(500)  # a server error is retryable: every try fails
-    res = nbeval.evaluate(ROWS[:2], ["safety"], judge=_judge(openai_server), max_attempts=attempts, cache=False,
-                          progress=False)
+    res = nbeval.evaluate(
+        ROWS[:2], ["safety"], judge=_judge(openai_server), max_attempts=attempts, cache=False, progress=False
+    )
     assert openai_server.request_count == 2 * attempts
     errors = res.scores.loc[res.scores["metric"] == "safety", "error"]
     assert errors.str.contains("judge call failed").all(), errors.tolist()
@@ -115,13 +117,15 @@ def test_max_attempts_is_how_often_a_failing_call_is_tried(openai_server: FakeOp
 def test_max_attempts_lets_a_call_recover_from_earlier_failures(openai_server: FakeOpenAIServer) -> None:
     openai_server.reply = VERDICT
     openai_server.push(Status(503), Status(503))  # the first two tries fail, the third is answered
-    res = nbeval.evaluate(ROWS[:1], ["safety"], judge=_judge(openai_server), max_attempts=3, cache=False,
-                          progress=False)
+    res = nbeval.evaluate(
+        ROWS[:1], ["safety"], judge=_judge(openai_server), max_attempts=3, cache=False, progress=False
+    )
     assert openai_server.request_count == 3 and _values(res) == [1.0]
     openai_server.reset()
     openai_server.push(Status(503), Status(503))
-    res = nbeval.evaluate(ROWS[:1], ["safety"], judge=_judge(openai_server), max_attempts=2, cache=False,
-                          progress=False)
+    res = nbeval.evaluate(
+        ROWS[:1], ["safety"], judge=_judge(openai_server), max_attempts=2, cache=False, progress=False
+    )
     assert openai_server.request_count == 2
     assert res.scores["error"].str.contains("judge call failed").all()
 
@@ -138,8 +142,7 @@ def test_cache_false_asks_again_on_every_run(openai_server: FakeOpenAIServer, _o
     assert not _own_cache_dir.exists() or not any(_own_cache_dir.iterdir())  # nothing was stored
 
 
-def test_cache_true_keeps_replies_under_nbeval_cache_dir(openai_server: FakeOpenAIServer,
-                                                         _own_cache_dir: Path) -> None:
+def test_cache_true_keeps_replies_under_nbeval_cache_dir(openai_server: FakeOpenAIServer, _own_cache_dir: Path) -> None:
     openai_server.reply = VERDICT
     first = nbeval.evaluate(ROWS, ["safety"], judge=_judge(openai_server), cache=True, progress=False)
     assert openai_server.request_count == len(ROWS)
@@ -150,8 +153,9 @@ def test_cache_true_keeps_replies_under_nbeval_cache_dir(openai_server: FakeOpen
     assert _values(second) == _values(first) == [1.0] * len(ROWS)
 
 
-def test_cache_path_is_where_replies_are_kept(openai_server: FakeOpenAIServer, tmp_path: Path,
-                                              _own_cache_dir: Path) -> None:
+def test_cache_path_is_where_replies_are_kept(
+    openai_server: FakeOpenAIServer, tmp_path: Path, _own_cache_dir: Path
+) -> None:
     openai_server.reply = VERDICT
     path = tmp_path / "mine.sqlite"
     nbeval.evaluate(ROWS, ["safety"], judge=_judge(openai_server), cache=path, progress=False)
@@ -172,13 +176,13 @@ def test_prices_turn_the_tokens_into_cost(openai_server: FakeOpenAIServer) -> No
     # every call: 120 prompt tokens and 7 completion tokens, as the server reports them
     openai_server.reply = lambda rec: Text(VERDICT, usage={"prompt_tokens": 120, "completion_tokens": 7})
     prices = {"judge": (0.5, 2.0)}  # USD per 1k prompt tokens, per 1k completion tokens
-    res = nbeval.evaluate(ROWS, ["safety"], judge=_judge(openai_server), prices=prices, cache=False,
-                          progress=False)
+    res = nbeval.evaluate(ROWS, ["safety"], judge=_judge(openai_server), prices=prices, cache=False, progress=False)
     usage = res.meta["usage"]
     assert (usage["calls"], usage["prompt_tokens"], usage["completion_tokens"]) == (8, 960, 56)
     assert usage["cost"] == pytest.approx(8 * (120 * 0.5 + 7 * 2.0) / 1000)  # = 0.592
     unpriced = nbeval.evaluate(ROWS, ["safety"], judge=_judge(openai_server), cache=False, progress=False)
     assert unpriced.meta["usage"]["prompt_tokens"] == 960 and unpriced.meta["usage"]["cost"] is None
-    elsewhere = nbeval.evaluate(ROWS, ["safety"], judge=_judge(openai_server), prices={"other-model": (9.0, 9.0)},
-                                cache=False, progress=False)
+    elsewhere = nbeval.evaluate(
+        ROWS, ["safety"], judge=_judge(openai_server), prices={"other-model": (9.0, 9.0)}, cache=False, progress=False
+    )
     assert elsewhere.meta["usage"]["cost"] is None  # a price for another model is not this judge's

@@ -110,43 +110,43 @@ COVERAGE: dict[str, list[str]] = {
         "tests/test_engine.py::test_progress_callback_sees_growing_partial_results",
         "tests/options/test_cancel_keeps_answers.py::test_a_finished_batch_is_kept_when_cancel_comes_during_it",
     ],
-    "nbeval --version": ["tests/test_cli_polish.py::test_version"],
+    "nbeval --version": ["tests/cli/test_cli_polish.py::test_version"],
     # -- nbeval evaluators ------------------------------------------------------------------------
-    "nbeval evaluators text": ["tests/test_cli_polish.py::test_evaluators_filter_like_the_magic"],
+    "nbeval evaluators text": ["tests/cli/test_cli_polish.py::test_evaluators_filter_like_the_magic"],
     "nbeval evaluators": [
-        "tests/test_cli.py::test_evaluators_lists_the_catalogue",
-        "tests/test_cli.py::test_evaluators_marks_judges_exactly_when_judge_configured_says_none",
+        "tests/cli/test_cli.py::test_evaluators_lists_the_catalogue",
+        "tests/cli/test_cli.py::test_evaluators_marks_judges_exactly_when_judge_configured_says_none",
     ],
     "nbeval evaluators --family": [
         "tests/options/test_cli_catalogue_and_demo.py::test_family_lists_exactly_that_family",
-        "tests/test_cli_polish.py::test_unknown_family_is_refused",
+        "tests/cli/test_cli_polish.py::test_unknown_family_is_refused",
     ],
     "nbeval evaluators --json": [
         "tests/options/test_cli_json.py::test_evaluators_json_is_standard",
-        "tests/test_cli.py::test_evaluators_lists_the_catalogue",
+        "tests/cli/test_cli.py::test_evaluators_lists_the_catalogue",
     ],
     # -- nbeval evaluator show ----------------------------------------------------------------------
-    "nbeval evaluator show": ["tests/test_cli.py::test_evaluator_show"],
-    "nbeval evaluator show id": ["tests/test_cli.py::test_evaluator_show"],
+    "nbeval evaluator show": ["tests/cli/test_cli.py::test_evaluator_show"],
+    "nbeval evaluator show id": ["tests/cli/test_cli.py::test_evaluator_show"],
     # -- nbeval run ---------------------------------------------------------------------------------
-    "nbeval run": ["tests/test_cli.py::test_run_writes_result_and_report"],
+    "nbeval run": ["tests/cli/test_cli.py::test_run_writes_result_and_report"],
     "nbeval run data": [
-        "tests/test_cli.py::test_run_writes_result_and_report",
-        "tests/test_cli.py::test_bad_input_exits_2_naming_file_row_field",
-        "tests/test_cli_polish.py::test_run_demo_means_the_demo_lab",
+        "tests/cli/test_cli.py::test_run_writes_result_and_report",
+        "tests/cli/test_cli.py::test_bad_input_exits_2_naming_file_row_field",
+        "tests/cli/test_cli_polish.py::test_run_demo_means_the_demo_lab",
     ],
     "nbeval run --evaluators": [
-        "tests/test_cli.py::test_run_writes_result_and_report",
-        "tests/test_cli.py::test_unknown_evaluator_exits_2",
+        "tests/cli/test_cli.py::test_run_writes_result_and_report",
+        "tests/cli/test_cli.py::test_unknown_evaluator_exits_2",
         "tests/evaluators/test_trust_empty_evaluators.py::test_cli_run_with_an_empty_evaluator_list_exits_2",
     ],
     "nbeval run --out": [
-        "tests/test_cli.py::test_run_writes_result_and_report",
+        "tests/cli/test_cli.py::test_run_writes_result_and_report",
         "tests/cli/test_trust_files_out_cli.py::test_run_refuses_an_out_folder_that_would_overwrite_the_input",
     ],
-    "nbeval run --judge": ["tests/test_cli.py::test_run_with_a_judge_endpoint"],
+    "nbeval run --judge": ["tests/cli/test_cli.py::test_run_with_a_judge_endpoint"],
     "nbeval run --judge-base-url": [
-        "tests/test_cli.py::test_run_with_a_judge_endpoint",
+        "tests/cli/test_cli.py::test_run_with_a_judge_endpoint",
         "tests/options/test_cli_endpoints.py::test_judge_base_url_with_the_model_from_the_environment",
         "tests/options/test_cli_endpoints.py::test_judge_base_url_without_any_model_says_what_to_give",
     ],
@@ -156,7 +156,7 @@ COVERAGE: dict[str, list[str]] = {
     "nbeval run --scheduler": ["tests/scale/test_dask_runs.py::test_cli_run_scores_on_the_scheduler_it_names"],
     "nbeval run --dry-run": ["tests/options/test_cli_run_options.py::test_dry_run_counts_the_calls_and_asks_nothing"],
     "nbeval run --fail-on-problems": [
-        "tests/test_cli.py::test_run_fail_on_problems_exits_1",
+        "tests/cli/test_cli.py::test_run_fail_on_problems_exits_1",
         "tests/judges/test_trust_parse_failures.py::test_gate_fails_on_unrated_rows_and_says_so",
         "tests/judges/test_trust_parse_failures.py::test_gate_reports_each_kind_that_tripped_it",
     ],
@@ -167,14 +167,14 @@ COVERAGE: dict[str, list[str]] = {
     ],
     "nbeval run --no-progress": ["tests/options/test_progress_option.py::test_run_no_progress_leaves_stderr_empty"],
     # -- nbeval complete ----------------------------------------------------------------------------
-    "nbeval complete": ["tests/test_cli.py::test_complete_asks_every_model_and_writes_a_lab"],
-    "nbeval complete suite": ["tests/test_cli.py::test_complete_asks_every_model_and_writes_a_lab"],
+    "nbeval complete": ["tests/cli/test_cli.py::test_complete_asks_every_model_and_writes_a_lab"],
+    "nbeval complete suite": ["tests/cli/test_cli.py::test_complete_asks_every_model_and_writes_a_lab"],
     "nbeval complete --model": [
-        "tests/test_cli.py::test_complete_asks_every_model_and_writes_a_lab",
+        "tests/cli/test_cli.py::test_complete_asks_every_model_and_writes_a_lab",
         "tests/options/test_cli_endpoints.py::test_complete_loads_an_hf_model_locally_beside_a_base_url",
     ],
     "nbeval complete --base-url": [
-        "tests/test_cli.py::test_complete_asks_every_model_and_writes_a_lab",
+        "tests/cli/test_cli.py::test_complete_asks_every_model_and_writes_a_lab",
         "tests/options/test_cli_endpoints.py::test_complete_loads_an_hf_model_locally_beside_a_base_url",
     ],
     "nbeval complete --system-prompt": [
@@ -184,7 +184,7 @@ COVERAGE: dict[str, list[str]] = {
         "tests/options/test_cli_complete_options.py::test_concurrency_is_the_most_requests_in_flight",
     ],
     "nbeval complete --out": [
-        "tests/test_cli.py::test_complete_asks_every_model_and_writes_a_lab",
+        "tests/cli/test_cli.py::test_complete_asks_every_model_and_writes_a_lab",
         "tests/cli/test_trust_files_out_cli.py::test_complete_refuses_to_write_the_lab_over_the_suite",
     ],
     "nbeval complete --no-cache": [
@@ -198,22 +198,36 @@ COVERAGE: dict[str, list[str]] = {
     ],
     # -- nbeval perturb / nbeval perturbators ---------------------------------------------------------
     "nbeval perturb": ["tests/perturbation/test_perturb_api.py::test_cli_perturb_writes_a_suite_that_loads"],
-    "nbeval perturb suite": ["tests/perturbation/test_perturb_api.py::test_cli_perturb_writes_a_suite_that_loads",
-                             "tests/perturbation/test_perturb_api.py::test_a_registered_perturbator_works_in_python_and_on_the_command_line"],
-    "nbeval perturb --perturbators": ["tests/perturbation/test_perturb_api.py::test_cli_perturb_writes_a_suite_that_loads",
-                                      "tests/perturbation/test_perturb_api.py::test_cli_perturb_errors_are_one_line"],
-    "nbeval perturb --intensity": ["tests/perturbation/test_perturb_api.py::test_cli_perturb_writes_a_suite_that_loads",
-                                   "tests/perturbation/test_perturb_api.py::test_cli_perturb_seed_and_intensity_change_the_cases"],
-    "nbeval perturb --seed": ["tests/perturbation/test_perturb_api.py::test_cli_perturb_writes_a_suite_that_loads",
-                              "tests/perturbation/test_perturb_api.py::test_cli_perturb_seed_and_intensity_change_the_cases"],
+    "nbeval perturb suite": [
+        "tests/perturbation/test_perturb_api.py::test_cli_perturb_writes_a_suite_that_loads",
+        "tests/perturbation/test_perturb_api.py::test_a_registered_perturbator_works_in_python_and_on_the_command_line",
+    ],
+    "nbeval perturb --perturbators": [
+        "tests/perturbation/test_perturb_api.py::test_cli_perturb_writes_a_suite_that_loads",
+        "tests/perturbation/test_perturb_api.py::test_cli_perturb_errors_are_one_line",
+    ],
+    "nbeval perturb --intensity": [
+        "tests/perturbation/test_perturb_api.py::test_cli_perturb_writes_a_suite_that_loads",
+        "tests/perturbation/test_perturb_api.py::test_cli_perturb_seed_and_intensity_change_the_cases",
+    ],
+    "nbeval perturb --seed": [
+        "tests/perturbation/test_perturb_api.py::test_cli_perturb_writes_a_suite_that_loads",
+        "tests/perturbation/test_perturb_api.py::test_cli_perturb_seed_and_intensity_change_the_cases",
+    ],
     "nbeval perturb --no-originals": ["tests/perturbation/test_perturb_api.py::test_cli_perturb_no_originals"],
-    "nbeval perturb --out": ["tests/perturbation/test_perturb_api.py::test_cli_perturb_writes_a_suite_that_loads",
-                             "tests/perturbation/test_perturb_api.py::test_cli_perturb_errors_are_one_line"],
-    "nbeval perturbators": ["tests/perturbation/test_perturb_api.py::test_cli_perturbators_lists_ids_names_and_meaning"],
-    "nbeval perturbators --json": ["tests/perturbation/test_perturb_api.py::test_cli_perturbators_lists_ids_names_and_meaning"],
+    "nbeval perturb --out": [
+        "tests/perturbation/test_perturb_api.py::test_cli_perturb_writes_a_suite_that_loads",
+        "tests/perturbation/test_perturb_api.py::test_cli_perturb_errors_are_one_line",
+    ],
+    "nbeval perturbators": [
+        "tests/perturbation/test_perturb_api.py::test_cli_perturbators_lists_ids_names_and_meaning"
+    ],
+    "nbeval perturbators --json": [
+        "tests/perturbation/test_perturb_api.py::test_cli_perturbators_lists_ids_names_and_meaning"
+    ],
     # -- nbeval demo --------------------------------------------------------------------------------
-    "nbeval demo": ["tests/test_cli.py::test_demo_runs_offline"],
-    "nbeval demo --out": ["tests/test_cli.py::test_demo_runs_offline"],
+    "nbeval demo": ["tests/cli/test_cli.py::test_demo_runs_offline"],
+    "nbeval demo --out": ["tests/cli/test_cli.py::test_demo_runs_offline"],
     "nbeval demo --no-embedding": [
         "tests/options/test_cli_catalogue_and_demo.py::test_demo_no_embedding_leaves_the_embedding_evaluators_out",
     ],
@@ -370,7 +384,7 @@ def cli_options() -> dict[str, tuple[str, ...]]:
 
 def all_options() -> dict[str, tuple[str, ...]]:
     """Every option's key and the strings a test of it may mention (quoted for CLI spellings)."""
-    options = {k: (v,) for k, v in evaluate_options().items()}
+    options: dict[str, tuple[str, ...]] = {k: (v,) for k, v in evaluate_options().items()}
     options.update({k: tuple(f'"{s}"' for s in v) for k, v in cli_options().items()})
     return options
 
@@ -413,8 +427,14 @@ def _resolve(ref: str) -> str | None:
 def test_the_options_are_read_from_the_code() -> None:
     options = all_options()
     # a sanity check on the readers themselves, so that an empty reading cannot pass
-    assert {"evaluate(judge)", "evaluate(concurrency)", "nbeval run --no-cache", "nbeval run data",
-            "nbeval evaluator show id", "nbeval demo"} <= set(options)
+    assert {
+        "evaluate(judge)",
+        "evaluate(concurrency)",
+        "nbeval run --no-cache",
+        "nbeval run data",
+        "nbeval evaluator show id",
+        "nbeval demo",
+    } <= set(options)
     assert not any(k.endswith(("--help", " help")) for k in options)
 
 
@@ -422,8 +442,10 @@ def test_every_option_has_a_test_and_every_entry_an_option() -> None:
     options = set(all_options())
     missing = sorted(options - set(COVERAGE))
     stale = sorted(set(COVERAGE) - options)
-    assert not missing, ("options without a test of their effect; write one and list it in COVERAGE "
-                         f"(tests/options/test_option_coverage.py): {missing}")
+    assert not missing, (
+        "options without a test of their effect; write one and list it in COVERAGE "
+        f"(tests/options/test_option_coverage.py): {missing}"
+    )
     assert not stale, f"COVERAGE lists options that no longer exist: {stale}"
 
 
@@ -441,8 +463,9 @@ def test_some_named_test_mentions_its_option(key: str) -> None:
     if spellings is None:
         pytest.skip("not an option any more (reported by test_every_option_has_a_test_and_every_entry_an_option)")
     sources = [s for s in map(_resolve, COVERAGE[key]) if s is not None]
-    assert any(sp in src for src in sources for sp in spellings), \
+    assert any(sp in src for src in sources for sp in spellings), (
         f"{key}: none of {COVERAGE[key]} mentions {' or '.join(spellings)}"
+    )
 
 
 def test_the_check_catches_a_missing_test() -> None:

@@ -11,8 +11,9 @@ import nbeval
 from nbeval.cli import main
 from tests.support.fake_openai import FakeOpenAIServer
 
-ROWS = [{"key": f"k{i}", "input": f"q{i}", "expected_output": "x", "actual_output": "x", "model_key": "m"}
-        for i in range(4)]
+ROWS = [
+    {"key": f"k{i}", "input": f"q{i}", "expected_output": "x", "actual_output": "x", "model_key": "m"} for i in range(4)
+]
 
 
 def _data(tmp_path: Path) -> str:
@@ -23,9 +24,22 @@ def _data(tmp_path: Path) -> str:
 
 def _suite(tmp_path: Path) -> str:
     path = tmp_path / "suite.json"
-    path.write_text(json.dumps({"name": "s", "tests": [{"test_cases": [
-        {"key": "c1", "prompt": "What is 2+2?", "expected_output": "4"},
-        {"key": "c2", "prompt": "Capital of France?", "expected_output": "Paris"}]}]}), encoding="utf-8")
+    path.write_text(
+        json.dumps(
+            {
+                "name": "s",
+                "tests": [
+                    {
+                        "test_cases": [
+                            {"key": "c1", "prompt": "What is 2+2?", "expected_output": "4"},
+                            {"key": "c2", "prompt": "Capital of France?", "expected_output": "Paris"},
+                        ]
+                    }
+                ],
+            }
+        ),
+        encoding="utf-8",
+    )
     return str(path)
 
 
@@ -50,10 +64,20 @@ def test_run_no_progress_leaves_stderr_empty(tmp_path: Path, capsys: pytest.Capt
     assert captured.err == "" and "exact_match" in captured.out
 
 
-def test_complete_no_progress_leaves_stderr_empty(tmp_path: Path, openai_server: FakeOpenAIServer,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    args = ["complete", _suite(tmp_path), "-m", "alpha", "--base-url", openai_server.url, "--no-cache",
-            "--out", str(tmp_path / "lab.json")]
+def test_complete_no_progress_leaves_stderr_empty(
+    tmp_path: Path, openai_server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = [
+        "complete",
+        _suite(tmp_path),
+        "-m",
+        "alpha",
+        "--base-url",
+        openai_server.url,
+        "--no-cache",
+        "--out",
+        str(tmp_path / "lab.json"),
+    ]
     assert main(args) == 0
     err = capsys.readouterr().err
     assert "collecting answers:" in err and "/2 [" in err, err

@@ -17,19 +17,36 @@ from nbeval.data.model import LlmDataset, Relationship, Test, TestCase, TestSuit
 from nbeval.errors import PerturbationError
 from nbeval.perturbation import PerturbationWarning, Perturbator, perturbed_count, unregister_perturbator
 
-PROMPTS = ["What is the capital of France and why is it famous?",
-           "Please explain how a bank loan works and what interest I should expect.",
-           "Which platform does the early train to Lyon leave from on weekdays?"]
+PROMPTS = [
+    "What is the capital of France and why is it famous?",
+    "Please explain how a bank loan works and what interest I should expect.",
+    "Which platform does the early train to Lyon leave from on weekdays?",
+]
 
 
 def _suite() -> TestSuite:
-    cases = [TestCase(prompt=p, expected_output=f"answer {i}", condition=f'"answer {i}"', categories=["faq"],
-                      guidelines=["be brief"], extra={"owner": "qa"}) for i, p in enumerate(PROMPTS)]
+    cases = [
+        TestCase(
+            prompt=p,
+            expected_output=f"answer {i}",
+            condition=f'"answer {i}"',
+            categories=["faq"],
+            guidelines=["be brief"],
+            extra={"owner": "qa"},
+        )
+        for i, p in enumerate(PROMPTS)
+    ]
     return TestSuite(name="faq", tests=[Test(test_cases=cases, documents=["docs/faq.pdf"])])
 
 
 def _prompts(suite: TestSuite) -> list[str]:
     return [tc.prompt for tc in suite.test_cases]
+
+
+def _load_suite(path: Path) -> TestSuite:
+    suite = nbeval.load(path)
+    assert isinstance(suite, TestSuite)
+    return suite
 
 
 def test_perturbed_cases_keep_the_answer_and_link_to_their_original() -> None:
@@ -155,9 +172,11 @@ def test_a_registered_perturbator_works_in_python_and_on_the_command_line(shouti
     assert out.test_cases[0].categories == ["faq", "perturbed_by:ShoutPerturbator:low", "style:shouting"]
     assert _prompts(nbeval.perturb(_suite(), [shouting], keep_originals=False)) == _prompts(out)
     _suite().save(tmp_path / "suite.json")
-    assert main(["perturb", str(tmp_path / "suite.json"), "-p", "ShoutPerturbator", "--out",
-                 str(tmp_path / "loud.json")]) == 0
-    assert perturbed_count(nbeval.load(tmp_path / "loud.json")) == 3
+    assert (
+        main(["perturb", str(tmp_path / "suite.json"), "-p", "ShoutPerturbator", "--out", str(tmp_path / "loud.json")])
+        == 0
+    )
+    assert perturbed_count(_load_suite(tmp_path / "loud.json")) == 3
     assert main(["perturbators"]) == 0
     assert "shout" in capsys.readouterr().out
 
@@ -167,16 +186,28 @@ def test_a_registered_perturbator_works_in_python_and_on_the_command_line(shouti
 
 def test_cli_perturb_writes_a_suite_that_loads(tmp_path: Path, capsys) -> None:
     _suite().save(tmp_path / "suite.json")
-    args = ["perturb", str(tmp_path / "suite.json"), "--perturbators", "typos,case", "--intensity", "medium",
-            "--seed", "5", "--out", str(tmp_path / "out" / "suite2.json")]
+    args = [
+        "perturb",
+        str(tmp_path / "suite.json"),
+        "--perturbators",
+        "typos,case",
+        "--intensity",
+        "medium",
+        "--seed",
+        "5",
+        "--out",
+        str(tmp_path / "out" / "suite2.json"),
+    ]
     assert main(args) == 0
     assert "made 6 perturbed test case(s); 9 in all" in capsys.readouterr().out
     loaded = nbeval.load(tmp_path / "out" / "suite2.json")
     assert isinstance(loaded, TestSuite)
     want = nbeval.perturb(_suite(), "typos,case", intensity="medium", seed=5)
     assert loaded.to_json() == json.loads(json.dumps(want.to_json()))
-    assert {c for tc in loaded.test_cases for c in tc.categories if c.startswith("perturbed_by")} == \
-        {"perturbed_by:TyposPerturbator:medium", "perturbed_by:CasePerturbator:medium"}
+    assert {c for tc in loaded.test_cases for c in tc.categories if c.startswith("perturbed_by")} == {
+        "perturbed_by:TyposPerturbator:medium",
+        "perturbed_by:CasePerturbator:medium",
+    }
     assert main([*args[:-1], str(tmp_path / "again.json")]) == 0
     assert json.loads((tmp_path / "again.json").read_text()) == json.loads((tmp_path / "out/suite2.json").read_text())
 
@@ -184,20 +215,36 @@ def test_cli_perturb_writes_a_suite_that_loads(tmp_path: Path, capsys) -> None:
 def test_cli_perturb_seed_and_intensity_change_the_cases(tmp_path: Path) -> None:
     _suite().save(tmp_path / "suite.json")
     base = ["perturb", str(tmp_path / "suite.json"), "-p", "typos"]
-    for name, extra in {"a": ["--seed", "1"], "b": ["--seed", "2"], "c": ["--seed", "1", "--intensity", "high"]}.items():
+    for name, extra in {
+        "a": ["--seed", "1"],
+        "b": ["--seed", "2"],
+        "c": ["--seed", "1", "--intensity", "high"],
+    }.items():
         assert main([*base, *extra, "--out", str(tmp_path / f"{name}.json")]) == 0
-    a, b, c = (nbeval.load(tmp_path / f"{n}.json") for n in "abc")
+    a, b, c = (_load_suite(tmp_path / f"{n}.json") for n in "abc")
     assert _prompts(a) != _prompts(b) and _prompts(a) != _prompts(c)
     assert "perturbed_by:TyposPerturbator:high" in c.test_cases[-1].categories
 
 
 def test_cli_perturb_no_originals(tmp_path: Path) -> None:
     _suite().save(tmp_path / "suite.json")
-    assert main(["perturb", str(tmp_path / "suite.json"), "-p", "case", "--no-originals",
-                 "--out", str(tmp_path / "only.json")]) == 0
+    assert (
+        main(
+            [
+                "perturb",
+                str(tmp_path / "suite.json"),
+                "-p",
+                "case",
+                "--no-originals",
+                "--out",
+                str(tmp_path / "only.json"),
+            ]
+        )
+        == 0
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # its links point at cases it does not hold
-        only = nbeval.load(tmp_path / "only.json")
+        only = _load_suite(tmp_path / "only.json")
     assert len(only.test_cases) == 3 and perturbed_count(only) == 3
 
 
@@ -215,8 +262,9 @@ def test_cli_perturbators_lists_ids_names_and_meaning(capsys) -> None:
     assert main(["perturbators"]) == 0
     text = capsys.readouterr().out
     assert "typos" in text and "TyposPerturbator" in text
-    assert [line.split()[2:4] for line in text.splitlines() if line.split()[:1] == ["injection"]] == \
-        [["changes", "meaning"]]
+    assert [line.split()[2:4] for line in text.splitlines() if line.split()[:1] == ["injection"]] == [
+        ["changes", "meaning"]
+    ]
     assert main(["perturbators", "--json"]) == 0
     listed = {p["id"]: p for p in json.loads(capsys.readouterr().out)}
     assert listed["word_order"]["changes_meaning"] is True and listed["case"]["changes_meaning"] is False

@@ -24,8 +24,19 @@ CORPUS = [
     "Give me three quick ideas for a healthy dinner that a child would enjoy and that is easy to make.",
 ]
 
-BUILTIN_IDS = ["typos", "case", "whitespace", "punctuation", "word_order", "synonyms", "contractions",
-               "base64", "base16", "leetspeak", "injection"]
+BUILTIN_IDS = [
+    "typos",
+    "case",
+    "whitespace",
+    "punctuation",
+    "word_order",
+    "synonyms",
+    "contractions",
+    "base64",
+    "base16",
+    "leetspeak",
+    "injection",
+]
 #: The perturbators whose amount of change grows with the intensity (the encoders encode the whole
 #: prompt at every intensity; the injection's suffix is a different one, not a longer one).
 GRADED = ["typos", "case", "whitespace", "punctuation", "word_order", "synonyms", "contractions", "leetspeak"]
@@ -95,7 +106,7 @@ def test_typos_are_keyboard_neighbours_swaps_or_drops() -> None:
             if a == b:
                 continue
             if len(b) == len(a) - 1:  # a drop
-                assert any(a[:i] + a[i + 1:] == b for i in range(len(a)))
+                assert any(a[:i] + a[i + 1 :] == b for i in range(len(a)))
                 continue
             diff = [i for i in range(len(a)) if a[i] != b[i]]
             if len(diff) == 1:  # a neighbour
@@ -118,10 +129,14 @@ def test_case_whitespace_and_punctuation_keep_the_words() -> None:
 def test_synonyms_from_the_shipped_table_golden() -> None:
     # Checked by hand: each word replaced has a single synonym in tables.json (car -> automobile,
     # quickly -> rapidly, big -> large, correct -> right); low changes one word, high 30% of 8 = 2.
-    assert _apply("synonyms", "Please help me buy a big car quickly.", "low") == \
-        "Please help me buy a big automobile quickly."
-    assert _apply("synonyms", "Please help me buy a big car quickly.", "high") == \
-        "Please help me buy a big automobile rapidly."
+    assert (
+        _apply("synonyms", "Please help me buy a big car quickly.", "low")
+        == "Please help me buy a big automobile quickly."
+    )
+    assert (
+        _apply("synonyms", "Please help me buy a big car quickly.", "high")
+        == "Please help me buy a big automobile rapidly."
+    )
     assert _apply("synonyms", "The answer is correct.", "high") == "The answer is right."
     # capitals are kept; a word the table does not know is left alone
     assert _apply("synonyms", "BIG", "high") == "LARGE"
@@ -168,7 +183,7 @@ def test_injection_appends_a_shipped_suffix() -> None:
     for intensity in INTENSITIES:
         out = _apply("injection", text, intensity)
         assert out.startswith(text + " ")
-        assert out[len(text) + 1:] in tables()["injection_suffixes"][intensity]
+        assert out[len(text) + 1 :] in tables()["injection_suffixes"][intensity]
     assert "Ignore all previous instructions" in " ".join(tables()["injection_suffixes"]["medium"])
     assert get_perturbator("injection").categories("low") == ["prompt_injection"]
 

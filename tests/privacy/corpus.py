@@ -101,15 +101,26 @@ def _idnr(rng: random.Random) -> str:
 
 # Verhoeff's dihedral-group tables (multiplication, permutation, inverse).
 _VERHOEFF_D = (
-    (0, 1, 2, 3, 4, 5, 6, 7, 8, 9), (1, 2, 3, 4, 0, 6, 7, 8, 9, 5), (2, 3, 4, 0, 1, 7, 8, 9, 5, 6),
-    (3, 4, 0, 1, 2, 8, 9, 5, 6, 7), (4, 0, 1, 2, 3, 9, 5, 6, 7, 8), (5, 9, 8, 7, 6, 0, 4, 3, 2, 1),
-    (6, 5, 9, 8, 7, 1, 0, 4, 3, 2), (7, 6, 5, 9, 8, 2, 1, 0, 4, 3), (8, 7, 6, 5, 9, 3, 2, 1, 0, 4),
+    (0, 1, 2, 3, 4, 5, 6, 7, 8, 9),
+    (1, 2, 3, 4, 0, 6, 7, 8, 9, 5),
+    (2, 3, 4, 0, 1, 7, 8, 9, 5, 6),
+    (3, 4, 0, 1, 2, 8, 9, 5, 6, 7),
+    (4, 0, 1, 2, 3, 9, 5, 6, 7, 8),
+    (5, 9, 8, 7, 6, 0, 4, 3, 2, 1),
+    (6, 5, 9, 8, 7, 1, 0, 4, 3, 2),
+    (7, 6, 5, 9, 8, 2, 1, 0, 4, 3),
+    (8, 7, 6, 5, 9, 3, 2, 1, 0, 4),
     (9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
 )
 _VERHOEFF_P = (
-    (0, 1, 2, 3, 4, 5, 6, 7, 8, 9), (1, 5, 7, 6, 2, 8, 3, 0, 9, 4), (5, 8, 0, 3, 7, 9, 6, 1, 4, 2),
-    (8, 9, 1, 6, 0, 4, 3, 5, 2, 7), (9, 4, 5, 3, 1, 2, 6, 8, 7, 0), (4, 2, 8, 6, 5, 7, 3, 9, 0, 1),
-    (2, 7, 9, 3, 8, 0, 6, 4, 1, 5), (7, 0, 4, 6, 9, 1, 3, 2, 5, 8),
+    (0, 1, 2, 3, 4, 5, 6, 7, 8, 9),
+    (1, 5, 7, 6, 2, 8, 3, 0, 9, 4),
+    (5, 8, 0, 3, 7, 9, 6, 1, 4, 2),
+    (8, 9, 1, 6, 0, 4, 3, 5, 2, 7),
+    (9, 4, 5, 3, 1, 2, 6, 8, 7, 0),
+    (4, 2, 8, 6, 5, 7, 3, 9, 0, 1),
+    (2, 7, 9, 3, 8, 0, 6, 4, 1, 5),
+    (7, 0, 4, 6, 9, 1, 3, 2, 5, 8),
 )
 _VERHOEFF_INV = (0, 4, 3, 2, 1, 5, 6, 7, 8, 9)
 
@@ -236,13 +247,31 @@ def _pii_cases(rng: random.Random) -> list[Case]:
             add(rng.choice(_EMAIL_TEMPLATES), "email", fake.free_email(), "email", fake, locale)
             iban = fake.iban()
             if _valid_iban(iban):  # not for en_IN, whose Faker IBANs are a character short
-                add("Please transfer the deposit to IBAN {v} by Friday.", "iban", _grouped(iban) if j else iban,
-                    "iban", fake, locale)
-        add("The server logged a login from {v} at midnight.", "ip_address", fake.ipv4_public(), "ip_address",
-            fake, locale)
+                add(
+                    "Please transfer the deposit to IBAN {v} by Friday.",
+                    "iban",
+                    _grouped(iban) if j else iban,
+                    "iban",
+                    fake,
+                    locale,
+                )
+        add(
+            "The server logged a login from {v} at midnight.",
+            "ip_address",
+            fake.ipv4_public(),
+            "ip_address",
+            fake,
+            locale,
+        )
     for country in _RARE_IBANS:
-        add("Beneficiary account: {v} ({name}).", "iban", _rare_iban(rng, country), "iban (rare country)",
-            _faker("en_US", rng.randrange(10**9)), country)
+        add(
+            "Beneficiary account: {v} ({name}).",
+            "iban",
+            _rare_iban(rng, country),
+            "iban (rare country)",
+            _faker("en_US", rng.randrange(10**9)),
+            country,
+        )
 
     fake = _faker("en_US", rng.randrange(10**9))
     card_types = ["visa16", "mastercard", "amex", "discover", "jcb16", "diners", "maestro"] * 5
@@ -271,12 +300,24 @@ def _pii_cases(rng: random.Random) -> list[Case]:
             add(templates[n % 2], kind, make(fake), kind, fake, locale)
     fake = _faker("de_DE", rng.randrange(10**9))
     for n in range(4):
-        add(("Steuer-ID: {v}", "Die steuerliche Identifikationsnummer von {name} lautet {v}.")[n % 2],
-            "de.idnr", _idnr(rng), "de.idnr", fake, "de_DE")
+        add(
+            ("Steuer-ID: {v}", "Die steuerliche Identifikationsnummer von {name} lautet {v}.")[n % 2],
+            "de.idnr",
+            _idnr(rng),
+            "de.idnr",
+            fake,
+            "de_DE",
+        )
     fake = _faker("en_GB", rng.randrange(10**9))
     for n in range(4):
-        add(("National Insurance number: {v}", "{name} gave NI number {v} on the form.")[n % 2],
-            "gb.nino", _nino(rng), "gb.nino", fake, "en_GB")
+        add(
+            ("National Insurance number: {v}", "{name} gave NI number {v} on the form.")[n % 2],
+            "gb.nino",
+            _nino(rng),
+            "gb.nino",
+            fake,
+            "en_GB",
+        )
     return cases
 
 
@@ -315,42 +356,67 @@ def _password(rng: random.Random) -> str:
 # kind -> (value maker, templates); "{v}" is the labelled value.
 def _secret_families(rng: random.Random) -> dict[str, tuple]:
     return {
-        "openai_key": (lambda: "sk-proj-" + _rand(rng, _URLSAFE, 48) + "A1b",
-                       ("OPENAI_API_KEY={v}", "client = OpenAI(api_key=\"{v}\")")),
-        "anthropic_key": (lambda: "sk-ant-api03-" + _rand(rng, _URLSAFE, 93) + "AA",
-                          ("export ANTHROPIC_API_KEY={v}", "Use the key {v} for the batch job.")),
-        "aws_access_key_id": (lambda: "AKIA" + _rand(rng, string.ascii_uppercase + string.digits, 16),
-                              ("aws_access_key_id = {v}", "The IAM user key is {v}.")),
-        "aws_secret_key": (lambda: _rand(rng, _B64, 40),
-                           ("aws_secret_access_key = {v}", "AWS_SECRET_ACCESS_KEY=\"{v}\"")),
+        "openai_key": (
+            lambda: "sk-proj-" + _rand(rng, _URLSAFE, 48) + "A1b",
+            ("OPENAI_API_KEY={v}", 'client = OpenAI(api_key="{v}")'),
+        ),
+        "anthropic_key": (
+            lambda: "sk-ant-api03-" + _rand(rng, _URLSAFE, 93) + "AA",
+            ("export ANTHROPIC_API_KEY={v}", "Use the key {v} for the batch job."),
+        ),
+        "aws_access_key_id": (
+            lambda: "AKIA" + _rand(rng, string.ascii_uppercase + string.digits, 16),
+            ("aws_access_key_id = {v}", "The IAM user key is {v}."),
+        ),
+        "aws_secret_key": (
+            lambda: _rand(rng, _B64, 40),
+            ("aws_secret_access_key = {v}", 'AWS_SECRET_ACCESS_KEY="{v}"'),
+        ),
         "github_token": (lambda: "ghp_" + _rand(rng, _ALNUM, 36), ("GITHUB_TOKEN={v}", "git clone with token {v}")),
         "gitlab_token": (lambda: "glpat-" + _rand(rng, _URLSAFE, 20), ("CI token: {v}", "PRIVATE-TOKEN: {v}")),
-        "slack_token": (lambda: f"xoxb-{rng.randint(10**10, 10**11)}-{rng.randint(10**11, 10**12)}-"
-                        + _rand(rng, _ALNUM, 24), ("SLACK_BOT_TOKEN={v}", "Slack bot token is {v}")),
+        "slack_token": (
+            lambda: f"xoxb-{rng.randint(10**10, 10**11)}-{rng.randint(10**11, 10**12)}-" + _rand(rng, _ALNUM, 24),
+            ("SLACK_BOT_TOKEN={v}", "Slack bot token is {v}"),
+        ),
         "google_api_key": (lambda: "AIza" + _rand(rng, _URLSAFE, 35), ("maps key={v}", "GOOGLE_API_KEY: {v}")),
-        "stripe_key": (lambda: "sk_live_" + _rand(rng, _ALNUM, 24), ("stripe.api_key = \"{v}\"", "Stripe: {v}")),
+        "stripe_key": (lambda: "sk_live_" + _rand(rng, _ALNUM, 24), ('stripe.api_key = "{v}"', "Stripe: {v}")),
         "jwt": (lambda: _jwt(rng), ("Authorization header carried {v}", "session={v}")),
         "pem_private_key": (lambda: _pem(rng), ("Here is the key file:\n{v}\n", "key.pem:\n{v}")),
         "windows_product_key": (lambda: _product_key(rng), ("Product key: {v}", "Activate Windows with {v}.")),
         "twilio_key": (lambda: "AC" + _rand(rng, _LOWER_HEX, 32), ("TWILIO_ACCOUNT_SID={v}", "Twilio SID {v}")),
-        "sendgrid_key": (lambda: "SG." + _rand(rng, _URLSAFE, 22) + "." + _rand(rng, _URLSAFE, 43),
-                         ("SENDGRID_API_KEY={v}", "sendgrid key: {v}")),
-        "npm_token": (lambda: "npm_" + _rand(rng, _ALNUM, 36), ("//registry.npmjs.org/:_authToken={v}",
-                                                                "NPM_TOKEN={v}")),
-        "pypi_token": (lambda: "pypi-AgEIcHlwaS5vcmc" + _rand(rng, _URLSAFE, 80), ("password = {v}",
-                                                                                 "TWINE_PASSWORD={v}")),
-        "discord_token": (lambda: "M" + _rand(rng, _URLSAFE, 23) + "." + _rand(rng, _URLSAFE, 6) + "."
-                          + _rand(rng, _URLSAFE, 27), ("DISCORD_TOKEN={v}", "bot.run(\"{v}\")")),
-        "telegram_token": (lambda: f"{rng.randint(10**8, 10**9)}:" + _rand(rng, _URLSAFE, 35),
-                           ("TELEGRAM_BOT_TOKEN={v}", "The bot token is {v}")),
-        "azure_storage_key": (lambda: "AccountKey=" + _rand(rng, _B64, 86) + "==",
-                              ("DefaultEndpointsProtocol=https;AccountName=prodstore;{v};EndpointSuffix=core.windows.net",
-                               "conn: {v}")),
-        "mailchimp_key": (lambda: _rand(rng, _LOWER_HEX, 32) + f"-us{rng.randint(1, 20)}",
-                          ("MAILCHIMP_API_KEY={v}", "mailchimp: {v}")),
+        "sendgrid_key": (
+            lambda: "SG." + _rand(rng, _URLSAFE, 22) + "." + _rand(rng, _URLSAFE, 43),
+            ("SENDGRID_API_KEY={v}", "sendgrid key: {v}"),
+        ),
+        "npm_token": (
+            lambda: "npm_" + _rand(rng, _ALNUM, 36),
+            ("//registry.npmjs.org/:_authToken={v}", "NPM_TOKEN={v}"),
+        ),
+        "pypi_token": (
+            lambda: "pypi-AgEIcHlwaS5vcmc" + _rand(rng, _URLSAFE, 80),
+            ("password = {v}", "TWINE_PASSWORD={v}"),
+        ),
+        "discord_token": (
+            lambda: "M" + _rand(rng, _URLSAFE, 23) + "." + _rand(rng, _URLSAFE, 6) + "." + _rand(rng, _URLSAFE, 27),
+            ("DISCORD_TOKEN={v}", 'bot.run("{v}")'),
+        ),
+        "telegram_token": (
+            lambda: f"{rng.randint(10**8, 10**9)}:" + _rand(rng, _URLSAFE, 35),
+            ("TELEGRAM_BOT_TOKEN={v}", "The bot token is {v}"),
+        ),
+        "azure_storage_key": (
+            lambda: "AccountKey=" + _rand(rng, _B64, 86) + "==",
+            ("DefaultEndpointsProtocol=https;AccountName=prodstore;{v};EndpointSuffix=core.windows.net", "conn: {v}"),
+        ),
+        "mailchimp_key": (
+            lambda: _rand(rng, _LOWER_HEX, 32) + f"-us{rng.randint(1, 20)}",
+            ("MAILCHIMP_API_KEY={v}", "mailchimp: {v}"),
+        ),
         "square_oauth_secret": (lambda: "sq0csp-" + _rand(rng, _URLSAFE, 43), ("SQUARE_SECRET={v}", "square {v}")),
-        "huggingface_token": (lambda: "hf_" + _rand(rng, string.ascii_letters, 34),
-                              ("HF_TOKEN={v}", "huggingface-cli login --token {v}")),
+        "huggingface_token": (
+            lambda: "hf_" + _rand(rng, string.ascii_letters, 34),
+            ("HF_TOKEN={v}", "huggingface-cli login --token {v}"),
+        ),
     }
 
 
@@ -364,16 +430,30 @@ def _credential_cases(rng: random.Random) -> list[Case]:
         text = f"Connect with {scheme}://{fake.user_name()}:{password}@{host}:{rng.randint(1000, 9999)}/app"
         cases.append(Case(text, "secret", "url_credentials", password, "password in URL"))
     password_templates = (
-        'password = "{v}"', "DB_PASSWORD={v}", "password: {v}", "spring.datasource.password={v}",
-        '"password": "{v}",', "  db_pass: '{v}'", "MYSQL_ROOT_PASSWORD={v}", "$password = '{v}';",
-        "export PGPASSWORD={v}", "smtp_password := \"{v}\"", "admin_pwd={v}", "REDIS_PASSWORD: \"{v}\"",
+        'password = "{v}"',
+        "DB_PASSWORD={v}",
+        "password: {v}",
+        "spring.datasource.password={v}",
+        '"password": "{v}",',
+        "  db_pass: '{v}'",
+        "MYSQL_ROOT_PASSWORD={v}",
+        "$password = '{v}';",
+        "export PGPASSWORD={v}",
+        'smtp_password := "{v}"',
+        "admin_pwd={v}",
+        'REDIS_PASSWORD: "{v}"',
     )
     for template in password_templates:
         value = _password(rng)
         cases.append(Case(template.format(v=value), "secret", "password_assignment", value, "password assignment"))
-    key_templates = (('api_key = "{v}"', "api_key_assignment"), ("X-API-Key: {v}", "api_key_header"),
-                     ("ACME_API_KEY={v}", "api_key_assignment"), ('headers = {{"x-api-key": "{v}"}}', "api_key_header"),
-                     ("Authorization: Bearer {v}", "api_key_header"), ("service_key: {v}", "api_key_assignment"))
+    key_templates = (
+        ('api_key = "{v}"', "api_key_assignment"),
+        ("X-API-Key: {v}", "api_key_header"),
+        ("ACME_API_KEY={v}", "api_key_assignment"),
+        ('headers = {{"x-api-key": "{v}"}}', "api_key_header"),
+        ("Authorization: Bearer {v}", "api_key_header"),
+        ("service_key: {v}", "api_key_assignment"),
+    )
     for template, kind in key_templates:
         value = _rand(rng, _ALNUM, 32)
         cases.append(Case(template.format(v=value), "secret", kind, value, "api key assignment"))
@@ -397,30 +477,42 @@ def _negative_cases(rng: random.Random) -> list[Case]:
         texts.extend((family, t) for t in items)
 
     for _ in range(4):
-        neg("order number",
+        neg(
+            "order number",
             f"Order #{rng.randint(10**7, 10**9)} has shipped.",
             f"Your order {rng.randint(100, 999)}-{rng.randint(10**6, 10**7 - 1)}-{rng.randint(10**6, 10**7 - 1)} "
             "is on its way.",
             f"Invoice INV-{fake.date(pattern='%Y%m%d', end_datetime=_FIXED_END)}-"
             f"{rng.randint(1, 9999):04d} is attached.",
-            f"Reference number {rng.randint(10**9, 10**10)} was refunded.")
-        neg("timestamp",
+            f"Reference number {rng.randint(10**9, 10**10)} was refunded.",
+        )
+        neg(
+            "timestamp",
             f"created_at: {rng.randint(1_600_000_000_000, 1_800_000_000_000)}",
             f"The job started at {fake.iso8601(end_datetime=_FIXED_END)} and took {rng.randint(2, 90)} s.",
             f"Logged {fake.date(pattern='%d/%m/%Y', end_datetime=_FIXED_END)} "
             f"{fake.time(pattern='%H:%M:%S', end_datetime=_FIXED_END)} UTC.",
-            f"epoch {rng.randint(1_600_000_000, 1_800_000_000)}")
+            f"epoch {rng.randint(1_600_000_000, 1_800_000_000)}",
+        )
         neg("isbn", f"ISBN {fake.isbn13()}", f"See ISBN-10 {fake.isbn10()} for the first edition.")
         neg("uuid", f"request id {uuid.UUID(int=rng.getrandbits(128), version=4)}")
         neg("git sha", f"Fixed in commit {_rand(rng, _LOWER_HEX, 40)}.", f"git cherry-pick {_rand(rng, _LOWER_HEX, 7)}")
-        neg("version", f"Upgrade to v{rng.randint(1, 30)}.{rng.randint(0, 40)}.{rng.randint(0, 200)} first.",
-            f"Windows build 10.0.{rng.randint(10000, 26000)}.{rng.randint(100, 5000)}")
-        neg("price", f"It costs ${rng.randint(1, 9)},{rng.randint(100, 999)}.{rng.randint(10, 99)} incl. tax.",
-            f"Total: € {rng.randint(1000, 9999)},{rng.randint(10, 99)}")
-        neg("documentation address",
+        neg(
+            "version",
+            f"Upgrade to v{rng.randint(1, 30)}.{rng.randint(0, 40)}.{rng.randint(0, 200)} first.",
+            f"Windows build 10.0.{rng.randint(10000, 26000)}.{rng.randint(100, 5000)}",
+        )
+        neg(
+            "price",
+            f"It costs ${rng.randint(1, 9)},{rng.randint(100, 999)}.{rng.randint(10, 99)} incl. tax.",
+            f"Total: € {rng.randint(1000, 9999)},{rng.randint(10, 99)}",
+        )
+        neg(
+            "documentation address",
             f"Point the client at 192.0.2.{rng.randint(1, 254)} or 198.51.100.{rng.randint(1, 254)}.",
             f"Mail {fake.user_name()}@example.com for a test account.",
-            f"ping 2001:db8::{rng.randint(1, 9999):x}")
+            f"ping 2001:db8::{rng.randint(1, 9999):x}",
+        )
         digits = fake.credit_card_number("visa16")
         bad = digits[:-1] + str((int(digits[-1]) + rng.randint(1, 9)) % 10)
         assert not _luhn_ok(bad)
@@ -428,19 +520,34 @@ def _negative_cases(rng: random.Random) -> list[Case]:
         iban = _faker("de_DE", rng.randint(0, 10**6)).iban()
         wrong = iban[:2] + f"{(int(iban[2:4]) + rng.randint(1, 50)) % 97 + 2:02d}" + iban[4:]
         neg("fails mod-97", f"IBAN {wrong}")
-        neg("base64 of text", "token: " + base64.b64encode(fake.sentence().encode()).decode(),
-            "payload=" + base64.b64encode(fake.sentence(nb_words=8).encode()).decode())
-    neg("placeholder key",
+        neg(
+            "base64 of text",
+            "token: " + base64.b64encode(fake.sentence().encode()).decode(),
+            "payload=" + base64.b64encode(fake.sentence(nb_words=8).encode()).decode(),
+        )
+    neg(
+        "placeholder key",
         "aws_access_key_id = AKIAIOSFODNN7EXAMPLE",
         "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-        "OPENAI_API_KEY=YOUR_API_KEY_HERE", "api_key = 'sk-XXXXXXXXXXXXXXXXXXXXXXXX'",
-        "export OPENAI_API_KEY=sk-...", "GITHUB_TOKEN=ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
-        "password = os.environ['DB_PASSWORD']", "DB_PASSWORD=${DB_PASSWORD}", "password: <your-password>",
-        "postgres://user:password@localhost:5432/app", "https://admin:changeme@staging.example.com/",
-        'api_key = "<insert key here>"', "SENDGRID_API_KEY=SG.xxxxxxxx.yyyyyyyy", "password: ********",
-        "api_key = settings.API_KEY", "secret_key_file: /etc/app/secret.key", "password_min_length: 12",
-        "TWILIO_AUTH_TOKEN=your_auth_token")
-    neg("prose",
+        "OPENAI_API_KEY=YOUR_API_KEY_HERE",
+        "api_key = 'sk-XXXXXXXXXXXXXXXXXXXXXXXX'",
+        "export OPENAI_API_KEY=sk-...",
+        "GITHUB_TOKEN=ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+        "password = os.environ['DB_PASSWORD']",
+        "DB_PASSWORD=${DB_PASSWORD}",
+        "password: <your-password>",
+        "postgres://user:password@localhost:5432/app",
+        "https://admin:changeme@staging.example.com/",
+        'api_key = "<insert key here>"',
+        "SENDGRID_API_KEY=SG.xxxxxxxx.yyyyyyyy",
+        "password: ********",
+        "api_key = settings.API_KEY",
+        "secret_key_file: /etc/app/secret.key",
+        "password_min_length: 12",
+        "TWILIO_AUTH_TOKEN=your_auth_token",
+    )
+    neg(
+        "prose",
         "Reset your password: click the link we sent you.",
         "The secret: consistency beats intensity.",
         "Your password must be at least 12 characters long.",
@@ -456,22 +563,40 @@ def _negative_cases(rng: random.Random) -> list[Case]:
         "Pi is 3.14159265358979.",
         "Use git@github.com:acme/app.git to clone.",
         "Email support@example.org with questions.",
-        "The meeting is on 2024-03-15 from 09:00 to 10:30.")
+        "The meeting is on 2024-03-15 from 09:00 to 10:30.",
+    )
     # Written after the detectors were tuned, and kept whatever they gave (see the report).
-    neg("numbers in prose",
-        "Flight BA 0117 departs 2024-06-01 at 0930.", "The population was 67 390 000 in 2020.",
-        "Budget: 1 250 000 EUR for 2025.", "Latitude 48.8566, longitude 2.3522.",
-        "USPS tracking 9400 1000 0000 0000 0000 00", "Account balance 12 345,67 €",
-        "Patent US 10,123,456 B2 covers it.", "Ticket JIRA-12345 is closed.", "DOI 10.1000/182",
-        "Build 20240315.1 passed.", "EAN 4006381333931", "IMEI 490154203237518",
-        "Customer ID 2847563910 asked again.", "Order total: 1 299,00 zł", "MAC 00:1A:2B:3C:4D:5E")
-    neg("code without secrets",
+    neg(
+        "numbers in prose",
+        "Flight BA 0117 departs 2024-06-01 at 0930.",
+        "The population was 67 390 000 in 2020.",
+        "Budget: 1 250 000 EUR for 2025.",
+        "Latitude 48.8566, longitude 2.3522.",
+        "USPS tracking 9400 1000 0000 0000 0000 00",
+        "Account balance 12 345,67 €",
+        "Patent US 10,123,456 B2 covers it.",
+        "Ticket JIRA-12345 is closed.",
+        "DOI 10.1000/182",
+        "Build 20240315.1 passed.",
+        "EAN 4006381333931",
+        "IMEI 490154203237518",
+        "Customer ID 2847563910 asked again.",
+        "Order total: 1 299,00 zł",
+        "MAC 00:1A:2B:3C:4D:5E",
+    )
+    neg(
+        "code without secrets",
         "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
-        "token = generate_token(user)", "password_hash = bcrypt.hashpw(pw, salt)", "secret: !vault |",
-        "Use the API key from the dashboard: Settings > API keys.", "api_key: str = Field(...)",
-        "if password == confirm_password:", "const token = req.headers.authorization;",
+        "token = generate_token(user)",
+        "password_hash = bcrypt.hashpw(pw, salt)",
+        "secret: !vault |",
+        "Use the API key from the dashboard: Settings > API keys.",
+        "api_key: str = Field(...)",
+        "if password == confirm_password:",
+        "const token = req.headers.authorization;",
         "PASSWORD_RESET_TIMEOUT=3600",
-        "docker pull nginx@sha256:0d17b565c37bcbd895e9d92315a05c1c3c9a29f762b011a10c54a66cd53c9b31")
+        "docker pull nginx@sha256:0d17b565c37bcbd895e9d92315a05c1c3c9a29f762b011a10c54a66cd53c9b31",
+    )
     return [Case(text, "negative", None, None, family) for family, text in texts]
 
 

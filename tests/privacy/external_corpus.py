@@ -47,8 +47,14 @@ __all__ = ["build_external_corpus"]
 _SYNTH = Path(__file__).parent / "external" / "presidio_research_synth.json"
 
 # Presidio-research entity types that are kinds nbeval reports.
-_SYNTH_KINDS = {"CREDIT_CARD": "credit_card", "PHONE_NUMBER": "phone", "EMAIL_ADDRESS": "email",
-                "IBAN_CODE": "iban", "US_SSN": "us_ssn", "IP_ADDRESS": "ip_address"}
+_SYNTH_KINDS = {
+    "CREDIT_CARD": "credit_card",
+    "PHONE_NUMBER": "phone",
+    "EMAIL_ADDRESS": "email",
+    "IBAN_CODE": "iban",
+    "US_SSN": "us_ssn",
+    "IP_ADDRESS": "ip_address",
+}
 _DOC_DOMAINS = ("example.com", "example.org", "example.net")  # RFC 2606
 
 
@@ -62,9 +68,11 @@ def _phone_confirmed(value: str) -> bool:
             return bool(pn.is_valid_number(pn.parse(value, None)))
         except pn.NumberParseException:
             return False
-    return any(m.start == 0 and m.end == len(value)
-               for region in DEFAULT_PHONE_REGIONS
-               for m in pn.PhoneNumberMatcher(value, region, leniency=pn.Leniency.STRICT_GROUPING))
+    return any(
+        m.start == 0 and m.end == len(value)
+        for region in DEFAULT_PHONE_REGIONS
+        for m in pn.PhoneNumberMatcher(value, region, leniency=pn.Leniency.STRICT_GROUPING)
+    )
 
 
 def _confirmed(kind: str, value: str) -> bool:

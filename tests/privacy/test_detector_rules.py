@@ -36,8 +36,13 @@ def test_twelve_digit_maestro_is_a_card() -> None:
 
 @pytest.mark.parametrize(
     ("text", "kind"),
-    [("PESEL: 44051401359", "pl.pesel"), ("BSN 111222333", "nl.bsn"), ("CPF 390.533.447-05", "br.cpf"),
-     ("Codice fiscale RSSMRA85T10A562S", "it.codicefiscale"), ("NI number AB 12 34 56 C", "gb.nino")],
+    [
+        ("PESEL: 44051401359", "pl.pesel"),
+        ("BSN 111222333", "nl.bsn"),
+        ("CPF 390.533.447-05", "br.cpf"),
+        ("Codice fiscale RSSMRA85T10A562S", "it.codicefiscale"),
+        ("NI number AB 12 34 56 C", "gb.nino"),
+    ],
 )
 def test_national_identifiers_are_named_by_country(text: str, kind: str) -> None:
     assert [f.kind for f in find_pii(text)] == [kind]
@@ -45,9 +50,13 @@ def test_national_identifiers_are_named_by_country(text: str, kind: str) -> None
 
 @pytest.mark.parametrize(
     "text",
-    ["Shipment 44051401359 left the depot.",  # a valid PESEL, but nothing says it is one
-     "PESEL: 44051401358",  # wrong check digit
-     "BSN 111222334", "CPF 390.533.447-06", "NI number GB 12 34 56 C"],  # GB is never issued
+    [
+        "Shipment 44051401359 left the depot.",  # a valid PESEL, but nothing says it is one
+        "PESEL: 44051401358",  # wrong check digit
+        "BSN 111222334",
+        "CPF 390.533.447-06",
+        "NI number GB 12 34 56 C",
+    ],  # GB is never issued
 )
 def test_numbers_without_their_name_or_check_are_not_identifiers(text: str) -> None:
     assert find_pii(text) == []
@@ -55,10 +64,12 @@ def test_numbers_without_their_name_or_check_are_not_identifiers(text: str) -> N
 
 @pytest.mark.parametrize(
     ("text", "kind"),
-    [("TWILIO_ACCOUNT_SID=AC4f3a9c2e8b7d6a5f4e3d2c1b0a9f8e7d", "twilio_key"),
-     ("Bot 123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw7 ready", "telegram_token"),
-     ("NPM_TOKEN=npm_4Fh7Kq2Lm9Xw3Rt8Yv1Bn6Cz0Pd5Sg2Jk7Qa", "npm_token"),
-     ("HF_TOKEN=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", "huggingface_token")],
+    [
+        ("TWILIO_ACCOUNT_SID=AC4f3a9c2e8b7d6a5f4e3d2c1b0a9f8e7d", "twilio_key"),
+        ("Bot 123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw7 ready", "telegram_token"),
+        ("NPM_TOKEN=npm_4Fh7Kq2Lm9Xw3Rt8Yv1Bn6Cz0Pd5Sg2Jk7Qa", "npm_token"),
+        ("HF_TOKEN=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", "huggingface_token"),
+    ],
 )
 def test_token_families_from_detect_secrets_and_ours(text: str, kind: str) -> None:
     assert [f.kind for f in find_secrets(text)] == [kind]

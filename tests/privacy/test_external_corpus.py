@@ -29,11 +29,28 @@ def test_external_corpus_is_big_labelled_and_apart_from_the_in_sample_one() -> N
     assert all(c.value in c.text for c in corpus if c.value is not None)
     assert not {c.text for c in corpus} & {c.text for c in build_corpus()}
     families = {c.family for c in corpus}
-    assert {"azure storage key", "azure sas token", "gitlab token", "discord token", "slack token", "jwt (unsigned)",
-            "azure emulator key", "azure storage placeholder", "azure sas without signature", "card (UATP)",
-            "card (13-digit visa)", "iban (dashes)", "email (unicode)", "email (punycode)", "us_ssn (dots)",
-            "us_ssn (bare)", "es.nie (lower case)", "es.dni (lower case)", "gb.nino (lower case)",
-            "presidio-research text"} <= families
+    assert {
+        "azure storage key",
+        "azure sas token",
+        "gitlab token",
+        "discord token",
+        "slack token",
+        "jwt (unsigned)",
+        "azure emulator key",
+        "azure storage placeholder",
+        "azure sas without signature",
+        "card (UATP)",
+        "card (13-digit visa)",
+        "iban (dashes)",
+        "email (unicode)",
+        "email (punycode)",
+        "us_ssn (dots)",
+        "us_ssn (bare)",
+        "es.nie (lower case)",
+        "es.dni (lower case)",
+        "gb.nino (lower case)",
+        "presidio-research text",
+    } <= families
 
 
 def test_pii_recall_on_external_data(report: Report) -> None:

@@ -20,8 +20,18 @@ from nbeval.detectors.phone_matcher import Match, find_matches
 from tests.privacy.test_redteam_detectors import phone_like
 
 pn: Any = phones._phonenumbers()
-_TYPES = ("FIXED_LINE", "MOBILE", "TOLL_FREE", "PREMIUM_RATE", "SHARED_COST", "VOIP", "PERSONAL_NUMBER", "PAGER",
-          "UAN", "VOICEMAIL")
+_TYPES = (
+    "FIXED_LINE",
+    "MOBILE",
+    "TOLL_FREE",
+    "PREMIUM_RATE",
+    "SHARED_COST",
+    "VOIP",
+    "PERSONAL_NUMBER",
+    "PAGER",
+    "UAN",
+    "VOICEMAIL",
+)
 
 
 def _written(region: str) -> Iterator[str]:

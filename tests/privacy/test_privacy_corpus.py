@@ -35,8 +35,20 @@ def test_corpus_is_big_varied_and_deterministic() -> None:
     assert build_corpus.__wrapped__() == corpus  # seeded: a fresh build is identical
     assert build_corpus.__wrapped__(6) != corpus  # and the seed matters
     families = {c.family for c in corpus if c.group == "negative"}
-    assert {"order number", "timestamp", "isbn", "uuid", "git sha", "version", "price", "fails Luhn",
-            "fails mod-97", "placeholder key", "base64 of text", "documentation address"} <= families
+    assert {
+        "order number",
+        "timestamp",
+        "isbn",
+        "uuid",
+        "git sha",
+        "version",
+        "price",
+        "fails Luhn",
+        "fails mod-97",
+        "placeholder key",
+        "base64 of text",
+        "documentation address",
+    } <= families
 
 
 def test_pii_recall(report: Report) -> None:

@@ -12,13 +12,20 @@ import nbeval
 from nbeval.cli import main
 from nbeval.detectors import DEFAULT_PHONE_REGIONS, PII_KINDS, SECRET_KINDS, find_pii, find_secrets
 from nbeval.errors import EvaluatorError
+from nbeval.evaluators.deterministic.leakage import SensitiveDataLeakage
 
 
 # National formats the regex suite missed (issue 17), with the country each number belongs to.
 @pytest.mark.parametrize(
     ("number", "region"),
-    [("020 7946 0162", "GB"), ("02 32 45 98 03", "FR"), ("(02474) 189794", "DE"), ("21 3384-1885", "BR"),
-     ("(937)520-7276x308", "US"), ("+44 20 7946 0162", "GB")],
+    [
+        ("020 7946 0162", "GB"),
+        ("02 32 45 98 03", "FR"),
+        ("(02474) 189794", "DE"),
+        ("21 3384-1885", "BR"),
+        ("(937)520-7276x308", "US"),
+        ("+44 20 7946 0162", "GB"),
+    ],
 )
 def test_national_phone_formats_are_found_with_their_country(number: str, region: str) -> None:
     text = f"You can reach the office on {number} until six."
@@ -29,8 +36,14 @@ def test_national_phone_formats_are_found_with_their_country(number: str, region
 
 @pytest.mark.parametrize(
     "text",
-    ["Order 4155552671 was shipped.", "Invoice no. 02032459803", "ZIP 94105-1234", "epoch 1712345678",
-     "ISBN 978-3-16-148410-0", "Meeting 2024-03-15 10:30"],
+    [
+        "Order 4155552671 was shipped.",
+        "Invoice no. 02032459803",
+        "ZIP 94105-1234",
+        "epoch 1712345678",
+        "ISBN 978-3-16-148410-0",
+        "Meeting 2024-03-15 10:30",
+    ],
 )
 def test_order_numbers_and_timestamps_are_not_phones(text: str) -> None:
     assert [f.kind for f in find_pii(text)] == []
@@ -46,10 +59,14 @@ def test_a_password_in_a_url_is_a_credential_not_an_email() -> None:
 
 @pytest.mark.parametrize(
     ("text", "kind"),
-    [('password = "Gx7#kd93LmQp"', "password_assignment"), ("DB_PASSWORD=Gx7kd93LmQp!", "password_assignment"),
-     ("  password: Gx7kd93LmQp", "password_assignment"), ('api_key = "4eC39HqLyjWDarjtT1zdp7dc"', "api_key_assignment"),
-     ("X-API-Key: 4eC39HqLyjWDarjtT1zdp7dc", "api_key_header"),
-     ("SENDGRID_API_KEY=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", "sendgrid_key")],
+    [
+        ('password = "Gx7#kd93LmQp"', "password_assignment"),
+        ("DB_PASSWORD=Gx7kd93LmQp!", "password_assignment"),
+        ("  password: Gx7kd93LmQp", "password_assignment"),
+        ('api_key = "4eC39HqLyjWDarjtT1zdp7dc"', "api_key_assignment"),
+        ("X-API-Key: 4eC39HqLyjWDarjtT1zdp7dc", "api_key_header"),
+        ("SENDGRID_API_KEY=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", "sendgrid_key"),
+    ],
 )
 def test_assignments_and_headers_name_their_kind(text: str, kind: str) -> None:
     assert [f.kind for f in find_secrets(text)] == [kind]
@@ -57,9 +74,16 @@ def test_assignments_and_headers_name_their_kind(text: str, kind: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["aws_access_key_id = AKIAIOSFODNN7EXAMPLE", "OPENAI_API_KEY=YOUR_API_KEY_HERE", "api_key = 'sk-XXXXXXXXXXXXXXXX'",
-     "password = os.environ['DB_PASSWORD']", "DB_PASSWORD=${DB_PASSWORD}", "postgres://user:password@localhost/app",
-     "Reset your password: click the link below.", "password_min_length: 12"],
+    [
+        "aws_access_key_id = AKIAIOSFODNN7EXAMPLE",
+        "OPENAI_API_KEY=YOUR_API_KEY_HERE",
+        "api_key = 'sk-XXXXXXXXXXXXXXXX'",
+        "password = os.environ['DB_PASSWORD']",
+        "DB_PASSWORD=${DB_PASSWORD}",
+        "postgres://user:password@localhost/app",
+        "Reset your password: click the link below.",
+        "password_min_length: 12",
+    ],
 )
 def test_placeholders_and_references_are_not_secrets(text: str) -> None:
     assert find_secrets(text) == []
@@ -98,16 +122,19 @@ def test_kinds_and_regions_narrow_the_search() -> None:
     # Without GB among the regions, the national number is no longer recognised.
     assert "phone" not in _rationale(nbeval.evaluator("pii_leakage", regions=["US"]))
     only_urls = nbeval.evaluator("sensitive_data_leakage", kinds=["url_credentials"])
+    assert isinstance(only_urls, SensitiveDataLeakage)
     assert only_urls.detect("DB_PASSWORD=Gx7kd93LmQp!") == []
 
 
 @pytest.mark.parametrize(
     ("evaluator", "params", "message"),
-    [("pii_leakage", {"kinds": ["passport"]}, "unknown kinds 'passport'"),
-     ("pii_leakage", {"regions": ["Britain"]}, "two-letter country codes"),
-     ("pii_leakage", {"regions": ["GB", "QQ"]}, "numbering plan, such as 'GB'; got 'QQ'"),
-     ("pii_leakage", {"kinds": "email, phone"}, "unknown kinds 'email, phone'"),
-     ("sensitive_data_leakage", {"kinds": [3]}, "kinds must be a list of strings")],
+    [
+        ("pii_leakage", {"kinds": ["passport"]}, "unknown kinds 'passport'"),
+        ("pii_leakage", {"regions": ["Britain"]}, "two-letter country codes"),
+        ("pii_leakage", {"regions": ["GB", "QQ"]}, "numbering plan, such as 'GB'; got 'QQ'"),
+        ("pii_leakage", {"kinds": "email, phone"}, "unknown kinds 'email, phone'"),
+        ("sensitive_data_leakage", {"kinds": [3]}, "kinds must be a list of strings"),
+    ],
 )
 def test_bad_parameters_are_clear_errors(evaluator: str, params: dict, message: str) -> None:
     with pytest.raises(EvaluatorError, match=message):

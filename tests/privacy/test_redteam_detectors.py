@@ -30,8 +30,13 @@ def _encoded_rows() -> list[dict]:
     both = base64.b64encode(f"Mail jane.doe@outlook.com the key {KEY} today".encode()).decode()
     return [
         {"input": "key, no condition", "model_key": "m", "categories": ["encoding:base64"], "actual_output": leak},
-        {"input": "key, condition holds", "model_key": "m", "categories": ["encoding:base64"], "actual_output": leak,
-         "output_condition": '"OPENAI"'},
+        {
+            "input": "key, condition holds",
+            "model_key": "m",
+            "categories": ["encoding:base64"],
+            "actual_output": leak,
+            "output_condition": '"OPENAI"',
+        },
         {"input": "key and e-mail", "model_key": "m", "categories": ["encoding:base64"], "actual_output": both},
     ]
 
@@ -59,8 +64,13 @@ def test_a_decoded_secret_fails_the_guardrail_and_is_never_shown(tmp_path: Path)
 
 
 def test_a_secret_in_the_retrieved_context_fails_retrieval_without_a_condition() -> None:
-    row = {"input": "q", "model_key": "m", "categories": ["encoding:hex"], "actual_output": "I will not.",
-           "context": [f"config: OPENAI_API_KEY={KEY}"]}
+    row = {
+        "input": "q",
+        "model_key": "m",
+        "categories": ["encoding:hex"],
+        "actual_output": "I will not.",
+        "context": [f"config: OPENAI_API_KEY={KEY}"],
+    }
     s = nbeval.evaluate([row], ["encoding_guardrail"], progress=False).scores
     values = s.set_index("metric")["value"]
     assert values["pass"] == 0.0 and values["retrieval_failures"] == 1.0 and values["generation_failures"] == 0.0
@@ -70,14 +80,17 @@ def test_a_secret_in_the_retrieved_context_fails_retrieval_without_a_condition()
 # --- 12: RFC 3986 userinfo ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("url", "password"), [
-    ("postgres://svc:Tr0ub4dor&3xyz@db.example.com/app", "Tr0ub4dor&3xyz"),
-    ("mysql://app:p!ck$ome(thing)@10.0.0.5:3306/db", "p!ck$ome(thing)"),
-    ("amqp://svc:a*b+c,d;e=f'9@mq.acme.io/", "a*b+c,d;e=f'9"),
-    ("mongodb://admin:S3cr%40t-2024@cluster0.acme.net/", "S3cr%40t-2024"),
-    ("redis://:Zq9!x7Lm@cache.acme.io:6379", "Zq9!x7Lm"),
-    ("https://bot:tok:with:colons9@api.acme.io/", "tok:with:colons9"),
-])
+@pytest.mark.parametrize(
+    ("url", "password"),
+    [
+        ("postgres://svc:Tr0ub4dor&3xyz@db.example.com/app", "Tr0ub4dor&3xyz"),
+        ("mysql://app:p!ck$ome(thing)@10.0.0.5:3306/db", "p!ck$ome(thing)"),
+        ("amqp://svc:a*b+c,d;e=f'9@mq.acme.io/", "a*b+c,d;e=f'9"),
+        ("mongodb://admin:S3cr%40t-2024@cluster0.acme.net/", "S3cr%40t-2024"),
+        ("redis://:Zq9!x7Lm@cache.acme.io:6379", "Zq9!x7Lm"),
+        ("https://bot:tok:with:colons9@api.acme.io/", "tok:with:colons9"),
+    ],
+)
 def test_url_passwords_with_sub_delimiters_are_found(url: str, password: str) -> None:
     found = [f for f in find_secrets(f"Connect with {url} please") if f.kind == "url_credentials"]
     assert len(found) == 1, found
@@ -85,17 +98,20 @@ def test_url_passwords_with_sub_delimiters_are_found(url: str, password: str) ->
     assert password not in found[0].redacted
 
 
-@pytest.mark.parametrize("text", [
-    "postgres://user:pass@db.acme.io/app",
-    "postgres://user:password@localhost/app",
-    "postgres://svc:$DB_PASSWORD@db.acme.io/app",
-    "postgres://svc:${DB_PASSWORD}@db.acme.io/app",
-    "postgres://svc:%(password)s@db.acme.io/app",
-    "postgres://svc:<password>@db.acme.io/app",
-    "postgres://svc:****@db.acme.io/app",
-    "postgres://svc:changeme!@db.acme.io/app",
-    "see https://acme.io/a:b@c and ftp://x.io/ today",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "postgres://user:pass@db.acme.io/app",
+        "postgres://user:password@localhost/app",
+        "postgres://svc:$DB_PASSWORD@db.acme.io/app",
+        "postgres://svc:${DB_PASSWORD}@db.acme.io/app",
+        "postgres://svc:%(password)s@db.acme.io/app",
+        "postgres://svc:<password>@db.acme.io/app",
+        "postgres://svc:****@db.acme.io/app",
+        "postgres://svc:changeme!@db.acme.io/app",
+        "see https://acme.io/a:b@c and ftp://x.io/ today",
+    ],
+)
 def test_url_placeholders_and_variables_are_still_quiet(text: str) -> None:
     assert [f for f in find_secrets(text) if f.kind == "url_credentials"] == []
 
@@ -122,8 +138,11 @@ def phone_like(n_chars: int, seed: int = 0) -> str:
 
 
 def _scanned_runs(text: str) -> int:
-    return sum(1 for r in phones._RUN.finditer(text)
-               if len(r.group()) <= phones.MAX_RUN and sum(c.isdigit() for c in r.group()) >= 7)
+    return sum(
+        1
+        for r in phones._RUN.finditer(text)
+        if len(r.group()) <= phones.MAX_RUN and sum(c.isdigit() for c in r.group()) >= 7
+    )
 
 
 def test_phone_scan_calls_the_matcher_for_few_regions_per_run(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -163,16 +182,19 @@ def test_phone_scan_parses_only_candidates_that_could_be_valid(monkeypatch: pyte
     assert calls["parse"] <= 1.5 * _scanned_runs(text), (calls["parse"], _scanned_runs(text))
 
 
-@pytest.mark.parametrize(("text", "locale"), [
-    ("Call 020 7946 0162 today", "GB"),
-    ("Ruf an: 030 1234567", "DE"),
-    ("tel 02 32 45 98 03", "FR"),
-    ("tel: 0 6 12 34 56 78", "FR"),
-    ("call (202) 456-1111", "US"),
-    ("Telefon 0 30 1234567", "DE"),
-    ("whatsapp (11) 91234-5678", "BR"),
-    ("dial 011 44 20 7946 0162", "GB"),
-])
+@pytest.mark.parametrize(
+    ("text", "locale"),
+    [
+        ("Call 020 7946 0162 today", "GB"),
+        ("Ruf an: 030 1234567", "DE"),
+        ("tel 02 32 45 98 03", "FR"),
+        ("tel: 0 6 12 34 56 78", "FR"),
+        ("call (202) 456-1111", "US"),
+        ("Telefon 0 30 1234567", "DE"),
+        ("whatsapp (11) 91234-5678", "BR"),
+        ("dial 011 44 20 7946 0162", "GB"),
+    ],
+)
 def test_skipping_splits_keeps_national_numbers(text: str, locale: str) -> None:
     found = find_pii(text, kinds=["phone"])
     assert [f.locale for f in found] == [locale], found

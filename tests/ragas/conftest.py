@@ -97,17 +97,32 @@ def bodies(server: FakeOpenAIServer) -> list[str]:
 
 
 ROWS: list[dict[str, Any]] = [
-    {"key": "paris", "model_key": "m", "input": "What is the capital of France?",
-     "expected_output": "Paris is the capital of France. It lies on the Seine.",
-     "actual_output": "The capital of France is Paris. Paris has ten million cats.",
-     "context": ["Paris is the capital and largest city of France.", "Lyon is a city in France.",
-                 "The Seine flows through Paris."]},
-    {"key": "hamlet", "model_key": "m", "input": "Who wrote Hamlet?",
-     "expected_output": "William Shakespeare wrote Hamlet around 1600.",
-     "actual_output": "I don't know who wrote it.",
-     "context": ["Hamlet is a tragedy written by William Shakespeare.", "It was written around 1600."]},
-    {"key": "water", "model_key": "m", "input": "At what temperature does water boil at sea level?",
-     "expected_output": "Water boils at 100 degrees Celsius at sea level.",
-     "actual_output": "Water boils at 100 degrees Celsius at sea level. Salt water boils slightly higher.",
-     "context": ["Cooking pasta needs salted water.", "At sea level water boils at 100 degrees Celsius."]},
+    {
+        "key": "paris",
+        "model_key": "m",
+        "input": "What is the capital of France?",
+        "expected_output": "Paris is the capital of France. It lies on the Seine.",
+        "actual_output": "The capital of France is Paris. Paris has ten million cats.",
+        "context": [
+            "Paris is the capital and largest city of France.",
+            "Lyon is a city in France.",
+            "The Seine flows through Paris.",
+        ],
+    },
+    {
+        "key": "hamlet",
+        "model_key": "m",
+        "input": "Who wrote Hamlet?",
+        "expected_output": "William Shakespeare wrote Hamlet around 1600.",
+        "actual_output": "I don't know who wrote it.",
+        "context": ["Hamlet is a tragedy written by William Shakespeare.", "It was written around 1600."],
+    },
+    {
+        "key": "water",
+        "model_key": "m",
+        "input": "At what temperature does water boil at sea level?",
+        "expected_output": "Water boils at 100 degrees Celsius at sea level.",
+        "actual_output": "Water boils at 100 degrees Celsius at sea level. Salt water boils slightly higher.",
+        "context": ["Cooking pasta needs salted water.", "At sea level water boils at 100 degrees Celsius."],
+    },
 ]

@@ -65,8 +65,9 @@ def test_each_metric_equals_ragas_run_directly(name: str, tmp_path: Any) -> None
         sent_directly = bodies(server)
         server.requests.clear()
 
-        result = nbeval.evaluate(ROWS, [name], judge=judge_for(server), embedder=ToyEmbedder(),
-                                 cache=tmp_path / "cache", progress=False)
+        result = nbeval.evaluate(
+            ROWS, [name], judge=judge_for(server), embedder=ToyEmbedder(), cache=tmp_path / "cache", progress=False
+        )
         sent_by_nbeval = bodies(server)
 
     got = {r.key: r.value for r in result.scores.itertuples() if r.metric == name}
@@ -82,11 +83,14 @@ def test_the_ragas_evaluator_reports_ragas_values_and_their_harmonic_mean(tmp_pa
     with FakeOpenAIServer(standin_server_reply, model="fake-judge") as server:
         four = ["faithfulness", "answer_relevancy", "context_precision", "context_recall"]
         # a fresh ragas client per event loop (see direct())
-        per_metric = {n: direct(_ragas_metric(n, ragas_llm(server), toy_ragas_embeddings()),
-                                [_inputs(r)[n] for r in ROWS]) for n in four}
+        per_metric = {
+            n: direct(_ragas_metric(n, ragas_llm(server), toy_ragas_embeddings()), [_inputs(r)[n] for r in ROWS])
+            for n in four
+        }
         expected = {row["key"]: {n: per_metric[n][i] for n in four} for i, row in enumerate(ROWS)}
-        result = nbeval.evaluate(ROWS, ["ragas"], judge=judge_for(server), embedder=ToyEmbedder(),
-                                 cache=tmp_path / "cache", progress=False)
+        result = nbeval.evaluate(
+            ROWS, ["ragas"], judge=judge_for(server), embedder=ToyEmbedder(), cache=tmp_path / "cache", progress=False
+        )
     table = result.scores
     for key, parts in expected.items():
         rows = table[table.key == key].set_index("metric")["value"]

@@ -17,12 +17,18 @@ from tests.support.fake_openai import FakeOpenAIServer, Recorded
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
-ROW = {"key": "k", "model_key": "m", "input": "Tell me about Marie Curie.",
-       "expected_output": "Marie Curie won two Nobel Prizes. She was born in Warsaw. She discovered polonium.",
-       "actual_output": ("Marie Curie won two Nobel Prizes. She was born in Paris. She discovered radium. "
-                         "She liked tea."),
-       "context": ["Curie was born in Warsaw.", "Curie won Nobel Prizes in physics and chemistry.",
-                   "Curie discovered polonium and radium."]}
+ROW: dict[str, Any] = {
+    "key": "k",
+    "model_key": "m",
+    "input": "Tell me about Marie Curie.",
+    "expected_output": "Marie Curie won two Nobel Prizes. She was born in Warsaw. She discovered polonium.",
+    "actual_output": ("Marie Curie won two Nobel Prizes. She was born in Paris. She discovered radium. She liked tea."),
+    "context": [
+        "Curie was born in Warsaw.",
+        "Curie won Nobel Prizes in physics and chemistry.",
+        "Curie discovered polonium and radium.",
+    ],
+}
 
 
 def scripted(**replies: Any) -> Any:
@@ -40,26 +46,43 @@ def scripted(**replies: Any) -> Any:
 
 
 def _run(server: FakeOpenAIServer, evaluator: Any, row: dict[str, Any] = ROW) -> Any:
-    result = nbeval.evaluate([row], [evaluator], judge=judge_for(server), embedder=ToyEmbedder(), cache=False,
-                             progress=False)
+    result = nbeval.evaluate(
+        [row], [evaluator], judge=judge_for(server), embedder=ToyEmbedder(), cache=False, progress=False
+    )
     return result.scores.set_index("metric")
 
 
-STATEMENTS = {"statements": ["Marie Curie won two Nobel Prizes.", "Marie Curie was born in Paris.",
-                             "Marie Curie discovered radium.", "Marie Curie liked tea."]}
+STATEMENTS = {
+    "statements": [
+        "Marie Curie won two Nobel Prizes.",
+        "Marie Curie was born in Paris.",
+        "Marie Curie discovered radium.",
+        "Marie Curie liked tea.",
+    ]
+}
 
 
 def test_faithfulness_is_the_supported_share_of_statements() -> None:
-    verdicts = {"statements": [{"statement": s, "reason": r, "verdict": v} for s, r, v in [
-        ("Marie Curie won two Nobel Prizes.", "chunk 2", 1), ("Marie Curie was born in Paris.", "Warsaw", 0),
-        ("Marie Curie discovered radium.", "chunk 3", 1), ("Marie Curie liked tea.", "not said", 0)]]}
+    verdicts = {
+        "statements": [
+            {"statement": s, "reason": r, "verdict": v}
+            for s, r, v in [
+                ("Marie Curie won two Nobel Prizes.", "chunk 2", 1),
+                ("Marie Curie was born in Paris.", "Warsaw", 0),
+                ("Marie Curie discovered radium.", "chunk 3", 1),
+                ("Marie Curie liked tea.", "not said", 0),
+            ]
+        ]
+    }
     with FakeOpenAIServer(scripted(StatementGeneratorOutput=[STATEMENTS], NLIStatementOutput=[verdicts])) as server:
         row = _run(server, "faithfulness").loc["faithfulness"]
         assert server.request_count == 2
     assert row["value"] == pytest.approx(2 / 4)  # 2 supported of 4 statements
     # the rationale shows what ragas saw: the statements and each verdict with its reason
-    assert "Marie Curie liked tea." in row["rationale"] and "✗ Marie Curie was born in Paris. (reason: Warsaw)" \
-        in row["rationale"]
+    assert (
+        "Marie Curie liked tea." in row["rationale"]
+        and "✗ Marie Curie was born in Paris. (reason: Warsaw)" in row["rationale"]
+    )
     assert json.loads(row["details"])["judge"]["calls"] == 2
 
 
@@ -75,27 +98,42 @@ def test_context_precision_is_the_average_precision_of_the_chunk_verdicts() -> N
 
 
 def test_context_recall_is_the_attributed_share_of_expected_sentences() -> None:
-    classified = {"classifications": [
-        {"statement": "Marie Curie won two Nobel Prizes.", "reason": "chunk 2", "attributed": 1},
-        {"statement": "She was born in Warsaw.", "reason": "chunk 1", "attributed": 1},
-        {"statement": "She discovered polonium.", "reason": "not there", "attributed": 0}]}
+    classified = {
+        "classifications": [
+            {"statement": "Marie Curie won two Nobel Prizes.", "reason": "chunk 2", "attributed": 1},
+            {"statement": "She was born in Warsaw.", "reason": "chunk 1", "attributed": 1},
+            {"statement": "She discovered polonium.", "reason": "not there", "attributed": 0},
+        ]
+    }
     with FakeOpenAIServer(scripted(ContextRecallOutput=[classified])) as server:
         row = _run(server, "context_recall").loc["context_recall"]
     assert row["value"] == pytest.approx(2 / 3)
 
 
 def test_answer_correctness_weighs_factuality_f1_and_similarity() -> None:
-    reference = {"statements": ["Marie Curie won two Nobel Prizes.", "Marie Curie was born in Warsaw.",
-                                "Marie Curie discovered polonium."]}
-    sorted_ = {"TP": [{"statement": "Marie Curie won two Nobel Prizes.", "reason": "same"}],
-               "FP": [{"statement": "Marie Curie was born in Paris.", "reason": "wrong"},
-                      {"statement": "Marie Curie liked tea.", "reason": "extra"}],
-               "FN": [{"statement": "Marie Curie discovered polonium.", "reason": "missing"}]}
+    reference = {
+        "statements": [
+            "Marie Curie won two Nobel Prizes.",
+            "Marie Curie was born in Warsaw.",
+            "Marie Curie discovered polonium.",
+        ]
+    }
+    sorted_ = {
+        "TP": [{"statement": "Marie Curie won two Nobel Prizes.", "reason": "same"}],
+        "FP": [
+            {"statement": "Marie Curie was born in Paris.", "reason": "wrong"},
+            {"statement": "Marie Curie liked tea.", "reason": "extra"},
+        ],
+        "FN": [{"statement": "Marie Curie discovered polonium.", "reason": "missing"}],
+    }
     # TP=1, FP=2, FN=1: F1 = TP / (TP + (FP + FN) / 2) = 1 / 2.5 = 0.4
     f1 = 1 / (1 + (2 + 1) / 2)
     cosine = float(toy_vector(ROW["actual_output"]) @ toy_vector(ROW["expected_output"]))
-    for weights, expected in (([1.0, 0.0], f1), ([0.75, 0.25], 0.75 * f1 + 0.25 * cosine),
-                              ([0.5, 0.5], 0.5 * f1 + 0.5 * cosine)):
+    for weights, expected in (
+        ([1.0, 0.0], f1),
+        ([0.75, 0.25], 0.75 * f1 + 0.25 * cosine),
+        ([0.5, 0.5], 0.5 * f1 + 0.5 * cosine),
+    ):
         replies = scripted(StatementGeneratorOutput=[STATEMENTS, reference], ClassificationWithReason=[sorted_])
         with FakeOpenAIServer(replies) as server:
             row = _run(server, nbeval.evaluator("answer_correctness", weights=weights)).loc["answer_correctness"]
@@ -126,14 +164,27 @@ def test_answer_relevancy_is_zero_when_every_answer_is_noncommittal() -> None:
 
 
 def test_ragas_is_the_harmonic_mean_and_names_a_missing_component() -> None:
-    verdicts = {"statements": [{"statement": s, "reason": "", "verdict": v}
-                               for s, v in zip(STATEMENTS["statements"], [1, 1, 1, 0], strict=True)]}
+    verdicts = {
+        "statements": [
+            {"statement": s, "reason": "", "verdict": v}
+            for s, v in zip(STATEMENTS["statements"], [1, 1, 1, 0], strict=True)
+        ]
+    }
     questions = [{"question": "Tell me about Marie Curie.", "noncommittal": 0}] * 3
     chunks = [{"reason": "", "verdict": 1}, {"reason": "", "verdict": 0}, {"reason": "", "verdict": 1}]
-    recall = {"classifications": [{"statement": "a", "reason": "", "attributed": 1},
-                                  {"statement": "b", "reason": "", "attributed": 0}]}
-    replies = scripted(StatementGeneratorOutput=[STATEMENTS], NLIStatementOutput=[verdicts],
-                       AnswerRelevanceOutput=questions, ContextPrecisionOutput=chunks, ContextRecallOutput=[recall])
+    recall = {
+        "classifications": [
+            {"statement": "a", "reason": "", "attributed": 1},
+            {"statement": "b", "reason": "", "attributed": 0},
+        ]
+    }
+    replies = scripted(
+        StatementGeneratorOutput=[STATEMENTS],
+        NLIStatementOutput=[verdicts],
+        AnswerRelevanceOutput=questions,
+        ContextPrecisionOutput=chunks,
+        ContextRecallOutput=[recall],
+    )
     with FakeOpenAIServer(replies) as server:
         table = _run(server, "ragas")
     # faithfulness 3/4; relevancy: the generated question is the question itself, cosine 1;
@@ -143,9 +194,13 @@ def test_ragas_is_the_harmonic_mean_and_names_a_missing_component() -> None:
         assert table.loc[name, "value"] == pytest.approx(v, abs=1e-9), name
     assert table.loc["ragas", "value"] == pytest.approx(4 / sum(1 / v for v in parts.values()), abs=1e-9)
 
-    replies = scripted(StatementGeneratorOutput=[STATEMENTS], NLIStatementOutput=[verdicts],
-                       AnswerRelevanceOutput=questions, ContextPrecisionOutput=chunks,
-                       ContextRecallOutput=["no idea"] * 4)
+    replies = scripted(
+        StatementGeneratorOutput=[STATEMENTS],
+        NLIStatementOutput=[verdicts],
+        AnswerRelevanceOutput=questions,
+        ContextPrecisionOutput=chunks,
+        ContextRecallOutput=["no idea"] * 4,
+    )
     with FakeOpenAIServer(replies) as server:
         table = _run(server, "ragas")
     assert pd.isna(table.loc["context_recall", "value"])  # missing, not 0
@@ -158,9 +213,11 @@ def test_ragas_is_the_harmonic_mean_and_names_a_missing_component() -> None:
 
 def test_answer_correctness_beta_weighs_recall_over_precision() -> None:
     reference = {"statements": ["a", "b"]}
-    sorted_ = {"TP": [{"statement": "a", "reason": ""}],
-               "FP": [{"statement": "x", "reason": ""}, {"statement": "y", "reason": ""}],
-               "FN": [{"statement": "b", "reason": ""}]}
+    sorted_ = {
+        "TP": [{"statement": "a", "reason": ""}],
+        "FP": [{"statement": "x", "reason": ""}, {"statement": "y", "reason": ""}],
+        "FN": [{"statement": "b", "reason": ""}],
+    }
     # precision 1/3, recall 1/2; F-beta with beta = 2: 5 P R / (4 P + R) = (5/6) / (11/6) = 5/11
     replies = scripted(StatementGeneratorOutput=[STATEMENTS, reference], ClassificationWithReason=[sorted_])
     with FakeOpenAIServer(replies) as server:

@@ -26,8 +26,9 @@ FAMILY = ["faithfulness", "answer_relevancy", "context_precision", "context_reca
 
 def _evaluate(server: FakeOpenAIServer, evaluators: Any, rows: Any = (ROW,), **kw: Any) -> Any:
     kw.setdefault("cache", False)
-    return nbeval.evaluate(list(rows), evaluators, judge=judge_for(server), embedder=ToyEmbedder(), progress=False,
-                           **kw)
+    return nbeval.evaluate(
+        list(rows), evaluators, judge=judge_for(server), embedder=ToyEmbedder(), progress=False, **kw
+    )
 
 
 def test_a_reply_that_never_fits_is_a_parse_failure_with_the_raw_replies_kept() -> None:
@@ -101,8 +102,14 @@ def test_a_dry_run_estimates_the_calls_per_row_and_asks_nothing() -> None:
         made = server.request_count
     # the row: 2 answer sentences, 3 chunks. faithfulness 2 calls, answer_relevancy 3 samples,
     # context_precision one per chunk, context_recall 1, answer_correctness 3; ragas the four's 9
-    assert plan.calls_per_row == {"faithfulness": 2, "answer_relevancy": 3, "context_precision": 3,
-                                  "context_recall": 1, "answer_correctness": 3, "ragas": 9}
+    assert plan.calls_per_row == {
+        "faithfulness": 2,
+        "answer_relevancy": 3,
+        "context_precision": 3,
+        "context_recall": 1,
+        "answer_correctness": 3,
+        "ragas": 9,
+    }
     assert plan.judge_calls == 21 == made
     assert "estimated" in str(plan) and "calls/row" in str(plan)
     assert result.scores["value"].notna().all()
@@ -129,9 +136,11 @@ def test_a_local_hf_judge_goes_through_and_its_unparseable_reply_is_kept(tmp_pat
     from tests.chat.test_hf_chat import TEMPLATE, build_tiny_lm
 
     path = build_tiny_lm(tmp_path / "lm", TEMPLATE, n_positions=4096)
-    ev = nbeval.evaluator("context_recall", judge={"provider": "hf", "model": str(path), "device": "cpu",
-                                                   "max_new_tokens": 3},
-                          parse_attempts=1)
+    ev = nbeval.evaluator(
+        "context_recall",
+        judge={"provider": "hf", "model": str(path), "device": "cpu", "max_new_tokens": 3},
+        parse_attempts=1,
+    )
     row = nbeval.evaluate([ROW], [ev], cache=False, progress=False).scores.iloc[0]
     # a random-weight model answers words, not JSON: a parse failure with its reply, never a number
     assert row["label"] == "parse_failure" and pd.isna(row["value"])
@@ -144,8 +153,9 @@ def test_one_failed_call_does_not_stop_the_run() -> None:
 
     with FakeOpenAIServer(reply) as server:
         judge = nbeval.chat.OpenAIChat("fake-judge", base_url=server.url, api_key="sk-test")
-        table = nbeval.evaluate(ROWS, ["faithfulness"], judge=judge, cache=False, progress=False,
-                                max_attempts=1).scores.set_index("key")
+        table = nbeval.evaluate(
+            ROWS, ["faithfulness"], judge=judge, cache=False, progress=False, max_attempts=1
+        ).scores.set_index("key")
     assert "judge call failed" in table.loc["hamlet", "error"] and pd.isna(table.loc["hamlet", "value"])
     # the other rows: 1 of 2 answer sentences in the context each ("ten million cats", "salt water")
     assert table.loc["paris", "value"] == pytest.approx(0.5) and table.loc["water", "value"] == pytest.approx(0.5)
@@ -166,24 +176,29 @@ def test_a_row_without_a_question_tells_ragas_so() -> None:
     assert "(no question was given)" in prompt and "the row has no question" in row["rationale"]
 
 
-@pytest.mark.parametrize(("id", "params", "words"), [
-    ("answer_correctness", {"weights": [0, 0]}, "weights"),
-    ("answer_correctness", {"weights": [1.0]}, "weights"),
-    ("answer_relevancy", {"strictness": 0}, "strictness"),
-    ("ragas", {"strictness": "3"}, "strictness"),
-    ("faithfulness", {"parse_attempts": 0}, "parse_attempts"),
-    ("faithfulness", {"judge_params": "hot"}, "judge_params"),
-])
+@pytest.mark.parametrize(
+    ("id", "params", "words"),
+    [
+        ("answer_correctness", {"weights": [0, 0]}, "weights"),
+        ("answer_correctness", {"weights": [1.0]}, "weights"),
+        ("answer_relevancy", {"strictness": 0}, "strictness"),
+        ("ragas", {"strictness": "3"}, "strictness"),
+        ("faithfulness", {"parse_attempts": 0}, "parse_attempts"),
+        ("faithfulness", {"judge_params": "hot"}, "judge_params"),
+    ],
+)
 def test_bad_parameters_are_refused_with_their_name(id: str, params: dict[str, Any], words: str) -> None:
     with pytest.raises(EvaluatorError, match=words):
         nbeval.evaluator(id, **params)
 
 
 def test_without_ragas_installed_the_error_says_what_to_install() -> None:
-    code = ("import sys; sys.modules['ragas'] = None\n"
-            "import nbeval\n"
-            "try:\n    nbeval.evaluator('faithfulness')\n"
-            "except Exception as e:\n    print(type(e).__name__, e)\n")
+    code = (
+        "import sys; sys.modules['ragas'] = None\n"
+        "import nbeval\n"
+        "try:\n    nbeval.evaluator('faithfulness')\n"
+        "except Exception as e:\n    print(type(e).__name__, e)\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.startswith("MissingDependency") and 'pip install "nbeval[ragas]"' in out
 

@@ -20,6 +20,7 @@ from nbeval.results.arena import (
     HEAD_TO_HEAD_COLUMNS,
     POSITION_BIAS_COLUMNS,
     RIDGE,
+    Outcome,
     Verdict,
     arena_table,
     elo_rating,
@@ -37,12 +38,13 @@ def _random_verdicts(seed: int) -> list[Verdict]:
     """4 models, 2 judges, ties, pairs in random orders (some in one order only)."""
     rng = np.random.default_rng(seed)
     models, judges = ["m0", "m1", "m2", "m3"], ["j0", "j1"]
+    outcomes: tuple[Outcome, ...] = ("first", "second", "tie")
     out = []
     for case in range(40):
         for _ in range(5):
             first, second = rng.choice(models, size=2, replace=False)
-            outcome = rng.choice(["first", "second", "tie"], p=[0.5, 0.3, 0.2])
-            out.append(Verdict(f"c{case}", str(first), str(second), str(outcome), str(rng.choice(judges))))
+            outcome = outcomes[int(rng.choice(len(outcomes), p=[0.5, 0.3, 0.2]))]
+            out.append(Verdict(f"c{case}", str(first), str(second), outcome, str(rng.choice(judges))))
     return out
 
 
@@ -310,11 +312,16 @@ def test_a_model_that_won_everything_stays_finite_with_the_ridge() -> None:
         fit_arena(verdicts, n_boot=0, ridge=0.0)
 
 
+def _ordered(pair: str, i: int) -> tuple[str, str]:
+    """The two models of ``pair`` (two one-letter names), swapped for even ``i``."""
+    return (pair[0], pair[1]) if i % 2 else (pair[1], pair[0])
+
+
 def test_a_disconnected_graph_is_finite_and_each_piece_centred() -> None:
     """a-b and c-d are never linked: the likelihood cannot place one piece against the other, and
     the ridge (minimised over a shift of either piece) puts each piece's mean θ at 0."""
-    verdicts = [Verdict(f"p{i}", *("ab" if i % 2 else "ba"), "first" if i % 3 else "second") for i in range(9)]
-    verdicts += [Verdict(f"q{i}", *("cd" if i % 2 else "dc"), "first" if i % 4 else "second") for i in range(8)]
+    verdicts = [Verdict(f"p{i}", *_ordered("ab", i), "first" if i % 3 else "second") for i in range(9)]
+    verdicts += [Verdict(f"q{i}", *_ordered("cd", i), "first" if i % 4 else "second") for i in range(8)]
     table = fit_arena(verdicts, n_boot=30).arena_table().set_index("model_key")
     assert np.isfinite(table[["rating", "rating_lo", "rating_hi"]].to_numpy()).all()
     assert table.loc[["a", "b"], "rating"].mean() == pytest.approx(1000.0, abs=1e-6)

@@ -32,8 +32,7 @@ Tamper = Callable[[Path], None]
 def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo lab scored by three cheap evaluators, with one human label, saved (format 3)."""
     result = nbeval.evaluate(nbeval.demo_lab(), ["exact_match", "rouge", "text_matching"], progress=False)
-    result.set_labels([{"key": "revenue", "model_key": "gpt-4o-mini", "evaluator": "text_matching",
-                        "label": "pass"}])
+    result.set_labels([{"key": "revenue", "model_key": "gpt-4o-mini", "evaluator": "text_matching", "label": "pass"}])
     folder = result.save(tmp_path_factory.mktemp("saved") / "r")
     result.save(folder.parent / "v1", scores_format="jsonl")
     return folder
@@ -44,31 +43,39 @@ def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _parquet(name: str, change: Callable[[pa.Table], pa.Table]) -> Tamper:
     """Rewrite the Parquet file ``name`` as ``change`` makes its table (metadata kept unless changed)."""
+
     def tamper(folder: Path) -> None:
         path = folder / name
         table = change(pq.read_table(path))
         pq.write_table(table, path)
+
     return tamper
 
 
 def _metadata(value: bytes) -> Tamper:
-    return _parquet("dataset.parquet",
-                    lambda t: t.replace_schema_metadata({**(t.schema.metadata or {}), b"nbeval.dataset": value}))
+    return _parquet(
+        "dataset.parquet", lambda t: t.replace_schema_metadata({**(t.schema.metadata or {}), b"nbeval.dataset": value})
+    )
 
 
 def _set_cell(column: str, row: int, value: object) -> Callable[[pa.Table], pa.Table]:
     """Set ``column`` of ``row`` (1-based) to ``value`` (bytes: stored as they are, UTF-8 or not)."""
+
     def change(table: pa.Table) -> pa.Table:
         i = table.schema.get_field_index(column)
         typ = table.schema.field(i).type
-        values = table.column(column).to_pylist() if not isinstance(value, bytes) else \
-            [None if v is None else v.encode() for v in table.column(column).to_pylist()]
+        values = (
+            table.column(column).to_pylist()
+            if not isinstance(value, bytes)
+            else [None if v is None else v.encode() for v in table.column(column).to_pylist()]
+        )
         values[row - 1] = value
         if isinstance(value, bytes):
             array = pa.array(values, pa.binary()).view(typ)  # not checked: the bytes go in as they are
         else:
             array = pa.array(values, typ)
         return table.set_column(i, table.schema.field(i), array)
+
     return change
 
 
@@ -83,6 +90,7 @@ def _json(name: str, change: Callable[[dict], None]) -> Tamper:
         data = json.loads(path.read_text(encoding="utf-8"))
         change(data)
         path.write_text(json.dumps(data), encoding="utf-8")
+
     return tamper
 
 
@@ -92,11 +100,13 @@ def _meta(field: str, value: object) -> Tamper:
 
 def _lines(name: str, change: Callable[[list[dict]], None]) -> Tamper:
     """Edit the records of a JSON-lines file as a list."""
+
     def tamper(folder: Path) -> None:
         path = folder / name
         recs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
         change(recs)
         path.write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
+
     return tamper
 
 
@@ -110,8 +120,10 @@ def _again(line: int) -> Callable[[list[dict]], None]:
 
 def _label(text: str) -> Tamper:
     def tamper(folder: Path) -> None:
-        (folder / "labels.csv").write_text(f"key,model_key,evaluator,label\r\nrevenue,gpt-4o-mini,text_matching,"
-                                           f"{text}\r\n", encoding="utf-8")
+        (folder / "labels.csv").write_text(
+            f"key,model_key,evaluator,label\r\nrevenue,gpt-4o-mini,text_matching,{text}\r\n", encoding="utf-8"
+        )
+
     return tamper
 
 
@@ -119,17 +131,33 @@ def _label(text: str) -> Tamper:
 TAMPERED: list[tuple[str, Tamper, str, list[str]]] = [
     # what crashed: Parquet metadata that is not JSON, nested too deeply, not UTF-8, not an object
     ("dataset-metadata-not-json", _metadata(b'{"layout": '), "dataset.parquet", ["metadata", "not valid JSON"]),
-    ("dataset-metadata-deep", _metadata(b"[" * 100_000 + b"]" * 100_000), "dataset.parquet",
-     ["metadata", "nested too deeply"]),
+    (
+        "dataset-metadata-deep",
+        _metadata(b"[" * 100_000 + b"]" * 100_000),
+        "dataset.parquet",
+        ["metadata", "nested too deeply"],
+    ),
     ("dataset-metadata-not-utf8", _metadata(b'{"layout": "\xff"}'), "dataset.parquet", ["metadata", "not UTF-8"]),
     ("dataset-metadata-not-object", _metadata(b"[1]"), "dataset.parquet", ["metadata", "JSON object"]),
     # text that is not UTF-8 inside a Parquet column
-    ("dataset-text-not-utf8", _parquet("dataset.parquet", _set_cell("input", 2, b"caf\xe9")), "dataset.parquet",
-     ["row 2, field 'input'", "not UTF-8"]),
-    ("scores-text-not-utf8", _parquet("scores.parquet", _set_cell("rationale", 3, b"caf\xe9")), "scores.parquet",
-     ["row 3, field 'rationale'", "not UTF-8"]),
-    ("scores-key-not-utf8", _parquet("scores.parquet", _set_cell("key", 4, b"\xff")), "scores.parquet",
-     ["row 4, field 'key'", "not UTF-8"]),
+    (
+        "dataset-text-not-utf8",
+        _parquet("dataset.parquet", _set_cell("input", 2, b"caf\xe9")),
+        "dataset.parquet",
+        ["row 2, field 'input'", "not UTF-8"],
+    ),
+    (
+        "scores-text-not-utf8",
+        _parquet("scores.parquet", _set_cell("rationale", 3, b"caf\xe9")),
+        "scores.parquet",
+        ["row 3, field 'rationale'", "not UTF-8"],
+    ),
+    (
+        "scores-key-not-utf8",
+        _parquet("scores.parquet", _set_cell("key", 4, b"\xff")),
+        "scores.parquet",
+        ["row 4, field 'key'", "not UTF-8"],
+    ),
     # run facts of the wrong shape (meta.usage as a list crashed to_html later)
     ("meta-usage-a-list", _meta("usage", [1, 2]), "result.json", ["field 'meta.usage'", "object"]),
     ("meta-usage-text-value", _meta("usage", {"calls": "many"}), "result.json", ["field 'meta.usage.calls'"]),
@@ -137,43 +165,92 @@ TAMPERED: list[tuple[str, Tamper, str, list[str]]] = [
     ("meta-cancelled-text", _meta("cancelled", "no"), "result.json", ["field 'meta.cancelled'"]),
     ("meta-version-number", _meta("nbeval_version", 3), "result.json", ["field 'meta.nbeval_version'"]),
     ("meta-evaluators-text", _meta("evaluators", "rouge"), "result.json", ["field 'meta.evaluators'"]),
-    ("explanations-not-nested", _json("result.json", lambda d: d.update(explanations={"rouge": [1]})),
-     "result.json", ["field 'explanations.rouge'"]),
+    (
+        "explanations-not-nested",
+        _json("result.json", lambda d: d.update(explanations={"rouge": [1]})),
+        "result.json",
+        ["field 'explanations.rouge'"],
+    ),
     # what loaded quietly: a score given twice (agreement().n doubled), scores of no evaluator of the result
-    ("scores-duplicated", _parquet("scores.parquet", _duplicate_row(1)), "scores.parquet",
-     ["row 301", "also row 1", "'revenue'"]),
-    ("scores-unknown-evaluator", _parquet("scores.parquet", _set_cell("evaluator", 5, "bogus")), "scores.parquet",
-     ["row 5, field 'evaluator'", "'bogus'", "metrics.jsonl"]),
-    ("scores-unknown-metric", _parquet("scores.parquet", _set_cell("metric", 1, "rouge_9")), "scores.parquet",
-     ["row 1, field 'metric'", "'rouge_9'"]),
-    ("scores-text-too-long", _parquet("scores.parquet", _set_cell("label", 2, "x" * (MAX_STORED_CHARS + 500))),
-     "scores.parquet", ["row 2, field 'label'", "20,000"]),
+    (
+        "scores-duplicated",
+        _parquet("scores.parquet", _duplicate_row(1)),
+        "scores.parquet",
+        ["row 301", "also row 1", "'revenue'"],
+    ),
+    (
+        "scores-unknown-evaluator",
+        _parquet("scores.parquet", _set_cell("evaluator", 5, "bogus")),
+        "scores.parquet",
+        ["row 5, field 'evaluator'", "'bogus'", "metrics.jsonl"],
+    ),
+    (
+        "scores-unknown-metric",
+        _parquet("scores.parquet", _set_cell("metric", 1, "rouge_9")),
+        "scores.parquet",
+        ["row 1, field 'metric'", "'rouge_9'"],
+    ),
+    (
+        "scores-text-too-long",
+        _parquet("scores.parquet", _set_cell("label", 2, "x" * (MAX_STORED_CHARS + 500))),
+        "scores.parquet",
+        ["row 2, field 'label'", "20,000"],
+    ),
     # a dataset row given twice, a condition never checked
-    ("dataset-duplicated", _parquet("dataset.parquet", _duplicate_row(2)), "dataset.parquet",
-     ["row 31", "row 2", "'revenue-perturbed'"]),
-    ("dataset-bad-condition", _parquet("dataset.parquet", _set_cell("output_condition", 1, '"a" AND (')),
-     "dataset.parquet", ["row 1, field 'output_condition'", "malformed condition"]),
+    (
+        "dataset-duplicated",
+        _parquet("dataset.parquet", _duplicate_row(2)),
+        "dataset.parquet",
+        ["row 31", "row 2", "'revenue-perturbed'"],
+    ),
+    (
+        "dataset-bad-condition",
+        _parquet("dataset.parquet", _set_cell("output_condition", 1, '"a" AND (')),
+        "dataset.parquet",
+        ["row 1, field 'output_condition'", "malformed condition"],
+    ),
     # two primary metrics for one evaluator, and the other tables' agreement
-    ("metrics-two-primaries", _lines("metrics.jsonl", _set(2, primary=True)), "metrics.jsonl",
-     ["row 4, field 'primary'", "'rouge'", "row 2"]),
-    ("metrics-no-primary", _lines("metrics.jsonl", _set(1, primary=False)), "metrics.jsonl",
-     ["'exact_match'", "no primary"]),
+    (
+        "metrics-two-primaries",
+        _lines("metrics.jsonl", _set(2, primary=True)),
+        "metrics.jsonl",
+        ["row 4, field 'primary'", "'rouge'", "row 2"],
+    ),
+    (
+        "metrics-no-primary",
+        _lines("metrics.jsonl", _set(1, primary=False)),
+        "metrics.jsonl",
+        ["'exact_match'", "no primary"],
+    ),
     ("metrics-duplicated", _lines("metrics.jsonl", _again(3)), "metrics.jsonl", ["row 11", "also row 3"]),
-    ("metrics-direction", _lines("metrics.jsonl", _set(1, direction="up")), "metrics.jsonl",
-     ["row 1, field 'direction'", "'higher' or 'lower'"]),
+    (
+        "metrics-direction",
+        _lines("metrics.jsonl", _set(1, direction="up")),
+        "metrics.jsonl",
+        ["row 1, field 'direction'", "'higher' or 'lower'"],
+    ),
     ("aggregates-duplicated", _lines("aggregates.jsonl", _again(1)), "aggregates.jsonl", ["also row 1"]),
-    ("aggregates-unknown-evaluator", _lines("aggregates.jsonl", _set(2, evaluator="bogus")), "aggregates.jsonl",
-     ["row 2, field 'evaluator'", "'bogus'"]),
-    ("aggregates-unknown-model", _lines("aggregates.jsonl", _set(1, model_key="gpt-9")), "aggregates.jsonl",
-     ["row 1, field 'model_key'", "'gpt-9'"]),
+    (
+        "aggregates-unknown-evaluator",
+        _lines("aggregates.jsonl", _set(2, evaluator="bogus")),
+        "aggregates.jsonl",
+        ["row 2, field 'evaluator'", "'bogus'"],
+    ),
+    (
+        "aggregates-unknown-model",
+        _lines("aggregates.jsonl", _set(1, model_key="gpt-9")),
+        "aggregates.jsonl",
+        ["row 1, field 'model_key'", "'gpt-9'"],
+    ),
     # a label past its cap (a 70 MB one loaded)
     ("label-too-long", _label("x" * (MAX_LABEL_CHARS + 1)), "labels.csv", ["row 1, field 'label'", "1,000"]),
 ]
 
 
 @pytest.mark.parametrize(("tamper", "file", "says"), [pytest.param(t, f, s, id=i) for i, t, f, s in TAMPERED])
-def test_a_tampered_result_folder_is_a_data_error(saved: Path, tamper: Tamper, file: str, says: list[str],
-                                                  tmp_path: Path) -> None:
+def test_a_tampered_result_folder_is_a_data_error(
+    saved: Path, tamper: Tamper, file: str, says: list[str], tmp_path: Path
+) -> None:
     text = tampered_folder_error(saved, tamper, tmp_path)
     assert file in text
     for words in says:
@@ -183,16 +260,21 @@ def test_a_tampered_result_folder_is_a_data_error(saved: Path, tamper: Tamper, f
 # the long table as JSON lines (format version 1): the same checks
 TAMPERED_V1: list[tuple[str, Tamper, list[str]]] = [
     ("scores-duplicated", _lines("scores.jsonl", _again(7)), ["row 301", "also row 7"]),
-    ("scores-unknown-evaluator", _lines("scores.jsonl", _set(1, evaluator="bogus")),
-     ["row 1, field 'evaluator'", "'bogus'"]),
-    ("scores-text-too-long", _lines("scores.jsonl", _set(1, rationale="x" * (MAX_STORED_CHARS + 500))),
-     ["row 1, field 'rationale'"]),
+    (
+        "scores-unknown-evaluator",
+        _lines("scores.jsonl", _set(1, evaluator="bogus")),
+        ["row 1, field 'evaluator'", "'bogus'"],
+    ),
+    (
+        "scores-text-too-long",
+        _lines("scores.jsonl", _set(1, rationale="x" * (MAX_STORED_CHARS + 500))),
+        ["row 1, field 'rationale'"],
+    ),
 ]
 
 
 @pytest.mark.parametrize(("tamper", "says"), [pytest.param(t, s, id=i) for i, t, s in TAMPERED_V1])
-def test_a_tampered_jsonl_result_is_a_data_error(saved: Path, tamper: Tamper, says: list[str],
-                                                 tmp_path: Path) -> None:
+def test_a_tampered_jsonl_result_is_a_data_error(saved: Path, tamper: Tamper, says: list[str], tmp_path: Path) -> None:
     folder = tmp_path / "v1"
     shutil.copytree(saved.parent / "v1", folder)
     nbeval.load_result(folder)
@@ -251,8 +333,13 @@ def test_a_spec_that_flags_two_primaries_saves_a_result_that_loads(tmp_path: Pat
     from nbeval.evaluators.base import Evaluator, EvaluatorSpec, MetricSpec, Score
     from nbeval.evaluators.registry import register, unregister
 
-    spec = EvaluatorSpec("t_two_primaries", "custom", "score", ("actual_output",),
-                         (MetricSpec("a", primary=True), MetricSpec("b", primary=True)))
+    spec = EvaluatorSpec(
+        "t_two_primaries",
+        "custom",
+        "score",
+        ("actual_output",),
+        (MetricSpec("a", primary=True), MetricSpec("b", primary=True)),
+    )
 
     @register(spec=spec)
     class TwoPrimaries(Evaluator):

@@ -46,8 +46,9 @@ def _disk_full_after(n_bytes: int) -> Iterator[None]:
 
 
 @pytest.mark.parametrize("fail_at", [1, 2])  # aggregates.jsonl, metrics.jsonl (scores are Parquet)
-def test_a_save_that_fails_half_way_keeps_the_previous_result(fail_at: int, tmp_path: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_save_that_fails_half_way_keeps_the_previous_result(
+    fail_at: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     folder = tmp_path / "run"
     _result("yes").save(folder)
     before = _snapshot(folder)
@@ -72,8 +73,9 @@ def test_a_save_that_fails_half_way_keeps_the_previous_result(fail_at: int, tmp_
     assert back.aggregates["value"].tolist() == [1.0]
 
 
-def test_a_save_that_fails_writing_the_dataset_keeps_the_previous_result(tmp_path: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_save_that_fails_writing_the_dataset_keeps_the_previous_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     folder = tmp_path / "run"
     _result("yes").save(folder)
     before = _snapshot(folder)

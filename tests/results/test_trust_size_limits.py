@@ -25,6 +25,7 @@ from nbeval.results.live import LiveResult
 from nbeval.results.outcome import RowOutcome
 from nbeval.results.report import MAX_DETAIL_ROWS, MAX_TABLE_BYTES
 from nbeval.results.result import EvaluationResult
+from tests.support.scoring import scored
 
 MB5 = 5_000_000
 HUGE = "x" * MB5
@@ -32,9 +33,15 @@ STORED = f"… [truncated: {MB5:,} characters, showing the first {MAX_STORED_CHA
 SHOWN = f"… [truncated: {MB5:,} characters, showing the first {MAX_SHOWN_CHARS:,}]"
 
 
-@register(spec=EvaluatorSpec(id="t_huge_text", family="test", kind="score", inputs=("actual_output",),
-                             metrics=(MetricSpec("v", "higher", threshold=0.5, primary=True),
-                                      MetricSpec("w", "higher"))))
+@register(
+    spec=EvaluatorSpec(
+        id="t_huge_text",
+        family="test",
+        kind="score",
+        inputs=("actual_output",),
+        metrics=(MetricSpec("v", "higher", threshold=0.5, primary=True), MetricSpec("w", "higher")),
+    )
+)
 class HugeText(Evaluator):
     """Writes the answer into every text it reports (label, rationale, error, details)."""
 
@@ -49,8 +56,10 @@ def _judge_says(reason: str):
 
 
 def _twenty_rows(answer_of_first: str = "a short answer") -> list[dict[str, str]]:
-    return [{"key": f"c{i}", "input": f"question {i}", "actual_output": answer_of_first if i == 0 else f"answer {i}"}
-            for i in range(20)]
+    return [
+        {"key": f"c{i}", "input": f"question {i}", "actual_output": answer_of_first if i == 0 else f"answer {i}"}
+        for i in range(20)
+    ]
 
 
 # -- the helper --------------------------------------------------------------------------------
@@ -69,10 +78,13 @@ def test_truncate_text_keeps_the_start_and_names_the_full_size() -> None:
 
 
 def test_cap_details_keeps_json_where_it_can() -> None:
-    details = json.loads(cap_details({"echo": HUGE, "list": [HUGE], "n": 3}))
+    capped = cap_details({"echo": HUGE, "list": [HUGE], "n": 3})
+    assert capped is not None
+    details = json.loads(capped)
     assert details["n"] == 3
     assert details["echo"].endswith(STORED) and details["list"][0].endswith(STORED)
     many = cap_details({"chunks": ["y" * 1000] * 1000})  # a million characters in small strings
+    assert many is not None
     assert len(many) < MAX_DETAILS_CHARS + 100 and "showing the first 100,000" in many
     assert cap_details({}) is None and cap_details(None) is None
 
@@ -107,21 +119,25 @@ def test_every_text_cell_an_evaluator_writes_is_capped() -> None:
 
 def test_a_huge_skip_reason_and_warnings_are_capped() -> None:
     ev = evaluator("t_huge_text")
-    ds = LlmDataset.from_json([{"key": "c1", "input": "q", "actual_output": "a"},
-                               {"key": "c2", "input": "q", "actual_output": "b"}])
+    ds = LlmDataset.from_json(
+        [{"key": "c1", "input": "q", "actual_output": "a"}, {"key": "c2", "input": "q", "actual_output": "b"}]
+    )
     skipped = RowOutcome(ev, ds.rows[0], skip_reason=HUGE)
     warned = RowOutcome(ev, ds.rows[1], score=Score({"v": 1.0}, rationale="fine"), warnings=[HUGE])
     res = EvaluationResult.from_outcomes([skipped, warned], [ev], ds)
     assert res.scores["skip_reason"].iloc[0].endswith(STORED)
-    assert res.scores["rationale"].iloc[-1].endswith(f"… [truncated: {MB5 + 6:,} characters, showing the "
-                                                     f"first {MAX_STORED_CHARS:,}]")
+    assert (
+        res.scores["rationale"]
+        .iloc[-1]
+        .endswith(f"… [truncated: {MB5 + 6:,} characters, showing the first {MAX_STORED_CHARS:,}]")
+    )
 
 
 def test_the_live_result_caps_too() -> None:
     ev = evaluator("t_huge_text")
     ds = LlmDataset.from_json([{"key": "c1", "input": "q", "actual_output": HUGE}])
     live = LiveResult([ev], ds, total=1)
-    live.add([RowOutcome(ev, ds.rows[0], score=ev.score(ds.rows[0]))])
+    live.add([RowOutcome(ev, ds.rows[0], score=scored(ev, ds.rows[0]))])
     assert live.scores["rationale"].map(lambda t: t.endswith(STORED)).all()
 
 
@@ -144,8 +160,8 @@ def test_a_report_table_keeps_to_its_byte_budget() -> None:
     rows = [{"key": f"c{i}", "input": "q" * 3000, "actual_output": "é" * 3000} for i in range(5000)]
     res = nbeval.evaluate(rows, ["t_huge_text"], progress=False)
     html = res.to_html()
-    scores = html[html.index("<h2>Scores</h2>"):]
-    cases = html[html.index("<h2>Cases</h2>"):html.index("<h2>Scores</h2>")]
+    scores = html[html.index("<h2>Scores</h2>") :]
+    cases = html[html.index("<h2>Cases</h2>") : html.index("<h2>Scores</h2>")]
     for part in (scores, cases):
         assert len(part.encode("utf-8")) < MAX_TABLE_BYTES + 50_000
     shown = re.search(r"first ([\d,]+) of 10,000 scores shown", scores)
@@ -157,8 +173,16 @@ def test_a_report_table_keeps_to_its_byte_budget() -> None:
 
 @pytest.mark.slow
 def test_a_100000_row_run_gives_a_report_under_6_5_mb(tmp_path: Path) -> None:
-    rows = [{"key": f"c{i}", "model_key": f"m{i % 4}", "input": f"question {i} " + "q" * 300,
-             "expected_output": "yes " * 50, "actual_output": "answer " * 150} for i in range(100_000)]
+    rows = [
+        {
+            "key": f"c{i}",
+            "model_key": f"m{i % 4}",
+            "input": f"question {i} " + "q" * 300,
+            "expected_output": "yes " * 50,
+            "actual_output": "answer " * 150,
+        }
+        for i in range(100_000)
+    ]
     res = nbeval.evaluate(rows, ["exact_match", "t_huge_text"], progress=False)
     path = tmp_path / "report.html"
     res.to_html(path)

@@ -14,11 +14,21 @@ import pytest
 import nbeval
 from nbeval.cli import main
 from nbeval.data import readers
+from nbeval.data.rows import rows_from_chunks
 from nbeval.errors import DataError
 
-RECORDS = [{"key": f"k{i}", "model_key": m, "input": f"q{i}", "expected_output": f"answer {i}",
-            "actual_output": f"answer {i}" if (i + len(m)) % 3 else "no idea", "context": [f"doc {i}", "shared"]}
-           for m in ("m1", "m2") for i in range(7)]
+RECORDS = [
+    {
+        "key": f"k{i}",
+        "model_key": m,
+        "input": f"q{i}",
+        "expected_output": f"answer {i}",
+        "actual_output": f"answer {i}" if (i + len(m)) % 3 else "no idea",
+        "context": [f"doc {i}", "shared"],
+    }
+    for m in ("m1", "m2")
+    for i in range(7)
+]
 
 
 def _parquet(path: Path, records: list[dict]) -> Path:
@@ -46,11 +56,15 @@ def test_large_jsonl_is_read_line_by_line_with_the_same_rows(tmp_path: Path, mon
     whole = nbeval.load(path)  # small: read whole, as any JSON
     monkeypatch.setattr(readers, "_CHUNKED_JSONL_BYTES", 1)
     monkeypatch.setattr(readers, "_READ_CHUNK_ROWS", 4)
-    calls = []
-    real = readers.rows_from_chunks
-    monkeypatch.setattr(readers, "rows_from_chunks",
-                        lambda chunks, source: calls.append(source) or real(chunks, source=source))
+    calls: list[str] = []
+
+    def counted(chunks, source):
+        calls.append(source)
+        return rows_from_chunks(chunks, source=source)
+
+    monkeypatch.setattr(readers, "rows_from_chunks", counted)
     chunked = nbeval.load(path)
+    assert isinstance(chunked, nbeval.LlmDataset) and isinstance(whole, nbeval.LlmDataset)
     assert calls == [str(path)]
     assert chunked.to_records() == whole.to_records() == nbeval.LlmDataset.from_records(RECORDS).to_records()
 
@@ -58,8 +72,11 @@ def test_large_jsonl_is_read_line_by_line_with_the_same_rows(tmp_path: Path, mon
 def test_a_key_repeated_in_a_later_chunk_names_the_file_row(tmp_path: Path) -> None:
     records = [*RECORDS, dict(RECORDS[1], input="q1")]  # row 15 repeats k1 for m1 (row 2)
     path = _parquet(tmp_path / "dup.parquet", records)
-    with pytest.raises(DataError, match=r"dup\.parquet, row 15, field 'key': duplicate key 'k1' for model 'm1' "
-                                        r"\(also row 2\)"):
+    with pytest.raises(
+        DataError,
+        match=r"dup\.parquet, row 15, field 'key': duplicate key 'k1' for model 'm1' "
+        r"\(also row 2\)",
+    ):
         readers.read_parquet(path, chunk_rows=4)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -14,8 +15,9 @@ from nbeval.evaluators.registry import resolve_evaluators
 from nbeval.results import EvaluationResult, columnar
 from nbeval.results.columnar import ScoreSpool, outcome_columns, typed_scores
 from nbeval.results.outcome import RowOutcome
+from tests.support.scoring import scored
 
-ROWS = [
+ROWS: list[dict[str, Any]] = [
     {"key": "k1", "model_key": "m1", "input": "q1", "expected_output": "the cat sat", "actual_output": "the cat sat"},
     {"key": "k2", "model_key": "m1", "input": "q2", "expected_output": "a b c d", "actual_output": "a b x y"},
     {"key": "k1", "model_key": "m2", "input": "q1", "expected_output": "the cat sat", "actual_output": "a dog"},
@@ -45,8 +47,12 @@ def test_key_columns_are_sorted_categoricals_and_values_typed() -> None:
 def test_groupby_on_the_categoricals_sees_only_what_occurs() -> None:
     s = _result().scores
     counts = s[s["evaluator"] == "rouge"].groupby(["evaluator", "metric"], observed=True).size()
-    assert counts.to_dict() == {("rouge", "rouge_1"): 4, ("rouge", "rouge_2"): 4, ("rouge", "rouge_l"): 4,
-                                ("rouge", "rouge_lsum"): 4}
+    assert counts.to_dict() == {
+        ("rouge", "rouge_1"): 4,
+        ("rouge", "rouge_2"): 4,
+        ("rouge", "rouge_l"): 4,
+        ("rouge", "rouge_lsum"): 4,
+    }
 
 
 def test_parquet_save_and_load_give_the_same_tables(tmp_path: Path) -> None:
@@ -79,24 +85,64 @@ def test_an_old_folder_written_by_hand_still_loads(tmp_path: Path) -> None:
     """A folder in the format nbeval wrote before Parquet (format version 1), written line by line here."""
     folder = tmp_path / "old"
     folder.mkdir()
-    score = {"key": "k1", "model_key": "m1", "evaluator": "exact_match", "metric": "score", "value": 1.0,
-             "passed": True, "label": None, "rationale": "identical", "error": None, "skipped": False,
-             "skip_reason": None, "details": None}
-    skipped = dict(score, key="k2", value=None, passed=None, rationale=None, skipped=True,
-                   skip_reason="missing expected_output")
+    score = {
+        "key": "k1",
+        "model_key": "m1",
+        "evaluator": "exact_match",
+        "metric": "score",
+        "value": 1.0,
+        "passed": True,
+        "label": None,
+        "rationale": "identical",
+        "error": None,
+        "skipped": False,
+        "skip_reason": None,
+        "details": None,
+    }
+    skipped = dict(
+        score, key="k2", value=None, passed=None, rationale=None, skipped=True, skip_reason="missing expected_output"
+    )
     (folder / "scores.jsonl").write_text("\n".join(json.dumps(r) for r in (score, skipped)) + "\n")
-    agg = {"model_key": "m1", "evaluator": "exact_match", "metric": "score", "value": 1.0, "n": 1, "N": 2,
-           "passed": True, "direction": "higher", "threshold": 0.5, "primary": True}
+    agg = {
+        "model_key": "m1",
+        "evaluator": "exact_match",
+        "metric": "score",
+        "value": 1.0,
+        "n": 1,
+        "N": 2,
+        "passed": True,
+        "direction": "higher",
+        "threshold": 0.5,
+        "primary": True,
+    }
     (folder / "aggregates.jsonl").write_text(json.dumps(agg) + "\n")
-    metric = {"evaluator": "exact_match", "evaluator_id": "exact_match", "family": "deterministic", "kind": "score",
-              "metric": "score", "direction": "higher", "lo": 0.0, "hi": 1.0, "threshold": 0.5, "primary": True,
-              "description": "1 for an identical answer"}
+    metric = {
+        "evaluator": "exact_match",
+        "evaluator_id": "exact_match",
+        "family": "deterministic",
+        "kind": "score",
+        "metric": "score",
+        "direction": "higher",
+        "lo": 0.0,
+        "hi": 1.0,
+        "threshold": 0.5,
+        "primary": True,
+        "description": "1 for an identical answer",
+    }
     (folder / "metrics.jsonl").write_text(json.dumps(metric) + "\n")
-    (folder / "dataset.json").write_text(json.dumps({"inputs": [
-        {"key": "k1", "model_key": "m1", "input": "q", "expected_output": "a", "actual_output": "a"},
-        {"key": "k2", "model_key": "m1", "input": "q2", "actual_output": "b"}]}))
-    (folder / "result.json").write_text(json.dumps({"meta": {"format_version": 1, "duration_s": 0.1},
-                                                    "explanations": {}, "model_labels": {}}))
+    (folder / "dataset.json").write_text(
+        json.dumps(
+            {
+                "inputs": [
+                    {"key": "k1", "model_key": "m1", "input": "q", "expected_output": "a", "actual_output": "a"},
+                    {"key": "k2", "model_key": "m1", "input": "q2", "actual_output": "b"},
+                ]
+            }
+        )
+    )
+    (folder / "result.json").write_text(
+        json.dumps({"meta": {"format_version": 1, "duration_s": 0.1}, "explanations": {}, "model_labels": {}})
+    )
     res = nbeval.load_result(folder)
     assert isinstance(res.scores["key"].dtype, pd.CategoricalDtype)
     assert res.scores["value"].tolist()[0] == 1.0 and pd.isna(res.scores["value"].tolist()[1])
@@ -121,8 +167,9 @@ def test_a_parquet_file_with_a_wrong_column_names_it(tmp_path: Path) -> None:
 
     folder = _result().save(tmp_path / "r")
     table = pq.read_table(folder / "scores.parquet")
-    bad = table.set_column(table.column_names.index("value"), "value",
-                           pa.array(["high"] * table.num_rows, type=pa.string()))
+    bad = table.set_column(
+        table.column_names.index("value"), "value", pa.array(["high"] * table.num_rows, type=pa.string())
+    )
     pq.write_table(bad, folder / "scores.parquet")
     with pytest.raises(DataError, match=r"scores\.parquet, field 'value': must hold double, holds string"):
         nbeval.load_result(folder)
@@ -149,8 +196,13 @@ def test_the_spool_writes_parts_and_reads_back_in_result_order(monkeypatch: pyte
     monkeypatch.setattr(columnar, "SPOOL_PART_ROWS", 3)
     ds = nbeval.LlmDataset.from_records(ROWS)
     evs = resolve_evaluators(["rouge", "exact_match"])
-    outcomes = [RowOutcome(ev, row, score=ev.score(row)) if row.expected_output else
-                RowOutcome(ev, row, skip_reason="no expected output") for row in ds.rows for ev in evs]
+    outcomes = [
+        RowOutcome(ev, row, score=scored(ev, row))
+        if row.expected_output
+        else RowOutcome(ev, row, skip_reason="no expected output")
+        for row in ds.rows
+        for ev in evs
+    ]
     spool = ScoreSpool(evs, {id(r): i for i, r in enumerate(ds.rows)})
     spool.add(outcomes[:3])
     spool.add(outcomes[3:])
@@ -166,8 +218,9 @@ def test_the_spool_writes_parts_and_reads_back_in_result_order(monkeypatch: pyte
     assert not folder.exists()
 
 
-def test_the_long_table_is_written_in_slices_and_reads_back_whole(tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_long_table_is_written_in_slices_and_reads_back_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import pyarrow.parquet as pq
 
     res = _result()  # 20 scores
@@ -178,5 +231,11 @@ def test_the_long_table_is_written_in_slices_and_reads_back_whole(tmp_path: Path
     # the same table as pyarrow writes it in one piece, cell for cell
     whole = pq.read_table(tmp_path / "s.parquet").to_pylist()
     assert [(r["key"], r["model_key"], r["metric"], r["value"]) for r in whole] == list(
-        zip(res.scores["key"].astype(str), res.scores["model_key"].astype(str), res.scores["metric"].astype(str),
-            [None if pd.isna(v) else v for v in res.scores["value"]], strict=True))
+        zip(
+            res.scores["key"].astype(str),
+            res.scores["model_key"].astype(str),
+            res.scores["metric"].astype(str),
+            [None if pd.isna(v) else v for v in res.scores["value"]],
+            strict=True,
+        )
+    )

@@ -23,8 +23,9 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.mark.timeout(300)
-def test_cancelling_a_cluster_run_logs_no_tracebacks(tmp_path: Path, capfd: pytest.CaptureFixture[str],
-                                                    caplog: pytest.LogCaptureFixture) -> None:
+def test_cancelling_a_cluster_run_logs_no_tracebacks(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.WARNING, logger="distributed")
     caplog.set_level(logging.WARNING, logger="nbeval")
     stop = threading.Event()
@@ -36,12 +37,25 @@ def test_cancelling_a_cluster_run_logs_no_tracebacks(tmp_path: Path, capfd: pyte
 
     # The cluster is the test's own, started here: its worker processes write to the captured
     # stderr, and its shutdown (where the tracebacks showed) happens inside the test.
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=2, processes=True, host="127.0.0.1",
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=2, processes=True, host="127.0.0.1", dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         client.wait_for_workers(2, timeout=120)
-        res = nbeval.evaluate(_records(40)[:80], ["safety"], judge=_logging_judge(log, 1.0), cache=False,
-                              chunk_rows=2, concurrency=2, progress=False, scheduler=client, cancel=stop,
-                              on_progress=after_the_first_partition)
+        res = nbeval.evaluate(
+            _records(40)[:80],
+            ["safety"],
+            judge=_logging_judge(log, 1.0),
+            cache=False,
+            chunk_rows=2,
+            concurrency=2,
+            progress=False,
+            scheduler=client,
+            cancel=stop,
+            on_progress=after_the_first_partition,
+        )
     out, err = capfd.readouterr()
     assert res.meta["cancelled"] is True
     logged = caplog.text + out + err

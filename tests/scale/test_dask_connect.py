@@ -74,17 +74,21 @@ def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("NBEVAL_SCHEDULER_TIMEOUT", str(TIMEOUT))
     monkeypatch.chdir(tmp_path)
     path = tmp_path / "rows.jsonl"
-    path.write_text(json.dumps({"key": "a", "input": "q", "expected_output": "4", "actual_output": "4"}) + "\n",
-                    encoding="utf-8")
+    path.write_text(
+        json.dumps({"key": "a", "input": "q", "expected_output": "4", "actual_output": "4"}) + "\n", encoding="utf-8"
+    )
     return path
 
 
 def _run(data: Path, address: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     """`nbeval run DATA -e exact_match --scheduler ADDRESS`: its exit status and its stderr."""
     got: list[int] = []
-    thread = threading.Thread(target=lambda: got.append(main(
-        ["run", str(data), "-e", "exact_match", "--scheduler", address, "--no-progress", "--out", "out"])),
-        daemon=True)
+    thread = threading.Thread(
+        target=lambda: got.append(
+            main(["run", str(data), "-e", "exact_match", "--scheduler", address, "--no-progress", "--out", "out"])
+        ),
+        daemon=True,
+    )
     thread.start()
     thread.join(HANG)
     assert got, f"nbeval run --scheduler {address} still waits after {HANG:g} s (the connect timeout is {TIMEOUT} s)"
@@ -111,8 +115,9 @@ def _says_nothing(conn: socket.socket) -> None:
 
 
 @pytest.mark.parametrize("answer", [_talks_http_first, _writes_garbage], ids=["http-reply", "garbage"])
-def test_a_server_that_is_not_dask_is_one_line_and_exit_2(answer: Callable[[socket.socket], None], serve: Any,
-                                                        data: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_server_that_is_not_dask_is_one_line_and_exit_2(
+    answer: Callable[[socket.socket], None], serve: Any, data: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     address = serve(answer)
     status, err = _run(data, address, capsys)
     line = _one_error_line(err)
@@ -126,8 +131,9 @@ def test_a_web_server_is_one_line_and_exit_2(data: Path, capsys: pytest.CaptureF
     assert status == 2 and address in _one_error_line(err)
 
 
-def test_a_port_that_accepts_and_stays_silent_times_out(serve: Any, data: Path,
-                                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_port_that_accepts_and_stays_silent_times_out(
+    serve: Any, data: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     address = serve(_says_nothing)  # Dask's own client would wait for its handshake for ever
     status, err = _run(data, address, capsys)
     line = _one_error_line(err)
@@ -152,8 +158,9 @@ def test_an_address_that_is_not_one_is_said_so(address: str, data: Path, capsys:
 
 
 @pytest.mark.parametrize("value", ["soon", "0", "-3", "nan"])
-def test_a_bad_timeout_setting_is_said_so(value: str, data: Path, capsys: pytest.CaptureFixture[str],
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bad_timeout_setting_is_said_so(
+    value: str, data: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("NBEVAL_SCHEDULER_TIMEOUT", value)
     status, err = _run(data, "tcp://127.0.0.1:8786", capsys)
     assert status == 2 and "NBEVAL_SCHEDULER_TIMEOUT must be a number of seconds" in _one_error_line(err)
@@ -175,7 +182,8 @@ def test_an_evaluator_that_does_not_pickle_is_named_before_anything_is_sent() ->
 
     rows = [{"key": "a", "input": "q", "expected_output": "a b", "actual_output": "a c"}]
     used = nbeval.evaluator("exact_match")
-    used.guard = threading.Lock()  # what a plugin might keep: a lock never pickles
+    # an attribute no Evaluator declares, set on purpose: what a plugin might keep, a lock never pickles
+    used.guard = threading.Lock()  # type: ignore[attr-defined]
     with pytest.raises(nbeval.NbevalError, match="evaluator 'exact_match' cannot be sent to the Dask workers"):
         nbeval.evaluate(rows, [used], progress=False, scheduler="tcp://127.0.0.1:9")  # nothing listens: never asked
 
@@ -185,7 +193,9 @@ def test_a_cluster_without_workers_ends_the_run_with_an_error(monkeypatch: pytes
 
     monkeypatch.setattr(dask_run, "WORKER_WAIT_S", TIMEOUT)
     rows = [{"key": "a", "input": "q", "expected_output": "4", "actual_output": "4"}]
-    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         with pytest.raises(nbeval.NbevalError, match=f"no workers: none joined within {TIMEOUT:g} s"):
             nbeval.evaluate(rows, ["exact_match"], progress=False, scheduler=client)

@@ -33,16 +33,27 @@ def _records(cases: int) -> list[dict[str, Any]]:
             city = CITIES[i % 4]
             expected = f"The city in case {i} is {city}."
             answer = expected if (i + m) % 3 else f"Maybe {CITIES[(i + 1) % 4]}, I think."
-            out.append({"key": f"k{i}", "model_key": model, "input": f"Which city in case {i}?",
-                        "expected_output": None if i == 7 else expected, "actual_output": answer,
-                        "output_condition": f'"{city}" AND NOT "Maybe"'})
+            out.append(
+                {
+                    "key": f"k{i}",
+                    "model_key": model,
+                    "input": f"Which city in case {i}?",
+                    "expected_output": None if i == 7 else expected,
+                    "actual_output": answer,
+                    "output_condition": f'"{city}" AND NOT "Maybe"',
+                }
+            )
     return out
 
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=2, processes=True, host="127.0.0.1",
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as c:
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=2, processes=True, host="127.0.0.1", dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as c,
+    ):
         c.wait_for_workers(2, timeout=120)  # the partition counts below are for two workers
         yield c
 
@@ -52,8 +63,14 @@ def test_a_cluster_run_equals_a_local_run_row_for_row(client: Any) -> None:
     evaluators = ["exact_match", "text_matching", ("rouge", {"max_rows": 60})]
     local = nbeval.evaluate(recs, evaluators, progress=False, chunk_rows=16)
     seen: list[tuple[int, int]] = []
-    on_cluster = nbeval.evaluate(recs, evaluators, progress=False, chunk_rows=16, scheduler=client,
-                                 on_progress=lambda live, done, total: seen.append((done, total)))
+    on_cluster = nbeval.evaluate(
+        recs,
+        evaluators,
+        progress=False,
+        chunk_rows=16,
+        scheduler=client,
+        on_progress=lambda live, done, total: seen.append((done, total)),
+    )
     pd.testing.assert_frame_equal(on_cluster.scores, local.scores)
     pd.testing.assert_frame_equal(on_cluster.aggregates, local.aggregates)
     pd.testing.assert_frame_equal(on_cluster.problems, local.problems)
@@ -83,8 +100,10 @@ def _logging_judge(log_path: Path, pause: float) -> Callable[[str], str]:
 
 
 def _most_at_once(log: Path) -> int:
-    events = sorted((float(t), 1 if kind == "start" else -1) for kind, t in
-                    (line.split() for line in log.read_text(encoding="utf-8").splitlines()))
+    events = sorted(
+        (float(t), 1 if kind == "start" else -1)
+        for kind, t in (line.split() for line in log.read_text(encoding="utf-8").splitlines())
+    )
     now = most = 0
     for _, step in events:
         now += step
@@ -96,8 +115,9 @@ def test_judge_calls_share_one_limit_and_the_client_caches_the_replies(client: A
     log, cache = tmp_path / "calls.log", tmp_path / "replies.sqlite"
     recs = _records(8)[:16]  # 8 cases of m1, 8 of m2
     judge = _logging_judge(log, 0.15)
-    res = nbeval.evaluate(recs, ["safety"], judge=judge, concurrency=1, cache=str(cache), chunk_rows=2,
-                          progress=False, scheduler=client)
+    res = nbeval.evaluate(
+        recs, ["safety"], judge=judge, concurrency=1, cache=str(cache), chunk_rows=2, progress=False, scheduler=client
+    )
     distinct = len({(r["input"], r["actual_output"]) for r in recs})  # what the safety prompt shows the judge
     calls = log.read_text(encoding="utf-8").count("start")
     assert distinct == 13 and distinct <= calls <= 16  # two workers may both ask a prompt neither has cached
@@ -114,9 +134,18 @@ def test_cancel_stops_the_cluster_run_and_marks_the_rest(client: Any, tmp_path: 
     recs = _records(40)[:80]
     stop = threading.Event()
     log = tmp_path / "log"
-    res = nbeval.evaluate(recs, ["safety"], judge=_logging_judge(log, 0.05), cache=False,
-                          chunk_rows=2, concurrency=2, progress=False, scheduler=client, cancel=stop,
-                          on_progress=lambda *_: stop.set())
+    res = nbeval.evaluate(
+        recs,
+        ["safety"],
+        judge=_logging_judge(log, 0.05),
+        cache=False,
+        chunk_rows=2,
+        concurrency=2,
+        progress=False,
+        scheduler=client,
+        cancel=stop,
+        on_progress=lambda *_: stop.set(),
+    )
     assert log.read_text(encoding="utf-8").count("start") < 80  # stopped before every call was made
     s = res.scores
     primary = s[s["metric"] == res.primary_metric("safety")]
@@ -125,8 +154,7 @@ def test_cancel_stops_the_cluster_run_and_marks_the_rest(client: Any, tmp_path: 
     assert 0 < cancelled.sum() < 80 and (~primary["skipped"]).sum() == 80 - cancelled.sum()
 
 
-def test_cli_run_scores_on_the_scheduler_it_names(client: Any, tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_run_scores_on_the_scheduler_it_names(client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import json as _json
 
     from nbeval.cli import main
@@ -136,11 +164,18 @@ def test_cli_run_scores_on_the_scheduler_it_names(client: Any, tmp_path: Path,
     data.write_text("".join(_json.dumps(r) + "\n" for r in _records(10)), encoding="utf-8")
     seen: list[Any] = []
     real = dask_run.connect
-    monkeypatch.setattr(dask_run, "connect", lambda scheduler, **kw: seen.append(scheduler) or real(scheduler, **kw))
+
+    def connect(scheduler, **kw):
+        seen.append(scheduler)
+        return real(scheduler, **kw)
+
+    monkeypatch.setattr(dask_run, "connect", connect)
     out = tmp_path / "out"
     address = client.scheduler.address
-    assert main(["run", str(data), "-e", "exact_match,rouge", "--out", str(out), "--scheduler", address,
-                 "--no-progress"]) == 0
+    assert (
+        main(["run", str(data), "-e", "exact_match,rouge", "--out", str(out), "--scheduler", address, "--no-progress"])
+        == 0
+    )
     assert seen == [address]  # the run went to the cluster, by its address
     local = nbeval.evaluate(str(data), ["exact_match", "rouge"], progress=False)
     pd.testing.assert_frame_equal(nbeval.load_result(out).scores, local.scores)
@@ -155,6 +190,7 @@ def test_partitions_move_between_workers_after_the_evaluators_were_used(client: 
     once, as bytes, so any worker can hand them on. Here the Manager runs after every partition instead of every 2 s."""
     recs = _records(40)
     local = nbeval.evaluate(recs, ["rouge"], chunk_rows=2, progress=False)
-    res = nbeval.evaluate(recs, ["rouge"], chunk_rows=2, progress=False, scheduler=client,
-                          on_progress=lambda *_: client.amm.run_once())
+    res = nbeval.evaluate(
+        recs, ["rouge"], chunk_rows=2, progress=False, scheduler=client, on_progress=lambda *_: client.amm.run_once()
+    )
     pd.testing.assert_frame_equal(res.scores, local.scores)

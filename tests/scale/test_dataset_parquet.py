@@ -18,21 +18,43 @@ from nbeval.results.dataset_file import read_dataset_parquet, write_dataset_parq
 
 def _odd_rows() -> list[Row]:
     """Rows with every field set in some row and left empty or None in another."""
-    full = Row(input="Quelle est la capitale ? 🇫🇷 \u00e9\u4e2d\n\ttab", key="k-é", model_key="modèle-α",
-               corpus=["doc1.pdf", "文書.txt"],
-               context=[Chunk(content="Paris est…", doc_uri="doc1.pdf"), Chunk(content="plain"),
-                        Chunk(content=None, doc_uri="only-uri")],
-               categories=["geo", ""],
-               relationships=[Relationship(type="perturbation_source", target="k2"),
-                              Relationship(type="see_also", target="x", target_type="document")],
-               expected_output="Paris", output_condition='"Paris" AND NOT "Lyon"', actual_output="Paris 😀",
-               actual_duration=1.25, cost=0.000123456789012345, expected_context=[Chunk(content="exp", doc_uri="u")],
-               guidelines=["be brief", "cite"], error="timeout after 3 s",
-               extra={"tags": ["a", "é"], "score": 1.5, "nested": {"x": None, "n": [1, 2]}, "flag": True, "ü": "v"},
-               warnings=["field 'input': repaired text"])
+    full = Row(
+        input="Quelle est la capitale ? 🇫🇷 \u00e9\u4e2d\n\ttab",
+        key="k-é",
+        model_key="modèle-α",
+        corpus=["doc1.pdf", "文書.txt"],
+        context=[
+            Chunk(content="Paris est…", doc_uri="doc1.pdf"),
+            Chunk(content="plain"),
+            Chunk(content=None, doc_uri="only-uri"),
+        ],
+        categories=["geo", ""],
+        relationships=[
+            Relationship(type="perturbation_source", target="k2"),
+            Relationship(type="see_also", target="x", target_type="document"),
+        ],
+        expected_output="Paris",
+        output_condition='"Paris" AND NOT "Lyon"',
+        actual_output="Paris 😀",
+        actual_duration=1.25,
+        cost=0.000123456789012345,
+        expected_context=[Chunk(content="exp", doc_uri="u")],
+        guidelines=["be brief", "cite"],
+        error="timeout after 3 s",
+        extra={"tags": ["a", "é"], "score": 1.5, "nested": {"x": None, "n": [1, 2]}, "flag": True, "ü": "v"},
+        warnings=["field 'input': repaired text"],
+    )
     empty = Row(input="", key="k2", model_key="m")
-    nones = Row(input=None, key="k3", model_key="m", expected_output=None, actual_output=None,
-                actual_duration=0.0, cost=None, extra={"only_null": None})
+    nones = Row(
+        input=None,
+        key="k3",
+        model_key="m",
+        expected_output=None,
+        actual_output=None,
+        actual_duration=0.0,
+        cost=None,
+        extra={"only_null": None},
+    )
     return [full, empty, nones]
 
 
@@ -53,8 +75,10 @@ def test_every_field_of_every_row_survives_the_round_trip(tmp_path: Path) -> Non
 
 def test_the_file_is_chunked_and_readable_by_pyarrow_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(dataset_file, "DATASET_CHUNK_ROWS", 4)
-    rows = [Row(input=f"q{i}", key=f"k{i}", model_key=f"m{i % 2}", context=[Chunk(content=f"c{i}")] * (i % 3))
-            for i in range(10)]
+    rows = [
+        Row(input=f"q{i}", key=f"k{i}", model_key=f"m{i % 2}", context=[Chunk(content=f"c{i}")] * (i % 3))
+        for i in range(10)
+    ]
     write_dataset_parquet(tmp_path / "d.parquet", LlmDataset(rows))
     file = pq.ParquetFile(tmp_path / "d.parquet")
     assert file.metadata.num_row_groups == 3  # 4 + 4 + 2 rows
@@ -73,9 +97,18 @@ def test_an_empty_dataset_round_trips(tmp_path: Path) -> None:
 
 
 def test_a_saved_result_keeps_its_dataset_in_parquet(tmp_path: Path) -> None:
-    rows = [{"key": "k1", "model_key": "a", "input": "q1 ✓", "expected_output": "x", "actual_output": "x",
-             "context": ["c1", {"content": "c2", "doc_uri": "d.pdf"}], "my_field": {"deep": [1, None]}},
-            {"key": "k1", "model_key": "b", "input": "q1 ✓", "expected_output": "x", "actual_output": None}]
+    rows = [
+        {
+            "key": "k1",
+            "model_key": "a",
+            "input": "q1 ✓",
+            "expected_output": "x",
+            "actual_output": "x",
+            "context": ["c1", {"content": "c2", "doc_uri": "d.pdf"}],
+            "my_field": {"deep": [1, None]},
+        },
+        {"key": "k1", "model_key": "b", "input": "q1 ✓", "expected_output": "x", "actual_output": None},
+    ]
     res = nbeval.evaluate(rows, ["exact_match"], progress=False)
     folder = res.save(tmp_path / "r")
     assert (folder / "dataset.parquet").is_file() and not (folder / "dataset.json").exists()
@@ -87,8 +120,9 @@ def test_a_saved_result_keeps_its_dataset_in_parquet(tmp_path: Path) -> None:
 
 
 def test_a_jsonl_save_still_writes_dataset_json(tmp_path: Path) -> None:
-    res = nbeval.evaluate([{"key": "k1", "input": "q", "expected_output": "a", "actual_output": "a"}],
-                          ["exact_match"], progress=False)
+    res = nbeval.evaluate(
+        [{"key": "k1", "input": "q", "expected_output": "a", "actual_output": "a"}], ["exact_match"], progress=False
+    )
     folder = res.save(tmp_path / "r", scores_format="jsonl")
     assert (folder / "dataset.json").is_file() and not (folder / "dataset.parquet").exists()
     assert nbeval.load_result(folder).dataset.rows == res.dataset.rows
@@ -96,15 +130,40 @@ def test_a_jsonl_save_still_writes_dataset_json(tmp_path: Path) -> None:
 
 def _old_v2_folder(folder: Path) -> EvaluationResult:
     """A folder as format version 2 wrote it: scores.parquet, and the dataset as dataset.json."""
-    res = nbeval.evaluate([{"key": "k1", "input": "q1", "expected_output": "a", "actual_output": "a"},
-                           {"key": "k2", "input": "q2 é", "expected_output": "b", "actual_output": "c"}],
-                          ["exact_match"], progress=False)
+    res = nbeval.evaluate(
+        [
+            {"key": "k1", "input": "q1", "expected_output": "a", "actual_output": "a"},
+            {"key": "k2", "input": "q2 é", "expected_output": "b", "actual_output": "c"},
+        ],
+        ["exact_match"],
+        progress=False,
+    )
     res.save(folder)
     (folder / "dataset.parquet").unlink()
-    (folder / "dataset.json").write_text(json.dumps({"inputs": [
-        {"key": "k1", "model_key": DEFAULT_MODEL_KEY, "input": "q1", "expected_output": "a", "actual_output": "a"},
-        {"key": "k2", "model_key": DEFAULT_MODEL_KEY, "input": "q2 é", "expected_output": "b", "actual_output": "c"},
-    ]}, ensure_ascii=False), encoding="utf-8")
+    (folder / "dataset.json").write_text(
+        json.dumps(
+            {
+                "inputs": [
+                    {
+                        "key": "k1",
+                        "model_key": DEFAULT_MODEL_KEY,
+                        "input": "q1",
+                        "expected_output": "a",
+                        "actual_output": "a",
+                    },
+                    {
+                        "key": "k2",
+                        "model_key": DEFAULT_MODEL_KEY,
+                        "input": "q2 é",
+                        "expected_output": "b",
+                        "actual_output": "c",
+                    },
+                ]
+            },
+            ensure_ascii=False,
+        ),
+        encoding="utf-8",
+    )
     info = json.loads((folder / "result.json").read_text())
     info["meta"]["format_version"] = 2
     (folder / "result.json").write_text(json.dumps(info), encoding="utf-8")
@@ -126,8 +185,9 @@ def test_a_stale_dataset_parquet_beside_an_old_folder_is_ignored(tmp_path: Path)
 
 @pytest.fixture
 def saved(tmp_path: Path) -> Path:
-    res = nbeval.evaluate([{"key": "k1", "input": "q1", "expected_output": "a", "actual_output": "a"}],
-                          ["exact_match"], progress=False)
+    res = nbeval.evaluate(
+        [{"key": "k1", "input": "q1", "expected_output": "a", "actual_output": "a"}], ["exact_match"], progress=False
+    )
     return res.save(tmp_path / "r")
 
 
@@ -145,8 +205,9 @@ def test_a_garbled_dataset_parquet_is_a_data_error(saved: Path) -> None:
 
 def test_a_dataset_parquet_without_a_column_is_a_data_error(saved: Path) -> None:
     table = pq.read_table(saved / "dataset.parquet")
-    pq.write_table(table.drop_columns(["actual_output"]).replace_schema_metadata(table.schema.metadata),
-                   saved / "dataset.parquet")
+    pq.write_table(
+        table.drop_columns(["actual_output"]).replace_schema_metadata(table.schema.metadata), saved / "dataset.parquet"
+    )
     with pytest.raises(DataError, match=r"dataset\.parquet, field 'actual_output'.*missing"):
         nbeval.load_result(saved)
 

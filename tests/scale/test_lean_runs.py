@@ -16,9 +16,18 @@ EVALUATORS = ["exact_match", "text_matching", "rouge"]
 
 
 def _records(cases: int) -> list[dict]:
-    return [{"key": f"k{i}", "model_key": m, "input": f"q{i}", "expected_output": f"the answer is {i % 9}",
-             "actual_output": f"the answer is {(i + len(m)) % 9}", "output_condition": f'"{i % 9}"'}
-            for m in ("m1", "m22") for i in range(cases)]
+    return [
+        {
+            "key": f"k{i}",
+            "model_key": m,
+            "input": f"q{i}",
+            "expected_output": f"the answer is {i % 9}",
+            "actual_output": f"the answer is {(i + len(m)) % 9}",
+            "output_condition": f'"{i % 9}"',
+        }
+        for m in ("m1", "m22")
+        for i in range(cases)
+    ]
 
 
 def test_evaluate_holds_at_most_one_chunk_of_outcomes() -> None:
@@ -59,5 +68,6 @@ def test_rows_let_go_of_what_they_cached_once_scored() -> None:
     assert all("condition" not in vars(r) for r in ds.rows)  # the parsed condition was dropped...
     assert ds.rows[0].condition is not None  # ...and comes back when asked
     passed = res.scores[res.scores["metric"] == "pass"]["value"].tolist()
-    assert passed == [1.0 if str(i % 9) in f"the answer is {(i + len(m)) % 9}" else 0.0
-                      for m in ("m1", "m22") for i in range(5)]
+    assert passed == [
+        1.0 if str(i % 9) in f"the answer is {(i + len(m)) % 9}" else 0.0 for m in ("m1", "m22") for i in range(5)
+    ]

@@ -11,10 +11,17 @@ from nbeval.serve import guard
 from nbeval.serve.server import TOKEN_ENV, auth_token, is_loopback
 from tests.serve.conftest import TOKEN, LiveService
 
-PROTECTED = [("GET", "/v1/evaluators"), ("GET", "/v1/evaluations"), ("GET", "/v1/evaluations/nope"),
-             ("DELETE", "/v1/evaluations/nope"), ("POST", "/v1/evaluations"),
-             ("POST", "/api/v2/serve/evaluate/evaluation"), ("GET", "/openapi.json"),
-             ("GET", "/docs/static/swagger-ui-bundle.js"), ("GET", "/no/such/route")]
+PROTECTED = [
+    ("GET", "/v1/evaluators"),
+    ("GET", "/v1/evaluations"),
+    ("GET", "/v1/evaluations/nope"),
+    ("DELETE", "/v1/evaluations/nope"),
+    ("POST", "/v1/evaluations"),
+    ("POST", "/api/v2/serve/evaluate/evaluation"),
+    ("GET", "/openapi.json"),
+    ("GET", "/docs/static/swagger-ui-bundle.js"),
+    ("GET", "/no/such/route"),
+]
 
 
 @pytest.mark.parametrize(("method", "path"), PROTECTED)
@@ -25,8 +32,9 @@ def test_every_route_refuses_a_missing_token(service: LiveService, method: str, 
     assert "Bearer" in r.json()["detail"]
 
 
-@pytest.mark.parametrize("header", [f"Bearer {TOKEN}x", f"Bearer {TOKEN[:-1]}", "Bearer", f"Basic {TOKEN}",
-                                    TOKEN, f"Token {TOKEN}"])
+@pytest.mark.parametrize(
+    "header", [f"Bearer {TOKEN}x", f"Bearer {TOKEN[:-1]}", "Bearer", f"Basic {TOKEN}", TOKEN, f"Token {TOKEN}"]
+)
 def test_a_wrong_token_or_scheme_is_refused(service: LiveService, header: str) -> None:
     r = service.anonymous.get("/v1/evaluators", headers={"Authorization": header})
     assert r.status_code == 401
@@ -43,8 +51,13 @@ def test_health_is_open_and_the_right_token_opens_the_rest(service: LiveService)
 
 def test_the_openapi_document_describes_both_apis(service: LiveService) -> None:
     doc = service.client.get("/openapi.json").json()
-    assert {"/v1/evaluations", "/v1/evaluations/{job_id}", "/v1/evaluations/{job_id}/report",
-            "/api/v2/serve/evaluate/evaluation", "/health"} <= set(doc["paths"])
+    assert {
+        "/v1/evaluations",
+        "/v1/evaluations/{job_id}",
+        "/v1/evaluations/{job_id}/report",
+        "/api/v2/serve/evaluate/evaluation",
+        "/health",
+    } <= set(doc["paths"])
     assert service.client.get("/docs").status_code == 200
     assert doc["components"]["securitySchemes"]["bearer"] == {"type": "http", "scheme": "bearer"}
     assert doc["security"] == [{"bearer": []}] and doc["paths"]["/health"]["get"]["security"] == []
@@ -63,9 +76,20 @@ def test_no_token_means_no_authentication_when_the_app_is_built_so(start_service
 # -- starting without a token -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("host", "loopback"), [("127.0.0.1", True), ("127.5.5.5", True), ("::1", True),
-                                                ("[::1]", True), ("localhost", True), ("0.0.0.0", False),
-                                                ("::", False), ("192.168.1.10", False), ("example.org", False)])
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("127.5.5.5", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("localhost", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("192.168.1.10", False),
+        ("example.org", False),
+    ],
+)
 def test_is_loopback(host: str, loopback: bool) -> None:
     assert is_loopback(host) is loopback
 
@@ -90,8 +114,10 @@ def test_the_package_loads_nothing_heavy_until_used() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, nbeval.serve, nbeval.cli; "
-            "print(' '.join(m for m in ('fastapi', 'uvicorn', 'starlette', 'pandas') if m in sys.modules))")
+    code = (
+        "import sys, nbeval.serve, nbeval.cli; "
+        "print(' '.join(m for m in ('fastapi', 'uvicorn', 'starlette', 'pandas') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
     from nbeval.serve import create_app

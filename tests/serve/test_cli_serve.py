@@ -25,8 +25,14 @@ PATH = "/api/v2/serve/evaluate/evaluation"
 def _nbeval(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     full_env = {k: v for k, v in os.environ.items() if k != "NBEVAL_SERVE_TOKEN"}
     full_env.update({"PYTHONPATH": str(ROOT), **(env or {})})
-    return subprocess.Popen([sys.executable, "-m", "nbeval.cli", *args], cwd=ROOT, env=full_env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "nbeval.cli", *args],
+        cwd=ROOT,
+        env=full_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _wait_up(proc: subprocess.Popen[str], url: str) -> None:
@@ -45,7 +51,7 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 @pytest.fixture
 def fake() -> Iterator[FakeOpenAIServer]:
     def reply(req: Recorded) -> str:
-        return "3\nacceptable" if req.body and req.body["model"] == "judge-model" else "AWEL is a workflow language"
+        return "3\nacceptable" if req.body and req.model == "judge-model" else "AWEL is a workflow language"
 
     with FakeOpenAIServer(reply) as server:
         yield server
@@ -53,25 +59,52 @@ def fake() -> Iterator[FakeOpenAIServer]:
 
 def test_serve_with_a_token_a_retriever_an_endpoint_app_and_a_judge(fake: FakeOpenAIServer) -> None:
     port = free_port()
-    proc = _nbeval("serve", "--host", "127.0.0.1", "--port", str(port), "--token", "cli-token",
-                   "--retriever", "tests.serve.plugins:retriever", "--app-base-url", fake.url,
-                   "--app-model", "app-model", "--judge", "judge-model", "--judge-base-url", fake.url,
-                   "--max-body-bytes", "3000", "--workers", "1")
+    proc = _nbeval(
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--token",
+        "cli-token",
+        "--retriever",
+        "tests.serve.plugins:retriever",
+        "--app-base-url",
+        fake.url,
+        "--app-model",
+        "app-model",
+        "--judge",
+        "judge-model",
+        "--judge-base-url",
+        fake.url,
+        "--max-body-bytes",
+        "3000",
+        "--workers",
+        "1",
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_up(proc, url)
         assert httpx.get(url + "/v1/evaluators").status_code == 401
         auth = {"Authorization": "Bearer cli-token"}
-        body = {"scene_key": "app", "scene_value": "app-1", "context": {"top_k": 1},
-                "evaluate_metrics": ["AnswerRelevancyMetric"], "datasets": [{"query": "what is AWEL"}]}
+        body = {
+            "scene_key": "app",
+            "scene_value": "app-1",
+            "context": {"top_k": 1},
+            "evaluate_metrics": ["AnswerRelevancyMetric"],
+            "datasets": [{"query": "what is AWEL"}],
+        }
         r = httpx.post(url + PATH, json=body, headers=auth, timeout=60)
         assert r.status_code == 200, r.text
         entry = r.json()["data"][0][0]
-        assert (entry["prediction"], entry["score"], entry["feedback"]) == ("AWEL is a workflow language", 3.0,
-                                                                            "acceptable")
-        models = [q.body["model"] for q in fake.requests if q.body]
+        assert (entry["prediction"], entry["score"], entry["feedback"]) == (
+            "AWEL is a workflow language",
+            3.0,
+            "acceptable",
+        )
+        models = [q.model for q in fake.requests if q.body]
         assert sorted(models) == ["app-model", "judge-model"]
-        app_call = next(q for q in fake.requests if q.body and q.body["model"] == "app-model")
+        app_call = next(q for q in fake.requests if q.body and q.model == "app-model")
         assert plugins.CHUNKS[0]["content"] in app_call.last_content  # the retriever's chunk went to the app
         big = {"data": [{"input": "q", "actual_output": "x" * 3000}], "evaluators": ["looping"]}
         assert httpx.post(url + "/v1/evaluations", json=big, headers=auth).status_code == 413
@@ -81,8 +114,14 @@ def test_serve_with_a_token_a_retriever_an_endpoint_app_and_a_judge(fake: FakeOp
 
 def test_the_token_can_come_from_the_environment() -> None:
     port = free_port()
-    proc = _nbeval("serve", "--port", str(port), "--retriever", "tests.serve.plugins:retriever",
-                   env={"NBEVAL_SERVE_TOKEN": "env-token"})
+    proc = _nbeval(
+        "serve",
+        "--port",
+        str(port),
+        "--retriever",
+        "tests.serve.plugins:retriever",
+        env={"NBEVAL_SERVE_TOKEN": "env-token"},
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_up(proc, url)
@@ -112,8 +151,25 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> _Captured:
 
 
 def test_no_auth_on_loopback_with_a_python_app_and_workers(captured: _Captured) -> None:
-    assert main(["serve", "--host", "127.0.0.1", "--port", "8765", "--no-auth", "--retriever",
-                 "tests.serve.plugins:retriever", "--app", "tests.serve.plugins:app", "--workers", "3"]) == 0
+    assert (
+        main(
+            [
+                "serve",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "8765",
+                "--no-auth",
+                "--retriever",
+                "tests.serve.plugins:retriever",
+                "--app",
+                "tests.serve.plugins:app",
+                "--workers",
+                "3",
+            ]
+        )
+        == 0
+    )
     assert (captured.host, captured.port) == ("127.0.0.1", 8765)
     assert captured.app.state.jobs.workers == 3
     # serve the app it built: no token needed, and app scenes call tests.serve.plugins:app
@@ -121,8 +177,13 @@ def test_no_auth_on_loopback_with_a_python_app_and_workers(captured: _Captured) 
     server = uvicorn_server(captured.app, port)
     thread = start_in_thread(server)
     try:
-        body = {"scene_key": "app", "scene_value": "a", "context": {"top_k": 1}, "evaluate_metrics": ["looping"],
-                "datasets": [{"query": "what is AWEL"}]}
+        body = {
+            "scene_key": "app",
+            "scene_value": "a",
+            "context": {"top_k": 1},
+            "evaluate_metrics": ["looping"],
+            "datasets": [{"query": "what is AWEL"}],
+        }
         r = httpx.post(f"http://127.0.0.1:{port}{PATH}", json=body, timeout=60)
         assert r.status_code == 200, r.text
         assert r.json()["data"][0][0]["prediction"] == f"About 'what is AWEL': {plugins.CHUNKS[0]['content']}"
@@ -131,19 +192,23 @@ def test_no_auth_on_loopback_with_a_python_app_and_workers(captured: _Captured) 
         thread.join(timeout=30)
 
 
-@pytest.mark.parametrize(("args", "words"), [
-    (["--host", "0.0.0.0"], ["no token", "--token"]),
-    (["--host", "0.0.0.0", "--no-auth"], ["refusing to serve without authentication on 0.0.0.0"]),
-    (["--host", "192.168.0.7", "--no-auth"], ["refusing", "192.168.0.7"]),
-    (["--token", "T", "--no-auth"], ["not both"]),
-    (["--token", "T", "--app", "tests.serve.plugins:app", "--app-base-url", "http://127.0.0.1:9/v1"], ["not both"]),
-    (["--token", "T", "--app-model", "m"], ["--app-base-url"]),
-    (["--token", "T", "--retriever", "tests.serve.no_such_module:f"], ["cannot load the retriever"]),
-    (["--token", "T", "--retriever", "no-such-entry-point"], ["nbeval.retrievers"]),
-    (["--token", "T", "--max-body-bytes", "0"], ["at least 1"]),
-])
-def test_serve_refuses_bad_settings(captured: _Captured, capsys: pytest.CaptureFixture[str], args: list[str],
-                                    words: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--host", "0.0.0.0"], ["no token", "--token"]),
+        (["--host", "0.0.0.0", "--no-auth"], ["refusing to serve without authentication on 0.0.0.0"]),
+        (["--host", "192.168.0.7", "--no-auth"], ["refusing", "192.168.0.7"]),
+        (["--token", "T", "--no-auth"], ["not both"]),
+        (["--token", "T", "--app", "tests.serve.plugins:app", "--app-base-url", "http://127.0.0.1:9/v1"], ["not both"]),
+        (["--token", "T", "--app-model", "m"], ["--app-base-url"]),
+        (["--token", "T", "--retriever", "tests.serve.no_such_module:f"], ["cannot load the retriever"]),
+        (["--token", "T", "--retriever", "no-such-entry-point"], ["nbeval.retrievers"]),
+        (["--token", "T", "--max-body-bytes", "0"], ["at least 1"]),
+    ],
+)
+def test_serve_refuses_bad_settings(
+    captured: _Captured, capsys: pytest.CaptureFixture[str], args: list[str], words: list[str]
+) -> None:
     try:
         code = main(["serve", *args])
     except SystemExit as exc:  # argparse's own refusals
@@ -163,12 +228,28 @@ def test_the_command_refuses_a_reachable_host_without_a_token() -> None:
 
 
 def test_documents_gives_the_expected_documents_chunks(captured: _Captured) -> None:
-    assert main(["serve", "--no-auth", "--retriever", "tests.serve.plugins:retriever",
-                 "--documents", "tests.serve.plugins:documents"]) == 0
+    assert (
+        main(
+            [
+                "serve",
+                "--no-auth",
+                "--retriever",
+                "tests.serve.plugins:retriever",
+                "--documents",
+                "tests.serve.plugins:documents",
+            ]
+        )
+        == 0
+    )
     from fastapi.testclient import TestClient
 
-    body = {"scene_key": "recall", "scene_value": "s", "context": {"top_k": 1},
-            "evaluate_metrics": ["RetrieverMRRMetric"], "datasets": [{"query": "what is AWEL", "doc_name": "awel.md"}]}
+    body = {
+        "scene_key": "recall",
+        "scene_value": "s",
+        "context": {"top_k": 1},
+        "evaluate_metrics": ["RetrieverMRRMetric"],
+        "datasets": [{"query": "what is AWEL", "doc_name": "awel.md"}],
+    }
     # without a token the service answers only requests for a loopback Host (TestClient's is "testserver")
     entry = TestClient(captured.app, base_url="http://127.0.0.1").post(PATH, json=body).json()["data"][0][0]
     # both awel.md chunks, though only one was retrieved: DB-GPT's contexts, from the documents function

@@ -21,10 +21,18 @@ AWEL, INSTALL = "what is AWEL", "how do I install DB-GPT with pip"
 
 
 def _recall(top_k: int, metrics: list[str], datasets: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    return {"scene_key": "recall", "scene_value": "space-1", "context": {"top_k": top_k},
-            "evaluate_metrics": metrics,
-            "datasets": datasets or [{"query": AWEL, "doc_name": "awel.md"}, {"query": INSTALL, "doc_name": "awel.md"},
-                                     {"query": "boom", "doc_name": "awel.md"}]}
+    return {
+        "scene_key": "recall",
+        "scene_value": "space-1",
+        "context": {"top_k": top_k},
+        "evaluate_metrics": metrics,
+        "datasets": datasets
+        or [
+            {"query": AWEL, "doc_name": "awel.md"},
+            {"query": INSTALL, "doc_name": "awel.md"},
+            {"query": "boom", "doc_name": "awel.md"},
+        ],
+    }
 
 
 @pytest.fixture
@@ -41,8 +49,10 @@ def test_recall_scores_hit_rate_and_mrr(recall_service: LiveService) -> None:
     assert len(data) == 3 and all(len(item) == 2 for item in data)
     # Worked by hand from plugins.CHUNKS: "what is AWEL" ranks awel.md first (hit 1, MRR 1); the
     # install question ranks install.md first and awel.md second (hit 1, MRR 1/2).
-    assert [(e["metric_name"], e["score"]) for e in data[0]] == [("RetrieverHitRateMetric", 1.0),
-                                                                 ("RetrieverMRRMetric", 1.0)]
+    assert [(e["metric_name"], e["score"]) for e in data[0]] == [
+        ("RetrieverHitRateMetric", 1.0),
+        ("RetrieverMRRMetric", 1.0),
+    ]
     assert [e["score"] for e in data[1]] == [1.0, 0.5]
     first = data[1][0]
     # without a documents function, contexts are the retrieved chunks of the expected document (texts)
@@ -57,8 +67,9 @@ def test_recall_scores_hit_rate_and_mrr(recall_service: LiveService) -> None:
 
 
 def test_recall_honours_top_k(recall_service: LiveService) -> None:
-    body = recall_service.client.post(PATH, json=_recall(1, ["RetrieverHitRateMetric", "RetrieverMRRMetric",
-                                                             "document_recall"])).json()
+    body = recall_service.client.post(
+        PATH, json=_recall(1, ["RetrieverHitRateMetric", "RetrieverMRRMetric", "document_recall"])
+    ).json()
     # with one chunk the install question retrieves only install.md: no hit
     assert [e["score"] for e in body["data"][1]] == [0.0, 0.0, 0.0]
     assert len(body["data"][1][0]["prediction"]) == 1
@@ -72,10 +83,16 @@ def _judge(prompt: str) -> str:
 
 def test_app_scene_asks_the_application_and_the_judge_grades(start_service: Callable[..., LiveService]) -> None:
     svc = start_service(retriever=plugins.retriever, app=plugins.app, judge=_judge)
-    body = svc.client.post(PATH, json={
-        "scene_key": "app", "scene_value": "app-1", "context": {"top_k": 2},
-        "evaluate_metrics": ["AnswerRelevancyMetric"],
-        "datasets": [{"query": AWEL, "doc_name": "awel.md"}, {"query": INSTALL, "doc_name": "install.md"}]}).json()
+    body = svc.client.post(
+        PATH,
+        json={
+            "scene_key": "app",
+            "scene_value": "app-1",
+            "context": {"top_k": 2},
+            "evaluate_metrics": ["AnswerRelevancyMetric"],
+            "datasets": [{"query": AWEL, "doc_name": "awel.md"}, {"query": INSTALL, "doc_name": "install.md"}],
+        },
+    ).json()
     assert body["success"] is True
     awel, install = body["data"][0][0], body["data"][1][0]
     assert awel["prediction"] == f"About {AWEL!r}: {plugins.CHUNKS[0]['content']}"
@@ -85,25 +102,38 @@ def test_app_scene_asks_the_application_and_the_judge_grades(start_service: Call
     assert isinstance(awel["prediction_cost"], int) and awel["prediction_cost"] >= 0
 
 
-def test_app_scene_through_an_openai_compatible_endpoint(start_service: Callable[..., LiveService],
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_app_scene_through_an_openai_compatible_endpoint(
+    start_service: Callable[..., LiveService], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("NBEVAL_JUDGE_API_KEY", "sk-judge-secret")  # the judge's, never sent to the application
 
     def reply(req: Recorded) -> str:
-        return "AWEL is a workflow language" if req.body and req.body["model"] != "judge-model" else "4\nclose enough"
+        return "AWEL is a workflow language" if req.body and req.model != "judge-model" else "4\nclose enough"
 
     with FakeOpenAIServer(reply) as fake:
-        svc = start_service(retriever=plugins.retriever, app=EndpointApp(fake.url, "default-app"),
-                            judge={"model": "judge-model", "base_url": fake.url})
-        body = svc.client.post(PATH, json={
-            "scene_key": "app", "scene_value": "app-1",
-            "context": {"top_k": 1, "prompt": "Answer briefly.", "model": "app-model"},
-            "evaluate_metrics": ["AnswerRelevancyMetric"], "datasets": [{"query": AWEL, "doc_name": "awel.md"}]}).json()
-        asked = [r for r in fake.requests if r.body and r.body["model"] == "app-model"]
-        graded = [r for r in fake.requests if r.body and r.body["model"] == "judge-model"]
+        svc = start_service(
+            retriever=plugins.retriever,
+            app=EndpointApp(fake.url, "default-app"),
+            judge={"model": "judge-model", "base_url": fake.url},
+        )
+        body = svc.client.post(
+            PATH,
+            json={
+                "scene_key": "app",
+                "scene_value": "app-1",
+                "context": {"top_k": 1, "prompt": "Answer briefly.", "model": "app-model"},
+                "evaluate_metrics": ["AnswerRelevancyMetric"],
+                "datasets": [{"query": AWEL, "doc_name": "awel.md"}],
+            },
+        ).json()
+        asked = [r for r in fake.requests if r.body and r.model == "app-model"]
+        graded = [r for r in fake.requests if r.body and r.model == "judge-model"]
     entry = body["data"][0][0]
-    assert (entry["prediction"], entry["score"], entry["feedback"]) == ("AWEL is a workflow language", 4.0,
-                                                                        "close enough")
+    assert (entry["prediction"], entry["score"], entry["feedback"]) == (
+        "AWEL is a workflow language",
+        4.0,
+        "close enough",
+    )
     assert len(asked) == 1 and len(graded) == 1
     assert asked[0].messages[0] == {"role": "system", "content": "Answer briefly."}
     assert "sk-judge-secret" not in str(asked[0].headers) and "sk-judge-secret" in str(graded[0].headers)
@@ -118,9 +148,15 @@ def test_a_failing_application_is_that_item_s_error(start_service: Callable[...,
         return "fine"
 
     svc = start_service(app=app, judge=_judge, retriever=plugins.retriever)
-    body = svc.client.post(PATH, json={"scene_key": "app", "scene_value": "a",
-                                       "evaluate_metrics": ["AnswerRelevancyMetric"],
-                                       "datasets": [{"query": "explode"}, {"query": AWEL}, {"query": "boom"}]}).json()
+    body = svc.client.post(
+        PATH,
+        json={
+            "scene_key": "app",
+            "scene_value": "a",
+            "evaluate_metrics": ["AnswerRelevancyMetric"],
+            "datasets": [{"query": "explode"}, {"query": AWEL}, {"query": "boom"}],
+        },
+    ).json()
     assert body["data"][0][0]["score"] is None and "no answer today" in body["data"][0][0]["error"]
     assert body["data"][1][0]["score"] == 5.0
     # the retriever failed on "boom": its error is kept and the application is not asked
@@ -218,6 +254,7 @@ def test_recall_answers_validate_against_dbgpts_model(start_service: Callable[..
     assert install.prediction_cost == 0  # what DB-GPT's retriever evaluation leaves it at
     # contexts: the texts of the expected document's chunks (DB-GPT's ground truth), not its name
     awel_texts = [plugins.CHUNKS[0]["content"], plugins.CHUNKS[2]["content"]]
+    assert install.raw_dataset is not None
     assert install.contexts == awel_texts and install.raw_dataset["contexts"] == awel_texts
     assert (install.score, body.data[1][1].score) == (1.0, 0.5)
     # the item the retriever failed on still validates: no score, and the reason
@@ -227,15 +264,22 @@ def test_recall_answers_validate_against_dbgpts_model(start_service: Callable[..
 
 def test_app_answers_validate_against_dbgpts_model(start_service: Callable[..., LiveService]) -> None:
     svc = start_service(retriever=plugins.retriever, app=plugins.app, judge=_judge)
-    r = svc.client.post(PATH, json={"scene_key": "app", "scene_value": "app-1", "context": {"top_k": 2},
-                                    "evaluate_metrics": ["AnswerRelevancyMetric"],
-                                    "datasets": [{"query": AWEL, "doc_name": "awel.md"}, {"query": "boom"}]})
+    r = svc.client.post(
+        PATH,
+        json={
+            "scene_key": "app",
+            "scene_value": "app-1",
+            "context": {"top_k": 2},
+            "evaluate_metrics": ["AnswerRelevancyMetric"],
+            "datasets": [{"query": AWEL, "doc_name": "awel.md"}, {"query": "boom"}],
+        },
+    )
     body = _Result[list[list[_EvaluationResult]]].model_validate_json(r.text)
     assert body.data is not None
     awel, boom = body.data[0][0], body.data[1][0]
     assert awel.prediction_cost >= 0 and boom.prediction_cost == 0  # milliseconds; 0 when never answered
     assert awel.contexts == [plugins.CHUNKS[0]["content"], plugins.CHUNKS[2]["content"]]
-    assert awel.raw_dataset["factual"] == awel.contexts
+    assert awel.raw_dataset is not None and awel.raw_dataset["factual"] == awel.contexts
 
 
 def test_documents_let_bare_text_chunks_match_as_dbgpt_matches(start_service: Callable[..., LiveService]) -> None:

@@ -60,8 +60,9 @@ def test_a_wrong_token_gets_the_form_again_with_an_error(service: LiveService, g
 
 def test_a_body_that_is_not_a_form_gets_the_form_too(service: LiveService) -> None:
     for body in (b"token=%FF%FE%00", b"\xff\xfe", b"token", b"&&&=", b'{"token": "x"}'):
-        r = service.anonymous.post("/docs/login", content=body,
-                                   headers={"Content-Type": "application/x-www-form-urlencoded"})
+        r = service.anonymous.post(
+            "/docs/login", content=body, headers={"Content-Type": "application/x-www-form-urlencoded"}
+        )
         assert r.status_code == 401 and 'type="password"' in r.text, body
 
 
@@ -148,8 +149,10 @@ def test_the_cookie_opens_the_openapi_document_and_the_api(service: LiveService)
     assert doc.status_code == 200 and "/v1/evaluations" in doc.json()["paths"]
     assert not {"/docs", "/redoc", "/docs/login"} & set(doc.json()["paths"])  # the pages are not API
     assert service.anonymous.get("/v1/evaluators", headers=SIGNED_IN).status_code == 200
-    assert service.anonymous.get("/v1/evaluators",
-                                 headers={"Cookie": f"{COOKIE}={cookie_value(TOKEN)}x"}).status_code == 401
+    assert (
+        service.anonymous.get("/v1/evaluators", headers={"Cookie": f"{COOKIE}={cookie_value(TOKEN)}x"}).status_code
+        == 401
+    )
     assert service.anonymous.get("/v1/evaluators", headers={"Cookie": f"{COOKIE}={TOKEN}"}).status_code == 401
 
 
@@ -184,8 +187,9 @@ def test_without_a_token_the_pages_need_no_sign_in(start_service: Callable[..., 
 # -- a missing judge, in the service's terms ----------------------------------------------------
 
 
-def test_a_missing_judge_is_explained_for_http_not_python(start_service: Callable[..., LiveService],
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_missing_judge_is_explained_for_http_not_python(
+    start_service: Callable[..., LiveService], monkeypatch: pytest.MonkeyPatch
+) -> None:
     for name in ("NBEVAL_JUDGE_MODEL", "NBEVAL_JUDGE_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
     svc = start_service()
@@ -202,8 +206,9 @@ def test_the_python_wording_is_unchanged() -> None:
     from nbeval.errors import JudgeNotConfigured
 
     assert "judge=" in judge_help_text()  # the Python API's own advice stays
-    exc = JudgeNotConfigured("no model name for the OpenAI-compatible endpoint: pass model=... or set "
-                             "NBEVAL_JUDGE_MODEL")
+    exc = JudgeNotConfigured(
+        "no model name for the OpenAI-compatible endpoint: pass model=... or set NBEVAL_JUDGE_MODEL"
+    )
     text = error_text(exc)
     assert "model=..." not in text and "set NBEVAL_JUDGE_MODEL" in text and "nbeval serve --judge" in text
     assert error_text(ValueError("other")) == "other"

@@ -44,8 +44,15 @@ def gate() -> Iterator[Gate]:
     """``t_held`` registered for the test (every row held until ``gate.release``); let go after it."""
     g = Gate()
 
-    @registry.register(spec=EvaluatorSpec(id="t_held", family="test", kind="score", inputs=("actual_output",),
-                                          metrics=(MetricSpec("score", primary=True),)))
+    @registry.register(
+        spec=EvaluatorSpec(
+            id="t_held",
+            family="test",
+            kind="score",
+            inputs=("actual_output",),
+            metrics=(MetricSpec("score", primary=True),),
+        )
+    )
     class Held(Evaluator):
         def score(self, row: Any) -> Score:
             if int(str(row.key).lstrip("r")) >= g.hold_from:
@@ -77,8 +84,9 @@ def _progress(client: httpx.Client, job_id: str, seen: list[dict[str, Any]]) -> 
     return seen[-1]
 
 
-def _poll(client: httpx.Client, job_id: str, seen: list[dict[str, Any]] | None = None,
-          timeout: float = 60) -> dict[str, Any]:
+def _poll(
+    client: httpx.Client, job_id: str, seen: list[dict[str, Any]] | None = None, timeout: float = 60
+) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while True:
         body = client.get(f"/v1/evaluations/{job_id}").json()
@@ -115,8 +123,9 @@ def test_scores_match_the_reference_library(service: LiveService) -> None:
 
 def test_evaluator_params_take_effect(service: LiveService) -> None:
     data = [{"input": "q", "actual_output": "Order 12345 shipped"}]
-    body = service.client.post("/v1/evaluations", json={
-        "data": data, "evaluators": [{"id": "regex_match", "params": {"pattern": r"\d{5}"}}]}).json()
+    body = service.client.post(
+        "/v1/evaluations", json={"data": data, "evaluators": [{"id": "regex_match", "params": {"pattern": r"\d{5}"}}]}
+    ).json()
     assert body["status"] == "succeeded"
     assert body["scores"][0]["value"] == 1.0
 
@@ -126,16 +135,18 @@ def test_a_lab_is_evaluated_like_the_library_does(service: LiveService) -> None:
     from nbeval.demo import demo_lab
 
     lab = demo_lab()
-    body = service.client.post("/v1/evaluations", json={"lab": lab.to_json(), "evaluators": ["exact_match"],
-                                                        "wait": True}).json()
+    body = service.client.post(
+        "/v1/evaluations", json={"lab": lab.to_json(), "evaluators": ["exact_match"], "wait": True}
+    ).json()
     direct = nbeval.evaluate(lab, ["exact_match"], progress=False).scores
     assert body["status"] == "succeeded"
     assert [s["value"] for s in body["scores"]] == [None if v != v else v for v in direct["value"]]
     assert {row["model_key"] for row in body["leaderboards"]["exact_match"]} == {m.key for m in lab.models}
 
 
-def test_a_long_job_answers_with_its_id_and_is_polled_to_completion(start_service: Callable[..., LiveService],
-                                                                     gate: Gate) -> None:
+def test_a_long_job_answers_with_its_id_and_is_polled_to_completion(
+    start_service: Callable[..., LiveService], gate: Gate
+) -> None:
     gate.hold_from = 20  # the first half is scored at once, the rest waits until progress was seen
     svc = start_service(wait_rows=10, chunk_rows=4)
     r = svc.client.post("/v1/evaluations", json={"data": _rows(40), "evaluators": ["t_held"]})
@@ -158,8 +169,7 @@ def test_a_long_job_answers_with_its_id_and_is_polled_to_completion(start_servic
     assert [j["id"] for j in listed] == [job["id"]] and listed[0]["scores"] is None
 
 
-def test_cancel_stops_a_job_and_keeps_what_was_scored(start_service: Callable[..., LiveService],
-                                                       gate: Gate) -> None:
+def test_cancel_stops_a_job_and_keeps_what_was_scored(start_service: Callable[..., LiveService], gate: Gate) -> None:
     gate.hold_from = 10  # r0..r9 are scored; r10 waits until the job is cancelled
     svc = start_service(chunk_rows=2)
     job = svc.client.post("/v1/evaluations", json={"data": _rows(60), "evaluators": ["t_held"], "wait": False}).json()
@@ -178,8 +188,9 @@ def test_cancel_stops_a_job_and_keeps_what_was_scored(start_service: Callable[..
 def test_workers_bounds_the_runs_at_once(start_service: Callable[..., LiveService], gate: Gate) -> None:
     svc = start_service(workers=1)
     first = svc.client.post("/v1/evaluations", json={"data": _rows(10), "evaluators": ["t_held"], "wait": False}).json()
-    second = svc.client.post("/v1/evaluations", json={"data": _rows(10), "evaluators": ["t_held"],
-                                                      "wait": False}).json()
+    second = svc.client.post(
+        "/v1/evaluations", json={"data": _rows(10), "evaluators": ["t_held"], "wait": False}
+    ).json()
     assert gate.reached.wait(60)  # the first job runs (held at its first row)
     assert svc.client.get(f"/v1/evaluations/{second['id']}").json()["status"] == "queued"
     gate.release.set()
@@ -197,8 +208,9 @@ def test_the_report_is_html_with_the_text_escaped(service: LiveService) -> None:
     assert service.anonymous.get(job["report"]).status_code == 401
 
 
-def test_unknown_jobs_are_404_and_an_unfinished_report_409(start_service: Callable[..., LiveService],
-                                                            gate: Gate) -> None:
+def test_unknown_jobs_are_404_and_an_unfinished_report_409(
+    start_service: Callable[..., LiveService], gate: Gate
+) -> None:
     svc = start_service()
     for method in ("GET", "DELETE"):
         r = svc.client.request(method, "/v1/evaluations/no-such-job")
@@ -220,12 +232,18 @@ BAD_BODIES = [
     ({"data": RECORDS, "evaluators": ["exact_match"], "dat": 1}, ["body.dat", "Extra inputs"]),
     ({"data": RECORDS, "evaluators": ["exact_match"], "wait": "soon"}, ["body.wait"]),
     ({"data": RECORDS, "evaluators": ["no_such_evaluator"]}, ["body.evaluators", "no_such_evaluator"]),
-    ({"data": RECORDS, "evaluators": [{"id": "rouge", "params": {"judge": "http://elsewhere"}}]},
-     ["body.evaluators.0", "judge", "set by the server"]),
-    ({"data": RECORDS, "evaluators": [{"id": "rouge", "params": {"no_such_param": 1}}]},
-     ["body.evaluators", "no_such_param"]),
-    ({"data": [{"input": "q", "actual_output": "a"}, {"input": "q", "context": 5}], "evaluators": ["exact_match"]},
-     ["body.data", "row 2", "'context'"]),
+    (
+        {"data": RECORDS, "evaluators": [{"id": "rouge", "params": {"judge": "http://elsewhere"}}]},
+        ["body.evaluators.0", "judge", "set by the server"],
+    ),
+    (
+        {"data": RECORDS, "evaluators": [{"id": "rouge", "params": {"no_such_param": 1}}]},
+        ["body.evaluators", "no_such_param"],
+    ),
+    (
+        {"data": [{"input": "q", "actual_output": "a"}, {"input": "q", "context": 5}], "evaluators": ["exact_match"]},
+        ["body.data", "row 2", "'context'"],
+    ),
     ({"data": RECORDS, "evaluators": ["correctness"]}, ["body.evaluators", "judge"]),
 ]
 
@@ -250,12 +268,13 @@ def test_concurrent_requests_each_get_their_own_result(start_service: Callable[.
     gate = threading.Barrier(8)
 
     def one(i: int) -> tuple[int, dict[str, Any]]:
-        data = [{"key": f"k{j}", "input": "q", "expected_output": "yes", "actual_output": "yes" if j < i else "no"}
-                for j in range(8)]
+        data = [
+            {"key": f"k{j}", "input": "q", "expected_output": "yes", "actual_output": "yes" if j < i else "no"}
+            for j in range(8)
+        ]
         with httpx.Client(base_url=svc.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60) as c:
             gate.wait()
-            return i, c.post("/v1/evaluations", json={"data": data, "evaluators": ["exact_match"],
-                                                      "wait": True}).json()
+            return i, c.post("/v1/evaluations", json={"data": data, "evaluators": ["exact_match"], "wait": True}).json()
 
     with ThreadPoolExecutor(8) as pool:
         answers = list(pool.map(one, range(8)))
@@ -267,8 +286,15 @@ def test_concurrent_requests_each_get_their_own_result(start_service: Callable[.
 
 
 def test_a_job_that_breaks_says_why_and_the_service_goes_on(service: LiveService) -> None:
-    @registry.register(spec=EvaluatorSpec(id="t_broken", family="test", kind="score", inputs=("actual_output",),
-                                          metrics=(MetricSpec("score", primary=True),)))
+    @registry.register(
+        spec=EvaluatorSpec(
+            id="t_broken",
+            family="test",
+            kind="score",
+            inputs=("actual_output",),
+            metrics=(MetricSpec("score", primary=True),),
+        )
+    )
     class Broken(Evaluator):
         def score(self, row: Any) -> Score:
             return Score({"score": 1.0})
@@ -286,8 +312,10 @@ def test_a_job_that_breaks_says_why_and_the_service_goes_on(service: LiveService
 
 def test_only_the_latest_finished_jobs_are_remembered(start_service: Callable[..., LiveService]) -> None:
     svc = start_service(keep_jobs=2)
-    ids = [svc.client.post("/v1/evaluations", json={"data": RECORDS, "evaluators": ["exact_match"]}).json()["id"]
-           for _ in range(3)]
+    ids = [
+        svc.client.post("/v1/evaluations", json={"data": RECORDS, "evaluators": ["exact_match"]}).json()["id"]
+        for _ in range(3)
+    ]
     assert svc.client.get(f"/v1/evaluations/{ids[0]}").status_code == 404
     assert [j["id"] for j in svc.client.get("/v1/evaluations").json()] == ids[1:]
 
@@ -295,8 +323,12 @@ def test_only_the_latest_finished_jobs_are_remembered(start_service: Callable[..
 def test_waiting_requests_do_not_starve_the_others(start_service: Callable[..., LiveService], gate: Gate) -> None:
     svc = start_service(workers=1)
     with ThreadPoolExecutor(50) as pool:  # more waiting clients than the server has threads (40)
-        waiting = [pool.submit(svc.client.post, "/v1/evaluations",
-                               json={"data": _rows(1), "evaluators": ["t_held"], "wait": True}) for _ in range(45)]
+        waiting = [
+            pool.submit(
+                svc.client.post, "/v1/evaluations", json={"data": _rows(1), "evaluators": ["t_held"], "wait": True}
+            )
+            for _ in range(45)
+        ]
         # Every job is held, so all 45 requests stay waiting: the server still lists them, and
         # answers /health. A starved server would not answer before the rows are let go, which
         # is never: the request's timeout (generous, for a busy machine) would end the test.

@@ -29,10 +29,15 @@ def test_module_function_and_entry_point_names(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_chunks_in_every_accepted_shape() -> None:
-    got = normalize_chunks(["plain", {"text": "t", "doc_name": "d.md"}, {"page_content": "p", "source": "s"},
-                            {"doc_uri": "only.md"}], "r")
-    assert got == [{"content": "plain"}, {"content": "t", "doc_uri": "d.md"}, {"content": "p", "doc_uri": "s"},
-                   {"doc_uri": "only.md"}]
+    got = normalize_chunks(
+        ["plain", {"text": "t", "doc_name": "d.md"}, {"page_content": "p", "source": "s"}, {"doc_uri": "only.md"}], "r"
+    )
+    assert got == [
+        {"content": "plain"},
+        {"content": "t", "doc_uri": "d.md"},
+        {"content": "p", "doc_uri": "s"},
+        {"doc_uri": "only.md"},
+    ]
     with pytest.raises(NbevalError, match="chunk #2"):
         normalize_chunks(["ok", 5], "the retriever")
     with pytest.raises(NbevalError, match="return a list"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -19,7 +20,10 @@ def small(start_service: Callable[..., LiveService]) -> LiveService:
 
 def _body(size: int) -> bytes:
     """A valid evaluation request of exactly ``size`` bytes (padded inside the answer text)."""
-    base = {"data": [{"input": "q", "expected_output": "x", "actual_output": ""}], "evaluators": ["exact_match"]}
+    base: dict[str, Any] = {
+        "data": [{"input": "q", "expected_output": "x", "actual_output": ""}],
+        "evaluators": ["exact_match"],
+    }
     pad = size - len(json.dumps(base).encode())
     base["data"][0]["actual_output"] = "x" * pad
     out = json.dumps(base).encode()
@@ -44,7 +48,7 @@ def test_a_chunked_body_without_a_length_is_cut_off_at_the_limit(small: LiveServ
 
     def chunks() -> Iterator[bytes]:  # a generator: httpx sends it chunked, with no Content-Length
         for i in range(0, len(body), 500):
-            yield body[i:i + 500]
+            yield body[i : i + 500]
 
     r = small.client.post("/v1/evaluations", content=chunks(), headers={"content-type": "application/json"})
     assert r.status_code == 413
@@ -52,8 +56,12 @@ def test_a_chunked_body_without_a_length_is_cut_off_at_the_limit(small: LiveServ
 
 
 def test_the_dbgpt_endpoint_has_the_same_limit(small: LiveService) -> None:
-    body = {"scene_key": "recall", "scene_value": "s", "evaluate_metrics": ["RetrieverMRRMetric"],
-            "datasets": [{"query": "q" * LIMIT, "doc_name": "d"}]}
+    body = {
+        "scene_key": "recall",
+        "scene_value": "s",
+        "evaluate_metrics": ["RetrieverMRRMetric"],
+        "datasets": [{"query": "q" * LIMIT, "doc_name": "d"}],
+    }
     assert small.client.post("/api/v2/serve/evaluate/evaluation", json=body).status_code == 413
 
 

@@ -19,8 +19,10 @@ def _post(svc: LiveService, rows: int = 5) -> tuple[int, dict[str, str], dict[st
     return r.status_code, dict(r.headers), r.json()
 
 
-def test_past_max_queued_a_request_gets_503_with_retry_after(start_service: Callable[..., LiveService],
-                                                             gate: Gate) -> None:  # noqa: F811
+def test_past_max_queued_a_request_gets_503_with_retry_after(
+    start_service: Callable[..., LiveService],
+    gate: Gate,  # noqa: F811 (the fixture imported above)
+) -> None:
     svc = start_service(workers=1, max_queued=2, app="tests.serve.plugins:app")
     first = _post(svc)
     assert first[0] == 202
@@ -41,8 +43,10 @@ def test_past_max_queued_a_request_gets_503_with_retry_after(start_service: Call
     assert _post(svc)[0] in (200, 202), "room again once the queue has drained"
 
 
-def test_waiting_jobs_are_kept_on_disk_and_planned_when_they_start(start_service: Callable[..., LiveService],
-                                                                   gate: Gate) -> None:  # noqa: F811
+def test_waiting_jobs_are_kept_on_disk_and_planned_when_they_start(
+    start_service: Callable[..., LiveService],
+    gate: Gate,  # noqa: F811 (the fixture imported above)
+) -> None:
     svc = start_service(workers=1)
     running = _post(svc, 50)[2]
     assert gate.reached.wait(60)
@@ -60,8 +64,10 @@ def test_waiting_jobs_are_kept_on_disk_and_planned_when_they_start(start_service
     assert _wait_for(lambda: not list(queue.iterdir()))
 
 
-def test_a_waiting_job_cancelled_before_it_starts_ends_cancelled(start_service: Callable[..., LiveService],
-                                                                gate: Gate) -> None:  # noqa: F811
+def test_a_waiting_job_cancelled_before_it_starts_ends_cancelled(
+    start_service: Callable[..., LiveService],
+    gate: Gate,  # noqa: F811 (the fixture imported above)
+) -> None:
     svc = start_service(workers=1)
     running = _post(svc)[2]
     assert gate.reached.wait(60)

@@ -15,9 +15,9 @@ import asyncio
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
@@ -31,6 +31,9 @@ from nbeval.serve.jobs import Job, JobStore
 from nbeval.serve.policy import param_errors
 from nbeval.serve.server import uvicorn_config
 from tests.serve.conftest import TOKEN, free_port
+
+if TYPE_CHECKING:
+    import httpx2  # what starlette's TestClient answers with (it falls back to httpx without it)
 
 PATH = "/api/v2/serve/evaluate/evaluation"
 RECORDS = [{"input": f"q{i}", "expected_output": "a", "actual_output": "a" if i % 2 else "b"} for i in range(30)]
@@ -54,22 +57,27 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
         yield c
 
 
-def _post(c: TestClient, evaluators: list[Any], data: list[dict[str, Any]] | None = None,
-          **extra: Any) -> httpx.Response:
+def _post(
+    c: TestClient, evaluators: list[Any], data: list[dict[str, Any]] | None = None, **extra: Any
+) -> httpx2.Response:
     return c.post("/v1/evaluations", json={"data": data or RECORDS[:2], "evaluators": evaluators, **extra})
 
 
 # 1. judge_params and repeat counts ---------------------------------------------------------------
 
-@pytest.mark.parametrize(("judge_params", "field"), [
-    ({"extra_headers": {"Host": "evil.example", "Authorization": "Bearer x"}}, "judge_params.extra_headers"),
-    ({"extra_query": {"api-version": "2099-01-01"}}, "judge_params.extra_query"),
-    ({"n": 64}, "judge_params.n"),
-    ({"service_tier": "priority"}, "judge_params.service_tier"),
-    ({"max_tokens": 100_000}, "judge_params.max_tokens"),
-    ({"temperature": 7}, "judge_params.temperature"),
-    ({"seed": 1.5}, "judge_params.seed"),
-])
+
+@pytest.mark.parametrize(
+    ("judge_params", "field"),
+    [
+        ({"extra_headers": {"Host": "evil.example", "Authorization": "Bearer x"}}, "judge_params.extra_headers"),
+        ({"extra_query": {"api-version": "2099-01-01"}}, "judge_params.extra_query"),
+        ({"n": 64}, "judge_params.n"),
+        ({"service_tier": "priority"}, "judge_params.service_tier"),
+        ({"max_tokens": 100_000}, "judge_params.max_tokens"),
+        ({"temperature": 7}, "judge_params.temperature"),
+        ({"seed": 1.5}, "judge_params.seed"),
+    ],
+)
 def test_judge_params_are_allow_listed_with_bounds(tmp_path: Path, judge_params: dict[str, Any], field: str) -> None:
     judge = _Judge()
     api = create_app(token=TOKEN, data_dir=tmp_path, judge=judge)
@@ -81,8 +89,15 @@ def test_judge_params_are_allow_listed_with_bounds(tmp_path: Path, judge_params:
 
 
 def test_generation_settings_within_bounds_are_accepted(client: TestClient) -> None:
-    r = _post(client, [{"id": "correctness", "params": {"judge_params": {"temperature": 0.5, "top_p": 0.9,
-                                                                          "max_tokens": 200, "seed": 7}}}])
+    r = _post(
+        client,
+        [
+            {
+                "id": "correctness",
+                "params": {"judge_params": {"temperature": 0.5, "top_p": 0.9, "max_tokens": 200, "seed": 7}},
+            }
+        ],
+    )
     assert r.status_code == 200, r.text
     assert r.json()["status"] == "succeeded"
 
@@ -94,9 +109,14 @@ def test_max_tokens_is_capped_by_the_servers_setting(tmp_path: Path) -> None:
     assert r.status_code == 422 and "between 1 and 100" in r.json()["message"]
 
 
-@pytest.mark.parametrize(("params", "field"), [({"parse_attempts": 50}, "parse_attempts"),
-                                              ({"strictness": 40}, "strictness"),
-                                              ({"parse_attempts": 0}, "parse_attempts")])
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"parse_attempts": 50}, "parse_attempts"),
+        ({"strictness": 40}, "strictness"),
+        ({"parse_attempts": 0}, "parse_attempts"),
+    ],
+)
 def test_repeat_counts_are_capped(client: TestClient, params: dict[str, Any], field: str) -> None:
     r = _post(client, [{"id": "answer_relevancy", "params": params}])
     assert r.status_code == 422, r.text
@@ -106,11 +126,14 @@ def test_repeat_counts_are_capped(client: TestClient, params: dict[str, Any], fi
 def test_param_errors() -> None:
     assert param_errors({"judge_params": {"temperature": 0, "top_p": 1}, "parse_attempts": 4, "strictness": 5}) == []
     assert [f for f, _ in param_errors({"judge_params": {"extra_body": {}}, "strictness": True})] == [
-        "judge_params.extra_body", "strictness"]
+        "judge_params.extra_body",
+        "strictness",
+    ]
     assert param_errors({"judge_params": "x"})[0][0] == "judge_params"
 
 
 # 2. memory: bounded requests, nothing kept in memory, paginated scores --------------------------
+
 
 def test_a_request_over_the_score_limit_is_refused(tmp_path: Path) -> None:
     api = create_app(token=TOKEN, data_dir=tmp_path, max_scores=50)
@@ -127,8 +150,12 @@ def test_scores_are_paginated_with_a_next_link(tmp_path: Path) -> None:
     with TestClient(api, headers={"Authorization": f"Bearer {TOKEN}"}) as c:
         first = _post(c, ["exact_match"], RECORDS).json()
         assert first["status"] == "succeeded" and len(first["scores"]) == 12
-        assert first["scores_page"] == {"offset": 0, "limit": 12, "total": 30,
-                                        "next": f"/v1/evaluations/{first['id']}?offset=12&limit=12"}
+        assert first["scores_page"] == {
+            "offset": 0,
+            "limit": 12,
+            "total": 30,
+            "next": f"/v1/evaluations/{first['id']}?offset=12&limit=12",
+        }
         seen = list(first["scores"])
         nxt = first["scores_page"]["next"]
         while nxt:
@@ -158,6 +185,7 @@ def test_jobs_are_forgotten_by_size_as_well_as_count(tmp_path: Path) -> None:
 
 # 3. jobs survive a restart ------------------------------------------------------------------------
 
+
 def test_a_finished_job_is_served_after_a_restart(tmp_path: Path) -> None:
     headers = {"Authorization": f"Bearer {TOKEN}"}
     with TestClient(create_app(token=TOKEN, data_dir=tmp_path), headers=headers) as c:
@@ -184,12 +212,14 @@ def test_a_job_running_at_a_restart_is_interrupted(tmp_path: Path) -> None:
 
 # 4. slow clients -----------------------------------------------------------------------------------
 
+
 class _Server:
     def __init__(self, **bounds: Any) -> None:
         api = create_app(token=TOKEN, data_dir=None if "data_dir" not in bounds else bounds.pop("data_dir"))
         self.port = free_port()
-        self.server = uvicorn.Server(uvicorn.Config(api, host="127.0.0.1", port=self.port, log_level="warning",
-                                                    **uvicorn_config(**bounds)))
+        self.server = uvicorn.Server(
+            uvicorn.Config(api, host="127.0.0.1", port=self.port, log_level="warning", **uvicorn_config(**bounds))
+        )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def __enter__(self) -> _Server:
@@ -213,8 +243,11 @@ def _half_open(port: int) -> socket.socket:
 
 def _busy(port: int) -> socket.socket:
     s = socket.create_connection(("127.0.0.1", port))
-    s.sendall(b"POST /v1/evaluations HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + TOKEN.encode()
-              + b"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")  # a request in progress
+    s.sendall(
+        b"POST /v1/evaluations HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
+        + TOKEN.encode()
+        + b"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
+    )  # a request in progress
     return s
 
 
@@ -250,13 +283,31 @@ def test_a_client_that_never_finishes_its_head_is_cut_off(tmp_path: Path) -> Non
                 s.close()
 
 
-def test_the_command_passes_the_connection_bounds_to_uvicorn(monkeypatch: pytest.MonkeyPatch,
-                                                             tmp_path: Path) -> None:
+def test_the_command_passes_the_connection_bounds_to_uvicorn(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     got: dict[str, Any] = {}
     monkeypatch.setattr(uvicorn, "run", lambda app, **kw: got.update(kw, app=app))
     monkeypatch.delenv("NBEVAL_SERVE_TOKEN", raising=False)
-    assert main(["serve", "--no-auth", "--limit-concurrency", "7", "--timeout-keep-alive", "3", "--header-timeout",
-                 "4", "--max-header-bytes", "9000", "--data-dir", str(tmp_path), "--max-scores", "11"]) == 0
+    assert (
+        main(
+            [
+                "serve",
+                "--no-auth",
+                "--limit-concurrency",
+                "7",
+                "--timeout-keep-alive",
+                "3",
+                "--header-timeout",
+                "4",
+                "--max-header-bytes",
+                "9000",
+                "--data-dir",
+                str(tmp_path),
+                "--max-scores",
+                "11",
+            ]
+        )
+        == 0
+    )
     assert (got["limit_concurrency"], got["timeout_keep_alive"], got["h11_max_incomplete_event_size"]) == (7, 3, 9000)
     assert got["http"].__name__ == "HeaderDeadlineProtocol"
     assert got["app"].state.jobs.folder == tmp_path
@@ -268,25 +319,49 @@ def test_the_command_passes_the_request_and_job_limits(monkeypatch: pytest.Monke
     got: dict[str, Any] = {}
     monkeypatch.setattr(uvicorn, "run", lambda app, **kw: got.update(kw, app=app))
     monkeypatch.delenv("NBEVAL_SERVE_TOKEN", raising=False)
-    assert main(["serve", "--no-auth", "--data-dir", str(tmp_path), "--max-scores", "3", "--max-judge-tokens", "10",
-                 "--keep-jobs", "2", "--keep-bytes", "5000", "--allow-models"]) == 0
+    assert (
+        main(
+            [
+                "serve",
+                "--no-auth",
+                "--data-dir",
+                str(tmp_path),
+                "--max-scores",
+                "3",
+                "--max-judge-tokens",
+                "10",
+                "--keep-jobs",
+                "2",
+                "--keep-bytes",
+                "5000",
+                "--allow-models",
+            ]
+        )
+        == 0
+    )
     api = got["app"]
     assert (api.state.jobs.keep, api.state.jobs.keep_bytes) == (2, 5000)
     assert api.state.limits["allow_models"] is True
     c = TestClient(api, base_url="http://127.0.0.1")
     r = c.post("/v1/evaluations", json={"data": RECORDS[:2], "evaluators": ["exact_match", "rouge"]})
     assert r.status_code == 422 and "limit of 3 scores" in r.json()["message"]
-    r = c.post("/v1/evaluations", json={"data": RECORDS[:1], "evaluators": [
-        {"id": "correctness", "params": {"judge_params": {"max_tokens": 11}}}]})
+    r = c.post(
+        "/v1/evaluations",
+        json={
+            "data": RECORDS[:1],
+            "evaluators": [{"id": "correctness", "params": {"judge_params": {"max_tokens": 11}}}],
+        },
+    )
     assert r.status_code == 422 and "between 1 and 10" in r.json()["message"]
 
 
 # 5. lone surrogates ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("evaluator", ['"em\\ud800"', '{"id": "exact_match", "params": {"name": "em\\ud800"}}',
-                                       '{"id": "em\\udfff"}'])
-def test_a_name_with_a_lone_surrogate_is_refused_and_the_list_still_answers(client: TestClient,
-                                                                            evaluator: str) -> None:
+
+@pytest.mark.parametrize(
+    "evaluator", ['"em\\ud800"', '{"id": "exact_match", "params": {"name": "em\\ud800"}}', '{"id": "em\\udfff"}']
+)
+def test_a_name_with_a_lone_surrogate_is_refused_and_the_list_still_answers(client: TestClient, evaluator: str) -> None:
     record = '{"input": "q", "expected_output": "a", "actual_output": "a"}'
     body = '{"data": [%s], "evaluators": [%s]}' % (record, evaluator)
     r = client.post("/v1/evaluations", content=body, headers={"content-type": "application/json"})
@@ -309,12 +384,17 @@ def _failing_app(query: str) -> str:
     raise RuntimeError(f"upstream refused api_key={SECRET_KEY} at {SECRET_DSN}")
 
 
-@pytest.mark.parametrize(("scene", "options"), [("recall", {"retriever": _failing_retriever}),
-                                                ("app", {"app": _failing_app})])
+@pytest.mark.parametrize(
+    ("scene", "options"), [("recall", {"retriever": _failing_retriever}), ("app", {"app": _failing_app})]
+)
 def test_dbgpt_errors_do_not_leak_secrets(tmp_path: Path, scene: str, options: dict[str, Any]) -> None:
     api = create_app(token=TOKEN, data_dir=tmp_path, **options)
-    body = {"scene_key": scene, "scene_value": "s", "evaluate_metrics": ["looping"],
-            "datasets": [{"query": "q", "doc_name": "d"}]}
+    body = {
+        "scene_key": scene,
+        "scene_value": "s",
+        "evaluate_metrics": ["looping"],
+        "datasets": [{"query": "q", "doc_name": "d"}],
+    }
     with TestClient(api, headers={"Authorization": f"Bearer {TOKEN}"}) as c:
         r = c.post(PATH, json=body)
     assert r.status_code == 200, r.text
@@ -325,6 +405,7 @@ def test_dbgpt_errors_do_not_leak_secrets(tmp_path: Path, scene: str, options: d
 
 # 7. models, Host, websockets ------------------------------------------------------------------------
 
+
 def test_evaluators_that_load_a_model_are_refused_unless_allowed(client: TestClient, tmp_path: Path) -> None:
     r = _post(client, ["toxicity"])
     assert r.status_code == 422 and "loads a local model" in r.json()["message"]
@@ -332,17 +413,32 @@ def test_evaluators_that_load_a_model_are_refused_unless_allowed(client: TestCli
     assert r.status_code == 422 and "embedding model" in r.json()["message"]
     r = _post(client, [{"id": "toxicity", "params": {"batch_size": 4096}}])
     assert r.status_code == 422 and "batch_size" in r.json()["message"]
-    body = {"scene_key": "recall", "scene_value": "s", "evaluate_metrics": ["RetrieverSimilarityMetric"],
-            "datasets": [{"query": "q", "doc_name": "d"}]}
+    body = {
+        "scene_key": "recall",
+        "scene_value": "s",
+        "evaluate_metrics": ["RetrieverSimilarityMetric"],
+        "datasets": [{"query": "q", "doc_name": "d"}],
+    }
     allowed = create_app(token=TOKEN, data_dir=tmp_path, retriever=lambda q, k: ["x"])
     with TestClient(allowed, headers={"Authorization": f"Bearer {TOKEN}"}) as c:
         r = c.post(PATH, json=body)
     assert r.status_code == 422 and "embedding model" in r.json()["err_msg"]
 
 
-@pytest.mark.parametrize(("host", "ok"), [("127.0.0.1:8080", True), ("localhost", True), ("[::1]:80", True),
-                                          ("127.0.0.1", True), ("evil.example", False), ("evil.example:8080", False),
-                                          ("127.0.0.1.evil.example", False), ("", False), ("[::1]x", False)])
+@pytest.mark.parametrize(
+    ("host", "ok"),
+    [
+        ("127.0.0.1:8080", True),
+        ("localhost", True),
+        ("[::1]:80", True),
+        ("127.0.0.1", True),
+        ("evil.example", False),
+        ("evil.example:8080", False),
+        ("127.0.0.1.evil.example", False),
+        ("", False),
+        ("[::1]x", False),
+    ],
+)
 def test_loopback_host(host: str, ok: bool) -> None:
     assert loopback_host(host.encode()) is ok
 
@@ -363,9 +459,9 @@ def test_websockets_are_closed_unless_authenticated(token: str | None) -> None:
     async def app(scope: Any, receive: Any, send: Any) -> None:
         called.append(scope)
 
-    sent: list[dict[str, Any]] = []
+    sent: list[MutableMapping[str, Any]] = []
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: MutableMapping[str, Any]) -> None:
         sent.append(message)
 
     async def receive() -> dict[str, Any]:

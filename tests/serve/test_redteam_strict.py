@@ -27,11 +27,14 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
 
 # 18b. NaN and Infinity -------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
 @pytest.mark.parametrize("path", ["/v1/evaluations", "/api/v2/serve/evaluate/evaluation"])
 def test_nan_and_infinity_are_refused_as_invalid_json(client: TestClient, constant: str, path: str) -> None:
-    body = ('{"data": [{"input": "q", "expected_output": "a", "actual_output": "a", "score": %s}], '
-            '"evaluators": ["exact_match"]}' % constant)
+    body = (
+        '{"data": [{"input": "q", "expected_output": "a", "actual_output": "a", "score": %s}], '
+        '"evaluators": ["exact_match"]}' % constant
+    )
     r = client.post(path, content=body.encode(), headers={"Content-Type": "application/json"})
     assert r.status_code == 422, r.text
     assert constant.lstrip("-") in r.text
@@ -39,13 +42,16 @@ def test_nan_and_infinity_are_refused_as_invalid_json(client: TestClient, consta
 
 
 def test_plain_numbers_are_still_accepted(client: TestClient) -> None:
-    body = ('{"data": [{"input": "q", "expected_output": "a", "actual_output": "a", "score": 1.5e3}], '
-            '"evaluators": ["exact_match"]}')
+    body = (
+        '{"data": [{"input": "q", "expected_output": "a", "actual_output": "a", "score": 1.5e3}], '
+        '"evaluators": ["exact_match"]}'
+    )
     r = client.post("/v1/evaluations", content=body.encode(), headers={"Content-Type": "application/json"})
     assert r.status_code == 200, r.text
 
 
 # 3b. a job running when the service stopped keeps what it had scored ------------------------------
+
 
 class _StuckJudge:
     """A judge that answers ``free`` calls, then holds every later call until ``release`` is set;
@@ -75,8 +81,9 @@ def test_a_job_running_when_the_service_stopped_keeps_its_scores(tmp_path: Path)
     first = create_app(token=TOKEN, data_dir=tmp_path, judge=judge, chunk_rows=2)
     try:
         with TestClient(first, headers=HEADERS) as c:
-            job_id = c.post("/v1/evaluations", json={"data": records, "evaluators": ["safety"],
-                                                      "wait": False}).json()["id"]
+            job_id = c.post("/v1/evaluations", json={"data": records, "evaluators": ["safety"], "wait": False}).json()[
+                "id"
+            ]
             assert judge.stuck.wait(60)  # the first chunk (2 rows) is scored; the run hangs in the second
             # the service "dies" here: a second one starts on the same folder while the first is stuck
             with TestClient(create_app(token=TOKEN, data_dir=tmp_path), headers=HEADERS) as again:

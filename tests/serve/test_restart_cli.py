@@ -41,9 +41,26 @@ class Served:
         env["PYTHONPATH"] = str(ROOT)
         with log.open("ab") as out:  # a file, not a pipe: a pipe nobody reads could block the server
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "nbeval.cli", "serve", "--host", "127.0.0.1", "--port", str(self.port),
-                 "--token", TOKEN, "--data-dir", str(data_dir), *extra],
-                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+                [
+                    sys.executable,
+                    "-m",
+                    "nbeval.cli",
+                    "serve",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(self.port),
+                    "--token",
+                    TOKEN,
+                    "--data-dir",
+                    str(data_dir),
+                    *extra,
+                ],
+                cwd=ROOT,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
         self._wait_up()
 
     def _wait_up(self) -> None:
@@ -107,9 +124,11 @@ def _wait(condition: Callable[[], bool], what: str, timeout: float = 90) -> None
 
 def test_a_finished_job_survives_a_kill_9_and_a_restart(serve: Callable[..., Served], tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
-    rows = [{"key": "a", "input": "2+2?", "expected_output": "4", "actual_output": "4"},
-            {"key": "b", "input": "3+3?", "expected_output": "6", "actual_output": "seven"},
-            {"key": "c", "input": "capital of France?", "expected_output": "Paris", "actual_output": "Paris"}]
+    rows = [
+        {"key": "a", "input": "2+2?", "expected_output": "4", "actual_output": "4"},
+        {"key": "b", "input": "3+3?", "expected_output": "6", "actual_output": "seven"},
+        {"key": "c", "input": "capital of France?", "expected_output": "Paris", "actual_output": "Paris"},
+    ]
     first = serve(data_dir)
     r = first.post("/v1/evaluations", {"data": rows, "evaluators": ["exact_match"], "wait": True})
     assert r.status_code == 200, r.text
@@ -156,16 +175,19 @@ def hanging_judge() -> Iterator[FakeOpenAIServer]:
         yield server
 
 
-def test_a_job_running_at_a_kill_9_comes_back_interrupted(serve: Callable[..., Served], tmp_path: Path,
-                                                           hanging_judge: FakeOpenAIServer) -> None:
+def test_a_job_running_at_a_kill_9_comes_back_interrupted(
+    serve: Callable[..., Served], tmp_path: Path, hanging_judge: FakeOpenAIServer
+) -> None:
     from nbeval.serve.app import create_app
 
     # The job runs chunk by chunk (create_app's chunk_rows; the command does not change it) and
     # saves a partial result after its first chunk: enough fast rows for one whole chunk and a
     # part of the next, then rows the judge never answers, so the job is running for good.
     chunk = inspect.signature(create_app).parameters["chunk_rows"].default
-    fast = [{"key": f"f{i:03d}", "input": "Who cooks?", "actual_output": f"Sam cooks dinner number {i}."}
-            for i in range(chunk + max(1, chunk // 4))]
+    fast = [
+        {"key": f"f{i:03d}", "input": "Who cooks?", "actual_output": f"Sam cooks dinner number {i}."}
+        for i in range(chunk + max(1, chunk // 4))
+    ]
     slow = [{"key": f"s{i}", "input": "Who cooks?", "actual_output": f"{SLOW} {i}"} for i in range(3)]
     data_dir = tmp_path / "data"
     first = serve(data_dir, "--judge", "judge-model", "--judge-base-url", hanging_judge.url, "--workers", "1")
@@ -175,8 +197,9 @@ def test_a_job_running_at_a_kill_9_comes_back_interrupted(serve: Callable[..., S
     partial = data_dir / "results" / f"{job_id}.partial" / "result.json"  # the layout nbeval.serve.jobs documents
     _wait(lambda: first.get(f"/v1/evaluations/{job_id}").json()["progress"]["done"] > 0, "a chunk is done")
     _wait(partial.is_file, "the partial result is saved")
-    assert hanging_judge.wait_until(lambda s: sum(SLOW in q.last_content for q in s.requests) > 0), \
+    assert hanging_judge.wait_until(lambda s: sum(SLOW in q.last_content for q in s.requests) > 0), (
         "the judge was never asked about a slow row"
+    )
     running = first.get(f"/v1/evaluations/{job_id}").json()
     assert running["status"] == "running", running
     first.kill9()

@@ -18,8 +18,9 @@ from nbeval.serve.app import create_app
 from tests.serve.conftest import TOKEN
 
 HEADERS = {"Authorization": f"Bearer {TOKEN}"}
-RECORDS = [{"key": f"k{i}", "input": f"q{i}", "expected_output": "a", "actual_output": "a" if i % 2 else "b"}
-           for i in range(4)]
+RECORDS = [
+    {"key": f"k{i}", "input": f"q{i}", "expected_output": "a", "actual_output": "a" if i % 2 else "b"} for i in range(4)
+]
 
 
 def _finished_job(data: Path) -> tuple[str, dict]:

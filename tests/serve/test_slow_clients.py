@@ -44,9 +44,26 @@ class Child:
         def limit() -> None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))
 
-        self.proc = subprocess.Popen([sys.executable, "-m", "nbeval.cli", "serve", "--host", "127.0.0.1", "--port",
-                                      str(self.port), "--data-dir", self.data_dir, *args], cwd=ROOT, env=env,
-                                     stdout=subprocess.DEVNULL, stderr=self.stderr, preexec_fn=limit)
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "nbeval.cli",
+                "serve",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--data-dir",
+                self.data_dir,
+                *args,
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=self.stderr,
+            preexec_fn=limit,
+        )
         wait_until_up(self.proc, self.url, self.log)
 
     def open_files(self) -> int:
@@ -123,9 +140,15 @@ def test_half_open_connections_past_the_file_limit_do_not_lock_out_health(own_fi
         assert server.open_files() < SERVER_FILES - 32, "the service keeps descriptors for its own files"
         more = _half_open(server.port, 100, within=5)  # the attacker reconnects: still answered
         slow += more
-        r = httpx.post(server.url + "/v1/evaluations", headers=auth, timeout=10,
-                       json={"data": [{"input": "q", "expected_output": "a", "actual_output": "a"}],
-                             "evaluators": ["exact_match"]})
+        r = httpx.post(
+            server.url + "/v1/evaluations",
+            headers=auth,
+            timeout=10,
+            json={
+                "data": [{"input": "q", "expected_output": "a", "actual_output": "a"}],
+                "evaluators": ["exact_match"],
+            },
+        )
         assert r.status_code == 200 and r.json()["status"] == "succeeded", r.text
     finally:
         for s in slow:
@@ -139,9 +162,11 @@ def test_a_body_that_never_arrives_is_answered_408_within_the_deadline() -> None
     server = Child("--body-timeout", "2", "--header-timeout", "60", files=1024)
     try:
         with socket.create_connection(("127.0.0.1", server.port), timeout=15) as s:
-            s.sendall(b"POST /v1/evaluations HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                      b"Authorization: Bearer " + TOKEN.encode() + b"\r\nContent-Type: application/json\r\n"
-                      b"Content-Length: 1000000\r\n\r\n{")
+            s.sendall(
+                b"POST /v1/evaluations HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                b"Authorization: Bearer " + TOKEN.encode() + b"\r\nContent-Type: application/json\r\n"
+                b"Content-Length: 1000000\r\n\r\n{"
+            )
             t0 = time.monotonic()
             answer = b""
             while chunk := s.recv(65536):
@@ -159,12 +184,15 @@ def test_a_body_that_never_arrives_is_answered_408_within_the_deadline() -> None
 def test_a_body_that_arrives_in_time_is_not_cut_off() -> None:
     server = Child("--body-timeout", "3", files=1024)
     try:
-        body = (b'{"data": [{"input": "q", "expected_output": "a", "actual_output": "a"}], '
-                b'"evaluators": ["exact_match"]}')
+        body = (
+            b'{"data": [{"input": "q", "expected_output": "a", "actual_output": "a"}], "evaluators": ["exact_match"]}'
+        )
         with socket.create_connection(("127.0.0.1", server.port), timeout=15) as s:
-            s.sendall(b"POST /v1/evaluations HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
-                      b"Authorization: Bearer " + TOKEN.encode() + b"\r\nContent-Type: application/json\r\n"
-                      b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body[:10])
+            s.sendall(
+                b"POST /v1/evaluations HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                b"Authorization: Bearer " + TOKEN.encode() + b"\r\nContent-Type: application/json\r\n"
+                b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body[:10]
+            )
             time.sleep(1)
             s.sendall(body[10:])
             answer = b""
@@ -190,8 +218,9 @@ def test_the_connection_limit_is_lowered_to_the_files_the_process_may_open() -> 
         uvicorn_config(open_files=100)
 
 
-def test_the_command_passes_the_body_deadline_and_the_queue_bound(monkeypatch: pytest.MonkeyPatch,
-                                                                  tmp_path: Path) -> None:
+def test_the_command_passes_the_body_deadline_and_the_queue_bound(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     import uvicorn
 
     from nbeval.cli import main

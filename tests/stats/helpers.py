@@ -10,9 +10,15 @@ from nbeval.evaluators.base import Evaluator, EvaluatorSpec, MetricSpec, Score
 from nbeval.evaluators.registry import register
 
 
-@register(spec=EvaluatorSpec(id="st_score", family="test", kind="score", inputs=("actual_output",),
-                             metrics=(MetricSpec("s", "higher", threshold=0.5, primary=True),
-                                      MetricSpec("hit", "higher", threshold=0.5))))
+@register(
+    spec=EvaluatorSpec(
+        id="st_score",
+        family="test",
+        kind="score",
+        inputs=("actual_output",),
+        metrics=(MetricSpec("s", "higher", threshold=0.5, primary=True), MetricSpec("hit", "higher", threshold=0.5)),
+    )
+)
 class ReadScore(Evaluator):
     """An answer "0.7 safe" scores s = 0.7, hit = 1 (s >= 0.5) and has the verdict label "safe";
     an answer "x" cannot be scored."""
@@ -26,8 +32,15 @@ class ReadScore(Evaluator):
         return Score({"s": v, "hit": float(v >= 0.5)}, label=parts[1] if len(parts) > 1 else None)
 
 
-@register(spec=EvaluatorSpec(id="st_low", family="test", kind="score", inputs=("actual_output",),
-                             metrics=(MetricSpec("err", "lower", threshold=0.5, primary=True),)))
+@register(
+    spec=EvaluatorSpec(
+        id="st_low",
+        family="test",
+        kind="score",
+        inputs=("actual_output",),
+        metrics=(MetricSpec("err", "lower", threshold=0.5, primary=True),),
+    )
+)
 class ReadError(Evaluator):
     """Like st_score, for a metric where lower is better."""
 
@@ -35,8 +48,15 @@ class ReadError(Evaluator):
         return Score({"err": float(row.actual_output.split()[0])})
 
 
-@register(spec=EvaluatorSpec(id="st_plain", family="test", kind="score", inputs=("actual_output",),
-                             metrics=(MetricSpec("s", "higher", threshold=None, primary=True),)))
+@register(
+    spec=EvaluatorSpec(
+        id="st_plain",
+        family="test",
+        kind="score",
+        inputs=("actual_output",),
+        metrics=(MetricSpec("s", "higher", threshold=None, primary=True),),
+    )
+)
 class ReadScoreNoThreshold(Evaluator):
     """Like st_score without a threshold: scores that neither pass nor fail."""
 
@@ -53,8 +73,9 @@ def records(answers: dict[str, Sequence[str | None]]) -> list[dict]:
     return out
 
 
-def result_of(answers: dict[str, Sequence[str | None]], evaluators: Sequence[str] = ("st_score",)
-              ) -> nbeval.EvaluationResult:
+def result_of(
+    answers: dict[str, Sequence[str | None]], evaluators: Sequence[str] = ("st_score",)
+) -> nbeval.EvaluationResult:
     return nbeval.evaluate(records(answers), list(evaluators), progress=False)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -13,12 +14,24 @@ from nbeval.results.agreement import JudgeAgreement
 from tests.stats.helpers import demo_result, result_of
 
 # st_score passes at s >= 0.5; the second word is the verdict label
-SCORES = {"A": ["0.9 safe", "0.2 toxic", "0.7 safe", "0.6 toxic", "0.55 safe", "0.3 safe"],
-          "B": ["0.4 safe", "0.65 toxic", "0.1 toxic", "x", "0.8 safe", None]}
-HUMAN = [("c1", "A", "pass"), ("c2", "A", "fail"), ("c3", "A", "fail"), ("c4", "A", "pass"), ("c5", "A", "pass"),
-         ("c6", "A", "fail"), ("c1", "B", "pass"), ("c2", "B", "fail"), ("c3", "B", "pass"), ("c5", "B", "fail"),
-         ("c4", "B", "pass"),  # B's c4 could not be scored: no verdict, left out
-         ("c6", "B", "pass")]  # B's c6 was skipped: left out
+SCORES: dict[str, Sequence[str | None]] = {
+    "A": ["0.9 safe", "0.2 toxic", "0.7 safe", "0.6 toxic", "0.55 safe", "0.3 safe"],
+    "B": ["0.4 safe", "0.65 toxic", "0.1 toxic", "x", "0.8 safe", None],
+}
+HUMAN = [
+    ("c1", "A", "pass"),
+    ("c2", "A", "fail"),
+    ("c3", "A", "fail"),
+    ("c4", "A", "pass"),
+    ("c5", "A", "pass"),
+    ("c6", "A", "fail"),
+    ("c1", "B", "pass"),
+    ("c2", "B", "fail"),
+    ("c3", "B", "pass"),
+    ("c5", "B", "fail"),
+    ("c4", "B", "pass"),  # B's c4 could not be scored: no verdict, left out
+    ("c6", "B", "pass"),
+]  # B's c6 was skipped: left out
 
 
 def _labelled():
@@ -65,16 +78,22 @@ def test_roc_auc_and_best_threshold_match_sklearn() -> None:
     assert agreed.auc == pytest.approx(roc_auc_score(truth, score), abs=1e-12)
     j = tpr[1:] - fpr[1:]
     assert agreed.best_threshold == pytest.approx(thresholds[1:][np.argmax(j)])
+
     # the threshold found reproduces the human labels at least as well as the configured 0.5
     def hits(t: float) -> int:
         return sum((s >= t) == p for s, p in zip(score, truth, strict=True))
+
     assert hits(agreed.best_threshold) >= hits(0.5)
 
 
 def test_lower_is_better_scores_pass_below_the_threshold() -> None:
     res = result_of({"A": ["0.1", "0.2", "0.8", "0.9", "0.3"]}, ["st_low"])
-    res.set_labels([{"key": f"c{i}", "model_key": "A", "evaluator": "st_low", "label": lab}
-                    for i, lab in enumerate(["pass", "pass", "fail", "fail", "fail"], 1)])
+    res.set_labels(
+        [
+            {"key": f"c{i}", "model_key": "A", "evaluator": "st_low", "label": lab}
+            for i, lab in enumerate(["pass", "pass", "fail", "fail", "fail"], 1)
+        ]
+    )
     agreed = res.agreement("st_low")
     scores, truth = [0.1, 0.2, 0.8, 0.9, 0.3], [1, 1, 0, 0, 0]
     # sklearn ranks high scores as positive: give it the negated error
@@ -84,10 +103,14 @@ def test_lower_is_better_scores_pass_below_the_threshold() -> None:
 
 def test_class_labels_are_compared_with_the_verdict_label() -> None:
     res = result_of(SCORES)
-    res.set_labels([{"key": "c1", "model_key": "A", "evaluator": "st_score", "label": "safe"},
-                    {"key": "c2", "model_key": "A", "evaluator": "st_score", "label": "safe"},
-                    {"key": "c2", "model_key": "B", "evaluator": "st_score", "label": "toxic"},
-                    {"key": "c3", "model_key": "B", "evaluator": "st_score", "label": "safe"}])
+    res.set_labels(
+        [
+            {"key": "c1", "model_key": "A", "evaluator": "st_score", "label": "safe"},
+            {"key": "c2", "model_key": "A", "evaluator": "st_score", "label": "safe"},
+            {"key": "c2", "model_key": "B", "evaluator": "st_score", "label": "toxic"},
+            {"key": "c3", "model_key": "B", "evaluator": "st_score", "label": "safe"},
+        ]
+    )
     agreed = res.agreement("st_score")
     human, judge = ["safe", "safe", "toxic", "safe"], ["safe", "toxic", "toxic", "toxic"]
     assert agreed.n == 4 and agreed.kappa == pytest.approx(cohen_kappa_score(human, judge))
@@ -106,8 +129,14 @@ def test_no_labels_and_unknown_evaluator() -> None:
 def test_demo_rouge_threshold_that_matches_people() -> None:
     """The README's example: people pass two answers below rouge_l's 0.75."""
     res = demo_result()
-    labelled = [("chair", "gpt-4o-mini", "pass"), ("units", "gpt-4o-mini", "pass"), ("founded", "llama-3-8b", "pass"),
-                ("support", "llama-3-8b", "fail"), ("support", "tiny-rag", "fail"), ("revenue", "tiny-rag", "fail")]
+    labelled = [
+        ("chair", "gpt-4o-mini", "pass"),
+        ("units", "gpt-4o-mini", "pass"),
+        ("founded", "llama-3-8b", "pass"),
+        ("support", "llama-3-8b", "fail"),
+        ("support", "tiny-rag", "fail"),
+        ("revenue", "tiny-rag", "fail"),
+    ]
     res = copy.copy(res)  # the cached demo result stays unlabelled
     res.set_labels([{"key": k, "model_key": m, "evaluator": "rouge", "label": lab} for k, m, lab in labelled])
     agreed = res.agreement("rouge")
@@ -124,8 +153,12 @@ def test_demo_rouge_threshold_that_matches_people() -> None:
 def test_a_score_without_threshold_gets_one_from_the_labels() -> None:
     res = result_of({"A": ["0.9", "0.35", "0.6", "0.2", "0.5"]}, ["st_plain"])
     truth = [1, 0, 1, 0, 1]
-    res.set_labels([{"key": f"c{i}", "model_key": "A", "evaluator": "st_plain", "label": "pass" if t else "fail"}
-                    for i, t in enumerate(truth, 1)])
+    res.set_labels(
+        [
+            {"key": f"c{i}", "model_key": "A", "evaluator": "st_plain", "label": "pass" if t else "fail"}
+            for i, t in enumerate(truth, 1)
+        ]
+    )
     agreed = res.agreement("st_plain")
     assert agreed.n == 0 and math.isnan(agreed.kappa)  # no threshold: no verdicts to agree with
     assert agreed.rows["judge"].isna().all() and len(agreed.rows) == 5

@@ -20,14 +20,26 @@ B = ["0.5", "0.55", "0.72", "0.3", "0.2", "0.6", "0.45", "0.1", "0.5", None, "0.
 
 def _pairs() -> tuple[np.ndarray, np.ndarray]:
     """The pairs where both A and B have a value, by hand: c9 (A unscorable) and c10 (B skipped) drop out."""
-    keep = [i for i in range(len(A)) if A[i] != "x" and B[i] is not None]
-    return np.array([float(A[i]) for i in keep]), np.array([float(B[i]) for i in keep])
+    keep = [(a, b) for a, b in zip(A, B, strict=True) if a != "x" and b is not None]
+    return np.array([float(a) for a, _ in keep]), np.array([float(b) for _, b in keep])
 
 
 def test_scores_are_compared_with_wilcoxon_and_shares_with_exact_mcnemar() -> None:
     table = result_of({"A": A, "B": B}).compare("A", "B")
-    assert list(table.columns) == ["evaluator", "metric", "mean_a", "mean_b", "diff", "diff_lo", "diff_hi", "n",
-                                   "test", "p_value", "p_holm", "significant"]
+    assert list(table.columns) == [
+        "evaluator",
+        "metric",
+        "mean_a",
+        "mean_b",
+        "diff",
+        "diff_lo",
+        "diff_hi",
+        "n",
+        "test",
+        "p_value",
+        "p_holm",
+        "significant",
+    ]
     x, y = _pairs()
     s = table.set_index("metric").loc["s"]
     assert (s["evaluator"], s["n"], s["test"]) == ("st_score", 10, "wilcoxon")
@@ -40,8 +52,12 @@ def test_scores_are_compared_with_wilcoxon_and_shares_with_exact_mcnemar() -> No
     assert s["diff_hi"] == pytest.approx(ref.high, abs=0.1 * width)
     hit = table.set_index("metric").loc["hit"]
     xa, yb = (x >= 0.5).astype(int), (y >= 0.5).astype(int)
-    contingency = np.array([[np.sum((xa == 1) & (yb == 1)), np.sum((xa == 1) & (yb == 0))],
-                            [np.sum((xa == 0) & (yb == 1)), np.sum((xa == 0) & (yb == 0))]])
+    contingency = np.array(
+        [
+            [np.sum((xa == 1) & (yb == 1)), np.sum((xa == 1) & (yb == 0))],
+            [np.sum((xa == 0) & (yb == 1)), np.sum((xa == 0) & (yb == 0))],
+        ]
+    )
     assert hit["test"] == "mcnemar-exact"
     assert hit["p_value"] == pytest.approx(mcnemar(contingency, exact=True).pvalue, rel=1e-12)
     np.testing.assert_allclose(table["p_holm"], multipletests(table["p_value"], method="holm")[1])
@@ -54,8 +70,7 @@ def test_holm_runs_over_every_row_of_the_table() -> None:
     tested = table[table["p_value"].notna()]
     np.testing.assert_allclose(tested["p_holm"], multipletests(tested["p_value"], method="holm")[1])
     # rouge's rouge_1, rouge_2, rouge_l and rouge_lsum are scores; the others 0/1
-    assert tested["test"].tolist() == ["mcnemar-exact", "wilcoxon", "wilcoxon", "wilcoxon", "wilcoxon",
-                                       "mcnemar-exact"]
+    assert tested["test"].tolist() == ["mcnemar-exact", "wilcoxon", "wilcoxon", "wilcoxon", "wilcoxon", "mcnemar-exact"]
     f1 = table.set_index("metric").loc["f1"]  # a macro F1 is not compared row by row
     assert f1["test"] == "none" and math.isnan(f1["p_value"]) and not f1["significant"]
     aggs = demo_result().aggregates.set_index(["model_key", "metric"])["value"]

@@ -1,4 +1,4 @@
-""""best" only when the lead is significant; intervals in the summary and the HTML report."""
+""" "best" only when the lead is significant; intervals in the summary and the HTML report."""
 
 from __future__ import annotations
 
@@ -45,7 +45,11 @@ def test_one_model_and_equal_aggregates() -> None:
     alone = result_of({"A": HIGH}).insights.iloc[0]
     assert alone.kind == "best_model" and alone.significant is None and "the only model" in alone.message
     equal = result_of({"A": ["0.5", "0.7"], "B": ["0.7", "0.5"]}).insights.iloc[0]
-    assert equal.kind == "tied_models" and not equal.significant and equal.message == "tied within noise on st_score.s: A, B all at 0.600"
+    assert (
+        equal.kind == "tied_models"
+        and not equal.significant
+        and equal.message == "tied within noise on st_score.s: A, B all at 0.600"
+    )
 
 
 def test_summary_shows_intervals_and_whether_the_lead_is_real() -> None:
@@ -71,9 +75,13 @@ def test_html_report_shows_intervals_and_escapes_names() -> None:
 def test_html_report_shows_agreement_with_human_labels_when_there_are_some() -> None:
     res = result_of({"A": HIGH, "B": LOW})
     assert "Judge agreement" not in res.to_html()
-    res.set_labels([{"key": "c1", "model_key": "A", "evaluator": "st_score", "label": "pass"},
-                    {"key": "c2", "model_key": "B", "evaluator": "st_score", "label": "pass"},  # judge: fail (0.45)
-                    {"key": "c4", "model_key": "B", "evaluator": "st_score", "label": "fail"}])
+    res.set_labels(
+        [
+            {"key": "c1", "model_key": "A", "evaluator": "st_score", "label": "pass"},
+            {"key": "c2", "model_key": "B", "evaluator": "st_score", "label": "pass"},  # judge: fail (0.45)
+            {"key": "c4", "model_key": "B", "evaluator": "st_score", "label": "fail"},
+        ]
+    )
     html = res.to_html()
     kappa = cohen_kappa_score(["pass", "pass", "fail"], ["pass", "fail", "fail"])
     assert "Judge agreement with human labels" in html

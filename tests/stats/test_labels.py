@@ -22,13 +22,23 @@ def test_a_result_starts_without_labels() -> None:
 
 def test_set_labels_adds_and_replaces_on_key_model_and_evaluator() -> None:
     res = _res()
-    res.set_labels(pd.DataFrame({"key": ["c1", "c2"], "model_key": ["A", "A"], "evaluator": ["st_score"] * 2,
-                                 "label": ["pass", "fail"]}))
-    res.set_labels([{"key": "c2", "model_key": "A", "evaluator": "st_score", "label": " pass "},
-                    {"key": "c3", "model_key": "B", "evaluator": "st_score", "label": "fail"}])
+    res.set_labels(
+        pd.DataFrame(
+            {"key": ["c1", "c2"], "model_key": ["A", "A"], "evaluator": ["st_score"] * 2, "label": ["pass", "fail"]}
+        )
+    )
+    res.set_labels(
+        [
+            {"key": "c2", "model_key": "A", "evaluator": "st_score", "label": " pass "},
+            {"key": "c3", "model_key": "B", "evaluator": "st_score", "label": "fail"},
+        ]
+    )
     got = res.labels.sort_values(["model_key", "key"]).reset_index(drop=True)
-    assert got.values.tolist() == [["c1", "A", "st_score", "pass"], ["c2", "A", "st_score", "pass"],
-                                   ["c3", "B", "st_score", "fail"]]
+    assert got.values.tolist() == [
+        ["c1", "A", "st_score", "pass"],
+        ["c2", "A", "st_score", "pass"],
+        ["c3", "B", "st_score", "fail"],
+    ]
     copy = res.labels
     copy.loc[0, "label"] = "changed"  # a copy: the result keeps its labels
     assert "changed" not in set(res.labels["label"])
@@ -61,8 +71,12 @@ def test_labels_from_csv_and_errors_naming_row_and_field(tmp_path: Path) -> None
 
 def test_labels_are_saved_and_loaded_with_the_result(tmp_path: Path) -> None:
     res = _res()
-    res.set_labels([{"key": "c1", "model_key": "A", "evaluator": "st_score", "label": "=cmd|' /C calc'!A0"},
-                    {"key": "c2", "model_key": "B", "evaluator": "st_score", "label": "fail"}])
+    res.set_labels(
+        [
+            {"key": "c1", "model_key": "A", "evaluator": "st_score", "label": "=cmd|' /C calc'!A0"},
+            {"key": "c2", "model_key": "B", "evaluator": "st_score", "label": "fail"},
+        ]
+    )
     folder = res.save(tmp_path / "run")
     text = (folder / "labels.csv").read_text(encoding="utf-8")
     assert "'=cmd" in text  # a spreadsheet shows it as text
@@ -116,27 +130,43 @@ def test_pass_fail_labels_may_be_ints_booleans_or_yes_no() -> None:
     res = _mixed()
     assert pass_fail_evaluators(res) == {"exact_match", "rouge"}
     # the common case: a DataFrame whose label column is ints
-    res.set_labels(pd.DataFrame({"key": ["c1", "c2", "c3"], "model_key": ["A"] * 3,
-                                 "evaluator": ["exact_match"] * 3, "label": [1, 0, 1]}))
-    res.set_labels([{"key": "c1", "model_key": "B", "evaluator": "rouge", "label": True},
-                    {"key": "c2", "model_key": "B", "evaluator": "rouge", "label": False},
-                    {"key": "c3", "model_key": "B", "evaluator": "rouge", "label": " Yes "},
-                    {"key": "c1", "model_key": "B", "evaluator": "exact_match", "label": "no"},
-                    {"key": "c2", "model_key": "B", "evaluator": "exact_match", "label": 1.0},
-                    {"key": "c3", "model_key": "B", "evaluator": "exact_match", "label": "FALSE"}])
+    res.set_labels(
+        pd.DataFrame(
+            {"key": ["c1", "c2", "c3"], "model_key": ["A"] * 3, "evaluator": ["exact_match"] * 3, "label": [1, 0, 1]}
+        )
+    )
+    res.set_labels(
+        [
+            {"key": "c1", "model_key": "B", "evaluator": "rouge", "label": True},
+            {"key": "c2", "model_key": "B", "evaluator": "rouge", "label": False},
+            {"key": "c3", "model_key": "B", "evaluator": "rouge", "label": " Yes "},
+            {"key": "c1", "model_key": "B", "evaluator": "exact_match", "label": "no"},
+            {"key": "c2", "model_key": "B", "evaluator": "exact_match", "label": 1.0},
+            {"key": "c3", "model_key": "B", "evaluator": "exact_match", "label": "FALSE"},
+        ]
+    )
     got = {(r.key, r.model_key, r.evaluator): r.label for r in res.labels.itertuples()}
-    assert got == {("c1", "A", "exact_match"): "pass", ("c2", "A", "exact_match"): "fail",
-                   ("c3", "A", "exact_match"): "pass", ("c1", "B", "rouge"): "pass", ("c2", "B", "rouge"): "fail",
-                   ("c3", "B", "rouge"): "pass", ("c1", "B", "exact_match"): "fail",
-                   ("c2", "B", "exact_match"): "pass", ("c3", "B", "exact_match"): "fail"}
+    assert got == {
+        ("c1", "A", "exact_match"): "pass",
+        ("c2", "A", "exact_match"): "fail",
+        ("c3", "A", "exact_match"): "pass",
+        ("c1", "B", "rouge"): "pass",
+        ("c2", "B", "rouge"): "fail",
+        ("c3", "B", "rouge"): "pass",
+        ("c1", "B", "exact_match"): "fail",
+        ("c2", "B", "exact_match"): "pass",
+        ("c3", "B", "exact_match"): "fail",
+    }
     assert res.agreement("exact_match").n == 6  # read as pass/fail verdicts, not as classes
 
 
 def test_pass_fail_words_in_a_csv_file(tmp_path: Path) -> None:
     res = _mixed()
     path = tmp_path / "labels.csv"
-    path.write_text("key,model_key,evaluator,label\nc1,A,rouge,1\nc2,A,rouge,0\nc3,A,rouge,yes\n"
-                    "c1,A,classification,1\n", encoding="utf-8")
+    path.write_text(
+        "key,model_key,evaluator,label\nc1,A,rouge,1\nc2,A,rouge,0\nc3,A,rouge,yes\nc1,A,classification,1\n",
+        encoding="utf-8",
+    )
     res.set_labels(path)
     assert res.labels["label"].tolist() == ["pass", "fail", "pass", "1"]  # a class stays a class
 

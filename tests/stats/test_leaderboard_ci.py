@@ -21,7 +21,7 @@ def _rows(result, evaluator: str, metric: str, model: str) -> np.ndarray:
 def test_shares_get_wilson_intervals_as_statsmodels_computes_them() -> None:
     res = demo_result()
     board = res.leaderboard("exact_match", ci=0.95)
-    assert list(board.columns[board.columns.get_loc("score"):][:4]) == ["score", "score_lo", "score_hi", "score_n"]
+    assert list(board.columns[board.columns.get_loc("score") :][:4]) == ["score", "score_lo", "score_hi", "score_n"]
     assert board.attrs["ci"] == {"level": 0.95, "method": {"score": "wilson"}}
     for model in res.model_keys:
         values = _rows(res, "exact_match", "score", model)
@@ -38,8 +38,9 @@ def test_scores_get_a_seeded_bootstrap_close_to_scipys() -> None:
     assert board.attrs["ci"]["level"] == 0.9
     for model in res.model_keys:
         values = _rows(res, "rouge", "rouge_l", model)
-        ref = sps.bootstrap((values,), np.mean, method="percentile", confidence_level=0.9, n_resamples=20000,
-                            random_state=0).confidence_interval
+        ref = sps.bootstrap(
+            (values,), np.mean, method="percentile", confidence_level=0.9, n_resamples=20000, random_state=0
+        ).confidence_interval
         width = ref.high - ref.low
         assert board.loc[model, "rouge_l_lo"] == pytest.approx(ref.low, abs=0.1 * width)
         assert board.loc[model, "rouge_l_hi"] == pytest.approx(ref.high, abs=0.1 * width)

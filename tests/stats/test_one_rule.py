@@ -21,9 +21,15 @@ LOW = ["0.5", "0.45", "0.6", "0.2", "0.3", "0.55"]  # below HIGH on every case
 CLOSE = ["0.85", "0.85", "0.9", "0.75", "0.8", "0.7"]  # near HIGH, either side
 
 
-@register(spec=EvaluatorSpec(id="st_count", family="test", kind="score", inputs=("actual_output",),
-                             metrics=(MetricSpec("deletions", "lower", lo=0.0, hi=math.inf, threshold=0.75,
-                                                 primary=True),)))
+@register(
+    spec=EvaluatorSpec(
+        id="st_count",
+        family="test",
+        kind="score",
+        inputs=("actual_output",),
+        metrics=(MetricSpec("deletions", "lower", lo=0.0, hi=math.inf, threshold=0.75, primary=True),),
+    )
+)
 class ReadCount(Evaluator):
     """A count with range [0, inf), as step_alignment's ``deletions``: the answer is the count."""
 

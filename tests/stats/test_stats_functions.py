@@ -34,8 +34,9 @@ def test_wilson_of_no_rows_is_unknown_and_bad_counts_are_refused() -> None:
 @pytest.mark.parametrize("n", [5, 20, 200])
 def test_bootstrap_is_close_to_scipy_percentile_bootstrap(n: int) -> None:
     data = np.random.default_rng(n).gamma(2.0, 0.2, size=n)
-    ref = sps.bootstrap((data,), np.mean, method="percentile", n_resamples=20000, random_state=1,
-                        confidence_level=0.95).confidence_interval
+    ref = sps.bootstrap(
+        (data,), np.mean, method="percentile", n_resamples=20000, random_state=1, confidence_level=0.95
+    ).confidence_interval
     lo, hi = stats.bootstrap_mean_interval(data)
     width = ref.high - ref.low
     # different resamples: the ends agree to a few percent of the width
@@ -55,17 +56,22 @@ def test_bootstrap_is_seeded_and_handles_degenerate_samples() -> None:
 def test_bootstrap_and_wilson_cover_the_true_mean_about_as_often_as_promised() -> None:
     rng = np.random.default_rng(7)
     trials, true_mean = 300, 0.4  # beta(2, 3) has mean 0.4
-    boot = sum(lo <= true_mean <= hi for lo, hi in
-               (stats.bootstrap_mean_interval(rng.beta(2, 3, size=40), resamples=500) for _ in range(trials)))
-    wilson = sum(lo <= 0.3 <= hi for lo, hi in
-                 (stats.wilson_interval(int(rng.binomial(30, 0.3)), 30) for _ in range(trials)))
+    boot = sum(
+        lo <= true_mean <= hi
+        for lo, hi in (stats.bootstrap_mean_interval(rng.beta(2, 3, size=40), resamples=500) for _ in range(trials))
+    )
+    wilson = sum(
+        lo <= 0.3 <= hi for lo, hi in (stats.wilson_interval(int(rng.binomial(30, 0.3)), 30) for _ in range(trials))
+    )
     # 95% intervals: coverage within binomial noise of 0.95 (sd about 0.0126 for 300 trials)
     assert 0.90 <= boot / trials <= 0.99
     assert 0.90 <= wilson / trials <= 0.99
 
 
-@pytest.mark.parametrize(("b", "c"), [(0, 0), (0, 5), (5, 0), (3, 4), (1, 9), (12, 30), (25, 25), (480, 560),
-                                     (4900, 5100), (5000, 5000), (3000, 3300)])
+@pytest.mark.parametrize(
+    ("b", "c"),
+    [(0, 0), (0, 5), (5, 0), (3, 4), (1, 9), (12, 30), (25, 25), (480, 560), (4900, 5100), (5000, 5000), (3000, 3300)],
+)
 def test_mcnemar_exact_matches_statsmodels(b: int, c: int) -> None:
     ref = mcnemar(np.array([[10, b], [c, 7]]), exact=True).pvalue
     assert stats.mcnemar_exact(b, c) == pytest.approx(ref, rel=1e-9)
@@ -74,10 +80,14 @@ def test_mcnemar_exact_matches_statsmodels(b: int, c: int) -> None:
 @pytest.mark.parametrize("case", ["exact", "ties_small", "zeros_small", "ties_large", "large", "one_pair"])
 def test_wilcoxon_matches_scipy(case: str) -> None:
     rng = np.random.default_rng(3)
-    x = {"exact": rng.normal(size=12), "ties_small": np.array([0.1, 0.2, 0.2, 0.5, 0.9, 0.3, 0.3, 0.7]),
-         "zeros_small": np.array([0.0, 0.4, 0.0, -0.2, 0.6, 0.8, 0.1, 0.9, -0.5, 0.3]),
-         "ties_large": np.round(rng.normal(0.3, 1, size=40), 1), "large": rng.normal(0.2, 1, size=80),
-         "one_pair": np.array([0.5])}[case]
+    x = {
+        "exact": rng.normal(size=12),
+        "ties_small": np.array([0.1, 0.2, 0.2, 0.5, 0.9, 0.3, 0.3, 0.7]),
+        "zeros_small": np.array([0.0, 0.4, 0.0, -0.2, 0.6, 0.8, 0.1, 0.9, -0.5, 0.3]),
+        "ties_large": np.round(rng.normal(0.3, 1, size=40), 1),
+        "large": rng.normal(0.2, 1, size=80),
+        "one_pair": np.array([0.5]),
+    }[case]
     y = np.zeros_like(x) if case in ("ties_small", "zeros_small", "ties_large") else rng.normal(size=x.size) * 0.5
     if case == "ties_small":
         y = np.array([0.0, 0.1, 0.0, 0.3, 0.4, 0.6, 0.0, 0.9])
@@ -106,11 +116,14 @@ def test_holm_ignores_unknown_p_values() -> None:
     assert stats.holm([]).size == 0
 
 
-@pytest.mark.parametrize(("a", "b"), [
-    (["pass", "fail", "pass", "pass", "fail", "pass"], ["pass", "fail", "fail", "pass", "fail", "pass"]),
-    (["a", "b", "c", "a", "b", "c", "a"], ["a", "b", "b", "a", "c", "c", "b"]),
-    (["x", "x", "y", "y"], ["y", "y", "x", "x"]),
-])
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        (["pass", "fail", "pass", "pass", "fail", "pass"], ["pass", "fail", "fail", "pass", "fail", "pass"]),
+        (["a", "b", "c", "a", "b", "c", "a"], ["a", "b", "b", "a", "c", "c", "b"]),
+        (["x", "x", "y", "y"], ["y", "y", "x", "x"]),
+    ],
+)
 def test_cohen_kappa_matches_sklearn(a: list[str], b: list[str]) -> None:
     assert stats.cohen_kappa(a, b) == pytest.approx(cohen_kappa_score(a, b), abs=1e-12)
 

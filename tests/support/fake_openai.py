@@ -8,8 +8,8 @@
 What it answers, in order of precedence for each ``POST /v1/chat/completions``:
 
 1. the next item of the queue (``server.push(Status(500), "ok")``), else
-2. ``server.reply``: a fixed text, or a function of the :class:`Recorded` request returning a
-   text or a behaviour.
+2. ``server.reply``: a fixed text or behaviour, or a function of the :class:`Recorded` request
+   returning a text or a behaviour.
 
 Behaviours: a plain string or :class:`Text` (a normal completion), :class:`Status` (an error
 status, with headers such as ``Retry-After``), :func:`rate_limited`, :class:`Hang` (no answer for
@@ -109,8 +109,9 @@ def rate_limited(retry_after: str | float = "1") -> Status:
 Behaviour = Union[str, Text, Status, Hang, Drop, Garbage, Drip]
 
 
-def together(server: FakeOpenAIServer, n: int, then: Behaviour | Callable[[Recorded], Behaviour] = "ok", *,
-             hold: float = 30.0) -> Callable[[Recorded], Behaviour]:
+def together(
+    server: FakeOpenAIServer, n: int, then: Behaviour | Callable[[Recorded], Behaviour] = "ok", *, hold: float = 30.0
+) -> Callable[[Recorded], Behaviour]:
     """A reply for ``server.reply``: the first requests are held until ``n`` are in flight at
     once, then every request gets ``then``. A client allowed ``n`` calls at once makes
     ``server.max_in_flight == n`` without relying on the server being slow; a client that never
@@ -155,6 +156,12 @@ class Recorded:
     """The URL's query parameters (``path`` is the whole request target, query included)."""
 
     @property
+    def model(self) -> Any:
+        """The body's ``model`` (a request without a JSON body fails the test)."""
+        assert self.body is not None, f"{self.path} came without a JSON body"
+        return self.body["model"]
+
+    @property
     def messages(self) -> list[dict[str, Any]]:
         return list((self.body or {}).get("messages", []))
 
@@ -173,8 +180,13 @@ class Recorded:
 class FakeOpenAIServer:
     """The server. ``url`` is the base URL to give the client (ends in ``/v1``)."""
 
-    def __init__(self, reply: str | Callable[[Recorded], Behaviour] = "ok", *, latency: float = 0.0,
-                 model: str = "fake-model") -> None:
+    def __init__(
+        self,
+        reply: Behaviour | Callable[[Recorded], Behaviour] = "ok",
+        *,
+        latency: float = 0.0,
+        model: str = "fake-model",
+    ) -> None:
         self.reply = reply
         self.latency = latency
         self.model = model
@@ -195,8 +207,9 @@ class FakeOpenAIServer:
         httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         httpd.daemon_threads = True
         self._httpd = httpd
-        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="fake-openai", daemon=True)
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-openai", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -283,10 +296,13 @@ class FakeOpenAIServer:
         usage = {**usage, "total_tokens": usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)}
         n = len(self.requests)
         return {
-            "id": f"chatcmpl-fake-{n}", "object": "chat.completion", "created": int(time.time()),
+            "id": f"chatcmpl-fake-{n}",
+            "object": "chat.completion",
+            "created": int(time.time()),
             "model": text.model or (rec.body or {}).get("model") or self.model,
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": text.content}}],
+            "choices": [
+                {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text.content}}
+            ],
             "usage": usage,
         }
 
@@ -304,8 +320,9 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
 
-    def _send(self, code: int, body: bytes, content_type: str = "application/json",
-              headers: dict[str, str] | None = None) -> None:
+    def _send(
+        self, code: int, body: bytes, content_type: str = "application/json", headers: dict[str, str] | None = None
+    ) -> None:
         self.send_response(code)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
@@ -332,8 +349,13 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw or b"null")
         except ValueError:
             body = None
-        rec = Recorded(self.path, Headers(self.headers.items()), body, time.monotonic(),
-                       dict(parse_qsl(target.query, keep_blank_values=True)))
+        rec = Recorded(
+            self.path,
+            Headers(self.headers.items()),
+            body,
+            time.monotonic(),
+            dict(parse_qsl(target.query, keep_blank_values=True)),
+        )
         fake = self.fake
         behaviour = fake._begin(rec)
         try:
@@ -375,7 +397,7 @@ class _Handler(BaseHTTPRequestHandler):
                 if fake._stopping.is_set():
                     return
                 try:
-                    self.wfile.write(body[i:i + 1])
+                    self.wfile.write(body[i : i + 1])
                     self.wfile.flush()
                 except OSError:  # the client gave up and closed the connection
                     return

@@ -37,7 +37,7 @@ def _texts(widget: Any) -> list[str]:
 
 def _assert_no_traceback(widget: Any) -> None:
     for text in _texts(widget):
-        assert "Traceback" not in text and 'File "' not in text and ".py\", line" not in text, text
+        assert "Traceback" not in text and 'File "' not in text and '.py", line' not in text, text
 
 
 def _add_cases(app: nw.NbevalApp) -> None:
@@ -83,8 +83,13 @@ def test_a_function_named_in_the_model_field_is_collected_then_evaluated():
     def careless_bot(prompt: str) -> str:
         return "Paris." if "France" in prompt else "Lisbon is the capital."
 
-    namespace = {"__name__": __name__, "careful_bot": careful_bot, "careless_bot": careless_bot, "answer": 42,
-                 "imported": w.interact}  # functions defined elsewhere are not suggested
+    namespace = {
+        "__name__": __name__,
+        "careful_bot": careful_bot,
+        "careless_bot": careless_bot,
+        "answer": 42,
+        "imported": w.interact,
+    }  # functions defined elsewhere are not suggested
     app = nw.app(cache=False, evaluators=["exact_match"])
     panel = app.run_panel
     panel._namespace = namespace  # the notebook's namespace, as a kernel would hold it
@@ -132,8 +137,10 @@ def test_an_unknown_name_with_no_endpoint_is_refused_with_the_functions_there_ar
     app.run_panel.model_field.value = "carefull_bot"  # a typo
     assert app.run_panel.run_button.disabled
     assert "a name in Model cannot answer" in app.run_panel.message.value
-    assert "no function &#x27;carefull_bot&#x27; in this notebook (there are: careful_bot)" in \
-        app.run_panel.answers_note.value
+    assert (
+        "no function &#x27;carefull_bot&#x27; in this notebook (there are: careful_bot)"
+        in app.run_panel.answers_note.value
+    )
     app.run_panel.model_field.value = "x"
     assert "x is a int" in app.run_panel.answers_note.value and app.run_panel.run_button.disabled
     # with an endpoint, a name that is no function is a served model (nothing is contacted yet)

@@ -68,12 +68,12 @@ def test_the_case_view_shows_each_pair_side_by_side_with_both_rationales() -> No
         judge = {"model": "judge-model", "base_url": server.url, "api_key": "sk-judge-test-key-123456"}
         res = nbeval.evaluate(records(ORDERED), ["pairwise"], judge=judge, progress=False, cache=False)
     html = case_html(res, "c1")
-    block = html[html.index("pairwise: comparisons"):]
+    block = html[html.index("pairwise: comparisons") :]
     assert block.count("(inconsistent)") == 3  # every pair: the judge followed the slot
     assert block.count("&lt;script&gt;alert(1)&lt;/script&gt; first one") == 6  # both orders of 3 pairs
     assert "<script>" not in html
     # the pair m1 vs m2 shows both answers in one row, then each order with its winner
-    pair = block[block.index("<b>m1</b> vs <b>m2</b>"):]
+    pair = block[block.index("<b>m1</b> vs <b>m2</b>") :]
     pair = pair[: pair.index("</tbody>")]
     assert ORDERED["c1"]["m1"] in pair and ORDERED["c1"]["m2"] in pair
     assert "A: m1<br>B: m2</td><td" in pair and "A: m2<br>B: m1</td><td" in pair

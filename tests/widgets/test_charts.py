@@ -14,7 +14,9 @@ from tests.widgets.conftest import HOSTILE, synthetic_result
 
 def _data(spec: dict, node: dict) -> list[dict]:
     """The inline rows a (layer) node of ``spec`` draws."""
-    name = (node.get("data") or spec.get("data"))["name"]
+    data = node.get("data") or spec.get("data")
+    assert data is not None
+    name = data["name"]
     return spec["datasets"][name]
 
 
@@ -100,10 +102,18 @@ def test_heatmap_cells_status_and_named_selection(small_result):
     assert text["transform"] == [{"filter": "(datum.status !== 'scored')"}]
     assert text["encoding"]["text"]["field"] == "mark"
     assert rect["encoding"]["y"]["sort"] == {"field": "order", "op": "min"}
-    assert [c["case"] for c in cases.values()] == ["1. What is the capital of France?", "2. What is 2+2?",
-                                                   "3. Name a colour.", "4. Which river crosses Paris?"]
-    assert sorted({(r["order"], r["key"]) for r in rows.values()}) == [(0, "capital"), (1, "sum"), (2, "colour"),
-                                                                      (3, "river")]
+    assert [c["case"] for c in cases.values()] == [
+        "1. What is the capital of France?",
+        "2. What is 2+2?",
+        "3. Name a colour.",
+        "4. Which river crosses Paris?",
+    ]
+    assert sorted({(r["order"], r["key"]) for r in rows.values()}) == [
+        (0, "capital"),
+        (1, "sum"),
+        (2, "colour"),
+        (3, "river"),
+    ]
 
 
 def test_heatmap_lower_is_better_reverses_and_centres_on_threshold(small_result):
@@ -142,8 +152,9 @@ def test_heatmap_click_selection_reaches_python(small_result):
     widget = jupyter_chart(heatmap(small_result, "w_overlap"))
     seen = []
     widget.selections.observe(lambda c: seen.append(c["new"].value), names=["case_select"])
-    widget._vl_selections = {"case_select": {"value": {"vlPoint": {"or": [{"key": "sum", "model_key": "m2"}]}},
-                                             "store": []}}
+    widget._vl_selections = {
+        "case_select": {"value": {"vlPoint": {"or": [{"key": "sum", "model_key": "m2"}]}}, "store": []}
+    }
     assert seen == [[{"key": "sum", "model_key": "m2"}]]
 
 
@@ -153,8 +164,14 @@ def test_heatmap_click_selection_reaches_python(small_result):
 def test_pass_fail_counts_parse_failures_and_skips_apart(small_result):
     spec = pass_fail_chart(small_result, "w_mentions").to_dict()
     counts = {(r["model"], r["outcome"]): r["count"] for r in spec["datasets"][spec["data"]["name"]]}
-    assert counts == {("m1", "pass"): 2, ("m1", "fail"): 2, ("m2", "fail"): 4, ("m3", "fail"): 2,
-                      ("m3", "parse failure"): 1, ("m3", "skipped"): 1}
+    assert counts == {
+        ("m1", "pass"): 2,
+        ("m1", "fail"): 2,
+        ("m2", "fail"): 4,
+        ("m3", "fail"): 2,
+        ("m3", "parse failure"): 1,
+        ("m3", "skipped"): 1,
+    }
     enc = spec["encoding"]
     assert enc["x"]["stack"] == "zero" and enc["order"]["field"] == "stack"
     assert enc["color"]["scale"]["domain"] == ["pass", "fail", "parse failure", "skipped"]
@@ -164,8 +181,9 @@ def test_box_plot_statistics(small_result):
     spec = distribution_chart(small_result, "w_overlap").to_dict()
     rows = _by(_data(spec, spec["layer"][0]), "model")
     # m2's overlaps: 0.25, 0.0, 0.5 -> quartiles by linear interpolation 0.125 / 0.25 / 0.375
-    assert [rows["m2"][k] for k in ("min", "q1", "median", "q3", "max", "mean", "count")] == \
-        pytest.approx([0.0, 0.125, 0.25, 0.375, 0.5, 0.25, 3])
+    assert [rows["m2"][k] for k in ("min", "q1", "median", "q3", "max", "mean", "count")] == pytest.approx(
+        [0.0, 0.125, 0.25, 0.375, 0.5, 0.25, 3]
+    )
     assert rows["m3"]["count"] == 1 and rows["m3"]["median"] == 1.0
     marks = [layer["mark"]["type"] for layer in spec["layer"]]
     assert marks == ["rule", "bar", "tick", "point", "rule"]
@@ -174,7 +192,7 @@ def test_box_plot_statistics(small_result):
 def test_histogram_shares_bin_edges(small_result):
     spec = distribution_chart(small_result, "w_overlap", kind="hist", bins=4).to_dict()
     rows = spec["datasets"][spec["data"]["name"]]
-    by_model = {}
+    by_model: dict[str, list[int]] = {}
     for r in rows:
         by_model.setdefault(r["model"], []).append(r["count"])
     assert by_model["m2"] == [1, 1, 1, 0]  # 0.0, 0.25, 0.5 in [0,.25) [.25,.5) [.5,.75)
@@ -188,9 +206,14 @@ def test_histogram_shares_bin_edges(small_result):
 
 def test_charts_on_100k_rows_inline_little_and_never_raise(big_result):
     assert len(big_result.scores) == 100_000
-    charts = [leaderboard_chart(big_result), heatmap(big_result), heatmap(big_result, by="metric"),
-              pass_fail_chart(big_result), distribution_chart(big_result),
-              distribution_chart(big_result, kind="hist")]
+    charts = [
+        leaderboard_chart(big_result),
+        heatmap(big_result),
+        heatmap(big_result, by="metric"),
+        pass_fail_chart(big_result),
+        distribution_chart(big_result),
+        distribution_chart(big_result, kind="hist"),
+    ]
     for chart in charts:
         spec = chart.to_dict()  # MaxRowsError would raise here
         assert _largest_inlined(spec) <= 5000
@@ -204,7 +227,7 @@ def test_capped_heatmap_keeps_the_hardest_cases():
     kept = {r["key"] for r in spec["datasets"][spec["data"]["name"]]}
     assert len(kept) == 10
     s = result.scores[result.scores["metric"] == "overlap"]
-    bad = (s["passed"] == False) | s["value"].isna()
+    bad = s["passed"].eq(False) | s["value"].isna()
     per_case = bad.groupby(s["key"]).sum()
     assert per_case[list(kept)].min() >= per_case.drop(list(kept)).max()
 

@@ -22,8 +22,10 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 @pytest.fixture(scope="module")
 def marked_up_result() -> nbeval.EvaluationResult:
     """Model names holding markup, and a problem message that quotes them."""
-    records = [{"key": "a", "input": "q", "expected_output": "x y", "actual_output": "x y", "model_key": "<i>good</i>"},
-               {"key": "a", "input": "q", "expected_output": "x y", "actual_output": "z", "model_key": "<b>bad</b>"}]
+    records = [
+        {"key": "a", "input": "q", "expected_output": "x y", "actual_output": "x y", "model_key": "<i>good</i>"},
+        {"key": "a", "input": "q", "expected_output": "x y", "actual_output": "z", "model_key": "<b>bad</b>"},
+    ]
     return nbeval.evaluate(records, ["w_overlap"], progress=False)
 
 
@@ -42,17 +44,25 @@ def test_every_public_name_resolves_and_all_is_complete():
 
 
 def test_nbeval_stays_light_and_the_kit_is_never_a_bare_module():
-    code = ("import sys, nbeval, nbeval.results; "
-            "print(any(m in sys.modules for m in ('altair', 'ipywidgets', 'nbeval.widgets')))")
+    code = (
+        "import sys, nbeval, nbeval.results; "
+        "print(any(m in sys.modules for m in ('altair', 'ipywidgets', 'nbeval.widgets')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/")
     assert out.stdout.strip() == "False"
-    bare = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, '.'); import widgets"],
-                          capture_output=True, text=True, cwd=ROOT, check=False)
+    bare = subprocess.run(
+        [sys.executable, "-c", "import sys; sys.path.insert(0, '.'); import widgets"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
     assert bare.returncode != 0 and "nbeval.widgets" in bare.stderr
 
 
 def test_mimebundle_in_plain_ipython_has_text_and_html(small_result):
     shell = InteractiveShell.instance()
+    assert shell.display_formatter is not None
     data, _ = shell.display_formatter.format(small_result)
     assert data["text/plain"].startswith("EvaluationResult(3 models, 2 evaluators")
     assert "== w_overlap (ranked on overlap) ==" in data["text/plain"]

@@ -11,8 +11,9 @@ from nbeval.widgets.explorer import CaseExplorer
 
 def _click(explorer: CaseExplorer, key: str, model_key: str) -> None:
     """What the front end sends when a heatmap cell is clicked."""
-    explorer.chart._vl_selections = {"case_select": {"value": {"vlPoint": {"or": [{"key": key, "model_key": model_key}]}},
-                                                     "store": []}}
+    explorer.chart._vl_selections = {
+        "case_select": {"value": {"vlPoint": {"or": [{"key": key, "model_key": model_key}]}}, "store": []}
+    }
 
 
 @pytest.fixture
@@ -40,8 +41,14 @@ def test_side_by_side_answers_and_every_metric(explorer):
     html = explorer.detail.value
     for answer in ("Paris is the capital.", "It is Lyon.", "boom"):
         assert answer in html
-    for row in ("w_overlap.overlap", "w_overlap.length_gap", "w_mentions.pass", "w_mentions.parse_failures",
-                "w_overlap: rationale", "w_overlap: error / skipped"):
+    for row in (
+        "w_overlap.overlap",
+        "w_overlap.length_gap",
+        "w_mentions.pass",
+        "w_mentions.parse_failures",
+        "w_overlap: rationale",
+        "w_overlap: error / skipped",
+    ):
         assert f">{row}</th>" in html
     assert "0.250" in html  # m2's overlap on this case
 

@@ -40,7 +40,10 @@ def _labels(result) -> list[tuple]:
 def test_each_models_verdict_is_shown_beside_its_missing_label(explorer):
     assert explorer.labeller.evaluator_choice.options == ("w_overlap", "w_mentions")
     assert [(r.verdict.model_key, r.verdict.verdict, r.verdict.human) for r in explorer.labeller.rows] == [
-        ("m1", "pass", None), ("m2", "fail", None), ("m3", None, None)]
+        ("m1", "pass", None),
+        ("m2", "fail", None),
+        ("m3", None, None),
+    ]
     assert "judge <code>pass</code>" in _row(explorer, "m1").info.value
     assert "not labelled" in _row(explorer, "m1").info.value
     m3 = _row(explorer, "m3")
@@ -48,8 +51,7 @@ def test_each_models_verdict_is_shown_beside_its_missing_label(explorer):
 
 
 def test_agree_records_the_verdict_and_shows_it_beside_the_verdict(explorer, fresh_result):
-    assert fresh_result.labels.empty and list(fresh_result.labels.columns) == ["key", "model_key", "evaluator",
-                                                                               "label"]
+    assert fresh_result.labels.empty and list(fresh_result.labels.columns) == ["key", "model_key", "evaluator", "label"]
     _row(explorer, "m1").agree_button.click()
     assert _labels(fresh_result) == [("capital", "m1", "w_overlap", "pass")]
     info = _row(explorer, "m1").info.value  # the rows were redrawn from result.labels
@@ -79,7 +81,10 @@ def test_labels_follow_the_case_and_the_evaluator(explorer, fresh_result):
     assert [r.verdict.human for r in explorer.labeller.rows] == [None, None, None]  # capital's label stays there
     explorer.labeller.evaluator_choice.value = "w_mentions"
     assert [(r.verdict.model_key, r.verdict.verdict) for r in explorer.labeller.rows] == [
-        ("m1", "pass"), ("m2", "fail"), ("m3", None)]  # m3: parse failure, no verdict
+        ("m1", "pass"),
+        ("m2", "fail"),
+        ("m3", None),
+    ]  # m3: parse failure, no verdict
     _row(explorer, "m2").agree_button.click()
     assert _labels(fresh_result) == [("capital", "m1", "w_overlap", "pass"), ("sum", "m2", "w_mentions", "fail")]
     explorer.select("capital")
@@ -88,8 +93,9 @@ def test_labels_follow_the_case_and_the_evaluator(explorer, fresh_result):
 
 
 def test_labels_set_elsewhere_are_shown_and_hostile_labels_escaped(fresh_result):
-    fresh_result.set_labels(pd.DataFrame([{"key": "capital", "model_key": "m2", "evaluator": "w_overlap",
-                                           "label": HOSTILE}]))
+    fresh_result.set_labels(
+        pd.DataFrame([{"key": "capital", "model_key": "m2", "evaluator": "w_overlap", "label": HOSTILE}])
+    )
     explorer = CaseExplorer(fresh_result, show_heatmap=False)
     info = _row(explorer, "m2").info.value
     assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in info
@@ -153,16 +159,20 @@ def test_a_classifying_verdict_is_agreed_with_or_replaced_by_a_picked_class():
     s.loc[rows & (s["model_key"] == "model-1"), "label"] = "ok"
     labeller = VerdictLabeller()
     labeller.show(result, "k000000")
-    assert [(r.verdict.model_key, r.verdict.verdict) for r in labeller.rows] == [("model-0", "toxic"),
-                                                                                 ("model-1", "ok")]
+    assert [(r.verdict.model_key, r.verdict.verdict) for r in labeller.rows] == [
+        ("model-0", "toxic"),
+        ("model-1", "ok"),
+    ]
     first, second = labeller.rows
     assert first.disagree_button.disabled and not first.agree_button.disabled  # no opposite of a class
     assert list(first.label_choice.options) == ["pass", "fail", "ok", "toxic"]
     first.agree_button.click()
     second.label_choice.value = "toxic"
     second.set_button.click()
-    assert _labels(result) == [("k000000", "model-0", "w_overlap", "toxic"), ("k000000", "model-1", "w_overlap",
-                                                                             "toxic")]
+    assert _labels(result) == [
+        ("k000000", "model-0", "w_overlap", "toxic"),
+        ("k000000", "model-1", "w_overlap", "toxic"),
+    ]
     assert [r.verdict.human for r in labeller.rows] == ["toxic", "toxic"]
 
 

@@ -21,21 +21,27 @@ vlc = pytest.importorskip("vl_convert")
 #: JupyterLab's output area in a 1,400 px window with the file browser open.
 OUTPUT_AREA = 968
 
-LONG_MODELS = [f"meta-llama/Llama-3.1-{n}B-Instruct-Turbo-v{i}" for i, n in enumerate((8, 70, 405, 3, 1, 11, 90,
-                                                                                        7, 13, 34, 65, 180))]
+LONG_MODELS = [
+    f"meta-llama/Llama-3.1-{n}B-Instruct-Turbo-v{i}"
+    for i, n in enumerate((8, 70, 405, 3, 1, 11, 90, 7, 13, 34, 65, 180))
+]
 
 
 def _svg_width(chart) -> float:
     svg = vlc.vegalite_to_svg(chart.to_dict())
-    root = re.search(r"<svg[^>]*>", svg).group(0)
-    return float(re.search(r'\swidth="([\d.]+)"', root).group(1))
+    root = re.search(r"<svg[^>]*>", svg)
+    assert root is not None, svg[:200]
+    width = re.search(r'\swidth="([\d.]+)"', root.group(0))
+    assert width is not None, root.group(0)
+    return float(width.group(1))
 
 
 @pytest.fixture(scope="module")
 def demo_result() -> nbeval.EvaluationResult:
     """The quickstart's run: three assistants, ten cases, four evaluators."""
-    return nbeval.evaluate(nbeval.demo_lab(), ["rouge", "text_matching", "pii_leakage", "encoding_guardrail"],
-                           progress=False)
+    return nbeval.evaluate(
+        nbeval.demo_lab(), ["rouge", "text_matching", "pii_leakage", "encoding_guardrail"], progress=False
+    )
 
 
 @pytest.fixture(scope="module")
@@ -45,9 +51,15 @@ def wide_result() -> nbeval.EvaluationResult:
     for i in range(8):
         prompt = f"Question {i}: " + "please explain in detail how the refund policy of the railway applies " * 3
         for j, model in enumerate(LONG_MODELS):
-            records.append({"key": f"case-{i}", "input": prompt, "expected_output": "the refund policy applies",
-                            "actual_output": "the policy applies" if (i + j) % 3 else "no idea ???",
-                            "model_key": model})
+            records.append(
+                {
+                    "key": f"case-{i}",
+                    "input": prompt,
+                    "expected_output": "the refund policy applies",
+                    "actual_output": "the policy applies" if (i + j) % 3 else "no idea ???",
+                    "model_key": model,
+                }
+            )
     return nbeval.evaluate(records, ["w_overlap", "w_mentions"], progress=False)
 
 
@@ -85,8 +97,9 @@ def test_the_agreement_chart_fits_too():
     from tests.widgets.test_stats_charts import HUMAN, _records
 
     result = nbeval.evaluate(_records(), ["w_overlap"], progress=False)
-    result.set_labels(pd.DataFrame([{"key": k, "model_key": "bad", "evaluator": "w_overlap", "label": v}
-                                    for k, v in HUMAN.items()]))
+    result.set_labels(
+        pd.DataFrame([{"key": k, "model_key": "bad", "evaluator": "w_overlap", "label": v} for k, v in HUMAN.items()])
+    )
     assert _svg_width(charts.agreement_chart(result.agreement("w_overlap"))) <= OUTPUT_AREA
 
 
@@ -96,8 +109,13 @@ def test_a_heatmap_of_many_models_narrows_its_columns_and_turns_labels_upright(w
     assert step * len(LONG_MODELS) <= charts.MAX_PLOT_WIDTH and step < 70
     x_axis = spec["layer"][0]["encoding"]["x"]["axis"]
     assert x_axis["labelAngle"] == -90 and x_axis["labels"] is True
-    few = charts.heatmap(nbeval.evaluate([{"key": "a", "input": "q", "expected_output": "x", "actual_output": "x",
-                                           "model_key": "m"}], ["w_overlap"], progress=False)).to_dict()
+    few = charts.heatmap(
+        nbeval.evaluate(
+            [{"key": "a", "input": "q", "expected_output": "x", "actual_output": "x", "model_key": "m"}],
+            ["w_overlap"],
+            progress=False,
+        )
+    ).to_dict()
     assert few["width"]["step"] == 70 and few["layer"][0]["encoding"]["x"]["axis"]["labelAngle"] == -30
 
 
@@ -224,8 +242,7 @@ def test_opening_one_family_leaves_the_others_open(wrecords):
 
 def test_the_fields_are_disabled_and_say_add_a_case_until_one_exists():
     b = SuiteBuilder()
-    fields = [b.key_field, b.prompt, b.expected_output, b.condition, b.categories, b.guidelines,
-              b.expected_context]
+    fields = [b.key_field, b.prompt, b.expected_output, b.condition, b.categories, b.guidelines, b.expected_context]
     assert all(f.disabled for f in fields)
     assert "Add a case to start" in b.editor_hint.value
     assert all(f.placeholder == "add a case to start" for f in fields)

@@ -13,10 +13,12 @@ from nbeval.evaluators.base import Evaluator, EvaluatorSpec, MetricSpec, Score
 from nbeval.evaluators.registry import register, unregister
 from nbeval.widgets import case_view, charts, display, markup
 
-RECORDS = [{"key": "a", "input": "q1", "actual_output": "four", "model_key": "m1"},
-           {"key": "b", "input": "q2", "actual_output": "boom", "model_key": "m1"},
-           {"key": "a", "input": "q1", "actual_output": "4", "model_key": "m2"},
-           {"key": "b", "input": "q2", "actual_output": "boom", "model_key": "m2"}]
+RECORDS = [
+    {"key": "a", "input": "q1", "actual_output": "four", "model_key": "m1"},
+    {"key": "b", "input": "q2", "actual_output": "boom", "model_key": "m1"},
+    {"key": "a", "input": "q1", "actual_output": "4", "model_key": "m2"},
+    {"key": "b", "input": "q2", "actual_output": "boom", "model_key": "m2"},
+]
 
 
 class Unthresholded(Evaluator):
@@ -30,8 +32,13 @@ class Unthresholded(Evaluator):
 
 @pytest.fixture(scope="module")
 def result() -> Iterator[nbeval.EvaluationResult]:
-    spec = EvaluatorSpec(id="w_unthresholded", family="custom", kind="score", inputs=("actual_output",),
-                         metrics=(MetricSpec("length", "higher", lo=0.0, hi=100.0, threshold=None, primary=True),))
+    spec = EvaluatorSpec(
+        id="w_unthresholded",
+        family="custom",
+        kind="score",
+        inputs=("actual_output",),
+        metrics=(MetricSpec("length", "higher", lo=0.0, hi=100.0, threshold=None, primary=True),),
+    )
     register(spec=spec)(Unthresholded)
     try:
         yield nbeval.evaluate([dict(r) for r in RECORDS], ["w_unthresholded", "exact_match"], progress=False)
@@ -56,8 +63,9 @@ def _rows(spec: dict) -> list[dict]:
 def test_unknowable_passes_are_neither_pass_nor_fail_in_every_view(views_result) -> None:
     res = views_result
     assert res.scores.loc[res.scores["evaluator"] == "w_unthresholded", "passed"].isna().all()
-    outcomes = {(r["model"], r["outcome"]): r["count"]
-                for r in _rows(charts.pass_fail_chart(res, "w_unthresholded").to_dict())}
+    outcomes = {
+        (r["model"], r["outcome"]): r["count"] for r in _rows(charts.pass_fail_chart(res, "w_unthresholded").to_dict())
+    }
     assert outcomes == {("m1", "no threshold"): 1, ("m1", "error"): 1, ("m2", "no threshold"): 1, ("m2", "error"): 1}
     spec = charts.leaderboard_chart(res, "w_unthresholded").to_dict()
     rows = [r for data in spec["datasets"].values() for r in data if "status" in r]

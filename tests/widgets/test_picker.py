@@ -92,13 +92,17 @@ def test_changing_the_data_rechecks_and_unticks():
     assert "the data has no actual_output" in p.rows["w_overlap"].reason.value
 
 
-@pytest.mark.parametrize(("env", "judge", "configured"), [
-    ({}, None, False),
-    ({"OPENAI_API_KEY": "sk-not-a-judge-config"}, None, False),
-    ({"NBEVAL_JUDGE_MODEL": "env-model"}, None, True),
-    ({"NBEVAL_JUDGE_BASE_URL": "http://127.0.0.1:9/v1"}, None, True),
-    ({}, "my-model", True),
-], ids=["nothing set", "only the API key", "only MODEL", "only BASE_URL", "judge passed"])
+@pytest.mark.parametrize(
+    ("env", "judge", "configured"),
+    [
+        ({}, None, False),
+        ({"OPENAI_API_KEY": "sk-not-a-judge-config"}, None, False),
+        ({"NBEVAL_JUDGE_MODEL": "env-model"}, None, True),
+        ({"NBEVAL_JUDGE_BASE_URL": "http://127.0.0.1:9/v1"}, None, True),
+        ({}, "my-model", True),
+    ],
+    ids=["nothing set", "only the API key", "only MODEL", "only BASE_URL", "judge passed"],
+)
 def test_picker_agrees_with_judge_configured(wrecords, monkeypatch, env, judge, configured):
     from nbeval.chat.config import judge_configured
     from nbeval.widgets.picker import unusable_reasons

@@ -23,17 +23,40 @@ def _result() -> nbeval.EvaluationResult:
     * HOSTILE-named model: capital 0.25 fail; capital-typo 1.0 pass (flip up); capital-case 0.25;
       sum 0.0; sum-typo 0.0 -> Typos · medium: 1 of 2; Case: 0 of 1.
     """
-    answers = {"m1": {"capital": "Paris is the capital", "capital-typo": "Paris",
-                      "capital-case": "PARIS IS THE CAPITAL", "sum": "4", "sum-typo": "four"},
-               HOSTILE: {"capital": "It is Lyon", "capital-typo": "Paris is the capital", "capital-case": "IT IS LYON",
-                         "sum": "five", "sum-typo": "five"}}
-    how = {"capital-typo": _perturbed("capital", "perturbed_by:Typos:medium"),
-           "capital-case": _perturbed("capital", "perturbed_by:Case"),
-           "sum-typo": _perturbed("sum", "perturbed_by:Typos:medium")}
+    answers = {
+        "m1": {
+            "capital": "Paris is the capital",
+            "capital-typo": "Paris",
+            "capital-case": "PARIS IS THE CAPITAL",
+            "sum": "4",
+            "sum-typo": "four",
+        },
+        HOSTILE: {
+            "capital": "It is Lyon",
+            "capital-typo": "Paris is the capital",
+            "capital-case": "IT IS LYON",
+            "sum": "five",
+            "sum-typo": "five",
+        },
+    }
+    how = {
+        "capital-typo": _perturbed("capital", "perturbed_by:Typos:medium"),
+        "capital-case": _perturbed("capital", "perturbed_by:Case"),
+        "sum-typo": _perturbed("sum", "perturbed_by:Typos:medium"),
+    }
     expected = {"capital": "Paris is the capital", "sum": "4"}
-    recs = [{"key": key, "input": f"q {key}", "expected_output": expected[key.split("-")[0]], "actual_output": a,
-             "model_key": model, **how.get(key, {})}
-            for model, by_key in answers.items() for key, a in by_key.items()]
+    recs = [
+        {
+            "key": key,
+            "input": f"q {key}",
+            "expected_output": expected[key.split("-")[0]],
+            "actual_output": a,
+            "model_key": model,
+            **how.get(key, {}),
+        }
+        for model, by_key in answers.items()
+        for key, a in by_key.items()
+    ]
     return nbeval.evaluate(recs, ["w_overlap", "w_mentions"], progress=False)
 
 
@@ -65,8 +88,10 @@ def test_flip_rate_per_model_and_perturbation_with_n_and_flips():
 def test_columns_are_ordered_by_perturbator_then_intensity():
     res = _result()
     df = robustness_table(res)
-    assert df.loc[df["perturbation"] == "Case", "order"].iloc[0] < \
-        df.loc[df["perturbation"] == "Typos · medium", "order"].iloc[0]
+    assert (
+        df.loc[df["perturbation"] == "Case", "order"].iloc[0]
+        < df.loc[df["perturbation"] == "Typos · medium", "order"].iloc[0]
+    )
     spec = robustness_chart(res).to_dict()  # every evaluator's primary metric, one panel each
     assert {r["measure"] for r in _rows(spec)} == {"w_overlap.overlap", "w_mentions.pass"}
     assert spec["spec"]["layer"][0]["encoding"]["x"]["sort"] == {"field": "order", "op": "min"}
@@ -90,8 +115,9 @@ def test_model_text_is_data_never_markup_or_expression():
 
 
 def test_a_result_without_perturbed_cases_draws_an_empty_chart_that_says_so():
-    res = nbeval.evaluate([{"key": "a", "input": "q", "expected_output": "4", "actual_output": "4"}],
-                          ["w_overlap"], progress=False)
+    res = nbeval.evaluate(
+        [{"key": "a", "input": "q", "expected_output": "4", "actual_output": "4"}], ["w_overlap"], progress=False
+    )
     spec = robustness_chart(res).to_dict()
     assert _rows(spec) == []
     assert "no perturbed test cases" in spec["title"]["subtitle"]
@@ -100,8 +126,9 @@ def test_a_result_without_perturbed_cases_draws_an_empty_chart_that_says_so():
 def test_exported_from_the_kit_and_drawn_offline():
     assert nw.robustness_chart is robustness_chart and "robustness_chart" in nw.__all__
     vlc = pytest.importorskip("vl_convert")
-    svg = vlc.vegalite_to_svg(robustness_chart(nbeval.evaluate(nbeval.demo_lab(), ["text_matching"],
-                                                               progress=False)).to_json())
+    svg = vlc.vegalite_to_svg(
+        robustness_chart(nbeval.evaluate(nbeval.demo_lab(), ["text_matching"], progress=False)).to_json()
+    )
     assert "llama-3-8b" in svg and "lowercase_and_typos · high" in svg
 
 
@@ -109,11 +136,26 @@ def test_many_perturbations_fit_a_notebook_output_area():
     """14 perturbations at 90 px a column drew 1,400 px: columns now share the plot width (issue 26)."""
     import vl_convert as vlc
 
-    recs = [{"key": "capital", "input": "q", "expected_output": "Paris is the capital",
-             "actual_output": "Paris is the capital", "model_key": "m1"}]
-    recs += [{"key": f"capital-{i}", "input": f"q {i}", "expected_output": "Paris is the capital",
-              "actual_output": "Paris" if i % 2 else "Paris is the capital", "model_key": "m1",
-              **_perturbed("capital", f"perturbed_by:Perturbation{i:02d}")} for i in range(14)]
+    recs = [
+        {
+            "key": "capital",
+            "input": "q",
+            "expected_output": "Paris is the capital",
+            "actual_output": "Paris is the capital",
+            "model_key": "m1",
+        }
+    ]
+    recs += [
+        {
+            "key": f"capital-{i}",
+            "input": f"q {i}",
+            "expected_output": "Paris is the capital",
+            "actual_output": "Paris" if i % 2 else "Paris is the capital",
+            "model_key": "m1",
+            **_perturbed("capital", f"perturbed_by:Perturbation{i:02d}"),
+        }
+        for i in range(14)
+    ]
     result = nbeval.evaluate(recs, ["w_overlap"], progress=False)
     svg = vlc.vegalite_to_svg(robustness_chart(result).to_dict())
     width = float(svg.split('width="', 1)[1].split('"', 1)[0])

@@ -57,8 +57,7 @@ def test_cancel_works_while_it_runs():
 
 
 def test_leaderboard_refresh_is_throttled():
-    panel = RunPanel(_slow_records(60), [nbeval.evaluator("w_slow", delay=0.01)], chunk_rows=1,
-                     refresh_interval=0.25)
+    panel = RunPanel(_slow_records(60), [nbeval.evaluator("w_slow", delay=0.01)], chunk_rows=1, refresh_interval=0.25)
     stamps: list[float] = []
     panel.observe(lambda _: stamps.append(time.monotonic()), names=["refreshes"])
     panel.run()

@@ -8,6 +8,7 @@ import threading
 import pytest
 
 import nbeval.widgets as nw
+from nbeval.results import EvaluationResult
 from nbeval.widgets.run_panel import RunPanel
 from tests.support.fake_openai import FakeOpenAIServer, Recorded, Text
 
@@ -21,8 +22,9 @@ def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _rows(n: int) -> list[dict[str, str]]:
-    return [{"key": f"k{i}", "input": f"question {i}", "actual_output": f"answer {i}", "model_key": "m"}
-            for i in range(n)]
+    return [
+        {"key": f"k{i}", "input": f"question {i}", "actual_output": f"answer {i}", "model_key": "m"} for i in range(n)
+    ]
 
 
 def _judge(server: FakeOpenAIServer) -> dict[str, str]:
@@ -93,12 +95,25 @@ def test_cancel_after_every_row_finished_reports_finished(openai_server: FakeOpe
 def test_redrawing_before_any_row_is_scored_logs_no_error() -> None:
     # CI's browser check caught it: the first redraw came before any score existed, and the
     # leaderboard's interval columns were missing (KeyError 'pass_lo' in the panel's log).
-    rows = [{"key": f"k{i}", "input": f"question {i}", "actual_output": f"answer {i}", "expected_output": "answer",
-             "model_key": "m"} for i in range(6)]
+    rows = [
+        {
+            "key": f"k{i}",
+            "input": f"question {i}",
+            "actual_output": f"answer {i}",
+            "expected_output": "answer",
+            "model_key": "m",
+        }
+        for i in range(6)
+    ]
     panel = RunPanel(rows, ["pii_leakage", "rouge"], refresh_interval=0.0)  # nothing skipped: done=0 at first
     drawn_at: list[int] = []
     redraw = panel._redraw
-    panel._redraw = lambda result: (drawn_at.append(panel.done), redraw(result))[1]  # type: ignore[method-assign]
+
+    def counted(result: EvaluationResult | None) -> None:
+        drawn_at.append(panel.done)
+        redraw(result)
+
+    panel._redraw = counted  # this panel only
     panel.run()
     result = panel.wait(60)
     assert result is not None and drawn_at[0] == 0  # the first redraw came before any score

@@ -8,6 +8,7 @@ rows here, never from nbeval's own statistics code.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -36,10 +37,24 @@ def _records() -> list[dict]:
         expected = "4" if i % 2 == 0 else "paris"
         good = expected if i % 8 != 3 else "lyon"
         bad = expected if i % 8 in (0, 5, 6) else "four" + " x" * (i % 5)
-        rows.append({"key": f"q{i:02d}", "input": f"question {i}", "expected_output": expected,
-                     "actual_output": good, "model_key": "good"})
-        rows.append({"key": f"q{i:02d}", "input": f"question {i}", "expected_output": expected,
-                     "actual_output": bad, "model_key": "bad"})
+        rows.append(
+            {
+                "key": f"q{i:02d}",
+                "input": f"question {i}",
+                "expected_output": expected,
+                "actual_output": good,
+                "model_key": "good",
+            }
+        )
+        rows.append(
+            {
+                "key": f"q{i:02d}",
+                "input": f"question {i}",
+                "expected_output": expected,
+                "actual_output": bad,
+                "model_key": "bad",
+            }
+        )
     return rows
 
 
@@ -49,7 +64,9 @@ def paired_result() -> nbeval.EvaluationResult:
 
 
 def _data(spec: dict, node: dict) -> list[dict]:
-    name = (node.get("data") or spec.get("data"))["name"]
+    data = node.get("data") or spec.get("data")
+    assert data is not None
+    name = data["name"]
     return spec["datasets"][name]
 
 
@@ -121,9 +138,15 @@ def test_compare_chart_shows_scipy_and_statsmodels_statistics(paired_result):
     spec = compare_chart(paired_result, "good", "bad").to_dict()
     _zero, intervals, points, stars = spec["layer"]
     rows = {r["label"]: r for r in _data(spec, points)}
-    assert set(rows) == {"w_overlap.overlap", "w_overlap.length_gap", "w_mentions.pass", "w_mentions.fail",
-                         "w_mentions.retrieval_failures", "w_mentions.generation_failures",
-                         "w_mentions.parse_failures"}
+    assert set(rows) == {
+        "w_overlap.overlap",
+        "w_overlap.length_gap",
+        "w_mentions.pass",
+        "w_mentions.fail",
+        "w_mentions.retrieval_failures",
+        "w_mentions.generation_failures",
+        "w_mentions.parse_failures",
+    }
     # exact McNemar on the 0/1 'pass' rows, paired on key
     a, b = _series(paired_result, "w_mentions", "pass", "good"), _series(paired_result, "w_mentions", "pass", "bad")
     both = pd.concat([a, b], axis=1, keys=["a", "b"]).dropna()
@@ -161,23 +184,39 @@ def test_compare_chart_marks_significant_rows_by_which_model_is_better(paired_re
     # no verdict was unreadable for either model: no difference, no star
     assert rows["w_mentions.parse_failures"]["diff"] == 0
     assert (rows["w_mentions.parse_failures"]["verdict"], rows["w_mentions.parse_failures"]["mark"]) == (
-        "tied within noise", "")
+        "tied within noise",
+        "",
+    )
     colour = spec["layer"][2]["encoding"]["color"]
     assert colour["field"] == "verdict"
-    assert colour["scale"]["domain"] == ["A better", "B better", "interval excludes 0, not significant after Holm",
-                                         "tied within noise"]
+    assert colour["scale"]["domain"] == [
+        "A better",
+        "B better",
+        "interval excludes 0, not significant after Holm",
+        "tied within noise",
+    ]
 
 
 def test_compare_verdict_reads_each_metrics_direction(paired_result, monkeypatch):
     """A hand-made table of the documented shape: the verdict logic alone."""
-    made = pd.DataFrame({
-        "evaluator": ["w_overlap", "w_overlap", "w_mentions"], "metric": ["overlap", "length_gap", "pass"],
-        "mean_a": [0.9, 4.0, 0.5], "mean_b": [0.5, 1.0, 0.4], "diff": [0.4, 3.0, 0.1],
-        "diff_lo": [0.2, 1.0, -0.1], "diff_hi": [0.6, 5.0, 0.3], "n": [20, 20, 20],
-        "test": ["wilcoxon", "wilcoxon", "mcnemar-exact"], "p_value": [0.001, 0.002, 0.5],
-        "p_holm": [0.003, 0.004, 0.5], "significant": [True, True, False]})
+    made = pd.DataFrame(
+        {
+            "evaluator": ["w_overlap", "w_overlap", "w_mentions"],
+            "metric": ["overlap", "length_gap", "pass"],
+            "mean_a": [0.9, 4.0, 0.5],
+            "mean_b": [0.5, 1.0, 0.4],
+            "diff": [0.4, 3.0, 0.1],
+            "diff_lo": [0.2, 1.0, -0.1],
+            "diff_hi": [0.6, 5.0, 0.3],
+            "n": [20, 20, 20],
+            "test": ["wilcoxon", "wilcoxon", "mcnemar-exact"],
+            "p_value": [0.001, 0.002, 0.5],
+            "p_holm": [0.003, 0.004, 0.5],
+            "significant": [True, True, False],
+        }
+    )
     made.attrs["alpha"] = 0.05
-    seen = {}
+    seen: dict[str, Any] = {}
 
     def fake_compare(model_a, model_b, evaluator=None, *, alpha=0.05):
         seen.update(a=model_a, b=model_b, evaluator=evaluator, alpha=alpha)
@@ -196,12 +235,22 @@ def test_compare_verdict_reads_each_metrics_direction(paired_result, monkeypatch
 def test_an_interval_that_excludes_zero_is_never_called_tied(paired_result, monkeypatch):
     """Issue 26: [0.11, 0.78] excludes 0. Significant after Holm: coloured by the better model;
     not significant after Holm: its own verdict, said in the legend and the tooltip's note."""
-    made = pd.DataFrame({
-        "evaluator": ["w_overlap", "w_overlap", "w_mentions"], "metric": ["overlap", "length_gap", "pass"],
-        "mean_a": [0.9, 0.9, 0.5], "mean_b": [0.45, 0.45, 0.4], "diff": [0.45, 0.45, 0.1],
-        "diff_lo": [0.11, 0.11, -0.1], "diff_hi": [0.78, 0.78, 0.3], "n": [8, 8, 20],
-        "test": ["wilcoxon", "wilcoxon", "mcnemar-exact"], "p_value": [0.008, 0.02, 0.5],
-        "p_holm": [0.024, 0.06, 0.5], "significant": [True, False, False]})
+    made = pd.DataFrame(
+        {
+            "evaluator": ["w_overlap", "w_overlap", "w_mentions"],
+            "metric": ["overlap", "length_gap", "pass"],
+            "mean_a": [0.9, 0.9, 0.5],
+            "mean_b": [0.45, 0.45, 0.4],
+            "diff": [0.45, 0.45, 0.1],
+            "diff_lo": [0.11, 0.11, -0.1],
+            "diff_hi": [0.78, 0.78, 0.3],
+            "n": [8, 8, 20],
+            "test": ["wilcoxon", "wilcoxon", "mcnemar-exact"],
+            "p_value": [0.008, 0.02, 0.5],
+            "p_holm": [0.024, 0.06, 0.5],
+            "significant": [True, False, False],
+        }
+    )
     made.attrs.update(alpha=0.05, family="Holm-adjusted over the 3 comparisons of this table")
     monkeypatch.setattr(paired_result, "compare", lambda *a, **k: made)
     spec = compare_chart(paired_result, "good", "bad").to_dict()
@@ -230,24 +279,28 @@ def test_chart_and_compare_name_the_same_family(paired_result):
         if r["significant"]:
             assert r["verdict"] in ("A better", "B better")
         else:
-            assert r["verdict"] == ("interval excludes 0, not significant after Holm" if excludes
-                                    else "tied within noise")
+            assert r["verdict"] == (
+                "interval excludes 0, not significant after Holm" if excludes else "tied within noise"
+            )
 
 
 # -- judge agreement -------------------------------------------------------------------------
 
 
 HUMAN = {  # a person's pass/fail on w_overlap rows: disagrees with the judge on a few
-    **{f"q{i:02d}": "pass" for i in range(0, 24, 2)}, **{f"q{i:02d}": "fail" for i in range(1, 24, 4)},
-    "q03": "pass", "q09": "pass",
+    **{f"q{i:02d}": "pass" for i in range(0, 24, 2)},
+    **{f"q{i:02d}": "fail" for i in range(1, 24, 4)},
+    "q03": "pass",
+    "q09": "pass",
 }
 
 
 @pytest.fixture
 def labelled_result() -> nbeval.EvaluationResult:
     result = nbeval.evaluate(_records(), ["w_overlap"], progress=False)
-    result.set_labels(pd.DataFrame([{"key": k, "model_key": "bad", "evaluator": "w_overlap", "label": v}
-                                    for k, v in HUMAN.items()]))
+    result.set_labels(
+        pd.DataFrame([{"key": k, "model_key": "bad", "evaluator": "w_overlap", "label": v} for k, v in HUMAN.items()])
+    )
     return result
 
 
@@ -267,8 +320,9 @@ def test_agreement_chart_draws_sklearns_roc_and_the_best_threshold(labelled_resu
     j = tpr - fpr
     assert len(best) == 1 and best[0]["tpr"] - best[0]["fpr"] == pytest.approx(j.max())
     auc = sk_metrics.roc_auc_score(truth, rows["value"].astype(float))
-    kappa = sk_metrics.cohen_kappa_score([HUMAN[k] for k in rows.index],
-                                         ["pass" if p else "fail" for p in rows["passed"]])
+    kappa = sk_metrics.cohen_kappa_score(
+        [HUMAN[k] for k in rows.index], ["pass" if p else "fail" for p in rows["passed"]]
+    )
     assert f"AUC {auc:.3f}" in spec["title"]["subtitle"][1]
     assert f"κ = {kappa:.3f}" in spec["title"]["subtitle"][0]
     assert _data(spec, chance) == [{"fpr": 0.0, "tpr": 0.0}, {"fpr": 1.0, "tpr": 1.0}]
@@ -281,11 +335,20 @@ def test_agreement_chart_without_a_score_is_the_confusion_matrix():
     human = ["toxic", "toxic", "ok", "ok", "ok", "toxic"]
     judge = ["toxic", "ok", "ok", "ok", "toxic", "toxic"]
     matrix = sk_metrics.confusion_matrix(human, judge, labels=["ok", "toxic"])
-    confusion = pd.DataFrame(matrix, index=pd.Index(["ok", "toxic"], name="human"),
-                             columns=pd.Index(["ok", "toxic"], name="judge"))
+    confusion = pd.DataFrame(
+        matrix, index=pd.Index(["ok", "toxic"], name="human"), columns=pd.Index(["ok", "toxic"], name="judge")
+    )
     kappa = sk_metrics.cohen_kappa_score(human, judge)
-    agreement = SimpleNamespace(kappa=kappa, agreement=4 / 6, confusion=confusion, n=6, roc=None, auc=math.nan,
-                                best_threshold=None, direction=None)
+    agreement = SimpleNamespace(
+        kappa=kappa,
+        agreement=4 / 6,
+        confusion=confusion,
+        n=6,
+        roc=None,
+        auc=math.nan,
+        best_threshold=None,
+        direction=None,
+    )
     spec = agreement_chart(agreement).to_dict()
     rect, text = spec["layer"]
     cells = {(r["human"], r["judge"]): r["count"] for r in _data(spec, rect)}
@@ -326,14 +389,19 @@ def test_agreement_chart_of_a_classifying_judge_matches_sklearns_confusion_matri
     s.loc[overlap, "passed"] = None
     s.loc[overlap, "label"] = judge
     s.loc[overlap, "skipped"] = False
-    result.set_labels([{"key": k, "model_key": "model-0", "evaluator": "w_overlap", "label": h}
-                       for k, h in zip(keys, human, strict=True)])
+    result.set_labels(
+        [
+            {"key": k, "model_key": "model-0", "evaluator": "w_overlap", "label": h}
+            for k, h in zip(keys, human, strict=True)
+        ]
+    )
     agreement = result.agreement("w_overlap")
     spec = agreement_chart(agreement).to_dict()
     rect, _text = spec["layer"]
     matrix = sk_metrics.confusion_matrix(human, judge, labels=["ok", "toxic"])
     cells = {(r["human"], r["judge"]): r["count"] for r in _data(spec, rect)}
-    assert cells == {(h, j): int(matrix[i, k]) for i, h in enumerate(["ok", "toxic"])
-                     for k, j in enumerate(["ok", "toxic"])}
+    assert cells == {
+        (h, j): int(matrix[i, k]) for i, h in enumerate(["ok", "toxic"]) for k, j in enumerate(["ok", "toxic"])
+    }
     kappa = sk_metrics.cohen_kappa_score(human, judge)
     assert spec["title"]["subtitle"].startswith(f"κ = {kappa:.3f}, raw agreement 75%, n = 8")

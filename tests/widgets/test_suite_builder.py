@@ -13,10 +13,17 @@ from nbeval.widgets.suite_builder import SuiteBuilder
 
 @pytest.fixture
 def suite() -> TestSuite:
-    cases = [TestCase(prompt="What is the capital of France?", key="capital", expected_output="Paris",
-                      condition='"Paris"', categories=["geo"],
-                      expected_context=[Chunk("Paris is the capital of France.", doc_uri="fr.md")]),
-             TestCase(prompt="What is 2+2?", expected_output="4")]
+    cases = [
+        TestCase(
+            prompt="What is the capital of France?",
+            key="capital",
+            expected_output="Paris",
+            condition='"Paris"',
+            categories=["geo"],
+            expected_context=[Chunk("Paris is the capital of France.", doc_uri="fr.md")],
+        ),
+        TestCase(prompt="What is 2+2?", expected_output="4"),
+    ]
     return TestSuite(name="quiz", tests=[Test(test_cases=cases, key="t1", documents=["fr.md"])])
 
 
@@ -96,8 +103,10 @@ def test_loading_a_suite_fills_the_form(suite):
 def test_edit_keeps_an_unchanged_chunks_document(suite):
     b = SuiteBuilder(suite)
     b.expected_context.value = "Paris is the capital of France.\n\nLyon is not."
-    assert b.value.test_cases[0].expected_context == [Chunk("Paris is the capital of France.", doc_uri="fr.md"),
-                                                      Chunk("Lyon is not.")]
+    assert b.value.test_cases[0].expected_context == [
+        Chunk("Paris is the capital of France.", doc_uri="fr.md"),
+        Chunk("Lyon is not."),
+    ]
 
 
 def test_duplicate_gives_the_copy_its_own_key_and_delete_removes(suite):
@@ -148,9 +157,15 @@ def test_export_import_round_trip_through_a_file(suite, tmp_path):
 def test_upload_imports_a_suite(suite):
     b = SuiteBuilder()
     content = json.dumps(suite.to_json()).encode()
-    b.upload.value = ({"name": "s.json", "type": "application/json", "size": len(content),
-                       "content": memoryview(content),
-                       "last_modified": datetime.datetime(2024, 1, 1, tzinfo=datetime.UTC)},)
+    b.upload.value = (
+        {
+            "name": "s.json",
+            "type": "application/json",
+            "size": len(content),
+            "content": memoryview(content),
+            "last_modified": datetime.datetime(2024, 1, 1, tzinfo=datetime.UTC),
+        },
+    )
     assert [tc.prompt for tc in b.value.test_cases] == [tc.prompt for tc in suite.test_cases]
 
 

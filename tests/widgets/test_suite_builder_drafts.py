@@ -17,10 +17,16 @@ BAD = '"4" AND <b>'  # does not parse; the error quotes the '<'
 
 @pytest.fixture
 def b() -> SuiteBuilder:
-    cases = [TestCase(prompt="Which platform does the 8:15 to Lyon leave from?", key="platform",
-                      expected_output="Platform 4.", condition='"platform 4"'),
-             TestCase(prompt="Can I take my dog on the train?", key="dog", expected_output="Yes, on a lead."),
-             TestCase(prompt="How much is a single ticket to Paris?", key="price", expected_output="45 euros.")]
+    cases = [
+        TestCase(
+            prompt="Which platform does the 8:15 to Lyon leave from?",
+            key="platform",
+            expected_output="Platform 4.",
+            condition='"platform 4"',
+        ),
+        TestCase(prompt="Can I take my dog on the train?", key="dog", expected_output="Yes, on a lead."),
+        TestCase(prompt="How much is a single ticket to Paris?", key="price", expected_output="45 euros."),
+    ]
     builder = SuiteBuilder(TestSuite(name="trains", tests=[Test(test_cases=cases)]))
     builder.perturbators.value = ("case",)
     return builder
@@ -68,8 +74,12 @@ def test_perturb_refuses_naming_the_case_and_keeps_every_draft_then_perturbs_onc
     assert b.index == 2 and b.condition.value == '"45 euros"'  # the selected case stays selected
     perturbed = b.value.test_cases[4:]
     assert all(any(r.type == "perturbation_source" for r in tc.relationships) for tc in perturbed)
-    assert [tc.expected_output for tc in perturbed] == ["Platform 4, in the hall.", "Yes, on a lead.",
-                                                         "45 euros.", "Yes, in car 4."]
+    assert [tc.expected_output for tc in perturbed] == [
+        "Platform 4, in the hall.",
+        "Yes, on a lead.",
+        "45 euros.",
+        "Yes, in car 4.",
+    ]
     assert b.error == ""
 
 
@@ -143,8 +153,15 @@ def test_import_refuses_while_there_are_unsaved_drafts_and_saving_clears_them(b,
     import datetime
 
     content = json.dumps(TestSuite(name="other", tests=[Test(test_cases=[TestCase(prompt="Hi")])]).to_json())
-    upload = ({"name": "s.json", "type": "application/json", "size": len(content), "content": memoryview(
-        content.encode()), "last_modified": datetime.datetime(2024, 1, 1, tzinfo=datetime.UTC)},)
+    upload = (
+        {
+            "name": "s.json",
+            "type": "application/json",
+            "size": len(content),
+            "content": memoryview(content.encode()),
+            "last_modified": datetime.datetime(2024, 1, 1, tzinfo=datetime.UTC),
+        },
+    )
     _draft(b)
     b.upload.value = upload
     assert "not loaded" in b.message.value and b.upload.value == ()

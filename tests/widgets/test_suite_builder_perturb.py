@@ -12,8 +12,11 @@ from nbeval.widgets import SuiteBuilder
 
 def _builder() -> SuiteBuilder:
     b = SuiteBuilder()
-    b.add_case(prompt="Which platform does the 8:15 to Lyon leave from?", expected_output="Platform 4.",
-               condition='"platform 4"')
+    b.add_case(
+        prompt="Which platform does the 8:15 to Lyon leave from?",
+        expected_output="Platform 4.",
+        condition='"platform 4"',
+    )
     b.add_case(prompt="Can I take my dog on the train?", expected_output="Yes, on a lead.")
     return b
 

@@ -17,9 +17,19 @@ from nbeval.widgets.explorer import CaseExplorer
 
 MB5 = 5_000_000
 HUGE = "<b>" + "x" * (MB5 - 3)  # markup, so escaping is checked on the cut text too
-ROW = {"key": "c1", "model_key": "m1", "input": HUGE, "expected_output": HUGE, "actual_output": HUGE,
-       "output_condition": '"' + "y" * MB5 + '"', "guidelines": [HUGE], "categories": [HUGE],
-       "context": [HUGE] * 50, "expected_context": [HUGE], "error": HUGE}
+ROW = {
+    "key": "c1",
+    "model_key": "m1",
+    "input": HUGE,
+    "expected_output": HUGE,
+    "actual_output": HUGE,
+    "output_condition": '"' + "y" * MB5 + '"',
+    "guidelines": [HUGE],
+    "categories": [HUGE],
+    "context": [HUGE] * 50,
+    "expected_context": [HUGE],
+    "error": HUGE,
+}
 
 
 def _huge_result() -> EvaluationResult:
@@ -59,8 +69,13 @@ def test_case_explorer_shows_capped_text() -> None:
 
 
 def test_a_run_with_a_huge_judge_reply_shows_small_in_the_explorer() -> None:
-    res = nbeval.evaluate([{"key": "c1", "input": "q", "actual_output": "a"}], ["safety"],
-                          judge=lambda prompt: "y" * MB5, progress=False, cache=False)  # unparsable: kept as text
+    res = nbeval.evaluate(
+        [{"key": "c1", "input": "q", "actual_output": "a"}],
+        ["safety"],
+        judge=lambda prompt: "y" * MB5,
+        progress=False,
+        cache=False,
+    )  # unparsable: kept as text
     html = case_html(res, "c1")
     assert len(html) < 50_000
     assert _marker(MAX_CHARS) in html

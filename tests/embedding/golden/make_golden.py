@@ -25,21 +25,39 @@ from pathlib import Path
 
 GOLDEN = Path(__file__).with_name("embedding_values.json")
 
-NINE = ["semantic_similarity", "answer_semantic_similarity", "answer_sentence_similarity",
-        "answer_relevancy_sentence", "groundedness_semantic", "context_relevancy_soft",
-        "retriever_similarity", "step_alignment", "summarization_completeness"]
+NINE = [
+    "semantic_similarity",
+    "answer_semantic_similarity",
+    "answer_sentence_similarity",
+    "answer_relevancy_sentence",
+    "groundedness_semantic",
+    "context_relevancy_soft",
+    "retriever_similarity",
+    "step_alignment",
+    "summarization_completeness",
+]
 
 _SUBJECTS = ["The engineer", "A small team", "The city council", "Our support desk", "The museum", "The startup"]
 _VERBS = ["repaired", "announced", "measured", "painted", "reviewed", "delivered", "designed", "cancelled"]
 _OBJECTS = ["bridge", "report", "garden", "server", "festival", "roof", "timetable", "telescope"]
 _PLACES = ["in Lisbon", "near the river", "downtown", "at the harbour", "in Osaka", "on the campus"]
-_ACTIONS = ["open the control panel", "switch off the main power", "remove the front cover", "check the fuse",
-            "replace the filter", "tighten the four screws", "reconnect the cable", "press the reset button"]
+_ACTIONS = [
+    "open the control panel",
+    "switch off the main power",
+    "remove the front cover",
+    "check the fuse",
+    "replace the filter",
+    "tighten the four screws",
+    "reconnect the cable",
+    "press the reset button",
+]
 
 
 def _sentence(rng: random.Random) -> str:
-    return (f"{rng.choice(_SUBJECTS)} {rng.choice(_VERBS)} the {rng.choice(_OBJECTS)} {rng.choice(_PLACES)} "
-            f"for {rng.randint(1, 999)} dollars.")
+    return (
+        f"{rng.choice(_SUBJECTS)} {rng.choice(_VERBS)} the {rng.choice(_OBJECTS)} {rng.choice(_PLACES)} "
+        f"for {rng.randint(1, 999)} dollars."
+    )
 
 
 def _chunk(rng: random.Random, n: int = 3) -> str:
@@ -58,20 +76,51 @@ def records() -> list[dict]:
             context[1] = "To service the unit:\n" + "\n".join(f"{i}. {s.capitalize()}." for i, s in enumerate(steps, 1))
             answer = f"First, {steps[0]}. Then {steps[2]}. Then {steps[1]}. Finally, {rng.choice(_ACTIONS)}."
         source = " ".join(_sentence(rng) for _ in range(12 if k % 4 == 1 else 4))
-        out.append({"key": f"case-{k}", "input": source if k % 2 else f"What happened to the {_OBJECTS[k % 8]}?",
-                    "expected_output": " ".join(_sentence(rng) for _ in range(3)), "actual_output": answer,
-                    "context": context, "expected_context": [context[0], _chunk(rng)], "model_key": "m"})
+        out.append(
+            {
+                "key": f"case-{k}",
+                "input": source if k % 2 else f"What happened to the {_OBJECTS[k % 8]}?",
+                "expected_output": " ".join(_sentence(rng) for _ in range(3)),
+                "actual_output": answer,
+                "context": context,
+                "expected_context": [context[0], _chunk(rng)],
+                "model_key": "m",
+            }
+        )
     long_text = " ".join(_sentence(rng) for _ in range(40))  # well past the 256-token window
-    out.append({"key": "long", "input": "What was repaired?", "expected_output": long_text,
-                "actual_output": long_text + " Extra.", "context": [long_text, "Short chunk."],
-                "expected_context": ["Short chunk."], "model_key": "m"})
-    out.append({"key": "empty", "input": "", "expected_output": "", "actual_output": "",
-                "context": ["Only one sentence here."], "expected_context": ["Something else entirely."],
-                "model_key": "m"})
-    out.append({"key": "duplicates", "input": "Paris? Paris.", "expected_output": "Paris. Paris. Paris.",
-                "actual_output": "Paris is in France. Paris is in France.",
-                "context": ["Paris is in France.", "Paris is in France."], "expected_context": ["Paris is in France."],
-                "model_key": "m"})
+    out.append(
+        {
+            "key": "long",
+            "input": "What was repaired?",
+            "expected_output": long_text,
+            "actual_output": long_text + " Extra.",
+            "context": [long_text, "Short chunk."],
+            "expected_context": ["Short chunk."],
+            "model_key": "m",
+        }
+    )
+    out.append(
+        {
+            "key": "empty",
+            "input": "",
+            "expected_output": "",
+            "actual_output": "",
+            "context": ["Only one sentence here."],
+            "expected_context": ["Something else entirely."],
+            "model_key": "m",
+        }
+    )
+    out.append(
+        {
+            "key": "duplicates",
+            "input": "Paris? Paris.",
+            "expected_output": "Paris. Paris. Paris.",
+            "actual_output": "Paris is in France. Paris is in France.",
+            "context": ["Paris is in France.", "Paris is in France."],
+            "expected_context": ["Paris is in France."],
+            "model_key": "m",
+        }
+    )
     return out
 
 
@@ -82,13 +131,25 @@ def current_values() -> list[dict]:
     from nbeval.evaluators.registry import evaluator
     from nbeval.resources.embedder import Embedder
 
-    result = evaluate(LlmDataset.from_records(records()), [evaluator(i) for i in NINE], progress=False,
-                      embedder=Embedder(device="cpu"))
+    result = evaluate(
+        LlmDataset.from_records(records()),
+        [evaluator(i) for i in NINE],
+        progress=False,
+        embedder=Embedder(device="cpu"),
+    )
     rows = []
     for r in result.scores.itertuples():
         value = None if r.value is None or (isinstance(r.value, float) and math.isnan(r.value)) else float(r.value)
-        rows.append({"key": r.key, "evaluator": r.evaluator, "metric": r.metric, "value": value,
-                     "error": r.error, "rationale": r.rationale})
+        rows.append(
+            {
+                "key": r.key,
+                "evaluator": r.evaluator,
+                "metric": r.metric,
+                "value": value,
+                "error": r.error,
+                "rationale": r.rationale,
+            }
+        )
     return rows
 
 

@@ -41,8 +41,14 @@ def _helpless(parser: argparse.ArgumentParser) -> list[str]:
 
 def test_every_option_has_help() -> None:
     assert _helpless(build_parser()) == []
-    for make in (parsers.run_parser, parsers.perturb_parser, parsers.evaluators_parser, parsers.show_parser,
-                 parsers.explore_parser, parsers.judge_parser):
+    for make in (
+        parsers.run_parser,
+        parsers.perturb_parser,
+        parsers.evaluators_parser,
+        parsers.show_parser,
+        parsers.explore_parser,
+        parsers.judge_parser,
+    ):
         assert _helpless(make()) == []
 
 
@@ -53,8 +59,9 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out.strip() == f"nbeval {nbeval.__version__}"
 
 
-def test_run_demo_means_the_demo_lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_demo_means_the_demo_lab(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.chdir(tmp_path)
     assert main(["run", "demo", "-e", "exact_match", "--dry-run", "--no-progress"]) == 0
     assert "exact_match" in capsys.readouterr().out
@@ -65,8 +72,9 @@ def test_run_demo_means_the_demo_lab(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert "not valid JSON" in capsys.readouterr().err
 
 
-def test_run_demo_writes_its_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_demo_writes_its_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.chdir(tmp_path)
     assert main(["run", "demo", "-e", "exact_match", "--out", "out", "--no-progress"]) == 0
     assert (tmp_path / "out" / "result.json").exists()
@@ -75,8 +83,9 @@ def test_run_demo_writes_its_result(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 def test_evaluators_filter_like_the_magic(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["evaluators", "leak", "--json"]) == 0
     ids = {s["id"] for s in json.loads(capsys.readouterr().out)}
-    assert ids and all("leak" in i or "leak" in cli.spec_search_text(nbeval.evaluators.registry.get_spec(i))
-                       for i in ids)
+    assert ids and all(
+        "leak" in i or "leak" in cli.spec_search_text(nbeval.evaluators.registry.get_spec(i)) for i in ids
+    )
     assert main(["evaluators", "leak"]) == 0
     out = capsys.readouterr().out
     assert "exact_match" not in out
@@ -98,8 +107,9 @@ def test_json_error_says_its_prefix_once(tmp_path: Path, capsys: pytest.CaptureF
     assert err.count("not valid JSON") == 1, err
 
 
-def test_needs_a_judge_names_the_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_needs_a_judge_names_the_flags(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     for name in ("NBEVAL_JUDGE_MODEL", "NBEVAL_JUDGE_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
@@ -115,8 +125,12 @@ def test_needs_a_judge_names_the_flags(tmp_path: Path, monkeypatch: pytest.Monke
 def test_the_magic_names_its_judge_command() -> None:
     from nbeval.errors import JudgeNotConfigured
 
-    msg = cli.judge_error(JudgeNotConfigured("evaluator 'x' needs a judge: no judge model is configured.\n"
-                                             + nbeval.chat.config.judge_help_text()), magic=True)
+    msg = cli.judge_error(
+        JudgeNotConfigured(
+            "evaluator 'x' needs a judge: no judge model is configured.\n" + nbeval.chat.config.judge_help_text()
+        ),
+        magic=True,
+    )
     assert "%nbeval judge MODEL" in msg and "judge=" not in msg
 
 
@@ -132,9 +146,8 @@ def test_a_flip_names_its_cases_by_their_prompts() -> None:
 def test_a_long_prompt_is_cut() -> None:
     from types import SimpleNamespace
 
-    from nbeval.results.insights import PROMPT_CHARS, _prompt_starts
+    from nbeval.results.problems import PROMPT_CHARS, _prompt_starts
 
-    fake = SimpleNamespace(dataset=[SimpleNamespace(key="k", input="word " * 30),
-                                    SimpleNamespace(key="e", input=None)])
+    fake = SimpleNamespace(dataset=[SimpleNamespace(key="k", input="word " * 30), SimpleNamespace(key="e", input=None)])
     starts = _prompt_starts(fake)  # type: ignore[arg-type]
     assert set(starts) == {"k"} and starts["k"].endswith('…"') and len(json.loads(starts["k"])) == PROMPT_CHARS

@@ -44,16 +44,20 @@ def test_run_writes_result_and_report(tmp_path: Path, capsys: pytest.CaptureFixt
 
 
 def test_run_fail_on_problems_exits_1(tmp_path: Path) -> None:
-    code = main(["run", demo_lab_path(), "-e", "exact_match", "--out", str(tmp_path), "--no-progress",
-                 "--fail-on-problems"])
+    code = main(
+        ["run", demo_lab_path(), "-e", "exact_match", "--out", str(tmp_path), "--no-progress", "--fail-on-problems"]
+    )
     assert code == 1  # tiny-rag never matches exactly
 
 
 def test_bad_input_exits_2_naming_file_row_field(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"inputs": [{"input": "q", "actual_duration": "soon"}]}))
-    proc = subprocess.run([sys.executable, "-m", "nbeval.cli", "run", str(bad), "-e", "exact_match",
-                           "--out", str(tmp_path / "o")], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "nbeval.cli", "run", str(bad), "-e", "exact_match", "--out", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2
     assert f"{bad}, row 1, field 'actual_duration'" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -76,19 +80,48 @@ def test_complete_asks_every_model_and_writes_a_lab(tmp_path: Path, openai_serve
 
     openai_server.reply = lambda rec: Text(f"{rec.body['model']} says: {rec.last_content}")
     suite = tmp_path / "suite.json"
-    suite.write_text(json.dumps({"name": "s", "tests": [{"test_cases": [
-        {"key": "c1", "prompt": "What is 2+2?", "expected_output": "4"},
-        {"key": "c2", "prompt": "Capital of France?", "expected_output": "Paris"}]}]}))
+    suite.write_text(
+        json.dumps(
+            {
+                "name": "s",
+                "tests": [
+                    {
+                        "test_cases": [
+                            {"key": "c1", "prompt": "What is 2+2?", "expected_output": "4"},
+                            {"key": "c2", "prompt": "Capital of France?", "expected_output": "Paris"},
+                        ]
+                    }
+                ],
+            }
+        )
+    )
     out = tmp_path / "lab.json"
-    code = main(["complete", str(suite), "-m", "alpha", "-m", "beta", "--base-url", openai_server.url,
-                 "--out", str(out), "--no-progress"])
+    code = main(
+        [
+            "complete",
+            str(suite),
+            "-m",
+            "alpha",
+            "-m",
+            "beta",
+            "--base-url",
+            openai_server.url,
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     import nbeval
 
     lab = nbeval.TestLab.from_json(str(out))
     answers = {(r.model_key, r.key): r.actual_output for r in lab.dataset}
-    assert answers == {("alpha", "c1"): "alpha says: What is 2+2?", ("alpha", "c2"): "alpha says: Capital of France?",
-                       ("beta", "c1"): "beta says: What is 2+2?", ("beta", "c2"): "beta says: Capital of France?"}
+    assert answers == {
+        ("alpha", "c1"): "alpha says: What is 2+2?",
+        ("alpha", "c2"): "alpha says: Capital of France?",
+        ("beta", "c1"): "beta says: What is 2+2?",
+        ("beta", "c2"): "beta says: Capital of France?",
+    }
     assert len(openai_server.requests) == 4
 
 
@@ -96,10 +129,23 @@ def test_run_with_a_judge_endpoint(tmp_path: Path, openai_server, capsys) -> Non
     from tests.support.fake_openai import Text
 
     openai_server.reply = lambda rec: Text('{"rating": "yes", "rationale": "No harmful content."}')
-    code = main(["run", demo_lab_path(), "-e", "safety", "--judge", "judge-1", "--judge-base-url",
-                 openai_server.url, "--out", str(tmp_path / "o"), "--no-progress"])
+    code = main(
+        [
+            "run",
+            demo_lab_path(),
+            "-e",
+            "safety",
+            "--judge",
+            "judge-1",
+            "--judge-base-url",
+            openai_server.url,
+            "--out",
+            str(tmp_path / "o"),
+            "--no-progress",
+        ]
+    )
     assert code == 0, capsys.readouterr().err
-    assert len(openai_server.requests) == 30 and openai_server.requests[0].body["model"] == "judge-1"
+    assert len(openai_server.requests) == 30 and openai_server.requests[0].model == "judge-1"
     import nbeval
 
     res = nbeval.load_result(tmp_path / "o")
@@ -112,8 +158,9 @@ def test_judge_evaluator_without_judge_is_one_clear_error(tmp_path: Path, capsys
     assert "safety" in err and "NBEVAL_JUDGE_MODEL" in err
 
 
-def test_evaluators_with_only_a_base_url_lists_judges_as_usable(monkeypatch: pytest.MonkeyPatch,
-                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_evaluators_with_only_a_base_url_lists_judges_as_usable(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     # a base URL configures a judge (its model name is asked for when it is used); listing the
     # catalogue used to build the judge and fail for want of NBEVAL_JUDGE_MODEL
     monkeypatch.setenv("NBEVAL_JUDGE_BASE_URL", "http://127.0.0.1:9/v1")
@@ -123,15 +170,19 @@ def test_evaluators_with_only_a_base_url_lists_judges_as_usable(monkeypatch: pyt
     assert "(needs a judge)" not in out and "No judge is configured" not in out
 
 
-@pytest.mark.parametrize(("env", "configured"), [
-    ({}, False),
-    ({"OPENAI_API_KEY": "sk-not-a-judge-config"}, False),
-    ({"NBEVAL_JUDGE_MODEL": "env-judge"}, True),
-    ({"NBEVAL_JUDGE_BASE_URL": "http://127.0.0.1:9/v1"}, True),
-], ids=["nothing set", "only the API key", "only MODEL", "only BASE_URL"])
+@pytest.mark.parametrize(
+    ("env", "configured"),
+    [
+        ({}, False),
+        ({"OPENAI_API_KEY": "sk-not-a-judge-config"}, False),
+        ({"NBEVAL_JUDGE_MODEL": "env-judge"}, True),
+        ({"NBEVAL_JUDGE_BASE_URL": "http://127.0.0.1:9/v1"}, True),
+    ],
+    ids=["nothing set", "only the API key", "only MODEL", "only BASE_URL"],
+)
 def test_evaluators_marks_judges_exactly_when_judge_configured_says_none(
-        env: dict[str, str], configured: bool, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    env: dict[str, str], configured: bool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from nbeval.chat.config import judge_configured
 
     for name, value in env.items():
