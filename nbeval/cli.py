@@ -8,11 +8,14 @@
     nbeval perturb SUITE -p typos,case [--intensity medium] [--seed 0] --out suite2.json
     nbeval perturbators                    the perturbators: ids, names, whether they change meaning
     nbeval demo [--out DIR] [--verbose]
+    nbeval diff BEFORE AFTER [--min-effect X] [--fail-on-regression]   two saved runs compared
+    nbeval runs FOLDER                     the saved runs in a folder, newest first
     nbeval serve --host 127.0.0.1 --port 8080 --token T   the evaluation service (REST, DB-GPT compatible)
 
 Exit status: 0 on success, 1 when the CI gate trips (``--fail-on-problems`` or ``--fail-on KINDS``:
 threshold breaches, unrated rows, perturbation flips, errored rows, models and evaluators that
-measured nothing; see :mod:`nbeval.results.gate`), 2 on bad input, 130 when interrupted.
+measured nothing; see :mod:`nbeval.results.gate`) or ``diff --fail-on-regression`` finds a
+regression, 2 on bad input, 130 when interrupted.
 
 A thin adapter: this module holds the command line's grammar (:func:`build_parser`) and its
 exit statuses (:func:`main`); what each command does is in :mod:`nbeval.cli_commands`, and what
@@ -33,11 +36,13 @@ from nbeval.cli_commands import (
     complete_command,
     data_or_demo,
     demo_command,
+    diff_command,
     evaluator_show_command,
     evaluators_command,
     perturb_command,
     perturbators_command,
     run_command,
+    runs_command,
     serve_command,
 )
 from nbeval.errors import JudgeNotConfigured, NbevalError
@@ -218,6 +223,25 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the full summary (every metric with its interval, each problem), not the brief one",
     )
     demo.set_defaults(func=demo_command)
+
+    dif = sub.add_parser("diff", help="compare two saved runs: regressions, improvements, flipped rows")
+    dif.add_argument("before", help="the earlier run's result folder")
+    dif.add_argument("after", help="the later run's result folder")
+    dif.add_argument(
+        "--min-effect",
+        type=float,
+        default=0.0,
+        help="a significant change smaller than this is not called a regression (default 0)",
+    )
+    dif.add_argument("--alpha", type=float, default=0.05, help="significance level after Holm (default 0.05)")
+    dif.add_argument("--fail-on-regression", action="store_true", help="exit 1 when a regression is found (for CI)")
+    dif.add_argument("--json", action="store_true", help="machine-readable output")
+    dif.set_defaults(func=diff_command)
+
+    rns = sub.add_parser("runs", help="list the saved runs in a folder, newest first")
+    rns.add_argument("folder", help="a folder holding saved result folders")
+    rns.add_argument("--json", action="store_true", help="machine-readable output")
+    rns.set_defaults(func=runs_command)
 
     srv = sub.add_parser(
         "serve",

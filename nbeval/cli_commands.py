@@ -26,12 +26,14 @@ __all__ = [
     "complete_command",
     "data_or_demo",
     "demo_command",
+    "diff_command",
     "evaluator_show_command",
     "evaluators_command",
     "finish_run",
     "perturb_command",
     "perturbators_command",
     "run_command",
+    "runs_command",
     "saved_or_not",
     "serve_command",
 ]
@@ -304,4 +306,49 @@ def serve_command(args: argparse.Namespace) -> int:
         max_header_bytes=args.max_header_bytes,
         max_queued=args.max_queued,
     )
+    return 0
+
+
+def diff_command(args: argparse.Namespace) -> int:
+    """``nbeval diff BEFORE AFTER``: what changed between two saved runs, regressions first; exit 1
+    on a regression with ``--fail-on-regression``."""
+    from nbeval.results.diff import diff
+
+    found = diff(args.before, args.after, alpha=args.alpha, min_effect=args.min_effect)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "warnings": list(getattr(found, "warnings", [])),
+                    "table": json.loads(found.table.to_json(orient="records")),
+                    "flips": json.loads(found.flips.to_json(orient="records")),
+                    "has_regressions": found.has_regressions,
+                },
+                indent=2,
+            )
+        )
+    else:
+        print(found.to_text())
+    if args.fail_on_regression and found.has_regressions:
+        print("nbeval: a regression was found (--fail-on-regression)", file=sys.stderr)
+        return 1
+    return 0
+
+
+def runs_command(args: argparse.Namespace) -> int:
+    """``nbeval runs FOLDER``: the saved runs in a folder, newest first."""
+    from nbeval.results.runs import runs
+
+    table = runs(args.folder)
+    if args.json:
+        print(table.to_json(orient="records", indent=2, date_format="iso"))
+    elif table.empty:
+        print(f"no saved runs in {args.folder}")
+    else:
+        shown = [
+            c
+            for c in ("run", "started_at", "label", "models", "evaluators", "rows", "git_commit", "cost")
+            if c in table.columns
+        ]
+        print(table[shown].to_string(index=False, max_colwidth=40))
     return 0

@@ -5,12 +5,14 @@ Importing the kit switches Altair to its offline ``jupyter`` renderer
 by vl-convert-python. Call ``alt.renderers.enable(...)`` afterwards to choose another renderer.
 
 Renderers (pure functions, result in, chart out): :func:`leaderboard_chart`, :func:`heatmap`,
-:func:`pass_fail_chart`, :func:`distribution_chart`, :func:`robustness_chart`, and for statistics
+:func:`pass_fail_chart`, :func:`distribution_chart`, :func:`robustness_chart`; for statistics
 :func:`compare_chart` (paired differences and their significance) and :func:`agreement_chart`
-(judge against human labels), and for head-to-head comparisons :func:`arena_chart` (ratings with
-intervals) and :func:`win_matrix` (who beats whom). Widgets: :class:`SuiteBuilder`,
-:class:`EvaluatorPicker`, :class:`RunPanel`, :class:`CaseExplorer`, and :func:`app`, a tab
-composing the four.
+(judge against human labels); for head-to-head comparisons :func:`arena_chart` (ratings with
+intervals) and :func:`win_matrix` (who beats whom); for runs over time :func:`diff_chart` (what
+changed between two runs) and :func:`history_chart` (a metric over saved runs). Widgets:
+:class:`SuiteBuilder`, :class:`EvaluatorPicker`, :class:`RunPanel`, :class:`CaseExplorer`,
+:class:`FlipExplorer` (a row whose verdict flipped, in both runs side by side), and :func:`app`,
+a tab composing the first four.
 """
 
 if __name__ != "nbeval.widgets":  # the folder is widgets/ in the repo; it must not act as a top-level module
@@ -34,6 +36,9 @@ _EXPORTS = {
     "robustness_chart": "nbeval.widgets.robustness",
     "arena_chart": "nbeval.widgets.arena_charts",
     "win_matrix": "nbeval.widgets.arena_charts",
+    "diff_chart": "nbeval.widgets.diff_charts",
+    "FlipExplorer": "nbeval.widgets.flip_view",
+    "history_chart": "nbeval.widgets.history_chart",
     "result_mimebundle": "nbeval.widgets.display",
     "jupyter_chart": "nbeval.widgets.display",
     "SuiteBuilder": "nbeval.widgets.suite_builder",
@@ -47,6 +52,7 @@ _EXPORTS = {
 __all__ = [
     "CaseExplorer",
     "EvaluatorPicker",
+    "FlipExplorer",
     "NbevalApp",
     "RunPanel",
     "SuiteBuilder",
@@ -54,9 +60,11 @@ __all__ = [
     "app",
     "arena_chart",
     "compare_chart",
+    "diff_chart",
     "distribution_chart",
     "enable_offline",
     "heatmap",
+    "history_chart",
     "jupyter_chart",
     "leaderboard_chart",
     "pass_fail_chart",

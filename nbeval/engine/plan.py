@@ -21,6 +21,7 @@ from nbeval.evaluators.registry import resolve_evaluators
 from nbeval.progress import ProgressThrottle
 from nbeval.results.live import LiveResult
 from nbeval.results.outcome import RowOutcome
+from nbeval.results.run_facts import run_start
 from nbeval.runtime import Resources
 
 __all__ = ["RunState", "plan_rows", "plan_run", "preflight"]
@@ -93,6 +94,9 @@ class RunState:
     """Dataset rows before this one were started."""
     started: float = field(default_factory=time.perf_counter)
     """When the run was planned (``perf_counter``), for the result's duration."""
+    start_facts: dict[str, Any] = field(default_factory=run_start)
+    """When the run was planned (UTC) and the git state of the working directory then: the first
+    of the result's ``meta["run"]`` facts (:mod:`nbeval.results.run_facts`)."""
     row_index: dict[int, int] = field(default_factory=dict)
     """Position in the dataset of each row, by ``id``."""
     keep_outcomes: bool = True

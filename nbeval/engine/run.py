@@ -127,7 +127,11 @@ def _result(state: RunState, cancelled: bool) -> EvaluationResult:
         from nbeval.engine.dask_run import merge_usage
 
         usage = merge_usage(usage, state.cluster_usage)
-    meta = run_meta(state.evaluators, duration_s=time.perf_counter() - state.started, usage=usage, cancelled=cancelled)
+    from nbeval.results.run_facts import run_facts
+
+    duration = time.perf_counter() - state.started
+    facts = run_facts(state.start_facts, state.dataset, state.evaluators, state.resources)
+    meta = run_meta(state.evaluators, duration_s=duration, usage=usage, cancelled=cancelled, run=facts)
     return EvaluationResult(
         scores,
         aggregates,

@@ -1,4 +1,5 @@
-"""What each ``%nbeval`` subcommand does: ``run``, ``evaluators``, ``show``, ``explore``, ``judge``.
+"""What each ``%nbeval`` subcommand does: ``run``, ``evaluators``, ``show``, ``explore``, ``judge``,
+``perturb``, ``diff`` and ``runs``.
 
 Each takes the shell and the words after the subcommand, parses them with the CLI's parser
 (:mod:`nbeval.extension.parsers`), and shows its output with IPython's display. Bad input raises
@@ -17,6 +18,7 @@ from typing import Any, Literal
 from nbeval.extension.parsers import (
     MagicError,
     check_name,
+    cli_subparser,
     evaluators_parser,
     explore_parser,
     judge_parser,
@@ -26,7 +28,7 @@ from nbeval.extension.parsers import (
     show_parser,
 )
 
-__all__ = ["evaluators", "explore", "judge", "perturb", "public_url", "resolve_data", "run", "show"]
+__all__ = ["diff", "evaluators", "explore", "judge", "perturb", "public_url", "resolve_data", "run", "runs", "show"]
 
 _NO_JUDGE = "no judge is configured: `%nbeval judge MODEL [--base-url URL]` sets one for this session"
 
@@ -275,3 +277,50 @@ def judge(shell: Any, words: Sequence[str]) -> None:
         f"judge: {model or '(no model name yet: %nbeval judge MODEL)'} {where}; "
         f"API key: {f'from {key}' if key else 'none set'}"
     )
+
+
+def _run_of(shell: Any, text: str) -> Any:
+    """A run for ``%nbeval diff``: the result bound to a variable named ``text``, else a folder."""
+    from nbeval.results import EvaluationResult
+
+    bound = shell.user_ns.get(text) if text.isidentifier() else None
+    if isinstance(bound, EvaluationResult):
+        return bound
+    if not Path(text).is_dir():
+        msg = f"{text!r} is neither a result variable nor a saved result folder; save a run with result.save(DIR)"
+        raise MagicError(msg)
+    return text
+
+
+def diff(shell: Any, words: Sequence[str]) -> None:
+    """``%nbeval diff BEFORE AFTER [--min-effect X] [--alpha A] [--fail-on-regression]``: what changed
+    between two runs (result variables or saved folders), shown and bound to ``_diff``."""
+    from nbeval.results.diff import diff as run_diff
+
+    args = parse(cli_subparser("diff"), words)
+    if args is None:
+        return
+    found = run_diff(
+        _run_of(shell, args.before), _run_of(shell, args.after), alpha=args.alpha, min_effect=args.min_effect
+    )
+    shell.user_ns["_diff"] = found
+    if args.json:
+        print(found.table.to_json(orient="records", indent=2))
+    else:
+        _display(found)
+    if args.fail_on_regression and found.has_regressions:
+        raise MagicError("a regression was found (--fail-on-regression); see _diff.regressions")
+
+
+def runs(shell: Any, words: Sequence[str]) -> None:
+    """``%nbeval runs FOLDER``: the saved runs in FOLDER, newest first, as a table."""
+    from nbeval.results.runs import runs as list_runs
+
+    args = parse(cli_subparser("runs"), words)
+    if args is None:
+        return
+    table = list_runs(args.folder)
+    if args.json:
+        print(table.to_json(orient="records", indent=2, date_format="iso"))
+    else:
+        _display(table)

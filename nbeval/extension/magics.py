@@ -31,6 +31,8 @@ SUBCOMMANDS = {
     "explore": "open the case explorer on a result (default: _nbeval)",
     "judge": "set this session's judge: MODEL [--base-url URL]",
     "perturb": "perturbed copies of DATA's test cases: -p ID[,ID...] [--intensity low|medium|high]",
+    "diff": "what changed between two runs (variables or saved folders), bound to _diff",
+    "runs": "the saved runs in a FOLDER, newest first",
 }
 
 USAGE = (
@@ -91,7 +93,7 @@ class NbevalMagics(Magics):
     @line_magic
     @_one_line_errors
     def nbeval(self, line: str) -> Any:
-        """Evaluate and look things up from a notebook: %nbeval {run,evaluators,show,explore,judge,perturb} ...
+        """Evaluate and look things up from a notebook: %nbeval SUBCOMMAND ... (the subcommands below)
 
         %nbeval run DATA -e ID[,ID...] [options]   evaluate; shows the summary, binds _nbeval (-o NAME)
         %nbeval evaluators [TEXT]                  the catalogue as a searchable table
@@ -99,6 +101,8 @@ class NbevalMagics(Magics):
         %nbeval explore [NAME]                     the case explorer on a result
         %nbeval judge MODEL [--base-url URL]       this session's judge
         %nbeval perturb DATA -p ID[,ID...]         perturbed test cases, bound to _perturbed (-o NAME)
+        %nbeval diff BEFORE AFTER                  what changed between two runs, bound to _diff
+        %nbeval runs FOLDER                        the saved runs in a folder, newest first
 
         `%nbeval SUBCOMMAND -h` lists a subcommand's options (those of `nbeval run` for run).
         """

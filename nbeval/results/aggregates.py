@@ -161,9 +161,12 @@ def run_meta(
     duration_s: float | None = None,
     usage: dict[str, Any] | None = None,
     cancelled: bool = False,
+    run: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A result's run facts: version, duration, usage, whether it was cancelled, the evaluators."""
-    return {
+    """A result's run facts: version, duration, usage, whether it was cancelled, the evaluators,
+    and (``run``, when given) what the run measured and how, kept as ``meta["run"]`` (see
+    :mod:`nbeval.results.run_facts`)."""
+    meta = {
         "nbeval_version": __version__,
         "duration_s": duration_s,
         "usage": usage or {},
@@ -171,6 +174,9 @@ def run_meta(
         "format_version": FORMAT_VERSION,
         "evaluators": [{"name": ev.name, "id": ev.id, "params": _jsonable(ev.params)} for ev in evaluators],
     }
+    if run is not None:
+        meta["run"] = run
+    return meta
 
 
 def model_labels(lab: TestLab | None) -> dict[str, str]:

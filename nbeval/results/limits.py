@@ -11,7 +11,8 @@ dataset's prompts, answers and contexts) is never cut in what is saved, only in 
 * :data:`MAX_SHOWN_CHARS` (2,000): each cell of the HTML report (answers and prompts too).
 * :data:`MAX_LABEL_CHARS` (1,000): a human label (``labels.csv``): a verdict or a class name,
   not a text; a longer one is refused, not cut (a saved folder holding one does not load, and
-  :meth:`~nbeval.results.EvaluationResult.save` refuses to write one).
+  :meth:`~nbeval.results.EvaluationResult.save` refuses to write one). A run's label
+  (``result.save(folder, label=...)``, kept in ``meta["run"]``) has the same cap.
 
 A cut text keeps its beginning and ends with a marker giving the original size::
 

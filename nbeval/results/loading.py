@@ -7,7 +7,10 @@ is one), raised before a result is made:
 
 * each file: there, readable, UTF-8 (Parquet text and metadata too), JSON where it should be;
 * ``result.json``: a JSON object whose run facts have the shapes nbeval writes (``meta.usage`` an
-  object of numbers, ``meta.duration_s`` a number, ``meta.cancelled`` true or false, ...);
+  object of numbers, ``meta.duration_s`` a number, ``meta.cancelled`` true or false, ``meta.run``
+  exactly the keys of :data:`~nbeval.results.run_facts.RUN_FACT_KEYS`, its label no longer than
+  :data:`~nbeval.results.limits.MAX_LABEL_CHARS`, ...; a folder saved before ``meta.run``
+  existed has none and loads);
 * each table: exactly its columns, each holding its kind of value; a stored text no longer than
   its cap (:mod:`nbeval.results.limits`);
 * across the files: each metric of an evaluator listed once in ``metrics.jsonl`` and exactly one
@@ -50,12 +53,13 @@ from nbeval.results.result import (
     SCORE_FILES,
     EvaluationResult,
 )
+from nbeval.results.run_facts import check_run_facts
 from nbeval.results.score_table import SCORE_COLUMNS, typed_scores
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["check_label_lengths", "load_result"]
+__all__ = ["check_label_lengths", "load_result", "read_aggregates", "read_result_info"]
 
 #: What each column of the saved tables holds: (kind, whether it may be null).
 _TEXT, _NUMBER, _BOOL, _COUNT = "text", "a number", "true or false", "a whole number"
@@ -251,9 +255,25 @@ def _check_meta(meta: dict[str, Any], source: str) -> None:
     evaluators = meta.get("evaluators")
     if evaluators is not None and not (isinstance(evaluators, list) and all(isinstance(e, dict) for e in evaluators)):
         raise wrong("evaluators", "a list of objects", evaluators)
+    if "run" in meta:  # a result saved before nbeval recorded run facts has none
+        check_run_facts(meta["run"], source, CHANGED)
 
 
 # -- the folder ---------------------------------------------------------------------------------
+
+
+def read_result_info(folder: str | Path) -> dict[str, Any]:
+    """``result.json`` of the saved result in ``folder``, checked as :func:`load_result` checks it
+    (its ``meta``, ``explanations`` and ``model_labels``), without reading the other files."""
+    return _read_info(Path(folder) / "result.json")
+
+
+def read_aggregates(folder: str | Path) -> pd.DataFrame:
+    """``aggregates.jsonl`` of the saved result in ``folder``, each line checked as
+    :func:`load_result` checks it (not against the other files)."""
+    aggregates, _lines = _read_records(Path(folder) / "aggregates.jsonl", AGGREGATE_COLUMNS)
+    aggregates["value"] = aggregates["value"].astype(float)
+    return aggregates
 
 
 def load_result(folder: str | Path) -> EvaluationResult:

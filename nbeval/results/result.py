@@ -73,7 +73,10 @@ class EvaluationResult:
         self.dataset = dataset
         """The rows that were evaluated (prompts, answers, contexts)."""
         self.meta = meta or {}
-        """Run facts: duration, token usage and cost, whether it was cancelled, versions."""
+        """Run facts: duration, token usage and cost, whether it was cancelled, versions, and (a
+        result of :func:`nbeval.evaluate`) ``meta["run"]``: when it started, its label, the git
+        commit, the dataset's fingerprint, judge, embedder and prompts
+        (:mod:`nbeval.results.run_facts`)."""
         self.explanations = explanations or {}
         """Per evaluator and model: structured explanations (e.g. a confusion matrix)."""
         self.model_labels = model_labels or {}
@@ -299,7 +302,7 @@ class EvaluationResult:
 
     # -- persistence ----------------------------------------------------------------------
 
-    def save(self, folder: str | Path, *, scores_format: str = "parquet") -> Path:
+    def save(self, folder: str | Path, *, label: str | None = None, scores_format: str = "parquet") -> Path:
         """Write the result to ``folder`` (created): the :data:`RESULT_FILES`, which
         :func:`nbeval.load_result` reads back. Other files in ``folder`` are left alone (a long table
         of the other format too: ``result.json`` says which one belongs to the result).
@@ -316,10 +319,16 @@ class EvaluationResult:
         where the result cannot go, or a human label longer than
         :data:`~nbeval.results.limits.MAX_LABEL_CHARS` (which :func:`nbeval.load_result` would
         refuse), raises :class:`~nbeval.errors.DataError` before anything is written.
+
+        ``label`` names the run (``result.save("runs/0412", label="bigger chunks")``): it is kept
+        in the folder's ``meta["run"]["label"]`` and, once the folder is written, in
+        ``result.meta`` (``None`` keeps the label the result has). Text of at most
+        :data:`~nbeval.results.limits.MAX_LABEL_CHARS` characters; anything else raises before
+        anything is written. :func:`nbeval.runs` lists the runs saved in a folder.
         """
         from nbeval.results.saving import save_result
 
-        return save_result(self, folder, scores_format=scores_format)
+        return save_result(self, folder, scores_format=scores_format, label=label)
 
     def to_jsonl(self, path: str | Path) -> None:
         """The long table as JSON lines (one object per score, floats exact), written aside and

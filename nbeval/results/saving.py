@@ -13,6 +13,7 @@ from nbeval.errors import BadParameter
 from nbeval.results.aggregates import FORMAT_VERSION
 from nbeval.results.files import check_folder, staging_folder
 from nbeval.results.labels import save_labels
+from nbeval.results.run_facts import check_run_facts, with_label
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -29,8 +30,11 @@ DATASET_FILES = {"parquet": "dataset.parquet", "jsonl": "dataset.json"}
 RESULT_FILES = ("scores.parquet", "aggregates.jsonl", "metrics.jsonl", "dataset.parquet", "result.json")
 
 
-def save_result(result: EvaluationResult, folder: str | Path, *, scores_format: str = "parquet") -> Path:
-    """Write ``result`` to ``folder``: what :meth:`EvaluationResult.save` documents."""
+def save_result(
+    result: EvaluationResult, folder: str | Path, *, scores_format: str = "parquet", label: str | None = None
+) -> Path:
+    """Write ``result`` to ``folder``: what :meth:`EvaluationResult.save` documents. ``label``
+    names the run in the saved ``meta["run"]`` and, once the folder is written, in ``result.meta``."""
     from nbeval.results import dataset_file
     from nbeval.results.columnar import write_scores_parquet
 
@@ -45,8 +49,11 @@ def save_result(result: EvaluationResult, folder: str | Path, *, scores_format: 
     from nbeval.results.consistency import check_label_lengths
 
     check_label_lengths(result.labels, "result.labels")  # a label load_result would refuse is not written
+    kept = with_label(result.meta, label, result.dataset) if label is not None else result.meta
+    if "run" in kept:
+        check_run_facts(kept["run"], "result.meta", "fix result.meta['run'] (or remove it) before saving")
     folder.mkdir(parents=True, exist_ok=True)
-    meta = dict(result.meta, format_version=FORMAT_VERSION if scores_format == "parquet" else 1)
+    meta = dict(kept, format_version=FORMAT_VERSION if scores_format == "parquet" else 1)
     with staging_folder(folder) as stage:
         if scores_format == "parquet":
             write_scores_parquet(stage / score_file, result.scores)
@@ -70,6 +77,7 @@ def save_result(result: EvaluationResult, folder: str | Path, *, scores_format: 
         save_labels(folder, result.labels)  # labels.csv (optional), before the result files move in
         for name in names:
             os.replace(stage / name, folder / name)
+    result.meta = kept
     return folder
 
 

@@ -157,15 +157,11 @@ def mcnemar_exact(a_only: int, b_only: int) -> float:
 
 
 def _rank_abs(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Average ranks of ``|d|`` and the size of each tie group (one entry per group)."""
-    absd = np.abs(d)
-    order = np.argsort(absd, kind="mergesort")
-    sorted_abs = absd[order]
-    ranks = np.empty(d.size)
-    _, starts, counts = np.unique(sorted_abs, return_index=True, return_counts=True)
-    for start, count in zip(starts, counts, strict=True):
-        ranks[order[start : start + count]] = start + (count + 1) / 2
-    return ranks, counts
+    """Average ranks of ``|d|`` and the size of each tie group (one entry per group), computed at
+    once for every group (a loop over groups took 0.6 s at 300,000 scores)."""
+    _, inverse, counts = np.unique(np.abs(d), return_inverse=True, return_counts=True)
+    ranks = ((np.cumsum(counts) - counts) + (counts + 1) / 2)[inverse.reshape(-1)]
+    return ranks.astype(float), counts
 
 
 def _signed_rank_distribution(n: int) -> np.ndarray:

@@ -199,3 +199,62 @@ nw.agreement_chart(agreement)
 saved = result.save(folder / "run")
 again = nbeval.load_result(saved)
 print(len(again.labels), "labels;", "kappa", round(again.agreement("rouge").kappa, 2))
+
+# %% [markdown] id="c25"
+# ## Runs over time: did the change help, and what broke?
+#
+# In a notebook you iterate: change a prompt or a retriever, run again, and ask whether it got
+# better. Save each run into one folder (`result.save(folder / name, label=...)`: the result records
+# when it ran, the dataset's fingerprint, the evaluators and their parameters, the judge, the
+# embedder, the nbeval version and the git commit), then `nbeval.diff(before, after)` pairs the rows
+# measured in both runs and tests each evaluator, metric and model with the same tests and Holm
+# family as `compare`. Here the "change" is simulated: `tiny-rag` now answers four questions word for
+# word, and `llama-3-8b` cuts every answer after five words.
+
+# %% id="c26"
+runs_folder = folder / "runs"
+baseline = nbeval.evaluate(lab, ["exact_match", "rouge"], progress=False)
+baseline.save(runs_folder / "01-baseline", label="baseline")
+
+records = lab.dataset.to_records()
+for r in records:
+    if r["model_key"] == "tiny-rag" and r["key"] in ("revenue", "founded", "units", "chair"):
+        r["actual_output"] = r["expected_output"]
+    if r["model_key"] == "llama-3-8b":
+        r["actual_output"] = " ".join(str(r["actual_output"]).split()[:5])
+changed = nbeval.evaluate(records, ["exact_match", "rouge"], progress=False)
+changed.save(runs_folder / "02-new-prompt", label="new prompt")
+
+# %% id="c27"
+# NBVAL_CHECK_OUTPUT
+print(nbeval.runs(runs_folder)[["run", "label", "models", "rows"]].to_string(index=False))
+
+# %% id="c28"
+# NBVAL_CHECK_OUTPUT
+change = nbeval.diff(runs_folder / "01-baseline", runs_folder / "02-new-prompt")
+shown = change.table.query("metric in ['score', 'rouge_l']")
+print(shown[["evaluator", "metric", "model_key", "mean_before", "mean_after", "n", "p_value", "p_holm"]]
+      .round(3).to_string(index=False))
+print(len(change.regressions), "regressions,", len(change.improvements), "improvements;",
+      len(change.flips), "rows flipped:")
+print(change.flips[["evaluator", "model_key", "key", "change"]].to_string(index=False))
+
+# %% [markdown] id="c29"
+# Both changes move the means (`tiny-rag` up, `llama-3-8b` down), yet with ten test cases a model
+# neither is significant after Holm's adjustment over the 15 comparisons: the diff calls nothing a
+# regression or an improvement, where a naive before/after table would. What it does show is which
+# rows flipped from pass to fail or back, so you can read them. `print(change)` gives the whole
+# report (configuration changes first, then regressions, improvements and flips); `nbeval diff
+# BEFORE AFTER --fail-on-regression` is the same from the command line, for CI. The chart shows
+# each change with its interval, the explorer opens a flipped row in both runs side by side, and
+# the history chart follows a metric over every run in the folder.
+
+# %% id="c30" tags=["chart"]
+nw.diff_chart(change)
+
+# %% id="c31"
+flips = nw.FlipExplorer(change)
+flips
+
+# %% id="c32" tags=["chart"]
+nw.history_chart(runs_folder, "rouge")

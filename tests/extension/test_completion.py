@@ -18,7 +18,7 @@ def _complete(shell: Shell, line: str) -> list[str]:
 
 
 def test_subcommands(shell: Shell) -> None:
-    assert _complete(shell, "%nbeval ") == ["evaluators", "explore", "judge", "perturb", "run", "show"]
+    assert _complete(shell, "%nbeval ") == ["diff", "evaluators", "explore", "judge", "perturb", "run", "runs", "show"]
     assert _complete(shell, "%nbeval e") == ["evaluators", "explore"]
 
 

@@ -219,6 +219,25 @@ COVERAGE: dict[str, list[str]] = {
         "tests/perturbation/test_perturb_api.py::test_cli_perturb_writes_a_suite_that_loads",
         "tests/perturbation/test_perturb_api.py::test_cli_perturb_errors_are_one_line",
     ],
+    # -- nbeval diff / nbeval runs ----------------------------------------------------------------------
+    "nbeval diff": ["tests/cli/test_diff_runs_cli.py::test_diff_prints_the_regression_and_fails_only_when_asked"],
+    "nbeval diff before": [
+        "tests/cli/test_diff_runs_cli.py::test_diff_prints_the_regression_and_fails_only_when_asked",
+        "tests/cli/test_diff_runs_cli.py::test_diff_of_a_folder_that_is_not_a_result_is_a_clear_error",
+    ],
+    "nbeval diff after": ["tests/cli/test_diff_runs_cli.py::test_diff_prints_the_regression_and_fails_only_when_asked"],
+    "nbeval diff --min-effect": [
+        "tests/cli/test_diff_runs_cli.py::test_a_min_effect_larger_than_the_change_is_not_a_regression"
+    ],
+    "nbeval diff --alpha": ["tests/cli/test_diff_runs_cli.py::test_diff_as_json"],
+    "nbeval diff --fail-on-regression": [
+        "tests/cli/test_diff_runs_cli.py::test_diff_prints_the_regression_and_fails_only_when_asked",
+        "tests/cli/test_diff_runs_cli.py::test_a_min_effect_larger_than_the_change_is_not_a_regression",
+    ],
+    "nbeval diff --json": ["tests/cli/test_diff_runs_cli.py::test_diff_as_json"],
+    "nbeval runs": ["tests/cli/test_diff_runs_cli.py::test_runs_lists_the_saved_runs"],
+    "nbeval runs folder": ["tests/cli/test_diff_runs_cli.py::test_runs_lists_the_saved_runs"],
+    "nbeval runs --json": ["tests/cli/test_diff_runs_cli.py::test_runs_lists_the_saved_runs"],
     "nbeval perturbators": [
         "tests/perturbation/test_perturb_api.py::test_cli_perturbators_lists_ids_names_and_meaning"
     ],

@@ -1,0 +1,298 @@
+"""What a run measured and how: the facts a result keeps in ``meta["run"]``, so that saved runs
+can be listed (:func:`nbeval.results.runs.runs`), charted over time and compared.
+
+``meta["run"]`` holds exactly these keys (:data:`RUN_FACT_KEYS`); each is ``None`` where it is
+not known (a result not made by a run, saved with a label):
+
+* ``started_at``: when the run started (planned), in UTC, ISO 8601 (``2026-01-31T09:30:00.123456+00:00``).
+* ``label``: what the run is called (``result.save(folder, label="bigger chunks")``); ``None``
+  until it is given one. At most :data:`~nbeval.results.limits.MAX_LABEL_CHARS` characters.
+* ``git_commit``, ``git_dirty``: the commit checked out in the git work tree holding the working
+  directory when the run started, and whether tracked files differed from it then (untracked
+  files do not count: a results folder inside the repository is not a change). Found by running
+  ``git rev-parse --verify HEAD`` and ``git status --porcelain --untracked-files=no`` (at most
+  :data:`GIT_TIMEOUT_S` seconds each, taking no lock, running no file-system monitor); ``None``
+  outside a work tree, without git, or when git fails or is slow. A run never fails over them.
+  (Reading ``.git/HEAD`` by hand would miss packed refs, worktrees and submodules, and could not
+  tell a dirty tree.)
+* ``dataset_fingerprint``: the SHA-256 of the evaluated rows' content, row order aside
+  (:func:`~nbeval.results.fingerprint.dataset_fingerprint`).
+* ``judge``: ``{"model": name, "params": generation parameters}`` of the run's judge when an
+  evaluator of the run used it (``None`` otherwise; a judge an evaluator brings itself is in that
+  evaluator's parameters, ``meta["evaluators"]``). No secret is kept: parameters go through
+  :func:`~nbeval.chat.secrets.redact_params`, and the key and the base URL are not parameters.
+* ``embedder``: the name of the run's embedder when an evaluator of the run used it, else ``None``.
+* ``prompts``: evaluator name to the SHA-256 of its prompt's full text (instructions, worked
+  examples, data section), for each evaluator that has a prompt (the judge evaluators).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from nbeval.errors import BadArgumentType, BadParameter, DataError
+from nbeval.results.limits import MAX_LABEL_CHARS
+
+if TYPE_CHECKING:
+    from nbeval.data.model import LlmDataset
+    from nbeval.evaluators.base import Evaluator
+    from nbeval.runtime import Resources
+
+__all__ = [
+    "GIT_TIMEOUT_S",
+    "RUN_FACT_KEYS",
+    "check_label",
+    "check_run_facts",
+    "git_state",
+    "run_facts",
+    "run_start",
+    "unknown_run_facts",
+    "with_label",
+]
+
+#: The keys of ``meta["run"]``, in the order they are written.
+RUN_FACT_KEYS = (
+    "started_at",
+    "label",
+    "git_commit",
+    "git_dirty",
+    "dataset_fingerprint",
+    "judge",
+    "embedder",
+    "prompts",
+)
+#: Seconds each git command may take before the commit is recorded as unknown.
+GIT_TIMEOUT_S = 3.0
+_COMMIT = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")  # SHA-1, or SHA-256 repositories
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+# -- gathering ------------------------------------------------------------------------------------
+
+
+def run_start() -> dict[str, Any]:
+    """The facts known when a run starts: ``started_at`` (now, UTC) and the git state."""
+    return {"started_at": datetime.now(timezone.utc).isoformat(), **git_state()}
+
+
+def git_state() -> dict[str, Any]:
+    """``{"git_commit": ..., "git_dirty": ...}`` of the git work tree holding the working directory
+    (both ``None`` outside one, without git, or when git fails or takes too long)."""
+    commit = _git("rev-parse", "--verify", "--quiet", "HEAD")
+    if commit is None or not _COMMIT.fullmatch(commit):
+        return {"git_commit": None, "git_dirty": None}
+    status = _git("status", "--porcelain", "--untracked-files=no")
+    return {"git_commit": commit, "git_dirty": None if status is None else bool(status)}
+
+
+def _git(*args: str) -> str | None:
+    """git's output (stripped) for ``args`` in the working directory; ``None`` if it fails."""
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"}
+    try:
+        done = subprocess.run(
+            ["git", "-c", "core.fsmonitor=false", *args],
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            timeout=GIT_TIMEOUT_S,
+            env=env,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+    if done.returncode != 0:
+        return None
+    return done.stdout.decode("utf-8", "replace").strip()
+
+
+def run_facts(
+    start: Mapping[str, Any], dataset: LlmDataset, evaluators: Sequence[Evaluator], resources: Resources | None
+) -> dict[str, Any]:
+    """``meta["run"]`` of a finished run: ``start`` (from :func:`run_start`) and what the run used."""
+    from nbeval.results.fingerprint import dataset_fingerprint
+
+    return {
+        "started_at": start.get("started_at"),
+        "label": None,
+        "git_commit": start.get("git_commit"),
+        "git_dirty": start.get("git_dirty"),
+        "dataset_fingerprint": dataset_fingerprint(dataset),
+        "judge": _judge(evaluators, resources),
+        "embedder": _embedder(evaluators, resources),
+        "prompts": _prompts(evaluators),
+    }
+
+
+def unknown_run_facts(dataset: LlmDataset) -> dict[str, Any]:
+    """``meta["run"]`` of a result no run recorded facts for: only the dataset's fingerprint is known."""
+    from nbeval.results.fingerprint import dataset_fingerprint
+
+    facts: dict[str, Any] = dict.fromkeys(RUN_FACT_KEYS)
+    facts["dataset_fingerprint"] = dataset_fingerprint(dataset)
+    return facts
+
+
+def _uses_runs(evaluators: Sequence[Evaluator], resource: str) -> bool:
+    """Whether an evaluator needs ``resource`` and takes the run's (gives none of its own)."""
+    return any(resource in ev.spec.resources and ev.params.get(resource) is None for ev in evaluators)
+
+
+def _judge(evaluators: Sequence[Evaluator], resources: Resources | None) -> dict[str, Any] | None:
+    """The run's judge as ``{"model", "params"}``, secrets masked; ``None`` when no evaluator used it."""
+    from nbeval.chat.secrets import redact_params
+    from nbeval.errors import NbevalError
+
+    if resources is None or not _uses_runs(evaluators, "judge"):
+        return None
+    try:
+        model = getattr(resources.chat_client(), "model", None)  # the client was made when the run was planned
+    except NbevalError:
+        return None
+    if model is None:
+        return None
+    params = getattr(model, "default_params", None)
+    plain = _plain(dict(params) if isinstance(params, Mapping) else {})
+    return {"model": str(getattr(model, "name", type(model).__name__)), "params": redact_params(plain)}
+
+
+def _plain(value: dict[str, Any]) -> dict[str, Any]:
+    """``value`` as plain JSON (a value JSON cannot hold as its ``repr``)."""
+    plain: dict[str, Any] = json.loads(json.dumps(value, default=repr))
+    return plain
+
+
+def _embedder(evaluators: Sequence[Evaluator], resources: Resources | None) -> str | None:
+    """The run's embedder's name; ``None`` when no evaluator used it."""
+    if resources is None or not _uses_runs(evaluators, "embedder"):
+        return None
+    spec = resources.embedder_spec
+    if spec is None:
+        from nbeval.resources.embedder import DEFAULT_MODEL
+
+        return DEFAULT_MODEL
+    if isinstance(spec, (str, os.PathLike)):
+        return os.fspath(spec)
+    return str(getattr(spec, "name", None) or type(spec).__name__)
+
+
+def _prompts(evaluators: Sequence[Evaluator]) -> dict[str, str]:
+    """Evaluator name to the SHA-256 of its prompt's text, for the evaluators that have a prompt."""
+    out: dict[str, str] = {}
+    for ev in evaluators:
+        prompt = getattr(ev, "prompt", None)
+        text_of = getattr(prompt, "text", None)  # a JudgePrompt gives its full text
+        text = text_of() if callable(text_of) else prompt
+        if isinstance(text, str):
+            out[ev.name] = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return out
+
+
+# -- labels ---------------------------------------------------------------------------------------
+
+
+def check_label(label: Any) -> str:
+    """``label`` if it can name a run: text of at most :data:`MAX_LABEL_CHARS` characters, all of
+    which UTF-8 can hold; else :class:`~nbeval.errors.BadArgumentType` or
+    :class:`~nbeval.errors.BadParameter` saying what to give."""
+    if not isinstance(label, str):
+        msg = f"a run's label must be text, got {type(label).__name__}; pass label='...'"
+        raise BadArgumentType(msg)
+    if len(label) > MAX_LABEL_CHARS:
+        msg = f"a run's label is at most {MAX_LABEL_CHARS:,} characters, got {len(label):,}; give a shorter one"
+        raise BadParameter(msg)
+    try:
+        label.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        msg = f"a run's label must be text UTF-8 can hold; character {exc.start} is a lone surrogate"
+        raise BadParameter(msg) from None
+    return label
+
+
+def with_label(meta: Mapping[str, Any], label: str, dataset: LlmDataset) -> dict[str, Any]:
+    """A copy of ``meta`` whose ``run`` facts carry ``label`` (made by :func:`unknown_run_facts`
+    when ``meta`` has none)."""
+    run = meta.get("run")
+    facts = dict(run) if isinstance(run, Mapping) else unknown_run_facts(dataset)
+    facts["label"] = check_label(label)
+    return {**meta, "run": facts}
+
+
+# -- checking what was read -----------------------------------------------------------------------
+
+
+def check_run_facts(run: Any, source: str, hint: str) -> None:
+    """Raise :class:`~nbeval.errors.DataError` (naming ``source`` and ``meta.run.<key>``, ending
+    with ``hint``) unless ``run`` has exactly the keys of :data:`RUN_FACT_KEYS`, each of the
+    shape nbeval writes (or ``None``)."""
+
+    def wrong(key: str, should: str, value: Any) -> DataError:
+        got = f"{type(value).__name__} {value!r}"[:60]
+        field = f"meta.run.{key}" if key else "meta.run"
+        return DataError(f"must be {should} or null, got {got}; {hint}", source=source, field=field)
+
+    if not isinstance(run, dict):
+        raise wrong("", "an object of run facts", run)
+    for key in run:
+        if key not in RUN_FACT_KEYS:
+            msg = f"unknown run fact (there are {', '.join(RUN_FACT_KEYS)}); {hint}"
+            raise DataError(msg, source=source, field=f"meta.run.{str(key)[:60]}")
+    for key in RUN_FACT_KEYS:
+        if key not in run:
+            raise DataError(f"the run fact is missing; {hint}", source=source, field=f"meta.run.{key}")
+    for key, should in _SHAPES.items():
+        value = run[key]
+        if value is not None and not _has_shape(key, value):
+            raise wrong(key, should, value)
+    label = run["label"]
+    if isinstance(label, str) and len(label) > MAX_LABEL_CHARS:
+        msg = f"a label of {len(label):,} characters; a run's label is at most {MAX_LABEL_CHARS:,}; {hint}"
+        raise DataError(msg, source=source, field="meta.run.label")
+
+
+_SHAPES = {
+    "started_at": "a date and time in ISO 8601 with its time zone",
+    "label": "text",
+    "git_commit": "a git commit hash (40 or 64 hex digits)",
+    "git_dirty": "true or false",
+    "dataset_fingerprint": "a SHA-256 (64 hex digits)",
+    "judge": 'an object {"model": text, "params": object}',
+    "embedder": "text",
+    "prompts": "an object of evaluator names to SHA-256s",
+}
+
+
+def _has_shape(key: str, value: Any) -> bool:
+    """Whether a run fact (not ``None``) has the shape nbeval writes for ``key``."""
+    if key == "started_at":
+        return isinstance(value, str) and len(value) <= 64 and _aware_time(value)
+    if key in ("label", "embedder"):
+        return isinstance(value, str)
+    if key == "git_commit":
+        return isinstance(value, str) and _COMMIT.fullmatch(value) is not None
+    if key == "git_dirty":
+        return isinstance(value, bool)
+    if key == "dataset_fingerprint":
+        return isinstance(value, str) and _SHA256.fullmatch(value) is not None
+    if key == "judge":
+        return (
+            isinstance(value, dict)
+            and set(value) == {"model", "params"}
+            and isinstance(value["model"], str)
+            and isinstance(value["params"], dict)
+        )
+    return isinstance(value, dict) and all(
+        isinstance(v, str) and _SHA256.fullmatch(v) is not None for v in value.values()
+    )
+
+
+def _aware_time(text: str) -> bool:
+    try:
+        return datetime.fromisoformat(text).tzinfo is not None
+    except ValueError:
+        return False

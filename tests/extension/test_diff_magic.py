@@ -1,0 +1,54 @@
+"""``%nbeval diff`` and ``%nbeval runs``: the CLI's diff in a notebook, on variables or folders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import nbeval
+from nbeval.results.diff import RunDiff
+
+
+def _records(wrong: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "key": f"c{i}",
+            "model_key": "m",
+            "input": f"q{i}",
+            "expected_output": f"a{i}",
+            "actual_output": f"b{i}" if i < wrong else f"a{i}",
+        }
+        for i in range(30)
+    ]
+
+
+def test_diff_of_two_result_variables_binds_and_shows_the_diff(shell: Any) -> None:
+    shell.ns["first"] = nbeval.evaluate(_records(0), ["exact_match"], progress=False)
+    shell.ns["second"] = nbeval.evaluate(_records(15), ["exact_match"], progress=False)
+    ran = shell.cell("%nbeval diff first second")
+    assert ran.success, ran.stdout + ran.stderr
+    found = shell.ns["_diff"]
+    assert isinstance(found, RunDiff) and found.has_regressions
+    expected = nbeval.diff(shell.ns["first"], shell.ns["second"])
+    assert found.table["p_value"].tolist() == expected.table["p_value"].tolist()
+    assert "exact_match" in ran.html()
+    failing = shell.cell("%nbeval diff first second --fail-on-regression")
+    assert not failing.success and "a regression was found" in failing.stdout + failing.stderr
+
+
+def test_diff_of_saved_folders_and_the_runs_table(shell: Any, tmp_path: Path) -> None:
+    nbeval.evaluate(_records(0), ["exact_match"], progress=False).save(tmp_path / "runs" / "a")
+    nbeval.evaluate(_records(3), ["exact_match"], progress=False).save(tmp_path / "runs" / "b")
+    ran = shell.cell(f"%nbeval diff {tmp_path / 'runs' / 'a'} {tmp_path / 'runs' / 'b'}")
+    assert ran.success, ran.stdout + ran.stderr
+    assert len(shell.ns["_diff"].flips) == 3
+    listed = shell.cell(f"%nbeval runs {tmp_path / 'runs'}")
+    assert listed.success, listed.stdout + listed.stderr
+    assert "a" in listed.text() + listed.html() and "b" in listed.text() + listed.html()
+
+
+def test_diff_of_something_that_is_no_run_is_one_line(shell: Any, tmp_path: Path) -> None:
+    ran = shell.cell("%nbeval diff nothing_here other")
+    assert not ran.success
+    lines = [ln for ln in (ran.stdout + ran.stderr).splitlines() if ln.strip()]
+    assert len(lines) == 1 and "nothing_here" in lines[0] and "result.save" in lines[0]
