@@ -5,32 +5,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 import nbeval
 from nbeval.cli import main
-
-
-def _records(wrong: int) -> list[dict[str, Any]]:
-    """30 cases of one model whose first ``wrong`` answers miss the expected output."""
-    return [
-        {
-            "key": f"c{i}",
-            "model_key": "m",
-            "input": f"q{i}",
-            "expected_output": f"a{i}",
-            "actual_output": f"b{i}" if i < wrong else f"a{i}",
-        }
-        for i in range(30)
-    ]
+from tests.support.runs import thirty_cases
 
 
 @pytest.fixture
 def saved(tmp_path: Path) -> tuple[Path, Path]:
-    before = nbeval.evaluate(_records(0), ["exact_match"], progress=False).save(tmp_path / "runs" / "before")
-    after = nbeval.evaluate(_records(15), ["exact_match"], progress=False).save(tmp_path / "runs" / "after")
+    before = nbeval.evaluate(thirty_cases(0), ["exact_match"], progress=False).save(tmp_path / "runs" / "before")
+    after = nbeval.evaluate(thirty_cases(15), ["exact_match"], progress=False).save(tmp_path / "runs" / "after")
     return Path(before), Path(after)
 
 

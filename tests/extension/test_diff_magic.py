@@ -7,24 +7,12 @@ from typing import Any
 
 import nbeval
 from nbeval.results.diff import RunDiff
-
-
-def _records(wrong: int) -> list[dict[str, Any]]:
-    return [
-        {
-            "key": f"c{i}",
-            "model_key": "m",
-            "input": f"q{i}",
-            "expected_output": f"a{i}",
-            "actual_output": f"b{i}" if i < wrong else f"a{i}",
-        }
-        for i in range(30)
-    ]
+from tests.support.runs import thirty_cases
 
 
 def test_diff_of_two_result_variables_binds_and_shows_the_diff(shell: Any) -> None:
-    shell.ns["first"] = nbeval.evaluate(_records(0), ["exact_match"], progress=False)
-    shell.ns["second"] = nbeval.evaluate(_records(15), ["exact_match"], progress=False)
+    shell.ns["first"] = nbeval.evaluate(thirty_cases(0), ["exact_match"], progress=False)
+    shell.ns["second"] = nbeval.evaluate(thirty_cases(15), ["exact_match"], progress=False)
     ran = shell.cell("%nbeval diff first second")
     assert ran.success, ran.stdout + ran.stderr
     found = shell.ns["_diff"]
@@ -37,8 +25,8 @@ def test_diff_of_two_result_variables_binds_and_shows_the_diff(shell: Any) -> No
 
 
 def test_diff_of_saved_folders_and_the_runs_table(shell: Any, tmp_path: Path) -> None:
-    nbeval.evaluate(_records(0), ["exact_match"], progress=False).save(tmp_path / "runs" / "a")
-    nbeval.evaluate(_records(3), ["exact_match"], progress=False).save(tmp_path / "runs" / "b")
+    nbeval.evaluate(thirty_cases(0), ["exact_match"], progress=False).save(tmp_path / "runs" / "a")
+    nbeval.evaluate(thirty_cases(3), ["exact_match"], progress=False).save(tmp_path / "runs" / "b")
     ran = shell.cell(f"%nbeval diff {tmp_path / 'runs' / 'a'} {tmp_path / 'runs' / 'b'}")
     assert ran.success, ran.stdout + ran.stderr
     assert len(shell.ns["_diff"].flips) == 3
