@@ -382,9 +382,9 @@ def test_a_prompt_template_replaces_the_whole_prompt_and_keeps_the_output_format
     assert _values(res)["c1", "m3"] == 1.0
 
 
-def test_a_second_run_is_answered_from_the_cache_and_counts_its_calls(judge: dict[str, Any],
-                                                                      openai_server: FakeOpenAIServer,
-                                                                      tmp_path: Path) -> None:
+def test_a_second_run_is_answered_from_the_cache_and_counts_its_calls(
+    judge: dict[str, Any], openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
     openai_server.reply = longer_wins
     first = run(records(), ["pairwise"], judge, cache=tmp_path / "replies.sqlite")
     assert openai_server.request_count == 12 and first.meta["usage"]["calls"] == 12
