@@ -329,6 +329,9 @@ def diff_command(args: argparse.Namespace) -> int:
         )
     else:
         print(found.to_text())
+    if args.fail_on_regression and found.table.empty:
+        print("nbeval: the two runs share no evaluator, metric and model: nothing was compared", file=sys.stderr)
+        return 1
     if args.fail_on_regression and found.has_regressions:
         print("nbeval: a regression was found (--fail-on-regression)", file=sys.stderr)
         return 1

@@ -109,8 +109,9 @@ CONTRACT: dict[str, list[Metric]] = {
     "custom_judge": [*_rating("custom_judge"), _m("precision", threshold=0.5)],
     "answer_relevancy_score": [_m("score", hi=5.0, threshold=3.0, primary=True)],
     "pipeline": [_m("score", lo=-INF, hi=INF, threshold=None, primary=True)],
-    # Not in the contract: head to head (issue 29), a share of the case's comparisons won.
-    "pairwise": [_m("win_rate", threshold=0.5, primary=True)],
+    # Not in the contract: head to head (issue 29), a share of the case's comparisons won; relative,
+    # so no threshold.
+    "pairwise": [_m("win_rate", threshold=None, primary=True)],
     # RAGAS-family evaluators: all higher-is-better, [0, 1], threshold 0.75
     "faithfulness": [_m("faithfulness", primary=True)],
     "answer_relevancy": [_m("answer_relevancy", primary=True)],

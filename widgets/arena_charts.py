@@ -16,6 +16,7 @@ import altair as alt
 import pandas as pd
 
 from nbeval.widgets.chart_parts import layer
+from nbeval.widgets.tables import model_names
 
 if TYPE_CHECKING:
     from nbeval.results import EvaluationResult
@@ -27,9 +28,10 @@ def arena_chart(result: EvaluationResult, evaluator: str = "pairwise", *, level:
     """Each model's arena rating (1000 is the mean model) as a point with its interval, ranked
     best first; the tooltip gives the interval, wins, losses, ties and verdicts."""
     table = result.arena(evaluator, level=level)
+    names = model_names(result)
     df = pd.DataFrame(
         {
-            "model": [result.label(str(k)) for k in table["model_key"]],
+            "model": [names.get(str(k), str(k)) for k in table["model_key"]],
             "rating": table["rating"].round(1),
             "lo": table["rating_lo"].round(1),
             "hi": table["rating_hi"].round(1),
@@ -76,10 +78,11 @@ def win_matrix(result: EvaluationResult, evaluator: str = "pairwise", *, level: 
     column's (first-slot preference removed), blue above one half and red below; the tooltip gives
     its interval and the verdicts (wins, losses, ties, inconsistent cases) behind it."""
     h2h = result.head_to_head(evaluator, level=level)
-    order = [result.label(str(k)) for k in result.arena(evaluator, level=level)["model_key"]]
+    names = model_names(result)
+    order = [names.get(str(k), str(k)) for k in result.arena(evaluator, level=level)["model_key"]]
     cells = []
     for r in h2h.itertuples():
-        a, b = result.label(str(r.model_a)), result.label(str(r.model_b))
+        a, b = names.get(str(r.model_a), str(r.model_a)), names.get(str(r.model_b), str(r.model_b))
         common = {"ties": r.ties, "inconsistent": r.inconsistent, "n": r.n}
         cells.append(
             {

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from nbeval.results.limits import truncate_text
-from nbeval.widgets.markup import esc, text_block, value_cell
+from nbeval.widgets.markup import _passed, esc, text_block, value_cell
 
 if TYPE_CHECKING:
     from nbeval.results import EvaluationResult
@@ -43,8 +43,7 @@ def _verdict(r: Any, max_chars: int) -> str:
         return f'<span style="{_MUTED}">not scored in this run</span>'
     if bool(r["skipped"]):
         return f'<span style="{_MUTED}">skipped: {esc(r["skip_reason"])}</span>'
-    passed = r["passed"]
-    value = value_cell(r["value"], None if passed is None or passed != passed else bool(passed))
+    value = value_cell(r["value"], _passed(r["passed"]))
     why = r["rationale"] if isinstance(r["rationale"], str) else r["error"]
     text = text_block(truncate_text(why, max_chars) if isinstance(why, str) else None)
     return f"<div>{value}</div>{text}"

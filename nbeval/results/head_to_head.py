@@ -12,6 +12,7 @@ bootstrap setting, so ``result.arena()``, ``result.head_to_head()`` and
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from nbeval.errors import BadParameter
@@ -20,7 +21,16 @@ from nbeval.results.arena import ARENA_RESAMPLES, ARENA_SEED, ArenaFit, Verdict,
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["ahead_messages", "arena_fit", "has_verdicts", "head_to_head_evaluators", "verdicts_of"]
+__all__ = [
+    "AHEAD_ALPHA",
+    "ahead_rows",
+    "arena_fit",
+    "bias_sentence",
+    "case_tallies",
+    "has_verdicts",
+    "head_to_head_evaluators",
+    "verdicts_of",
+]
 
 _OUTCOME = {"A": "first", "B": "second", "tie": "tie"}
 
@@ -50,7 +60,8 @@ def verdicts_of(scores: pd.DataFrame, evaluator: str) -> list[Verdict]:
                 continue
             seen.add((key, first, second, judge))
             out.append(Verdict(case_id=key, first=first, second=second, outcome=outcome, judge=judge))  # type: ignore[arg-type]
-    return out
+    # a fixed order, so the fit and its seeded bootstrap do not depend on the dataset's row order
+    return sorted(out, key=lambda v: (v.case_id, v.first, v.second, v.judge))
 
 
 def has_verdicts(scores: pd.DataFrame, evaluator: str) -> bool:
@@ -84,15 +95,68 @@ def head_to_head_evaluators(result: Any) -> list[str]:
     return [ev for ev in dict.fromkeys(named) if has_verdicts(result.scores, ev)]
 
 
-def ahead_messages(result: Any, evaluator: str) -> list[tuple[str, str, float, float, float]]:
-    """``(model_a, model_b, p, lo, hi)`` for each pair where ``model_a`` is ahead: the interval of
-    its chance of being preferred lies wholly above one half (the interval of the strengths'
-    difference excludes zero)."""
+#: The significance level of an "ahead" claim (after Holm's adjustment over the pairs).
+AHEAD_ALPHA = 0.05
+
+
+def case_tallies(verdicts: Sequence[Verdict]) -> dict[tuple[str, str], tuple[int, int]]:
+    """Per pair ``(a, b)`` (``a < b``): in how many test cases ``a`` took more of the pair's
+    verdicts than ``b`` (a tie counting half to each), and in how many ``b`` did; level cases left
+    out. The case, not the verdict, is the unit: its two orders are one judgement, not two."""
+    points: dict[tuple[str, str, str], float] = {}
+    for v in verdicts:
+        a, b = sorted((v.first, v.second))
+        won = 0.5 if v.outcome == "tie" else float((v.first if v.outcome == "first" else v.second) == a)
+        key = (a, b, v.case_id)
+        points[key] = points.get(key, 0.0) + won - 0.5
+    tallies: dict[tuple[str, str], tuple[int, int]] = {}
+    for (a, b, _), margin in points.items():
+        ahead_a, ahead_b = tallies.get((a, b), (0, 0))
+        tallies[a, b] = (ahead_a + (margin > 0), ahead_b + (margin < 0))
+    return tallies
+
+
+def ahead_rows(result: Any, evaluator: str) -> list[tuple[str, str, float, float, float, int, float]]:
+    """``(model_a, model_b, p, lo, hi, cases, p_holm)`` for each pair where ``model_a`` is ahead of
+    ``model_b``: both the arena's interval of its chance of being preferred lies wholly above one
+    half, and an exact sign test over the test cases where one of the two took more of the pair's
+    verdicts is significant after Holm's adjustment over every pair compared (so one case, or a
+    few, never makes a model "ahead", however consistent the judge was)."""
+    from nbeval.results.stats import holm, mcnemar_exact
+
     h2h = arena_fit(result, evaluator).head_to_head_table()
-    return [
-        (str(a), str(b), float(p), float(lo), float(hi))
-        for a, b, p, lo, hi in zip(
-            h2h["model_a"], h2h["model_b"], h2h["p_a_beats_b"], h2h["lo"], h2h["hi"], strict=True
-        )
-        if lo > 0.5
+    tallies = case_tallies(verdicts_of(result.scores, evaluator))
+    pairs = list(zip(h2h["model_a"].astype(str), h2h["model_b"].astype(str), strict=True))
+    counts = [tallies.get((min(a, b), max(a, b)), (0, 0)) for a, b in pairs]
+    signs = [mcnemar_exact(x, y) for x, y in counts]  # the two-sided sign test of x against y
+    adjusted: list[float] = [float(q) for q in holm(signs)] if signs else []
+    out = []
+    for (a, b), p, lo, hi, (x, y), p_holm in zip(
+        pairs, h2h["p_a_beats_b"], h2h["lo"], h2h["hi"], counts, adjusted, strict=True
+    ):
+        if lo > 0.5 and p_holm < AHEAD_ALPHA:
+            out.append((a, b, float(p), float(lo), float(hi), int(x + y), float(p_holm)))
+    return out
+
+
+def bias_sentence(row: Any) -> str:
+    """One judge's row of ``position_bias()`` in words, for the summary and the report: how often
+    its decisive verdicts chose the first answer, its fitted first-slot term and how often the two
+    orders of a pair agreed, each said plainly where it cannot be measured (no decisive verdict, a
+    judge that always chose one slot, pairs asked in one order only)."""
+    import math
+
+    rate, beta, agree = float(row.first_slot_rate), float(row.beta), float(row.consistency)
+    parts = [
+        "no decisive verdict (only ties)"
+        if math.isnan(rate)
+        else f"{rate:.0%} of decisive verdicts chose the first answer"
     ]
+    if math.isinf(beta):
+        parts.append(f"it always chose the {'first' if beta > 0 else 'second'} slot, so its verdicts rate no model")
+    elif not math.isnan(beta):
+        parts.append(f"fitted first-slot term {beta:.2f}")
+    parts.append(
+        "no pair was asked in both orders" if math.isnan(agree) else f"the two orders agreed on {agree:.0%} of pairs"
+    )
+    return f"judge {row.judge}: " + "; ".join(parts)

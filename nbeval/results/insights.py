@@ -134,18 +134,22 @@ def insights(result: EvaluationResult) -> pd.DataFrame:
 
 
 def _ahead(result: EvaluationResult) -> list[list[Any]]:
-    """One row per pair of a head-to-head evaluator where one model is ahead: the 95% interval of
-    its chance of being preferred (first-slot preference removed) lies wholly above one half."""
-    from nbeval.results.head_to_head import ahead_messages, head_to_head_evaluators
+    """One row per pair of a head-to-head evaluator where one model is ahead of the other: the
+    arena's 95% interval of its chance of being preferred (first-slot preference removed) lies
+    wholly above one half, and the exact sign test over the test cases is significant after Holm's
+    adjustment over the pairs (:func:`~nbeval.results.head_to_head.ahead_rows`)."""
+    from nbeval.results.head_to_head import ahead_rows, head_to_head_evaluators
 
     out = []
     for ev in head_to_head_evaluators(result):
-        for a, b, p, lo, hi in ahead_messages(result, ev):
+        for a, b, p, lo, hi, cases, p_holm in ahead_rows(result, ev):
             message = (
                 f"{result.label(a)} is ahead of {result.label(b)} on {ev}: preferred with probability "
-                f"{p:.2f} (95% interval {lo:.2f}-{hi:.2f}, the judge's first-slot preference removed)"
+                f"{p:.2f} (95% interval {lo:.2f}-{hi:.2f}, the judge's first-slot preference removed; "
+                f"sign test over {cases} cases, Holm p = {p_holm:.2g} over the pairs)"
             )
-            out.append([AHEAD_KIND, ev, "win_rate", a, None, p, message, True, _NAN, "arena bootstrap over cases"])
+            family = "of the pairs compared (sign test over test cases)"
+            out.append([AHEAD_KIND, ev, "win_rate", a, None, p, message, True, p_holm, family])
     return out
 
 
@@ -154,10 +158,14 @@ def _leaders(result: EvaluationResult) -> list[list[Any]]:
     comparison with the runner-up is significant after Holm's adjustment over the leader
     comparisons, else ``tied_models``."""
     from nbeval.results.compare import paired_comparisons
+    from nbeval.results.head_to_head import head_to_head_evaluators
 
     agg = result.aggregates
+    arena = set(head_to_head_evaluators(result))  # their lead is told by the "ahead" rows
     found = []
     for ev, part in agg[agg["primary"] & agg["value"].notna()].groupby("evaluator", sort=False, observed=True):
+        if str(ev) in arena:
+            continue
         higher = part["direction"].iloc[0] == "higher"
         ordered = part.sort_values("value", ascending=not higher, kind="stable")
         found.append((str(ev), str(ordered["metric"].iloc[0]), ordered))

@@ -69,7 +69,7 @@ def leaderboard(
         if n_col not in columns:
             columns[n_col] = part["N"].reindex(models).astype("Int64").set_axis(index)
     table = pd.DataFrame(columns, index=index)
-    rated = evaluator is not None and metric is None and _with_ratings(result, evaluator, table)
+    rated = evaluator is not None and metric is None and _with_ratings(result, evaluator, table, ci or 0.95)
     sort_ev = evaluator if evaluator is not None else (result.evaluators[0] if result.evaluators else None)
     if sort_ev is not None and not table.empty:
         sort_metric = metric or result.primary_metric(sort_ev)
@@ -88,14 +88,14 @@ def leaderboard(
     return table
 
 
-def _with_ratings(result: EvaluationResult, evaluator: str, table: pd.DataFrame) -> bool:
-    """Add ``rating, rating_lo, rating_hi`` (the arena's, :meth:`EvaluationResult.arena`) to the
-    leaderboard of a head-to-head evaluator, in place; whether it is one."""
+def _with_ratings(result: EvaluationResult, evaluator: str, table: pd.DataFrame, level: float) -> bool:
+    """Add ``rating, rating_lo, rating_hi`` (the arena's, :meth:`EvaluationResult.arena`, with
+    ``level`` intervals) to the leaderboard of a head-to-head evaluator, in place; whether it is one."""
     from nbeval.results.head_to_head import head_to_head_evaluators
 
     if evaluator not in head_to_head_evaluators(result) or table.empty:
         return False
-    arena = result.arena(evaluator).set_index("model_key")
+    arena = result.arena(evaluator, level=level).set_index("model_key")
     for column in ("rating", "rating_lo", "rating_hi"):
         table.insert(len(table.columns), column, arena[column].reindex(table.index.astype(str)).to_numpy())
     return True

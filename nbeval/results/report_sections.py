@@ -272,22 +272,21 @@ def _leaderboard_table(result: EvaluationResult, ev: str, board: Any) -> str:
 def _arena_table(result: EvaluationResult, ev: str) -> str:
     """A head-to-head evaluator's arena ratings (best first, with intervals and W-L-T) and each
     judge's first-slot preference; nothing for other evaluators."""
-    from nbeval.results.head_to_head import arena_fit, head_to_head_evaluators
+    from nbeval.results.head_to_head import arena_fit, bias_sentence, head_to_head_evaluators
 
     if ev not in head_to_head_evaluators(result):
         return ""
     fit = arena_fit(result, ev)
+    table = fit.arena_table()
+    if table.empty:
+        return "<p class='meta'>Arena ratings: no verdict could be read.</p>"
     rows = [
         f"<tr><td>{cell(result.label(str(r.model_key)))}</td><td class='num'>{r.rating:.0f} "
         f"<span class='ci'>[{r.rating_lo:.0f}, {r.rating_hi:.0f}]</span></td>"
         f"<td class='num'>{r.wins}-{r.losses}-{r.ties}</td></tr>"
-        for r in fit.arena_table().itertuples()
+        for r in table.itertuples()
     ]
-    judges = "".join(
-        f"<p class='meta'>judge {cell(b.judge)}: {b.first_slot_rate:.0%} of decisive verdicts chose the first "
-        f"answer (fitted first-slot term {b.beta:.2f}); the two orders agreed on {b.consistency:.0%} of pairs</p>"
-        for b in fit.position_bias_table().itertuples()
-    )
+    judges = "".join(f"<p class='meta'>{cell(bias_sentence(b))}</p>" for b in fit.position_bias_table().itertuples())
     head = [("model", "18%"), ("arena rating [95%] (1000 = the mean model)", ""), ("wins-losses-ties", "")]
     return (
         "<p class='meta'>Arena ratings: a Bradley-Terry fit to every single-order verdict, the judge's "

@@ -157,8 +157,9 @@ def _judge(evaluators: Sequence[Evaluator], resources: Resources | None) -> dict
     if model is None:
         return None
     params = getattr(model, "default_params", None)
-    plain = _plain(dict(params) if isinstance(params, Mapping) else {})
-    return {"model": str(getattr(model, "name", type(model).__name__)), "params": redact_params(plain)}
+    # masked first, while the values still have their names and types, then made JSON-like
+    masked = redact_params(dict(params)) if isinstance(params, Mapping) else {}
+    return {"model": str(getattr(model, "name", type(model).__name__)), "params": _plain(dict(masked))}
 
 
 def _plain(value: dict[str, Any]) -> dict[str, Any]:

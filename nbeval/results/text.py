@@ -91,7 +91,8 @@ def summary_text(result: EvaluationResult) -> str:
         primary = result.primary_metric(ev)
         methods = board.attrs["ci"]["method"]
         used = sorted({methods[m] for m in metrics if methods.get(m, "none") != "none"})
-        lines.extend(wrap_item(f"== {ev} (ranked on {primary}) ==", bullet=""))
+        ranked = "arena rating; see below" if "rating" in board.columns else primary
+        lines.extend(wrap_item(f"== {ev} (ranked on {ranked}) ==", bullet=""))
         if used:
             lines.append(f"[lo, hi]: 95% intervals ({', '.join(used)})")
         rows = []
@@ -122,8 +123,8 @@ def summary_text(result: EvaluationResult) -> str:
 
 def _arena_lines(result: EvaluationResult, shown: dict[str, str]) -> list[str]:
     """A block per head-to-head evaluator: each model's arena rating with its 95% interval and
-    its wins, losses and ties, best first, and the judge's first-slot preference."""
-    from nbeval.results.head_to_head import arena_fit, head_to_head_evaluators
+    its wins, losses and ties, best first, and each judge's first-slot preference."""
+    from nbeval.results.head_to_head import arena_fit, bias_sentence, head_to_head_evaluators
 
     lines: list[str] = []
     for ev in head_to_head_evaluators(result):
@@ -131,21 +132,20 @@ def _arena_lines(result: EvaluationResult, shown: dict[str, str]) -> list[str]:
         lines.extend(
             wrap_item(f"== {ev}: arena ratings (1000 = the mean model; first-slot preference removed) ==", bullet="")
         )
+        table = fit.arena_table()
+        if table.empty:
+            lines.extend(["no verdict could be read: no ratings", ""])
+            continue
         rows = [
             (
                 shown.get(str(r.model_key), _cut(str(result.label(str(r.model_key))), LABEL_WIDTH)),
                 [f"{r.rating:.0f} [{r.rating_lo:.0f}, {r.rating_hi:.0f}]", f"{r.wins}-{r.losses}-{r.ties}"],
             )
-            for r in fit.arena_table().itertuples()
+            for r in table.itertuples()
         ]
         lines.extend(_table("model", rows, ["rating [95%]", "W-L-T"]))
         for b in fit.position_bias_table().itertuples():
-            lines.extend(
-                wrap_item(
-                    f"judge {b.judge}: {b.first_slot_rate:.0%} of decisive verdicts chose the first "
-                    f"answer; the two orders agreed on {b.consistency:.0%} of pairs"
-                )
-            )
+            lines.extend(wrap_item(bias_sentence(b)))
         lines.append("")
     return lines
 

@@ -66,3 +66,11 @@ def test_runs_lists_the_saved_runs(saved: tuple[Path, Path], capsys: pytest.Capt
     assert main(["runs", str(folder), "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert [r["run"] for r in listed] == ["after", "before"]
+
+
+def test_a_gate_on_two_runs_with_nothing_in_common_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = nbeval.evaluate(thirty_cases(0), ["exact_match"], progress=False).save(tmp_path / "a")
+    b = nbeval.evaluate(thirty_cases(0), ["rouge"], progress=False).save(tmp_path / "b")
+    assert main(["diff", str(a), str(b)]) == 0  # a report is fine
+    assert main(["diff", str(a), str(b), "--fail-on-regression"]) == 1  # a gate that measured nothing is not
+    assert "nothing was compared" in capsys.readouterr().err

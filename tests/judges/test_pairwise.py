@@ -323,11 +323,15 @@ def test_ratings_need_a_head_to_head_evaluator(judge: dict[str, Any], openai_ser
         res.arena()
 
 
+#: Eight cases in which the longer answer is always m3's, then m2's, then m1's.
+EIGHT = {f"c{i}": {"m1": "a" * (5 + i), "m2": "b" * (15 + i), "m3": "c" * (25 + i)} for i in range(8)}
+
+
 def test_summary_leaderboard_and_insights_show_the_ratings(
     judge: dict[str, Any], openai_server: FakeOpenAIServer
 ) -> None:
     openai_server.reply = longer_wins
-    res = run(records(ORDERED), ["pairwise"], judge)
+    res = run(records(EIGHT), ["pairwise"], judge)
     board = res.leaderboard("pairwise")
     assert list(board.index) == ["m3", "m2", "m1"] and {"rating", "rating_lo", "rating_hi"} <= set(board.columns)
     assert board.rating.tolist() == pytest.approx(res.arena().rating.tolist())
@@ -337,9 +341,26 @@ def test_summary_leaderboard_and_insights_show_the_ratings(
         ("m3", "m1"),
         ("m3", "m2"),
     ]
+    # the sign test over the 8 cases, each pair's winner taking all: 2 * 0.5**8, Holm over 3 pairs
+    assert ahead.p_holm.tolist() == pytest.approx([3 * 2 * 0.5**8] * 3)
+    # the lead of a head-to-head evaluator is told by the arena, not by a paired test of win rates
+    assert not ((res.insights.evaluator == "pairwise") & res.insights.kind.isin(["best_model", "tied_models"])).any()
     text = " ".join(res.summary().split())  # long lines are wrapped
+    assert "pairwise (ranked on arena rating; see below)" in text
     assert "arena ratings" in text and "m3 is ahead of m2 on pairwise" in text
     assert "50% of decisive verdicts chose the first answer" in text
+    # a share of comparisons has no threshold: the losing model is no "problem"
+    assert res.problems.empty
+
+
+def test_one_case_never_puts_a_model_ahead(judge: dict[str, Any], openai_server: FakeOpenAIServer) -> None:
+    # the judge agrees with itself in both orders, so every resample is the same: the arena's
+    # interval has no width; the sign test over one case (p = 1) is what stops an "ahead" claim
+    openai_server.reply = longer_wins
+    res = run(records({"c1": ORDERED["c1"]}), ["pairwise"], judge)
+    h2h = res.head_to_head(n_boot=100)
+    assert (h2h.lo > 0.5).all()  # the interval alone would say "ahead"
+    assert (res.insights.kind != "ahead").all()
 
 
 def test_no_one_is_ahead_when_the_judge_only_follows_the_slot(
@@ -349,7 +370,8 @@ def test_no_one_is_ahead_when_the_judge_only_follows_the_slot(
     res = run(records(ORDERED), ["pairwise"], judge)
     assert (res.insights.kind != "ahead").all()
     text = " ".join(res.summary().split())  # long lines are wrapped
-    assert "100% of decisive verdicts chose the first answer; the two orders agreed on 0% of pairs" in text
+    assert "100% of decisive verdicts chose the first answer;" in text
+    assert "the two orders agreed on 0% of pairs" in text
 
 
 def test_a_dask_run_gives_the_local_verdicts_and_ratings(
@@ -392,3 +414,23 @@ def test_a_second_run_is_answered_from_the_cache_and_counts_its_calls(
     assert openai_server.request_count == 12  # nothing asked again
     assert again.meta["usage"]["cached_calls"] == 12
     assert _values(again) == _values(first)
+
+
+def test_the_bias_sentence_says_what_cannot_be_measured(judge: dict[str, Any], openai_server: FakeOpenAIServer) -> None:
+    openai_server.reply = always_a
+    text = " ".join(run(records(ORDERED), ["pairwise"], judge).summary().split())
+    assert "it always chose the first slot, so its verdicts rate no model" in text and "inf" not in text
+    openai_server.reply = longer_wins
+    once = " ".join(run(records(ORDERED), [nbeval.evaluator("pairwise", swap=False)], judge).summary().split())
+    assert "no pair was asked in both orders" in once and "nan" not in once
+
+
+def test_without_swap_the_order_shown_does_not_depend_on_the_rows_order(
+    judge: dict[str, Any], openai_server: FakeOpenAIServer
+) -> None:
+    openai_server.reply = longer_wins
+    run(records(), [nbeval.evaluator("pairwise", swap=False)], judge)
+    forward = sorted(r.last_content for r in openai_server.requests)
+    openai_server.reset()
+    run(list(reversed(records())), [nbeval.evaluator("pairwise", swap=False)], judge)
+    assert sorted(r.last_content for r in openai_server.requests) == forward

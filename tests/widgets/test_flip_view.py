@@ -50,3 +50,21 @@ def test_the_flip_explorer_lists_every_flipped_row(tmp_path: Path) -> None:
     assert "question 4" in explorer.view.value and "&lt;script&gt;b4" in explorer.view.value
     explorer.select("c0", "m")  # a row that did not flip shows all the same
     assert "question 0" in explorer.view.value and "(flipped)" not in explorer.view.value
+
+
+def test_a_verdict_that_is_not_known_shows_without_a_tint() -> None:
+    import pandas as pd
+
+    from nbeval.widgets.flip_view import _verdict
+
+    unrated = pd.Series(
+        {
+            "skipped": False,
+            "passed": pd.NA,
+            "value": float("nan"),
+            "rationale": None,
+            "error": "the judge's reply could not be read",
+        }
+    )
+    html = _verdict(unrated, 100)
+    assert "could not be read" in html and "background" not in html

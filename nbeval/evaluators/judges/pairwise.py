@@ -161,10 +161,12 @@ def _agree(one: Verdict, other: Verdict) -> bool | None:
 
 
 def _shown_order(case_key: str, a: str, b: str) -> bool:
-    """With ``swap=False``, whether ``a`` is shown first: a fixed coin toss per case and pair, so
-    no model is always first and a rerun asks the same question (and hits the cache)."""
-    digest = hashlib.blake2b(f"{case_key}\0{a}\0{b}".encode(), digest_size=1).digest()
-    return digest[0] % 2 == 0
+    """With ``swap=False``, whether ``a`` is shown first: a fixed coin toss per case and pair (of
+    the pair as a set, so the dataset's row order does not matter), so no model is always first and
+    a rerun asks the same question (and hits the cache)."""
+    low, high = sorted((a, b))
+    digest = hashlib.blake2b(f"{case_key}\0{low}\0{high}".encode(), digest_size=1).digest()
+    return (digest[0] % 2 == 0) == (a == low)
 
 
 @register
@@ -194,7 +196,9 @@ class Pairwise(JudgeEvaluator, CaseEvaluator):
             MetricSpec(
                 "win_rate",
                 primary=True,
-                threshold=0.5,
+                # a share of comparisons is relative: one model's rise is another's fall, so no
+                # threshold (no pass/fail, threshold problems or flips from a rival's change)
+                threshold=None,
                 description="share of this case's comparisons the model won (a tie counts half)",
             ),
         ),
