@@ -107,7 +107,7 @@ def _run_row(folder: Path) -> dict[str, Any]:
         return row
     facts = meta.get("run") or {}
     judge = facts.get("judge")
-    rows_per_model = aggregates.groupby("model_key", sort=False)["N"].max()
+    rows_per_model = aggregates.groupby("model_key", sort=False, observed=True)["N"].max()
     evaluators = [e.get("name") for e in meta.get("evaluators") or []]
     row.update(
         started_at=facts.get("started_at") or row["started_at"],
