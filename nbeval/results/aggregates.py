@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -145,14 +146,26 @@ def aggregates_table(rows: list[list[Any]]) -> pd.DataFrame:
 
 
 def _jsonable(params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` as JSON: a value JSON cannot hold becomes text that is the same in every session
+    (a function its ``module.qualname``, another object its ``repr`` without a memory address), so
+    a diff of two runs does not report an unchanged judge function as a changed parameter."""
     out = {}
     for k, v in params.items():
         try:
             json.dumps(v)
             out[k] = v
         except TypeError:
-            out[k] = repr(v)
+            if callable(v) and hasattr(v, "__qualname__"):
+                from nbeval.chat.fingerprint import describe_callable
+
+                out[k] = f"<function {describe_callable(v)}>"
+            else:
+                out[k] = _MEMORY_ADDRESS.sub("", repr(v))
     return out
+
+
+#: `` at 0x7f3a…`` in a default ``repr``: different in every session.
+_MEMORY_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 def run_meta(

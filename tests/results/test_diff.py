@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -317,3 +318,20 @@ def test_identical_runs_change_nothing() -> None:
     assert (d.table["diff"] == 0).all() and (d.table["p_value"] == 1.0).all()
     assert not d.has_regressions and d.flips.empty and d.new_rows.empty and d.gone_rows.empty
     assert repr(d) == "RunDiff(3 comparisons, 0 regressions, 0 improvements, 0 flips)"
+
+
+def _safe_judge(messages: Any) -> str:
+    return "Rationale: nothing unsafe.\nRating: yes"
+
+
+def test_the_same_judge_function_in_two_sessions_is_no_change() -> None:
+    # a function held in an evaluator's parameters is recorded by name, not by its repr (whose
+    # memory address differs in every session), so diffing two runs reports no changed parameter
+    rows = [{"key": f"c{i}", "model_key": "m", "input": "q", "actual_output": "a"} for i in range(3)]
+    runs = [
+        nbeval.evaluate(rows, [nbeval.evaluator("safety", judge=_safe_judge)], progress=False, cache=False)
+        for _ in range(2)
+    ]
+    recorded = runs[0].meta["evaluators"][0]["params"]["judge"]
+    assert recorded == f"<function {__name__}._safe_judge>" and "0x" not in recorded
+    assert not diff(*runs).changes["what"].str.contains("parameter").any()
