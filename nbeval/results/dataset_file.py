@@ -24,7 +24,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nbeval.data.fields import Chunk, Relationship
+from nbeval.data.fields import ROW_FIELDS, Chunk, Relationship
 from nbeval.data.model import LlmDataset
 from nbeval.data.rows import Row
 from nbeval.errors import DataError
@@ -48,26 +48,8 @@ _TEXT_FIELDS = ("key", "model_key", "input", "expected_output", "output_conditio
 _NUMBER_FIELDS = ("actual_duration", "cost")
 _TEXT_LIST_FIELDS = ("corpus", "categories", "guidelines", "warnings")
 _CHUNK_FIELDS = ("context", "expected_context")
-#: Column order in the file.
-_COLUMNS = (
-    "key",
-    "model_key",
-    "input",
-    "corpus",
-    "context",
-    "categories",
-    "relationships",
-    "expected_output",
-    "output_condition",
-    "actual_output",
-    "actual_duration",
-    "cost",
-    "expected_context",
-    "guidelines",
-    "error",
-    "extra",
-    "warnings",
-)
+#: Column order in the file: the row fields, then what a row carries beyond them.
+_COLUMNS = (*ROW_FIELDS, "extra", "warnings")
 #: Columns written after those, which a file may lack (it was written before they were added).
 _OPTIONAL_COLUMNS = ("named_guidelines",)
 
