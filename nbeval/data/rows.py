@@ -19,6 +19,14 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from nbeval.data.cases import TestCase
+from nbeval.data.conversation import (
+    CONVERSATION_FIELDS,
+    check_messages,
+    check_tool_calls,
+    conversation_prompt,
+    final_answer,
+    last_text,
+)
 from nbeval.data.fields import (
     DEFAULT_MODEL_KEY,
     ROW_FIELDS,
@@ -82,6 +90,14 @@ class Row:
     named_guidelines: dict[str, list[str]] = field(default_factory=dict)
     """The guidelines by name, when they were given so (MLflow 3's ``{"tone": [...], ...}``);
     ``guidelines`` is then all of them in order. Written back as the mapping."""
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    """The conversation, in the OpenAI chat format (see :mod:`nbeval.data.conversation`): tool
+    calls and their results included. Without an ``input`` (``actual_output``) the row's are its
+    last user message (the assistant's last text after it)."""
+    expected_tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    """The reference tool calls, ``[{"name", "arguments": {...}}]``."""
+    reference_topics: list[str] = field(default_factory=list)
+    """The topics the assistant may talk about."""
     _repaired: InitVar[bool] = False
     """Set by :meth:`from_record`, which has repaired the text already (naming source and row)."""
 
@@ -90,16 +106,32 @@ class Row:
         if self.named_guidelines:
             self.guidelines = [g for items in self.named_guidelines.values() for g in items]
         if not _repaired:
+            where = f"with key '{self.key}'" if self.key else None
+            self.messages = check_messages(self.messages, "Row", where)
+            self.expected_tool_calls = check_tool_calls(self.expected_tool_calls, "Row", where)
+            self.reference_topics = check_str_list(self.reference_topics, "Row", where, "reference_topics")
             self._repair()
+        if self.messages:
+            if self.input is None:
+                self.input = last_text(self.messages, "user")
+            if self.actual_output is None:
+                self.actual_output = final_answer(self.messages)
         if not self.key:
             self.key = derive_key(
-                self.input,
+                self._key_prompt(),
                 self.expected_output,
                 self.output_condition,
                 self.categories,
                 self.expected_context,
                 self.guidelines,
             )
+
+    def _key_prompt(self) -> str | None:
+        """What the key is derived from: the prompt, or the whole conversation up to the last user
+        message when there is more to it than that one message."""
+        if self.messages and sum(m["role"] != "tool" for m in self.messages[:2]) > 1:
+            return conversation_prompt(self.messages) or self.input
+        return self.input
 
     def _repair(self) -> None:
         """Repair text that cannot be encoded, in every field (see the module docstring)."""
@@ -174,8 +206,14 @@ class Row:
         :func:`~nbeval.data.fields.with_constraints`, which leaves a condition that already
         requires them as it is, so a row written and read back does not change)."""
         rec, notes = repair_fields(normalize_record(record), source, row)
+        messages = check_messages(rec.get("messages"), source, row)
+        if messages and rec.get("input") is None:
+            rec["input"] = last_text(messages, "user")
+        if messages and rec.get("actual_output") is None:
+            rec["actual_output"] = final_answer(messages)
         if rec.get("input") is None:
-            raise DataError("every row needs an 'input' (the prompt)", source=source, row=row, field="input")
+            msg = "every row needs an 'input' (the prompt), or 'messages' with a user message"
+            raise DataError(msg, source=source, row=row, field="input")
         model_key = rec.get("model_key")
         model_key = DEFAULT_MODEL_KEY if model_key in (None, "") else model_key
         return cls(
@@ -198,8 +236,11 @@ class Row:
             guidelines=check_guidelines(rec.get("guidelines"), source, row),
             named_guidelines=check_named_guidelines(rec.get("guidelines"), source, row),
             error=check_str(rec.get("error"), source, row, "error"),
-            extra={k: v for k, v in rec.items() if k not in ROW_FIELDS and k != WARNINGS_FIELD},
+            extra={k: v for k, v in rec.items() if k not in _KNOWN},
             warnings=check_str_list(rec.get(WARNINGS_FIELD), source, row, WARNINGS_FIELD) + notes,
+            messages=messages,
+            expected_tool_calls=check_tool_calls(rec.get("expected_tool_calls"), source, row),
+            reference_topics=check_str_list(rec.get("reference_topics"), source, row, "reference_topics"),
             _repaired=True,
         )
 
@@ -220,10 +261,17 @@ class Row:
             elif isinstance(value, list):
                 value = list(value)
             out[name] = value
+        for name in CONVERSATION_FIELDS:
+            if getattr(self, name):
+                out[name] = [dict(v) if isinstance(v, dict) else v for v in getattr(self, name)]
         out.update(self.extra)
         if self.warnings:
             out[WARNINGS_FIELD] = list(self.warnings)
         return out
+
+
+#: Fields of a record that are not kept among a row's extra fields.
+_KNOWN = frozenset((*ROW_FIELDS, *CONVERSATION_FIELDS, WARNINGS_FIELD))
 
 
 def _needs_repair(row: Row) -> bool:
@@ -241,6 +289,9 @@ def _needs_repair(row: Row) -> bool:
         row.guidelines,
         row.extra,
         row.named_guidelines,
+        row.messages,
+        row.expected_tool_calls,
+        row.reference_topics,
     ]
     texts.extend((c.content, c.doc_uri) for c in (*row.context, *row.expected_context))
     texts.extend((r.type, r.target, r.target_type) for r in row.relationships)

@@ -1,7 +1,10 @@
 """Rows written in other tools' column styles, renamed to the LLM dataset's fields.
 
-* agent-evaluation eval sets: ``request`` (text or a chat request), ``response``,
-  ``expected_response``, ``retrieved_context``, ``expected_retrieved_context``, ``request_id``;
+* agent-evaluation eval sets: ``request`` (text or a chat request, whose messages become the
+  row's ``messages`` with the response as the last turn), ``response``, ``expected_response``,
+  ``retrieved_context``, ``expected_retrieved_context``, ``request_id``;
+* ragas's multi-turn samples: ``user_input`` (a list of messages), ``reference``,
+  ``reference_tool_calls``, ``reference_topics``;
 * DB-GPT evaluation records: ``query``, ``contexts``, ``prediction``, ``doc_name``;
 * a test case given as a row: ``prompt`` and ``condition``.
 
@@ -19,6 +22,8 @@ def normalize_record(rec: dict[str, Any]) -> dict[str, Any]:
     """``rec`` with its fields named as the LLM dataset names them (``rec`` itself when they are)."""
     if "input" not in rec and "request" in rec:
         return _from_agent_eval(rec)
+    if "input" not in rec and isinstance(rec.get("user_input"), list):
+        return _from_ragas_multi_turn(rec)
     if "input" not in rec and "query" in rec:
         return _from_dbgpt(rec)
     if "input" not in rec and "prompt" in rec:  # a test case given as a row
@@ -45,12 +50,21 @@ def _from_agent_eval(rec: dict[str, Any]) -> dict[str, Any]:
         )
     }
     req = rec.get("request")
-    if isinstance(req, dict):  # a chat request: take the last user message as the prompt
-        msgs = req.get("messages") or []
-        users = [m.get("content") for m in msgs if isinstance(m, dict) and m.get("role") == "user"]
-        out["request_raw"] = req
-        req = users[-1] if users else req.get("query")
-    out["input"] = req
+    if isinstance(req, dict) and isinstance(req.get("messages"), list):
+        # a chat request: the conversation, with the response as the assistant's last turn;
+        # the row's input is then its last user message (see nbeval.data.conversation)
+        msgs = list(req["messages"])
+        if isinstance(rec.get("response"), str):
+            msgs.append({"role": "assistant", "content": rec["response"]})
+        out["messages"] = msgs
+        extra_request = {k: v for k, v in req.items() if k != "messages"}
+        if extra_request:
+            out["request_params"] = extra_request
+        req = None
+    elif isinstance(req, dict):
+        req = req.get("query")
+    if req is not None:
+        out["input"] = req
     if "response" in rec:
         out["actual_output"] = rec["response"]
     if "expected_response" in rec:
@@ -62,6 +76,13 @@ def _from_agent_eval(rec: dict[str, Any]) -> dict[str, Any]:
     if rec.get("request_id") is not None:
         out["key"] = rec["request_id"]
     return out
+
+
+def _from_ragas_multi_turn(rec: dict[str, Any]) -> dict[str, Any]:
+    """ragas's multi-turn sample: ``user_input`` (the messages), ``reference`` (the goal or the
+    expected answer), ``reference_tool_calls``, ``reference_topics``."""
+    renamed = {"user_input": "messages", "reference": "expected_output", "reference_tool_calls": "expected_tool_calls"}
+    return {renamed.get(k, k): v for k, v in rec.items()}
 
 
 def _from_dbgpt(rec: dict[str, Any]) -> dict[str, Any]:

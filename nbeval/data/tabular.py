@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nbeval.data.conversation import CONVERSATION_FIELDS
 from nbeval.data.csvsafe import csv_safe, csv_unsafe
 from nbeval.data.fields import ROW_FIELDS, is_null, warn_data
 from nbeval.data.text import REPAIR_NOTE, read_text_file, repair_text
@@ -46,7 +47,15 @@ __all__ = ["CSV_FIELD_LIMIT", "csv_records", "dataframe_records", "is_dataframe"
 CSV_FIELD_LIMIT = 64 * 1024 * 1024
 _CSV_LIMIT_LOCK = threading.Lock()
 
-_LIST_FIELDS = ("corpus", "context", "categories", "relationships", "expected_context", "guidelines")
+_LIST_FIELDS = (
+    "corpus",
+    "context",
+    "categories",
+    "relationships",
+    "expected_context",
+    "guidelines",
+    *CONVERSATION_FIELDS,
+)
 
 #: How an empty string is written to CSV, so it survives apart from a missing value (empty cell).
 _EMPTY_STRING_CELL = '""'

@@ -24,7 +24,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nbeval.data.fields import ROW_FIELDS, Chunk, Relationship
+from nbeval.data.conversation import CONVERSATION_FIELDS, check_messages, check_tool_calls
+from nbeval.data.fields import ROW_FIELDS, Chunk, Relationship, check_str_list
 from nbeval.data.model import LlmDataset
 from nbeval.data.rows import Row
 from nbeval.errors import DataError
@@ -51,7 +52,7 @@ _CHUNK_FIELDS = ("context", "expected_context")
 #: Column order in the file: the row fields, then what a row carries beyond them.
 _COLUMNS = (*ROW_FIELDS, "extra", "warnings")
 #: Columns written after those, which a file may lack (it was written before they were added).
-_OPTIONAL_COLUMNS = ("named_guidelines",)
+_OPTIONAL_COLUMNS = ("named_guidelines", "conversation")
 
 
 def _schema() -> pa.Schema:
@@ -59,7 +60,9 @@ def _schema() -> pa.Schema:
 
     chunk = pa.list_(pa.struct([("content", pa.string()), ("doc_uri", pa.string())]))
     relationship = pa.list_(pa.struct([("type", pa.string()), ("target", pa.string()), ("target_type", pa.string())]))
-    types: dict[str, pa.DataType] = {name: pa.string() for name in (*_TEXT_FIELDS, "extra", "named_guidelines")}
+    types: dict[str, pa.DataType] = {
+        name: pa.string() for name in (*_TEXT_FIELDS, "extra", "named_guidelines", "conversation")
+    }
     types.update({name: pa.float64() for name in _NUMBER_FIELDS})
     types.update({name: pa.list_(pa.string()) for name in _TEXT_LIST_FIELDS})
     types.update({name: chunk for name in _CHUNK_FIELDS})
@@ -81,7 +84,14 @@ def _chunk_columns(rows: Sequence[Row]) -> dict[str, list[Any]]:
     cols["named_guidelines"] = [
         json.dumps(r.named_guidelines, ensure_ascii=False) if r.named_guidelines else None for r in rows
     ]
+    cols["conversation"] = [_conversation_json(r) for r in rows]
     return cols
+
+
+def _conversation_json(row: Row) -> str | None:
+    """A row's conversation fields as one JSON object, ``None`` for a row without any."""
+    parts = {name: getattr(row, name) for name in CONVERSATION_FIELDS if getattr(row, name)}
+    return json.dumps(parts, ensure_ascii=False) if parts else None
 
 
 def write_dataset_parquet(path: Path, dataset: LlmDataset) -> None:
@@ -158,6 +168,7 @@ def _layout_info(raw: bytes, path: Path) -> dict[str, Any]:
 
 def _rows_of_batch(cols: dict[str, list[Any]], first: int, path: Path, model_keys: dict[str, str]) -> Iterator[Row]:
     named_column = cols.get("named_guidelines") or [None] * len(cols["key"])
+    conversation_column = cols.get("conversation") or [None] * len(cols["key"])
     for i in range(len(cols["key"])):
         key, model_key = cols["key"][i], cols["model_key"][i]
         if not key or not model_key:
@@ -189,6 +200,7 @@ def _rows_of_batch(cols: dict[str, list[Any]], first: int, path: Path, model_key
                 row=first + i,
                 field="named_guidelines",
             )
+        conversation = _read_conversation(conversation_column[i], path, first + i)
         yield Row(
             input=cols["input"][i],
             key=key,
@@ -211,8 +223,34 @@ def _rows_of_batch(cols: dict[str, list[Any]], first: int, path: Path, model_key
             extra=extra_dict,
             warnings=cols["warnings"][i] or [],
             named_guidelines=named_dict,
+            messages=conversation.get("messages", []),
+            expected_tool_calls=conversation.get("expected_tool_calls", []),
+            reference_topics=conversation.get("reference_topics", []),
             _repaired=True,
         )
+
+
+def _read_conversation(text: str | None, path: Path, row: int) -> dict[str, Any]:
+    """The conversation fields of a row, checked as when a row is read (the column is JSON text)."""
+    if text is None:
+        return {}
+    try:
+        parts = json.loads(text)
+    except (ValueError, RecursionError):
+        parts = None
+    if not isinstance(parts, dict) or set(parts) - set(CONVERSATION_FIELDS):
+        raise DataError(
+            "not the JSON object of a row's conversation; the file was changed after it was saved",
+            source=str(path),
+            row=row,
+            field="conversation",
+        )
+    where = str(path)
+    return {
+        "messages": check_messages(parts.get("messages"), where, row),
+        "expected_tool_calls": check_tool_calls(parts.get("expected_tool_calls"), where, row),
+        "reference_topics": check_str_list(parts.get("reference_topics"), where, row, "reference_topics"),
+    }
 
 
 def read_dataset_parquet(path: Path) -> LlmDataset:

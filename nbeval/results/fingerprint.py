@@ -54,8 +54,12 @@ _ITEM_PARTS = {
     "expected_context": ("content", "doc_uri"),
     "relationships": ("type", "target", "target_type"),
 }
+#: The conversation fields, as one JSON object per row (the ``conversation`` column of
+#: ``dataset.parquet``); fed only when some row has one, so the fingerprint of a dataset without
+#: conversations is what it was before they existed.
+_CONVERSATION = "conversation"
 #: The row fields a fingerprint covers (every column of ``dataset.parquet`` but ``warnings``).
-FINGERPRINT_FIELDS = (*_TEXT, *_NUMBERS, *_TEXT_LISTS, *_ITEM_PARTS, *_JSON)
+FINGERPRINT_FIELDS = (*_TEXT, *_NUMBERS, *_TEXT_LISTS, *_ITEM_PARTS, *_JSON, _CONVERSATION)
 _JSON_TEXT = json.JSONEncoder(ensure_ascii=False, sort_keys=True, default=str)
 #: Rows turned into columns at a time (bounds the memory a fingerprint adds; the result does not
 #: depend on it).
@@ -118,12 +122,13 @@ def dataset_fingerprint(dataset: LlmDataset) -> str:
     """The hex SHA-256 of ``dataset``'s rows (see the module for what it covers)."""
     streams = _Streams()
     rows = _canonical_order(dataset.rows)
+    conversations = any(r.messages or r.expected_tool_calls or r.reference_topics for r in rows)
     for lo in range(0, len(rows), CHUNK_ROWS):
-        _feed_rows(streams, rows[lo : lo + CHUNK_ROWS])
+        _feed_rows(streams, rows[lo : lo + CHUNK_ROWS], conversations)
     return streams.digest(len(rows))
 
 
-def _feed_rows(streams: _Streams, rows: Sequence[Row]) -> None:
+def _feed_rows(streams: _Streams, rows: Sequence[Row], conversations: bool) -> None:
     """Feed one chunk of rows, field by field."""
     for name in _TEXT:
         streams.text(name, list(map(attrgetter(name), rows)))
@@ -141,6 +146,13 @@ def _feed_rows(streams: _Streams, rows: Sequence[Row]) -> None:
             streams.text(f"{name}[].{part}", list(map(attrgetter(part), items)))
     for name in _JSON:  # free-form JSON: the one field written value by value (only where a row has one)
         streams.text(name, [_JSON_TEXT.encode(v) if v else None for v in map(attrgetter(name), rows)])
+    if conversations:
+        streams.text(_CONVERSATION, [_conversation_text(r) for r in rows])
+
+
+def _conversation_text(row: Row) -> str | None:
+    parts = {n: getattr(row, n) for n in ("messages", "expected_tool_calls", "reference_topics") if getattr(row, n)}
+    return _JSON_TEXT.encode(parts) if parts else None
 
 
 def _canonical_order(rows: Sequence[Row]) -> list[Row]:
