@@ -10,7 +10,10 @@ called as a RAG system: it receives the prompt (a parameter named ``prompt``, ``
 ``question`` or ``query``, else the first one) and, when it has parameters of these names, the
 test's ``documents`` and the ``test_case``; it returns the answer text, an ``(answer, context)``
 pair, or a dict with ``answer`` (or ``text``), ``context`` (chunk texts or ``{"content",
-"doc_uri"}`` dicts) and optionally ``cost``. Every call goes through a
+"doc_uri"}`` dicts) and optionally ``cost``. An agent returns the messages it produced instead (a
+list in the OpenAI chat format, tool calls and results included, or a dict with ``messages``):
+they become the row's ``messages``, after the user's prompt when the list does not start with
+it, and the answer is the assistant's last text. Every call goes through a
 :class:`~nbeval.chat.client.ChatClient`: bounded concurrency, retries, the reply cache (a
 function's answer and context are cached together, under a fingerprint of its code and
 configuration; wrap it as ``RagFunction(fn, cache_key="v1")`` when that cannot be taken, e.g. it
@@ -39,6 +42,7 @@ from nbeval.chat.client import CallPlan, ChatClient, ChatFailure, ChatResult
 from nbeval.chat.config import resolve_chat_model
 from nbeval.chat.deadline import call_with_deadline
 from nbeval.chat.fingerprint import FunctionIdentity, callable_name
+from nbeval.data.conversation import check_messages, final_answer
 from nbeval.errors import DataError
 from nbeval.progress import progress_bar
 
@@ -94,8 +98,11 @@ class RagFunction(FunctionIdentity):
             if timeout is None
             else call_with_deadline(lambda: self._call(prompt, kwargs), timeout, self.name)
         )
-        answer, context, cost = _unpack(out, self.name)
-        payload = json.dumps({"answer": answer, "context": context}, ensure_ascii=False)
+        answer, context, cost, produced = _unpack(out, self.name)
+        if produced is not None:
+            produced = _with_prompt(produced, prompt)
+            answer = final_answer(produced) or ""
+        payload = json.dumps({"answer": answer, "context": context, "messages": produced}, ensure_ascii=False)
         return ChatReply(payload, Usage(), self.name, duration_s=time.perf_counter() - started, cost=cost)
 
     def _call(self, prompt: str, kwargs: dict[str, Any]) -> Any:
@@ -107,19 +114,46 @@ class RagFunction(FunctionIdentity):
             raise ChatError(f"{self.name} raised {type(e).__name__}: {e}") from e
 
 
-def _unpack(out: Any, name: str) -> tuple[str, list[Any] | None, float | None]:
+def _unpack(out: Any, name: str) -> tuple[str, list[Any] | None, float | None, list[dict[str, Any]] | None]:
+    """(answer, context, cost, messages) of what a function returned."""
     if isinstance(out, str):
-        return out, None, None
+        return out, None, None, None
     if isinstance(out, tuple) and len(out) == 2:
-        return str(out[0]), list(out[1] or []), None
+        return str(out[0]), list(out[1] or []), None, None
+    if isinstance(out, list) and out and all(isinstance(m, Mapping) for m in out):
+        return "", None, None, _agent_messages(out, name)
     if isinstance(out, Mapping):
         answer = out.get("answer", out.get("text", out.get("actual_output")))
-        if answer is not None:
+        messages = _agent_messages(out["messages"], name) if out.get("messages") is not None else None
+        if answer is not None or messages is not None:
             ctx = out.get("context", out.get("contexts"))
             cost = out.get("cost")
-            return str(answer), None if ctx is None else list(ctx), None if cost is None else float(cost)
-    msg = f"{name} returned {type(out).__name__}; return the answer text, (answer, context) or a dict with 'answer'"
+            return (
+                "" if answer is None else str(answer),
+                None if ctx is None else list(ctx),
+                None if cost is None else float(cost),
+                messages,
+            )
+    msg = (
+        f"{name} returned {type(out).__name__}; return the answer text, (answer, context), a dict with "
+        "'answer', or an agent's messages (a list of {'role', 'content'} dicts)"
+    )
     raise ChatError(msg)
+
+
+def _agent_messages(value: Any, name: str) -> list[dict[str, Any]]:
+    """An agent's messages in the OpenAI chat format; a malformed one fails this answer, saying where."""
+    try:
+        return check_messages(value, f"the messages {name} returned", None)
+    except DataError as exc:
+        raise ChatError(str(exc)) from None
+
+
+def _with_prompt(messages: list[dict[str, Any]], prompt: str) -> list[dict[str, Any]]:
+    """``messages`` after the user's prompt, unless the agent's list holds a user message already."""
+    if any(m["role"] == "user" for m in messages):
+        return messages
+    return [{"role": "user", "content": prompt}, *messages]
 
 
 class PendingLab:
@@ -244,11 +278,11 @@ def _answered(row: Any, result: Any, is_fn: bool) -> Any:
 
     if isinstance(result, ChatFailure):
         return row.with_answer(actual_output=None, error=result.error)
-    answer, context = result.text, None
+    answer, context, messages = result.text, None, None
     if is_fn:
         try:
             data = json.loads(result.text)
-            answer, context = data["answer"], data.get("context")
+            answer, context, messages = data["answer"], data.get("context"), data.get("messages")
         except (ValueError, KeyError, TypeError):  # a cache entry some other program wrote
             return row.with_answer(
                 actual_output=None,
@@ -267,6 +301,7 @@ def _answered(row: Any, result: Any, is_fn: bool) -> Any:
     # A reply repaired on its way in (text that could not be encoded) says so on its row.
     return row.with_answer(
         actual_output=answer,
+        messages=messages or [],
         context=chunks,
         actual_duration=result.duration_s,
         cost=result.cost,
