@@ -29,8 +29,8 @@ from nbeval.data.rows import Row
 from nbeval.errors import DataError
 from nbeval.results.fingerprint import dataset_fingerprint
 
-CALL = {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Paris"}'}}
-AGENT = [
+CALL: dict[str, Any] = {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Paris"}'}}
+AGENT: list[dict[str, Any]] = [
     {"role": "system", "content": "You are a travel assistant."},
     {"role": "user", "content": "Will it rain in Paris?"},
     {"role": "assistant", "content": None, "tool_calls": [CALL]},
