@@ -1,5 +1,9 @@
 """The HTML of one test case across models: the case, every answer side by side, every score.
 
+Rows that carry a conversation (``messages``) show it as turns above their verdicts, tool calls
+and results included (:mod:`nbeval.widgets.conversation_view`); expected tool calls are listed
+with the case's fields.
+
 Everything shown (prompt, expected output, contexts, answers, rationales, errors, labels, model
 and evaluator names) is escaped through :mod:`nbeval.widgets.markup`; a rationale holding
 ``<script>`` or ``<img onerror=...>`` is shown as text.
@@ -16,6 +20,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from nbeval.results.limits import truncate_text
+from nbeval.widgets.conversation_view import conversation_html, expected_calls_html, shared_turns
 from nbeval.widgets.markup import esc, text_block, value_cell
 
 if TYPE_CHECKING:
@@ -74,15 +79,23 @@ def _chunks(chunks: Sequence[Chunk], max_chars: int) -> str:
     return "".join(parts)
 
 
-def _case_fields(row: Row, max_chars: int) -> str:
+def _case_fields(row: Row, max_chars: int, shared: int, messages: list[dict[str, Any]]) -> str:
+    """The case's fields; when every model's conversation begins with the same ``shared``
+    messages, those (the first of ``messages``) instead of the prompt."""
+    if shared:
+        prompt = ("conversation", conversation_html(messages, stop=shared, max_chars=max_chars))
+    else:
+        prompt = ("prompt", _text(row.input, max_chars))
     fields = [
-        ("prompt", _text(row.input, max_chars)),
+        prompt,
         ("expected output", _text(row.expected_output, max_chars)),
         ("condition", _text(row.output_condition, max_chars)),
         ("guidelines", _text("\n".join(f"• {g}" for g in row.guidelines), max_chars)),
         ("categories", _text(", ".join(row.categories), max_chars)),
         ("expected context", _chunks(row.expected_context, max_chars)),
     ]
+    if row.expected_tool_calls:
+        fields.append(("expected tool calls", expected_calls_html(row.expected_tool_calls, max_chars=max_chars)))
     body = "".join(
         f'<tr><th style="{_HEAD}">{esc(name)}</th><td style="{_CELL}">{html}</td></tr>' for name, html in fields
     )
@@ -97,9 +110,11 @@ def case_html(
     max_chars: int = MAX_CHARS,
     rows: dict[str, list[Row]] | None = None,
 ) -> str:
-    """The case ``key``: its fields, then one column per model with the answer, retrieved context,
-    every metric (tinted by pass/fail), each evaluator's rationale and any error or skip reason.
-    ``highlight`` tints one model's column (the heatmap cell that was clicked)."""
+    """The case ``key``: its fields, then one column per model with its conversation (when the
+    rows have messages: :mod:`.conversation_view`, the messages every model shares shown once with
+    the case's fields), the answer, retrieved context, every metric (tinted by pass/fail), each
+    evaluator's rationale and any error or skip reason. ``highlight`` tints one model's column
+    (the heatmap cell that was clicked)."""
     grouped = rows if rows is not None else case_rows(result)
     case = grouped.get(key)
     if not case:
@@ -119,7 +134,10 @@ def case_html(
     head = "".join(
         f'<th style="{_HEAD};{_HIGHLIGHT if m == highlight else ""}">{_name(result.label(m))}</th>' for m in models
     )
-    body = [
+    shared = shared_turns(case)
+    talks = [r.messages for r in case if r.messages]
+    body = [_conversations(line, [by_model[m] for m in models], shared, max_chars)] if talks else []
+    body += [
         line(
             "answer",
             [
@@ -143,11 +161,28 @@ def case_html(
         f'<table style="border-collapse:collapse"><thead><tr><th></th>{head}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table>"
     )
+    fields = _case_fields(case[0], max_chars, shared, talks[0] if talks else [])
     return (
         f'<div class="nbeval-case"><div style="{_MUTED}">test case {_name(key)}</div>'
-        f'{_case_fields(case[0], max_chars)}<div style="overflow-x:auto">{table}</div>'
+        f'{fields}<div style="overflow-x:auto">{table}</div>'
         f"{_comparisons(result, s, {m: r.actual_output for m, r in by_model.items()}, max_chars)}</div>"
     )
+
+
+def _conversations(line: Any, rows: list[Row], shared: int, max_chars: int) -> str:
+    """The line of each model's conversation (:mod:`.conversation_view`), from the first message
+    after the ``shared`` ones shown with the case."""
+    cells = []
+    for r in rows:
+        if not r.messages:
+            cells.append(f'<span style="{_MUTED}">no conversation</span>')
+            continue
+        note = f"messages 1–{shared}: the conversation above" if shared > 1 else "message 1: above"
+        if len(r.messages) <= shared:
+            note += f"; no message after message {shared}"
+        cell = f'<div style="{_MUTED};font-size:12px">{note}</div>' if shared else ""
+        cells.append(cell + conversation_html(r.messages, start=shared, max_chars=max_chars))
+    return str(line("conversation", cells))
 
 
 def _comparisons(result: EvaluationResult, scores: Any, answers: dict[str, Any], max_chars: int) -> str:

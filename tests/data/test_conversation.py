@@ -29,7 +29,11 @@ from nbeval.data.rows import Row
 from nbeval.errors import DataError
 from nbeval.results.fingerprint import dataset_fingerprint
 
-CALL: dict[str, Any] = {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Paris"}'}}
+CALL: dict[str, Any] = {
+    "id": "c1",
+    "type": "function",
+    "function": {"name": "weather", "arguments": '{"city": "Paris"}'},
+}
 AGENT: list[dict[str, Any]] = [
     {"role": "system", "content": "You are a travel assistant."},
     {"role": "user", "content": "Will it rain in Paris?"},
