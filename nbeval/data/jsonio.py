@@ -3,7 +3,7 @@
 Published examples are not always strict JSON, so trailing commas are accepted; ``.jsonl`` files
 are read a line at a time. Files are UTF-8, with or without a byte-order mark. Nothing here knows
 the data model's classes: it returns plain Python data, and :func:`json_shape` tells a lab, a
-suite, a test, a test case and rows apart by content.
+suite, a test, a test case, rows and traces (OTLP JSON, MLflow traces) apart by content.
 
 A file that cannot be read (missing, a folder, not UTF-8, empty, not JSON, nested too deeply)
 raises :class:`~nbeval.errors.DataError` naming it; an object that gives one key twice loads
@@ -25,7 +25,7 @@ from nbeval.errors import DataError
 
 __all__ = ["SUITE_SHAPES", "Shape", "is_csv_path", "json_shape", "load_json", "write_json"]
 
-Shape = Literal["lab", "suite", "test", "test_case", "dataset", "records", "record", "unknown"]
+Shape = Literal["lab", "suite", "test", "test_case", "dataset", "records", "record", "traces", "unknown"]
 
 #: The shapes a test suite can be given in: the suite, one test, or one test case.
 SUITE_SHAPES: tuple[Shape, ...] = ("suite", "test", "test_case")
@@ -168,12 +168,24 @@ def is_csv_path(source: Any) -> bool:
     return isinstance(source, (str, os.PathLike)) and str(source).lower().endswith(".csv")
 
 
+def _is_trace(data: Any) -> bool:
+    """Whether ``data`` is an OTLP trace export or an MLflow trace (see :mod:`nbeval.data.traces`)."""
+    if not isinstance(data, dict):
+        return False
+    if "resourceSpans" in data or "resource_spans" in data:
+        return True
+    info, body = data.get("info"), data.get("data")
+    return isinstance(info, dict) and isinstance(body, dict) and "spans" in body and "input" not in data
+
+
 def json_shape(data: Any) -> Shape:
     """Which of the shapes nbeval reads ``data`` is, from its content (see :mod:`nbeval.data.readers`)."""
     if isinstance(data, list):
-        return "records"
+        return "traces" if data and _is_trace(data[0]) else "records"
     if not isinstance(data, dict):
         return "unknown"
+    if _is_trace(data):
+        return "traces"
     if "raw_dataset" in data or ("dataset" in data and "models" in data):
         return "lab"
     if "tests" in data:

@@ -8,6 +8,10 @@ Shapes read (detected from the content, not the file name):
 * agent-evaluation eval sets: ``request``, ``response``, ``expected_response``,
   ``retrieved_context[].content/.doc_uri``, ``expected_retrieved_context[].doc_uri``, ``guidelines``;
 * DB-GPT evaluation records: ``query``, ``contexts``, ``prediction``, ``doc_name``;
+* agent traces: OTLP JSON with OpenInference attributes (``{"resourceSpans": [...]}``, one per
+  line of a ``.jsonl`` file, as the OpenTelemetry collector writes them) and MLflow trace JSON
+  (``{"info", "data": {"spans"}}``), one row per trace with its conversation in ``messages``
+  (see :mod:`~nbeval.data.traces`);
 * CSV and pandas DataFrames with the LLM dataset's columns (lists as JSON in the cell);
 * Parquet files of rows (``.parquet``; needs pyarrow), read :data:`_READ_CHUNK_ROWS` rows at a
   time; JSONL files larger than :data:`_CHUNKED_JSONL_BYTES` are read line by line the same way,
@@ -23,8 +27,9 @@ key with different prompts for two models, a relationship pointing at no key) is
 The work is done below this module, each part with one job: :mod:`~nbeval.data.jsonio` (JSON
 files and text, shape detection), :mod:`~nbeval.data.tabular` (CSV and DataFrames),
 :mod:`~nbeval.data.styles` (other tools' column names), :mod:`~nbeval.data.fields` (checks per
-field) and the classes of :mod:`~nbeval.data.model`. Inside ``nbeval.data`` imports point one
-way, down that list (pyproject.toml's import-linter contract): the model never imports readers.
+field), :mod:`~nbeval.data.traces` (agent traces) and the classes of :mod:`~nbeval.data.model`.
+Inside ``nbeval.data`` imports point one way, down that list (pyproject.toml's import-linter
+contract): the model never imports readers.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from nbeval.data.jsonio import SUITE_SHAPES, _parse_json, is_csv_path, json_shap
 from nbeval.data.model import LlmDataset, TestLab, TestSuite, count_nan_expected, warn_nan_expected
 from nbeval.data.rows import rows_from_chunks, rows_from_records
 from nbeval.data.tabular import is_dataframe
+from nbeval.data.traces import is_trace_file, read_traces, trace_records
 from nbeval.errors import DataError
 
 if TYPE_CHECKING:
@@ -52,6 +58,7 @@ __all__ = [
     "read_pandas",
     "read_parquet",
     "read_suite",
+    "read_traces",
     "rows_from_records",
     "write_csv",
     "write_json",
@@ -73,12 +80,16 @@ def load(source: Any) -> LlmDataset | TestLab | TestSuite:
     """Load any supported file or object: a dataset, a lab or a suite, as found."""
     if _suffix(source) in ("parquet", "pq"):
         return read_parquet(source)
+    if _suffix(source) == "jsonl" and os.path.isfile(source) and is_trace_file(source):
+        return _trace_dataset(read_traces(source), os.fspath(source))
     if _suffix(source) == "jsonl" and os.path.isfile(source) and os.path.getsize(source) >= _CHUNKED_JSONL_BYTES:
         return read_jsonl_rows(source)
     if is_dataframe(source) or is_csv_path(source):
         return LlmDataset.from_json(source)
     data, name = load_json(source)
     shape = json_shape(data)
+    if shape == "traces":
+        return _trace_dataset(trace_records(data, source=name), name)
     if shape == "lab":
         return TestLab.from_dict(data, source=name)
     if shape in SUITE_SHAPES:
@@ -86,9 +97,19 @@ def load(source: Any) -> LlmDataset | TestLab | TestSuite:
     return LlmDataset.from_dict(data, source=name)
 
 
+def _trace_dataset(records: list[dict[str, Any]], name: str) -> LlmDataset:
+    return LlmDataset(rows_from_records(records, source=name), source=name)
+
+
 def read_dataset(source: Any) -> LlmDataset:
-    """A dataset from any shape: a lab gives its answered ``dataset``, a suite its unanswered rows."""
-    return LlmDataset.from_json(source)
+    """A dataset from any shape: a lab gives its answered ``dataset``, a suite its unanswered rows,
+    traces a row per trace."""
+    found = load(source)
+    if isinstance(found, TestLab):
+        return found.dataset
+    if isinstance(found, TestSuite):
+        return found.to_dataset()
+    return found
 
 
 def read_lab(source: Any) -> TestLab:
