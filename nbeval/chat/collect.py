@@ -42,7 +42,7 @@ from nbeval.chat.client import CallPlan, ChatClient, ChatFailure, ChatResult
 from nbeval.chat.config import resolve_chat_model
 from nbeval.chat.deadline import call_with_deadline
 from nbeval.chat.fingerprint import FunctionIdentity, callable_name
-from nbeval.data.conversation import check_messages, final_answer
+from nbeval.data.conversation import case_conversation, check_messages, final_answer
 from nbeval.errors import DataError
 from nbeval.progress import progress_bar
 
@@ -84,7 +84,7 @@ class RagFunction(FunctionIdentity):
             params = []
         named = [p.name for p in params if p.name in _PROMPT_NAMES]
         self._prompt_arg = named[0] if named else (params[0].name if params else None)
-        self._extras = {p.name for p in params} & {"documents", "test_case"}
+        self._extras = {p.name for p in params} & {"documents", "test_case", "messages"}
 
     def __repr__(self) -> str:
         return f"RagFunction({self.name!r})"
@@ -92,6 +92,8 @@ class RagFunction(FunctionIdentity):
     def chat(self, messages: Sequence[Message], *, timeout: float | None = None, **params: Any) -> ChatReply:
         prompt = str(messages[-1]["content"])
         kwargs = {k: params[k] for k in self._extras if k in params}
+        if "messages" in self._extras:  # the conversation so far (sent as "history": chat() has messages)
+            kwargs["messages"] = list(params.get("history") or [{"role": "user", "content": messages[-1]["content"]}])
         started = time.perf_counter()
         out = (
             self._call(prompt, kwargs)
@@ -189,12 +191,13 @@ class PendingLab:
         out = []
         for test in self.suite.tests:
             for case in test.test_cases:
-                msgs = [{"role": "user", "content": case.prompt}]
-                if self.system_prompt and not is_fn:
+                history = _case_messages(case)
+                msgs = history or [{"role": "user", "content": case.prompt}]
+                if self.system_prompt and not is_fn and not any(m["role"] == "system" for m in msgs):
                     msgs.insert(0, {"role": "system", "content": self.system_prompt})
                 params = dict(self.params)
                 if is_fn:
-                    params = {"documents": list(test.documents), "test_case": case.to_json()}
+                    params = {"documents": list(test.documents), "test_case": case.to_json(), "history": history}
                 out.append((msgs, params))
         return out
 
@@ -273,6 +276,11 @@ class PendingLab:
         )
 
 
+def _case_messages(case: Any) -> list[dict[str, Any]]:
+    """A test case's conversation so far, ending with its prompt (``[]`` for a single prompt)."""
+    return case_conversation(case.extra.get("messages"), case.prompt, "test case", case.resolved_key)
+
+
 def _answered(row: Any, result: Any, is_fn: bool) -> Any:
     from nbeval.data.model import Chunk
 
@@ -298,6 +306,8 @@ def _answered(row: Any, result: Any, is_fn: bool) -> Any:
             for c in context
         ]
     )
+    if messages is None and row.messages:  # a chat model answered the conversation: its reply ends it
+        messages = [*row.messages, {"role": "assistant", "content": answer}]
     # A reply repaired on its way in (text that could not be encoded) says so on its row.
     return row.with_answer(
         actual_output=answer,

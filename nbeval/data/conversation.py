@@ -31,6 +31,7 @@ from nbeval.errors import DataError
 
 __all__ = [
     "CONVERSATION_FIELDS",
+    "case_conversation",
     "check_messages",
     "check_tool_calls",
     "conversation_prompt",
@@ -187,6 +188,15 @@ def check_tool_calls(value: Any, source: str, row: Any, field: str = "expected_t
             raise _fail(msg, source, row, f"{where}.arguments")
         out.append({"name": name, "arguments": args})
     return out
+
+
+def case_conversation(given: Any, prompt: str | None, source: str, row: Any) -> list[dict[str, Any]]:
+    """A test case's conversation so far (its ``messages``), ending with its prompt as the last user
+    message (added when the messages stop before it); ``[]`` for a case that is a single prompt."""
+    msgs = check_messages(given, source, row)
+    if msgs and prompt and not (msgs[-1]["role"] == "user" and msgs[-1]["content"] == prompt):
+        msgs.append({"role": "user", "content": prompt})
+    return msgs
 
 
 def tool_call_arguments(call: dict[str, Any]) -> tuple[dict[str, Any], bool]:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from nbeval.data.cases import TestCase
 from nbeval.data.conversation import (
     CONVERSATION_FIELDS,
+    case_conversation,
     check_messages,
     check_tool_calls,
     conversation_prompt,
@@ -192,8 +193,12 @@ class Row:
             expected_context=list(case.expected_context),
             guidelines=list(case.guidelines),
             named_guidelines=dict(case.named_guidelines),
-            extra=dict(case.extra),
+            extra={k: v for k, v in case.extra.items() if k not in CONVERSATION_FIELDS},
             warnings=list(case.warnings),
+            # a suite keeps a case's conversation, reference calls and topics among its extra fields
+            messages=case_conversation(case.extra.get("messages"), case.prompt, "test case", case.resolved_key),
+            expected_tool_calls=case.extra.get("expected_tool_calls") or [],
+            reference_topics=case.extra.get("reference_topics") or [],
         )
 
     @classmethod

@@ -13,6 +13,7 @@ from nbeval.engine.cases import CaseOutcome
 from nbeval.errors import NbevalError
 from nbeval.evaluators.base import Evaluator, Score
 from nbeval.evaluators.case import CaseEvaluator
+from nbeval.evaluators.jury import Jury, jury_score
 from nbeval.requests import Gather
 from nbeval.results.outcome import RowOutcome
 from nbeval.runtime import Answer, RequestCancelled, Resources
@@ -43,7 +44,8 @@ def start_row(ev: Evaluator, row: Row) -> tuple[Any, RowOutcome]:
     already scored (a scorer that asked nothing, or failed at once)."""
     out = RowOutcome(ev, row)
     try:
-        result = ev.score(row)
+        judge = ev.params.get("judge")
+        result = jury_score(ev, row, judge) if isinstance(judge, Jury) else ev.score(row)
     except Exception as exc:
         out.score = error_score(exc)
         return None, out

@@ -14,9 +14,10 @@ from nbeval.data.inputs import to_dataset
 from nbeval.data.model import LlmDataset, Row, TestLab
 from nbeval.engine.cases import order_cases
 from nbeval.engine.interrupts import whole
-from nbeval.errors import JudgeNotConfigured
+from nbeval.errors import EvaluatorError, JudgeNotConfigured
 from nbeval.evaluators.base import Evaluator
 from nbeval.evaluators.case import is_case_level
+from nbeval.evaluators.jury import Jury, as_jury, is_jury, settle_jury
 from nbeval.evaluators.registry import resolve_evaluators
 from nbeval.progress import ProgressThrottle
 from nbeval.results.live import LiveResult
@@ -24,7 +25,7 @@ from nbeval.results.outcome import RowOutcome
 from nbeval.results.run_facts import run_start
 from nbeval.runtime import Resources
 
-__all__ = ["RunState", "plan_rows", "plan_run", "preflight"]
+__all__ = ["RunState", "plan_rows", "plan_run", "preflight", "seat_jury"]
 
 
 def plan_rows(ev: Evaluator, dataset: LlmDataset) -> tuple[list[Row], list[RowOutcome]]:
@@ -54,14 +55,35 @@ def plan_rows(ev: Evaluator, dataset: LlmDataset) -> tuple[list[Row], list[RowOu
     return (order_cases(todo) if is_case_level(ev) else todo), skipped
 
 
+def seat_jury(evaluators: Sequence[Evaluator], resources: Resources) -> None:
+    """A run's judge given as several judges (``judge=[...]`` or ``nbeval.jury(...)``) becomes the
+    jury of every judge evaluator that brings no judge of its own; the run then has no single
+    judge (each juror gets its own client)."""
+    if not is_jury(resources.judge_spec):
+        return
+    panel = settle_jury(as_jury(resources.judge_spec))
+    resources.judge_spec = None
+    for ev in evaluators:
+        if ev.spec.needs_judge and ev.params.get("judge") is None:
+            ev.params["judge"] = panel
+
+
 def preflight(evaluators: Sequence[Evaluator], dataset: LlmDataset, resources: Resources) -> None:
     """Every configuration error, raised before anything is scored or spent."""
     for ev in evaluators:
         ev.check_dataset(dataset)
     for ev in evaluators:
         if ev.spec.needs_judge:
+            judge = ev.params.get("judge")
+            if isinstance(judge, Jury) and is_case_level(ev):
+                msg = (
+                    f"evaluator '{ev.id}' compares models and takes one judge, not a jury; give it "
+                    f"its own: nbeval.evaluator('{ev.spec.id}', judge=...)"
+                )
+                raise EvaluatorError(msg)
             try:
-                resources.chat_client(ev.params.get("judge"))
+                for one in judge.jurors if isinstance(judge, Jury) else (judge,):
+                    resources.chat_client(one)
             except JudgeNotConfigured as exc:
                 msg = f"evaluator '{ev.id}' needs a judge: {exc}"
                 raise JudgeNotConfigured(msg) from None
@@ -183,6 +205,7 @@ def plan_run(
     dataset, lab = to_dataset(data)
     evs = resolve_evaluators(evaluators)
     resources = resources if resources is not None else Resources()
+    seat_jury(evs, resources)
     preflight(evs, dataset, resources)
     planned: list[tuple[Evaluator, list[Row]]] = []
     outcomes: list[RowOutcome] = []

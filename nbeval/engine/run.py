@@ -15,7 +15,7 @@ from nbeval.data.model import Row
 from nbeval.engine.cases import case_end
 from nbeval.engine.drive import Scoring, cancel_row, drive, row_outcomes, start_case, start_row, unfinished
 from nbeval.engine.interrupts import holding_interrupts, whole
-from nbeval.engine.plan import RunState, plan_run
+from nbeval.engine.plan import RunState, plan_run, seat_jury
 from nbeval.errors import Interrupted
 from nbeval.evaluators.case import is_case_level
 from nbeval.evaluators.registry import resolve_evaluators
@@ -217,7 +217,9 @@ def evaluate(
         dataset, _ = to_dataset(data)
         from nbeval.engine.dry_run import plan
 
-        return plan(dataset, resolve_evaluators(evaluators), resources)
+        evs = resolve_evaluators(evaluators)
+        seat_jury(evs, resources)
+        return plan(dataset, evs, resources)
     state = plan_run(data, evaluators, resources=resources, cancel=cancel, keep_outcomes=False)
     bar = progress_bar(state.total, progress)
     shown = 0

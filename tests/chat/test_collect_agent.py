@@ -12,6 +12,7 @@ from typing import Any
 
 import nbeval
 from nbeval.data.model import Test, TestCase, TestSuite
+from tests.support.fake_openai import FakeOpenAIServer, Text
 
 SUITE = TestSuite(
     name="trips",
@@ -86,3 +87,39 @@ def test_a_malformed_message_fails_that_answer_naming_where() -> None:
     row = lab.dataset.rows[0]
     assert row.actual_output is None
     assert row.error is not None and "unknown role 'robot'" in row.error and "messages[1].role" in row.error
+
+
+HISTORY = [
+    {"role": "system", "content": "You answer in one word."},
+    {"role": "user", "content": "I live in Lima."},
+    {"role": "assistant", "content": "Noted."},
+]
+
+
+def _conversation_suite() -> TestSuite:
+    case = TestCase("Which city do I live in?", key="where", extra={"messages": HISTORY})
+    return TestSuite(tests=[Test(test_cases=[case])])
+
+
+def test_a_case_with_a_conversation_sends_it_whole_to_a_chat_model(openai_server: FakeOpenAIServer) -> None:
+    openai_server.reply = Text("Lima.")
+    model = {"model": "m", "base_url": openai_server.url, "api_key": "sk-test-000000000000"}
+    lab = nbeval.collect(_conversation_suite(), {"m": model}, cache=False, system_prompt="ignored").complete(
+        progress=False
+    )
+    sent = openai_server.requests[0].messages
+    assert sent == [*HISTORY, {"role": "user", "content": "Which city do I live in?"}]  # its own system message kept
+    row = lab.dataset.rows[0]
+    assert row.messages == [*sent, {"role": "assistant", "content": "Lima."}]
+    assert (row.input, row.actual_output) == ("Which city do I live in?", "Lima.")
+
+
+def test_an_agent_may_take_the_conversation_so_far() -> None:
+    def remembering(prompt: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        city = messages[1]["content"].removeprefix("I live in ").rstrip(".")
+        return [*messages, {"role": "assistant", "content": city}]
+
+    lab = nbeval.collect(_conversation_suite(), {"r": remembering}, cache=False).complete(progress=False)
+    row = lab.dataset.rows[0]
+    assert row.actual_output == "Lima"
+    assert row.messages[:4] == [*HISTORY, {"role": "user", "content": "Which city do I live in?"}]
