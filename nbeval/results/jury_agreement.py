@@ -48,6 +48,7 @@ __all__ = [
     "LEVELS",
     "FleissKappa",
     "JuryAgreement",
+    "Level",
     "PairAgreement",
     "alpha_interval",
     "cohen_kappa_pairs",
