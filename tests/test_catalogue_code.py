@@ -44,7 +44,7 @@ def test_the_index_ships_and_nothing_else_declares() -> None:
 
 def test_every_family_is_indexed() -> None:
     families = {entry["module"].split(".")[2] for entry in ENTRIES.values()}
-    assert families == {"deterministic", "embedding", "judges", "ragas", "models"}
+    assert families == {"deterministic", "embedding", "judges", "ragas", "models", "agents"}
     assert set(ENTRIES) == set(registry._builtin_specs())
     assert set(ENTRIES) <= set(nbeval.catalogue())
 

@@ -112,6 +112,14 @@ CONTRACT: dict[str, list[Metric]] = {
     # Not in the contract: head to head (issue 29), a share of the case's comparisons won; relative,
     # so no threshold.
     "pairwise": [_m("win_rate", threshold=None, primary=True)],
+    # Not in the contract: conversation judges (issue 31), a share of a conversation's assistant
+    # messages that pass (of the user's intentions met), threshold 0.75; and the trajectory judge,
+    # a yes/no rating like the judge family's.
+    "conversation_relevancy": [_m("conversation_relevancy", primary=True)],
+    "knowledge_retention": [_m("knowledge_retention", primary=True)],
+    "role_adherence": [_m("role_adherence", primary=True)],
+    "conversation_completeness": [_m("conversation_completeness", primary=True)],
+    "trajectory_judge": _rating("trajectory_judge"),
     # RAGAS-family evaluators: all higher-is-better, [0, 1], threshold 0.75
     "faithfulness": [_m("faithfulness", primary=True)],
     "answer_relevancy": [_m("answer_relevancy", primary=True)],
@@ -125,6 +133,12 @@ CONTRACT: dict[str, list[Metric]] = {
         _m("context_precision"),
         _m("context_recall"),
     ],
+    # Not in the contract: ragas's agent metrics (issue 31), higher-is-better, [0, 1], threshold 0.75;
+    # agent_goal_accuracy is 1 or 0 per row, a share of rows per model, so 0.5 as a share of rows.
+    "tool_call_accuracy": [_m("tool_call_accuracy", primary=True)],
+    "tool_call_f1": [_m("tool_call_f1", primary=True)],
+    "agent_goal_accuracy": [_m("agent_goal_accuracy", threshold=0.5, primary=True)],
+    "topic_adherence": [_m("topic_adherence", primary=True)],
     # Model-based evaluators: [0, 1] ones with threshold 0.75; unbounded NLL-style ones without one
     "toxicity": [
         _m("toxicity", "lower", primary=True),

@@ -65,13 +65,69 @@ JUDGES: dict[str, tuple[dict[str, Any], str]] = {
     "answer_relevancy_score": ({}, "4\nRight and to the point."),
     "pipeline": ({"prompt": "From 1 to 5, how relevant is {actual_output} to {input}?"}, "Score: 4"),
     "pairwise": ({}, '{"rationale": "A gives the days too.", "winner": "A"}'),
+    "conversation_relevancy": ({}, '{"reason": "It gives the hours asked for.", "verdict": "yes"}'),
+    "knowledge_retention": ({}, '{"turns": [{"message": 5, "reason": "Nothing forgotten.", "verdict": "yes"}]}'),
+    "role_adherence": ({}, '{"turns": [{"message": 5, "reason": "A help desk answer.", "verdict": "yes"}]}'),
+    "conversation_completeness": (
+        {},
+        '{"intentions": [{"intention": "opening hours", "reason": "Given.", "met": "yes"}]}',
+    ),
+    "trajectory_judge": ({}, '{"reason": "One fitting call, read right.", "verdict": "yes", "failed_step": null}'),
 }
-#: Case-level judges compare models: their rows (a second model's answer to JUDGE_ROW's case).
+#: A conversation with a tool call, for the judges that read one (its one assistant reply is message 5).
+AGENT_ROW = {
+    "key": "a1",
+    "model_key": "m",
+    "messages": [
+        {"role": "system", "content": "You are the museum's help desk."},
+        {"role": "user", "content": "When does the museum open?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "t1", "type": "function", "function": {"name": "opening_hours", "arguments": "{}"}}],
+        },
+        {"role": "tool", "tool_call_id": "t1", "content": "9:00-17:00 on weekdays"},
+        {"role": "assistant", "content": "It opens at 9:00 on weekdays."},
+    ],
+}
+#: Judges whose rows are not JUDGE_ROW: case-level judges compare models (a second model's answer to
+#: JUDGE_ROW's case); the conversation and trajectory judges read a conversation.
 JUDGE_ROWS: dict[str, list[dict[str, Any]]] = {
     "pairwise": [JUDGE_ROW, {**JUDGE_ROW, "model_key": "m2", "actual_output": "9 am."}],
+    **{
+        id: [AGENT_ROW]
+        for id in (
+            "conversation_relevancy",
+            "knowledge_retention",
+            "role_adherence",
+            "conversation_completeness",
+            "trajectory_judge",
+        )
+    },
 }
 
 RAGAS = ["faithfulness", "answer_relevancy", "context_precision", "context_recall", "answer_correctness", "ragas"]
+#: ragas's agent metrics (the agents family), on a conversation with a tool call, with the stand-in judge.
+RAGAS_AGENTS = ["tool_call_accuracy", "tool_call_f1", "agent_goal_accuracy", "topic_adherence"]
+RAGAS_AGENT_ROW = {
+    "key": "g1",
+    "model_key": "m",
+    "messages": [
+        {"role": "user", "content": "What is the weather in Paris?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "18 degrees and sunny"},
+        {"role": "assistant", "content": "The weather in Paris is 18 degrees and sunny."},
+    ],
+    "expected_tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}],
+    "reference_topics": ["weather"],
+    "expected_output": "The user learns the weather in Paris.",
+}
 
 MODELS = [
     "toxicity",
@@ -108,7 +164,7 @@ def _round_trip(ev: Any, score: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def test_every_registered_evaluator_is_covered() -> None:
-    cases = [*OFFLINE, *JUDGES, *RAGAS, *MODELS, *UNAVAILABLE]
+    cases = [*OFFLINE, *JUDGES, *RAGAS, *RAGAS_AGENTS, *MODELS, *UNAVAILABLE]
     assert len(cases) == len(set(cases)), "an evaluator has two cases"
     # every built-in evaluator in the catalogue, and any registered since (plugins, tests' own stay out)
     builtin = set(registry._builtin_specs())
@@ -180,6 +236,26 @@ def test_a_used_ragas_evaluator_pickles_and_its_copy_scores_the_same(
     _assert_scored(first)
     calls = ragas_server.request_count
     assert calls > 0
+    copy = pickle.loads(pickle.dumps(ev))
+    again = _table(score(copy))
+    assert ragas_server.request_count == 2 * calls
+    pd.testing.assert_frame_equal(first, again)
+
+
+@pytest.mark.parametrize("evaluator_id", RAGAS_AGENTS)
+def test_a_used_ragas_agent_evaluator_pickles_and_its_copy_scores_the_same(
+    ragas_server: FakeOpenAIServer, evaluator_id: str
+) -> None:
+    from tests.ragas.conftest import judge_for
+
+    def score(ev: Any) -> Any:
+        return nbeval.evaluate([RAGAS_AGENT_ROW], [ev], judge=judge_for(ragas_server), cache=False, progress=False)
+
+    ev = nbeval.evaluator(evaluator_id)
+    first = _table(score(ev))
+    _assert_scored(first)
+    calls = ragas_server.request_count
+    assert (calls > 0) == ev.spec.needs_judge  # the tool-call metrics ask no judge
     copy = pickle.loads(pickle.dumps(ev))
     again = _table(score(copy))
     assert ragas_server.request_count == 2 * calls

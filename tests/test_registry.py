@@ -96,6 +96,10 @@ def test_every_entry_is_implemented_and_well_formed(spec) -> None:
         "output_condition",
         "guidelines",
         "categories",
+        # a conversation (nbeval.data.conversation.CONVERSATION_FIELDS)
+        "messages",
+        "expected_tool_calls",
+        "reference_topics",
     }
     assert set(spec.inputs) | set(spec.optional_inputs) <= fields
 

@@ -44,7 +44,14 @@ __all__ = [
 
 ENTRY_POINT_GROUP = "nbeval.evaluators"
 #: The pip extra that brings each family's dependencies.
-_EXTRAS = {"embedding": "embed", "judge": "judge", "ragas": "ragas", "model": "models", "deterministic": "all"}
+_EXTRAS = {
+    "embedding": "embed",
+    "judge": "judge",
+    "ragas": "ragas",
+    "agents": "ragas",
+    "model": "models",
+    "deterministic": "all",
+}
 _CLASSES: dict[str, type[Evaluator]] = {}
 _EXTRA_SPECS: dict[str, EvaluatorSpec] = {}
 #: The specs of the built-in classes registered so far (equal to the index's entries).

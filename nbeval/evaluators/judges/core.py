@@ -10,6 +10,8 @@ printed (``print(nbeval.evaluator("safety").prompt)``), copied with changes
 examples, written for the old instruction, are dropped); with placeholders such as ``{input}``,
 ``{actual_output}``, ``{expected_output}``, ``{context}`` or ``{guidelines}`` it replaces the whole
 data section too. In both cases the output format stays, so replies are still understood.
+``{conversation}`` is the row's conversation before its question (the messages before the last
+user message, empty for a single-turn row); ``{expected_tool_calls}`` its reference tool calls.
 
 Row text cannot break out of its block. Each field is shown between delimiters (``<answer>`` and
 ``</answer>`` for the built-in prompts; in a template, the tags and fences the template itself
@@ -24,14 +26,17 @@ in no delimiter at all cannot be protected: wrap placeholders in tags, as in
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from nbeval.data.conversation import earlier_turns, render_messages
 from nbeval.errors import EvaluatorError
 from nbeval.evaluators.base import Chat, Evaluator, Score
+from nbeval.evaluators.jury import as_jury, is_jury, settle_jury
 
 if TYPE_CHECKING:
     from nbeval.data.model import Row
@@ -47,6 +52,7 @@ __all__ = [
     "rating_score",
     "row_values",
     "usage_details",
+    "with_earlier_turns",
 ]
 
 #: Placeholders a prompt template may use, filled from the row.
@@ -64,6 +70,10 @@ PLACEHOLDER_FIELDS = (
     "text",
     "answer_a",
     "answer_b",
+    "conversation",
+    "turns",
+    "assistant_role",
+    "expected_tool_calls",
 )
 _PLACEHOLDER = re.compile(r"\{\{?\s*([A-Za-z_]+)\s*\}?\}")
 #: A tag in a template (``<answer>``, ``</answer>``, ``<reply kind="x">``): its name.
@@ -207,7 +217,37 @@ def row_values(row: Row) -> dict[str, str]:
         "categories": ", ".join(row.categories),
         "output_condition": row.output_condition or "",
         "expected_context": "\n\n".join(f"[{i}] {c.text}" for i, c in enumerate(row.expected_context, 1)),
+        "conversation": render_messages(earlier_turns(row.messages)),
+        "expected_tool_calls": "\n".join(
+            f"- {c['name']}({json.dumps(c['arguments'], ensure_ascii=False, sort_keys=True)})"
+            for c in row.expected_tool_calls
+        ),
     }
+
+
+#: The block a conversation's earlier turns are shown in, and what the judge is told about it.
+_EARLIER_TAG = "earlier_conversation"
+_EARLIER_NOTE = (
+    "The question is the latest message of a longer conversation. The messages before it are shown "
+    "in <earlier_conversation> for context only: use them to understand the question (what it refers "
+    "to, what the user already said), and judge the answer to the latest question."
+)
+
+
+def with_earlier_turns(prompt: JudgePrompt, values: Mapping[str, str]) -> JudgePrompt:
+    """``prompt`` for a row whose conversation had turns before its question (``values["conversation"]``,
+    from :func:`row_values`): the earlier turns in a block before the other data and a note saying what
+    they are. Unchanged when there are none, so a single-turn row is asked exactly as before, and for
+    a template, which shows the turns only where it places ``{conversation}`` itself."""
+    if not values.get("conversation") or prompt.template is not None or "conversation" in prompt.fields:
+        return prompt
+    # The worked examples are single-turn: they say so, rather than showing an empty block.
+    examples = tuple(replace(ex, values={"conversation": "(none)", **ex.values}) for ex in prompt.examples)
+    return prompt.replace(
+        instruction="\n\n".join(p for p in (prompt.instruction.strip(), _EARLIER_NOTE) if p),
+        inputs=(("conversation", _EARLIER_TAG), *prompt.inputs),
+        examples=examples,
+    )
 
 
 def usage_details(replies: Sequence[Any]) -> dict[str, Any]:
@@ -246,6 +286,8 @@ def configure_judge(ev: Evaluator, defaults: Mapping[str, Any]) -> dict[str, Any
         from nbeval.chat.config import resolve_chat_model
 
         ev.params["judge"] = resolve_chat_model(judge)
+    elif is_jury(judge):  # several judges: each asked as one would be (nbeval.evaluators.jury)
+        ev.params["judge"] = settle_jury(as_jury(judge))
     jp = ev.params.get("judge_params")
     if jp is not None and not isinstance(jp, Mapping):
         msg = f"evaluator '{ev.spec.id}': judge_params must be a dict, got {type(jp).__name__}"

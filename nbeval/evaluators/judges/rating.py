@@ -5,6 +5,11 @@
 retrieved chunk, and precision) and ``custom_judge`` (your own assessment). Per row the metric is
 1.0 for yes and 0.0 for no; a reply that cannot be read leaves no value, an error, and the raw reply
 as the rationale. Per model the metric is the share of yes among the rows that got a rating.
+
+A conversation row is judged on its last turn (its last user message and the answer after it). All
+but chunk_relevance and custom_judge also see the messages before that question, in a block before
+it, so "and the other one?" reads as the user meant it
+(:func:`~nbeval.evaluators.judges.core.with_earlier_turns`); a row without them is asked as before.
 """
 
 from __future__ import annotations
@@ -17,7 +22,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from nbeval.data.model import is_missing
 from nbeval.errors import EvaluatorError, ResourceError
 from nbeval.evaluators.base import EvaluatorSpec, MetricSpec, Param, Score
-from nbeval.evaluators.judges.core import JudgeEvaluator, JudgePrompt, rating_score, row_values, usage_details
+from nbeval.evaluators.judges.core import (
+    JudgeEvaluator,
+    JudgePrompt,
+    rating_score,
+    row_values,
+    usage_details,
+    with_earlier_turns,
+)
 from nbeval.evaluators.judges.parse import parse_choice
 from nbeval.evaluators.judges.prompts import PROMPTS
 from nbeval.evaluators.registry import register
@@ -57,7 +69,8 @@ class RatingJudge(JudgeEvaluator):
     """One yes/no rating of the row; the metric is named after the evaluator id."""
 
     def score(self, row: Row) -> Generator[Any, Any, Score]:
-        reply = yield from self.ask(row_values(row))
+        values = row_values(row)
+        reply = yield from self.ask(values, with_earlier_turns(self.prompt, values))
         return rating_score(self.spec.id, parse_choice(reply.text, YES_NO), [reply])
 
 
@@ -253,20 +266,21 @@ class GuidelineAdherence(JudgeEvaluator):
 
     def score(self, row: Row) -> Generator[Any, Any, Score]:
         values = row_values(row)
+        prompt = with_earlier_turns(self.prompt, values)
         replies: list[Any] = []
         parsed: dict[str, Any] = {}  # metric -> parsed verdict, in the order asked
         groups = {name: items for name, items in row.named_guidelines.items() if items}
         if groups:
             for name, items in groups.items():
-                reply = yield from self.ask({**values, "guidelines": _bullets(items)})
+                reply = yield from self.ask({**values, "guidelines": _bullets(items)}, prompt)
                 replies.append(reply)
                 parsed[GUIDELINE_METRIC_PREFIX + name] = parse_choice(reply.text, YES_NO)
         elif row.guidelines:
-            reply = yield from self.ask(values)
+            reply = yield from self.ask(values, prompt)
             replies.append(reply)
             parsed["guideline_adherence"] = parse_choice(reply.text, YES_NO)
         if self.global_guidelines:
-            reply = yield from self.ask({**values, "guidelines": _bullets(self.global_guidelines)})
+            reply = yield from self.ask({**values, "guidelines": _bullets(self.global_guidelines)}, prompt)
             replies.append(reply)
             parsed["global_guideline_adherence"] = parse_choice(reply.text, YES_NO)
         metrics: dict[str, float | None] = {"guideline_adherence": None, "global_guideline_adherence": None}

@@ -90,8 +90,11 @@ class RagasEvaluator(Evaluator):
         parts = []
         for metric in cls().metrics():
             for prompt in vars(metric).values():
-                if isinstance(prompt, BasePrompt):
-                    parts.append(f"[{metric.name}: {type(prompt).__name__}]\n{prompt.instruction.strip()}")
+                if not isinstance(prompt, BasePrompt):
+                    continue
+                part = f"[{metric.name}: {type(prompt).__name__}]\n{prompt.instruction.strip()}"
+                if part not in parts:  # two metrics of one evaluator may send the same prompts
+                    parts.append(part)
         return "\n\n".join(parts)
 
     def metrics(self) -> list[Any]:
@@ -160,6 +163,7 @@ _NAN_REASONS = {
     "faithfulness": "the judge found no statements in the answer",
     "context_recall": "the judge found no sentences in the expected answer",
     "context_precision": "no chunk verdicts",
+    "topic_adherence": "the judge found no topics in the user's messages",
 }
 
 

@@ -3,6 +3,9 @@
 It reads what ragas asks for from the request itself (the output schema's title in the system
 message, the input as JSON after ``input:`` in the prompt) and answers with word-overlap rules: a
 statement is supported when most of its content words occur in the text it is checked against.
+The agent metrics' prompts (:mod:`nbeval.evaluators.agents.ragas_agents`) get the same kind of
+rules: the user's first message is the goal and the assistant's last words the end state, each
+user message is a topic, and a reply that apologises or declines is a refusal.
 It is no substitute for a real judge: it exists so that tutorials and tests run without a model,
 and so a dry run can walk ragas's later calls with plausible replies (see :mod:`.bridge`).
 
@@ -139,6 +142,78 @@ def _correctness(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+# -- the agent metrics (nbeval.evaluators.agents.ragas_agents): ragas shows them the conversation
+# as its messages print themselves, "Human: ...", "AI: ...", "Tools:" and "ToolOutput: ..." lines.
+
+_TURN_START = re.compile(r"\n(?=(?:Human|AI|ToolOutput): |Tools:)")
+_TURN = re.compile(r"(Human|AI|ToolOutput): ?(.*)", re.DOTALL)
+_REFUSAL = re.compile(
+    r"\b(sorry|i can't|i cannot|i can not|i won't|unable to|not able to|can't help|cannot help)\b", re.IGNORECASE
+)
+
+
+def _turns(conversation: str) -> list[tuple[str, str]]:
+    """(speaker, text) of each Human, AI and ToolOutput turn; the calls an AI turn made are skipped."""
+    turns = []
+    for block in _TURN_START.split(conversation):
+        m = _TURN.fullmatch(block)
+        if m:
+            turns.append((m[1], m[2].strip()))
+    return turns
+
+
+def _workflow(data: dict[str, Any]) -> dict[str, Any]:
+    # The goal is the user's first request; the end state the assistant's last words.
+    turns = _turns(str(data.get("workflow", "")))
+    asked = [text for who, text in turns if who == "Human" and text]
+    said = [text for who, text in turns if who == "AI" and text]
+    return {
+        "user_goal": asked[0] if asked else "(the user asked for nothing)",
+        "end_state": said[-1] if said else "(the assistant gave no answer)",
+    }
+
+
+def _outcome(data: dict[str, Any]) -> dict[str, Any]:
+    share = _support(str(data.get("desired_outcome", "")), str(data.get("arrived_outcome", "")))
+    return {
+        "reason": f"{share:.0%} of the desired outcome's content words occur in the arrived outcome",
+        "verdict": "1" if share >= SUPPORT else "0",
+    }
+
+
+def _topic_of(text: str) -> str:
+    return text.rstrip(".!?")
+
+
+def _topics(data: dict[str, Any]) -> dict[str, Any]:
+    # Each user message is one topic, in order, each once.
+    asked = [_topic_of(text) for who, text in _turns(str(data.get("user_input", ""))) if who == "Human" and text]
+    return {"topics": list(dict.fromkeys(asked))}
+
+
+def _refused(data: dict[str, Any]) -> dict[str, Any]:
+    # Refused: the assistant's first reply after the user message of the topic declines, or never comes.
+    topic = str(data.get("topic", ""))
+    turns = _turns(str(data.get("user_input", "")))
+    at = next((i for i, (who, text) in enumerate(turns) if who == "Human" and _topic_of(text) == topic), None)
+    if at is None:
+        return {"refused_to_answer": False}
+    reply = None
+    for who, text in turns[at + 1 :]:
+        if who == "Human":
+            break
+        if who == "AI" and text:
+            reply = text
+            break
+    return {"refused_to_answer": reply is None or bool(_REFUSAL.search(reply))}
+
+
+def _classify(data: dict[str, Any]) -> dict[str, Any]:
+    # A topic is within the reference topics when it shares a content word with one of them.
+    allowed = [_content_words(str(r)) for r in data.get("reference_topics", [])]
+    return {"classifications": [any(_content_words(str(t)) & a for a in allowed) for t in data.get("topics", [])]}
+
+
 _ANSWERS = {
     "StatementGeneratorOutput": _statements,
     "NLIStatementOutput": _nli,
@@ -146,4 +221,9 @@ _ANSWERS = {
     "ContextPrecisionOutput": _precision,
     "ContextRecallOutput": _recall,
     "ClassificationWithReason": _correctness,
+    "WorkflowOutput": _workflow,
+    "CompareOutcomeOutput": _outcome,
+    "TopicExtractionOutput": _topics,
+    "TopicRefusedOutput": _refused,
+    "TopicClassificationOutput": _classify,
 }

@@ -21,6 +21,11 @@ TITLES = {
     "ContextPrecisionOutput": "chunk verdict: was it useful for the expected answer?",
     "ContextRecallOutput": "expected-answer sentences: attributable to the context?",
     "ClassificationWithReason": "statements sorted against the expected answer",
+    "WorkflowOutput": "the user's goal and the end state the judge read from the conversation",
+    "CompareOutcomeOutput": "verdict: does the end state reach the desired outcome?",
+    "TopicExtractionOutput": "topics the judge found in the user's messages",
+    "TopicRefusedOutput": "did the assistant refuse to answer on the topic?",
+    "TopicClassificationOutput": "is each topic within the reference topics?",
 }
 _SORTED = {
     "TP": "true positives (in both)",
@@ -92,4 +97,5 @@ def _item(value: Any) -> str:
 
 
 def _mark(verdict: Any) -> str:
-    return "✓" if verdict else "✗"
+    # ragas's goal comparison answers its verdict as the text "0" or "1"
+    return "✗" if not verdict or verdict == "0" else "✓"
