@@ -22,6 +22,8 @@ from nbeval._version import __version__
 # public name -> module that defines it
 _EXPORTS = {
     "evaluate": "nbeval.engine",
+    "align": "nbeval.engine.align",
+    "AlignReport": "nbeval.engine.align",
     "plan": "nbeval.application",
     "Plan": "nbeval.engine",
     "EvaluationResult": "nbeval.results",
@@ -36,6 +38,8 @@ _EXPORTS = {
     "list_evaluators": "nbeval.evaluators.registry",
     "Evaluator": "nbeval.evaluators.base",
     "CaseEvaluator": "nbeval.evaluators.case",
+    "jury": "nbeval.evaluators.jury",
+    "Jury": "nbeval.evaluators.jury",
     "EvaluatorSpec": "nbeval.evaluators.base",
     "MetricSpec": "nbeval.evaluators.base",
     "Param": "nbeval.evaluators.base",
@@ -108,6 +112,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs only
     from nbeval.data.text import split_sentences
     from nbeval.demo import demo_lab
     from nbeval.engine import Plan, evaluate
+    from nbeval.engine.align import AlignReport, align
     from nbeval.errors import (
         ConditionError,
         DataError,
@@ -122,6 +127,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs only
     )
     from nbeval.evaluators.base import Aggregate, Evaluator, EvaluatorSpec, MetricSpec, Param, Score, bool_score
     from nbeval.evaluators.case import CaseEvaluator
+    from nbeval.evaluators.jury import Jury, jury
     from nbeval.evaluators.registry import catalogue, evaluator, list_evaluators, register
     from nbeval.evaluators.scorer import scorer
     from nbeval.perturbation import Perturbator, perturb, register_perturbator

@@ -241,6 +241,31 @@ class EvaluationResult:
 
         return agreement(self, evaluator)
 
+    def label_queue(self, evaluator: Any) -> pd.DataFrame:
+        """``evaluator``'s rows that no person has labelled yet, the ones the judge is least sure of
+        first (jurors disagreeing, a value near the threshold, head-to-head orders disagreeing,
+        unrated rows): ``key, model_key, value, label, uncertainty, why`` (see
+        :mod:`nbeval.results.label_queue`)."""
+        from nbeval.results.label_queue import label_queue
+
+        return label_queue(self, evaluator)
+
+    def jury_agreement(self, evaluator: str, *, metric: str | None = None, n_boot: int = 1000, seed: int = 0) -> Any:
+        """How far the jurors of ``evaluator`` (run with ``judge=[...]``) agree with each other: a
+        :class:`~nbeval.results.jury_agreement.JuryAgreement` with Krippendorff's α (nominal for
+        verdicts, interval for scores) and its bootstrap interval, Fleiss' κ and Cohen's κ per pair
+        of jurors. ``jury_values(evaluator)`` is the table it is measured on."""
+        from nbeval.results.jury_table import jury_agreement
+
+        return jury_agreement(self, evaluator, metric=metric, n_boot=n_boot, seed=seed)
+
+    def jury_values(self, evaluator: str, metric: str | None = None) -> pd.DataFrame:
+        """Each juror's value of ``metric`` (the primary by default) per row, and each row's
+        ``disagreement`` between jurors (sort by it to read the contested cases first)."""
+        from nbeval.results.jury_table import jury_values
+
+        return jury_values(self, evaluator, metric)
+
     @property
     def problems(self) -> pd.DataFrame:
         """Problems, one row each: models and evaluators that measured nothing (``unmeasured``),
