@@ -240,7 +240,55 @@ def _check_pairwise(ctx: Context, ns: dict[str, Any], values: dict[str, Any]) ->
     assert result.evaluators == ["pairwise"]
 
 
+def _setup_agents(ctx: Context) -> dict[str, Any]:
+    import json
+
+    from tests.support.fake_openai import Recorded
+
+    def judge(rec: Recorded) -> str:
+        if "intentions" in rec.messages[0]["content"]:
+            return json.dumps({"intentions": [{"intention": "the weather", "reason": "given", "met": "yes"}]})
+        return json.dumps({"reason": "looked it up and answered", "verdict": "yes", "failed_step": None})
+
+    ctx.servers["openai"].reply = judge
+    ctx.monkeypatch.setenv("NBEVAL_JUDGE_BASE_URL", ctx.servers["openai"].url)
+    ctx.monkeypatch.setenv("NBEVAL_JUDGE_API_KEY", "sk-readme-stand-in")
+    ctx.monkeypatch.setenv("NBEVAL_CACHE_DIR", str(ctx.tmp_path / "nbeval-cache"))
+    attrs = [
+        {"key": "openinference.span.kind", "value": {"stringValue": "LLM"}},
+        {"key": "llm.input_messages.0.message.role", "value": {"stringValue": "user"}},
+        {"key": "llm.input_messages.0.message.content", "value": {"stringValue": "Hi?"}},
+        {"key": "llm.output_messages.0.message.role", "value": {"stringValue": "assistant"}},
+        {"key": "llm.output_messages.0.message.content", "value": {"stringValue": "Hello."}},
+    ]
+    span = {
+        "traceId": "5b8efff798038103d269b633813fc60c",
+        "spanId": "eee19b7ec3c1b174",
+        "name": "chat",
+        "startTimeUnixNano": "1",
+        "endTimeUnixNano": "2",
+        "attributes": attrs,
+    }
+    line = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]})
+    (ctx.tmp_path / "traces.jsonl").write_text(line + "\n", encoding="utf-8")
+    return {}
+
+
+def _check_agents(ctx: Context, ns: dict[str, Any], values: dict[str, Any]) -> None:
+    s = ns["result"].scores.set_index("evaluator")
+    assert s["value"].to_dict() == {
+        "tool_call_accuracy": 1.0,
+        "tool_call_f1": 1.0,
+        "trajectory_judge": 1.0,
+        "conversation_completeness": 1.0,
+    }, s[["value", "error"]]
+    row = ns["lab"].dataset.rows[0]
+    assert row.actual_output == "Rain in Paris, 14 °C." and row.messages[0]["role"] == "user"
+    assert [(r.input, r.actual_output) for r in ns["traces"].rows] == [("Hi?", "Hello.")]
+
+
 EXAMPLES = [
+    Example("def weather_agent(prompt):", _setup_agents, _check_agents),
     Example('result = nbeval.evaluate(lab, ["rouge", "text_matching", "pii_leakage"])', check=_check_notebook),
     Example('["pairwise"], judge="gpt-4.1-mini"', _setup_pairwise, _check_pairwise),
     Example('judge="gpt-4o-mini"', _setup_judges, _check_judges),
