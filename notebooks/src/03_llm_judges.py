@@ -224,3 +224,101 @@ nw.arena_chart(h2h) & nw.win_matrix(h2h)
 # NBVAL_CHECK_OUTPUT
 for message in h2h.insights.query("kind == 'ahead'")["message"]:
     print(message)
+
+# %% [markdown] id="c24"
+# ## A jury of judges, and how far they agree
+#
+# One judge's verdict is one opinion. Give `judge=` a list (or `nbeval.jury([...], aggregate=...)`)
+# and every judge evaluator asks each juror exactly what it would ask one judge; the row's value is
+# the jury's `majority` (an even split goes to the worse side), `mean`, `unanimous` or `any`. Each
+# juror's verdict and rationale are kept in the row's `details`; a juror whose reply cannot be read
+# is left out of the vote and counted, never turned into a 0. Below: the word-overlap stand-in, the
+# strict one and a lenient third (all three are rules, not language models).
+
+# %% id="c25"
+def lenient_judge(messages):
+    """A third stand-in: yes when the answer shares any content word with the expected answer."""
+    data = messages[-1]["content"]
+    shared = words(tag(data, "expected_answer") or "") & words(tag(data, "answer") or "")
+    return f"Rationale: shares {len(shared)} words with the expected answer.\nRating: {'yes' if shared else 'no'}"
+
+
+panel = nbeval.jury([stand_in_judge, strict_judge, lenient_judge], names=["overlap", "strict", "lenient"])
+jury_run = nbeval.evaluate(lab, ["correctness"], judge=panel, cache=False, progress=False)
+
+# %% id="c26"
+# NBVAL_CHECK_OUTPUT
+print(jury_run.jury_agreement("correctness"))
+votes = jury_run.jury_values("correctness").sort_values("disagreement", ascending=False)
+print(votes.head(4).round(2).to_string(index=False))
+
+# %% [markdown] id="c27"
+# Krippendorff's α (with a bootstrap interval over rows), Fleiss' κ and Cohen's κ per pair say how
+# far the jurors agree beyond chance; `jury_values` puts each juror's verdict beside the row's
+# disagreement, so the contested cases can be read first.
+#
+# ## Label where it helps, then align the judge to people
+#
+# `result.label_queue(evaluator)` orders the rows nobody labelled yet by how unsure the judge is:
+# juror disagreement, a score near its threshold, an unreadable reply. A person labels from the top
+# (here, a rule plays the person: an answer is right when it contains the expected answer's figures
+# and most of its words).
+
+# %% id="c28"
+# NBVAL_CHECK_OUTPUT
+judged_once = nbeval.evaluate(lab, ["correctness"], judge=stand_in_judge, cache=False, progress=False)
+queue = jury_run.label_queue("correctness")
+print(queue[["key", "model_key", "uncertainty", "why"]].head(3).to_string(index=False))
+
+
+def person(row):
+    """Stands in for a person's pass/fail label: stricter than the stand-in judge (three quarters
+    of the expected answer's words, and all of its figures)."""
+    expected, answer = words(row.expected_output or ""), words(row.actual_output or "")
+    missing = numbers(row.expected_output or "") - numbers(row.actual_output or "")
+    return "pass" if not missing and len(expected & answer) >= 0.75 * len(expected) else "fail"
+
+
+judged_once.set_labels([{"key": r.key, "model_key": r.model_key, "evaluator": "correctness", "label": person(r)}
+                        for r in lab.dataset.rows if r.expected_output])
+print(judged_once.agreement("correctness"))
+
+# %% [markdown] id="c29"
+# The stand-in judge passes answers with half of the expected words; the person wants three
+# quarters. `nbeval.align` splits the labelled test cases, puts up to `k` training cases into the
+# judge's prompt as worked examples (the ones it got wrong first), and measures on the held-out
+# cases, which never reach a prompt, how often the judge agrees with the person before and after,
+# with intervals and an exact McNemar test. The stand-in below does what a real judge does with
+# worked examples, crudely: it moves its bar to separate the examples' yes from their no.
+
+# %% id="c30"
+def share(data):
+    expected = words(tag(data, "expected_answer") or "")
+    return len(expected & words(tag(data, "answer") or "")) / max(len(expected), 1)
+
+
+def example_following_judge(messages):
+    """A stand-in that learns its bar from the worked examples sent before the row: the bar on the
+    share of expected words that gets the most examples right."""
+    shots = [(share(m["content"]), "Rating: yes" in reply["content"])
+             for m, reply in zip(messages[1:-1:2], messages[2:-1:2])]
+    values = sorted({s for s, _ in shots})
+    bars = [(a + b) / 2 for a, b in zip(values, values[1:])] or [0.5]
+    bar = min(bars, key=lambda t: (sum((s >= t) != yes for s, yes in shots), -t))
+    data = messages[-1]["content"]
+    missing = numbers(tag(data, "expected_answer") or "") - numbers(tag(data, "answer") or "")
+    ok = share(data) >= bar and not missing
+    return f"Rationale: {share(data):.0%} of the expected words (bar {bar:.0%}).\nRating: {'yes' if ok else 'no'}"
+
+
+aligned, report = nbeval.align(judged_once, "correctness", judge=example_following_judge, k=4, seed=0, cache=False)
+
+# %% id="c31"
+# NBVAL_CHECK_OUTPUT
+print(report)
+
+# %% [markdown] id="c32"
+# Aligned, the judge gets more held-out rows right, but on twelve rows of four cases the gain is
+# not significant: label more cases (from the top of the queue) before trusting it. `aligned` is an
+# ordinary evaluator: pass it to `nbeval.evaluate` and its prompt carries the examples
+# (`print(aligned.prompt)` shows them).
