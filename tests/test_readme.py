@@ -287,7 +287,40 @@ def _check_agents(ctx: Context, ns: dict[str, Any], values: dict[str, Any]) -> N
     assert [(r.input, r.actual_output) for r in ns["traces"].rows] == [("Hi?", "Hello.")]
 
 
+def _setup_jury(ctx: Context) -> dict[str, Any]:
+    import nbeval
+
+    lab = nbeval.demo_lab()
+
+    def rating(ok: bool) -> str:
+        return f"Rationale: stand-in.\nRating: {'yes' if ok else 'no'}"
+
+    def j1(messages: Any) -> str:  # a stand-in judge: yes when the answer is long enough
+        return rating(len(messages[-1]["content"]) > 400)
+
+    def j2(messages: Any) -> str:
+        return rating("9" in messages[-1]["content"])
+
+    def j3(messages: Any) -> str:
+        return rating(True)
+
+    labels = [
+        {"key": r.key, "model_key": r.model_key, "evaluator": "correctness", "label": "pass" if i % 3 else "fail"}
+        for i, r in enumerate(lab.dataset.rows)
+    ]
+    return {"nbeval": nbeval, "lab": lab, "j1": j1, "j2": j2, "j3": j3, "labels": labels}
+
+
+def _check_jury(ctx: Context, ns: dict[str, Any], values: dict[str, Any]) -> None:
+    agreement = value_of(values, 'result.jury_agreement("correctness")')
+    assert agreement.jurors == ("a", "b", "c")
+    assert len(value_of(values, 'result.jury_values("correctness")')) == len(ns["lab"].dataset.rows)
+    assert list(value_of(values, 'result.label_queue("correctness")').columns)[:2] == ["key", "model_key"]
+    assert ns["report"].n > 0 and ns["aligned"].spec.id == "correctness"
+
+
 EXAMPLES = [
+    Example("judge=nbeval.jury([j1, j2, j3]", _setup_jury, _check_jury),
     Example("def weather_agent(prompt):", _setup_agents, _check_agents),
     Example('result = nbeval.evaluate(lab, ["rouge", "text_matching", "pii_leakage"])', check=_check_notebook),
     Example('["pairwise"], judge="gpt-4.1-mini"', _setup_pairwise, _check_pairwise),
