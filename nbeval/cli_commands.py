@@ -1,7 +1,7 @@
 """What each ``nbeval`` command does, once :mod:`nbeval.cli` has parsed its arguments.
 
 One function per command (``evaluators``, ``evaluator show``, ``run``, ``complete``, ``perturb``,
-``perturbators``, ``demo``, ``serve``), each taking the parsed ``argparse.Namespace`` and
+``perturbators``, ``generate``, ``demo``, ``serve``), each taking the parsed ``argparse.Namespace`` and
 returning the exit status; :func:`nbeval.cli.main` turns the errors they raise into exit status 2
 and Ctrl-C into 130 (:class:`SavedInterrupt` says where the partial output went). What they share
 with the magics and the service lives in :mod:`nbeval.application`.
@@ -30,6 +30,8 @@ __all__ = [
     "evaluator_show_command",
     "evaluators_command",
     "finish_run",
+    "generate_command",
+    "generate_kwargs",
     "perturb_command",
     "perturbators_command",
     "run_command",
@@ -64,7 +66,8 @@ def evaluators_command(args: argparse.Namespace) -> int:
         print(f"  {s.id:<30} inputs: {needs:<42} metrics: {metrics}{note}")
     print(
         "\n* primary metric. Inputs: input, expected_output, context, expected_context, actual_output, "
-        "output_condition, guidelines, categories."
+        "output_condition, guidelines, categories; for agents and conversations: messages, "
+        "expected_tool_calls, reference_topics."
     )
     if not judge_set and any(s.needs_judge for s in specs):
         print(
@@ -199,7 +202,12 @@ def complete_command(args: argparse.Namespace) -> int:
     suite = TestSuite.from_json(args.suite)
     models = {m: application.endpoint(m, args.base_url) for m in args.model}
     pending = collect(
-        suite, models=models, system_prompt=args.system_prompt, concurrency=args.concurrency, cache=not args.no_cache
+        suite,
+        models=models,
+        system_prompt=args.system_prompt,
+        concurrency=args.concurrency,
+        cache=not args.no_cache,
+        batch=args.batch,
     )
     if args.dry_run:
         print(pending.plan())
@@ -266,6 +274,57 @@ def perturb_command(args: argparse.Namespace) -> int:
     write_aside(args.out, lambda tmp: jsonio.write_json(data, tmp))
     made = perturbed_count(suite)
     print(f"made {made} perturbed test case(s); {len(suite.test_cases)} in all; wrote {args.out}")
+    return 0
+
+
+def generate_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """A parsed ``generate``'s options (the CLI's or the magic's) as :func:`nbeval.generate`'s
+    keyword arguments."""
+    personas = []
+    for text in args.persona or []:
+        name, _, description = text.partition(":")
+        personas.append({"name": name.strip(), "description": description.strip()})
+    kw: dict[str, Any] = {
+        "n": args.cases,
+        "kinds": [k.strip() for k in args.kinds.split(",") if k.strip()],
+        "personas": personas or None,
+        "seed": args.seed,
+        "chunk_size": args.chunk_size,
+        "chunk_overlap": min(100, args.chunk_size // 10),
+    }
+    judge = application.judge_spec(args.judge, args.judge_base_url)
+    if judge is not None:
+        kw["judge"] = judge
+    if args.no_cache:
+        kw["cache"] = False
+    return kw
+
+
+def generate_command(args: argparse.Namespace) -> int:
+    """``nbeval generate DOCS... -n N``: write a test suite from documents with the judge."""
+    import warnings
+
+    import nbeval
+    from nbeval.data import jsonio
+    from nbeval.generation import summary_lines
+    from nbeval.results.files import write_aside
+
+    kwargs = generate_kwargs(args)
+    if args.dry_run:
+        print(judge_plan_text(str(nbeval.generate(args.documents, dry_run=True, **kwargs))))
+        return 0
+    application.check_file_out(Path(args.out), args.documents, "suite")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        suite = nbeval.generate(args.documents, **kwargs)
+    for w in caught:
+        print(f"nbeval: note: {w.message}", file=sys.stderr)
+    data = suite.to_json()
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    write_aside(args.out, lambda tmp: jsonio.write_json(data, tmp))
+    for line in summary_lines(suite):
+        print(line)
+    print(f"wrote {args.out}")
     return 0
 
 
