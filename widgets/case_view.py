@@ -1,5 +1,9 @@
 """The HTML of one test case across models: the case, every answer side by side, every score.
 
+An evaluator run with a jury shows, in place of its rationale, each model's jurors side by side
+(:mod:`nbeval.widgets.jury_view`): every juror's value, label and rationale, a parse failure
+marked, then the row's value, how the jury made it and the counts.
+
 Rows that carry a conversation (``messages``) show it as turns above their verdicts, tool calls
 and results included (:mod:`nbeval.widgets.conversation_view`); expected tool calls are listed
 with the case's fields.
@@ -21,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from nbeval.results.limits import truncate_text
 from nbeval.widgets.conversation_view import conversation_html, expected_calls_html, shared_turns
+from nbeval.widgets.jury_view import jury_html, jury_of, metric_passes
 from nbeval.widgets.markup import esc, text_block, value_cell
 
 if TYPE_CHECKING:
@@ -153,7 +158,10 @@ def case_html(
         for metric in metrics:
             body.append(line(f"{ev}.{metric}", [_score_cell(scores.get((m, ev, metric))) for m in models]))
         first = [scores.get((m, ev, metrics[0])) if metrics else None for m in models]
-        if any(r is not None and not (_missing(r.rationale) and _missing(r.label)) for r in first):
+        juries = [jury_of(r.details) if r is not None else None for r in first]
+        if any(juries):
+            body.append(line(f"{ev}: jury", _jury_cells(result, ev, scores, models, juries, max_chars)))
+        elif any(r is not None and not (_missing(r.rationale) and _missing(r.label)) for r in first):
             body.append(line(f"{ev}: rationale", [_rationale(r, max_chars) for r in first]))
         if any(r is not None and (not _missing(r.error) or r.skipped) for r in first):
             body.append(line(f"{ev}: error / skipped", [_problem(r, max_chars) for r in first]))
@@ -167,6 +175,31 @@ def case_html(
         f'{fields}<div style="overflow-x:auto">{table}</div>'
         f"{_comparisons(result, s, {m: r.actual_output for m, r in by_model.items()}, max_chars)}</div>"
     )
+
+
+def _jury_cells(
+    result: EvaluationResult,
+    ev: str,
+    scores: dict[tuple[Any, Any, Any], Any],
+    models: list[str],
+    juries: list[dict[str, Any] | None],
+    max_chars: int,
+) -> list[str]:
+    """Each model's jury on ``ev`` (:mod:`.jury_view`): every juror's value of the primary metric,
+    label and rationale, then the row's value and how it was made; a row without a jury shows its
+    rationale as usual."""
+    metric = result.primary_metric(ev)
+    passes = metric_passes(result, ev, metric)
+    cells = []
+    for m, panel in zip(models, juries, strict=True):
+        r = scores.get((m, ev, metric))
+        if panel is None or r is None:
+            cells.append(_rationale(r, max_chars))
+            continue
+        value = None if _missing(r.value) else float(r.value)
+        label = None if _missing(r.label) else r.label
+        cells.append(jury_html(panel, metric, value=value, label=label, passes=passes, max_chars=max_chars))
+    return cells
 
 
 def _conversations(line: Any, rows: list[Row], shared: int, max_chars: int) -> str:

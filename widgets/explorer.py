@@ -7,13 +7,70 @@ from typing import Any
 import ipywidgets as w
 import traitlets
 
+from nbeval.errors import BadParameter, EvaluatorError
 from nbeval.results import EvaluationResult
 from nbeval.widgets.case_view import MAX_CHARS, case_html, case_rows
 from nbeval.widgets.common import reports_errors, status_html
 from nbeval.widgets.heatmaps import CASE_FOCUS, CASE_SELECTION, MODEL_FOCUS, heatmap
-from nbeval.widgets.labelling import VerdictLabeller
+from nbeval.widgets.jury_view import cases_by_disagreement, jury_evaluators
+from nbeval.widgets.labelling import VerdictLabeller, cases_by_queue, evaluators_with_verdicts, next_to_label
 
-__all__ = ["CaseExplorer"]
+__all__ = ["ORDERS", "CaseExplorer", "case_order", "order_evaluators"]
+
+#: How the CaseExplorer can list its cases, and what each order is called in its dropdown.
+ORDERS = {
+    "dataset": "dataset order",
+    "disagreement": "most juror disagreement",
+    "label_queue": "label queue (most uncertain)",
+}
+_NOTE = {"disagreement": "disagreement", "label_queue": "uncertainty"}
+
+
+def _check_order(order: str) -> None:
+    if order not in ORDERS:
+        msg = f"unknown case order {order!r}; use one of {', '.join(map(repr, ORDERS))}"
+        raise BadParameter(msg)
+
+
+def order_evaluators(result: EvaluationResult, order: str) -> list[str]:
+    """The evaluators ``result``'s cases can be ordered by in ``order``: those run with a jury
+    for ``disagreement``, those with verdicts for ``label_queue``, none for ``dataset``."""
+    if order == "disagreement":
+        return jury_evaluators(result)
+    if order == "label_queue":
+        return evaluators_with_verdicts(result)
+    return []
+
+
+def case_order(
+    result: EvaluationResult, order: str, evaluator: str | None = None, keys: list[str] | None = None
+) -> tuple[list[tuple[str, float | None]], str]:
+    """The cases ``keys`` (every case by default) in ``order``, each with the number it was
+    ordered by (``None`` for dataset order, or a case not ranked), and the evaluator used:
+
+    * ``"dataset"``: as they are.
+    * ``"disagreement"``: the most juror disagreement on ``evaluator`` first
+      (:func:`~nbeval.widgets.jury_view.cases_by_disagreement`); by default the first evaluator
+      run with a jury.
+    * ``"label_queue"``: the case of the most uncertain unlabelled verdict first
+      (:func:`~nbeval.widgets.labelling.cases_by_queue`); by default the first evaluator with
+      verdicts.
+    """
+    _check_order(order)
+    keys = keys if keys is not None else list(dict.fromkeys(r.key for r in result.dataset.rows))
+    if order == "dataset":
+        return [(k, None) for k in keys], ""
+    choices = order_evaluators(result, order)
+    if evaluator is None:
+        if not choices:
+            what = "was run with a jury" if order == "disagreement" else "has verdicts to label"
+            msg = f"cannot order the cases by {ORDERS[order]}: no evaluator of this result {what}"
+            raise EvaluatorError(msg)
+        evaluator = choices[0]
+    result.check_evaluator(evaluator)
+    if order == "disagreement":
+        return cases_by_disagreement(result, evaluator, keys), evaluator
+    return cases_by_queue(result, evaluator, keys), evaluator
 
 
 class CaseExplorer(w.VBox):
@@ -29,7 +86,16 @@ class CaseExplorer(w.VBox):
 
     Below the case, ``labeller`` (a :class:`~nbeval.widgets.labelling.VerdictLabeller`, unless
     ``labelling=False``) shows each model's verdict beside its human label: Agree, Disagree or a
-    picked label calls ``result.set_labels`` for that case, model and evaluator.
+    picked label calls ``result.set_labels`` for that case, model and evaluator. Its **Next most
+    uncertain** button goes to the unlabelled verdict the judge is least sure of
+    (``result.label_queue``), selecting its case and highlighting its model.
+
+    ``order`` lists the cases in dataset order (``"dataset"``), the most juror disagreement on
+    ``evaluator`` first (``"disagreement"``, for an evaluator run with a jury) or the case of the
+    most uncertain unlabelled verdict first (``"label_queue"``, which also makes each label go on
+    to the next most uncertain verdict); see :func:`case_order`. The ``order_choice`` dropdown and
+    :meth:`order_by` change it; the list is made when the order is chosen (or a result loaded)
+    and keeps its order while labels are added.
     """
 
     result = traitlets.Instance(EvaluationResult, allow_none=True)
@@ -43,6 +109,8 @@ class CaseExplorer(w.VBox):
         show_heatmap: bool = True,
         max_chars: int = MAX_CHARS,
         labelling: bool = True,
+        order: str = "dataset",
+        evaluator: str | None = None,
         **kwargs: Any,
     ) -> None:
         from nbeval.widgets.display import jupyter_chart
@@ -51,6 +119,14 @@ class CaseExplorer(w.VBox):
         """How many characters of each text (answer, rationale, prompt, ...) a case shows."""
         self.evaluator_choice = w.Dropdown(description="Heatmap", options=[])
         self.case_choice = w.Dropdown(description="Case", options=[], layout=w.Layout(width="560px"))
+        self.order_choice = w.Dropdown(
+            description="Order", options=[(v, k) for k, v in ORDERS.items()], layout=w.Layout(width="330px")
+        )
+        self.order_evaluator_choice = w.Dropdown(description="of", options=[], layout=w.Layout(width="260px"))
+        self.order = "dataset"
+        """How the cases are listed: a key of :data:`ORDERS`."""
+        self.order_evaluator = ""
+        """The evaluator the cases are ordered by ('' for dataset order)."""
         self.previous_button = w.Button(
             description="Previous", icon="arrow-left", tooltip="the case before", layout=w.Layout(width="110px")
         )
@@ -64,19 +140,29 @@ class CaseExplorer(w.VBox):
         self.message = w.HTML()
         self.output = w.Output()
         self._rows: dict[str, list[Any]] = {}
+        self._keys: list[str] = []  # the cases in the order listed
         self._busy = False
         self._heatmap_keys: set[str] = set()
         top = [self.evaluator_choice, self.chart] if self.chart is not None else []
         below = [self.labeller] if self.labeller is not None else []
         walk = w.HBox([self.case_choice, self.previous_button, self.next_button, self.position])
-        super().__init__([*top, walk, self.detail, *below, self.message, self.output], **kwargs)
+        ordering = w.HBox([self.order_choice, self.order_evaluator_choice])
+        super().__init__([*top, ordering, walk, self.detail, *below, self.message, self.output], **kwargs)
         self.case_choice.observe(self._on_case, names=["value"])
         if self.chart is not None:
             self.chart.observe(self._keep_focus, names=["_params"])
         self.previous_button.on_click(lambda _: self.step(-1))
         self.next_button.on_click(lambda _: self.step(1))
         self.evaluator_choice.observe(self._on_evaluator, names=["value"])
+        self.order_choice.observe(self._on_order, names=["value"])
+        self.order_evaluator_choice.observe(self._on_order, names=["value"])
+        if self.labeller is not None:
+            self.labeller.on_goto = self.select
+        _check_order(order)
+        self._order_options: dict[str, list[str]] = {}  # order -> the evaluators it can use
         self.result = result
+        if order != "dataset":
+            self.order_by(order, evaluator)  # raises for an evaluator without a jury (or verdicts)
         self._update_walk()
 
     # -- reacting ----------------------------------------------------------------------------
@@ -90,11 +176,7 @@ class CaseExplorer(w.VBox):
         self._busy = True
         try:
             self._rows = case_rows(result) if result is not None else {}
-            options = []
-            for i, (key, rows) in enumerate(self._rows.items(), 1):
-                prompt = " ".join(str(rows[0].input or "")[:400].split())  # never split a 5 MB prompt
-                options.append((f"{i}. {prompt[:80] + '…' if len(prompt) > 80 else prompt}", key))
-            self.case_choice.options = options
+            self._list_cases(self._ordered(result))
             evaluators = result.evaluators if result is not None else []
             keep = self.evaluator_choice.value
             self.evaluator_choice.options = evaluators
@@ -168,18 +250,105 @@ class CaseExplorer(w.VBox):
         self._update_walk()
 
     def _update_walk(self) -> None:
-        keys = list(self._rows)
+        keys = self._keys
         at = keys.index(self.key) if self.key in keys else -1
         self.previous_button.disabled = at <= 0
         self.next_button.disabled = at < 0 or at >= len(keys) - 1
         self.position.value = f"case {at + 1} of {len(keys)}" if at >= 0 else ""
+
+    # -- ordering ----------------------------------------------------------------------------
+
+    def _ordered(self, result: EvaluationResult | None) -> list[tuple[str, float | None]]:
+        """The cases of ``result`` in the current order; dataset order, said in ``message``, when
+        the new result cannot be ordered so."""
+        keys = list(self._rows)
+        self._order_options = {o: order_evaluators(result, o) for o in ORDERS} if result is not None else {}
+        if result is None or self.order == "dataset":
+            return [(k, None) for k in keys]
+        try:
+            ordered, self.order_evaluator = case_order(result, self.order, self.order_evaluator or None, keys)
+        except (EvaluatorError, KeyError) as exc:
+            self.message.value = status_html(f"cases in dataset order: {exc}", "error")
+            self.order, self.order_evaluator = "dataset", ""
+            return [(k, None) for k in keys]
+        return ordered
+
+    def _list_cases(self, ordered: list[tuple[str, float | None]]) -> None:
+        """Fill the case dropdown (``_busy`` must be set) and the order dropdowns."""
+        self._keys = [k for k, _ in ordered]
+        note = _NOTE.get(self.order)
+        options = []
+        for i, (key, number) in enumerate(ordered, 1):
+            prompt = " ".join(str(self._rows[key][0].input or "")[:400].split())  # never split a 5 MB prompt
+            ranked = f"({note} {number:.2f}) " if note and number is not None else ""
+            options.append((f"{i}. {ranked}{prompt[:80] + '…' if len(prompt) > 80 else prompt}", key))
+        self.case_choice.options = options
+        self.case_choice.value = self.key if self.key in self._keys else None
+        self.order_choice.options = [(v, k) for k, v in ORDERS.items() if k == "dataset" or self._order_options.get(k)]
+        self.order_choice.value = self.order
+        choices = self._order_options.get(self.order, [])
+        self.order_evaluator_choice.options = choices
+        self.order_evaluator_choice.value = self.order_evaluator if self.order_evaluator in choices else None
+        self.order_evaluator_choice.layout.display = None if choices else "none"
+
+    def order_by(self, order: str = "dataset", evaluator: str | None = None) -> None:
+        """List the cases in ``order`` (``"dataset"``, ``"disagreement"`` or ``"label_queue"``,
+        see :func:`case_order`) of ``evaluator`` and show the first: for ``"label_queue"`` the
+        most uncertain unlabelled verdict, its model highlighted, and each label then goes on to
+        the next. The heatmap and the labeller switch to ``evaluator``. Raises
+        :class:`~nbeval.errors.EvaluatorError` when ``evaluator`` was not run with a jury (for
+        ``"disagreement"``) and :class:`~nbeval.errors.BadParameter` for an unknown order."""
+        _check_order(order)
+        if self.result is None:  # applied when a result comes
+            self.order, self.order_evaluator = order, evaluator or ""
+            return
+        ordered, used = case_order(self.result, order, evaluator, list(self._rows))
+        self.order, self.order_evaluator = order, used
+        self._busy = True
+        try:
+            self._list_cases(ordered)
+        finally:
+            self._busy = False
+        if used and used in (self.evaluator_choice.options or ()) and self.evaluator_choice.value != used:
+            self.evaluator_choice.value = used  # the heatmap and the labeller follow
+        if self.labeller is not None:
+            if used in self.labeller.evaluator_choice.options:
+                self.labeller.evaluator_choice.value = used
+            self.labeller.follow_queue.value = order == "label_queue"
+        if order == "label_queue" and self.labeller is not None and self.labeller.evaluator_choice.value == used:
+            item = self.labeller.go_next()  # selects its case here, and says why it is uncertain
+        else:
+            item = next_to_label(self.result, used) if order == "label_queue" else None
+            if item is not None:
+                self.select(item.key, item.model_key)
+        if item is None and self._keys:
+            self.select(self._keys[0])
+        self._update_walk()
+
+    @reports_errors
+    def _on_order(self, change: dict[str, Any]) -> None:
+        if self._busy:
+            return
+        order = self.order_choice.value
+        evaluator = self.order_evaluator_choice.value if order == self.order else None
+        try:
+            self.order_by(order, evaluator)
+        except Exception:
+            self._busy = True
+            try:  # show the order still in force
+                self.order_choice.value = self.order
+                self.order_evaluator_choice.value = self.order_evaluator or None
+            finally:
+                self._busy = False
+            raise
+        self.message.value = ""
 
     # -- showing -----------------------------------------------------------------------------
 
     def step(self, by: int) -> None:
         """Show the case ``by`` places after the current one (before it when negative), staying
         within the list; the highlighted model is kept."""
-        keys = list(self._rows)
+        keys = self._keys
         if not keys:
             return
         at = keys.index(self.key) if self.key in keys else 0
@@ -200,7 +369,7 @@ class CaseExplorer(w.VBox):
     @reports_errors
     def _render(self) -> None:
         if self.labeller is not None:
-            self.labeller.show(self.result, self.key if self.result is not None else "")
+            self.labeller.show(self.result, self.key if self.result is not None else "", self.model_key)
         if self.result is None or not self.key:
             self.detail.value = status_html("no result yet: run an evaluation" if self.result is None else "no case")
             return

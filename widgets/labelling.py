@@ -7,10 +7,18 @@ the verdict as the label, **Disagree** records the opposite of a pass/fail verdi
 records the label picked in the dropdown. Every click goes through ``result.set_labels``, so the
 labels are data of the result (``result.labels``), saved and loaded with it, and they feed
 ``result.agreement(evaluator)``. Names, verdicts and labels are escaped.
+
+**Next most uncertain** follows ``result.label_queue(evaluator)``
+(:mod:`nbeval.results.label_queue`): it goes to the unlabelled verdict the judge is least sure of
+(jurors disagreeing, a value near the threshold, an unrated row), and pressed again on one still
+unlabelled it skips it for the next. With ``follow_queue`` ticked, each label recorded moves on to
+the next most uncertain unlabelled verdict. The choice is made by :func:`next_to_label`, and
+:func:`cases_by_queue` orders whole test cases the same way, both without a browser.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +31,17 @@ from nbeval.widgets.markup import esc
 if TYPE_CHECKING:
     from nbeval.results import EvaluationResult
 
-__all__ = ["LABEL_COLUMNS", "Verdict", "VerdictLabeller", "evaluators_with_verdicts", "judge_verdicts", "label_choices"]
+__all__ = [
+    "LABEL_COLUMNS",
+    "QueueItem",
+    "Verdict",
+    "VerdictLabeller",
+    "cases_by_queue",
+    "evaluators_with_verdicts",
+    "judge_verdicts",
+    "label_choices",
+    "next_to_label",
+]
 
 #: The columns of ``result.labels``.
 LABEL_COLUMNS = ["key", "model_key", "evaluator", "label"]
@@ -100,11 +118,61 @@ def evaluators_with_verdicts(result: EvaluationResult) -> list[str]:
     return out
 
 
+@dataclass(frozen=True)
+class QueueItem:
+    """The next verdict to label: its case and model, how uncertain the judge is and why."""
+
+    key: str
+    model_key: str
+    uncertainty: float
+    why: str
+    left: int
+    """How many verdicts of the evaluator are still unlabelled (this one included)."""
+
+
+def next_to_label(
+    result: EvaluationResult,
+    evaluator: str,
+    *,
+    skip: Collection[tuple[str, str]] = (),
+    queue: pd.DataFrame | None = None,
+) -> QueueItem | None:
+    """The most uncertain unlabelled verdict of ``evaluator`` (the first row of
+    ``result.label_queue(evaluator)``, or of ``queue`` when given) whose ``(key, model_key)`` is
+    not in ``skip``; ``None`` when there is none."""
+    if queue is None:
+        queue = result.label_queue(evaluator)
+    for key, model_key, uncertainty, why in zip(
+        queue["key"], queue["model_key"], queue["uncertainty"], queue["why"], strict=True
+    ):
+        if (str(key), str(model_key)) not in skip:
+            return QueueItem(str(key), str(model_key), float(uncertainty), str(why), len(queue))
+    return None
+
+
+def cases_by_queue(
+    result: EvaluationResult, evaluator: str, keys: Sequence[str] | None = None
+) -> list[tuple[str, float | None]]:
+    """The test cases ``keys`` (every case, in dataset order, by default) in the order of
+    ``result.label_queue(evaluator)``: the case of its most uncertain unlabelled verdict first,
+    each with the uncertainty of that verdict; cases with nothing left to label come last, in
+    their order, with ``None``."""
+    queue = result.label_queue(evaluator)
+    first: dict[str, float] = {}
+    for key, uncertainty in zip(queue["key"], queue["uncertainty"], strict=True):
+        first.setdefault(str(key), float(uncertainty))
+    order = list(dict.fromkeys(keys if keys is not None else (r.key for r in result.dataset.rows)))
+    wanted = set(order)
+    listed: list[tuple[str, float | None]] = [(k, u) for k, u in first.items() if k in wanted]
+    return listed + [(k, None) for k in order if k not in first]
+
+
 class _VerdictRow(w.HBox):
     """One model's verdict, its human label and the buttons that set the label."""
 
-    def __init__(self, verdict: Verdict, model_name: str, choices: list[str]) -> None:
+    def __init__(self, verdict: Verdict, model_name: str, choices: list[str], *, current: bool = False) -> None:
         self.verdict = verdict
+        self.current = current
         self.info = w.HTML(layout=w.Layout(width="420px"))
         self.agree_button = w.Button(
             description="Agree",
@@ -137,7 +205,8 @@ class _VerdictRow(w.HBox):
         else:
             mark = "" if v.verdict is None else (" ✓" if v.human == v.verdict else " ✗")
             human = f"<b>{esc(v.human)}</b>{mark}"
-        return f"<div><b>{esc(model_name)}</b>: judge <code>{verdict}</code> · human {human}</div>"
+        style = ' style="background:#fff8dc"' if self.current else ""
+        return f"<div{style}><b>{esc(model_name)}</b>: judge <code>{verdict}</code> · human {human}</div>"
 
 
 class VerdictLabeller(w.VBox):
@@ -147,31 +216,55 @@ class VerdictLabeller(w.VBox):
     with verdicts are offered). ``rows`` holds one row per model, each with ``agree_button``,
     ``disagree_button``, ``label_choice`` and ``set_button``; a click calls
     ``result.set_labels`` with one row and redraws.
+
+    ``queue_button`` (:meth:`next_uncertain`) goes to the most uncertain unlabelled verdict of
+    the evaluator (``result.label_queue``), skipping the one shown when it is still unlabelled;
+    with ``follow_queue`` ticked, every label recorded goes on to the next. Going somewhere calls
+    ``on_goto(key, model_key)`` (the :class:`~nbeval.widgets.explorer.CaseExplorer` selects the
+    case), or shows that case here when it is ``None``.
     """
 
     def __init__(self, **kwargs: Any) -> None:
         self.result: EvaluationResult | None = None
         self.key = ""
+        self.model_key = ""
+        """The model whose verdict is the one to label (highlighted); '' for none."""
+        self.on_goto: Callable[[str, str], None] | None = None
         self.evaluator_choice = w.Dropdown(description="Label", options=[], layout=w.Layout(width="360px"))
+        self.queue_button = w.Button(
+            description="Next most uncertain",
+            icon="forward",
+            layout=w.Layout(width="190px"),
+            tooltip="the unlabelled verdict the judge is least sure of (result.label_queue)",
+        )
+        self.follow_queue = w.Checkbox(
+            value=False, description="after a label, go to the next most uncertain", indent=False
+        )
+        self.queue_info = w.HTML()
         self.rows: list[_VerdictRow] = []
         self.box = w.VBox()
         self.message = w.HTML()
         self.output = w.Output()
         self._busy = False
+        self._skipped: set[tuple[str, str]] = set()
         hint = w.HTML(
             f'<div style="{_MUTED}">Your verdict on each answer: agree or disagree with the '
             "judge, or pick a label and press Set (result.labels).</div>"
         )
-        super().__init__([hint, self.evaluator_choice, self.box, self.message, self.output], **kwargs)
+        top = w.HBox([self.evaluator_choice, self.queue_button, self.follow_queue])
+        super().__init__([hint, top, self.queue_info, self.box, self.message, self.output], **kwargs)
         self.layout.display = "none"  # hidden until a result with verdicts is shown
         self.evaluator_choice.observe(self._on_evaluator, names=["value"])
+        self.queue_button.on_click(lambda _: self.next_uncertain())
 
     @reports_errors
-    def show(self, result: EvaluationResult | None, key: str) -> None:
-        """Show the verdicts of test case ``key`` in ``result``."""
+    def show(self, result: EvaluationResult | None, key: str, model_key: str = "") -> None:
+        """Show the verdicts of test case ``key`` in ``result``, ``model_key``'s highlighted."""
         new_result = result is not self.result
-        self.result, self.key = result, key
+        self.result, self.key, self.model_key = result, key, model_key
         if new_result:
+            self._skipped = set()
+            self.queue_info.value = ""
             evaluators = evaluators_with_verdicts(result) if result is not None else []
             keep = self.evaluator_choice.value
             self._busy = True
@@ -184,7 +277,49 @@ class VerdictLabeller(w.VBox):
 
     def _on_evaluator(self, change: dict[str, Any]) -> None:
         if not self._busy:
+            self._skipped = set()
+            self.queue_info.value = ""
             self._draw()
+
+    @reports_errors
+    def next_uncertain(self) -> QueueItem | None:
+        """Go to the most uncertain unlabelled verdict of the chosen evaluator, past the one shown
+        when that is still unlabelled (it is skipped until every other one was seen); ``None``
+        when every verdict is labelled."""
+        evaluator = self.evaluator_choice.value
+        if self.result is None or not evaluator:
+            self.message.value = status_html("no verdicts to label", "error")
+            return None
+        queue = self.result.label_queue(evaluator)
+        if ((queue["key"] == self.key) & (queue["model_key"] == self.model_key)).any():
+            self._skipped.add((self.key, self.model_key))
+        return self.go_next(queue)
+
+    def go_next(self, queue: pd.DataFrame | None = None) -> QueueItem | None:
+        """Go to the most uncertain unlabelled verdict not skipped (starting the skipped over
+        when only they are left); ``None``, said in ``queue_info``, when every one is labelled."""
+        evaluator = str(self.evaluator_choice.value)
+        if self.result is None:
+            return None
+        if queue is None:
+            queue = self.result.label_queue(evaluator)
+        item = next_to_label(self.result, evaluator, skip=self._skipped, queue=queue)
+        if item is None and self._skipped:  # every one left was skipped: start over
+            self._skipped = set()
+            item = next_to_label(self.result, evaluator, queue=queue)
+        if item is None:
+            self.queue_info.value = status_html(f"every verdict of {evaluator} is labelled", "ok")
+            return None
+        self.queue_info.value = (
+            f'<div style="{_MUTED}">most uncertain unlabelled verdict ({item.left} left to label): '
+            f"<b>{esc(item.model_key)}</b> on <b>{esc(item.key)}</b>, "
+            f"uncertainty {item.uncertainty:.2f}: {esc(item.why)}</div>"
+        )
+        if self.on_goto is not None:
+            self.on_goto(item.key, item.model_key)
+        else:
+            self.show(self.result, item.key, item.model_key)
+        return item
 
     @reports_errors
     def _draw(self) -> None:
@@ -199,7 +334,7 @@ class VerdictLabeller(w.VBox):
         names = model_names(self.result)
         choices = label_choices(self.result, evaluator)
         self.rows = [
-            _VerdictRow(v, names.get(v.model_key, v.model_key), choices)
+            _VerdictRow(v, names.get(v.model_key, v.model_key), choices, current=v.model_key == self.model_key)
             for v in judge_verdicts(self.result, self.key, evaluator)
         ]
         for row in self.rows:
@@ -222,3 +357,5 @@ class VerdictLabeller(w.VBox):
         )
         self.message.value = status_html(f"labelled {row.verdict.model_key} on {self.key} ({evaluator}): {label}", "ok")
         self._draw()
+        if self.follow_queue.value:
+            self.go_next()
