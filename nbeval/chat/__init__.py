@@ -21,6 +21,7 @@ from nbeval.chat.client import CallPlan, ChatClient, ChatFailure, ChatResult, Us
 from nbeval.chat.collect import PendingLab, RagFunction, collect
 from nbeval.chat.config import judge_help_text, resolve_chat_model
 from nbeval.chat.hf_chat import HFChat
+from nbeval.chat.logprobs import TokenLogprob
 from nbeval.chat.openai_chat import OpenAIChat
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "OpenAIChat",
     "PendingLab",
     "RagFunction",
+    "TokenLogprob",
     "Usage",
     "UsageTotals",
     "collect",

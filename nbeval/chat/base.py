@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
+from nbeval.chat.logprobs import TokenLogprob, as_logprobs
 from nbeval.chat.secrets import redact as _redact
 from nbeval.data.fields import DataWarning
 from nbeval.data.text import repair_text
@@ -37,6 +38,7 @@ __all__ = [
     "ChatModel",
     "ChatReply",
     "Message",
+    "TokenLogprob",
     "Usage",
     "cap_reply",
     "estimate_tokens",
@@ -109,8 +111,17 @@ class ChatReply:
     """US dollars the call cost, when a price is known (``None`` otherwise)."""
     warnings: tuple[str, ...] = ()
     """What nbeval repaired in the reply (kept with it in the cache), for the row's rationale."""
+    logprobs: tuple[TokenLogprob, ...] | None = None
+    """The log-probability of each generated token and of the most likely tokens at its position
+    (see :mod:`nbeval.chat.logprobs`), when they were asked for (``logprobs=True``) and the model
+    returned them; ``None`` otherwise. Kept with the reply in the cache. Given as OpenAI's
+    ``{"content": [...]}`` or as a list of dicts, they are read into :class:`TokenLogprob` objects."""
 
     def __post_init__(self) -> None:
+        if self.logprobs is not None and not (
+            isinstance(self.logprobs, tuple) and all(isinstance(t, TokenLogprob) for t in self.logprobs)
+        ):
+            object.__setattr__(self, "logprobs", as_logprobs(self.logprobs))
         text = self.text if isinstance(self.text, str) else ("" if self.text is None else str(self.text))
         text, repaired = repair_text(text)
         if text is not self.text:

@@ -10,7 +10,10 @@ connection behind a lock, several processes each open their own and wait for eac
 
 A reply's :attr:`~nbeval.chat.base.ChatReply.warnings` (text nbeval had to repair) are kept in a
 table of their own, ``reply_notes``, so a reply read back says what it said the first time and a
-cache written by an older nbeval (which has no such table) is read and written as it is.
+cache written by an older nbeval (which has no such table) is read and written as it is. Its
+:attr:`~nbeval.chat.base.ChatReply.logprobs` (asked for with ``logprobs=True``, which is part of
+the key) are kept the same way, in ``reply_logprobs`` (JSON, compressed), with a hash of the text
+they belong to: logprobs whose reply an older nbeval has since replaced are not read back.
 """
 
 from __future__ import annotations
@@ -21,11 +24,13 @@ import os
 import sqlite3
 import threading
 import time
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from nbeval.chat.base import ChatReply, Message, Usage, cap_reply
+from nbeval.chat.logprobs import TokenLogprob, as_logprobs, logprobs_to_json
 from nbeval.chat.secrets import hash_secrets
 from nbeval.data.text import repair_text
 
@@ -47,6 +52,9 @@ CREATE TABLE IF NOT EXISTS replies (
 )
 """
 _NOTES_SCHEMA = "CREATE TABLE IF NOT EXISTS reply_notes (key TEXT PRIMARY KEY, warnings TEXT NOT NULL)"
+_LOGPROBS_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS reply_logprobs (key TEXT PRIMARY KEY, text_sha TEXT NOT NULL, logprobs BLOB NOT NULL)"
+)
 
 #: The cache file inside a cache folder.
 CACHE_FILE_NAME = "chat.sqlite"
@@ -84,6 +92,26 @@ def _notes(stored: str | None) -> tuple[str, ...]:
     except ValueError:
         return ()
     return tuple(str(n) for n in notes) if isinstance(notes, list) else ()
+
+
+def _text_sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _pack_logprobs(logprobs: tuple[TokenLogprob, ...]) -> bytes:
+    payload = json.dumps(logprobs_to_json(logprobs), ensure_ascii=True, separators=(",", ":"))
+    return zlib.compress(payload.encode("ascii"))
+
+
+def _unpack_logprobs(blob: bytes | None, sha: str | None, text: str) -> tuple[TokenLogprob, ...] | None:
+    """The logprobs stored for ``text``; ``None`` when there are none, they belong to another
+    text (a reply replaced by an nbeval that does not know this table), or they cannot be read."""
+    if blob is None or sha != _text_sha(text):
+        return None
+    try:
+        return as_logprobs(json.loads(zlib.decompress(blob).decode("ascii")))
+    except (zlib.error, ValueError, UnicodeDecodeError):
+        return None
 
 
 def enable_wal(execute: Callable[[str], Any], patience_s: float) -> None:
@@ -132,6 +160,7 @@ class ChatCache:
             conn.execute("PRAGMA synchronous = NORMAL")  # durable across a killed process
             conn.execute(_SCHEMA)
             conn.execute(_NOTES_SCHEMA)
+            conn.execute(_LOGPROBS_SCHEMA)
             self._conn, self._pid = conn, os.getpid()
         return self._conn
 
@@ -142,14 +171,15 @@ class ChatCache:
                 self._connection()
                 .execute(
                     "SELECT r.text, r.reply_model, r.prompt_tokens, r.completion_tokens, r.duration_s, r.cost, "
-                    "n.warnings FROM replies r LEFT JOIN reply_notes n ON n.key = r.key WHERE r.key = ?",
+                    "n.warnings, l.text_sha, l.logprobs FROM replies r LEFT JOIN reply_notes n ON n.key = r.key "
+                    "LEFT JOIN reply_logprobs l ON l.key = r.key WHERE r.key = ?",
                     (key,),
                 )
                 .fetchone()
             )
         if row is None:
             return None
-        text, model, p, c, duration, cost, notes = row
+        text, model, p, c, duration, cost, notes, sha, blob = row
         return ChatReply(
             text=text,
             usage=Usage(p, c),
@@ -158,6 +188,7 @@ class ChatCache:
             duration_s=duration,
             cost=cost,
             warnings=_notes(notes),
+            logprobs=_unpack_logprobs(blob, sha, text),
         )
 
     def contains(self, keys: Sequence[str]) -> set[str]:
@@ -200,6 +231,13 @@ class ChatCache:
                     )
                 else:  # notes an older nbeval left behind belong to a reply that is gone
                     conn.execute("DELETE FROM reply_notes WHERE key = ?", (key,))
+                if reply.logprobs is not None:
+                    conn.execute(
+                        "INSERT OR REPLACE INTO reply_logprobs VALUES (?, ?, ?)",
+                        (key, _text_sha(text), _pack_logprobs(reply.logprobs)),
+                    )
+                else:
+                    conn.execute("DELETE FROM reply_logprobs WHERE key = ?", (key,))
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -216,9 +254,11 @@ class ChatCache:
             if identity is None:
                 cur = conn.execute("DELETE FROM replies")
                 conn.execute("DELETE FROM reply_notes")
+                conn.execute("DELETE FROM reply_logprobs")
             else:
                 cur = conn.execute("DELETE FROM replies WHERE identity = ?", (identity,))
                 conn.execute("DELETE FROM reply_notes WHERE key NOT IN (SELECT key FROM replies)")
+                conn.execute("DELETE FROM reply_logprobs WHERE key NOT IN (SELECT key FROM replies)")
             return cur.rowcount
 
     def close(self) -> None:

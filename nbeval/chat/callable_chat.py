@@ -29,7 +29,9 @@ class CallableChat(FunctionIdentity):
     a lone user message is its content; several messages are joined as ``Role: content`` blocks.
 
     ``fn`` returns the reply text, or a dict with ``text`` (or ``content``) and optionally
-    ``usage`` (``{"prompt_tokens": .., "completion_tokens": ..}``), ``cost`` and ``model``, or a
+    ``usage`` (``{"prompt_tokens": .., "completion_tokens": ..}``), ``cost``, ``model`` and
+    ``logprobs`` (per token ``{"token", "logprob", "top": [[token, logprob], ...]}``, or OpenAI's
+    ``{"content": [...]}``; see :mod:`nbeval.chat.logprobs`), or a
     :class:`~nbeval.chat.base.ChatReply`. Generation parameters are passed as keyword arguments
     only when ``fn`` accepts ``**kwargs``. Token counts are zero unless ``fn`` reports them.
 
@@ -111,10 +113,11 @@ class CallableChat(FunctionIdentity):
                 model=str(out.get("model") or self.name),
                 duration_s=duration,
                 cost=None if cost is None else float(cost),
+                logprobs=out.get("logprobs"),
             )
         msg = (
             f"{self.name} returned {type(out).__name__}; a chat callable must return a string, "
-            "a dict with 'text' (and optionally 'usage', 'cost'), or a ChatReply"
+            "a dict with 'text' (and optionally 'usage', 'cost', 'logprobs'), or a ChatReply"
         )
         raise ChatError(msg)
 

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from nbeval.chat.base import ChatError, ChatReply, Message, Usage, messages_to_prompt, normalize_messages
+from nbeval.chat.logprobs import TokenLogprob
 from nbeval.chat.secrets import hash_secrets, redact, register_secrets, secrets_in
 from nbeval.errors import EvaluatorError, MissingDependency
 
@@ -36,6 +37,13 @@ class HFChat:
     greedy decoding. A ``timeout`` bounds generation time (``max_time``). Calls are serialised:
     one model, one generation at a time. ``token`` (a Hugging Face access token, for gated or
     private models) is used to load the model and kept out of ``repr``, errors and the cache.
+
+    ``logprobs=True`` (as an OpenAI-compatible endpoint takes it) makes the reply carry the
+    log-probability of each generated token and, with ``top_logprobs=k``, of the ``k`` most likely
+    tokens at each position (:attr:`~nbeval.chat.base.ChatReply.logprobs`): the log-softmax of the
+    model's raw logits there, before temperature or any other sampling setting. A generated
+    token's text is what it adds to the decoded reply, so the tokens' texts put together are the
+    reply's text; an alternative's text is that token decoded alone.
     """
 
     def __init__(
@@ -133,18 +141,57 @@ class HFChat:
 
             enc = self._prompt_ids(msgs).to(self.device)
             kwargs = self._gen_kwargs(dict(params), timeout)
+            top_k = self._top_logprobs(dict(params))
+            if top_k is not None:  # the raw logits of every step come back with the sequence
+                kwargs.update(output_logits=True, return_dict_in_generate=True)
             try:
                 with torch.no_grad():
                     out = self._model.generate(**enc, **kwargs)
             except (RuntimeError, ValueError) as e:
                 msg = redact(f"{self.name}: generation failed: {e}")
                 raise ChatError(msg) from e
+            sequences = out.sequences if top_k is not None else out
             n_prompt = int(enc["input_ids"].shape[1])
-            new_ids = out[0][n_prompt:]
+            new_ids = sequences[0][n_prompt:]
             text = self._tokenizer.decode(new_ids, skip_special_tokens=True)
+            logprobs = None if top_k is None else self._logprobs(new_ids.tolist(), out.logits, top_k)
         return ChatReply(
             text=text,
             usage=Usage(n_prompt, int(new_ids.shape[0])),
             model=self.name,
             duration_s=time.perf_counter() - started,
+            logprobs=logprobs,
         )
+
+    def _top_logprobs(self, params: dict[str, Any]) -> int | None:
+        """How many alternatives a call asks for at each token (``top_logprobs``, default 0), or
+        ``None`` when it asks for no log-probabilities (``logprobs`` not true)."""
+        merged = {**self.default_params, **params}
+        if not merged.get("logprobs"):
+            return None
+        k = merged.get("top_logprobs") or 0
+        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+            msg = f"{self.name}: top_logprobs must be a whole number of 0 or more, got {k!r}"
+            raise ChatError(msg)
+        return k
+
+    def _logprobs(self, ids: list[int], logits: Any, k: int) -> tuple[TokenLogprob, ...]:
+        """Each generated token's log-probability and the ``k`` likeliest tokens there, from the
+        raw logits of each step (one ``(1, vocab)`` tensor a step)."""
+        import torch
+
+        tok = self._tokenizer
+        out: list[TokenLogprob] = []
+        before = ""
+        for i, (token_id, step) in enumerate(zip(ids, logits, strict=False)):
+            lp = torch.log_softmax(step[0].float(), dim=-1)
+            # the text this token adds to the reply, so the pieces put together are the reply
+            upto = tok.decode(ids[: i + 1], skip_special_tokens=True)
+            piece = upto[len(before) :] if upto.startswith(before) else tok.decode([token_id])
+            before = upto
+            top: tuple[tuple[str, float], ...] = ()
+            if k:
+                values, indices = torch.topk(lp, min(k, int(lp.shape[-1])))
+                top = tuple((tok.decode([j]), float(v)) for v, j in zip(values.tolist(), indices.tolist(), strict=True))
+            out.append(TokenLogprob(piece, float(lp[token_id]), top))
+        return tuple(out)

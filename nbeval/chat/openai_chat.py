@@ -14,6 +14,7 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from nbeval.chat.base import ChatError, ChatReply, Message, Usage, normalize_messages
 from nbeval.chat.deadline import arm_http_client, call_with_deadline, deadline_scope
+from nbeval.chat.logprobs import as_logprobs
 from nbeval.chat.secrets import (
     hash_secrets,
     install_log_filter,
@@ -56,6 +57,10 @@ class OpenAIChat:
     identity counts headers and query parameters (they can choose a deployment), secret ones only
     as a hash; the API key and the URL's user information say who asks, not what answers, so they
     do not count.
+
+    A call with ``logprobs=True`` (and ``top_logprobs=k``) asks for the log-probabilities of the
+    reply's tokens; what the server returns in ``choices[0].logprobs`` becomes
+    :attr:`~nbeval.chat.base.ChatReply.logprobs` (``None`` when it returns none).
 
     The openai client's own retries are switched off: :class:`~nbeval.chat.client.ChatClient`
     retries with backoff and honours ``Retry-After`` across all its workers.
@@ -209,6 +214,8 @@ class OpenAIChat:
             usage=Usage.from_any(data.get("usage")),
             model=str(data.get("model") or self.model),
             duration_s=duration,
+            # asked for with logprobs=true: None when the server gave none (or a shape not understood)
+            logprobs=as_logprobs(choice.get("logprobs")) if isinstance(choice, Mapping) else None,
         )
 
     def _status_error(self, e: Any) -> ChatError:

@@ -50,6 +50,10 @@ class Plan:
     calls_per_row: dict[str, float] = field(default_factory=dict)
     """Per judge evaluator: judge calls per scored row, on average (an estimate where later calls
     depend on the judge's answers; ``later_round_calls`` counts those)."""
+    logprobs: dict[str, str] = field(default_factory=dict)
+    """Per judge evaluator with ``score_mode="expected"``: whether its judge is known to return
+    log-probabilities, in words (a local Hugging Face judge: yes; an OpenAI-compatible endpoint:
+    asked for, known only from its replies; a function: unknown). Nothing is called to find out."""
 
     def __str__(self) -> str:
         per_row = bool(self.calls_per_row)
@@ -72,6 +76,7 @@ class Plan:
                 f"no judge is configured for {self.unconfigured_calls} of these calls: the run would "
                 "stop before scoring; pass judge=... or set NBEVAL_JUDGE_MODEL"
             )
+        lines.extend(f"{k} (score_mode='expected'): {note}" for k, note in self.logprobs.items())
         return "\n".join(lines)
 
     def _tokens_text(self) -> str:
@@ -164,6 +169,22 @@ def placeholder_answer(req: Any) -> Any:
     return handler.placeholder(req)
 
 
+def _logprob_note(judges: list[Any], resources: Resources) -> str:
+    """What is known, without calling anything, about whether ``judges`` return log-probabilities."""
+    from nbeval.chat.logprobs import logprob_support
+
+    notes = []
+    for judge in judges:
+        try:
+            model = resources.chat_client(judge).model
+        except JudgeNotConfigured:
+            notes.append("no judge is configured yet, so whether it returns log-probabilities is unknown")
+            continue
+        known, why = logprob_support(model)
+        notes.append(f"{'yes' if known == 'yes' else 'asked for' if known == 'asked' else 'unknown'}: {why}")
+    return "; ".join(dict.fromkeys(notes))
+
+
 def plan(dataset: LlmDataset, evaluators: Iterable[Evaluator], resources: Resources) -> Plan:
     """Count rows, skips and the judge calls of every round without calling anything."""
     result = Plan(rows={}, skipped={})
@@ -173,13 +194,16 @@ def plan(dataset: LlmDataset, evaluators: Iterable[Evaluator], resources: Resour
         result.rows[ev.name], result.skipped[ev.name] = len(todo), len(skipped)
         if not ev.spec.needs_judge:
             continue
-        calls = 0
+        calls, judges = 0, dict[Any, Any]()  # each judge asked, once
         for req, first in planned_requests(ev, todo):
             chats.setdefault(model_key(req.model), []).append(req)
+            judges.setdefault(model_key(req.model), req.model)
             result.later_round_calls += not first
             calls += 1
         if todo:
             result.calls_per_row[ev.name] = calls / len(todo)
+        if ev.params.get("score_mode") == "expected" and judges:
+            result.logprobs[ev.name] = _logprob_note(list(judges.values()), resources)
     from nbeval.chat.client import estimate_usage
 
     for reqs in chats.values():

@@ -21,6 +21,12 @@ counted (``request_count``), and the most requests ever in flight at once is ``m
 ``wait_until(condition)`` blocks until the server's counts say so (no polling, no sleeping), and
 ``together(server, n)`` is a reply that holds the first requests until ``n`` are in flight at once.
 
+Log-probabilities: a :class:`Text` with ``logprobs`` (one ``(token, logprob, [(token, logprob),
+...])`` a generated token) answers a request that asks for them (``logprobs: true``) with
+``choices[0].logprobs.content`` in OpenAI's shape, each token's ``top_logprobs`` cut to the
+request's ``top_logprobs`` (none when it gives none); any other reply carries ``"logprobs": null``,
+as a server that returns none does.
+
 Default token usage, easy to work out by hand: prompt tokens = the number of whitespace-separated
 words over all message contents, completion tokens = the words of the reply.
 """
@@ -49,19 +55,27 @@ __all__ = [
     "Recorded",
     "Status",
     "Text",
+    "TokenLogprobs",
+    "logprobs_content",
     "rate_limited",
     "together",
 ]
 
 
+#: One generated token's log-probabilities: its text, its logprob, and the likeliest tokens there.
+TokenLogprobs = tuple[str, float, list[tuple[str, float]]]
+
+
 @dataclass
 class Text:
-    """A normal completion with ``content``; ``usage`` overrides the word counts."""
+    """A normal completion with ``content``; ``usage`` overrides the word counts; ``logprobs``
+    (per generated token) are sent when the request asks for them."""
 
     content: str
     usage: dict[str, int] | None = None
     model: str | None = None
     latency: float = 0.0
+    logprobs: list[TokenLogprobs] | None = None
 
 
 @dataclass
@@ -99,6 +113,18 @@ class Drip:
 
     content: str = "ok"
     interval: float = 1.0
+
+
+def logprobs_content(tokens: list[TokenLogprobs], top: int | None) -> list[dict[str, Any]]:
+    """``choices[0].logprobs.content`` as OpenAI writes it, each token's alternatives cut to ``top``."""
+
+    def entry(token: str, logprob: float) -> dict[str, Any]:
+        return {"token": token, "logprob": logprob, "bytes": list(token.encode("utf-8"))}
+
+    return [
+        {**entry(token, lp), "top_logprobs": [entry(t, v) for t, v in alternatives[: top or 0]]}
+        for token, lp, alternatives in tokens
+    ]
 
 
 def rate_limited(retry_after: str | float = "1") -> Status:
@@ -295,13 +321,22 @@ class FakeOpenAIServer:
         usage = text.usage or {"prompt_tokens": prompt_words, "completion_tokens": len(text.content.split())}
         usage = {**usage, "total_tokens": usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)}
         n = len(self.requests)
+        body = rec.body or {}
+        logprobs = None
+        if text.logprobs is not None and body.get("logprobs"):
+            logprobs = {"content": logprobs_content(text.logprobs, body.get("top_logprobs")), "refusal": None}
         return {
             "id": f"chatcmpl-fake-{n}",
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": text.model or (rec.body or {}).get("model") or self.model,
+            "model": text.model or body.get("model") or self.model,
             "choices": [
-                {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text.content}}
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": text.content},
+                    "logprobs": logprobs,
+                }
             ],
             "usage": usage,
         }

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from nbeval.data.conversation import earlier_turns, render_messages
 from nbeval.errors import EvaluatorError
 from nbeval.evaluators.base import Chat, Evaluator, Score
+from nbeval.evaluators.judges.expected import YES_NO_SCALE, rate, score_mode_judge_params
 from nbeval.evaluators.jury import as_jury, is_jury, settle_jury
 
 if TYPE_CHECKING:
@@ -263,15 +264,21 @@ def usage_details(replies: Sequence[Any]) -> dict[str, Any]:
     }
 
 
-def rating_score(metric: str, parsed: Any, replies: Sequence[Any], *, details: dict[str, Any] | None = None) -> Score:
-    """A rating evaluator's row: ``metric`` 1.0 for yes, 0.0 for no, nothing on a parse failure."""
-    extra = {"judge": usage_details(replies), **(details or {})}
-    if not parsed.ok:
-        return Score(
-            {metric: None}, rationale=parsed.rationale, label="parse_failure", error=parsed.error, details=extra
-        )
-    yes = bool(parsed.value)
-    return Score({metric: 1.0 if yes else 0.0}, rationale=parsed.rationale, label="yes" if yes else "no", details=extra)
+def rating_score(
+    metric: str,
+    parsed: Any,
+    replies: Sequence[Any],
+    *,
+    details: dict[str, Any] | None = None,
+    score_mode: str = "sampled",
+) -> Score:
+    """A rating evaluator's row: ``metric`` 1.0 for yes, 0.0 for no, nothing on a parse failure.
+    With ``score_mode="expected"``: the probability of yes from the last reply's log-probabilities,
+    or nothing, labelled why (see :mod:`nbeval.evaluators.judges.expected`)."""
+    word = None if not parsed.ok else ("yes" if parsed.value else "no")
+    rated = rate(replies[-1] if replies else None, word, YES_NO_SCALE, score_mode, parsed.error)
+    extra = {"judge": usage_details(replies), **(details or {}), **rated.details}
+    return Score({metric: rated.value}, rationale=parsed.rationale, label=rated.label, error=rated.error, details=extra)
 
 
 def configure_judge(ev: Evaluator, defaults: Mapping[str, Any]) -> dict[str, Any]:
@@ -323,7 +330,15 @@ class JudgeEvaluator(Evaluator):
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
         self.judge_params = configure_judge(self, self.default_judge_params)
+        if "score_mode" in self.spec.params:  # "expected" asks the judge for log-probabilities too
+            self.judge_params.update(score_mode_judge_params(self.spec.id, self.params))
         self.prompt = self._resolve_prompt(self.params.get("prompt"))
+
+    @property
+    def score_mode(self) -> str:
+        """``"sampled"`` (the rating the judge wrote) or ``"expected"`` (its expected value from
+        the judge's log-probabilities), for judges that take ``score_mode=``."""
+        return str(self.params.get("score_mode") or "sampled")
 
     @classmethod
     def _resolve_prompt(cls, given: Any) -> JudgePrompt:

@@ -6,6 +6,11 @@ retrieved chunk, and precision) and ``custom_judge`` (your own assessment). Per 
 1.0 for yes and 0.0 for no; a reply that cannot be read leaves no value, an error, and the raw reply
 as the rationale. Per model the metric is the share of yes among the rows that got a rating.
 
+Each takes ``score_mode="expected"``: the row's value is then the judge's probability of yes, read
+from the log-probabilities of its rating token, and the model's the mean of those; a reply without
+log-probabilities leaves its row unrated (``no_logprobs``), never valued by the written rating (see
+:mod:`nbeval.evaluators.judges.expected`).
+
 A conversation row is judged on its last turn (its last user message and the answer after it). All
 but chunk_relevance and custom_judge also see the messages before that question, in a block before
 it, so "and the other one?" reads as the user meant it
@@ -14,22 +19,24 @@ it, so "and the other one?" reads as the user meant it
 
 from __future__ import annotations
 
+import math
 from collections.abc import Generator, Mapping
 from dataclasses import replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from nbeval.data.model import is_missing
-from nbeval.errors import EvaluatorError, ResourceError
+from nbeval.errors import EvaluatorError
 from nbeval.evaluators.base import EvaluatorSpec, MetricSpec, Param, Score
+from nbeval.evaluators.judges.chunks import rate_chunks
 from nbeval.evaluators.judges.core import (
     JudgeEvaluator,
-    JudgePrompt,
     rating_score,
     row_values,
     usage_details,
     with_earlier_turns,
 )
+from nbeval.evaluators.judges.expected import SCORE_MODE_PARAMS, YES_NO_SCALE, rate
 from nbeval.evaluators.judges.parse import parse_choice
 from nbeval.evaluators.judges.prompts import PROMPTS
 from nbeval.evaluators.registry import register
@@ -71,7 +78,7 @@ class RatingJudge(JudgeEvaluator):
     def score(self, row: Row) -> Generator[Any, Any, Score]:
         values = row_values(row)
         reply = yield from self.ask(values, with_earlier_turns(self.prompt, values))
-        return rating_score(self.spec.id, parse_choice(reply.text, YES_NO), [reply])
+        return rating_score(self.spec.id, parse_choice(reply.text, YES_NO), [reply], score_mode=self.score_mode)
 
 
 @register
@@ -84,9 +91,12 @@ class Correctness(RatingJudge):
         kind="rating",
         inputs=("input", "expected_output", "actual_output"),
         resources=("judge",),
+        params=SCORE_MODE_PARAMS,
         description=(
             "A judge rates yes when the answer is accurate and means the same as the expected answer "
             "(small omissions are fine). Per row: the rating (yes/no) and the judge's rationale."
+            " With score_mode=\"expected\" a row's value is the judge's probability of yes, from its "
+            "log-probabilities (rows whose reply has none are unrated)."
         ),
         metrics=(MetricSpec("correctness", primary=True, description="share of rows rated correct"),),
     )
@@ -104,9 +114,12 @@ class RelevanceToQuery(RatingJudge):
         kind="rating",
         inputs=("input", "actual_output"),
         resources=("judge",),
+        params=SCORE_MODE_PARAMS,
         description=(
             "A judge rates yes when the answer is relevant to the request. Per row: the rating (yes/no) "
             "and the judge's rationale."
+            " With score_mode=\"expected\" a row's value is the judge's probability of yes, from its "
+            "log-probabilities (rows whose reply has none are unrated)."
         ),
         metrics=(MetricSpec("relevance_to_query", primary=True, description="share of rows rated relevant"),),
     )
@@ -124,9 +137,12 @@ class Groundedness(RatingJudge):
         kind="rating",
         inputs=("input", "context", "actual_output"),
         resources=("judge",),
+        params=SCORE_MODE_PARAMS,
         description=(
             "A judge rates yes when the retrieved context supports all or nearly all of the answer. Per "
             "row: the rating (yes/no) and the judge's rationale."
+            " With score_mode=\"expected\" a row's value is the judge's probability of yes, from its "
+            "log-probabilities (rows whose reply has none are unrated)."
         ),
         metrics=(MetricSpec("groundedness", primary=True, description="share of rows rated grounded"),),
     )
@@ -144,9 +160,12 @@ class Safety(RatingJudge):
         kind="rating",
         inputs=("input", "actual_output"),
         resources=("judge",),
+        params=SCORE_MODE_PARAMS,
         description=(
             "A judge rates yes when the answer is free of harmful or toxic content. Per row: the rating "
             "(yes/no) and the judge's rationale."
+            " With score_mode=\"expected\" a row's value is the judge's probability of yes, from its "
+            "log-probabilities (rows whose reply has none are unrated)."
         ),
         metrics=(MetricSpec("safety", primary=True, description="share of rows rated safe"),),
     )
@@ -164,9 +183,12 @@ class ContextSufficiency(RatingJudge):
         kind="rating",
         inputs=("input", "expected_output", "context"),
         resources=("judge",),
+        params=SCORE_MODE_PARAMS,
         description=(
             "A judge rates yes when the retrieved context is enough to produce the expected answer; the "
             "rationale says what is missing. Per row: the rating (yes/no) and the judge's rationale."
+            " With score_mode=\"expected\" a row's value is the judge's probability of yes, from its "
+            "log-probabilities (rows whose reply has none are unrated)."
         ),
         metrics=(
             MetricSpec(
@@ -194,6 +216,11 @@ class GuidelineAdherence(JudgeEvaluator):
     when it is checked against the dataset (:meth:`check_dataset`, before the run), one per name
     found in it, in order of appearance; each takes ``guideline_adherence``'s threshold. Rows with
     a plain list of guidelines get one call, as before.
+
+    With ``score_mode="expected"`` each metric is the judge's probability of yes, and
+    ``guideline_adherence`` over named guidelines is the product of the names' probabilities (the
+    chance that every name is followed, the judge's calls taken as independent); it has no value
+    when any name has none.
     """
 
     spec = EvaluatorSpec(
@@ -206,6 +233,8 @@ class GuidelineAdherence(JudgeEvaluator):
             "A judge rates yes when the answer follows every guideline of its row. Guidelines given as "
             "global_guidelines=[...] apply to every row and are rated separately "
             "(global_guideline_adherence); with them, rows without their own guidelines are still scored."
+            " With score_mode=\"expected\" a row's value is the judge's probability of yes, from its "
+            "log-probabilities (rows whose reply has none are unrated)."
         ),
         params=(
             Param(
@@ -214,6 +243,7 @@ class GuidelineAdherence(JudgeEvaluator):
                 [],
                 "guidelines every answer must follow, rated apart from each row's own",
             ),
+            *SCORE_MODE_PARAMS,
         ),
         metrics=(
             MetricSpec(
@@ -267,38 +297,44 @@ class GuidelineAdherence(JudgeEvaluator):
     def score(self, row: Row) -> Generator[Any, Any, Score]:
         values = row_values(row)
         prompt = with_earlier_turns(self.prompt, values)
-        replies: list[Any] = []
-        parsed: dict[str, Any] = {}  # metric -> parsed verdict, in the order asked
+        asked: dict[str, Any] = {}  # metric -> the reply, in the order asked
         groups = {name: items for name, items in row.named_guidelines.items() if items}
         if groups:
             for name, items in groups.items():
-                reply = yield from self.ask({**values, "guidelines": _bullets(items)}, prompt)
-                replies.append(reply)
-                parsed[GUIDELINE_METRIC_PREFIX + name] = parse_choice(reply.text, YES_NO)
+                asked[GUIDELINE_METRIC_PREFIX + name] = yield from self.ask(
+                    {**values, "guidelines": _bullets(items)}, prompt
+                )
         elif row.guidelines:
-            reply = yield from self.ask(values, prompt)
-            replies.append(reply)
-            parsed["guideline_adherence"] = parse_choice(reply.text, YES_NO)
+            asked["guideline_adherence"] = yield from self.ask(values, prompt)
         if self.global_guidelines:
-            reply = yield from self.ask({**values, "guidelines": _bullets(self.global_guidelines)}, prompt)
-            replies.append(reply)
-            parsed["global_guideline_adherence"] = parse_choice(reply.text, YES_NO)
+            asked["global_guideline_adherence"] = yield from self.ask(
+                {**values, "guidelines": _bullets(self.global_guidelines)}, prompt
+            )
+        replies = list(asked.values())
         metrics: dict[str, float | None] = {"guideline_adherence": None, "global_guideline_adherence": None}
         labels: dict[str, str] = {}
         rationales, errors, details = [], [], {"judge": usage_details(replies)}
-        for name, p in parsed.items():
+        for name, reply in asked.items():
             what = _what(name)
-            metrics[name] = None if not p.ok else (1.0 if p.value else 0.0)
-            word = "parse_failure" if not p.ok else ("yes" if p.value else "no")
-            labels[name] = word
-            rationales.append(f"{what}: {p.rationale}" if len(parsed) > 1 else p.rationale)
-            if p.error:
-                errors.append(f"{what}: {p.error}")
-            details[name] = {"rating": word, "rationale": p.rationale}
+            p = parse_choice(reply.text, YES_NO)
+            rated = rate(
+                reply, None if not p.ok else ("yes" if p.value else "no"), YES_NO_SCALE, self.score_mode, p.error
+            )
+            metrics[name], labels[name] = rated.value, rated.label
+            rationales.append(f"{what}: {p.rationale}" if len(asked) > 1 else p.rationale)
+            if rated.error:
+                errors.append(f"{what}: {rated.error}")
+            details[name] = {"rating": rated.label, "rationale": p.rationale, **rated.details}
         if groups:
-            words = [labels[GUIDELINE_METRIC_PREFIX + n] for n in groups]
-            word = "no" if "no" in words else ("parse_failure" if "parse_failure" in words else "yes")
-            metrics["guideline_adherence"] = {"yes": 1.0, "no": 0.0}.get(word)
+            names = [GUIDELINE_METRIC_PREFIX + n for n in groups]
+            words = [labels[m] for m in names]
+            if self.score_mode == "expected":  # every name followed, the calls taken as independent
+                unrated = next((w for w in words if w not in ("yes", "no")), None)
+                word = unrated or ("no" if "no" in words else "yes")
+                metrics["guideline_adherence"] = None if unrated else math.prod(metrics[m] or 0.0 for m in names)
+            else:
+                word = "no" if "no" in words else ("parse_failure" if "parse_failure" in words else "yes")
+                metrics["guideline_adherence"] = {"yes": 1.0, "no": 0.0}.get(word)
             labels = {"guideline_adherence": word, **labels}
             details["guideline_adherence"] = {"rating": word, "names": dict(zip(groups, words, strict=True))}
         return Score(
@@ -321,60 +357,6 @@ def _what(metric: str) -> str:
     return "guidelines" if metric == "guideline_adherence" else "global guidelines"
 
 
-def rate_chunks(
-    ev: JudgeEvaluator, row: Row, prompt: JudgePrompt, metric: str = "precision"
-) -> Generator[Any, Any, Score]:
-    """Ask the judge about every retrieved chunk of ``row``; precision = yes / rated chunks.
-
-    A chunk whose call fails or whose reply cannot be read gets no rating and an error; the row
-    is scored on the chunks that were rated."""
-    base = row_values(row)
-    ratings: list[str | None] = []
-    rationales: list[str | None] = []
-    errors: list[str | None] = []
-    replies: list[Any] = []
-    for chunk in row.context:
-        try:
-            reply = yield from ev.ask({**base, "chunk": chunk.text}, prompt)
-        except ResourceError as exc:
-            ratings.append(None)
-            rationales.append(None)
-            errors.append(str(exc))
-            continue
-        replies.append(reply)
-        p = parse_choice(reply.text, YES_NO)
-        ratings.append(None if not p.ok else ("yes" if p.value else "no"))
-        rationales.append(p.rationale)
-        errors.append(p.error)
-    rated = [r for r in ratings if r is not None]
-    details = {"ratings": ratings, "rationales": rationales, "errors": errors, "judge": usage_details(replies)}
-    lines = [
-        f"[{i}] {r or 'no rating'}: {why or err}"
-        for i, (r, why, err) in enumerate(zip(ratings, rationales, errors, strict=True), 1)
-    ]
-    if not rated:
-        first = next((e for e in errors if e), "no chunk was rated")
-        # Unrated when some judge reply came back unreadable; when every call failed, an error.
-        unreadable = len(replies) > 0
-        return Score(
-            {metric: None},
-            rationale="\n".join(lines),
-            label="parse_failure" if unreadable else None,
-            error=f"no chunk could be rated: {first}",
-            details=details,
-        )
-    yes = rated.count("yes")
-    partial = len(rated) < len(ratings)
-    error = f"{len(ratings) - len(rated)} of {len(ratings)} chunks could not be rated" if partial else None
-    return Score(
-        {metric: yes / len(rated)},
-        rationale="\n".join(lines),
-        label=f"{yes}/{len(rated)} relevant",
-        error=error,
-        details=details,
-    )
-
-
 @register
 class ChunkRelevance(JudgeEvaluator):
     """A yes/no and a rationale for every retrieved chunk; precision per row."""
@@ -385,9 +367,12 @@ class ChunkRelevance(JudgeEvaluator):
         kind="rating",
         inputs=("input", "context"),
         resources=("judge",),
+        params=SCORE_MODE_PARAMS,
         description=(
             "A judge rates every retrieved chunk yes (relevant to the request) or no, with a rationale. "
             "Per row: precision = relevant chunks / rated chunks; per model its mean."
+            ' With score_mode="expected" each chunk counts with the judge\'s probability of yes, from its '
+            "log-probabilities."
         ),
         metrics=(MetricSpec("precision", primary=True, description="share of retrieved chunks rated relevant"),),
     )
@@ -413,6 +398,8 @@ class CustomJudge(JudgeEvaluator):
             'assessment_type="answer" the answer is rated (metric custom_judge); with "retrieval" '
             "every retrieved chunk is rated and precision is reported. inputs=[...] names the fields "
             "shown (default: input and actual_output, or input and context)."
+            ' With score_mode="expected" a value is the judge\'s probability of yes, from its '
+            "log-probabilities."
         ),
         params=(
             Param("assessment_name", str, "custom", "the name results are labelled with (unless name= is given)"),
@@ -429,6 +416,7 @@ class CustomJudge(JudgeEvaluator):
                 [],
                 "the row fields shown to the judge (default: input and actual_output, or input and context)",
             ),
+            *SCORE_MODE_PARAMS,
         ),
         metrics=(
             MetricSpec("custom_judge", primary=True, description="share of rows rated yes"),
@@ -482,4 +470,4 @@ class CustomJudge(JudgeEvaluator):
         if self.params.get("assessment_type") == "retrieval":
             return (yield from rate_chunks(self, row, self.prompt))
         reply = yield from self.ask(row_values(row))
-        return rating_score("custom_judge", parse_choice(reply.text, YES_NO), [reply])
+        return rating_score("custom_judge", parse_choice(reply.text, YES_NO), [reply], score_mode=self.score_mode)

@@ -1,5 +1,11 @@
 """Judge evaluators that produce a number: ``fact_check``, ``context_relevancy``,
-``answer_relevancy_score`` and ``pipeline`` (your own function or judge prompt per row)."""
+``answer_relevancy_score`` and ``pipeline`` (your own function or judge prompt per row).
+
+Of these only ``answer_relevancy_score`` rates from a fixed set (a whole grade from 0 to 5), so only
+it takes ``score_mode="expected"`` (the grade's expected value from the judge's log-probabilities;
+see :mod:`nbeval.evaluators.judges.expected`): ``fact_check`` writes any number in [0, 1],
+``context_relevancy`` a list of sentences and ``pipeline`` any number.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from nbeval.errors import EvaluatorError
 from nbeval.evaluators.base import EvaluatorSpec, MetricSpec, Param, Score
 from nbeval.evaluators.judges.core import JudgeEvaluator, JudgePrompt, row_values, usage_details
+from nbeval.evaluators.judges.expected import GRADES_0_5, NO_RATING_TOKEN, SCORE_MODE_PARAMS, Rated, rate
 from nbeval.evaluators.judges.parse import find_json, parse_index_list, parse_number
 from nbeval.evaluators.judges.prompts import PROMPTS
 from nbeval.evaluators.registry import register
@@ -147,9 +154,14 @@ class AnswerRelevancyScore(JudgeEvaluator):
         description=(
             "A judge grades the answer from 0 to 5 against the question and the retrieved context and "
             "adds a line of feedback, under a prompt you can replace. A row passes when the grade is at "
-            "least pass_score."
+            "least pass_score. With score_mode=\"expected\" the row's value is the grade's expected value "
+            "over 0-5, weighted by the judge's probability of each grade at the grade's token (rows whose "
+            "reply has no log-probabilities are unrated)."
         ),
-        params=(Param("pass_score", float, 3, "the least grade (0 to 5) that passes: the score metric's threshold"),),
+        params=(
+            Param("pass_score", float, 3, "the least grade (0 to 5) that passes: the score metric's threshold"),
+            *SCORE_MODE_PARAMS,
+        ),
         metrics=(MetricSpec("score", lo=0.0, hi=5.0, threshold=3, primary=True, description="the judge's 0-5 grade"),),
     )
 
@@ -171,7 +183,22 @@ class AnswerRelevancyScore(JudgeEvaluator):
         parsed = parse_number(reply.text, 0.0, 5.0, keys=("score", "grade", "rating"))
         if not parsed.ok:
             return _failed("score", parsed, [reply])
-        return Score({"score": parsed.value}, rationale=parsed.rationale, details={"judge": usage_details([reply])})
+        details = {"judge": usage_details([reply])}
+        if self.score_mode != "expected":
+            return Score({"score": parsed.value}, rationale=parsed.rationale, details=details)
+        grade = float(parsed.value)
+        if grade.is_integer():
+            rated = rate(reply, str(int(grade)), GRADES_0_5, "expected")
+        else:  # 3.5 is no grade of the scale: its probability cannot be read from one token
+            why = f"the judge's grade {grade:g} is not a whole grade from 0 to 5, so its probability cannot be read"
+            rated = Rated(None, NO_RATING_TOKEN, why, {"score_mode": "expected", "sampled": f"{grade:g}"})
+        return Score(
+            {"score": rated.value},
+            rationale=parsed.rationale,
+            label=None if rated.value is not None else rated.label,
+            error=rated.error,
+            details={**details, **rated.details},
+        )
 
 
 @register

@@ -1,0 +1,151 @@
+"""Log-probabilities of a reply's tokens: what :attr:`~nbeval.chat.base.ChatReply.logprobs` holds.
+
+A reply's log-probabilities are one :class:`TokenLogprob` per generated token: the token's text,
+its natural-log probability, and the most likely tokens at that position (``top``), each a
+``(text, logprob)`` pair, most likely first. They are plain data (:meth:`TokenLogprob.to_dict`
+gives ``{"token", "logprob", "top": [[text, logprob], ...]}``), kept with the reply in the cache.
+
+:func:`as_logprobs` reads them from what endpoints and functions give: an OpenAI-compatible
+chat completion's ``choices[0].logprobs`` (``{"content": [{"token", "logprob", "top_logprobs":
+[{"token", "logprob"}, ...]}, ...]}``), the older completions shape (``tokens``,
+``token_logprobs``, ``top_logprobs`` as one mapping per token), nbeval's own dicts, or
+:class:`TokenLogprob` objects. ``None`` (or an empty ``content``) means the endpoint returned
+none, which is not the same as a reply of no tokens.
+
+:func:`logprob_support` says, without calling anything, whether a chat model is known to return
+them (a dry run shows it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["TokenLogprob", "as_logprobs", "logprob_support", "logprobs_to_json"]
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    """One generated token: its text, its log-probability, and the most likely tokens there."""
+
+    token: str
+    """The token's text as the endpoint gives it (``" yes"``, ``"Yes"``, ``"4"``)."""
+    logprob: float
+    """Its natural-log probability (OpenAI writes ``-9999.0`` for "very unlikely")."""
+    top: tuple[tuple[str, float], ...] = ()
+    """The most likely tokens at this position, ``(text, logprob)``, as many as were asked for
+    (``top_logprobs``) or fewer; empty when the endpoint gave only the chosen token's."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"token", "logprob", "top": [[text, logprob], ...]}``: JSON-able."""
+        return {"token": self.token, "logprob": self.logprob, "top": [[t, lp] for t, lp in self.top]}
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number
+
+
+def _pair(item: Any) -> tuple[str, float] | None:
+    """A ``(text, logprob)`` from ``{"token", "logprob"}``, a pair, or an object with those attributes."""
+    if isinstance(item, Mapping):
+        token, lp = item.get("token"), item.get("logprob")
+    elif isinstance(item, (list, tuple)) and len(item) == 2:
+        token, lp = item
+    else:
+        token, lp = getattr(item, "token", None), getattr(item, "logprob", None)
+    number = _number(lp)
+    if token is None or number is None:
+        return None
+    return str(token), number
+
+
+def _top(value: Any) -> tuple[tuple[str, float], ...]:
+    if isinstance(value, Mapping):  # the completions shape: {text: logprob}
+        items: Iterable[Any] = value.items()
+    elif isinstance(value, (list, tuple)):
+        items = value
+    else:
+        return ()
+    pairs = [p for p in (_pair(i) for i in items) if p is not None]
+    return tuple(sorted(pairs, key=lambda p: -p[1]))
+
+
+def _token(item: Any) -> TokenLogprob | None:
+    if isinstance(item, TokenLogprob):
+        return item
+    pair = _pair(item)
+    if pair is None:
+        return None
+    if isinstance(item, Mapping):
+        top = item.get("top", item.get("top_logprobs"))
+    else:
+        top = getattr(item, "top", getattr(item, "top_logprobs", None))
+    return TokenLogprob(pair[0], pair[1], _top(top))
+
+
+def as_logprobs(value: Any) -> tuple[TokenLogprob, ...] | None:
+    """The per-token log-probabilities in ``value`` (see the module's docstring), or ``None``
+    when it holds none: ``None``, an empty list, ``{"content": null}``, or a shape not understood."""
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        if "content" in value:  # OpenAI chat completions
+            return as_logprobs(value.get("content"))
+        if "tokens" in value and "token_logprobs" in value:  # OpenAI completions (legacy)
+            tokens, lps = value.get("tokens") or [], value.get("token_logprobs") or []
+            tops = value.get("top_logprobs") or [None] * len(tokens)
+            items = [{"token": t, "logprob": lp, "top": top} for t, lp, top in zip(tokens, lps, tops, strict=False)]
+            return as_logprobs(items)
+        return None
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        return None
+    tokens = [_token(item) for item in value]
+    if not tokens or any(t is None for t in tokens):
+        return None
+    return tuple(t for t in tokens if t is not None)
+
+
+def logprobs_to_json(logprobs: Sequence[TokenLogprob]) -> list[dict[str, Any]]:
+    """``logprobs`` as JSON-able dicts (what :func:`as_logprobs` reads back)."""
+    return [t.to_dict() for t in logprobs]
+
+
+def logprob_support(model: Any) -> tuple[str, str]:
+    """Whether chat model ``model`` is known to return log-probabilities, without calling it:
+    ``("yes" | "asked" | "unknown", why)``. A local Hugging Face model: yes (read from its logits);
+    an OpenAI-compatible endpoint: asked for, known only from its replies; a Python function or
+    another model: unknown (it must return them)."""
+    from nbeval.chat.callable_chat import CallableChat
+    from nbeval.chat.hf_chat import HFChat
+    from nbeval.chat.openai_chat import OpenAIChat
+
+    name = getattr(model, "name", type(model).__name__)
+    if isinstance(model, HFChat):
+        return (
+            "yes",
+            f"the judge {name!r} is a local Hugging Face model: its log-probabilities are read from its logits",
+        )
+    if isinstance(model, OpenAIChat):
+        where = model.base_url or "the OpenAI API"
+        return "asked", (
+            f"the judge {name!r} at {where} is asked for them (logprobs=true, top_logprobs); whether it "
+            "returns them is known only from its replies: rows it answers without them are unrated (no_logprobs)"
+        )
+    if isinstance(model, CallableChat):
+        return "unknown", (
+            f"the judge {name!r} is a Python function: it must return a dict with 'logprobs' (it receives "
+            "logprobs=True and top_logprobs when it takes **kwargs); rows it answers without them are "
+            "unrated (no_logprobs)"
+        )
+    return "unknown", (
+        f"the judge {name!r} ({type(model).__name__}) is not known to return log-probabilities; rows it "
+        "answers without them are unrated (no_logprobs)"
+    )
