@@ -1,12 +1,19 @@
 """Which candidates ``parse`` and ``_verify`` could accept, read from Google's numbering plans.
 
-:func:`may_be_valid` is one regular expression over a candidate's digits: a country code, a
-national prefix (twice: ``parse`` may strip it after the country code and again) or the
-international call prefix, then a national number of the region's lengths and general pattern,
-and a national prefix where the region's format for that number asks for one. The national
-number must fit the general description and one valid type's description (pattern and lengths)
-of a region sharing the country code, as ``is_valid_number`` asks. A candidate it rejects is one
-the matcher would parse and reject, so skipping it changes no match.
+:func:`_branches` describes, as patterns over a candidate's digits, what the matcher could accept
+for a region: the international call prefix and any number, or a country code, a national prefix
+(twice: ``parse`` may strip it after the country code and again) or neither, then a national
+number of the region's lengths and general pattern, with a national prefix where the region's
+format for that number asks for one. The national number must fit the general description and
+one valid type's description (pattern and lengths) of a region sharing the country code, as
+``is_valid_number`` asks. A candidate none of them accepts is one the matcher would parse and
+reject, so skipping it changes no match.
+
+The patterns run as automata (:mod:`nbeval.detectors.phone_dfa`): the re module took up to 30 µs
+to backtrack through a region's pattern (17,000 characters for the NANP), 16 times a candidate,
+and was half of a scan of phone-shaped text; the automata of all the regions searched read a
+candidate's digits once, about 1 µs, once built (0.4 s, once a process, when a text first has
+a candidate to read).
 
 ``phonenumbers`` is imported on first use, so ``import nbeval`` stays light.
 """
@@ -14,11 +21,12 @@ the matcher would parse and reject, so skipping it changes no match.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
-__all__ = ["PLAIN", "may_be_valid", "phonenumbers_module", "regions_of"]
+from nbeval.detectors.phone_dfa import DigitAutomaton, Patterns, Table, TooLarge
+
+__all__ = ["PLAIN", "Plans", "may_be_valid", "phonenumbers_module", "plans_for"]
 
 
 @cache
@@ -112,9 +120,11 @@ def _prefix_not_needed(country_code: int) -> str:
 
 
 @cache
-def _candidate_pattern(region: str) -> re.Pattern[str] | None:
+def _branches(region: str) -> tuple[tuple[str, str, bool], ...] | None:
     """The lines of digits (one candidate's digits per line) that ``parse`` could make a number
-    of ``region`` from that the matcher accepts, or None when the digits cannot tell (then every
+    of ``region`` from that the matcher accepts, as alternatives: each is a pattern to fullmatch
+    in two parts (what comes before the national number, then the number), with True where an
+    automaton had better read it backwards. None when the digits cannot tell (then every
     candidate is parsed).
 
     Digits that start with the international call prefix may be any country's number. Otherwise
@@ -122,8 +132,10 @@ def _candidate_pattern(region: str) -> re.Pattern[str] | None:
     region's country code, its national prefix, and its national prefix again (once when it looks
     for the country code, once after); it must be of a valid type, with one of its lengths. A
     prefix rule that rewrites the digits is allowed when it only keeps some of them (``\\2``):
-    the number is still their tail. Digits with neither a country code nor a national prefix are
-    only accepted when the region writes that number without its national prefix."""
+    the number is still their tail (any digits, ``\\d*``, may go before it: read backwards, an
+    automaton reads the number first instead of every place where it may start). Digits with
+    neither a country code nor a national prefix are only accepted when the region writes that
+    number without its national prefix."""
     numbers = _possible_numbers(region)
     if numbers is None:
         return None
@@ -132,13 +144,26 @@ def _candidate_pattern(region: str) -> re.Pattern[str] | None:
     rule = meta.national_prefix_transform_rule
     if rule and re.sub(r"[\\$]\d", "", rule):
         return None  # a rule that writes digits of its own
-    starts = [f"(?:{meta.country_code})"]  # what may come before the national number
+    starts = [(f"(?:{meta.country_code})", False)]  # what may come before the national number
     if prefix:
-        strip = r"\d*" if rule or "(" in prefix else f"(?:{prefix})?(?:{prefix})?"  # rewritten, captured: any
-        starts = [f"(?:{meta.country_code}){strip}", f"(?=(?:{prefix})){strip}"]
-    starts.append(_prefix_not_needed(meta.country_code))
-    idd = f"(?:{meta.international_prefix})\\d*|" if meta.international_prefix else ""
-    return re.compile(f"^(?:{idd}(?:{'|'.join(starts)})(?:{numbers}))$", re.M)
+        anything = bool(rule or "(" in prefix)  # rewritten, captured: any digits
+        strip = r"\d*" if anything else f"(?:{prefix})?(?:{prefix})?"
+        starts = [(f"(?:{meta.country_code}){strip}", anything), (f"(?=(?:{prefix})){strip}", anything)]
+    starts.append((_prefix_not_needed(meta.country_code), False))
+    idd = [(f"(?:{meta.international_prefix})\\d*", "", False)] if meta.international_prefix else []
+    return (*idd, *((f"(?:{start})", f"(?:{numbers})", backwards) for start, backwards in starts))
+
+
+@cache
+def _candidate_pattern(region: str) -> re.Pattern[str] | None:
+    """:func:`_branches` as one pattern (any of them; the national numbers once), or None."""
+    branches = _branches(region)
+    if branches is None:
+        return None
+    numbers = branches[-1][1]
+    anything = "".join(f"{start}|" for start, number, _ in branches if not number)  # the international prefix
+    starts = "|".join(start for start, number, _ in branches if number)
+    return re.compile(f"^(?:{anything}(?:{starts}){numbers})$", re.M)
 
 
 #: A candidate of ASCII digits and these separators is parsed as its digits alone: ``parse`` drops
@@ -147,59 +172,100 @@ PLAIN = re.compile(r"[0-9 \t\-().]+")
 _NOT_DIGITS = str.maketrans("", "", " \t-().")
 
 
+class _Automata(NamedTuple):
+    """A region's :func:`_branches` as automata over the digits: those read forwards, those read
+    backwards (None where there are none), and the branches left to the re module."""
+
+    forwards: Table | None
+    backwards: Table | None
+    by_regex: tuple[re.Pattern[str], ...]
+
+
 @cache
-def _lengths(region: str) -> tuple[int, int, re.Pattern[str] | None]:
-    """The fewest and most digits of a candidate of ``region`` that does not start with its
-    international call prefix (the widths of :func:`_candidate_pattern` without that branch, as
-    the re module counts them: lookaheads take no width), and that prefix as a pattern."""
-    meta = phonenumbers_module().PhoneMetadata.metadata_for_region(region)
-    idd = re.compile(f"(?:{meta.international_prefix})") if meta.international_prefix else None
-    pattern = _candidate_pattern(region)
-    assert pattern is not None
-    rest = pattern.pattern[len("^(?:") : -len(")$")]
-    if idd is not None:
-        rest = rest[len(f"(?:{meta.international_prefix})\\d*|") :]
-    try:
-        low, high = re._parser.parse(rest).getwidth()  # type: ignore[attr-defined]
-    except Exception:  # another re module: no bounds
-        low, high = 0, 1 << 30
-    return low, high, idd
+def _automata(region: str) -> _Automata | None:
+    """None where the region's plan cannot tell (every candidate may be its)."""
+    branches = _branches(region)
+    if branches is None:
+        return None
+    store = Patterns()  # dropped once the automata are built
+    numbers = store.compile(branches[-1][1])  # the same national numbers follow every prefix
+    read: dict[bool, list[tuple[str, int | None]]] = {False: [], True: []}
+    for start, number, backwards in branches:
+        node = None if number and numbers is None else store.compile(start, numbers if number else None)
+        read[backwards].append((start + number, node if node is None or not backwards else store.reverse(node)))
+    tables: dict[bool, Table | None] = {False: None, True: None}
+    by_regex: list[re.Pattern[str]] = []
+    for backwards, parts in read.items():
+        # The branches read the same way make one automaton; one the store cannot read or build
+        # leaves them to the re module.
+        nodes = [node for _, node in parts if node is not None]
+        if parts and len(nodes) == len(parts):
+            try:
+                tables[backwards] = store.minimal(store.union(nodes))
+                continue
+            except (TooLarge, RecursionError):
+                pass
+        by_regex.extend(re.compile(pattern) for pattern, _ in parts)
+    return _Automata(tables[False], tables[True], tuple(by_regex))
 
 
-# Per candidate's digits: whether they may be a number of each region asked about so far.
-_FITS: dict[str, dict[str, bool]] = {}
+class Plans:
+    """:func:`_branches` of several regions, read together: their automata (:func:`_automata`),
+    those reading forwards as one product and those reading backwards as another, and the re
+    module for a branch they cannot read. ``mask(candidate)`` has bit ``i`` set where the
+    candidate may be a number of ``regions[i]`` (:func:`may_be_valid`)."""
+
+    def __init__(self, regions: tuple[str, ...]) -> None:
+        self.regions = regions
+        self.index = {region: i for i, region in reversed(list(enumerate(regions)))}
+        self.everywhere = 0  # regions whose plan cannot tell: every candidate may be theirs
+        self.by_regex: list[tuple[int, re.Pattern[str]]] = []
+        ways: dict[bool, tuple[list[Table], list[int]]] = {False: ([], []), True: ([], [])}
+        for i, region in enumerate(regions):
+            automata = _automata(region)
+            if automata is None:
+                self.everywhere |= 1 << i
+                continue
+            for backwards, table in ((False, automata.forwards), (True, automata.backwards)):
+                if table is not None:
+                    ways[backwards][0].append(table)
+                    ways[backwards][1].append(1 << i)
+            self.by_regex.extend((1 << i, pattern) for pattern in automata.by_regex)
+        self.forwards = DigitAutomaton(*ways[False])
+        self.backwards = DigitAutomaton(*ways[True])
+        self.known: dict[str, int] = {}  # per candidate's digits: a run's searches ask the same ones
+
+    def mask(self, candidate: str) -> int:
+        """For a candidate of ASCII digits and :data:`PLAIN` separators."""
+        digits = candidate.translate(_NOT_DIGITS)
+        mask = self.known.get(digits)
+        if mask is None:
+            mask = self.everywhere | self.forwards.matching(digits)
+            if self.backwards.tables:
+                mask |= self.backwards.matching(digits[::-1])
+            for bit, pattern in self.by_regex:
+                if not mask & bit and pattern.fullmatch(digits):
+                    mask |= bit
+            if len(self.known) >= 100_000:
+                self.known.clear()
+            self.known[digits] = mask
+        return mask
 
 
-def _fits(digits: str, region: str) -> bool:
-    """Whether ``digits`` may be a number of ``region`` (:func:`may_be_valid`), remembered per
-    digits, so that the regions asked about a run's candidates and each region's search of them
-    test each (digits, region) once."""
-    known = _FITS.get(digits)
-    if known is None:
-        if len(_FITS) >= 200_000:
-            _FITS.clear()
-        known = _FITS[digits] = {}
-    fits = known.get(region)
-    if fits is None:
-        pattern = _candidate_pattern(region)
-        if pattern is None:  # the plan cannot tell: every candidate is parsed
-            fits = True
-        else:
-            low, high, idd = _lengths(region)
-            fits = (low <= len(digits) <= high or (idd is not None and idd.match(digits) is not None)) and (
-                pattern.fullmatch(digits) is not None
-            )
-        known[region] = fits
-    return fits
+_READ_BY: dict[str, Plans] = {}  # the plans that answer for a region: the first built that holds it
+
+
+@cache
+def plans_for(regions: tuple[str, ...]) -> Plans:
+    """The :class:`Plans` of ``regions`` (upper case), built once."""
+    plans = Plans(regions)
+    for region in regions:
+        _READ_BY.setdefault(region, plans)
+    return plans
 
 
 def may_be_valid(candidate: str, region: str) -> bool:
     """False only when no ``candidate`` of ASCII digits and :data:`PLAIN` separators is a number
-    of ``region`` that the matcher accepts."""
-    return _fits(candidate.translate(_NOT_DIGITS), region)
-
-
-def regions_of(candidate: str, regions: Iterable[str]) -> list[str]:
-    """Those of ``regions`` for which :func:`may_be_valid` holds, in their order."""
-    digits = candidate.translate(_NOT_DIGITS)
-    return [r for r in regions if _fits(digits, r)]
+    of ``region`` that the matcher accepts (its digits do not fullmatch :func:`_candidate_pattern`)."""
+    plans = _READ_BY.get(region) or plans_for((region,))
+    return bool(plans.mask(candidate) >> plans.index[region] & 1)

@@ -14,11 +14,15 @@ order numbers and timestamps, so our own guards from the regex era stay in front
 * the matcher only sees runs of digits and separators of phone length: a run longer than
   :data:`MAX_RUN` characters is a table of numbers, and skipping it keeps the scan linear;
 * the matcher's search is done once a run (:mod:`nbeval.detectors.phone_matcher`): its
-  candidates are the same for every region, and only ``parse`` and ``_verify`` are asked per
-  region, once per candidate, and not for a candidate of ASCII digits and separators that the
-  region's plan rules out (:mod:`nbeval.detectors.phone_plans`); a region none of the run's
-  candidates could belong to is not searched. ``tests/privacy/test_phone_speed_equivalence.py``
-  compares the matches with ``PhoneNumberMatcher``'s for the example numbers of every region;
+  candidates are the same for every region (and for every run of the same shape), and only
+  ``parse`` and ``_verify`` are asked per region, once per candidate; not for a candidate of
+  ASCII digits and separators that the region's plan rules out (read by automata built from the
+  plan, :mod:`nbeval.detectors.phone_plans`), and for one in the region's national form with
+  ``parse``'s own steps and ``_verify``'s questions as one pattern each
+  (:mod:`nbeval.detectors.phone_parse`); a region none of the run's candidates could belong to is
+  not searched. ``tests/privacy/test_phone_speed_equivalence.py`` and
+  ``tests/privacy/test_phone_scan_exact.py`` compare each shortcut, and ``find_pii``, with
+  phonenumbers itself;
 * a run with no grouping character and no phone word near it is skipped: no match in it can be
   grouped as in its region or announced, so none would be a finding;
 * once the whole run is a finding grouped as in a region, later regions are not searched: they
@@ -26,9 +30,10 @@ order numbers and timestamps, so our own guards from the regex era stay in front
   kind overlaps the run: then a shorter phone may stand, and every region is searched).
 
 On 1 MB of phone-shaped text (``benchmarks/phone_scan_bench.py``) the scan took 98 s before these
-filters, 38 s with the first ones, 16 s of CPU on a busy machine with all of them, and with the
-search done once a run 16.8 s of CPU against 23.1 s before it on the same, busier machine (the
-findings the same on the red-team, privacy and external corpora and every region's examples).
+filters, 38 s with the first ones, 14 s with the search done once a run, and less than half that
+with the plan automata, the shapes and ``parse``'s common path: 8-9.5 s of CPU against 15-18 s
+on the same busy two-core machine, 6.5-7.5 s against 17 s for a second MB (the automata built,
+0.4 s once a process). The findings are the same (the benchmark's 15,629, and every test's).
 
 ``phonenumbers`` is imported on first use, so ``import nbeval`` stays light.
 """
@@ -60,6 +65,13 @@ _PHONE_WORDS = re.compile(
     r"(?i)(?:\b(?:tel|tél|phone|call|ring|dial|reach|contact|mobile|cell|fax|desk|whatsapp|sms|text|"
     r"telefon\w*|téléphone|portable|numéro|teléfono|telefono|telefoon|móvil|cellulare|celular|"
     r"número|numer|komórk\w*|nummer|handy)\b|電話|☎)[^\d\n]{0,48}$"
+)
+# The words' letters (a word and what \w* adds to it hold them): in an ASCII window none of whose
+# lowercase text holds one of the ASCII ones, the pattern finds nothing and is not run.
+_PHONE_WORD_TEXTS = tuple(
+    word.removesuffix(r"\w*").lower()
+    for word in re.search(r"\\b\(\?:(.*?)\)\\b", _PHONE_WORDS.pattern).group(1).split("|")  # type: ignore[union-attr]
+    if word.isascii()
 )
 # The same words just after a number label it too ("3660170548-Fax", "416 60 039 office").
 _PHONE_WORDS_AFTER = re.compile(r"(?i)[ \t]*[\-–(]?[ \t]*(?:tel|phone|mobile|cell|fax|office|desk|home|work)\b")
@@ -109,11 +121,19 @@ def _plausible(text: str, start: int, end: int) -> bool:
     return not (text[end : end + 1] in ("%", "€", "$") or text[max(0, start - 1) : start] in ("$", "€", "£", "/"))
 
 
+def _word_before(text: str, start: int) -> bool:
+    """True when a phone word comes shortly before ``start`` (:data:`_PHONE_WORDS`)."""
+    window = text[max(0, start - 64) : start]
+    if window.isascii() and not any(word in window.lower() for word in _PHONE_WORD_TEXTS):
+        return False
+    return _PHONE_WORDS.search(text, max(0, start - 64), start) is not None
+
+
 def _announced(text: str, start: int, end: int) -> bool:
     """True for an international number or one that a phone word introduces or follows."""
     if text[start] == "+" or _PHONE_WORDS_AFTER.match(text, end):
         return True
-    return _PHONE_WORDS.search(text, max(0, start - 64), start) is not None
+    return _word_before(text, start)
 
 
 def _matcher() -> Callable[..., list[Match]]:
@@ -138,14 +158,14 @@ def _may_be_announced(text: str, start: int, end: int) -> bool:
     if text[start] == "+" or _PHONE_WORDS_AFTER.match(text, end):
         return True
     firsts = (start, start + 1) if text[start] == "(" else (start,)
-    return any(_PHONE_WORDS.search(text, max(0, s - 64), s) is not None for s in firsts)
+    return any(_word_before(text, s) for s in firsts)
 
 
-def _regions_to_scan(run: str, regions: Sequence[str]) -> Sequence[str]:
+def _regions_to_scan(run: str, regions: tuple[str, ...]) -> Sequence[str]:
     """The regions (upper case, in order) to search ``run`` for: "ZZ" alone for an international
     number (it reads the same from every region), else those whose plan may hold a number the
     matcher finds in it (:func:`regions_to_search`)."""
-    return ("ZZ",) if run.startswith("+") else regions_to_search(run, tuple(map(str.upper, regions)))
+    return ("ZZ",) if run.startswith("+") else regions_to_search(run, regions)
 
 
 def _disjoint(spans: Iterable[tuple[int, int]]) -> tuple[list[int], list[int]]:
@@ -194,29 +214,34 @@ def find_phones(
     (findings the caller prefers to a phone, which may leave a shorter phone standing).
     """
     disjoint = _disjoint(outranked)
+    upper = tuple(map(str.upper, regions))
+    valid: Any = None  # phonenumbers' Leniency.VALID, once a run needs the matcher
     for run in _RUN.finditer(text):
-        if len(run.group()) > MAX_RUN or sum(c.isdigit() for c in run.group()) < 7:
+        raw = run.group()
+        if len(raw) > MAX_RUN or sum(map(str.isdigit, raw)) < 7:
             continue
-        if not _GROUPING.search(run.group()) and not _may_be_announced(text, run.start(), run.end()):
+        if not _GROUPING.search(raw) and not _may_be_announced(text, run.start(), run.end()):
             continue  # a finding is grouped as in its region or announced: no match here can be either
-        pn = _phonenumbers()
+        if valid is None:
+            valid = _phonenumbers().Leniency.VALID
         options: dict[tuple[int, int], list[tuple[str, Any]]] = {}
         grouped = _GroupedAsIn(text)
+        plausible: dict[tuple[int, int], bool] = {}  # per span: _plausible, asked once
         whole = (run.start(), run.end())
         may_settle = not _overlaps(disjoint, *whole)
-        for region in _regions_to_scan(run.group(), regions):
-            for match in _matcher()(run.group(), region, leniency=pn.Leniency.VALID):
+        for region in _regions_to_scan(raw, upper):
+            for match in _matcher()(raw, region, leniency=valid):
                 span = (run.start() + match.start, run.start() + match.end)
                 options.setdefault(span, []).append((region, match))
-            if (
-                may_settle
-                and whole in options
-                and _plausible(text, *whole)
-                and any(grouped(whole, r) for r, _ in options[whole])
-            ):
-                break  # settled: the whole run is a finding, and its first grouped region is known
+            if may_settle and whole in options:
+                if whole not in plausible:
+                    plausible[whole] = _plausible(text, *whole)
+                if plausible[whole] and any(grouped(whole, r) for r, _ in options[whole]):
+                    break  # settled: the whole run is a finding, and its first grouped region is known
         for span, candidates in options.items():
-            if not _plausible(text, *span):
+            if span not in plausible:
+                plausible[span] = _plausible(text, *span)
+            if not plausible[span]:
                 continue
             # The first candidate grouped as in its region, else the first one for an announced number.
             chosen = next((c for c in candidates if grouped(span, c[0])), None)
