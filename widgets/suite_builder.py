@@ -1,11 +1,12 @@
-"""SuiteBuilder: add, edit, duplicate and delete test cases; perturb them; import and export suite JSON."""
+"""SuiteBuilder: add, edit, duplicate and delete test cases; review generated ones; perturb them;
+import and export suite JSON."""
 
 from __future__ import annotations
 
 import copy
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 import traitlets
@@ -23,6 +24,9 @@ from nbeval.widgets.suite_fields import (
     to_test_case,
 )
 
+if TYPE_CHECKING:
+    from nbeval.widgets.suite_review import SuiteReview
+
 __all__ = ["SuiteBuilder"]
 
 _DISABLED_TEXT = "#9a9a9a"  # the labels of disabled fields
@@ -35,6 +39,10 @@ class SuiteBuilder(w.VBox):
 
     Lists are edited as text: categories comma-separated, guidelines one per line, expected
     context chunks separated by a blank line. The condition is parsed as you type.
+
+    ``review=True`` (or :meth:`review`) opens the review of generated cases above the form
+    (:mod:`~nbeval.widgets.suite_review`). ``judge``: the model the LLM perturbators ask
+    (``llm_jailbreak``...; ``None``: the environment's judge), as in :func:`nbeval.perturb`.
     """
 
     value = traitlets.Instance(TestSuite)
@@ -47,8 +55,13 @@ class SuiteBuilder(w.VBox):
     condition_position = traitlets.Int(-1, help="where it stops parsing (0-based; -1: it parses)")
     error = traitlets.Unicode("", help="what keeps the suite from being valid ('' when it is)")
 
-    def __init__(self, suite: TestSuite | None = None, **kwargs: Any) -> None:
-        self._loading = False
+    def __init__(
+        self, suite: TestSuite | None = None, *, review: bool = False, judge: Any = None, **kwargs: Any
+    ) -> None:
+        self._loading, self.judge = False, judge
+        self.reviewer: SuiteReview | None = None
+        self.review_box = w.VBox([])
+        self.review_button = w.Button(description="Review", icon="check-square", tooltip="review generated cases")
         self.name = w.Text(description="Suite", placeholder="suite name")
         self.cases_list = w.Select(options=[], rows=8, layout=w.Layout(width="340px"))
         self.add_button = w.Button(description="Add", icon="plus")
@@ -91,6 +104,9 @@ class SuiteBuilder(w.VBox):
             icon="random",
             tooltip="add perturbed copies of every case (linked to their originals)",
         )
+        self.dry_run_button = w.Button(
+            description="Dry run", icon="calculator", tooltip="count the model calls of the llm_ perturbators"
+        )
         self.json_text = w.Textarea(layout=w.Layout(width="98%", height="160px", display="none"))
         self.message = w.HTML()
         self.output = w.Output()
@@ -110,16 +126,29 @@ class SuiteBuilder(w.VBox):
             layout=w.Layout(flex="1"),
         )
         self._placeholders = {f: self._field(f).placeholder for f in FIELDS}
-        buttons = w.HBox([self.add_button, self.duplicate_button, self.delete_button])
+        buttons = w.HBox([self.add_button, self.duplicate_button, self.delete_button, self.review_button])
         io = w.HBox([self.path, self.load_button, self.save_button, self.upload, self.export_button])
-        perturb_row = w.HBox([self.perturbators, w.VBox([self.intensity, self.seed, self.perturb_button])])
+        perturb_row = w.HBox(
+            [self.perturbators, w.VBox([self.intensity, self.seed, w.HBox([self.perturb_button, self.dry_run_button])])]
+        )
         left = w.VBox([self.cases_list, buttons])
         super().__init__(
-            [self.name, w.HBox([left, self.editor]), perturb_row, io, self.message, self.json_text, self.output],
+            [
+                self.name,
+                self.review_box,
+                w.HBox([left, self.editor]),
+                perturb_row,
+                io,
+                self.message,
+                self.json_text,
+                self.output,
+            ],
             **kwargs,
         )
         self._wire()
         self.set_suite(suite if suite is not None else TestSuite())
+        if review:
+            self.review()
 
     # -- wiring ------------------------------------------------------------------------------
 
@@ -134,6 +163,10 @@ class SuiteBuilder(w.VBox):
         self.perturb_button.on_click(
             lambda _: self.perturb(list(self.perturbators.value), self.intensity.value, self.seed.value)
         )
+        self.dry_run_button.on_click(
+            lambda _: self.perturb(list(self.perturbators.value), self.intensity.value, self.seed.value, dry_run=True)
+        )
+        self.review_button.on_click(lambda _: self.review())
         self.upload.observe(self._on_upload, names=["value"])
         self.name.observe(lambda _: self._rebuild(), names=["value"])
         for field in FIELDS:
@@ -269,10 +302,25 @@ class SuiteBuilder(w.VBox):
         self._select(min(self.index, len(self.cases) - 1))
         self._rebuild()
 
+    def review(self) -> SuiteReview:
+        """Open the review of generated cases (accept, edit, reject) above the form; the reviewer."""
+        from nbeval.widgets.suite_review import SuiteReview
+
+        if self.reviewer is None:
+            self.reviewer = SuiteReview(self)
+            self.review_box.children = (self.reviewer,)
+        return self.reviewer
+
+    def reviewed_suite(self) -> TestSuite:
+        """The suite less the generated cases not accepted (see :meth:`SuiteReview.reviewed_suite`)."""
+        return self.review().reviewed_suite()
+
     @reports_errors
-    def perturb(self, perturbators: Any, intensity: str = "low", seed: int = 0) -> None:
+    def perturb(self, perturbators: Any, intensity: str = "low", seed: int = 0, dry_run: bool = False) -> Any:
         """Add perturbed copies of every case (:func:`nbeval.perturb`: linked to their originals,
-        same expected output and condition). Perturbed cases are not perturbed again."""
+        same expected output and condition). Perturbed cases are not perturbed again. The LLM
+        perturbators ask :attr:`judge`; ``dry_run=True`` shows and returns their
+        :class:`~nbeval.perturbation.PerturbationPlan` and changes nothing."""
         import warnings
 
         from nbeval.perturbation import perturb, perturbed_count
@@ -285,9 +333,13 @@ class SuiteBuilder(w.VBox):
             self.message.value = status_html(f"{self.error}: fix it or clear it, then Perturb", "error")
             return
         original = self.value
+        if dry_run:
+            plan = perturb(original, perturbators, intensity=intensity, seed=seed, judge=self.judge, dry_run=True)
+            self.message.value = status_html(f"dry run, nothing called or changed:\n{plan}")
+            return plan
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            suite = perturb(original, perturbators, intensity=intensity, seed=seed)
+            suite = perturb(original, perturbators, intensity=intensity, seed=seed, judge=self.judge)
         made = perturbed_count(suite) - perturbed_count(original)
         self._insert_after_tests(
             [t.test_cases[len(o.test_cases) :] for t, o in zip(suite.tests, original.tests, strict=True)]
@@ -296,6 +348,7 @@ class SuiteBuilder(w.VBox):
         self.message.value = status_html(
             f"added {made} perturbed case{'s' * (made != 1)}" + (f" ({notes})" if notes else "")
         )
+        return None
 
     def _insert_after_tests(self, new: list[list[TestCase]]) -> None:
         """Put ``new[ti]`` after test ``ti``'s last case, leaving the cases being edited as they are

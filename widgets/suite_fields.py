@@ -1,7 +1,9 @@
-"""What the SuiteBuilder edits: test cases as plain dicts, and live feedback on conditions."""
+"""What the SuiteBuilder edits: test cases as plain dicts, live feedback on conditions, and the
+review of generated cases (their ``extra["generation"]`` record, see :mod:`~nbeval.widgets.suite_review`)."""
 
 from __future__ import annotations
 
+import copy
 import re
 from typing import Any
 
@@ -10,10 +12,32 @@ from nbeval.errors import ConditionError
 from nbeval.widgets.common import status_html
 from nbeval.widgets.markup import esc
 
-__all__ = ["CHUNK_SPLIT", "FIELDS", "case_dict", "chunk", "condition_feedback", "content_key", "to_test_case"]
+__all__ = [
+    "CHUNK_SPLIT",
+    "FIELDS",
+    "REJECTED",
+    "STATUSES",
+    "case_dict",
+    "case_kind",
+    "chunk",
+    "condition_feedback",
+    "content_key",
+    "edited",
+    "generation",
+    "restored",
+    "review_counts",
+    "review_status",
+    "reviewed",
+    "set_aside",
+    "to_test_case",
+]
 
 FIELDS = ("key", "prompt", "expected_output", "condition", "categories", "guidelines", "expected_context")
 CHUNK_SPLIT = re.compile(r"\n\s*\n")
+#: Where rejected generated cases are kept aside, in ``suite.extra``.
+REJECTED = "rejected_cases"
+#: The review statuses of a generated case, in the order they are counted.
+STATUSES = ("pending", "accepted", "rejected")
 
 
 def condition_feedback(text: str) -> tuple[str, int, str]:
@@ -84,3 +108,76 @@ def content_key(case: dict[str, Any]) -> str:
         [chunk(c) for c in case["expected_context"]],
         case["guidelines"],
     )
+
+
+# -- reviewing generated cases (nbeval.widgets.suite_review shows them) -----------------------
+
+
+def generation(case: dict[str, Any]) -> dict[str, Any] | None:
+    """The case's generation record (``extra["generation"]``), or ``None`` for a case written by hand."""
+    found = case.get("extra", {}).get("generation")
+    return found if isinstance(found, dict) else None
+
+
+def case_kind(case: dict[str, Any]) -> str:
+    """``single_hop``, ``multi_hop``...: the record's ``kind``, else the ``generated:<kind>`` category."""
+    kind = (generation(case) or {}).get("kind")
+    if isinstance(kind, str) and kind:
+        return kind
+    return next((c.split(":", 1)[1] for c in case.get("categories", []) if c.startswith("generated:")), "generated")
+
+
+def review_status(case: dict[str, Any]) -> str:
+    """The case's review status: ``pending``, ``accepted`` or ``rejected``."""
+    status = (generation(case) or {}).get("status")
+    return status if status in STATUSES else "pending"
+
+
+def reviewed(case: dict[str, Any], status: str, **notes: Any) -> dict[str, Any]:
+    """A copy of ``case`` with its generation ``status`` set and ``notes`` added to its record."""
+    new = copy.deepcopy(case)
+    record = dict(generation(new) or {})
+    record.update(status=status, **notes)
+    new["extra"] = {**new.get("extra", {}), "generation": record}
+    return new
+
+
+def edited(case: dict[str, Any], **fields: str | None) -> dict[str, Any]:
+    """``case`` with the given fields (``prompt``, ``expected_output``) changed and accepted; what
+    the generator wrote is kept under ``original`` (the first time a field changes)."""
+    changes = {k: v for k, v in fields.items() if v is not None and v != case[k]}
+    original = dict((generation(case) or {}).get("original") or {})
+    for k in changes:
+        original.setdefault(k, case[k])
+    new = reviewed(case, "accepted", **({"edited": True, "original": original} if original else {}))
+    new.update(changes)
+    return new
+
+
+def set_aside(case: dict[str, Any], reason: str | None, position: int = 0) -> dict[str, Any]:
+    """The entry that keeps a rejected case: ``{"test": index, "position": where it was, "case":
+    its JSON}``, the JSON with ``status: "rejected"`` and the ``reason`` (raises when its condition
+    does not parse)."""
+    tc = to_test_case(reviewed(case, "rejected", reason=reason or ""))
+    data = tc.to_json()
+    if not case.get("key"):
+        data["key"] = None  # a key derived from the content stays derived when the case comes back
+    return {"test": case.get("test", 0), "position": position, "case": data}
+
+
+def restored(entry: dict[str, Any]) -> dict[str, Any]:
+    """The case dict of a rejected entry, pending again (its reason dropped)."""
+    case = case_dict(TestCase.from_dict(entry["case"], source="rejected_cases"))
+    record = {k: v for k, v in (generation(case) or {}).items() if k != "reason"}
+    case["extra"]["generation"] = {**record, "status": "pending"}
+    case["test"] = int(entry.get("test", 0) or 0)
+    return case
+
+
+def review_counts(cases: list[dict[str, Any]], rejected: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Per kind: how many generated cases are pending, accepted and rejected (kinds in the order met)."""
+    out: dict[str, dict[str, int]] = {}
+    aside = [restored(e) for e in rejected if isinstance(e, dict) and isinstance(e.get("case"), dict)]
+    for case, status in [(c, review_status(c)) for c in cases if generation(c)] + [(c, "rejected") for c in aside]:
+        out.setdefault(case_kind(case), dict.fromkeys(STATUSES, 0))[status] += 1
+    return out

@@ -1,4 +1,5 @@
-"""Perturbed test cases: the same questions with typos, odd case, noise, encodings or injections.
+"""Perturbed test cases: the same questions with typos, odd case, noise, encodings or injections,
+or attack variants written by a model (jailbreak, injection, personal-data extraction).
 
     import nbeval
     perturbed = nbeval.perturb(suite, ["typos", "case"], intensity="medium", seed=0)
@@ -6,13 +7,16 @@
 :func:`perturb` (:mod:`~nbeval.perturbation.api`) makes the cases, linked to their originals so
 an evaluation reports flips; :mod:`~nbeval.perturbation.base` says what a perturbator is,
 :mod:`~nbeval.perturbation.registry` finds one by id (``nbeval perturbators`` lists them) and
-registers third-party ones, :mod:`~nbeval.perturbation.builtin` holds the built-ins.
+registers third-party ones, :mod:`~nbeval.perturbation.builtin` holds the built-ins and
+:mod:`~nbeval.perturbation.llm` the perturbators that ask a model (``llm_jailbreak``,
+``llm_injection``, ``llm_pii_extraction``; ``perturb(..., dry_run=True)`` counts their calls).
 """
 
 from __future__ import annotations
 
 from nbeval.perturbation.api import PERTURBATION_SOURCE, perturb, perturbation_category, perturbed_count, to_suite
 from nbeval.perturbation.base import INTENSITIES, PerturbationWarning, Perturbator
+from nbeval.perturbation.llm import LlmPerturbator, PerturbationFailed, PerturbationPlan
 from nbeval.perturbation.registry import (
     get_perturbator,
     list_perturbators,
@@ -25,6 +29,9 @@ from nbeval.perturbation.registry import (
 __all__ = [
     "INTENSITIES",
     "PERTURBATION_SOURCE",
+    "LlmPerturbator",
+    "PerturbationFailed",
+    "PerturbationPlan",
     "PerturbationWarning",
     "Perturbator",
     "get_perturbator",

@@ -19,6 +19,12 @@ Choices:
 * Each test keeps its documents; within it the originals come first, then the perturbed cases,
   case by case in the order the perturbators were given. Without ``keep_originals`` the
   relationships point at cases the suite does not hold (reading it back warns about that).
+* The LLM perturbators' requests (:mod:`~nbeval.perturbation.llm`) are sent all at once through
+  one :class:`nbeval.runtime.Resources` (cached, retried, counted); a case the model could not
+  perturb makes no case and is named in one
+  :class:`~nbeval.perturbation.llm.PerturbationFailed` warning (its ``failures``). A case the
+  model made records ``extra["adversarial"]``: the perturbator, the technique it says it used and
+  the model that answered. ``dry_run=True`` counts their first requests, calling nothing.
 """
 
 from __future__ import annotations
@@ -30,13 +36,22 @@ import warnings
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal, overload
 
 from nbeval.data.fields import Relationship, derive_key
 from nbeval.data.model import LlmDataset, Row, Test, TestCase, TestLab, TestSuite
 from nbeval.errors import PerturbationError
 from nbeval.perturbation.base import PerturbationWarning, Perturbator, check_intensity
+from nbeval.perturbation.llm import (
+    LlmPerturbator,
+    PerturbationFailed,
+    PerturbationPlan,
+    Rewrite,
+    plan_requests,
+    rewrite_prompts,
+)
 from nbeval.perturbation.registry import resolve_perturbators
+from nbeval.requests import Chat
 
 __all__ = ["PERTURBATION_SOURCE", "perturb", "perturbation_category", "perturbed_count", "to_suite"]
 
@@ -120,15 +135,61 @@ def _perturbed(case: TestCase, key: str, perturbator: Perturbator, intensity: st
     return new
 
 
+@overload
 def perturb(
-    data: Any, perturbators: Any, *, intensity: str = "low", seed: int = 0, keep_originals: bool = True
-) -> TestSuite:
+    data: Any,
+    perturbators: Any,
+    *,
+    intensity: str = ...,
+    seed: int = ...,
+    keep_originals: bool = ...,
+    judge: Any = ...,
+    cache: Any = ...,
+    resources: Any = ...,
+    dry_run: Literal[False] = ...,
+) -> TestSuite: ...
+@overload
+def perturb(
+    data: Any,
+    perturbators: Any,
+    *,
+    intensity: str = ...,
+    seed: int = ...,
+    keep_originals: bool = ...,
+    judge: Any = ...,
+    cache: Any = ...,
+    resources: Any = ...,
+    dry_run: Literal[True],
+) -> PerturbationPlan: ...
+
+
+def perturb(
+    data: Any,
+    perturbators: Any,
+    *,
+    intensity: str = "low",
+    seed: int = 0,
+    keep_originals: bool = True,
+    judge: Any = None,
+    cache: Any = True,
+    resources: Any = None,
+    dry_run: bool = False,
+) -> TestSuite | PerturbationPlan:
     """A suite of perturbed test cases (after the originals, with ``keep_originals``).
 
     ``data``: a :class:`TestSuite`, :class:`TestLab`, :class:`LlmDataset` or a path nbeval reads.
     ``perturbators``: ids (``["typos", "case"]`` or ``"typos,case"``; ``nbeval perturbators``
     lists them), :class:`Perturbator` classes or instances. ``intensity``: ``"low"``,
     ``"medium"`` or ``"high"``. See the module docstring for what a perturbed case holds.
+
+    The LLM perturbators (``llm_jailbreak``, ``llm_injection``, ``llm_pii_extraction``, see
+    :mod:`~nbeval.perturbation.llm`) ask a model: ``judge`` (resolved like an evaluation's judge;
+    a perturbator's own ``judge=`` wins; ``None``: the environment's) and ``cache`` as in
+    :func:`nbeval.evaluate`, or ``resources``, a :class:`nbeval.runtime.Resources` to share (its
+    judge, cache and usage totals). A case whose reply never parses is left out and reported in a
+    :class:`~nbeval.perturbation.llm.PerturbationFailed` warning. ``dry_run=True`` returns a
+    :class:`~nbeval.perturbation.llm.PerturbationPlan` (cases per perturbator, model calls,
+    cached calls, tokens) and calls nothing.
     """
     check_intensity(intensity)
     chosen = resolve_perturbators(perturbators)
@@ -139,27 +200,57 @@ def perturb(
     if not suite.test_cases:
         msg = "there are no test cases to perturb; give a suite, lab or dataset with at least one prompt"
         raise PerturbationError(msg)
-    keys = {tc.resolved_key for tc in suite.test_cases}
-    unchanged: Counter[str] = Counter()
-    tests: list[Test] = []
-    for test in suite.tests:
-        made: list[TestCase] = []
+    # One slot per (case, perturbator), in the order the cases are made; an LLM perturbator's
+    # prompt is filled in below, all of them asked at once.
+    slots: list[tuple[int, TestCase, str, Perturbator, str | None]] = []
+    asks: list[tuple[LlmPerturbator, str, Chat]] = []
+    for ti, test in enumerate(suite.tests):
         for case in test.test_cases:
             if any(r.type == PERTURBATION_SOURCE for r in case.relationships):
                 continue
             key = case.resolved_key
             for p in chosen:
-                prompt = p.apply(case.prompt, intensity, random.Random(_seed(seed, key, p)))
-                new = _perturbed(case, key, p, intensity, prompt)
-                if prompt == case.prompt:
-                    unchanged[p.name] += 1
-                    continue
-                if new.key in keys:  # the suite holds this case already (perturbed before)
-                    continue
-                keys.add(new.key or "")
-                made.append(new)
-        kept = list(test.test_cases) if keep_originals else []
-        tests.append(replace(test, test_cases=[*kept, *made], documents=list(test.documents)))
+                rng = random.Random(_seed(seed, key, p))
+                if isinstance(p, LlmPerturbator):
+                    slots.append((ti, case, key, p, None))
+                    asks.append((p, case.prompt, p.request(case.prompt, intensity, rng, sample=seed)))
+                else:
+                    slots.append((ti, case, key, p, p.apply(case.prompt, intensity, rng)))
+    if asks or dry_run:
+        resources = resources if resources is not None else _resources(judge, cache)
+    if dry_run:
+        plan = PerturbationPlan(cases=dict(Counter(p.id for _, _, _, p, _ in slots)))
+        plan_requests([req for _, _, req in asks], resources, plan)
+        return plan
+    rewrites = iter(_ask(asks, resources) if asks else [])
+    keys = {tc.resolved_key for tc in suite.test_cases}
+    unchanged: Counter[str] = Counter()
+    failures: list[dict[str, Any]] = []
+    made: list[list[TestCase]] = [[] for _ in suite.tests]
+    for ti, case, key, p, prompt in slots:
+        note: dict[str, Any] = {}
+        if prompt is None:
+            done = next(rewrites)
+            if done.prompt is None:
+                failures.append({"case": key, "perturbator": p.id, "error": done.error, "attempts": done.attempts})
+                continue
+            prompt, note = done.prompt, {"perturbator": p.id, "technique": done.technique, "model": done.model}
+        new = _perturbed(case, key, p, intensity, prompt)
+        if prompt == case.prompt:
+            unchanged[p.name] += 1
+            continue
+        if note:
+            new.extra["adversarial"] = note
+        if new.key in keys:  # the suite holds this case already (perturbed before)
+            continue
+        keys.add(new.key or "")
+        made[ti].append(new)
+    tests = [
+        replace(
+            test, test_cases=[*(test.test_cases if keep_originals else []), *made[ti]], documents=list(test.documents)
+        )
+        for ti, test in enumerate(suite.tests)
+    ]
     if unchanged:
         counts = ", ".join(f"{name} ×{n}" for name, n in unchanged.items())
         warnings.warn(
@@ -168,7 +259,27 @@ def perturb(
             PerturbationWarning,
             stacklevel=2,
         )
+    if failures:
+        detail = "; ".join(f"'{f['case']}' by {f['perturbator']}: {f['error']}" for f in failures[:5])
+        more = f"; and {len(failures) - 5} more" if len(failures) > 5 else ""
+        warnings.warn(
+            PerturbationFailed(f"{len(failures)} case(s) were not perturbed ({detail}{more})", failures),
+            stacklevel=2,
+        )
     return TestSuite(name=suite.name, description=suite.description, tests=tests, extra=dict(suite.extra))
+
+
+def _resources(judge: Any, cache: Any) -> Any:
+    from nbeval.runtime import Resources
+
+    return Resources(judge=judge, cache=cache)
+
+
+def _ask(asks: list[tuple[LlmPerturbator, str, Chat]], resources: Any) -> list[Rewrite]:
+    """The attackers' rewrites; a model that is not configured stops here, before any call."""
+    for model in {id(req.model): req.model for _, _, req in asks}.values():
+        resources.chat_client(model)  # raises JudgeNotConfigured with the ways to configure one
+    return rewrite_prompts(asks, resources)
 
 
 def perturbed_count(suite: TestSuite) -> int:

@@ -1,7 +1,8 @@
 """The perturbator registry: built-ins, ``@register_perturbator`` classes and plugins.
 
 A perturbator is found by its short id (``typos``) or its name (``TyposPerturbator``), in any
-case. The built-ins (:mod:`nbeval.perturbation.builtin`) are imported on the first look-up, and
+case. The built-ins (:mod:`nbeval.perturbation.builtin`, then the LLM perturbators of
+:mod:`nbeval.perturbation.llm`) are registered on the first look-up, and
 third-party packages add perturbators through the ``nbeval.perturbators`` entry-point group (each
 entry point names a :class:`~nbeval.perturbation.base.Perturbator` subclass, or a module that
 registers its classes on import), read on the first look-up too.
@@ -61,6 +62,11 @@ def unregister_perturbator(id: str) -> type[Perturbator]:
 @lru_cache(maxsize=1)
 def _load() -> None:
     importlib.import_module("nbeval.perturbation.builtin")
+    from nbeval.perturbation.llm import LLM_PERTURBATORS
+
+    for cls in LLM_PERTURBATORS:  # after the built-ins, so they list first
+        if cls.id not in _CLASSES:
+            register_perturbator(cls)
     from nbeval._plugins import plugins
 
     for obj in plugins(ENTRY_POINT_GROUP, "perturbator plugin"):
