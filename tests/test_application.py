@@ -84,7 +84,7 @@ def test_plan_refuses_an_unknown_evaluator_as_evaluate_does() -> None:
 def test_perturb_and_collect_take_their_options_by_keyword_only() -> None:
     suite = nbeval.TestSuite(name="s", tests=[nbeval.Test(test_cases=[nbeval.TestCase(prompt="Hello there")])])
     with pytest.raises(TypeError):
-        nbeval.perturb(suite, ["case"], "high")  # type: ignore[call-arg]
+        nbeval.perturb(suite, ["case"], "high")  # type: ignore[call-overload]
     assert len(nbeval.perturb(suite, ["case"], intensity="high", seed=1, keep_originals=False).test_cases) == 1
     with pytest.raises(TypeError):
         nbeval.collect(suite, {"m": lambda prompt: "hi"}, "a system prompt")  # type: ignore[call-arg]
