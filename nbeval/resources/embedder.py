@@ -278,15 +278,20 @@ class Embedder:
             found.update(fresh)
             if self._store is not None:
                 self._store.put(self.identity, ((t, v, t in self._truncated) for t, v in fresh.items()))
-        for t in distinct:
-            self._remember(t, found[t])
+        self._remember(distinct, found)
         return found
 
-    def _remember(self, text: str, vector: np.ndarray) -> None:
-        self._memory[text] = vector
-        self._memory.move_to_end(text)
-        while len(self._memory) > _MEMORY_ITEMS:
-            self._memory.popitem(last=False)
+    def _remember(self, texts: Iterable[str], vectors: dict[str, np.ndarray]) -> None:
+        """Keep ``texts``' vectors, most recently used last; the least recently used go past the cap.
+        (Evicting once at the end keeps the same items as evicting after each text.)"""
+        memory = self._memory
+        for t in texts:
+            if t in memory:
+                memory.move_to_end(t)
+            else:
+                memory[t] = vectors[t]
+        while len(memory) > _MEMORY_ITEMS:
+            memory.popitem(last=False)
 
     def _encode_with_model(self, texts: list[str]) -> dict[str, np.ndarray]:
         model = self.model

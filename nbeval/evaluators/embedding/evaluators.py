@@ -91,8 +91,9 @@ def _q(text: str) -> str:
     return repr(text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…")
 
 
-def _r(x: float) -> float:
-    return round(float(x), 4)
+def _rounded(values: np.ndarray | list[float]) -> list[float]:
+    """Each value rounded to 4 places, for details (one ``tolist`` rather than a float() per value)."""
+    return [round(float(x), 4) for x in (values.tolist() if isinstance(values, np.ndarray) else values)]
 
 
 @register
@@ -208,7 +209,7 @@ class AnswerSentenceSimilarity(EmbeddingEvaluator):
         return Score(
             {"mean_answer_similarity": float(best.mean()), "min_answer_similarity": float(best[worst])},
             rationale=f"{len(act)} answer sentence(s); least similar ({best[worst]:.3f}): {_q(act[worst])}",
-            details={"sentence_similarity": [_r(x) for x in best]},
+            details={"sentence_similarity": _rounded(best)},
         )
 
 
@@ -244,7 +245,7 @@ class AnswerRelevancySentence(EmbeddingEvaluator):
         return Score(
             {"answer_relevancy": float(sims[top])},
             rationale=f"most relevant answer sentence ({sims[top]:.3f}): {_q(act[top])}",
-            details={"sentence_relevancy": [_r(x) for x in sims]},
+            details={"sentence_relevancy": _rounded(sims)},
         )
 
 
@@ -285,7 +286,7 @@ class GroundednessSemantic(EmbeddingEvaluator):
             {"groundedness": float(best[worst])},
             rationale=f"least grounded answer sentence ({best[worst]:.3f}): {_q(act[worst])}; "
             f"closest context sentence: {_q(support)}",
-            details={"sentence_groundedness": [_r(x) for x in best]},
+            details={"sentence_groundedness": _rounded(best)},
         )
 
 
@@ -325,7 +326,7 @@ class ContextRelevancySoft(EmbeddingEvaluator):
         return Score(
             {"recall_relevancy": chunk_scores[best], "precision_relevancy": float(np.mean(chunk_scores))},
             rationale=f"{len(chunk_scores)} chunk(s); most relevant is chunk {best + 1} ({chunk_scores[best]:.3f})",
-            details={"chunk_relevancy": [_r(x) for x in chunk_scores]},
+            details={"chunk_relevancy": _rounded(chunk_scores)},
         )
 
 
@@ -361,5 +362,5 @@ class RetrieverSimilarity(EmbeddingEvaluator):
             {"similarity": float(best.mean())},
             rationale=f"{len(got)} retrieved chunk(s); least like an expected chunk: "
             f"chunk {worst + 1} ({best[worst]:.3f})",
-            details={"chunk_similarity": [_r(x) for x in best]},
+            details={"chunk_similarity": _rounded(best)},
         )

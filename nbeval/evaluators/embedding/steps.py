@@ -86,6 +86,38 @@ _CUE = re.compile(
 )
 _CLAUSE = re.compile(r"\s*[,;]\s*(?:and\s+)?(?=(?:then|next|after that|afterwards|finally|lastly)\b)", re.IGNORECASE)
 _BOLD_EDGES = re.compile(r"^(?:\*\*|__)\s*|\s*(?:\*\*|__)$")
+_SPACES = re.compile(r"\s+")
+# Before a text is read in earnest, a cheap look for what a reading cannot do without (most texts
+# are plain prose and hold neither): an inline number is a digit before its separator; a procedure
+# in prose needs a first or last cue opening a clause. Each such cue holds a word below as a whole
+# word ("last" only as "last of all"), compared as ``_CUE`` compares: ignoring case (the four
+# non-ASCII letters its IGNORECASE equates with ASCII ones mapped to them first), across any white
+# space. Lower-casing makes no other character a word character, so word edges stay where they were.
+_INLINE_HINT = re.compile(r"\d\s*[:.)\-–—]")
+_STRONG_WORDS: dict[str, re.Pattern[str] | None] = {
+    **dict.fromkeys(("first", "firstly", "initially", "begin", "start", "finally", "lastly", "finish", "end")),
+    "last": re.compile(r"\s+of\s+all(?!\w)"),
+}
+_FOLD = str.maketrans({"İ": "i", "ı": "i", "ſ": "s", "\u212a": "k"})
+
+
+def _may_hold_strong_cue(text: str) -> bool:
+    low = (text if text.isascii() else text.translate(_FOLD)).lower()
+    size = len(low)
+    for word, then in _STRONG_WORDS.items():
+        at = low.find(word)
+        while at >= 0:  # str.find and a look at the edges: far cheaper than a regex over the text
+            end = at + len(word)
+            if (at == 0 or not _is_word_char(low[at - 1])) and (
+                (end == size or not _is_word_char(low[end])) if then is None else then.match(low, end)
+            ):
+                return True
+            at = low.find(word, at + 1)
+    return False
+
+
+def _is_word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"  # what \w matches
 
 
 # ---------------------------------------------------------------------------------------------
@@ -126,7 +158,7 @@ def extract_steps(text: str | None) -> list[str]:
 
 
 def _clean(step: str) -> str:
-    step = re.sub(r"\s+", " ", step).strip()
+    step = " ".join(step.split())  # white space collapsed and stripped
     step = _BOLD_EDGES.sub("", step).strip()
     return step
 
@@ -170,7 +202,9 @@ def _marked_lines(text: str) -> list[str]:
 
 
 def _inline_numbered(text: str) -> list[str]:
-    flat = re.sub(r"\s+", " ", text)
+    if not _INLINE_HINT.search(text):
+        return []
+    flat = _SPACES.sub(" ", text)
     marks = [(m.start(), m.end(), int(m.group(1) or m.group(2))) for m in _INLINE.finditer(flat)]
     chosen: list[tuple[int, int]] = []
     expected = 1
@@ -185,6 +219,8 @@ def _inline_numbered(text: str) -> list[str]:
 
 
 def _prose(text: str) -> list[str]:
+    if not _may_hold_strong_cue(text):
+        return []  # no first/last cue: the steps would not count (see ``strong`` below)
     clauses = [c for sentence in split_sentences(text) for c in _CLAUSE.split(sentence) if c.strip()]
     steps: list[str] = []
     strong = False
@@ -309,6 +345,7 @@ def align_steps(sim: np.ndarray, cutoff: float) -> Alignment:
         msg = f"sim must be a 2-D matrix (context steps x answer steps), got shape {sim.shape}"
         raise BadParameter(msg)
     n, m = sim.shape
+    values = sim.tolist()  # Python floats: the cells are read one at a time below
     inf = (float("inf"), 0, 0.0)
     cost = [[inf] * (m + 1) for _ in range(n + 1)]
     back: list[list[str | None]] = [[None] * (m + 1) for _ in range(n + 1)]
@@ -320,7 +357,7 @@ def align_steps(sim: np.ndarray, cutoff: float) -> Alignment:
             options: list[tuple[tuple[float, int, float], str]] = []
             if i > 0 and j > 0:
                 e, k, s = cost[i - 1][j - 1]
-                v = float(sim[i - 1, j - 1])
+                v = values[i - 1][j - 1]
                 if v >= cutoff:
                     options.append(((e, k - 1, s - v), "match"))
                 else:
@@ -337,7 +374,7 @@ def align_steps(sim: np.ndarray, cutoff: float) -> Alignment:
     while i > 0 or j > 0:
         op = back[i][j]
         if op in ("match", "mismatch"):
-            ops.append((op, i - 1, j - 1, float(sim[i - 1, j - 1])))
+            ops.append((op, i - 1, j - 1, values[i - 1][j - 1]))
             i, j = i - 1, j - 1
         elif op == "insertion":
             ops.append((op, i - 1, None, None))
@@ -352,6 +389,11 @@ def align_steps(sim: np.ndarray, cutoff: float) -> Alignment:
 def _best(options: list[tuple[tuple[float, int, float], str]]) -> tuple[tuple[float, int, float], str]:
     """The cheapest option; options whose edits and matches are equal and whose similarity sums
     are within :data:`TIE_TOLERANCE` of the cheapest are tied, and :data:`_TIE_ORDER` picks among them."""
-    low = min(options, key=lambda o: o[0])
-    tied = [o for o in options if o[0][:2] == low[0][:2] and abs(o[0][2] - low[0][2]) <= TIE_TOLERANCE]
-    return min(tied, key=lambda o: _TIE_ORDER[o[1]])
+    e, k, s = min([o[0] for o in options])
+    pick = options[0]  # replaced below: the cheapest option is always tied with itself
+    order = 3
+    for option in options:  # the first tied option of the lowest tie order, as min() would pick
+        (edits, matches, sims), op = option
+        if edits == e and matches == k and abs(sims - s) <= TIE_TOLERANCE and _TIE_ORDER[op] < order:
+            pick, order = option, _TIE_ORDER[op]
+    return pick
