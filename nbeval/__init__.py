@@ -64,6 +64,8 @@ _EXPORTS = {
     "parse_condition": "nbeval.data.conditions",
     "Condition": "nbeval.data.conditions",
     "demo_lab": "nbeval.demo",
+    "generate": "nbeval.generation",
+    "GenerationPlan": "nbeval.generation",
     "perturb": "nbeval.perturbation",
     "register_perturbator": "nbeval.perturbation",
     "Perturbator": "nbeval.perturbation",
@@ -130,6 +132,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs only
     from nbeval.evaluators.jury import Jury, jury
     from nbeval.evaluators.registry import catalogue, evaluator, list_evaluators, register
     from nbeval.evaluators.scorer import scorer
+    from nbeval.generation import GenerationPlan, generate
     from nbeval.perturbation import Perturbator, perturb, register_perturbator
     from nbeval.requests import Chat, Embed, Gather, ScorePairs
     from nbeval.results import EvaluationResult, load_result

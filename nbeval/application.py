@@ -180,6 +180,8 @@ def evaluate_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         kw["cache"] = False
     if getattr(args, "scheduler", None):
         kw["scheduler"] = args.scheduler
+    if getattr(args, "batch", False):
+        kw["batch"] = True
     return kw
 
 
@@ -334,6 +336,9 @@ def plan(
     prices: dict[str, Any] | None = None,
     progress: bool = True,
     scheduler: Any = None,
+    batch: bool = False,
+    batch_poll_s: float | None = None,
+    batch_discount: float | None = None,
 ) -> Plan:
     """What ``nbeval.evaluate(data, evaluators, ...)`` would do and spend, scoring nothing: the rows
     each evaluator would score and skip, the judge calls (cached ones apart) and their estimated
@@ -344,7 +349,7 @@ def plan(
     here, at once, whatever would score the rows)."""
     from nbeval.engine import evaluate
 
-    del progress, scheduler  # the same plan wherever and however the rows would be scored
+    del progress, scheduler, batch_poll_s  # the same plan wherever and however the rows would be scored
     from nbeval.engine import Plan
 
     planned = evaluate(
@@ -360,6 +365,8 @@ def plan(
         max_attempts=max_attempts,
         prices=prices,
         dry_run=True,
+        batch=batch,
+        batch_discount=batch_discount,
     )
     assert isinstance(planned, Plan)  # evaluate's dry run always plans
     return planned

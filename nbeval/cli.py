@@ -7,6 +7,7 @@
     nbeval complete SUITE -m MODEL [-m MODEL2] --base-url URL --out lab.json
     nbeval perturb SUITE -p typos,case [--intensity medium] [--seed 0] --out suite2.json
     nbeval perturbators                    the perturbators: ids, names, whether they change meaning
+    nbeval generate DOCS... -n 50 --judge M --out suite.json   a test suite written from documents
     nbeval demo [--out DIR] [--verbose]
     nbeval diff BEFORE AFTER [--min-effect X] [--fail-on-regression]   two saved runs compared
     nbeval runs FOLDER                     the saved runs in a folder, newest first
@@ -39,6 +40,7 @@ from nbeval.cli_commands import (
     diff_command,
     evaluator_show_command,
     evaluators_command,
+    generate_command,
     perturb_command,
     perturbators_command,
     run_command,
@@ -168,6 +170,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="exit 1 only on problems of these kinds (comma-separated, from the list below); "
         "the others are listed but do not fail the run",
     )
+    run.add_argument(
+        "--batch",
+        action="store_true",
+        help="send the judge calls through the endpoint's Batch API (about half the price, answers within "
+        "hours; interrupted, run the same command again to resume waiting)",
+    )
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.set_defaults(func=run_command)
 
@@ -186,6 +194,12 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--out", default="lab.json", help="where to write the completed lab")
     comp.add_argument("--no-cache", action="store_true", help="do not reuse cached answers")
     comp.add_argument("--dry-run", action="store_true", help="count the calls; ask nothing")
+    comp.add_argument(
+        "--batch",
+        action="store_true",
+        help="ask through the endpoint's Batch API (about half the price, answers within hours; "
+        "interrupted, run the same command again to resume waiting)",
+    )
     comp.add_argument("--no-progress", action="store_true", help="no progress bar")
     comp.set_defaults(func=complete_command)
 
@@ -208,6 +222,35 @@ def build_parser() -> argparse.ArgumentParser:
     pert.add_argument("--no-originals", action="store_true", help="write only the perturbed test cases")
     pert.add_argument("--out", default="perturbed.json", help="where to write the suite")
     pert.set_defaults(func=perturb_command)
+
+    gen = sub.add_parser("generate", help="write a test suite from documents with a judge model")
+    gen.add_argument("documents", nargs="+", help="files or folders to write questions from (.txt, .md, .html, .pdf)")
+    gen.add_argument("-n", "--cases", type=_positive_int, default=20, help="test cases to write (default: 20)")
+    gen.add_argument(
+        "--kinds",
+        default="single_hop,multi_hop",
+        help="comma-separated kinds of question: single_hop (one chunk answers it), multi_hop (it needs "
+        "two related chunks) (default: both, in equal numbers)",
+    )
+    gen.add_argument(
+        "--persona",
+        action="append",
+        metavar="NAME[: DESCRIPTION]",
+        help="who asks the questions, e.g. 'new employee: started this week' (repeat for several)",
+    )
+    gen.add_argument("--seed", type=int, default=0, help="random seed; the same seed writes the same suite")
+    gen.add_argument(
+        "--chunk-size", type=_positive_int, default=1000, help="characters per chunk of a document (default: 1000)"
+    )
+    gen.add_argument("--judge", help="the model that writes the questions (OpenAI-compatible endpoint)")
+    gen.add_argument(
+        "--judge-base-url",
+        help="base URL of the judge's endpoint, for --judge or NBEVAL_JUDGE_MODEL (default: NBEVAL_JUDGE_BASE_URL)",
+    )
+    gen.add_argument("--out", default="generated.json", help="where to write the suite (default: generated.json)")
+    gen.add_argument("--no-cache", action="store_true", help="do not reuse cached judge replies")
+    gen.add_argument("--dry-run", action="store_true", help="count the judge calls and tokens; ask nothing")
+    gen.set_defaults(func=generate_command)
 
     perts = sub.add_parser("perturbators", help="list the perturbators")
     perts.add_argument("--json", action="store_true", help="machine-readable output")

@@ -207,6 +207,7 @@ def complete_command(args: argparse.Namespace) -> int:
         system_prompt=args.system_prompt,
         concurrency=args.concurrency,
         cache=not args.no_cache,
+        batch=args.batch,
     )
     if args.dry_run:
         print(pending.plan())

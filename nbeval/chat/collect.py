@@ -173,6 +173,10 @@ class PendingLab:
         self.suite = suite
         self.system_prompt = system_prompt
         self.params = dict(params or {})
+        batch = [client_settings.pop(k, None) for k in ("batch", "batch_poll_s", "batch_discount")]
+        self.batch = batch[0]
+        """``batch=True``: :meth:`complete` sends the requests through the Batch API (see there)."""
+        self.batch_settings = {"poll_s": batch[1], "discount": batch[2]}
         self.client_settings = client_settings
         self.models: dict[str, ChatModel] = _models(models)
         if not suite.test_cases:
@@ -209,16 +213,24 @@ class PendingLab:
             total = total + p
         return total
 
-    def complete(self, progress: bool = True, *, cancel: threading.Event | None = None) -> TestLab:
+    def complete(
+        self, progress: bool = True, *, cancel: threading.Event | None = None, batch: bool | None = None
+    ) -> TestLab:
         """Ask every model every test case; failures become the rows' errors.
 
         ``cancel``: an event that stops the collection at once: no call starts after it is set
         (calls in flight finish and are kept); the cases not answered get the error
         ``"cancelled"`` and the lab's ``extra["cancelled"]`` is true. Ctrl-C raises
-        :class:`~nbeval.errors.Interrupted` whose ``.result`` is the partial lab."""
+        :class:`~nbeval.errors.Interrupted` whose ``.result`` is the partial lab.
+
+        ``batch=True`` (or ``collect(..., batch=True)``): the requests go through the endpoints'
+        Batch APIs (:mod:`nbeval.chat.batch`: every model's batch sent at once and polled until it
+        is over; a stopped collection resumes its batches; ``cancel`` cancels them at the provider)."""
         cases = [(t, c) for t in self.suite.tests for c in t.test_cases]
         bar = progress_bar(len(cases) * len(self.models), progress, desc="collecting answers", unit="answer")
         answers: dict[str, list[ChatResult | None]] = {}
+        if batch if batch is not None else self.batch:
+            return self._complete_batched(cases, bar, answers, cancel)
         try:
             for key in self.models:
                 got: list[ChatResult | None] = [None] * len(cases)
@@ -230,6 +242,39 @@ class PendingLab:
 
                 answers[key] = list(self.client(key).run_many(self.requests(key), on_done=arrived, cancel=cancel))
         except KeyboardInterrupt:
+            from nbeval.errors import Interrupted
+
+            bar.close()
+            raise Interrupted(self._lab(cases, answers)) from None
+        bar.close()
+        return self._lab(cases, answers)
+
+    def _complete_batched(
+        self,
+        cases: list[tuple[Any, Any]],
+        bar: Any,
+        answers: dict[str, list[ChatResult | None]],
+        cancel: threading.Event | None,
+    ) -> TestLab:
+        from nbeval.chat.batch import run_batches
+        from nbeval.chat.batch_options import batch_options
+
+        options = batch_options(True, self.batch_settings["poll_s"], self.batch_settings["discount"])
+        assert options is not None
+        options.on_status = getattr(bar, "set_postfix_str", None)
+        jobs = []
+        for key in self.models:
+            answers[key] = [None] * len(cases)
+
+            def arrived(i: int, result: ChatResult, got: list[ChatResult | None] = answers[key]) -> None:
+                got[i] = result
+                bar.update(1)
+
+            jobs.append((self.client(key), self.requests(key), arrived))
+        try:
+            for key, results in zip(self.models, run_batches(jobs, options, cancel=cancel), strict=True):
+                answers[key] = list(results)
+        except KeyboardInterrupt:  # the batches go on at the provider: the next complete() resumes them
             from nbeval.errors import Interrupted
 
             bar.close()
@@ -361,7 +406,8 @@ def collect(
     The options are keyword-only: ``system_prompt`` (sent before each prompt to chat models),
     ``params`` (generation parameters) and, in ``settings``, any
     :class:`~nbeval.chat.client.ChatClient` setting (``concurrency``, ``timeout``,
-    ``max_attempts``, ``cache``, ``prices``...).
+    ``max_attempts``, ``cache``, ``prices``...), and ``batch=True`` (with ``batch_poll_s`` and
+    ``batch_discount``, as :func:`nbeval.evaluate` takes them) to collect through the Batch API.
     """
     return PendingLab(_as_suite(suite), models, system_prompt=system_prompt, params=params, **settings)
 

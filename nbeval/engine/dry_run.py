@@ -54,6 +54,11 @@ class Plan:
     """Per judge evaluator with ``score_mode="expected"``: whether its judge is known to return
     log-probabilities, in words (a local Hugging Face judge: yes; an OpenAI-compatible endpoint:
     asked for, known only from its replies; a function: unknown). Nothing is called to find out."""
+    est_cost: float | None = None
+    """Rough US dollars of the calls to make, called one by one, when their judges have a price."""
+    est_batch_cost: float | None = None
+    """The same calls with ``batch=True``: at the price's batch part, else less ``batch_discount``
+    (a judge with no Batch API is called one by one, at its full price)."""
 
     def __str__(self) -> str:
         per_row = bool(self.calls_per_row)
@@ -71,6 +76,9 @@ class Plan:
             f"judge calls: {self.judge_calls} ({self.cached_calls} cached, "
             f"{self.judge_calls - self.cached_calls} to make{later}){self._tokens_text()}"
         )
+        if self.est_cost is not None:
+            batched = f", ~${self.est_batch_cost:.4f} with batch=True" if self.est_batch_cost is not None else ""
+            lines.append(f"estimated cost: ~${self.est_cost:.4f} one call at a time{batched}")
         if self.unconfigured_calls:
             lines.append(
                 f"no judge is configured for {self.unconfigured_calls} of these calls: the run would "
@@ -185,8 +193,27 @@ def _logprob_note(judges: list[Any], resources: Resources) -> str:
     return "; ".join(dict.fromkeys(notes))
 
 
-def plan(dataset: LlmDataset, evaluators: Iterable[Evaluator], resources: Resources) -> Plan:
-    """Count rows, skips and the judge calls of every round without calling anything."""
+def _batch_cost(client: Any, p: Any, discount: float) -> float:
+    """What the calls of ``p`` (a client's :class:`~nbeval.chat.accounting.CallPlan`) cost batched."""
+    from nbeval.chat.batch import can_batch
+    from nbeval.chat.batch_options import batch_cost
+
+    if not can_batch(client):  # no Batch API: called one by one all the same
+        return float(p.est_cost)
+    name = getattr(client.model, "name", "")
+    cost = batch_cost(client.prices, name, p.est_prompt_tokens, p.est_completion_tokens, discount)
+    return float(p.est_cost) if cost is None else cost
+
+
+def plan(
+    dataset: LlmDataset, evaluators: Iterable[Evaluator], resources: Resources, *, batch_discount: float | None = None
+) -> Plan:
+    """Count rows, skips and the judge calls of every round without calling anything; price the
+    calls to make one at a time and batched (less ``batch_discount``, 0.5 by default, where a
+    price has no batch part)."""
+    from nbeval.chat.batch_options import DEFAULT_DISCOUNT
+
+    discount = DEFAULT_DISCOUNT if batch_discount is None else batch_discount
     result = Plan(rows={}, skipped={})
     chats: dict[Any, list[Chat]] = {}
     for ev in evaluators:
@@ -226,4 +253,7 @@ def plan(dataset: LlmDataset, evaluators: Iterable[Evaluator], resources: Resour
         result.est_completion_tokens += p.est_completion_tokens
         # cached calls cost nothing: their caps count only as far as the calls to make reach
         result.completion_tokens_capped += min(capped, p.est_completion_tokens)
+        if p.est_cost is not None:  # priced both ways: one call at a time, and batched
+            result.est_cost = (result.est_cost or 0.0) + p.est_cost
+            result.est_batch_cost = (result.est_batch_cost or 0.0) + _batch_cost(client, p, discount)
     return result

@@ -16,7 +16,7 @@ from nbeval.engine.cases import case_end
 from nbeval.engine.drive import Scoring, cancel_row, drive, row_outcomes, start_case, start_row, unfinished
 from nbeval.engine.interrupts import holding_interrupts, whole
 from nbeval.engine.plan import RunState, plan_run, seat_jury
-from nbeval.errors import Interrupted
+from nbeval.errors import BadParameter, Interrupted
 from nbeval.evaluators.case import is_case_level
 from nbeval.evaluators.registry import resolve_evaluators
 from nbeval.progress import progress_bar
@@ -161,6 +161,9 @@ def evaluate(
     on_progress: Callable[[LiveResult, int, int], None] | None = None,
     chunk_rows: int = CHUNK_ROWS,
     scheduler: Any = None,
+    batch: bool = False,
+    batch_poll_s: float | None = None,
+    batch_discount: float | None = None,
 ) -> EvaluationResult | Any:
     """Evaluate ``data`` with ``evaluators`` and return an :class:`EvaluationResult`.
 
@@ -200,9 +203,26 @@ def evaluate(
     ``concurrency`` limit across the cluster; workers only read the reply cache and the client
     stores the replies they fetched. See :mod:`nbeval.engine.dask_run`.
 
+    ``batch=True``: the judge calls go through the endpoints' OpenAI-compatible Batch APIs (about
+    half the price; answers within hours): one batch per judge model and round, the rows all in one
+    chunk unless ``chunk_rows`` says otherwise (see :mod:`nbeval.chat.batch`). Cached requests are
+    not sent, identical ones once; a run stopped while it waits (Ctrl-C, a kernel restart) and
+    started again polls the same batch, never sending it twice; ``cancel`` cancels the batch at the
+    provider, Ctrl-C does not. ``batch_poll_s`` is the first wait between two polls (10 s; it grows
+    by half each poll); ``batch_discount`` the share of a price a batched call saves where
+    ``prices`` gives no batch price as ``(prompt, completion, batch_prompt, batch_completion)``
+    (0.5). The progress bar shows the batch's state and counts. A judge that is no
+    OpenAI-compatible endpoint (a function, a local model) is called one by one, with a warning.
+
     The scores are spooled to Parquet as they finish and no per-row object is kept, so a run's
     memory is the dataset's plus the finished long table (categorical keys and names).
     """
+    from nbeval.chat.batch_options import batch_options
+
+    batching = batch_options(batch, batch_poll_s, batch_discount)
+    if batching is not None and scheduler is not None and not dry_run:
+        msg = "batch=True waits for the provider's batches on this machine; it cannot be used with scheduler="
+        raise BadParameter(msg)
     resources = Resources(
         embedder=embedder,
         judge=judge,
@@ -212,6 +232,7 @@ def evaluate(
         timeout=timeout,
         max_attempts=max_attempts,
         prices=prices,
+        batch=batching,
     )
     if dry_run:
         dataset, _ = to_dataset(data)
@@ -219,10 +240,16 @@ def evaluate(
 
         evs = resolve_evaluators(evaluators)
         seat_jury(evs, resources)
-        return plan(dataset, evs, resources)
+        priced = batching or batch_options(True, None, batch_discount)  # batched or not, priced both ways
+        assert priced is not None
+        return plan(dataset, evs, resources, batch_discount=priced.discount)
     state = plan_run(data, evaluators, resources=resources, cancel=cancel, keep_outcomes=False)
     bar = progress_bar(state.total, progress)
     shown = 0
+    if batching is not None:
+        batching.on_status = getattr(bar, "set_postfix_str", None)  # the batch's state and counts
+        if chunk_rows == CHUNK_ROWS:  # one batch per round for the whole run, not per chunk
+            chunk_rows = max(1, len(state.dataset.rows))
 
     def report() -> None:
         nonlocal shown

@@ -1,5 +1,5 @@
 """What each ``%nbeval`` subcommand does: ``run``, ``evaluators``, ``show``, ``explore``, ``judge``,
-``perturb``, ``diff`` and ``runs``.
+``perturb``, ``generate``, ``diff`` and ``runs``.
 
 Each takes the shell and the words after the subcommand, parses them with the CLI's parser
 (:mod:`nbeval.extension.parsers`), and shows its output with IPython's display. Bad input raises
@@ -21,6 +21,7 @@ from nbeval.extension.parsers import (
     cli_subparser,
     evaluators_parser,
     explore_parser,
+    generate_parser,
     judge_parser,
     parse,
     perturb_parser,
@@ -28,7 +29,19 @@ from nbeval.extension.parsers import (
     show_parser,
 )
 
-__all__ = ["diff", "evaluators", "explore", "judge", "perturb", "public_url", "resolve_data", "run", "runs", "show"]
+__all__ = [
+    "diff",
+    "evaluators",
+    "explore",
+    "generate",
+    "judge",
+    "perturb",
+    "public_url",
+    "resolve_data",
+    "run",
+    "runs",
+    "show",
+]
 
 _NO_JUDGE = "no judge is configured: `%nbeval judge MODEL [--base-url URL]` sets one for this session"
 
@@ -138,6 +151,52 @@ def perturb(shell: Any, words: Sequence[str]) -> None:
         print(f"nbeval: note: {w.message}")
     shell.user_ns[name] = suite
     _display(suite)
+    if args.out:
+        suite.save(args.out)
+        print(f"wrote the suite to {args.out}")
+
+
+def generate(shell: Any, words: Sequence[str]) -> None:
+    """``%nbeval generate DOCS... -n N [--judge M] [--dry-run]``: a test suite written from DOCS
+    (files, folders, or variables holding paths, texts or ``{content, doc_uri}`` dicts) by the
+    judge, shown and bound to ``-o NAME`` (default ``_generated``); ``--dry-run`` shows the calls
+    and tokens it would take."""
+    import warnings
+
+    import nbeval
+    from nbeval import application
+    from nbeval.cli_commands import generate_kwargs
+    from nbeval.generation import summary_lines
+
+    args = parse(generate_parser(), words)
+    if args is None:
+        return
+    name = check_name(args.bind_name, "-o", shell)
+    documents: list[Any] = []
+    for word in args.documents:
+        value = shell.user_ns.get(word) if word.isidentifier() else None
+        if value is None:
+            documents.append(word)
+        elif isinstance(value, (list, tuple)):
+            documents.extend(value)
+        else:
+            documents.append(value)
+    kwargs = generate_kwargs(args)
+    if args.dry_run:
+        print(application.judge_plan_text(str(nbeval.generate(documents, dry_run=True, **kwargs)), magic=True))
+        return
+    if args.out:  # a bad --out fails before any work
+        _check_out(Path(args.out))
+        application.check_file_out(Path(args.out), [d for d in documents if isinstance(d, str)], "suite")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        suite = nbeval.generate(documents, **kwargs)
+    for w in caught:
+        print(f"nbeval: note: {w.message}")
+    shell.user_ns[name] = suite
+    _display(suite)
+    for line in summary_lines(suite):
+        print(line)
     if args.out:
         suite.save(args.out)
         print(f"wrote the suite to {args.out}")

@@ -22,6 +22,7 @@ from typing import Any
 from nbeval.errors import NbevalError
 
 __all__ = [
+    "DEFAULT_GENERATED",
     "DEFAULT_PERTURBED",
     "DEFAULT_RESULT",
     "DEFAULT_SUITE",
@@ -31,6 +32,7 @@ __all__ = [
     "cli_subparser",
     "evaluators_parser",
     "explore_parser",
+    "generate_parser",
     "judge_parser",
     "parse",
     "perturb_parser",
@@ -44,6 +46,8 @@ DEFAULT_SUITE = "_suite"
 """The name ``%%nbeval_suite`` binds its suite to unless the magic's line names one."""
 DEFAULT_PERTURBED = "_perturbed"
 """The name ``%nbeval perturb`` binds its suite to unless ``-o NAME`` says otherwise."""
+DEFAULT_GENERATED = "_generated"
+"""The name ``%nbeval generate`` binds its suite to unless ``-o NAME`` says otherwise."""
 
 
 class MagicError(NbevalError):
@@ -93,6 +97,22 @@ def perturb_parser() -> argparse.ArgumentParser:
         data=("suite", "a suite, lab or dataset file, a variable holding one, or `demo` for the demo lab"),
         out_help="also write the suite to this JSON file (default: write nothing)",
         bound=("suite", DEFAULT_PERTURBED),
+    )
+
+
+def generate_parser() -> argparse.ArgumentParser:
+    """``nbeval generate``'s parser as ``%nbeval generate``: a document may also name a variable
+    (holding paths, strings or ``{content, doc_uri}`` dicts), ``--out`` writes only when given, and
+    ``-o NAME`` binds the suite."""
+    return _binding_parser(
+        "generate",
+        data=(
+            "documents",
+            "files or folders (.txt, .md, .html, .pdf), or variables holding paths, texts or "
+            "{'content', 'doc_uri'} dicts",
+        ),
+        out_help="also write the suite to this JSON file (default: write nothing)",
+        bound=("suite", DEFAULT_GENERATED),
     )
 
 

@@ -148,6 +148,11 @@ class ChatHandler(RequestHandler):
     streams = True
 
     def answer(self, resources: Resources, items: list[tuple[int, Any]], rnd: Round) -> None:
+        if resources.batch is not None:  # through the endpoints' Batch APIs: nbeval.runtime.batch_handler
+            from nbeval.runtime.batch_handler import answer_batched
+
+            answer_batched(resources, items, rnd)
+            return
         from nbeval.chat.client import ChatFailure, ChatResult
 
         by_model: dict[Any, list[tuple[int, Chat]]] = defaultdict(list)

@@ -40,6 +40,7 @@ class Resources:
         max_attempts: int | None = None,
         prices: dict[str, Any] | None = None,
         chat_slots: Callable[[int], AbstractContextManager[Any]] | None = None,
+        batch: Any = None,
     ) -> None:
         self.embedder_spec = embedder
         self.judge_spec = judge
@@ -50,6 +51,9 @@ class Resources:
         self.max_attempts = max_attempts
         self.prices = prices
         self.chat_slots = chat_slots
+        self.batch = batch
+        """The run's :class:`~nbeval.chat.batch_options.BatchOptions` when its judge calls go through
+        the endpoints' Batch APIs (one batch per model and round), else ``None``."""
         self.chat_clients: dict[Any, Any] = {}
         """The run's chat clients, by :func:`~nbeval.runtime.handlers.model_key` of their model."""
         self.vectors: dict[str | None, dict[str, Any]] = {}

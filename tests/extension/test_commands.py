@@ -37,7 +37,7 @@ BAD = {
     ),
     "%nbeval runn demo": (
         "%nbeval: error: unknown subcommand 'runn'; did you mean 'run'? "
-        "(choose from run, evaluators, show, explore, judge, perturb, diff, runs)"
+        "(choose from run, evaluators, show, explore, judge, perturb, generate, diff, runs)"
     ),
     "%nbeval show rogue": "nbeval: error: no evaluator 'rogue'; did you mean 'rouge'?",
     "%nbeval show": "%nbeval show: error: the following arguments are required: id",
@@ -71,7 +71,7 @@ def test_bad_input_raises_an_nbeval_error_when_called_from_code(shell: Shell) ->
 def test_no_subcommand_prints_the_usage(shell: Shell) -> None:
     ran = shell.cell("%nbeval")
     assert ran.success
-    assert ran.stdout.startswith("usage: %nbeval {run,evaluators,show,explore,judge,perturb,diff,runs}")
+    assert ran.stdout.startswith("usage: %nbeval {run,evaluators,show,explore,judge,perturb,generate,diff,runs}")
     assert "%%nbeval_suite" in ran.stdout
 
 

@@ -18,7 +18,17 @@ def _complete(shell: Shell, line: str) -> list[str]:
 
 
 def test_subcommands(shell: Shell) -> None:
-    assert _complete(shell, "%nbeval ") == ["diff", "evaluators", "explore", "judge", "perturb", "run", "runs", "show"]
+    assert _complete(shell, "%nbeval ") == [
+        "diff",
+        "evaluators",
+        "explore",
+        "generate",
+        "judge",
+        "perturb",
+        "run",
+        "runs",
+        "show",
+    ]
     assert _complete(shell, "%nbeval e") == ["evaluators", "explore"]
 
 

@@ -110,6 +110,19 @@ COVERAGE: dict[str, list[str]] = {
         "tests/test_engine.py::test_progress_callback_sees_growing_partial_results",
         "tests/options/test_cancel_keeps_answers.py::test_a_finished_batch_is_kept_when_cancel_comes_during_it",
     ],
+    "evaluate(batch)": [
+        "tests/chat/test_batch.py::test_batched_requests_and_values_equal_the_synchronous_ones",
+        "tests/chat/test_batch.py::test_ragas_faithfulness_takes_one_batch_per_round",
+        "tests/chat/test_batch_resume.py::test_a_run_killed_while_it_polls_resumes_the_same_batch",
+        "tests/chat/test_batch_resume.py::test_cancel_cancels_the_batch_at_the_provider",
+    ],
+    "evaluate(batch_poll_s)": [
+        "tests/chat/test_batch.py::test_batch_poll_s_is_how_long_the_run_waits_between_polls",
+    ],
+    "evaluate(batch_discount)": [
+        "tests/chat/test_batch.py::test_batch_discount_is_the_share_of_the_price_a_batched_call_saves",
+        "tests/chat/test_batch.py::test_the_dry_run_prices_the_calls_both_ways",
+    ],
     "nbeval --version": ["tests/cli/test_cli_polish.py::test_version"],
     # -- nbeval evaluators ------------------------------------------------------------------------
     "nbeval evaluators text": ["tests/cli/test_cli_polish.py::test_evaluators_filter_like_the_magic"],
@@ -165,6 +178,7 @@ COVERAGE: dict[str, list[str]] = {
         "tests/judges/test_trust_parse_failures.py::test_gate_fails_on_unrated_rows_and_says_so",
         "tests/judges/test_trust_parse_failures.py::test_fail_on_rejects_unknown_kinds",
     ],
+    "nbeval run --batch": ["tests/chat/test_batch_resume.py::test_cli_run_and_complete_with_batch"],
     "nbeval run --no-progress": ["tests/options/test_progress_option.py::test_run_no_progress_leaves_stderr_empty"],
     # -- nbeval complete ----------------------------------------------------------------------------
     "nbeval complete": ["tests/cli/test_cli.py::test_complete_asks_every_model_and_writes_a_lab"],
@@ -193,6 +207,7 @@ COVERAGE: dict[str, list[str]] = {
     "nbeval complete --dry-run": [
         "tests/options/test_cli_complete_options.py::test_dry_run_counts_the_requests_and_asks_nothing",
     ],
+    "nbeval complete --batch": ["tests/chat/test_batch_resume.py::test_cli_run_and_complete_with_batch"],
     "nbeval complete --no-progress": [
         "tests/options/test_progress_option.py::test_complete_no_progress_leaves_stderr_empty",
     ],
@@ -218,6 +233,41 @@ COVERAGE: dict[str, list[str]] = {
     "nbeval perturb --out": [
         "tests/perturbation/test_perturb_api.py::test_cli_perturb_writes_a_suite_that_loads",
         "tests/perturbation/test_perturb_api.py::test_cli_perturb_errors_are_one_line",
+    ],
+    # -- nbeval generate ------------------------------------------------------------------------------
+    "nbeval generate": ["tests/generation/test_generate_cli.py::test_generate_writes_the_suite_the_python_api_makes"],
+    "nbeval generate documents": [
+        "tests/generation/test_generate_cli.py::test_generate_writes_the_suite_the_python_api_makes",
+        "tests/generation/test_generate_cli.py::test_generate_bad_input_is_one_line_and_exit_2",
+    ],
+    "nbeval generate --cases": [
+        "tests/generation/test_generate_cli.py::test_generate_writes_the_suite_the_python_api_makes",
+        "tests/generation/test_generate_cli.py::test_generate_options_reach_the_generator",
+    ],
+    "nbeval generate --kinds": [
+        "tests/generation/test_generate_cli.py::test_generate_options_reach_the_generator",
+        "tests/generation/test_generate_cli.py::test_generate_bad_input_is_one_line_and_exit_2",
+    ],
+    "nbeval generate --persona": ["tests/generation/test_generate_cli.py::test_generate_options_reach_the_generator"],
+    "nbeval generate --seed": ["tests/generation/test_generate_cli.py::test_generate_options_reach_the_generator"],
+    "nbeval generate --chunk-size": [
+        "tests/generation/test_generate_cli.py::test_generate_options_reach_the_generator"
+    ],
+    "nbeval generate --judge": [
+        "tests/generation/test_generate_cli.py::test_generate_writes_the_suite_the_python_api_makes",
+        "tests/generation/test_generate_cli.py::test_generate_without_a_judge_says_how_to_give_one",
+    ],
+    "nbeval generate --judge-base-url": [
+        "tests/generation/test_generate_cli.py::test_generate_writes_the_suite_the_python_api_makes"
+    ],
+    "nbeval generate --out": [
+        "tests/generation/test_generate_cli.py::test_generate_writes_the_suite_the_python_api_makes",
+        "tests/generation/test_generate_cli.py::test_generate_out_must_not_overwrite_a_document",
+    ],
+    "nbeval generate --no-cache": ["tests/generation/test_generate_cli.py::test_generate_options_reach_the_generator"],
+    "nbeval generate --dry-run": [
+        "tests/generation/test_generate_cli.py::test_generate_dry_run_counts_and_writes_nothing",
+        "tests/generation/test_generate_cli.py::test_generate_without_a_judge_says_how_to_give_one",
     ],
     # -- nbeval diff / nbeval runs ----------------------------------------------------------------------
     "nbeval diff": ["tests/cli/test_diff_runs_cli.py::test_diff_prints_the_regression_and_fails_only_when_asked"],

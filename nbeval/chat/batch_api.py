@@ -1,0 +1,214 @@
+"""The OpenAI-compatible Batch API of one endpoint: upload a JSONL of requests, create a batch,
+poll it, read its output and error files, cancel it.
+
+The calls go through the same ``openai`` client as the endpoint's chat calls (its base URL, key,
+default headers and query, none of them ever shown), one call per method, no retries of its own
+(:mod:`nbeval.chat.batch` retries). A failed call raises :class:`~nbeval.chat.base.ChatError`
+(``retryable`` for timeouts, dropped connections, 408/409/429 and 5xx), its text redacted.
+
+The wire format (OpenAI's, which vLLM, Groq, Together, Mistral and others follow): each input
+line is ``{"custom_id", "method": "POST", "url": "/v1/chat/completions", "body": {...}}``; each
+output or error line ``{"id", "custom_id", "response": {"status_code", "body"} | null, "error":
+{"code", "message"} | null}``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from nbeval.chat.base import ChatError
+from nbeval.chat.openai_chat import OpenAIChat
+from nbeval.chat.secrets import redact
+
+__all__ = ["ENDPOINT", "METADATA_KEY", "TERMINAL", "BatchAPI", "BatchState", "OutputLine", "read_lines"]
+
+#: The endpoint every line of a batch goes to.
+ENDPOINT = "/v1/chat/completions"
+
+#: The batch metadata key carrying nbeval's submission id (how a batch created just before a crash
+#: is found again).
+METADATA_KEY = "nbeval_submission"
+
+#: Statuses after which a batch changes no more.
+TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class BatchState:
+    """A batch as the provider last described it."""
+
+    id: str
+    status: str
+    """``validating``, ``in_progress``, ``finalizing``, ``completed``, ``failed``, ``expired``,
+    ``cancelling`` or ``cancelled``."""
+    total: int = 0
+    completed: int = 0
+    failed: int = 0
+    output_file_id: str | None = None
+    error_file_id: str | None = None
+    errors: tuple[str, ...] = ()
+    """Why a batch ``failed`` (its input was refused), one line per error."""
+    submission: str | None = None
+    """The nbeval submission id in its metadata, if any."""
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL
+
+    @classmethod
+    def of(cls, batch: Any) -> BatchState:
+        """From the SDK's ``Batch`` (or any object or mapping with its fields)."""
+        get = batch.get if isinstance(batch, Mapping) else lambda k, d=None: getattr(batch, k, d)
+        counts = get("request_counts")
+        count = counts.get if isinstance(counts, Mapping) else lambda k, d=0: getattr(counts, k, d) if counts else d
+        errors = get("errors")
+        data = (errors.get("data") if isinstance(errors, Mapping) else getattr(errors, "data", None)) or []
+        lines = []
+        for e in data:
+            eget = e.get if isinstance(e, Mapping) else lambda k, d=None, e=e: getattr(e, k, d)
+            where = f" (line {eget('line')})" if eget("line") is not None else ""
+            lines.append(redact(f"{eget('code') or 'error'}{where}: {eget('message') or ''}".strip()))
+        metadata = get("metadata") or {}
+        return cls(
+            id=str(get("id")),
+            status=str(get("status")),
+            total=int(count("total", 0) or 0),
+            completed=int(count("completed", 0) or 0),
+            failed=int(count("failed", 0) or 0),
+            output_file_id=get("output_file_id") or None,
+            error_file_id=get("error_file_id") or None,
+            errors=tuple(lines),
+            submission=(metadata.get(METADATA_KEY) if isinstance(metadata, Mapping) else None),
+        )
+
+    def counts_text(self) -> str:
+        done = f"{self.completed}/{self.total} done" if self.total else "0 done"
+        return done + (f", {self.failed} failed" if self.failed else "")
+
+
+@dataclass(frozen=True)
+class OutputLine:
+    """One line of a batch's output or error file."""
+
+    custom_id: str
+    status_code: int | None
+    body: Any
+    """The response's JSON body (a chat completion when ``status_code`` is 200)."""
+    error: str | None
+    """The line's error (``code: message``), or the error body's message for a non-200 response."""
+
+
+def read_lines(text: str) -> Iterator[OutputLine]:
+    """The lines of an output or error file (lines that are not JSON objects are skipped)."""
+    for raw in text.splitlines():
+        try:
+            line = json.loads(raw)
+        except ValueError:
+            continue
+        if not isinstance(line, dict) or "custom_id" not in line:
+            continue
+        got = line.get("response")
+        response: dict[str, Any] = got if isinstance(got, dict) else {}
+        status = response.get("status_code")
+        body = response.get("body")
+        err = line.get("error")
+        error = None
+        if isinstance(err, dict) and (err.get("message") or err.get("code")):
+            error = f"{err.get('code') or 'error'}: {err.get('message') or ''}".strip()
+        elif status is not None and status != 200:
+            inner = body.get("error") if isinstance(body, dict) else None
+            message = inner.get("message") if isinstance(inner, dict) else json.dumps(body)[:300]
+            error = f"HTTP {status}: {message}"
+        yield OutputLine(str(line["custom_id"]), None if status is None else int(status), body, error)
+
+
+class BatchAPI:
+    """The Batch API of ``model``'s endpoint, each call bounded by ``timeout`` seconds."""
+
+    def __init__(self, model: OpenAIChat, timeout: float) -> None:
+        self.model = model
+        self.timeout = timeout
+
+    def upload(self, data: bytes) -> str:
+        """``POST /files`` (purpose ``batch``): the id of the uploaded JSONL file."""
+        client = self.model._get_client()
+        out = self._call(
+            "upload the batch's requests",
+            lambda: client.files.create(
+                file=("nbeval-batch.jsonl", data, "application/jsonl"), purpose="batch", timeout=self.timeout
+            ),
+        )
+        return str(out.id)
+
+    def create(self, input_file_id: str, submission: str, completion_window: str) -> BatchState:
+        """``POST /batches``: the new batch, tagged with nbeval's ``submission`` id."""
+        client = self.model._get_client()
+        out = self._call(
+            "create the batch",
+            lambda: client.batches.create(
+                input_file_id=input_file_id,
+                endpoint=ENDPOINT,
+                completion_window=completion_window,
+                metadata={METADATA_KEY: submission},
+                timeout=self.timeout,
+            ),
+        )
+        return BatchState.of(out)
+
+    def retrieve(self, batch_id: str) -> BatchState:
+        """``GET /batches/{id}``."""
+        client = self.model._get_client()
+        return BatchState.of(
+            self._call("poll the batch", lambda: client.batches.retrieve(batch_id, timeout=self.timeout))
+        )
+
+    def cancel(self, batch_id: str) -> BatchState:
+        """``POST /batches/{id}/cancel``."""
+        client = self.model._get_client()
+        return BatchState.of(
+            self._call("cancel the batch", lambda: client.batches.cancel(batch_id, timeout=self.timeout))
+        )
+
+    def content(self, file_id: str) -> str:
+        """``GET /files/{id}/content``: an output or error file's text."""
+        client = self.model._get_client()
+        out = self._call("read the batch's results", lambda: client.files.content(file_id, timeout=self.timeout))
+        return str(out.text)
+
+    def find(self, submission: str, limit: int = 100) -> BatchState | None:
+        """The batch among the newest ``limit`` whose metadata names ``submission``, if any (a
+        batch created just before the run stopped, whose id never reached the store)."""
+        client = self.model._get_client()
+        page = self._call("list the batches", lambda: client.batches.list(limit=limit, timeout=self.timeout))
+        for batch in getattr(page, "data", None) or []:
+            state = BatchState.of(batch)
+            if state.submission == submission:
+                return state
+        return None
+
+    def _call(self, what: str, fn: Callable[[], _T]) -> _T:
+        import openai
+
+        model = self.model
+        try:
+            return fn()
+        except openai.APITimeoutError:
+            raise ChatError(model._describe(f"could not {what}: timed out"), retryable=True) from None
+        except openai.APIConnectionError as e:
+            cause = e.__cause__ or e
+            msg = model._describe(f"could not {what}: connection failed ({type(cause).__name__}: {cause})")
+            raise ChatError(msg, retryable=True) from None
+        except openai.APIStatusError as e:
+            err = model._status_error(e)
+            raise ChatError(
+                redact(f"{err} (could not {what})"),
+                retryable=err.retryable,
+                retry_after=err.retry_after,
+                status=err.status,
+                rate_limited=err.rate_limited,
+            ) from None

@@ -1,0 +1,91 @@
+"""How to batch (:class:`BatchOptions`: ``evaluate(batch=True, batch_poll_s=..., batch_discount=...)``)
+and what a batched call costs: a price's own batch part, else the synchronous price less the
+discount (:func:`batch_price`); :func:`batch_cost` prices a dry run's calls both ways."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from nbeval.errors import BadParameter
+
+__all__ = ["DEFAULT_DISCOUNT", "DEFAULT_POLL_S", "BatchOptions", "batch_cost", "batch_options", "batch_price"]
+
+#: Seconds between two polls of a batch at first; the wait grows by half each poll.
+DEFAULT_POLL_S = 10.0
+
+#: The share of the synchronous price a batched call saves when ``prices`` gives no batch price.
+DEFAULT_DISCOUNT = 0.5
+
+
+@dataclass
+class BatchOptions:
+    """How to batch: ``poll_s`` seconds between polls at first (growing by half each poll, up to
+    30 times as long and at most 5 minutes), the ``discount`` of a batched call's price where
+    ``prices`` gives no batch price (0.5: half price), the provider's ``completion_window``, and
+    ``on_status(text)``, told the batches' states and counts as they change (a progress bar's text)."""
+
+    poll_s: float = DEFAULT_POLL_S
+    discount: float = DEFAULT_DISCOUNT
+    completion_window: str = "24h"
+    on_status: Callable[[str], None] | None = None
+    max_lines: int = 50_000
+    """Requests per batch at most (the provider's limit); more are split into several batches."""
+    max_bytes: int = 190 * 2**20
+    """Bytes of a batch's input file at most (the provider's limit is 200 MB)."""
+
+    def __post_init__(self) -> None:
+        if not self.poll_s > 0:
+            msg = f"batch_poll_s must be a positive number of seconds, got {self.poll_s!r}"
+            raise BadParameter(msg)
+        if not 0 <= self.discount <= 1:
+            msg = f"batch_discount is the share of the price saved, from 0 to 1; got {self.discount!r}"
+            raise BadParameter(msg)
+
+
+def batch_options(batch: Any, poll_s: float | None = None, discount: float | None = None) -> BatchOptions | None:
+    """``batch=`` (``True``/``False`` or :class:`BatchOptions`) and its settings as options; ``None``
+    when nothing is batched."""
+    if isinstance(batch, BatchOptions):
+        opts = replace(batch)  # the run sets its own on_status: the caller's options stay as they are
+    elif batch is None or batch is False:
+        return None
+    elif batch is True:
+        opts = BatchOptions()
+    else:
+        msg = f"batch must be True or False, got {batch!r}"
+        raise BadParameter(msg)
+    if poll_s is not None:
+        opts = replace(opts, poll_s=float(poll_s))
+    if discount is not None:
+        opts = replace(opts, discount=float(discount))
+    return opts
+
+
+def batch_price(price: Sequence[float] | None, discount: float = DEFAULT_DISCOUNT) -> tuple[float, float] | None:
+    """USD per 1k prompt and completion tokens of a batched call: a price's own batch part
+    (``(p, c, batch_p, batch_c)``), else the price less ``discount``."""
+    if price is None:
+        return None
+    if len(price) >= 4:
+        return float(price[2]), float(price[3])
+    return float(price[0]) * (1 - discount), float(price[1]) * (1 - discount)
+
+
+def batch_cost(
+    prices: Any, model_name: str, prompt_tokens: int, completion_tokens: int, discount: float = DEFAULT_DISCOUNT
+) -> float | None:
+    """USD of ``prompt_tokens`` and ``completion_tokens`` to ``model_name`` batched, at ``prices``
+    (``{model: (p, c)}`` or ``(p, c, batch_p, batch_c)``: a name matches a key exactly, else by the
+    longest key it starts with, as the client prices a call); ``None`` when it has no price."""
+    table = dict(prices or {})
+    if not table or not model_name:
+        return None
+    key = (
+        model_name
+        if model_name in table
+        else max((k for k in table if model_name.startswith(k)), key=len, default=None)
+    )
+    price = batch_price(table[key], discount) if key is not None else None
+    return None if price is None else (prompt_tokens * price[0] + completion_tokens * price[1]) / 1000

@@ -1,0 +1,279 @@
+"""The documents a test set is written from: files, folders, strings and ``{content, doc_uri}`` dicts.
+
+:func:`load_documents` turns what :func:`nbeval.generate` was given into :class:`Document` objects,
+each with its text and a ``doc_uri`` (a file's path as given; ``text-1``, ``text-2``, ... for a
+string; the dict's own ``doc_uri`` else the same numbering). Files are read by their suffix:
+
+* ``.txt``, ``.md``, ``.markdown``, ``.rst``: UTF-8 text, as it is;
+* ``.html``, ``.htm``: the visible text, read with the standard library's HTML parser (scripts,
+  styles and the head left out; block elements start new lines);
+* ``.pdf``: the text of each page through pypdf (``pip install 'nbeval[pdf]'``), imported only
+  when a PDF is read.
+
+A folder is read whole (sub-folders too), its files in sorted order; files of other kinds are left
+out and counted. Every problem is a :class:`~nbeval.errors.DataError` naming the file, or the
+position of the item in the list: no such file, a kind nbeval cannot read, text that is not UTF-8,
+a PDF that cannot be read. A document with no text (an empty file, a scanned PDF with no text
+layer) is skipped, and :attr:`Loaded.skipped` says so; no text at all is an error.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+from nbeval.data.text import read_text_file, repair_text
+from nbeval.errors import BadArgumentType, DataError, MissingDependency
+
+__all__ = ["PDF_HINT", "SUFFIXES", "Document", "Loaded", "html_to_text", "load_documents"]
+
+#: The file suffixes read, and how.
+SUFFIXES = {
+    ".txt": "text",
+    ".md": "text",
+    ".markdown": "text",
+    ".rst": "text",
+    ".html": "html",
+    ".htm": "html",
+    ".pdf": "pdf",
+}
+
+#: How to get the PDF reader.
+PDF_HINT = "pip install 'nbeval[pdf]'"
+
+
+@dataclass(frozen=True)
+class Document:
+    """One document: its text and where it came from."""
+
+    content: str
+    """The document's text."""
+    doc_uri: str
+    """Its name in the generated suite's ``expected_context`` (a file's path as given)."""
+
+
+@dataclass
+class Loaded:
+    """What :func:`load_documents` found."""
+
+    documents: list[Document] = field(default_factory=list)
+    """The documents with text, in the order given (a folder's files in sorted order)."""
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    """``{"doc_uri", "reason"}`` for each document left out (no text in it)."""
+    other_files: int = 0
+    """Files inside the folders given whose kind is not read (images, spreadsheets, ...)."""
+
+
+def load_documents(documents: Any) -> Loaded:
+    """Read ``documents``: a path, a string, a ``{content, doc_uri}`` dict, or a list of them (see
+    the module docstring). Raises :class:`~nbeval.errors.DataError` naming the bad item."""
+    items = [documents] if isinstance(documents, (str, os.PathLike, Mapping)) else documents
+    if not isinstance(items, Iterable):
+        msg = (
+            "documents must be file or folder paths, strings, {'content', 'doc_uri'} dicts, or a list of "
+            f"them; got {type(documents).__name__}"
+        )
+        raise BadArgumentType(msg)
+    out = Loaded()
+    texts = 0
+    for position, item in enumerate(items, 1):
+        where = f"documents[{position}]"
+        if isinstance(item, os.PathLike) or (isinstance(item, str) and _is_path(item)):
+            _read_path(Path(item), out)
+        elif isinstance(item, str):
+            texts += 1
+            _add(out, item, f"text-{texts}")
+        elif isinstance(item, Mapping):
+            content = item.get("content")
+            if not isinstance(content, str):
+                got = "none" if content is None else type(content).__name__
+                msg = f"a document given as a dict needs a text 'content'; got {got}"
+                raise DataError(msg, source=where, field="content")
+            uri = item.get("doc_uri")
+            if uri is not None and not isinstance(uri, str):
+                raise DataError(f"doc_uri must be a string, got {type(uri).__name__}", source=where, field="doc_uri")
+            if uri is None:
+                texts += 1
+            _add(out, content, uri if uri else f"text-{texts}")
+        else:
+            msg = f"a document must be a path, a string or a {{'content', 'doc_uri'}} dict; got {type(item).__name__}"
+            raise DataError(msg, source=where)
+    _check_unique(out.documents)
+    if not out.documents:
+        why = "; ".join(f"{s['doc_uri']}: {s['reason']}" for s in out.skipped[:5])
+        msg = "no text to write questions from" + (f" ({why})" if why else ": no documents were given")
+        raise DataError(msg)
+    return out
+
+
+def _is_path(text: str) -> bool:
+    """Whether a string names a file or folder rather than being a document's text: it exists, or
+    it is one short line ending in a suffix nbeval reads (then a missing file is an error, not a
+    document that says "notes.txt")."""
+    if "\n" in text or len(text) > 1024 or not text.strip():
+        return False
+    try:
+        if Path(text).expanduser().exists():
+            return True
+    except (OSError, ValueError):  # a name too long, an embedded NUL: text, not a path
+        return False
+    return Path(text).suffix.lower() in SUFFIXES and " " not in text.strip()
+
+
+def _add(out: Loaded, text: str, uri: str) -> None:
+    text, _ = repair_text(text)
+    if text.strip():
+        out.documents.append(Document(text, uri))
+    else:
+        out.skipped.append({"doc_uri": uri, "reason": "no text"})
+
+
+def _check_unique(documents: list[Document]) -> None:
+    """The same file given twice is read once; two different texts under one ``doc_uri`` are an error."""
+    seen: dict[str, str] = {}
+    kept: list[Document] = []
+    for d in documents:
+        if d.doc_uri in seen:
+            if seen[d.doc_uri] != d.content:
+                msg = "two different documents have this doc_uri; give each its own"
+                raise DataError(msg, source=d.doc_uri, field="doc_uri")
+            continue
+        seen[d.doc_uri] = d.content
+        kept.append(d)
+    documents[:] = kept
+
+
+def _read_path(path: Path, out: Loaded) -> None:
+    shown = path.as_posix()
+    path = path.expanduser()
+    try:
+        is_dir, exists = path.is_dir(), path.exists()
+    except (OSError, ValueError) as exc:
+        raise DataError(f"cannot use this path: {exc}", source=shown) from None
+    if not exists:
+        raise DataError("no such file or folder", source=shown)
+    if not is_dir:
+        kind = SUFFIXES.get(path.suffix.lower())
+        if kind is None:
+            msg = f"nbeval cannot read {path.suffix or 'files without a suffix'}; it reads {_kinds()}"
+            raise DataError(msg, source=shown)
+        _add_file(path, shown, kind, out)
+        return
+    files = sorted(p for p in path.rglob("*") if p.is_file() and not _hidden(p.relative_to(path)))
+    readable = [p for p in files if p.suffix.lower() in SUFFIXES]
+    out.other_files += len(files) - len(readable)
+    if not readable:
+        raise DataError(f"the folder holds no file nbeval reads ({_kinds()})", source=shown)
+    for p in readable:
+        _add_file(p, p.as_posix(), SUFFIXES[p.suffix.lower()], out)
+
+
+def _hidden(relative: Path) -> bool:
+    return any(part.startswith(".") for part in relative.parts)
+
+
+def _kinds() -> str:
+    return ", ".join(SUFFIXES)
+
+
+def _add_file(path: Path, shown: str, kind: str, out: Loaded) -> None:
+    if kind == "pdf":
+        text = _read_pdf(path, shown)
+    else:
+        try:
+            text = read_text_file(path)
+        except DataError as exc:
+            if exc.reason == "the file is empty":
+                out.skipped.append({"doc_uri": shown, "reason": "the file is empty"})
+                return
+            raise DataError(exc.reason, source=shown) from None
+        if kind == "html":
+            text = html_to_text(text)
+    if not text.strip():
+        reason = "no text layer (a scanned PDF?)" if kind == "pdf" else "no text"
+        out.skipped.append({"doc_uri": shown, "reason": reason})
+        return
+    _add(out, text, shown)
+
+
+def _read_pdf(path: Path, shown: str) -> str:
+    try:
+        from pypdf import PdfReader
+    except ImportError:
+        msg = f"reading PDF files needs pypdf: {PDF_HINT} ({shown})"
+        raise MissingDependency(msg) from None
+    try:
+        reader = PdfReader(path)
+        if reader.is_encrypted and not reader.decrypt(""):
+            raise DataError("the PDF is encrypted with a password", source=shown)
+        pages = [(page.extract_text() or "").strip() for page in reader.pages]
+    except DataError:
+        raise
+    except Exception as exc:  # pypdf raises many kinds for a damaged file
+        raise DataError(f"cannot read the PDF: {exc or type(exc).__name__}", source=shown) from None
+    return "\n\n".join(p for p in pages if p)
+
+
+# -- HTML ------------------------------------------------------------------------------------------
+
+_SKIPPED = frozenset({"script", "style", "noscript", "template", "svg"})
+_BLOCKS = frozenset(
+    "address article aside blockquote br dd details div dl dt figcaption figure footer form h1 h2 h3 h4 h5 "
+    "h6 header hr li main nav ol p pre section summary table tbody td th thead title tr ul".split()
+)
+_PARAGRAPHS = frozenset("article blockquote div figure h1 h2 h3 h4 h5 h6 p pre section table title".split())
+_PARA, _LINE = "\x00P", "\x00L"  # a blank line, a line break: a run of them is the strongest
+_BREAKS = re.compile(r"(?:\s*\x00[PL])+\s*")
+_SPACES = re.compile(r"[ \t\r\f\v\u00a0]+")
+
+
+class _TextOf(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.skipping: list[str] = []
+        self.title = ""
+        self.in_title = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "title":
+            self.in_title = True
+        elif tag in _SKIPPED:
+            self.skipping.append(tag)
+        if tag in _BLOCKS:
+            self.parts.append(_PARA if tag in _PARAGRAPHS else _LINE)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "title":
+            self.in_title = False
+        elif self.skipping and self.skipping[-1] == tag:
+            self.skipping.pop()
+        if tag in _BLOCKS:
+            self.parts.append(_PARA if tag in _PARAGRAPHS else _LINE)
+
+    def handle_data(self, data: str) -> None:
+        if self.in_title:
+            self.title += data
+        elif not self.skipping:
+            self.parts.append(data)
+
+
+def html_to_text(html: str) -> str:
+    """The visible text of an HTML page: the title on the first line, then the body's text, a new
+    line at each block element, a blank line between paragraphs; spaces collapsed."""
+    parser = _TextOf()
+    parser.feed(html)
+    parser.close()
+    parts = [p.replace("\x00", " ") if p not in (_PARA, _LINE) else p for p in parser.parts]
+    joined = _BREAKS.sub(lambda m: "\n\n" if _PARA in m.group() else "\n", "".join(parts))
+    lines = [_SPACES.sub(" ", line).strip() for line in joined.split("\n")]
+    text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+    title = _SPACES.sub(" ", parser.title).strip()
+    if title and not text.startswith(title):
+        text = f"{title}\n\n{text}" if text else title
+    return text

@@ -1,0 +1,396 @@
+"""``nbeval.generate``: a test suite written by a judge model from documents.
+
+The run, in order: read the documents and cut them into chunks (:mod:`.documents`, :mod:`.chunks`);
+lay out the seeded plan of test cases (:func:`~nbeval.generation.plan.plan_slots`); ask the judge
+for the first ``n`` in one round through :class:`~nbeval.runtime.Resources` (so the cache, retries,
+concurrency, time limits, token counts and prices are those of every judge evaluator); ask again,
+up to ``attempts`` calls per case, where a reply does not fit the schema; drop questions that
+repeat an earlier one (by embedding); and, while cases are missing, ask for replacements from the
+next slots of the plan, for at most ``extra_rounds`` more rounds. Everything that went wrong (a
+reply that never fitted, a call that failed, a duplicate) is listed in the suite's generation
+report, with the raw replies; nothing is left out silently.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nbeval.data.fields import Chunk
+from nbeval.data.model import Test, TestCase, TestSuite
+from nbeval.errors import BadParameter, JudgeNotConfigured
+from nbeval.generation.chunks import DocChunk, chunk_documents
+from nbeval.generation.documents import load_documents
+from nbeval.generation.plan import REPLY_TOKENS, GenerationPlan, Slot, as_kinds, plan_slots
+from nbeval.generation.prompts import as_personas, case_messages, parse_reply, reask_messages, response_format
+from nbeval.requests import Chat, Embed
+from nbeval.runtime import Resources
+
+__all__ = ["REPORT_KEY", "generate", "summary_lines"]
+
+#: Where the generation report is kept: ``suite.extra[REPORT_KEY]`` (a top-level key of the suite's JSON).
+REPORT_KEY = "generation_report"
+
+
+def generate(
+    documents: Any,
+    n: int = 20,
+    *,
+    kinds: Sequence[str] | Mapping[str, float] = ("single_hop", "multi_hop"),
+    judge: Any = None,
+    personas: Sequence[str | Mapping[str, str]] | None = None,
+    seed: int = 0,
+    chunk_size: int = 1000,
+    chunk_overlap: int = 100,
+    dry_run: bool = False,
+    cache: Any = True,
+    concurrency: int = 8,
+    timeout: float | None = None,
+    max_attempts: int | None = None,
+    prices: Mapping[str, tuple[float, float]] | None = None,
+    attempts: int = 3,
+    extra_rounds: int = 2,
+    dedupe_threshold: float | None = 0.9,
+    embedder: Any = None,
+    device: str | None = None,
+    judge_params: Mapping[str, Any] | None = None,
+    use_response_format: bool = False,
+    name: str | None = None,
+) -> TestSuite | Any:
+    """Write ``n`` test cases from ``documents`` with the judge model; return them as a
+    :class:`~nbeval.data.model.TestSuite` (with ``dry_run=True``: a
+    :class:`~nbeval.generation.plan.GenerationPlan` of the calls and tokens, asking nothing).
+
+    ``documents``: file or folder paths (.txt, .md, .html, .pdf), strings, ``{"content",
+    "doc_uri"}`` dicts, or a list of them. ``kinds``: ``single_hop`` (a question one chunk answers)
+    and ``multi_hop`` (one that needs two related chunks), as names or ``{kind: weight}``.
+    ``personas``: who asks (names, or ``{"name", "description"}`` dicts), cycled over the cases.
+    ``seed``: the same documents, settings, seed and cache give the same suite, and a second run
+    is answered from the cache. ``chunk_size``/``chunk_overlap``: characters.
+
+    Each case has the question as ``prompt``, the answer as ``expected_output``, the chunks it was
+    written from as ``expected_context`` (text and ``doc_uri``), the categories
+    ``generated:<kind>`` and ``persona:<name>``, and ``extra["generation"]`` (kind, persona, chunk
+    ids, review status ``pending``). ``suite.extra["generation_report"]`` counts calls, tokens
+    and cost and lists every reply that did not fit the schema and every duplicate removed.
+
+    The judge and its call settings (``cache``, ``concurrency``, ``timeout``, ``max_attempts``:
+    tries per call on rate limits and server errors, ``prices``) are those of
+    :func:`nbeval.evaluate`. ``attempts``: calls per case when replies do not fit the schema.
+    ``extra_rounds``: rounds of replacements for duplicates and failed cases. ``dedupe_threshold``:
+    questions whose embeddings are this similar (cosine) to an earlier one are duplicates (``None``:
+    only identical questions). ``judge_params``: generation parameters (default temperature 0).
+    ``use_response_format``: also send the schema as OpenAI's ``response_format``.
+    """
+    _check(n, attempts, extra_rounds, dedupe_threshold)
+    loaded = load_documents(documents)
+    chunks = chunk_documents(loaded.documents, chunk_size, chunk_overlap)
+    weights = as_kinds(kinds)
+    if len(chunks) < 2 and "multi_hop" in weights and len(weights) > 1:
+        warnings.warn(
+            "nbeval.generate: multi_hop questions need two chunks and the documents make one; "
+            "every question will be single_hop",
+            stacklevel=2,
+        )
+    slots = plan_slots(chunks, weights, as_personas(personas), seed)
+    params: dict[str, Any] = {"temperature": 0, **dict(judge_params or {})}
+    if use_response_format:
+        params["response_format"] = response_format()
+    resources = Resources(
+        judge=judge,
+        cache=cache,
+        concurrency=concurrency,
+        timeout=timeout,
+        max_attempts=max_attempts,
+        prices=dict(prices) if prices is not None else None,
+        embedder=embedder,
+        device=device,
+    )
+    first = [next(slots) for _ in range(n)]
+    if dry_run:
+        plan = _plan(resources, first, params, len(loaded.documents), len(chunks), attempts * (1 + extra_rounds))
+        plan.skipped = list(loaded.skipped)
+        return plan
+    client = resources.chat_client()  # no judge configured: JudgeNotConfigured before anything is asked
+    run = _Run(resources, params, attempts, dedupe_threshold)
+    todo = first
+    for round_no in range(1 + extra_rounds):
+        run.rounds = round_no + 1
+        run.keep(run.ask(todo))
+        missing = n - len(run.kept)
+        if missing <= 0 or round_no == extra_rounds:
+            break
+        todo = [next(slots) for _ in range(missing)]
+    report = run.report(n, seed, getattr(client.model, "name", None))
+    report.update(documents=len(loaded.documents), chunks=len(chunks), skipped=loaded.skipped)
+    report["other_files"] = loaded.other_files
+    if report["made"] < n:
+        warnings.warn(
+            f"nbeval.generate made {report['made']} of the {n} test cases asked for "
+            f"({len(report['parse_failures'])} reply(s) never fitted the schema, {len(report['call_failures'])} "
+            f"call(s) failed, {report['duplicates_removed']} duplicate(s)); see suite.extra['{REPORT_KEY}']",
+            stacklevel=2,
+        )
+    return _suite(run.kept, loaded, report, name, seed)
+
+
+def _check(n: int, attempts: int, extra_rounds: int, threshold: float | None) -> None:
+    for label, value, low in (("n", n, 1), ("attempts", attempts, 1), ("extra_rounds", extra_rounds, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise BadParameter(f"{label} must be a whole number of at least {low}, got {value!r}")
+    if threshold is not None and (
+        isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold <= 1
+    ):
+        raise BadParameter(f"dedupe_threshold must be above 0 and at most 1 (or None), got {threshold!r}")
+
+
+def _request(messages: Sequence[Mapping[str, str]], params: Mapping[str, Any]) -> Chat:
+    return Chat(tuple(messages), params)
+
+
+def _plan(
+    resources: Resources, slots: list[Slot], params: Mapping[str, Any], docs: int, chunks: int, per_case: int
+) -> GenerationPlan:
+    """The dry run: the first round's calls and tokens, the cache consulted, nothing asked."""
+    from nbeval.chat.client import estimate_usage
+
+    by_kind: dict[str, list[Chat]] = {}
+    for s in slots:
+        by_kind.setdefault(s.kind, []).append(_request(case_messages(s.kind, s.chunks, s.angle, s.persona), params))
+    plan = GenerationPlan(docs, chunks, len(slots), {k: len(v) for k, v in by_kind.items()}, len(slots))
+    plan.max_calls = len(slots) * per_case
+    try:
+        client = resources.chat_client()
+    except JudgeNotConfigured:
+        client = None
+        plan.judge_configured = False
+    for kind, reqs in by_kind.items():
+        if client is None:
+            prompt, completion = estimate_usage(reqs, completion_guess=REPLY_TOKENS[kind])
+            plan.est_prompt_tokens += prompt
+            plan.est_completion_tokens += completion
+            continue
+        guess = client.completion_tokens_guess
+        client.completion_tokens_guess = REPLY_TOKENS[kind]  # a reply of the length asked for
+        try:
+            p = client.plan(reqs)
+        finally:
+            client.completion_tokens_guess = guess
+        plan.cached_calls += p.cached
+        plan.est_prompt_tokens += p.est_prompt_tokens
+        plan.est_completion_tokens += p.est_completion_tokens
+        if p.est_cost is not None:
+            plan.est_cost = (plan.est_cost or 0.0) + p.est_cost
+    return plan
+
+
+@dataclass
+class _Asked:
+    """What became of one slot's questions to the judge."""
+
+    slot: Slot
+    case: dict[str, str] | None = None
+    replies: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    error: str | None = None
+    calls: int = 0
+
+
+_NORMAL = re.compile(r"[\W_]+")
+
+
+class _Run:
+    """One generation's state: what was kept, and what went wrong."""
+
+    def __init__(self, resources: Resources, params: Mapping[str, Any], attempts: int, threshold: float | None) -> None:
+        self.resources, self.params, self.attempts, self.threshold = resources, params, attempts, threshold
+        self.kept: list[_Asked] = []
+        self.failed: list[_Asked] = []
+        self.duplicates: list[dict[str, Any]] = []
+        self.reasked = 0
+        self.rounds = 0
+        self.dedupe: dict[str, Any] = (
+            {"by": "embedding", "threshold": threshold} if threshold is not None else {"by": "identical text"}
+        )
+
+    def ask(self, slots: list[Slot]) -> list[_Asked]:
+        """Ask for each slot's case, and again (up to ``attempts`` calls) while the reply does not fit."""
+        asked = [_Asked(s) for s in slots]
+        convs = [case_messages(s.kind, s.chunks, s.angle, s.persona) for s in slots]
+        pending = list(range(len(slots)))
+        while pending:
+            answers = self.resources.answer([_request(convs[i], self.params) for i in pending])
+            again = []
+            for i, answer in zip(pending, answers, strict=True):
+                a = asked[i]
+                a.calls += 1
+                if isinstance(answer.value, Exception):
+                    a.error = str(answer.value)
+                    continue
+                text = answer.value.text
+                case, problem = parse_reply(text)
+                if case is not None:
+                    a.case = case
+                    self.reasked += a.calls > 1
+                    continue
+                a.replies.append(text)
+                a.problems.append(problem or "")
+                if a.calls < self.attempts:
+                    convs[i] = reask_messages(convs[i], text, problem or "")
+                    again.append(i)
+            pending = again
+        self.failed += [a for a in asked if a.case is None]
+        return [a for a in asked if a.case is not None]
+
+    def keep(self, fresh: list[_Asked]) -> None:
+        """Keep the new cases whose question repeats no earlier one (identical words, else by embedding)."""
+        if not fresh:
+            return
+        questions = [a.case["question"] for a in [*self.kept, *fresh] if a.case is not None]
+        vectors = self._vectors(questions)
+        seen = {_NORMAL.sub(" ", q.lower()).strip(): k for k, q in enumerate(questions[: len(self.kept)])}
+        accepted = list(range(len(self.kept)))
+        for j, a in enumerate(fresh, len(self.kept)):
+            q = questions[j]
+            norm = _NORMAL.sub(" ", q.lower()).strip()
+            twin, similarity = seen.get(norm), 1.0
+            if twin is None and vectors is not None and accepted and self.threshold is not None:
+                sims = vectors[accepted] @ vectors[j]
+                best = int(sims.argmax())
+                if float(sims[best]) >= self.threshold:
+                    twin, similarity = accepted[best], float(sims[best])
+            if twin is not None:
+                self.duplicates.append(
+                    {
+                        "question": q,
+                        "duplicate_of": questions[twin],
+                        "similarity": round(similarity, 4),
+                        "kind": a.slot.kind,
+                        "chunk_ids": [c.id for c in a.slot.chunks],
+                    }
+                )
+                continue
+            seen.setdefault(norm, j)
+            accepted.append(j)
+            self.kept.append(a)
+
+    def _vectors(self, questions: list[str]) -> Any:
+        """The questions' unit vectors, or ``None`` (identical text only) when there is no embedder."""
+        if self.threshold is None:
+            return None
+        value = self.resources.answer([Embed(tuple(questions))])[0].value
+        if isinstance(value, Exception):
+            note = f"no embedder ({value}); only identical questions were removed"
+            if self.dedupe.get("note") != note:
+                warnings.warn(f"nbeval.generate: {note}", stacklevel=4)
+            self.dedupe = {"by": "identical text", "note": note}
+            return None
+        self.dedupe.setdefault("model", str(self.resources.embedder_spec or "all-MiniLM-L6-v2"))
+        return value
+
+    def report(self, n: int, seed: int, judge: str | None) -> dict[str, Any]:
+        usage = self.resources.usage_totals()
+        made: dict[str, int] = {}
+        for a in self.kept:
+            made[a.slot.kind] = made.get(a.slot.kind, 0) + 1
+        return {
+            "requested": n,
+            "made": len(self.kept),
+            "by_kind": made,
+            "seed": seed,
+            "judge": judge,
+            "calls": usage.get("calls", 0) - usage.get("cached_calls", 0),
+            "cached_calls": usage.get("cached_calls", 0),
+            "attempts": usage.get("attempts", 0),
+            "prompt_tokens": usage.get("prompt_tokens", 0),
+            "completion_tokens": usage.get("completion_tokens", 0),
+            "cost": usage.get("cost"),
+            "rounds": self.rounds,
+            "reasked": self.reasked,
+            "parse_failures": [_failure(a) for a in self.failed if a.error is None],
+            "call_failures": [_failure(a) for a in self.failed if a.error is not None],
+            "duplicates_removed": len(self.duplicates),
+            "duplicates": self.duplicates,
+            "dedupe": self.dedupe,
+        }
+
+
+def _failure(a: _Asked) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "slot": a.slot.index,
+        "kind": a.slot.kind,
+        "chunk_ids": [c.id for c in a.slot.chunks],
+        "persona": a.slot.persona.name if a.slot.persona else None,
+        "calls": a.calls,
+    }
+    if a.error is not None:
+        out["error"] = a.error
+    if a.replies:
+        out["problems"] = list(a.problems)
+        out["replies"] = list(a.replies)
+    return out
+
+
+def _context(chunks: Sequence[DocChunk]) -> list[Chunk]:
+    return [Chunk(content=c.content, doc_uri=c.doc_uri) for c in chunks]
+
+
+def _suite(kept: list[_Asked], loaded: Any, report: dict[str, Any], name: str | None, seed: int) -> TestSuite:
+    cases = []
+    for a in sorted(kept, key=lambda a: a.slot.index):
+        s, case = a.slot, a.case or {}
+        categories = [f"generated:{s.kind}"] + ([f"persona:{s.persona.name}"] if s.persona else [])
+        cases.append(
+            TestCase(
+                prompt=case["question"],
+                key=f"gen{seed}-{s.index + 1:03d}",
+                categories=categories,
+                expected_output=case["answer"],
+                expected_context=_context(s.chunks),
+                extra={
+                    "generation": {
+                        "kind": s.kind,
+                        "persona": s.persona.name if s.persona else None,
+                        "chunk_ids": [c.id for c in s.chunks],
+                        "status": "pending",
+                    }
+                },
+            )
+        )
+    uris = [d.doc_uri for d in loaded.documents]
+    description = (
+        f"{len(cases)} test cases written by {report.get('judge') or 'the judge'} from {len(uris)} documents "
+        f"(nbeval.generate, seed {seed}); review them before relying on them"
+    )
+    return TestSuite(
+        name=name or "generated",
+        description=description,
+        tests=[Test(test_cases=cases, documents=uris)],
+        extra={REPORT_KEY: report},
+    )
+
+
+def summary_lines(suite: TestSuite) -> list[str]:
+    """What a generation made and spent, in a few lines (the command line and the magic print them)."""
+    r = suite.extra.get(REPORT_KEY) or {}
+    kinds = ", ".join(f"{v} {k}" for k, v in (r.get("by_kind") or {}).items())
+    cost = f", ${r['cost']:.4f}" if r.get("cost") is not None else ""
+    lines = [
+        f"made {r.get('made', len(suite.test_cases))} of {r.get('requested', '?')} test cases"
+        + (f" ({kinds})" if kinds else "")
+        + f" from {r.get('documents', '?')} documents in {r.get('chunks', '?')} chunks",
+        f"judge: {r.get('calls', 0)} calls ({r.get('cached_calls', 0)} answered from the cache), "
+        f"{r.get('prompt_tokens', 0)} prompt + {r.get('completion_tokens', 0)} completion tokens{cost}",
+    ]
+    problems = [
+        f"{len(r.get('parse_failures', []))} never fitted the schema" if r.get("parse_failures") else "",
+        f"{len(r.get('call_failures', []))} calls failed" if r.get("call_failures") else "",
+        f"{r.get('duplicates_removed', 0)} duplicates removed" if r.get("duplicates_removed") else "",
+        f"{r.get('reasked', 0)} asked again until the reply fitted" if r.get("reasked") else "",
+    ]
+    if any(problems):
+        lines.append("; ".join(p for p in problems if p) + f" (listed in the suite's {REPORT_KEY})")
+    return lines

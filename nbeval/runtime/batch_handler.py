@@ -1,0 +1,76 @@
+"""A round's judge calls through the endpoints' Batch APIs (``evaluate(..., batch=True)``).
+
+The engine drives evaluators in rounds (:func:`~nbeval.engine.drive.drive`): a round's requests are
+every row's next question, and a row's next question may depend on the answer to its last (ragas's
+faithfulness extracts statements, then asks about each). So a batched run sends one batch per
+model *per round*: the round's :class:`~nbeval.requests.Chat` requests the cache does not hold, for
+every model at once (:func:`~nbeval.chat.batch.run_batches`), waits for them, hands the answers
+on, and the next round's questions make the next batch. An evaluator that asks three questions in
+sequence takes three batches, one after the other.
+
+Each answer is handed on as :class:`~nbeval.runtime.builtin.ChatHandler` hands on a synchronous
+reply: a failed request as its row's error, a cancelled one as :class:`RequestCancelled`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from nbeval.errors import ResourceError
+from nbeval.runtime.handlers import RequestCancelled, Round, model_key
+
+if TYPE_CHECKING:
+    from nbeval.chat.client import ChatResult
+    from nbeval.runtime.resources import Resources
+
+__all__ = ["answer_batched"]
+
+
+def answer_batched(resources: Resources, items: list[tuple[int, Any]], rnd: Round) -> None:
+    """Answer a round's chat ``items`` (position in the round, request) in batches, per model."""
+    from nbeval.chat.batch import run_batches
+
+    by_model: dict[Any, list[tuple[int, Any]]] = defaultdict(list)
+    for i, r in items:
+        by_model[model_key(r.model)].append((i, r))
+    jobs: list[tuple[Any, list[Any], Callable[[int, ChatResult], None]]] = []
+    groups: list[list[tuple[int, Any]]] = []
+    for group in by_model.values():
+        try:
+            client = resources.chat_client(group[0][1].model)
+        except Exception as exc:
+            for i, _ in group:
+                rnd.answers[i] = ResourceError(str(exc))
+                rnd.deliver(i)
+            continue
+        jobs.append((client, [r for _, r in group], _arrival(rnd, group)))
+        groups.append(group)
+    if not jobs:
+        return
+    results = run_batches(jobs, resources.batch, cancel=rnd.cancel)
+    for group, (_, _, arrived), replies in zip(groups, jobs, results, strict=True):
+        for j, reply in enumerate(replies):
+            if rnd.answers[group[j][0]] is None:  # not handed on as it came: hand it on now
+                arrived(j, reply)
+
+
+def _arrival(rnd: Round, group: list[tuple[int, Any]]) -> Callable[[int, ChatResult], None]:
+    """Hand a group's ``j``-th result on to its place in the round (as the chat handler does)."""
+    from nbeval.chat.client import ChatFailure
+
+    def arrived(j: int, reply: ChatResult) -> None:
+        i = group[j][0]
+        if isinstance(reply, ChatFailure):
+            rnd.answers[i] = (
+                RequestCancelled("cancelled before the judge answered")
+                if reply.cancelled
+                else ResourceError(f"judge call failed: {reply.error}")
+            )
+        else:
+            rnd.answers[i] = reply
+            rnd.warnings[i].extend(reply.warnings)
+        rnd.deliver(i)
+
+    return arrived
