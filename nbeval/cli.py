@@ -220,6 +220,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     pert.add_argument("--seed", type=int, default=0, help="random seed; the same seed writes the same suite")
     pert.add_argument("--no-originals", action="store_true", help="write only the perturbed test cases")
+    pert.add_argument(
+        "--judge", help="the model the LLM perturbators (llm_*) ask to write the attacks (OpenAI-compatible endpoint)"
+    )
+    pert.add_argument(
+        "--judge-base-url",
+        help="base URL of the judge's endpoint, for --judge or NBEVAL_JUDGE_MODEL (default: NBEVAL_JUDGE_BASE_URL)",
+    )
+    pert.add_argument(
+        "--dry-run", action="store_true", help="count the cases and the LLM perturbators' calls; ask and write nothing"
+    )
     pert.add_argument("--out", default="perturbed.json", help="where to write the suite")
     pert.set_defaults(func=perturb_command)
 
@@ -250,6 +260,13 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--out", default="generated.json", help="where to write the suite (default: generated.json)")
     gen.add_argument("--no-cache", action="store_true", help="do not reuse cached judge replies")
     gen.add_argument("--dry-run", action="store_true", help="count the judge calls and tokens; ask nothing")
+    gen.add_argument("--no-progress", action="store_true", help="no progress bar")
+    gen.add_argument(
+        "--batch",
+        action="store_true",
+        help="ask the judge through its endpoint's Batch API (about half the price, answers within hours; "
+        "interrupted, run the same command again to resume waiting)",
+    )
     gen.set_defaults(func=generate_command)
 
     perts = sub.add_parser("perturbators", help="list the perturbators")

@@ -33,6 +33,7 @@ __all__ = [
     "generate_command",
     "generate_kwargs",
     "perturb_command",
+    "perturb_kwargs",
     "perturbators_command",
     "run_command",
     "runs_command",
@@ -245,15 +246,32 @@ def perturbators_command(args: argparse.Namespace) -> int:
             )
         )
         return 0
-    for c in classes:
-        meaning = "changes meaning" if c.changes_meaning else "keeps meaning"
-        print(f"  {c.id:<14} {c.name:<26} {meaning:<16} {c.description}")
+    rows = [(c.id, c.name, "changes meaning" if c.changes_meaning else "keeps meaning", c.description) for c in classes]
+    widths = [max((len(r[i]) for r in rows), default=0) for i in range(3)]  # columns as wide as their longest
+    for pid, name, meaning, description in rows:
+        print(f"  {pid:<{widths[0]}}  {name:<{widths[1]}}  {meaning:<{widths[2]}}  {description}")
     print("\nUse: nbeval perturb SUITE -p ID[,ID...] --intensity low|medium|high --out FILE")
+    print("     the llm_* ones ask a model: --judge MODEL [--judge-base-url URL]; --dry-run counts their calls")
     return 0
 
 
+def perturb_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """A parsed ``perturb``'s options (the CLI's or the magic's) as :func:`nbeval.perturb`'s keyword
+    arguments, the attacker of the LLM perturbators from ``--judge`` and ``--judge-base-url``."""
+    kw: dict[str, Any] = {
+        "intensity": args.intensity,
+        "seed": args.seed,
+        "keep_originals": not args.no_originals,
+    }
+    judge = application.judge_spec(args.judge, args.judge_base_url)
+    if judge is not None:
+        kw["judge"] = judge
+    return kw
+
+
 def perturb_command(args: argparse.Namespace) -> int:
-    """``nbeval perturb SUITE -p IDS``: write the suite with perturbed copies of its cases."""
+    """``nbeval perturb SUITE -p IDS``: write the suite with perturbed copies of its cases
+    (``--dry-run``: count the cases and the LLM perturbators' calls, write nothing)."""
     import warnings
 
     from nbeval.data import jsonio
@@ -261,12 +279,14 @@ def perturb_command(args: argparse.Namespace) -> int:
     from nbeval.results.files import write_aside
 
     data = data_or_demo(args.suite)
+    kwargs = perturb_kwargs(args)
+    if args.dry_run:
+        print(judge_plan_text(str(perturb(data, args.perturbators, dry_run=True, **kwargs))))
+        return 0
     application.check_file_out(Path(args.out), [data] if isinstance(data, str) else [], "perturbed")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        suite = perturb(
-            data, args.perturbators, intensity=args.intensity, seed=args.seed, keep_originals=not args.no_originals
-        )
+        suite = perturb(data, args.perturbators, **kwargs)
     for w in caught:
         print(f"nbeval: note: {w.message}", file=sys.stderr)
     data = suite.to_json()
@@ -297,6 +317,10 @@ def generate_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         kw["judge"] = judge
     if args.no_cache:
         kw["cache"] = False
+    if getattr(args, "no_progress", False):
+        kw["progress"] = False
+    if getattr(args, "batch", False):
+        kw["batch"] = True
     return kw
 
 
@@ -310,13 +334,19 @@ def generate_command(args: argparse.Namespace) -> int:
     from nbeval.results.files import write_aside
 
     kwargs = generate_kwargs(args)
+    documents = [Path(d) for d in args.documents]  # paths, always: a missing one is an error, never a text
     if args.dry_run:
-        print(judge_plan_text(str(nbeval.generate(args.documents, dry_run=True, **kwargs))))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            plan = nbeval.generate(documents, dry_run=True, **kwargs)
+        for w in caught:
+            print(f"nbeval: note: {w.message}", file=sys.stderr)
+        print(judge_plan_text(str(plan)))
         return 0
     application.check_file_out(Path(args.out), args.documents, "suite")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        suite = nbeval.generate(args.documents, **kwargs)
+        suite = nbeval.generate(documents, **kwargs)
     for w in caught:
         print(f"nbeval: note: {w.message}", file=sys.stderr)
     data = suite.to_json()

@@ -56,7 +56,7 @@ ANSWERS_HELP = (
 )
 
 #: evaluate() settings that also apply to collecting answers.
-_COLLECT_SETTINGS = ("cache", "concurrency", "timeout", "max_attempts", "prices")
+_COLLECT_SETTINGS = frozenset("cache concurrency timeout max_attempts prices batch batch_poll_s batch_discount".split())
 
 
 def _notebook_namespace() -> Mapping[str, Any]:
@@ -126,7 +126,8 @@ class RunPanel(w.VBox):
     ``models``: for a suite, the models that answer it (what :func:`nbeval.collect` takes; they
     fill the Model field); ``namespace``: where the Model field looks names up (default: the
     notebook's). ``.result`` holds the finished (or cancelled) result; ``.wait()`` blocks until
-    the run ends (scripts and tests).
+    the run ends (scripts and tests). With ``batch=True`` (collecting answers too) the message
+    shows the provider's batches' states and counts, and Cancel cancels them at the provider.
     """
 
     data = traitlets.Any(None, allow_none=True, help="what to evaluate")
@@ -408,7 +409,8 @@ class RunPanel(w.VBox):
         try:
             if collect is not None:
                 settings = {k: v for k, v in self.evaluate_kwargs.items() if k in _COLLECT_SETTINGS and v is not None}
-                lab = nbeval.collect(data, models=collect, **settings).complete(progress=False, cancel=self._cancel)
+                pending = nbeval.collect(data, models=collect, **settings)
+                lab = pending.complete(progress=False, cancel=self._cancel, on_status=self._batch_status)
                 if not self._cancel.is_set():
                     self.lab = data = lab
                     self.message.value = status_html(
@@ -455,10 +457,17 @@ class RunPanel(w.VBox):
         self.progress.max, self.progress.value = max(total, 1), done
         self.progress.description = f"{done} / {total}"
         self._live = live
+        if live.status:  # batch=True: the provider's batches, polled while no row finishes
+            self._batch_status(live.status)
         if self._throttle.due():
             started = time.monotonic()
             self._redraw(live.result())
             self._throttle.done(time.monotonic() - started)
+
+    def _batch_status(self, text: str) -> None:
+        """The provider's batches' states and counts (``batch=True``), until Cancel is pressed."""
+        if not self._cancel.is_set():
+            self.message.value = status_html(f"waiting for the provider's batch (Cancel cancels it there): {text}")
 
     @reports_errors
     def _redraw(self, result: EvaluationResult | None) -> None:

@@ -34,6 +34,10 @@ class ChatFailure:
 ChatResult = Union[ChatReply, ChatFailure]
 
 
+def _sum(a: float | None, b: float | None) -> float | None:
+    return None if a is None and b is None else (a or 0.0) + (b or 0.0)
+
+
 @dataclass(frozen=True)
 class CallPlan:
     """What a batch of requests would cost, worked out without calling anything."""
@@ -50,24 +54,25 @@ class CallPlan:
     """Rough completion tokens: each call's ``max_tokens`` or the client's guess."""
     est_cost: float | None = None
     """Rough US dollars, when the model has a price."""
+    est_batch_cost: float | None = None
+    """The same calls through the Batch API (``batch=True``), when priced both ways
+    (:func:`~nbeval.chat.batch_options.with_batch_cost`)."""
 
     def __add__(self, other: CallPlan) -> CallPlan:
-        cost = (
-            None
-            if self.est_cost is None and other.est_cost is None
-            else ((self.est_cost or 0.0) + (other.est_cost or 0.0))
-        )
         return CallPlan(
             self.calls + other.calls,
             self.cached + other.cached,
             self.to_call + other.to_call,
             self.est_prompt_tokens + other.est_prompt_tokens,
             self.est_completion_tokens + other.est_completion_tokens,
-            cost,
+            _sum(self.est_cost, other.est_cost),
+            _sum(self.est_batch_cost, other.est_batch_cost),
         )
 
     def __str__(self) -> str:
         cost = f", about ${self.est_cost:.4f}" if self.est_cost is not None else ""
+        if self.est_cost is not None and self.est_batch_cost is not None:
+            cost += f" one call at a time, ${self.est_batch_cost:.4f} with batch=True"
         return (
             f"{self.calls} chat requests: {self.cached} cached, {self.to_call} to call "
             f"(~{self.est_prompt_tokens} prompt + ~{self.est_completion_tokens} completion tokens{cost})"

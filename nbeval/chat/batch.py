@@ -271,7 +271,7 @@ class _Runner:
                 self._cancel_all()
                 return
             wait = self.options.poll_s if wait == 0 else min(wait * 1.5, cap)
-            ended: list[BatchState] = []
+            ended: list[tuple[_Live, BatchState]] = []
             for submission, live in list(self.live.items()):
                 try:
                     state = live.api.retrieve(live.batch_id)
@@ -287,9 +287,10 @@ class _Runner:
                 live.state = state
                 if state.terminal:
                     del self.live[submission]
-                    ended.append(state)
-                    self._collect(live, state)
-            self._status(ended)
+                    ended.append((live, state))
+            self._status([state for _, state in ended])  # told before the rows they answer finish
+            for live, state in ended:
+                self._collect(live, state)
 
     def _sleep(self, seconds: float) -> bool:
         """Wait ``seconds``, watching the cancel; whether it was cancelled."""

@@ -1,16 +1,28 @@
 """How to batch (:class:`BatchOptions`: ``evaluate(batch=True, batch_poll_s=..., batch_discount=...)``)
 and what a batched call costs: a price's own batch part, else the synchronous price less the
-discount (:func:`batch_price`); :func:`batch_cost` prices a dry run's calls both ways."""
+discount (:func:`batch_price`); :func:`batch_cost` and :func:`with_batch_cost` price a dry run's
+calls both ways."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nbeval.errors import BadParameter
 
-__all__ = ["DEFAULT_DISCOUNT", "DEFAULT_POLL_S", "BatchOptions", "batch_cost", "batch_options", "batch_price"]
+if TYPE_CHECKING:
+    from nbeval.chat.accounting import CallPlan
+
+__all__ = [
+    "DEFAULT_DISCOUNT",
+    "DEFAULT_POLL_S",
+    "BatchOptions",
+    "batch_cost",
+    "batch_options",
+    "batch_price",
+    "with_batch_cost",
+]
 
 #: Seconds between two polls of a batch at first; the wait grows by half each poll.
 DEFAULT_POLL_S = 10.0
@@ -89,3 +101,25 @@ def batch_cost(
     )
     price = batch_price(table[key], discount) if key is not None else None
     return None if price is None else (prompt_tokens * price[0] + completion_tokens * price[1]) / 1000
+
+
+def with_batch_cost(client: Any, plan: CallPlan, discount: float | None = None) -> CallPlan:
+    """``plan`` (``client``'s :class:`~nbeval.chat.accounting.CallPlan`) with what its calls to make
+    cost batched (``est_batch_cost``): at the price's batch part, else less ``discount`` (0.5 when
+    ``None``). A model with no Batch API (a function, a local model) is called one by one even with
+    ``batch=True``: its batched cost is its full price. Unpriced, the plan is returned as it is."""
+    if plan.est_cost is None:
+        return plan
+    from nbeval.chat.openai_chat import OpenAIChat
+
+    cost = None
+    if isinstance(getattr(client, "model", None), OpenAIChat):
+        name = getattr(client.model, "name", "")
+        cost = batch_cost(
+            client.prices,
+            name,
+            plan.est_prompt_tokens,
+            plan.est_completion_tokens,
+            DEFAULT_DISCOUNT if discount is None else discount,
+        )
+    return replace(plan, est_batch_cost=plan.est_cost if cost is None else cost)

@@ -177,6 +177,9 @@ class PendingLab:
         self.batch = batch[0]
         """``batch=True``: :meth:`complete` sends the requests through the Batch API (see there)."""
         self.batch_settings = {"poll_s": batch[1], "discount": batch[2]}
+        from nbeval.chat.batch_options import batch_options
+
+        batch_options(True, batch[1], batch[2])  # a bad batch_poll_s or batch_discount fails here, not later
         self.client_settings = client_settings
         self.models: dict[str, ChatModel] = _models(models)
         if not suite.test_cases:
@@ -206,15 +209,25 @@ class PendingLab:
         return out
 
     def plan(self) -> CallPlan:
-        """Calls, cached answers and rough tokens over every model, without calling anything."""
-        plans = [self.client(k).plan(self.requests(k)) for k in self.models]
+        """Calls, cached answers and rough tokens over every model, without calling anything; with
+        prices, the cost one call at a time and with ``batch=True`` (``est_batch_cost``: the price's
+        batch part, else less ``batch_discount``; a function is called one by one either way)."""
+        from nbeval.chat.batch_options import with_batch_cost
+
+        discount = self.batch_settings["discount"]
+        plans = [with_batch_cost(self.client(k), self.client(k).plan(self.requests(k)), discount) for k in self.models]
         total = plans[0]
         for p in plans[1:]:
             total = total + p
         return total
 
     def complete(
-        self, progress: bool = True, *, cancel: threading.Event | None = None, batch: bool | None = None
+        self,
+        progress: bool = True,
+        *,
+        cancel: threading.Event | None = None,
+        batch: bool | None = None,
+        on_status: Callable[[str], None] | None = None,
     ) -> TestLab:
         """Ask every model every test case; failures become the rows' errors.
 
@@ -225,12 +238,14 @@ class PendingLab:
 
         ``batch=True`` (or ``collect(..., batch=True)``): the requests go through the endpoints'
         Batch APIs (:mod:`nbeval.chat.batch`: every model's batch sent at once and polled until it
-        is over; a stopped collection resumes its batches; ``cancel`` cancels them at the provider)."""
+        is over; a stopped collection resumes its batches; ``cancel`` cancels them at the provider).
+        The bar shows the batches' states and counts, and ``on_status(text)`` is told them too
+        (``"batch batch_abc: in_progress, 40/100 done, 2 failed"``) each time they are polled."""
         cases = [(t, c) for t in self.suite.tests for c in t.test_cases]
         bar = progress_bar(len(cases) * len(self.models), progress, desc="collecting answers", unit="answer")
         answers: dict[str, list[ChatResult | None]] = {}
         if batch if batch is not None else self.batch:
-            return self._complete_batched(cases, bar, answers, cancel)
+            return self._complete_batched(cases, bar, answers, cancel, on_status)
         try:
             for key in self.models:
                 got: list[ChatResult | None] = [None] * len(cases)
@@ -255,13 +270,22 @@ class PendingLab:
         bar: Any,
         answers: dict[str, list[ChatResult | None]],
         cancel: threading.Event | None,
+        on_status: Callable[[str], None] | None,
     ) -> TestLab:
         from nbeval.chat.batch import run_batches
         from nbeval.chat.batch_options import batch_options
 
         options = batch_options(True, self.batch_settings["poll_s"], self.batch_settings["discount"])
         assert options is not None
-        options.on_status = getattr(bar, "set_postfix_str", None)
+        show = getattr(bar, "set_postfix_str", None)
+
+        def status(text: str) -> None:
+            if show is not None:
+                show(text)
+            if on_status is not None:
+                on_status(text)
+
+        options.on_status = status
         jobs = []
         for key in self.models:
             answers[key] = [None] * len(cases)

@@ -193,27 +193,14 @@ def _logprob_note(judges: list[Any], resources: Resources) -> str:
     return "; ".join(dict.fromkeys(notes))
 
 
-def _batch_cost(client: Any, p: Any, discount: float) -> float:
-    """What the calls of ``p`` (a client's :class:`~nbeval.chat.accounting.CallPlan`) cost batched."""
-    from nbeval.chat.batch import can_batch
-    from nbeval.chat.batch_options import batch_cost
-
-    if not can_batch(client):  # no Batch API: called one by one all the same
-        return float(p.est_cost)
-    name = getattr(client.model, "name", "")
-    cost = batch_cost(client.prices, name, p.est_prompt_tokens, p.est_completion_tokens, discount)
-    return float(p.est_cost) if cost is None else cost
-
-
 def plan(
     dataset: LlmDataset, evaluators: Iterable[Evaluator], resources: Resources, *, batch_discount: float | None = None
 ) -> Plan:
     """Count rows, skips and the judge calls of every round without calling anything; price the
     calls to make one at a time and batched (less ``batch_discount``, 0.5 by default, where a
     price has no batch part)."""
-    from nbeval.chat.batch_options import DEFAULT_DISCOUNT
+    from nbeval.chat.batch_options import with_batch_cost
 
-    discount = DEFAULT_DISCOUNT if batch_discount is None else batch_discount
     result = Plan(rows={}, skipped={})
     chats: dict[Any, list[Chat]] = {}
     for ev in evaluators:
@@ -253,7 +240,8 @@ def plan(
         result.est_completion_tokens += p.est_completion_tokens
         # cached calls cost nothing: their caps count only as far as the calls to make reach
         result.completion_tokens_capped += min(capped, p.est_completion_tokens)
-        if p.est_cost is not None:  # priced both ways: one call at a time, and batched
+        p = with_batch_cost(client, p, batch_discount)  # priced both ways: one call at a time, and batched
+        if p.est_cost is not None:
             result.est_cost = (result.est_cost or 0.0) + p.est_cost
-            result.est_batch_cost = (result.est_batch_cost or 0.0) + _batch_cost(client, p, discount)
+            result.est_batch_cost = (result.est_batch_cost or 0.0) + (p.est_batch_cost or 0.0)
     return result

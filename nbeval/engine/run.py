@@ -211,7 +211,9 @@ def evaluate(
     provider, Ctrl-C does not. ``batch_poll_s`` is the first wait between two polls (10 s; it grows
     by half each poll); ``batch_discount`` the share of a price a batched call saves where
     ``prices`` gives no batch price as ``(prompt, completion, batch_prompt, batch_completion)``
-    (0.5). The progress bar shows the batch's state and counts. A judge that is no
+    (0.5). The progress bar shows the batches' states and counts (``batch batch_abc: in_progress,
+    40/100 done, 2 failed``), as does ``live.status``, and ``on_progress`` is called at each poll
+    while the run waits (a Cancel button's event, ``cancel``, cancels the batches). A judge that is no
     OpenAI-compatible endpoint (a function, a local model) is called one by one, with a warning.
 
     The scores are spooled to Parquet as they finish and no per-row object is kept, so a run's
@@ -247,7 +249,7 @@ def evaluate(
     bar = progress_bar(state.total, progress)
     shown = 0
     if batching is not None:
-        batching.on_status = getattr(bar, "set_postfix_str", None)  # the batch's state and counts
+        batching.on_status = _status_reporter(state, bar, on_progress)  # the batches' states and counts
         if chunk_rows == CHUNK_ROWS:  # one batch per round for the whole run, not per chunk
             chunk_rows = max(1, len(state.dataset.rows))
 
@@ -280,3 +282,20 @@ def evaluate(
     finally:
         bar.close()
     return finish(state)
+
+
+def _status_reporter(
+    state: RunState, bar: Any, on_progress: Callable[[LiveResult, int, int], None] | None
+) -> Callable[[str], None]:
+    """What a batched run does with its batches' states and counts at each poll: the bar's text,
+    ``live.status``, and a call to ``on_progress`` (no row finishes while the run waits)."""
+    show = getattr(bar, "set_postfix_str", None)
+
+    def on_status(text: str) -> None:
+        state.live.status = text
+        if show is not None:
+            show(text)
+        if on_progress is not None:
+            on_progress(state.live, state.done, state.total)
+
+    return on_status

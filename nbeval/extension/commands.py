@@ -126,27 +126,31 @@ def _check_out(out: Path) -> None:
 
 
 def perturb(shell: Any, words: Sequence[str]) -> None:
-    """``%nbeval perturb DATA -p ID[,ID...] [--intensity ...] [--seed N]``: a suite with perturbed
-    copies of DATA's test cases, shown and bound to ``-o NAME`` (default ``_perturbed``)."""
+    """``%nbeval perturb DATA -p ID[,ID...] [--intensity ...] [--seed N] [--judge M] [--dry-run]``: a
+    suite with perturbed copies of DATA's test cases, shown and bound to ``-o NAME`` (default
+    ``_perturbed``); ``--dry-run`` shows the cases and the LLM perturbators' calls it would take."""
     import warnings
 
     import nbeval
+    from nbeval import application
+    from nbeval.cli_commands import perturb_kwargs
 
     args = parse(perturb_parser(), words)
     if args is None:
         return
     name = check_name(args.bind_name, "-o", shell)
     data, path = resolve_data(shell, args.suite)
+    kwargs = perturb_kwargs(args)
+    if args.dry_run:
+        plan = nbeval.perturb(data, args.perturbators, dry_run=True, **kwargs)
+        print(application.judge_plan_text(str(plan), magic=True))
+        return
     if args.out:  # a bad --out fails before any work
-        from nbeval import application
-
         _check_out(Path(args.out))
         application.check_file_out(Path(args.out), [path] if path else [], "perturbed")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        suite = nbeval.perturb(
-            data, args.perturbators, intensity=args.intensity, seed=args.seed, keep_originals=not args.no_originals
-        )
+        suite = nbeval.perturb(data, args.perturbators, **kwargs)
     for w in caught:
         print(f"nbeval: note: {w.message}")
     shell.user_ns[name] = suite
@@ -175,19 +179,24 @@ def generate(shell: Any, words: Sequence[str]) -> None:
     documents: list[Any] = []
     for word in args.documents:
         value = shell.user_ns.get(word) if word.isidentifier() else None
-        if value is None:
-            documents.append(word)
+        if value is None:  # not a variable: a path (a missing one is an error, never a text)
+            documents.append(Path(word))
         elif isinstance(value, (list, tuple)):
             documents.extend(value)
         else:
             documents.append(value)
     kwargs = generate_kwargs(args)
     if args.dry_run:
-        print(application.judge_plan_text(str(nbeval.generate(documents, dry_run=True, **kwargs)), magic=True))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            plan = nbeval.generate(documents, dry_run=True, **kwargs)
+        for w in caught:
+            print(f"nbeval: note: {w.message}")
+        print(application.judge_plan_text(str(plan), magic=True))
         return
     if args.out:  # a bad --out fails before any work
         _check_out(Path(args.out))
-        application.check_file_out(Path(args.out), [d for d in documents if isinstance(d, str)], "suite")
+        application.check_file_out(Path(args.out), [str(d) for d in documents if isinstance(d, (str, Path))], "suite")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         suite = nbeval.generate(documents, **kwargs)

@@ -30,8 +30,8 @@ SUBCOMMANDS = {
     "show": "one evaluator in full: inputs, metrics, thresholds, judge prompt",
     "explore": "open the case explorer on a result (default: _nbeval)",
     "judge": "set this session's judge: MODEL [--base-url URL]",
-    "perturb": "perturbed copies of DATA's test cases: -p ID[,ID...] [--intensity low|medium|high]",
-    "generate": "a test suite written from DOCS (files, folders or variables) by the judge: -n N [--dry-run]",
+    "perturb": "perturbed copies of DATA's test cases: -p ID[,ID...] [--intensity low|medium|high] [--dry-run]",
+    "generate": "a test suite written from DOCS (files, folders or variables) by the judge: -n N [--dry-run] [--batch]",
     "diff": "what changed between two runs (variables or saved folders), bound to _diff",
     "runs": "the saved runs in a FOLDER, newest first",
 }

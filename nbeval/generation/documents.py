@@ -113,8 +113,8 @@ def load_documents(documents: Any) -> Loaded:
 
 def _is_path(text: str) -> bool:
     """Whether a string names a file or folder rather than being a document's text: it exists, or
-    it is one short line ending in a suffix nbeval reads (then a missing file is an error, not a
-    document that says "notes.txt")."""
+    it is one short line, with no space, ending in a suffix nbeval reads or in a slash (then a
+    missing file or folder is an error, not a document that says "notes.txt" or "handbook/")."""
     if "\n" in text or len(text) > 1024 or not text.strip():
         return False
     try:
@@ -122,7 +122,8 @@ def _is_path(text: str) -> bool:
             return True
     except (OSError, ValueError):  # a name too long, an embedded NUL: text, not a path
         return False
-    return Path(text).suffix.lower() in SUFFIXES and " " not in text.strip()
+    looks_like_one = Path(text).suffix.lower() in SUFFIXES or text.rstrip().endswith(("/", "\\"))
+    return looks_like_one and " " not in text.strip()
 
 
 def _add(out: Loaded, text: str, uri: str) -> None:

@@ -17,7 +17,8 @@ import re
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from itertools import islice
+from typing import TYPE_CHECKING, Any
 
 from nbeval.data.fields import Chunk
 from nbeval.data.model import Test, TestCase, TestSuite
@@ -26,8 +27,12 @@ from nbeval.generation.chunks import DocChunk, chunk_documents
 from nbeval.generation.documents import load_documents
 from nbeval.generation.plan import REPLY_TOKENS, GenerationPlan, Slot, as_kinds, plan_slots
 from nbeval.generation.prompts import as_personas, case_messages, parse_reply, reask_messages, response_format
+from nbeval.progress import progress_bar
 from nbeval.requests import Chat, Embed
 from nbeval.runtime import Resources
+
+if TYPE_CHECKING:
+    from nbeval.chat.batch_options import BatchOptions
 
 __all__ = ["REPORT_KEY", "generate", "summary_lines"]
 
@@ -50,7 +55,7 @@ def generate(
     concurrency: int = 8,
     timeout: float | None = None,
     max_attempts: int | None = None,
-    prices: Mapping[str, tuple[float, float]] | None = None,
+    prices: Mapping[str, Sequence[float]] | None = None,
     attempts: int = 3,
     extra_rounds: int = 2,
     dedupe_threshold: float | None = 0.9,
@@ -59,6 +64,10 @@ def generate(
     judge_params: Mapping[str, Any] | None = None,
     use_response_format: bool = False,
     name: str | None = None,
+    batch: bool = False,
+    batch_poll_s: float | None = None,
+    batch_discount: float | None = None,
+    progress: bool = True,
 ) -> TestSuite | Any:
     """Write ``n`` test cases from ``documents`` with the judge model; return them as a
     :class:`~nbeval.data.model.TestSuite` (with ``dry_run=True``: a
@@ -69,7 +78,10 @@ def generate(
     and ``multi_hop`` (one that needs two related chunks), as names or ``{kind: weight}``.
     ``personas``: who asks (names, or ``{"name", "description"}`` dicts), cycled over the cases.
     ``seed``: the same documents, settings, seed and cache give the same suite, and a second run
-    is answered from the cache. ``chunk_size``/``chunk_overlap``: characters.
+    is answered from the cache. ``chunk_size``/``chunk_overlap``: characters. No request is sent
+    twice: when the documents hold fewer distinct requests than ``n`` (each chunk, or pair, from each
+    angle for each persona), those are asked, with a warning, and the report's
+    ``distinct_requests`` says how many there were.
 
     Each case has the question as ``prompt``, the answer as ``expected_output``, the chunks it was
     written from as ``expected_context`` (text and ``doc_uri``), the categories
@@ -83,9 +95,22 @@ def generate(
     ``extra_rounds``: rounds of replacements for duplicates and failed cases. ``dedupe_threshold``:
     questions whose embeddings are this similar (cosine) to an earlier one are duplicates (``None``:
     only identical questions). ``judge_params``: generation parameters (default temperature 0).
-    ``use_response_format``: also send the schema as OpenAI's ``response_format``.
+    ``use_response_format``: also send the schema as OpenAI's ``response_format``. ``progress``: a
+    bar of the cases made, moving as the replies arrive (``False``: none).
+
+    ``batch=True``: the judge's calls go through its endpoint's Batch API, as
+    :func:`nbeval.evaluate`'s (about half the price; the same requests, so the same suite): one
+    batch per round (the first ``n`` cases, then the re-asks and replacements), resumed, never sent
+    twice, by a run started again after a stop; ``batch_poll_s`` and ``batch_discount`` as there.
+    While it waits, a bar (``progress=True``) shows the batches' states and counts. The dry run
+    prices the calls both ways.
     """
+    from nbeval.chat.batch_options import batch_options
+
     _check(n, attempts, extra_rounds, dedupe_threshold)
+    batching = batch_options(batch, batch_poll_s, batch_discount)
+    priced = batching or batch_options(True, batch_poll_s, batch_discount)  # the dry run prices both ways
+    assert priced is not None
     loaded = load_documents(documents)
     chunks = chunk_documents(loaded.documents, chunk_size, chunk_overlap)
     weights = as_kinds(kinds)
@@ -108,30 +133,53 @@ def generate(
         prices=dict(prices) if prices is not None else None,
         embedder=embedder,
         device=device,
+        batch=None if dry_run else batching,
     )
-    first = [next(slots) for _ in range(n)]
+    first = list(islice(slots, n))
+    exhausted = len(first) < n
+    if exhausted:  # each request is asked once: these documents hold fewer distinct ones
+        named = " and ".join(dict.fromkeys(s.kind for s in first))
+        warnings.warn(
+            f"nbeval.generate: these documents hold {len(first)} distinct {named} requests ({len(chunks)} "
+            f"chunks, each asked from every angle{' for every persona' if personas else ''}); asking for those, "
+            f"not {n}: give more documents or personas, or smaller chunks, for more",
+            stacklevel=2,
+        )
     if dry_run:
-        plan = _plan(resources, first, params, len(loaded.documents), len(chunks), attempts * (1 + extra_rounds))
+        per_case = attempts * (1 + extra_rounds)
+        plan = _plan(resources, first, params, len(loaded.documents), len(chunks), per_case, priced.discount)
         plan.skipped = list(loaded.skipped)
         return plan
     client = resources.chat_client()  # no judge configured: JudgeNotConfigured before anything is asked
-    run = _Run(resources, params, attempts, dedupe_threshold)
-    todo = first
-    for round_no in range(1 + extra_rounds):
-        run.rounds = round_no + 1
-        run.keep(run.ask(todo))
-        missing = n - len(run.kept)
-        if missing <= 0 or round_no == extra_rounds:
-            break
-        todo = [next(slots) for _ in range(missing)]
+    bar = _cases_bar(batching, len(first), progress)
+    run = _Run(resources, params, attempts, dedupe_threshold, bar)
+    todo, taken = first, len(first)
+    try:
+        for round_no in range(1 + extra_rounds):
+            run.rounds = round_no + 1
+            run.keep(run.ask(todo))
+            missing = n - len(run.kept)
+            if missing <= 0 or round_no == extra_rounds:
+                break
+            todo = list(islice(slots, missing))
+            taken += len(todo)
+            if len(todo) < missing:  # every distinct request made: none left to replace the rest with
+                exhausted = True
+            if not todo:
+                break
+    finally:
+        bar.close()
     report = run.report(n, seed, getattr(client.model, "name", None))
     report.update(documents=len(loaded.documents), chunks=len(chunks), skipped=loaded.skipped)
     report["other_files"] = loaded.other_files
+    report["distinct_requests"] = taken if exhausted else None
     if report["made"] < n:
         warnings.warn(
             f"nbeval.generate made {report['made']} of the {n} test cases asked for "
             f"({len(report['parse_failures'])} reply(s) never fitted the schema, {len(report['call_failures'])} "
-            f"call(s) failed, {report['duplicates_removed']} duplicate(s)); see suite.extra['{REPORT_KEY}']",
+            f"call(s) failed, {report['duplicates_removed']} duplicate(s)"
+            f"{f', {taken} distinct requests in these documents' if exhausted else ''}); "
+            f"see suite.extra['{REPORT_KEY}']",
             stacklevel=2,
         )
     return _suite(run.kept, loaded, report, name, seed)
@@ -151,10 +199,28 @@ def _request(messages: Sequence[Mapping[str, str]], params: Mapping[str, Any]) -
     return Chat(tuple(messages), params)
 
 
+def _cases_bar(batching: BatchOptions | None, n: int, progress: bool) -> Any:
+    """With ``progress``, a bar of the cases made (tqdm: a widget in a notebook, text on stderr
+    elsewhere): it moves as each reply that fits the schema arrives and steps back when a
+    duplicate is dropped; with ``batch=True`` it shows the batches' states and counts while they wait."""
+    bar = progress_bar(n, progress, desc="generate", unit="case")
+    if batching is not None:
+        batching.on_status = getattr(bar, "set_postfix_str", None)
+    return bar
+
+
 def _plan(
-    resources: Resources, slots: list[Slot], params: Mapping[str, Any], docs: int, chunks: int, per_case: int
+    resources: Resources,
+    slots: list[Slot],
+    params: Mapping[str, Any],
+    docs: int,
+    chunks: int,
+    per_case: int,
+    discount: float,
 ) -> GenerationPlan:
-    """The dry run: the first round's calls and tokens, the cache consulted, nothing asked."""
+    """The dry run: the first round's calls and tokens, the cache consulted, nothing asked; priced
+    one call at a time and batched (less ``discount`` where a price has no batch part)."""
+    from nbeval.chat.batch_options import with_batch_cost
     from nbeval.chat.client import estimate_usage
 
     by_kind: dict[str, list[Chat]] = {}
@@ -176,7 +242,7 @@ def _plan(
         guess = client.completion_tokens_guess
         client.completion_tokens_guess = REPLY_TOKENS[kind]  # a reply of the length asked for
         try:
-            p = client.plan(reqs)
+            p = with_batch_cost(client, client.plan(reqs), discount)
         finally:
             client.completion_tokens_guess = guess
         plan.cached_calls += p.cached
@@ -184,6 +250,7 @@ def _plan(
         plan.est_completion_tokens += p.est_completion_tokens
         if p.est_cost is not None:
             plan.est_cost = (plan.est_cost or 0.0) + p.est_cost
+            plan.est_batch_cost = (plan.est_batch_cost or 0.0) + (p.est_batch_cost or 0.0)
     return plan
 
 
@@ -205,8 +272,14 @@ _NORMAL = re.compile(r"[\W_]+")
 class _Run:
     """One generation's state: what was kept, and what went wrong."""
 
-    def __init__(self, resources: Resources, params: Mapping[str, Any], attempts: int, threshold: float | None) -> None:
+    def __init__(
+        self, resources: Resources, params: Mapping[str, Any], attempts: int, threshold: float | None, bar: Any
+    ) -> None:
         self.resources, self.params, self.attempts, self.threshold = resources, params, attempts, threshold
+        self.bar = bar
+        """The progress bar (:func:`~nbeval.progress.progress_bar`) of the cases made."""
+        self.shown = 0
+        """The cases the bar counts: those kept, and the replies of this round that fit so far."""
         self.kept: list[_Asked] = []
         self.failed: list[_Asked] = []
         self.duplicates: list[dict[str, Any]] = []
@@ -222,7 +295,7 @@ class _Run:
         convs = [case_messages(s.kind, s.chunks, s.angle, s.persona) for s in slots]
         pending = list(range(len(slots)))
         while pending:
-            answers = self.resources.answer([_request(convs[i], self.params) for i in pending])
+            answers = self.resources.answer([_request(convs[i], self.params) for i in pending], on_answer=self._fits)
             again = []
             for i, answer in zip(pending, answers, strict=True):
                 a = asked[i]
@@ -244,6 +317,12 @@ class _Run:
             pending = again
         self.failed += [a for a in asked if a.case is None]
         return [a for a in asked if a.case is not None]
+
+    def _fits(self, index: int, answer: Any) -> None:
+        """Move the bar as a reply that fits the schema arrives (the round's end corrects it for duplicates)."""
+        if not isinstance(answer.value, Exception) and parse_reply(answer.value.text)[0] is not None:
+            self.bar.update(1)
+            self.shown += 1
 
     def keep(self, fresh: list[_Asked]) -> None:
         """Keep the new cases whose question repeats no earlier one (identical words, else by embedding)."""
@@ -276,6 +355,8 @@ class _Run:
             seen.setdefault(norm, j)
             accepted.append(j)
             self.kept.append(a)
+        self.bar.update(len(self.kept) - self.shown)  # back by the duplicates dropped
+        self.shown = len(self.kept)
 
     def _vectors(self, questions: list[str]) -> Any:
         """The questions' unit vectors, or ``None`` (identical text only) when there is no embedder."""

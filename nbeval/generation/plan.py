@@ -1,9 +1,12 @@
 """Which test cases to ask for, decided before anything is asked, and the dry run's estimate.
 
-:func:`plan_slots` lays out an endless, seeded sequence of :class:`Slot` objects (the first ``n``
-are asked for; later ones replace cases that were duplicates or whose replies never fitted the
-schema). It depends only on the chunks, the kinds, the personas and the seed, so the same inputs
-give the same slots, the same requests and, through the judge's cache, the same suite:
+:func:`plan_slots` lays out a seeded sequence of :class:`Slot` objects (the first ``n`` are asked
+for; later ones replace cases that were duplicates or whose replies never fitted the schema). It
+depends only on the chunks, the kinds, the personas and the seed, so the same inputs give the same
+slots, the same requests and, through the judge's cache, the same suite. It never holds the same
+request twice (one more could only bring back a question already asked, from the cache or at
+temperature 0): it ends once every chunk, or pair of chunks, has been asked from every angle for
+every persona (:func:`distinct_requests` of them at most), and :func:`nbeval.generate` says so.
 
 * **kinds** follow a smooth weighted round robin (equal weights by default: ``single_hop``,
   ``multi_hop``, ``single_hop``, ...), so any prefix of the plan has them in proportion;
@@ -28,7 +31,7 @@ from __future__ import annotations
 import random
 import re
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +39,7 @@ from nbeval.errors import BadParameter
 from nbeval.generation.chunks import DocChunk
 from nbeval.generation.prompts import ANGLES, KINDS, Persona
 
-__all__ = ["REPLY_TOKENS", "GenerationPlan", "Slot", "as_kinds", "plan_slots"]
+__all__ = ["REPLY_TOKENS", "GenerationPlan", "Slot", "as_kinds", "distinct_requests", "plan_slots"]
 
 #: The tokens of a reply of the length the prompt asks for (a one-sentence question and a one- or
 #: two-sentence answer in a JSON object), per kind: the dry run's completion estimate.
@@ -70,10 +73,17 @@ def as_kinds(kinds: Any) -> dict[str, float]:
     return {k: float(w) for k, w in weights.items()}
 
 
+def distinct_requests(chunks: int, kinds: Iterable[str], personas: int) -> int:
+    """The most distinct requests :func:`plan_slots` can make: each chunk (``single_hop``) or ordered
+    pair of chunks (``multi_hop``) from each of the kind's angles, for each persona."""
+    per = {"single_hop": chunks, "multi_hop": chunks * (chunks - 1)}
+    return sum(per[k] * len(ANGLES[k]) for k in kinds) * max(1, personas)
+
+
 def plan_slots(
     chunks: Sequence[DocChunk], kinds: Mapping[str, float], personas: Sequence[Persona | None], seed: int
 ) -> Iterator[Slot]:
-    """The endless seeded sequence of slots (see the module docstring)."""
+    """The seeded sequence of slots, each request once (see the module docstring)."""
     weights = dict(kinds)
     if "multi_hop" in weights and len(chunks) < 2:
         weights.pop("multi_hop")
@@ -85,8 +95,10 @@ def plan_slots(
     uses: dict[tuple[int, ...], int] = defaultdict(int)
     credit = dict.fromkeys(weights, 0.0)
     total = sum(weights.values())
-    index = 0
-    while True:
+    limit = distinct_requests(len(chunks), weights, len(personas))
+    seen: set[tuple[str, tuple[int, ...], str, Persona | None]] = set()
+    index = stale = 0
+    while stale <= limit:  # past that many repeats in a row, every request has been made
         for k in weights:  # smooth weighted round robin
             credit[k] += weights[k]
         kind = max(credit, key=lambda k: credit[k])
@@ -98,7 +110,13 @@ def plan_slots(
         angles = ANGLES[kind]
         offset = random.Random(f"{seed}|angle|{kind}|{picked}").randrange(len(angles))
         persona = personas[persona_cycles[kind].next()]
-        yield Slot(index, kind, tuple(chunks[i] for i in picked), persona, angles[(offset + used) % len(angles)])
+        angle = angles[(offset + used) % len(angles)]
+        if (kind, picked, angle, persona) in seen:  # this request again: skip it
+            stale += 1
+            continue
+        seen.add((kind, picked, angle, persona))
+        stale = 0
+        yield Slot(index, kind, tuple(chunks[i] for i in picked), persona, angle)
         index += 1
 
 
@@ -198,7 +216,9 @@ class GenerationPlan:
     est_completion_tokens: int = 0
     """Completion tokens of the calls to make: a reply of the length asked for (:data:`REPLY_TOKENS`)."""
     est_cost: float | None = None
-    """US dollars, where the judge's model has a price (``prices=``)."""
+    """US dollars, where the judge's model has a price (``prices=``), one call at a time."""
+    est_batch_cost: float | None = None
+    """The same calls with ``batch=True``: at the price's batch part, else less ``batch_discount``."""
     max_calls: int = 0
     """The most calls the run could make: every reply re-asked ``attempts - 1`` times and every
     case replaced in each extra round. Re-asks and replacements happen only for replies that do
@@ -219,6 +239,8 @@ class GenerationPlan:
     def __str__(self) -> str:
         kinds = ", ".join(f"{v} {k}" for k, v in self.by_kind.items())
         cost = f", about ${self.est_cost:.4f}" if self.est_cost is not None else ""
+        if self.est_cost is not None and self.est_batch_cost is not None:
+            cost += f" one call at a time, ${self.est_batch_cost:.4f} with batch=True"
         lines = [
             f"generate {self.cases} test cases ({kinds}) from {self.documents} documents in {self.chunks} chunks",
             f"judge calls: {self.calls} ({self.cached_calls} cached, {self.calls_to_make} to make), "

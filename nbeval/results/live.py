@@ -85,6 +85,9 @@ class LiveResult:
         """Scores the run will make."""
         self.dataset = dataset
         """The rows being evaluated."""
+        self.status = ""
+        """What the run waits for while no row finishes, in words; with ``batch=True`` the
+        provider's batches' states and counts (``"batch batch_abc: in_progress, 40/100 done"``)."""
         self._evs = list(evaluators)
         self._position = {id(ev): k for k, ev in enumerate(self._evs)}
         self._plain_mean = [type(ev).aggregate is Evaluator.aggregate for ev in self._evs]

@@ -123,7 +123,7 @@ def stand_in_writer(messages):
 # %% id="c07"
 # NBVAL_CHECK_OUTPUT
 settings = dict(judge=stand_in_writer, personas=["tourist", "commuter"], chunk_size=200, chunk_overlap=20,
-                seed=0, cache=cache)
+                seed=0, cache=cache, progress=False)  # progress=False: no bar in this notebook's outputs
 plan = nbeval.generate(documents, 8, dry_run=True, **settings)
 print(plan)
 
@@ -211,6 +211,35 @@ kinds = {c.key: c.extra["generation"]["kind"] for c in suite.test_cases}
 recall = result.scores.query("metric == 'document_recall'")
 print(recall.groupby(recall["key"].map(kinds))["value"].mean().round(3).to_string())
 
+# %% [markdown] id="c20"
+# ## Reviewing the generated cases
+#
+# Generated cases are drafts: read them before relying on them. The SuiteBuilder's **review mode**
+# shows one generated case at a time, its question and expected answer beside the chunk(s) it was
+# written from, with the counts per kind. **Accept** it, **Edit** it (the question or the answer;
+# what the generator wrote is kept under `extra["generation"]["original"]`) or **Reject** it with a
+# reason: a rejected case leaves the suite but is kept aside, whole, in
+# `suite.extra["rejected_cases"]` (saved with the suite, and restorable). Each action moves on to
+# the next pending case. Every button and text box is reached with Tab and pressed with Enter or
+# Space; the same actions are methods, which is how the cell after the form drives it.
+
+# %% id="c21"
+from nbeval import widgets as nw
+
+builder = nw.SuiteBuilder(suite, review=True)
+builder
+
+# %% id="c22"
+# NBVAL_CHECK_OUTPUT
+review = builder.reviewer
+review.accept()  # the first case is right
+review.edit(expected_output=suite.test_cases[1].expected_output + " (checked against the price list)")
+review.reject("asks about two sentences at once")  # kept aside, not lost
+print(review.counts())
+print("rejected:", [(e["case"]["prompt"][:60], e["case"]["generation"]["reason"]) for e in review.rejected])
+reviewed = review.reviewed_suite()  # the accepted cases (and any written by hand)
+print(len(reviewed.test_cases), "accepted;", len(suite.test_cases) - 3, "still pending")
+
 # %% [markdown] id="c18"
 # ## Saving, and the command line
 #
@@ -225,6 +254,8 @@ print(recall.groupby(recall["key"].map(kinds))["value"].mean().round(3).to_strin
 # ```python
 # %nbeval generate handbook/ -n 50 --judge llama3 --judge-base-url http://localhost:11434/v1 -o suite
 # ```
+#
+# A bar counts the cases made while a run asks (`progress=False` or `--no-progress`: none).
 
 # %% id="c19"
 # NBVAL_CHECK_OUTPUT

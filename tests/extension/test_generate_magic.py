@@ -66,3 +66,20 @@ def test_generate_without_a_judge_is_one_line_in_the_magics_terms(shell: Any) ->
     assert "%nbeval judge MODEL" in ran.stdout + ran.stderr
     ran = shell.cell("%nbeval generate handbook -n 2 --dry-run")
     assert ran.success and "set one with `%nbeval judge MODEL [--base-url URL]`" in ran.stdout
+
+
+def test_generate_batch_asks_through_the_batch_api(shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.support.fake_batch import FakeBatchServer
+
+    monkeypatch.setenv("NBEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    with FakeBatchServer(SchemaJudge(), delay=0.2) as batch_server:
+        assert shell.cell(f"%nbeval judge writer-model --base-url {batch_server.url}").success
+        shell.ns["handbook"] = HANDBOOK
+        ran = shell.cell("%nbeval generate handbook -n 4 --seed 2 --batch -o batched")
+        assert ran.success, ran.stdout + ran.stderr
+        assert batch_server.batch_creates == 1 and batch_server.request_count == 0
+        assert "made 4 of 4 test cases" in ran.stdout
+        judge = {"model": "writer-model", "base_url": batch_server.url}
+        want = nbeval.generate(HANDBOOK, 4, seed=2, judge=judge, cache=tmp_path / "own.sqlite")
+    assert isinstance(want, TestSuite)
+    assert [c.to_json() for c in want.test_cases] == [c.to_json() for c in shell.ns["batched"].test_cases]

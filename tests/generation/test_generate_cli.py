@@ -94,10 +94,11 @@ def test_generate_options_reach_the_generator(tmp_path, server, api_key, capsys)
 def test_generate_dry_run_counts_and_writes_nothing(tmp_path, server, api_key, capsys):
     docs = _docs(tmp_path)
     out = tmp_path / "s.json"
-    assert main(["generate", str(docs), "-n", "10", *_judge_args(server), "--out", str(out), "--dry-run"]) == 0
+    # 2 chunks: 4 distinct multi-hop requests (2 ordered pairs, 2 angles), 8 single-hop ones
+    assert main(["generate", str(docs), "-n", "8", *_judge_args(server), "--out", str(out), "--dry-run"]) == 0
     printed = capsys.readouterr().out
-    assert "generate 10 test cases (5 single_hop, 5 multi_hop) from 2 documents" in printed
-    assert "judge calls: 10 (0 cached, 10 to make)" in printed
+    assert "generate 8 test cases (4 single_hop, 4 multi_hop) from 2 documents" in printed
+    assert "judge calls: 8 (0 cached, 8 to make)" in printed
     assert server.request_count == 0 and not out.exists()
 
 

@@ -115,6 +115,7 @@ COVERAGE: dict[str, list[str]] = {
         "tests/chat/test_batch.py::test_ragas_faithfulness_takes_one_batch_per_round",
         "tests/chat/test_batch_resume.py::test_a_run_killed_while_it_polls_resumes_the_same_batch",
         "tests/chat/test_batch_resume.py::test_cancel_cancels_the_batch_at_the_provider",
+        "tests/chat/test_batch_progress.py::test_on_progress_hears_the_batch_while_no_row_finishes",
     ],
     "evaluate(batch_poll_s)": [
         "tests/chat/test_batch.py::test_batch_poll_s_is_how_long_the_run_waits_between_polls",
@@ -230,6 +231,19 @@ COVERAGE: dict[str, list[str]] = {
         "tests/perturbation/test_perturb_api.py::test_cli_perturb_seed_and_intensity_change_the_cases",
     ],
     "nbeval perturb --no-originals": ["tests/perturbation/test_perturb_api.py::test_cli_perturb_no_originals"],
+    "nbeval perturb --judge": [
+        "tests/perturbation/test_perturb_cli_llm.py::test_judge_and_judge_base_url_choose_the_attacker",
+        "tests/perturbation/test_perturb_cli_llm.py::test_an_llm_perturbator_without_a_judge_says_how_to_give_one",
+        "tests/extension/test_perturb_magic_llm.py::test_the_magic_takes_the_cli_s_judge_options",
+    ],
+    "nbeval perturb --judge-base-url": [
+        "tests/perturbation/test_perturb_cli_llm.py::test_judge_and_judge_base_url_choose_the_attacker",
+        "tests/perturbation/test_perturb_cli_llm.py::test_an_llm_perturbator_without_a_judge_says_how_to_give_one",
+    ],
+    "nbeval perturb --dry-run": [
+        "tests/perturbation/test_perturb_cli_llm.py::test_dry_run_counts_the_attacker_calls_asks_nothing_and_writes_nothing",
+        "tests/extension/test_perturb_magic_llm.py::test_the_magic_s_dry_run_without_a_judge_speaks_in_the_magics_terms",
+    ],
     "nbeval perturb --out": [
         "tests/perturbation/test_perturb_api.py::test_cli_perturb_writes_a_suite_that_loads",
         "tests/perturbation/test_perturb_api.py::test_cli_perturb_errors_are_one_line",
@@ -265,9 +279,15 @@ COVERAGE: dict[str, list[str]] = {
         "tests/generation/test_generate_cli.py::test_generate_out_must_not_overwrite_a_document",
     ],
     "nbeval generate --no-cache": ["tests/generation/test_generate_cli.py::test_generate_options_reach_the_generator"],
+    "nbeval generate --no-progress": [
+        "tests/generation/test_generate_report_and_review.py::test_cli_generate_draws_the_bar_unless_no_progress"
+    ],
     "nbeval generate --dry-run": [
         "tests/generation/test_generate_cli.py::test_generate_dry_run_counts_and_writes_nothing",
         "tests/generation/test_generate_cli.py::test_generate_without_a_judge_says_how_to_give_one",
+    ],
+    "nbeval generate --batch": [
+        "tests/generation/test_generate_batch.py::test_cli_generate_batch_sends_one_batch_and_writes_the_same_suite",
     ],
     # -- nbeval diff / nbeval runs ----------------------------------------------------------------------
     "nbeval diff": ["tests/cli/test_diff_runs_cli.py::test_diff_prints_the_regression_and_fails_only_when_asked"],
@@ -289,7 +309,8 @@ COVERAGE: dict[str, list[str]] = {
     "nbeval runs folder": ["tests/cli/test_diff_runs_cli.py::test_runs_lists_the_saved_runs"],
     "nbeval runs --json": ["tests/cli/test_diff_runs_cli.py::test_runs_lists_the_saved_runs"],
     "nbeval perturbators": [
-        "tests/perturbation/test_perturb_api.py::test_cli_perturbators_lists_ids_names_and_meaning"
+        "tests/perturbation/test_perturb_api.py::test_cli_perturbators_lists_ids_names_and_meaning",
+        "tests/perturbation/test_perturb_cli_llm.py::test_the_perturbators_listing_keeps_its_columns_aligned",
     ],
     "nbeval perturbators --json": [
         "tests/perturbation/test_perturb_api.py::test_cli_perturbators_lists_ids_names_and_meaning"
