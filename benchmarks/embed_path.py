@@ -49,7 +49,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from embedding_bench import NINE, make_records
 
 from nbeval.data.model import LlmDataset
-from nbeval.data.text import _split_cached
+from nbeval.data.sentences import _split_cached
 from nbeval.engine import evaluate
 from nbeval.evaluators.embedding.evaluators import clear_caches
 from nbeval.evaluators.embedding.geometry import warm_up

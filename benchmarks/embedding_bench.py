@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from nbeval.data.model import LlmDataset
-from nbeval.data.text import _split_cached
+from nbeval.data.sentences import _split_cached
 from nbeval.engine import evaluate, first_requests
 from nbeval.engine.plan import plan_rows
 from nbeval.evaluators.base import Embed

@@ -9,7 +9,7 @@ import unicodedata
 
 import numpy as np
 
-from nbeval.data.text import (
+from nbeval.data.sentences import (
     _BARE_MARKER,
     _BEFORE_NUMBER,
     _BREAK_BEFORE_CAPITAL,

@@ -21,7 +21,7 @@ from nbeval.evaluators.embedding import steps
 from nbeval.resources import embedder as embedder_module
 
 from . import before_36
-from .conftest import fake_embedder
+from .conftest import FakeModel, fake_embedder, fake_vector
 
 FRAGMENTS = [
     "The cat sat",
@@ -248,19 +248,40 @@ def test_alignment_as_before(seed: int) -> None:
 # -- the embedder's memory -----------------------------------------------------------------------
 
 
+class _StampedModel(FakeModel):
+    """A text encoded again gets another vector (as a text in another batch may): each call's own."""
+
+    def encode(self, texts, *args, **kwargs):
+        self.calls.append(list(texts))
+        return np.stack([fake_vector(f"{t}#{len(self.calls)}", self.dim) for t in texts])
+
+
 def test_memory_keeps_what_evicting_text_by_text_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The vectors kept in memory, and their order of use, are those of the per-text eviction it
-    replaced (an evicted text is encoded again, in another batch: its last bits could differ)."""
+    """The texts kept in memory, their order of use and their vectors are those of the per-text
+    eviction it replaced (an evicted text is encoded again, in another batch: its last bits could
+    differ, so which vector a text keeps matters)."""
     monkeypatch.setattr(embedder_module, "_MEMORY_ITEMS", 5)
     rng = random.Random(3)
-    emb = fake_embedder()
-    kept: dict[str, None] = {}
-    for _ in range(200):
+    model = _StampedModel()
+    emb = fake_embedder(model)
+    kept: dict[str, np.ndarray] = {}
+    seen: set[str] = set()
+    encoded_again = 0
+    for _ in range(300):
         texts = [rng.choice("abcdefghij") for _ in range(rng.randint(0, 8))]
-        emb.encode(texts)
-        for t in dict.fromkeys(texts):  # what the old code did, text by text
+        calls = len(model.calls)
+        got = dict(zip(texts, emb.encode(texts), strict=True))
+        fresh = set(model.calls[-1]) if len(model.calls) > calls else set()
+        assert fresh == {t for t in texts if t not in kept}  # what memory held was not encoded again
+        encoded_again += len(fresh & seen)  # evicted earlier, encoded again now
+        seen |= fresh
+        looked_up = dict(kept)
+        for t in dict.fromkeys(texts):  # what the old code did, text by text, after the lookup
             kept.pop(t, None)
-            kept[t] = None
+            kept[t] = looked_up[t] if t in looked_up else got[t]
             while len(kept) > 5:
                 del kept[next(iter(kept))]
         assert list(emb._memory) == list(kept)
+        assert all(np.array_equal(emb._memory[t], v) for t, v in kept.items())
+        assert all(np.array_equal(got[t], v) for t, v in looked_up.items() if t in got)
+    assert encoded_again > 100  # the cap was met often
