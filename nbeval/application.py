@@ -7,7 +7,8 @@ own output (lines, a display, a response); the decisions in between live here, o
 * the catalogue: :func:`matching_specs` (the filter of ``nbeval evaluators TEXT``),
   :func:`spec_dict` (an evaluator as JSON: ``--json``, ``GET /v1/evaluators``);
 * the judge and the environment: :func:`endpoint`, :func:`judge_spec` (``--judge`` and
-  ``--judge-base-url``, the model from ``NBEVAL_JUDGE_MODEL``), :func:`evaluate_kwargs` (a
+  ``--judge-base-url``, the model from ``NBEVAL_JUDGE_MODEL``), :func:`jury_spec` (``run``'s
+  ``--judge`` repeated: a jury), :func:`evaluate_kwargs` (a
   parsed ``run``'s options as :func:`nbeval.evaluate`'s arguments), :func:`judge_error` and
   :func:`judge_plan_text` (a missing judge in the terms of the command line or of the magics);
 * ``--out``: :func:`check_run_out` and :func:`check_file_out` (fail before any work),
@@ -42,17 +43,21 @@ __all__ = [
     "ENV_KEYS",
     "ENV_MODEL",
     "MAGIC_JUDGE_HELP",
+    "PRICES_HELP",
     "REPORT_FILE",
     "check_file_out",
     "check_run_out",
+    "cli_terms",
     "endpoint",
     "evaluate_kwargs",
     "judge_error",
     "judge_plan_text",
     "judge_spec",
+    "jury_spec",
     "matching_specs",
     "no_match_note",
     "plan",
+    "read_prices",
     "run_gate",
     "same_file",
     "save_partial",
@@ -165,11 +170,90 @@ def judge_spec(model: str | None, base_url: str | None) -> Any:
     return endpoint(model, base_url) if model else None
 
 
+_PRICES_EXAMPLE = """'{"gpt-4o-mini": [0.00015, 0.0006]}'"""
+
+#: ``--prices``'s help: what :func:`read_prices` reads.
+PRICES_HELP = (
+    "model prices in USD per 1,000 tokens, as nbeval.evaluate(prices=...) takes them: a JSON or YAML "
+    "file, or JSON text, mapping each model name to [prompt, completion] or [prompt, completion, "
+    f"batch_prompt, batch_completion], e.g. {_PRICES_EXAMPLE} (a model matches a name exactly, else the "
+    "longest name it starts with); the dry run and the run then give the cost"
+)
+
+
+def read_prices(text: str) -> dict[str, tuple[float, ...]]:
+    """``--prices FILE_OR_JSON``: JSON text (``{...}``), or a JSON or YAML file (``.yaml``/``.yml``),
+    mapping model names to USD per 1k tokens, ``[prompt, completion]`` or ``[prompt, completion,
+    batch_prompt, batch_completion]``: the ``prices=`` of :func:`nbeval.evaluate`, checked. Raises
+    :class:`~nbeval.errors.DataError` saying what is wrong."""
+    import json
+
+    source = text.strip()
+    inline = source.startswith(("{", "["))
+    where = "--prices" if inline else f"--prices {text}"
+    try:
+        if inline:
+            data = json.loads(source)
+        elif Path(source).suffix.lower() in (".yaml", ".yml"):
+            data = _read_yaml(Path(source))
+        else:
+            data = json.loads(Path(source).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        msg = f"{where}: no such file; give a JSON or YAML file, or JSON text such as {_PRICES_EXAMPLE}"
+        raise DataError(msg) from None
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{where}: cannot read it ({exc})") from None
+    if not isinstance(data, dict) or not data:
+        raise DataError(f"{where}: expected a mapping of model names to prices, got {type(data).__name__}")
+    prices: dict[str, tuple[float, ...]] = {}
+    for model, price in data.items():
+        ok = isinstance(price, (list, tuple)) and len(price) in (2, 4)
+        ok = ok and all(isinstance(p, (int, float)) and not isinstance(p, bool) and p >= 0 for p in price)
+        if not ok:
+            msg = (
+                f"{where}: the price of {model!r} must be [prompt, completion] or [prompt, completion, "
+                f"batch_prompt, batch_completion], USD per 1,000 tokens (numbers, 0 or more); got {price!r}"
+            )
+            raise DataError(msg)
+        prices[str(model)] = tuple(float(p) for p in price)
+    return prices
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        import yaml
+    except ImportError:
+        from nbeval.errors import MissingDependency
+
+        msg = f"--prices {path}: reading YAML needs PyYAML (pip install pyyaml); or give a JSON file"
+        raise MissingDependency(msg) from None
+    try:
+        with path.open(encoding="utf-8") as f:
+            return yaml.safe_load(f)
+    except yaml.YAMLError as exc:
+        raise ValueError(f"not valid YAML: {exc}") from None
+
+
+def jury_spec(models: str | Sequence[str] | None, base_urls: str | Sequence[str] | None) -> Any:
+    """``run``'s judge: one ``--judge`` as :func:`judge_spec`; several a majority jury (``judge=[...]``
+    in Python), at the one ``--judge-base-url`` or one each, in order. A comma in a name is refused."""
+    names = [models] if isinstance(models, str) else list(models or [])
+    urls = [base_urls] if isinstance(base_urls, str) else list(base_urls or [])
+    for name in (n for n in names if "," in n):
+        jurors = " ".join(f"--judge {part.strip()}" for part in name.split(",") if part.strip())
+        raise NbevalError(f"--judge {name!r}: one model per --judge; for a jury, repeat it: {jurors}")
+    if len(urls) > 1 and len(urls) != len(names):
+        msg = f"--judge-base-url given {len(urls)} times for {len(names)} --judge: give it once, or once per --judge"
+        raise NbevalError(msg)
+    specs = [judge_spec(name, urls[i] if len(urls) > 1 else next(iter(urls), None)) for i, name in enumerate(names)]
+    return specs if len(specs) > 1 else specs[0] if specs else judge_spec(None, next(iter(urls), None))
+
+
 def evaluate_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """A parsed ``run``'s options (the CLI's or the magic's: they share the parser) as
     :func:`nbeval.evaluate`'s keyword arguments."""
     kw: dict[str, Any] = {"progress": not args.no_progress}
-    judge = judge_spec(getattr(args, "judge", None), getattr(args, "judge_base_url", None))
+    judge = jury_spec(getattr(args, "judge", None), getattr(args, "judge_base_url", None))
     if judge is not None:
         kw["judge"] = judge
     if getattr(args, "embedder", None):
@@ -182,6 +266,8 @@ def evaluate_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         kw["scheduler"] = args.scheduler
     if getattr(args, "batch", False):
         kw["batch"] = True
+    if getattr(args, "prices", None):
+        kw["prices"] = args.prices
     return kw
 
 
@@ -227,6 +313,37 @@ def judge_plan_text(text: str, *, magic: bool = False) -> str:
     """``text`` (a dry run's plan) with its advice about a missing judge in the terms of the
     command line or, with ``magic``, of the magics."""
     return text.replace(_PYTHON_JUDGE_HINT, _JUDGE_HINTS[magic])
+
+
+#: The Python API's words in messages, and the command line's for them (longest first, so that a
+#: phrase is replaced before the words in it).
+_CLI_TERMS = (
+    (
+        "(nbeval.collect(suite, models=[...]).complete())",
+        "(`nbeval complete SUITE -m MODEL --out lab.json`, then `nbeval run lab.json`)",
+    ),
+    ("the same evaluate(..., batch=True) again", "the same command again"),
+    ("the same complete(batch=True) again", "the same command again"),
+    ("the same requests again with batch=True", "the same command again"),
+    ("(batch=False asks one by one;", "(without --batch it asks one by one;"),
+    ("with batch=False", "without --batch"),
+    ("batch=True", "--batch"),
+    ("batch=False", "no --batch"),
+    ("cache=False", "--no-cache"),
+    ("dry_run=True", "--dry-run"),
+    ("with scheduler=", "with --scheduler"),
+    (_PYTHON_JUDGE_HINT, _JUDGE_HINTS[False]),
+)
+
+
+def cli_terms(text: str) -> str:
+    """A message of the Python API (an error, a warning, a row's error) in the command line's
+    terms: ``--batch`` for ``batch=True``, ``--no-cache`` for ``cache=False``, ``nbeval complete``
+    for ``nbeval.collect(...)``, ``--judge`` for ``judge=...``. :func:`nbeval.cli.main` shows every
+    error through it, and the commands their notes and summaries."""
+    for python, cli in _CLI_TERMS:
+        text = text.replace(python, cli)
+    return text
 
 
 # ---------------------------------------------------------------------------------------------

@@ -31,7 +31,14 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from nbeval.application import judge_error, judge_plan_text, matching_specs, no_match_note, spec_search_text
+from nbeval.application import (
+    cli_terms,
+    judge_error,
+    judge_plan_text,
+    matching_specs,
+    no_match_note,
+    spec_search_text,
+)
 from nbeval.cli_commands import (
     SavedInterrupt,
     complete_command,
@@ -41,6 +48,7 @@ from nbeval.cli_commands import (
     evaluator_show_command,
     evaluators_command,
     generate_command,
+    interrupted_note,
     perturb_command,
     perturbators_command,
     run_command,
@@ -81,6 +89,22 @@ def _gate_kinds(text: str) -> tuple[str, ...]:
         return parse_gate_kinds(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _prices(text: str) -> dict[str, tuple[float, ...]]:
+    """``--prices`` value: :func:`~nbeval.application.read_prices` (a JSON or YAML file, or JSON text)."""
+    from nbeval.application import read_prices
+
+    try:
+        return read_prices(text)
+    except NbevalError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--prices ").removeprefix("--prices: ")) from None
+
+
+def _add_prices(parser: argparse.ArgumentParser) -> None:
+    from nbeval.application import PRICES_HELP
+
+    parser.add_argument("--prices", type=_prices, metavar="FILE_OR_JSON", help=PRICES_HELP)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -138,10 +162,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("-e", "--evaluators", required=True, help="comma-separated evaluator ids")
     run.add_argument("--out", default="nbeval-out", help="folder for the saved result and report.html")
-    run.add_argument("--judge", help="judge model name (OpenAI-compatible endpoint)")
+    run.add_argument(
+        "--judge",
+        action="append",
+        metavar="MODEL",
+        help="judge model name (OpenAI-compatible endpoint); repeat it for a jury (--judge a --judge b: every "
+        "judge rates every row and the majority verdict wins, as judge=[...] in Python)",
+    )
     run.add_argument(
         "--judge-base-url",
-        help="base URL of the judge's endpoint, for --judge or NBEVAL_JUDGE_MODEL (default: NBEVAL_JUDGE_BASE_URL)",
+        action="append",
+        metavar="URL",
+        help="base URL of the judge's endpoint, for --judge or NBEVAL_JUDGE_MODEL (default: NBEVAL_JUDGE_BASE_URL); "
+        "with a jury, once for every judge or once per --judge, in the same order",
     )
     run.add_argument("--embedder", help="sentence-transformers model name or path")
     run.add_argument("--device", help="cpu, cuda, ... (default: automatic)")
@@ -176,6 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="send the judge calls through the endpoint's Batch API (about half the price, answers within "
         "hours; interrupted, run the same command again to resume waiting)",
     )
+    _add_prices(run)
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.set_defaults(func=run_command)
 
@@ -200,6 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="ask through the endpoint's Batch API (about half the price, answers within hours; "
         "interrupted, run the same command again to resume waiting)",
     )
+    _add_prices(comp)
     comp.add_argument("--no-progress", action="store_true", help="no progress bar")
     comp.set_defaults(func=complete_command)
 
@@ -230,6 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
     pert.add_argument(
         "--dry-run", action="store_true", help="count the cases and the LLM perturbators' calls; ask and write nothing"
     )
+    _add_prices(pert)
     pert.add_argument("--out", default="perturbed.json", help="where to write the suite")
     pert.set_defaults(func=perturb_command)
 
@@ -267,6 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="ask the judge through its endpoint's Batch API (about half the price, answers within hours; "
         "interrupted, run the same command again to resume waiting)",
     )
+    _add_prices(gen)
     gen.set_defaults(func=generate_command)
 
     perts = sub.add_parser("perturbators", help="list the perturbators")
@@ -424,15 +461,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except JudgeNotConfigured as exc:  # named in the CLI's terms: --judge, not judge=...
         print(f"nbeval: error: {judge_error(exc)}", file=sys.stderr)
         return 2
-    except NbevalError as exc:
-        print(f"nbeval: error: {exc}", file=sys.stderr)
+    except NbevalError as exc:  # in the CLI's terms too: --batch, --no-cache, not batch=True, cache=False
+        print(f"nbeval: error: {cli_terms(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:  # Ctrl-C: one line, no traceback; replies already received stay cached
-        saved = f"{exc.note}; " if isinstance(exc, SavedInterrupt) else ""
-        print(
-            f"nbeval: interrupted; {saved}judge replies received so far are cached, run again to resume",
-            file=sys.stderr,
-        )
+        saved = f"{exc.note}; " if isinstance(exc, SavedInterrupt) and exc.note else ""
+        print(f"nbeval: interrupted; {saved}{interrupted_note(exc)}", file=sys.stderr)
         return 130
 
 

@@ -13,12 +13,13 @@ import argparse
 import json
 import os
 import sys
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 from nbeval import application
-from nbeval.application import judge_plan_text, matching_specs, no_match_note
+from nbeval.application import matching_specs, no_match_note
 from nbeval.errors import NbevalError
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "finish_run",
     "generate_command",
     "generate_kwargs",
+    "interrupted_note",
     "perturb_command",
     "perturb_kwargs",
     "perturbators_command",
@@ -112,14 +114,14 @@ def finish_run(result: Any, out: Path, fail_on_problems: bool | Sequence[str] | 
     brief form); with a gate (``True``: every kind, or the kinds of
     :data:`~nbeval.results.gate.GATE_KINDS` to fail on) say which kinds trip it, one line each,
     and return 1 if any does."""
-    print(result.summary(brief=brief))
+    print(application.cli_terms(result.summary(brief=brief)))  # rows' errors say --batch, not batch=True
     report = application.save_run(result, out)
     print(f"\nsaved the result to {out}/\nand the report to {report}")
     verdict = application.run_gate(result, fail_on_problems)
     if verdict is None:
         return 0
     for line in verdict.lines():
-        print(line)
+        print(application.cli_terms(line))
     return 1 if verdict.tripped else 0
 
 
@@ -142,7 +144,7 @@ def run_command(args: argparse.Namespace) -> int:
     kwargs = application.evaluate_kwargs(args)
     data = data_or_demo(args.data)
     if args.dry_run:
-        print(judge_plan_text(str(application.plan(data, evaluators, **kwargs))))
+        print(application.cli_terms(str(application.plan(data, evaluators, **kwargs))))
         return 0
     application.check_run_out(Path(args.out), [data] if isinstance(data, str) else [])
     try:
@@ -153,26 +155,40 @@ def run_command(args: argparse.Namespace) -> int:
             lambda: application.save_partial(partial, out),
             f"saved the partial result to {out}/ (the rows not scored are marked cancelled; "
             "nbeval.load_result reads it)",
+            stop.batches,
         )
     return finish_run(result, Path(args.out), args.fail_on_problems)
 
 
 class SavedInterrupt(KeyboardInterrupt):
-    """Ctrl-C, after the partial output was saved: ``note`` says where."""
+    """Ctrl-C, after the partial output was saved: ``note`` says where (empty when saving failed);
+    ``batches``: the batches left running at the provider (``--batch``)."""
 
-    def __init__(self, note: str) -> None:
+    def __init__(self, note: str, batches: Sequence[str] = ()) -> None:
         super().__init__(note)
         self.note = note
+        self.batches = tuple(batches)
 
 
-def saved_or_not(save: Callable[[], Any], note: str) -> NoReturn:
+def saved_or_not(save: Callable[[], Any], note: str, batches: Sequence[str] = ()) -> NoReturn:
     """After Ctrl-C: save the partial output, and go on with the interruption saying so (or not,
-    when saving failed or was interrupted too)."""
+    when saving failed or was interrupted too), and which ``batches`` go on at the provider."""
     try:
         save()
     except (Exception, KeyboardInterrupt):
-        raise KeyboardInterrupt from None
-    raise SavedInterrupt(note) from None
+        raise SavedInterrupt("", batches) from None
+    raise SavedInterrupt(note, batches) from None
+
+
+def interrupted_note(exc: BaseException, again: str = "running the same command again") -> str:
+    """The end of what Ctrl-C prints: the judge replies received are cached, and with ``--batch``
+    the batches still running (and billed) at the provider, by id, and how to pick them up or cancel them."""
+    batches = tuple(getattr(exc, "batches", ()))
+    if not batches:
+        return "judge replies received so far are cached, run again to resume"
+    from nbeval.chat.batch_options import still_running
+
+    return f"{still_running(batches, again)}; the replies received so far are cached"
 
 
 def demo_command(args: argparse.Namespace) -> int:
@@ -209,9 +225,10 @@ def complete_command(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         cache=not args.no_cache,
         batch=args.batch,
+        **({"prices": args.prices} if args.prices else {}),
     )
     if args.dry_run:
-        print(pending.plan())
+        print(application.cli_terms(str(pending.plan())))
         return 0
     try:
         lab = pending.complete(progress=not args.no_progress)
@@ -221,12 +238,18 @@ def complete_command(args: argparse.Namespace) -> int:
         saved_or_not(
             lambda: write_aside(args.out, lambda tmp: jsonio.write_json(partial, tmp)),
             f"wrote the partial lab to {args.out} (the cases not answered have the error 'cancelled')",
+            stop.batches,
         )
     data = lab.to_json()
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     write_aside(args.out, lambda tmp: jsonio.write_json(data, tmp))  # a failed write keeps the previous lab
-    failed = sum(1 for r in lab.dataset if r.error)
-    print(f"asked {len(lab.models)} model(s) {len(suite.test_cases)} test case(s); {failed} failed; wrote {args.out}")
+    errors = [r.error for r in lab.dataset if r.error]
+    print(
+        f"asked {len(lab.models)} model(s) {len(suite.test_cases)} test case(s); {len(errors)} failed; wrote {args.out}"
+    )
+    if errors:  # the commonest, in the CLI's terms (an endpoint with no Batch API: run without --batch)
+        error, times = Counter(errors).most_common(1)[0]
+        print(f"the commonest error ({times}x): {application.cli_terms(error)}")
     return 0
 
 
@@ -266,6 +289,8 @@ def perturb_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     judge = application.judge_spec(args.judge, args.judge_base_url)
     if judge is not None:
         kw["judge"] = judge
+    if getattr(args, "prices", None):
+        kw["prices"] = args.prices
     return kw
 
 
@@ -281,7 +306,7 @@ def perturb_command(args: argparse.Namespace) -> int:
     data = data_or_demo(args.suite)
     kwargs = perturb_kwargs(args)
     if args.dry_run:
-        print(judge_plan_text(str(perturb(data, args.perturbators, dry_run=True, **kwargs))))
+        print(application.cli_terms(str(perturb(data, args.perturbators, dry_run=True, **kwargs))))
         return 0
     application.check_file_out(Path(args.out), [data] if isinstance(data, str) else [], "perturbed")
     with warnings.catch_warnings(record=True) as caught:
@@ -321,6 +346,8 @@ def generate_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         kw["progress"] = False
     if getattr(args, "batch", False):
         kw["batch"] = True
+    if getattr(args, "prices", None):
+        kw["prices"] = args.prices
     return kw
 
 
@@ -341,14 +368,14 @@ def generate_command(args: argparse.Namespace) -> int:
             plan = nbeval.generate(documents, dry_run=True, **kwargs)
         for w in caught:
             print(f"nbeval: note: {w.message}", file=sys.stderr)
-        print(judge_plan_text(str(plan)))
+        print(application.cli_terms(str(plan)))
         return 0
     application.check_file_out(Path(args.out), args.documents, "suite")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        suite = nbeval.generate(documents, **kwargs)
+        suite = nbeval.generate(documents, **kwargs)  # no case made: GenerationFailed, exit 2, --out untouched
     for w in caught:
-        print(f"nbeval: note: {w.message}", file=sys.stderr)
+        print(f"nbeval: note: {application.cli_terms(str(w.message))}", file=sys.stderr)
     data = suite.to_json()
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     write_aside(args.out, lambda tmp: jsonio.write_json(data, tmp))

@@ -6,6 +6,7 @@ Messages say what went wrong and what to do about it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 __all__ = [
@@ -14,6 +15,7 @@ __all__ = [
     "ConditionError",
     "DataError",
     "EvaluatorError",
+    "GenerationFailed",
     "Interrupted",
     "JudgeNotConfigured",
     "MissingDependency",
@@ -105,7 +107,22 @@ class PerturbationError(NbevalError, ValueError):
 
 
 class ResourceError(NbevalError, RuntimeError):
-    """A resource (embedder, judge, local model) failed for one request."""
+    """A resource (embedder, judge, local model) failed for one request. ``status``: the HTTP
+    status of a failed judge call, where there was one (401: the key was refused)."""
+
+    def __init__(self, message: str = "", *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class GenerationFailed(ResourceError):
+    """:func:`nbeval.generate` made no test case (every judge call failed, or no reply fitted the
+    schema). ``report``: the generation report the suite would have carried, with every failed
+    call's error and every raw reply."""
+
+    def __init__(self, message: str, report: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.report = dict(report or {})
 
 
 class JudgeNotConfigured(EvaluatorError):
@@ -117,9 +134,14 @@ class Interrupted(KeyboardInterrupt):
     partial :class:`~nbeval.results.EvaluationResult` (what was scored; every other row marked
     ``cancelled``; ``meta["cancelled"]`` true), or the partial
     :class:`~nbeval.data.model.TestLab` (the cases not answered have the error ``"cancelled"``).
-    Calls in flight were abandoned; the replies received are in the cache. A
-    ``KeyboardInterrupt``, not an :class:`NbevalError`: code that lets Ctrl-C through still does."""
+    Calls in flight were abandoned; the replies received are in the cache. With ``batch=True``,
+    ``batches`` holds the ids of the batches left running (and billed) at the provider, which the
+    message names, saying how to pick them up or cancel them. A ``KeyboardInterrupt``, not an
+    :class:`NbevalError`: code that lets Ctrl-C through still does."""
 
-    def __init__(self, result: Any) -> None:
-        super().__init__("interrupted; the exception's .result holds the partial result")
+    def __init__(self, result: Any, *, batches: Sequence[str] = (), note: str = "") -> None:
+        text = "interrupted; the exception's .result holds the partial result"
+        super().__init__(f"{text}; {note}" if note else text)
         self.result = result
+        self.batches = tuple(batches)
+        """The provider's ids of the batches still running (``batch=True``), if any."""

@@ -383,6 +383,9 @@ def _check_generate(ctx: Context, ns: dict[str, Any], values: dict[str, Any]) ->
     assert [c.prompt for c in reviewed.test_cases] == [c.prompt for c in suite.test_cases[:2]]
     assert reviewed.test_cases[1].expected_output == "Managers approve leave requests in the HR portal."
     assert [e["case"]["prompt"] for e in ns["builder"].reviewer.rejected] == [suite.test_cases[2].prompt]
+    rejected = value_of(values, 'builder.value.extra["rejected_cases"]')  # where the README says they are
+    assert [e["case"]["prompt"] for e in rejected] == [suite.test_cases[2].prompt]
+    assert "rejected_cases" not in suite.extra and "rejected_cases" not in reviewed.extra  # not in these
     assert perturbed_count(attacks) == 4 and len(attacks.test_cases) == 6
     server = ctx.servers["openai"]
     assert server.request_count == 8 + 4 and {r.model for r in server.requests} == {"gpt-4o-mini"}

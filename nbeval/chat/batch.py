@@ -14,10 +14,14 @@ requests it holds: they are never sent twice. Replies go into the reply cache un
 synchronous path uses, so a later run, batched or not, finds them there.
 
 Endings: a request the batch answered with an error gets that error (its row says so); the
-requests an ``expired`` or ``cancelled`` batch did not answer get an error saying so, which a run
-with ``batch=False`` (or another batched run) asks again; the answers such a batch did give are
-kept. A cancel (``cancel=``, the Cancel button) cancels the batches at the provider and answers the
-rest as cancelled; Ctrl-C does not (the batches go on, and the next run picks them up).
+requests a batch ``expired`` or ``cancelled`` at the provider did not answer get an error saying so
+(the batch is then closed: the next run, with ``batch=True``, sends only those requests in a new
+batch, or with ``batch=False`` asks them one by one); the answers such a batch did give are kept. A
+cancel (``cancel=``, the Cancel button) cancels the batches at the provider and answers the rest as
+cancelled; once the provider agrees, the store marks the batch cancelled here, and the next batched
+run keeps the answers it gave (if the provider has finished cancelling it), forgets it and sends the
+rest in a new batch. Ctrl-C does not cancel (the batches go on, and the next run picks them up): it
+raises :class:`BatchesRunning`, a ``KeyboardInterrupt`` naming the batches left running.
 
 Only OpenAI-compatible endpoints have a Batch API: the requests of any other model (a Python
 function, a local Hugging Face model) are answered one by one, as without batching, with one
@@ -39,21 +43,30 @@ from typing import Any
 
 from nbeval.chat.accounting import ChatFailure, ChatResult, with_cost
 from nbeval.chat.base import ChatError, ChatReply
-from nbeval.chat.batch_api import ENDPOINT, BatchAPI, BatchState, read_lines
-from nbeval.chat.batch_options import BatchOptions, batch_price
-from nbeval.chat.batch_store import BatchStore, store_path
+from nbeval.chat.batch_api import ENDPOINT, BatchAPI, BatchState, read_lines, why_unanswered
+from nbeval.chat.batch_options import BatchOptions, batch_price, still_running
+from nbeval.chat.batch_store import CANCELLED_HERE, BatchStore, StoredBatch, store_path
 from nbeval.chat.client import SAMPLE_PARAM, ChatClient, _as_request, _cancel_check
 from nbeval.chat.openai_chat import OpenAIChat
 from nbeval.chat.secrets import redact
 from nbeval.errors import BadParameter
 
-__all__ = ["BatchOptions", "can_batch", "run_batch", "run_batches"]
+__all__ = ["BatchOptions", "BatchesRunning", "can_batch", "run_batch", "run_batches"]
 
 #: The error codes of a line never tried because its batch ended first.
 _UNANSWERED = ("batch_expired", "batch_cancelled")
 
 _WARNED: set[str] = set()
 _WARNED_LOCK = threading.Lock()
+
+
+class BatchesRunning(KeyboardInterrupt):
+    """Ctrl-C while batches wait at the provider: they go on there (and are billed); ``batches``
+    holds their ids. Running the same requests again picks them up."""
+
+    def __init__(self, batches: Sequence[str]) -> None:
+        self.batches = tuple(batches)
+        super().__init__(still_running(self.batches, "running the same requests again with batch=True"))
 
 
 def can_batch(client: ChatClient) -> bool:
@@ -164,13 +177,19 @@ class _Runner:
         if self.cancelled():  # cancelled already: nothing is sent
             self._answer_all(lambda _key: ChatFailure("cancelled before it was sent", 0, cancelled=True))
             return
-        for part in parts:
-            if part.waiting:
-                self._start(part)
-        for part in one_by_one:  # while the batches wait at the provider
-            part.results = list(part.client.run_many(part.requests, part.on_done, cancel=self.cancel))
-        self._status()
-        self._poll()
+        try:
+            for part in parts:
+                if part.waiting:
+                    self._start(part)
+            for part in one_by_one:  # while the batches wait at the provider
+                part.results = list(part.client.run_many(part.requests, part.on_done, cancel=self.cancel))
+            self._status()
+            self._poll()
+        except KeyboardInterrupt:  # the batches go on at the provider: say which
+            running = [live.batch_id for live in self.live.values()]
+            if not running:
+                raise
+            raise BatchesRunning(running) from None
 
     def _store(self, client: ChatClient) -> BatchStore:
         assert client.cache is not None
@@ -188,6 +207,9 @@ class _Runner:
         store, api = self._store(client), BatchAPI(model, client.timeout)
         covered = {k for live in self.live.values() if live.client._identity == identity for k in live.keys}
         for stored in store.open_for(identity, [k for k in part.waiting if k not in covered]):
+            if stored.status == CANCELLED_HERE:  # its unanswered requests are sent anew below
+                self._reclaim(stored, client, api, store)
+                continue
             batch_id = stored.batch_id
             if batch_id is None:  # recorded, and maybe created just before the last run stopped
                 found = _quietly(lambda s=stored.submission: api.find(s))  # type: ignore[misc]
@@ -314,8 +336,8 @@ class _Runner:
         """Cancel every batch at the provider; the requests still waiting are cancelled."""
         for submission, live in list(self.live.items()):
             try:
-                state = live.api.cancel(live.batch_id)
-                live.store.update(submission, state.status)
+                live.api.cancel(live.batch_id)
+                live.store.update(submission, CANCELLED_HERE)  # the next run sends the rest anew
                 why = f"cancelled: batch {live.batch_id} was cancelled at the provider"
             except ChatError as err:  # it goes on there; a later run picks up its replies
                 why = f"cancelled (batch {live.batch_id} could not be cancelled at the provider: {err})"
@@ -330,13 +352,45 @@ class _Runner:
         """Cache the answers of a finished batch, close it in the store and hand them on."""
         model, client = live.client.model, live.client
         assert isinstance(model, OpenAIChat)
-        texts: list[str] = []
         try:
-            for file_id in filter(None, (state.output_file_id, state.error_file_id)):
-                texts.append(self._retrying(client, functools.partial(live.api.content, file_id)))
+            got = self._read(live, state)
         except ChatError as err:
             self._give_up(live, err, f"could not read batch {state.id}'s results")
             return
+        live.store.close(live.submission, state.status)
+        missing = ChatFailure(model._describe(why_unanswered(state, self.options.completion_window)), 0)
+        parts = self._parts_of(client._identity)
+        for key in live.keys:
+            result = got.get(key, missing)
+            for part in parts:
+                part.deliver(key, result, fresh=key in got)
+
+    def _reclaim(self, stored: StoredBatch, client: ChatClient, api: BatchAPI, store: BatchStore) -> None:
+        """A batch cancelled here: hand on (and cache) the answers it gave before it stopped, when
+        the provider has finished cancelling it, and forget it; its other requests stay waiting."""
+        batch_id = stored.batch_id
+        state = None if batch_id is None else _quietly(lambda: api.retrieve(batch_id))
+        if state is not None and state.terminal:
+            try:
+                got = self._read(_Live(stored.submission, state.id, stored.keys, client, api, store), state)
+            except ChatError:
+                got = {}
+            parts = self._parts_of(client._identity)
+            for key, result in got.items():
+                if isinstance(result, ChatReply):  # a line that failed is asked again
+                    for part in parts:
+                        part.deliver(key, result, fresh=True)
+        store.forget(stored.submission)
+
+    def _read(self, live: _Live, state: BatchState) -> dict[str, ChatResult]:
+        """The results of a finished batch by cache key, its replies cached; a :class:`ChatError`
+        when its files cannot be read."""
+        model, client = live.client.model, live.client
+        assert isinstance(model, OpenAIChat)
+        texts = [
+            self._retrying(client, functools.partial(live.api.content, file_id))
+            for file_id in filter(None, (state.output_file_id, state.error_file_id))
+        ]
         got: dict[str, ChatResult] = {}
         for text in texts:
             for line in read_lines(text):
@@ -352,13 +406,7 @@ class _Runner:
                 elif line.custom_id not in got or isinstance(got[line.custom_id], ChatFailure):
                     what = model._describe(f"batch {state.id} answered this request with an error: {line.error}")
                     got[line.custom_id] = ChatFailure(what, 1, line.status_code)
-        live.store.close(live.submission, state.status)
-        missing = ChatFailure(model._describe(_missing(state, self.options.completion_window)), 0)
-        parts = self._parts_of(client._identity)
-        for key in live.keys:
-            result = got.get(key, missing)
-            for part in parts:
-                part.deliver(key, result, fresh=key in got)
+        return got
 
     def _give_up(self, live: _Live, err: ChatError, what: str) -> None:
         """The batch's requests fail with ``err``. A refusal (the provider does not know the batch,
@@ -414,23 +462,6 @@ def _chunks(lines: list[tuple[str, bytes]], max_lines: int, max_bytes: int) -> l
         chunks[-1].append(item)
         size += len(item[1])
     return chunks
-
-
-def _missing(state: BatchState, window: str) -> str:
-    """Why a finished batch has no answer to a request."""
-    if state.status == "expired":
-        return (
-            f"batch {state.id} expired (its {window} window passed) before this request was answered; "
-            "run again with batch=False to ask the rest one by one (the answers it gave are cached)"
-        )
-    if state.status == "cancelled":
-        return (
-            f"batch {state.id} was cancelled before this request was answered; run again (batch=False asks "
-            "one by one; the answers it gave are cached)"
-        )
-    if state.status == "failed":
-        return f"batch {state.id} failed at the provider: {'; '.join(state.errors) or 'no reason given'}"
-    return f"batch {state.id} ended ({state.status}) without an answer to this request"
 
 
 def _quietly(fn: Callable[[], BatchState | None]) -> BatchState | None:

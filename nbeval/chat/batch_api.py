@@ -23,7 +23,16 @@ from nbeval.chat.base import ChatError
 from nbeval.chat.openai_chat import OpenAIChat
 from nbeval.chat.secrets import redact
 
-__all__ = ["ENDPOINT", "METADATA_KEY", "TERMINAL", "BatchAPI", "BatchState", "OutputLine", "read_lines"]
+__all__ = [
+    "ENDPOINT",
+    "METADATA_KEY",
+    "TERMINAL",
+    "BatchAPI",
+    "BatchState",
+    "OutputLine",
+    "read_lines",
+    "why_unanswered",
+]
 
 #: The endpoint every line of a batch goes to.
 ENDPOINT = "/v1/chat/completions"
@@ -212,3 +221,18 @@ class BatchAPI:
                 status=err.status,
                 rate_limited=err.rate_limited,
             ) from None
+
+
+def why_unanswered(state: BatchState, window: str) -> str:
+    """Why a finished batch (``state``, sent with the completion ``window``) has no answer to a request."""
+    again = (
+        "run again: batch=True sends the requests it did not answer in a new batch, batch=False asks them "
+        "one by one (the answers it gave are cached)"
+    )
+    if state.status == "expired":
+        return f"batch {state.id} expired (its {window} window passed) before this request was answered; {again}"
+    if state.status == "cancelled":
+        return f"batch {state.id} was cancelled at the provider before this request was answered; {again}"
+    if state.status == "failed":
+        return f"batch {state.id} failed at the provider: {'; '.join(state.errors) or 'no reason given'}"
+    return f"batch {state.id} ended ({state.status}) without an answer to this request"

@@ -21,6 +21,7 @@ __all__ = [
     "batch_cost",
     "batch_options",
     "batch_price",
+    "still_running",
     "with_batch_cost",
 ]
 
@@ -123,3 +124,15 @@ def with_batch_cost(client: Any, plan: CallPlan, discount: float | None = None) 
             DEFAULT_DISCOUNT if discount is None else discount,
         )
     return replace(plan, est_batch_cost=plan.est_cost if cost is None else cost)
+
+
+def still_running(batch_ids: Sequence[str], again: str) -> str:
+    """What Ctrl-C leaves behind in a batched run: the ``batch_ids`` still running at the provider,
+    and how to pick them up (``again``: "running the same command again") or cancel them."""
+    one = len(batch_ids) == 1
+    it = "it" if one else "them"
+    return (
+        f"batch{'' if one else 'es'} {', '.join(batch_ids)} {'is' if one else 'are'} still running at the provider, "
+        f"and billed; {again} picks {it} up (nothing is sent twice), or cancel {it} at the provider "
+        f"(its Batch API: POST .../batches/{batch_ids[0] if one else 'ID'}/cancel)"
+    )

@@ -4,7 +4,10 @@ A batch is recorded before it is created at the provider (under nbeval's own sub
 goes with it as metadata), its provider id the moment the provider gives one, and it stays *open*
 until its replies are in the reply cache. A run that stops while it waits (Ctrl-C, a kernel
 restart, a killed process) leaves its batch open; the next run asking any of the same requests
-finds it here and polls it again instead of sending the requests a second time.
+finds it here and polls it again instead of sending the requests a second time. A batch a run
+cancelled is marked so (:data:`CANCELLED_HERE`): the next run takes the answers it gave and forgets
+it, sending the rest anew; a batch that ended otherwise (completed, expired, cancelled at the
+provider) is closed once its replies are read, so no run waits on it again.
 
 The store is a SQLite file of its own beside the cache (``chat.sqlite`` ->
 ``chat-batches.sqlite``), in WAL mode like the cache, so the cache's schema is untouched. It holds
@@ -24,7 +27,7 @@ from pathlib import Path
 
 from nbeval.chat.cache import enable_wal
 
-__all__ = ["SUBMITTING", "BatchStore", "StoredBatch", "store_path"]
+__all__ = ["CANCELLED_HERE", "SUBMITTING", "BatchStore", "StoredBatch", "store_path"]
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS batches (
@@ -44,6 +47,10 @@ _SCHEMA = (
 
 #: The status of a batch recorded and not yet created at the provider.
 SUBMITTING = "submitting"
+#: The status of a batch a run cancelled (``cancel=``, the Cancel button) and the provider agreed
+#: to cancel: the next run asking its requests keeps the answers it gave before it stopped, if the
+#: provider has them ready, forgets it, and sends the rest in a new batch.
+CANCELLED_HERE = "cancelled_here"
 
 
 def store_path(cache_path: str | os.PathLike[str]) -> Path:
@@ -126,7 +133,8 @@ class BatchStore:
         self._set(submission, "status = ?, open = 0", (status,))
 
     def forget(self, submission: str) -> None:
-        """The batch was never created (its submission failed): drop it."""
+        """Drop the batch: it was never created (its submission failed), or it was cancelled here
+        and its answers were taken."""
         with self._lock:
             conn = self._connection()
             conn.execute("DELETE FROM batch_requests WHERE submission = ?", (submission,))

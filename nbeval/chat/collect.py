@@ -170,10 +170,11 @@ class PendingLab:
         params: Mapping[str, Any] | None = None,
         **client_settings: Any,
     ) -> None:
+        _check_settings(client_settings)
         self.suite = suite
         self.system_prompt = system_prompt
         self.params = dict(params or {})
-        batch = [client_settings.pop(k, None) for k in ("batch", "batch_poll_s", "batch_discount")]
+        batch = [client_settings.pop(k, None) for k in _BATCH_SETTINGS]
         self.batch = batch[0]
         """``batch=True``: :meth:`complete` sends the requests through the Batch API (see there)."""
         self.batch_settings = {"poll_s": batch[1], "discount": batch[2]}
@@ -298,11 +299,14 @@ class PendingLab:
         try:
             for key, results in zip(self.models, run_batches(jobs, options, cancel=cancel), strict=True):
                 answers[key] = list(results)
-        except KeyboardInterrupt:  # the batches go on at the provider: the next complete() resumes them
+        except KeyboardInterrupt as stop:  # the batches go on at the provider: the next complete() resumes them
+            from nbeval.chat.batch_options import still_running
             from nbeval.errors import Interrupted
 
             bar.close()
-            raise Interrupted(self._lab(cases, answers)) from None
+            batches = tuple(getattr(stop, "batches", ()))
+            note = still_running(batches, "running the same complete(batch=True) again") if batches else ""
+            raise Interrupted(self._lab(cases, answers), batches=batches, note=note) from None
         bar.close()
         return self._lab(cases, answers)
 
@@ -343,6 +347,35 @@ class PendingLab:
             llm_model_names=[i.llm_model_name or i.key for i in infos],
             extra=extra,
         )
+
+
+_BATCH_SETTINGS = ("batch", "batch_poll_s", "batch_discount")
+#: The options of :meth:`PendingLab.complete`, which :func:`collect` does not take.
+_COMPLETE_OPTIONS = ("progress", "cancel", "on_status")
+
+
+def _check_settings(settings: Mapping[str, Any]) -> None:
+    """Refuse, before anything is asked, a setting that is neither a
+    :class:`~nbeval.chat.client.ChatClient` setting nor a batch setting."""
+    import difflib
+
+    from nbeval.errors import BadParameter
+
+    known = [p for p in inspect.signature(ChatClient.__init__).parameters if p not in ("self", "model")]
+    known += [*_BATCH_SETTINGS, "system_prompt", "params"]
+    for name in settings:
+        if name in known:
+            continue
+        if name in _COMPLETE_OPTIONS:
+            msg = (
+                f"collect() takes no {name}=: it is an option of .complete(), which asks the models; "
+                f"write nbeval.collect(suite, models).complete({name}=...)"
+            )
+            raise BadParameter(msg)
+        close = difflib.get_close_matches(name, [*known, *_COMPLETE_OPTIONS], n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        msg = f"collect() has no option {name!r}{hint}; it takes {', '.join(sorted(known))}"
+        raise BadParameter(msg)
 
 
 def _case_messages(case: Any) -> list[dict[str, Any]]:
@@ -432,6 +465,8 @@ def collect(
     :class:`~nbeval.chat.client.ChatClient` setting (``concurrency``, ``timeout``,
     ``max_attempts``, ``cache``, ``prices``...), and ``batch=True`` (with ``batch_poll_s`` and
     ``batch_discount``, as :func:`nbeval.evaluate` takes them) to collect through the Batch API.
+    Any other option is a :class:`~nbeval.errors.BadParameter` at once (``progress``, ``cancel``
+    and ``on_status`` belong to :meth:`PendingLab.complete`).
     """
     return PendingLab(_as_suite(suite), models, system_prompt=system_prompt, params=params, **settings)
 

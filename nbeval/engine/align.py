@@ -28,11 +28,16 @@
    and after (a new run of the aligned evaluator on those rows only, through
    :func:`nbeval.evaluate`) are compared with the person's: accuracy and Cohen's kappa, each with a
    percentile bootstrap interval over held-out test cases (``2000`` resamples drawn with
-   ``seed``; a resample where kappa is undefined is left out of kappa's interval). A row the judge
-   could not rate counts as a disagreement (in kappa it is a third verdict, ``"unrated"``). Whether
-   the change of accuracy is real is the exact McNemar test on the rows whose correctness changed
+   ``seed``; a resample where kappa is undefined is left out of kappa's interval; a bootstrap
+   that cannot vary, with one held-out case or every verdict right, gives way to the Wilson score
+   interval for accuracy and to none for kappa). A row the judge could not rate counts as a
+   disagreement (in kappa it is a third verdict, ``"unrated"``). Whether the change of accuracy is
+   real is the exact McNemar test on the rows whose correctness changed
    (:func:`~nbeval.results.stats.mcnemar_exact`, the two-sided binomial test of those pairs);
-   ``significant`` is true when accuracy rose and ``p < alpha``.
+   ``significant`` is true when accuracy rose and ``p < alpha``. With fewer than
+   :data:`~nbeval.engine.align_report.MIN_HELD_OUT_ROWS` (10) held-out rows the accuracy is not
+   meaningful: the report says so and ``align`` warns (:class:`~nbeval.data.fields.DataWarning`).
+   See :mod:`nbeval.engine.align_report`.
 
 Supported evaluators are judges that give one pass/fail verdict per row from a prompt of worked
 examples: the rating judges (correctness, relevance_to_query, groundedness, safety,
@@ -46,20 +51,22 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import math
+import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from nbeval.data.fields import DataWarning
 from nbeval.data.model import LlmDataset
+from nbeval.engine.align_report import MIN_HELD_OUT_ROWS, AlignReport, align_report
+from nbeval.engine.align_report import UNRATED as _UNRATED
 from nbeval.errors import BadArgumentType, BadParameter, DataError, EvaluatorError
 from nbeval.evaluators.base import Evaluator
 from nbeval.evaluators.case import is_case_level
 from nbeval.evaluators.judges.core import Example, JudgeEvaluator, JudgePrompt, row_values
 from nbeval.results.agreement import PASS_FAIL
-from nbeval.results.stats import BOOTSTRAP_RESAMPLES, check_level, cohen_kappa, mcnemar_exact
+from nbeval.results.stats import check_level
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -73,100 +80,7 @@ __all__ = ["FAIL_REASON", "PASS_REASON", "AlignReport", "align"]
 PASS_REASON = "A person who reviewed this answer judged that it meets the criteria."
 #: The reason written in an example whose person said fail.
 FAIL_REASON = "A person who reviewed this answer judged that it does not meet the criteria."
-_UNRATED = "unrated"
 _PERTURBATION_SOURCE = "perturbation_source"
-
-
-@dataclass(frozen=True, eq=False)
-class AlignReport:
-    """How an aligned judge did on held-out labelled rows, before and after (see
-    :mod:`nbeval.engine.align`). ``str()`` says it in words; :meth:`to_frame` gives the table."""
-
-    evaluator: str
-    """The evaluator aligned (its name in the result)."""
-    held_out: tuple[str, ...]
-    """The held-out test cases, by key, sorted."""
-    trained_on: tuple[str, ...]
-    """The test cases examples could be taken from, sorted."""
-    examples: tuple[tuple[str, str, str], ...]
-    """The examples added to the prompt, in order: ``(key, model_key, label)``."""
-    n: int
-    """Held-out labelled rows measured."""
-    accuracy_before: float
-    accuracy_before_low: float
-    accuracy_before_high: float
-    accuracy_after: float
-    accuracy_after_low: float
-    accuracy_after_high: float
-    kappa_before: float
-    kappa_before_low: float
-    kappa_before_high: float
-    kappa_after: float
-    kappa_after_low: float
-    kappa_after_high: float
-    fixed: int
-    """Held-out rows the judge got wrong before and right after."""
-    broken: int
-    """Held-out rows the judge got right before and wrong after."""
-    p_value: float
-    """The two-sided p-value of the exact McNemar test on ``fixed`` and ``broken``."""
-    significant: bool
-    """Accuracy rose and ``p_value < alpha``."""
-    level: float
-    """The confidence level of the intervals."""
-    alpha: float
-    """The significance level of the test."""
-    rows: pd.DataFrame
-    """The held-out rows: ``key, model_key, human, before, after`` (verdicts ``pass``, ``fail``
-    or ``unrated``)."""
-
-    def to_frame(self) -> pd.DataFrame:
-        """One row each for ``before`` and ``after``: ``n, accuracy, accuracy_low, accuracy_high,
-        kappa, kappa_low, kappa_high``."""
-        import pandas as pd
-
-        columns = ["n", "accuracy", "accuracy_low", "accuracy_high", "kappa", "kappa_low", "kappa_high"]
-        data = [
-            [
-                self.n,
-                *(getattr(self, f"{m}_{when}{end}") for m in ("accuracy", "kappa") for end in ("", "_low", "_high")),
-            ]
-            for when in ("before", "after")
-        ]
-        return pd.DataFrame(data, index=pd.Index(["before", "after"], name="judge"), columns=columns)
-
-    def __str__(self) -> str:
-        pct = f"{self.level:.0%}"
-        lines = [
-            f"Aligned '{self.evaluator}' with {len(self.examples)} worked examples from {len(self.trained_on)} "
-            f"test cases; measured on {self.n} labelled rows of {len(self.held_out)} held-out test cases.",
-        ]
-        for measure in ("accuracy", "kappa"):
-            for when in ("before", "after"):
-                value, low, high = (getattr(self, f"{measure}_{when}{end}") for end in ("", "_low", "_high"))
-                lines.append(f"  {measure} {when}:".ljust(19) + _with_interval(value, low, high, pct))
-        verdict = "significant" if self.significant else "not significant"
-        what = "improvement" if self.accuracy_after > self.accuracy_before else "change"
-        lines.append(
-            f"Aligned, the judge is right on {self.fixed} rows it had wrong and wrong on {self.broken} it had "
-            f"right; exact McNemar p = {self.p_value:.3g}: the {what} is {verdict} at the {self.alpha:g} level."
-        )
-        return "\n".join(lines)
-
-    def __repr__(self) -> str:
-        return (
-            f"AlignReport({self.evaluator!r}, n={self.n}, accuracy {self.accuracy_before:.3f} -> "
-            f"{self.accuracy_after:.3f}, kappa {self.kappa_before:.3f} -> {self.kappa_after:.3f}, "
-            f"p={self.p_value:.3g})"
-        )
-
-
-def _with_interval(value: float, low: float, high: float, pct: str) -> str:
-    if math.isnan(value):
-        return "undefined (every verdict is the same one)"
-    if math.isnan(low):
-        return f"{value:.3f}"
-    return f"{value:.3f} ({pct} interval {low:.3f} to {high:.3f})"
 
 
 def align(
@@ -202,7 +116,7 @@ def align(
         msg = (
             f"align needs pass/fail labels of '{ev.name}' on at least 2 test cases (one held out to measure on, "
             f"one to take examples from; a perturbed copy counts with its original); it has labels on "
-            f"{len(units)}: {', '.join(key for u in units for key in u)}"
+            + (f"{len(units)}: {', '.join(k for u in units for k in u)}" if units else _none_usable(result, ev.name))
         )
         raise DataError(msg, source="labels")
     held = _split(units, holdout, seed)
@@ -220,7 +134,9 @@ def align(
         aligned, [rows[(a, b)] for a, b in zip(test["key"], test["model_key"], strict=True)], judge, run_options
     )
     test["after"] = [after.get((a, b), _UNRATED) for a, b in zip(test["key"], test["model_key"], strict=True)]
-    report = _report(ev.name, test, units, held, chosen, seed, level, alpha)
+    report = align_report(ev.name, test, units, held, chosen, seed, level, alpha)
+    if report.n < MIN_HELD_OUT_ROWS:
+        warnings.warn(f"nbeval.align: {report.note}", DataWarning, stacklevel=2)
     return aligned, report
 
 
@@ -338,6 +254,20 @@ def _labelled_rows(result: EvaluationResult, name: str) -> pd.DataFrame:
     return rows[["key", "model_key", "human", "before"]].reset_index(drop=True)
 
 
+def _none_usable(result: EvaluationResult, name: str) -> str:
+    """Why none of ``name``'s labels can be used (the end of align's error)."""
+    labels = result.labels
+    mine = labels[labels["evaluator"] == name]
+    pass_fail = mine[mine["label"].isin(PASS_FAIL)]
+    if pass_fail.empty:
+        shown = ", ".join(repr(x) for x in list(dict.fromkeys(mine["label"]))[:5])
+        return f"none it can use: none of its {len(mine)} labels is pass or fail (they are {shown})"
+    return (
+        f"none it can use: its {len(pass_fail)} pass/fail labels are all on rows '{name}' skipped, so there is no "
+        "verdict to compare; label rows the judge rated (result.label_queue lists them)"
+    )
+
+
 def _units(dataset_rows: Sequence[Row], keys: Sequence[str]) -> list[tuple[str, ...]]:
     """``keys`` grouped so that a perturbed copy goes with its original, each unit sorted, the
     units sorted by their first key."""
@@ -405,95 +335,3 @@ def _verdicts_after(
     for key, model, passed in zip(s["key"], s["model_key"], s["passed"], strict=True):
         out[(str(key), str(model))] = _UNRATED if pd.isna(passed) else ("pass" if bool(passed) else "fail")
     return out
-
-
-# -- the report ------------------------------------------------------------------------------------
-
-
-def _report(
-    name: str,
-    test: pd.DataFrame,
-    units: Sequence[tuple[str, ...]],
-    held: Sequence[int],
-    chosen: Sequence[tuple[str, str, str]],
-    seed: int,
-    level: float,
-    alpha: float,
-) -> AlignReport:
-    human = test["human"].tolist()
-    before, after = test["before"].tolist(), test["after"].tolist()
-    right_before = np.array([h == b for h, b in zip(human, before, strict=True)])
-    right_after = np.array([h == a for h, a in zip(human, after, strict=True)])
-    fixed = int((~right_before & right_after).sum())
-    broken = int((right_before & ~right_after).sum())
-    p = mcnemar_exact(fixed, broken)
-    acc_b, acc_a = float(right_before.mean()), float(right_after.mean())
-    intervals = _bootstrap(test, seed, level)
-    held_keys = sorted(key for i in held for key in units[i])
-    trained = sorted(key for i, u in enumerate(units) if i not in set(held) for key in u)
-    return AlignReport(
-        evaluator=name,
-        held_out=tuple(held_keys),
-        trained_on=tuple(trained),
-        examples=tuple(chosen),
-        n=len(test),
-        accuracy_before=acc_b,
-        accuracy_before_low=intervals["accuracy_before"][0],
-        accuracy_before_high=intervals["accuracy_before"][1],
-        accuracy_after=acc_a,
-        accuracy_after_low=intervals["accuracy_after"][0],
-        accuracy_after_high=intervals["accuracy_after"][1],
-        kappa_before=cohen_kappa(human, before),
-        kappa_before_low=intervals["kappa_before"][0],
-        kappa_before_high=intervals["kappa_before"][1],
-        kappa_after=cohen_kappa(human, after),
-        kappa_after_low=intervals["kappa_after"][0],
-        kappa_after_high=intervals["kappa_after"][1],
-        fixed=fixed,
-        broken=broken,
-        p_value=p,
-        significant=bool(acc_a > acc_b and p < alpha),
-        level=level,
-        alpha=alpha,
-        rows=test[["key", "model_key", "human", "before", "after"]].copy(),
-    )
-
-
-_VERDICTS = ("pass", "fail", _UNRATED)
-
-
-def _bootstrap(test: pd.DataFrame, seed: int, level: float) -> dict[str, tuple[float, float]]:
-    """Percentile bootstrap intervals of accuracy and kappa, before and after, resampling the
-    held-out test cases. Each case is reduced to counts of (human, judge) verdict pairs, so a
-    resample is a matrix product."""
-    keys = sorted(set(test["key"]))
-    index = {k: i for i, k in enumerate(keys)}
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, len(keys), size=(BOOTSTRAP_RESAMPLES, len(keys)))
-    weights = np.zeros((BOOTSTRAP_RESAMPLES, len(keys)))
-    np.add.at(weights, (np.arange(BOOTSTRAP_RESAMPLES)[:, None], draws), 1.0)
-    out: dict[str, tuple[float, float]] = {}
-    for when in ("before", "after"):
-        counts = np.zeros((len(keys), 2, len(_VERDICTS)))  # case, human (pass, fail), judge
-        for key, h, j in zip(test["key"], test["human"], test[when], strict=True):
-            counts[index[key], PASS_FAIL.index(h), _VERDICTS.index(j)] += 1
-        cells = (weights @ counts.reshape(len(keys), -1)).reshape(BOOTSTRAP_RESAMPLES, 2, len(_VERDICTS))
-        total = cells.sum(axis=(1, 2))
-        agree = cells[:, 0, 0] + cells[:, 1, 1]
-        p_o = agree / total
-        human_share = cells.sum(axis=2) / total[:, None]
-        judge_share = cells.sum(axis=1)[:, :2] / total[:, None]
-        p_e = (human_share * judge_share).sum(axis=1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            kappa = np.where(p_e >= 1.0, np.nan, (p_o - p_e) / (1 - p_e))
-        out[f"accuracy_{when}"] = _percentiles(p_o, level)
-        out[f"kappa_{when}"] = _percentiles(kappa, level)
-    return out
-
-
-def _percentiles(values: np.ndarray, level: float) -> tuple[float, float]:
-    known = values[~np.isnan(values)]
-    if known.size == 0:
-        return float("nan"), float("nan")
-    lo, hi = np.quantile(known, [(1 - level) / 2, (1 + level) / 2])
-    return float(lo), float(hi)

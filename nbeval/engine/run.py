@@ -273,15 +273,24 @@ def evaluate(
         with holding_interrupts():
             while not state.finished:
                 run_chunk(state, chunk_rows)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         if scheduler is not None:  # the cluster's partitions are not tracked row by row
             raise
         state.interrupted = True
         state.on_progress = None
-        raise Interrupted(finish(state)) from None
+        again = "running the same evaluate(..., batch=True) again"
+        raise Interrupted(finish(state), **_left_running(stop, again)) from None
     finally:
         bar.close()
     return finish(state)
+
+
+def _left_running(stop: KeyboardInterrupt, again: str) -> dict[str, Any]:
+    """:class:`Interrupted`'s ``batches`` and ``note`` for the batches Ctrl-C left running, if any."""
+    from nbeval.chat.batch_options import still_running
+
+    batches = tuple(getattr(stop, "batches", ()))
+    return {"batches": batches, "note": still_running(batches, again)} if batches else {}
 
 
 def _status_reporter(

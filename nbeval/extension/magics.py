@@ -72,8 +72,10 @@ def _one_line_errors(fn: _F) -> _F:
             from nbeval.results.files import path_problem
 
             raise MagicError(path_problem(exc)) from None
-        except KeyboardInterrupt:  # as the CLI says it; replies already received stay cached
-            msg = "interrupted; judge replies received so far are cached, run again to resume"
+        except KeyboardInterrupt as exc:  # as the CLI says it; replies already received stay cached
+            from nbeval.cli_commands import interrupted_note
+
+            msg = f"interrupted; {interrupted_note(exc, 'running the same magic again')}"
             raise MagicError(msg, prefix="nbeval: ") from None
 
     return wrapper  # type: ignore[return-value]

@@ -25,7 +25,8 @@ priced. Duplicate questions are found with the run's embedder (the packaged Mini
 
 Modules: :mod:`.documents` (reading files, folders, strings and dicts), :mod:`.chunks` (cutting
 them), :mod:`.prompts` (the requests and the schema), :mod:`.plan` (which cases to ask for, and
-the dry run's :class:`GenerationPlan`), :mod:`.generate` (the run and the report).
+the dry run's :class:`GenerationPlan`; replacements of the same kind), :mod:`.generate` (the run),
+:mod:`.report` (the suite, its report and the error of a run that made nothing).
 """
 
 from __future__ import annotations

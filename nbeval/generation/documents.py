@@ -10,6 +10,11 @@ string; the dict's own ``doc_uri`` else the same numbering). Files are read by t
 * ``.pdf``: the text of each page through pypdf (``pip install 'nbeval[pdf]'``), imported only
   when a PDF is read.
 
+A string is a path when it looks like one (one word, a file name with a document's suffix, a
+slash at its end or a path's start: :func:`_is_path`), else a document's text; a missing path is
+an error that says how to pass such a text (``{"content": ...}``). pypdf's own log records and
+warnings are silenced while a PDF is read.
+
 A folder is read whole (sub-folders too), its files in sorted order; files of other kinds are left
 out and counted. Every problem is a :class:`~nbeval.errors.DataError` naming the file, or the
 position of the item in the list: no such file, a kind nbeval cannot read, text that is not UTF-8,
@@ -19,9 +24,12 @@ layer) is skipped, and :attr:`Loaded.skipped` says so; no text at all is an erro
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import re
-from collections.abc import Iterable, Mapping
+import warnings
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -83,8 +91,10 @@ def load_documents(documents: Any) -> Loaded:
     texts = 0
     for position, item in enumerate(items, 1):
         where = f"documents[{position}]"
-        if isinstance(item, os.PathLike) or (isinstance(item, str) and _is_path(item)):
+        if isinstance(item, os.PathLike):
             _read_path(Path(item), out)
+        elif isinstance(item, str) and _is_path(item):  # a text meant as one says so: {"content": ...}
+            _read_path(Path(item), out, _TEXT_HINT)
         elif isinstance(item, str):
             texts += 1
             _add(out, item, f"text-{texts}")
@@ -111,19 +121,34 @@ def load_documents(documents: Any) -> Loaded:
     return out
 
 
+#: Suffixes of document files, read or not: a line ending in one names a file, not a text.
+_FILE_SUFFIXES = frozenset(
+    [*SUFFIXES, ".doc", ".docx", ".odt", ".rtf", ".epub", ".pptx", ".xlsx", ".csv", ".json", ".jsonl", ".xml"]
+)
+_PATH_START = re.compile(r"^(?:~?[/\\]|\.\.?[/\\]|[A-Za-z]:[/\\])")
+
+
 def _is_path(text: str) -> bool:
-    """Whether a string names a file or folder rather than being a document's text: it exists, or
-    it is one short line, with no space, ending in a suffix nbeval reads or in a slash (then a
-    missing file or folder is an error, not a document that says "notes.txt" or "handbook/")."""
-    if "\n" in text or len(text) > 1024 or not text.strip():
+    """Whether a string names a file or folder rather than being a document's text (see
+    :func:`nbeval.generate`): it exists; or it is one line of at most 1024 characters that looks
+    like a path: one word with no space (``docs``, ``notes.txt``, ``a/b``), a name ending in a
+    document's suffix (``my notes.docx``), a slash at its end (``handbook/``) or a path's start
+    (``/``, ``./``, ``../``, ``~/``, ``C:\\``). Then a missing one is an error, not a document whose
+    text is its name. Texts with spaces (``Refunds and/or returns take five days.``) stay texts."""
+    line = text.strip()
+    if "\n" in text or len(text) > 1024 or not line:
         return False
     try:
         if Path(text).expanduser().exists():
             return True
     except (OSError, ValueError):  # a name too long, an embedded NUL: text, not a path
         return False
-    looks_like_one = Path(text).suffix.lower() in SUFFIXES or text.rstrip().endswith(("/", "\\"))
-    return looks_like_one and " " not in text.strip()
+    return (
+        not any(c.isspace() for c in line)
+        or line.endswith(("/", "\\"))
+        or Path(line).suffix.lower() in _FILE_SUFFIXES
+        or _PATH_START.match(line) is not None
+    )
 
 
 def _add(out: Loaded, text: str, uri: str) -> None:
@@ -149,7 +174,11 @@ def _check_unique(documents: list[Document]) -> None:
     documents[:] = kept
 
 
-def _read_path(path: Path, out: Loaded) -> None:
+#: What a missing path given as a string adds: how to pass a text that looks like a path.
+_TEXT_HINT = "; pass the text as {'content': ...} if you meant text"
+
+
+def _read_path(path: Path, out: Loaded, hint: str = "") -> None:
     shown = path.as_posix()
     path = path.expanduser()
     try:
@@ -157,7 +186,7 @@ def _read_path(path: Path, out: Loaded) -> None:
     except (OSError, ValueError) as exc:
         raise DataError(f"cannot use this path: {exc}", source=shown) from None
     if not exists:
-        raise DataError("no such file or folder", source=shown)
+        raise DataError("no such file or folder" + hint, source=shown)
     if not is_dir:
         kind = SUFFIXES.get(path.suffix.lower())
         if kind is None:
@@ -209,15 +238,30 @@ def _read_pdf(path: Path, shown: str) -> str:
         msg = f"reading PDF files needs pypdf: {PDF_HINT} ({shown})"
         raise MissingDependency(msg) from None
     try:
-        reader = PdfReader(path)
-        if reader.is_encrypted and not reader.decrypt(""):
-            raise DataError("the PDF is encrypted with a password", source=shown)
-        pages = [(page.extract_text() or "").strip() for page in reader.pages]
+        with _quiet_pypdf():  # its own warnings ("invalid pdf header") would come before nbeval's error
+            reader = PdfReader(path)
+            if reader.is_encrypted and not reader.decrypt(""):
+                raise DataError("the PDF is encrypted with a password", source=shown)
+            pages = [(page.extract_text() or "").strip() for page in reader.pages]
     except DataError:
         raise
     except Exception as exc:  # pypdf raises many kinds for a damaged file
         raise DataError(f"cannot read the PDF: {exc or type(exc).__name__}", source=shown) from None
     return "\n\n".join(p for p in pages if p)
+
+
+@contextlib.contextmanager
+def _quiet_pypdf() -> Iterator[None]:
+    """pypdf's log records and warnings silenced: what matters of them is nbeval's own error."""
+    logger = logging.getLogger("pypdf")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logger.setLevel(level)
 
 
 # -- HTML ------------------------------------------------------------------------------------------

@@ -6,7 +6,9 @@ for the first ``n`` in one round through :class:`~nbeval.runtime.Resources` (so 
 concurrency, time limits, token counts and prices are those of every judge evaluator); ask again,
 up to ``attempts`` calls per case, where a reply does not fit the schema; drop questions that
 repeat an earlier one (by embedding); and, while cases are missing, ask for replacements from the
-next slots of the plan, for at most ``extra_rounds`` more rounds. Everything that went wrong (a
+next slots of the plan of the same kind (:class:`~nbeval.generation.plan.SlotSource`), for at most
+``extra_rounds`` more rounds. A call the endpoint refuses (401, 403, 404) stops the run at once, and a
+round in which no call got an answer ends it. Everything that went wrong (a
 reply that never fitted, a call that failed, a duplicate) is listed in the suite's generation
 report, with the raw replies; nothing is left out silently.
 """
@@ -14,30 +16,29 @@ report, with the raw replies; nothing is left out silently.
 from __future__ import annotations
 
 import re
+import threading
 import warnings
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
-from nbeval.data.fields import Chunk
-from nbeval.data.model import Test, TestCase, TestSuite
+from nbeval.data.model import TestSuite
 from nbeval.errors import BadParameter, JudgeNotConfigured
-from nbeval.generation.chunks import DocChunk, chunk_documents
+from nbeval.generation.chunks import chunk_documents
 from nbeval.generation.documents import load_documents
-from nbeval.generation.plan import REPLY_TOKENS, GenerationPlan, Slot, as_kinds, plan_slots
+from nbeval.generation.plan import REPLY_TOKENS, GenerationPlan, Slot, SlotSource, as_kinds, plan_slots
 from nbeval.generation.prompts import as_personas, case_messages, parse_reply, reask_messages, response_format
+from nbeval.generation.report import REPORT_KEY, failure, no_case_error, suite_of, summary_lines
 from nbeval.progress import progress_bar
 from nbeval.requests import Chat, Embed
-from nbeval.runtime import Resources
+from nbeval.runtime import RequestCancelled, Resources, refused
 
 if TYPE_CHECKING:
     from nbeval.chat.batch_options import BatchOptions
 
 __all__ = ["REPORT_KEY", "generate", "summary_lines"]
-
-#: Where the generation report is kept: ``suite.extra[REPORT_KEY]`` (a top-level key of the suite's JSON).
-REPORT_KEY = "generation_report"
 
 
 def generate(
@@ -74,7 +75,12 @@ def generate(
     :class:`~nbeval.generation.plan.GenerationPlan` of the calls and tokens, asking nothing).
 
     ``documents``: file or folder paths (.txt, .md, .html, .pdf), strings, ``{"content",
-    "doc_uri"}`` dicts, or a list of them. ``kinds``: ``single_hop`` (a question one chunk answers)
+    "doc_uri"}`` dicts, or a list of them. A string is a path when it exists or looks like one (one
+    line that is one word with no space, like ``"docs"`` or ``"notes.txt"``; or ends in a document's
+    suffix, like ``"my notes.docx"``; or ends in a slash; or starts like a path: ``/``, ``./``,
+    ``~/``, ``C:\\``): a missing one is a :class:`~nbeval.errors.DataError` ("docs: no such file or
+    folder; pass the text as {'content': ...} if you meant text"). Any other string (words with
+    spaces, several lines) is a document's text. ``kinds``: ``single_hop`` (a question one chunk answers)
     and ``multi_hop`` (one that needs two related chunks), as names or ``{kind: weight}``.
     ``personas``: who asks (names, or ``{"name", "description"}`` dicts), cycled over the cases.
     ``seed``: the same documents, settings, seed and cache give the same suite, and a second run
@@ -92,7 +98,9 @@ def generate(
     The judge and its call settings (``cache``, ``concurrency``, ``timeout``, ``max_attempts``:
     tries per call on rate limits and server errors, ``prices``) are those of
     :func:`nbeval.evaluate`. ``attempts``: calls per case when replies do not fit the schema.
-    ``extra_rounds``: rounds of replacements for duplicates and failed cases. ``dedupe_threshold``:
+    ``extra_rounds``: rounds of replacements for duplicates and failed cases; a case is replaced by
+    one of its own kind while the documents hold more requests of that kind (else by another kind,
+    and the report's ``stood_in`` says so). ``dedupe_threshold``:
     questions whose embeddings are this similar (cosine) to an earlier one are duplicates (``None``:
     only identical questions). ``judge_params``: generation parameters (default temperature 0).
     ``use_response_format``: also send the schema as OpenAI's ``response_format``. ``progress``: a
@@ -104,6 +112,14 @@ def generate(
     twice, by a run started again after a stop; ``batch_poll_s`` and ``batch_discount`` as there.
     While it waits, a bar (``progress=True``) shows the batches' states and counts. The dry run
     prices the calls both ways.
+
+    When calls fail: a call the endpoint refuses (HTTP 401, 403 or 404: a bad key, no permission,
+    no such model) stops the run at once, no further call is made; a round in which no call got
+    an answer (the server is down: each call was retried ``max_attempts`` times) ends it too. A run
+    that made no test case raises :class:`~nbeval.errors.GenerationFailed`, naming the cause (its
+    ``report`` holds every failed call and raw reply); a run that made some returns them, with a
+    warning saying how many of ``n`` and why (a partial suite is worth reviewing, and every reply
+    it holds is cached: a run again asks only for the rest).
     """
     from nbeval.chat.batch_options import batch_options
 
@@ -153,36 +169,41 @@ def generate(
     client = resources.chat_client()  # no judge configured: JudgeNotConfigured before anything is asked
     bar = _cases_bar(batching, len(first), progress)
     run = _Run(resources, params, attempts, dedupe_threshold, bar)
-    todo, taken = first, len(first)
+    target = Counter(s.kind for s in first)  # the plan's split, which replacements keep
+    source = SlotSource(slots, weights, len(first))
+    todo = [(s, s.kind) for s in first]
     try:
         for round_no in range(1 + extra_rounds):
             run.rounds = round_no + 1
-            run.keep(run.ask(todo))
+            fresh, answered = run.ask(todo)
+            run.keep(fresh)
             missing = n - len(run.kept)
-            if missing <= 0 or round_no == extra_rounds:
-                break
-            todo = list(islice(slots, missing))
-            taken += len(todo)
-            if len(todo) < missing:  # every distinct request made: none left to replace the rest with
-                exhausted = True
-            if not todo:
+            if missing <= 0 or round_no == extra_rounds or run.refused is not None or not answered:
+                break  # done; or the endpoint refused a call, or no call got an answer: asking more is vain
+            made = Counter(a.stands_for for a in run.kept)
+            todo = source.take({k: target[k] - made[k] for k in target})
+            if not todo:  # every distinct request made: none left to replace the rest with
                 break
     finally:
         bar.close()
+    exhausted = exhausted or source.exhausted
     report = run.report(n, seed, getattr(client.model, "name", None))
     report.update(documents=len(loaded.documents), chunks=len(chunks), skipped=loaded.skipped)
     report["other_files"] = loaded.other_files
-    report["distinct_requests"] = taken if exhausted else None
+    report["distinct_requests"] = source.pulled if exhausted else None
+    if not run.kept:
+        raise no_case_error(report, run.refused)
     if report["made"] < n:
+        why = f"the judge refused a call: {run.refused}; " if run.refused else ""
         warnings.warn(
-            f"nbeval.generate made {report['made']} of the {n} test cases asked for "
-            f"({len(report['parse_failures'])} reply(s) never fitted the schema, {len(report['call_failures'])} "
+            f"nbeval.generate made {report['made']} of the {n} test cases asked for ({why}"
+            f"{len(report['parse_failures'])} reply(s) never fitted the schema, {len(report['call_failures'])} "
             f"call(s) failed, {report['duplicates_removed']} duplicate(s)"
-            f"{f', {taken} distinct requests in these documents' if exhausted else ''}); "
+            f"{f', {source.pulled} distinct requests in these documents' if exhausted else ''}); "
             f"see suite.extra['{REPORT_KEY}']",
             stacklevel=2,
         )
-    return _suite(run.kept, loaded, report, name, seed)
+    return suite_of(run.kept, [d.doc_uri for d in loaded.documents], report, name, seed)
 
 
 def _check(n: int, attempts: int, extra_rounds: int, threshold: float | None) -> None:
@@ -259,6 +280,8 @@ class _Asked:
     """What became of one slot's questions to the judge."""
 
     slot: Slot
+    stands_for: str = ""
+    """The kind of the plan's slot this one fills (its own, unless that kind's requests ran out)."""
     case: dict[str, str] | None = None
     replies: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
@@ -285,24 +308,39 @@ class _Run:
         self.duplicates: list[dict[str, Any]] = []
         self.reasked = 0
         self.rounds = 0
+        self.refused: str | None = None
+        """The error of a call the endpoint refused (401, 403, 404): nothing more is asked after it."""
+        self.stop = threading.Event()
+        """Set with :attr:`refused`: the calls not started yet are not made (an event: seen at once)."""
         self.dedupe: dict[str, Any] = (
             {"by": "embedding", "threshold": threshold} if threshold is not None else {"by": "identical text"}
         )
 
-    def ask(self, slots: list[Slot]) -> list[_Asked]:
-        """Ask for each slot's case, and again (up to ``attempts`` calls) while the reply does not fit."""
-        asked = [_Asked(s) for s in slots]
-        convs = [case_messages(s.kind, s.chunks, s.angle, s.persona) for s in slots]
-        pending = list(range(len(slots)))
-        while pending:
-            answers = self.resources.answer([_request(convs[i], self.params) for i in pending], on_answer=self._fits)
+    def ask(self, todo: list[tuple[Slot, str]]) -> tuple[list[_Asked], bool]:
+        """Ask for each slot's case, and again (up to ``attempts`` calls) while the reply does not
+        fit; return the cases that fit, and whether any call got an answer. A call the endpoint
+        refuses stops the round: the calls not sent yet are not made."""
+        asked = [_Asked(s, kind) for s, kind in todo]
+        convs = [case_messages(s.kind, s.chunks, s.angle, s.persona) for s, _ in todo]
+        pending = list(range(len(todo)))
+        answered = False
+        while pending and self.refused is None:
+            answers = self.resources.answer(
+                [_request(convs[i], self.params) for i in pending],
+                on_answer=self._fits,
+                cancel=self.stop.is_set,
+            )
             again = []
             for i, answer in zip(pending, answers, strict=True):
                 a = asked[i]
+                if isinstance(answer.value, RequestCancelled):  # never sent: the endpoint refused another call
+                    a.error = f"not asked: the judge refused an earlier call ({self.refused})"
+                    continue
                 a.calls += 1
                 if isinstance(answer.value, Exception):
                     a.error = str(answer.value)
                     continue
+                answered = True
                 text = answer.value.text
                 case, problem = parse_reply(text)
                 if case is not None:
@@ -316,10 +354,14 @@ class _Run:
                     again.append(i)
             pending = again
         self.failed += [a for a in asked if a.case is None]
-        return [a for a in asked if a.case is not None]
+        return [a for a in asked if a.case is not None], answered
 
     def _fits(self, index: int, answer: Any) -> None:
-        """Move the bar as a reply that fits the schema arrives (the round's end corrects it for duplicates)."""
+        """Move the bar as a reply that fits the schema arrives (the round's end corrects it for
+        duplicates); note a call the endpoint refused, which stops the run."""
+        if refused(answer.value) and self.refused is None:
+            self.refused = str(answer.value)
+            self.stop.set()
         if not isinstance(answer.value, Exception) and parse_reply(answer.value.text)[0] is not None:
             self.bar.update(1)
             self.shown += 1
@@ -375,12 +417,17 @@ class _Run:
     def report(self, n: int, seed: int, judge: str | None) -> dict[str, Any]:
         usage = self.resources.usage_totals()
         made: dict[str, int] = {}
+        stood_in: dict[str, dict[str, int]] = {}
         for a in self.kept:
             made[a.slot.kind] = made.get(a.slot.kind, 0) + 1
+            if a.stands_for != a.slot.kind:  # that kind's requests ran out: another stood in
+                by = stood_in.setdefault(a.stands_for, {})
+                by[a.slot.kind] = by.get(a.slot.kind, 0) + 1
         return {
             "requested": n,
             "made": len(self.kept),
             "by_kind": made,
+            "stood_in": stood_in,
             "seed": seed,
             "judge": judge,
             "calls": usage.get("calls", 0) - usage.get("cached_calls", 0),
@@ -391,87 +438,9 @@ class _Run:
             "cost": usage.get("cost"),
             "rounds": self.rounds,
             "reasked": self.reasked,
-            "parse_failures": [_failure(a) for a in self.failed if a.error is None],
-            "call_failures": [_failure(a) for a in self.failed if a.error is not None],
+            "parse_failures": [failure(a) for a in self.failed if a.error is None],
+            "call_failures": [failure(a) for a in self.failed if a.error is not None],
             "duplicates_removed": len(self.duplicates),
             "duplicates": self.duplicates,
             "dedupe": self.dedupe,
         }
-
-
-def _failure(a: _Asked) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "slot": a.slot.index,
-        "kind": a.slot.kind,
-        "chunk_ids": [c.id for c in a.slot.chunks],
-        "persona": a.slot.persona.name if a.slot.persona else None,
-        "calls": a.calls,
-    }
-    if a.error is not None:
-        out["error"] = a.error
-    if a.replies:
-        out["problems"] = list(a.problems)
-        out["replies"] = list(a.replies)
-    return out
-
-
-def _context(chunks: Sequence[DocChunk]) -> list[Chunk]:
-    return [Chunk(content=c.content, doc_uri=c.doc_uri) for c in chunks]
-
-
-def _suite(kept: list[_Asked], loaded: Any, report: dict[str, Any], name: str | None, seed: int) -> TestSuite:
-    cases = []
-    for a in sorted(kept, key=lambda a: a.slot.index):
-        s, case = a.slot, a.case or {}
-        categories = [f"generated:{s.kind}"] + ([f"persona:{s.persona.name}"] if s.persona else [])
-        cases.append(
-            TestCase(
-                prompt=case["question"],
-                key=f"gen{seed}-{s.index + 1:03d}",
-                categories=categories,
-                expected_output=case["answer"],
-                expected_context=_context(s.chunks),
-                extra={
-                    "generation": {
-                        "kind": s.kind,
-                        "persona": s.persona.name if s.persona else None,
-                        "chunk_ids": [c.id for c in s.chunks],
-                        "status": "pending",
-                    }
-                },
-            )
-        )
-    uris = [d.doc_uri for d in loaded.documents]
-    description = (
-        f"{len(cases)} test cases written by {report.get('judge') or 'the judge'} from {len(uris)} documents "
-        f"(nbeval.generate, seed {seed}); review them before relying on them"
-    )
-    return TestSuite(
-        name=name or "generated",
-        description=description,
-        tests=[Test(test_cases=cases, documents=uris)],
-        extra={REPORT_KEY: report},
-    )
-
-
-def summary_lines(suite: TestSuite) -> list[str]:
-    """What a generation made and spent, in a few lines (the command line and the magic print them)."""
-    r = suite.extra.get(REPORT_KEY) or {}
-    kinds = ", ".join(f"{v} {k}" for k, v in (r.get("by_kind") or {}).items())
-    cost = f", ${r['cost']:.4f}" if r.get("cost") is not None else ""
-    lines = [
-        f"made {r.get('made', len(suite.test_cases))} of {r.get('requested', '?')} test cases"
-        + (f" ({kinds})" if kinds else "")
-        + f" from {r.get('documents', '?')} documents in {r.get('chunks', '?')} chunks",
-        f"judge: {r.get('calls', 0)} calls ({r.get('cached_calls', 0)} answered from the cache), "
-        f"{r.get('prompt_tokens', 0)} prompt + {r.get('completion_tokens', 0)} completion tokens{cost}",
-    ]
-    problems = [
-        f"{len(r.get('parse_failures', []))} never fitted the schema" if r.get("parse_failures") else "",
-        f"{len(r.get('call_failures', []))} calls failed" if r.get("call_failures") else "",
-        f"{r.get('duplicates_removed', 0)} duplicates removed" if r.get("duplicates_removed") else "",
-        f"{r.get('reasked', 0)} asked again until the reply fitted" if r.get("reasked") else "",
-    ]
-    if any(problems):
-        lines.append("; ".join(p for p in problems if p) + f" (listed in the suite's {REPORT_KEY})")
-    return lines

@@ -39,7 +39,15 @@ from nbeval.errors import BadParameter
 from nbeval.generation.chunks import DocChunk
 from nbeval.generation.prompts import ANGLES, KINDS, Persona
 
-__all__ = ["REPLY_TOKENS", "GenerationPlan", "Slot", "as_kinds", "distinct_requests", "plan_slots"]
+__all__ = [
+    "REPLY_TOKENS",
+    "GenerationPlan",
+    "Slot",
+    "SlotSource",
+    "as_kinds",
+    "distinct_requests",
+    "plan_slots",
+]
 
 #: The tokens of a reply of the length the prompt asks for (a one-sentence question and a one- or
 #: two-sentence answer in a JSON object), per kind: the dry run's completion estimate.
@@ -118,6 +126,63 @@ def plan_slots(
         stale = 0
         yield Slot(index, kind, tuple(chunks[i] for i in picked), persona, angle)
         index += 1
+
+
+class SlotSource:
+    """The plan's slots after the first round, handed out by kind, so that replacements keep the
+    plan's split: a case dropped (a duplicate, a reply that never fitted, a failed call) is
+    replaced by the next slot *of its kind*. Slots of other kinds met on the way wait their turn
+    (in plan order). A kind whose requests are used up (none in the next ``lookahead`` slots, or
+    the plan's end) is stood in for by the next slots of other kinds (the report counts the cases
+    made so)."""
+
+    def __init__(self, slots: Iterator[Slot], weights: Mapping[str, float], pulled: int) -> None:
+        self.slots = slots
+        self.waiting: list[Slot] = []
+        """Slots drawn from the plan and not asked yet (of kinds not wanted when they came)."""
+        self.pulled = pulled
+        """Slots drawn from the plan so far (those of the first round included)."""
+        self.exhausted = False
+        """Whether the plan has ended: every distinct request was drawn."""
+        self.spread = sum(weights.values()) / min(weights.values())
+        """How many slots the plan draws, at most, between two of its rarest kind's."""
+
+    def _next(self) -> Slot | None:
+        slot = next(self.slots, None)
+        if slot is None:
+            self.exhausted = True
+        else:
+            self.pulled += 1
+        return slot
+
+    def take(self, wanted: Mapping[str, int]) -> list[tuple[Slot, str]]:
+        """Up to ``wanted[kind]`` slots of each kind, as ``(slot, the kind it stands for)``."""
+        need = {k: m for k, m in wanted.items() if m > 0}
+        out: list[tuple[Slot, str]] = []
+        for s in list(self.waiting):
+            if need.get(s.kind, 0) > 0:
+                self.waiting.remove(s)
+                out.append((s, s.kind))
+                need[s.kind] -= 1
+        budget = int(4 * sum(need.values()) * self.spread) + 64  # a kind with slots left comes well before
+        while any(need.values()) and budget > 0:
+            slot = self._next()
+            if slot is None:
+                break
+            budget -= 1
+            if need.get(slot.kind, 0) > 0:
+                out.append((slot, slot.kind))
+                need[slot.kind] -= 1
+            else:
+                self.waiting.append(slot)
+        for kind, short in need.items():  # its requests are used up: other kinds stand in
+            while short > 0:
+                slot = self.waiting.pop(0) if self.waiting else self._next()
+                if slot is None:
+                    break
+                out.append((slot, kind))
+                short -= 1
+        return sorted(out, key=lambda pair: pair[0].index)
 
 
 class _Cycle:

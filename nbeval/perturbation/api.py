@@ -34,13 +34,13 @@ import os
 import random
 import warnings
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal, overload
 
 from nbeval.data.fields import Relationship, derive_key
 from nbeval.data.model import LlmDataset, Row, Test, TestCase, TestLab, TestSuite
-from nbeval.errors import PerturbationError
+from nbeval.errors import PerturbationError, ResourceError
 from nbeval.perturbation.base import PerturbationWarning, Perturbator, check_intensity
 from nbeval.perturbation.llm import (
     LlmPerturbator,
@@ -145,6 +145,7 @@ def perturb(
     keep_originals: bool = ...,
     judge: Any = ...,
     cache: Any = ...,
+    prices: Mapping[str, Sequence[float]] | None = ...,
     resources: Any = ...,
     dry_run: Literal[False] = ...,
 ) -> TestSuite: ...
@@ -158,6 +159,7 @@ def perturb(
     keep_originals: bool = ...,
     judge: Any = ...,
     cache: Any = ...,
+    prices: Mapping[str, Sequence[float]] | None = ...,
     resources: Any = ...,
     dry_run: Literal[True],
 ) -> PerturbationPlan: ...
@@ -172,6 +174,7 @@ def perturb(
     keep_originals: bool = True,
     judge: Any = None,
     cache: Any = True,
+    prices: Mapping[str, Sequence[float]] | None = None,
     resources: Any = None,
     dry_run: bool = False,
 ) -> TestSuite | PerturbationPlan:
@@ -185,11 +188,15 @@ def perturb(
     The LLM perturbators (``llm_jailbreak``, ``llm_injection``, ``llm_pii_extraction``, see
     :mod:`~nbeval.perturbation.llm`) ask a model: ``judge`` (resolved like an evaluation's judge;
     a perturbator's own ``judge=`` wins; ``None``: the environment's) and ``cache`` as in
-    :func:`nbeval.evaluate`, or ``resources``, a :class:`nbeval.runtime.Resources` to share (its
-    judge, cache and usage totals). A case whose reply never parses is left out and reported in a
-    :class:`~nbeval.perturbation.llm.PerturbationFailed` warning. ``dry_run=True`` returns a
+    :func:`nbeval.evaluate`, ``prices`` too (USD per 1k prompt and completion tokens per model, as
+    there: the dry run's ``est_cost``), or ``resources``, a :class:`nbeval.runtime.Resources` to
+    share (its judge, cache, prices and usage totals). A case whose reply never parses is left out
+    and reported in a :class:`~nbeval.perturbation.llm.PerturbationFailed` warning. When no call to
+    the model got a reply (the server is down, the key is refused: a refused key stops the asking
+    at once), the run raises :class:`~nbeval.errors.ResourceError` naming the cause instead of
+    returning a suite without the cases asked for. ``dry_run=True`` returns a
     :class:`~nbeval.perturbation.llm.PerturbationPlan` (cases per perturbator, model calls,
-    cached calls, tokens) and calls nothing.
+    cached calls, tokens, cost) and calls nothing.
     """
     check_intensity(intensity)
     chosen = resolve_perturbators(perturbators)
@@ -217,7 +224,7 @@ def perturb(
                 else:
                     slots.append((ti, case, key, p, p.apply(case.prompt, intensity, rng)))
     if asks or dry_run:
-        resources = resources if resources is not None else _resources(judge, cache)
+        resources = resources if resources is not None else _resources(judge, cache, prices)
     if dry_run:
         plan = PerturbationPlan(cases=dict(Counter(p.id for _, _, _, p, _ in slots)))
         plan_requests([req for _, _, req in asks], resources, plan)
@@ -269,17 +276,25 @@ def perturb(
     return TestSuite(name=suite.name, description=suite.description, tests=tests, extra=dict(suite.extra))
 
 
-def _resources(judge: Any, cache: Any) -> Any:
+def _resources(judge: Any, cache: Any, prices: Mapping[str, Sequence[float]] | None) -> Any:
     from nbeval.runtime import Resources
 
-    return Resources(judge=judge, cache=cache)
+    return Resources(judge=judge, cache=cache, prices=dict(prices) if prices is not None else None)
 
 
 def _ask(asks: list[tuple[LlmPerturbator, str, Chat]], resources: Any) -> list[Rewrite]:
     """The attackers' rewrites; a model that is not configured stops here, before any call."""
     for model in {id(req.model): req.model for _, _, req in asks}.values():
         resources.chat_client(model)  # raises JudgeNotConfigured with the ways to configure one
-    return rewrite_prompts(asks, resources)
+    done = rewrite_prompts(asks, resources)
+    if all(r.call_failed for r in done):  # the model was never reached: no suite, the cause
+        first = next((r.error for r in done if not r.error.startswith("not asked")), done[0].error)
+        msg = (
+            f"the LLM perturbators made no test case: none of the {len(done)} call(s) to the model got a "
+            f"reply, e.g. {first}; check that the model's server is up and its name, base URL and API key"
+        )
+        raise ResourceError(msg)
+    return done
 
 
 def perturbed_count(suite: TestSuite) -> int:

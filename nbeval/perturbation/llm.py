@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -305,27 +306,45 @@ class Rewrite:
     error: str = ""
     attempts: int = 0
     model: str = ""
+    call_failed: bool = False
+    """The call got no reply (it failed, or was not made after the endpoint refused another):
+    the model was not reached, as opposed to a reply that could not be read."""
 
 
 def rewrite_prompts(jobs: Sequence[tuple[LlmPerturbator, str, Chat]], resources: Any) -> list[Rewrite]:
     """Send each job's first request through ``resources`` (a :class:`nbeval.runtime.Resources`)
     all at once, re-ask those whose reply cannot be read (each perturbator's ``max_reasks``), and
     return one :class:`Rewrite` per job, in order. A failed call is not re-asked: the client has
-    retried it already."""
+    retried it already. A call the endpoint refuses (401, 403, 404: :func:`~nbeval.runtime.refused`)
+    stops the asking: the calls not made yet are not made."""
+    from nbeval.runtime import RequestCancelled, refused
+
     results: list[Rewrite | None] = [None] * len(jobs)
     pending = {i: req for i, (_, _, req) in enumerate(jobs)}
     attempts = dict.fromkeys(pending, 0)
-    while pending:
+    stop, refusal = threading.Event(), [""]
+
+    def arrived(index: int, answer: Any) -> None:
+        if refused(answer.value) and not stop.is_set():
+            refusal[0] = str(answer.value)
+            stop.set()
+
+    while pending and not stop.is_set():
         order = list(pending)
-        answers = resources.answer([pending[i] for i in order])
+        answers = resources.answer([pending[i] for i in order], on_answer=arrived, cancel=stop.is_set)
         asked = pending
         pending = {}
         for i, answer in zip(order, answers, strict=True):
             p, original, _ = jobs[i]
-            attempts[i] += 1
             reply = answer.value
+            if isinstance(reply, RequestCancelled):  # not made: the endpoint refused another call
+                error = f"not asked: the model refused an earlier call ({refusal[0]})"
+                results[i] = Rewrite(None, error=error, attempts=attempts[i], call_failed=True)
+                continue
+            attempts[i] += 1
             if isinstance(reply, Exception):
-                results[i] = Rewrite(None, error=str(reply) or type(reply).__name__, attempts=attempts[i])
+                error = str(reply) or type(reply).__name__
+                results[i] = Rewrite(None, error=error, attempts=attempts[i], call_failed=True)
                 continue
             prompt, technique, why = parse_reply(reply.text, original)
             if prompt is not None:
@@ -367,6 +386,8 @@ class PerturbationPlan:
     sets one, else the client's guess (200 a call)."""
     completion_tokens_capped: int = 0
     """Of ``est_completion_tokens``, the part that is the calls' ``max_tokens`` (a bound)."""
+    est_cost: float | None = None
+    """Rough US dollars of the calls to make, where the model has a price (``prices=``)."""
 
     def __str__(self) -> str:
         lines = [f"{'perturbator':<24}{'cases':>8}"]
@@ -375,6 +396,8 @@ class PerturbationPlan:
         total, capped = self.est_completion_tokens, self.completion_tokens_capped
         bound = "at most " if capped >= total else "~"
         tokens = f", ~{self.est_prompt_tokens} prompt + {bound}{total} completion tokens" if to_make else ""
+        if to_make and self.est_cost is not None:
+            tokens += f", {'at most ' if capped >= total else 'about '}${self.est_cost:.4f}"
         lines.append(
             f"model calls: {self.judge_calls} ({self.cached_calls} cached, {to_make} to make){tokens}; "
             "re-asks after unreadable replies not counted"
@@ -408,6 +431,8 @@ def plan_requests(requests: Sequence[Chat], resources: Any, plan: PerturbationPl
             p = client.plan(reqs)
             plan.cached_calls += p.cached
             prompt, completion = p.est_prompt_tokens, p.est_completion_tokens
+            if p.est_cost is not None:
+                plan.est_cost = (plan.est_cost or 0.0) + p.est_cost
         plan.est_prompt_tokens += prompt
         plan.est_completion_tokens += completion
         plan.completion_tokens_capped += min(capped, completion)  # cached calls cost nothing

@@ -5,10 +5,17 @@ string: ``"pass"``/``"fail"`` for an evaluator with a pass/fail verdict, or a cl
 ``"toxic"``. Labels come from the CaseExplorer, a DataFrame, a list of dicts or a CSV file with
 the columns :data:`LABEL_COLUMNS`; they are saved with the result as ``labels.csv``.
 
-For an evaluator with a pass/fail verdict (see :func:`pass_fail_evaluators`) the usual ways of
-writing one are read as ``"pass"``/``"fail"``: ``1``/``0`` (also ``1.0``/``0.0``, as a pandas
-column with a gap stores them), ``True``/``False`` and the texts ``yes``/``no``, ``true``/
-``false``, ``1``/``0`` in any case (:data:`PASS_FAIL_WORDS`). Any other label must be text.
+For an evaluator with a pass/fail verdict (see :func:`pass_fail_evaluators`: the bool and rating
+evaluators, and any whose rows carry a score and no class label) a label is a verdict, and the
+usual ways of writing one are read as ``"pass"``/``"fail"``: ``1``/``0`` (also ``1.0``/``0.0``, as
+a pandas column with a gap stores them), ``True``/``False`` and the texts ``pass``/``fail``,
+``passed``/``failed``, ``yes``/``no``, ``true``/``false``, ``1``/``0`` in any case
+(:data:`PASS_FAIL_WORDS`). Anything else (``"maybe"``, a score such as ``0.7``) is refused with a
+:class:`~nbeval.errors.DataError` naming the row, its test case and model, and the label: what
+agreement and :func:`nbeval.align` compare is the judge's verdict with the person's, and a number
+other than 1/0 is no verdict (on a lower-is-better metric a score of 1 fails, while the label 1
+passes). For an evaluator whose rows carry a class label (``classification``) a label is any
+non-empty text: a class.
 """
 
 from __future__ import annotations
@@ -48,6 +55,8 @@ _ON = ["key", "model_key", "evaluator"]
 PASS_FAIL_WORDS = {
     "pass": "pass",
     "fail": "fail",
+    "passed": "pass",
+    "failed": "fail",
     "yes": "pass",
     "no": "fail",
     "true": "pass",
@@ -110,14 +119,15 @@ def read_labels(data: Any, result: EvaluationResult, *, source: str | None = Non
         cells: dict[str, str] = {}
         for field, value in zip(LABEL_COLUMNS, rec, strict=True):
             evaluator = cells.get("evaluator", "")
-            if field == "label" and evaluator in pass_fail:
-                value = _pass_fail(value)
+            if field == "label" and evaluator in pass_fail and not _blank(value) and not _too_long(value):
+                verdict = _pass_fail(value)
+                if verdict not in ("pass", "fail"):
+                    raise DataError(_not_a_verdict(value, cells), source=source, row=i, field=field)
+                value = verdict
             if not isinstance(value, str) or not value.strip():
                 got = "nothing" if value is None or value != value else f"{type(value).__name__} {value!r}"[:60]
                 hint = ""
-                if field == "label" and got != "nothing" and evaluator in pass_fail:
-                    hint = "; a pass/fail label may also be 1/0, True/False or yes/no"
-                elif field == "label" and got != "nothing" and evaluator in evaluators:
+                if field == "label" and got != "nothing" and evaluator in evaluators:
                     hint = (
                         f"; 1/0, True/False and yes/no are read as pass/fail only for an evaluator with a "
                         f"pass/fail verdict, which '{evaluator}' is not"
@@ -144,23 +154,42 @@ def read_labels(data: Any, result: EvaluationResult, *, source: str | None = Non
 
 
 def pass_fail_evaluators(result: EvaluationResult) -> set[str]:
-    """The evaluators of ``result`` whose verdict on a row is pass or fail: the bool and rating
-    evaluators, and those whose primary metric has a threshold and whose rows carry no label of
-    their own (``classification``'s rows carry the predicted class, so a label ``1`` there is a
-    class, not a pass)."""
+    """The evaluators of ``result`` whose human labels are pass/fail verdicts: the bool and rating
+    evaluators, and those whose rows carry no label of their own (a score with a threshold, which
+    passes or fails the row; a score without one, whose pass/fail labels choose a threshold, see
+    :mod:`nbeval.results.agreement`). ``classification``'s rows carry the predicted class, so a
+    label ``1`` there is a class, not a pass."""
     from nbeval.evaluators.base import UNRATED_LABELS
 
     m = result.metrics[result.metrics["primary"].astype(bool)]
     out: set[str] = set()
     s = result.scores
-    for name, kind, threshold, metric in zip(m["evaluator"], m["kind"], m["threshold"], m["metric"], strict=True):
-        if kind in ("bool", "rating"):
+    for name, kind, metric in zip(m["evaluator"], m["kind"], m["metric"], strict=True):
+        labels = s.loc[(s["evaluator"] == name) & (s["metric"] == metric), "label"].dropna()
+        if kind in ("bool", "rating") or not any(str(x) not in UNRATED_LABELS for x in labels):
             out.add(str(name))
-        elif threshold is not None and threshold == threshold:
-            labels = s.loc[(s["evaluator"] == name) & (s["metric"] == metric), "label"].dropna()
-            if not any(str(x) not in UNRATED_LABELS for x in labels):
-                out.add(str(name))
     return out
+
+
+def _blank(value: Any) -> bool:
+    """No label: nothing, NaN (a gap in a pandas column) or only whitespace."""
+    return (
+        value is None or (isinstance(value, float) and value != value) or (isinstance(value, str) and not value.strip())
+    )
+
+
+def _too_long(value: Any) -> bool:
+    return isinstance(value, str) and len(value.strip()) > MAX_LABEL_CHARS
+
+
+def _not_a_verdict(value: Any, cells: dict[str, str]) -> str:
+    """Why ``value`` is no label for the pass/fail evaluator of ``cells``, naming the row."""
+    shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+    return (
+        f"the label {shown} of test case '{cells['key']}', model '{cells['model_key']}' is not a verdict: "
+        f"'{cells['evaluator']}' passes or fails a row, so its labels are pass or fail, written pass/fail, "
+        "passed/failed, yes/no, true/false or 1/0 (any case; also True/False and the numbers 1/0)"
+    )
 
 
 def _pass_fail(value: Any) -> Any:

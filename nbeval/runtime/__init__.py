@@ -16,17 +16,20 @@ sent are answered with :class:`RequestCancelled`.
 from __future__ import annotations
 
 from nbeval.runtime.handlers import (
+    REFUSED_STATUSES,
     Answer,
     RequestCancelled,
     RequestHandler,
     Round,
     handler_for,
     model_key,
+    refused,
     register_handler,
 )
 from nbeval.runtime.resources import Resources
 
 __all__ = [
+    "REFUSED_STATUSES",
     "Answer",
     "RequestCancelled",
     "RequestHandler",
@@ -34,5 +37,6 @@ __all__ = [
     "Round",
     "handler_for",
     "model_key",
+    "refused",
     "register_handler",
 ]

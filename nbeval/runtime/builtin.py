@@ -173,7 +173,7 @@ class ChatHandler(RequestHandler):
                     rnd.answers[i] = (
                         RequestCancelled("cancelled before the judge answered")
                         if reply.cancelled
-                        else ResourceError(f"judge call failed: {reply.error}")
+                        else ResourceError(f"judge call failed: {reply.error}", status=reply.status)
                     )
                 else:
                     rnd.answers[i] = reply

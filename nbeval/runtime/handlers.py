@@ -18,15 +18,28 @@ if TYPE_CHECKING:
     from nbeval.runtime.resources import Resources
 
 __all__ = [
+    "REFUSED_STATUSES",
     "Answer",
     "RequestCancelled",
     "RequestHandler",
     "Round",
     "handler_for",
     "model_key",
+    "refused",
     "register_handler",
     "registered_handlers",
 ]
+
+#: HTTP statuses that every later call to the same endpoint gets too: the key refused (401), no
+#: permission (403), no such model or path (404). A run that meets one stops asking
+#: (:func:`refused`); a refused connection or a server error is retried instead.
+REFUSED_STATUSES = frozenset({401, 403, 404})
+
+
+def refused(value: Any) -> bool:
+    """Whether an answer's ``value`` is a judge call the endpoint refused (:data:`REFUSED_STATUSES`):
+    asking it anything more is pointless."""
+    return isinstance(value, ResourceError) and value.status in REFUSED_STATUSES
 
 
 def model_key(model: Any) -> Any:

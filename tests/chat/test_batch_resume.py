@@ -18,9 +18,10 @@ import pytest
 import nbeval
 from nbeval.chat import ChatClient, OpenAIChat
 from nbeval.chat.batch import BatchOptions, run_batch
-from nbeval.chat.batch_store import BatchStore, store_path
+from nbeval.chat.batch_store import CANCELLED_HERE, BatchStore, store_path
 from nbeval.cli import main
 from nbeval.data.model import TestLab
+from nbeval.errors import Interrupted
 from tests.chat.test_batch import ROWS, judge_of, table, verdict
 from tests.support.fake_batch import FakeBatchServer
 
@@ -114,15 +115,104 @@ def test_cancel_cancels_the_batch_at_the_provider(tmp_path: Path) -> None:
         assert server.cancels == ["batch_fake0001"]
         result = got["result"]
         assert result.meta["cancelled"] and (result.scores["skip_reason"] == "cancelled").all()
-        # the next run asks the provider about the cancelled batch (answers it gave are kept) and says so
+        assert [b["status"] for b in BatchStore(store_path(cache)).batches()] == [CANCELLED_HERE]
+        # new-user review (3): the next run failed every row ("batch ... was cancelled"); it sends a new batch
+        server.release()
         again = nbeval.evaluate(
             ROWS, ["safety"], judge=judge, cache=cache, progress=False, batch=True, batch_poll_s=0.05
         )
-        assert server.batch_creates == 1
-        assert all("was cancelled" in e for e in table(again)["error"])
-        # and batch=False asks the rest one by one
-        final = nbeval.evaluate(ROWS, ["safety"], judge=judge, cache=cache, progress=False)
-        assert server.request_count == 6 and not any(table(final)["error"])
+        assert server.batch_creates == 2 and server.request_count == 0
+        assert not any(table(again)["error"])
+        stored = BatchStore(store_path(cache)).batches()  # the cancelled batch is forgotten
+        assert [(b["batch_id"], b["open"]) for b in stored] == [("batch_fake0002", 0)]
+        sync = nbeval.evaluate(ROWS, ["safety"], judge=judge, cache=False, progress=False)
+    assert table(again).equals(table(sync))
+
+
+def test_the_run_after_a_cancel_keeps_what_the_batch_answered_and_sends_the_rest(tmp_path: Path) -> None:
+    cancel = threading.Event()
+    cache = tmp_path / "c.sqlite"
+    with FakeBatchServer(verdict, delay=None, cancel_keeps=4) as server:  # 4 of 6 answered before it stopped
+        judge = judge_of(server)
+
+        def run() -> None:
+            nbeval.evaluate(
+                ROWS, ["safety"], judge=judge, cache=cache, progress=False, batch=True, batch_poll_s=0.05, cancel=cancel
+            )
+
+        worker = threading.Thread(target=run)
+        worker.start()
+        assert server.wait_until(lambda _: len(server.polls) >= 1, timeout=60)
+        cancel.set()
+        worker.join(timeout=60)
+        assert server.cancels == ["batch_fake0001"]
+        server.release()
+        again = nbeval.evaluate(
+            ROWS, ["safety"], judge=judge, cache=cache, progress=False, batch=True, batch_poll_s=0.05
+        )
+        assert not any(table(again)["error"])
+        assert server.batch_creates == 2 and server.request_count == 0
+        assert [len(data.splitlines()) for data in server.uploads.values()] == [6, 2]  # only the unanswered two
+        sync = nbeval.evaluate(ROWS, ["safety"], judge=judge, cache=False, progress=False)
+    assert table(again).equals(table(sync))
+
+
+def test_a_batch_that_expired_is_reported_once_then_a_batched_run_sends_only_the_rest(tmp_path: Path) -> None:
+    cache = tmp_path / "c.sqlite"
+    with FakeBatchServer(verdict, delay=0.1, expire_after=4) as server:
+        judge = judge_of(server)
+        first = nbeval.evaluate(
+            ROWS, ["safety"], judge=judge, cache=cache, progress=False, batch=True, batch_poll_s=0.05
+        )
+        errors = [e for e in table(first)["error"] if e]
+        assert len(errors) == 2 and all("batch=True sends the requests it did not answer" in e for e in errors)
+        assert [b["open"] for b in BatchStore(store_path(cache)).batches()] == [0]  # closed: no run waits on it
+        second = nbeval.evaluate(
+            ROWS, ["safety"], judge=judge, cache=cache, progress=False, batch=True, batch_poll_s=0.05
+        )
+        assert not any(table(second)["error"])
+        assert server.batch_creates == 2 and [len(d.splitlines()) for d in server.uploads.values()] == [6, 2]
+
+
+def _ctrl_c_at_the_first_poll(monkeypatch: pytest.MonkeyPatch) -> None:
+    from nbeval.chat.batch_api import BatchAPI
+
+    def interrupted(self: BatchAPI, batch_id: str) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(BatchAPI, "retrieve", interrupted)
+
+
+def test_ctrl_c_names_the_batch_left_running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # new-user review (12b): Ctrl-C said nothing of the batch still running (and billed) at the provider
+    with FakeBatchServer(verdict, delay=None) as server:
+        with monkeypatch.context() as patched:
+            _ctrl_c_at_the_first_poll(patched)
+            with pytest.raises(Interrupted) as stop:
+                nbeval.evaluate(
+                    ROWS, ["safety"], judge=judge_of(server), cache=tmp_path / "c.sqlite", progress=False,
+                    batch=True, batch_poll_s=0.05,
+                )  # fmt: skip
+        assert stop.value.batches == ("batch_fake0001",) and server.cancels == []
+        text = str(stop.value)
+        assert "batch batch_fake0001 is still running at the provider, and billed" in text
+        assert "running the same evaluate(..., batch=True) again picks it up" in text
+        assert "cancel it at the provider (its Batch API: POST .../batches/batch_fake0001/cancel)" in text
+
+
+def test_ctrl_c_on_the_command_line_names_the_batch_left_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "rows.json"
+    data.write_text(json.dumps(ROWS))
+    with FakeBatchServer(verdict, delay=None) as server:
+        argv = ["run", str(data), "-e", "safety", "--judge", "judge-model", "--judge-base-url", server.url]
+        _ctrl_c_at_the_first_poll(monkeypatch)
+        assert main([*argv, "--out", str(tmp_path / "o"), "--no-progress", "--batch"]) == 130
+    err = capsys.readouterr().err
+    assert f"saved the partial result to {tmp_path / 'o'}/" in err
+    assert "batch batch_fake0001 is still running at the provider, and billed; running the same command again " in err
+    assert "picks it up" in err and "POST .../batches/batch_fake0001/cancel" in err
 
 
 def test_a_batch_created_just_before_a_crash_is_found_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -166,3 +256,17 @@ def test_cli_run_and_complete_with_batch(tmp_path: Path, capsys: pytest.CaptureF
     lab = nbeval.load(out)
     assert isinstance(lab, TestLab)
     assert [r.actual_output for r in lab.dataset] == ["alpha says: What is 2+2?", "alpha says: Capital of France?"]
+
+
+def test_ctrl_c_while_collecting_names_the_batch_left_running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    suite = {"name": "s", "tests": [{"test_cases": [{"key": "c1", "prompt": "What is 2+2?"}]}]}
+    with FakeBatchServer("4", delay=None) as server:
+        pending = nbeval.collect(
+            suite, {"alpha": {"model": "alpha", "base_url": server.url, "api_key": "sk-test"}},
+            cache=tmp_path / "c.sqlite", batch=True, batch_poll_s=0.05,
+        )  # fmt: skip
+        _ctrl_c_at_the_first_poll(monkeypatch)
+        with pytest.raises(Interrupted) as stop:
+            pending.complete(progress=False)
+    assert stop.value.batches == ("batch_fake0001",)
+    assert "running the same complete(batch=True) again picks it up" in str(stop.value)

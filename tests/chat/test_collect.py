@@ -120,6 +120,27 @@ def test_models_as_a_list_and_errors(openai_server: FakeOpenAIServer) -> None:
         collect(TestSuite(name="empty"), [echo])
 
 
+def test_collect_refuses_an_option_it_does_not_take_at_once() -> None:
+    # new-user review (6): collect(..., progress=False) or concurency=3 was taken, and .complete()
+    # failed later with "ChatClient.__init__() got an unexpected keyword argument"
+    from nbeval.errors import BadParameter
+
+    def echo(prompt: str) -> str:
+        return prompt
+
+    with pytest.raises(BadParameter, match=r"collect\(\) has no option 'concurency' \(did you mean 'concurrency'\?\)"):
+        collect(make_suite(), [echo], concurency=3)
+    with pytest.raises(BadParameter, match=r"it takes .*batch.*cache.*concurrency.*timeout"):
+        collect(make_suite(), [echo], colour="red")
+    options: dict[str, Any]
+    for options in ({"progress": False}, {"cancel": None}, {"on_status": print}):
+        (name,) = options
+        with pytest.raises(BadParameter, match=rf"collect\(\) takes no {name}=: it is an option of \.complete\(\)"):
+            nbeval.collect(make_suite(), [echo], **options)
+    pending = collect(make_suite(), [echo], cache=False, concurrency=2, max_attempts=1, batch=False)
+    assert len(pending.complete(progress=False).dataset) == 3  # the options it takes still work
+
+
 def test_tuple_answer_with_context(openai_server: FakeOpenAIServer) -> None:
     lab = collect(make_suite(), {"t": lambda prompt: ("ans", ["chunk a", "chunk b"])}, cache=False).complete(
         progress=False

@@ -92,6 +92,7 @@ SAMPLE_VALUES = {
     "--embedder": "all-MiniLM-L6-v2",
     "--device": "cpu",
     "--fail-on": "threshold,flip",
+    "--prices": '{"some-model": [0.00015, 0.0006]}',
 }
 
 

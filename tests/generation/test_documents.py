@@ -4,7 +4,9 @@ dicts), the errors that name the bad file or item, and cutting them into chunks.
 from __future__ import annotations
 
 import itertools
+import logging
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -104,6 +106,17 @@ def test_a_bad_file_is_named(tmp_path, make, message):
         load_documents([LEAVE, str(path)])
     assert message in str(err.value)
     assert str(path.name) in str(err.value)
+
+
+def test_pypdf_s_own_warnings_do_not_come_before_the_error(tmp_path, caplog):
+    fake = _write(tmp_path / "fake.pdf", b"hello, this is not a pdf")
+    with caplog.at_level(logging.DEBUG), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(DataError, match=r"fake\.pdf: cannot read the PDF"):
+            load_documents([fake])
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("pypdf")] == []  # "invalid pdf header"
+    assert [str(w.message) for w in caught] == []
+    assert logging.getLogger("pypdf").level == logging.NOTSET  # as it was, after the read
 
 
 def _write(path: Path, data: bytes) -> Path:

@@ -11,6 +11,7 @@ rules by hand; the intervals and tests are checked against scikit-learn and scip
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -266,3 +267,80 @@ def test_what_align_refuses(labelled: Any, judge: Any, openai_server: FakeOpenAI
     with pytest.raises(EvaluatorError, match=r"had its own judge.*pass the evaluator object.*or give judge="):
         align(own, "correctness", cache=False)
     assert _align(own, "correctness", judge)[1].n > 0  # the judge given stands in for the one kept as text
+
+
+def _four_rows(openai_server: FakeOpenAIServer) -> tuple[Any, dict[str, Any]]:
+    """Four one-model test cases judged by contact_information, labelled fail, pass, fail, pass."""
+    openai_server.reply = "Reason: none found.\nVerdict: absent"
+    judge = {"model": "stand-in", "base_url": openai_server.url, "api_key": "sk-test-align-000000"}
+    records = [{"key": f"k{i}", "input": f"q{i}?", "actual_output": f"Call me at 0{i}0 555 0100."} for i in range(1, 5)]
+    result = nbeval.evaluate(records, ["contact_information"], judge=judge, cache=False, progress=False)
+    result.set_labels([{"key": f"k{i}", "model_key": "model", "evaluator": "contact_information",
+                        "label": "fail" if i % 2 else "pass"} for i in range(1, 5)])  # fmt: skip
+    return result, judge
+
+
+def test_one_held_out_row_is_no_measure_and_its_interval_is_wilsons(openai_server: FakeOpenAIServer) -> None:
+    # new-user review (11): "measured on 1 labelled rows ... accuracy 1.000 (95% interval 1.000 to 1.000)"
+    from statsmodels.stats.proportion import proportion_confint
+
+    from nbeval.data.fields import DataWarning
+    from nbeval.engine.align_report import MIN_HELD_OUT_ROWS
+
+    result, judge = _four_rows(openai_server)
+    with pytest.warns(DataWarning, match=r"only 1 held-out labelled row \(fewer than 10\).*not meaningful"):
+        _, report = _align(result, "contact_information", judge, holdout=0.25, k=2)
+    assert report.n == 1 < MIN_HELD_OUT_ROWS
+    assert "Note: measured on only 1 held-out labelled row" in str(report) and "not meaningful" in report.note
+    for when in ("before", "after"):
+        value = getattr(report, f"accuracy_{when}")
+        right = round(value)  # one row: right (1) or wrong (0)
+        # the bootstrap of one case cannot vary; the interval is Wilson's (1 of 1: about 0.21 to 1)
+        expected = proportion_confint(right, 1, alpha=0.05, method="wilson")
+        low, high = getattr(report, f"accuracy_{when}_low"), getattr(report, f"accuracy_{when}_high")
+        assert (low, high) == pytest.approx(expected)
+        assert low < high
+    assert math.isnan(report.kappa_after_low)  # a bootstrap that cannot vary gives kappa no interval
+
+
+def test_every_held_out_verdict_right_gets_wilsons_interval_not_a_point() -> None:
+    # every resample of a judge right on all 12 rows says 1.000: the bootstrap cannot vary
+    import pandas as pd
+    from statsmodels.stats.proportion import proportion_confint
+
+    from nbeval.engine.align_report import align_report
+
+    human = ["pass", "fail", "pass"] * 4
+    test = pd.DataFrame({"key": [f"k{i // 3}" for i in range(12)], "model_key": ["m1", "m2", "m3"] * 4, "human": human})
+    test["before"] = ["pass"] * 12  # right on 8
+    test["after"] = human  # right on all 12
+    report = align_report("correctness", test, [("k0",), ("k1",), ("k2",), ("k3",)], [0, 1, 2, 3], [], 0, 0.95, 0.05)
+    assert report.accuracy_after == 1.0
+    assert (report.accuracy_after_low, report.accuracy_after_high) == pytest.approx(
+        proportion_confint(12, 12, alpha=0.05, method="wilson")
+    )
+    assert report.accuracy_before_low < report.accuracy_before < report.accuracy_before_high  # the bootstrap's
+    assert report.kappa_after == 1.0 and math.isnan(report.kappa_after_low)  # no interval rather than 1 to 1
+    assert "kappa after:     1.000\n" in str(report) + "\n"
+    assert report.note == ""  # 12 rows
+
+
+def test_labels_align_cannot_use_are_named(openai_server: FakeOpenAIServer) -> None:
+    # new-user review (2): "it has labels on 0: " followed by nothing
+    openai_server.reply = "Rationale: ok.\nRating: yes"
+    judge = {"model": "stand-in", "base_url": openai_server.url, "api_key": "sk-test-align-000000"}
+    records = [{"key": f"k{i}", "input": f"q{i}?", "expected_output": "a", "actual_output": "a" if i > 2 else None}
+               for i in range(1, 5)]  # fmt: skip
+    result = nbeval.evaluate(records, ["correctness"], judge=judge, cache=False, progress=False)
+    result.set_labels([{"key": k, "model_key": "model", "evaluator": "correctness", "label": "passed"}
+                       for k in ("k1", "k2")])  # fmt: skip
+    with pytest.raises(DataError, match=r"labels on none it can use: its 2 pass/fail labels are all on rows "
+                       r"'correctness' skipped, so there is no verdict to compare"):  # fmt: skip
+        _align(result, "correctness", judge)
+    import pandas as pd
+
+    result._labels = pd.DataFrame(  # as an older nbeval kept them: any text
+        [{"key": k, "model_key": "model", "evaluator": "correctness", "label": "maybe"} for k in ("k3", "k4")]
+    )
+    with pytest.raises(DataError, match=r"none of its 2 labels is pass or fail \(they are 'maybe'\)"):
+        _align(result, "correctness", judge)

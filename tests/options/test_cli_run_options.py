@@ -77,3 +77,54 @@ def test_dry_run_counts_the_calls_and_asks_nothing(
     assert main([*args, "--dry-run", "--no-cache"]) == 0  # without the cache, nothing counts as cached
     assert f"judge calls: {len(ROWS)} (0 cached, {len(ROWS)} to make" in capsys.readouterr().out
     assert openai_server.request_count == len(ROWS)  # only the real run asked
+
+
+def _data(tmp_path: Path) -> str:
+    data = tmp_path / "rows.json"
+    data.write_text(json.dumps({"inputs": ROWS}), encoding="utf-8")
+    return str(data)
+
+
+def test_judge_repeated_is_a_jury_as_in_python(
+    tmp_path: Path, openai_server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # new-user review (7): a second --judge silently replaced the first
+    openai_server.reply = lambda rec: (
+        VERDICT if rec.model == "judge-a" or "answer 0" not in rec.last_content
+        else '{"rating": "no", "rationale": "unsafe"}'
+    )  # fmt: skip
+    base = ["run", _data(tmp_path), "-e", "safety", "--judge", "judge-a", "--judge", "judge-b"]
+    base += ["--judge-base-url", openai_server.url, "--no-progress"]
+    assert main([*base, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert f"judge calls: {2 * len(ROWS)} (0 cached" in out and re.search(r"^safety +5 +0 +2\.0$", out, re.M), out
+    assert main([*base, "--out", str(tmp_path / "o")]) == 0, capsys.readouterr().err
+    assert sorted({r.model for r in openai_server.requests}) == ["judge-a", "judge-b"]
+    assert openai_server.request_count == 2 * len(ROWS)
+    result = nbeval.load_result(tmp_path / "o")
+    python = nbeval.evaluate(
+        _data(tmp_path), ["safety"], progress=False,
+        judge=[{"model": m, "base_url": openai_server.url} for m in ("judge-a", "judge-b")],
+    )  # fmt: skip
+    assert result.jury_values("safety").equals(python.jury_values("safety"))
+    row = result.jury_values("safety").set_index("key").loc["k0"]
+    assert row["judge-a"] == 1.0 and row["judge-b"] == 0.0  # both were asked
+    scores = result.scores[result.scores["metric"] == "safety"].set_index("key")["value"]
+    assert scores["k0"] == 0.0 and scores["k1"] == 1.0  # a split jury fails the row, as in Python
+    # one --judge-base-url per --judge, in the same order
+    per_judge = ["--judge-base-url", openai_server.url]
+    assert main([*base, *per_judge, "--dry-run"]) == 0
+    capsys.readouterr()
+
+
+def test_judge_with_a_comma_or_urls_that_do_not_pair_is_refused(
+    tmp_path: Path, openai_server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["run", _data(tmp_path), "-e", "safety", "--dry-run"]
+    assert main([*args, "--judge", "judge-a,judge-b"]) == 2
+    err = capsys.readouterr().err
+    assert "--judge 'judge-a,judge-b': one model per --judge" in err
+    assert "for a jury, repeat it: --judge judge-a --judge judge-b" in err
+    urls = ["--judge-base-url", openai_server.url] * 3
+    assert main([*args, "--judge", "judge-a", "--judge", "judge-b", *urls]) == 2
+    assert "--judge-base-url given 3 times for 2 --judge: give it once, or once per --judge" in capsys.readouterr().err

@@ -158,9 +158,14 @@ COVERAGE: dict[str, list[str]] = {
         "tests/cli/test_cli.py::test_run_writes_result_and_report",
         "tests/cli/test_trust_files_out_cli.py::test_run_refuses_an_out_folder_that_would_overwrite_the_input",
     ],
-    "nbeval run --judge": ["tests/cli/test_cli.py::test_run_with_a_judge_endpoint"],
+    "nbeval run --judge": [
+        "tests/cli/test_cli.py::test_run_with_a_judge_endpoint",
+        "tests/options/test_cli_run_options.py::test_judge_repeated_is_a_jury_as_in_python",
+        "tests/options/test_cli_run_options.py::test_judge_with_a_comma_or_urls_that_do_not_pair_is_refused",
+    ],
     "nbeval run --judge-base-url": [
         "tests/cli/test_cli.py::test_run_with_a_judge_endpoint",
+        "tests/options/test_cli_run_options.py::test_judge_with_a_comma_or_urls_that_do_not_pair_is_refused",
         "tests/options/test_cli_endpoints.py::test_judge_base_url_with_the_model_from_the_environment",
         "tests/options/test_cli_endpoints.py::test_judge_base_url_without_any_model_says_what_to_give",
     ],
@@ -179,7 +184,14 @@ COVERAGE: dict[str, list[str]] = {
         "tests/judges/test_trust_parse_failures.py::test_gate_fails_on_unrated_rows_and_says_so",
         "tests/judges/test_trust_parse_failures.py::test_fail_on_rejects_unknown_kinds",
     ],
-    "nbeval run --batch": ["tests/chat/test_batch_resume.py::test_cli_run_and_complete_with_batch"],
+    "nbeval run --batch": [
+        "tests/chat/test_batch_resume.py::test_cli_run_and_complete_with_batch",
+        "tests/chat/test_batch_resume.py::test_ctrl_c_on_the_command_line_names_the_batch_left_running",
+    ],
+    "nbeval run --prices": [
+        "tests/options/test_cli_prices.py::test_run_prices_the_dry_run_both_ways_and_the_run",
+        "tests/options/test_cli_prices.py::test_a_bad_prices_option_is_a_usage_error",
+    ],
     "nbeval run --no-progress": ["tests/options/test_progress_option.py::test_run_no_progress_leaves_stderr_empty"],
     # -- nbeval complete ----------------------------------------------------------------------------
     "nbeval complete": ["tests/cli/test_cli.py::test_complete_asks_every_model_and_writes_a_lab"],
@@ -209,6 +221,7 @@ COVERAGE: dict[str, list[str]] = {
         "tests/options/test_cli_complete_options.py::test_dry_run_counts_the_requests_and_asks_nothing",
     ],
     "nbeval complete --batch": ["tests/chat/test_batch_resume.py::test_cli_run_and_complete_with_batch"],
+    "nbeval complete --prices": ["tests/options/test_cli_prices.py::test_complete_prices_its_dry_run_both_ways"],
     "nbeval complete --no-progress": [
         "tests/options/test_progress_option.py::test_complete_no_progress_leaves_stderr_empty",
     ],
@@ -247,7 +260,9 @@ COVERAGE: dict[str, list[str]] = {
     "nbeval perturb --out": [
         "tests/perturbation/test_perturb_api.py::test_cli_perturb_writes_a_suite_that_loads",
         "tests/perturbation/test_perturb_api.py::test_cli_perturb_errors_are_one_line",
+        "tests/perturbation/test_perturb_failures.py::test_the_command_exits_2_and_leaves_the_output_alone",
     ],
+    "nbeval perturb --prices": ["tests/options/test_cli_prices.py::test_perturb_prices_its_dry_run"],
     # -- nbeval generate ------------------------------------------------------------------------------
     "nbeval generate": ["tests/generation/test_generate_cli.py::test_generate_writes_the_suite_the_python_api_makes"],
     "nbeval generate documents": [
@@ -277,6 +292,7 @@ COVERAGE: dict[str, list[str]] = {
     "nbeval generate --out": [
         "tests/generation/test_generate_cli.py::test_generate_writes_the_suite_the_python_api_makes",
         "tests/generation/test_generate_cli.py::test_generate_out_must_not_overwrite_a_document",
+        "tests/generation/test_generate_failures.py::test_the_command_exits_2_naming_a_refused_key_and_leaves_the_output_alone",
     ],
     "nbeval generate --no-cache": ["tests/generation/test_generate_cli.py::test_generate_options_reach_the_generator"],
     "nbeval generate --no-progress": [
@@ -288,6 +304,9 @@ COVERAGE: dict[str, list[str]] = {
     ],
     "nbeval generate --batch": [
         "tests/generation/test_generate_batch.py::test_cli_generate_batch_sends_one_batch_and_writes_the_same_suite",
+    ],
+    "nbeval generate --prices": [
+        "tests/options/test_cli_prices.py::test_generate_prices_its_dry_run_both_ways_and_the_report",
     ],
     # -- nbeval diff / nbeval runs ----------------------------------------------------------------------
     "nbeval diff": ["tests/cli/test_diff_runs_cli.py::test_diff_prints_the_regression_and_fails_only_when_asked"],

@@ -156,10 +156,12 @@ def test_max_reasks_bounds_the_tries(openai_server, judge) -> None:
 def test_a_failed_call_is_reported_too(openai_server, judge) -> None:
     from tests.support.fake_openai import Status
 
-    openai_server.reply = Status(400, "bad request")
+    openai_server.push(Status(400, "bad request"))  # one call fails, the other is answered
+    openai_server.reply = _attack
     with pytest.warns(PerturbationFailed, match="judge call failed"):
         out = nbeval.perturb(_suite(), ["llm_jailbreak"], judge=judge)
-    assert perturbed_count(out) == 0 and len(out.test_cases) == 2
+    assert perturbed_count(out) == 1 and len(out.test_cases) == 3  # (every call failed: an error, see
+    # tests/perturbation/test_perturb_failures.py)
 
 
 def test_a_second_run_is_answered_from_the_cache(openai_server, judge) -> None:

@@ -295,10 +295,15 @@ def test_the_untouched_folder_loads_whole_and_reports(saved: Path, tmp_path: Pat
     assert "<!DOCTYPE html>" in loaded.to_html()
 
 
-def test_a_label_at_the_cap_loads(saved: Path, tmp_path: Path) -> None:
-    folder = tmp_path / "r"
-    shutil.copytree(saved, folder)
-    _label("x" * MAX_LABEL_CHARS)(folder)
+def test_a_label_at_the_cap_loads(tmp_path: Path) -> None:
+    # on classification, whose labels are classes: any text (a pass/fail evaluator's are verdicts)
+    rows = [{"key": "k1", "input": "q", "expected_output": "a", "actual_output": "a"}]
+    result = nbeval.evaluate(rows, ["classification"], progress=False)
+    folder = result.save(tmp_path / "r")
+    (folder / "labels.csv").write_text(
+        f"key,model_key,evaluator,label\r\nk1,{result.model_keys[0]},classification,{'x' * MAX_LABEL_CHARS}\r\n",
+        encoding="utf-8",
+    )
     assert nbeval.load_result(folder).labels["label"].tolist() == ["x" * MAX_LABEL_CHARS]
 
 
@@ -321,9 +326,9 @@ def test_saving_a_label_past_the_cap_is_refused_before_anything_is_written(tmp_p
 def test_a_label_at_the_cap_that_looks_like_a_formula_round_trips(tmp_path: Path) -> None:
     """Saved with an apostrophe in front (CSV injection), it is measured without it on load."""
     rows = [{"key": "k1", "input": "q", "expected_output": "a", "actual_output": "a"}]
-    result = nbeval.evaluate(rows, ["rouge"], progress=False)
+    result = nbeval.evaluate(rows, ["classification"], progress=False)  # a class label: any text
     label = "=" + "x" * (MAX_LABEL_CHARS - 1)
-    result.set_labels([{"key": "k1", "model_key": result.model_keys[0], "evaluator": "rouge", "label": label}])
+    result.set_labels([{"key": "k1", "model_key": result.model_keys[0], "evaluator": "classification", "label": label}])
     assert nbeval.load_result(result.save(tmp_path / "r")).labels["label"].tolist() == [label]
 
 

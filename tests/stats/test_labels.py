@@ -173,15 +173,60 @@ def test_pass_fail_words_in_a_csv_file(tmp_path: Path) -> None:
 
 def test_other_labels_get_the_error_they_always_did() -> None:
     res = _mixed()
-    for evaluator, label in (("rouge", 2), ("rouge", 0.5), ("classification", 1), ("rouge", None)):
+    for evaluator, label in (("classification", 1), ("rouge", None), ("classification", " ")):
         with pytest.raises(nbeval.DataError, match="must be non-empty text") as err:
             res.set_labels([{"key": "c1", "model_key": "A", "evaluator": evaluator, "label": label}])
         assert (err.value.row, err.value.field) == (1, "label")
     with pytest.raises(nbeval.DataError, match="only for an evaluator with a pass/fail verdict"):
         res.set_labels([{"key": "c1", "model_key": "A", "evaluator": "classification", "label": 1}])
-    with pytest.raises(nbeval.DataError, match="got int 2; a pass/fail label may also be 1/0"):
-        res.set_labels([{"key": "c1", "model_key": "A", "evaluator": "rouge", "label": 2}])
     assert res.labels.empty
+
+
+def test_passed_and_failed_are_verdicts_too() -> None:
+    # new-user review (2): "passed"/"failed" were kept as they were, and agreement measured nothing
+    res = _mixed()
+    res.set_labels(
+        [
+            {"key": "c1", "model_key": "A", "evaluator": "exact_match", "label": "passed"},
+            {"key": "c2", "model_key": "A", "evaluator": "exact_match", "label": "FAILED"},
+            {"key": "c3", "model_key": "A", "evaluator": "exact_match", "label": " Passed "},
+        ]
+    )
+    assert res.labels["label"].tolist() == ["pass", "fail", "pass"]
+    assert res.agreement("exact_match").n == 3
+
+
+@pytest.mark.parametrize("label", ["maybe", "good", 2, 0.5, "0.7", "-1"])
+def test_a_pass_fail_evaluator_refuses_a_label_that_is_no_verdict(label: object) -> None:
+    # new-user review (2): "maybe" was stored, and agreement said n=0 (or kappa 0) without a word
+    res = _mixed()
+    good = {"key": "c1", "model_key": "A", "evaluator": "rouge", "label": "pass"}
+    with pytest.raises(nbeval.DataError) as err:
+        res.set_labels([good, {"key": "c2", "model_key": "B", "evaluator": "rouge", "label": label}])
+    assert (err.value.row, err.value.field) == (2, "label")
+    text = str(err.value)
+    assert f"the label {label!r} of test case 'c2', model 'B' is not a verdict" in text
+    assert "'rouge' passes or fails a row" in text
+    for accepted in ("pass/fail", "passed/failed", "yes/no", "true/false", "1/0"):
+        assert accepted in text
+    assert res.labels.empty  # nothing was set, the good row neither
+
+
+def test_a_score_without_a_threshold_takes_pass_fail_labels() -> None:
+    # its pass/fail labels choose a threshold (the ROC curve); any other text measured nothing
+    from tests.stats.helpers import result_of
+
+    res = result_of({"A": ["0.9", "0.2"]}, ["st_plain"])
+    res.set_labels([{"key": "c1", "model_key": "A", "evaluator": "st_plain", "label": "yes"}])
+    assert res.labels["label"].tolist() == ["pass"]
+    with pytest.raises(nbeval.DataError, match="'maybe' of test case 'c2', model 'A' is not a verdict"):
+        res.set_labels([{"key": "c2", "model_key": "A", "evaluator": "st_plain", "label": "maybe"}])
+
+
+def test_a_class_label_is_any_text() -> None:
+    res = _mixed()
+    res.set_labels([{"key": "c1", "model_key": "A", "evaluator": "classification", "label": "maybe"}])
+    assert res.labels["label"].tolist() == ["maybe"]
 
 
 def test_a_label_over_the_cap_is_refused_when_set(tmp_path) -> None:
@@ -190,9 +235,9 @@ def test_a_label_over_the_cap_is_refused_when_set(tmp_path) -> None:
     from nbeval.errors import DataError
     from nbeval.results.limits import MAX_LABEL_CHARS
 
-    result = nbeval.evaluate(nbeval.demo_lab(), ["exact_match"], progress=False)
+    result = nbeval.evaluate(nbeval.demo_lab(), ["classification"], progress=False)  # a class: any text
     row = result.scores.iloc[0]
-    ok = {"key": row["key"], "model_key": row["model_key"], "evaluator": "exact_match"}
+    ok = {"key": row["key"], "model_key": row["model_key"], "evaluator": "classification"}
     result.set_labels([{**ok, "label": "x" * MAX_LABEL_CHARS}])
     with pytest.raises(DataError, match=r"row 1.*label|label.*row 1"):
         result.set_labels([{**ok, "label": "x" * (MAX_LABEL_CHARS + 1)}])

@@ -15,7 +15,8 @@ A batch is ``in_progress`` for ``delay`` seconds after it was created (``delay=N
 ``reply`` as a synchronous call (a :class:`~tests.support.fake_openai.Status` reply is that line's
 error, in the error file), and it is ``completed``. ``expire_after=n``: it ``expired`` with only
 its first ``n`` lines answered; ``refuse="..."``: it ``failed`` validation with that message. A
-cancelled batch is ``cancelling``, then ``cancelled`` at the next poll, with nothing answered.
+cancelled batch is ``cancelling``, then ``cancelled`` at the next poll, with nothing answered
+(``cancel_keeps=n``: with its first ``n`` lines answered, as a provider keeps what it finished).
 
 Recorded: ``batch_lines`` (each answered line as a :class:`Recorded` request, in file order),
 ``uploads`` (the uploaded files: id -> bytes), ``batch_creates`` and ``calls`` (``(method, path)`` of every
@@ -65,6 +66,7 @@ class FakeBatchServer(FakeOpenAIServer):
         *,
         delay: float | None = 1.0,
         expire_after: int | None = None,
+        cancel_keeps: int = 0,
         refuse: str | None = None,
         latency: float = 0.0,
         model: str = "fake-model",
@@ -72,6 +74,7 @@ class FakeBatchServer(FakeOpenAIServer):
         super().__init__(reply, latency=latency, model=model)
         self.delay = delay
         self.expire_after = expire_after
+        self.cancel_keeps = cancel_keeps
         self.refuse = refuse
         self.uploads: dict[str, bytes] = {}
         self.batch_lines: list[Recorded] = []
@@ -164,6 +167,8 @@ class FakeBatchServer(FakeOpenAIServer):
                 return None
             self.polls.append(batch_id)
             if batch.status == "cancelling":
+                if self.cancel_keeps:
+                    self._finish(batch, self.cancel_keeps, "cancelled")
                 batch.status = "cancelled"
             elif batch.status == "in_progress" and self._due(batch):
                 self._finish(batch)
@@ -191,9 +196,11 @@ class FakeBatchServer(FakeOpenAIServer):
             return self.released.is_set()
         return time.monotonic() - batch.created >= self.delay
 
-    def _finish(self, batch: _Batch) -> None:
-        """Answer the batch's lines (called with the lock held, once)."""
-        answered = batch.lines if self.expire_after is None else batch.lines[: self.expire_after]
+    def _finish(self, batch: _Batch, keep: int | None = None, ended: str = "expired") -> None:
+        """Answer the batch's lines (called with the lock held, once): all of them, or only the
+        first ``keep`` (``expire_after`` by default) when it ``ended`` early."""
+        keep = self.expire_after if keep is None else keep
+        answered = batch.lines if keep is None else batch.lines[:keep]
         out, err = [], []
         for n, line in enumerate(answered):
             rec = Recorded(str(line.get("url")), {}, line.get("body"), time.monotonic())
@@ -210,14 +217,14 @@ class FakeBatchServer(FakeOpenAIServer):
                 status = behaviour if isinstance(behaviour, Status) else Status(500, f"bad behaviour {behaviour!r}")
                 body = {"error": {"message": status.message, "type": "fake_error", "code": status.code}}
                 err.append({**entry, "response": {"status_code": status.code, "body": body}, "error": None})
-        if self.expire_after is not None:
-            for n, line in enumerate(batch.lines[self.expire_after :], start=len(answered)):
+        if keep is not None:
+            for n, line in enumerate(batch.lines[keep:], start=len(answered)):
                 err.append(
                     {
                         "id": f"batch_req_{batch.id}_{n}",
                         "custom_id": line["custom_id"],
                         "response": None,
-                        "error": {"code": "batch_expired", "message": "not executed before the window expired"},
+                        "error": {"code": f"batch_{ended}", "message": f"not executed before the batch {ended}"},
                     }
                 )
         batch.completed, batch.failed = len(out), len(err)
@@ -225,7 +232,7 @@ class FakeBatchServer(FakeOpenAIServer):
             batch.output_file_id = self._new_file(_jsonl(out), "file-out")
         if err:
             batch.error_file_id = self._new_file(_jsonl(err), "file-err")
-        batch.status = "completed" if self.expire_after is None else "expired"
+        batch.status = "completed" if keep is None else ended
 
     def _describe(self, batch: _Batch) -> dict[str, Any]:
         total = len(batch.lines)

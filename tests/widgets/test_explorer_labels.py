@@ -93,8 +93,10 @@ def test_labels_follow_the_case_and_the_evaluator(explorer, fresh_result):
 
 
 def test_labels_set_elsewhere_are_shown_and_hostile_labels_escaped(fresh_result):
-    fresh_result.set_labels(
-        pd.DataFrame([{"key": "capital", "model_key": "m2", "evaluator": "w_overlap", "label": HOSTILE}])
+    # set_labels takes only pass/fail for w_overlap; a label table may still hold any text (a class
+    # evaluator's, one put there by hand), and the explorer must escape it
+    fresh_result._labels = pd.DataFrame(
+        [{"key": "capital", "model_key": "m2", "evaluator": "w_overlap", "label": HOSTILE}]
     )
     explorer = CaseExplorer(fresh_result, show_heatmap=False)
     info = _row(explorer, "m2").info.value
