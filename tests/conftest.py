@@ -25,6 +25,21 @@ def _nbeval_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ["NBEVAL_CACHE_DIR"] = str(tmp_path_factory.mktemp("nbeval-cache"))
 
 
+#: The environment variables that choose a judge (or an OpenAI endpoint) when no ``judge=`` is given.
+JUDGE_ENV = ("NBEVAL_JUDGE_MODEL", "NBEVAL_JUDGE_BASE_URL", "NBEVAL_JUDGE_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL")
+
+
+@pytest.fixture
+def no_judge_from_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No judge from the environment (none of ``JUDGE_ENV`` set) and a reply cache of the test's own
+    (``NBEVAL_CACHE_DIR`` is ``tmp_path / "nbeval-cache"``), so no reply cached by another test is
+    reused. A test module asks for it with ``pytestmark = pytest.mark.usefixtures("no_judge_from_env")``;
+    a folder's conftest with an autouse fixture requesting it."""
+    for name in JUDGE_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NBEVAL_CACHE_DIR", str(tmp_path / "nbeval-cache"))
+
+
 ROOT = Path(__file__).resolve().parents[1]
 #: Top-level entries of the repository that tools make (caches, the environment, build output):
 #: a test's files belong under ``tmp_path``, these do not count.

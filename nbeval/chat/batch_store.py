@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nbeval.chat.cache import enable_wal
+from nbeval.chat.cache import open_sqlite
 
 __all__ = ["CANCELLED_HERE", "SUBMITTING", "BatchStore", "StoredBatch", "store_path"]
 
@@ -91,13 +91,8 @@ class BatchStore:
     def _connection(self) -> sqlite3.Connection:
         # Called with the lock held; a forked child opens its own.
         if self._conn is None or self._pid != os.getpid():
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(
-                self.path, timeout=self.busy_timeout_s, isolation_level=None, check_same_thread=False
-            )
-            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
-            enable_wal(conn.execute, self.busy_timeout_s)
-            conn.execute("PRAGMA synchronous = FULL")  # a recorded batch survives a crash of the machine too
+            # FULL, not the cache's NORMAL: a recorded batch survives a crash of the machine too.
+            conn = open_sqlite(self.path, self.busy_timeout_s, "FULL")
             for statement in _SCHEMA:
                 conn.execute(statement)
             self._conn, self._pid = conn, os.getpid()

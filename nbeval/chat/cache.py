@@ -34,7 +34,15 @@ from nbeval.chat.logprobs import TokenLogprob, as_logprobs, logprobs_to_json
 from nbeval.chat.secrets import hash_secrets
 from nbeval.data.text import repair_text
 
-__all__ = ["CACHE_FILE_NAME", "ENV_CACHE_DIR", "ChatCache", "cache_key", "default_cache_path", "enable_wal"]
+__all__ = [
+    "CACHE_FILE_NAME",
+    "ENV_CACHE_DIR",
+    "ChatCache",
+    "cache_key",
+    "default_cache_path",
+    "enable_wal",
+    "open_sqlite",
+]
 
 ENV_CACHE_DIR = "NBEVAL_CACHE_DIR"
 
@@ -133,6 +141,18 @@ def enable_wal(execute: Callable[[str], Any], patience_s: float) -> None:
             delay = min(delay * 2, 0.25)
 
 
+def open_sqlite(path: Path, busy_timeout_s: float, synchronous: str = "NORMAL") -> sqlite3.Connection:
+    """A connection to the database at ``path`` (its folder made if missing) in autocommit mode, usable
+    from any thread (callers hold their own lock), waiting up to ``busy_timeout_s`` for other writers,
+    in WAL mode (:func:`enable_wal`) with ``PRAGMA synchronous = synchronous``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
+    conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+    enable_wal(conn.execute, busy_timeout_s)
+    conn.execute(f"PRAGMA synchronous = {synchronous}")
+    return conn
+
+
 class ChatCache:
     """Replies on disk at ``path`` (default: :func:`default_cache_path`)."""
 
@@ -151,13 +171,7 @@ class ChatCache:
     def _connection(self) -> sqlite3.Connection:
         # Called with the lock held. A forked child must not reuse its parent's connection.
         if self._conn is None or self._pid != os.getpid():
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(
-                self.path, timeout=self.busy_timeout_s, isolation_level=None, check_same_thread=False
-            )
-            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
-            enable_wal(conn.execute, self.busy_timeout_s)
-            conn.execute("PRAGMA synchronous = NORMAL")  # durable across a killed process
+            conn = open_sqlite(self.path, self.busy_timeout_s, "NORMAL")  # durable across a killed process
             conn.execute(_SCHEMA)
             conn.execute(_NOTES_SCHEMA)
             conn.execute(_LOGPROBS_SCHEMA)

@@ -14,12 +14,12 @@ reply: a failed request as its row's error, a cancelled one as :class:`RequestCa
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from nbeval.errors import ResourceError
-from nbeval.runtime.handlers import RequestCancelled, Round, model_key
+from nbeval.runtime.builtin import chat_groups
+from nbeval.runtime.handlers import RequestCancelled, Round
 
 if TYPE_CHECKING:
     from nbeval.chat.client import ChatResult
@@ -32,19 +32,9 @@ def answer_batched(resources: Resources, items: list[tuple[int, Any]], rnd: Roun
     """Answer a round's chat ``items`` (position in the round, request) in batches, per model."""
     from nbeval.chat.batch import run_batches
 
-    by_model: dict[Any, list[tuple[int, Any]]] = defaultdict(list)
-    for i, r in items:
-        by_model[model_key(r.model)].append((i, r))
     jobs: list[tuple[Any, list[Any], Callable[[int, ChatResult], None]]] = []
     groups: list[list[tuple[int, Any]]] = []
-    for group in by_model.values():
-        try:
-            client = resources.chat_client(group[0][1].model)
-        except Exception as exc:
-            for i, _ in group:
-                rnd.answers[i] = ResourceError(str(exc))
-                rnd.deliver(i)
-            continue
+    for client, group in chat_groups(resources, items, rnd):
         jobs.append((client, [r for _, r in group], _arrival(rnd, group)))
         groups.append(group)
     if not jobs:
@@ -66,7 +56,7 @@ def _arrival(rnd: Round, group: list[tuple[int, Any]]) -> Callable[[int, ChatRes
             rnd.answers[i] = (
                 RequestCancelled("cancelled before the judge answered")
                 if reply.cancelled
-                else ResourceError(f"judge call failed: {reply.error}")
+                else ResourceError(f"judge call failed: {reply.error}", status=reply.status)
             )
         else:
             rnd.answers[i] = reply

@@ -8,6 +8,7 @@ and caches). A model that fails to load or run answers every request of its grou
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from nbeval.errors import ResourceError
@@ -17,7 +18,7 @@ from nbeval.runtime.handlers import RequestCancelled, RequestHandler, Round, mod
 if TYPE_CHECKING:
     from nbeval.runtime.resources import Resources
 
-__all__ = ["ChatHandler", "EmbedHandler", "LocalModelHandler", "PairsHandler"]
+__all__ = ["ChatHandler", "EmbedHandler", "LocalModelHandler", "PairsHandler", "chat_groups"]
 
 
 def _as_resource_error(exc: Exception, *, prefix: str = "") -> ResourceError:
@@ -140,6 +141,26 @@ class LocalModelHandler(RequestHandler):
                     rnd.warnings[i].append(f"{cut} input(s) longer than {ref.name}'s window were truncated")
 
 
+def chat_groups(
+    resources: Resources, items: list[tuple[int, Any]], rnd: Round
+) -> Iterator[tuple[Any, list[tuple[int, Chat]]]]:
+    """A round's chat ``items`` (position in the round, request) grouped by model, each group with
+    its model's chat client. A model whose client cannot be made answers every request of its group
+    with the error (handed on at once), and its group is not yielded."""
+    by_model: dict[Any, list[tuple[int, Chat]]] = defaultdict(list)
+    for i, r in items:
+        by_model[model_key(r.model)].append((i, r))
+    for group in by_model.values():
+        try:
+            client = resources.chat_client(group[0][1].model)
+        except Exception as exc:
+            for i, _ in group:
+                rnd.answers[i] = ResourceError(str(exc))
+                rnd.deliver(i)
+            continue
+        yield client, group
+
+
 class ChatHandler(RequestHandler):
     """:class:`~nbeval.requests.Chat`: each model's calls go to its chat client, and each reply is
     handed on as it arrives."""
@@ -155,17 +176,7 @@ class ChatHandler(RequestHandler):
             return
         from nbeval.chat.client import ChatFailure, ChatResult
 
-        by_model: dict[Any, list[tuple[int, Chat]]] = defaultdict(list)
-        for i, r in items:
-            by_model[model_key(r.model)].append((i, r))
-        for group in by_model.values():
-            try:
-                client = resources.chat_client(group[0][1].model)
-            except Exception as exc:
-                for i, _ in group:
-                    rnd.answers[i] = ResourceError(str(exc))
-                    rnd.deliver(i)
-                continue
+        for client, group in chat_groups(resources, items, rnd):
 
             def arrived(j: int, reply: ChatResult, group: list[tuple[int, Chat]] = group) -> None:
                 i = group[j][0]

@@ -20,7 +20,7 @@ from nbeval.evaluators.agents.prompts import AGENT_PROMPTS
 from tests.judges.helpers import cell, run
 from tests.support.fake_openai import FakeOpenAIServer, Recorded, Status
 
-_ENV = ("NBEVAL_JUDGE_MODEL", "NBEVAL_JUDGE_BASE_URL", "NBEVAL_JUDGE_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL")
+pytestmark = pytest.mark.usefixtures("no_judge_from_env")
 
 SYSTEM = "You are Nora, the help desk of Fjord Rail. Only answer questions about Fjord Rail trains."
 CHAT: list[dict[str, Any]] = [
@@ -35,13 +35,6 @@ CHAT: list[dict[str, Any]] = [
     {"role": "assistant", "content": "Have a good trip with your dog!"},  # 9
 ]
 ROW = {"key": "c1", "messages": CHAT}
-
-
-@pytest.fixture(autouse=True)
-def _no_judge_from_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    for name in _ENV:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("NBEVAL_CACHE_DIR", str(tmp_path / "nbeval-cache"))
 
 
 @pytest.fixture

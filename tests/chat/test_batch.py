@@ -249,28 +249,18 @@ def test_batch_discount_is_the_share_of_the_price_a_batched_call_saves(tmp_path:
 
 def test_batch_poll_s_is_how_long_the_run_waits_between_polls(tmp_path: Path) -> None:
     with FakeBatchServer(verdict, delay=0.6) as server:
-        judge = judge_of(server)
-        nbeval.evaluate(
-            ROWS[:1],
-            ["safety"],
-            judge=judge,
-            cache=tmp_path / "a.sqlite",
-            progress=False,
-            batch=True,
-            batch_poll_s=0.02,
-        )
-        often = len(server.polls)
-        server.polls.clear()
-        nbeval.evaluate(
-            ROWS[1:2],
-            ["safety"],
-            judge=judge,
-            cache=tmp_path / "b.sqlite",
-            progress=False,
-            batch=True,
-            batch_poll_s=0.5,
-        )
-        seldom = len(server.polls)
+
+        def polls(rows: list[dict[str, Any]], cache: str, poll_s: float) -> int:
+            """How many times a batched run of ``rows`` polled its batch."""
+            server.polls.clear()
+            judge = judge_of(server)
+            nbeval.evaluate(
+                rows, ["safety"], judge=judge, cache=tmp_path / cache, progress=False, batch=True, batch_poll_s=poll_s
+            )
+            return len(server.polls)
+
+        often = polls(ROWS[:1], "a.sqlite", 0.02)
+        seldom = polls(ROWS[1:2], "b.sqlite", 0.5)
     # at once, then after 0.02 s, growing by half each time; or at once, after 0.5 s and 0.75 s more
     assert often >= 6 and seldom <= 3
 

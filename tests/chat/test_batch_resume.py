@@ -95,65 +95,54 @@ def test_ctrl_c_leaves_the_batch_running_and_the_next_run_picks_it_up(tmp_path: 
     assert [len(data.splitlines()) for data in server.uploads.values()] == [2, 1]
 
 
-def test_cancel_cancels_the_batch_at_the_provider(tmp_path: Path) -> None:
+def _batched(server: FakeBatchServer, cache: Path, cancel: threading.Event | None = None) -> Any:
+    """A batched run of ROWS judged through ``server``."""
+    judge = judge_of(server)
+    return nbeval.evaluate(
+        ROWS, ["safety"], judge=judge, cache=cache, progress=False, batch=True, batch_poll_s=0.05, cancel=cancel
+    )
+
+
+def _cancelled_once_polled(server: FakeBatchServer, cache: Path) -> Any:
+    """A batched run of ROWS (in a thread), cancelled once its batch was polled: its result."""
     cancel = threading.Event()
     got: dict[str, Any] = {}
+    worker = threading.Thread(target=lambda: got.update(result=_batched(server, cache, cancel)))
+    worker.start()
+    assert server.wait_until(lambda _: len(server.polls) >= 1, timeout=60)
+    cancel.set()
+    worker.join(timeout=60)
+    assert server.cancels == ["batch_fake0001"]
+    return got["result"]
+
+
+def test_cancel_cancels_the_batch_at_the_provider(tmp_path: Path) -> None:
     cache = tmp_path / "c.sqlite"
     with FakeBatchServer(verdict, delay=None) as server:
-        judge = judge_of(server)
-
-        def run() -> None:
-            got["result"] = nbeval.evaluate(
-                ROWS, ["safety"], judge=judge, cache=cache, progress=False, batch=True, batch_poll_s=0.05, cancel=cancel
-            )
-
-        worker = threading.Thread(target=run)
-        worker.start()
-        assert server.wait_until(lambda _: len(server.polls) >= 1, timeout=60)
-        cancel.set()
-        worker.join(timeout=60)
-        assert server.cancels == ["batch_fake0001"]
-        result = got["result"]
+        result = _cancelled_once_polled(server, cache)
         assert result.meta["cancelled"] and (result.scores["skip_reason"] == "cancelled").all()
         assert [b["status"] for b in BatchStore(store_path(cache)).batches()] == [CANCELLED_HERE]
         # new-user review (3): the next run failed every row ("batch ... was cancelled"); it sends a new batch
         server.release()
-        again = nbeval.evaluate(
-            ROWS, ["safety"], judge=judge, cache=cache, progress=False, batch=True, batch_poll_s=0.05
-        )
+        again = _batched(server, cache)
         assert server.batch_creates == 2 and server.request_count == 0
         assert not any(table(again)["error"])
         stored = BatchStore(store_path(cache)).batches()  # the cancelled batch is forgotten
         assert [(b["batch_id"], b["open"]) for b in stored] == [("batch_fake0002", 0)]
-        sync = nbeval.evaluate(ROWS, ["safety"], judge=judge, cache=False, progress=False)
+        sync = nbeval.evaluate(ROWS, ["safety"], judge=judge_of(server), cache=False, progress=False)
     assert table(again).equals(table(sync))
 
 
 def test_the_run_after_a_cancel_keeps_what_the_batch_answered_and_sends_the_rest(tmp_path: Path) -> None:
-    cancel = threading.Event()
     cache = tmp_path / "c.sqlite"
     with FakeBatchServer(verdict, delay=None, cancel_keeps=4) as server:  # 4 of 6 answered before it stopped
-        judge = judge_of(server)
-
-        def run() -> None:
-            nbeval.evaluate(
-                ROWS, ["safety"], judge=judge, cache=cache, progress=False, batch=True, batch_poll_s=0.05, cancel=cancel
-            )
-
-        worker = threading.Thread(target=run)
-        worker.start()
-        assert server.wait_until(lambda _: len(server.polls) >= 1, timeout=60)
-        cancel.set()
-        worker.join(timeout=60)
-        assert server.cancels == ["batch_fake0001"]
+        _cancelled_once_polled(server, cache)
         server.release()
-        again = nbeval.evaluate(
-            ROWS, ["safety"], judge=judge, cache=cache, progress=False, batch=True, batch_poll_s=0.05
-        )
+        again = _batched(server, cache)
         assert not any(table(again)["error"])
         assert server.batch_creates == 2 and server.request_count == 0
         assert [len(data.splitlines()) for data in server.uploads.values()] == [6, 2]  # only the unanswered two
-        sync = nbeval.evaluate(ROWS, ["safety"], judge=judge, cache=False, progress=False)
+        sync = nbeval.evaluate(ROWS, ["safety"], judge=judge_of(server), cache=False, progress=False)
     assert table(again).equals(table(sync))
 
 

@@ -11,14 +11,10 @@ import pytest
 from tests.generation.loopback import SchemaJudge
 from tests.support.fake_openai import FakeOpenAIServer
 
-_ENV = ("NBEVAL_JUDGE_MODEL", "NBEVAL_JUDGE_BASE_URL", "NBEVAL_JUDGE_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL")
-
 
 @pytest.fixture(autouse=True)
-def _no_judge_from_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    for name in _ENV:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("NBEVAL_CACHE_DIR", str(tmp_path / "nbeval-cache"))
+def _no_judge_from_env(no_judge_from_env: None) -> None:
+    """Every test here: no judge from the environment, a cache of its own (tests/conftest.py)."""
 
 
 @pytest.fixture

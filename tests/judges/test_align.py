@@ -226,13 +226,19 @@ def test_the_intervals_resample_held_out_cases(labelled: Any, judge: Any) -> Non
     assert report.accuracy_after_low <= report.accuracy_after <= report.accuracy_after_high
 
 
-def test_a_verdict_judge_gets_examples_in_its_own_reply_format(openai_server: FakeOpenAIServer) -> None:
+def _four_rows(openai_server: FakeOpenAIServer) -> tuple[Any, dict[str, Any]]:
+    """Four one-model test cases judged by contact_information, labelled fail, pass, fail, pass."""
     openai_server.reply = "Reason: none found.\nVerdict: absent"
     judge = {"model": "stand-in", "base_url": openai_server.url, "api_key": "sk-test-align-000000"}
     records = [{"key": f"k{i}", "input": f"q{i}?", "actual_output": f"Call me at 0{i}0 555 0100."} for i in range(1, 5)]
     result = nbeval.evaluate(records, ["contact_information"], judge=judge, cache=False, progress=False)
     result.set_labels([{"key": f"k{i}", "model_key": "model", "evaluator": "contact_information",
                         "label": "fail" if i % 2 else "pass"} for i in range(1, 5)])  # fmt: skip
+    return result, judge
+
+
+def test_a_verdict_judge_gets_examples_in_its_own_reply_format(openai_server: FakeOpenAIServer) -> None:
+    result, judge = _four_rows(openai_server)
     aligned, report = _align(result, "contact_information", judge, holdout=0.25, k=2)
     added = aligned.prompt.examples[2:]
     assert len(added) == 2 == len(report.examples)
@@ -240,7 +246,7 @@ def test_a_verdict_judge_gets_examples_in_its_own_reply_format(openai_server: Fa
     assert by_label["fail"].reply == f"Reason: {FAIL_REASON}\nVerdict: present"
     assert by_label["pass"].reply == f"Reason: {PASS_REASON}\nVerdict: absent"
     key = next(k for k, _, label in report.examples if label == "fail")
-    assert by_label["fail"].values == {"text": next(r["actual_output"] for r in records if r["key"] == key)}
+    assert by_label["fail"].values == {"text": f"Call me at 0{key[1:]}0 555 0100."}  # the row labelled fail
 
 
 def test_what_align_refuses(labelled: Any, judge: Any, openai_server: FakeOpenAIServer) -> None:
@@ -267,17 +273,6 @@ def test_what_align_refuses(labelled: Any, judge: Any, openai_server: FakeOpenAI
     with pytest.raises(EvaluatorError, match=r"had its own judge.*pass the evaluator object.*or give judge="):
         align(own, "correctness", cache=False)
     assert _align(own, "correctness", judge)[1].n > 0  # the judge given stands in for the one kept as text
-
-
-def _four_rows(openai_server: FakeOpenAIServer) -> tuple[Any, dict[str, Any]]:
-    """Four one-model test cases judged by contact_information, labelled fail, pass, fail, pass."""
-    openai_server.reply = "Reason: none found.\nVerdict: absent"
-    judge = {"model": "stand-in", "base_url": openai_server.url, "api_key": "sk-test-align-000000"}
-    records = [{"key": f"k{i}", "input": f"q{i}?", "actual_output": f"Call me at 0{i}0 555 0100."} for i in range(1, 5)]
-    result = nbeval.evaluate(records, ["contact_information"], judge=judge, cache=False, progress=False)
-    result.set_labels([{"key": f"k{i}", "model_key": "model", "evaluator": "contact_information",
-                        "label": "fail" if i % 2 else "pass"} for i in range(1, 5)])  # fmt: skip
-    return result, judge
 
 
 def test_one_held_out_row_is_no_measure_and_its_interval_is_wilsons(openai_server: FakeOpenAIServer) -> None:

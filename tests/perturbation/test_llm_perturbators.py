@@ -26,15 +26,8 @@ from nbeval.perturbation import (
 from nbeval.perturbation.llm import REPLY_SCHEMA, LlmInjectionPerturbator, LlmJailbreakPerturbator, parse_reply
 from tests.support.fake_openai import FakeOpenAIServer, Recorded
 
-_ENV = ("NBEVAL_JUDGE_MODEL", "NBEVAL_JUDGE_BASE_URL", "NBEVAL_JUDGE_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL")
+pytestmark = pytest.mark.usefixtures("no_judge_from_env")
 PROMPTS = ["Which platform does the 8:15 to Lyon leave from?", "Can I take my dog on the train?"]
-
-
-@pytest.fixture(autouse=True)
-def _no_judge_from_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    for name in _ENV:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("NBEVAL_CACHE_DIR", str(tmp_path / "nbeval-cache"))
 
 
 @pytest.fixture

@@ -15,14 +15,7 @@ from nbeval.data.model import Test, TestCase, TestSuite
 from nbeval.errors import ResourceError
 from tests.support.fake_openai import FakeOpenAIServer, Status
 
-_ENV = ("NBEVAL_JUDGE_MODEL", "NBEVAL_JUDGE_BASE_URL", "NBEVAL_JUDGE_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL")
-
-
-@pytest.fixture(autouse=True)
-def _env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in _ENV:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("NBEVAL_CACHE_DIR", str(tmp_path / "nbeval-cache"))
+pytestmark = pytest.mark.usefixtures("no_judge_from_env")
 
 
 def _suite(n: int) -> TestSuite:
