@@ -45,7 +45,7 @@ def main() -> int:
         with FakeOpenAIServer(SchemaJudge()) as server:
             judge = {"model": "writer", "base_url": server.url, "api_key": "sk-bench"}
             plan = nbeval.generate(HANDBOOK, n, judge=judge, dry_run=True, **settings)
-            suite = nbeval.generate(HANDBOOK, n, judge=judge, dedupe_threshold=None, **settings)
+            suite = nbeval.generate(HANDBOOK, n, judge=judge, dedupe_threshold=None, progress=False, **settings)
         r = suite.extra["generation_report"]
         real = (r["prompt_tokens"], r["completion_tokens"], r["prompt_tokens"] + r["completion_tokens"])
         est = (plan.est_prompt_tokens, plan.est_completion_tokens, plan.est_tokens)
