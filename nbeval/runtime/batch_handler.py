@@ -17,9 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from nbeval.errors import ResourceError
-from nbeval.runtime.builtin import chat_groups
-from nbeval.runtime.handlers import RequestCancelled, Round
+from nbeval.runtime.builtin import chat_arrival, chat_groups
+from nbeval.runtime.handlers import Round
 
 if TYPE_CHECKING:
     from nbeval.chat.client import ChatResult
@@ -35,7 +34,7 @@ def answer_batched(resources: Resources, items: list[tuple[int, Any]], rnd: Roun
     jobs: list[tuple[Any, list[Any], Callable[[int, ChatResult], None]]] = []
     groups: list[list[tuple[int, Any]]] = []
     for client, group in chat_groups(resources, items, rnd):
-        jobs.append((client, [r for _, r in group], _arrival(rnd, group)))
+        jobs.append((client, [r for _, r in group], chat_arrival(rnd, group)))
         groups.append(group)
     if not jobs:
         return
@@ -44,23 +43,3 @@ def answer_batched(resources: Resources, items: list[tuple[int, Any]], rnd: Roun
         for j, reply in enumerate(replies):
             if rnd.answers[group[j][0]] is None:  # not handed on as it came: hand it on now
                 arrived(j, reply)
-
-
-def _arrival(rnd: Round, group: list[tuple[int, Any]]) -> Callable[[int, ChatResult], None]:
-    """Hand a group's ``j``-th result on to its place in the round (as the chat handler does)."""
-    from nbeval.chat.client import ChatFailure
-
-    def arrived(j: int, reply: ChatResult) -> None:
-        i = group[j][0]
-        if isinstance(reply, ChatFailure):
-            rnd.answers[i] = (
-                RequestCancelled("cancelled before the judge answered")
-                if reply.cancelled
-                else ResourceError(f"judge call failed: {reply.error}", status=reply.status)
-            )
-        else:
-            rnd.answers[i] = reply
-            rnd.warnings[i].extend(reply.warnings)
-        rnd.deliver(i)
-
-    return arrived

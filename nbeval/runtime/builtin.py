@@ -8,7 +8,7 @@ and caches). A model that fails to load or run answers every request of its grou
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from nbeval.errors import ResourceError
@@ -16,9 +16,10 @@ from nbeval.requests import DRY_RUN_MODEL, Chat, Classify, Embed, LabelScores, S
 from nbeval.runtime.handlers import RequestCancelled, RequestHandler, Round, model_key, register_handler
 
 if TYPE_CHECKING:
+    from nbeval.chat.client import ChatResult
     from nbeval.runtime.resources import Resources
 
-__all__ = ["ChatHandler", "EmbedHandler", "LocalModelHandler", "PairsHandler", "chat_groups"]
+__all__ = ["ChatHandler", "EmbedHandler", "LocalModelHandler", "PairsHandler", "chat_arrival", "chat_groups"]
 
 
 def _as_resource_error(exc: Exception, *, prefix: str = "") -> ResourceError:
@@ -161,6 +162,27 @@ def chat_groups(
         yield client, group
 
 
+def chat_arrival(rnd: Round, group: list[tuple[int, Any]]) -> Callable[[int, ChatResult], None]:
+    """Hand a group's ``j``-th chat result on to its place in the round: a failure as the row's
+    :class:`ResourceError` (with its HTTP status), a cancelled call as :class:`RequestCancelled`."""
+    from nbeval.chat.client import ChatFailure
+
+    def arrived(j: int, reply: ChatResult) -> None:
+        i = group[j][0]
+        if isinstance(reply, ChatFailure):
+            rnd.answers[i] = (
+                RequestCancelled("cancelled before the judge answered")
+                if reply.cancelled
+                else ResourceError(f"judge call failed: {reply.error}", status=reply.status)
+            )
+        else:
+            rnd.answers[i] = reply
+            rnd.warnings[i].extend(reply.warnings)  # e.g. text that had to be repaired: the rationale says so
+        rnd.deliver(i)
+
+    return arrived
+
+
 class ChatHandler(RequestHandler):
     """:class:`~nbeval.requests.Chat`: each model's calls go to its chat client, and each reply is
     handed on as it arrives."""
@@ -174,23 +196,8 @@ class ChatHandler(RequestHandler):
 
             answer_batched(resources, items, rnd)
             return
-        from nbeval.chat.client import ChatFailure, ChatResult
-
         for client, group in chat_groups(resources, items, rnd):
-
-            def arrived(j: int, reply: ChatResult, group: list[tuple[int, Chat]] = group) -> None:
-                i = group[j][0]
-                if isinstance(reply, ChatFailure):
-                    rnd.answers[i] = (
-                        RequestCancelled("cancelled before the judge answered")
-                        if reply.cancelled
-                        else ResourceError(f"judge call failed: {reply.error}", status=reply.status)
-                    )
-                else:
-                    rnd.answers[i] = reply
-                    rnd.warnings[i].extend(reply.warnings)  # e.g. text that had to be repaired: the rationale says so
-                rnd.deliver(i)
-
+            arrived = chat_arrival(rnd, group)
             replies = client.run_many([r for _, r in group], on_done=arrived, cancel=rnd.cancel)
             for j, reply in enumerate(replies):
                 if rnd.answers[group[j][0]] is None:  # not handed on as it came: hand it on now
