@@ -18,6 +18,7 @@ from nbeval.errors import EvaluatorError
 from nbeval.evaluators.base import Chat, Evaluator, EvaluatorSpec, MetricSpec, Score
 from nbeval.evaluators.case import CaseEvaluator, CaseScoreResult, is_case_level
 from nbeval.evaluators.registry import register
+from tests.support.dask_cluster import in_process_client
 from tests.support.fake_openai import FakeOpenAIServer, Recorded, together
 
 #: What each scoring of ``t_shortest`` saw: (case key, model keys), in the order scored.
@@ -281,14 +282,10 @@ def test_a_bad_return_value_errors_every_row() -> None:
 
 
 def test_a_dask_run_equals_a_local_run() -> None:
-    distributed = pytest.importorskip("distributed")
     pytest.importorskip("cloudpickle")
     records = _records("shuffled")
     local = nbeval.evaluate(records, ["t_shortest", "exact_match"], progress=False, chunk_rows=1)
-    with (
-        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster,
-        distributed.Client(cluster) as client,
-    ):
+    with in_process_client(n_workers=2) as client:
         SEEN.clear()
         remote = nbeval.evaluate(records, ["t_shortest", "exact_match"], progress=False, chunk_rows=1, scheduler=client)
     assert len(SEEN) == 3  # each case once, on the worker holding its last row

@@ -17,6 +17,7 @@ import nbeval
 from nbeval.engine import Plan
 from nbeval.evaluators.judges.pairwise import parse_pairwise
 from tests.judges.helpers import run
+from tests.support.dask_cluster import in_process_client
 from tests.support.fake_openai import FakeOpenAIServer, Recorded, Status
 
 # case -> model -> answer. The "longest answer wins" judge ranks them by length.
@@ -377,13 +378,9 @@ def test_no_one_is_ahead_when_the_judge_only_follows_the_slot(
 def test_a_dask_run_gives_the_local_verdicts_and_ratings(
     judge: dict[str, Any], openai_server: FakeOpenAIServer
 ) -> None:
-    distributed = pytest.importorskip("distributed")
     openai_server.reply = longer_wins
     local = run(records(ORDERED), ["pairwise"], judge, chunk_rows=2)
-    with (
-        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster,
-        distributed.Client(cluster) as client,
-    ):
+    with in_process_client(n_workers=2) as client:
         remote = run(records(ORDERED), ["pairwise"], judge, chunk_rows=2, scheduler=client)
     assert openai_server.request_count == 2 * 12  # both runs asked every order of every pair
     assert _values(remote) == _values(local)

@@ -22,6 +22,7 @@ from nbeval.evaluators.judges.core import JudgeEvaluator
 from nbeval.results.fingerprint import FINGERPRINT_FIELDS, dataset_fingerprint
 from nbeval.results.run_facts import RUN_FACT_KEYS
 from nbeval.results.runs import HISTORY_COLUMNS, RUN_COLUMNS, run_history, runs
+from tests.support.dask_cluster import in_process_client
 from tests.support.fake_openai import FakeOpenAIServer
 
 API_KEY = "sk-secret-123456"
@@ -328,12 +329,8 @@ def test_run_history_of_an_evaluator_no_run_has(tmp_path: Path) -> None:
 
 
 def test_a_dask_run_records_the_same_facts() -> None:
-    distributed = pytest.importorskip("distributed")
     local = _run()
-    with (
-        distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster,
-        distributed.Client(cluster) as client,
-    ):
+    with in_process_client(n_workers=1) as client:
         on_cluster = nbeval.evaluate(_records(), ["exact_match"], progress=False, scheduler=client)
     same = ("label", "git_commit", "dataset_fingerprint", "judge", "embedder", "prompts")
     assert {k: on_cluster.meta["run"][k] for k in same} == {k: local.meta["run"][k] for k in same}

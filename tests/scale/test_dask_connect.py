@@ -17,6 +17,7 @@ import pytest
 
 import nbeval
 from nbeval.cli import main
+from tests.support.dask_cluster import in_process_client
 from tests.support.fake_openai import FakeOpenAIServer
 
 distributed = pytest.importorskip("distributed")
@@ -193,9 +194,16 @@ def test_a_cluster_without_workers_ends_the_run_with_an_error(monkeypatch: pytes
 
     monkeypatch.setattr(dask_run, "WORKER_WAIT_S", TIMEOUT)
     rows = [{"key": "a", "input": "q", "expected_output": "4", "actual_output": "4"}]
-    with (
-        distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None) as cluster,
-        distributed.Client(cluster) as client,
-    ):
+    with in_process_client(n_workers=0) as client:
         with pytest.raises(nbeval.NbevalError, match=f"no workers: none joined within {TIMEOUT:g} s"):
             nbeval.evaluate(rows, ["exact_match"], progress=False, scheduler=client)
+
+
+def test_the_in_process_test_cluster_listens_on_loopback_only() -> None:
+    """What tests/support/dask_cluster.py starts serves HTTP on 127.0.0.1 alone (by default Dask's
+    scheduler and workers listen on every interface even with no dashboard)."""
+    with in_process_client(n_workers=1) as client:
+        cluster = client.cluster
+        servers = [cluster.scheduler.http_server, *(w.http_server for w in cluster.workers.values())]
+        hosts = {s.getsockname()[0] for server in servers for s in server._sockets.values()}
+    assert hosts == {"127.0.0.1"}
