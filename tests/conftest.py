@@ -7,6 +7,9 @@ import os
 # No test may reach the network or a model hub.
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
+# ragas called directly (the tests that compare nbeval with ragas) posts usage events to its
+# makers' server unless told not to: tests/ragas/test_no_telemetry.py.
+os.environ["RAGAS_DO_NOT_TRACK"] = "true"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 for var in ("NBEVAL_JUDGE_MODEL", "NBEVAL_JUDGE_BASE_URL", "NBEVAL_JUDGE_API_KEY", "OPENAI_API_KEY"):
     os.environ.pop(var, None)
