@@ -34,6 +34,7 @@ words over all message contents, completion tokens = the words of the reply.
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import socket
 import struct
@@ -225,6 +226,7 @@ class FakeOpenAIServer:
         self._stopping = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._connections: set[socket.socket] = set()  # open client connections, ended by stop()
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -245,6 +247,13 @@ class FakeOpenAIServer:
             self._httpd.shutdown()
             self._httpd.server_close()
             self._httpd = None
+        # A kept-alive connection's handler thread would wait for its next request for ever (and
+        # answer it, after the server has stopped): shutting the connection down ends it.
+        with self._lock:
+            open_connections, self._connections = list(self._connections), set()
+        for conn in open_connections:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
 
     def __enter__(self) -> FakeOpenAIServer:
         return self.start()
@@ -348,9 +357,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        with self.fake._lock:
+            self.fake._connections.add(self.connection)
         # Headers and body go out in two writes; without this, Nagle's algorithm and delayed
         # ACKs add ~40 ms to some replies, which would skew latency-sensitive tests.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def finish(self) -> None:
+        with self.fake._lock:
+            self.fake._connections.discard(self.connection)
+        super().finish()
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
