@@ -9,6 +9,7 @@ closed within :data:`CLOSE_TIMEOUT_S`, and the scheduler's HTTP routes listen on
 from __future__ import annotations
 
 import contextlib
+import gc
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,6 +26,10 @@ def in_process_client(n_workers: int = 2, threads_per_worker: int = 1) -> Iterat
     """A ``distributed.Client`` of a ``LocalCluster`` whose workers are threads of this process
     (no dashboard); the test is skipped where Dask is not installed."""
     distributed = pytest.importorskip("distributed")
+    # What earlier tests left in reference cycles (OpenAI clients among them, whose finalizers close
+    # their connections) is finalized here, not by a collection that happens to run on the
+    # cluster's event loop thread, which the workers' tasks all wait on.
+    gc.collect()
     cluster = distributed.LocalCluster(
         n_workers=n_workers,
         threads_per_worker=threads_per_worker,
