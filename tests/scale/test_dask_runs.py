@@ -4,6 +4,7 @@ and partitions that move between workers after the evaluators were used there.""
 
 from __future__ import annotations
 
+import gc
 import sys
 import threading
 import time
@@ -48,6 +49,7 @@ def _records(cases: int) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
+    gc.collect()  # earlier tests' garbage is finalized here, not on the client's event loop thread
     with (
         distributed.LocalCluster(
             n_workers=2, threads_per_worker=2, processes=True, host="127.0.0.1", dashboard_address=None
