@@ -3,7 +3,7 @@
 ``with LocalCluster(...) as cluster, Client(cluster) as client:`` closes the cluster with no
 deadline: after a test has failed (or pytest-timeout has interrupted it), a worker thread still
 stuck in a task would hold the whole test run there. Here the client and the cluster are each
-closed within :data:`CLOSE_TIMEOUT_S`, and the scheduler's HTTP routes listen on loopback only.
+closed within :data:`CLOSE_TIMEOUT_S`, and the scheduler and workers serve HTTP on loopback only.
 """
 
 from __future__ import annotations
