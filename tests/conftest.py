@@ -18,9 +18,19 @@ from collections.abc import Iterator  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
 
 from nbeval.evaluators import registry  # noqa: E402
 from tests.support.fake_openai import FakeOpenAIServer  # noqa: E402
+
+# Property-based tests: in CI the examples are derived from each test's name (derandomize), so a
+# red CI can be rerun to the same example and a green one is not luck; by hand they are random
+# and new each run, with the failures Hypothesis finds kept in .hypothesis/ and tried first.
+settings.register_profile(
+    "ci", derandomize=True, database=None, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile("dev", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 
 @pytest.fixture(autouse=True, scope="session")
