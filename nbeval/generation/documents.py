@@ -16,8 +16,11 @@ an error that says how to pass such a text (``{"content": ...}``). pypdf's own l
 warnings are silenced while a PDF is read.
 
 A folder is read whole (sub-folders too), its files in sorted order; files of other kinds are left
-out and counted. Every problem is a :class:`~nbeval.errors.DataError` naming the file, or the
-position of the item in the list: no such file, a kind nbeval cannot read, text that is not UTF-8,
+out and counted. A link inside a folder to a file outside it is not read (it is listed in
+:attr:`Loaded.skipped`): a folder given is the boundary of what is sent to the writer model.
+
+Every problem is a :class:`~nbeval.errors.DataError` naming the file, or the position of the item
+in the list: no such file, a kind nbeval cannot read, text that is not UTF-8,
 a PDF that cannot be read. A document with no text (an empty file, a scanned PDF with no text
 layer) is skipped, and :attr:`Loaded.skipped` says so; no text at all is an error.
 """
@@ -72,7 +75,7 @@ class Loaded:
     documents: list[Document] = field(default_factory=list)
     """The documents with text, in the order given (a folder's files in sorted order)."""
     skipped: list[dict[str, str]] = field(default_factory=list)
-    """``{"doc_uri", "reason"}`` for each document left out (no text in it)."""
+    """``{"doc_uri", "reason"}`` for each document left out (no text in it, a link out of its folder)."""
     other_files: int = 0
     """Files inside the folders given whose kind is not read (images, spreadsheets, ...)."""
 
@@ -199,8 +202,23 @@ def _read_path(path: Path, out: Loaded, hint: str = "") -> None:
     out.other_files += len(files) - len(readable)
     if not readable:
         raise DataError(f"the folder holds no file nbeval reads ({_kinds()})", source=shown)
+    root = path.resolve()
     for p in readable:
+        if not _inside(p, root):
+            # a link out of the folder (notes.txt -> ~/.aws/credentials) would send that file to the
+            # writer model and keep it in the suite; the reason names the link, never its target
+            reason = f"a link to a file outside the folder {shown}; not read (name the file itself to read it)"
+            out.skipped.append({"doc_uri": p.as_posix(), "reason": reason})
+            continue
         _add_file(p, p.as_posix(), SUFFIXES[p.suffix.lower()], out)
+
+
+def _inside(path: Path, root: Path) -> bool:
+    """Whether ``path``'s real location (links followed) lies under ``root`` (a real path)."""
+    try:
+        return path.resolve().is_relative_to(root)
+    except (OSError, RuntimeError):  # a link loop: not a file of the folder
+        return False
 
 
 def _hidden(relative: Path) -> bool:
