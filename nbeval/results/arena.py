@@ -22,7 +22,8 @@ slot preference. Intervals are percentile bootstraps over test cases: case ids a
 replacement (seeded, so the same data and seed give the same intervals) and the model refitted,
 warm-started from the full fit. Each case's verdicts are reduced once to counts per (judge,
 first, second) cell, so a resample is a matrix product and all resamples are fitted together in
-one batch; :func:`fit_arena` does that once for the three tables.
+batches; :func:`fit_arena` does that once for the three tables. The fit's memory grows with the
+cells and the parameters², not their product (:mod:`nbeval.results.arena_solver`).
 
 Edge cases:
 
@@ -30,6 +31,10 @@ Edge cases:
 * a judge whose verdicts all chose the first slot (or all the second): its β is ``+inf``
   (``-inf``), the likelihood's limit, and those verdicts say nothing about the models; a
   resample without a verdict of a judge is left out of that judge's β interval;
+* a model that no remaining verdict compares (all its verdicts came from such judges): nothing
+  informs its rating, so its θ, rating, interval and every ``p_a_beats_b`` it is in are NaN, never
+  the mean model's 1000 with an interval of no width; a resample in which it is not informed is
+  left out of its interval (the arithmetic is :mod:`nbeval.results.arena_solver`);
 * a judge whose verdicts are all ties: its β is where σ(·) averages one half (0 when balanced);
 * a comparison graph in pieces (models never linked by comparisons, even through others): the
   ratings of one piece against another are not identified by the data; the ridge keeps them
@@ -49,6 +54,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from nbeval.errors import BadArgumentType, BadParameter
+from nbeval.results.arena_solver import bootstrap, fit_batch, make_cells
 from nbeval.results.stats import check_level
 
 if TYPE_CHECKING:
@@ -98,16 +104,8 @@ ARENA_COLUMNS = ("model_key", "rating", "rating_lo", "rating_hi", "wins", "losse
 HEAD_TO_HEAD_COLUMNS = tuple("model_a model_b p_a_beats_b lo hi wins_a wins_b ties inconsistent n".split())
 POSITION_BIAS_COLUMNS = ("judge", "first_slot_rate", "beta", "beta_lo", "beta_hi", "consistency", "n")
 
-# A quadratic penalty on the sum of θ: the likelihood ignores it and the ridge already puts the
-# optimum at Σθ = 0, so it moves nothing, but it keeps Newton's matrix invertible with λ = 0.
-_SHIFT_PENALTY = 1.0
-_STEP_TOLERANCE = 1e-10
-_MAX_ITERATIONS = 100
-_MAX_HALVINGS = 50
 # Infinite β (a judge that always chose one slot) stands in as this value while quantiles are taken.
 _HUGE = 1e300
-# Cap on the floats of one batch of resamples (resamples × cases, × cells, × parameters²).
-_BATCH_FLOATS = 4_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,12 +134,18 @@ class Verdict:
 
 def elo_rating(theta: ArrayLike) -> FloatArray:
     """Strengths θ (last axis: the models) on the Elo scale, ``1000 + 400·(θ − mean θ)/ln 10``:
-    1000 plus 400 times the log10 odds of beating the mean model."""
+    1000 plus 400 times the log10 odds of beating the mean model. A NaN θ stays NaN and is left
+    out of the mean."""
     values = np.asarray(theta, dtype=np.float64)
     if values.shape[-1] == 0:
         return values.copy()
-    centred = values - values.mean(axis=-1, keepdims=True)
-    return np.asarray(ELO_BASE + ELO_SCALE * centred / math.log(10), dtype=np.float64)
+    # a NaN θ (a model no verdict informs) has no rating and takes no part in the mean; the fit
+    # holds it at 0, so the mean of the others is the mean of all, as without it
+    measured = ~np.isnan(values)
+    count = measured.sum(axis=-1, keepdims=True)
+    total = np.where(measured, values, 0.0).sum(axis=-1, keepdims=True)
+    mean = np.divide(total, count, out=np.full(total.shape, np.nan), where=count > 0)
+    return np.asarray(ELO_BASE + ELO_SCALE * (values - mean) / math.log(10), dtype=np.float64)
 
 
 @dataclass(frozen=True, eq=False)
@@ -173,125 +177,6 @@ def _encode(verdicts: Iterable[Verdict]) -> _Encoded:
     columns = np.array(table, dtype=np.int64).reshape(len(rows), 4).T
     outcomes = np.array([outcome[v.outcome] for v in rows], dtype=np.int64)
     return _Encoded(models, judges, len(cases), columns[0], columns[1], columns[2], columns[3], outcomes)
-
-
-@dataclass(frozen=True, eq=False)
-class _Cells:
-    """Verdicts reduced to (judge, first, second) cells: per case, each cell's first-slot score
-    ``y`` (wins plus half the ties) and verdict count ``n``, which are all the likelihood needs."""
-
-    judge: IntArray
-    case_y: FloatArray  # cases × cells
-    case_n: FloatArray
-    design: FloatArray  # cells × (models + judges): +1 first, −1 second, +1 the judge's β
-    design_outer: FloatArray  # cells × parameters², each cell's outer product, for Hessians
-    n_models: int
-    n_judges: int
-
-
-def _cells(enc: _Encoded) -> _Cells:
-    n_models, n_judges, n_cases = len(enc.models), len(enc.judges), enc.n_cases
-    codes, cell = np.unique((enc.judge * n_models + enc.first) * n_models + enc.second, return_inverse=True)
-    n_cells, n_params = codes.size, n_models + n_judges
-    judge, rest = np.divmod(codes, n_models * n_models)
-    first, second = np.divmod(rest, n_models)
-    where = enc.case * n_cells + cell
-    case_y = np.bincount(where, np.array([1.0, 0.0, 0.5])[enc.outcome], minlength=n_cases * n_cells)
-    case_n = np.bincount(where, minlength=n_cases * n_cells)
-    design = np.zeros((n_cells, n_params))
-    rows = np.arange(n_cells)
-    design[rows, first], design[rows, second], design[rows, n_models + judge] = 1.0, -1.0, 1.0
-    outer = (design[:, :, None] * design[:, None, :]).reshape(n_cells, n_params * n_params)
-    shape = (n_cases, n_cells)
-    y, n = case_y.reshape(shape).astype(np.float64), case_n.reshape(shape).astype(np.float64)
-    return _Cells(judge, y, n, design, outer, n_models, n_judges)
-
-
-def _penalty(n_models: int, n_params: int, ridge: float) -> FloatArray:
-    """The penalty's (constant) Hessian: the ridge on each θ, the shift penalty on their sum."""
-    matrix = np.zeros((n_params, n_params))
-    matrix[:n_models, :n_models] = _SHIFT_PENALTY
-    matrix[np.arange(n_models), np.arange(n_models)] += ridge
-    return matrix
-
-
-def _objective(params: FloatArray, y: FloatArray, n: FloatArray, cells: _Cells, penalty: FloatArray) -> FloatArray:
-    """The penalised log-likelihood of each row of ``params`` (one row per resample)."""
-    eta = params @ cells.design.T
-    loglik = (y * eta - n * np.logaddexp(0.0, eta)).sum(axis=1)
-    return np.asarray(loglik - 0.5 * np.einsum("bp,pq,bq->b", params, penalty, params), dtype=np.float64)
-
-
-def _newton(
-    params: FloatArray, y: FloatArray, n: FloatArray, cells: _Cells, penalty: FloatArray, frozen: FloatArray
-) -> FloatArray:
-    """Maximise the penalised likelihood of each row from ``params``; ``frozen`` (rows ×
-    parameters, 1 where a β has no data to move it) is added to the diagonal so that β stays put."""
-    params = params.copy()
-    n_params, diagonal = params.shape[1], np.arange(params.shape[1])
-    active = np.arange(params.shape[0])
-    for _ in range(_MAX_ITERATIONS):
-        if active.size == 0:
-            return params
-        at, ya, na = params[active], y[active], n[active]
-        p = 1.0 / (1.0 + np.exp(-(at @ cells.design.T)))
-        gradient = (ya - na * p) @ cells.design - at @ penalty
-        hessian = ((na * p * (1.0 - p)) @ cells.design_outer).reshape(-1, n_params, n_params) + penalty
-        hessian[:, diagonal, diagonal] += frozen[active]
-        try:
-            step = np.linalg.solve(hessian, gradient[:, :, None])[:, :, 0]
-        except np.linalg.LinAlgError:
-            msg = "the arena fit is not identified: with ridge=0 every model needs comparisons linking it to the others"
-            raise BadParameter(msg) from None
-        before, scale = _objective(at, ya, na, cells, penalty), np.ones(active.size)
-        for _ in range(_MAX_HALVINGS):
-            after = _objective(at + scale[:, None] * step, ya, na, cells, penalty)
-            worse = after < before - 1e-12 * (1.0 + np.abs(before))
-            if not worse.any():
-                break
-            scale[worse] /= 2
-        moved = scale[:, None] * step
-        params[active] = at + moved
-        active = active[np.abs(moved).max(axis=1) >= _STEP_TOLERANCE]
-    if active.size:
-        msg = "the arena fit did not converge; with ridge=0 a model that won or lost every comparison has no finite θ"
-        raise BadParameter(msg)
-    return params
-
-
-def _fit_batch(start: FloatArray, y: FloatArray, n: FloatArray, cells: _Cells, ridge: float) -> FloatArray:
-    """Fit each row of ``y``/``n`` (per-cell totals of one data set). β of a judge that always
-    chose the first slot is +inf, always the second −inf, without verdicts NaN."""
-    nm, nj = cells.n_models, cells.n_judges
-    judge_of_cell = np.zeros((cells.judge.size, nj))
-    judge_of_cell[np.arange(cells.judge.size), cells.judge] = 1.0
-    judge_y, judge_n = y @ judge_of_cell, n @ judge_of_cell
-    one_slot = (judge_n == 0) | (judge_y <= 0) | (judge_y >= judge_n)
-    # such a judge's β runs off to ±inf, where its verdicts fit exactly and say nothing about θ
-    dropped = one_slot[:, cells.judge]
-    y, n = np.where(dropped, 0.0, y), np.where(dropped, 0.0, n)
-    frozen = np.zeros_like(start)
-    frozen[:, nm:] = one_slot
-    start = np.where(np.isfinite(start), start, 0.0)
-    params = _newton(start, y, n, cells, _penalty(nm, nm + nj, ridge), frozen)
-    beta = params[:, nm:]
-    beta[one_slot] = np.where(judge_n == 0, np.nan, np.where(judge_y <= 0, -np.inf, np.inf))[one_slot]
-    return params
-
-
-def _bootstrap(full: FloatArray, cells: _Cells, n_boot: int, seed: int, ridge: float) -> FloatArray:
-    """``n_boot`` refits on test cases drawn with replacement (resamples × parameters)."""
-    n_cases, n_cells = cells.case_y.shape
-    out = np.empty((n_boot, full.size))
-    rng = np.random.default_rng(seed)
-    batch = max(1, _BATCH_FLOATS // max(n_cases, n_cells, full.size * full.size))
-    for begin in range(0, n_boot, batch):
-        size = min(batch, n_boot - begin)
-        drawn = rng.integers(0, n_cases, size=(size, n_cases)) + n_cases * np.arange(size)[:, None]
-        weights = np.bincount(drawn.ravel(), minlength=size * n_cases).reshape(size, n_cases).astype(np.float64)
-        start = np.repeat(full[None, :], size, axis=0)
-        out[begin : begin + size] = _fit_batch(start, weights @ cells.case_y, weights @ cells.case_n, cells, ridge)
-    return out
 
 
 def _percentiles(samples: FloatArray, level: float) -> tuple[FloatArray, FloatArray]:
@@ -371,7 +256,7 @@ class ArenaFit:
     judges: tuple[str, ...]
     """The judges, sorted: the order of :attr:`beta`."""
     theta: FloatArray
-    """Each model's strength θ (mean zero)."""
+    """Each model's strength θ (mean zero); NaN for a model no verdict informs."""
     beta: FloatArray
     """Each judge's first-slot term β (log-odds; above 0 favours the first slot)."""
     boot_theta: FloatArray
@@ -460,10 +345,10 @@ def fit_arena(
     nm, nj = len(enc.models), len(enc.judges)
     params, boot = np.zeros((1, 0)), np.zeros((int(n_boot), 0))
     if enc.case.size:
-        cells = _cells(enc)
+        cells = make_cells(nm, nj, enc.n_cases, enc.case, enc.judge, enc.first, enc.second, enc.outcome)
         y, n = cells.case_y.sum(axis=0, keepdims=True), cells.case_n.sum(axis=0, keepdims=True)
-        params = _fit_batch(np.zeros((1, nm + nj)), y, n, cells, float(ridge))
-        boot = _bootstrap(params[0], cells, int(n_boot), seed, float(ridge))
+        params = fit_batch(np.zeros((1, nm + nj)), y, n, cells, float(ridge))
+        boot = bootstrap(params[0], cells, int(n_boot), seed, float(ridge))
     theta, beta, tallies = params[0, :nm], params[0, nm:], _tallies(enc)
     return ArenaFit(enc.models, enc.judges, theta, beta, boot[:, :nm], boot[:, nm:], level, float(ridge), tallies)
 

@@ -2,7 +2,8 @@
 
 A head-to-head evaluator (``pairwise``) files on each model's row every single-order verdict the
 model took part in (``details["verdicts"]``: ``first``, ``second``, ``winner`` A/B/tie/None,
-``judge``). Each verdict is on two rows, its two models'; :func:`verdicts_of` reads each once
+``judge``: None for the run's judge, which the result's run facts name). Each verdict is on two
+rows, its two models'; :func:`verdicts_of` reads each once
 (per case, first slot, second slot and judge) and leaves out the unrated ones, and
 :func:`arena_fit` fits :mod:`nbeval.results.arena` to them once per result, evaluator and
 bootstrap setting, so ``result.arena()``, ``result.head_to_head()`` and
@@ -16,7 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from nbeval.errors import BadParameter
-from nbeval.results.arena import ARENA_RESAMPLES, ARENA_SEED, ArenaFit, Verdict, fit_arena
+from nbeval.results.arena import ARENA_RESAMPLES, ARENA_SEED, DEFAULT_JUDGE, ArenaFit, Verdict, fit_arena
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -29,6 +30,7 @@ __all__ = [
     "case_tallies",
     "has_verdicts",
     "head_to_head_evaluators",
+    "run_judge_name",
     "verdicts_of",
 ]
 
@@ -48,14 +50,15 @@ def _read(details: Any) -> list[dict[str, Any]]:
     return [v for v in found if isinstance(v, dict)] if isinstance(found, list) else []
 
 
-def verdicts_of(scores: pd.DataFrame, evaluator: str) -> list[Verdict]:
-    """Every rated single-order verdict of ``evaluator`` in the long score table, once each."""
+def verdicts_of(scores: pd.DataFrame, evaluator: str, run_judge: str = DEFAULT_JUDGE) -> list[Verdict]:
+    """Every rated single-order verdict of ``evaluator`` in the long score table, once each; a
+    verdict without a judge was given by the run's judge, named ``run_judge``."""
     seen: set[tuple[str, str, str, str]] = set()
     out: list[Verdict] = []
     for key, details in _details(scores, evaluator):
         for v in _read(details):
             outcome = _OUTCOME.get(str(v.get("winner")))
-            first, second, judge = str(v.get("first")), str(v.get("second")), str(v.get("judge") or "judge")
+            first, second, judge = str(v.get("first")), str(v.get("second")), str(v.get("judge") or run_judge)
             if outcome is None or (key, first, second, judge) in seen or first == second:
                 continue
             seen.add((key, first, second, judge))
@@ -84,8 +87,18 @@ def arena_fit(
                 "evaluator such as 'pairwise' (nbeval.evaluate(..., ['pairwise'], judge=...))"
             )
             raise BadParameter(msg)
-        cache[key] = fit_arena(verdicts_of(scores, evaluator), n_boot=n_boot, seed=seed, level=level)
+        verdicts = verdicts_of(scores, evaluator, run_judge_name(result))
+        cache[key] = fit_arena(verdicts, n_boot=n_boot, seed=seed, level=level)
     return cache[key]
+
+
+def run_judge_name(result: Any) -> str:
+    """The name of the run's judge as the result records it (``meta["run"]["judge"]["model"]``),
+    else ``"judge"``: the judge of the verdicts a pairwise evaluator without a judge of its own gave."""
+    run = (getattr(result, "meta", None) or {}).get("run")
+    judge = run.get("judge") if isinstance(run, dict) else None
+    name = judge.get("model") if isinstance(judge, dict) else None
+    return name if isinstance(name, str) and name else DEFAULT_JUDGE
 
 
 def head_to_head_evaluators(result: Any) -> list[str]:
@@ -125,7 +138,7 @@ def ahead_rows(result: Any, evaluator: str) -> list[tuple[str, str, float, float
     from nbeval.results.stats import holm, mcnemar_exact
 
     h2h = arena_fit(result, evaluator).head_to_head_table()
-    tallies = case_tallies(verdicts_of(result.scores, evaluator))
+    tallies = case_tallies(verdicts_of(result.scores, evaluator, run_judge_name(result)))
     pairs = list(zip(h2h["model_a"].astype(str), h2h["model_b"].astype(str), strict=True))
     counts = [tallies.get((min(a, b), max(a, b)), (0, 0)) for a, b in pairs]
     signs = [mcnemar_exact(x, y) for x, y in counts]  # the two-sided sign test of x against y

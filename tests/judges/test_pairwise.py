@@ -86,7 +86,7 @@ def test_replies_the_parser_reads(reply: str, winner: str) -> None:
     ("reply", "why"),
     [
         ("Answer A is better in every way.", "named no winner"),  # prose alone is not a verdict
-        ('{"winner": "A"}\nWinner: B', "more than one winner"),
+        ("Winner: A\n\n[[B]]", "more than one winner"),  # without a structured field, markers must agree
         ("[[A]] ... on reflection [[B]]", "more than one winner"),
         ('{"winner": "both of them"}', "not A, B or tie"),
         ('{"winner": ["A"]}', "not A, B or tie"),
@@ -311,8 +311,8 @@ def test_a_first_slot_judge_shows_in_position_bias(judge: dict[str, Any], openai
     bias = res.position_bias(n_boot=100)
     assert bias.first_slot_rate.iloc[0] == 1.0 and bias.consistency.iloc[0] == 0.0
     assert bias.beta.iloc[0] == float("inf")  # every verdict chose the first slot
-    # the verdicts say nothing about the models: every rating is the mean's
-    assert res.arena(n_boot=100).rating.tolist() == pytest.approx([1000.0] * 3)
+    # the verdicts say nothing about the models: no rating and no interval (issue 43), not 1000 [1000, 1000]
+    assert res.arena(n_boot=100)[["rating", "rating_lo", "rating_hi"]].isna().all().all()
     assert (res.head_to_head(n_boot=100).inconsistent == 2).all()  # both cases, every pair
 
 

@@ -9,10 +9,16 @@ orders of a pair disagree (the pair is *inconsistent*), and the ratings of
 :mod:`nbeval.results.arena` estimate that first-slot preference and remove it. Every question of a
 case is sent at once (:class:`~nbeval.requests.Gather`), batched with the rest of the run.
 
-A reply is read by :func:`parse_pairwise`: a JSON object ``{"winner": "A" | "B" | "tie", ...}``, a
-last line ``Winner: A``, or MT-Bench's ``[[A]]`` / ``[[B]]`` / ``[[C]]`` (tie). A reply that names
-no winner, or two different ones, is a parse failure: that verdict is unrated and its raw reply
-kept, never counted as a win.
+A reply is read by :func:`parse_pairwise`: a JSON object ``{"winner": "A" | "B" | "tie", ...}``
+(which decides, whatever else the reply says), else a line ``Winner: A`` or MT-Bench's ``[[A]]`` /
+``[[B]]`` / ``[[C]]`` (tie) outside quoted text. A reply that names no winner, or two different
+ones, is a parse failure: that verdict is unrated and its raw reply kept, never counted as a win.
+Verdict markers inside the answers are neutralised before the judge sees them
+(:mod:`nbeval.evaluators.judges.pairwise_parse`), so an answer cannot cast its own verdict.
+
+A verdict's judge is the judge the evaluator was configured with (its name, as a jury names its
+jurors), or ``None`` for the run's judge, which the result names (``result.meta["run"]``): never
+the model name a reply gives, which a server may vary from reply to reply.
 
 Each model's row gets ``win_rate``: the share of its verdicts in the case that it won, a tie
 counting half, over the verdicts that could be read. The row's details hold every verdict it took
@@ -24,7 +30,6 @@ rationale) and, per opponent, whether the two orders agreed; ``result.arena()``,
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -33,7 +38,8 @@ from nbeval.errors import EvaluatorError
 from nbeval.evaluators.base import EvaluatorSpec, MetricSpec, Param, Score
 from nbeval.evaluators.case import CaseEvaluator
 from nbeval.evaluators.judges.core import JudgeEvaluator, JudgePrompt, row_values, usage_details
-from nbeval.evaluators.judges.parse import REASON_KEYS, Parsed, find_json
+from nbeval.evaluators.judges.pairwise_parse import neutralise_markers, parse_pairwise
+from nbeval.evaluators.jury import juror_name
 from nbeval.evaluators.registry import register
 from nbeval.requests import Chat, Gather
 
@@ -78,45 +84,6 @@ _OPTIONAL_INPUTS = frozenset({"expected_output", "context", "guidelines"})
 #: Longest rationale kept per verdict in a row's details (the whole reply stays in the rationale).
 _MAX_VERDICT_RATIONALE = 1_000
 
-_WINNER_LINE = re.compile(
-    r"(?im)^[\s>*_#`-]*(?:final\s+)?(?:winner|verdict|better\s+answer)[*_`]*\s*[:=][\s*_`\"']*"
-    r"(answer\s+)?(a|b|tie|draw|neither|both)\b[*_`\"'.]*\s*$"
-)
-_BRACKETS = re.compile(r"\[\[\s*([ABC])\s*\]\]")
-_WORDS = {"a": "A", "b": "B", "tie": "tie", "draw": "tie", "neither": "tie", "both": "tie", "c": "tie"}
-
-
-def parse_pairwise(text: str | None) -> Parsed:
-    """The winner a judge named: ``Parsed.value`` is ``"A"``, ``"B"`` or ``"tie"``.
-
-    Three forms are read, all of them wherever they occur: a JSON object with a ``winner`` (or
-    ``verdict``) of A, B or tie; a line ``Winner: A`` (also ``Verdict:``, ``Better answer:``,
-    Markdown around it); ``[[A]]``, ``[[B]]`` or ``[[C]]`` for a tie. When the forms found name
-    different winners, or none is found, the reply is a parse failure (``value`` None), so an
-    unclear reply never counts as a win for either side."""
-    reply = text or ""
-    found: list[str] = []
-    rationale = reply.strip()
-    obj = find_json(reply)
-    if isinstance(obj, Mapping):
-        lowered = {str(k).lower(): v for k, v in obj.items()}
-        raw = next((lowered[k] for k in ("winner", "verdict", "better") if k in lowered), None)
-        if raw is not None:
-            word = _WORDS.get(str(raw).strip().strip(".").lower().removeprefix("answer ").strip())
-            if word is None or isinstance(raw, (Mapping, list)):
-                return Parsed(None, rationale, f"the judge's winner {str(raw)[:40]!r} is not A, B or tie")
-            found.append(word)
-            reason = next((lowered[k] for k in REASON_KEYS if isinstance(lowered.get(k), str)), None)
-            rationale = reason.strip() if reason else rationale
-    found.extend(_WORDS[m.group(2).lower()] for m in _WINNER_LINE.finditer(reply))
-    found.extend(_WORDS[m.group(1).lower()] for m in _BRACKETS.finditer(reply))
-    named = sorted(set(found))
-    if not named:
-        return Parsed(None, rationale, "the judge named no winner (A, B or tie)")
-    if len(named) > 1:
-        return Parsed(None, rationale, f"the judge named more than one winner ({', '.join(named)})")
-    return Parsed(named[0], rationale)
-
 
 @dataclass(frozen=True)
 class Verdict:
@@ -128,7 +95,8 @@ class Verdict:
     """``"A"``, ``"B"``, ``"tie"``, or None when the reply could not be read or the call failed."""
     rationale: str
     error: str | None
-    judge: str
+    judge: str | None
+    """The configured judge's name; None for the run's judge (the result names it)."""
 
     def points(self, model_key: str) -> float | None:
         """What this verdict gives ``model_key``: 1 for a win, 0.5 for a tie, 0 for a loss."""
@@ -259,7 +227,12 @@ class Pairwise(JudgeEvaluator, CaseEvaluator):
                 asked.append((a, b) if _shown_order(rows[0].key, a.model_key, b.model_key) else (b, a))
         chats = []
         for first, second in asked:
-            values = {**case, "answer_a": first.actual_output or "", "answer_b": second.actual_output or ""}
+            # an answer's own verdict markers are rewritten, so a judge that quotes it casts no vote
+            values = {
+                **case,
+                "answer_a": neutralise_markers(first.actual_output or ""),
+                "answer_b": neutralise_markers(second.actual_output or ""),
+            }
             prompt = self._prompt_for(values)
             chats.append(
                 Chat(
@@ -280,19 +253,19 @@ class Pairwise(JudgeEvaluator, CaseEvaluator):
         return {r.model_key: _row_score(r.model_key, verdicts, own[r.model_key]) for r in rows}
 
     def _verdict(self, first: str, second: str, reply: Any) -> Verdict:
-        judge = self._judge_name(reply)
+        judge = self._judge_name()
         if isinstance(reply, BaseException):
             text = str(reply) or type(reply).__name__
             return Verdict(first, second, None, "", f"the judge call failed: {text}", judge)
         parsed = parse_pairwise(getattr(reply, "text", None))
         return Verdict(first, second, parsed.value, parsed.rationale, parsed.error, judge)
 
-    def _judge_name(self, reply: Any) -> str:
-        name = getattr(reply, "model", None)
-        if isinstance(name, str) and name:
-            return name
+    def _judge_name(self) -> str | None:
+        """The configured judge's name, or None for the run's judge. Never the reply's model name:
+        a server may name each reply differently (snapshots, request ids), which would split one
+        judge into many one-verdict judges whose slot terms explain every verdict away."""
         judge = self.params.get("judge")
-        return str(getattr(judge, "name", None) or getattr(judge, "model", None) or judge or "judge")
+        return None if judge is None else juror_name(judge)
 
 
 def _unpaired(row: Row, why: str) -> Score:
