@@ -8,12 +8,15 @@ string; the dict's own ``doc_uri`` else the same numbering). Files are read by t
 * ``.html``, ``.htm``: the visible text, read with the standard library's HTML parser (scripts,
   styles and the head left out; block elements start new lines);
 * ``.pdf``: the text of each page through pypdf (``pip install 'nbeval[pdf]'``), imported only
-  when a PDF is read.
+  when a PDF is read (:mod:`.pdf_text`).
+
+A document may have at most ``max_chars`` characters (:data:`MAX_CHARS`) and a PDF at most
+``max_pages`` pages (:data:`MAX_PAGES`): a PDF of a few KB can expand to tens of MB of text, so
+its reading stops as soon as it passes either, with an error naming the file and the limit.
 
 A string is a path when it looks like one (one word, a file name with a document's suffix, a
 slash at its end or a path's start: :func:`_is_path`), else a document's text; a missing path is
-an error that says how to pass such a text (``{"content": ...}``). pypdf's own log records and
-warnings are silenced while a PDF is read.
+an error that says how to pass such a text (``{"content": ...}``).
 
 A folder is read whole (sub-folders too), its files in sorted order; files of other kinds are left
 out and counted. A link inside a folder to a file outside it is not read (it is listed in
@@ -27,21 +30,19 @@ layer) is skipped, and :attr:`Loaded.skipped` says so; no text at all is an erro
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import os
 import re
-import warnings
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 from nbeval.data.text import read_text_file, repair_text
-from nbeval.errors import BadArgumentType, DataError, MissingDependency
+from nbeval.errors import BadArgumentType, BadParameter, DataError
+from nbeval.generation.pdf_text import PDF_HINT, read_pdf
 
-__all__ = ["PDF_HINT", "SUFFIXES", "Document", "Loaded", "html_to_text", "load_documents"]
+__all__ = ["MAX_CHARS", "MAX_PAGES", "PDF_HINT", "SUFFIXES", "Document", "Loaded", "html_to_text", "load_documents"]
 
 #: The file suffixes read, and how.
 SUFFIXES = {
@@ -54,8 +55,11 @@ SUFFIXES = {
     ".pdf": "pdf",
 }
 
-#: How to get the PDF reader.
-PDF_HINT = "pip install 'nbeval[pdf]'"
+#: The most characters of text one document may have (a few hundred pages of a book): past it
+#: reading stops with an error. A PDF of a few KB can expand to tens of MB (see :mod:`.pdf_text`).
+MAX_CHARS = 1_000_000
+#: The most pages one PDF may have: past it the file is refused before a page is read.
+MAX_PAGES = 1_000
 
 
 @dataclass(frozen=True)
@@ -80,9 +84,12 @@ class Loaded:
     """Files inside the folders given whose kind is not read (images, spreadsheets, ...)."""
 
 
-def load_documents(documents: Any) -> Loaded:
+def load_documents(documents: Any, *, max_chars: int = MAX_CHARS, max_pages: int = MAX_PAGES) -> Loaded:
     """Read ``documents``: a path, a string, a ``{content, doc_uri}`` dict, or a list of them (see
-    the module docstring). Raises :class:`~nbeval.errors.DataError` naming the bad item."""
+    the module docstring). Raises :class:`~nbeval.errors.DataError` naming the bad item, and for a
+    document of more than ``max_chars`` characters or a PDF of more than ``max_pages`` pages
+    (a PDF stops being read as soon as it passes either)."""
+    caps = _Caps(_positive("max_chars", max_chars), _positive("max_pages", max_pages))
     items = [documents] if isinstance(documents, (str, os.PathLike, Mapping)) else documents
     if not isinstance(items, Iterable):
         msg = (
@@ -95,11 +102,12 @@ def load_documents(documents: Any) -> Loaded:
     for position, item in enumerate(items, 1):
         where = f"documents[{position}]"
         if isinstance(item, os.PathLike):
-            _read_path(Path(item), out)
+            _read_path(Path(item), out, caps)
         elif isinstance(item, str) and _is_path(item):  # a text meant as one says so: {"content": ...}
-            _read_path(Path(item), out, _TEXT_HINT)
+            _read_path(Path(item), out, caps, _TEXT_HINT)
         elif isinstance(item, str):
             texts += 1
+            _check_size(item, where, caps.chars)
             _add(out, item, f"text-{texts}")
         elif isinstance(item, Mapping):
             content = item.get("content")
@@ -112,6 +120,7 @@ def load_documents(documents: Any) -> Loaded:
                 raise DataError(f"doc_uri must be a string, got {type(uri).__name__}", source=where, field="doc_uri")
             if uri is None:
                 texts += 1
+            _check_size(content, where, caps.chars)
             _add(out, content, uri if uri else f"text-{texts}")
         else:
             msg = f"a document must be a path, a string or a {{'content', 'doc_uri'}} dict; got {type(item).__name__}"
@@ -181,7 +190,29 @@ def _check_unique(documents: list[Document]) -> None:
 _TEXT_HINT = "; pass the text as {'content': ...} if you meant text"
 
 
-def _read_path(path: Path, out: Loaded, hint: str = "") -> None:
+@dataclass(frozen=True)
+class _Caps:
+    chars: int
+    pages: int
+
+
+def _positive(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        msg = f"{name} must be a whole number, 1 or more; got {value!r}"
+        raise BadParameter(msg)
+    return value
+
+
+def _check_size(text: str, source: str, max_chars: int) -> None:
+    if len(text) > max_chars:
+        msg = (
+            f"the document has {len(text):,} characters, over the limit of {max_chars:,} characters "
+            "per document; split it, or raise the limit with max_chars=..."
+        )
+        raise DataError(msg, source=source)
+
+
+def _read_path(path: Path, out: Loaded, caps: _Caps, hint: str = "") -> None:
     shown = path.as_posix()
     path = path.expanduser()
     try:
@@ -195,7 +226,7 @@ def _read_path(path: Path, out: Loaded, hint: str = "") -> None:
         if kind is None:
             msg = f"nbeval cannot read {path.suffix or 'files without a suffix'}; it reads {_kinds()}"
             raise DataError(msg, source=shown)
-        _add_file(path, shown, kind, out)
+        _add_file(path, shown, kind, out, caps)
         return
     files = sorted(p for p in path.rglob("*") if p.is_file() and not _hidden(p.relative_to(path)))
     readable = [p for p in files if p.suffix.lower() in SUFFIXES]
@@ -210,7 +241,7 @@ def _read_path(path: Path, out: Loaded, hint: str = "") -> None:
             reason = f"a link to a file outside the folder {shown}; not read (name the file itself to read it)"
             out.skipped.append({"doc_uri": p.as_posix(), "reason": reason})
             continue
-        _add_file(p, p.as_posix(), SUFFIXES[p.suffix.lower()], out)
+        _add_file(p, p.as_posix(), SUFFIXES[p.suffix.lower()], out, caps)
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -229,10 +260,23 @@ def _kinds() -> str:
     return ", ".join(SUFFIXES)
 
 
-def _add_file(path: Path, shown: str, kind: str, out: Loaded) -> None:
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:  # read_text_file says what is wrong with it
+        return 0
+
+
+def _add_file(path: Path, shown: str, kind: str, out: Loaded, caps: _Caps) -> None:
     if kind == "pdf":
-        text = _read_pdf(path, shown)
+        text = read_pdf(path, shown, max_chars=caps.chars, max_pages=caps.pages)
     else:
+        if kind == "text" and _size(path) > 4 * caps.chars:  # UTF-8: 4 bytes a character at most
+            msg = (
+                f"the file has {_size(path):,} bytes, over {caps.chars:,} characters (the limit per "
+                "document); split it, or raise the limit with max_chars=..."
+            )
+            raise DataError(msg, source=shown)
         try:
             text = read_text_file(path)
         except DataError as exc:
@@ -242,44 +286,12 @@ def _add_file(path: Path, shown: str, kind: str, out: Loaded) -> None:
             raise DataError(exc.reason, source=shown) from None
         if kind == "html":
             text = html_to_text(text)
+        _check_size(text, shown, caps.chars)
     if not text.strip():
         reason = "no text layer (a scanned PDF?)" if kind == "pdf" else "no text"
         out.skipped.append({"doc_uri": shown, "reason": reason})
         return
     _add(out, text, shown)
-
-
-def _read_pdf(path: Path, shown: str) -> str:
-    try:
-        from pypdf import PdfReader
-    except ImportError:
-        msg = f"reading PDF files needs pypdf: {PDF_HINT} ({shown})"
-        raise MissingDependency(msg) from None
-    try:
-        with _quiet_pypdf():  # its own warnings ("invalid pdf header") would come before nbeval's error
-            reader = PdfReader(path)
-            if reader.is_encrypted and not reader.decrypt(""):
-                raise DataError("the PDF is encrypted with a password", source=shown)
-            pages = [(page.extract_text() or "").strip() for page in reader.pages]
-    except DataError:
-        raise
-    except Exception as exc:  # pypdf raises many kinds for a damaged file
-        raise DataError(f"cannot read the PDF: {exc or type(exc).__name__}", source=shown) from None
-    return "\n\n".join(p for p in pages if p)
-
-
-@contextlib.contextmanager
-def _quiet_pypdf() -> Iterator[None]:
-    """pypdf's log records and warnings silenced: what matters of them is nbeval's own error."""
-    logger = logging.getLogger("pypdf")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        logger.setLevel(level)
 
 
 # -- HTML ------------------------------------------------------------------------------------------

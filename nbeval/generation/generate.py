@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from nbeval.data.model import TestSuite
 from nbeval.errors import BadParameter, JudgeNotConfigured
 from nbeval.generation.chunks import chunk_documents
-from nbeval.generation.documents import load_documents
+from nbeval.generation.documents import MAX_CHARS, MAX_PAGES, load_documents
 from nbeval.generation.plan import REPLY_TOKENS, GenerationPlan, Slot, SlotSource, as_kinds, plan_slots
 from nbeval.generation.prompts import as_personas, case_messages, parse_reply, reask_messages, response_format
 from nbeval.generation.report import REPORT_KEY, failure, no_case_error, suite_of, summary_lines
@@ -69,6 +69,8 @@ def generate(
     batch_poll_s: float | None = None,
     batch_discount: float | None = None,
     progress: bool = True,
+    max_chars: int = MAX_CHARS,
+    max_pages: int = MAX_PAGES,
 ) -> TestSuite | Any:
     """Write ``n`` test cases from ``documents`` with the judge model; return them as a
     :class:`~nbeval.data.model.TestSuite` (with ``dry_run=True``: a
@@ -87,7 +89,10 @@ def generate(
     is answered from the cache. ``chunk_size``/``chunk_overlap``: characters. No request is sent
     twice: when the documents hold fewer distinct requests than ``n`` (each chunk, or pair, from each
     angle for each persona), those are asked, with a warning, and the report's
-    ``distinct_requests`` says how many there were.
+    ``distinct_requests`` says how many there were. ``max_chars``/``max_pages``: the most
+    characters of one document and pages of one PDF (:data:`~.documents.MAX_CHARS`,
+    :data:`~.documents.MAX_PAGES`); past them reading stops with an error naming the file. In a
+    folder, a link to a file outside the folder is not read (the report's ``skipped`` lists it).
 
     Each case has the question as ``prompt``, the answer as ``expected_output``, the chunks it was
     written from as ``expected_context`` (text and ``doc_uri``), the categories
@@ -127,7 +132,7 @@ def generate(
     batching = batch_options(batch, batch_poll_s, batch_discount)
     priced = batching or batch_options(True, batch_poll_s, batch_discount)  # the dry run prices both ways
     assert priced is not None
-    loaded = load_documents(documents)
+    loaded = load_documents(documents, max_chars=max_chars, max_pages=max_pages)
     chunks = chunk_documents(loaded.documents, chunk_size, chunk_overlap)
     weights = as_kinds(kinds)
     if len(chunks) < 2 and "multi_hop" in weights and len(weights) > 1:
