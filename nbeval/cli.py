@@ -16,7 +16,8 @@
 Exit status: 0 on success, 1 when the CI gate trips (``--fail-on-problems`` or ``--fail-on KINDS``:
 threshold breaches, unrated rows, perturbation flips, errored rows, models and evaluators that
 measured nothing; see :mod:`nbeval.results.gate`) or ``diff --fail-on-regression`` finds a
-regression, 2 on bad input, 130 when interrupted.
+regression or compared nothing or too little (:mod:`nbeval.results.diff_gate`), 2 on bad input,
+130 when interrupted.
 
 A thin adapter: this module holds the command line's grammar (:func:`build_parser`) and its
 exit statuses (:func:`main`); what each command does is in :mod:`nbeval.cli_commands`, and what
@@ -331,7 +332,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="a significant change smaller than this is not called a regression (default 0)",
     )
     dif.add_argument("--alpha", type=float, default=0.05, help="significance level after Holm (default 0.05)")
-    dif.add_argument("--fail-on-regression", action="store_true", help="exit 1 when a regression is found (for CI)")
+    dif.add_argument(
+        "--fail-on-regression",
+        action="store_true",
+        help="exit 1 on a regression, and when nothing or too little was compared (for CI)",
+    )
+    dif.add_argument(
+        "--min-shared",
+        type=float,
+        default=None,
+        help="with --fail-on-regression, fail when the rows measured in both runs are fewer than this share "
+        "of the rows either run measured, per model and evaluator (default 0.5)",
+    )
     dif.add_argument("--json", action="store_true", help="machine-readable output")
     dif.set_defaults(func=diff_command)
 

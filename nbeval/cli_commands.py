@@ -427,10 +427,13 @@ def serve_command(args: argparse.Namespace) -> int:
 
 def diff_command(args: argparse.Namespace) -> int:
     """``nbeval diff BEFORE AFTER``: what changed between two saved runs, regressions first; exit 1
-    on a regression with ``--fail-on-regression``."""
+    with ``--fail-on-regression`` when the diff's gate trips (a regression, or nothing or too
+    little compared: :mod:`nbeval.results.diff_gate`)."""
     from nbeval.results.diff import diff
 
-    found = diff(args.before, args.after, alpha=args.alpha, min_effect=args.min_effect)
+    shared = {} if args.min_shared is None else {"min_shared": args.min_shared}
+    found = diff(args.before, args.after, alpha=args.alpha, min_effect=args.min_effect, **shared)
+    verdict = found.gate()
     if args.json:
         print(
             json.dumps(
@@ -438,18 +441,18 @@ def diff_command(args: argparse.Namespace) -> int:
                     "warnings": list(getattr(found, "warnings", [])),
                     "table": json.loads(found.table.to_json(orient="records")),
                     "flips": json.loads(found.flips.to_json(orient="records")),
+                    "coverage": json.loads(found.coverage.to_json(orient="records")),
                     "has_regressions": found.has_regressions,
+                    "gate": {"tripped": verdict.tripped, "failing": list(verdict.failing)},
                 },
                 indent=2,
             )
         )
     else:
         print(found.to_text())
-    if args.fail_on_regression and found.table.empty:
-        print("nbeval: the two runs share no evaluator, metric and model: nothing was compared", file=sys.stderr)
-        return 1
-    if args.fail_on_regression and found.has_regressions:
-        print("nbeval: a regression was found (--fail-on-regression)", file=sys.stderr)
+    if args.fail_on_regression and verdict.tripped:
+        for line in verdict.lines():
+            print(f"nbeval: {line}", file=sys.stderr)
         return 1
     return 0
 

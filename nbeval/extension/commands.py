@@ -361,23 +361,26 @@ def _run_of(shell: Any, text: str) -> Any:
 
 
 def diff(shell: Any, words: Sequence[str]) -> None:
-    """``%nbeval diff BEFORE AFTER [--min-effect X] [--alpha A] [--fail-on-regression]``: what changed
+    """``%nbeval diff BEFORE AFTER [--min-effect X] [--alpha A] [--fail-on-regression] [--min-shared S]``: what changed
     between two runs (result variables or saved folders), shown and bound to ``_diff``."""
     from nbeval.results.diff import diff as run_diff
 
     args = parse(cli_subparser("diff"), words)
     if args is None:
         return
+    shared = {} if args.min_shared is None else {"min_shared": args.min_shared}
     found = run_diff(
-        _run_of(shell, args.before), _run_of(shell, args.after), alpha=args.alpha, min_effect=args.min_effect
+        _run_of(shell, args.before), _run_of(shell, args.after), alpha=args.alpha, min_effect=args.min_effect, **shared
     )
     shell.user_ns["_diff"] = found
     if args.json:
         print(found.table.to_json(orient="records", indent=2))
     else:
         _display(found)
-    if args.fail_on_regression and found.has_regressions:
-        raise MagicError("a regression was found (--fail-on-regression); see _diff.regressions")
+    verdict = found.gate()
+    if args.fail_on_regression and verdict.tripped:  # nothing or too little compared fails too
+        msg = f"{'; '.join(verdict.failing)} (--fail-on-regression); see _diff.regressions and _diff.coverage"
+        raise MagicError(msg)
 
 
 def runs(shell: Any, words: Sequence[str]) -> None:

@@ -25,6 +25,11 @@ verdict on their evaluator's primary metric changed; rows of an evaluator both r
 only one run holds are new or gone. Configuration differences (evaluators, their parameters and
 thresholds, the judge, the embedder, the prompts, the dataset, nbeval's version) come from each
 result's ``meta``; what a result does not record is unknown, never a change.
+
+``coverage`` counts, per evaluator and model, the test cases each run measured and those measured
+in both (:mod:`nbeval.results.diff_coverage`); :meth:`RunDiff.gate` fails on a regression and on a
+comparison of nothing or of far fewer rows than either run measured
+(:mod:`nbeval.results.diff_gate`): no pair means no test, so ``has_regressions`` alone would pass.
 """
 
 from __future__ import annotations
@@ -40,12 +45,16 @@ import numpy as np
 from nbeval.errors import BadArgumentType, BadParameter
 from nbeval.results import diff_parts, stats
 from nbeval.results.compare import _is_mean_of_rows, family_words
+from nbeval.results.diff_coverage import coverage_table, empty_coverage
+from nbeval.results.diff_gate import MIN_SHARED, check_min_shared
 from nbeval.results.diff_parts import UNKNOWN
+from nbeval.results.problems import _unmeasured
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from nbeval.results import EvaluationResult
+    from nbeval.results.diff_gate import DiffVerdict
 
 __all__ = ["DIFF_COLUMNS", "NORMAL_INTERVAL_FROM", "UNKNOWN", "RunDiff", "diff", "mean_difference_interval"]
 
@@ -93,8 +102,13 @@ class RunDiff:
     """Each run in words (label, start, commit), where its result records them."""
     min_effect: float = 0.0
     """The smallest ``|diff|`` counted as a regression or an improvement."""
+    min_shared: float = MIN_SHARED
+    """The smallest share of a run's measured rows that both runs must share (:meth:`gate`)."""
     sources: tuple[Any, Any] = (None, None)
     """The two runs as given (results, or their folders): :meth:`results` reads them whole."""
+    coverage: pd.DataFrame = field(default_factory=empty_coverage)
+    """Per evaluator and model, the test cases each run measured and those measured in both:
+    :data:`~nbeval.results.diff_coverage.COVERAGE_COLUMNS`."""
 
     def results(self) -> tuple[EvaluationResult, EvaluationResult]:
         """Both runs whole, with their datasets (a folder is loaded with :func:`nbeval.load_result`
@@ -122,8 +136,18 @@ class RunDiff:
 
     @property
     def has_regressions(self) -> bool:
-        """Whether any comparison regressed: what a CI gate checks."""
+        """Whether any comparison regressed. False when nothing was compared: a CI gate checks
+        :meth:`gate`, which also fails then."""
         return bool(self.table["regression"].any())
+
+    def gate(self, min_shared: float | None = None) -> DiffVerdict:
+        """The CI gate of ``nbeval diff --fail-on-regression``: tripped by a regression, by a
+        comparison of nothing, by a model and evaluator measured before and not after, and by
+        fewer shared rows than ``min_shared`` (default :attr:`min_shared`) of the rows either run
+        measured (see :func:`~nbeval.results.diff_gate.check_diff_gate`)."""
+        from nbeval.results.diff_gate import check_diff_gate
+
+        return check_diff_gate(self, min_shared)
 
     def _known_change(self, kind: str) -> bool:
         c = self.changes
@@ -160,12 +184,16 @@ class RunDiff:
         return diff_parts.diff_html(self, _SHOWN_FLIPS)
 
 
-def diff(before: Any, after: Any, *, alpha: float = 0.05, min_effect: float = 0.0) -> RunDiff:
+def diff(
+    before: Any, after: Any, *, alpha: float = 0.05, min_effect: float = 0.0, min_shared: float = MIN_SHARED
+) -> RunDiff:
     """Compare two runs: ``before`` and ``after`` are :class:`~nbeval.results.EvaluationResult`
     objects or folders of saved ones (read and checked as :func:`nbeval.load_result` does, but
     for the dataset, which a diff does not use: :func:`~nbeval.results.diff_parts.load_tables`).
     ``alpha``: the significance level of the Holm-adjusted tests; ``min_effect``: the smallest
-    ``|diff|`` that counts as a regression or an improvement. See :mod:`nbeval.results.diff`."""
+    ``|diff|`` that counts as a regression or an improvement; ``min_shared``: the smallest share
+    of each run's measured rows both must share for :meth:`RunDiff.gate` to pass. See
+    :mod:`nbeval.results.diff`."""
     import pandas as pd
 
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
@@ -174,6 +202,7 @@ def diff(before: Any, after: Any, *, alpha: float = 0.05, min_effect: float = 0.
     if isinstance(min_effect, bool) or not isinstance(min_effect, (int, float)) or not min_effect >= 0:
         msg = f"min_effect is the smallest change that counts, a number >= 0 (e.g. 0.02), got {min_effect!r}"
         raise BadParameter(msg)
+    min_shared = check_min_shared(min_shared)
     res_b, res_a = _result(before, "before"), _result(after, "after")
     names, b, a = _encode(res_b.scores, res_a.scores)
     pb, pa = _pairs(b, a, len(names[0]))
@@ -191,6 +220,8 @@ def diff(before: Any, after: Any, *, alpha: float = 0.05, min_effect: float = 0.
     changes = diff_parts.changes(res_b, res_a)
     common = [e for e in res_b.evaluators if e in set(res_a.evaluators)]
     new, gone = _new_and_gone(names, b, a, common)
+    runs = [_primary_rows(res, names, run) for res, run in ((res_b, b), (res_a, a))]
+    unmeasured = [{(str(p[2]), str(p[3])) for p in _unmeasured(res)} for res in (res_b, res_a)]
     return RunDiff(
         table=table,
         flips=_flips(res_a, names, b, a, pb, pa, common),
@@ -201,7 +232,9 @@ def diff(before: Any, after: Any, *, alpha: float = 0.05, min_effect: float = 0.
         warnings=diff_parts.warnings(changes, res_b.meta, res_a.meta),
         runs=(diff_parts.describe_run(res_b.meta), diff_parts.describe_run(res_a.meta)),
         min_effect=float(min_effect),
+        min_shared=min_shared,
         sources=(before, after),
+        coverage=coverage_table(names, runs, unmeasured),
     )
 
 
@@ -274,6 +307,22 @@ def _pairs(b: _Run, a: _Run, n_keys: int) -> tuple[np.ndarray, np.ndarray]:
         found.append((ids, where[first]))
     _, ib, ia = np.intersect1d(found[0][0], found[1][0], assume_unique=True, return_indices=True)
     return found[0][1][ib], found[1][1][ia]
+
+
+def _primary_rows(
+    result: EvaluationResult, names: list[pd.Index], run: _Run
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each row's key, model and evaluator codes, and whether it is a measured row of its
+    evaluator's primary metric in ``result`` (what :func:`~nbeval.results.diff_coverage.coverage_table`
+    counts)."""
+    n_models, n_metrics = len(names[1]), len(names[3])
+    primary = np.zeros(len(names[2]) * n_metrics, dtype=bool)  # by evaluator * n_metrics + metric
+    for ev in result.evaluators:
+        e, t = names[2].get_indexer([ev])[0], names[3].get_indexer([result.primary_metric(ev)])[0]
+        if e >= 0 and t >= 0:  # else no long-table row has it
+            primary[e * n_metrics + t] = True
+    metric = run.group // n_models
+    return run.key, run.group % n_models, metric // n_metrics, primary[metric] & run.measured
 
 
 def _group_code(names: list[pd.Index], evaluator: str, metric: str, model: str) -> int:

@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nbeval.results.diff_gate import coverage_lines
 from nbeval.results.leaderboard import format_interval, format_value
 from nbeval.results.text import WIDTH, wrap_item
 
@@ -269,6 +270,10 @@ def diff_text(d: RunDiff, max_flips: int) -> str:
     if d.warnings:
         lines += ["", "warnings:"]
         lines += [line for w in d.warnings for line in wrap_item(w)]
+    gaps = coverage_lines(d)
+    if gaps:  # before "regressions: none", which reads as good news when nothing was compared
+        lines += ["", "not compared:"]
+        lines += [line for g in gaps for line in wrap_item(g)]
     lines += ["", *wrap_item(_counts(d), bullet="")]
     for title, part in (("regressions", d.regressions), ("improvements", d.improvements)):
         lines += ["", f"{title}: {len(part) or 'none'}"]
@@ -310,6 +315,10 @@ def diff_html(d: RunDiff, max_flips: int) -> str:
     if d.warnings:
         items = "".join(f"<li>{e(w)}</li>" for w in d.warnings)
         parts.append(f"<p><b>warnings</b></p><ul style='color:#a4461b'>{items}</ul>")
+    gaps = coverage_lines(d)
+    if gaps:
+        items = "".join(f"<li>{e(g)}</li>" for g in gaps)
+        parts.append(f"<p><b>not compared</b></p><ul style='color:#a4461b'>{items}</ul>")
     parts.append(f"<p>{e(_counts(d))}</p>")
     headers = ["metric", "model", "before", "after", "change", "95% CI", "test", "pairs"]
     for title, part in (("regressions", d.regressions), ("improvements", d.improvements)):

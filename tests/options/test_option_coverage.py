@@ -324,6 +324,10 @@ COVERAGE: dict[str, list[str]] = {
         "tests/cli/test_diff_runs_cli.py::test_a_min_effect_larger_than_the_change_is_not_a_regression",
     ],
     "nbeval diff --json": ["tests/cli/test_diff_runs_cli.py::test_diff_as_json"],
+    "nbeval diff --min-shared": [
+        "tests/results/test_diff_gate.py::test_few_shared_rows_fail_below_min_shared",
+        "tests/results/test_diff_gate.py::test_a_suite_that_grew_is_measured_against_the_larger_run",
+    ],
     "nbeval runs": ["tests/cli/test_diff_runs_cli.py::test_runs_lists_the_saved_runs"],
     "nbeval runs folder": ["tests/cli/test_diff_runs_cli.py::test_runs_lists_the_saved_runs"],
     "nbeval runs --json": ["tests/cli/test_diff_runs_cli.py::test_runs_lists_the_saved_runs"],
