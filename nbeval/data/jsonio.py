@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from nbeval.data.fields import warn_data
+from nbeval.data.phoenix_spans import is_phoenix_export
 from nbeval.data.text import read_text_file, repair_text
 from nbeval.errors import DataError
 
@@ -169,10 +170,11 @@ def is_csv_path(source: Any) -> bool:
 
 
 def _is_trace(data: Any) -> bool:
-    """Whether ``data`` is an OTLP trace export or an MLflow trace (see :mod:`nbeval.data.traces`)."""
+    """Whether ``data`` is an OTLP trace export, an MLflow trace or Phoenix span JSON (see
+    :mod:`nbeval.data.traces`)."""
     if not isinstance(data, dict):
         return False
-    if "resourceSpans" in data or "resource_spans" in data:
+    if "resourceSpans" in data or "resource_spans" in data or is_phoenix_export(data):
         return True
     info, body = data.get("info"), data.get("data")
     return isinstance(info, dict) and isinstance(body, dict) and "spans" in body and "input" not in data

@@ -65,15 +65,17 @@ ids are known (``resourceSpans[1].scopeSpans[1].spans[3]``), and the field or at
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import os
 from pathlib import Path
 from typing import Any
 
 from nbeval.data.jsonio import _parse_json, json_shape, load_json
-from nbeval.data.spans import Span, as_text, chat_message, span_from_attributes, trace_record
+from nbeval.data.phoenix_spans import is_phoenix_export, phoenix_spans
+from nbeval.data.span_fields import error_of, nanos, shown, span_id, start_time
+from nbeval.data.span_messages import messages_from_values
+from nbeval.data.spans import Span, as_text, chat_message, span_from_attributes
+from nbeval.data.trace_record import trace_record
 from nbeval.errors import DataError
 
 __all__ = ["is_trace_file", "read_traces", "trace_records"]
@@ -98,7 +100,6 @@ _VALUE_HELP = (
     "an attribute value must be an object with one of stringValue, intValue, doubleValue, boolValue, "
     'arrayValue, kvlistValue or bytesValue, e.g. {"stringValue": "text"}'
 )
-_ERROR_CODES = frozenset({2, "2", "STATUS_CODE_ERROR", "ERROR"})
 
 
 def _get(obj: dict[str, Any], camel: str, snake: str) -> Any:
@@ -127,8 +128,7 @@ def _value(v: Any, source: str, where: str, name: str) -> Any:
         if kind == "k" and isinstance(x, dict):
             return _attributes(x.get("values", []), source, where, f"{name}.")
         if kind is not None:
-            shown = json.dumps(x, ensure_ascii=False)
-            msg = f"{k} holds {shown[:60]}, which is not a valid {k}"
+            msg = f"{k} holds {shown(x)}, which is not a valid {k}"
             if kind == "i":
                 msg += ' (a whole number, in text or not: {"intValue": "42"})'
             raise DataError(msg, source=source, row=where, field=name)
@@ -152,62 +152,29 @@ def _attributes(items: Any, source: str, where: str, prefix: str = "") -> dict[s
     return out
 
 
-def _span_id(value: Any, size: int, source: str, where: str, name: str) -> str:
-    """A trace id (``size`` 16) or span id (8) as lower-case hex, from hex or base64."""
-    if isinstance(value, str):
-        text = value[2:] if len(value) == 2 * size + 2 and value[:2] in ("0x", "0X") else value  # MLflow 2
-        if len(text) == 2 * size:
-            try:
-                raw = bytes.fromhex(text)
-            except ValueError:
-                raw = b""
-        else:
-            try:
-                raw = base64.b64decode(text, validate=True)
-            except (binascii.Error, ValueError):
-                raw = b""
-        if len(raw) == size and any(raw):
-            return raw.hex()
-        if len(raw) == size:
-            raise DataError("is all zeros, which OTLP reserves for 'no id'", source=source, row=where, field=name)
-    what = "traceId" if size == 16 else "spanId"
-    if value in (None, ""):
-        raise DataError(f"is missing; every span needs its {what}", source=source, row=where, field=name)
-    msg = f"{json.dumps(value)[:60]} is not a {what}: give {size} bytes as {2 * size} hex digits or in base64"
-    raise DataError(msg, source=source, row=where, field=name)
-
-
-def _start(value: Any, source: str, where: str, name: str) -> int:
-    if value in (None, ""):
-        raise DataError("is missing; every span needs its start time", source=source, row=where, field=name)
-    return _end(value, source, where, name) or 0
-
-
-def _end(value: Any, source: str, where: str, name: str) -> int | None:
-    """A time in nanoseconds since 1970, from text or a number (``None`` when absent or 0)."""
-    if value in (None, "", 0, "0"):
-        return None
-    if isinstance(value, (int, str)) and not isinstance(value, bool):
-        try:
-            n = int(value)
-        except ValueError:
-            n = -1
-        if n >= 0:
-            return n
-    msg = f"{json.dumps(value)[:60]} is not a time: give nanoseconds since 1970 as a whole number"
-    raise DataError(msg + ', e.g. "1700000000000000000"', source=source, row=where, field=name)
-
-
 def _name(sp: dict[str, Any]) -> str:
     name = sp.get("name")
     return name if isinstance(name, str) else ""
 
 
-def _status_error(status: Any, code_key: str = "code", message_key: str = "message") -> str | None:
-    if not isinstance(status, dict) or status.get(code_key) not in _ERROR_CODES:
-        return None
-    message = status.get(message_key)
-    return message if isinstance(message, str) and message else "the span ended in error"
+def _status_error(sp: dict[str, Any], status: Any, code_key: str, message_key: str, events: list[Any]) -> str | None:
+    """Why the span ended in error, from its status (``{"code", "message"}``; MLflow 2:
+    ``status_code`` and ``status_message`` on the span) and its ``exception`` event."""
+    holder = status if isinstance(status, dict) else sp
+    return error_of(holder.get(code_key), holder.get(message_key), events)
+
+
+def _events(items: Any, attributes: Any) -> list[dict[str, Any]]:
+    """A span's ``exception`` events with their attributes as a dict (``attributes``: how the
+    format writes them); an event that cannot be read is left out, since it only adds a reason."""
+    out = []
+    for event in items if isinstance(items, list) else []:
+        if isinstance(event, dict) and event.get("name") == "exception":
+            try:
+                out.append({"name": "exception", "attributes": attributes(event.get("attributes"))})
+            except DataError:
+                continue
+    return out
 
 
 class _Traces:
@@ -223,14 +190,22 @@ class _Traces:
         """The spans of one parsed document; ``at`` says where it is in the file (" (line 3)")."""
         if json_shape(doc) != "traces" or not isinstance(doc, dict):
             msg = (
-                'is neither an OTLP trace export ({"resourceSpans": [...]}) nor an MLflow trace '
-                '({"info": {...}, "data": {"spans": [...]}}); give one of them per line or a list of them'
+                'is neither an OTLP trace export ({"resourceSpans": [...]}), an MLflow trace '
+                '({"info": {...}, "data": {"spans": [...]}}) nor a Phoenix span ({"context": {"trace_id", '
+                '"span_id"}, "span_kind", ...}); give one of them per line or a list of them'
             )
             raise DataError(msg, source=self.source, row=at.strip(" ()") or "1")
-        if "info" in doc and "data" in doc:
-            self._mlflow(doc, at)
-        else:
-            self._otlp(doc, at)
+        try:
+            if is_phoenix_export(doc):
+                for span in phoenix_spans(doc, self.source, at):
+                    self._put(span)
+            elif "info" in doc and "data" in doc:
+                self._mlflow(doc, at)
+            else:
+                self._otlp(doc, at)
+        except RecursionError:  # values nested thousands deep: a broken or hostile file
+            msg = "is nested too deeply to be a trace (values inside values, thousands of levels)"
+            raise DataError(msg, source=self.source, row=at.strip(" ()") or "1") from None
 
     def _put(self, span: Span) -> None:
         self.order += 1
@@ -260,20 +235,22 @@ class _Traces:
         source = self.source
         if not isinstance(sp, dict):
             raise DataError(f"a span must be an object, got {type(sp).__name__}", source=source, row=place)
-        trace_id = _span_id(_get(sp, "traceId", "trace_id"), 16, source, place, "traceId")
-        span_id = _span_id(_get(sp, "spanId", "span_id"), 8, source, place, "spanId")
-        where = f"trace {trace_id} span {span_id}{at}"
+        trace = span_id(_get(sp, "traceId", "trace_id"), 16, source, place, "traceId")
+        own = span_id(_get(sp, "spanId", "span_id"), 8, source, place, "spanId")
+        where = f"trace {trace} span {own}{at}"
         parent = _get(sp, "parentSpanId", "parent_span_id")
+        events = _events(sp.get("events"), lambda items: _attributes(items, source, where))
         span = Span(
-            trace_id=trace_id,
-            span_id=span_id,
-            parent_id=None if parent in (None, "") else _span_id(parent, 8, source, where, "parentSpanId"),
-            start=_start(_get(sp, "startTimeUnixNano", "start_time_unix_nano"), source, where, "startTimeUnixNano"),
-            end=_end(_get(sp, "endTimeUnixNano", "end_time_unix_nano"), source, where, "endTimeUnixNano"),
+            trace_id=trace,
+            span_id=own,
+            parent_id=None if parent in (None, "") else span_id(parent, 8, source, where, "parentSpanId"),
+            start=start_time(_get(sp, "startTimeUnixNano", "start_time_unix_nano"), source, where, "startTimeUnixNano"),
+            end=nanos(_get(sp, "endTimeUnixNano", "end_time_unix_nano"), source, where, "endTimeUnixNano"),
             where=where,
-            error=_status_error(sp.get("status")),
+            error=_status_error(sp, sp.get("status"), "code", "message", events),
         )
-        return span_from_attributes(span, _attributes(sp.get("attributes"), source, where), _name(sp), source)
+        span = span_from_attributes(span, _attributes(sp.get("attributes"), source, where), _name(sp), source)
+        return messages_from_values(span, source)
 
     def _mlflow(self, doc: dict[str, Any], at: str) -> None:
         source = self.source
@@ -296,8 +273,8 @@ class _Traces:
         if not isinstance(sp, dict):
             raise DataError(f"a span must be an object, got {type(sp).__name__}", source=source, row=place)
         context: dict[str, Any] = sp["context"] if isinstance(sp.get("context"), dict) else {}  # MLflow 2's spans
-        span_id = _span_id(sp.get("span_id", context.get("span_id")), 8, source, place, "span_id")
-        where = f"trace {key} span {span_id}{at}"
+        own = span_id(sp.get("span_id", context.get("span_id")), 8, source, place, "span_id")
+        where = f"trace {key} span {own}{at}"
         parent = sp.get("parent_span_id", sp.get("parent_id"))
         raw = sp.get("attributes") or {}
         if not isinstance(raw, dict):
@@ -309,20 +286,23 @@ class _Traces:
         attrs.setdefault("input.value", as_text(inputs))
         attrs.setdefault("output.value", as_text(outputs))
         status = sp.get("status")
+        events = _events(sp.get("events"), lambda items: items if isinstance(items, dict) else {})
         span = Span(
             trace_id=key,
-            span_id=span_id,
-            parent_id=None if parent in (None, "") else _span_id(parent, 8, source, where, "parent_span_id"),
-            start=_start(sp.get("start_time_unix_nano", sp.get("start_time")), source, where, "start_time_unix_nano"),
-            end=_end(sp.get("end_time_unix_nano", sp.get("end_time")), source, where, "end_time_unix_nano"),
+            span_id=own,
+            parent_id=None if parent in (None, "") else span_id(parent, 8, source, where, "parent_span_id"),
+            start=start_time(
+                sp.get("start_time_unix_nano", sp.get("start_time")), source, where, "start_time_unix_nano"
+            ),
+            end=nanos(sp.get("end_time_unix_nano", sp.get("end_time")), source, where, "end_time_unix_nano"),
             where=where,
-            error=_status_error(status)
+            error=_status_error(sp, status, "code", "message", events)
             if isinstance(status, dict)
-            else _status_error(sp, "status_code", "status_message"),
+            else _status_error(sp, None, "status_code", "status_message", events),
         )
         span = span_from_attributes(span, attrs, _name(sp), source)
         _mlflow_native(span, attrs, inputs, outputs, source)
-        return span
+        return messages_from_values(span, source)
 
     def records(self) -> list[dict[str, Any]]:
         out = []
