@@ -17,7 +17,7 @@ from nbeval.engine.interrupts import whole
 from nbeval.errors import EvaluatorError, JudgeNotConfigured
 from nbeval.evaluators.base import Evaluator
 from nbeval.evaluators.case import is_case_level
-from nbeval.evaluators.jury import Jury, as_jury, is_jury, settle_jury
+from nbeval.evaluators.jury import Jury, as_jury, is_jury, settle_jury, with_judge
 from nbeval.evaluators.registry import resolve_evaluators
 from nbeval.progress import ProgressThrottle
 from nbeval.results.live import LiveResult
@@ -55,17 +55,20 @@ def plan_rows(ev: Evaluator, dataset: LlmDataset) -> tuple[list[Row], list[RowOu
     return (order_cases(todo) if is_case_level(ev) else todo), skipped
 
 
-def seat_jury(evaluators: Sequence[Evaluator], resources: Resources) -> None:
-    """A run's judge given as several judges (``judge=[...]`` or ``nbeval.jury(...)``) becomes the
-    jury of every judge evaluator that brings no judge of its own; the run then has no single
-    judge (each juror gets its own client)."""
+def seat_jury(evaluators: Sequence[Evaluator], resources: Resources) -> list[Evaluator]:
+    """The run's evaluators with a run's judge given as several judges (``judge=[...]`` or
+    ``nbeval.jury(...)``) seated as the jury of every judge evaluator that brings no judge of its
+    own; the run then has no single judge (each juror gets its own client).
+
+    An evaluator that gets the jury is a copy (:func:`~nbeval.evaluators.jury.with_judge`): the
+    caller's object is never changed, so it can be run again with another judge."""
     if not is_jury(resources.judge_spec):
-        return
+        return list(evaluators)
     panel = settle_jury(as_jury(resources.judge_spec))
     resources.judge_spec = None
-    for ev in evaluators:
-        if ev.spec.needs_judge and ev.params.get("judge") is None:
-            ev.params["judge"] = panel
+    return [
+        with_judge(ev, panel) if ev.spec.needs_judge and ev.params.get("judge") is None else ev for ev in evaluators
+    ]
 
 
 def preflight(evaluators: Sequence[Evaluator], dataset: LlmDataset, resources: Resources) -> None:
@@ -205,7 +208,7 @@ def plan_run(
     dataset, lab = to_dataset(data)
     evs = resolve_evaluators(evaluators)
     resources = resources if resources is not None else Resources()
-    seat_jury(evs, resources)
+    evs = seat_jury(evs, resources)
     preflight(evs, dataset, resources)
     planned: list[tuple[Evaluator, list[Row]]] = []
     outcomes: list[RowOutcome] = []

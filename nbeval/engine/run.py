@@ -241,7 +241,7 @@ def evaluate(
         from nbeval.engine.dry_run import plan
 
         evs = resolve_evaluators(evaluators)
-        seat_jury(evs, resources)
+        evs = seat_jury(evs, resources)
         priced = batching or batch_options(True, None, batch_discount)  # batched or not, priced both ways
         assert priced is not None
         return plan(dataset, evs, resources, batch_discount=priced.discount)

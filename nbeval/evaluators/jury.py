@@ -6,7 +6,13 @@
 Any judge evaluator (the judge and RAGAS families, the agents' judges, your own) takes a jury
 wherever it takes a judge. Each juror is asked exactly what a single judge would be asked, by a
 copy of the evaluator configured with that juror; the jurors' calls go out together, batched and
-cached like any judge's. Per metric, over the jurors that gave a value:
+cached like any judge's. Every juror is asked on its own: the same judge named twice
+(``judge=[j, j, j]``) is called once per juror and row, each call an independent sample with its
+own cache entry (:func:`juror_request`), never one reply copied to every juror. Whether those
+samples differ is the judge's: at temperature 0 a deterministic judge gives the same reply each
+time, and its jury then measures self-consistency, not agreement between judges
+(:meth:`~nbeval.results.result.EvaluationResult.jury_agreement` says so). Per metric, over the
+jurors that gave a value:
 
 * ``majority``: for a metric whose values are all 0 or 1 (a verdict), the side more jurors took;
   an even split goes to the worse side (a row a split jury cannot agree on does not pass). For a
@@ -18,7 +24,8 @@ cached like any judge's. Per metric, over the jurors that gave a value:
 A juror whose reply could not be read, or whose call failed, is left out of the vote and counted
 (``details["jury_parse_failures"]``, ``details["jury_failed"]``); only when no juror gave a value
 is the row unrated. ``details["jury"]`` keeps every juror's values, label, rationale, error and
-own details, so the explorer can show them side by side and
+own details (and ``repeat_of``, the juror it repeats, for a judge named again), so the explorer
+can show them side by side and
 :meth:`~nbeval.results.result.EvaluationResult.jury_agreement` can measure how far they agree.
 A dry run counts every juror's calls.
 """
@@ -30,12 +37,12 @@ import inspect
 import statistics
 from collections import Counter
 from collections.abc import Generator, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from nbeval.errors import EvaluatorError, NbevalError
 from nbeval.evaluators.base import Score
-from nbeval.requests import Gather
+from nbeval.requests import Chat, Gather
 
 if TYPE_CHECKING:
     from nbeval.data.model import Row
@@ -43,18 +50,26 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AGGREGATES",
+    "JUROR_SAMPLES",
     "Jury",
     "aggregate_scores",
     "as_jury",
     "is_jury",
     "juror_name",
+    "juror_request",
     "jury",
     "jury_score",
+    "repeated_jurors",
     "settle_jury",
+    "with_judge",
 ]
 
 #: The ways a jury's verdicts become the row's value.
 AGGREGATES = ("majority", "mean", "unanimous", "any")
+
+#: How many sample numbers (:attr:`~nbeval.requests.Chat.sample`) each juror's requests may use:
+#: juror ``k``'s sample ``s`` is sent as sample ``s + k * JUROR_SAMPLES``.
+JUROR_SAMPLES = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -125,6 +140,36 @@ def juror_name(judge: Any) -> str:
     return str(getattr(judge, "__name__", None) or type(judge).__name__)
 
 
+def repeated_jurors(panel: Jury) -> list[str | None]:
+    """Per juror of ``panel``: the name of the first juror that is the same judge (the same name,
+    equal settings, the same model, function or cache identity), or ``None`` for a judge's first
+    seat. Agreement between such jurors is one judge's self-consistency, not agreement between
+    judges."""
+    first: dict[Any, str] = {}
+    out: list[str | None] = []
+    for judge, name in zip(panel.jurors, panel.names, strict=True):
+        key = _judge_key(judge)
+        out.append(first.get(key))
+        first.setdefault(key, name)
+    return out
+
+
+def _judge_key(judge: Any) -> Any:
+    """What tells one judge from another, for :func:`repeated_jurors`."""
+    if isinstance(judge, str):
+        return ("name", judge.strip())
+    if isinstance(judge, dict):
+        return ("settings", repr(sorted(judge.items(), key=lambda kv: str(kv[0]))))
+    fn = getattr(judge, "fn", None)  # a function wrapped as a chat model: the function tells
+    if callable(fn):
+        return ("function", id(fn))
+    try:
+        identity = judge.cache_identity() if getattr(judge, "cacheable", True) else None
+    except Exception:  # an identity that cannot be made: the object itself tells
+        identity = None
+    return ("model", identity) if isinstance(identity, str) else ("object", id(judge))
+
+
 def _distinct(names: list[str]) -> list[str]:
     """``names`` with repeats numbered (``judge``, ``judge#2``), so every juror has its own column."""
     seen: Counter[str] = Counter()
@@ -135,11 +180,38 @@ def _distinct(names: list[str]) -> list[str]:
     return out
 
 
-def _juror_copy(ev: Evaluator, judge: Any) -> Evaluator:
-    """``ev`` asking ``judge``: a shallow copy whose parameters name that juror."""
+def with_judge(ev: Evaluator, judge: Any) -> Evaluator:
+    """``ev`` asking ``judge``: a shallow copy with its own parameters, which name that judge.
+
+    ``ev`` itself is left as it was: a run never changes the evaluators it was given (the same
+    object run again with another judge must ask that judge)."""
     clone = copy.copy(ev)
     clone.params = {**ev.params, "judge": judge}
     return clone
+
+
+def juror_request(request: Any, juror: int) -> Any:
+    """``request`` as juror number ``juror`` (0 for the first) of a jury asks it.
+
+    A chat request is marked as its own sample (:attr:`~nbeval.requests.Chat.sample`, part of the
+    cache key, never sent): otherwise the same judge named twice would ask the same request twice,
+    which the client answers once (one call, or one cache entry), and every copy of the judge
+    would get one reply, a perfect agreement that measured nothing. The first juror's requests
+    are left as they are, so its replies are shared with a single-judge run of the same judge.
+    A scorer's own samples (ragas asks several) stay apart: juror ``k`` numbers them from
+    ``k * JUROR_SAMPLES``. Other requests (embeddings, local models) are deterministic and
+    shared."""
+    if isinstance(request, Gather):
+        return Gather(tuple(juror_request(part, juror) for part in request.requests))
+    if not isinstance(request, Chat) or juror == 0:
+        return request
+    if not 0 <= request.sample < JUROR_SAMPLES:
+        msg = (
+            f"a juror's scorer asked for sample {request.sample} of one request; a jury keeps each juror's "
+            f"samples apart for sample numbers 0 to {JUROR_SAMPLES - 1}"
+        )
+        raise EvaluatorError(msg)
+    return replace(request, sample=request.sample + juror * JUROR_SAMPLES)
 
 
 _FINISHED = object()
@@ -154,7 +226,7 @@ def jury_score(ev: Evaluator, row: Row, panel: Jury) -> Generator[Any, Any, Scor
     asked: dict[int, Any] = {}
     for i, judge in enumerate(panel.jurors):
         try:
-            result = _juror_copy(ev, judge).score(row)
+            result = with_judge(ev, judge).score(row)
         except Exception as exc:
             scores[i] = _error(exc)
             continue
@@ -168,12 +240,20 @@ def jury_score(ev: Evaluator, row: Row, panel: Jury) -> Generator[Any, Any, Scor
         parts: list[Any] = []
         spans: list[tuple[int, int, int, bool]] = []
         for i, req in asked.items():
+            try:
+                req = juror_request(req, i)
+            except EvaluatorError as exc:
+                running[i].close()
+                scores[i] = _error(exc)
+                continue
             if isinstance(req, Gather):
                 spans.append((i, len(parts), len(req.requests), True))
                 parts.extend(req.requests)
             else:
                 spans.append((i, len(parts), 1, False))
                 parts.append(req)
+        if not spans:
+            break
         answers = yield Gather(tuple(parts))
         following: dict[int, Any] = {}
         for i, start, count, gathered in spans:
@@ -232,6 +312,7 @@ def aggregate_scores(ev: Evaluator, scores: Sequence[Score], panel: Jury) -> Sco
         for name, s in zip(panel.names, scores, strict=True)
     )
     errors = [f"{name}: {s.error}" for name, s in zip(panel.names, scores, strict=True) if s.error]
+    repeats = repeated_jurors(panel)
     details: dict[str, Any] = {
         "jury": [
             {
@@ -241,8 +322,9 @@ def aggregate_scores(ev: Evaluator, scores: Sequence[Score], panel: Jury) -> Sco
                 "rationale": s.rationale,
                 "error": s.error,
                 "details": s.details,
+                **({"repeat_of": repeat} if repeat else {}),
             }
-            for name, s in zip(panel.names, scores, strict=True)
+            for name, s, repeat in zip(panel.names, scores, repeats, strict=True)
         ],
         "jury_aggregate": panel.aggregate,
         "jury_votes": len(voted),

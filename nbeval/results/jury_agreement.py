@@ -380,6 +380,10 @@ class JuryAgreement:
     """Why alpha is NaN, in words; None when it is defined."""
     confidence: float = 0.95
     """The confidence level of the interval."""
+    repeated: tuple[tuple[str, ...], ...] = ()
+    """Groups of jurors that are one judge named several times (``judge=[j, j, j]``): each was
+    asked on its own, so their agreement is that judge's self-consistency (perfect by construction
+    for a deterministic judge, e.g. a function or temperature 0), not agreement between judges."""
 
     @property
     def pairwise_statistic(self) -> str:
@@ -412,6 +416,12 @@ class JuryAgreement:
             lines.append(
                 f"Fleiss' kappa is {self.fleiss_kappa:.3f} over the {self.fleiss_units} units every juror rated."
             )
+        for group in self.repeated:
+            lines.append(
+                f"{', '.join(group)} are one judge asked {len(group)} times: their agreement is its "
+                "self-consistency (perfect for a deterministic judge, e.g. at temperature 0), not "
+                "agreement between judges."
+            )
         known = [p for p in self.pairwise if not math.isnan(p.kappa)]
         if known:
             low = min(known, key=lambda p: p.kappa)
@@ -432,13 +442,15 @@ def jury_agreement_of(
     n_boot: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
+    repeated: Sequence[Sequence[str]] = (),
 ) -> JuryAgreement:
     """All the agreement statistics of a jury in one :class:`JuryAgreement`.
 
     ``values`` is the ``(units, jurors)`` matrix (NaN where a juror gave no value), ``names`` the
     jurors' names in column order, ``level`` ``"nominal"`` or ``"interval"``; ``n_boot``, ``seed``
     and ``confidence`` go to :func:`alpha_interval`. For verdicts the pairs carry Cohen's kappa;
-    for scores, the pair's Krippendorff alpha (interval), and Fleiss' kappa is None.
+    for scores, the pair's Krippendorff alpha (interval), and Fleiss' kappa is None. ``repeated``:
+    groups of ``names`` that are one judge named several times (see ``JuryAgreement.repeated``).
     """
     arr, lev = _matrix(values), _level(level)
     labels = _names(names, arr.shape[1])
@@ -470,4 +482,14 @@ def jury_agreement_of(
         pairable_units=int(((~np.isnan(arr)).sum(axis=1) >= 2).sum()),
         alpha_note=note,
         confidence=confidence,
+        repeated=_repeated(repeated, labels),
     )
+
+
+def _repeated(groups: Sequence[Sequence[str]], labels: list[str]) -> tuple[tuple[str, ...], ...]:
+    out = tuple(tuple(str(n) for n in g) for g in groups)
+    unknown = sorted({n for g in out for n in g} - set(labels))
+    if unknown:
+        msg = f"repeated jurors {unknown} are not among the jurors {labels}"
+        raise BadParameter(msg)
+    return out

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from nbeval.results import EvaluationResult
 
-__all__ = ["jury_agreement", "jury_level", "jury_values"]
+__all__ = ["jury_agreement", "jury_level", "jury_values", "repeated_groups"]
 
 
 def _jury(details: Any) -> list[dict[str, Any]] | None:
@@ -95,4 +95,24 @@ def jury_agreement(
     table = jury_values(result, evaluator, metric)
     jurors = [c for c in table.columns if c not in ("key", "model_key", "disagreement")]
     values = table[jurors].to_numpy(dtype=np.float64)
-    return jury_agreement_of(values, jurors, jury_level(values), n_boot=n_boot, seed=seed, confidence=confidence)
+    repeated = repeated_groups(result, evaluator, jurors)
+    return jury_agreement_of(
+        values, jurors, jury_level(values), n_boot=n_boot, seed=seed, confidence=confidence, repeated=repeated
+    )
+
+
+def repeated_groups(result: EvaluationResult, evaluator: str, jurors: list[str]) -> tuple[tuple[str, ...], ...]:
+    """The groups of ``jurors`` that are one judge named several times (each row's
+    ``details["jury"]`` says which juror each repeats), each in juror order."""
+    scores = result.scores
+    first: dict[str, str] = {}
+    for details in scores.loc[scores["evaluator"] == evaluator, "details"]:
+        for j in _jury(details) or ():
+            repeat = j.get("repeat_of")
+            if isinstance(repeat, str):
+                first.setdefault(str(j.get("juror")), repeat)
+    groups: dict[str, list[str]] = {}
+    for name in jurors:
+        head = first.get(name, name)
+        groups.setdefault(head, []).append(name)
+    return tuple(tuple(g) for g in groups.values() if len(g) > 1)
