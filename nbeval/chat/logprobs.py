@@ -12,6 +12,11 @@ chat completion's ``choices[0].logprobs`` (``{"content": [{"token", "logprob", "
 :class:`TokenLogprob` objects. ``None`` (or an empty ``content``) means the endpoint returned
 none, which is not the same as a reply of no tokens.
 
+The reader keeps the numbers as the endpoint wrote them; :func:`logprob_problem` says when those
+at one position cannot be log-probabilities (a number above 0, alternatives whose probabilities add
+up to more than 1), so that what scores from them can refuse them. Float rounding is no problem:
+each probability, and their sum, may pass 1 by :data:`PROBABILITY_SLACK`.
+
 :func:`logprob_support` says, without calling anything, whether a chat model is known to return
 them (a dry run shows it).
 """
@@ -23,7 +28,21 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["TokenLogprob", "as_logprobs", "logprob_support", "logprobs_to_json"]
+__all__ = [
+    "PROBABILITY_SLACK",
+    "TokenLogprob",
+    "as_logprobs",
+    "logprob_problem",
+    "logprob_support",
+    "logprobs_to_json",
+]
+
+#: How far above 1 a probability read from a reply (``exp(logprob)``), or the sum of those listed
+#: at one position, may be and still count as rounding. Servers that round their logprobs to two
+#: decimals are off by at most 0.5% per token; 1% also covers float32 sums of twenty alternatives.
+#: A positive logprob of 0.7 (probability 2), or alternatives adding up to 10.5, are far outside.
+PROBABILITY_SLACK = 0.01
+_MAX_LOGPROB = math.log1p(PROBABILITY_SLACK)
 
 
 @dataclass(frozen=True)
@@ -116,6 +135,25 @@ def as_logprobs(value: Any) -> tuple[TokenLogprob, ...] | None:
 def logprobs_to_json(logprobs: Sequence[TokenLogprob]) -> list[dict[str, Any]]:
     """``logprobs`` as JSON-able dicts (what :func:`as_logprobs` reads back)."""
     return [t.to_dict() for t in logprobs]
+
+
+def logprob_problem(token: TokenLogprob) -> str | None:
+    """Why the numbers at ``token``'s position cannot be log-probabilities, or ``None`` when they
+    can: one of them is not a number or is above 0 (beyond :data:`PROBABILITY_SLACK`), or the
+    probabilities listed there (each alternative, and the written token when it is not among
+    them) add up to more than 1 (beyond the same slack). ``-inf`` is
+    probability 0, and OpenAI's ``-9999.0`` next to it: both are fine."""
+    for text, lp in ((token.token, token.logprob), *token.top):
+        if math.isnan(lp) or lp > _MAX_LOGPROB:  # checked before exp(): +1000 would overflow
+            return f"the token {text!r} has log-probability {lp:g}, which is no probability (a logprob is at most 0)"
+    listed = {text for text, _ in token.top}
+    probs = [math.exp(lp) for _, lp in token.top]
+    if token.token not in listed:
+        probs.append(math.exp(token.logprob))
+    mass = math.fsum(probs)
+    if mass > 1 + PROBABILITY_SLACK:
+        return f"the probabilities of the {len(probs)} tokens listed add up to {mass:.4g}, more than 1"
+    return None
 
 
 def logprob_support(model: Any) -> tuple[str, str]:

@@ -92,10 +92,10 @@ def test_sampled_mode_asks_for_no_logprobs(openai_server: FakeOpenAIServer, judg
 def test_a_written_no_is_valued_by_its_probability_of_yes(
     openai_server: FakeOpenAIServer, judge: dict[str, Any]
 ) -> None:
-    top = [(" no", -0.1), (" yes", -2.5), ("No", -3.5)]
+    top = [(" no", -0.15), (" yes", -2.5), ("No", -3.5)]  # 0.973 in all: probabilities add up to at most 1
     openai_server.reply = reply_with_logprobs("Rationale", ": wrong", ".\n", "Rating", ":", rating=" no", top=top)
     res = run([ROW], [nbeval.evaluator("groundedness", score_mode="expected")], judge)
-    yes, no = math.exp(-2.5), math.exp(-0.1) + math.exp(-3.5)
+    yes, no = math.exp(-2.5), math.exp(-0.15) + math.exp(-3.5)
     assert cell(res, "r1", "groundedness") == pytest.approx(yes / (yes + no))
     assert cell(res, "r1", "groundedness", "label") == "no"
 
@@ -157,11 +157,11 @@ def test_the_cache_keeps_the_logprobs(openai_server: FakeOpenAIServer, judge: di
 
 
 def test_answer_relevancy_score_expected_grade(openai_server: FakeOpenAIServer, judge: dict[str, Any]) -> None:
-    top = [("4", -0.2), ("3", -2.0), ("5", -3.0), ("four", -4.0)]
-    toks = [("4", -0.2, top), ("\n", 0.0, [("\n", 0.0)]), ("Good", 0.0, [("Good", 0.0)]), (" answer 3.", 0.0, [])]
+    top = [("4", -0.25), ("3", -2.0), ("5", -3.0), ("four", -4.0)]  # 0.982 in all
+    toks = [("4", -0.25, top), ("\n", 0.0, [("\n", 0.0)]), ("Good", 0.0, [("Good", 0.0)]), (" answer 3.", 0.0, [])]
     openai_server.reply = Text("4\nGood answer 3.", logprobs=toks)
     res = run([ROW], [nbeval.evaluator("answer_relevancy_score", score_mode="expected")], judge)
-    p4, p3, p5 = math.exp(-0.2), math.exp(-2.0), math.exp(-3.0)
+    p4, p3, p5 = math.exp(-0.25), math.exp(-2.0), math.exp(-3.0)
     assert cell(res, "r1", "score") == pytest.approx((4 * p4 + 3 * p3 + 5 * p5) / (p4 + p3 + p5))
     details = json.loads(cell(res, "r1", "score", "details"))
     assert details["distribution"]["0"] == 0.0 and details["rating_token"]["index"] == 0

@@ -17,7 +17,10 @@ wrote, and the rationale the judge's.
 Never a quiet fallback to the written rating: a reply without log-probabilities leaves the row
 unrated with the label :data:`NO_LOGPROBS`; a rating that cannot be found among the reply's tokens,
 or whose position has none of the allowed ratings among its likeliest tokens, leaves it unrated
-with the label :data:`NO_RATING_TOKEN`. Each says why in the row's error.
+with the label :data:`NO_RATING_TOKEN`; numbers at the rating token that cannot be
+log-probabilities (one above 0, or alternatives whose probabilities add up to more than 1, beyond
+float rounding: :func:`~nbeval.chat.logprobs.logprob_problem`) leave it unrated with the label
+:data:`BAD_LOGPROBS`. Each says why in the row's error.
 
 Which judges take it: the rating judges (``correctness``, ``relevance_to_query``,
 ``groundedness``, ``safety``, ``context_sufficiency``, ``guideline_adherence``,
@@ -35,10 +38,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from nbeval.chat.logprobs import logprob_problem
 from nbeval.errors import EvaluatorError
 from nbeval.evaluators.params import Param
 
 __all__ = [
+    "BAD_LOGPROBS",
     "DEFAULT_TOP_LOGPROBS",
     "GRADES_0_5",
     "MAX_TOP_LOGPROBS",
@@ -65,6 +70,8 @@ MAX_TOP_LOGPROBS = 20
 NO_LOGPROBS = "no_logprobs"
 #: The label of a row whose rating token, or its probability, could not be found.
 NO_RATING_TOKEN = "no_rating_token"
+#: The label of a row whose judge sent numbers at its rating token that cannot be log-probabilities.
+BAD_LOGPROBS = "bad_logprobs"
 #: Yes/no ratings and their values.
 YES_NO_SCALE: Mapping[str, float] = {"yes": 1.0, "no": 0.0}
 #: The whole grades 0 to 5 and their values.
@@ -206,6 +213,14 @@ def rate(reply: Any, word: str | None, scale: Mapping[str, float], mode: str, er
         )
         return Rated(None, NO_RATING_TOKEN, why, sampled)
     chosen = logprobs[index]
+    where = {"index": index, "token": chosen.token}
+    problem = logprob_problem(chosen)
+    if problem is not None:  # a server's broken numbers must not become a confident score
+        why = (
+            f"the judge's log-probabilities at its rating {word!r} are not probabilities: {problem}; "
+            "use score_mode='sampled', or a server that returns true log-probabilities"
+        )
+        return Rated(None, BAD_LOGPROBS, why, {**sampled, "rating_token": where})
     candidates = dict(chosen.top)
     candidates.setdefault(chosen.token, chosen.logprob)  # the written token counts even if not in top
     probs = dict.fromkeys(scale, 0.0)
@@ -214,7 +229,6 @@ def rate(reply: Any, word: str | None, scale: Mapping[str, float], mode: str, er
         if name in probs and math.isfinite(lp):
             probs[name] += math.exp(lp)
     mass = sum(probs.values())
-    where = {"index": index, "token": chosen.token}
     if mass <= 0:
         why = f"none of the ratings {', '.join(scale)} is among the judge's likeliest tokens at its rating"
         return Rated(None, NO_RATING_TOKEN, why, {**sampled, "rating_token": where})
