@@ -9,7 +9,16 @@ from typing import Any, Union
 
 from nbeval.chat.base import ChatReply
 
-__all__ = ["CallPlan", "ChatFailure", "ChatResult", "PriceTable", "UsageTotals", "max_tokens_of", "with_cost"]
+__all__ = [
+    "CallPlan",
+    "ChatFailure",
+    "ChatResult",
+    "PriceTable",
+    "UsageTotals",
+    "max_tokens_of",
+    "unknown_usage_note",
+    "with_cost",
+]
 
 #: ``{model name: (USD per 1k prompt tokens, USD per 1k completion tokens)}``.
 PriceTable = Mapping[str, tuple[float, float]]
@@ -94,10 +103,45 @@ class UsageTotals:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float | None = None
-    """US dollars spent, or ``None`` when no call had a known price."""
+    """US dollars spent, or ``None`` when no call had a known price. Calls whose usage is unknown
+    are not priced: with any, this is a lower bound (see :attr:`unknown_usage_calls`)."""
+    unknown_usage_calls: int = 0
+    """Fresh calls whose reported token usage could not be true (negative, astronomical, not a
+    number: :attr:`~nbeval.chat.base.Usage.known`): their tokens and cost are not in the totals."""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The totals as a dict (a run's ``meta["usage"]``); ``unknown_usage_calls`` only when
+        there were any, so a run without such calls records what it always did."""
+        out = asdict(self)
+        if not self.unknown_usage_calls:
+            del out["unknown_usage_calls"]
+        return out
+
+    def counted(self, reply: ChatReply, copies: int, *, cached: bool) -> UsageTotals:
+        """These totals with ``reply`` answering ``copies`` identical requests: from the cache
+        (free), or from one fresh call whose copies beyond the first count as cached."""
+        if cached:
+            return replace(self, calls=self.calls + copies, cached_calls=self.cached_calls + copies)
+        known = reply.usage.known
+        cost = self.cost if reply.cost is None else (self.cost or 0.0) + reply.cost
+        return replace(
+            self,
+            calls=self.calls + copies,
+            cached_calls=self.cached_calls + copies - 1,
+            prompt_tokens=self.prompt_tokens + reply.usage.prompt_tokens,
+            completion_tokens=self.completion_tokens + reply.usage.completion_tokens,
+            cost=cost,
+            unknown_usage_calls=self.unknown_usage_calls + (not known),
+        )
+
+
+def unknown_usage_note(model: str, where: str) -> str:
+    """The warning a client gives, once, when ``model`` (at ``where``) reports usage that cannot be true."""
+    return (
+        f"{model} at {where} reported token usage no call can have (negative, astronomical or not a "
+        "whole number): usage unknown for that call and any like it; they are not priced, and the "
+        "run's cost is a lower bound (result.meta['usage']['unknown_usage_calls'] counts them)"
+    )
 
 
 def max_tokens_of(params: Mapping[str, Any], guess: int) -> int:
@@ -109,8 +153,9 @@ def max_tokens_of(params: Mapping[str, Any], guess: int) -> int:
 
 
 def with_cost(reply: ChatReply, price: tuple[float, float] | None) -> ChatReply:
-    """``reply`` with its cost in US dollars, at ``price`` (per 1k prompt and completion tokens)."""
-    if price is None:
+    """``reply`` with its cost in US dollars, at ``price`` (per 1k prompt and completion tokens);
+    unchanged when its usage is unknown: a price times a count that cannot be true is no cost."""
+    if price is None or not reply.usage.known:
         return reply
     cost = (reply.usage.prompt_tokens * price[0] + reply.usage.completion_tokens * price[1]) / 1000
     return replace(reply, cost=cost)

@@ -27,6 +27,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from nbeval.chat.logprobs import TokenLogprob, as_logprobs
 from nbeval.chat.secrets import redact as _redact
+from nbeval.chat.usage_read import token_count
 from nbeval.data.fields import DataWarning
 from nbeval.data.text import repair_text
 from nbeval.errors import BadArgumentType, ResourceError
@@ -69,28 +70,40 @@ class Usage:
     """Tokens read: the messages sent."""
     completion_tokens: int = 0
     """Tokens written: the reply."""
+    known: bool = True
+    """``False`` when the model reported counts no call can have (negative, astronomical, not a
+    whole number: :mod:`nbeval.chat.usage_read`); the counts are then 0 and mean nothing, the call
+    is not priced, and the run counts it among its ``unknown_usage_calls``."""
 
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens)
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.known and other.known,
+        )
 
     @classmethod
     def from_any(cls, value: Any) -> Usage:
-        """A :class:`Usage` from ``None``, a ``Usage``, a mapping or an object with token attributes."""
+        """A :class:`Usage` from ``None``, a ``Usage``, a mapping or an object with token attributes.
+        Never raises: counts that cannot be true make it unknown (``known=False``)."""
         if value is None:
             return cls()
         if isinstance(value, Usage):
             return value
+        if isinstance(value, (str, bytes, int, float, Sequence)):  # no usage object: nothing to read
+            return cls(known=False)
         get = value.get if isinstance(value, Mapping) else lambda k, d=None: getattr(value, k, d)
         prompt = get("prompt_tokens", None)
         completion = get("completion_tokens", None)
         # Some servers (and HF-style dicts) use input/output naming instead.
-        prompt = get("input_tokens", 0) if prompt is None else prompt
-        completion = get("output_tokens", 0) if completion is None else completion
-        return cls(int(prompt or 0), int(completion or 0))
+        prompt = get("input_tokens", None) if prompt is None else prompt
+        completion = get("output_tokens", None) if completion is None else completion
+        p, c = (0 if n is None else token_count(n) for n in (prompt, completion))  # not reported: 0
+        return cls(known=False) if p is None or c is None else cls(p, c)
 
 
 @dataclass(frozen=True)

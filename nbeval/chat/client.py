@@ -37,12 +37,14 @@ from nbeval.chat.accounting import (
     PriceTable,
     UsageTotals,
     max_tokens_of,
+    unknown_usage_note,
     with_cost,
 )
 from nbeval.chat.base import ChatError, ChatModel, ChatReply, estimate_tokens, normalize_messages
 from nbeval.chat.cache import ChatCache, cache_key
 from nbeval.chat.config import resolve_chat_model
 from nbeval.chat.secrets import redact, register_secrets, secrets_in_params
+from nbeval.data.fields import DataWarning
 from nbeval.errors import BadParameter, MissingDependency, ResourceError
 
 __all__ = [
@@ -128,6 +130,7 @@ class ChatClient:
         self._rng = random.Random(seed)
         self._totals = UsageTotals()
         self._cache_warned = False
+        self._usage_warned = False
 
     def __repr__(self) -> str:
         return redact(f"ChatClient({self.model!r}, concurrency={self.concurrency}, cache={self.cache!r})")
@@ -352,29 +355,16 @@ class ChatClient:
     def _bump(self, **counts: int) -> None:
         with self._lock:
             t = self._totals
-            self._totals = UsageTotals(
-                **{
-                    f: getattr(t, f) + counts.get(f, 0)
-                    for f in ("calls", "cached_calls", "failed_calls", "attempts", "prompt_tokens", "completion_tokens")
-                },
-                cost=t.cost,
-            )
+            self._totals = replace(t, **{f: getattr(t, f) + n for f, n in counts.items()})
 
     def _account(self, reply: ChatReply, copies: int, *, cached: bool) -> None:
-        if cached:
-            self._bump(calls=copies, cached_calls=copies)
-            return
-        # One fresh call answers every copy; the copies beyond the first count as cached.
-        self._bump(
-            calls=copies,
-            cached_calls=copies - 1,
-            prompt_tokens=reply.usage.prompt_tokens,
-            completion_tokens=reply.usage.completion_tokens,
-        )
-        if reply.cost is not None:
-            with self._lock:
-                t = self._totals
-                self._totals = UsageTotals(**{**t.to_dict(), "cost": (t.cost or 0.0) + reply.cost})
+        with self._lock:
+            self._totals = self._totals.counted(reply, copies, cached=cached)
+            warn = not cached and not reply.usage.known and not self._usage_warned
+            self._usage_warned = self._usage_warned or warn
+        if warn:  # once per client: the run's totals count them all
+            where = getattr(self.model, "base_url", None) or type(self.model).__name__
+            warnings.warn(redact(unknown_usage_note(reply.model, str(where))), DataWarning, stacklevel=3)
 
     def _fail(self, failure: ChatFailure, copies: int) -> ChatFailure:
         self._bump(calls=copies, failed_calls=copies)

@@ -34,6 +34,7 @@ from __future__ import annotations
 from html import escape
 from typing import TYPE_CHECKING
 
+from nbeval.results import usage_text
 from nbeval.results.report_cases import case_keys, cases_section, scores_section
 from nbeval.results.report_parts import MAX_DETAIL_ROWS, MAX_TABLE_BYTES, Facts, cell
 from nbeval.results.report_sections import (
@@ -160,7 +161,7 @@ def summary_html(result: EvaluationResult) -> str:
 def report_html(result: EvaluationResult, title: str = "nbeval report") -> str:
     """The whole report as one HTML document."""
     usage = result.meta.get("usage") or {}
-    usage_line = ", ".join(f"{escape(str(k))}: {escape(str(v))}" for k, v in usage.items())
+    usage_line = escape(usage_text.usage_line(usage))  # with unknown usage: "cost: at least $..."
     duration = result.meta.get("duration_s")
     models = ", ".join(cell(result.label(m)) for m in result.model_keys)
     meta = (

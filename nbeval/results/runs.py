@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nbeval.errors import DataError, NotFound
+from nbeval.results.usage_text import unknown_calls
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -41,6 +42,7 @@ RUN_COLUMNS = [
     "judge",
     "duration_s",
     "cost",
+    "unknown_usage_calls",
     "error",
 ]
 #: The columns of :func:`run_history`.
@@ -66,10 +68,12 @@ def runs(folder: str | Path) -> pd.DataFrame:
     for a result saved before nbeval recorded it, the folder's modification time), ``label``,
     ``models`` and ``evaluators`` (lists), ``rows`` (dataset rows: test cases times models),
     ``git_commit``, ``git_dirty``, ``nbeval_version``, ``dataset_fingerprint``, ``judge`` (the
-    run's judge model, if it used one), ``duration_s``, ``cost`` (US dollars, when priced) and
-    ``error``: ``None``, or why a result folder could not be read (its other columns are then
-    empty; the listing goes on). A sub-folder without ``result.json`` is not a result and is left
-    out, as are hidden ones. ``folder`` that is not a folder raises
+    run's judge model, if it used one), ``duration_s``, ``cost`` (US dollars, when priced; a lower
+    bound when ``unknown_usage_calls`` > 0), ``unknown_usage_calls`` (calls whose token usage the
+    server reported as no call can have, left unpriced; 0 for runs without any) and ``error``:
+    ``None``, or why a result folder could not be read (its other columns are then empty; the
+    listing goes on). A sub-folder without ``result.json`` is not a result and is left out, as
+    are hidden ones. ``folder`` that is not a folder raises
     :class:`~nbeval.errors.DataError`.
     """
     import pandas as pd
@@ -85,10 +89,11 @@ def runs(folder: str | Path) -> pd.DataFrame:
     ]
     table = pd.DataFrame(found, columns=RUN_COLUMNS)
     for column in RUN_COLUMNS:  # a missing text, list or flag is None, not NaN
-        if column not in ("started_at", "rows", "duration_s", "cost"):
+        if column not in ("started_at", "rows", "duration_s", "cost", "unknown_usage_calls"):
             table[column] = table[column].astype(object).where(table[column].notna(), None)
     table["started_at"] = pd.to_datetime(table["started_at"], utc=True, format="ISO8601")
     table["rows"] = table["rows"].astype("Int64")
+    table["unknown_usage_calls"] = table["unknown_usage_calls"].astype("Int64")
     table = table.sort_values(["started_at", "run"], ascending=False, kind="stable", na_position="last")
     return table.reset_index(drop=True)
 
@@ -122,6 +127,7 @@ def _run_row(folder: Path) -> dict[str, Any]:
         judge=judge.get("model") if isinstance(judge, dict) else None,
         duration_s=meta.get("duration_s"),
         cost=(meta.get("usage") or {}).get("cost"),
+        unknown_usage_calls=unknown_calls(meta.get("usage") or {}),
     )
     return row
 

@@ -1,0 +1,40 @@
+"""Reading one token count from what a server or a function reports as a call's usage.
+
+A count must be a whole number from 0 to :data:`MAX_CALL_TOKENS`: an integer (numpy's too), a
+float with no fraction (``50.0``) or digits as text (``"50"``). Anything else (a negative number, half a token,
+``NaN``, infinity, ``2e297``, ``true``, a word, a list) is not a count that any call can have: the
+usage it is part of is *unknown*, never priced, never added to a run's tokens as if it were true
+(see :attr:`nbeval.chat.base.Usage.known`). A count that is absent or ``null`` means the server
+did not report it, which :meth:`~nbeval.chat.base.Usage.from_any` reads as 0, as before.
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+from typing import Any
+
+__all__ = ["MAX_CALL_TOKENS", "token_count"]
+
+#: The most tokens one call can report for its prompt or its reply: ten times the longest
+#: context window of any model today (about 10 million tokens), so that no real call is refused
+#: and a count such as 2e297, which would price a run at more money than exists, is.
+MAX_CALL_TOKENS = 100_000_000
+
+
+def token_count(value: Any) -> int | None:
+    """``value`` as a token count, or ``None`` when it cannot be one (see the module's docstring;
+    an absent count is the caller's to read as 0). Never raises."""
+    if isinstance(value, bool):  # a bool is an int to Python, but true is no count
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        value = int(text) if text.isascii() and text.isdigit() and len(text) <= 12 else None
+    elif isinstance(value, Integral):  # numpy's integers too
+        value = int(value)
+    elif isinstance(value, Real):
+        number = float(value)
+        value = int(number) if math.isfinite(number) and number.is_integer() else None
+    else:
+        return None
+    return value if value is not None and 0 <= value <= MAX_CALL_TOKENS else None
