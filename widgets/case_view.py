@@ -99,7 +99,7 @@ def _case_fields(row: Row, max_chars: int, shared: int, messages: list[dict[str,
         ("categories", _text(", ".join(row.categories), max_chars)),
         ("expected context", _chunks(row.expected_context, max_chars)),
     ]
-    if row.expected_tool_calls:
+    if row.expected_tool_calls is not None:  # [] too: the case says no tool should be called
         fields.append(("expected tool calls", expected_calls_html(row.expected_tool_calls, max_chars=max_chars)))
     body = "".join(
         f'<tr><th style="{_HEAD}">{esc(name)}</th><td style="{_CELL}">{html}</td></tr>' for name, html in fields

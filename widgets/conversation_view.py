@@ -231,7 +231,9 @@ def conversation_html(
 
 def expected_calls_html(calls: Sequence[dict[str, Any]], *, max_chars: int = 4000) -> str:
     """The reference tool calls (``[{"name", "arguments": {...}}]``) as a numbered list, each with
-    its arguments pretty-printed."""
+    its arguments pretty-printed; ``[]`` says that no tool call is expected."""
+    if not calls:
+        return f'<span style="{_MUTED}">none: no tool call is expected</span>'
     items = []
     for c in calls:
         shown = truncate_text(_arguments(c.get("arguments", {}))[0], max_chars)

@@ -14,8 +14,9 @@ LangChain's or LangGraph's dict forms are accepted too and put in the same shape
 
 ``expected_tool_calls`` are the reference calls, each ``{"name", "arguments": {...}}`` (the
 OpenAI shape and LangChain's ``args`` are accepted); their arguments must be a JSON object, since
-a reference is written by a person. ``reference_topics`` are the topics the assistant may talk
-about.
+a reference is written by a person. ``[]`` says that no tool call is expected (the agent must not
+call one) and is kept apart from ``None``, none given, in every reader and writer.
+``reference_topics`` are the topics the assistant may talk about.
 
 Every problem is a :class:`~nbeval.errors.DataError` naming the source, the row and the field
 down to the message and call (``messages[3].tool_calls[1].function.name``).
@@ -27,13 +28,16 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from nbeval.data.fields import EMPTY_IS_A_VALUE
 from nbeval.errors import DataError
 
 __all__ = [
     "CONVERSATION_FIELDS",
+    "NO_CALL_EXPECTED",
     "case_conversation",
     "check_messages",
     "check_tool_calls",
+    "conversation_parts",
     "conversation_prompt",
     "earlier_turns",
     "final_answer",
@@ -45,6 +49,8 @@ __all__ = [
 
 #: The row fields of a conversation, written to files only when a row has them.
 CONVERSATION_FIELDS = ("messages", "expected_tool_calls", "reference_topics")
+#: How a judge is shown ``expected_tool_calls: []`` (an empty block would read as "none given").
+NO_CALL_EXPECTED = "(none: no tool call is expected)"
 
 _ROLES = {
     "system": "system",
@@ -157,11 +163,14 @@ def _made_call(c: Any, source: str, row: Any, where: str) -> dict[str, Any]:
     }
 
 
-def check_tool_calls(value: Any, source: str, row: Any, field: str = "expected_tool_calls") -> list[dict[str, Any]]:
-    """Reference tool calls as ``[{"name", "arguments": {...}}]``; ``[]`` when absent."""
+def check_tool_calls(
+    value: Any, source: str, row: Any, field: str = "expected_tool_calls"
+) -> list[dict[str, Any]] | None:
+    """Reference tool calls as ``[{"name", "arguments": {...}}]``; ``[]`` when none is expected,
+    ``None`` when none were given (``None`` or NaN, an empty cell)."""
     value = _parse_json_text(value, source, row, field)
     if value is None or (isinstance(value, float) and value != value):
-        return []
+        return None
     if isinstance(value, dict):
         value = [value]
     if not isinstance(value, (list, tuple)):
@@ -188,6 +197,18 @@ def check_tool_calls(value: Any, source: str, row: Any, field: str = "expected_t
             raise _fail(msg, source, row, f"{where}.arguments")
         out.append({"name": name, "arguments": args})
     return out
+
+
+def conversation_parts(row: Any) -> dict[str, Any]:
+    """The conversation fields ``row`` has, by name: ``messages`` and ``reference_topics`` when not
+    empty, ``expected_tool_calls`` when given (``[]`` too: no call is expected). What files and the
+    fingerprint keep of a row's conversation; ``{}`` for a row without one."""
+    parts = {}
+    for name in CONVERSATION_FIELDS:
+        value = getattr(row, name)
+        if value or (name in EMPTY_IS_A_VALUE and value is not None):
+            parts[name] = value
+    return parts
 
 
 def case_conversation(given: Any, prompt: str | None, source: str, row: Any) -> list[dict[str, Any]]:

@@ -30,6 +30,7 @@ from nbeval.data.fields import (
     check_str,
     check_str_list,
     derive_key,
+    field_missing,
     is_missing,
     repair_fields,
     warn_data,
@@ -347,8 +348,9 @@ class LlmDataset:
         return list(dict.fromkeys(r.key for r in self.rows))
 
     def has_field(self, name: str) -> bool:
-        """Whether any row has a non-empty value for ``name``."""
-        return any(not is_missing(getattr(r, name, None)) for r in self.rows)
+        """Whether any row has a value for ``name`` (non-empty, or ``[]`` where that says something:
+        :data:`~nbeval.data.fields.EMPTY_IS_A_VALUE`)."""
+        return any(not field_missing(name, getattr(r, name, None)) for r in self.rows)
 
 
 _LAB_FIELDS = frozenset({"name", "description", "raw_dataset", "dataset", "models", "llm_model_names", "docs_cache"})

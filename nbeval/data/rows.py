@@ -24,6 +24,7 @@ from nbeval.data.conversation import (
     case_conversation,
     check_messages,
     check_tool_calls,
+    conversation_parts,
     conversation_prompt,
     final_answer,
     last_text,
@@ -95,8 +96,10 @@ class Row:
     """The conversation, in the OpenAI chat format (see :mod:`nbeval.data.conversation`): tool
     calls and their results included. Without an ``input`` (``actual_output``) the row's are its
     last user message (the assistant's last text after it)."""
-    expected_tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    """The reference tool calls, ``[{"name", "arguments": {...}}]``."""
+    expected_tool_calls: list[dict[str, Any]] | None = None
+    """The reference tool calls, ``[{"name", "arguments": {...}}]``; ``[]`` when no tool call is
+    expected (the agent must not call one), ``None`` when none were given (the tool-call
+    evaluators skip the row)."""
     reference_topics: list[str] = field(default_factory=list)
     """The topics the assistant may talk about."""
     _repaired: InitVar[bool] = False
@@ -197,7 +200,7 @@ class Row:
             warnings=list(case.warnings),
             # a suite keeps a case's conversation, reference calls and topics among its extra fields
             messages=case_conversation(case.extra.get("messages"), case.prompt, "test case", case.resolved_key),
-            expected_tool_calls=case.extra.get("expected_tool_calls") or [],
+            expected_tool_calls=case.extra.get("expected_tool_calls"),  # [] (none expected) is kept
             reference_topics=case.extra.get("reference_topics") or [],
         )
 
@@ -266,9 +269,8 @@ class Row:
             elif isinstance(value, list):
                 value = list(value)
             out[name] = value
-        for name in CONVERSATION_FIELDS:
-            if getattr(self, name):
-                out[name] = [dict(v) if isinstance(v, dict) else v for v in getattr(self, name)]
+        for name, values in conversation_parts(self).items():
+            out[name] = [dict(v) if isinstance(v, dict) else v for v in values]
         out.update(self.extra)
         if self.warnings:
             out[WARNINGS_FIELD] = list(self.warnings)

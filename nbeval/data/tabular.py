@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from nbeval.data.conversation import CONVERSATION_FIELDS
 from nbeval.data.csvsafe import csv_safe, csv_unsafe
-from nbeval.data.fields import ROW_FIELDS, is_null, warn_data
+from nbeval.data.fields import EMPTY_IS_A_VALUE, ROW_FIELDS, is_null, warn_data
 from nbeval.data.text import REPAIR_NOTE, read_text_file, repair_text
 from nbeval.errors import DataError
 
@@ -107,9 +107,9 @@ def _parse_cell(name: str, value: Any, source: str, row: int, *, csv_text: bool 
     if not csv_text and not isinstance(value, str):
         return value
     if not csv_text and (name not in _LIST_FIELDS or value == ""):
-        return [] if name in _LIST_FIELDS else value
+        return _empty_list(name) if name in _LIST_FIELDS else value
     if isinstance(value, str) and value == "":
-        return [] if name in _LIST_FIELDS else None
+        return _empty_list(name) if name in _LIST_FIELDS else None
     if csv_text and isinstance(value, str):
         value = csv_unsafe(value)
     if value == _EMPTY_STRING_CELL:
@@ -131,6 +131,12 @@ def _parse_cell(name: str, value: Any, source: str, row: int, *, csv_text: bool 
         except json.JSONDecodeError:
             return value
     return value
+
+
+def _empty_list(name: str) -> list[Any] | None:
+    """What an empty cell of the list field ``name`` holds: ``[]``, or ``None`` (not given) for a
+    field whose ``[]`` says something (``expected_tool_calls``: no call expected, written ``[]``)."""
+    return None if name in EMPTY_IS_A_VALUE else []
 
 
 def _cell_json(value: str, source: str, row: int, name: str) -> Any:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Union
 
-from nbeval.data.model import is_missing
+from nbeval.data.fields import field_missing
 from nbeval.errors import EvaluatorError
 from nbeval.evaluators.params import Param, Params
 from nbeval.requests import Chat, Embed, Request
@@ -471,7 +471,7 @@ class Evaluator:
 
     def missing_input(self, row: Row) -> str | None:
         """Why ``row`` cannot be scored (``None`` when it can). Default: a required input is missing."""
-        missing = [name for name in self.spec.inputs if is_missing(getattr(row, name, None))]
+        missing = [name for name in self.spec.inputs if field_missing(name, getattr(row, name, None))]
         if missing:
             return "missing " + ", ".join(missing)
         return None

@@ -24,7 +24,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nbeval.data.conversation import CONVERSATION_FIELDS, check_messages, check_tool_calls
+from nbeval.data.conversation import CONVERSATION_FIELDS, check_messages, check_tool_calls, conversation_parts
 from nbeval.data.fields import ROW_FIELDS, Chunk, Relationship, check_str_list
 from nbeval.data.model import LlmDataset
 from nbeval.data.rows import Row
@@ -89,8 +89,9 @@ def _chunk_columns(rows: Sequence[Row]) -> dict[str, list[Any]]:
 
 
 def _conversation_json(row: Row) -> str | None:
-    """A row's conversation fields as one JSON object, ``None`` for a row without any."""
-    parts = {name: getattr(row, name) for name in CONVERSATION_FIELDS if getattr(row, name)}
+    """A row's conversation fields as one JSON object, ``None`` for a row without any
+    (``expected_tool_calls: []``, no call expected, is one)."""
+    parts = conversation_parts(row)
     return json.dumps(parts, ensure_ascii=False) if parts else None
 
 
@@ -224,7 +225,7 @@ def _rows_of_batch(cols: dict[str, list[Any]], first: int, path: Path, model_key
             warnings=cols["warnings"][i] or [],
             named_guidelines=named_dict,
             messages=conversation.get("messages", []),
-            expected_tool_calls=conversation.get("expected_tool_calls", []),
+            expected_tool_calls=conversation.get("expected_tool_calls"),
             reference_topics=conversation.get("reference_topics", []),
             _repaired=True,
         )

@@ -35,6 +35,8 @@ from collections.abc import Sequence
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
+from nbeval.data.conversation import conversation_parts
+
 if TYPE_CHECKING:
     from nbeval.data.model import LlmDataset
     from nbeval.data.rows import Row
@@ -122,7 +124,7 @@ def dataset_fingerprint(dataset: LlmDataset) -> str:
     """The hex SHA-256 of ``dataset``'s rows (see the module for what it covers)."""
     streams = _Streams()
     rows = _canonical_order(dataset.rows)
-    conversations = any(r.messages or r.expected_tool_calls or r.reference_topics for r in rows)
+    conversations = any(r.messages or r.expected_tool_calls is not None or r.reference_topics for r in rows)
     for lo in range(0, len(rows), CHUNK_ROWS):
         _feed_rows(streams, rows[lo : lo + CHUNK_ROWS], conversations)
     return streams.digest(len(rows))
@@ -151,7 +153,9 @@ def _feed_rows(streams: _Streams, rows: Sequence[Row], conversations: bool) -> N
 
 
 def _conversation_text(row: Row) -> str | None:
-    parts = {n: getattr(row, n) for n in ("messages", "expected_tool_calls", "reference_topics") if getattr(row, n)}
+    # expected_tool_calls: [] (no call expected) counts, None (not given) does not: a dataset
+    # without the field keeps the fingerprint it had before [] was kept apart
+    parts = conversation_parts(row)
     return _JSON_TEXT.encode(parts) if parts else None
 
 

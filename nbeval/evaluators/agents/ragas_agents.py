@@ -5,7 +5,9 @@ Every number is the value ragas 0.4's own ``ascore`` returns. The two tool-call 
 (no model); the two others ask the judge, through the RAGAS family's bridge like every ragas
 evaluator (:mod:`nbeval.evaluators.ragas.base`): cached, batched, counted, a reply that never fits
 ragas's schema a parse failure, never a 0. A row without a conversation (or without the expected
-calls, the reference topics) is skipped with the reason, never scored 0.
+calls, the reference topics) is skipped with the reason, never scored 0. ``expected_tool_calls: []``
+(no call expected) is scored as ragas scores it: tool-call accuracy 1 when no call was made and 0
+when one was; tool-call F1 0 either way (ragas's F1 has no true positive to count).
 
 :func:`ragas_messages` turns a row's ``messages`` into ragas's message objects, deciding two things
 ragas's types cannot say:
@@ -158,7 +160,7 @@ class _ToolCallMetric(Evaluator):
 
     def score(self, row: Row) -> Score:
         messages, notes = ragas_messages(row.messages, note_system=False)  # a system message makes no call
-        expected = reference_calls(row.expected_tool_calls)
+        expected = reference_calls(row.expected_tool_calls or ())  # None is skipped (missing_input)
         result = _run_without_model(self, self._metric.ascore(user_input=messages, reference_tool_calls=expected))
         made = _calls_made(messages)
         lines, details = self.explain(made, expected)
@@ -217,7 +219,10 @@ class ToolCallAccuracyEvaluator(_ToolCallMetric):
             + ("the order counts" if strict else "the order does not count (both sorted by tool and arguments)")
         ]
         if not made or not expected:
-            lines.append("no call was made" if not made else "calls were made where none was expected")
+            if not made and not expected:
+                lines.append("no call was made and none was expected")
+            else:
+                lines.append("no call was made" if not made else "calls were made where none was expected")
             return lines, {"aligned": not made and not expected, "argument_match": []}
         if not strict:  # as ragas compares them
             made, expected = sorted(made, key=sorted_key_for_tool_call), sorted(expected, key=sorted_key_for_tool_call)
@@ -301,6 +306,11 @@ class ToolCallF1Evaluator(_ToolCallMetric):
             "expected, not made": [c for k, c in expected_set.items() if k not in made_set],
         }
         lines = [f"{len(made_set)} distinct call(s) made, {len(expected_set)} expected"]
+        if not expected_set:  # ragas's F1 of no expected call: 0, right or wrong (as ragas scores it)
+            lines.append(
+                "none expected: with no expected call there is nothing to match, and ragas's F1 is 0 whether "
+                "or not a call was made (tool_call_accuracy scores a row without calls 1)"
+            )
         for title, calls in groups.items():
             lines.append(f"{'✓' if title == 'made and expected' else '✗'} {title}: {len(calls)}")
             lines.extend(f"    - {_call_text(c)}" for c in reversed(calls))

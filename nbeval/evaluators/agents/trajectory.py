@@ -10,10 +10,10 @@ arguments, each tool result, the final answer) and says yes or no:
   final answer that follows from the results and answers the request.
 
 The row's ``expected_tool_calls``, when it has them, are shown as a reference: one good way to do
-the task, not the only one. A no must name the first message that went wrong
-(``details["failed_step"]``, its number in the conversation; ``None`` on a yes), and the rationale
-starts with it; a no without a step that is in the conversation is a parse failure (no value, the
-raw reply kept), as is a reply without a verdict.
+the task, not the only one (``[]`` is shown as "no tool call is expected"). A no must name the
+first message that went wrong (``details["failed_step"]``, its number in the conversation;
+``None`` on a yes), and the rationale starts with it; a no without a step that is in the
+conversation is a parse failure (no value, the raw reply kept), as is a reply without a verdict.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import re
 from collections.abc import Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from nbeval.data.conversation import tool_calls_made
+from nbeval.data.conversation import NO_CALL_EXPECTED, tool_calls_made
 from nbeval.evaluators.agents.prompts import AGENT_PROMPTS
 from nbeval.evaluators.agents.turns import transcript, unread_score
 from nbeval.evaluators.base import EvaluatorSpec, MetricSpec, Score
@@ -83,7 +83,13 @@ def describe_step(messages: Sequence[dict[str, Any]], number: int) -> str:
     return f"message {number} ({what})"
 
 
-def _reference(calls: Sequence[dict[str, Any]]) -> str:
+def _reference(calls: Sequence[dict[str, Any]] | None) -> str:
+    """The reference calls, numbered; "" when none were given (the block is left out) and
+    :data:`NO_CALL_EXPECTED` for ``[]``, where the reference is that no tool should be called."""
+    if calls is None:
+        return ""
+    if not calls:
+        return NO_CALL_EXPECTED
     return "\n".join(
         f"{i}. {c['name']}({json.dumps(c['arguments'], ensure_ascii=False, sort_keys=True)})"
         for i, c in enumerate(calls, 1)

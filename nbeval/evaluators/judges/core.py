@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from nbeval.data.conversation import earlier_turns, render_messages
+from nbeval.data.conversation import NO_CALL_EXPECTED, earlier_turns, render_messages
 from nbeval.errors import EvaluatorError
 from nbeval.evaluators.base import Chat, Evaluator, Score
 from nbeval.evaluators.judges.expected import YES_NO_SCALE, rate, score_mode_judge_params
@@ -219,9 +219,11 @@ def row_values(row: Row) -> dict[str, str]:
         "output_condition": row.output_condition or "",
         "expected_context": "\n\n".join(f"[{i}] {c.text}" for i, c in enumerate(row.expected_context, 1)),
         "conversation": render_messages(earlier_turns(row.messages)),
-        "expected_tool_calls": "\n".join(
+        "expected_tool_calls": NO_CALL_EXPECTED
+        if row.expected_tool_calls == []
+        else "\n".join(
             f"- {c['name']}({json.dumps(c['arguments'], ensure_ascii=False, sort_keys=True)})"
-            for c in row.expected_tool_calls
+            for c in row.expected_tool_calls or ()
         ),
     }
 

@@ -25,7 +25,7 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
-from nbeval.data.model import is_missing
+from nbeval.data.fields import field_missing
 from nbeval.errors import EvaluatorError
 from nbeval.evaluators.base import EvaluatorSpec, MetricSpec, Param, Score
 from nbeval.evaluators.judges.chunks import rate_chunks
@@ -291,7 +291,7 @@ class GuidelineAdherence(JudgeEvaluator):
     def missing_input(self, row: Row) -> str | None:
         # With global guidelines a row needs none of its own.
         needed = [f for f in self.spec.inputs if f != "guidelines" or not self.global_guidelines]
-        missing = [f for f in needed if is_missing(getattr(row, f))]
+        missing = [f for f in needed if field_missing(f, getattr(row, f))]
         return "missing " + ", ".join(missing) if missing else None
 
     def score(self, row: Row) -> Generator[Any, Any, Score]:
