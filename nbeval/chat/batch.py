@@ -13,9 +13,17 @@ waits (Ctrl-C, a kernel restart, a killed process) and started again polls the s
 requests it holds: they are never sent twice. Replies go into the reply cache under the keys the
 synchronous path uses, so a later run, batched or not, finds them there.
 
-Endings: a request the batch answered with an error gets that error (its row says so); the
-requests a batch ``expired`` or ``cancelled`` at the provider did not answer get an error saying so
-(the batch is then closed: the next run, with ``batch=True``, sends only those requests in a new
+Two runs asking the same requests together (two notebooks on one cache) share one batch: the
+second waits while the first creates it (the store's lease, :mod:`nbeval.chat.batch_store`) and
+then polls it too.
+
+Endings: a request the batch answered with an error gets that error (its row says so), and so does
+one whose line nbeval cannot read (a field of the wrong type: :mod:`nbeval.chat.batch_lines`); the
+batch is closed all the same, so a rerun sends only those requests anew instead of reading the
+same line again. A batch whose status nbeval does not know, or still running an hour past its
+expiry, is given up after a few polls, its status named (:mod:`nbeval.chat.batch_watch`). The
+output and error files are read line by line as they arrive. The requests a batch ``expired`` or
+``cancelled`` at the provider did not answer get an error saying so (the batch is then closed: the next run, with ``batch=True``, sends only those requests in a new
 batch, or with ``batch=False`` asks them one by one); the answers such a batch did give are kept. A
 cancel (``cancel=``, the Cancel button) cancels the batches at the provider and answers the rest as
 cancelled; once the provider agrees, the store marks the batch cancelled here, and the next batched
@@ -36,28 +44,28 @@ import json
 import threading
 import time
 import uuid
-import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from nbeval.chat.accounting import ChatFailure, ChatResult, with_cost
 from nbeval.chat.base import ChatError, ChatReply
-from nbeval.chat.batch_api import ENDPOINT, BatchAPI, BatchState, read_lines, why_unanswered
+from nbeval.chat.batch_api import ENDPOINT, BatchAPI, BatchState, why_unanswered
 from nbeval.chat.batch_options import BatchOptions, batch_price, still_running
-from nbeval.chat.batch_store import CANCELLED_HERE, BatchStore, StoredBatch, store_path
-from nbeval.chat.client import SAMPLE_PARAM, ChatClient, _as_request, _cancel_check
+from nbeval.chat.batch_parts import Live, Part, chunks, quietly, read_file, sent, warn_one_by_one
+from nbeval.chat.batch_results import BatchResults, missing_note
+from nbeval.chat.batch_store import CANCELLED_HERE, LEASE_S, BatchStore, StoredBatch, creating, store_path
+from nbeval.chat.batch_watch import Watch
+from nbeval.chat.client import ChatClient, _cancel_check
 from nbeval.chat.openai_chat import OpenAIChat
 from nbeval.chat.secrets import redact
 from nbeval.errors import BadParameter
 
 __all__ = ["BatchOptions", "BatchesRunning", "can_batch", "run_batch", "run_batches"]
 
-#: The error codes of a line never tried because its batch ended first.
-_UNANSWERED = ("batch_expired", "batch_cancelled")
 
-_WARNED: set[str] = set()
-_WARNED_LOCK = threading.Lock()
+class _Cancelled(Exception):
+    """The cancel came while the run waited for a batch another run is creating."""
 
 
 class BatchesRunning(KeyboardInterrupt):
@@ -95,75 +103,32 @@ def run_batches(
     """Every job's ``(client, requests, on_done)`` answered, each model's requests in batches sent
     together and polled together; per job its results in order (see the module's docs)."""
     runner = _Runner(options or BatchOptions(), _cancel_check(cancel))
-    parts = [_Part(client, requests, on_done) for client, requests, on_done in jobs]
+    parts = [Part(client, requests, on_done) for client, requests, on_done in jobs]
     runner.run(parts)
     return [[r if r is not None else ChatFailure("no result", 0) for r in p.results] for p in parts]
-
-
-class _Part:
-    """One client's requests and their results."""
-
-    def __init__(
-        self, client: ChatClient, requests: Sequence[Any], on_done: Callable[[int, ChatResult], None] | None
-    ) -> None:
-        self.client = client
-        self.requests = requests
-        self.reqs = [_as_request(r) for r in requests]
-        self.results: list[ChatResult | None] = [None] * len(self.reqs)
-        self.on_done = on_done
-        self.waiting: dict[str, list[int]] = {}
-        """Cache key -> the requests waiting for its answer."""
-
-    def deliver(self, key: str, result: ChatResult, *, fresh: bool) -> None:
-        idxs = self.waiting.pop(key, None)
-        if not idxs:
-            return
-        client = self.client
-        if isinstance(result, ChatReply):
-            client._account(result, len(idxs), cached=False)
-        elif not result.cancelled:
-            client._fail(result, len(idxs))
-        if fresh:
-            client._bump(attempts=1)
-        for i in idxs:
-            self.results[i] = result
-            if self.on_done is not None:
-                self.on_done(i, result)
-
-
-@dataclass
-class _Live:
-    """A batch being waited on."""
-
-    submission: str
-    batch_id: str
-    keys: frozenset[str]
-    client: ChatClient
-    api: BatchAPI
-    store: BatchStore
-    state: BatchState | None = None
-    misses: int = 0
 
 
 class _Runner:
     def __init__(self, options: BatchOptions, cancel: Callable[[], bool] | None) -> None:
         self.options = options
         self.cancel = cancel
-        self.parts: list[_Part] = []
-        self.live: dict[str, _Live] = {}
+        self.parts: list[Part] = []
+        self.live: dict[str, Live] = {}
         self.stores: dict[str, BatchStore] = {}
+        self.clock: Callable[[], float] = time.time
+        """The time (seconds since the epoch) a batch's expiry is compared with."""
 
     def cancelled(self) -> bool:
         return self.cancel is not None and self.cancel()
 
     # -- starting ------------------------------------------------------------------------------
 
-    def run(self, parts: list[_Part]) -> None:
+    def run(self, parts: list[Part]) -> None:
         self.parts = parts
         one_by_one = []
         for part in parts:
             if not can_batch(part.client):
-                _warn_one_by_one(part.client)
+                warn_one_by_one(part.client)
                 one_by_one.append(part)
                 continue
             if part.client.cache is None:
@@ -178,9 +143,14 @@ class _Runner:
             self._answer_all(lambda _key: ChatFailure("cancelled before it was sent", 0, cancelled=True))
             return
         try:
-            for part in parts:
-                if part.waiting:
-                    self._start(part)
+            try:
+                for part in parts:
+                    if part.waiting:
+                        self._start(part)
+            except _Cancelled:
+                self._cancel_all()
+                self._answer_all(lambda _key: ChatFailure("cancelled before it was sent", 0, cancelled=True))
+                return
             for part in one_by_one:  # while the batches wait at the provider
                 part.results = list(part.client.run_many(part.requests, part.on_done, cancel=self.cancel))
             self._status()
@@ -198,7 +168,7 @@ class _Runner:
             self.stores[path] = BatchStore(path)
         return self.stores[path]
 
-    def _start(self, part: _Part) -> None:
+    def _start(self, part: Part) -> None:
         """Resume the open batches holding the part's requests; send the rest in new batches."""
         client = part.client
         model = client.model
@@ -206,40 +176,74 @@ class _Runner:
         identity = client._identity
         store, api = self._store(client), BatchAPI(model, client.timeout)
         covered = {k for live in self.live.values() if live.client._identity == identity for k in live.keys}
+        waited = False
         for stored in store.open_for(identity, [k for k in part.waiting if k not in covered]):
             if stored.status == CANCELLED_HERE:  # its unanswered requests are sent anew below
                 self._reclaim(stored, client, api, store)
                 continue
-            batch_id = stored.batch_id
-            if batch_id is None:  # recorded, and maybe created just before the last run stopped
-                found = _quietly(lambda s=stored.submission: api.find(s))  # type: ignore[misc]
-                if found is None:
-                    store.forget(stored.submission)
+            if stored.batch_id is None:  # being created by another run, or created just before a run stopped
+                waited = True
+                created = self._await_created(store, stored) or self._find(store, stored, api, identity)
+                if created is None:  # never created: its requests are sent below
                     continue
-                store.created(stored.submission, found.id, found.status)
-                batch_id = found.id
-            self.live[stored.submission] = _Live(stored.submission, batch_id, stored.keys, client, api, store)
+                stored = created
+            assert stored.batch_id is not None
+            self.live[stored.submission] = Live(stored.submission, stored.batch_id, stored.keys, client, api, store)
             covered |= stored.keys
+        if waited:  # a batch that ended while this run waited for it left its replies in the cache
+            self._take_cached(part, covered)
         lines: list[tuple[str, bytes]] = []
         one_by_one: list[str] = []
         for key, idxs in part.waiting.items():
             if key in covered:
                 continue
             messages, params = part.reqs[idxs[0]]
-            body, options = model._request(messages, {**model.default_params, **_sent(params)})
+            body, options = model._request(messages, {**model.default_params, **sent(params)})
             if options:  # per-call headers or query parameters: a batch line carries a body only
                 one_by_one.append(key)
                 continue
             line = {"custom_id": key, "method": "POST", "url": ENDPOINT, "body": body}
             lines.append((key, json.dumps(line, default=repr).encode("utf-8") + b"\n"))
-        for chunk in _chunks(lines, self.options.max_lines, self.options.max_bytes):
+        for chunk in chunks(lines, self.options.max_lines, self.options.max_bytes):
             self._submit(part, api, store, chunk)
         if one_by_one:
             asked = [part.reqs[part.waiting[k][0]] for k in one_by_one]
             for key, result in zip(one_by_one, part.client.run_many(asked, cancel=self.cancel), strict=True):
                 part.deliver(key, result, fresh=False)  # run_many counted these calls itself
 
-    def _submit(self, part: _Part, api: BatchAPI, store: BatchStore, chunk: list[tuple[str, bytes]]) -> None:
+    def _await_created(self, store: BatchStore, stored: StoredBatch) -> StoredBatch | None:
+        """A record with no provider id: wait while a live run may be creating it. The record with
+        its id once its creator wrote it; ``None`` when it is gone or still has no id."""
+        while store.may_be_live(stored.submission):
+            if self._sleep(min(self.options.poll_s, 0.25)):
+                raise _Cancelled
+        now = store.get(stored.submission)
+        return now if now is not None and now.batch_id is not None else None
+
+    def _find(self, store: BatchStore, stored: StoredBatch, api: BatchAPI, identity: str) -> StoredBatch | None:
+        """A record whose creator is gone without writing the provider's id: the batch if the
+        provider has it (created just before its run stopped), else ``None`` (the record forgotten)."""
+        if store.get(stored.submission) is None:
+            return None  # closed or forgotten meanwhile
+        found = quietly(lambda: api.find(stored.submission))
+        if found is None:
+            if store.forget_unsent(stored.submission):
+                return None
+            now = store.get(stored.submission)  # written meanwhile by a run that came back to it
+            return now if now is not None and now.batch_id is not None else None
+        store.created(stored.submission, found.id, found.status, identity=identity, keys=stored.keys)
+        return replace(stored, batch_id=found.id, status=found.status)
+
+    def _take_cached(self, part: Part, covered: set[str]) -> None:
+        """Hand on the replies the cache now holds for the part's requests no batch covers."""
+        cache = part.client.cache
+        assert cache is not None
+        for key in [k for k in part.waiting if k not in covered]:
+            hit: ChatReply | None = part.client._safe(lambda k=key: cache.get(k), None)  # type: ignore[misc]
+            if hit is not None:
+                part.deliver(key, hit, fresh=False, cached=True)
+
+    def _submit(self, part: Part, api: BatchAPI, store: BatchStore, chunk: list[tuple[str, bytes]]) -> None:
         client, keys = part.client, [k for k, _ in chunk]
         submission = uuid.uuid4().hex
         try:
@@ -248,17 +252,25 @@ class _Runner:
             hint = "; the endpoint may have no Batch API: run with batch=False" if err.status in (404, 405) else ""
             self._fail_keys(client, keys, f"the batch could not be sent: {err}{hint}")
             return
-        store.add(submission, client._identity, file_id, keys)  # before it exists: a crash can find it again
-        try:
-            state = self._create(client, api, file_id, submission)
-        except ChatError as err:
-            store.forget(submission)
-            self._fail_keys(client, keys, f"the batch could not be created: {err}")
-            return
-        store.created(submission, state.id, state.status)
-        self.live[submission] = _Live(submission, state.id, frozenset(keys), client, api, store, state)
+        # Recorded before it exists (a crash can find it again), leased to this process while it
+        # creates it (another run waits for it instead of forgetting it).
+        lease = client.timeout + LEASE_S
+        store.add(submission, client._identity, file_id, keys, lease_s=lease)
+        with creating(submission):
+            try:
+                state = self._create(client, api, file_id, submission, store, lease)
+            except ChatError as err:
+                store.forget(submission)
+                self._fail_keys(client, keys, f"the batch could not be created: {err}")
+                return
+            store.created(
+                submission, state.id, state.status, identity=client._identity, keys=keys, input_file_id=file_id
+            )
+        self.live[submission] = Live(submission, state.id, frozenset(keys), client, api, store, state)
 
-    def _create(self, client: ChatClient, api: BatchAPI, file_id: str, submission: str) -> BatchState:
+    def _create(
+        self, client: ChatClient, api: BatchAPI, file_id: str, submission: str, store: BatchStore, lease: float
+    ) -> BatchState:
         attempt = 0
         while True:
             attempt += 1
@@ -267,8 +279,10 @@ class _Runner:
             except ChatError as err:
                 if not err.retryable or attempt >= client.max_attempts:
                     raise
-                time.sleep(client._delay(attempt, err))
-                found = _quietly(lambda: api.find(submission))  # created before the connection broke?
+                delay = client._delay(attempt, err)
+                store.renew(submission, delay + lease)  # still creating it: the lease holds through the wait
+                time.sleep(delay)
+                found = quietly(lambda: api.find(submission))  # created before the connection broke?
                 if found is not None:
                     return found
 
@@ -293,7 +307,7 @@ class _Runner:
                 self._cancel_all()
                 return
             wait = self.options.poll_s if wait == 0 else min(wait * 1.5, cap)
-            ended: list[tuple[_Live, BatchState]] = []
+            ended: list[tuple[Live, BatchState, str | None]] = []
             for submission, live in list(self.live.items()):
                 try:
                     state = live.api.retrieve(live.batch_id)
@@ -307,12 +321,14 @@ class _Runner:
                 if live.state is None or state.status != live.state.status:
                     live.store.update(submission, state.status)
                 live.state = state
-                if state.terminal:
+                live.watch = live.watch or Watch(self.options.completion_window)
+                why = live.watch.give_up(state, self.clock())  # a status it does not know, or long past expiry
+                if state.terminal or why is not None:
                     del self.live[submission]
-                    ended.append((live, state))
-            self._status([state for _, state in ended])  # told before the rows they answer finish
-            for live, state in ended:
-                self._collect(live, state)
+                    ended.append((live, state, why))
+            self._status([state for _, state, _ in ended])  # told before the rows they answer finish
+            for live, state, why in ended:
+                self._collect(live, state, why)
 
     def _sleep(self, seconds: float) -> bool:
         """Wait ``seconds``, watching the cancel; whether it was cancelled."""
@@ -348,17 +364,27 @@ class _Runner:
 
     # -- results -------------------------------------------------------------------------------
 
-    def _collect(self, live: _Live, state: BatchState) -> None:
-        """Cache the answers of a finished batch, close it in the store and hand them on."""
+    def _collect(self, live: Live, state: BatchState, gave_up: str | None = None) -> None:
+        """Cache the answers of a finished batch (or one given up, ``gave_up`` saying why), close
+        it in the store and hand them on."""
         model, client = live.client.model, live.client
         assert isinstance(model, OpenAIChat)
         try:
-            got = self._read(live, state)
+            results = self._read(live, state)
         except ChatError as err:
             self._give_up(live, err, f"could not read batch {state.id}'s results")
             return
         live.store.close(live.submission, state.status)
-        missing = ChatFailure(model._describe(why_unanswered(state, self.options.completion_window)), 0)
+        if gave_up is None:
+            why = why_unanswered(state, self.options.completion_window)
+        else:
+            why = (
+                f"{gave_up}: it is given up (if it still runs at the provider it is billed: cancel it there, "
+                f"POST .../batches/{state.id}/cancel); run again to send these requests in a new batch, or with "
+                "batch=False to ask them one by one"
+            )
+        missing = ChatFailure(model._describe(why + missing_note(results)), 0)
+        got = results.got
         parts = self._parts_of(client._identity)
         for key in live.keys:
             result = got.get(key, missing)
@@ -369,10 +395,10 @@ class _Runner:
         """A batch cancelled here: hand on (and cache) the answers it gave before it stopped, when
         the provider has finished cancelling it, and forget it; its other requests stay waiting."""
         batch_id = stored.batch_id
-        state = None if batch_id is None else _quietly(lambda: api.retrieve(batch_id))
+        state = None if batch_id is None else quietly(lambda: api.retrieve(batch_id))
         if state is not None and state.terminal:
             try:
-                got = self._read(_Live(stored.submission, state.id, stored.keys, client, api, store), state)
+                got = self._read(Live(stored.submission, state.id, stored.keys, client, api, store), state).got
             except ChatError:
                 got = {}
             parts = self._parts_of(client._identity)
@@ -382,33 +408,24 @@ class _Runner:
                         part.deliver(key, result, fresh=True)
         store.forget(stored.submission)
 
-    def _read(self, live: _Live, state: BatchState) -> dict[str, ChatResult]:
-        """The results of a finished batch by cache key, its replies cached; a :class:`ChatError`
-        when its files cannot be read."""
+    def _read(self, live: Live, state: BatchState) -> BatchResults:
+        """The results of a finished batch by cache key, its replies cached, its files streamed
+        line by line; a :class:`ChatError` when its files cannot be read."""
         model, client = live.client.model, live.client
         assert isinstance(model, OpenAIChat)
-        texts = [
-            self._retrying(client, functools.partial(live.api.content, file_id))
-            for file_id in filter(None, (state.output_file_id, state.error_file_id))
-        ]
-        got: dict[str, ChatResult] = {}
-        for text in texts:
-            for line in read_lines(text):
-                if line.custom_id not in live.keys or (line.error or "").startswith(_UNANSWERED):
-                    continue  # not asked here, or not answered before the batch ended (said below)
-                if line.error is None and line.status_code == 200:
-                    try:
-                        reply = model._parse(json.dumps(line.body), 0.0)
-                    except ChatError as err:
-                        got[line.custom_id] = ChatFailure(redact(f"{err} (batch {state.id})"), 1, 200)
-                        continue
-                    got[line.custom_id] = self._keep(client, line.custom_id, reply)
-                elif line.custom_id not in got or isinstance(got[line.custom_id], ChatFailure):
-                    what = model._describe(f"batch {state.id} answered this request with an error: {line.error}")
-                    got[line.custom_id] = ChatFailure(what, 1, line.status_code)
-        return got
+        results = BatchResults(
+            state.id,
+            live.keys,
+            parse=lambda text: model._parse(text, 0.0),
+            describe=model._describe,
+            keep=lambda key, reply: self._keep(client, key, reply),
+        )
+        for file_id, kind in ((state.output_file_id, "output"), (state.error_file_id, "error")):
+            if file_id is not None:
+                self._retrying(client, functools.partial(read_file, live.api, file_id, kind, results))
+        return results
 
-    def _give_up(self, live: _Live, err: ChatError, what: str) -> None:
+    def _give_up(self, live: Live, err: ChatError, what: str) -> None:
         """The batch's requests fail with ``err``. A refusal (the provider does not know the batch,
         or its files are gone) forgets the batch, so a later run sends its requests anew; a
         connection or server trouble leaves it recorded, so a later run picks up its replies."""
@@ -432,7 +449,7 @@ class _Runner:
             client._safe(lambda: cache.put(key, redact(client._identity), reply), None)
         return reply
 
-    def _parts_of(self, identity: str) -> list[_Part]:
+    def _parts_of(self, identity: str) -> list[Part]:
         return [p for p in self.parts if p.waiting and p.client._identity == identity]
 
     def _fail_keys(self, client: ChatClient, keys: Sequence[str] | frozenset[str], error: str) -> None:
@@ -445,40 +462,3 @@ class _Runner:
         for part in self.parts:
             for key in list(part.waiting):
                 part.deliver(key, make(key), fresh=False)
-
-
-def _sent(params: dict[str, Any]) -> dict[str, Any]:
-    """A request's parameters as sent: without the sample number, which only tells copies apart."""
-    return {k: v for k, v in params.items() if k != SAMPLE_PARAM}
-
-
-def _chunks(lines: list[tuple[str, bytes]], max_lines: int, max_bytes: int) -> list[list[tuple[str, bytes]]]:
-    chunks: list[list[tuple[str, bytes]]] = []
-    size = 0
-    for item in lines:
-        if not chunks or len(chunks[-1]) >= max_lines or (chunks[-1] and size + len(item[1]) > max_bytes):
-            chunks.append([])
-            size = 0
-        chunks[-1].append(item)
-        size += len(item[1])
-    return chunks
-
-
-def _quietly(fn: Callable[[], BatchState | None]) -> BatchState | None:
-    try:
-        return fn()
-    except ChatError:
-        return None
-
-
-def _warn_one_by_one(client: ChatClient) -> None:
-    name = getattr(client.model, "name", type(client.model).__name__)
-    msg = (
-        f"nbeval: batch=True: {name!r} is not an OpenAI-compatible endpoint, which alone has a Batch API; "
-        "its calls are made one by one"
-    )
-    with _WARNED_LOCK:
-        if msg in _WARNED:
-            return
-        _WARNED.add(msg)
-    warnings.warn(redact(msg), RuntimeWarning, stacklevel=4)

@@ -14,12 +14,13 @@ output or error line ``{"id", "custom_id", "response": {"status_code", "body"} |
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator, Mapping
+import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from nbeval.chat.base import ChatError
+from nbeval.chat.batch_lines import OutputLine, read_lines, split_lines
 from nbeval.chat.openai_chat import OpenAIChat
 from nbeval.chat.secrets import redact
 
@@ -46,6 +47,9 @@ TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})
 
 _T = TypeVar("_T")
 
+#: Bytes read from a streamed file at a time.
+_CHUNK = 1 << 16
+
 
 @dataclass(frozen=True)
 class BatchState:
@@ -64,6 +68,10 @@ class BatchState:
     """Why a batch ``failed`` (its input was refused), one line per error."""
     submission: str | None = None
     """The nbeval submission id in its metadata, if any."""
+    created_at: float | None = None
+    """When the provider created it (seconds since the epoch), if it says."""
+    expires_at: float | None = None
+    """When its completion window ends (seconds since the epoch), if the provider says."""
 
     @property
     def terminal(self) -> bool:
@@ -71,28 +79,31 @@ class BatchState:
 
     @classmethod
     def of(cls, batch: Any) -> BatchState:
-        """From the SDK's ``Batch`` (or any object or mapping with its fields)."""
-        get = batch.get if isinstance(batch, Mapping) else lambda k, d=None: getattr(batch, k, d)
-        counts = get("request_counts")
-        count = counts.get if isinstance(counts, Mapping) else lambda k, d=0: getattr(counts, k, d) if counts else d
+        """From the SDK's ``Batch`` (or any object or mapping with its fields). A field of the wrong
+        type is read as missing (a count as 0), never an exception: the provider's answer is untrusted."""
+        get = _getter(batch)
+        count = _getter(get("request_counts"))
         errors = get("errors")
-        data = (errors.get("data") if isinstance(errors, Mapping) else getattr(errors, "data", None)) or []
+        data = errors.get("data") if isinstance(errors, Mapping) else getattr(errors, "data", None)
         lines = []
-        for e in data:
-            eget = e.get if isinstance(e, Mapping) else lambda k, d=None, e=e: getattr(e, k, d)
+        for e in data if isinstance(data, list | tuple) else ():
+            eget = _getter(e)
             where = f" (line {eget('line')})" if eget("line") is not None else ""
             lines.append(redact(f"{eget('code') or 'error'}{where}: {eget('message') or ''}".strip()))
-        metadata = get("metadata") or {}
+        metadata = get("metadata")
+        submission = metadata.get(METADATA_KEY) if isinstance(metadata, Mapping) else None
         return cls(
             id=str(get("id")),
             status=str(get("status")),
-            total=int(count("total", 0) or 0),
-            completed=int(count("completed", 0) or 0),
-            failed=int(count("failed", 0) or 0),
-            output_file_id=get("output_file_id") or None,
-            error_file_id=get("error_file_id") or None,
+            total=_count(count("total")),
+            completed=_count(count("completed")),
+            failed=_count(count("failed")),
+            output_file_id=_file_id(get("output_file_id")),
+            error_file_id=_file_id(get("error_file_id")),
             errors=tuple(lines),
-            submission=(metadata.get(METADATA_KEY) if isinstance(metadata, Mapping) else None),
+            submission=submission if isinstance(submission, str) else None,
+            created_at=_seconds(get("created_at")),
+            expires_at=_seconds(get("expires_at")),
         )
 
     def counts_text(self) -> str:
@@ -100,40 +111,29 @@ class BatchState:
         return done + (f", {self.failed} failed" if self.failed else "")
 
 
-@dataclass(frozen=True)
-class OutputLine:
-    """One line of a batch's output or error file."""
-
-    custom_id: str
-    status_code: int | None
-    body: Any
-    """The response's JSON body (a chat completion when ``status_code`` is 200)."""
-    error: str | None
-    """The line's error (``code: message``), or the error body's message for a non-200 response."""
+def _getter(obj: Any) -> Callable[[str], Any]:
+    """A field reader for a mapping or an object (``None`` for a field it lacks)."""
+    if isinstance(obj, Mapping):
+        return lambda k: obj.get(k)
+    return lambda k: getattr(obj, k, None)
 
 
-def read_lines(text: str) -> Iterator[OutputLine]:
-    """The lines of an output or error file (lines that are not JSON objects are skipped)."""
-    for raw in text.splitlines():
-        try:
-            line = json.loads(raw)
-        except ValueError:
-            continue
-        if not isinstance(line, dict) or "custom_id" not in line:
-            continue
-        got = line.get("response")
-        response: dict[str, Any] = got if isinstance(got, dict) else {}
-        status = response.get("status_code")
-        body = response.get("body")
-        err = line.get("error")
-        error = None
-        if isinstance(err, dict) and (err.get("message") or err.get("code")):
-            error = f"{err.get('code') or 'error'}: {err.get('message') or ''}".strip()
-        elif status is not None and status != 200:
-            inner = body.get("error") if isinstance(body, dict) else None
-            message = inner.get("message") if isinstance(inner, dict) else json.dumps(body)[:300]
-            error = f"HTTP {status}: {message}"
-        yield OutputLine(str(line["custom_id"]), None if status is None else int(status), body, error)
+def _count(value: Any) -> int:
+    """A count the provider gave; 0 for one that is no whole non-negative number."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    return int(value) if math.isfinite(value) and value >= 0 else 0
+
+
+def _seconds(value: Any) -> float | None:
+    """A time the provider gave (seconds since the epoch); ``None`` for one that is not a number."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _file_id(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 class BatchAPI:
@@ -184,10 +184,24 @@ class BatchAPI:
         )
 
     def content(self, file_id: str) -> str:
-        """``GET /files/{id}/content``: an output or error file's text."""
+        """``GET /files/{id}/content``: an output or error file's text, whole (for a small file;
+        :meth:`read` streams one)."""
+        chunks: list[bytes] = []
+        self.read(file_id, chunks.append, split=False)
+        return b"".join(chunks).decode("utf-8", "replace")
+
+    def read(self, file_id: str, on_line: Callable[[bytes], None], *, split: bool = True) -> None:
+        """``GET /files/{id}/content``, streamed: ``on_line(line)`` for each line as it arrives
+        (``split=False``: for each chunk as it arrives), so a large file is never held whole."""
         client = self.model._get_client()
-        out = self._call("read the batch's results", lambda: client.files.content(file_id, timeout=self.timeout))
-        return str(out.text)
+
+        def stream() -> None:
+            with client.files.with_streaming_response.content(file_id, timeout=self.timeout) as response:
+                chunks = response.iter_bytes(_CHUNK)
+                for piece in split_lines(chunks) if split else chunks:
+                    on_line(piece)
+
+        self._call("read the batch's results", stream)
 
     def find(self, submission: str, limit: int = 100) -> BatchState | None:
         """The batch among the newest ``limit`` whose metadata names ``submission``, if any (a
@@ -201,6 +215,7 @@ class BatchAPI:
         return None
 
     def _call(self, what: str, fn: Callable[[], _T]) -> _T:
+        import httpx
         import openai
 
         model = self.model
@@ -211,6 +226,9 @@ class BatchAPI:
         except openai.APIConnectionError as e:
             cause = e.__cause__ or e
             msg = model._describe(f"could not {what}: connection failed ({type(cause).__name__}: {cause})")
+            raise ChatError(msg, retryable=True) from None
+        except httpx.HTTPError as e:  # a streamed body broken off after its headers came
+            msg = model._describe(f"could not {what}: connection failed ({type(e).__name__}: {e})")
             raise ChatError(msg, retryable=True) from None
         except openai.APIStatusError as e:
             err = model._status_error(e)

@@ -205,7 +205,7 @@ def test_ctrl_c_on_the_command_line_names_the_batch_left_running(
 
 
 def test_a_batch_created_just_before_a_crash_is_found_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def crash(self: BatchStore, submission: str, batch_id: str, status: str) -> None:
+    def crash(self: BatchStore, submission: str, batch_id: str, status: str, **_: object) -> None:
         raise KeyboardInterrupt  # killed between the provider's answer and writing its id down
 
     with FakeBatchServer(lambda rec: f"echo {rec.last_content}", delay=0.1) as server:

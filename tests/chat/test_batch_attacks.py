@@ -1,0 +1,274 @@
+"""Batched judging under attack and beside other runs (issue 43): two runs sharing a store never
+forget each other's batch; a reply line with a malformed field is its row's error and the batch is
+given up, not resumed into the same crash; a status nbeval does not know, or a batch past its
+expiry, stops the polling; a large output file is read line by line; a damaged store is set aside."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nbeval.chat import ChatClient, OpenAIChat
+from nbeval.chat.accounting import ChatFailure, ChatResult
+from nbeval.chat.base import ChatReply
+from nbeval.chat.batch import BatchOptions, run_batch
+from nbeval.chat.batch_store import BatchStore, store_path
+from tests.support.fake_batch import FakeBatchServer, _Batch
+from tests.support.fake_openai import Recorded
+
+POLL = BatchOptions(poll_s=0.02)
+
+
+def echo(rec: Recorded) -> str:
+    return f"echo {rec.last_content}"
+
+
+def client_of(server: FakeBatchServer, cache: Path) -> ChatClient:
+    return ChatClient(OpenAIChat("m", base_url=server.url, api_key="sk-test"), cache=cache)
+
+
+def texts(results: list[ChatResult]) -> list[str | None]:
+    return [r.text if isinstance(r, ChatReply) else None for r in results]
+
+
+def stored(cache: Path) -> list[tuple[Any, ...]]:
+    return [(b["status"], b["open"], b["requests"]) for b in BatchStore(store_path(cache)).batches()]
+
+
+# -- 11: two runs sharing a store ---------------------------------------------------------------
+
+
+class SlowCreate(FakeBatchServer):
+    """``POST /v1/batches`` waits for :attr:`go` (another run starts meanwhile)."""
+
+    def __init__(self, reply: Any, **kw: Any) -> None:
+        super().__init__(reply, **kw)
+        self.creating = threading.Event()
+        self.go = threading.Event()
+
+    def _create(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        self.creating.set()
+        self.go.wait(30)
+        return super()._create(body)
+
+
+def test_a_second_run_waits_for_the_batch_another_run_is_creating(tmp_path: Path) -> None:
+    cache = tmp_path / "c.sqlite"
+    got: dict[str, list[ChatResult]] = {}
+    with SlowCreate(echo, delay=0.05) as server:
+
+        def run(name: str) -> None:
+            got[name] = run_batch(client_of(server, cache), ["a", "b"], options=POLL)
+
+        first = threading.Thread(target=run, args=("first",))
+        first.start()
+        assert server.creating.wait(30)
+        second = threading.Thread(target=run, args=("second",))
+        second.start()
+        # The second run would look the batch up at the provider (GET /v1/batches) and, not finding it
+        # yet, forget it and send its own: give it the time to, then let the first run's create through.
+        server.wait_until(lambda _: ("GET", "/v1/batches") in server.calls or len(server.uploads) > 1, timeout=1.0)
+        server.go.set()
+        first.join(60)
+        second.join(60)
+    assert texts(got["first"]) == texts(got["second"]) == ["echo a", "echo b"]
+    assert server.batch_creates == 1 and len(server.uploads) == 1 and len(server.batch_lines) == 2
+    assert stored(cache) == [("completed", 0, 2)]
+
+
+def test_created_puts_back_a_record_another_run_forgot(tmp_path: Path) -> None:
+    store = BatchStore(tmp_path / "s.sqlite")
+    store.add("sub1", "ident", "file-1", ["k1", "k2"])
+    store.forget("sub1")  # what a concurrent run did before the fix
+    store.created("sub1", "batch_1", "in_progress", identity="ident", keys=["k1", "k2"], input_file_id="file-1")
+    [batch] = store.open_for("ident", ["k2"])
+    assert (batch.submission, batch.batch_id, batch.status, batch.keys) == (
+        "sub1",
+        "batch_1",
+        "in_progress",
+        frozenset({"k1", "k2"}),
+    )
+
+
+def test_a_record_of_a_live_process_is_kept_and_one_of_a_dead_process_is_not(tmp_path: Path) -> None:
+    store = BatchStore(tmp_path / "s.sqlite")
+    store.add("mine", "ident", "file-1", ["k1"])  # this process holds its lease (creating it now)
+    assert store.forget_unsent("mine", creating={"mine"}) is False
+    assert [b["submission"] for b in store.batches()] == ["mine"]
+    assert store.forget_unsent("mine", creating=set()) is True  # this process is not creating it
+    assert store.batches() == []
+
+
+# -- 14: a malformed field in a reply line ------------------------------------------------------
+
+
+class Mangled(FakeBatchServer):
+    """Answers each line, then writes each output line as ``mangle(line)`` returns it."""
+
+    def __init__(self, reply: Any, mangle: Any, **kw: Any) -> None:
+        super().__init__(reply, **kw)
+        self.mangle = mangle
+
+    def _finish(self, batch: _Batch, keep: int | None = None, ended: str = "expired") -> None:
+        super()._finish(batch, keep, ended)
+        if batch.output_file_id is not None:
+            lines = self._outputs[batch.output_file_id].decode().splitlines()
+            self._outputs[batch.output_file_id] = "".join(self.mangle(json.loads(x)) + "\n" for x in lines).encode()
+
+
+def _malformed(line: dict[str, Any]) -> str:
+    body = line["response"]["body"]
+    content = body["choices"][0]["message"]["content"]
+    if content == "echo b":
+        line["response"]["status_code"] = "200 OK"
+    elif content == "echo c":
+        body["usage"]["prompt_tokens"] = "lots"
+    return json.dumps(line)
+
+
+def test_a_malformed_field_is_its_rows_error_and_the_batch_is_given_up(tmp_path: Path) -> None:
+    cache = tmp_path / "c.sqlite"
+    with Mangled(echo, _malformed, delay=0.05) as server:
+        client = client_of(server, cache)
+        out = run_batch(client, ["a", "b", "c"], options=POLL)
+        assert texts(out) == ["echo a", None, None]
+        for result, field, value in ((out[1], "status_code", "'200 OK'"), (out[2], "prompt_tokens", "'lots'")):
+            assert isinstance(result, ChatFailure) and field in result.error and value in result.error
+            assert "batch_fake0001" in result.error
+        assert stored(cache) == [("completed", 0, 3)]  # closed: a rerun does not resume it into the same crash
+        server.mangle = json.dumps
+        again = run_batch(client, ["a", "b", "c"], options=POLL)
+    assert texts(again) == ["echo a", "echo b", "echo c"]
+    assert server.batch_creates == 2 and len(server.batch_lines) == 5  # only the two rows sent anew
+
+
+# -- 15: statuses nbeval does not know, and a batch past its expiry ----------------------------
+
+
+class Reports(FakeBatchServer):
+    """Describes every batch with ``fields`` laid over what it would say."""
+
+    def __init__(self, reply: Any, fields: dict[str, Any], **kw: Any) -> None:
+        super().__init__(reply, **kw)
+        self.fields = fields
+
+    def _describe(self, batch: _Batch) -> dict[str, Any]:
+        return {**super()._describe(batch), **self.fields}
+
+
+def test_a_status_nbeval_does_not_know_stops_the_polling_and_is_named(tmp_path: Path) -> None:
+    with Reports(echo, {"status": "ended"}, delay=None) as server:
+        client = client_of(server, tmp_path / "c.sqlite")
+        out = run_batch(client, ["a"], options=POLL, cancel=lambda: len(server.polls) > 40)
+    [result] = out
+    assert isinstance(result, ChatFailure) and not result.cancelled, result
+    assert "'ended'" in result.error and "batch_fake0001" in result.error
+    assert 2 <= len(server.polls) <= 5
+
+
+def test_a_batch_still_in_progress_past_its_expiry_is_given_up(tmp_path: Path) -> None:
+    due = int(time.time()) - 3 * 3600
+    with Reports(echo, {"expires_at": due}, delay=None) as server:
+        client = client_of(server, tmp_path / "c.sqlite")
+        out = run_batch(client, ["a"], options=POLL, cancel=lambda: len(server.polls) > 40)
+    [result] = out
+    assert isinstance(result, ChatFailure) and not result.cancelled, result
+    assert "expire" in result.error and "in_progress" in result.error and "batch_fake0001" in result.error
+    assert len(server.polls) == 1
+
+
+# -- 16: a large output file --------------------------------------------------------------------
+
+
+class BigOutput(FakeBatchServer):
+    """Serves :attr:`big` (made by the test) as the output file of every batch."""
+
+    big: bytes = b""
+
+    def _finish(self, batch: _Batch, keep: int | None = None, ended: str = "expired") -> None:
+        batch.completed, batch.status, batch.output_file_id = len(batch.lines), "completed", "file-big"
+        self._outputs["file-big"] = self.big  # no copy: made before the memory is traced
+
+
+def test_a_large_output_file_is_read_line_by_line(tmp_path: Path) -> None:
+    mb = 24
+    with BigOutput(echo, delay=None) as server:
+        client = client_of(server, tmp_path / "c.sqlite")
+        got: list[list[ChatResult]] = []
+        run = threading.Thread(target=lambda: got.append(run_batch(client, ["a", "b"], options=POLL)))
+        run.start()
+        assert server.wait_until(lambda _: server.batch_creates == 1, timeout=30)
+        [upload] = server.uploads.values()
+        ids = [json.loads(x)["custom_id"] for x in upload.decode().splitlines()]
+        server.big = _big_output(ids, mb)
+        tracemalloc.start()
+        try:
+            server.release()
+            run.join(120)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert texts(got[0]) == ["echo a", "echo b"]
+    assert peak < 8 * 2**20, f"reading a {mb} MB output file took {peak / 2**20:.1f} MB at peak"
+
+
+def _big_output(ids: list[str], mb: int) -> bytes:
+    """An output file of about ``mb`` MB: other runs' lines, and one answer per id among them."""
+
+    def line(custom_id: str, text: str) -> bytes:
+        body = {
+            "id": "chatcmpl-x",
+            "object": "chat.completion",
+            "model": "m",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
+        }
+        return json.dumps({"id": "r", "custom_id": custom_id, "response": {"status_code": 200, "body": body}}).encode()
+
+    other = line("someone-else", "x" * 900) + b"\n"
+    n = mb * 2**20 // len(other)
+    half = other * (n // 2)
+    return b"".join([half, line(ids[0], "echo a"), b"\n", half, line(ids[1], "echo b"), b"\n"])
+
+
+# -- 17: a damaged store ------------------------------------------------------------------------
+
+
+def _garbage(path: Path) -> None:
+    path.write_bytes(b"this is not a database\n" * 400)
+
+
+def _torn(path: Path) -> None:
+    store = BatchStore(path)
+    store.add("old", "ident", "file-0", [f"k{i}" for i in range(2000)])
+    store.shut()
+    for extra in (Path(f"{path}-wal"), Path(f"{path}-shm")):
+        extra.unlink(missing_ok=True)
+    data = bytearray(path.read_bytes())
+    data[4096:] = b"\xa5" * (len(data) - 4096)  # every page after the first overwritten
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("damage", [_garbage, _torn], ids=["not-a-database", "torn-pages"])
+def test_a_damaged_store_is_set_aside_with_a_warning_and_the_run_goes_on(tmp_path: Path, damage: Any) -> None:
+    cache = tmp_path / "c.sqlite"
+    path = store_path(cache)
+    damage(path)
+    before = path.read_bytes()
+    with FakeBatchServer(echo, delay=0.05) as server:
+        with pytest.warns(RuntimeWarning, match="damaged") as caught:
+            out = run_batch(client_of(server, cache), ["a", "b"], options=POLL)
+    assert texts(out) == ["echo a", "echo b"]
+    [aside] = [p for p in tmp_path.iterdir() if p.name.startswith("c-batches.sqlite.damaged")]
+    assert aside.read_bytes() == before
+    message = str(next(w.message for w in caught if "damaged" in str(w.message)))
+    assert str(path) in message and str(aside) in message
+    assert stored(cache) == [("completed", 0, 2)]
+    assert os.path.exists(path)
