@@ -17,7 +17,8 @@ is one), raised before a result is made:
   of them primary; each score of a (test case, model, evaluator, metric) once, of a row the
   dataset has and of a metric ``metrics.jsonl`` lists; each aggregate once, of a model and metric
   the result has; each dataset row once, its condition well formed; each human label at most
-  :data:`~nbeval.results.limits.MAX_LABEL_CHARS` characters.
+  :data:`~nbeval.results.limits.MAX_LABEL_CHARS` characters; each head-to-head verdict between
+  two models the test case has, filed alike on both their rows (:mod:`nbeval.results.verdict_check`).
 
 The checks across the files are :mod:`nbeval.results.consistency`; those of the long table work
 on its categoricals' codes and on each distinct value once, so they cost little next to reading
@@ -55,6 +56,7 @@ from nbeval.results.result import (
 )
 from nbeval.results.run_facts import check_run_facts
 from nbeval.results.score_table import SCORE_COLUMNS, typed_scores
+from nbeval.results.verdict_check import check_verdicts
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -320,6 +322,7 @@ def load_result(folder: str | Path) -> EvaluationResult:
     check_dataset(dataset, folder / dataset_name)
     check_scores(scores, metrics, dataset, scores_path, score_lines, dataset_name)
     check_aggregates(aggregates, aggregate_lines, metrics, dataset, folder / "aggregates.jsonl")
+    check_verdicts(scores, metrics, scores_path, score_lines)
     check_label_file(folder)
     return with_saved_labels(
         EvaluationResult(
