@@ -5,8 +5,10 @@ good test question is, and the JSON schema the reply must follow (:data:`CASE_SC
 into the message as ragas's structured calls do, so any chat model can follow it. The user message
 holds the passage (one chunk for ``single_hop``, two related chunks for ``multi_hop``), the kind of
 question wanted (an *angle*, so that a chunk used twice is asked about differently) and, when
-personas are given, who is asking. ``response_format=True`` in :func:`nbeval.generate` also sends
-the schema as OpenAI's ``response_format``, for servers that enforce it.
+personas are given, who is asking. The passages are in ``<passage>`` blocks that their text
+cannot close (its ``passage`` tags are written as ``&lt;passage&gt;``, as the judge prompts do).
+``response_format=True`` in :func:`nbeval.generate` also sends the schema as OpenAI's
+``response_format``, for servers that enforce it.
 
 :func:`parse_reply` reads a reply against the schema (a JSON object, possibly in a code fence);
 a reply that does not fit is answered with :func:`reask_messages`: the conversation so far, the
@@ -21,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from nbeval.data.delimiters import neutralise
 from nbeval.errors import BadParameter
 from nbeval.generation.chunks import DocChunk
 
@@ -28,6 +31,7 @@ __all__ = [
     "ANGLES",
     "CASE_SCHEMA",
     "KINDS",
+    "PASSAGE_TAG",
     "Persona",
     "as_personas",
     "case_messages",
@@ -130,21 +134,31 @@ def system_message() -> str:
 
 
 def case_messages(kind: str, chunks: Sequence[DocChunk], angle: str, persona: Persona | None) -> list[dict[str, str]]:
-    """The two messages asking for one test case of ``kind`` from ``chunks``."""
+    """The two messages asking for one test case of ``kind`` from ``chunks``. A document's text,
+    its ``doc_uri`` and the persona cannot open or close a ``<passage>`` block: their ``passage``
+    tags are written with character references (:func:`~nbeval.data.delimiters.neutralise`)."""
     if len(chunks) == 1:
         c = chunks[0]
-        parts = [f"Passage (from {c.doc_uri}):\n<passage>\n{c.content}\n</passage>"]
+        parts = [f"Passage (from {_safe(c.doc_uri)}):\n<passage>\n{_safe(c.content)}\n</passage>"]
     else:
         parts = [
-            f'Passage {i} (from {c.doc_uri}):\n<passage id="{i}">\n{c.content}\n</passage>'
+            f'Passage {i} (from {_safe(c.doc_uri)}):\n<passage id="{i}">\n{_safe(c.content)}\n</passage>'
             for i, c in enumerate(chunks, 1)
         ]
     if kind == "multi_hop":
         parts.append("Write one question that needs facts from both passages: neither passage alone answers it.")
     parts.append(f"Write {angle}.")
     if persona is not None:
-        parts.append(f"Ask it as this person would: {persona.prompt_text()}.")
+        parts.append(f"Ask it as this person would: {_safe(persona.prompt_text())}.")
     return [{"role": "system", "content": system_message()}, {"role": "user", "content": "\n\n".join(parts)}]
+
+
+#: The tag of the blocks a request shows documents in.
+PASSAGE_TAG = "passage"
+
+
+def _safe(text: str) -> str:
+    return neutralise(text, (PASSAGE_TAG,))
 
 
 def response_format() -> dict[str, Any]:

@@ -16,6 +16,10 @@ calls go through nbeval's judge layer (:class:`nbeval.runtime.Resources`): cache
 counted, and counted beforehand by ``nbeval.perturb(..., dry_run=True)`` (a
 :class:`PerturbationPlan`; nothing is called).
 
+The original request is shown between ``<<<`` and ``>>>``; runs of three or more ``<`` or ``>``
+in it are written with character references (:func:`~nbeval.data.delimiters.neutralise`, as the
+judge prompts do), so a request cannot close its block and speak to the attacker model.
+
 The model is told the JSON schema of its reply in the system message (:data:`REPLY_SCHEMA`); a
 reply that cannot be read is asked again, at most ``max_reasks`` times, with the reason. A case
 whose reply never parses (or whose call fails) is not perturbed, and is reported: a
@@ -39,6 +43,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from nbeval.data.delimiters import neutralise
 from nbeval.errors import PerturbationError
 from nbeval.perturbation.base import PerturbationWarning, Perturbator, check_intensity
 from nbeval.requests import Chat
@@ -93,6 +98,8 @@ Reply with one JSON object and nothing else (no prose, no code fence), matching 
 {schema}"""
 
 _USER = "Original request:\n<<<\n{prompt}\n>>>"
+#: The characters whose runs delimit the request in :data:`_USER`.
+_FENCES = "<>"
 
 _REASK = (
     "Your reply could not be read: {why}. Reply again with only the JSON object, for example "
@@ -161,7 +168,9 @@ class LlmPerturbator(Perturbator):
             intensity=_INTENSITY[check_intensity(intensity)],
             schema=json.dumps(REPLY_SCHEMA),
         )
-        messages = ({"role": "system", "content": system}, {"role": "user", "content": _USER.format(prompt=text)})
+        # the request cannot close its <<< >>> block: runs of < or > in it become character references
+        user = _USER.format(prompt=neutralise(text, (), _FENCES))
+        messages = ({"role": "system", "content": system}, {"role": "user", "content": user})
         return Chat(messages=messages, params=dict(self.params), model=self.judge, sample=sample)
 
     def apply(self, text: str, intensity: str, rng: random.Random) -> str:

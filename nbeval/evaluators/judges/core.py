@@ -30,10 +30,10 @@ import json
 import re
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from nbeval.data.conversation import NO_CALL_EXPECTED, earlier_turns, render_messages
+from nbeval.data.delimiters import neutralise  # one mechanism for every prompt's blocks
 from nbeval.errors import EvaluatorError
 from nbeval.evaluators.base import Chat, Evaluator, Score
 from nbeval.evaluators.judges.expected import YES_NO_SCALE, rate, score_mode_judge_params
@@ -81,7 +81,6 @@ _PLACEHOLDER = re.compile(r"\{\{?\s*([A-Za-z_]+)\s*\}?\}")
 _TAG = re.compile(r"<\s*/?\s*([A-Za-z_][\w.:-]*)[^<>]*>")
 #: Fence characters a template may delimit data with (three or more in a row).
 _FENCE_CHARS = "`~\"'"
-_ENTITIES = {"<": "&lt;", ">": "&gt;", "`": "&#96;", "~": "&#126;", '"': "&quot;", "'": "&#39;"}
 
 
 @dataclass(frozen=True)
@@ -166,34 +165,6 @@ class JudgePrompt:
 
     def __str__(self) -> str:
         return self.text()
-
-
-def neutralise(text: str, tags: Sequence[str], fences: str = "") -> str:
-    """``text`` with every opening or closing tag named in ``tags`` (any case, with spaces or
-    attributes: ``</answer>``, ``< /ANSWER >``, ``<answer id=1>``) and every run of three or more
-    of the ``fences`` characters written with HTML character references, so it cannot open or
-    close a block of the prompt it is placed in. ``html.unescape`` gives the text back."""
-    pattern = _delimiter_pattern(tuple(tags), fences)
-    if pattern is None:
-        return text
-    return pattern.sub(_escape_delimiter, text)
-
-
-@lru_cache(maxsize=256)
-def _delimiter_pattern(tags: tuple[str, ...], fences: str) -> re.Pattern[str] | None:
-    parts = []
-    if tags:
-        names = "|".join(re.escape(t) for t in sorted(set(tags), key=len, reverse=True))
-        parts.append(r"<\s*/?\s*(?:" + names + r")(?![\w.:-])[^<>]*>?")
-    parts.extend(re.escape(c) + "{3,}" for c in fences)
-    return re.compile("|".join(parts), re.IGNORECASE) if parts else None
-
-
-def _escape_delimiter(m: re.Match[str]) -> str:
-    found = m.group(0)
-    if found[0] == "<":
-        return "&lt;" + found[1:].replace(">", "&gt;")
-    return "".join(_ENTITIES[c] for c in found)
 
 
 def fill(template: str, values: Mapping[str, str]) -> str:
