@@ -23,9 +23,10 @@ batch is closed all the same, so a rerun sends only those requests anew instead 
 same line again. A batch whose status nbeval does not know, or still running an hour past its
 expiry, is given up after a few polls, its status named (:mod:`nbeval.chat.batch_watch`). The
 output and error files are read line by line as they arrive. The requests a batch ``expired`` or
-``cancelled`` at the provider did not answer get an error saying so (the batch is then closed: the next run, with ``batch=True``, sends only those requests in a new
-batch, or with ``batch=False`` asks them one by one); the answers such a batch did give are kept. A
-cancel (``cancel=``, the Cancel button) cancels the batches at the provider and answers the rest as
+``cancelled`` at the provider did not answer get an error saying so (the batch is then closed:
+the next run, with ``batch=True``, sends only those requests in a new batch, or with
+``batch=False`` asks them one by one); the answers such a batch did give are kept. A cancel
+(``cancel=``, the Cancel button) cancels the batches at the provider and answers the rest as
 cancelled; once the provider agrees, the store marks the batch cancelled here, and the next batched
 run keeps the answers it gave (if the provider has finished cancelling it), forgets it and sends the
 rest in a new batch. Ctrl-C does not cancel (the batches go on, and the next run picks them up): it

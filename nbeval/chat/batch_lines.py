@@ -2,8 +2,8 @@
 
 A provider's file is JSONL: each line ``{"id", "custom_id", "response": {"status_code", "body"} |
 null, "error": {"code", "message"} | null}``. Nothing in it is taken on trust: a field of the wrong
-type (``"status_code": "200 OK"``, ``"prompt_tokens": "lots"``) is not an exception that stops
-the run (and every rerun, which resumes the same batch) but an :class:`OutputLine` whose
+type (``"status_code": "200 OK"``, a body that is no object) is not an exception that stops the
+run (and every rerun, which resumes the same batch) but an :class:`OutputLine` whose
 ``problem`` says which field holds what, so that line's request gets a row error and the other
 lines their replies.
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import math
 import reprlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,9 +27,6 @@ __all__ = ["OutputLine", "parse_line", "read_lines", "split_lines"]
 #: may be huge or nested deep).
 _REPR = reprlib.Repr()
 _REPR.maxlevel, _REPR.maxstring, _REPR.maxother, _REPR.maxlist, _REPR.maxdict = 2, 40, 40, 3, 3
-
-#: The token counts a chat completion's ``usage`` may carry.
-_USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens", "input_tokens", "output_tokens")
 
 
 @dataclass(frozen=True)
@@ -131,19 +128,9 @@ def _error_text(err: Any) -> str | None:
 
 
 def _body_problem(body: Any) -> str | None:
-    """What in a 200 response's ``body`` is not a chat completion's shape nbeval can read."""
-    if not isinstance(body, dict):
-        return f"its response.body is {_show(body)}, not an object"
-    usage = body.get("usage")
-    if usage is None:
-        return None
-    if not isinstance(usage, Mapping):
-        return f"its response.body.usage is {_show(usage)}, not an object"
-    for name in _USAGE_FIELDS:
-        value = usage.get(name)
-        if value is not None and not _is_count(value):
-            return f"its response.body.usage.{name} is {_show(value)}, not a count"
-    return None
+    """What in a 200 response's ``body`` is not an object. (A usage no call can have is not a
+    problem of the line: the reply is kept with its usage unknown, as a synchronous call's is.)"""
+    return None if isinstance(body, dict) else f"its response.body is {_show(body)}, not an object"
 
 
 def _is_count(value: Any) -> bool:

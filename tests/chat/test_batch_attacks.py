@@ -20,6 +20,7 @@ from nbeval.chat.accounting import ChatFailure, ChatResult
 from nbeval.chat.base import ChatReply
 from nbeval.chat.batch import BatchOptions, run_batch
 from nbeval.chat.batch_store import BatchStore, store_path
+from nbeval.data.fields import DataWarning
 from tests.support.fake_batch import FakeBatchServer, _Batch
 from tests.support.fake_openai import Recorded
 
@@ -129,6 +130,8 @@ def _malformed(line: dict[str, Any]) -> str:
     if content == "echo b":
         line["response"]["status_code"] = "200 OK"
     elif content == "echo c":
+        line["response"]["body"] = "lots"
+    elif content == "echo d":  # a usage no call can have: the reply stands, its usage unknown (as synchronously)
         body["usage"]["prompt_tokens"] = "lots"
     return json.dumps(line)
 
@@ -137,16 +140,25 @@ def test_a_malformed_field_is_its_rows_error_and_the_batch_is_given_up(tmp_path:
     cache = tmp_path / "c.sqlite"
     with Mangled(echo, _malformed, delay=0.05) as server:
         client = client_of(server, cache)
-        out = run_batch(client, ["a", "b", "c"], options=POLL)
-        assert texts(out) == ["echo a", None, None]
-        for result, field, value in ((out[1], "status_code", "'200 OK'"), (out[2], "prompt_tokens", "'lots'")):
-            assert isinstance(result, ChatFailure) and field in result.error and value in result.error
-            assert "batch_fake0001" in result.error
-        assert stored(cache) == [("completed", 0, 3)]  # closed: a rerun does not resume it into the same crash
+        with pytest.warns(DataWarning, match="token usage no call can have"):
+            out = run_batch(client, ["a", "b", "c", "d"], options=POLL)
+        assert texts(out) == ["echo a", None, None, "echo d"]
+        for result, field, n in ((out[1], "status_code is '200 OK'", 2), (out[2], "body is 'lots'", 3)):
+            assert isinstance(result, ChatFailure) and field in result.error
+            assert f"batch batch_fake0001, line {n} of its output file (custom_id " in result.error
+        assert isinstance(out[3], ChatReply) and not out[3].usage.known
+        assert stored(cache) == [("completed", 0, 4)]  # closed: a rerun does not resume it into the same crash
         server.mangle = json.dumps
-        again = run_batch(client, ["a", "b", "c"], options=POLL)
-    assert texts(again) == ["echo a", "echo b", "echo c"]
-    assert server.batch_creates == 2 and len(server.batch_lines) == 5  # only the two rows sent anew
+        again = run_batch(client, ["a", "b", "c", "d"], options=POLL)
+    assert texts(again) == ["echo a", "echo b", "echo c", "echo d"]
+    assert server.batch_creates == 2 and len(server.batch_lines) == 6  # only the two rows sent anew
+
+
+def test_counts_the_provider_garbles_do_not_stop_the_polling(tmp_path: Path) -> None:
+    counts = {"total": "lots", "completed": "200 OK", "failed": [1]}
+    with Reports(echo, {"request_counts": counts}, delay=0.05) as server:
+        out = run_batch(client_of(server, tmp_path / "c.sqlite"), ["a", "b"], options=POLL)
+    assert texts(out) == ["echo a", "echo b"]
 
 
 # -- 15: statuses nbeval does not know, and a batch past its expiry ----------------------------
