@@ -9,7 +9,7 @@
     nbeval perturbators                    the perturbators: ids, names, whether they change meaning
     nbeval generate DOCS... -n 50 --judge M --out suite.json   a test suite written from documents
     nbeval demo [--out DIR] [--verbose]
-    nbeval diff BEFORE AFTER [--min-effect X] [--fail-on-regression]   two saved runs compared
+    nbeval diff BEFORE AFTER [--min-effect X] [--fail-on-regression] [--min-shared S]   two saved runs compared
     nbeval runs FOLDER                     the saved runs in a folder, newest first
     nbeval serve --host 127.0.0.1 --port 8080 --token T   the evaluation service (REST, DB-GPT compatible)
 
@@ -153,6 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
             "  unmeasured a model and evaluator measured on none of its rows (all errored, skipped\n"
             "             or unrated); every row skipped for an optional input it lacks is fine,\n"
             "             unless the whole run measured nothing\n"
+            "A run that measured nothing at all fails every gate, whatever --fail-on chooses.\n"
             "Exit status: 0 on success, 1 when the gate trips, 2 on bad input."
         ),
     )

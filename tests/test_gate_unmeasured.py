@@ -329,7 +329,8 @@ def test_the_magics_gate_fails_the_cell_on_errored_rows(shell: Shell, closed_url
     assert "Traceback" not in ran.stdout + ran.stderr
     assert shell.ns["_nbeval"].evaluators == ["safety"]  # bound before the gate trips
     ran = shell.cell(f"{line} --fail-on threshold")
-    assert ran.success
+    assert not ran.success  # no row was measured: that fails every gate (issue 43)
+    assert "nbeval: failing: nothing was measured" in ran.stdout
     lines = ran.stdout.strip().splitlines()
     assert any(s.startswith("not failing on: 3 rows errored") and s.endswith("(--fail-on threshold)") for s in lines), (
         ran.stdout

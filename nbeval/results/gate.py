@@ -13,6 +13,10 @@ The kinds, by their ``--fail-on`` name (:data:`GATE_KINDS`; see
 * ``flip``: a perturbed test case passes where its original fails, or the reverse;
 * ``errored``: rows whose call or scoring failed (the long table's ``error``);
 * ``unmeasured``: a model and evaluator measured on none of its rows.
+
+A run that measured nothing at all (no row of any model and evaluator has a value, or the data
+had no row) fails every gate, whatever kinds were chosen, with a line of its own: a gate chosen
+to watch, say, only thresholds has nothing to watch then, and passing would call it fine.
 """
 
 from __future__ import annotations
@@ -125,7 +129,22 @@ def check_gate(result: EvaluationResult, fail_on: Literal[True] | Sequence[str])
         n = int(found["value"].sum()) if k.counts_rows else len(found)
         line = f"{n} {k.one if n == 1 else k.many}{k.note}{_why(result, name, found)}"
         (failing if name in chosen else ignored).append(line)
+    nothing = _nothing_measured(result)
+    if nothing:
+        failing.append(nothing)
     return GateVerdict(tuple(failing), tuple(ignored), tuple(k for k in GATE_KINDS if k in chosen))
+
+
+def _nothing_measured(result: EvaluationResult) -> str:
+    """The line of a run that measured nothing at all, or "" when some primary metric of some
+    model and evaluator has a value (``n`` > 0)."""
+    agg = result.aggregates
+    primary = agg.loc[agg["primary"].astype(bool)]  # .loc: an empty object column is no list of names
+    if bool((primary["n"] > 0).any()):
+        return ""
+    rows = int(primary["N"].max()) if len(primary) else 0
+    what = "the data has no row" if rows == 0 else "no model and evaluator was measured on any row"
+    return f"nothing was measured: {what} (this fails every gate, whatever --fail-on chooses)"
 
 
 def _why(result: EvaluationResult, name: str, found: pd.DataFrame) -> str:

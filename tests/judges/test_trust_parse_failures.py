@@ -394,10 +394,12 @@ def test_gate_fails_on_unrated_rows_and_says_so(
     assert "threshold" not in out.split("== problems")[1].split("failing")[0]
     assert "failing: 1 unrated (rows that could not be rated; they are not failed rows)" in out
     assert "threshold breach" not in out
-    # --fail-on picks kinds: unrated rows alone do not trip a gate on threshold breaches.
-    assert main([*args, "--fail-on", "threshold"]) == 0
+    # --fail-on picks kinds: unrated rows alone do not trip a gate on threshold breaches; but no row
+    # here was rated, so nothing was measured, and that fails every gate (issue 43).
+    assert main([*args, "--fail-on", "threshold"]) == 1
     out = capsys.readouterr().out
-    assert "not failing on: 1 unrated" in out and "failing:" not in out.replace("not failing on:", "")
+    assert "not failing on: 1 unrated" in out
+    assert out.replace("not failing on:", "").count("failing:") == 1 and "failing: nothing was measured" in out
 
 
 @pytest.mark.usefixtures("_no_env_judge")
