@@ -415,6 +415,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="the most scores (rows x evaluators) one request may ask for (default: 100000)",
     )
     srv.add_argument(
+        "--max-judge-calls",
+        type=_positive_int,
+        default=10_000,
+        help="the most judge calls one request may plan, counted as the dry run does (default: 10000)",
+    )
+    srv.add_argument(
         "--max-judge-tokens",
         type=_positive_int,
         default=4096,

@@ -413,6 +413,7 @@ def serve_command(args: argparse.Namespace) -> int:
         keep_jobs=args.keep_jobs,
         keep_bytes=args.keep_bytes,
         max_scores=args.max_scores,
+        max_judge_calls=args.max_judge_calls,
         max_judge_tokens=args.max_judge_tokens,
         allow_models=args.allow_models,
         limit_concurrency=args.limit_concurrency,

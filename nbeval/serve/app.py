@@ -42,6 +42,7 @@ from nbeval.serve.bodies import (
     request_errors,
     strict_json,
 )
+from nbeval.serve.budget import DEFAULT_MAX_JUDGE_CALLS
 from nbeval.serve.dbgpt import (
     DbgptRequest,
     ServiceUnavailable,
@@ -114,6 +115,7 @@ def create_app(  # noqa: C901
     max_judge_tokens: int = DEFAULT_MAX_TOKENS,
     allow_models: bool = False,
     max_queued: int = 64,
+    max_judge_calls: int = DEFAULT_MAX_JUDGE_CALLS,
 ) -> FastAPI:
     """The service as an ASGI application (run it with uvicorn).
 
@@ -134,7 +136,9 @@ def create_app(  # noqa: C901
     first; they survive a restart. At most ``max_queued`` jobs wait for a worker (their requests
     on disk, not in memory); past them a request gets 503 with ``Retry-After``. A request may
     make at most ``max_scores`` scores (dataset rows × evaluators; 422 beyond). A job's
-    ``scores`` are served ``page_scores`` at a time unless the client asks for fewer.
+    ``scores`` are served ``page_scores`` at a time unless the client asks for fewer. A request
+    may plan at most ``max_judge_calls`` judge calls (counted as the dry run counts them, before
+    any is made; 422 beyond: see :mod:`~nbeval.serve.budget`).
     ``max_judge_tokens``: the most ``judge_params.max_tokens`` a request may ask for.
     ``allow_models``: let requests use evaluators that load a local model (or the default
     embedder when ``embedder`` is not given); without it they are refused, so no request makes
@@ -174,7 +178,7 @@ def create_app(  # noqa: C901
         return None
 
     def start_job(data: Any, evaluators: list[Any]) -> Job:
-        job = store.start(data, evaluators, max_scores=max_scores)
+        job = store.start(data, evaluators, max_scores=max_scores, max_judge_calls=max_judge_calls)
         return job
 
     def shown(job: Job, offset: int = 0, limit: int | None = None) -> dict[str, Any]:
@@ -207,6 +211,7 @@ def create_app(  # noqa: C901
     api.state.jobs = store
     api.state.limits = {
         "max_scores": max_scores,
+        "max_judge_calls": max_judge_calls,
         "page_scores": page_scores,
         "max_judge_tokens": max_judge_tokens,
         "allow_models": allow_models,

@@ -37,6 +37,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nbeval.serve.budget import check_judge_calls
 from nbeval.serve.payload import read_scores, result_summary
 
 if TYPE_CHECKING:
@@ -343,10 +344,13 @@ class JobStore:
             return False
         return True
 
-    def start(self, data: Any, evaluators: Any, *, max_scores: int | None = None) -> Job:
+    def start(
+        self, data: Any, evaluators: Any, *, max_scores: int | None = None, max_judge_calls: int | None = None
+    ) -> Job:
         """Plan a run of ``evaluators`` on ``data`` and queue it; raises what planning raises
         (:class:`~nbeval.errors.NbevalError` for bad data or evaluators),
-        :class:`~nbeval.errors.DataError` for a run of more than ``max_scores`` scores, and
+        :class:`~nbeval.errors.DataError` for a run of more than ``max_scores`` scores or
+        ``max_judge_calls`` planned judge calls (:mod:`~nbeval.serve.budget`), and
         :class:`QueueFull` when ``max_queued`` jobs already wait."""
         from nbeval.engine import plan_run
         from nbeval.errors import DataError
@@ -360,6 +364,8 @@ class JobStore:
                 f"over this server's limit of {max_scores} per request; split the data"
             )
             raise DataError(msg)
+        if max_judge_calls is not None:
+            check_judge_calls(state.planned, max_judge_calls)
         job = Job(
             id=uuid.uuid4().hex,
             evaluators=[ev.name for ev in state.evaluators],

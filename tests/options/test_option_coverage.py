@@ -419,6 +419,10 @@ COVERAGE: dict[str, list[str]] = {
         "tests/serve/test_redteam.py::test_the_command_passes_the_request_and_job_limits",
         "tests/serve/test_redteam.py::test_a_request_over_the_score_limit_is_refused",
     ],
+    "nbeval serve --max-judge-calls": [
+        "tests/serve/test_judge_call_budget.py::test_the_command_passes_max_judge_calls",
+        "tests/serve/test_judge_call_budget.py::test_a_request_over_the_judge_call_limit_is_refused_before_any_call",
+    ],
     "nbeval serve --max-judge-tokens": [
         "tests/serve/test_redteam.py::test_the_command_passes_the_request_and_job_limits",
         "tests/serve/test_redteam.py::test_max_tokens_is_capped_by_the_servers_setting",

@@ -1,0 +1,72 @@
+"""The judge calls a request would make, counted and bounded before it runs (issue 43, point 24).
+
+The score limit (``max_scores``) does not bound the judge: ``pairwise`` on one test case answered
+by 25 models is 25 scores and 600 judge calls (every pair, in both orders); one
+``chunk_relevance`` row with 300 retrieved chunks is one score and 300 calls. So a request is also
+refused when its planned judge calls pass ``max_judge_calls`` (:data:`DEFAULT_MAX_JUDGE_CALLS`
+unless the server sets another: ``nbeval serve --max-judge-calls``).
+
+The calls are counted as the dry run counts them (:func:`nbeval.engine.planned_requests`): each
+row's scoring is walked with placeholder replies, nothing is called, cached calls count too (the
+bound is on what a request may ask, whatever the cache holds). Calls that depend on the judge's
+answers (one per claim a reply lists) are counted as the placeholder replies lead, so an estimate
+for those evaluators. The walk stops soon after the limit is passed: a request far over it costs
+no more to refuse than one just over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from nbeval.errors import DataError
+
+if TYPE_CHECKING:
+    from nbeval.data.model import Row
+    from nbeval.evaluators.base import Evaluator
+
+__all__ = ["DEFAULT_MAX_JUDGE_CALLS", "check_judge_calls", "planned_judge_calls"]
+
+#: The judge calls a request may plan unless the server sets another limit.
+DEFAULT_MAX_JUDGE_CALLS = 10_000
+
+
+def planned_judge_calls(
+    planned: Iterable[tuple[Evaluator, list[Row]]], *, stop_after: int | None = None
+) -> dict[str, int]:
+    """Per evaluator name (judge evaluators only), the chat calls its rows would make. With
+    ``stop_after``, counting stops once the total passes it: the counts are then a lower bound."""
+    from nbeval.engine import planned_requests
+
+    counts: dict[str, int] = {}
+    total = 0
+    for ev, rows in planned:
+        if not ev.spec.needs_judge:
+            continue
+        counts[ev.name] = 0
+        for _ in planned_requests(ev, rows):
+            counts[ev.name] += 1
+            total += 1
+            if stop_after is not None and total > stop_after:
+                return counts
+    return counts
+
+
+def check_judge_calls(planned: Iterable[tuple[Evaluator, list[Row]]], max_calls: int) -> None:
+    """Raise :class:`~nbeval.errors.DataError` when the rows ``planned`` per evaluator would make
+    more than ``max_calls`` judge calls; the message gives the count per evaluator."""
+    # counting on to twice the limit tells a request just over it from one far over, at bounded cost
+    counts = planned_judge_calls(planned, stop_after=2 * max_calls)
+    total = sum(counts.values())
+    if total <= max_calls:
+        return
+    each = ", ".join(f"{name}: {n:,}" for name, n in sorted(counts.items(), key=lambda kv: -kv[1]) if n)
+    if total > 2 * max_calls:
+        found = f"more than {2 * max_calls:,} judge calls (counting stopped there; so far {each})"
+    else:
+        found = f"{total:,} judge calls ({each})"
+    msg = (
+        f"the request would make {found}, over this server's limit of {max_calls:,} per request "
+        "(--max-judge-calls); send fewer rows, fewer models per test case or fewer chunks per row"
+    )
+    raise DataError(msg)
