@@ -190,7 +190,11 @@ class PendingLab:
 
     def client(self, key: str) -> ChatClient:
         if key not in self._clients:
-            self._clients[key] = ChatClient(self.models[key], **self.client_settings)
+            from nbeval.chat.judge_settings import client_settings_of
+
+            # a model's own dict settings (max_attempts, concurrency, timeout) win for its calls
+            own = client_settings_of(self.models[key])
+            self._clients[key] = ChatClient(self.models[key], **{**self.client_settings, **own})
         return self._clients[key]
 
     def requests(self, key: str) -> list[tuple[list[dict[str, str]], dict[str, Any]]]:

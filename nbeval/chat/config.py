@@ -97,20 +97,7 @@ def _resolve(spec: Any, device: str | None = None) -> ChatModel | None:
 
         return OpenAIChat(spec)
     if isinstance(spec, Mapping):
-        kwargs = dict(spec)
-        provider = str(kwargs.pop("provider", kwargs.pop("type", "openai"))).lower()
-        if provider in ("hf", "huggingface", "transformers"):
-            from nbeval.chat.hf_chat import HFChat
-
-            path = kwargs.pop("model_name_or_path", None) or kwargs.pop("model", None)
-            kwargs.setdefault("device", device)
-            return HFChat(path, **kwargs)
-        if provider not in ("openai", "openai-compatible"):
-            msg = f"unknown chat model provider {provider!r}; use 'openai' or 'hf'"
-            raise EvaluatorError(msg)
-        from nbeval.chat.openai_chat import OpenAIChat
-
-        return OpenAIChat(**kwargs)
+        return _from_settings(spec, device)
     inner = getattr(spec, "model", None)
     if hasattr(spec, "run_many") and isinstance(inner, ChatModel):
         return inner  # a ChatClient
@@ -125,3 +112,33 @@ def _resolve(spec: Any, device: str | None = None) -> ChatModel | None:
         "settings, a chat model object or a function.\n" + judge_help_text()
     )
     raise EvaluatorError(msg)
+
+
+def _from_settings(spec: Mapping[str, Any], device: str | None) -> ChatModel:
+    """The chat model a judge's dict of settings describes, carrying the client settings it gave
+    (``max_attempts``, ``concurrency``, ``timeout``: never sent; see
+    :mod:`nbeval.chat.judge_settings`, which refuses a key it does not know)."""
+    from nbeval.chat.judge_settings import keep_client_settings, split_judge_settings
+
+    provider = str(spec.get("provider", spec.get("type", "openai"))).lower()
+    if provider not in ("openai", "openai-compatible", "hf", "huggingface", "transformers"):
+        msg = f"unknown chat model provider {provider!r}; use 'openai' or 'hf'"
+        raise EvaluatorError(msg)
+    kwargs, client = split_judge_settings(spec)
+    kwargs.pop("provider", None)
+    kwargs.pop("type", None)
+    name = kwargs.pop("name", None)
+    model: ChatModel
+    if provider in ("hf", "huggingface", "transformers"):
+        from nbeval.chat.hf_chat import HFChat
+
+        path = kwargs.pop("model_name_or_path", None) or kwargs.pop("model", None)
+        kwargs.setdefault("device", device)
+        model = HFChat(path, **kwargs)
+    else:
+        from nbeval.chat.openai_chat import OpenAIChat
+
+        model = OpenAIChat(**kwargs)
+    if name is not None:  # what results and juries call this judge
+        model.name = str(name)
+    return keep_client_settings(model, client)

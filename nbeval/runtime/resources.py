@@ -4,7 +4,7 @@ the handler of each kind (:mod:`nbeval.runtime.handlers`)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -13,12 +13,6 @@ from nbeval.runtime import builtin as _builtin  # noqa: F401  (registers nbeval'
 from nbeval.runtime.handlers import Answer, Round, handler_for, model_key, registered_handlers
 
 __all__ = ["Resources"]
-
-
-def _own_timeout(spec: Any) -> bool:
-    """Whether the judge ``spec`` sets its own call timeout (``{"timeout": ...}``): it then bounds
-    that judge's calls, not the run's ``timeout``."""
-    return isinstance(spec, Mapping) and spec.get("timeout") is not None
 
 
 class Resources:
@@ -146,16 +140,24 @@ class Resources:
                 from nbeval.errors import JudgeNotConfigured
 
                 raise JudgeNotConfigured("no judge model is configured. " + judge_help_text())
+            from nbeval.chat.judge_settings import client_settings_of
+
             resolved = resolve_chat_model(spec, required=True, device=self.device)
-            kwargs: dict[str, Any] = {"concurrency": self.concurrency, "cache": self.cache}
-            if self.timeout is not None and not _own_timeout(spec):
-                kwargs["timeout"] = self.timeout  # the run's default; a judge's own setting wins
-            if self.max_attempts is not None:
-                kwargs["max_attempts"] = self.max_attempts
+            # The run's settings are defaults: what a judge's own dict says wins for its calls
+            # (a juror's or an evaluator's dict too, made a model before it gets here).
+            own = client_settings_of(resolved)
+            concurrency = int(own.get("concurrency", self.concurrency))
+            kwargs: dict[str, Any] = {"concurrency": concurrency, "cache": self.cache}
+            timeout = own.get("timeout", self.timeout)
+            if timeout is not None:
+                kwargs["timeout"] = timeout
+            max_attempts = own.get("max_attempts", self.max_attempts)
+            if max_attempts is not None:
+                kwargs["max_attempts"] = max_attempts
             if self.prices is not None:
                 kwargs["prices"] = self.prices
             if self.chat_slots is not None:
-                kwargs["slots"] = self.chat_slots(self.concurrency)
+                kwargs["slots"] = self.chat_slots(concurrency)
             self.chat_clients[key] = ChatClient(resolved, **kwargs)
         return self.chat_clients[key]
 
