@@ -29,7 +29,11 @@ def token_count(value: Any) -> int | None:
         return None
     if isinstance(value, str):
         text = value.strip()
-        value = int(text) if text.isascii() and text.isdigit() and len(text) <= 12 else None
+        digits = text.lstrip("0") or "0"
+        # ASCII digits only ("٣" is a digit to Python); more than 9 is past the cap, and int() of
+        # thousands of digits raises
+        ok = text.isascii() and text.isdigit() and len(digits) <= 9
+        value = int(digits) if ok else None
     elif isinstance(value, Integral):  # numpy's integers too
         value = int(value)
     elif isinstance(value, Real):

@@ -13,6 +13,9 @@ Failures, not guesses:
   whose ``verdict`` and ``rating`` differ; a JSON verdict that a labelled line contradicts);
 * a reply that is JSON of the wrong shape (a list where an object is expected, an object with no
   verdict or score key) or whose verdict or score is itself a list, an object or a nested value;
+* a number that is not finite (JSON's ``Infinity``, ``1e999``, a 400-digit integer), and a
+  labelled number that runs into letters (``Score: 4e-1`` is not 4; as a lone number it is read
+  whole, 0.4);
 * a reply nested too deeply to read. Parsing never raises on any reply text, and its time grows
   about linearly with the reply's length.
 """
@@ -338,7 +341,8 @@ def parse_number(
     clean = _clean(raw)
     lines = clean.splitlines()
     labels = "|".join(re.escape(k) for k in keys)
-    tail = r")\b[^\S\n]*(?:(?:is|of)[^\S\n]*)?(?:[:=][^\S\n]*)?(" + _NUMBER + r")[^\S\n]*(%?)"
+    # (?!\w): "Score: 4e-1" or "Score: 1e999" is no number read as 4 or 1
+    tail = r")\b[^\S\n]*(?:(?:is|of)[^\S\n]*)?(?:[:=][^\S\n]*)?(" + _NUMBER + r")(?!\w)[^\S\n]*(%?)"
     if number is None:
         labelled = _labelled_numbers(r"(?im)^[^\w\n]*(?:" + labels + tail, clean)
         first = _to_float(lines[0].strip(" .:")) if lines else None
@@ -355,14 +359,17 @@ def parse_number(
             return conflict(anywhere)
         number = anywhere[0] if anywhere else None
     if number is None:
-        out_of = re.findall(r"(" + _NUMBER + r")\s*(?:/|out of)\s*(" + _NUMBER + r")", clean)
-        plain = re.findall(r"(?<![\w.])(" + _NUMBER + r")(?![\w.])", clean)
+        out_of = re.findall(r"(?<![\w.])(" + _NUMBER + r")\s*(?:/|out of)\s*(" + _NUMBER + r")", clean)
+        # a lone number may be written 4e-1: read whole, so its "-1" is not taken for the number
+        plain = re.findall(r"(?<![\w.])(" + _NUMBER + r"(?:[eE][-+]?\d+)?)(?![\w.])", clean)
         if len(out_of) == 1:
             number = float(out_of[0][0].replace(",", "."))
         elif len(plain) == 1:
             number = float(plain[0].replace(",", "."))
     if number is None:
         return Parsed(None, raw, "could not read a number from the judge's reply")
+    if not math.isfinite(number):  # Infinity, 1e999 or a 400-digit integer in JSON: no score
+        return Parsed(None, raw, f"the judge's number {number:g} is not a finite number")
     if not lo <= number <= hi:
         return Parsed(None, raw, f"the judge's number {number:g} is outside [{lo:g}, {hi:g}]")
     return Parsed(number, reason or _reason_from(clean))
