@@ -180,11 +180,13 @@ def parse_reply(text: str) -> tuple[dict[str, str] | None, str | None]:
         s = fenced.group(1)
     try:
         data = json.loads(s)
+    except RecursionError:  # a reply nested thousands deep: json gives up, and so do we
+        return None, "the reply is JSON nested too deep to read"
     except ValueError as exc:
         start, end = s.find("{"), s.rfind("}")
         try:
             data = json.loads(s[start : end + 1]) if 0 <= start < end else None
-        except ValueError:
+        except (ValueError, RecursionError):
             data = None
         if data is None:
             return None, f"the reply is not a JSON object ({exc})"

@@ -266,9 +266,13 @@ def _objects(text: str) -> list[str]:
         depth, in_str, escaped = 0, False, False
         for end in range(start, len(text)):
             c = text[end]
-            if in_str:
-                escaped = c == "\\" and not escaped
-                in_str = not (c == '"' and not escaped)
+            if in_str:  # a quote after a backslash (\") does not end the string; one after \\ does
+                if escaped:
+                    escaped = False
+                elif c == "\\":
+                    escaped = True
+                elif c == '"':
+                    in_str = False
             elif c == '"':
                 in_str = True
             elif c == "{":
@@ -288,7 +292,7 @@ def parse_reply(text: str, original: str) -> tuple[str | None, str, str]:
     for candidate in _objects(text or ""):
         try:
             found = json.loads(candidate)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
             continue
         if isinstance(found, dict):
             break
