@@ -150,7 +150,7 @@ def elo_rating(theta: ArrayLike) -> FloatArray:
 
 @dataclass(frozen=True, eq=False)
 class _Encoded:
-    """Verdicts as index arrays: models and judges sorted by name, cases in order of appearance."""
+    """Verdicts as index arrays: models, judges and cases sorted by name."""
 
     models: tuple[str, ...]
     judges: tuple[str, ...]
@@ -172,8 +172,10 @@ def _encode(verdicts: Iterable[Verdict]) -> _Encoded:
     judges = tuple(sorted({v.judge for v in rows}))
     model, judge = {m: i for i, m in enumerate(models)}, {j: i for i, j in enumerate(judges)}
     outcome = {o: i for i, o in enumerate(OUTCOMES)}
-    cases: dict[str, int] = {}
-    table = [(cases.setdefault(v.case_id, len(cases)), judge[v.judge], model[v.first], model[v.second]) for v in rows]
+    # cases sorted by id, not in order of appearance: the bootstrap draws cases by index, so the
+    # intervals would otherwise depend on the order the verdicts came in (issue 43, a property test)
+    cases = {c: i for i, c in enumerate(sorted({v.case_id for v in rows}))}
+    table = [(cases[v.case_id], judge[v.judge], model[v.first], model[v.second]) for v in rows]
     columns = np.array(table, dtype=np.int64).reshape(len(rows), 4).T
     outcomes = np.array([outcome[v.outcome] for v in rows], dtype=np.int64)
     return _Encoded(models, judges, len(cases), columns[0], columns[1], columns[2], columns[3], outcomes)
@@ -280,8 +282,11 @@ class ArenaFit:
         return elo_rating(self.theta)
 
     def _ranking(self) -> IntArray:
-        """Model indices best first (highest rating; equal ratings by model key)."""
-        return np.asarray(np.lexsort((np.array(self.models, dtype=object), -self.ratings)), dtype=np.int64)
+        """Model indices best first (highest rating; equal ratings by model key, no rating last).
+        Ratings are compared to 1e-6 Elo: ratings equal by symmetry come out of the fit a few
+        units in the last place apart, which would otherwise order them by rounding noise."""
+        rounded = np.round(self.ratings, 6)
+        return np.asarray(np.lexsort((np.array(self.models, dtype=object), -rounded)), dtype=np.int64)
 
     def arena_table(self) -> pd.DataFrame:
         """One row per model, best first: ``model_key, rating, rating_lo, rating_hi, wins,
