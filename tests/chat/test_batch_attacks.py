@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import sqlite3
+import subprocess
+import sys
 import threading
 import time
 import tracemalloc
@@ -98,13 +102,72 @@ def test_created_puts_back_a_record_another_run_forgot(tmp_path: Path) -> None:
     )
 
 
-def test_a_record_of_a_live_process_is_kept_and_one_of_a_dead_process_is_not(tmp_path: Path) -> None:
+def test_a_record_this_process_is_creating_is_kept_and_one_it_left_behind_is_not(tmp_path: Path) -> None:
     store = BatchStore(tmp_path / "s.sqlite")
     store.add("mine", "ident", "file-1", ["k1"])  # this process holds its lease (creating it now)
     assert store.forget_unsent("mine", creating={"mine"}) is False
     assert [b["submission"] for b in store.batches()] == ["mine"]
-    assert store.forget_unsent("mine", creating=set()) is True  # this process is not creating it
+    assert store.forget_unsent("mine", creating=set()) is True  # left behind (Ctrl-C while creating it)
     assert store.batches() == []
+
+
+@pytest.fixture
+def other_process() -> Any:
+    """A live process of this machine that is not this one."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    yield child.pid
+    child.kill()
+    child.wait()
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+@pytest.mark.parametrize(
+    ("owner", "lease_s", "kept"),
+    [
+        ("other-live", 60, True),  # another run on this machine is creating it
+        ("other-live", -1, False),  # ... but its lease ran out: it is stuck or gone
+        ("dead", 60, False),  # its run died before the batch was created
+        ("other-host", 60, True),  # a run on another machine: only the time tells
+        ("other-host", -1, False),
+        ("no-lease", 60, False),  # written by an older nbeval, which kept no lease
+    ],
+)
+def test_a_record_is_forgotten_only_when_no_live_process_may_hold_its_lease(
+    tmp_path: Path, other_process: int, owner: str, lease_s: float, kept: bool
+) -> None:
+    store = BatchStore(tmp_path / "s.sqlite")
+    store.add("sub", "ident", "file-1", ["k1"])
+    pid, host, until = {
+        "other-live": (other_process, socket.gethostname(), time.time() + lease_s),
+        "dead": (_dead_pid(), socket.gethostname(), time.time() + lease_s),
+        "other-host": (os.getpid(), "another-machine.example", time.time() + lease_s),
+        "no-lease": (None, None, None),
+    }[owner]
+    with sqlite3.connect(store.path) as conn:
+        conn.execute("UPDATE batches SET owner_pid = ?, owner_host = ?, lease_until = ?", (pid, host, until))
+    assert store.may_be_live("sub") is kept
+    assert store.forget_unsent("sub", creating=set()) is (not kept)
+    assert len(store.batches()) == (1 if kept else 0)
+
+
+def test_a_store_an_older_nbeval_made_gets_the_lease_columns(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    with sqlite3.connect(path) as conn:  # the schema before leases
+        conn.execute(
+            "CREATE TABLE batches (submission TEXT PRIMARY KEY, batch_id TEXT, identity TEXT NOT NULL, "
+            "input_file_id TEXT, status TEXT NOT NULL, open INTEGER NOT NULL, created REAL NOT NULL, "
+            "updated REAL NOT NULL)"
+        )
+        conn.execute("INSERT INTO batches VALUES ('old', NULL, 'ident', 'f', 'submitting', 1, 1.0, 1.0)")
+    store = BatchStore(path)
+    store.add("new", "ident", "file-1", ["k1"])
+    assert [b["submission"] for b in store.batches()] == ["old", "new"]
+    assert store.forget_unsent("old", creating=set()) is True  # no lease: as before
 
 
 # -- 14: a malformed field in a reply line ------------------------------------------------------
