@@ -59,7 +59,7 @@ def test_the_character_cap_names_the_first_text_over_it(texts: list[str], cap: i
         load_documents(texts, max_chars=cap)
 
 
-markup_free = st.text(st.characters(blacklist_characters="<>&\x00", blacklist_categories=("Cs",)), max_size=200)
+markup_free = st.text(st.characters(exclude_characters="<>&\x00", exclude_categories=["Cs"]), max_size=200)
 
 
 @settings(max_examples=400, deadline=None)
@@ -70,7 +70,7 @@ def test_plain_text_keeps_its_words(text: str) -> None:
 
 
 @settings(max_examples=400, deadline=None)
-@given(html=st.text(max_size=200), secret=st.text(st.characters(whitelist_categories=("Lu",)), min_size=8, max_size=8))
+@given(html=st.text(max_size=200), secret=st.text(st.characters(categories=["Lu"]), min_size=8, max_size=8))
 def test_any_html_is_read_and_a_scripts_text_never_shows(html: str, secret: str) -> None:
     page = f"<html><body><p>{html}</p></body><script>var s = '{secret}';</script></html>"
     text = html_to_text(page)
