@@ -332,6 +332,8 @@ _CLI_TERMS = (
     ("cache=False", "--no-cache"),
     ("dry_run=True", "--dry-run"),
     ("with scheduler=", "with --scheduler"),
+    ("with max_chars=...", "with --max-chars N"),
+    ("with max_pages=", "with --max-pages "),
     (_PYTHON_JUDGE_HINT, _JUDGE_HINTS[False]),
 )
 

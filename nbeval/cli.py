@@ -290,6 +290,13 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument(
         "--chunk-size", type=_positive_int, default=1000, help="characters per chunk of a document (default: 1000)"
     )
+    gen.add_argument(
+        "--max-chars",
+        type=_positive_int,
+        default=1_000_000,
+        help="the most characters of one document; past it reading stops with an error (default: 1000000)",
+    )
+    gen.add_argument("--max-pages", type=_positive_int, default=1_000, help="the most pages of one PDF (default: 1000)")
     gen.add_argument("--judge", help="the model that writes the questions (OpenAI-compatible endpoint)")
     gen.add_argument(
         "--judge-base-url",

@@ -336,6 +336,8 @@ def generate_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "seed": args.seed,
         "chunk_size": args.chunk_size,
         "chunk_overlap": min(100, args.chunk_size // 10),
+        "max_chars": getattr(args, "max_chars", 1_000_000),
+        "max_pages": getattr(args, "max_pages", 1_000),
     }
     judge = application.judge_spec(args.judge, args.judge_base_url)
     if judge is not None:

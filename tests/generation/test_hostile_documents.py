@@ -216,3 +216,18 @@ def test_the_caps_are_checked(bad: object) -> None:
         load_documents("a text", max_chars=bad)  # type: ignore[arg-type]
     with pytest.raises(BadParameter, match="max_pages"):
         load_documents("a text", max_pages=bad)  # type: ignore[arg-type]
+
+
+def test_the_command_line_takes_the_caps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from nbeval.cli import main
+
+    pages = _write(tmp_path, "pages.pdf", many_pages_pdf(LINE, 30))
+    judge = ["--judge", "writer", "--judge-base-url", "http://127.0.0.1:9/v1"]
+    assert main(["generate", str(pages), "--max-pages", "20", "--dry-run", *judge]) == 2
+    err = capsys.readouterr().err
+    assert "pages.pdf" in err and "30 pages" in err and "--max-pages 30" in err and "max_pages=" not in err
+    assert main(["generate", str(pages), "--max-chars", "100", "--dry-run", *judge]) == 2
+    err = capsys.readouterr().err
+    assert "limit of 100 characters" in err and "--max-chars N" in err and "max_chars=" not in err
+    # within both caps the dry run plans the calls
+    assert main(["generate", str(pages), "--max-pages", "30", "-n", "2", "--dry-run", *judge]) == 0

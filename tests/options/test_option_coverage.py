@@ -282,6 +282,12 @@ COVERAGE: dict[str, list[str]] = {
     "nbeval generate --chunk-size": [
         "tests/generation/test_generate_cli.py::test_generate_options_reach_the_generator"
     ],
+    "nbeval generate --max-chars": [
+        "tests/generation/test_hostile_documents.py::test_the_command_line_takes_the_caps",
+    ],
+    "nbeval generate --max-pages": [
+        "tests/generation/test_hostile_documents.py::test_the_command_line_takes_the_caps",
+    ],
     "nbeval generate --judge": [
         "tests/generation/test_generate_cli.py::test_generate_writes_the_suite_the_python_api_makes",
         "tests/generation/test_generate_cli.py::test_generate_without_a_judge_says_how_to_give_one",
