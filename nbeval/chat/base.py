@@ -27,7 +27,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from nbeval.chat.logprobs import TokenLogprob, as_logprobs
 from nbeval.chat.secrets import redact as _redact
-from nbeval.chat.usage_read import token_count
+from nbeval.chat.usage_read import reported_cost, token_count
 from nbeval.data.fields import DataWarning
 from nbeval.data.text import repair_text
 from nbeval.errors import BadArgumentType, ResourceError
@@ -74,6 +74,17 @@ class Usage:
     """``False`` when the model reported counts no call can have (negative, astronomical, not a
     whole number: :mod:`nbeval.chat.usage_read`); the counts are then 0 and mean nothing, the call
     is not priced, and the run counts it among its ``unknown_usage_calls``."""
+
+    def __post_init__(self) -> None:
+        # however it was made (a custom model's Usage(-2000, 5) too): counts no call can have are unknown
+        counts = (token_count(self.prompt_tokens), token_count(self.completion_tokens))
+        if None in counts or not self.known:
+            object.__setattr__(self, "prompt_tokens", 0)
+            object.__setattr__(self, "completion_tokens", 0)
+            object.__setattr__(self, "known", False)
+        elif any(type(v) is not int for v in (self.prompt_tokens, self.completion_tokens)):
+            object.__setattr__(self, "prompt_tokens", counts[0])  # 12.0 or numpy's 12: the int 12
+            object.__setattr__(self, "completion_tokens", counts[1])
 
     @property
     def total_tokens(self) -> int:
@@ -131,6 +142,12 @@ class ChatReply:
     ``{"content": [...]}`` or as a list of dicts, they are read into :class:`TokenLogprob` objects."""
 
     def __post_init__(self) -> None:
+        cost, cost_known = reported_cost(self.cost)
+        if not cost_known:  # a cost no call can have (-2000, NaN, 2e297): the call's usage is unknown
+            object.__setattr__(self, "cost", None)
+            object.__setattr__(self, "usage", Usage(known=False))
+        elif cost is not None and type(self.cost) is not float:
+            object.__setattr__(self, "cost", cost)
         if self.logprobs is not None and not (
             isinstance(self.logprobs, tuple) and all(isinstance(t, TokenLogprob) for t in self.logprobs)
         ):

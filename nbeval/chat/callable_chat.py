@@ -10,6 +10,7 @@ from typing import Any, Literal
 from nbeval.chat.base import ChatError, ChatReply, Message, Usage, messages_to_prompt, normalize_messages
 from nbeval.chat.deadline import call_with_deadline
 from nbeval.chat.fingerprint import FunctionIdentity, callable_name
+from nbeval.chat.usage_read import reported_cost
 from nbeval.errors import BadArgumentType, BadParameter
 
 __all__ = ["CallableChat"]
@@ -106,13 +107,14 @@ class CallableChat(FunctionIdentity):
             return ChatReply(text=out, usage=Usage(), model=self.name, duration_s=duration)
         if isinstance(out, Mapping) and ("text" in out or "content" in out):
             text = out.get("text", out.get("content"))
-            cost = out.get("cost")
+            cost, cost_known = reported_cost(out.get("cost"))
             return ChatReply(
                 text="" if text is None else str(text),
-                usage=Usage.from_any(out.get("usage")),
+                # a cost no call can have (-2000, NaN) makes the call's usage unknown, as bad counts do
+                usage=Usage.from_any(out.get("usage")) if cost_known else Usage(known=False),
                 model=str(out.get("model") or self.name),
                 duration_s=duration,
-                cost=None if cost is None else float(cost),
+                cost=cost,
                 logprobs=out.get("logprobs"),
             )
         msg = (

@@ -42,6 +42,7 @@ from nbeval.chat.client import CallPlan, ChatClient, ChatFailure, ChatResult
 from nbeval.chat.config import resolve_chat_model
 from nbeval.chat.deadline import call_with_deadline
 from nbeval.chat.fingerprint import FunctionIdentity, callable_name
+from nbeval.chat.usage_read import reported_cost
 from nbeval.data.conversation import case_conversation, check_messages, final_answer
 from nbeval.errors import DataError
 from nbeval.progress import progress_bar
@@ -129,11 +130,11 @@ def _unpack(out: Any, name: str) -> tuple[str, list[Any] | None, float | None, l
         messages = _agent_messages(out["messages"], name) if out.get("messages") is not None else None
         if answer is not None or messages is not None:
             ctx = out.get("context", out.get("contexts"))
-            cost = out.get("cost")
+            cost, _ = reported_cost(out.get("cost"))  # a cost no call can have (-2000, NaN) is unknown
             return (
                 "" if answer is None else str(answer),
                 None if ctx is None else list(ctx),
-                None if cost is None else float(cost),
+                cost,
                 messages,
             )
     msg = (

@@ -6,6 +6,9 @@ float with no fraction (``50.0``) or digits as text (``"50"``). Anything else (a
 usage it is part of is *unknown*, never priced, never added to a run's tokens as if it were true
 (see :attr:`nbeval.chat.base.Usage.known`). A count that is absent or ``null`` means the server
 did not report it, which :meth:`~nbeval.chat.base.Usage.from_any` reads as 0, as before.
+
+A cost a Python function reports for its call (:func:`reported_cost`) must likewise be a finite
+number from 0 to :data:`MAX_CALL_COST` US dollars; another makes the call's usage unknown.
 """
 
 from __future__ import annotations
@@ -14,12 +17,15 @@ import math
 from numbers import Integral, Real
 from typing import Any
 
-__all__ = ["MAX_CALL_TOKENS", "token_count"]
+__all__ = ["MAX_CALL_COST", "MAX_CALL_TOKENS", "reported_cost", "token_count"]
 
 #: The most tokens one call can report for its prompt or its reply: ten times the longest
 #: context window of any model today (about 10 million tokens), so that no real call is refused
 #: and a count such as 2e297, which would price a run at more money than exists, is.
 MAX_CALL_TOKENS = 100_000_000
+#: The most US dollars one call can report having cost: :data:`MAX_CALL_TOKENS` at about the
+#: dearest price per token of any model today ($600 per million). More is no call's cost.
+MAX_CALL_COST = 100_000.0
 
 
 def token_count(value: Any) -> int | None:
@@ -42,3 +48,16 @@ def token_count(value: Any) -> int | None:
     else:
         return None
     return value if value is not None and 0 <= value <= MAX_CALL_TOKENS else None
+
+
+def reported_cost(value: Any) -> tuple[float | None, bool]:
+    """A cost a function reported for its call, and whether it is one a call can have:
+    ``(None, True)`` when none was reported, ``(dollars, True)`` for a finite number from 0 to
+    :data:`MAX_CALL_COST`, ``(None, False)`` for anything else (-2000, ``NaN``, ``"abc"``, 2e297).
+    Never raises."""
+    if value is None:
+        return None, True
+    if isinstance(value, bool) or not isinstance(value, Real):
+        return None, False
+    number = float(value)
+    return (number, True) if math.isfinite(number) and 0 <= number <= MAX_CALL_COST else (None, False)

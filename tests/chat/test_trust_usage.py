@@ -122,3 +122,30 @@ def test_the_run_and_its_report_say_the_cost_is_a_lower_bound(openai_server: Fak
 
 def test_a_chat_reply_made_by_hand_is_known() -> None:
     assert ChatReply("x", Usage(3, 4), "m").usage.known
+
+
+@pytest.mark.parametrize("usage", [Usage(-2000, 5), Usage(3, 2 * 10**297), Usage(3.0, 4.5)])  # type: ignore[arg-type]
+def test_a_usage_made_by_hand_with_impossible_counts_is_unknown(usage: Usage) -> None:
+    # a custom chat model may build its own Usage: the same rules hold
+    assert (usage.prompt_tokens, usage.completion_tokens, usage.known) == (0, 0, False)
+
+
+@pytest.mark.parametrize("cost", [-2000, float("nan"), float("inf"), 2e297, "abc"])
+def test_a_function_judge_reporting_an_impossible_cost_has_unknown_usage(cost: Any) -> None:
+    # float("abc") used to fail the call; -2000 used to become the run's cost
+    def judge(prompt: str) -> dict[str, Any]:
+        return {"text": "Rating: yes", "usage": GOOD, "cost": cost}
+
+    with pytest.warns(DataWarning, match="usage unknown"):
+        res = nbeval.evaluate(ROWS[:1], ["safety"], judge=judge, progress=False, cache=False)
+    assert res.scores["value"].tolist() == [1.0]
+    usage = res.meta["usage"]
+    assert (usage["cost"], usage["unknown_usage_calls"], usage["prompt_tokens"]) == (None, 1, 0)
+
+
+def test_a_function_judge_reporting_a_plausible_cost_is_priced_by_it() -> None:
+    def judge(prompt: str) -> dict[str, Any]:
+        return {"text": "Rating: yes", "usage": GOOD, "cost": 0.25}
+
+    res = nbeval.evaluate(ROWS[:2], ["safety"], judge=judge, progress=False, cache=False)
+    assert res.meta["usage"]["cost"] == pytest.approx(0.5) and "unknown_usage_calls" not in res.meta["usage"]
