@@ -446,7 +446,11 @@ def diff_command(args: argparse.Namespace) -> int:
                     "flips": json.loads(found.flips.to_json(orient="records")),
                     "coverage": json.loads(found.coverage.to_json(orient="records")),
                     "has_regressions": found.has_regressions,
-                    "gate": {"tripped": verdict.tripped, "failing": list(verdict.failing)},
+                    "gate": {
+                        "tripped": verdict.tripped,
+                        "failing": list(verdict.failing),
+                        "found": [dict(zip(("kind", "model_key", "evaluator"), f, strict=True)) for f in verdict.found],
+                    },
                 },
                 indent=2,
             )

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from nbeval.results.diff import RunDiff
 
-__all__ = ["MIN_SHARED", "DiffVerdict", "check_diff_gate", "check_min_shared", "coverage_lines"]
+__all__ = ["DIFF_GATE_KINDS", "MIN_SHARED", "DiffVerdict", "check_diff_gate", "check_min_shared", "coverage_lines"]
 
 #: The smallest share of the larger run's measured rows that must be measured in both runs.
 MIN_SHARED = 0.5
@@ -62,6 +62,9 @@ class DiffVerdict:
     """Lines such as ``nothing was compared: ...``; the gate trips when there is any."""
     min_shared: float = MIN_SHARED
     """The share of shared rows it asked for."""
+    found: tuple[tuple[str, str, str], ...] = ()
+    """What tripped it, machine-readable: ``(kind, model_key, evaluator)``, ``kind`` one of
+    :data:`DIFF_GATE_KINDS` (``("nothing compared", "", "")`` for the whole diff)."""
 
     @property
     def tripped(self) -> bool:
@@ -84,35 +87,42 @@ def _after(r: Any) -> str:
     return f"0 of {r.N_after} after" if r.N_after else "not in the after run"
 
 
-def coverage_lines(d: RunDiff, min_shared: float | None = None) -> list[str]:
-    """The lines about what ``d`` did not compare (every kind but regressions), at ``min_shared``
-    (``d.min_shared`` when not given); empty when it compared enough."""
-    share = check_min_shared(d.min_shared if min_shared is None else min_shared)
-    c = d.coverage
-    lines = []
-    if int(c["shared"].sum()) == 0:
-        lines.append(
-            f"nothing was compared: 0 rows measured in both runs ({int(c['rows_before'].sum()):,} before, "
-            f"{int(c['rows_after'].sum()):,} after); are they runs of the same dataset, and did their calls succeed?"
-        )
+#: The kinds of :attr:`DiffVerdict.found`, in the order the gate's lines come.
+DIFF_GATE_KINDS = (
+    "nothing compared",
+    "unmeasured after",
+    "unmeasured before",
+    "measured in neither run",
+    "few shared rows",
+    "regression",
+)
+
+
+def _coverage_parts(c: pd.DataFrame, share: float) -> list[tuple[str, str, pd.DataFrame, Any]]:
+    """(kind, its words, the coverage rows of that kind, what a row's parentheses say) of every
+    kind but ``nothing compared`` and ``regression``."""
     b, a = c["rows_before"] > 0, c["rows_after"] > 0
     kinds = [
         (
+            "unmeasured after",
             "unmeasured after (measured before, on no row after)",
             b & ~a,
             lambda r: f"measured on {r.rows_before:,} rows before, {_after(r)}",
         ),
         (
+            "unmeasured before",
             "unmeasured before (nothing to compare the after run's rows with)",
             ~b & a & c["unmeasured_before"],
             lambda r: f"0 of {r.N_before} rows measured before, {r.rows_after:,} after",
         ),
         (
             "measured in neither run",
+            "measured in neither run",
             ~b & ~a & (c["N_before"] > 0) & (c["unmeasured_before"] | c["unmeasured_after"]),
             lambda r: f"0 of {r.N_before} rows before, 0 of {r.N_after} after",
         ),
         (
+            "few shared rows",
             f"with few shared rows (measured in both runs: below {share:.0%} of the rows a run measured; --min-shared)",
             b & a & (c["share"] < share),
             lambda r: (
@@ -121,10 +131,28 @@ def coverage_lines(d: RunDiff, min_shared: float | None = None) -> list[str]:
             ),
         ),
     ]
-    for what, mask, detail in kinds:
-        part = c[mask.to_numpy(dtype=bool)]
+    return [(kind, words, c[mask.to_numpy(dtype=bool)], detail) for kind, words, mask, detail in kinds]
+
+
+def _nothing_compared(c: pd.DataFrame) -> str:
+    """The line of a diff that compared no row, or ""."""
+    if int(c["shared"].sum()) > 0:
+        return ""
+    return (
+        f"nothing was compared: 0 rows measured in both runs ({int(c['rows_before'].sum()):,} before, "
+        f"{int(c['rows_after'].sum()):,} after); are they runs of the same dataset, and did their calls succeed?"
+    )
+
+
+def coverage_lines(d: RunDiff, min_shared: float | None = None) -> list[str]:
+    """The lines about what ``d`` did not compare (every kind but regressions), at ``min_shared``
+    (``d.min_shared`` when not given); empty when it compared enough."""
+    share = check_min_shared(d.min_shared if min_shared is None else min_shared)
+    nothing = _nothing_compared(d.coverage)
+    lines = [nothing] if nothing else []
+    for _, words, part, detail in _coverage_parts(d.coverage, share):
         if len(part):
-            lines.append(f"{len(part)} {what}: {_named(part, detail)}")
+            lines.append(f"{len(part)} {words}: {_named(part, detail)}")
     return lines
 
 
@@ -132,6 +160,9 @@ def check_diff_gate(d: RunDiff, min_shared: float | None = None) -> DiffVerdict:
     """The gate on ``d``: :func:`coverage_lines`, then the regressions, if any."""
     share = check_min_shared(d.min_shared if min_shared is None else min_shared)
     lines = coverage_lines(d, share)
+    found = [("nothing compared", "", "")] if _nothing_compared(d.coverage) else []
+    for kind, _, part, _ in _coverage_parts(d.coverage, share):
+        found += [(kind, str(m), str(e)) for m, e in zip(part["model_key"], part["evaluator"], strict=True)]
     worse = d.regressions
     if len(worse):
         named = [f"{r.evaluator}.{r.metric} · {r.model_key}" for r in worse.head(_NAMED).itertuples(index=False)]
@@ -140,4 +171,5 @@ def check_diff_gate(d: RunDiff, min_shared: float | None = None) -> DiffVerdict:
         lines.append(
             f"a regression was found ({n} comparison{'s' if n > 1 else ''} got worse): {', '.join(named)}{more}"
         )
-    return DiffVerdict(tuple(lines), share)
+        found += [("regression", str(m), str(e)) for m, e in zip(worse["model_key"], worse["evaluator"], strict=True)]
+    return DiffVerdict(tuple(lines), share, tuple(found))

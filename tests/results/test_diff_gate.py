@@ -167,6 +167,10 @@ def test_json_output_carries_the_gate(tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["diff", before, after, "--json", "--fail-on-regression"]) == 1
     out = json.loads(capsys.readouterr().out)
     assert out["gate"]["tripped"] is True and out["has_regressions"] is False
+    assert out["gate"]["found"] == [
+        {"kind": "nothing compared", "model_key": "", "evaluator": ""},
+        {"kind": "few shared rows", "model_key": "m", "evaluator": "exact_match"},
+    ]
     assert out["coverage"] == [
         {
             "evaluator": "exact_match",
