@@ -20,6 +20,10 @@ is one), raised before a result is made:
   :data:`~nbeval.results.limits.MAX_LABEL_CHARS` characters; each head-to-head verdict between
   two models the test case has, filed alike on both their rows (:mod:`nbeval.results.verdict_check`).
 
+Last, every file must be the one the save of ``result.json`` wrote (its save id and hashes,
+:mod:`nbeval.results.save_id`), not a file of another save into the same folder; a folder saved
+before the save id existed is not checked.
+
 The checks across the files are :mod:`nbeval.results.consistency`; those of the long table work
 on its categoricals' codes and on each distinct value once, so they cost little next to reading
 the files.
@@ -55,6 +59,7 @@ from nbeval.results.result import (
     EvaluationResult,
 )
 from nbeval.results.run_facts import check_run_facts
+from nbeval.results.save_id import check_save
 from nbeval.results.score_table import SCORE_COLUMNS, typed_scores
 from nbeval.results.verdict_check import check_verdicts
 
@@ -324,7 +329,7 @@ def load_result(folder: str | Path) -> EvaluationResult:
     check_aggregates(aggregates, aggregate_lines, metrics, dataset, folder / "aggregates.jsonl")
     check_verdicts(scores, metrics, scores_path, score_lines)
     check_label_file(folder)
-    return with_saved_labels(
+    loaded = with_saved_labels(
         EvaluationResult(
             scores,
             aggregates,
@@ -336,3 +341,6 @@ def load_result(folder: str | Path) -> EvaluationResult:
         ),
         folder,
     )
+    # hashed after every file was read: one that another save replaced meanwhile does not match
+    check_save(folder, info)
+    return loaded

@@ -101,12 +101,15 @@ def runs(folder: str | Path) -> pd.DataFrame:
 def _run_row(folder: Path) -> dict[str, Any]:
     """One row of :func:`runs`: the facts of the result saved in ``folder``, or its error."""
     from nbeval.results.loading import read_aggregates, read_result_info
+    from nbeval.results.save_id import check_save
 
     row: dict[str, Any] = dict.fromkeys(RUN_COLUMNS)
     row.update(run=folder.name, path=str(folder), started_at=_modified(folder))
     try:
-        meta = read_result_info(folder).get("meta") or {}
+        info = read_result_info(folder)
+        meta = info.get("meta") or {}
         aggregates = read_aggregates(folder)
+        check_save(folder, info, ["aggregates.jsonl"])  # not the aggregates of another save
     except DataError as exc:
         row["error"] = str(exc)
         return row

@@ -1,5 +1,11 @@
 """Saving a result to a folder, whole or not at all (:func:`nbeval.load_result`, in
-:mod:`nbeval.results.loading`, reads it back and checks it)."""
+:mod:`nbeval.results.loading`, reads it back and checks it).
+
+Every file is written into a hidden staging folder first; ``result.json`` last, with the save id
+and the hash of each file (:mod:`nbeval.results.save_id`). The files are then renamed into the
+folder, ``result.json`` last, under the folder's lock (:mod:`nbeval.results.folder_lock`), so two
+saves into one folder at once leave the one that renamed last whole, never a mix; and a folder
+that mixes two saves anyway (a crash between two renames, a file copied in) does not load."""
 
 from __future__ import annotations
 
@@ -12,8 +18,10 @@ from typing import TYPE_CHECKING, Any
 from nbeval.errors import BadParameter
 from nbeval.results.aggregates import FORMAT_VERSION
 from nbeval.results.files import check_folder, staging_folder
-from nbeval.results.labels import save_labels
+from nbeval.results.folder_lock import folder_lock
+from nbeval.results.labels import LABELS_FILE, save_labels
 from nbeval.results.run_facts import check_run_facts, with_label
+from nbeval.results.save_id import SAVE_FIELD, new_save
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -45,7 +53,7 @@ def save_result(
     score_file = SCORE_FILES[scores_format]
     data_file = DATASET_FILES[scores_format]
     names = (score_file, "aggregates.jsonl", "metrics.jsonl", data_file, "result.json")
-    check_folder(folder, names)
+    check_folder(folder, (*names, LABELS_FILE))
     from nbeval.results.consistency import check_label_lengths
 
     check_label_lengths(result.labels, "result.labels")  # a label load_result would refuse is not written
@@ -65,18 +73,30 @@ def save_result(
             dataset_file.write_dataset_parquet(stage / data_file, result.dataset)
         else:
             result.dataset.to_json(str(stage / data_file))
+        save_labels(stage, result.labels)  # labels.csv (optional), moved in with the others
+        save = new_save(stage, (*names[:-1], LABELS_FILE))
         (stage / "result.json").write_text(
             json.dumps(
-                {"meta": meta, "explanations": result.explanations, "model_labels": result.model_labels},
+                {
+                    "meta": meta,
+                    "explanations": result.explanations,
+                    "model_labels": result.model_labels,
+                    SAVE_FIELD: save,
+                },
                 indent=2,
                 ensure_ascii=False,
                 default=str,
             ),
             encoding="utf-8",
         )
-        save_labels(folder, result.labels)  # labels.csv (optional), before the result files move in
-        for name in names:
-            os.replace(stage / name, folder / name)
+        with folder_lock(folder):  # one save's renames at a time: the last one leaves its files whole
+            for name in names[:-1]:
+                os.replace(stage / name, folder / name)
+            if save["files"][LABELS_FILE] is not None:
+                os.replace(stage / LABELS_FILE, folder / LABELS_FILE)
+            elif (folder / LABELS_FILE).is_file():  # an earlier result's labels are not this one's
+                (folder / LABELS_FILE).unlink()
+            os.replace(stage / "result.json", folder / "result.json")
     result.meta = kept
     return folder
 

@@ -299,11 +299,18 @@ def test_a_label_at_the_cap_loads(tmp_path: Path) -> None:
     # on classification, whose labels are classes: any text (a pass/fail evaluator's are verdicts)
     rows = [{"key": "k1", "input": "q", "expected_output": "a", "actual_output": "a"}]
     result = nbeval.evaluate(rows, ["classification"], progress=False)
-    folder = result.save(tmp_path / "r")
-    (folder / "labels.csv").write_text(
-        f"key,model_key,evaluator,label\r\nk1,{result.model_keys[0]},classification,{'x' * MAX_LABEL_CHARS}\r\n",
-        encoding="utf-8",
+    # set and saved (a labels.csv written into a saved folder by hand is not that save's: issue 43)
+    result.set_labels(
+        [
+            {
+                "key": "k1",
+                "model_key": result.model_keys[0],
+                "evaluator": "classification",
+                "label": "x" * MAX_LABEL_CHARS,
+            }
+        ]
     )
+    folder = result.save(tmp_path / "r")
     assert nbeval.load_result(folder).labels["label"].tolist() == ["x" * MAX_LABEL_CHARS]
 
 
