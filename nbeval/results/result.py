@@ -339,8 +339,11 @@ class EvaluationResult:
 
         The files are written into a hidden folder inside ``folder`` first and renamed into
         place only once all of them are written (``result.json`` last), so a save that fails or
-        is interrupted while writing leaves the previous result in ``folder`` as it was (only a
-        crash in the instant between the five renames could mix two results). A file or folder
+        is interrupted while writing leaves the previous result in ``folder`` as it was. The
+        renames hold the folder's lock, so two saves into one folder at once leave one of them
+        whole; ``result.json`` keeps a save id and each file's hash, so a folder that mixes two
+        saves anyway (a crash between two renames, a file copied in) is a DataError on load,
+        never a result (see :mod:`nbeval.results.save_id`). A file or folder
         where the result cannot go, or a human label longer than
         :data:`~nbeval.results.limits.MAX_LABEL_CHARS` (which :func:`nbeval.load_result` would
         refuse), raises :class:`~nbeval.errors.DataError` before anything is written.
