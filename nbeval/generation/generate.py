@@ -441,6 +441,7 @@ class _Run:
             "prompt_tokens": usage.get("prompt_tokens", 0),
             "completion_tokens": usage.get("completion_tokens", 0),
             "cost": usage.get("cost"),
+            **({"unknown_usage_calls": usage["unknown_usage_calls"]} if usage.get("unknown_usage_calls") else {}),
             "rounds": self.rounds,
             "reasked": self.reasked,
             "parse_failures": [failure(a) for a in self.failed if a.error is None],

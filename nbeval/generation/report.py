@@ -11,6 +11,7 @@ from nbeval.data.fields import Chunk
 from nbeval.data.model import Test, TestCase, TestSuite
 from nbeval.errors import GenerationFailed
 from nbeval.generation.chunks import DocChunk
+from nbeval.results.usage_text import cost_text, unknown_calls
 
 __all__ = ["REPORT_KEY", "failure", "no_case_error", "suite_of", "summary_lines"]
 
@@ -102,6 +103,8 @@ def summary_lines(suite: TestSuite) -> list[str]:
     r = suite.extra.get(REPORT_KEY) or {}
     kinds = ", ".join(f"{v} {k}" for k, v in (r.get("by_kind") or {}).items())
     cost = f", ${r['cost']:.4f}" if r.get("cost") is not None else ""
+    if unknown_calls(r):  # some calls were not priced: the cost is a lower bound, and says so
+        cost = f", cost {cost_text(r)}"
     lines = [
         f"made {r.get('made', len(suite.test_cases))} of {r.get('requested', '?')} test cases"
         + (f" ({kinds})" if kinds else "")

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from nbeval.results.diff_gate import coverage_lines
 from nbeval.results.leaderboard import format_interval, format_value
 from nbeval.results.text import WIDTH, wrap_item
+from nbeval.results.usage_text import unknown_calls
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -32,6 +33,8 @@ __all__ = ["UNKNOWN", "changes", "describe_run", "diff_html", "diff_text", "load
 UNKNOWN = "unknown"
 _NAN = float("nan")
 _USAGE = (("prompt tokens", "prompt_tokens"), ("completion tokens", "completion_tokens"), ("calls", "calls"))
+#: The usage row counting calls whose token usage was unknown (shown only when a run had any).
+UNKNOWN_USAGE = "calls of unknown usage"
 _WARN = {
     "judge": "the judge changed from {b} to {a}: a difference may come from the judge, not from the models",
     "embedder": "the embedder changed from {b} to {a}: a difference may come from the embedder, not the models",
@@ -92,6 +95,11 @@ def usage(before: dict[str, Any], after: dict[str, Any]) -> pd.DataFrame:
         got["cost (USD)"], got["duration (s)"] = _number(totals.get("cost")), _number(meta.get("duration_s"))
         facts.append(got)
     order = ["tokens", "prompt tokens", "completion tokens", "calls", "cost (USD)", "duration (s)"]
+    unknown = [unknown_calls(_part(meta, "usage")) for meta in (before, after)]
+    if any(unknown):  # a run priced without some calls: its cost is a lower bound, and says so
+        for got, n in zip(facts, unknown, strict=True):
+            got[UNKNOWN_USAGE] = float(n)
+        order.insert(order.index("cost (USD)") + 1, UNKNOWN_USAGE)
     table = pd.DataFrame({"what": order, "before": [facts[0][w] for w in order], "after": [facts[1][w] for w in order]})
     table["change"] = table["after"] - table["before"]
     return table
@@ -297,6 +305,8 @@ def diff_text(d: RunDiff, max_flips: int) -> str:
     if usage_rows:
         lines += ["", "usage: before → after (change)"]
         lines += [f"  {w:<18} {b:>14} → {a:<14} ({c})" for w, b, a, c in usage_rows]
+        if UNKNOWN_USAGE in set(d.usage["what"]):
+            lines.append(f"  cost (USD) is a lower bound where {UNKNOWN_USAGE} is above 0: they were not priced")
     return "\n".join(line if len(line) <= WIDTH else line[: WIDTH - 1] + "…" for line in lines)
 
 
