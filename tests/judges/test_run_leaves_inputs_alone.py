@@ -147,3 +147,29 @@ def test_an_evaluator_run_with_a_jury_of_no_then_with_a_yes_judge_scores_as_a_fr
     assert fresh.leaderboard()["correctness.correctness"].iloc[0] == 1.0
     assert again.leaderboard()["correctness.correctness"].iloc[0] == 1.0
     assert ev.params["judge"] is None
+
+
+def test_planning_a_run_of_every_registered_evaluator_changes_none_of_them() -> None:
+    """The registry, exhaustively: every built-in evaluator of every family, given together to one
+    dry run and to the planning of a real run (the jury seated, every judge and input checked)."""
+    from nbeval.engine import plan_run
+    from nbeval.runtime import Resources
+    from tests.ragas.conftest import ToyEmbedder
+    from tests.test_evaluators_pickle import PARAMS
+
+    evaluators = [
+        nbeval.evaluator(id, **{**PARAMS.get(id, {}), **_params(id)})
+        for id in sorted(registry._builtin_specs())
+        if id != "pairwise"  # compares models: takes one judge, not the run's jury
+    ]
+    judge = [_verdict_judge("no"), _verdict_judge("yes"), _verdict_judge("no")]
+    rows = [
+        {**JUDGE_ROW, **RAGAS_AGENT_ROW, "key": "r1", "guidelines": ["Be brief."], "expected_context": ["x"]},
+    ]
+    given = (evaluators, judge)
+    before = state(given)
+    nbeval.evaluate(rows, evaluators, judge=judge, embedder=ToyEmbedder(), dry_run=True, cache=False)
+    assert state(given) == before, first_difference(before, state(given))
+    plan_run(rows, evaluators, resources=Resources(judge=judge, embedder=ToyEmbedder(), cache=False))
+    assert state(given) == before, first_difference(before, state(given))
+    assert all(ev.params.get("judge") is None for ev in evaluators if ev.spec.needs_judge)
