@@ -133,7 +133,7 @@ def juror_name(judge: Any) -> str:
     if isinstance(judge, str):
         return judge
     if isinstance(judge, dict):
-        return str(judge.get("model") or judge.get("name") or "judge")
+        return str(judge.get("name") or judge.get("model") or "judge")  # "name": what results call it
     name = getattr(judge, "name", None) or getattr(judge, "model", None)
     if isinstance(name, str) and name:
         return name
@@ -378,6 +378,8 @@ def _usage(scores: Sequence[Score]) -> dict[str, Any]:
             continue
         for k in ("calls", "cached_calls", "prompt_tokens", "completion_tokens"):
             total[k] += int(usage.get(k) or 0)
+        if usage.get("unknown_usage_calls"):  # a juror's cost is a lower bound: so is the jury's
+            total["unknown_usage_calls"] = total.get("unknown_usage_calls", 0) + int(usage["unknown_usage_calls"])
         if usage.get("cost") is not None:
             total["cost"] = (total["cost"] or 0.0) + float(usage["cost"])
     return total

@@ -143,3 +143,13 @@ def test_a_collected_models_dict_settings_apply_to_its_calls(openai_server: Fake
     nbeval.collect(suite, models={"m": model}, cache=False, max_attempts=4).complete(progress=False)
     assert openai_server.request_count == 1
     assert "max_attempts" not in (openai_server.requests[0].body or {})
+
+
+def test_a_judges_name_is_what_results_call_it_and_is_never_sent(openai_server: FakeOpenAIServer) -> None:
+    openai_server.reply = YES
+    strict = _judge(openai_server, name="strict")
+    lenient = _judge(openai_server, name="lenient")
+    result = _run([strict, lenient])
+    assert result.jury_agreement("correctness", n_boot=0).jurors == ("strict", "lenient")
+    assert all("name" not in (r.body or {}) for r in openai_server.requests)
+    assert resolve_chat_model(strict).name == "strict"
