@@ -42,7 +42,7 @@ from nbeval.serve.bodies import (
     request_errors,
     strict_json,
 )
-from nbeval.serve.budget import DEFAULT_MAX_JUDGE_CALLS
+from nbeval.serve.budget import DEFAULT_MAX_JUDGE_CALLS, BoundedResources
 from nbeval.serve.dbgpt import (
     DbgptRequest,
     ServiceUnavailable,
@@ -144,7 +144,6 @@ def create_app(  # noqa: C901
     embedder when ``embedder`` is not given); without it they are refused, so no request makes
     the server load or download a model.
     """
-    from nbeval.runtime import Resources
 
     retriever_fn = load_callable(retriever, RETRIEVER_GROUP, "retriever") if isinstance(retriever, str) else retriever
     documents_fn = (
@@ -152,7 +151,8 @@ def create_app(  # noqa: C901
     )
     application = _as_app(app)
     store = JobStore(
-        lambda: Resources(judge=judge, embedder=embedder, device=device, cache=cache),
+        # each job's calls are bounded as it runs too: the plan's count of later calls is an estimate
+        lambda: BoundedResources(max_judge_calls, judge=judge, embedder=embedder, device=device, cache=cache),
         data_dir=data_dir,
         workers=workers,
         keep=keep_jobs,

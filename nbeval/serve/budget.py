@@ -11,21 +11,25 @@ row's scoring is walked with placeholder replies, nothing is called, cached call
 bound is on what a request may ask, whatever the cache holds). Calls that depend on the judge's
 answers (one per claim a reply lists) are counted as the placeholder replies lead, so an estimate
 for those evaluators. The walk stops soon after the limit is passed: a request far over it costs
-no more to refuse than one just over.
+no more to refuse than one just over. So each job also runs with :class:`BoundedResources`, which
+answer at most ``max_judge_calls`` chat requests and the rest with an error (those rows say why),
+whatever the estimate was.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from nbeval.errors import DataError
+from nbeval.errors import DataError, ResourceError
+from nbeval.runtime import Answer, Resources
 
 if TYPE_CHECKING:
     from nbeval.data.model import Row
     from nbeval.evaluators.base import Evaluator
 
-__all__ = ["DEFAULT_MAX_JUDGE_CALLS", "check_judge_calls", "planned_judge_calls"]
+__all__ = ["DEFAULT_MAX_JUDGE_CALLS", "BoundedResources", "check_judge_calls", "planned_judge_calls"]
 
 #: The judge calls a request may plan unless the server sets another limit.
 DEFAULT_MAX_JUDGE_CALLS = 10_000
@@ -70,3 +74,55 @@ def check_judge_calls(planned: Iterable[tuple[Evaluator, list[Row]]], max_calls:
         "(--max-judge-calls); send fewer rows, fewer models per test case or fewer chunks per row"
     )
     raise DataError(msg)
+
+
+class BoundedResources(Resources):
+    """A run's :class:`~nbeval.runtime.Resources` that answer at most ``max_calls`` chat requests
+    (judge calls, cached ones included, as the plan counts them); each one past it is answered
+    with a :class:`~nbeval.errors.ResourceError` saying the request's budget is spent."""
+
+    def __init__(self, max_calls: int, **options: Any) -> None:
+        super().__init__(**options)
+        self.max_calls = max_calls
+        self.calls = 0
+        """Chat requests let through so far."""
+        self._lock = threading.Lock()  # rounds of one run may be answered from several threads
+
+    def answer(
+        self,
+        requests: Sequence[Any],
+        *,
+        on_answer: Callable[[int, Answer], None] | None = None,
+        cancel: Callable[[], bool] | None = None,
+    ) -> list[Answer]:
+        from nbeval.requests import Chat
+
+        allowed: list[int] = []
+        with self._lock:
+            for i, r in enumerate(requests):
+                if isinstance(r, Chat):
+                    if self.calls >= self.max_calls:
+                        continue
+                    self.calls += 1
+                allowed.append(i)
+        if len(allowed) == len(requests):
+            return super().answer(requests, on_answer=on_answer, cancel=cancel)
+
+        def relay(j: int, answer: Answer) -> None:
+            if on_answer is not None:
+                on_answer(allowed[j], answer)
+
+        got = super().answer([requests[i] for i in allowed], on_answer=relay, cancel=cancel)
+        out: list[Answer | None] = [None] * len(requests)
+        for j, i in enumerate(allowed):
+            out[i] = got[j]
+        msg = (
+            f"not asked: this request's budget of {self.max_calls:,} judge calls is spent "
+            "(the server's --max-judge-calls)"
+        )
+        for i, a in enumerate(out):
+            if a is None:
+                out[i] = refused = Answer(ResourceError(msg), ())
+                if on_answer is not None:
+                    on_answer(i, refused)
+        return [a for a in out if a is not None]

@@ -119,3 +119,54 @@ def test_the_command_passes_max_judge_calls(monkeypatch: pytest.MonkeyPatch, tmp
     c = TestClient(got["app"], base_url="http://127.0.0.1")
     r = c.post("/v1/evaluations", json={"data": CHUNKS_ROW, "evaluators": ["chunk_relevance"]})
     assert r.status_code == 422 and "300 judge calls" in r.json()["message"], r.text
+
+
+# -- the bound at run time: calls the plan could not foresee --------------------------------------
+
+
+def test_the_runs_resources_answer_no_more_chat_calls_than_the_budget() -> None:
+    # the plan walks each row with placeholder replies, so calls that depend on the judge's real
+    # answers are estimated; the run's resources refuse the calls past the budget all the same
+    from nbeval.errors import ResourceError
+    from nbeval.requests import Chat
+    from nbeval.serve.budget import BoundedResources
+
+    judge = _Judge()
+    resources = BoundedResources(3, judge=judge, cache=False)
+    chats = [Chat(messages=({"role": "user", "content": f"question {i}"},)) for i in range(5)]
+    seen: list[int] = []
+    answers = resources.answer(chats, on_answer=lambda i, a: seen.append(i))
+    assert [isinstance(a.value, ResourceError) for a in answers] == [False, False, False, True, True]
+    assert "budget of 3 judge calls" in str(answers[3].value) and "--max-judge-calls" in str(answers[3].value)
+    assert sorted(seen) == [0, 1, 2, 3, 4] and judge.calls == 3
+    again = resources.answer(chats[:1])
+    assert isinstance(again[0].value, ResourceError) and judge.calls == 3
+
+
+def test_the_service_runs_each_job_with_its_own_budget(tmp_path: Path) -> None:
+    judge = _Judge()
+    for c in _client(tmp_path, judge, max_judge_calls=300):
+        for _ in range(2):  # a second request has its own 300 calls, not what the first one left
+            r = c.post("/v1/evaluations", json={"data": CHUNKS_ROW, "evaluators": ["chunk_relevance"]})
+            assert r.status_code == 200 and r.json()["status"] == "succeeded", r.text
+    assert judge.calls == 600
+
+
+def test_re_asks_the_plan_cannot_foresee_stop_at_the_budget(tmp_path: Path) -> None:
+    # faithfulness plans 2 calls a row (statements, then their verdicts); a judge whose replies
+    # cannot be read is asked again, so without the run-time bound the row made 4 calls
+    calls = 0
+
+    def garbage(prompt: str) -> str:
+        nonlocal calls
+        calls += 1
+        return "garbage"
+
+    rows = [{"input": "q", "actual_output": "a. b. c.", "context": ["x"]}]
+    api = create_app(token=TOKEN, data_dir=tmp_path / "data", judge=garbage, max_judge_calls=2)
+    with TestClient(api, headers={"Authorization": f"Bearer {TOKEN}"}) as c:
+        r = c.post("/v1/evaluations", json={"data": rows, "evaluators": ["faithfulness"]})
+        assert r.status_code == 200, r.text
+        (score,) = r.json()["scores"]
+    assert calls == 2
+    assert score["value"] is None and "budget of 2 judge calls is spent" in score["error"], score
