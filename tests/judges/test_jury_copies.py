@@ -23,7 +23,7 @@ import nbeval
 from nbeval.chat.callable_chat import CallableChat
 from nbeval.evaluators.jury import JUROR_SAMPLES, juror_request
 from nbeval.requests import Chat, Embed, Gather
-from tests.support.fake_openai import FakeOpenAIServer, Recorded, Text
+from tests.support.fake_openai import FakeOpenAIServer, Recorded, Status, Text
 
 pytestmark = pytest.mark.usefixtures("no_judge_from_env")
 
@@ -187,3 +187,16 @@ def test_a_jury_of_copies_says_it_measures_self_consistency() -> None:
     assert agreement.jurors == ("coin", "other", "coin#2")
     assert agreement.repeated == (("coin", "coin#2"),)
     assert "self-consistency" in str(agreement)
+
+
+def test_a_jury_whose_every_call_failed_measured_no_agreement(openai_server: FakeOpenAIServer) -> None:
+    """Nothing measured: the agreement is NaN with its reason, never 1.000 (copies of nothing agree)."""
+    openai_server.reply = Status(500)
+    j = _server_judge(openai_server)
+    result = nbeval.evaluate(ROWS, ["correctness"], judge=[j, j, j], cache=False, progress=False, max_attempts=1)
+    assert openai_server.request_count == 3 * len(ROWS)
+    agreement = result.jury_agreement("correctness", n_boot=50)
+    assert np.isnan(agreement.alpha) and np.isnan(agreement.alpha_low) and np.isnan(agreement.alpha_high)
+    assert agreement.missing == 3 * len(ROWS) and agreement.pairable_units == 0
+    assert "nothing to compare" in str(agreement)
+    assert result.scores["value"].isna().all()
