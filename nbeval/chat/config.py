@@ -69,8 +69,10 @@ def resolve_chat_model(spec: Any, *, required: bool = False, device: str | None 
     ``spec`` may be ``None`` (the environment's judge, else ``None``), a model name (an
     OpenAI-compatible model at ``NBEVAL_JUDGE_BASE_URL``, or a local Hugging Face model when
     written ``"hf:<name or path>"``), a dict of keyword arguments (``{"model": ..., "base_url":
-    ..., "api_key": ..., "timeout": ..., **generation params}``; ``"provider": "hf"`` for a local
-    model), a chat model, a :class:`~nbeval.chat.client.ChatClient` (its model) or a callable
+    ..., "api_key": ..., "timeout": ..., **request fields}``; ``"provider": "hf"`` for a local
+    model; ``max_attempts``, ``concurrency`` and ``timeout`` are kept on the model for the client
+    that calls it, never sent; any other key is refused: see :mod:`nbeval.chat.judge_settings`),
+    a chat model, a :class:`~nbeval.chat.client.ChatClient` (its model) or a callable
     (wrapped in :class:`~nbeval.chat.callable_chat.CallableChat`). With ``required=True`` a
     missing judge raises :class:`~nbeval.errors.JudgeNotConfigured` with :func:`judge_help_text`.
     ``device`` places a local Hugging Face model (``"cpu"``, ``"cuda"``, ``"cuda:1"``; ``None``:
