@@ -103,12 +103,15 @@ def bootstrap_mean_interval(
 ) -> tuple[float, float]:
     """The percentile bootstrap interval of the mean of ``values`` (NaNs left out).
 
-    Draws ``resamples`` samples of the same size with replacement from a generator seeded with
-    ``seed`` and returns the quantiles of their means (linear interpolation, as
-    :func:`numpy.quantile`). ``(nan, nan)`` without values; a single value gives ``(v, v)``.
+    Draws ``resamples`` samples of the same size with replacement (from the values sorted, so the
+    order they come in does not count) from a generator seeded with ``seed`` and returns the
+    quantiles of their means (linear interpolation, as :func:`numpy.quantile`). ``(nan, nan)``
+    without values; a single value gives ``(v, v)``.
     """
     _z(level)  # checks the level
-    arr = _values(values)
+    # sorted first: the resamples draw positions, so the same values in another row order would
+    # otherwise give another interval (issue 43: a statistic does not depend on the row order)
+    arr = np.sort(_values(values))
     if arr.size == 0:
         return _NAN, _NAN
     rng = np.random.default_rng(seed)
