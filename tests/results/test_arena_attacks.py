@@ -38,9 +38,8 @@ def test_a_rating_no_verdict_informs_has_no_value_and_no_interval() -> None:
 
 
 def test_one_configured_judge_rates_the_same_verdicts() -> None:
-    """The same verdicts under one judge: ``top`` won all 32, so it is rated above 1000 with an
-    interval of positive width? Every case is the same, so each resample is too: the interval is
-    the estimate itself; what matters is that it is informed and first."""
+    """The same verdicts under one judge: ``top`` won all 32, so it is rated first and above 1000,
+    with an interval (every case is alike, so the interval is the estimate itself)."""
     verdicts = [Verdict(v.case_id, v.first, v.second, v.outcome, "judge") for v in _one_verdict_judges()]
     table = fit_arena(verdicts, n_boot=50).arena_table()
     assert table.model_key.iloc[0] == "top" and table.rating.iloc[0] > 1000
