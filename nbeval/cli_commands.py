@@ -479,5 +479,7 @@ def runs_command(args: argparse.Namespace) -> int:
             for c in ("run", "started_at", "label", "models", "evaluators", "rows", "git_commit", "cost")
             if c in table.columns
         ]
+        if table["unknown_usage_calls"].fillna(0).gt(0).any():  # some cost is a lower bound: say so
+            shown.append("unknown_usage_calls")
         print(table[shown].to_string(index=False, max_colwidth=40))
     return 0

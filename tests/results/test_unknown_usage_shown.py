@@ -4,7 +4,18 @@ as they always were."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import nbeval
+from nbeval.chat.base import ChatReply, Usage
+from nbeval.cli import main
+from nbeval.data.fields import DataWarning
 from nbeval.data.model import TestSuite
+from nbeval.evaluators.judges.core import usage_details
 from nbeval.generation.report import REPORT_KEY, summary_lines
 from nbeval.results.diff import diff
 from nbeval.results.usage_text import cost_text, usage_line
@@ -47,3 +58,39 @@ def test_a_generation_summary_says_the_cost_is_a_lower_bound() -> None:
     assert "at least $0.2500 (usage unknown for 1 call)" in line
     suite.extra[REPORT_KEY] = {"calls": 4, "cost": 0.25}
     assert summary_lines(suite)[1].endswith(", $0.2500")  # as before
+
+
+def test_nbeval_runs_shows_the_calls_of_unknown_usage(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plain = result_of({"m": BEFORE})
+    plain.meta.update(usage={"calls": 10, "cost": 0.5})
+    plain.save(tmp_path / "runs" / "plain")
+    assert main(["runs", str(tmp_path / "runs")]) == 0
+    assert "unknown_usage_calls" not in capsys.readouterr().out  # as before, when no run had any
+    odd = result_of({"m": BEFORE})
+    odd.meta.update(usage={"calls": 10, "cost": 0.4, "unknown_usage_calls": 3})
+    odd.save(tmp_path / "runs" / "odd")
+    assert main(["runs", str(tmp_path / "runs")]) == 0
+    out = capsys.readouterr().out
+    assert "unknown_usage_calls" in out.splitlines()[0]
+
+
+def test_a_row_s_judge_details_count_its_calls_of_unknown_usage() -> None:
+    known = ChatReply("yes", Usage(100, 5), "judge", cost=0.1)
+    unknown = ChatReply("yes", Usage(-5, 5), "judge")
+    details = usage_details([known, unknown])
+    assert (details["calls"], details["prompt_tokens"], details["unknown_usage_calls"]) == (2, 100, 1)
+    assert "unknown_usage_calls" not in usage_details([known])  # as before
+
+
+def test_a_jury_row_counts_its_jurors_calls_of_unknown_usage() -> None:
+    def honest(prompt: str) -> dict[str, Any]:
+        return {"text": "Rating: yes", "usage": {"prompt_tokens": 10, "completion_tokens": 2}}
+
+    def broken(prompt: str) -> dict[str, Any]:
+        return {"text": "Rating: yes", "usage": {"prompt_tokens": -2000, "completion_tokens": 2}}
+
+    rows = [{"key": "r1", "input": "q?", "expected_output": "a", "actual_output": "a"}]
+    with pytest.warns(DataWarning, match="usage unknown"):
+        res = nbeval.evaluate(rows, ["correctness"], judge=[honest, broken, honest], progress=False, cache=False)
+    judge = json.loads(res.scores["details"].iloc[0])["judge"]
+    assert (judge["calls"], judge["prompt_tokens"], judge["unknown_usage_calls"]) == (3, 20, 1)

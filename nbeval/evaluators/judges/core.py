@@ -225,9 +225,12 @@ def with_earlier_turns(prompt: JudgePrompt, values: Mapping[str, str]) -> JudgeP
 
 
 def usage_details(replies: Sequence[Any]) -> dict[str, Any]:
-    """Per-row judge accounting for a score's details: calls, tokens, cost, cached calls."""
+    """Per-row judge accounting for a score's details: calls, tokens, cost, cached calls, and
+    ``unknown_usage_calls`` when some reply's usage could not be true (its cost is then a lower bound)."""
     costs = [r.cost for r in replies if getattr(r, "cost", None) is not None]
+    unknown = sum(getattr(getattr(r, "usage", None), "known", True) is False for r in replies)
     return {
+        **({"unknown_usage_calls": unknown} if unknown else {}),
         "calls": len(replies),
         "cached_calls": sum(bool(getattr(r, "cached", False)) for r in replies),
         "prompt_tokens": sum(r.usage.prompt_tokens for r in replies if getattr(r, "usage", None)),
