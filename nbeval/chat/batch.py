@@ -256,8 +256,8 @@ class _Runner:
         # Recorded before it exists (a crash can find it again), leased to this process while it
         # creates it (another run waits for it instead of forgetting it).
         lease = client.timeout + LEASE_S
-        store.add(submission, client._identity, file_id, keys, lease_s=lease)
-        with creating(submission):
+        with creating(submission):  # from before the record exists: another thread never sees it unleased
+            store.add(submission, client._identity, file_id, keys, lease_s=lease)
             try:
                 state = self._create(client, api, file_id, submission, store, lease)
             except ChatError as err:

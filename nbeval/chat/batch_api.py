@@ -1,5 +1,5 @@
 """The OpenAI-compatible Batch API of one endpoint: upload a JSONL of requests, create a batch,
-poll it, read its output and error files, cancel it.
+poll it, read its output and error files (streamed, line by line), cancel it.
 
 The calls go through the same ``openai`` client as the endpoint's chat calls (its base URL, key,
 default headers and query, none of them ever shown), one call per method, no retries of its own
@@ -14,6 +14,8 @@ output or error line ``{"id", "custom_id", "response": {"status_code", "body"} |
 
 from __future__ import annotations
 
+import functools
+import importlib
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -183,23 +185,16 @@ class BatchAPI:
             self._call("cancel the batch", lambda: client.batches.cancel(batch_id, timeout=self.timeout))
         )
 
-    def content(self, file_id: str) -> str:
-        """``GET /files/{id}/content``: an output or error file's text, whole (for a small file;
-        :meth:`read` streams one)."""
-        chunks: list[bytes] = []
-        self.read(file_id, chunks.append, split=False)
-        return b"".join(chunks).decode("utf-8", "replace")
-
-    def read(self, file_id: str, on_line: Callable[[bytes], None], *, split: bool = True) -> None:
-        """``GET /files/{id}/content``, streamed: ``on_line(line)`` for each line as it arrives
-        (``split=False``: for each chunk as it arrives), so a large file is never held whole."""
+    def read(self, file_id: str, on_line: Callable[[bytes], None]) -> None:
+        """``GET /files/{id}/content``, streamed: ``on_line(line)`` for each line as it arrives, so
+        a large file is never held whole. A file broken off midway raises a retryable
+        :class:`ChatError` (the lines it gave were handed on)."""
         client = self.model._get_client()
 
         def stream() -> None:
             with client.files.with_streaming_response.content(file_id, timeout=self.timeout) as response:
-                chunks = response.iter_bytes(_CHUNK)
-                for piece in split_lines(chunks) if split else chunks:
-                    on_line(piece)
+                for line in split_lines(response.iter_bytes(_CHUNK)):
+                    on_line(line)
 
         self._call("read the batch's results", stream)
 
@@ -215,7 +210,6 @@ class BatchAPI:
         return None
 
     def _call(self, what: str, fn: Callable[[], _T]) -> _T:
-        import httpx
         import openai
 
         model = self.model
@@ -227,7 +221,7 @@ class BatchAPI:
             cause = e.__cause__ or e
             msg = model._describe(f"could not {what}: connection failed ({type(cause).__name__}: {cause})")
             raise ChatError(msg, retryable=True) from None
-        except httpx.HTTPError as e:  # a streamed body broken off after its headers came
+        except _transport_errors() as e:  # a streamed body broken off after its headers came
             msg = model._describe(f"could not {what}: connection failed ({type(e).__name__}: {e})")
             raise ChatError(msg, retryable=True) from None
         except openai.APIStatusError as e:
@@ -239,6 +233,23 @@ class BatchAPI:
                 status=err.status,
                 rate_limited=err.rate_limited,
             ) from None
+
+
+@functools.cache
+def _transport_errors() -> tuple[type[Exception], ...]:
+    """The errors of the HTTP libraries the ``openai`` client may read a body with (``httpx2``
+    from openai 3 on, ``httpx`` before): those a streamed body broken off midway raises, which
+    the SDK does not wrap once the response has begun."""
+    errors: list[type[Exception]] = []
+    for name in ("httpx2", "httpx"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        error = getattr(module, "HTTPError", None)
+        if isinstance(error, type) and issubclass(error, Exception):
+            errors.append(error)
+    return tuple(errors)
 
 
 def why_unanswered(state: BatchState, window: str) -> str:

@@ -347,3 +347,40 @@ def test_a_damaged_store_is_set_aside_with_a_warning_and_the_run_goes_on(tmp_pat
     assert str(path) in message and str(aside) in message
     assert stored(cache) == [("completed", 0, 2)]
     assert os.path.exists(path)
+
+
+class BrokenOnce(FakeBatchServer):
+    """The first download of an output file breaks off halfway (its connection closed early)."""
+
+    def start(self) -> FakeBatchServer:
+        from tests.support.fake_batch import _BatchHandler
+
+        fake = self
+        fake.broken = 0
+
+        class Handler(_BatchHandler):
+            def do_GET(self) -> None:
+                if self.path.endswith("/content") and "file-out" in self.path and fake.broken == 0:
+                    fake.broken += 1
+                    data = fake._content(self.path.split("/")[-2]) or b""
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/octet-stream")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data[: len(data) // 2])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    return
+                super().do_GET()
+
+        Handler.fake = self
+        return self._serve(Handler)
+
+
+def test_an_output_file_broken_off_midway_is_read_again(tmp_path: Path) -> None:
+    # Streamed, the body is read after the SDK returned the response: its HTTP library's error must
+    # still be a retryable ChatError, not an exception that stops the run.
+    with BrokenOnce(echo, delay=0.05) as server:
+        out = run_batch(client_of(server, tmp_path / "c.sqlite"), ["a", "b", "c", "d"], options=POLL)
+    assert texts(out) == ["echo a", "echo b", "echo c", "echo d"]
+    assert server.broken == 1  # the download broken off, then one read whole
