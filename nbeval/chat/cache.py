@@ -14,6 +14,8 @@ cache written by an older nbeval (which has no such table) is read and written a
 :attr:`~nbeval.chat.base.ChatReply.logprobs` (asked for with ``logprobs=True``, which is part of
 the key) are kept the same way, in ``reply_logprobs`` (JSON, compressed), with a hash of the text
 they belong to: logprobs whose reply an older nbeval has since replaced are not read back.
+A reply whose usage was unknown (:attr:`~nbeval.chat.base.Usage.known`) is stored with token
+counts of -1, which read back as unknown usage again.
 """
 
 from __future__ import annotations
@@ -231,8 +233,9 @@ class ChatCache:
                         repair_text(identity)[0],
                         text,
                         model,
-                        reply.usage.prompt_tokens,
-                        reply.usage.completion_tokens,
+                        # -1: usage unknown (Usage reads a negative count back as unknown)
+                        reply.usage.prompt_tokens if reply.usage.known else -1,
+                        reply.usage.completion_tokens if reply.usage.known else -1,
                         reply.duration_s,
                         reply.cost,
                         time.time(),

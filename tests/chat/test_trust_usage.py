@@ -149,3 +149,14 @@ def test_a_function_judge_reporting_a_plausible_cost_is_priced_by_it() -> None:
 
     res = nbeval.evaluate(ROWS[:2], ["safety"], judge=judge, progress=False, cache=False)
     assert res.meta["usage"]["cost"] == pytest.approx(0.5) and "unknown_usage_calls" not in res.meta["usage"]
+
+
+def test_the_cache_keeps_usage_unknown(tmp_path: Path) -> None:
+    from nbeval.chat.cache import ChatCache
+
+    cache = ChatCache(tmp_path / "c.sqlite")
+    cache.put("k-unknown", "m", ChatReply("yes", Usage(-2000, 5), "m"))
+    cache.put("k-known", "m", ChatReply("yes", Usage(7, 5), "m", cost=0.1))
+    unknown, known = cache.get("k-unknown"), cache.get("k-known")
+    assert unknown is not None and not unknown.usage.known and unknown.cost is None
+    assert known is not None and known.usage == Usage(7, 5) and known.cost == pytest.approx(0.1)
