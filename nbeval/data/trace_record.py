@@ -38,7 +38,9 @@ def trace_record(
         unique.setdefault(s.span_id, s)
     ordered = sorted(unique.values(), key=lambda s: (s.start, s.order))
     roots = _roots(ordered)
-    first, last = roots[0], max(roots, key=lambda s: (s.end or s.start, s.order))
+    # Roots that end at the same nanosecond: the one that started last, so the file's order of
+    # spans never decides which answer a row gets (found by the order-invariance property test).
+    first, last = roots[0], max(roots, key=lambda s: (s.end or s.start, s.start, s.order))
     messages = conversation(ordered)
     prompt = next((m["content"] for m in reversed(messages) if m["role"] == "user" and m["content"]), None)
     prompt = prompt or first.input_value

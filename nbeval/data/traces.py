@@ -1,14 +1,17 @@
-"""Agent traces read into rows: OTLP JSON with OpenInference attributes, and MLflow trace JSON.
+"""Agent traces read into rows: OTLP JSON with OpenInference attributes, Phoenix's span JSON, MLflow trace JSON.
 
 Files read:
 
 * **OTLP JSON**, as the OpenTelemetry collector's file exporter writes it (one
   ``{"resourceSpans": [...]}`` object per line, ``.jsonl``) or as one such object (``.json``);
-  Arize Phoenix and other OpenInference exporters write the same shape. Field names in
+  OpenInference exporters write the same shape. Field names in
   lowerCamelCase or snake_case; ``traceId`` / ``spanId`` as hex (the collector) or base64 (the
   protobuf JSON mapping); times as nanoseconds, in text or numbers; attribute values as
   ``{"stringValue"|"intValue"|"doubleValue"|"boolValue"|"arrayValue"|"kvlistValue"|"bytesValue": ...}``.
-  The spans of one trace may be spread over several lines.
+  The spans of one trace may be spread over several lines. Times are at most 2**64 - 1 ns.
+* **Phoenix's span JSON** (its REST API's and Python client's ``v1.Span``: ``context.trace_id``,
+  ``span_kind``, ISO 8601 times, plain attribute values): a list of spans, one a line, or the
+  REST answer ``{"data": [...]}`` (see :mod:`nbeval.data.phoenix_spans`). Its ids are kept as text.
 * **MLflow trace JSON**, ``{"info": {...}, "data": {"spans": [...]}}`` (one, or a list of them):
   attributes are JSON text; ``mlflow.spanType``, ``mlflow.spanInputs``, ``mlflow.spanOutputs``
   and ``mlflow.chat.messages`` are read, and OpenInference attributes where an autologger wrote
@@ -30,13 +33,20 @@ last root's end. A span given twice (a batch sent again) counts once. Each recor
   as ``{"content", "doc_uri"}`` with the document id as ``doc_uri``;
 * ``model_key``: the ``llm.model_name`` of the LLM spans when they name exactly one model;
 * ``actual_duration``: the root span's duration in seconds;
-* ``error``: the root span's status message when it ended in error;
+* ``error``: the root span's status message when it ended in error (else its ``exception``
+  event's type and message);
+* ``tool_errors``: ``"<tool>: <why>"`` for each TOOL span that ended in error, wherever it ran,
+  when any did (a failed tool is worth knowing even when the agent went on and the root succeeded);
 * ``session_id`` (when a span has ``session.id``) and ``span_count``.
 
 **The conversation.** The LLM and TOOL spans are taken in order of start time; spans inside a
 TOOL, GUARDRAIL or EVALUATOR span are skipped (what a tool does inside, its own LLM calls
 included, is not part of the conversation), and so is an LLM span inside another LLM span (one
 call seen by two instrumentations). Then, span by span:
+
+An LLM span without ``llm.input_messages`` and ``llm.output_messages`` takes them from JSON in its
+``input.value`` and ``output.value`` (OpenAI or OpenTelemetry GenAI messages; see
+:mod:`nbeval.data.span_messages`).
 
 1. an LLM span whose input messages start with the whole conversation so far (the usual case:
    each call is sent the history) makes the conversation its input messages plus its output
@@ -45,9 +55,10 @@ call seen by two instrumentations). Then, span by span:
    left some history out) adds its input messages that are not in the conversation yet, then
    its output messages;
 3. a TOOL span whose call an assistant message asked for (same ``tool.id``, else the same tool
-   name, preferring equal arguments) adds the tool message with its ``output.value`` when no
-   tool message answered that call yet; a TOOL span no assistant asked for (a tool the code
-   called itself) adds an assistant message with the call and the tool message. The call's
+   name, preferring equal arguments) adds the tool message with its ``output.value`` (a span that
+   ended in error without output: ``Error: <why>``) when no tool message answered that call
+   yet; a TOOL span no assistant asked for (a tool the code called itself) adds an assistant
+   message with the call and the tool message. The call's
    name is ``tool.name`` (else the span's name); its arguments are ``tool.parameters``, which
    must be JSON, unless it holds a JSON Schema (the conventions allow the parameters' definition
    there) and ``input.value`` is given; else ``input.value`` (text that is not JSON becomes a
@@ -60,7 +71,9 @@ are linked to the first call still waiting for its result.
 
 Every problem raises :class:`~nbeval.errors.DataError` naming the file, the span (as
 ``trace <id> span <id>``, and the line of a ``.jsonl`` file) or the place in the file before the
-ids are known (``resourceSpans[1].scopeSpans[1].spans[3]``), and the field or attribute.
+ids are known (``resourceSpans[1].scopeSpans[1].spans[3]``), and the field or attribute; odd
+numbers included (``²`` or thousands of digits as a list index, a time past 2**64). The rule runs
+in time linear in the spans (:mod:`nbeval.data.span_conversation`).
 """
 
 from __future__ import annotations
