@@ -20,7 +20,7 @@ from nbeval.chat import OpenAIChat
 from nbeval.chat.accounting import UsageTotals, with_cost
 from nbeval.chat.base import ChatError, ChatReply, Usage
 from nbeval.chat.logprobs import TokenLogprob, as_logprobs, logprobs_to_json
-from nbeval.chat.usage_read import MAX_CALL_TOKENS
+from nbeval.chat.usage_read import MAX_CALL_COST, MAX_CALL_TOKENS
 
 MODEL = OpenAIChat("judge", base_url="http://127.0.0.1:9/v1", api_key="sk-never-sent")
 
@@ -191,3 +191,32 @@ def test_any_completion_body_is_a_reply_or_a_chat_error(usage: Any, logprobs: An
         return
     assert isinstance(reply, ChatReply)
     assert reply.usage.known == (Usage.from_any(json.loads(text)["usage"]).known)
+
+
+def _true_cost_ok(cost: Any) -> bool:
+    """Whether a reported cost is one a call can have, worked out here: none, or 0..MAX dollars."""
+    if cost is None:
+        return True
+    if isinstance(cost, bool) or not isinstance(cost, (int, float)):
+        return False
+    return math.isfinite(cost) and 0 <= cost <= MAX_CALL_COST
+
+
+@settings(max_examples=300, deadline=None)
+@given(any_count.filter(lambda v: v is not None), any_count.filter(lambda v: v is not None), any_count)
+@example(10, 5, -2000)
+@example(10, 5, "abc")
+def test_a_reply_made_by_hand_holds_only_counts_and_costs_a_call_can_have(
+    prompt: Any, completion: Any, cost: Any
+) -> None:
+    reply = ChatReply("x", Usage(prompt, completion), "m", cost=cost)
+    usage = reply.usage
+    assert type(usage.prompt_tokens) is int and type(usage.completion_tokens) is int
+    possible = _true_count(prompt) is not None and _true_count(completion) is not None and _true_cost_ok(cost)
+    assert usage.known == possible
+    if usage.known:
+        assert (usage.prompt_tokens, usage.completion_tokens) == (_true_count(prompt), _true_count(completion))
+        assert reply.cost is None or reply.cost == float(cost)
+    else:
+        assert usage.total_tokens == 0
+        assert reply.cost is None or _true_cost_ok(cost)  # impossible counts with a possible cost keep it
