@@ -24,7 +24,7 @@ from nbeval.data.phoenix_spans import is_phoenix_export
 from nbeval.data.text import read_text_file, repair_text
 from nbeval.errors import DataError
 
-__all__ = ["SUITE_SHAPES", "Shape", "is_csv_path", "json_shape", "load_json", "write_json"]
+__all__ = ["SUITE_SHAPES", "Shape", "is_csv_path", "json_lines", "json_shape", "load_json", "write_json"]
 
 Shape = Literal["lab", "suite", "test", "test_case", "dataset", "records", "record", "traces", "unknown"]
 
@@ -79,9 +79,21 @@ def _parse_json(text: str, name: str, row: int | None = None) -> Any:
     return data
 
 
+#: The line ends of JSON lines: ``\n``, ``\r\n`` or ``\r`` (as a file read line by line splits),
+#: never ``str.splitlines``'s others (U+0085, U+2028, ...), which JSON text holds unescaped.
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def json_lines(text: str) -> list[str]:
+    """The lines of JSON-lines ``text``. ``str.splitlines`` would also cut at U+0085, U+2028,
+    U+2029 and a few control characters, which may stand unescaped inside a JSON string (a row
+    written with ``ensure_ascii=False``), breaking that row in two."""
+    return _LINE_END.split(text)
+
+
 def _parse_jsonl(text: str, name: str) -> list[Any]:
     out = []
-    for lineno, line in enumerate(text.splitlines(), 1):
+    for lineno, line in enumerate(json_lines(text), 1):
         if line.strip():
             out.append(_parse_json(line, name, row=lineno))
     return out

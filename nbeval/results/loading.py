@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nbeval._version import __version__
+from nbeval.data.jsonio import json_lines
 from nbeval.data.model import LlmDataset
 from nbeval.errors import DataError
 from nbeval.results.consistency import (
@@ -150,7 +151,8 @@ def _read_records(path: Path, columns: list[str]) -> tuple[pd.DataFrame, list[in
     caps = _CAPS.get(path.name, {})
     source = str(path)
     recs, lines = [], []
-    for lineno, line in enumerate(_read_result_text(path).splitlines(), 1):
+    # JSON lines, not splitlines(): a text may hold U+2028 or U+0085 unescaped (written ensure_ascii=False)
+    for lineno, line in enumerate(json_lines(_read_result_text(path)), 1):
         if not line.strip():
             continue
         try:
