@@ -322,7 +322,7 @@ class _Runner:
                 if live.state is None or state.status != live.state.status:
                     live.store.update(submission, state.status)
                 live.state = state
-                live.watch = live.watch or Watch(self.options.completion_window)
+                live.watch = live.watch or Watch(self.options.completion_window, since=self.clock())
                 why = live.watch.give_up(state, self.clock())  # a status it does not know, or long past expiry
                 if state.terminal or why is not None:
                     del self.live[submission]

@@ -7,8 +7,9 @@ Any other status (a provider's own ``ended``, a typo, a proxy's ``null``) would 
 forever; so would a batch the provider never expires. :class:`Watch` gives up on a batch whose
 status nbeval does not know :data:`UNKNOWN_POLLS` polls in a row, and on one still waited on
 :data:`EXPIRY_GRACE_S` after its expiry (the provider's ``expires_at``, else its ``created_at``
-plus the completion window), each time with a reason that names the batch and its status. It
-does no I/O and reads no clock: the caller passes the time.
+plus the completion window, else the time this run first saw it plus the window), each time
+with a reason that names the batch and its status. It does no I/O and reads no clock: the
+caller passes the time.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ class Watch:
     """What the polling of one batch makes of the states it sees (sent with ``window``)."""
 
     window: str = "24h"
+    since: float | None = None
+    """When this run first saw the batch: its expiry's stand-in when the provider gives no time."""
     grace_s: float = EXPIRY_GRACE_S
     unknown_polls: int = UNKNOWN_POLLS
     unknown: int = 0
@@ -74,11 +77,13 @@ class Watch:
 
     def due(self, state: BatchState) -> float | None:
         """When the batch should end at the latest: the provider's ``expires_at``, else its
-        ``created_at`` plus the window; ``None`` when neither is known."""
+        ``created_at`` (else :attr:`since`) plus the window; ``None`` when none is known."""
         if state.expires_at is not None:
             return state.expires_at
+        start = state.created_at if state.created_at is not None else self.since
         span = window_s(self.window)
-        return None if state.created_at is None or span is None else state.created_at + span
+        # A window nbeval cannot read: the provider's own default, a day, is the stand-in.
+        return None if start is None else start + (span if span is not None else 86400.0)
 
 
 def _when(seconds: float) -> str:

@@ -3,11 +3,13 @@ of any JSON and any field types, becomes its request's reply or a row error nami
 ``custom_id`` (never an exception); a file cut into any chunks gives the same lines; any batch
 object is read without an exception; and the polling's verdict on any run of statuses and times is
 the one its rules give (wait on the known statuses until the expiry plus the grace, give up on the
-third unknown status in a row)."""
+third unknown status in a row), and the polling of a batch that never ends stops, its status named."""
 
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from hypothesis import example, given, settings
@@ -201,3 +203,58 @@ def test_the_polling_gives_up_exactly_where_its_rules_say(
         if verdict is not None:
             assert "batch_x" in verdict and repr(status) in verdict
             return  # the polling stops at its first verdict
+
+
+class _StatusAPI:
+    """A Batch API whose batch reports ``statuses`` one poll after another, then the last forever."""
+
+    def __init__(self, statuses: list[str], expires_at: float | None, created_at: float | None) -> None:
+        self.statuses, self.expires_at, self.created_at = statuses, expires_at, created_at
+        self.polls = 0
+
+    def retrieve(self, batch_id: str) -> BatchState:
+        status = self.statuses[min(self.polls, len(self.statuses) - 1)]
+        self.polls += 1
+        return BatchState(batch_id, status, expires_at=self.expires_at, created_at=self.created_at)
+
+    def cancel(self, batch_id: str) -> BatchState:  # what the run does when the test's patience ends
+        return BatchState(batch_id, "cancelling")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.sampled_from(sorted(WAITING)) | st.text(max_size=6), min_size=1, max_size=8),
+    st.none() | st.floats(0, 2e5),
+    st.none() | st.floats(0, 2e5),
+    st.floats(600, 20_000),
+)
+@example(["in_progress"], None, None, 600.0)  # the provider says neither when it was created nor when it expires
+def test_the_polling_of_a_batch_that_never_ends_stops(
+    statuses: list[str], expires_at: float | None, created_at: float | None, step: float
+) -> None:
+    from nbeval.chat.batch import BatchOptions, _Runner
+    from nbeval.chat.batch_parts import Live, Part
+    from nbeval.chat.batch_store import BatchStore
+    from nbeval.chat.client import ChatClient
+
+    with tempfile.TemporaryDirectory() as tmp:
+        client = ChatClient(MODEL, cache=Path(tmp) / "c.sqlite")
+        part = Part(client, ["a"], None)
+        part.waiting = {k: i for k, i in client._cached_or_jobs(part.reqs, part.results, None) if k is not None}
+        [key] = part.waiting
+        api = _StatusAPI(statuses, expires_at, created_at)
+        runner = _Runner(BatchOptions(poll_s=1e-5), lambda: api.polls > 2000)
+        runner.parts = [part]
+        runner.live["sub"] = Live("sub", "batch_x", frozenset({key}), client, api, BatchStore(Path(tmp) / "s.sqlite"))  # type: ignore[arg-type]
+        ticks = iter(range(10**9))
+        runner.clock = lambda: 1e5 + step * next(ticks)
+        store = runner.live["sub"].store
+        try:
+            runner._poll()
+        finally:
+            store.shut()
+            if client.cache is not None:
+                client.cache.close()
+    [result] = part.results
+    assert isinstance(result, ChatFailure) and not result.cancelled, (result, api.polls)
+    assert "batch_x" in result.error and repr(statuses[min(api.polls, len(statuses)) - 1]) in result.error
