@@ -234,7 +234,7 @@ def diff(
         min_effect=float(min_effect),
         min_shared=min_shared,
         sources=(before, after),
-        coverage=coverage_table(names, runs, unmeasured),
+        coverage=coverage_table(names, runs, [_totals(res_b), _totals(res_a)], unmeasured),
     )
 
 
@@ -323,6 +323,16 @@ def _primary_rows(
             primary[e * n_metrics + t] = True
     metric = run.group // n_models
     return run.key, run.group % n_models, metric // n_metrics, primary[metric] & run.measured
+
+
+def _totals(result: EvaluationResult) -> dict[tuple[str, str], int]:
+    """(model_key, evaluator) to its test cases (``N`` of the primary metric's aggregate)."""
+    agg = result.aggregates
+    primary = agg.loc[agg["primary"].astype(bool)]  # .loc: an empty object column is no list of names
+    return {
+        (str(m), str(e)): int(n)
+        for m, e, n in zip(primary["model_key"], primary["evaluator"], primary["N"], strict=True)
+    }
 
 
 def _group_code(names: list[pd.Index], evaluator: str, metric: str, model: str) -> int:

@@ -14,7 +14,7 @@ counts the rows of its evaluator's accuracy. Scoring only: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -30,8 +30,9 @@ COVERAGE_COLUMNS = [
 ]
 """``rows_*``: test cases measured in each run; ``shared``: measured in both; ``share``: ``shared``
 over the larger of ``rows_before`` and ``rows_after`` (NaN when neither run measured any);
-``N_*``: test cases each run has (0: the pair is not in that run); ``unmeasured_*``: the run's own
-gate calls the pair ``unmeasured`` (:func:`nbeval.results.problems.problems`)."""
+``N_*``: test cases each run has (its aggregates' ``N``; 0: the pair is not in that run);
+``unmeasured_*``: the run's own gate calls the pair ``unmeasured``
+(:func:`nbeval.results.problems.problems`)."""
 
 
 def empty_coverage() -> pd.DataFrame:
@@ -49,13 +50,36 @@ _DTYPES = {
 
 
 def _pair_keys(key: np.ndarray, pair: np.ndarray, keep: np.ndarray, n_keys: int) -> np.ndarray:
-    """The distinct ``pair * n_keys + key`` of the rows where ``keep``: one per test case and pair."""
-    return np.unique(pair[keep] * n_keys + key[keep])
+    """The distinct ``pair * n_keys + key`` of the rows where ``keep``, sorted: one per test case
+    and pair. Sorted and compared, not ``np.unique``: numpy 2's ``unique`` of a million codes
+    took 0.9 s of CPU here, a sort 0.05 s."""
+    ids = np.sort(pair[keep] * n_keys + key[keep])
+    return ids[np.r_[True, ids[1:] != ids[:-1]]] if ids.size else ids
+
+
+def _shared(before: np.ndarray, after: np.ndarray) -> np.ndarray:
+    """The values of both sorted, distinct arrays (a binary search: ``np.intersect1d`` sorts both
+    again, three times the time on a million codes)."""
+    if not before.size or not after.size:
+        return before[:0]
+    at = np.minimum(np.searchsorted(after, before), after.size - 1)
+    return before[after[at] == before]
+
+
+def _totals(names: Sequence[pd.Index], totals: Mapping[tuple[str, str], int]) -> np.ndarray:
+    """Per pair code ``evaluator * n_models + model``: the test cases of ``totals``."""
+    out = np.zeros(len(names[1]) * len(names[2]), dtype=np.int64)
+    for (model, evaluator), n in totals.items():
+        m, e = int(names[1].get_indexer([model])[0]), int(names[2].get_indexer([evaluator])[0])
+        if m >= 0 and e >= 0:  # else the long table has no row of it
+            out[e * len(names[1]) + m] = n
+    return out
 
 
 def coverage_table(
     names: Sequence[pd.Index],
     runs: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
+    totals: Sequence[Mapping[tuple[str, str], int]],
     unmeasured: Sequence[set[tuple[str, str]]],
 ) -> pd.DataFrame:
     """:data:`COVERAGE_COLUMNS`, one row per (evaluator, model) either run has, ordered by
@@ -64,22 +88,18 @@ def coverage_table(
 
     ``names``: the shared names of key, model_key, evaluator and metric; ``runs``: for ``before``
     and ``after``, each long-table row's ``(key, model, evaluator)`` codes into ``names`` and
-    whether it is a measured row of its evaluator's primary metric (in that run);
-    ``unmeasured``: each run's ``(model_key, evaluator)`` pairs its gate calls unmeasured."""
+    whether it is a measured row of its evaluator's primary metric (in that run); ``totals``:
+    each run's test cases per ``(model_key, evaluator)`` (its aggregates' ``N``); ``unmeasured``:
+    each run's ``(model_key, evaluator)`` pairs its gate calls unmeasured."""
     import pandas as pd
 
     n_keys, n_models, n_evs = len(names[0]), len(names[1]), len(names[2])
     size = n_models * n_evs
-    present, measured = [], []
-    for key, model, evaluator, primary in runs:
-        pair = evaluator * n_models + model
-        every = np.ones(key.shape, dtype=bool)
-        present.append(_pair_keys(key, pair, every, n_keys))
-        measured.append(_pair_keys(key, pair, primary, n_keys))
-    shared = np.intersect1d(measured[0], measured[1], assume_unique=True)
-    count = [np.bincount(ids // n_keys, minlength=size) for ids in (*measured, shared, *present)]
-    rows_b, rows_a, both, n_b, n_a = count
-    where = np.flatnonzero((n_b > 0) | (n_a > 0))
+    measured = [_pair_keys(key, ev * n_models + model, primary, n_keys) for key, model, ev, primary in runs]
+    shared = _shared(measured[0], measured[1])
+    rows_b, rows_a, both = (np.bincount(ids // n_keys, minlength=size) for ids in (*measured, shared))
+    n_b, n_a = (_totals(names, t) for t in totals)
+    where = np.flatnonzero((n_b > 0) | (n_a > 0) | (rows_b > 0) | (rows_a > 0))
     larger = np.maximum(rows_b[where], rows_a[where])
     with np.errstate(invalid="ignore", divide="ignore"):
         share = np.where(larger > 0, both[where] / np.maximum(larger, 1), np.nan)
