@@ -63,7 +63,8 @@ def _shared(before: np.ndarray, after: np.ndarray) -> np.ndarray:
     if not before.size or not after.size:
         return before[:0]
     at = np.minimum(np.searchsorted(after, before), after.size - 1)
-    return before[after[at] == before]
+    found: np.ndarray = before[after[at] == before]
+    return found
 
 
 def _totals(names: Sequence[pd.Index], totals: Mapping[tuple[str, str], int]) -> np.ndarray:
