@@ -395,8 +395,10 @@ def _table(
             head = [*which, str(directions.get((ev, metric), "higher"))]
             rows.append(head + _compare(x, y, [aggs[0][which], aggs[1][which]], row_means))
     table = pd.DataFrame(rows, columns=DIFF_COLUMNS[:13])
-    table["n"] = table["n"].astype(int)
-    return table
+    # typed whatever it holds: built from no row, every column would be object
+    floats = ("mean_before", "mean_after", "diff", "diff_lo", "diff_hi", "p_value")
+    texts = ("evaluator", "metric", "model_key", "direction", "interval", "test")
+    return table.astype({"n": int} | dict.fromkeys(floats, float) | dict.fromkeys(texts, "str"))
 
 
 def _compare(x: np.ndarray, y: np.ndarray, aggregates: list[float], means: list[float]) -> list[Any]:

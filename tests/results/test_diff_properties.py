@@ -255,3 +255,16 @@ def test_the_run_gate_says_nothing_was_measured_only_when_so(run: Cells, kinds: 
     measured = any(isinstance(v, float) for v in run.values())
     verdict = check_gate(_result(run), kinds)
     assert any(line.startswith("nothing was measured") for line in verdict.failing) == (not measured)
+
+
+@cache
+def _reference_dtypes() -> dict[str, Any]:
+    """The dtypes of a diff table with a row."""
+    return diff(_result({("a", "k0"): 0.5}), _result({("a", "k0"): 0.75})).table.dtypes.to_dict()
+
+
+@settings(max_examples=25, deadline=None, phases=PHASES)
+@example(before={}, after={}).via("found by test_swapping_the_runs_negates_the_change: an empty table was all object")
+@given(before=cells, after=cells)
+def test_the_table_has_the_same_dtypes_whatever_it_holds(before: Cells, after: Cells) -> None:
+    assert diff(_result(before), _result(after)).table.dtypes.to_dict() == _reference_dtypes()
