@@ -351,7 +351,7 @@ def fit_arena(
     params, boot = np.zeros((1, 0)), np.zeros((int(n_boot), 0))
     if enc.case.size:
         cells = make_cells(nm, nj, enc.n_cases, enc.case, enc.judge, enc.first, enc.second, enc.outcome)
-        y, n = cells.case_y.sum(axis=0, keepdims=True), cells.case_n.sum(axis=0, keepdims=True)
+        y, n = cells.totals()
         params = fit_batch(np.zeros((1, nm + nj)), y, n, cells, float(ridge))
         boot = bootstrap(params[0], cells, int(n_boot), seed, float(ridge))
     theta, beta, tallies = params[0, :nm], params[0, nm:], _tallies(enc)

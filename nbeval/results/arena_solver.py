@@ -46,15 +46,29 @@ BATCH_FLOATS = 4_000_000
 @dataclass(frozen=True, eq=False)
 class Cells:
     """Verdicts reduced to (judge, first, second) cells: per case, each cell's first-slot score
-    ``y`` (wins plus half the ties) and verdict count ``n``, which are all the likelihood needs."""
+    ``y`` (wins plus half the ties) and verdict count ``n``, which are all the likelihood needs,
+    kept as entries for the (case, cell) pairs that have verdicts."""
 
     judge: IntArray
     first: IntArray
     second: IntArray
-    case_y: FloatArray  # cases × cells
-    case_n: FloatArray
+    entry_case: IntArray  # per (case, cell) that has verdicts: the case, the cell, y and n
+    entry_cell: IntArray
+    entry_y: FloatArray
+    entry_n: FloatArray
     n_models: int
     n_judges: int
+    n_cases: int
+    n_cells: int
+
+    def totals(self, weights: FloatArray | None = None) -> tuple[FloatArray, FloatArray]:
+        """Per-cell ``y`` and ``n`` of the whole data (one row), or of each row of case
+        ``weights`` (resamples × cases: how often each case was drawn)."""
+        if weights is None:
+            weights = np.ones((1, self.n_cases))
+        drawn = weights[:, self.entry_case]
+        y = _scatter(drawn * self.entry_y, self.entry_cell, self.n_cells)
+        return y, _scatter(drawn * self.entry_n, self.entry_cell, self.n_cells)
 
     @property
     def n_params(self) -> int:
@@ -76,13 +90,15 @@ def make_cells(
     n_cells = codes.size
     cell_judge, rest = np.divmod(codes, n_models * n_models)
     cell_first, cell_second = np.divmod(rest, n_models)
-    where = case * n_cells + cell
-    case_y = np.bincount(where, np.array([1.0, 0.0, 0.5])[outcome], minlength=n_cases * n_cells)
-    case_n = np.bincount(where, minlength=n_cases * n_cells)
-    shape = (n_cases, n_cells)
-    y, n = case_y.reshape(shape).astype(np.float64), case_n.reshape(shape).astype(np.float64)
-    as_int = [np.asarray(a, dtype=np.int64) for a in (cell_judge, cell_first, cell_second)]
-    return Cells(as_int[0], as_int[1], as_int[2], y, n, n_models, n_judges)
+    # each case's cells as a sparse list of entries: a case holds few of the cells (500 models
+    # have 249,500 ordered pairs), and a dense cases × cells table was most of the fit's memory
+    entries, entry = np.unique(case * n_cells + cell, return_inverse=True)
+    entry_case, entry_cell = np.divmod(entries, n_cells)
+    entry_y = np.bincount(entry, np.array([1.0, 0.0, 0.5])[outcome], minlength=entries.size).astype(np.float64)
+    entry_n = np.bincount(entry, minlength=entries.size).astype(np.float64)
+    as_int = [np.asarray(a, dtype=np.int64) for a in (cell_judge, cell_first, cell_second, entry_case, entry_cell)]
+    judges, firsts, seconds, cases, cells = as_int
+    return Cells(judges, firsts, seconds, cases, cells, entry_y, entry_n, n_models, n_judges, n_cases, n_cells)
 
 
 def _penalty(n_models: int, n_params: int, ridge: float) -> FloatArray:
@@ -206,14 +222,15 @@ def fit_batch(start: FloatArray, y: FloatArray, n: FloatArray, cells: Cells, rid
 def bootstrap(full: FloatArray, cells: Cells, n_boot: int, seed: int, ridge: float) -> FloatArray:
     """``n_boot`` refits on test cases drawn with replacement (resamples × parameters), warm-started
     from ``full``; all resamples of a batch are fitted together."""
-    n_cases, n_cells = cells.case_y.shape
+    n_cases = cells.n_cases
     out = np.empty((n_boot, full.size))
     rng = np.random.default_rng(seed)
-    batch = max(1, BATCH_FLOATS // max(n_cases, n_cells, full.size * full.size))
+    batch = max(1, BATCH_FLOATS // max(n_cases, cells.n_cells, cells.entry_case.size, full.size * full.size))
     for begin in range(0, n_boot, batch):
         size = min(batch, n_boot - begin)
         drawn = rng.integers(0, n_cases, size=(size, n_cases)) + n_cases * np.arange(size)[:, None]
         weights = np.bincount(drawn.ravel(), minlength=size * n_cases).reshape(size, n_cases).astype(np.float64)
         start = np.repeat(full[None, :], size, axis=0)
-        out[begin : begin + size] = fit_batch(start, weights @ cells.case_y, weights @ cells.case_n, cells, ridge)
+        y, n = cells.totals(weights)
+        out[begin : begin + size] = fit_batch(start, y, n, cells, ridge)
     return out

@@ -30,6 +30,7 @@ __all__ = [
     "case_tallies",
     "has_verdicts",
     "head_to_head_evaluators",
+    "rating_text",
     "run_judge_name",
     "verdicts_of",
 ]
@@ -150,6 +151,18 @@ def ahead_rows(result: Any, evaluator: str) -> list[tuple[str, str, float, float
         if lo > 0.5 and p_holm < AHEAD_ALPHA:
             out.append((a, b, float(p), float(lo), float(hi), int(x + y), float(p_holm)))
     return out
+
+
+def rating_text(rating: float, lo: float, hi: float) -> str:
+    """An arena rating with its interval for people, ``"1123 [1050, 1190]"``; a rating that no
+    verdict informs (NaN) says so rather than printing ``nan``."""
+    import math
+
+    if math.isnan(rating):
+        return "no rating (no verdict bears on it)"
+    if math.isnan(lo) or math.isnan(hi):
+        return f"{rating:.0f} [no interval]"
+    return f"{rating:.0f} [{lo:.0f}, {hi:.0f}]"
 
 
 def bias_sentence(row: Any) -> str:

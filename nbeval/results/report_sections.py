@@ -269,10 +269,18 @@ def _leaderboard_table(result: EvaluationResult, ev: str, board: Any) -> str:
     return fixed_table(head, rows, "board")
 
 
+def _rating_cell(row: Any, rating_text: Any) -> str:
+    """A rating with its interval styled apart; words where there is no rating or no interval."""
+    rating, lo, hi = float(row.rating), float(row.rating_lo), float(row.rating_hi)
+    if rating != rating or lo != lo or hi != hi:  # NaN: no verdict informs it
+        return str(cell(rating_text(rating, lo, hi)))
+    return f"{rating:.0f} <span class='ci'>[{lo:.0f}, {hi:.0f}]</span>"
+
+
 def _arena_table(result: EvaluationResult, ev: str) -> str:
     """A head-to-head evaluator's arena ratings (best first, with intervals and W-L-T) and each
     judge's first-slot preference; nothing for other evaluators."""
-    from nbeval.results.head_to_head import arena_fit, bias_sentence, head_to_head_evaluators
+    from nbeval.results.head_to_head import arena_fit, bias_sentence, head_to_head_evaluators, rating_text
 
     if ev not in head_to_head_evaluators(result):
         return ""
@@ -281,8 +289,7 @@ def _arena_table(result: EvaluationResult, ev: str) -> str:
     if table.empty:
         return "<p class='meta'>Arena ratings: no verdict could be read.</p>"
     rows = [
-        f"<tr><td>{cell(result.label(str(r.model_key)))}</td><td class='num'>{r.rating:.0f} "
-        f"<span class='ci'>[{r.rating_lo:.0f}, {r.rating_hi:.0f}]</span></td>"
+        f"<tr><td>{cell(result.label(str(r.model_key)))}</td><td class='num'>{_rating_cell(r, rating_text)}</td>"
         f"<td class='num'>{r.wins}-{r.losses}-{r.ties}</td></tr>"
         for r in table.itertuples()
     ]

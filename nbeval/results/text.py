@@ -124,7 +124,7 @@ def summary_text(result: EvaluationResult) -> str:
 def _arena_lines(result: EvaluationResult, shown: dict[str, str]) -> list[str]:
     """A block per head-to-head evaluator: each model's arena rating with its 95% interval and
     its wins, losses and ties, best first, and each judge's first-slot preference."""
-    from nbeval.results.head_to_head import arena_fit, bias_sentence, head_to_head_evaluators
+    from nbeval.results.head_to_head import arena_fit, bias_sentence, head_to_head_evaluators, rating_text
 
     lines: list[str] = []
     for ev in head_to_head_evaluators(result):
@@ -139,7 +139,7 @@ def _arena_lines(result: EvaluationResult, shown: dict[str, str]) -> list[str]:
         rows = [
             (
                 shown.get(str(r.model_key), _cut(str(result.label(str(r.model_key))), LABEL_WIDTH)),
-                [f"{r.rating:.0f} [{r.rating_lo:.0f}, {r.rating_hi:.0f}]", f"{r.wins}-{r.losses}-{r.ties}"],
+                [rating_text(r.rating, r.rating_lo, r.rating_hi), f"{r.wins}-{r.losses}-{r.ties}"],
             )
             for r in table.itertuples()
         ]

@@ -86,9 +86,14 @@ def test_a_first_slot_judge_rates_no_model(judge: dict[str, Any], openai_server:
     """Every verdict chose the first slot: none informs a rating, so no model has a rating or an
     interval (not 1000 [1000, 1000])."""
     openai_server.reply = "Winner: A"
-    arena = run(_records(EIGHT), ["pairwise"], judge).arena(n_boot=20)
+    res = run(_records(EIGHT), ["pairwise"], judge)
+    arena = res.arena(n_boot=20)
     assert arena[["rating", "rating_lo", "rating_hi"]].isna().all().all()
     assert arena.n.tolist() == [32, 32, 32]
+    # the summary and the report say so in words, never "nan [nan, nan]" nor "1000 [1000, 1000]"
+    for text in (res.summary(), res.to_html()):
+        assert "no rating (no verdict bears on it)" in text
+        assert "nan [nan" not in text and "1000 [1000, 1000]" not in text
 
 
 # -- point 4: markers inside answers -------------------------------------------------------------
