@@ -65,7 +65,8 @@ def test_known_calls_are_priced_and_the_unknown_ones_counted(openai_server: Fake
 
 
 def test_a_plausible_usage_is_read_as_before(openai_server: FakeOpenAIServer) -> None:
-    openai_server.reply = Text("ok", usage={"prompt_tokens": 2_000_000, "completion_tokens": 50.0})
+    usage: dict[str, Any] = {"prompt_tokens": 2_000_000, "completion_tokens": 50.0}  # 50.0: a whole number
+    openai_server.reply = Text("ok", usage=usage)
     client = client_for(openai_server)
     reply = client.chat("q")
     assert reply.usage == Usage(2_000_000, 50) and reply.usage.known

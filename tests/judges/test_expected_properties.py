@@ -13,7 +13,7 @@ from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
 from nbeval.chat.base import ChatReply, Usage
-from nbeval.chat.logprobs import PROBABILITY_SLACK, logprob_problem
+from nbeval.chat.logprobs import PROBABILITY_SLACK, as_logprobs, logprob_problem
 from nbeval.evaluators.judges.expected import BAD_LOGPROBS, GRADES_0_5, NO_LOGPROBS, NO_RATING_TOKEN, YES_NO_SCALE, rate
 
 #: Tokens a judge's top list holds at a yes/no rating: spellings of yes and no, and others.
@@ -104,7 +104,8 @@ def test_any_yes_no_logprobs_give_a_value_in_0_1_or_an_unrated_row(logprobs: Any
 @example({"content": [{"token": " no", "logprob": -3.0, "top_logprobs": [{"token": " yes", "logprob": 0.7}]}]})
 def test_any_numbers_at_the_rating_token_give_a_value_in_0_1_or_an_unrated_row(logprobs: dict[str, Any]) -> None:
     written = logprobs["content"][-1]["token"]
-    reply = ChatReply("".join(t["token"] for t in logprobs["content"]), Usage(), "judge", logprobs=logprobs)
+    text = "".join(t["token"] for t in logprobs["content"])
+    reply = ChatReply(text, Usage(), "judge", logprobs=as_logprobs(logprobs))
     rated = rate(reply, written.strip(), YES_NO_SCALE, "expected")
     event(f"label {rated.label}")
     if rated.value is None:
@@ -129,7 +130,8 @@ def test_any_numbers_at_the_rating_token_give_a_value_in_0_1_or_an_unrated_row(l
 )
 def test_any_grade_logprobs_give_a_value_in_0_5_or_an_unrated_row(top: list[Any], grade: int, lp: Any) -> None:
     logprobs = [{"token": str(grade), "logprob": lp, "top_logprobs": [{"token": t, "logprob": v} for t, v in top]}]
-    rated = rate(ChatReply(str(grade), Usage(), "judge", logprobs=logprobs), str(grade), GRADES_0_5, "expected")
+    reply = ChatReply(str(grade), Usage(), "judge", logprobs=as_logprobs(logprobs))
+    rated = rate(reply, str(grade), GRADES_0_5, "expected")
     event(f"label {rated.label}")
     assert rated.value is None or 0.0 <= rated.value <= 5.0
 
@@ -154,7 +156,7 @@ def _reply(written: str, probs: dict[str, float]) -> ChatReply:
         {"token": ":", "logprob": 0.0, "top_logprobs": []},
         {"token": written, "logprob": lp, "top_logprobs": top},
     ]
-    return ChatReply(f"Rating:{written}", Usage(), "judge", logprobs={"content": content})
+    return ChatReply(f"Rating:{written}", Usage(), "judge", logprobs=as_logprobs({"content": content}))
 
 
 @settings(max_examples=400, deadline=None)
