@@ -78,7 +78,8 @@ def read_labels(data: Any, result: EvaluationResult, *, source: str | None = Non
 
     Every row must name a test case and model the result has, an evaluator it ran, and a label
     that is non-empty text; anything else is a :class:`~nbeval.errors.DataError` naming the row
-    (counted from 1, the header not counted) and the field. Surrounding whitespace is trimmed.
+    (counted from 1, the header not counted) and the field. Surrounding whitespace is trimmed,
+    except from a key or model key the result has as it is written.
     """
     import pandas as pd
 
@@ -112,6 +113,9 @@ def read_labels(data: Any, result: EvaluationResult, *, source: str | None = Non
             f"the column is missing (labels need {', '.join(LABEL_COLUMNS)})", source=source, field=missing[0]
         )
     rows = {(r.key, r.model_key) for r in result.dataset.rows}
+    # a key or model key the result has is taken as it is, surrounding whitespace and all (a test
+    # case's key may have some); other cells are trimmed
+    known: dict[str, set[str]] = {"key": {k for k, _ in rows}, "model_key": {m for _, m in rows}}
     evaluators = set(result.evaluators)
     pass_fail = pass_fail_evaluators(result)
     out = []
@@ -124,7 +128,8 @@ def read_labels(data: Any, result: EvaluationResult, *, source: str | None = Non
                 if verdict not in ("pass", "fail"):
                     raise DataError(_not_a_verdict(value, cells), source=source, row=i, field=field)
                 value = verdict
-            if not isinstance(value, str) or not value.strip():
+            as_is = isinstance(value, str) and value in known.get(field, ())
+            if not as_is and (not isinstance(value, str) or not value.strip()):
                 got = "nothing" if value is None or value != value else f"{type(value).__name__} {value!r}"[:60]
                 hint = ""
                 if field == "label" and got != "nothing" and evaluator in evaluators:
@@ -133,7 +138,7 @@ def read_labels(data: Any, result: EvaluationResult, *, source: str | None = Non
                         f"pass/fail verdict, which '{evaluator}' is not"
                     )
                 raise DataError(f"must be non-empty text, got {got}{hint}", source=source, row=i, field=field)
-            cells[field] = value.strip()
+            cells[field] = value if as_is else value.strip()
             if field == "label" and len(cells[field]) > MAX_LABEL_CHARS:  # load_result would refuse it
                 msg = (
                     f"a label of {len(cells[field]):,} characters; a label (a verdict or a class name) is at "
