@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from nbeval.results.arena import OUTCOMES, Verdict, fit_arena
 
 MODELS = ("m0", "m1", "m2", "m3", "m4")
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 N_BOOT = 25
 
 
