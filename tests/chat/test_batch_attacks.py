@@ -384,3 +384,42 @@ def test_an_output_file_broken_off_midway_is_read_again(tmp_path: Path) -> None:
         out = run_batch(client_of(server, tmp_path / "c.sqlite"), ["a", "b", "c", "d"], options=POLL)
     assert texts(out) == ["echo a", "echo b", "echo c", "echo d"]
     assert server.broken == 1  # the download broken off, then one read whole
+
+
+@pytest.mark.slow  # a process of its own, importing nbeval and openai
+def test_a_run_waits_for_the_batch_another_process_is_creating(tmp_path: Path) -> None:
+    import openai  # noqa: F401 - imported before the race: this run reaches the store at once
+
+    import nbeval
+    from tests.chat.test_batch import ROWS, judge_of, verdict
+    from tests.chat.test_batch_resume import _command, _env
+
+    cache = tmp_path / "c.sqlite"
+    got: list[Any] = []
+    with SlowCreate(verdict, delay=0.1) as server:
+        other = subprocess.Popen(_command(server, cache), env=_env(), cwd=tmp_path, stdout=subprocess.PIPE)
+        try:
+            assert server.creating.wait(120), "the other process never created its batch"
+            mine = threading.Thread(
+                target=lambda: got.append(
+                    nbeval.evaluate(
+                        ROWS, ["safety"], judge=judge_of(server), cache=cache, progress=False, batch=True,
+                        batch_poll_s=0.05,
+                    )
+                )
+            )  # fmt: skip
+            mine.start()
+            # Before the lease, this run looked the batch up (GET /v1/batches), did not find it yet,
+            # forgot it and sent its own: give it the time to, then let the other's create through.
+            server.wait_until(lambda _: ("GET", "/v1/batches") in server.calls, timeout=5.0)
+            server.go.set()
+            mine.join(240)
+            out, _ = other.communicate(timeout=240)
+        finally:
+            server.go.set()
+            if other.poll() is None:
+                other.kill()
+    assert other.returncode == 0
+    assert server.batch_creates == 1 and len(server.uploads) == 1 and server.request_count == 0
+    scores = sorted([k, v] for k, v in zip(got[0].scores["key"], got[0].scores["value"].astype(float), strict=True))
+    assert json.loads(out.decode().strip().splitlines()[-1]) == scores
