@@ -28,11 +28,11 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from nbeval.data.fields import EMPTY_IS_A_VALUE
 from nbeval.errors import DataError
 
 __all__ = [
     "CONVERSATION_FIELDS",
+    "EMPTY_IS_A_VALUE",
     "NO_CALL_EXPECTED",
     "case_conversation",
     "check_messages",
@@ -49,6 +49,9 @@ __all__ = [
 
 #: The row fields of a conversation, written to files only when a row has them.
 CONVERSATION_FIELDS = ("messages", "expected_tool_calls", "reference_topics")
+#: Row fields whose empty list is a value, not a missing one: ``expected_tool_calls: []`` says that
+#: no tool call is expected, so "the agent must not call a tool" can be tested; ``None`` is "not given".
+EMPTY_IS_A_VALUE = frozenset({"expected_tool_calls"})
 #: How a judge is shown ``expected_tool_calls: []`` (an empty block would read as "none given").
 NO_CALL_EXPECTED = "(none: no tool call is expected)"
 

@@ -29,7 +29,6 @@ from nbeval.errors import ConditionError, DataError
 __all__ = [
     "CONSTRAINT_REGEXP",
     "DEFAULT_MODEL_KEY",
-    "EMPTY_IS_A_VALUE",
     "ROW_FIELDS",
     "WARNINGS_FIELD",
     "Chunk",
@@ -47,7 +46,6 @@ __all__ = [
     "check_str_list",
     "check_text",
     "derive_key",
-    "field_missing",
     "is_missing",
     "is_null",
     "label_text",
@@ -82,9 +80,6 @@ ROW_FIELDS = (
 #: The key under which the notes of what nbeval repaired in a row or test case (``warnings``)
 #: are written to files, only when there are some.
 WARNINGS_FIELD = "nbeval_warnings"
-#: Row fields whose empty list is a value, not a missing one: ``expected_tool_calls: []`` says that
-#: no tool call is expected, so "the agent must not call a tool" can be tested; ``None`` is "not given".
-EMPTY_IS_A_VALUE = frozenset({"expected_tool_calls"})
 
 
 def is_missing(value: Any) -> bool:
@@ -94,14 +89,6 @@ def is_missing(value: Any) -> bool:
     if isinstance(value, float) and math.isnan(value):
         return True
     return isinstance(value, (list, tuple, dict)) and len(value) == 0
-
-
-def field_missing(name: str, value: Any) -> bool:
-    """Whether a row's field ``name`` holding ``value`` counts as absent: as :func:`is_missing`, but
-    the empty list of a field of :data:`EMPTY_IS_A_VALUE` is given (only ``None`` or NaN is absent)."""
-    if name in EMPTY_IS_A_VALUE:
-        return value is None or (isinstance(value, float) and math.isnan(value))
-    return is_missing(value)
 
 
 def is_null(value: Any) -> bool:

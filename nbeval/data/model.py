@@ -30,13 +30,12 @@ from nbeval.data.fields import (
     check_str,
     check_str_list,
     derive_key,
-    field_missing,
     is_missing,
     repair_fields,
     warn_data,
 )
 from nbeval.data.jsonio import SUITE_SHAPES, is_csv_path, json_shape, load_json, write_json
-from nbeval.data.rows import Row, rows_from_records
+from nbeval.data.rows import Row, field_missing, rows_from_records
 from nbeval.data.tabular import csv_records, dataframe_records, is_dataframe, records_to_csv
 from nbeval.errors import DataError
 
@@ -349,7 +348,7 @@ class LlmDataset:
 
     def has_field(self, name: str) -> bool:
         """Whether any row has a value for ``name`` (non-empty, or ``[]`` where that says something:
-        :data:`~nbeval.data.fields.EMPTY_IS_A_VALUE`)."""
+        :data:`~nbeval.data.conversation.EMPTY_IS_A_VALUE`)."""
         return any(not field_missing(name, getattr(r, name, None)) for r in self.rows)
 
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from nbeval.data.cases import TestCase
 from nbeval.data.conversation import (
     CONVERSATION_FIELDS,
+    EMPTY_IS_A_VALUE,
     case_conversation,
     check_messages,
     check_tool_calls,
@@ -46,6 +47,7 @@ from nbeval.data.fields import (
     check_str_list,
     check_text,
     derive_key,
+    is_missing,
     repair_fields,
     warn_data,
     with_constraints,
@@ -57,7 +59,7 @@ from nbeval.errors import DataError
 if TYPE_CHECKING:
     from nbeval.data.conditions import Condition
 
-__all__ = ["WARNINGS_FIELD", "Row", "rows_from_chunks", "rows_from_records"]
+__all__ = ["WARNINGS_FIELD", "Row", "field_missing", "rows_from_chunks", "rows_from_records"]
 
 
 @dataclass
@@ -275,6 +277,15 @@ class Row:
         if self.warnings:
             out[WARNINGS_FIELD] = list(self.warnings)
         return out
+
+
+def field_missing(name: str, value: Any) -> bool:
+    """Whether a row's field ``name`` holding ``value`` counts as absent: as
+    :func:`~nbeval.data.fields.is_missing`, but the empty list of a field of
+    :data:`~nbeval.data.conversation.EMPTY_IS_A_VALUE` is given (only ``None`` or NaN is absent)."""
+    if name in EMPTY_IS_A_VALUE:
+        return value is None or (isinstance(value, float) and value != value)
+    return is_missing(value)
 
 
 #: Fields of a record that are not kept among a row's extra fields.

@@ -31,9 +31,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nbeval.data.conversation import CONVERSATION_FIELDS
+from nbeval.data.conversation import CONVERSATION_FIELDS, EMPTY_IS_A_VALUE
 from nbeval.data.csvsafe import csv_safe, csv_unsafe
-from nbeval.data.fields import EMPTY_IS_A_VALUE, ROW_FIELDS, is_null, warn_data
+from nbeval.data.fields import ROW_FIELDS, is_null, warn_data
 from nbeval.data.text import REPAIR_NOTE, read_text_file, repair_text
 from nbeval.errors import DataError
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Union
 
-from nbeval.data.fields import field_missing
+from nbeval.data.rows import field_missing
 from nbeval.errors import EvaluatorError
 from nbeval.evaluators.params import Param, Params
 from nbeval.requests import Chat, Embed, Request

@@ -25,7 +25,7 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
-from nbeval.data.fields import field_missing
+from nbeval.data.rows import field_missing
 from nbeval.errors import EvaluatorError
 from nbeval.evaluators.base import EvaluatorSpec, MetricSpec, Param, Score
 from nbeval.evaluators.judges.chunks import rate_chunks
