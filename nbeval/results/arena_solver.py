@@ -17,7 +17,7 @@ informs it, so it has no value and no interval.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     IntArray = NDArray[np.int64]
     BoolArray = NDArray[np.bool_]
 
-__all__ = ["BATCH_FLOATS", "Cells", "bootstrap", "fit_batch", "make_cells"]
+__all__ = ["BATCH_FLOATS", "DENSE_FLOATS", "Cells", "bootstrap", "fit_batch", "make_cells"]
 
 # A quadratic penalty on the sum of θ: the likelihood ignores it and the ridge already puts the
 # optimum at Σθ = 0, so it moves nothing, but it keeps Newton's matrix invertible with λ = 0.
@@ -41,6 +41,8 @@ _MAX_ITERATIONS = 100
 _MAX_HALVINGS = 50
 #: Cap on the floats of one batch of resamples (resamples × the largest of cases, cells, parameters²).
 BATCH_FLOATS = 4_000_000
+#: The largest cases × cells table kept dense (32 MB); a larger one is kept as its entries only.
+DENSE_FLOATS = 4_000_000
 
 
 @dataclass(frozen=True, eq=False)
@@ -61,11 +63,22 @@ class Cells:
     n_cases: int
     n_cells: int
 
+    dense_y: FloatArray | None = None
+    """``y`` as a cases × cells table when that is small (:data:`DENSE_FLOATS`): a matrix product
+    is then much faster than scattering the entries."""
+    dense_n: FloatArray | None = None
+
+    @property
+    def sparse(self) -> bool:
+        return self.dense_y is None
+
     def totals(self, weights: FloatArray | None = None) -> tuple[FloatArray, FloatArray]:
         """Per-cell ``y`` and ``n`` of the whole data (one row), or of each row of case
         ``weights`` (resamples × cases: how often each case was drawn)."""
         if weights is None:
             weights = np.ones((1, self.n_cases))
+        if self.dense_y is not None and self.dense_n is not None:
+            return weights @ self.dense_y, weights @ self.dense_n
         drawn = weights[:, self.entry_case]
         y = _scatter(drawn * self.entry_y, self.entry_cell, self.n_cells)
         return y, _scatter(drawn * self.entry_n, self.entry_cell, self.n_cells)
@@ -98,7 +111,12 @@ def make_cells(
     entry_n = np.bincount(entry, minlength=entries.size).astype(np.float64)
     as_int = [np.asarray(a, dtype=np.int64) for a in (cell_judge, cell_first, cell_second, entry_case, entry_cell)]
     judges, firsts, seconds, cases, cells = as_int
-    return Cells(judges, firsts, seconds, cases, cells, entry_y, entry_n, n_models, n_judges, n_cases, n_cells)
+    made = Cells(judges, firsts, seconds, cases, cells, entry_y, entry_n, n_models, n_judges, n_cases, n_cells)
+    if n_cases * n_cells > DENSE_FLOATS:
+        return made
+    dense_y, dense_n = np.zeros((n_cases, n_cells)), np.zeros((n_cases, n_cells))
+    dense_y[cases, cells], dense_n[cases, cells] = entry_y, entry_n  # each (case, cell) once
+    return replace(made, dense_y=dense_y, dense_n=dense_n)
 
 
 def _penalty(n_models: int, n_params: int, ridge: float) -> FloatArray:
@@ -225,7 +243,8 @@ def bootstrap(full: FloatArray, cells: Cells, n_boot: int, seed: int, ridge: flo
     n_cases = cells.n_cases
     out = np.empty((n_boot, full.size))
     rng = np.random.default_rng(seed)
-    batch = max(1, BATCH_FLOATS // max(n_cases, cells.n_cells, cells.entry_case.size, full.size * full.size))
+    entries = cells.entry_case.size if cells.sparse else 0
+    batch = max(1, BATCH_FLOATS // max(n_cases, cells.n_cells, entries, full.size * full.size))
     for begin in range(0, n_boot, batch):
         size = min(batch, n_boot - begin)
         drawn = rng.integers(0, n_cases, size=(size, n_cases)) + n_cases * np.arange(size)[:, None]
