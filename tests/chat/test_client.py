@@ -101,7 +101,9 @@ def test_hang_times_out_then_retries(openai_server: FakeOpenAIServer) -> None:
     assert isinstance(result, ChatReply) and result.text == "ok"
     assert openai_server.request_count == 2
     first, second = openai_server.requests
-    assert second.started - first.started >= 0.4
+    # The server stamps a request when its handler thread reads it, which on a loaded machine is
+    # later than the client started its 0.4 s clock (0.391 s was seen under load 10 on 2 cores).
+    assert second.started - first.started >= 0.3
     assert time.monotonic() - start < 30  # a deadline test: cut at 0.4 s, far from the minute of the hang
 
 
