@@ -163,3 +163,50 @@ def test_any_text_as_a_file_is_read_or_a_data_error(tmp_path: Path, text: str, s
 def test_any_dataframe_is_read_or_a_data_error(columns: dict[str, list[Any]]) -> None:
     df = pd.DataFrame({k: pd.Series(v, dtype=object) for k, v in columns.items()})
     _read_or_refuse(lambda: load(df))
+
+
+@st.composite
+def suites(draw: Any) -> dict[str, Any]:
+    n = draw(st.integers(min_value=1, max_value=4))
+    keys = draw(st.lists(st.text(min_size=1, max_size=8), min_size=n, max_size=n, unique=True))
+    cases = []
+    for key in keys:
+        case: dict[str, Any] = {"key": key, "prompt": draw(TEXT), "expected_output": draw(st.one_of(st.none(), TEXT))}
+        calls = draw(st.one_of(st.none(), st.just([]), st.lists(CALL, min_size=1, max_size=2)))
+        if calls is not None:
+            case["expected_tool_calls"] = calls
+        cases.append(case)
+    return {"name": draw(TEXT), "tests": [{"test_cases": cases}]}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=suites())
+def test_a_suite_written_and_read_back_is_the_same(tmp_path: Path, data: dict[str, Any]) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        suite = nbeval.TestSuite.from_dict(data)
+        path = tmp_path / "suite.json"
+        suite.save(str(path))
+        back = nbeval.TestSuite.from_json(str(path))
+    assert back.to_json() == suite.to_json()
+    calls = [c.get("expected_tool_calls") for c in data["tests"][0]["test_cases"]]
+    assert [r.expected_tool_calls for r in back.to_dataset().rows] == calls
+
+
+@settings(max_examples=60, deadline=None)
+@given(recs=records(), seed=st.randoms(use_true_random=False))
+def test_the_fingerprint_ignores_row_order_and_tells_none_expected_from_not_given(
+    recs: list[dict[str, Any]], seed: Any
+) -> None:
+    from nbeval.results.fingerprint import dataset_fingerprint
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds = LlmDataset.from_records(recs)
+        shuffled = list(recs)
+        seed.shuffle(shuffled)
+        assert dataset_fingerprint(LlmDataset.from_records(shuffled)) == dataset_fingerprint(ds)
+        unsaid = [r for r in recs if "expected_tool_calls" not in r]
+        if unsaid:  # saying "no call expected" on a row that said nothing is another dataset
+            said = [{**r, "expected_tool_calls": []} if r is unsaid[0] else r for r in recs]
+            assert dataset_fingerprint(LlmDataset.from_records(said)) != dataset_fingerprint(ds)
