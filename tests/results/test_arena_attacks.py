@@ -94,3 +94,16 @@ def test_the_fit_does_not_build_a_per_cell_outer_product() -> None:
         tracemalloc.stop()
     assert np.isfinite(fit.ratings).all()
     assert peak < 80e6, f"peak {peak / 1e6:.0f} MB"
+
+
+def test_the_sparse_case_table_gives_the_dense_ones_fit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Large problems keep each case's cells as entries, small ones as a dense table: the same
+    verdicts give the same fit and bootstrap either way."""
+    from nbeval.results import arena_solver
+
+    verdicts = _crowd(12, 30, 40, seed=2)
+    dense = fit_arena(verdicts, n_boot=60)
+    monkeypatch.setattr(arena_solver, "DENSE_FLOATS", 0)
+    sparse = fit_arena(verdicts, n_boot=60)
+    np.testing.assert_allclose(sparse.theta, dense.theta, atol=1e-9)
+    np.testing.assert_allclose(sparse.boot_theta, dense.boot_theta, atol=1e-9)
