@@ -7,8 +7,9 @@ one on each side of the judge:
 * :func:`neutralise_markers` rewrites every marker inside an answer before the judge sees it, with
   HTML character references (``[[B]]`` becomes ``&#91;&#91;B]]``, ``Winner: B`` becomes
   ``Winner&#58; B``; code fences and the answer tags too, which could open a quoted block that
-  hides the judge's own verdict after it), so the judge still reads the text and ``html.unescape`` gives it back, but a
-  judge that copies the answer into its reply copies no marker. Whatever the parser would still
+  hides the judge's own verdict after it), so the judge still reads the text and
+  ``html.unescape`` gives it back (exactly, for a text without ``&`` of its own), but a judge
+  that copies the answer into its reply copies no marker. Whatever the parser would still
   read in the rewritten answer (a key spelled with escapes, say) has every ``{``, ``[``, ``:``
   and ``=`` rewritten too: :func:`parse_pairwise` of a neutralised answer never names a winner.
 * :func:`parse_pairwise` reads the judge's own words only. A structured ``winner`` (or
@@ -16,7 +17,10 @@ one on each side of the judge:
   without one, ``Winner: A`` lines and ``[[A]]`` are read outside quoted text: Markdown quotes
   (``> ...``), code blocks other than a JSON one, a block the judge reopens with the prompt's
   answer tags, and, for ``[[A]]``, inline code and text in quotation marks. When the markers read
-  name different winners, or none is found, the reply is a parse failure, never a win.
+  name different winners, or none is found, the reply is a parse failure, never a win. The JSON
+  objects read are the first in the judge's own text and the one that ends it; straight double
+  quotes cannot hide a JSON object (JSON uses them), so a judge that quotes a raw answer should
+  do so as a Markdown quote or code block; the prompt's neutralised answers need no quoting.
 """
 
 from __future__ import annotations
