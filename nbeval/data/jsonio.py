@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from nbeval.data.fields import warn_data
-from nbeval.data.phoenix_spans import is_phoenix_export
 from nbeval.data.text import read_text_file, repair_text
+from nbeval.data.trace_shapes import is_phoenix_export
 from nbeval.errors import DataError
 
 __all__ = ["SUITE_SHAPES", "Shape", "is_csv_path", "json_lines", "json_shape", "load_json", "write_json"]

@@ -25,40 +25,13 @@ from typing import Any
 from nbeval.data.span_fields import error_of, iso_time, shown
 from nbeval.data.span_messages import messages_from_values
 from nbeval.data.spans import Span, span_from_attributes
+from nbeval.data.trace_shapes import phoenix_listed
 from nbeval.errors import DataError
 
-__all__ = ["is_phoenix_export", "is_phoenix_span", "phoenix_spans"]
+__all__ = ["phoenix_spans"]
 
 #: Attributes whose value is one value even when it is an object: not flattened further.
 _LEAVES = ("input.value", "output.value", "tool.parameters", "metadata", "llm.invocation_parameters")
-
-
-def is_phoenix_span(doc: Any) -> bool:
-    """Whether ``doc`` is one span in Phoenix's JSON (``context`` with ``trace_id`` and ``span_id``)."""
-    context = doc.get("context") if isinstance(doc, dict) else None
-    return (
-        isinstance(context, dict)
-        and "trace_id" in context
-        and "span_id" in context
-        and ("span_kind" in doc or "start_time" in doc)
-        and "info" not in doc
-    )
-
-
-def _listed(doc: Any) -> list[Any] | None:
-    """The spans of a REST answer (``data``) or a CLI trace (``spans``), when ``doc`` is one."""
-    if not isinstance(doc, dict) or "info" in doc:
-        return None
-    for key in ("data", "spans"):
-        items = doc.get(key)
-        if isinstance(items, list) and items and is_phoenix_span(items[0]):
-            return items
-    return None
-
-
-def is_phoenix_export(doc: Any) -> bool:
-    """Whether ``doc`` is a Phoenix span, a REST answer of spans or a CLI trace."""
-    return is_phoenix_span(doc) or _listed(doc) is not None
 
 
 def _text_id(value: Any, source: str, where: str, name: str) -> str:
@@ -128,7 +101,7 @@ def _span(sp: Any, source: str, place: str, at: str) -> Span:
 def phoenix_spans(doc: Any, source: str, at: str) -> Iterator[Span]:
     """The spans of ``doc``: one Phoenix span, a REST answer or a CLI trace (``at``: where it is
     in the file, as " (line 3)")."""
-    listed = _listed(doc)
+    listed = phoenix_listed(doc)
     if listed is None:
         yield _span(doc, source, at.strip(" ()") or "1", at)
         return

@@ -18,7 +18,7 @@ from typing import Any
 
 from nbeval.errors import DataError
 
-__all__ = ["MAX_TIME_NS", "error_of", "iso_time", "nanos", "shown", "span_id", "start_time"]
+__all__ = ["MAX_TIME_NS", "cut", "error_of", "iso_time", "nanos", "shown", "span_id", "start_time"]
 
 #: The latest time a span may carry: OTLP's times are unsigned 64-bit nanoseconds (the year 2554).
 #: A larger one is a broken file, and it would overflow a float when a duration is computed.
@@ -30,6 +30,12 @@ _ERROR_CODES = frozenset({2, "2", "STATUS_CODE_ERROR", "ERROR"})
 _ISO = re.compile(
     r"(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(?:[.,](\d{1,9})\d*)?(Z|[+-]\d{2}:?\d{2})?", re.ASCII | re.IGNORECASE
 )
+
+
+def cut(text: str, limit: int = 120) -> str:
+    """``text`` cut to ``limit`` characters for an error message (an attribute's name or a value
+    can be thousands of characters long; the message stays one readable line)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def shown(value: Any, limit: int = 60) -> str:

@@ -26,6 +26,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from nbeval.data.span_fields import cut
 from nbeval.errors import DataError
 
 __all__ = [
@@ -95,7 +96,7 @@ _MAX_INDEX_DIGITS = 18
 
 
 def _fail(msg: str, source: str, span: str, name: str) -> DataError:
-    return DataError(msg, source=source, row=span, field=name)
+    return DataError(msg, source=source, row=span, field=cut(name))
 
 
 def _text(v: Any, source: str, span: str, name: str) -> str | None:
@@ -138,7 +139,7 @@ def _index(text: str, source: str, span: str, key: str) -> int:
         return int(text)
     shown = text if len(text) <= 20 else f"a number of {len(text)} digits"
     msg = f"{shown} is not a list index; an attribute's index is a whole number in ASCII digits (0, 1, 2...)"
-    raise _fail(msg, source, span, key if len(key) <= 120 else key[:119] + "…")
+    raise _fail(msg, source, span, key)
 
 
 def _messages(attrs: dict[str, Any], prefix: str, source: str, span: str) -> list[dict[str, Any]]:
@@ -148,7 +149,7 @@ def _messages(attrs: dict[str, Any], prefix: str, source: str, span: str) -> lis
         at = f"{prefix}.{i}.message"
         role = m.get("message.role")
         if not isinstance(role, str) or role.lower() not in _ROLES:
-            msg = f"unknown role {role!r}; a message's role must be system, user, assistant or tool"
+            msg = f"unknown role {cut(repr(role), 40)}; a message's role must be system, user, assistant or tool"
             raise _fail(msg, source, span, f"{at}.role")
         content = _text(m.get("message.content"), source, span, f"{at}.content")
         if content is None:
@@ -207,7 +208,7 @@ def chat_message(m: Any, source: str, span: str, at: str) -> dict[str, Any]:
         raise _fail(f"a message must be an object with 'role', got {type(m).__name__}", source, span, at)
     role = m.get("role", m.get("type"))  # LangChain's message dicts give a type: human, ai...
     if not isinstance(role, str) or role.lower() not in _ROLES:
-        msg = f"unknown role {role!r}; a message's role must be system, user, assistant or tool"
+        msg = f"unknown role {cut(repr(role), 40)}; a message's role must be system, user, assistant or tool"
         raise _fail(msg, source, span, f"{at}.role")
     content = m.get("content")
     if isinstance(content, list):  # content parts: their text

@@ -84,11 +84,12 @@ from pathlib import Path
 from typing import Any
 
 from nbeval.data.jsonio import _parse_json, json_shape, load_json
-from nbeval.data.phoenix_spans import is_phoenix_export, phoenix_spans
-from nbeval.data.span_fields import error_of, nanos, shown, span_id, start_time
+from nbeval.data.phoenix_spans import phoenix_spans
+from nbeval.data.span_fields import cut, error_of, nanos, shown, span_id, start_time
 from nbeval.data.span_messages import messages_from_values
 from nbeval.data.spans import Span, as_text, chat_message, span_from_attributes
 from nbeval.data.trace_record import trace_record
+from nbeval.data.trace_shapes import is_phoenix_export
 from nbeval.errors import DataError
 
 __all__ = ["is_trace_file", "read_traces", "trace_records"]
@@ -144,8 +145,8 @@ def _value(v: Any, source: str, where: str, name: str) -> Any:
             msg = f"{k} holds {shown(x)}, which is not a valid {k}"
             if kind == "i":
                 msg += ' (a whole number, in text or not: {"intValue": "42"})'
-            raise DataError(msg, source=source, row=where, field=name)
-    raise DataError(_VALUE_HELP, source=source, row=where, field=name)
+            raise DataError(msg, source=source, row=where, field=cut(name))
+    raise DataError(_VALUE_HELP, source=source, row=where, field=cut(name))
 
 
 def _attributes(items: Any, source: str, where: str, prefix: str = "") -> dict[str, Any]:
@@ -154,12 +155,12 @@ def _attributes(items: Any, source: str, where: str, prefix: str = "") -> dict[s
         return {}
     if not isinstance(items, list):
         msg = 'must be a list of {"key": ..., "value": {...}} objects'
-        raise DataError(msg, source=source, row=where, field=f"{prefix}attributes" if not prefix else prefix[:-1])
+        raise DataError(msg, source=source, row=where, field=cut(f"{prefix}attributes" if not prefix else prefix[:-1]))
     out: dict[str, Any] = {}
     for i, kv in enumerate(items):
         if not isinstance(kv, dict) or not isinstance(kv.get("key"), str):
             msg = 'each attribute must be an object {"key": "name", "value": {...}} with a text key'
-            raise DataError(msg, source=source, row=where, field=f"{prefix}attributes[{i}]")
+            raise DataError(msg, source=source, row=where, field=cut(f"{prefix}attributes[{i}]"))
         key = kv["key"]
         out[key] = _value(kv.get("value"), source, where, prefix + key)
     return out
@@ -274,12 +275,12 @@ class _Traces:
             raise DataError("an MLflow trace needs its id (text)", source=source, row=place, field="info.trace_id")
         spans = data.get("spans") if isinstance(data, dict) else None
         if not isinstance(spans, list):
-            raise DataError("must be a list of spans", source=source, row=f"trace {key}{at}", field="data.spans")
+            raise DataError("must be a list of spans", source=source, row=f"trace {cut(key)}{at}", field="data.spans")
         metadata = info.get("trace_metadata", info.get("request_metadata"))
         session = metadata.get("mlflow.trace.session") if isinstance(metadata, dict) else None
         self.meta[key] = (key, session if isinstance(session, str) and session else None)
         for k, sp in enumerate(spans, 1):
-            self._put(self._mlflow_span(sp, key, at, f"trace {key} spans[{k}]{at}"))
+            self._put(self._mlflow_span(sp, key, at, f"trace {cut(key)} spans[{k}]{at}"))
 
     def _mlflow_span(self, sp: Any, key: str, at: str, place: str) -> Span:
         source = self.source
@@ -287,7 +288,7 @@ class _Traces:
             raise DataError(f"a span must be an object, got {type(sp).__name__}", source=source, row=place)
         context: dict[str, Any] = sp["context"] if isinstance(sp.get("context"), dict) else {}  # MLflow 2's spans
         own = span_id(sp.get("span_id", context.get("span_id")), 8, source, place, "span_id")
-        where = f"trace {key} span {own}{at}"
+        where = f"trace {cut(key)} span {own}{at}"
         parent = sp.get("parent_span_id", sp.get("parent_id"))
         raw = sp.get("attributes") or {}
         if not isinstance(raw, dict):

@@ -213,6 +213,41 @@ def _read_or_data_error(doc: Any) -> list[dict[str, Any]] | None:
 @example([{"context": {"trace_id": "t", "span_id": "s"}, "start_time": "9" * 400}])
 @example([{"context": {"trace_id": "t", "span_id": "s"}, "start_time": 1, "status_code": ["ERROR"]}])
 @example([{"context": {"trace_id": "t", "span_id": "s"}, "start_time": 1, "events": 5}])
+@example(  # found: the error quoted a role of 1,000 characters in full
+    {
+        "resourceSpans": [
+            {
+                "scopeSpans": [
+                    {
+                        "spans": [
+                            _near_valid_otlp(
+                                {"openinference.span.kind": "LLM", "llm.input_messages.0.message.role": "9" * 1000},
+                                {},
+                                0,
+                            )
+                        ]
+                    }
+                ]
+            }
+        ]
+    }
+)
+@example(  # found: the error named an attribute of 1,000 characters in full
+    {
+        "resourceSpans": [
+            {
+                "scopeSpans": [
+                    {
+                        "spans": [
+                            _near_valid_otlp({}, {}, 0)
+                            | {"attributes": [{"key": "x" * 1000, "value": {"intValue": False}}]}
+                        ]
+                    }
+                ]
+            }
+        ]
+    }
+)
 def test_any_json_reads_as_rows_or_a_data_error_naming_file_and_span(doc: Any) -> None:
     records = _read_or_data_error(doc)
     for record in records or []:
