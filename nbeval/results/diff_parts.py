@@ -56,11 +56,13 @@ def load_tables(folder: str | os.PathLike[str]) -> EvaluationResult:
     from nbeval.results.consistency import check_metrics
     from nbeval.results.loading import _read_info, _read_records, load_result
     from nbeval.results.result import AGGREGATE_COLUMNS, METRIC_COLUMNS, SCORE_FILES, EvaluationResult
+    from nbeval.results.save_id import check_save
 
     path = Path(folder)
     if not (path / "result.json").is_file() or not (path / SCORE_FILES["parquet"]).is_file():
         return load_result(path)  # its errors say what is missing
-    meta = _read_info(path / "result.json").get("meta") or {}
+    info = _read_info(path / "result.json")
+    meta = info.get("meta") or {}
     if meta.get("format_version", 1) < 2:
         return load_result(path)
     scores = read_scores_parquet(path / SCORE_FILES["parquet"])
@@ -68,6 +70,8 @@ def load_tables(folder: str | os.PathLike[str]) -> EvaluationResult:
     aggregates["value"] = aggregates["value"].astype(float)
     metrics, lines = _read_records(path / "metrics.jsonl", METRIC_COLUMNS)
     check_metrics(metrics, lines, path / "metrics.jsonl")
+    # the files read are those result.json's save wrote (not a mix of two saves), as load_result checks
+    check_save(path, info, [SCORE_FILES["parquet"], "aggregates.jsonl", "metrics.jsonl"])
     return EvaluationResult(scores, aggregates, metrics, LlmDataset([]), meta=meta)
 
 

@@ -150,3 +150,13 @@ def test_a_reader_during_the_saves_gets_a_whole_result_or_a_clear_error(tmp_path
 
     _run_savers(folder, 10, "parquet", load_while_saving, during=True)
     assert outcomes["A"] + outcomes["B"] + outcomes["error"] == 10
+
+
+@pytest.mark.parametrize("name", ["scores.parquet", "aggregates.jsonl"])
+def test_a_diff_reads_no_file_of_another_save(tmp_path: Path, name: str) -> None:
+    # nbeval diff reads a saved folder through its own fast path (no dataset); it checks the save too
+    a, b = _result("A").save(tmp_path / "a", label="A"), _result("B").save(tmp_path / "b", label="B")
+    shutil.copy(b / name, a / name)
+    with pytest.raises(DataError, match="another save") as err:
+        nbeval.diff(b, a)
+    assert err.value.source == str(a / name)
