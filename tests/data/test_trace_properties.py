@@ -262,8 +262,8 @@ ROLES = st.sampled_from(["user", "assistant", "system", "tool"])
 CALL_IDS = st.sampled_from([None, "c1", "c2", "c3"])
 NAMES = st.sampled_from(["get_weather", "search", "audit"])
 ARGS = st.sampled_from(['{"city": "Paris"}', '{"city": "Oslo"}', "{}", '{"q": 1}'])
-CALL = st.fixed_dictionaries({"id": CALL_IDS, "name": NAMES, "arguments": ARGS})
-MESSAGE = st.fixed_dictionaries(
+CALL: st.SearchStrategy[dict[str, Any]] = st.fixed_dictionaries({"id": CALL_IDS, "name": NAMES, "arguments": ARGS})
+MESSAGE: st.SearchStrategy[dict[str, Any]] = st.fixed_dictionaries(
     {"role": ROLES, "content": st.one_of(st.none(), st.sampled_from(["hi", "Paris?", "18C", "done", ""]))},
     optional={"tool_calls": st.lists(CALL, min_size=1, max_size=2), "tool_call_id": CALL_IDS},
 )
@@ -319,7 +319,7 @@ def traces(draw: st.DrawFn) -> list[dict[str, Any]]:
                 "parent": None if parent is None else f"{parent:016x}",
                 "start": start,
                 "end": draw(  # some spans end together: after every start, at one of two times
-                    st.one_of(st.none(), st.integers(0, 10**12).map(lambda d, s=start: s + d), st.sampled_from(LATE))
+                    st.one_of(st.none(), st.integers(start, start + 10**12), st.sampled_from(LATE))
                 ),
                 "error": draw(st.one_of(st.none(), st.sampled_from(["boom", "ValueError: no such city"]))),
                 "attrs": attrs,
