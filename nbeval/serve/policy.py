@@ -83,7 +83,7 @@ def error_text(exc: BaseException) -> str:
         from nbeval.chat.config import judge_help_text
 
         python_help = judge_help_text()
-        text = _PYTHON_ADVICE.sub("set ", text)  # "pass model=... or set X" -> "set X"
+        text = _PYTHON_ADVICE.sub("", text)  # "pass model=... or set X" -> "set X"
         if python_help in text:
             text = text.replace("\n" + python_help, " " + python_help).replace(python_help, SERVICE_JUDGE_HELP)
         else:
