@@ -74,7 +74,11 @@ def _parse_json(text: str, name: str, row: int | None = None) -> Any:
     except DataError:  # said above already (a DataError is a ValueError too)
         raise
     except ValueError as exc:  # not a JSONDecodeError: an integer with thousands of digits
-        raise DataError(f"not valid JSON: {exc}", source=name, row=row) from None
+        digits = re.search(r"has (\d+) digits", str(exc))
+        # Python's own advice (sys.set_int_max_str_digits) is no help to someone loading a file
+        what = f"a number of {digits.group(1)} digits" if digits else str(exc)
+        msg = f"not valid JSON: {what}, longer than any count, time or score can be; the file is damaged or not data"
+        raise DataError(msg, source=name, row=row) from None
     dups.warn(data, name, row)
     return data
 

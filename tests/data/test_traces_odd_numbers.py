@@ -122,3 +122,5 @@ def test_a_huge_number_as_json_is_a_data_error_naming_the_file(tmp_path: Path) -
     with pytest.raises(DataError) as info:
         load(path)
     assert info.value.source == str(path) and info.value.row == 1
+    # says what is wrong with the file, not Python's advice to raise the interpreter's digit limit
+    assert "5000 digits" in str(info.value) and "set_int_max_str_digits" not in str(info.value)
