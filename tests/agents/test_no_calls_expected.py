@@ -118,18 +118,25 @@ def _calls(dataset: LlmDataset) -> dict[str, Any]:
     return {r.key: r.expected_tool_calls for r in dataset.rows}
 
 
-WANT = {"right": [], "wrong": [], "not-given": None}
+def _load(source: Any) -> LlmDataset:
+    """``load(source)``, which reads these rows as a dataset (not a lab or a suite)."""
+    dataset = load(source)
+    assert isinstance(dataset, LlmDataset), type(dataset)
+    return dataset
+
+
+WANT: dict[str, list[Any] | None] = {"right": [], "wrong": [], "not-given": None}
 
 
 @pytest.mark.parametrize("suffix", [".json", ".jsonl", ".csv"])
 def test_files_keep_none_expected_apart(tmp_path: Path, suffix: str) -> None:
-    ds = load(_rows())
+    ds = _load(_rows())
     path = tmp_path / f"rows{suffix}"
     if suffix == ".jsonl":
         path.write_text("".join(json.dumps(r) + "\n" for r in ds.to_records()), encoding="utf-8")
     else:
         getattr(ds, {".json": "to_json", ".csv": "to_csv"}[suffix])(str(path))
-    assert _calls(load(str(path))) == WANT
+    assert _calls(_load(str(path))) == WANT
 
 
 def test_a_hand_written_csv_cell_of_brackets_is_none_expected_and_an_empty_cell_not_given(tmp_path: Path) -> None:
@@ -139,12 +146,12 @@ def test_a_hand_written_csv_cell_of_brackets_is_none_expected_and_an_empty_cell_
         f'key,messages,expected_tool_calls\na,"{messages}",[]\nb,"{messages}",\n',
         encoding="utf-8",
     )
-    assert _calls(load(str(path))) == {"a": [], "b": None}
+    assert _calls(_load(str(path))) == {"a": [], "b": None}
 
 
 def test_a_dataframe_keeps_none_expected_apart() -> None:
     df = pd.DataFrame(_rows())  # the missing field is NaN in the frame
-    assert _calls(load(df)) == WANT
+    assert _calls(_load(df)) == WANT
 
 
 def test_a_suite_keeps_none_expected_apart(tmp_path: Path) -> None:

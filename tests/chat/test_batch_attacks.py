@@ -67,7 +67,8 @@ class SlowCreate(FakeBatchServer):
 def test_a_second_run_waits_for_the_batch_another_run_is_creating(tmp_path: Path) -> None:
     cache = tmp_path / "c.sqlite"
     got: dict[str, list[ChatResult]] = {}
-    with SlowCreate(echo, delay=0.05) as server:
+    server = SlowCreate(echo, delay=0.05)
+    with server:
 
         def run(name: str) -> None:
             got[name] = run_batch(client_of(server, cache), ["a", "b"], options=POLL)
@@ -201,7 +202,8 @@ def _malformed(line: dict[str, Any]) -> str:
 
 def test_a_malformed_field_is_its_rows_error_and_the_batch_is_given_up(tmp_path: Path) -> None:
     cache = tmp_path / "c.sqlite"
-    with Mangled(echo, _malformed, delay=0.05) as server:
+    server = Mangled(echo, _malformed, delay=0.05)
+    with server:
         client = client_of(server, cache)
         with pytest.warns(DataWarning, match="token usage no call can have"):
             out = run_batch(client, ["a", "b", "c", "d"], options=POLL)
@@ -274,7 +276,8 @@ class BigOutput(FakeBatchServer):
 
 def test_a_large_output_file_is_read_line_by_line(tmp_path: Path) -> None:
     mb = 24
-    with BigOutput(echo, delay=None) as server:
+    server = BigOutput(echo, delay=None)
+    with server:
         client = client_of(server, tmp_path / "c.sqlite")
         got: list[list[ChatResult]] = []
         run = threading.Thread(target=lambda: got.append(run_batch(client, ["a", "b"], options=POLL)))
@@ -352,6 +355,8 @@ def test_a_damaged_store_is_set_aside_with_a_warning_and_the_run_goes_on(tmp_pat
 class BrokenOnce(FakeBatchServer):
     """The first download of an output file breaks off halfway (its connection closed early)."""
 
+    broken: int = 0  # the downloads broken off so far
+
     def start(self) -> FakeBatchServer:
         from tests.support.fake_batch import _BatchHandler
 
@@ -380,7 +385,8 @@ class BrokenOnce(FakeBatchServer):
 def test_an_output_file_broken_off_midway_is_read_again(tmp_path: Path) -> None:
     # Streamed, the body is read after the SDK returned the response: its HTTP library's error must
     # still be a retryable ChatError, not an exception that stops the run.
-    with BrokenOnce(echo, delay=0.05) as server:
+    server = BrokenOnce(echo, delay=0.05)
+    with server:
         out = run_batch(client_of(server, tmp_path / "c.sqlite"), ["a", "b", "c", "d"], options=POLL)
     assert texts(out) == ["echo a", "echo b", "echo c", "echo d"]
     assert server.broken == 1  # the download broken off, then one read whole
@@ -396,7 +402,8 @@ def test_a_run_waits_for_the_batch_another_process_is_creating(tmp_path: Path) -
 
     cache = tmp_path / "c.sqlite"
     got: list[Any] = []
-    with SlowCreate(verdict, delay=0.1) as server:
+    server = SlowCreate(verdict, delay=0.1)
+    with server:
         other = subprocess.Popen(_command(server, cache), env=_env(), cwd=tmp_path, stdout=subprocess.PIPE)
         try:
             assert server.creating.wait(120), "the other process never created its batch"

@@ -18,6 +18,7 @@ import pytest
 
 import nbeval
 from nbeval.chat.config import resolve_chat_model
+from nbeval.chat.hf_chat import HFChat
 from nbeval.chat.judge_settings import client_settings_of, split_judge_settings
 from nbeval.errors import EvaluatorError
 from tests.support.fake_openai import FakeOpenAIServer, Hang, Status
@@ -125,6 +126,7 @@ def test_a_local_models_settings_are_checked_too() -> None:
         resolve_chat_model({"provider": "hf", "model": "some/path", "max_new_token": 12})
     model = resolve_chat_model({"provider": "hf", "model": "some/path", "max_attempts": 2, "top_k": 3})
     assert client_settings_of(model) == {"max_attempts": 2}
+    assert isinstance(model, HFChat)
     assert "max_attempts" not in model.default_params and model.default_params["top_k"] == 3
 
 
@@ -152,4 +154,5 @@ def test_a_judges_name_is_what_results_call_it_and_is_never_sent(openai_server: 
     result = _run([strict, lenient])
     assert result.jury_agreement("correctness", n_boot=0).jurors == ("strict", "lenient")
     assert all("name" not in (r.body or {}) for r in openai_server.requests)
-    assert resolve_chat_model(strict).name == "strict"
+    resolved = resolve_chat_model(strict)
+    assert resolved is not None and resolved.name == "strict"

@@ -21,6 +21,7 @@ import pytest
 
 import nbeval
 from nbeval.chat.callable_chat import CallableChat
+from nbeval.engine import Plan
 from nbeval.evaluators.jury import JUROR_SAMPLES, juror_request
 from nbeval.requests import Chat, Embed, Gather
 from tests.support.fake_openai import FakeOpenAIServer, Recorded, Status, Text
@@ -159,6 +160,7 @@ def test_a_coin_flip_jury_shows_no_agreement_beyond_chance() -> None:
 def test_the_dry_run_counts_a_call_per_juror(openai_server: FakeOpenAIServer) -> None:
     j = _server_judge(openai_server)
     plan = nbeval.evaluate(ROWS, ["correctness"], judge=[j, j, j], dry_run=True, cache=False)
+    assert isinstance(plan, Plan)
     assert plan.judge_calls == 3 * len(ROWS)
     assert openai_server.request_count == 0
 

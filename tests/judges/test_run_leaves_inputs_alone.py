@@ -139,11 +139,11 @@ def test_an_evaluator_run_with_a_jury_of_no_then_with_a_yes_judge_scores_as_a_fr
     no = [_verdict_judge("no"), _verdict_judge("no"), _verdict_judge("no")]
     yes = _verdict_judge("yes")
     ev = nbeval.evaluator("correctness")
-    run = {"cache": False, "progress": False}
-    assert nbeval.evaluate(rows, [ev], judge=no, **run).leaderboard()["correctness.correctness"].iloc[0] == 0.0
-    nbeval.evaluate(rows, [ev], judge=no, dry_run=True, **run)
-    again = nbeval.evaluate(rows, [ev], judge=yes, **run)
-    fresh = nbeval.evaluate(rows, [nbeval.evaluator("correctness")], judge=yes, **run)
+    first = nbeval.evaluate(rows, [ev], judge=no, cache=False, progress=False)
+    assert first.leaderboard()["correctness.correctness"].iloc[0] == 0.0
+    nbeval.evaluate(rows, [ev], judge=no, dry_run=True, cache=False, progress=False)
+    again = nbeval.evaluate(rows, [ev], judge=yes, cache=False, progress=False)
+    fresh = nbeval.evaluate(rows, [nbeval.evaluator("correctness")], judge=yes, cache=False, progress=False)
     assert fresh.leaderboard()["correctness.correctness"].iloc[0] == 1.0
     assert again.leaderboard()["correctness.correctness"].iloc[0] == 1.0
     assert ev.params["judge"] is None

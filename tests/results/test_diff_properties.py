@@ -48,7 +48,7 @@ def _metrics() -> pd.DataFrame:
 
 
 def _rows(model: str, key: str, answer: Cell) -> list[dict[str, Any]]:
-    base = {"key": key, "model_key": model, "evaluator": "st_score", "label": None, "rationale": None}
+    base: dict[str, Any] = {"key": key, "model_key": model, "evaluator": "st_score", "label": None, "rationale": None}
     base |= {"error": np.nan, "skipped": False, "skip_reason": np.nan, "details": None}
     if answer is None:
         return [
@@ -245,7 +245,7 @@ def test_coverage_statistics_and_gate_match_the_cells(before: Cells, after: Cell
 def test_the_run_gate_fails_every_choice_of_kinds_when_nothing_was_measured(run: Cells, kinds: list[str]) -> None:
     result = _result(run)
     for fail_on in (kinds, True):
-        verdict = check_gate(result, fail_on)  # type: ignore[arg-type]
+        verdict = check_gate(result, fail_on)
         assert verdict.tripped and verdict.failing[-1].startswith("nothing was measured")
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Literal
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
@@ -82,8 +83,8 @@ class Case:
         return [str(data), "-e", ",".join(self.evaluators), *judge, "--out", out, "--no-progress", "--no-cache"]
 
     def evaluate(self) -> nbeval.EvaluationResult:
-        judge = {"judge": {"model": "judge-model", "base_url": self.server.url}} if self.judged else {}
-        return nbeval.evaluate(self.records, self.evaluators, progress=False, cache=False, max_attempts=1, **judge)
+        judge = {"model": "judge-model", "base_url": self.server.url} if self.judged else None  # None: not given
+        return nbeval.evaluate(self.records, self.evaluators, progress=False, cache=False, max_attempts=1, judge=judge)
 
 
 @pytest.fixture
@@ -133,7 +134,9 @@ def test_the_python_gate_fails_on_a_run_that_measured_nothing(case: Callable[[st
     run = case(name)
     run.prepare()
     result = run.evaluate()
-    for fail_on in [True, *([kind] for kind in GATE_KINDS), ["threshold", "unrated", "flip"]]:
+    choices: list[Literal[True] | list[str]] = [True, *([kind] for kind in GATE_KINDS)]
+    choices.append(["threshold", "unrated", "flip"])
+    for fail_on in choices:
         verdict = check_gate(result, fail_on)
         assert verdict.tripped and any(line.startswith("nothing was measured") for line in verdict.failing)
         via_application = application.run_gate(result, fail_on)

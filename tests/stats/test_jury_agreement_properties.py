@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Literal
 
 import krippendorff
 import numpy as np
@@ -32,10 +33,12 @@ from nbeval.results.jury_agreement import (
 )
 
 NAN = math.nan
+#: The levels of measurement drawn: verdicts and scores.
+Level = Literal["nominal", "interval"]
 
 
 @st.composite
-def juries(draw: st.DrawFn, level: str, *, max_units: int = 25, max_jurors: int = 5) -> np.ndarray:
+def juries(draw: st.DrawFn, level: Level, *, max_units: int = 25, max_jurors: int = 5) -> np.ndarray:
     """A (units, jurors) matrix: verdicts (0/1, sometimes a third category) or scores, NaN missing."""
     units = draw(st.integers(0, max_units))
     jurors = draw(st.integers(2, max_jurors))
@@ -50,7 +53,7 @@ def juries(draw: st.DrawFn, level: str, *, max_units: int = 25, max_jurors: int 
     return np.array(flat, dtype=float).reshape(units, jurors)
 
 
-def _package_alpha(values: np.ndarray, level: str) -> float:
+def _package_alpha(values: np.ndarray, level: Level) -> float:
     """Alpha from the ``krippendorff`` package (coders as rows); NaN where it finds none."""
     try:
         out = float(krippendorff.alpha(reliability_data=values.T, level_of_measurement=level))
@@ -69,12 +72,12 @@ def _variation(values: np.ndarray) -> bool:
     return np.unique(rows[~np.isnan(rows)]).size > 1
 
 
-LEVELS = st.sampled_from(["nominal", "interval"])
+LEVELS: st.SearchStrategy[Level] = st.sampled_from(["nominal", "interval"])
 
 
 @settings(max_examples=300, deadline=None)
 @given(data=st.data(), level=LEVELS)
-def test_alpha_equals_the_krippendorff_package(data: st.DataObject, level: str) -> None:
+def test_alpha_equals_the_krippendorff_package(data: st.DataObject, level: Level) -> None:
     values = data.draw(juries(level), label="values")
     ours = krippendorff_alpha(values, level)
     if _pairable(values) == 0 or not _variation(values):
@@ -87,7 +90,7 @@ def test_alpha_equals_the_krippendorff_package(data: st.DataObject, level: str) 
 
 @settings(max_examples=150, deadline=None)
 @given(data=st.data(), level=LEVELS)
-def test_statistics_do_not_depend_on_row_order_or_on_juror_order_and_names(data: st.DataObject, level: str) -> None:
+def test_statistics_do_not_depend_on_row_order_or_on_juror_order_and_names(data: st.DataObject, level: Level) -> None:
     values = data.draw(juries(level), label="values")
     units, jurors = values.shape
     rows = data.draw(st.permutations(range(units)), label="row order")
@@ -120,7 +123,7 @@ def test_statistics_do_not_depend_on_row_order_or_on_juror_order_and_names(data:
 
 @settings(max_examples=150, deadline=None)
 @given(data=st.data(), level=LEVELS)
-def test_statistics_stay_in_their_ranges(data: st.DataObject, level: str) -> None:
+def test_statistics_stay_in_their_ranges(data: st.DataObject, level: Level) -> None:
     values = data.draw(juries(level), label="values")
     names = [f"j{k}" for k in range(values.shape[1])]
     agreement = jury_agreement_of(values, names, level, n_boot=40, seed=1)
@@ -167,7 +170,7 @@ def test_alpha_ignores_category_names_and_the_scales_unit(data: st.DataObject) -
     level=LEVELS,
     lone=st.lists(st.floats(0, 5, allow_nan=False), max_size=20),
 )
-def test_nothing_measured_gives_nan_never_a_number(units: int, jurors: int, level: str, lone: list[float]) -> None:
+def test_nothing_measured_gives_nan_never_a_number(units: int, jurors: int, level: Level, lone: list[float]) -> None:
     """No row rated by two jurors (all missing, or one value a row): every statistic is NaN."""
     values = np.full((units, jurors), NAN)
     for row, v in zip(range(units), lone, strict=False):  # at most one juror rated each row
