@@ -126,7 +126,8 @@ def _coverage_parts(c: pd.DataFrame, share: float) -> list[tuple[str, str, pd.Da
             f"with few shared rows (measured in both runs: below {share:.0%} of the rows a run measured; --min-shared)",
             b & a & (c["share"] < share),
             lambda r: (
-                f"{r.shared:,} of {r.rows_before:,} rows measured before, {r.shared:,} of {r.rows_after:,} after: "
+                f"shared: {r.shared:,} of the {r.rows_before:,} rows measured before, "
+                f"{r.shared:,} of the {r.rows_after:,} after: "
                 f"{math.floor(r.share * 100 + 1e-9):.0f}%"  # floored: 49.9% is not shown as 50%
             ),
         ),

@@ -113,7 +113,8 @@ def test_few_shared_rows_fail_below_min_shared(tmp_path: Path, capsys: pytest.Ca
     code, err = _gate(before, after, capsys)
     assert code == 1
     assert (
-        "1 with few shared rows" in err and "m: exact_match (3 of 30 rows measured before, 3 of 30 after: 10%)" in err
+        "1 with few shared rows" in err
+        and "m: exact_match (shared: 3 of the 30 rows measured before, 3 of the 30 after: 10%)" in err
     )
     assert main(["diff", before, after, "--fail-on-regression", "--min-shared", "0.1"]) == 0  # 10% >= 10%
     assert main(["diff", before, after, "--fail-on-regression", "--min-shared", "0.11"]) == 1
