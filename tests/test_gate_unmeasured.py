@@ -20,14 +20,13 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from IPython.core.interactiveshell import InteractiveShell
 
 import nbeval
 from nbeval import application
 from nbeval.cli import main
 from nbeval.results.gate import GATE_KINDS, check_gate
 from nbeval.results.insights import ERROR_CHARS, describe_errors
-from tests.extension.conftest import Shell
+from tests.extension.conftest import Shell, loaded_shell
 from tests.support.fake_openai import FakeOpenAIServer, Status
 
 ROWS = [
@@ -305,17 +304,9 @@ def test_the_summary_lists_them(closed_url: str) -> None:
 
 @pytest.fixture
 def shell(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Shell]:
-    """An IPython shell with ``%load_ext nbeval``, run in ``tmp_path`` (as tests/extension's)."""
-    monkeypatch.chdir(tmp_path)
-    ip = InteractiveShell.instance()
-    before = set(ip.user_ns)
-    assert ip.run_cell("%load_ext nbeval", store_history=False).success
-    try:
-        yield Shell(ip)
-    finally:
-        ip.run_line_magic("unload_ext", "nbeval")
-        for name in set(ip.user_ns) - before:
-            del ip.user_ns[name]
+    """An IPython shell with ``%load_ext nbeval``, run in ``tmp_path`` (tests/extension's, judge settings kept)."""
+    with loaded_shell(monkeypatch, tmp_path, no_judge=False) as loaded:
+        yield loaded
 
 
 def test_the_magics_gate_fails_the_cell_on_errored_rows(shell: Shell, closed_url: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,12 +48,13 @@ class Shell:
         return Ran(res.success, captured.stdout, captured.stderr, [dict(o.data) for o in captured.outputs], res.result)
 
 
-@pytest.fixture
-def shell(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> Iterator[Shell]:
+@contextmanager
+def loaded_shell(monkeypatch: pytest.MonkeyPatch, tmp_path: Any, *, no_judge: bool = True) -> Iterator[Shell]:
     """``InteractiveShell.instance()`` with the extension loaded (unloaded after), run in ``tmp_path``
-    with no judge configured; the variables a test binds are dropped after it."""
-    for var in _JUDGE_ENV:
-        monkeypatch.delenv(var, raising=False)
+    (with no judge configured unless ``no_judge=False``); the variables a test binds are dropped after it."""
+    if no_judge:
+        for var in _JUDGE_ENV:
+            monkeypatch.delenv(var, raising=False)
     monkeypatch.chdir(tmp_path)
     ip = InteractiveShell.instance()
     before = set(ip.user_ns)
@@ -64,5 +66,13 @@ def shell(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> Iterator[Shell]:
         ip.run_line_magic("unload_ext", "nbeval")
         for name in set(ip.user_ns) - before:
             del ip.user_ns[name]
-        for var in _JUDGE_ENV:  # %nbeval judge sets these in os.environ directly
-            os.environ.pop(var, None)
+        if no_judge:
+            for var in _JUDGE_ENV:  # %nbeval judge sets these in os.environ directly
+                os.environ.pop(var, None)
+
+
+@pytest.fixture
+def shell(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> Iterator[Shell]:
+    """The shell of :func:`loaded_shell`, with no judge configured."""
+    with loaded_shell(monkeypatch, tmp_path) as loaded:
+        yield loaded

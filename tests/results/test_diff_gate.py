@@ -15,12 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from IPython.core.interactiveshell import InteractiveShell
 
 import nbeval
 from nbeval.cli import main
 from nbeval.errors import BadParameter
-from tests.extension.conftest import Shell
+from tests.extension.conftest import Shell, loaded_shell
 from tests.support.fake_openai import FakeOpenAIServer, Status
 from tests.support.runs import thirty_cases
 
@@ -190,17 +189,9 @@ def test_json_output_carries_the_gate(tmp_path: Path, capsys: pytest.CaptureFixt
 
 @pytest.fixture
 def shell(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Shell]:
-    """An IPython shell with ``%load_ext nbeval``, run in ``tmp_path`` (as tests/extension's)."""
-    monkeypatch.chdir(tmp_path)
-    ip = InteractiveShell.instance()
-    before = set(ip.user_ns)
-    assert ip.run_cell("%load_ext nbeval", store_history=False).success
-    try:
-        yield Shell(ip)
-    finally:
-        ip.run_line_magic("unload_ext", "nbeval")
-        for name in set(ip.user_ns) - before:
-            del ip.user_ns[name]
+    """An IPython shell with ``%load_ext nbeval``, run in ``tmp_path`` (tests/extension's, judge settings kept)."""
+    with loaded_shell(monkeypatch, tmp_path, no_judge=False) as loaded:
+        yield loaded
 
 
 def test_the_magic_fails_the_cell_when_nothing_was_compared(shell: Shell) -> None:

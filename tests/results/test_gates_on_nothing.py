@@ -18,13 +18,12 @@ from pathlib import Path
 from typing import Literal
 
 import pytest
-from IPython.core.interactiveshell import InteractiveShell
 
 import nbeval
 from nbeval import application
 from nbeval.cli import main
 from nbeval.results.gate import GATE_KINDS, check_gate
-from tests.extension.conftest import Shell
+from tests.extension.conftest import Shell, loaded_shell
 from tests.support.fake_openai import FakeOpenAIServer, Status
 from tests.support.runs import thirty_cases
 
@@ -94,17 +93,9 @@ def case(server: FakeOpenAIServer, tmp_path: Path) -> Callable[[str], Case]:
 
 @pytest.fixture
 def shell(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Shell]:
-    """An IPython shell with ``%load_ext nbeval``, run in ``tmp_path`` (as tests/extension's)."""
-    monkeypatch.chdir(tmp_path)
-    ip = InteractiveShell.instance()
-    before = set(ip.user_ns)
-    assert ip.run_cell("%load_ext nbeval", store_history=False).success
-    try:
-        yield Shell(ip)
-    finally:
-        ip.run_line_magic("unload_ext", "nbeval")
-        for name in set(ip.user_ns) - before:
-            del ip.user_ns[name]
+    """An IPython shell with ``%load_ext nbeval``, run in ``tmp_path`` (tests/extension's, judge settings kept)."""
+    with loaded_shell(monkeypatch, tmp_path, no_judge=False) as loaded:
+        yield loaded
 
 
 # -- nbeval run: every choice of kinds, on every run that measured nothing ----------------------
