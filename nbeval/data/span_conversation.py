@@ -183,11 +183,13 @@ class _History:
 
 
 def tool_result(run: ToolRun) -> Message:
-    """The tool message of a run: its output; a run that failed without output says why, so a
-    reader of the conversation (a judge) sees the failure instead of an empty result."""
+    """The tool message of a run: its output; a run that failed says why (after what output it
+    wrote, unless that output says it already), so a reader of the conversation (a judge) sees the
+    failure instead of an empty or partial result."""
     content = run.output
-    if content is None and run.error is not None:
-        content = run.error if run.error.lower().startswith("error") else f"Error: {run.error}"
+    if run.error is not None and (content is None or run.error not in content):
+        error = run.error if run.error.lower().startswith("error") else f"Error: {run.error}"
+        content = f"{content}\n\n{error}" if content and content.strip() else error
     return {"role": "tool", "content": content, "name": run.name}
 
 

@@ -236,6 +236,37 @@ def test_a_failed_tool_in_an_openinference_langchain_export_reaches_the_conversa
     assert "error" not in record and record["actual_output"] == "Sorry, the weather service failed."
 
 
+FAILED_TOOL = "Error: TimeoutError('weather service')"
+
+
+@pytest.mark.parametrize(
+    ("output", "content"),
+    [
+        pytest.param("", "Error: TimeoutError('weather service')", id="empty-output"),
+        pytest.param("  ", "Error: TimeoutError('weather service')", id="blank-output"),
+        pytest.param('{"temp": 21', "{\"temp\": 21\n\nError: TimeoutError('weather service')", id="partial-output"),
+        pytest.param(FAILED_TOOL, FAILED_TOOL, id="error-as-output"),
+    ],
+)
+def test_a_failed_tool_with_output_still_says_it_failed(output: str, content: str) -> None:
+    """A tool span with status ERROR that wrote an output (empty, or what it had before it
+    failed): the tool message still carries the error, so a judge reading the conversation never
+    takes the failure for a result."""
+    asked = asks(call("call_1", "get_weather", '{"city": "Paris"}'))
+    attrs = {"tool.parameters": '{"city": "Paris"}', "output.value": output}
+    tool = _tool(TRACE, TOOL1, ROOT, (700, 900), "get_weather", attrs)
+    tool["status"] = {"code": 2, "message": "TimeoutError('weather service')"}
+    root = {"openinference.span.kind": "CHAIN", "input.value": "Weather in Paris?", "output.value": "Sorry."}
+    spans = [
+        _span(TRACE, ROOT, None, "agent", (0, 1000), root),
+        _llm(TRACE, LLM1, ROOT, (100, 600), [user("Weather in Paris?")], [asked], "gpt-4o-mini"),
+        tool,
+    ]
+    (record,) = trace_records(_otlp(spans), source="t.json")
+    assert record["messages"][-1]["content"] == content
+    assert record["tool_errors"] == ["get_weather: TimeoutError('weather service')"]
+
+
 def _mlflow3_span(span: str, parent: str | None, kind: str, ms: tuple[int, int], attrs: dict[str, Any]) -> dict:
     """A span as MLflow 3's ``Span.to_dict`` writes it: attributes as JSON text, status code and
     message, events with their attributes as an object."""
