@@ -278,8 +278,13 @@ class _Runner:
             try:
                 return api.create(file_id, submission, self.options.completion_window)
             except ChatError as err:
-                if not err.retryable or attempt >= client.max_attempts:
+                if not err.retryable:
                     raise
+                if attempt >= client.max_attempts:  # the last answer lost: the batch may exist all the same
+                    found = quietly(lambda: api.find(submission))
+                    if found is None:
+                        raise
+                    return found
                 delay = client._delay(attempt, err)
                 store.renew(submission, delay + lease)  # still creating it: the lease holds through the wait
                 time.sleep(delay)

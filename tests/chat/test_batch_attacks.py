@@ -89,6 +89,26 @@ def test_a_second_run_waits_for_the_batch_another_run_is_creating(tmp_path: Path
     assert stored(cache) == [("completed", 0, 2)]
 
 
+class LostCreate(FakeBatchServer):
+    """``POST /v1/batches`` creates the batch, then the connection breaks before the answer (a
+    timeout the client sees, while the provider bills the batch)."""
+
+    def _create(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        super()._create(body)
+        raise ConnectionResetError("the answer never came")
+
+
+def test_a_batch_created_on_the_last_attempt_whose_answer_was_lost_is_kept(tmp_path: Path) -> None:
+    cache = tmp_path / "c.sqlite"
+    with LostCreate(echo, delay=0.05) as server:
+        client = ChatClient(OpenAIChat("m", base_url=server.url, api_key="sk-test"), cache=cache, max_attempts=1)
+        first = run_batch(client, ["a", "b"], options=POLL)
+        again = run_batch(client, ["a", "b"], options=POLL)
+    # the provider created (and bills) one batch: it is found and read, never forgotten and sent again
+    assert texts(first) == texts(again) == ["echo a", "echo b"]
+    assert server.batch_creates == 1 and len(server.uploads) == 1
+
+
 def test_created_puts_back_a_record_another_run_forgot(tmp_path: Path) -> None:
     store = BatchStore(tmp_path / "s.sqlite")
     store.add("sub1", "ident", "file-1", ["k1", "k2"])
