@@ -141,11 +141,16 @@ def logprob_problem(token: TokenLogprob) -> str | None:
     """Why the numbers at ``token``'s position cannot be log-probabilities, or ``None`` when they
     can: one of them is not a number or is above 0 (beyond :data:`PROBABILITY_SLACK`), or the
     probabilities listed there (each alternative, and the written token when it is not among
-    them) add up to more than 1 (beyond the same slack). ``-inf`` is
+    them) add up to more than 1 (beyond the same slack), or the written token is listed there at
+    another probability (beyond the same slack). ``-inf`` is
     probability 0, and OpenAI's ``-9999.0`` next to it: both are fine."""
     for text, lp in ((token.token, token.logprob), *token.top):
         if math.isnan(lp) or lp > _MAX_LOGPROB:  # checked before exp(): +1000 would overflow
             return f"the token {text!r} has log-probability {lp:g}, which is no probability (a logprob is at most 0)"
+    written = math.exp(token.logprob)
+    at = [math.exp(lp) for text, lp in token.top if text == token.token]
+    if at and all(abs(p - written) > PROBABILITY_SLACK for p in at):  # one token, two probabilities
+        return f"the written token {token.token!r} has probability {written:.4g} but is listed at {at[0]:.4g}"
     listed = {text for text, _ in token.top}
     probs = [math.exp(lp) for _, lp in token.top]
     if token.token not in listed:

@@ -74,6 +74,17 @@ def test_infinity_is_unrated(openai_server: FakeOpenAIServer, judge: dict[str, A
     assert value is None and label == BAD_LOGPROBS
 
 
+def test_a_written_token_listed_at_another_probability_is_unrated(
+    openai_server: FakeOpenAIServer, judge: dict[str, Any]
+) -> None:
+    # " no" written at 0.6 and listed at 0.1: one token, two probabilities (each list adds up to
+    # less than 1); read from the list, the written "no" was a 0.6 / 0.7 = 0.86 pass
+    top = [(" yes", math.log(0.6)), (" no", math.log(0.1))]
+    value, label, res = expected_row(openai_server, judge, written_no(top, lp=math.log(0.6)))
+    assert value is None and label == BAD_LOGPROBS
+    assert "0.6" in cell(res, "r1", "correctness", "error")
+
+
 def test_float_rounding_is_tolerated(openai_server: FakeOpenAIServer, judge: dict[str, Any]) -> None:
     # a logprob of 1e-9 above 0 (the sure token), and two alternatives adding up to 1.004: a server
     # that rounds its logprobs to two decimals writes such numbers
