@@ -20,7 +20,7 @@ left unrecorded (billed, orphaned, and sent again).
 The store is a SQLite file of its own beside the cache (``chat.sqlite`` ->
 ``chat-batches.sqlite``), in WAL mode like the cache, so the cache's schema is untouched. It holds
 no request text and no secret: the requests' cache keys (hashes), the model's cache identity and
-the provider's ids. A damaged file (torn by a crash, overwritten) is set aside with a warning and
+the provider's ids. A damaged file (torn by a crash, overwritten, tables without their columns) is set aside with a warning and
 a fresh one started: the batches it recorded can no longer be resumed, and the warning says so.
 """
 
@@ -158,6 +158,7 @@ class BatchStore:
             # FULL, not the cache's NORMAL: a recorded batch survives a crash of the machine too.
             conn = open_sqlite(self.path, self.busy_timeout_s, "FULL")
             try:
+                _check_columns(conn)
                 for statement in _SCHEMA:
                     conn.execute(statement)
                 _add_lease_columns(conn)
@@ -412,6 +413,25 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
             pass
         raise
     conn.execute("COMMIT")
+
+
+#: The columns each table of the store has had since it was first written (the lease columns are
+#: added where missing).
+_COLUMNS = {
+    "batches": ("submission", "batch_id", "identity", "input_file_id", "status", "open", "created", "updated"),
+    "batch_requests": ("submission", "key"),
+}
+
+
+def _check_columns(conn: sqlite3.Connection) -> None:
+    """A table of the store that lacks one of its columns (another program's database at the
+    store's path) is a damaged store: raised as one, so it is set aside like a torn file."""
+    for table, columns in _COLUMNS.items():
+        have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        missing = [c for c in columns if c not in have]
+        if have and missing:
+            msg = f"malformed store: its table {table} has no column {missing[0]!r}"
+            raise sqlite3.DatabaseError(msg)
 
 
 def _add_lease_columns(conn: sqlite3.Connection) -> None:

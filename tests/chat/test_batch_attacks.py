@@ -372,6 +372,24 @@ def test_a_damaged_store_is_set_aside_with_a_warning_and_the_run_goes_on(tmp_pat
     assert os.path.exists(path)
 
 
+@pytest.mark.parametrize("table", ["batches", "batch_requests"])
+def test_a_store_whose_table_lacks_its_columns_is_set_aside_too(tmp_path: Path, table: str) -> None:
+    # a database of another program (or of a later nbeval) at the store's path: before, every
+    # batched run stopped with sqlite3's "table batches has no column named submission"
+    cache = tmp_path / "c.sqlite"
+    with sqlite3.connect(store_path(cache)) as conn:
+        conn.execute(f"CREATE TABLE {table} (x INTEGER)")
+        conn.execute(f"INSERT INTO {table} VALUES (7)")
+    with FakeBatchServer(echo, delay=0.05) as server:
+        with pytest.warns(RuntimeWarning, match=f"damaged .*table {table} has no column"):
+            out = run_batch(client_of(server, cache), ["a", "b"], options=POLL)
+    assert texts(out) == ["echo a", "echo b"]
+    [aside] = [p for p in tmp_path.iterdir() if p.name.startswith("c-batches.sqlite.damaged")]
+    with sqlite3.connect(aside) as conn:
+        assert conn.execute(f"SELECT x FROM {table}").fetchall() == [(7,)]  # kept as it was, for a look
+    assert stored(cache) == [("completed", 0, 2)]
+
+
 class BrokenOnce(FakeBatchServer):
     """The first download of an output file breaks off halfway (its connection closed early)."""
 
