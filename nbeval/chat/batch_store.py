@@ -20,8 +20,9 @@ left unrecorded (billed, orphaned, and sent again).
 The store is a SQLite file of its own beside the cache (``chat.sqlite`` ->
 ``chat-batches.sqlite``), in WAL mode like the cache, so the cache's schema is untouched. It holds
 no request text and no secret: the requests' cache keys (hashes), the model's cache identity and
-the provider's ids. A damaged file (torn by a crash, overwritten, tables without their columns) is set aside with a warning and
-a fresh one started: the batches it recorded can no longer be resumed, and the warning says so.
+the provider's ids. A damaged file (torn by a crash, overwritten, tables without their columns) is
+set aside with a warning and a fresh one started: the batches it recorded can no longer be
+resumed, and the warning says so.
 """
 
 from __future__ import annotations
