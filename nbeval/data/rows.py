@@ -54,6 +54,7 @@ from nbeval.data.fields import (
 )
 from nbeval.data.styles import normalize_record
 from nbeval.data.text import needs_repair
+from nbeval.data.trace_shapes import phoenix_frame_hint
 from nbeval.errors import DataError
 
 if TYPE_CHECKING:
@@ -223,7 +224,7 @@ class Row:
             rec["actual_output"] = final_answer(messages)
         if rec.get("input") is None:
             msg = "every row needs an 'input' (the prompt), or 'messages' with a user message"
-            raise DataError(msg, source=source, row=row, field="input")
+            raise DataError(msg + phoenix_frame_hint(record), source=source, row=row, field="input")
         model_key = rec.get("model_key")
         model_key = DEFAULT_MODEL_KEY if model_key in (None, "") else model_key
         return cls(

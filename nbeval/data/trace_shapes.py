@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["is_phoenix_export", "is_phoenix_span", "phoenix_listed"]
+__all__ = ["is_phoenix_export", "is_phoenix_span", "phoenix_frame_hint", "phoenix_listed"]
 
 
 def is_phoenix_span(doc: Any) -> bool:
@@ -38,3 +38,15 @@ def phoenix_listed(doc: Any) -> list[Any] | None:
 def is_phoenix_export(doc: Any) -> bool:
     """Whether ``doc`` is a Phoenix span, a REST answer of spans or a CLI trace."""
     return is_phoenix_span(doc) or phoenix_listed(doc) is not None
+
+
+def phoenix_frame_hint(record: Any) -> str:
+    """What to add to the error for a row without an input when ``record`` is a row of Phoenix's
+    spans dataframe (``get_spans_dataframe()``: ``context.trace_id``, ``attributes.input.value``,
+    ...), which is not read; ``""`` for any other record."""
+    if not isinstance(record, dict) or "context.trace_id" not in record or "context.span_id" not in record:
+        return ""
+    return (
+        "; this looks like Phoenix's spans dataframe (get_spans_dataframe()), which nbeval does not read: "
+        "save Phoenix's span JSON instead (client.spans.get_spans(...) as a JSON list, or the REST answer)"
+    )

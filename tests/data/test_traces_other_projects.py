@@ -23,6 +23,7 @@ import pytest
 
 from nbeval.data.readers import load
 from nbeval.data.traces import read_traces, trace_records
+from nbeval.errors import DataError
 from tests.data.test_traces import MS, T0, _llm, _otlp, _span, _tool, asks, call, result, said, user
 
 EXTERNAL = Path(__file__).parent / "external"
@@ -96,6 +97,30 @@ def test_phoenix_span_export_loads_five_traces_of_87_spans(tmp_path: Path, shape
         for r in rows
     ]
     assert got == PHOENIX_TRACES
+
+
+@pytest.mark.parametrize("suffix", [".json", ".csv"])
+def test_phoenix_s_spans_dataframe_is_named_and_the_json_to_save_instead_said(tmp_path: Path, suffix: str) -> None:
+    # px.Client().get_spans_dataframe() flattens each span: 'context.trace_id', 'attributes.input.value',
+    # ...; saved with to_json(orient="records") or to_csv it was refused as rows without an 'input'
+    import pandas as pd
+
+    flat = [
+        {"context.span_id": s["context"]["span_id"], "context.trace_id": s["context"]["trace_id"], "name": s["name"]}
+        | {k: s[k] for k in ("span_kind", "parent_id", "start_time", "end_time", "status_code")}
+        | {f"attributes.{k}": v for k, v in (s.get("attributes") or {}).items() if not isinstance(v, (dict, list))}
+        for s in phoenix_spans()
+    ]
+    path = tmp_path / f"spans_df{suffix}"
+    frame = pd.DataFrame(flat)
+    if suffix == ".json":
+        frame.to_json(path, orient="records")
+    else:
+        frame.to_csv(path, index=False)
+    with pytest.raises(DataError) as info:
+        load(path)
+    message = str(info.value)
+    assert "Phoenix's spans dataframe" in message and "client.spans.get_spans" in message, message
 
 
 def test_phoenix_history_of_27_messages_keeps_the_failed_tool_and_its_error() -> None:
