@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nbeval.data.fields import warn_data
 from nbeval.data.span_conversation import conversation
 from nbeval.data.spans import Span
 from nbeval.errors import DataError
@@ -63,7 +64,17 @@ def trace_record(
         record["context"] = context
     ends = [s.end for s in roots if s.end]
     if ends:
-        record["actual_duration"] = (max(ends) - min(s.start for s in roots)) / 1e9
+        duration = (max(ends) - min(s.start for s in roots)) / 1e9
+        if duration >= 0:
+            record["actual_duration"] = duration
+        else:  # a clock that ran backwards: no duration, rather than a negative one shown as measured
+            where = min(roots, key=lambda s: s.start).where
+            warn_data(
+                f"the trace ends {-duration:g} s before it starts; its duration is left unknown",
+                source=source,
+                row=where,
+                field="end time",
+            )
     if first.error is not None or last.error is not None:
         record["error"] = first.error or last.error
     failed = _tool_errors(ordered)

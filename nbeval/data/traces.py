@@ -32,7 +32,7 @@ last root's end. A span given twice (a batch sent again) counts once. Each recor
 * ``context``: the documents of every RETRIEVER span (``retrieval.documents``), in time order,
   as ``{"content", "doc_uri"}`` with the document id as ``doc_uri``;
 * ``model_key``: the ``llm.model_name`` of the LLM spans when they name exactly one model;
-* ``actual_duration``: the root span's duration in seconds;
+* ``actual_duration``: the root span's duration in seconds (none, with a warning, when it ends before it starts);
 * ``error``: the root span's status message when it ended in error (else its ``exception``
   event's type and message);
 * ``tool_errors``: ``"<tool>: <why>"`` for each TOOL span that ended in error, wherever it ran,

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from nbeval.data.fields import DataWarning
 from nbeval.data.readers import load
 from nbeval.data.traces import trace_records
 from nbeval.errors import DataError
@@ -124,3 +125,14 @@ def test_a_huge_number_as_json_is_a_data_error_naming_the_file(tmp_path: Path) -
     assert info.value.source == str(path) and info.value.row == 1
     # says what is wrong with the file, not Python's advice to raise the interpreter's digit limit
     assert "5000 digits" in str(info.value) and "set_int_max_str_digits" not in str(info.value)
+
+
+def test_a_trace_that_ends_before_it_starts_has_no_duration() -> None:
+    # a clock that ran backwards gave actual_duration -1.0 s, shown as a measured duration
+    doc = _with(startTimeUnixNano="2000000000", endTimeUnixNano="1000000000")
+    with pytest.warns(DataWarning, match="ends 1 s before it starts") as caught:
+        (record,) = trace_records(doc, source="t.json")
+    assert "actual_duration" not in record
+    assert WHERE in str(caught[0].message)
+    (fine,) = trace_records(_with(startTimeUnixNano="1000000000", endTimeUnixNano="3500000000"), source="t.json")
+    assert fine["actual_duration"] == 2.5
