@@ -76,14 +76,18 @@ class Watch:
         return None
 
     def due(self, state: BatchState) -> float | None:
-        """When the batch should end at the latest: the provider's ``expires_at``, else its
-        ``created_at`` (else :attr:`since`) plus the window; ``None`` when none is known."""
-        if state.expires_at is not None:
-            return state.expires_at
-        start = state.created_at if state.created_at is not None else self.since
+        """When the batch should end at the latest: the provider's ``expires_at`` (no later than
+        :attr:`since` plus the window), else its ``created_at`` (else :attr:`since`) plus the
+        window; ``None`` when none is known."""
         span = window_s(self.window)
-        # A window nbeval cannot read: the provider's own default, a day, is the stand-in.
-        return None if start is None else start + (span if span is not None else 86400.0)
+        span = span if span is not None else 86400.0  # a window nbeval cannot read: the providers' day
+        if state.expires_at is not None:
+            # A batch this run first saw at `since` was created no later, so it expires by `since`
+            # plus its window: a later expires_at (1e30, or milliseconds taken for seconds) would
+            # keep the run polling for ever.
+            return state.expires_at if self.since is None else min(state.expires_at, self.since + span)
+        start = state.created_at if state.created_at is not None else self.since
+        return None if start is None else start + span
 
 
 def _when(seconds: float) -> str:

@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -258,3 +259,15 @@ def test_the_polling_of_a_batch_that_never_ends_stops(
     [result] = part.results
     assert isinstance(result, ChatFailure) and not result.cancelled, (result, api.polls)
     assert "batch_x" in result.error and repr(statuses[min(api.polls, len(statuses)) - 1]) in result.error
+
+
+@pytest.mark.parametrize("expires_at", [1e30, 1.7e12, float(10**18)])
+def test_an_expiry_past_the_window_is_not_believed(expires_at: float) -> None:
+    # a far-future expires_at (or one in milliseconds) kept a run polling for ever
+    watch = Watch("24h", since=1000.0)
+    state = BatchState("batch_x", "in_progress", expires_at=expires_at)
+    assert watch.give_up(state, 1000.0 + 86400 + EXPIRY_GRACE_S - 1) is None
+    verdict = watch.give_up(state, 1000.0 + 86400 + EXPIRY_GRACE_S + 1)
+    assert verdict is not None and "batch_x" in verdict and "due to expire" in verdict
+    earlier = BatchState("batch_x", "in_progress", expires_at=5000.0)  # an earlier expiry still counts
+    assert Watch("24h", since=1000.0).give_up(earlier, 5000.0 + EXPIRY_GRACE_S + 1) is not None
