@@ -17,7 +17,7 @@ from typing import Any
 
 from nbeval.data.spans import Span, ToolRun
 
-__all__ = ["conversation", "sealed_spans", "tool_result"]
+__all__ = ["Call", "Message", "conversation", "sealed_spans", "tool_result"]
 
 #: Spans whose insides are not part of the conversation: what a tool, a guardrail or an evaluator
 #: does (its own LLM calls included) stays inside it. An LLM span inside another is the same call

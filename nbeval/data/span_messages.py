@@ -27,7 +27,7 @@ from typing import Any
 from nbeval.data.spans import Span, as_text, chat_message
 from nbeval.errors import DataError
 
-__all__ = ["messages_from_values"]
+__all__ = ["Message", "messages_from_values"]
 
 Message = dict[str, Any]
 

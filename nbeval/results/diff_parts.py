@@ -27,7 +27,17 @@ if TYPE_CHECKING:
     from nbeval.results import EvaluationResult
     from nbeval.results.diff import RunDiff
 
-__all__ = ["UNKNOWN", "changes", "describe_run", "diff_html", "diff_text", "load_tables", "usage", "warnings"]
+__all__ = [
+    "UNKNOWN",
+    "UNKNOWN_USAGE",
+    "changes",
+    "describe_run",
+    "diff_html",
+    "diff_text",
+    "load_tables",
+    "usage",
+    "warnings",
+]
 
 #: How a setting a result does not record is shown in ``RunDiff.changes``.
 UNKNOWN = "unknown"

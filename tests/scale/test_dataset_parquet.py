@@ -166,6 +166,7 @@ def _old_v2_folder(folder: Path) -> EvaluationResult:
     )
     info = json.loads((folder / "result.json").read_text())
     info["meta"]["format_version"] = 2
+    del info["save"]  # format 2 wrote no save id (its files are not those the save listed)
     (folder / "result.json").write_text(json.dumps(info), encoding="utf-8")
     return res
 
