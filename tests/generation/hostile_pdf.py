@@ -11,7 +11,8 @@ tests know exactly how much text each holds (pypdf reads PDFs; it is not used to
 from __future__ import annotations
 
 import zlib
-from collections.abc import Sequence
+
+from tests.generation.pdf import assemble
 
 FONT = b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"
 
@@ -21,20 +22,6 @@ def _stream(data: bytes, *, extra: bytes = b"", compress: bool = False) -> bytes
         data = zlib.compress(data, 9)
         extra += b" /Filter /FlateDecode"
     return b"<< /Length %d%s >>\nstream\n" % (len(data), extra) + data + b"\nendstream"
-
-
-def _assemble(objects: Sequence[bytes]) -> bytes:
-    """A PDF of ``objects`` (numbered from 1; the first is the catalogue) with a correct xref table."""
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    return bytes(out)
 
 
 def _page(contents: int, resources: bytes = b"<< /Font << /F1 4 0 R >> >>") -> bytes:
@@ -54,7 +41,7 @@ def inflating_pdf(line: str, repeat: int) -> bytes:
         FONT,
         _stream(body, compress=True),
     ]
-    return _assemble(objects)
+    return assemble(objects)
 
 
 def nested_forms_pdf(line: str, fan: int, depth: int) -> bytes:
@@ -75,7 +62,7 @@ def nested_forms_pdf(line: str, fan: int, depth: int) -> bytes:
         objects.append(_stream(b"q /X Do Q " * fan, extra=form + resources))
     text = b"BT /F1 11 Tf 72 740 Td (%s) Tj ET" % line.encode("latin-1")
     objects.append(_stream(text, extra=form + b" /Resources << /Font << /F1 4 0 R >> >>"))
-    return _assemble(objects)
+    return assemble(objects)
 
 
 def many_pages_pdf(line: str, pages: int) -> bytes:
@@ -88,4 +75,4 @@ def many_pages_pdf(line: str, pages: int) -> bytes:
         FONT,
     ]
     objects += [_page(3) for _ in range(pages)]
-    return _assemble(objects)
+    return assemble(objects)

@@ -29,6 +29,11 @@ def pdf_bytes(pages: Sequence[str]) -> bytes:
         )
         objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
     objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    return assemble(objects)
+
+
+def assemble(objects: Sequence[bytes]) -> bytes:
+    """A PDF of ``objects`` (numbered from 1; the first is the catalogue) with a correct xref table."""
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
     for number, body in enumerate(objects, 1):
