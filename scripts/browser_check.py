@@ -355,6 +355,13 @@ def main(argv: list[str] | None = None) -> int:
             for path in paths:
                 rel = path.relative_to(ROOT).as_posix()
                 report = run_notebook(context, base, rel, out / f"{path.stem}.png", args.timeout)
+                if any(p.startswith("still running") for p in report["problems"]):
+                    # Seen once in CI-like runs: the kernel idle with a cell queued that never ran (the
+                    # front end lost an execute request). A notebook that really hangs fails again.
+                    print(f"rerun  {rel}  ({report['problems'][0]})", flush=True)
+                    first = report["problems"]
+                    report = run_notebook(context, base, rel, out / f"{path.stem}.png", args.timeout)
+                    report["stalled_before"] = first
                 if blocked:
                     report["problems"] += [f"blocked a request outside the local server: {u}" for u in blocked]
                     report["blocked"] = list(blocked)
