@@ -1,4 +1,4 @@
-"""Benchmark of the arena fit (nbeval.results.arena): prints its timings and what it recovers.
+"""Benchmark of the arena fit (nbeval.results.statistics.arena): prints its timings and what it recovers.
 
     .venv/bin/python benchmarks/arena_fit_bench.py                        # 10 models x 500 cases, 1,000 resamples
     .venv/bin/python benchmarks/arena_fit_bench.py --cases 2000 --judges 3
@@ -27,7 +27,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from nbeval.results.arena import Verdict, elo_rating, fit_arena
+from nbeval.results.statistics.arena import Verdict, elo_rating, fit_arena
 
 TARGET_S = 10.0
 

@@ -33,7 +33,7 @@ def one(n_models: int, n_cases: int, per_model: int, resamples: int, seed: int) 
     import numpy as np
 
     sys.path.insert(0, str(ROOT))
-    from nbeval.results.arena import Verdict, fit_arena
+    from nbeval.results.statistics.arena import Verdict, fit_arena
 
     rng = np.random.default_rng(seed)
     strength = np.linspace(-1.5, 1.5, n_models)

@@ -10,7 +10,7 @@ Wilcoxon test) and ``length_gap`` (lower is better, rounded so that it has many 
 second run changes some values, drops some cases and adds others, and records another judge.
 Both are saved as nbeval saves a result (``result.save``), each by a child process, so that
 neither building them nor their memory counts. Then a fresh child process times
-``nbeval.results.diff.diff(path_a, path_b)``, loading included, and reports its wall time and
+``nbeval.results.runs.diff.diff(path_a, path_b)``, loading included, and reports its wall time and
 its peak resident memory (``resource.getrusage``; the parent that starts it holds no result).
 
 Targets: under 10 s and under 4 GB for a million rows per run; the script exits 1 past either.
@@ -139,7 +139,7 @@ def build(rows: int, second: bool, folder: Path) -> None:
 
 def run_diff(before: Path, after: Path) -> None:
     """Time the diff of two saved folders; print its wall time and peak memory as JSON."""
-    from nbeval.results.diff import diff
+    from nbeval.results.runs.diff import diff
 
     started = time.perf_counter()
     d = diff(before, after)

@@ -13,7 +13,7 @@ run with the reads and without them. Issue 28: before, every read flushed a new 
 read every part back (156 chunks: 12,402 file reads, 29.8 s against 0.9 s); now a read writes
 nothing and reads only the parts written since the last read, so reads grow with the parts,
 not with their square. ``--part-rows`` sets the spool's part size (default
-:data:`~nbeval.results.columnar.SPOOL_PART_ROWS`) to show that with many parts.
+:data:`~nbeval.results.storage.columnar.SPOOL_PART_ROWS`) to show that with many parts.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 import nbeval
 from nbeval.data.model import LlmDataset
 from nbeval.engine import finish, plan_run, run_chunk
-from nbeval.results import columnar
+from nbeval.results.storage import columnar
 
 MODELS = ("model-a", "model-b")
 

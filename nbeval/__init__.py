@@ -28,9 +28,9 @@ _EXPORTS = {
     "Plan": "nbeval.engine",
     "EvaluationResult": "nbeval.results",
     "load_result": "nbeval.results",
-    "diff": "nbeval.results.diff",
-    "RunDiff": "nbeval.results.diff",
-    "runs": "nbeval.results.runs",
+    "diff": "nbeval.results.runs.diff",
+    "RunDiff": "nbeval.results.runs.diff",
+    "runs": "nbeval.results.runs.registry",
     "evaluator": "nbeval.evaluators.registry",
     "register": "nbeval.evaluators.registry",
     "scorer": "nbeval.evaluators.scorer",
@@ -136,5 +136,5 @@ if TYPE_CHECKING:  # for type checkers and IDEs only
     from nbeval.perturbation import Perturbator, perturb, register_perturbator
     from nbeval.requests import Chat, Embed, Gather, ScorePairs
     from nbeval.results import EvaluationResult, load_result
-    from nbeval.results.diff import RunDiff, diff
-    from nbeval.results.runs import runs
+    from nbeval.results.runs.diff import RunDiff, diff
+    from nbeval.results.runs.registry import runs

@@ -13,7 +13,7 @@ own output (lines, a display, a response); the decisions in between live here, o
   :func:`judge_plan_text` (a missing judge in the terms of the command line or of the magics);
 * ``--out``: :func:`check_run_out` and :func:`check_file_out` (fail before any work),
   :func:`save_run` and :func:`save_partial` (what a run writes there);
-* the CI gate: :func:`run_gate` (:func:`nbeval.results.gate.check_gate` for ``--fail-on-problems``
+* the CI gate: :func:`run_gate` (:func:`nbeval.results.reporting.gate.check_gate` for ``--fail-on-problems``
   / ``--fail-on KINDS``);
 * :func:`plan` (``nbeval.plan``): what a run would do and spend, without scoring.
 
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
     from nbeval.engine import Plan
     from nbeval.results import EvaluationResult
-    from nbeval.results.gate import GateVerdict
+    from nbeval.results.reporting.gate import GateVerdict
 
 __all__ = [
     "CLI_JUDGE_HELP",
@@ -367,8 +367,8 @@ def check_run_out(out: Path, inputs: Sequence[str]) -> None:
     """Fail (:class:`~nbeval.errors.DataError`) before any work when ``--out`` cannot take a run's
     result: it (or a folder above it) is a file, one of the files to write is a folder there, or
     writing would overwrite one of ``inputs`` (the paths read)."""
-    from nbeval.results.files import check_folder
-    from nbeval.results.saving import RESULT_FILES
+    from nbeval.results.storage.files import check_folder
+    from nbeval.results.storage.saving import RESULT_FILES
 
     names = (*RESULT_FILES, REPORT_FILE)
     for given in inputs:
@@ -388,7 +388,7 @@ def check_run_out(out: Path, inputs: Sequence[str]) -> None:
 def check_file_out(out: Path, inputs: Sequence[str], what: str = "lab") -> None:
     """Fail (:class:`~nbeval.errors.DataError`) before any work when the output file ``out`` (the
     ``what`` to write) is one of ``inputs``, or a folder, or cannot be made."""
-    from nbeval.results.files import check_folder
+    from nbeval.results.storage.files import check_folder
 
     for given in inputs:
         if same_file(out, Path(given)):
@@ -427,11 +427,11 @@ def save_partial(result: EvaluationResult, out: Path) -> None:
 
 def run_gate(result: EvaluationResult, fail_on: bool | Sequence[str] | None) -> GateVerdict | None:
     """The CI gate of ``--fail-on-problems`` (``True``: every kind) or ``--fail-on KINDS`` (the
-    kinds of :data:`~nbeval.results.gate.GATE_KINDS` to fail on) on ``result``; ``None`` when no
+    kinds of :data:`~nbeval.results.reporting.gate.GATE_KINDS` to fail on) on ``result``; ``None`` when no
     gate was asked for. The front end shows the verdict's lines and fails when it is tripped."""
     if not fail_on:
         return None
-    from nbeval.results.gate import check_gate
+    from nbeval.results.reporting.gate import check_gate
 
     chosen: Literal[True] | tuple[str, ...] = True if fail_on is True else tuple(fail_on)
     return check_gate(result, chosen)

@@ -15,8 +15,8 @@
 
 Exit status: 0 on success, 1 when the CI gate trips (``--fail-on-problems`` or ``--fail-on KINDS``:
 threshold breaches, unrated rows, perturbation flips, errored rows, models and evaluators that
-measured nothing; see :mod:`nbeval.results.gate`) or ``diff --fail-on-regression`` finds a
-regression or compared nothing or too little (:mod:`nbeval.results.diff_gate`), 2 on bad input,
+measured nothing; see :mod:`nbeval.results.reporting.gate`) or ``diff --fail-on-regression`` finds a
+regression or compared nothing or too little (:mod:`nbeval.results.runs.diff_gate`), 2 on bad input,
 130 when interrupted.
 
 A thin adapter: this module holds the command line's grammar (:func:`build_parser`) and its
@@ -83,8 +83,8 @@ def _positive_int(text: str) -> int:
 
 
 def _gate_kinds(text: str) -> tuple[str, ...]:
-    """``--fail-on`` value: comma-separated kinds from :data:`~nbeval.results.gate.GATE_KINDS`."""
-    from nbeval.results.gate import parse_gate_kinds
+    """``--fail-on`` value: comma-separated kinds from :data:`~nbeval.results.reporting.gate.GATE_KINDS`."""
+    from nbeval.results.reporting.gate import parse_gate_kinds
 
     try:
         return parse_gate_kinds(text)

@@ -112,7 +112,7 @@ def evaluator_show_command(args: argparse.Namespace) -> int:
 def finish_run(result: Any, out: Path, fail_on_problems: bool | Sequence[str] | None, brief: bool = False) -> int:
     """Print and save the result (``brief``: :meth:`~nbeval.results.EvaluationResult.summary`'s
     brief form); with a gate (``True``: every kind, or the kinds of
-    :data:`~nbeval.results.gate.GATE_KINDS` to fail on) say which kinds trip it, one line each,
+    :data:`~nbeval.results.reporting.gate.GATE_KINDS` to fail on) say which kinds trip it, one line each,
     and return 1 if any does."""
     print(application.cli_terms(result.summary(brief=brief)))  # rows' errors say --batch, not batch=True
     report = application.save_run(result, out)
@@ -212,7 +212,7 @@ def complete_command(args: argparse.Namespace) -> int:
     from nbeval.data import jsonio
     from nbeval.data.model import TestSuite
     from nbeval.engine import Interrupted
-    from nbeval.results.files import write_aside
+    from nbeval.results.storage.files import write_aside
 
     if not args.dry_run:
         application.check_file_out(Path(args.out), [args.suite])
@@ -301,7 +301,7 @@ def perturb_command(args: argparse.Namespace) -> int:
 
     from nbeval.data import jsonio
     from nbeval.perturbation import perturb, perturbed_count
-    from nbeval.results.files import write_aside
+    from nbeval.results.storage.files import write_aside
 
     data = data_or_demo(args.suite)
     kwargs = perturb_kwargs(args)
@@ -360,7 +360,7 @@ def generate_command(args: argparse.Namespace) -> int:
     import nbeval
     from nbeval.data import jsonio
     from nbeval.generation import summary_lines
-    from nbeval.results.files import write_aside
+    from nbeval.results.storage.files import write_aside
 
     kwargs = generate_kwargs(args)
     documents = [Path(d) for d in args.documents]  # paths, always: a missing one is an error, never a text
@@ -431,8 +431,8 @@ def serve_command(args: argparse.Namespace) -> int:
 def diff_command(args: argparse.Namespace) -> int:
     """``nbeval diff BEFORE AFTER``: what changed between two saved runs, regressions first; exit 1
     with ``--fail-on-regression`` when the diff's gate trips (a regression, or nothing or too
-    little compared: :mod:`nbeval.results.diff_gate`)."""
-    from nbeval.results.diff import diff
+    little compared: :mod:`nbeval.results.runs.diff_gate`)."""
+    from nbeval.results.runs.diff import diff
 
     shared = {} if args.min_shared is None else {"min_shared": args.min_shared}
     found = diff(args.before, args.after, alpha=args.alpha, min_effect=args.min_effect, **shared)
@@ -466,7 +466,7 @@ def diff_command(args: argparse.Namespace) -> int:
 
 def runs_command(args: argparse.Namespace) -> int:
     """``nbeval runs FOLDER``: the saved runs in a folder, newest first."""
-    from nbeval.results.runs import runs
+    from nbeval.results.runs.registry import runs
 
     table = runs(args.folder)
     if args.json:

@@ -191,7 +191,7 @@ def test_the_live_view_does_not_rebuild_from_the_start() -> None:
     # the running sums are the final aggregates too: reading them as the run goes costs no extra read
     assert alone <= CountingValues.reads <= alone + 2 * scored  # 2 metrics, each score read once
 
-    from nbeval.results import columnar
+    from nbeval.results.storage import columnar
 
     converted = []
     original = columnar.outcome_columns

@@ -24,8 +24,8 @@ import pytest
 import nbeval
 from nbeval import application
 from nbeval.cli import main
-from nbeval.results.gate import GATE_KINDS, check_gate
-from nbeval.results.insights import ERROR_CHARS, describe_errors
+from nbeval.results.reporting.gate import GATE_KINDS, check_gate
+from nbeval.results.reporting.insights import ERROR_CHARS, describe_errors
 from tests.extension.conftest import Shell, loaded_shell
 from tests.support.fake_openai import FakeOpenAIServer, Status
 

@@ -13,9 +13,9 @@ import pytest
 import nbeval
 from nbeval.engine import finish, plan_run, run_chunk
 from nbeval.evaluators.registry import resolve_evaluators
-from nbeval.results import columnar
-from nbeval.results.columnar import ScoreSpool, outcome_columns, typed_scores
 from nbeval.results.outcome import RowOutcome
+from nbeval.results.storage import columnar
+from nbeval.results.storage.columnar import ScoreSpool, outcome_columns, typed_scores
 from tests.support.scoring import scored
 
 EVALUATORS = ["exact_match", "rouge", "text_matching"]

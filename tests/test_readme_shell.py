@@ -23,7 +23,7 @@ import pytest
 
 import nbeval
 from nbeval.cli import build_parser, main
-from nbeval.results.gate import GATE_KINDS as SHARED_GATE_KINDS
+from nbeval.results.reporting.gate import GATE_KINDS as SHARED_GATE_KINDS
 from tests.generation.corpus import HANDBOOK
 from tests.generation.loopback import SchemaJudge
 from tests.support.fake_openai import FakeOpenAIServer, Recorded

@@ -10,7 +10,7 @@ import nbeval
 from nbeval.data.fields import DataWarning
 from nbeval.evaluators.base import Evaluator, EvaluatorSpec, MetricSpec, Score
 from nbeval.evaluators.registry import register
-from nbeval.results.robustness import ROBUSTNESS_COLUMNS, UNKNOWN, parse_perturbed_by
+from nbeval.results.statistics.robustness import ROBUSTNESS_COLUMNS, UNKNOWN, parse_perturbed_by
 
 
 @register(

@@ -30,7 +30,7 @@ ALLOWED = {
     # the attribute protocol: __getattr__ must raise AttributeError
     ("evaluators/ragas/bridge.py", "SchemaOnce.__getattr__", "AttributeError"),
     # an OS error like the one the file system would raise (ENAMETOOLONG): callers handle it as one
-    ("results/files.py", "_check_name_lengths", "OSError"),
+    ("results/storage/files.py", "_check_name_lengths", "OSError"),
     # a type annotation nbeval's own parameter declarations cannot hold: a bug in nbeval, not a user's
     ("evaluators/params.py", "_from_node", "ValueError"),
 }

@@ -13,7 +13,7 @@ and evaluator names) is escaped through :mod:`nbeval.widgets.markup`; a rational
 ``<script>`` or ``<img onerror=...>`` is shown as text.
 
 Every text is cut to ``max_chars`` (default 4,000) characters, ending with the marker of
-:func:`nbeval.results.limits.truncate_text` that gives its full size, so a 5 MB answer or
+:func:`nbeval.results.storage.limits.truncate_text` that gives its full size, so a 5 MB answer or
 rationale never reaches the browser whole.
 """
 
@@ -23,7 +23,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from nbeval.results.limits import truncate_text
+from nbeval.results.storage.limits import truncate_text
 from nbeval.widgets.conversation_view import conversation_html, expected_calls_html, shared_turns
 from nbeval.widgets.jury_view import jury_html, jury_of, metric_passes
 from nbeval.widgets.markup import esc, text_block, value_cell

@@ -8,7 +8,7 @@ written and flagged. Each tool result is a collapsible block naming the call it 
 ``tool_call_id``: "result of call 2 · search, made in message 4"), and each call names the message
 holding its result; a call with no result, or a result that answers no call, is flagged. Texts
 past ``fold_chars`` show their start, the rest folded; every text is cut to ``max_chars``
-first (:func:`nbeval.results.limits.truncate_text`).
+first (:func:`nbeval.results.storage.limits.truncate_text`).
 
 :func:`expected_calls_html` draws a row's ``expected_tool_calls`` as a reference list, and
 :func:`shared_turns` counts the messages every model's conversation of a case shares (shown once,
@@ -22,7 +22,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from nbeval.results.limits import truncate_text
+from nbeval.results.storage.limits import truncate_text
 from nbeval.widgets.markup import esc
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""The chart of a diff of two runs (:func:`nbeval.results.diff.diff`): per metric and model, the
+"""The chart of a diff of two runs (:func:`nbeval.results.runs.diff.diff`): per metric and model, the
 change from the first run to the second with its interval, regressions and improvements marked.
 
 Like the kit's other charts it inlines its data (no network): one row per comparison of the
@@ -17,7 +17,7 @@ import pandas as pd
 from nbeval.widgets.chart_parts import MAX_PLOT_WIDTH, layer
 
 if TYPE_CHECKING:
-    from nbeval.results.diff import RunDiff
+    from nbeval.results.runs.diff import RunDiff
 
 __all__ = ["DIFF_VERDICTS", "diff_chart", "diff_chart_table"]
 

@@ -1,6 +1,6 @@
 """A flipped case of a run diff: the same test case and model in both runs, side by side.
 
-:func:`flip_html` shows, for one ``(key, model_key)`` row of a :class:`~nbeval.results.diff.RunDiff`,
+:func:`flip_html` shows, for one ``(key, model_key)`` row of a :class:`~nbeval.results.runs.diff.RunDiff`,
 the test case (from the later run), then two columns, *before* and *after*: the answer, and for
 each evaluator the two runs share, its primary value (tinted by pass/fail) and its rationale, the
 evaluators whose verdict flipped first. :class:`FlipExplorer` lists every flip of a diff in a
@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from nbeval.results.limits import truncate_text
+from nbeval.results.storage.limits import truncate_text
 from nbeval.widgets.markup import _passed, esc, text_block, value_cell
 
 if TYPE_CHECKING:
     from nbeval.results import EvaluationResult
-    from nbeval.results.diff import RunDiff
+    from nbeval.results.runs.diff import RunDiff
 
 __all__ = ["FlipExplorer", "flip_html"]
 

@@ -1,6 +1,6 @@
 """Runs over time: one metric across the runs saved in a folder, one line per model.
 
-:func:`history_chart` draws :func:`nbeval.results.runs.run_history`: the runs in the order they
+:func:`history_chart` draws :func:`nbeval.results.runs.registry.run_history`: the runs in the order they
 started along the x axis (each named by its label, else its folder), the metric on the y axis
 with each model's interval as a bar, and tooltips giving the run, its label, date and git commit.
 The data inlined grows with runs and models, never with rows. Text in the chart and its tooltips
@@ -16,7 +16,7 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
-from nbeval.results.runs import run_history
+from nbeval.results.runs.registry import run_history
 from nbeval.widgets.chart_parts import MAX_PLOT_WIDTH, better, layer, value_axis_scale
 from nbeval.widgets.tables import MetricInfo
 
@@ -29,7 +29,7 @@ def history_table(
     runs: pd.DataFrame | str | Path, evaluator: str, metric: str | None = None, *, level: float = 0.95
 ) -> tuple[pd.DataFrame, MetricInfo]:
     """The chart's data (one row per run and model, runs in time order) and its metric: the
-    numbers of :func:`~nbeval.results.runs.run_history` plus the texts the chart shows."""
+    numbers of :func:`~nbeval.results.runs.registry.run_history` plus the texts the chart shows."""
     history = run_history(runs, evaluator, metric, level=level)
     info = _info(history.attrs["metric"])
     df = history[["run", "label", "model_key", "value", "lo", "hi", "n"]].copy()
@@ -47,7 +47,7 @@ def history_chart(
     """``evaluator``'s ``metric`` (default: its primary metric) over the runs of ``runs`` (a runs
     folder, or :func:`nbeval.runs`' table of one), oldest run on the left: a line and points per
     model, each point with its ``level`` interval as a bar (none where a run has no interval).
-    Each run is loaded whole for the intervals (see :func:`~nbeval.results.runs.run_history`)."""
+    Each run is loaded whole for the intervals (see :func:`~nbeval.results.runs.registry.run_history`)."""
     df, info = history_table(runs, evaluator, metric, level=level)
     order = list(dict.fromkeys(df["x"]))
     x = alt.X("x:N", sort=order, title="run (oldest first)", axis=alt.Axis(labelAngle=-30, labelLimit=160))

@@ -23,7 +23,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from nbeval.results.limits import truncate_text
+from nbeval.results.storage.limits import truncate_text
 from nbeval.widgets.markup import esc, value_cell
 
 if TYPE_CHECKING:

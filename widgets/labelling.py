@@ -9,7 +9,7 @@ labels are data of the result (``result.labels``), saved and loaded with it, and
 ``result.agreement(evaluator)``. Names, verdicts and labels are escaped.
 
 **Next most uncertain** follows ``result.label_queue(evaluator)``
-(:mod:`nbeval.results.label_queue`): it goes to the unlabelled verdict the judge is least sure of
+(:mod:`nbeval.results.statistics.label_queue`): it goes to the unlabelled verdict the judge is least sure of
 (jurors disagreeing, a value near the threshold, an unrated row), and pressed again on one still
 unlabelled it skips it for the next. With ``follow_queue`` ticked, each label recorded moves on to
 the next most uncertain unlabelled verdict. The choice is made by :func:`next_to_label`, and

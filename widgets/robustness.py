@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import altair as alt
 import pandas as pd
 
-from nbeval.results.robustness import UNKNOWN
+from nbeval.results.statistics.robustness import UNKNOWN
 from nbeval.widgets.chart_parts import MAX_PLOT_WIDTH
 from nbeval.widgets.tables import model_names
 

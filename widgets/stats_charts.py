@@ -16,7 +16,7 @@ from nbeval.widgets.tables import model_names
 
 if TYPE_CHECKING:
     from nbeval.results import EvaluationResult
-    from nbeval.results.agreement import JudgeAgreement
+    from nbeval.results.statistics.agreement import JudgeAgreement
 
 __all__ = ["UNADJUSTED_ONLY", "agreement_chart", "compare_chart", "compare_table"]
 

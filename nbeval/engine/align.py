@@ -5,7 +5,7 @@
     nbeval.evaluate(lab, [judge_ev])    # the judge with the worked examples in its prompt
 
 :func:`align` reads the pass/fail labels people gave an evaluator's rows (``result.labels``, see
-:mod:`nbeval.results.labels`) and does four things:
+:mod:`nbeval.results.storage.labels`) and does four things:
 
 1. **Split.** The labelled test cases are split in two: a held-out part, on which the judge is
    measured, and a training part, from which examples are taken. Every model's row of a test case
@@ -33,7 +33,7 @@
    interval for accuracy and to none for kappa). A row the judge could not rate counts as a
    disagreement (in kappa it is a third verdict, ``"unrated"``). Whether the change of accuracy is
    real is the exact McNemar test on the rows whose correctness changed
-   (:func:`~nbeval.results.stats.mcnemar_exact`, the two-sided binomial test of those pairs);
+   (:func:`~nbeval.results.statistics.stats.mcnemar_exact`, the two-sided binomial test of those pairs);
    ``significant`` is true when accuracy rose and ``p < alpha``. With fewer than
    :data:`~nbeval.engine.align_report.MIN_HELD_OUT_ROWS` (10) held-out rows the accuracy is not
    meaningful: the report says so and ``align`` warns (:class:`~nbeval.data.fields.DataWarning`).
@@ -65,8 +65,8 @@ from nbeval.errors import BadArgumentType, BadParameter, DataError, EvaluatorErr
 from nbeval.evaluators.base import Evaluator
 from nbeval.evaluators.case import is_case_level
 from nbeval.evaluators.judges.core import Example, JudgeEvaluator, JudgePrompt, row_values
-from nbeval.results.agreement import PASS_FAIL
-from nbeval.results.stats import check_level
+from nbeval.results.statistics.agreement import PASS_FAIL
+from nbeval.results.statistics.stats import check_level
 
 if TYPE_CHECKING:
     import pandas as pd

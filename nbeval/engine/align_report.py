@@ -5,11 +5,11 @@ accuracy and Cohen's kappa, each with a percentile bootstrap interval over held-
 (``2000`` resamples drawn with ``seed``; a resample where kappa is undefined is left out of kappa's
 interval). A bootstrap whose resamples all give the same value says nothing of the uncertainty (one
 held-out test case, or every verdict right, or every one wrong): then accuracy's interval is the
-Wilson score interval of the held-out rows (:func:`~nbeval.results.stats.wilson_interval`; 1 right
+Wilson score interval of the held-out rows (:func:`~nbeval.results.statistics.stats.wilson_interval`; 1 right
 of 1 gives about 0.21 to 1 at 95%), and kappa has none. A row the judge could not rate counts as a
 disagreement (in kappa it is a third verdict, ``"unrated"``). Whether the change of accuracy is
 real is the exact McNemar test on the rows whose correctness changed
-(:func:`~nbeval.results.stats.mcnemar_exact`); ``significant`` is true when accuracy rose and
+(:func:`~nbeval.results.statistics.stats.mcnemar_exact`); ``significant`` is true when accuracy rose and
 ``p < alpha``.
 
 Fewer than :data:`MIN_HELD_OUT_ROWS` held-out rows are too few for the accuracy to mean much: the
@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from nbeval.results.agreement import PASS_FAIL
-from nbeval.results.stats import BOOTSTRAP_RESAMPLES, cohen_kappa, mcnemar_exact, wilson_interval
+from nbeval.results.statistics.agreement import PASS_FAIL
+from nbeval.results.statistics.stats import BOOTSTRAP_RESAMPLES, cohen_kappa, mcnemar_exact, wilson_interval
 
 if TYPE_CHECKING:
     import pandas as pd

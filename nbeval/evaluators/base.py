@@ -258,7 +258,7 @@ BOOL_METRICS: tuple[str, ...] = tuple(m.name for m in BOOL_METRIC_SPECS)
 #: Labels of a row that could not be rated, each with what happened (as problems word it).
 #: Such a row is neither a pass nor a fail: its primary metric has no value, so per-model
 #: aggregates are measured over the rated rows (``n`` of ``N``), and
-#: :func:`nbeval.results.problems.problems` reports it as ``unrated``, apart from threshold
+#: :func:`nbeval.results.reporting.problems.problems` reports it as ``unrated``, apart from threshold
 #: breaches. Bool evaluators set one through :func:`bool_score`; judge evaluators use
 #: ``parse_failure``.
 UNRATED_LABELS: Mapping[str, str] = MappingProxyType(

@@ -63,7 +63,7 @@ def resolve_data(shell: Any, text: str) -> tuple[Any, str | None]:
     try:
         exists = Path(text).expanduser().exists()
     except (OSError, ValueError) as exc:  # a name too long, a loop of links, an embedded NUL
-        from nbeval.results.files import path_problem, shown_path
+        from nbeval.results.storage.files import path_problem, shown_path
 
         msg = path_problem(exc, text) if isinstance(exc, OSError) else f"cannot use {shown_path(text)!r}: {exc}"
         raise MagicError(msg) from None
@@ -117,7 +117,7 @@ def run(shell: Any, words: Sequence[str]) -> None:
 def _check_out(out: Path) -> None:
     """``--out`` as a path the file system can take (no name too long), else one short line."""
     from nbeval.errors import DataError
-    from nbeval.results.files import check_path
+    from nbeval.results.storage.files import check_path
 
     try:
         check_path(out)
@@ -212,7 +212,7 @@ def generate(shell: Any, words: Sequence[str]) -> None:
 
 
 def _gate(result: Any, fail_on: Literal[True] | Sequence[str]) -> None:
-    """The CI gate of ``--fail-on-problems`` / ``--fail-on`` (:func:`nbeval.results.gate.check_gate`,
+    """The CI gate of ``--fail-on-problems`` / ``--fail-on`` (:func:`nbeval.results.reporting.gate.check_gate`,
     as the CLI): a :class:`MagicError` (so a failed cell, as the CLI's exit status 1) naming what
     tripped it; the kinds not chosen are listed."""
     from nbeval import application
@@ -363,7 +363,7 @@ def _run_of(shell: Any, text: str) -> Any:
 def diff(shell: Any, words: Sequence[str]) -> None:
     """``%nbeval diff BEFORE AFTER [--min-effect X] [--alpha A] [--fail-on-regression] [--min-shared S]``: what changed
     between two runs (result variables or saved folders), shown and bound to ``_diff``."""
-    from nbeval.results.diff import diff as run_diff
+    from nbeval.results.runs.diff import diff as run_diff
 
     args = parse(cli_subparser("diff"), words)
     if args is None:
@@ -385,7 +385,7 @@ def diff(shell: Any, words: Sequence[str]) -> None:
 
 def runs(shell: Any, words: Sequence[str]) -> None:
     """``%nbeval runs FOLDER``: the saved runs in FOLDER, newest first, as a table."""
-    from nbeval.results.runs import runs as list_runs
+    from nbeval.results.runs.registry import runs as list_runs
 
     args = parse(cli_subparser("runs"), words)
     if args is None:

@@ -69,7 +69,7 @@ def _one_line_errors(fn: _F) -> _F:
         except OSError as exc:
             if exc.filename is None:  # not about a path the user gave: a traceback says more
                 raise
-            from nbeval.results.files import path_problem
+            from nbeval.results.storage.files import path_problem
 
             raise MagicError(path_problem(exc)) from None
         except KeyboardInterrupt as exc:  # as the CLI says it; replies already received stay cached

@@ -11,7 +11,7 @@ from nbeval.data.fields import Chunk
 from nbeval.data.model import Test, TestCase, TestSuite
 from nbeval.errors import GenerationFailed
 from nbeval.generation.chunks import DocChunk
-from nbeval.results.usage_text import cost_text, unknown_calls
+from nbeval.results.reporting.usage_text import cost_text, unknown_calls
 
 __all__ = ["REPORT_KEY", "failure", "no_case_error", "suite_of", "summary_lines"]
 

@@ -5,7 +5,7 @@
 engine's per-row record) and :mod:`.renderers` (where the notebook kit plugs in its charts).
 """
 
-from nbeval.results.loading import load_result
 from nbeval.results.result import SCORE_COLUMNS, EvaluationResult
+from nbeval.results.storage.loading import load_result
 
 __all__ = ["SCORE_COLUMNS", "EvaluationResult", "load_result"]

@@ -43,7 +43,7 @@ def leaderboard(
     import pandas as pd
 
     if ci is not None:
-        from nbeval.results.stats import check_level
+        from nbeval.results.statistics.stats import check_level
 
         check_level(ci)
     agg = result.aggregates
@@ -91,7 +91,7 @@ def leaderboard(
 def _with_ratings(result: EvaluationResult, evaluator: str, table: pd.DataFrame, level: float) -> bool:
     """Add ``rating, rating_lo, rating_hi`` (the arena's, :meth:`EvaluationResult.arena`, with
     ``level`` intervals) to the leaderboard of a head-to-head evaluator, in place; whether it is one."""
-    from nbeval.results.head_to_head import head_to_head_evaluators
+    from nbeval.results.statistics.head_to_head import head_to_head_evaluators
 
     if evaluator not in head_to_head_evaluators(result) or table.empty:
         return False
@@ -118,18 +118,18 @@ def metric_intervals(
 
     * ``"wilson"``: the metric's range is [0, 1] and every measured row is 0 or 1, so the
       aggregate is a share of rows; the Wilson score interval
-      (:func:`~nbeval.results.stats.wilson_interval`). A metric with another range (a count such
+      (:func:`~nbeval.results.statistics.stats.wilson_interval`). A metric with another range (a count such
       as ``step_alignment``'s ``deletions``, range [0, inf)) is never a share, even when its rows
       all happen to be 0 or 1: a Wilson interval would cap it at 1;
     * ``"bootstrap"``: scores and counts; the percentile bootstrap of the mean over the model's test cases,
-      seeded (:func:`~nbeval.results.stats.bootstrap_mean_interval`, 2,000 resamples, seed 0);
+      seeded (:func:`~nbeval.results.statistics.stats.bootstrap_mean_interval`, 2,000 resamples, seed 0);
     * ``"none"``: some model's aggregate is not the mean of its rows' values (e.g. a macro F1
       the evaluator computes over all rows at once), so resampling rows would not describe it;
       the interval is NaN.
 
     A model without measured rows gets NaN whatever the method.
     """
-    from nbeval.results import stats
+    from nbeval.results.statistics import stats
 
     values = row_values(result, evaluator, metric)
     by_model = {str(k): g["value"].to_numpy() for k, g in values.groupby("model_key", sort=False, observed=True)}
@@ -186,7 +186,7 @@ SHOWN_CI = 0.95
 
 
 def summary_text(result: EvaluationResult) -> str:
-    """The full plain-text summary (``result.summary()``); see :func:`nbeval.results.text.summary_text`."""
-    from nbeval.results.text import summary_text as full
+    """The full plain-text summary (``result.summary()``); see :func:`nbeval.results.reporting.text.summary_text`."""
+    from nbeval.results.reporting.text import summary_text as full
 
     return full(result)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from nbeval.errors import NotFound
 from nbeval.evaluators.base import Aggregate, Evaluator, Score
 from nbeval.results.aggregates import add_aggregate_rows, aggregates_table, metrics_table
-from nbeval.results.columnar import ScoreSpool
+from nbeval.results.storage.columnar import ScoreSpool
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -62,7 +62,7 @@ class LiveResult:
     (plus the scores added since the last read; an evaluator with its own ``aggregate``, such as
     classification's macro F1, recomputes it over its rows so far). ``result()`` and ``scores``
     build the long table of the rows finished so far (in the order they finished), each outcome
-    converted once over the run (as it is added, into a :class:`~nbeval.results.columnar.ScoreSpool`
+    converted once over the run (as it is added, into a :class:`~nbeval.results.storage.columnar.ScoreSpool`
     on disk, so the run keeps no per-row objects for it). A read writes no file and converts only
     the scores finished since the last one (reading each spooled part file at most once), appending
     them to the long table it built then: once read, the live view holds that table (categorical

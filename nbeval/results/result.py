@@ -26,9 +26,9 @@ from nbeval.results.aggregates import (
     model_labels,
     run_meta,
 )
-from nbeval.results.files import write_aside
-from nbeval.results.saving import DATASET_FILES, RESULT_FILES, SCORE_FILES
 from nbeval.results.score_table import SCORE_COLUMNS, outcome_columns, typed_scores
+from nbeval.results.storage.files import write_aside
+from nbeval.results.storage.saving import DATASET_FILES, RESULT_FILES, SCORE_FILES
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -177,8 +177,8 @@ class EvaluationResult:
     def compare(self, model_a: str, model_b: str, evaluator: str | None = None, *, alpha: float = 0.05) -> pd.DataFrame:
         """Whether ``model_a`` and ``model_b`` really differ: one row per evaluator and metric,
         paired on test cases, with the mean difference, its 95% interval, a paired test and
-        Holm-adjusted p-values (see :func:`nbeval.results.compare.compare`)."""
-        from nbeval.results.compare import compare
+        Holm-adjusted p-values (see :func:`nbeval.results.statistics.compare.compare`)."""
+        from nbeval.results.statistics.compare import compare
 
         return compare(self, model_a, model_b, evaluator=evaluator, alpha=alpha)
 
@@ -188,8 +188,8 @@ class EvaluationResult:
         """Arena ratings from head-to-head verdicts, one row per model, best first: ``model_key,
         rating, rating_lo, rating_hi, wins, losses, ties, n, win_rate``. Bradley-Terry strengths
         with the judge's first-slot preference fitted and removed, on the Elo scale (1000 is the
-        mean model), with bootstrap intervals over test cases (see :mod:`nbeval.results.arena`)."""
-        from nbeval.results.head_to_head import arena_fit
+        mean model), with bootstrap intervals over test cases (see :mod:`nbeval.results.statistics.arena`)."""
+        from nbeval.results.statistics.head_to_head import arena_fit
 
         return arena_fit(self, evaluator, n_boot=n_boot, seed=seed, level=level).arena_table()
 
@@ -200,7 +200,7 @@ class EvaluationResult:
         wins_b, ties, inconsistent, n``; ``p_a_beats_b`` is the fitted chance that ``model_a``'s
         answer is preferred with no slot preference, ``inconsistent`` the cases whose two orders
         disagree."""
-        from nbeval.results.head_to_head import arena_fit
+        from nbeval.results.statistics.head_to_head import arena_fit
 
         return arena_fit(self, evaluator, n_boot=n_boot, seed=seed, level=level).head_to_head_table()
 
@@ -210,15 +210,15 @@ class EvaluationResult:
         """How much each judge favours the answer shown first: ``judge, first_slot_rate, beta,
         beta_lo, beta_hi, consistency, n`` (``beta`` > 0: the first slot is preferred; 0: no
         preference; ``consistency``: the share of pairs whose two orders agree)."""
-        from nbeval.results.head_to_head import arena_fit
+        from nbeval.results.statistics.head_to_head import arena_fit
 
         return arena_fit(self, evaluator, n_boot=n_boot, seed=seed, level=level).position_bias_table()
 
     @property
     def labels(self) -> pd.DataFrame:
         """Human labels of judge verdicts: ``key, model_key, evaluator, label`` (see
-        :mod:`nbeval.results.labels`); empty when there are none."""
-        from nbeval.results.labels import empty_labels
+        :mod:`nbeval.results.storage.labels`); empty when there are none."""
+        from nbeval.results.storage.labels import empty_labels
 
         labels = getattr(self, "_labels", None)
         return empty_labels() if labels is None else labels.copy()
@@ -229,15 +229,15 @@ class EvaluationResult:
         CSV file with those columns. A label for a test case, model or evaluator the result does
         not have raises :class:`~nbeval.errors.DataError` naming the row and field, and no label
         is changed."""
-        from nbeval.results.labels import merge_labels, read_labels
+        from nbeval.results.storage.labels import merge_labels, read_labels
 
         self._labels = merge_labels(self.labels, read_labels(labels, self))
 
     def agreement(self, evaluator: str) -> Any:
         """How well ``evaluator``'s verdicts agree with the human labels: a
-        :class:`~nbeval.results.agreement.JudgeAgreement` (Cohen's kappa, raw agreement, the
+        :class:`~nbeval.results.statistics.agreement.JudgeAgreement` (Cohen's kappa, raw agreement, the
         confusion matrix and, for a score, the ROC curve and the threshold that best matches)."""
-        from nbeval.results.agreement import agreement
+        from nbeval.results.statistics.agreement import agreement
 
         return agreement(self, evaluator)
 
@@ -245,24 +245,24 @@ class EvaluationResult:
         """``evaluator``'s rows that no person has labelled yet, the ones the judge is least sure of
         first (jurors disagreeing, a value near the threshold, head-to-head orders disagreeing,
         unrated rows): ``key, model_key, value, label, uncertainty, why`` (see
-        :mod:`nbeval.results.label_queue`)."""
-        from nbeval.results.label_queue import label_queue
+        :mod:`nbeval.results.statistics.label_queue`)."""
+        from nbeval.results.statistics.label_queue import label_queue
 
         return label_queue(self, evaluator)
 
     def jury_agreement(self, evaluator: str, *, metric: str | None = None, n_boot: int = 1000, seed: int = 0) -> Any:
         """How far the jurors of ``evaluator`` (run with ``judge=[...]``) agree with each other: a
-        :class:`~nbeval.results.jury_agreement.JuryAgreement` with Krippendorff's α (nominal for
+        :class:`~nbeval.results.statistics.jury_agreement.JuryAgreement` with Krippendorff's α (nominal for
         verdicts, interval for scores) and its bootstrap interval, Fleiss' κ and Cohen's κ per pair
         of jurors. ``jury_values(evaluator)`` is the table it is measured on."""
-        from nbeval.results.jury_table import jury_agreement
+        from nbeval.results.statistics.jury_table import jury_agreement
 
         return jury_agreement(self, evaluator, metric=metric, n_boot=n_boot, seed=seed)
 
     def jury_values(self, evaluator: str, metric: str | None = None) -> pd.DataFrame:
         """Each juror's value of ``metric`` (the primary by default) per row, and each row's
         ``disagreement`` between jurors (sort by it to read the contested cases first)."""
-        from nbeval.results.jury_table import jury_values
+        from nbeval.results.statistics.jury_table import jury_values
 
         return jury_values(self, evaluator, metric)
 
@@ -271,15 +271,15 @@ class EvaluationResult:
         """Problems, one row each: models and evaluators that measured nothing (``unmeasured``),
         rows whose call or scoring failed (``errored``), threshold breaches per model and primary
         metric (``threshold``), rows that could not be rated (``unrated``) and perturbation flips
-        (``perturbation_flip``); see :func:`nbeval.results.problems.problems`."""
-        from nbeval.results.problems import problems
+        (``perturbation_flip``); see :func:`nbeval.results.reporting.problems.problems`."""
+        from nbeval.results.reporting.problems import problems
 
         return problems(self)
 
     @property
     def insights(self) -> pd.DataFrame:
         """The best model on each primary metric and the hardest test cases."""
-        from nbeval.results.insights import insights
+        from nbeval.results.reporting.insights import insights
 
         return insights(self)
 
@@ -290,9 +290,9 @@ class EvaluationResult:
         Columns: ``n`` (pairs with both values known), ``flips`` (threshold crossings either way),
         ``flips_down`` (original passed, perturbed case failed), ``flip_rate`` (``flips / n``) and
         ``mean_delta`` (mean change, signed so that negative is worse). ``metric`` defaults to each
-        evaluator's primary metric. See :mod:`nbeval.results.robustness`.
+        evaluator's primary metric. See :mod:`nbeval.results.statistics.robustness`.
         """
-        from nbeval.results.robustness import robustness
+        from nbeval.results.statistics.robustness import robustness
 
         return robustness(self, evaluator=evaluator, metric=metric)
 
@@ -304,7 +304,7 @@ class EvaluationResult:
         """A plain-text summary whose lines fit 100 columns: a leaderboard per evaluator (every
         metric, 95% intervals), whether each lead is real, and the problems. With ``brief``: one
         table of every evaluator's primary metric by model, and the problems counted by kind."""
-        from nbeval.results.text import brief_text, summary_text
+        from nbeval.results.reporting.text import brief_text, summary_text
 
         return brief_text(self) if brief else summary_text(self)
 
@@ -319,7 +319,7 @@ class EvaluationResult:
 
         render = get_renderer("mimebundle")
         if render is None:  # the notebook kit is not installed: text and HTML only
-            from nbeval.results.report import summary_html
+            from nbeval.results.reporting.report import summary_html
 
             return {"text/plain": repr(self), "text/html": summary_html(self)}
         bundle: dict[str, Any] = render(self)
@@ -343,25 +343,25 @@ class EvaluationResult:
         renames hold the folder's lock, so two saves into one folder at once leave one of them
         whole; ``result.json`` keeps a save id and each file's hash, so a folder that mixes two
         saves anyway (a crash between two renames, a file copied in) is a DataError on load,
-        never a result (see :mod:`nbeval.results.save_id`). A file or folder
+        never a result (see :mod:`nbeval.results.storage.save_id`). A file or folder
         where the result cannot go, or a human label longer than
-        :data:`~nbeval.results.limits.MAX_LABEL_CHARS` (which :func:`nbeval.load_result` would
+        :data:`~nbeval.results.storage.limits.MAX_LABEL_CHARS` (which :func:`nbeval.load_result` would
         refuse), raises :class:`~nbeval.errors.DataError` before anything is written.
 
         ``label`` names the run (``result.save("runs/0412", label="bigger chunks")``): it is kept
         in the folder's ``meta["run"]["label"]`` and, once the folder is written, in
         ``result.meta`` (``None`` keeps the label the result has). Text of at most
-        :data:`~nbeval.results.limits.MAX_LABEL_CHARS` characters; anything else raises before
+        :data:`~nbeval.results.storage.limits.MAX_LABEL_CHARS` characters; anything else raises before
         anything is written. :func:`nbeval.runs` lists the runs saved in a folder.
         """
-        from nbeval.results.saving import save_result
+        from nbeval.results.storage.saving import save_result
 
         return save_result(self, folder, scores_format=scores_format, label=label)
 
     def to_jsonl(self, path: str | Path) -> None:
         """The long table as JSON lines (one object per score, floats exact), written aside and
         renamed over ``path``: the format of ``scores.jsonl``, for tools that read no Parquet."""
-        from nbeval.results.saving import write_records
+        from nbeval.results.storage.saving import write_records
 
         write_aside(path, lambda tmp: write_records(tmp, self.scores))
 
@@ -389,8 +389,8 @@ class EvaluationResult:
     def to_html(self, path: str | Path | None = None) -> str:
         """A static, self-contained HTML report; written to ``path`` when given (aside first, then
         renamed over it, so a failed write keeps the previous report). Its size is bounded: see
-        :mod:`nbeval.results.report`."""
-        from nbeval.results.report import report_html
+        :mod:`nbeval.results.reporting.report`."""
+        from nbeval.results.reporting.report import report_html
 
         html = report_html(self)
         if path is not None:

@@ -1,12 +1,12 @@
 """What a run measured and how: the facts a result keeps in ``meta["run"]``, so that saved runs
-can be listed (:func:`nbeval.results.runs.runs`), charted over time and compared.
+can be listed (:func:`nbeval.results.runs.registry.runs`), charted over time and compared.
 
 ``meta["run"]`` holds exactly these keys (:data:`RUN_FACT_KEYS`); each is ``None`` where it is
 not known (a result not made by a run, saved with a label):
 
 * ``started_at``: when the run started (planned), in UTC, ISO 8601 (``2026-01-31T09:30:00.123456+00:00``).
 * ``label``: what the run is called (``result.save(folder, label="bigger chunks")``); ``None``
-  until it is given one. At most :data:`~nbeval.results.limits.MAX_LABEL_CHARS` characters.
+  until it is given one. At most :data:`~nbeval.results.storage.limits.MAX_LABEL_CHARS` characters.
 * ``git_commit``, ``git_dirty``: the commit checked out in the git work tree holding the working
   directory when the run started, and whether tracked files differed from it then (untracked
   files do not count: a results folder inside the repository is not a change). Found by running
@@ -16,7 +16,7 @@ not known (a result not made by a run, saved with a label):
   (Reading ``.git/HEAD`` by hand would miss packed refs, worktrees and submodules, and could not
   tell a dirty tree.)
 * ``dataset_fingerprint``: the SHA-256 of the evaluated rows' content, row order aside
-  (:func:`~nbeval.results.fingerprint.dataset_fingerprint`).
+  (:func:`~nbeval.results.storage.fingerprint.dataset_fingerprint`).
 * ``judge``: ``{"model": name, "params": generation parameters}`` of the run's judge when an
   evaluator of the run used it (``None`` otherwise; a judge an evaluator brings itself is in that
   evaluator's parameters, ``meta["evaluators"]``). No secret is kept: parameters go through
@@ -38,7 +38,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from nbeval.errors import BadArgumentType, BadParameter, DataError
-from nbeval.results.limits import MAX_LABEL_CHARS
+from nbeval.results.storage.limits import MAX_LABEL_CHARS
 
 if TYPE_CHECKING:
     from nbeval.data.model import LlmDataset
@@ -115,7 +115,7 @@ def run_facts(
     start: Mapping[str, Any], dataset: LlmDataset, evaluators: Sequence[Evaluator], resources: Resources | None
 ) -> dict[str, Any]:
     """``meta["run"]`` of a finished run: ``start`` (from :func:`run_start`) and what the run used."""
-    from nbeval.results.fingerprint import dataset_fingerprint
+    from nbeval.results.storage.fingerprint import dataset_fingerprint
 
     return {
         "started_at": start.get("started_at"),
@@ -131,7 +131,7 @@ def run_facts(
 
 def unknown_run_facts(dataset: LlmDataset) -> dict[str, Any]:
     """``meta["run"]`` of a result no run recorded facts for: only the dataset's fingerprint is known."""
-    from nbeval.results.fingerprint import dataset_fingerprint
+    from nbeval.results.storage.fingerprint import dataset_fingerprint
 
     facts: dict[str, Any] = dict.fromkeys(RUN_FACT_KEYS)
     facts["dataset_fingerprint"] = dataset_fingerprint(dataset)

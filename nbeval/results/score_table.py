@@ -11,7 +11,7 @@ equal whichever way they were made:
 * the text columns (``label``, ``rationale``, ``error``, ``skip_reason``, ``details``) are pandas
   strings, or ``object`` holding ``None`` where the whole column is empty.
 
-How the table is stored as Parquet and spooled while a run runs is :mod:`nbeval.results.columnar`.
+How the table is stored as Parquet and spooled while a run runs is :mod:`nbeval.results.storage.columnar`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from nbeval.results.aggregates import passes
-from nbeval.results.limits import MAX_STORED_CHARS, cap_details, truncate_text
+from nbeval.results.storage.limits import MAX_STORED_CHARS, cap_details, truncate_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -104,7 +104,7 @@ def outcome_columns(
         text = s.rationale
         if o.warnings:
             text = "; ".join([*o.warnings, text] if text else o.warnings)
-        # what the evaluator or its judge wrote is capped (see nbeval.results.limits)
+        # what the evaluator or its judge wrote is capped (see nbeval.results.storage.limits)
         label.extend([truncate_text(s.label, MAX_STORED_CHARS)] * n)
         rationale.extend([truncate_text(text, MAX_STORED_CHARS)] * n)
         error.extend([truncate_text(s.error, MAX_STORED_CHARS)] * n)

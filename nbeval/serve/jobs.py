@@ -254,7 +254,7 @@ class JobStore:
         if not (folder / "result.json").is_file():
             return False
         try:
-            from nbeval.results.loading import load_result
+            from nbeval.results.storage.loading import load_result
 
             result = load_result(folder)
         except Exception:  # not a whole result: the job is interrupted, as any other
@@ -278,7 +278,7 @@ class JobStore:
             return False
         partial = found[0]
         try:
-            from nbeval.results.loading import load_result
+            from nbeval.results.storage.loading import load_result
 
             shutil.rmtree(folder, ignore_errors=True)
             partial.rename(folder)
@@ -406,7 +406,7 @@ class JobStore:
         """A finished job's result, read from its folder."""
         if not job.has_result:
             return None
-        from nbeval.results.loading import load_result
+        from nbeval.results.storage.loading import load_result
 
         return load_result(self.result_folder(job.id))
 

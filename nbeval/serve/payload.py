@@ -60,7 +60,7 @@ def read_scores(folder: str | Path, offset: int = 0, limit: int | None = None) -
 
     path = Path(folder) / "scores.parquet"
     if not path.exists():  # saved with scores_format="jsonl"
-        from nbeval.results.loading import load_result
+        from nbeval.results.storage.loading import load_result
 
         rows = load_result(folder).scores.to_dict("records")
         end = None if limit is None else offset + limit

@@ -24,7 +24,7 @@ import nbeval
 from nbeval.data.model import LlmDataset
 from nbeval.data.readers import load
 from nbeval.data.rows import Row
-from nbeval.results.fingerprint import dataset_fingerprint
+from nbeval.results.storage.fingerprint import dataset_fingerprint
 from tests.judges.helpers import run
 from tests.support.fake_openai import FakeOpenAIServer
 

@@ -16,8 +16,8 @@ import nbeval
 from nbeval.chat import ChatClient, ChatReply, OpenAIChat
 from nbeval.chat.base import Usage
 from nbeval.data.fields import DataWarning
-from nbeval.results.report import report_html
-from nbeval.results.runs import runs
+from nbeval.results.reporting.report import report_html
+from nbeval.results.runs.registry import runs
 from tests.support.fake_openai import FakeOpenAIServer, Text
 
 PRICES = {"judge-1": (1.0, 2.0)}

@@ -146,7 +146,7 @@ def test_a_flip_names_its_cases_by_their_prompts() -> None:
 def test_a_long_prompt_is_cut() -> None:
     from types import SimpleNamespace
 
-    from nbeval.results.problems import PROMPT_CHARS, _prompt_starts
+    from nbeval.results.reporting.problems import PROMPT_CHARS, _prompt_starts
 
     fake = SimpleNamespace(dataset=[SimpleNamespace(key="k", input="word " * 30), SimpleNamespace(key="e", input=None)])
     starts = _prompt_starts(fake)  # type: ignore[arg-type]

@@ -27,7 +27,7 @@ from nbeval.data.model import LlmDataset
 from nbeval.data.readers import load
 from nbeval.data.rows import Row
 from nbeval.errors import DataError
-from nbeval.results.fingerprint import dataset_fingerprint
+from nbeval.results.storage.fingerprint import dataset_fingerprint
 
 CALL: dict[str, Any] = {
     "id": "c1",

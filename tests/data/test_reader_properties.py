@@ -198,7 +198,7 @@ def test_a_suite_written_and_read_back_is_the_same(tmp_path: Path, data: dict[st
 def test_the_fingerprint_ignores_row_order_and_tells_none_expected_from_not_given(
     recs: list[dict[str, Any]], seed: Any
 ) -> None:
-    from nbeval.results.fingerprint import dataset_fingerprint
+    from nbeval.results.storage.fingerprint import dataset_fingerprint
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -149,7 +149,7 @@ def test_no_detected_value_is_repeated_in_the_results(result) -> None:
 
 
 @pytest.mark.skipif(
-    importlib.util.find_spec("nbeval.results.report") is None, reason="the HTML report is not built yet"
+    importlib.util.find_spec("nbeval.results.reporting.report") is None, reason="the HTML report is not built yet"
 )
 def test_no_detected_value_is_repeated_in_the_html_report() -> None:
     # The report may show the answers themselves; it must not repeat a value anywhere else.

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import nbeval
-from nbeval.results.diff import RunDiff
+from nbeval.results.runs.diff import RunDiff
 from tests.support.runs import thirty_cases
 
 

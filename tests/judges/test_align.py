@@ -24,7 +24,7 @@ import nbeval
 from nbeval.engine.align import FAIL_REASON, PASS_REASON, AlignReport, align
 from nbeval.errors import BadParameter, DataError, EvaluatorError, NotFound
 from nbeval.evaluators.judges.prompts import PROMPTS
-from nbeval.results.stats import BOOTSTRAP_RESAMPLES
+from nbeval.results.statistics.stats import BOOTSTRAP_RESAMPLES
 from tests.support.fake_openai import FakeOpenAIServer, Recorded
 
 _ANSWER = re.compile(r"<answer>\n(.*?)\n</answer>", re.S)

@@ -39,7 +39,7 @@ def test_a_huge_judge_reply_is_cut_before_it_is_cached_and_the_row_says_so(
 ) -> None:
     from nbeval.chat import ChatCache
     from nbeval.chat.base import MAX_REPLY_CHARS
-    from nbeval.results.limits import MAX_STORED_CHARS
+    from nbeval.results.storage.limits import MAX_STORED_CHARS
 
     assert MAX_REPLY_CHARS == MAX_STORED_CHARS  # the chat layer cannot import the results' cap
     huge = "Rating: yes\n" + "x" * (4 * MAX_REPLY_CHARS)  # far over the cap (a red team sent 64 MiB)

@@ -11,7 +11,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from nbeval.results.arena import Verdict, fit_arena
+from nbeval.results.statistics.arena import Verdict, fit_arena
 
 
 def _one_verdict_judges(n_cases: int = 8) -> list[Verdict]:
@@ -99,7 +99,7 @@ def test_the_fit_does_not_build_a_per_cell_outer_product() -> None:
 def test_the_sparse_case_table_gives_the_dense_ones_fit(monkeypatch: pytest.MonkeyPatch) -> None:
     """Large problems keep each case's cells as entries, small ones as a dense table: the same
     verdicts give the same fit and bootstrap either way."""
-    from nbeval.results import arena_solver
+    from nbeval.results.statistics import arena_solver
 
     verdicts = _crowd(12, 30, 40, seed=2)
     dense = fit_arena(verdicts, n_boot=60)

@@ -1,4 +1,4 @@
-"""Arena ratings from pairwise verdicts (nbeval.results.arena): the Bradley–Terry fit with a
+"""Arena ratings from pairwise verdicts (nbeval.results.statistics.arena): the Bradley–Terry fit with a
 first-slot term against scipy and against hand-derived optima, bias removal on simulated
 judges, the Elo scale, the bootstrap, the verdict counts, and the edge cases.
 
@@ -15,7 +15,7 @@ import pytest
 from scipy.optimize import minimize
 
 from nbeval.errors import BadArgumentType, BadParameter
-from nbeval.results.arena import (
+from nbeval.results.statistics.arena import (
     ARENA_COLUMNS,
     HEAD_TO_HEAD_COLUMNS,
     POSITION_BIAS_COLUMNS,

@@ -16,7 +16,7 @@ import pandas as pd
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from nbeval.results.arena import OUTCOMES, Verdict, fit_arena
+from nbeval.results.statistics.arena import OUTCOMES, Verdict, fit_arena
 
 MODELS = ("m0", "m1", "m2", "m3", "m4")
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

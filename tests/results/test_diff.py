@@ -18,8 +18,8 @@ import pytest
 
 import nbeval
 from nbeval.errors import BadArgumentType, BadParameter, DataError
-from nbeval.results import stats
-from nbeval.results.diff import DIFF_COLUMNS, NORMAL_INTERVAL_FROM, diff, mean_difference_interval
+from nbeval.results.runs.diff import DIFF_COLUMNS, NORMAL_INTERVAL_FROM, diff, mean_difference_interval
+from nbeval.results.statistics import stats
 from tests.stats.helpers import result_of
 
 sps = pytest.importorskip("scipy.stats")

@@ -120,7 +120,7 @@ def test_few_shared_rows_fail_below_min_shared(tmp_path: Path, capsys: pytest.Ca
 
 
 def test_half_shared_passes_at_the_default(tmp_path: Path) -> None:
-    from nbeval.results.diff_gate import MIN_SHARED
+    from nbeval.results.runs.diff_gate import MIN_SHARED
 
     assert MIN_SHARED == 0.5
     before = _save(thirty_cases(0), tmp_path / "before")

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 import nbeval
 from nbeval.data.model import LlmDataset
 from nbeval.results import EvaluationResult
-from nbeval.results.diff import diff
-from nbeval.results.gate import GATE_KINDS, check_gate
+from nbeval.results.reporting.gate import GATE_KINDS, check_gate
+from nbeval.results.runs.diff import diff
 from tests.stats.helpers import records
 
 MODELS = ("a", "b", "c")

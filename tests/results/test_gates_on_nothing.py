@@ -1,7 +1,7 @@
 """Every gate fails on a run that measured nothing (issue 43, closing section).
 
 The gates: ``nbeval run`` with ``--fail-on-problems`` and with each ``--fail-on`` choice (exit
-status 1), ``%nbeval run ... --fail-on`` (a failed cell), :func:`nbeval.results.gate.check_gate`
+status 1), ``%nbeval run ... --fail-on`` (a failed cell), :func:`nbeval.results.reporting.gate.check_gate`
 and ``application.run_gate`` (the Python API); ``nbeval diff --fail-on-regression`` (exit 1),
 ``%nbeval diff ... --fail-on-regression`` and ``RunDiff.gate()``. The runs that measured nothing:
 every judge call failed (the loopback fake server answers 500), no model answered (0 of 30
@@ -22,7 +22,7 @@ import pytest
 import nbeval
 from nbeval import application
 from nbeval.cli import main
-from nbeval.results.gate import GATE_KINDS, check_gate
+from nbeval.results.reporting.gate import GATE_KINDS, check_gate
 from tests.extension.conftest import Shell, loaded_shell
 from tests.support.fake_openai import FakeOpenAIServer, Status
 from tests.support.runs import thirty_cases

@@ -16,7 +16,7 @@ import pytest
 
 import nbeval
 from nbeval.errors import NotFound
-from nbeval.results.label_queue import QUEUE_COLUMNS, label_queue
+from nbeval.results.statistics.label_queue import QUEUE_COLUMNS, label_queue
 from tests.support.fake_openai import FakeOpenAIServer, Recorded
 
 CASES = ("c1", "c2", "c3")

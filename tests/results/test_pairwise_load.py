@@ -15,7 +15,7 @@ import pytest
 
 import nbeval
 from nbeval.errors import DataError
-from nbeval.results.columnar import read_scores_parquet, write_scores_parquet
+from nbeval.results.storage.columnar import read_scores_parquet, write_scores_parquet
 from tests.judges.test_pairwise import ANSWERS, longer_wins, records
 from tests.support.fake_openai import FakeOpenAIServer
 

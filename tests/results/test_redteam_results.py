@@ -22,7 +22,7 @@ import pytest
 
 import nbeval
 from nbeval.errors import DataError
-from nbeval.results.limits import MAX_LABEL_CHARS, MAX_STORED_CHARS
+from nbeval.results.storage.limits import MAX_LABEL_CHARS, MAX_STORED_CHARS
 from tests.support.refusals import tampered_folder_error
 
 Tamper = Callable[[Path], None]

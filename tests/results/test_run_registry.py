@@ -19,9 +19,9 @@ from nbeval.data.inputs import to_dataset
 from nbeval.data.model import LlmDataset
 from nbeval.errors import BadArgumentType, BadParameter, DataError, NotFound
 from nbeval.evaluators.judges.core import JudgeEvaluator
-from nbeval.results.fingerprint import FINGERPRINT_FIELDS, dataset_fingerprint
 from nbeval.results.run_facts import RUN_FACT_KEYS
-from nbeval.results.runs import HISTORY_COLUMNS, RUN_COLUMNS, run_history, runs
+from nbeval.results.runs.registry import HISTORY_COLUMNS, RUN_COLUMNS, run_history, runs
+from nbeval.results.storage.fingerprint import FINGERPRINT_FIELDS, dataset_fingerprint
 from tests.support.dask_cluster import in_process_client
 from tests.support.fake_openai import FakeOpenAIServer
 

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 import nbeval
 from nbeval.errors import DataError
-from nbeval.results.limits import MAX_LABEL_CHARS
+from nbeval.results.storage.limits import MAX_LABEL_CHARS
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 

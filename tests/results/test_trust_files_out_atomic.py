@@ -12,8 +12,8 @@ import pytest
 
 import nbeval
 from nbeval.errors import DataError
-from nbeval.results import dataset_file
-from nbeval.results import saving as saving_module
+from nbeval.results.storage import dataset_file
+from nbeval.results.storage import saving as saving_module
 
 FILES = ["aggregates.jsonl", "dataset.parquet", "metrics.jsonl", "result.json", "scores.parquet"]
 

@@ -14,17 +14,17 @@ import nbeval
 from nbeval.data.model import LlmDataset
 from nbeval.evaluators.base import Evaluator, EvaluatorSpec, MetricSpec, Score
 from nbeval.evaluators.registry import evaluator, register
-from nbeval.results.limits import (
+from nbeval.results.live import LiveResult
+from nbeval.results.outcome import RowOutcome
+from nbeval.results.reporting.report import MAX_DETAIL_ROWS, MAX_TABLE_BYTES
+from nbeval.results.result import EvaluationResult
+from nbeval.results.storage.limits import (
     MAX_DETAILS_CHARS,
     MAX_SHOWN_CHARS,
     MAX_STORED_CHARS,
     cap_details,
     truncate_text,
 )
-from nbeval.results.live import LiveResult
-from nbeval.results.outcome import RowOutcome
-from nbeval.results.report import MAX_DETAIL_ROWS, MAX_TABLE_BYTES
-from nbeval.results.result import EvaluationResult
 from tests.support.scoring import scored
 
 MB5 = 5_000_000

@@ -17,8 +17,8 @@ from nbeval.data.fields import DataWarning
 from nbeval.data.model import TestSuite
 from nbeval.evaluators.judges.core import usage_details
 from nbeval.generation.report import REPORT_KEY, summary_lines
-from nbeval.results.diff import diff
-from nbeval.results.usage_text import cost_text, usage_line
+from nbeval.results.reporting.usage_text import cost_text, usage_line
+from nbeval.results.runs.diff import diff
 from tests.stats.helpers import result_of
 
 BEFORE = [f"{0.5 + i / 100:.2f}" for i in range(10)]

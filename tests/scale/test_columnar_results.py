@@ -12,9 +12,10 @@ import pytest
 import nbeval
 from nbeval.errors import DataError
 from nbeval.evaluators.registry import resolve_evaluators
-from nbeval.results import EvaluationResult, columnar
-from nbeval.results.columnar import ScoreSpool, outcome_columns, typed_scores
+from nbeval.results import EvaluationResult
 from nbeval.results.outcome import RowOutcome
+from nbeval.results.storage import columnar
+from nbeval.results.storage.columnar import ScoreSpool, outcome_columns, typed_scores
 from tests.support.scoring import scored
 
 ROWS: list[dict[str, Any]] = [

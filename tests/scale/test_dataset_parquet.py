@@ -12,8 +12,9 @@ import pytest
 import nbeval
 from nbeval.data.model import DEFAULT_MODEL_KEY, Chunk, LlmDataset, Relationship, Row
 from nbeval.errors import DataError
-from nbeval.results import EvaluationResult, dataset_file
-from nbeval.results.dataset_file import read_dataset_parquet, write_dataset_parquet
+from nbeval.results import EvaluationResult
+from nbeval.results.storage import dataset_file
+from nbeval.results.storage.dataset_file import read_dataset_parquet, write_dataset_parquet
 
 
 def _odd_rows() -> list[Row]:

@@ -9,8 +9,9 @@ import pytest
 
 import nbeval
 from nbeval.engine import finish, plan_run, run_chunk
-from nbeval.results import EvaluationResult, columnar
+from nbeval.results import EvaluationResult
 from nbeval.results.outcome import RowOutcome
+from nbeval.results.storage import columnar
 
 EVALUATORS = ["exact_match", "text_matching", "rouge"]
 

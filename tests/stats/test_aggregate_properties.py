@@ -1,5 +1,5 @@
 """Property-based tests (Hypothesis) of the per-model statistics: aggregates, leaderboards and the
-functions of ``nbeval.results.stats`` (issue 43, "make the class of bug hard to write again").
+functions of ``nbeval.results.statistics.stats`` (issue 43, "make the class of bug hard to write again").
 
 Each statistic is invariant to the order of the rows and to renaming the models, stays within its
 bounds (a mean between the values' least and greatest, a share or p-value in [0, 1], an interval
@@ -20,7 +20,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import nbeval
-from nbeval.results import stats
+from nbeval.results.statistics import stats
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 

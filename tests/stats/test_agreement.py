@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score, confusion_matrix, roc_auc_score, roc_curve
 
-from nbeval.results.agreement import JudgeAgreement
+from nbeval.results.statistics.agreement import JudgeAgreement
 from tests.stats.helpers import demo_result, result_of
 
 # st_score passes at s >= 0.5; the second word is the verdict label

@@ -1,4 +1,4 @@
-"""nbeval.results.jury_agreement against krippendorff, scikit-learn, statsmodels and published examples."""
+"""nbeval.results.statistics.jury_agreement against krippendorff, scikit-learn, statsmodels and published examples."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import aggregate_raters
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
-from nbeval.results import jury_agreement as ja
-from nbeval.results.jury_agreement import (
+from nbeval.results.statistics import jury_agreement as ja
+from nbeval.results.statistics.jury_agreement import (
     JuryAgreement,
     alpha_interval,
     cohen_kappa_pairs,

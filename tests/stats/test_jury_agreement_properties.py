@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from nbeval.evaluators.base import Score
 from nbeval.evaluators.jury import AGGREGATES, Jury, aggregate_scores
 from nbeval.evaluators.registry import evaluator
-from nbeval.results.jury_agreement import (
+from nbeval.results.statistics.jury_agreement import (
     alpha_interval,
     cohen_kappa_pairs,
     disagreement,

@@ -125,7 +125,7 @@ def _mixed() -> nbeval.EvaluationResult:
 
 
 def test_pass_fail_labels_may_be_ints_booleans_or_yes_no() -> None:
-    from nbeval.results.labels import pass_fail_evaluators
+    from nbeval.results.storage.labels import pass_fail_evaluators
 
     res = _mixed()
     assert pass_fail_evaluators(res) == {"exact_match", "rouge"}
@@ -233,7 +233,7 @@ def test_a_label_over_the_cap_is_refused_when_set(tmp_path) -> None:
     # issue 35 (19): a 70 MB label was kept; the cap load_result enforces now applies on the way in
     import nbeval
     from nbeval.errors import DataError
-    from nbeval.results.limits import MAX_LABEL_CHARS
+    from nbeval.results.storage.limits import MAX_LABEL_CHARS
 
     result = nbeval.evaluate(nbeval.demo_lab(), ["classification"], progress=False)  # a class: any text
     row = result.scores.iloc[0]

@@ -12,8 +12,8 @@ from statsmodels.stats.multitest import multipletests
 
 from nbeval.evaluators.base import Evaluator, EvaluatorSpec, MetricSpec, Score
 from nbeval.evaluators.registry import register
-from nbeval.results.compare import paired_comparisons
-from nbeval.results.insights import LEADER_FAMILY, LEADER_KINDS
+from nbeval.results.reporting.insights import LEADER_FAMILY, LEADER_KINDS
+from nbeval.results.statistics.compare import paired_comparisons
 from tests.stats.helpers import result_of
 
 HIGH = ["0.9", "0.8", "0.95", "0.7", "0.85", "0.75"]

@@ -1,4 +1,4 @@
-"""nbeval.results.stats against scipy, statsmodels and scikit-learn on the same data."""
+"""nbeval.results.statistics.stats against scipy, statsmodels and scikit-learn on the same data."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
-from nbeval.results import stats
+from nbeval.results.statistics import stats
 
 
 @pytest.mark.parametrize(("k", "n"), [(0, 1), (1, 1), (0, 10), (3, 10), (10, 10), (7, 12), (55, 100), (1, 1000)])

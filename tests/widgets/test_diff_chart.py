@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from nbeval.results.diff import diff
+from nbeval.results.runs.diff import diff
 from nbeval.widgets.diff_charts import DIFF_VERDICTS, diff_chart
 from tests.stats.helpers import result_of
 

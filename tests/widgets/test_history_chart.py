@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import nbeval
-from nbeval.results.runs import run_history, runs
+from nbeval.results.runs.registry import run_history, runs
 from nbeval.widgets.history_chart import history_chart
 from tests.widgets.conftest import HOSTILE
 

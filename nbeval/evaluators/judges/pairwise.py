@@ -6,7 +6,7 @@ question and, where the row has them, the expected answer, the retrieved context
 guidelines, then the two answers labelled A and B. With ``swap=True`` (the default) every pair is
 asked in both orders, so a judge that favours whichever answer comes first is caught: the two
 orders of a pair disagree (the pair is *inconsistent*), and the ratings of
-:mod:`nbeval.results.arena` estimate that first-slot preference and remove it. Every question of a
+:mod:`nbeval.results.statistics.arena` estimate that first-slot preference and remove it. Every question of a
 case is sent at once (:class:`~nbeval.requests.Gather`), batched with the rest of the run.
 
 A reply is read by :func:`parse_pairwise`: a JSON object ``{"winner": "A" | "B" | "tie", ...}``

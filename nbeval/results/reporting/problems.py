@@ -1,0 +1,348 @@
+"""Problems derived from a result's long table and aggregates (:func:`problems`).
+
+* A *threshold* problem: a model's aggregate of an evaluator's primary metric is on the wrong
+  side of its threshold.
+* An *unrated* problem: some of a model's rows could not be rated by an evaluator (the judge's
+  reply could not be parsed, a regular expression timed out): they are neither passes nor
+  fails, and the model's aggregate is measured without them. One problem per model and
+  evaluator, with how many rows and what happened.
+* A *perturbation flip*: a test case perturbed from another (``perturbation_source``) passes on
+  one side and fails on the other for the same model and evaluator.
+* An *errored* problem: some of a model's rows could not be scored by an evaluator because the
+  call (to the judge, a model) or the scoring failed: the long table's ``error`` is set and the
+  primary metric has no value. One problem per model and evaluator, with the commonest errors.
+* An *unmeasured* problem: a model and evaluator measured on none of its rows (``n`` = 0 of
+  ``N`` > 0), whatever the reason (errors, skipped or unrated rows); see :func:`problems` for the
+  one kind of skip that is not a problem.
+
+The insights (leaders and hardest cases) are :mod:`nbeval.results.reporting.insights`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from nbeval.results.leaderboard import format_value
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from nbeval.results import EvaluationResult
+
+__all__ = [
+    "ERROR_CHARS",
+    "ERROR_GROUPS",
+    "PROBLEM_COLUMNS",
+    "PROMPT_CHARS",
+    "describe_errors",
+    "errored_rows",
+    "failed_mask",
+    "problems",
+    "unmeasured_problems",
+]
+
+PROBLEM_COLUMNS = [
+    "kind",
+    "severity",
+    "model_key",
+    "evaluator",
+    "metric",
+    "value",
+    "threshold",
+    "key",
+    "source_key",
+    "message",
+]
+#: How many groups of errors a message names, and how long each error may be (its first line).
+ERROR_GROUPS, ERROR_CHARS = 3, 120
+
+
+def failed_mask(passed: pd.Series) -> pd.Series:
+    """Where ``passed`` is False; a pass that is unknowable (``<NA>``: no value or no threshold) is no failure."""
+    return passed.eq(False).fillna(False).astype(bool)
+
+
+def problems(result: EvaluationResult) -> pd.DataFrame:
+    """Rows that measured nothing, errors, threshold breaches, unrated rows and perturbation
+    flips, one row each (:data:`PROBLEM_COLUMNS`), in that order.
+
+    ``kind`` is one of:
+
+    * ``unmeasured``: a model and evaluator with rows (``N`` > 0) none of which was measured on
+      the primary metric (``n`` = 0), because every row errored, was skipped or could not be
+      rated. ``value`` is ``N``; ``severity`` is ``high``; the message says what happened to the
+      rows. One kind of skip is fine: when *every* row of the pair was skipped because an
+      **optional** input of the evaluator was missing (``byop`` with a prompt using ``{context}``
+      on rows without context: the evaluator does not apply to this data), it is no problem. A
+      missing answer (``actual_output``) is never such a skip, and neither is a required input
+      missing, an answer that was not collected, an error or an unrated row. Nor is a run that
+      measured nothing at all: when no model and evaluator was measured on any row, each of them
+      is ``unmeasured``, whatever the reason.
+    * ``errored``: a model and evaluator with rows whose call or scoring failed (the long
+      table's ``error`` is set, the primary metric has no value, and the row is not unrated).
+      ``value`` is the number of such rows; ``severity`` is ``high`` when every row of the pair
+      errored. The message groups the errors by their first line (:func:`describe_errors`).
+    * ``threshold``: the aggregate of the primary metric is on the wrong side of its threshold.
+    * ``unrated``: ``value`` is the number of rows that could not be rated and ``metric`` the
+      primary metric they have no value for; ``severity`` is ``high`` when none of the model's
+      rows could be rated.
+    * ``perturbation_flip``: a perturbed test case and its original on either side of the
+      primary metric's threshold (``key`` and ``source_key`` name them).
+    """
+    import pandas as pd
+
+    out: list[list[Any]] = []
+    out.extend(unmeasured_problems(result))
+    out.extend(_errored(result))
+    agg = result.aggregates
+    for _, a in agg[agg["primary"] & failed_mask(agg["passed"])].iterrows():
+        side = "below" if a["direction"] == "higher" else "above"
+        msg = (
+            f"{result.label(a['model_key'])}: {a['evaluator']}.{a['metric']} = {format_value(a['value'])} "
+            f"is {side} the threshold {format_value(a['threshold'])} (measured on {a['n']}/{a['N']} rows)"
+        )
+        out.append(
+            [
+                "threshold",
+                "high",
+                a["model_key"],
+                a["evaluator"],
+                a["metric"],
+                a["value"],
+                a["threshold"],
+                None,
+                None,
+                msg,
+            ]
+        )
+    out.extend(_unrated(result))
+    out.extend(_flips(result))
+    return pd.DataFrame(out, columns=PROBLEM_COLUMNS)
+
+
+def _on_primary(result: EvaluationResult, scores: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``scores`` (a slice of the long table) on each evaluator's primary metric:
+    one per dataset row and evaluator."""
+    primary = result.metrics.loc[result.metrics["primary"], ["evaluator", "metric"]]
+    return scores.merge(primary, on=["evaluator", "metric"])
+
+
+def errored_rows(result: EvaluationResult) -> pd.DataFrame:
+    """The long table's rows, on each evaluator's primary metric, whose call or scoring failed:
+    scored (not skipped), with an ``error`` and no value, and not unrated (those are
+    :data:`~nbeval.evaluators.base.UNRATED_LABELS` rows, reported as ``unrated``)."""
+    from nbeval.evaluators.base import UNRATED_LABELS
+
+    s = result.scores
+    s = s[~s["skipped"] & s["error"].notna() & s["value"].isna() & ~s["label"].isin(list(UNRATED_LABELS))]
+    return _on_primary(result, s)
+
+
+def _first_line(error: str) -> str:
+    """An error as one line: its first non-empty line, spaces collapsed, cut in the middle to at
+    most :data:`ERROR_CHARS` characters (the end of a wrapped error often says the cause)."""
+    line = next((ln for ln in str(error).splitlines() if ln.strip()), "")
+    line = " ".join(line.split()) or "(no message)"
+    if len(line) <= ERROR_CHARS:
+        return line
+    size = ERROR_CHARS * 11 // 20  # the head (what failed, where); the tail (a wrapped error's cause) the rest
+    head, tail = line[:size], line[-(ERROR_CHARS - size - 3) :]
+    if " " in head[-12:]:  # cut between words where a word ends near the cut
+        head = head[: head.rindex(" ")]
+    if " " in tail[:12]:
+        tail = tail[tail.index(" ") + 1 :]
+    return f"{head.rstrip()} … {tail.lstrip()}"
+
+
+def describe_errors(errors: pd.Series) -> str:
+    """Errors grouped by their first line, commonest first, with how many rows had each:
+    ``Connection refused (30); HTTP 500 (2)``; at most :data:`ERROR_GROUPS` groups, then how many
+    other rows errored."""
+    counts = errors.dropna().astype(str).value_counts(sort=False)
+    groups: dict[str, int] = {}
+    for text, n in counts.items():  # each distinct error once, however many rows had it
+        line = _first_line(str(text))
+        groups[line] = groups.get(line, 0) + int(n)
+    ordered = sorted(groups.items(), key=lambda kv: -kv[1])
+    shown = "; ".join(f"{line} ({n})" for line, n in ordered[:ERROR_GROUPS])
+    rest = sum(n for _, n in ordered[ERROR_GROUPS:])
+    if rest:
+        shown += f"; {len(ordered) - ERROR_GROUPS} other error{'s' * (len(ordered) - ERROR_GROUPS != 1)} ({rest})"
+    return shown
+
+
+def _totals(result: EvaluationResult) -> dict[tuple[str, str], int]:
+    """Rows per model and evaluator (``N`` of the primary metric's aggregate)."""
+    return {(str(a.model_key), str(a.evaluator)): int(a.N) for a in result.aggregates.itertuples() if a.primary}
+
+
+def _errored(result: EvaluationResult) -> list[list[Any]]:
+    """One ``errored`` problem per model and evaluator with rows whose call or scoring failed."""
+    s = errored_rows(result)
+    if s.empty:
+        return []
+    totals = _totals(result)
+    out = []
+    for (model, ev), part in s.groupby(["model_key", "evaluator"], sort=False, observed=True):
+        n, total = len(part), totals.get((str(model), str(ev)), len(part))
+        msg = f"{result.label(model)}: {ev}: {n} of {total} rows errored: {describe_errors(part['error'])}"
+        out.append(
+            ["errored", "high" if n >= total else "low", model, ev, part["metric"].iloc[0], n, None, None, None, msg]
+        )
+    return out
+
+
+def _optional_inputs(result: EvaluationResult) -> dict[str, frozenset[str]]:
+    """Per evaluator name: its declared optional inputs (none when its id is not registered)."""
+    from nbeval.errors import NbevalError
+    from nbeval.evaluators.registry import get_spec
+
+    out = {}
+    for name, ev_id in result.metrics[["evaluator", "evaluator_id"]].drop_duplicates().itertuples(index=False):
+        try:
+            out[str(name)] = frozenset(get_spec(str(ev_id)).optional_inputs)
+        except (NbevalError, KeyError):
+            out[str(name)] = frozenset()
+    return out
+
+
+def _optional_skip(reason: Any, optional: frozenset[str]) -> bool:
+    """Whether a skip reason says only optional inputs were missing (never the answer)."""
+    if not isinstance(reason, str) or not reason.startswith("missing "):
+        return False
+    names = {n.strip() for n in reason[len("missing ") :].split(",")}
+    return bool(names) and names <= optional and "actual_output" not in names
+
+
+def unmeasured_problems(result: EvaluationResult) -> list[list[Any]]:
+    """One ``unmeasured`` problem per model and evaluator measured on none of its rows (see
+    :func:`problems` for the skips that are fine)."""
+    from nbeval.evaluators.base import UNRATED_LABELS
+
+    agg = result.aggregates
+    primary = agg[agg["primary"] & (agg["N"] > 0)]
+    empty = primary[primary["n"] == 0]
+    if empty.empty:
+        return []
+    whole_run = len(empty) == len(primary)  # nothing at all was measured: always a problem
+    s = result.scores
+    s = _on_primary(
+        result,
+        s[
+            s["model_key"].isin(list(empty["model_key"].unique()))
+            & s["evaluator"].isin(list(empty["evaluator"].unique()))
+        ],
+    )
+    parts = {
+        (str(m), str(e)): part for (m, e), part in s.groupby(["model_key", "evaluator"], sort=False, observed=True)
+    }
+    optional = _optional_inputs(result)
+    out = []
+    for a in empty.itertuples():
+        model, ev, total = str(a.model_key), str(a.evaluator), int(a.N)
+        part = parts.get((model, ev))
+        why: list[str] = []
+        if part is not None:
+            skipped = part[part["skipped"]]
+            reasons = skipped["skip_reason"].astype(str).value_counts()
+            if (
+                not whole_run
+                and len(skipped) == len(part) == total
+                and all(_optional_skip(r, optional.get(ev, frozenset())) for r in reasons.index)
+            ):
+                continue  # every row lacks an optional input this evaluator needs here: it does not apply
+            scored = part[~part["skipped"]]
+            errored = scored[scored["error"].notna() & ~scored["label"].isin(list(UNRATED_LABELS))]
+            unrated = scored[scored["label"].isin(list(UNRATED_LABELS))]
+            if len(errored):
+                why.append(f"{len(errored)} errored")
+            if len(skipped):
+                top = _first_line(str(reasons.index[0]))
+                why.append(f"{len(skipped)} skipped ({top}{' and other reasons' if len(reasons) > 1 else ''})")
+            if len(unrated):
+                why.append(f"{len(unrated)} could not be rated")
+            other = len(scored) - len(errored) - len(unrated)
+            if other:
+                why.append(f"{other} gave no value")
+        msg = f"{result.label(model)}: {ev}: nothing measured (0 of {total} rows{': ' + ', '.join(why) if why else ''})"
+        out.append(["unmeasured", "high", a.model_key, ev, a.metric, total, None, None, None, msg])
+    return out
+
+
+def _unrated(result: EvaluationResult) -> list[list[Any]]:
+    """One ``unrated`` problem per model and evaluator with rows that could not be rated: scored
+    (not skipped) rows whose primary metric has no value and whose label is one of
+    :data:`~nbeval.evaluators.base.UNRATED_LABELS`."""
+    from nbeval.evaluators.base import UNRATED_LABELS
+
+    primary = result.metrics.loc[result.metrics["primary"], ["evaluator", "metric"]]
+    s = result.scores
+    s = s[~s["skipped"] & s["value"].isna() & s["label"].isin(list(UNRATED_LABELS))]
+    s = s.merge(primary, on=["evaluator", "metric"])
+    if s.empty:
+        return []
+    totals = {(a.model_key, a.evaluator): int(a.N) for a in result.aggregates.itertuples() if a.primary}
+    out = []
+    for (model, ev), part in s.groupby(["model_key", "evaluator"], sort=False, observed=True):
+        n, total = len(part), totals.get((model, ev), len(part))
+        labels = part["label"].value_counts(sort=False)
+        if len(labels) == 1:
+            why = UNRATED_LABELS[str(labels.index[0])]
+        else:
+            why = "; ".join(f"{count}: {UNRATED_LABELS[str(label)]}" for label, count in labels.items())
+        msg = f"{result.label(model)}: {ev}: {n} of {total} rows could not be rated ({why})"
+        out.append(
+            ["unrated", "high" if n >= total else "low", model, ev, part["metric"].iloc[0], n, None, None, None, msg]
+        )
+    return out
+
+
+#: How much of a test case's prompt a problem message quotes beside its key.
+PROMPT_CHARS = 40
+
+
+def _prompt_starts(result: EvaluationResult) -> dict[str, str]:
+    """Per test case key, `` "the prompt's start…"`` (at most :data:`PROMPT_CHARS` characters, on
+    one line) to follow the key in a message: a perturbed case's key is a hash, its prompt says
+    which case it is."""
+    starts: dict[str, str] = {}
+    for row in result.dataset:
+        key, text = str(row.key), " ".join(str(row.input or "").split())
+        if key in starts or not text:
+            continue
+        cut = text if len(text) <= PROMPT_CHARS else text[: PROMPT_CHARS - 1].rstrip() + "…"
+        starts[key] = f" {json.dumps(cut, ensure_ascii=False)}"
+    return starts
+
+
+def _flips(result: EvaluationResult) -> list[list[Any]]:
+    """One ``perturbation_flip`` per pair of a perturbed case and its original, on an evaluator's
+    primary metric, that :func:`~nbeval.results.statistics.robustness.flipped` (the rule the robustness
+    view counts)."""
+    from nbeval.results.statistics.robustness import flipped, perturbation_pairs
+
+    pairs = perturbation_pairs(result)
+    if pairs.empty:
+        return []
+    out = []
+    prompts = _prompt_starts(result)
+    for p in pairs[flipped(pairs)].itertuples():
+        ev, model, metric, key, src = p.evaluator, p.model_key, p.metric, p.key, p.source_key
+        src_passed = bool(p.source_passed)
+        how = (
+            "passed on the original but failed on the perturbed case"
+            if src_passed
+            else "failed on the original but passed on the perturbed case"
+        )
+        msg = (
+            f"{result.label(model)}: {ev}.{metric} {how} '{key}'{prompts.get(key, '')} "
+            f"({format_value(p.source_value)} -> {format_value(p.value)}; original '{src}'{prompts.get(src, '')})"
+        )
+        threshold = result.metrics.loc[
+            (result.metrics["evaluator"] == ev) & (result.metrics["metric"] == metric), "threshold"
+        ].iloc[0]
+        out.append(
+            ["perturbation_flip", "high" if src_passed else "low", model, ev, metric, p.value, threshold, key, src, msg]
+        )
+    return out

@@ -1,0 +1,363 @@
+"""The parts of a :class:`~nbeval.results.runs.diff.RunDiff` that are not statistics: each run's
+facts (usage, label, commit), the configuration differences and the warnings they raise, and the
+plain-text and HTML renderings.
+
+A setting a result does not record (a result saved before ``meta["run"]`` existed, or a key it
+lacks) is :data:`UNKNOWN`: shown as such, named in one warning, never counted as a change. The
+HTML escapes every text it shows (model keys, evaluator names and labels are user data).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nbeval.results.leaderboard import format_interval, format_value
+from nbeval.results.reporting.text import WIDTH, wrap_item
+from nbeval.results.reporting.usage_text import unknown_calls
+from nbeval.results.runs.diff_gate import coverage_lines
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from nbeval.results import EvaluationResult
+    from nbeval.results.runs.diff import RunDiff
+
+__all__ = [
+    "UNKNOWN",
+    "UNKNOWN_USAGE",
+    "changes",
+    "describe_run",
+    "diff_html",
+    "diff_text",
+    "load_tables",
+    "usage",
+    "warnings",
+]
+
+#: How a setting a result does not record is shown in ``RunDiff.changes``.
+UNKNOWN = "unknown"
+_NAN = float("nan")
+_USAGE = (("prompt tokens", "prompt_tokens"), ("completion tokens", "completion_tokens"), ("calls", "calls"))
+#: The usage row counting calls whose token usage was unknown (shown only when a run had any).
+UNKNOWN_USAGE = "calls of unknown usage"
+_WARN = {
+    "judge": "the judge changed from {b} to {a}: a difference may come from the judge, not from the models",
+    "embedder": "the embedder changed from {b} to {a}: a difference may come from the embedder, not the models",
+    "prompt": "the {what} changed: its differences may come from the prompt, not from the models",
+    "parameter": "the {what} changed from {b} to {a}: that evaluator's differences may come from it",
+    "threshold": "the {what} changed from {b} to {a}: its flips may come from the threshold",
+    "nbeval": "nbeval changed from {b} to {a}: an evaluator's scoring may have changed with it",
+}
+
+
+def load_tables(folder: str | os.PathLike[str]) -> EvaluationResult:
+    """A saved result as a diff reads it: :func:`nbeval.load_result`'s reading and checks of
+    ``result.json``, ``metrics.jsonl``, ``aggregates.jsonl`` and ``scores.parquet``, without the
+    dataset (an empty one in its place), which a diff does not use and which costs most of the
+    load of a large result (a Python object per row). Folders of format 1 (JSON lines, small by
+    nature) and anything unexpected go through :func:`nbeval.load_result` itself."""
+    from nbeval.data.model import LlmDataset
+    from nbeval.results.result import AGGREGATE_COLUMNS, METRIC_COLUMNS, SCORE_FILES, EvaluationResult
+    from nbeval.results.storage.columnar import read_scores_parquet
+    from nbeval.results.storage.consistency import check_metrics
+    from nbeval.results.storage.loading import read_info, read_records, load_result
+    from nbeval.results.storage.save_id import check_save
+
+    path = Path(folder)
+    if not (path / "result.json").is_file() or not (path / SCORE_FILES["parquet"]).is_file():
+        return load_result(path)  # its errors say what is missing
+    info = read_info(path / "result.json")
+    meta = info.get("meta") or {}
+    if meta.get("format_version", 1) < 2:
+        return load_result(path)
+    scores = read_scores_parquet(path / SCORE_FILES["parquet"])
+    aggregates, _ = read_records(path / "aggregates.jsonl", AGGREGATE_COLUMNS)
+    aggregates["value"] = aggregates["value"].astype(float)
+    metrics, lines = read_records(path / "metrics.jsonl", METRIC_COLUMNS)
+    check_metrics(metrics, lines, path / "metrics.jsonl")
+    # the files read are those result.json's save wrote (not a mix of two saves), as load_result checks
+    check_save(path, info, [SCORE_FILES["parquet"], "aggregates.jsonl", "metrics.jsonl"])
+    return EvaluationResult(scores, aggregates, metrics, LlmDataset([]), meta=meta)
+
+
+def _number(value: Any) -> float:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return float(value) if ok else _NAN
+
+
+def _part(meta: dict[str, Any], key: str) -> dict[str, Any]:
+    """``meta[key]`` when it is a dict, else an empty one."""
+    got = meta.get(key)
+    return got if isinstance(got, dict) else {}
+
+
+def usage(before: dict[str, Any], after: dict[str, Any]) -> pd.DataFrame:
+    """Tokens, calls, cost and duration of each run (``meta["usage"]``, ``meta["duration_s"]``)."""
+    import pandas as pd
+
+    facts = []
+    for meta in (before, after):
+        totals = _part(meta, "usage")
+        got = {what: _number(totals.get(k)) for what, k in _USAGE}
+        tokens = [v for v in (got["prompt tokens"], got["completion tokens"]) if not math.isnan(v)]
+        got["tokens"] = sum(tokens) if tokens else _NAN
+        got["cost (USD)"], got["duration (s)"] = _number(totals.get("cost")), _number(meta.get("duration_s"))
+        facts.append(got)
+    order = ["tokens", "prompt tokens", "completion tokens", "calls", "cost (USD)", "duration (s)"]
+    unknown = [unknown_calls(_part(meta, "usage")) for meta in (before, after)]
+    if any(unknown):  # a run priced without some calls: its cost is a lower bound, and says so
+        for got, n in zip(facts, unknown, strict=True):
+            got[UNKNOWN_USAGE] = float(n)
+        order.insert(order.index("cost (USD)") + 1, UNKNOWN_USAGE)
+    table = pd.DataFrame({"what": order, "before": [facts[0][w] for w in order], "after": [facts[1][w] for w in order]})
+    table["change"] = table["after"] - table["before"]
+    return table
+
+
+def _show(value: Any) -> str:
+    """A setting as text: ``None`` is "none", a judge ``{"model", "params"}`` its model and
+    parameters, anything else JSON."""
+    if value is None:
+        return "none"
+    if isinstance(value, dict) and "model" in value:
+        params = value.get("params") or {}
+        return str(value["model"]) + (f" {json.dumps(params, sort_keys=True, default=str)}" if params else "")
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+
+
+def _recorded(meta: dict[str, Any]) -> dict[str, Any]:
+    """The facts of ``meta["run"]`` that are known. A result no run made (its ``started_at`` is
+    ``None``: :func:`~nbeval.results.run_facts.unknown_run_facts`) knows only its dataset's
+    fingerprint and label; elsewhere a ``None`` judge or embedder is known: the run used none. A
+    ``None`` fingerprint is unknown."""
+    run = {k: v for k, v in _part(meta, "run").items() if not (k == "dataset_fingerprint" and v is None)}
+    if run.get("started_at") is None:
+        return {k: run[k] for k in ("dataset_fingerprint", "label") if k in run}
+    return run
+
+
+def _facts(before: dict[str, Any], after: dict[str, Any], common: list[str]) -> list[tuple[str, str, str, str]]:
+    """The judge, the embedder, the dataset and the prompts, from each ``meta["run"]``."""
+    runs = [_recorded(before), _recorded(after)]
+    rows = []
+    for key, what in (("judge", "judge"), ("embedder", "embedder"), ("dataset_fingerprint", "dataset")):
+        b, a = (_show(run[key]) if key in run else UNKNOWN for run in runs)
+        rows.append(("dataset fingerprint (rows and answers)" if what == "dataset" else what, b, a, what))
+    prompts = [run.get("prompts") for run in runs]
+    if isinstance(prompts[0], dict) and isinstance(prompts[1], dict):
+        rows += [(f"prompt of {e}", _show(prompts[0].get(e)), _show(prompts[1].get(e)), "prompt") for e in common]
+    else:
+        b, a = (f"{len(p)} recorded" if isinstance(p, dict) else UNKNOWN for p in prompts)
+        rows.append(("prompts", b, a, "prompt"))
+    return rows
+
+
+def _params(meta: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Evaluator name to (id, params), from ``meta["evaluators"]``."""
+    listed = meta.get("evaluators")
+    found = [e for e in listed if isinstance(e, dict)] if isinstance(listed, list) else []
+    return {str(e.get("name")): (_show(e.get("id")), e.get("params") or {}) for e in found}
+
+
+def _parameters(before: dict[str, Any], after: dict[str, Any], common: list[str]) -> list[tuple[str, str, str, str]]:
+    """Each common evaluator's id and parameters where they differ (thresholds are compared per
+    metric, from the metrics tables; ``name`` is what pairs them)."""
+    params = [_params(before), _params(after)]
+    rows = []
+    for e in (e for e in common if e in params[0] and e in params[1]):
+        (id_b, pb), (id_a, pa) = params[0][e], params[1][e]
+        rows.append((f"{e} evaluator", id_b, id_a, "parameter"))
+        for k in sorted({*pb, *pa} - {"threshold", "name"}):
+            rows.append(
+                (f"{e} parameter {k}", _show(pb.get(k, "(not set)")), _show(pa.get(k, "(not set)")), "parameter")
+            )
+    return rows
+
+
+def changes(before: EvaluationResult, after: EvaluationResult) -> list[tuple[str, str, str, str]]:
+    """(what, before, after, kind) of every configuration difference, one side :data:`UNKNOWN`
+    where a result does not record the setting."""
+    evs = [before.evaluators, after.evaluators]
+    common = [e for e in evs[0] if e in evs[1]]
+    rows = [(f"evaluator {e}", "run", "not run", "evaluator") for e in evs[0] if e not in evs[1]]
+    rows += [(f"evaluator {e}", "not run", "run", "evaluator") for e in evs[1] if e not in evs[0]]
+    rows += _facts(before.meta, after.meta, common) + _parameters(before.meta, after.meta, common)
+    thresholds = [m.set_index(["evaluator", "metric"])["threshold"] for m in (before.metrics, after.metrics)]
+    for (e, metric), t_a in thresholds[1].items():
+        t_b = thresholds[0].get((e, metric), t_a)
+        if e in common:
+            shown = [format_value(_number(t), 4) if not math.isnan(_number(t)) else "none" for t in (t_b, t_a)]
+            rows.append((f"threshold of {e}.{metric}", shown[0], shown[1], "threshold"))
+    versions = [str(m.get("nbeval_version", UNKNOWN)) for m in (before.meta, after.meta)]
+    rows.append(("nbeval version", versions[0], versions[1], "nbeval"))
+    return [r for r in rows if r[1] != r[2]]
+
+
+def warnings(found: list[tuple[str, str, str, str]], before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """The sentences about changed configuration, the most likely to explain a difference first;
+    then whether both runs scored the very same rows (the same dataset fingerprint: answers
+    included), and the settings one run does not record. A changed fingerprint says nothing by
+    itself: new answers change it."""
+    out, unknown = [], []
+    for kind in ("judge", "embedder", "prompt", "parameter", "threshold", "nbeval", "evaluator", "dataset"):
+        for what, b, a, _ in (c for c in found if c[3] == kind):
+            if UNKNOWN in (b, a):
+                unknown.append(f"the {what} ({'before' if b == UNKNOWN else 'after'} run)")
+            elif kind == "evaluator":
+                out.append(f"the {what} is only in the {'after' if b == 'not run' else 'before'} run: not compared")
+            elif kind != "dataset":
+                out.append(_WARN[kind].format(what=what, b=b, a=a))
+    prints = [_recorded(meta).get("dataset_fingerprint") for meta in (before, after)]
+    if prints[0] is not None and prints[0] == prints[1]:
+        out.append(
+            "both runs scored the same rows, answers included (the same dataset fingerprint): every "
+            "difference comes from the scoring (evaluators, judge, prompts), not from the models"
+        )
+    if unknown:
+        out.append(f"not recorded, so whether it changed is unknown: {', '.join(unknown)}")
+    return out
+
+
+def describe_run(meta: dict[str, Any]) -> str:
+    """A run's label, start and commit in words ("" when its result records none)."""
+    run = _recorded(meta)
+    parts = [f"'{run['label']}'"] if run.get("label") else []
+    parts += [f"started {run['started_at']}"] if run.get("started_at") else []
+    if run.get("git_commit"):
+        parts.append(
+            f"commit {str(run['git_commit'])[:12]}" + (" with uncommitted changes" if run.get("git_dirty") else "")
+        )
+    return ", ".join(parts)
+
+
+# -- renderings ---------------------------------------------------------------------------------
+
+
+def _change_cells(row: Any) -> list[str]:
+    """A comparison as the text and the HTML show it: what, model, before, after, change, interval,
+    test and adjusted p-value, pairs."""
+    p = "" if math.isnan(row.p_holm) else "p_holm ≈ 0" if row.p_holm == 0 else f"p_holm {row.p_holm:.3g}"
+    return [
+        f"{row.evaluator}.{row.metric}",
+        str(row.model_key),
+        format_value(row.mean_before),
+        format_value(row.mean_after),
+        f"{row.diff:+.3f}",
+        format_interval(row.diff_lo, row.diff_hi),
+        f"{row.test} {p}".strip(),
+        f"n {row.n:,}",
+    ]
+
+
+def _flip_cells(row: Any) -> list[str]:
+    """A flip as the text and the HTML show it: change, evaluator, model, key, before, after."""
+    values = [format_value(row.value_before), format_value(row.value_after)]
+    return [row.change, str(row.evaluator), str(row.model_key), str(row.key), *values]
+
+
+#: Digits after the point of each usage figure (tokens and calls are whole numbers).
+_DIGITS = {"cost (USD)": 4, "duration (s)": 1}
+
+
+def _amount(what: str, value: float, sign: str = "") -> str:
+    return "?" if math.isnan(value) else f"{value:{sign},.{_DIGITS.get(what, 0)}f}"
+
+
+def _usage_rows(d: RunDiff) -> list[list[str]]:
+    known = d.usage[d.usage[["before", "after"]].notna().any(axis=1)]
+    return [[w, _amount(w, b), _amount(w, a), _amount(w, c, "+")] for w, b, a, c in known.itertuples(index=False)]
+
+
+def _counts(d: RunDiff) -> str:
+    t = d.table
+    tested = int(t["p_value"].notna().sum())
+    effect = f", a change of at least {d.min_effect:g}" if d.min_effect else ""
+    return (
+        f"{len(t)} comparisons (evaluator, metric, model), {tested} tested: p-values {t.attrs.get('family', '')}; "
+        f"significant below alpha {t.attrs.get('alpha', 0.05):g}{effect}"
+    )
+
+
+def diff_text(d: RunDiff, max_flips: int) -> str:
+    """``str(diff)``: warnings, regressions, improvements, flips, new and gone rows, usage; every
+    line at most :data:`~nbeval.results.reporting.text.WIDTH` columns."""
+    lines = ["nbeval diff: before → after"]
+    for name, run in zip(("before", "after"), d.runs, strict=True):
+        lines += wrap_item(f"{name}: {run}", bullet="  ") if run else []
+    if d.warnings:
+        lines += ["", "warnings:"]
+        lines += [line for w in d.warnings for line in wrap_item(w)]
+    gaps = coverage_lines(d)
+    if gaps:  # before "regressions: none", which reads as good news when nothing was compared
+        lines += ["", "not compared:"]
+        lines += [line for g in gaps for line in wrap_item(g)]
+    lines += ["", *wrap_item(_counts(d), bullet="")]
+    for title, part in (("regressions", d.regressions), ("improvements", d.improvements)):
+        lines += ["", f"{title}: {len(part) or 'none'}"]
+        for row in part.itertuples(index=False):
+            c = _change_cells(row)
+            lines += wrap_item(f"{c[0]} · {c[1]}: {c[2]} → {c[3]} ({c[4]}, 95% CI {c[5]}; {', '.join(c[6:])})")
+    f = d.flips
+    fails = int((f["change"] == "now fails").sum())
+    lines += ["", f"flips (pass/fail verdict on the primary metric): {fails:,} now fail, {len(f) - fails:,} now pass"]
+    for row in f.head(max_flips).itertuples(index=False):
+        c = _flip_cells(row)
+        lines += wrap_item(f"{c[0]}: {c[1]} · {c[2]} · {c[3]}: {c[4]} → {c[5]}")
+    if len(f) > max_flips:
+        lines.append(f"  … and {len(f) - max_flips:,} more (RunDiff.flips has them all)")
+    if len(d.new_rows) or len(d.gone_rows):
+        lines += [
+            "",
+            f"rows: {len(d.new_rows):,} new (RunDiff.new_rows), {len(d.gone_rows):,} gone (RunDiff.gone_rows)",
+        ]
+    usage_rows = _usage_rows(d)
+    if usage_rows:
+        lines += ["", "usage: before → after (change)"]
+        lines += [f"  {w:<18} {b:>14} → {a:<14} ({c})" for w, b, a, c in usage_rows]
+        if UNKNOWN_USAGE in set(d.usage["what"]):
+            lines.append(f"  cost (USD) is a lower bound where {UNKNOWN_USAGE} is above 0: they were not priced")
+    return "\n".join(line if len(line) <= WIDTH else line[: WIDTH - 1] + "…" for line in lines)
+
+
+def _html_table(headers: list[str], rows: list[list[str]]) -> str:
+    e = html.escape
+    head = "".join(f"<th>{e(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def diff_html(d: RunDiff, max_flips: int) -> str:
+    """The notebook view of a diff: the same sections as :func:`diff_text`, every text escaped."""
+    e = html.escape
+    parts = ["<div class='nbeval-diff'><b>nbeval diff</b>: before → after"]
+    parts += [f"<br>{e(name)}: {e(run)}" for name, run in zip(("before", "after"), d.runs, strict=True) if run]
+    if d.warnings:
+        items = "".join(f"<li>{e(w)}</li>" for w in d.warnings)
+        parts.append(f"<p><b>warnings</b></p><ul style='color:#a4461b'>{items}</ul>")
+    gaps = coverage_lines(d)
+    if gaps:
+        items = "".join(f"<li>{e(g)}</li>" for g in gaps)
+        parts.append(f"<p><b>not compared</b></p><ul style='color:#a4461b'>{items}</ul>")
+    parts.append(f"<p>{e(_counts(d))}</p>")
+    headers = ["metric", "model", "before", "after", "change", "95% CI", "test", "pairs"]
+    for title, part in (("regressions", d.regressions), ("improvements", d.improvements)):
+        parts.append(f"<p><b>{title}</b>: {len(part) or 'none'}</p>")
+        parts += [_html_table(headers, [_change_cells(r) for r in part.itertuples(index=False)])] if len(part) else []
+    f = d.flips
+    fails = int((f["change"] == "now fails").sum())
+    parts.append(f"<p><b>flips</b>: {fails:,} now fail, {len(f) - fails:,} now pass</p>")
+    if len(f):
+        rows = [_flip_cells(r) for r in f.head(max_flips).itertuples(index=False)]
+        parts.append(_html_table(["change", "evaluator", "model", "key", "before", "after"], rows))
+        parts += (
+            [f"<p>… and {len(f) - max_flips:,} more (RunDiff.flips has them all)</p>"] if len(f) > max_flips else []
+        )
+    parts.append(f"<p>rows: {len(d.new_rows):,} new, {len(d.gone_rows):,} gone</p>")
+    usage_rows = _usage_rows(d)
+    parts += [_html_table(["usage", "before", "after", "change"], usage_rows)] if usage_rows else []
+    return "".join(parts) + "</div>"
