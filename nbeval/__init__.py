@@ -25,6 +25,7 @@ _EXPORTS = {
     "align": "nbeval.engine.align",
     "AlignReport": "nbeval.engine.align",
     "plan": "nbeval.application",
+    "RunOptions": "nbeval.options",
     "Plan": "nbeval.engine",
     "EvaluationResult": "nbeval.results",
     "load_result": "nbeval.results",
@@ -133,6 +134,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs only
     from nbeval.evaluators.registry import catalogue, evaluator, list_evaluators, register
     from nbeval.evaluators.scorer import scorer
     from nbeval.generation import GenerationPlan, generate
+    from nbeval.options import RunOptions
     from nbeval.perturbation import Perturbator, perturb, register_perturbator
     from nbeval.requests import Chat, Embed, Gather, ScorePairs
     from nbeval.results import EvaluationResult, load_result

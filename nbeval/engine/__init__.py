@@ -22,7 +22,7 @@ A run whose every row finished is not marked cancelled, whenever the event was s
 :func:`evaluate` does the same without waiting for the calls in flight, and raises
 :class:`Interrupted`, which holds the partial result.
 
-The engine's modules: :mod:`~nbeval.engine.plan` (plan a run, :class:`RunState`),
+The engine's modules: :mod:`~nbeval.engine.planning` (plan a run, :class:`RunState`),
 :mod:`~nbeval.engine.drive` (the generator driver, shared with the Dask workers),
 :mod:`~nbeval.engine.cases` (case-level evaluators: a test case scored once every model's row of it
 is reached, in the chunk of its last row, its outcome filed on each row),
@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from nbeval.data.inputs import to_dataset
 from nbeval.engine.dry_run import Plan, first_requests, plan, planned_requests
-from nbeval.engine.plan import RunState, plan_run
+from nbeval.engine.planning import RunState, plan_run
 from nbeval.engine.run import CHUNK_ROWS, evaluate, finish, run_chunk
 from nbeval.errors import Interrupted
 from nbeval.results.live import LiveResult

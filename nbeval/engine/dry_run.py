@@ -10,7 +10,7 @@ from typing import Any
 from nbeval.data.model import LlmDataset, Row
 from nbeval.engine.cases import case_end, order_cases
 from nbeval.engine.drive import start_case, start_row
-from nbeval.engine.plan import plan_rows
+from nbeval.engine.planning import plan_rows
 from nbeval.errors import JudgeNotConfigured, ResourceError
 from nbeval.evaluators.base import Evaluator
 from nbeval.evaluators.case import is_case_level

@@ -15,7 +15,7 @@ from nbeval.data.model import Row
 from nbeval.engine.cases import case_end
 from nbeval.engine.drive import Scoring, cancel_row, drive, row_outcomes, start_case, start_row, unfinished
 from nbeval.engine.interrupts import holding_interrupts, whole
-from nbeval.engine.plan import RunState, plan_run, seat_jury
+from nbeval.engine.planning import RunState, plan_run, seat_jury
 from nbeval.errors import BadParameter, Interrupted
 from nbeval.evaluators.case import is_case_level
 from nbeval.evaluators.registry import resolve_evaluators

@@ -7,7 +7,7 @@ import gc
 from collections.abc import Callable
 from pathlib import Path
 
-from nbeval.engine.plan import RunState
+from nbeval.engine.planning import RunState
 from nbeval.errors import NbevalError
 from nbeval.serve.jobs import Job, JobStore
 from tests.serve.conftest import LiveService

@@ -49,7 +49,7 @@ from nbeval.results.runs.diff_coverage import coverage_table, empty_coverage
 from nbeval.results.runs.diff_gate import MIN_SHARED, check_min_shared
 from nbeval.results.runs.diff_parts import UNKNOWN
 from nbeval.results.statistics import stats
-from nbeval.results.statistics.compare import is_mean_of_rows, family_words
+from nbeval.results.statistics.compare import family_words, is_mean_of_rows
 
 if TYPE_CHECKING:
     import pandas as pd

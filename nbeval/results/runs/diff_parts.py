@@ -65,7 +65,7 @@ def load_tables(folder: str | os.PathLike[str]) -> EvaluationResult:
     from nbeval.results.result import AGGREGATE_COLUMNS, METRIC_COLUMNS, SCORE_FILES, EvaluationResult
     from nbeval.results.storage.columnar import read_scores_parquet
     from nbeval.results.storage.consistency import check_metrics
-    from nbeval.results.storage.loading import read_info, read_records, load_result
+    from nbeval.results.storage.loading import load_result, read_info, read_records
     from nbeval.results.storage.save_id import check_save
 
     path = Path(folder)

@@ -1,0 +1,127 @@
+"""RunOptions: how a run is configured, as one typed, frozen value.
+
+    opts = nbeval.RunOptions(judge="gpt-4o-mini", concurrency=4, cache=False)
+    nbeval.evaluate(lab, ["correctness"], options=opts)
+    nbeval.evaluate(lab, ["correctness"], options=opts, concurrency=2)   # a keyword wins
+
+Every entry point that configures a run (``evaluate``, ``plan``, ``collect``, ``generate``,
+``perturb``, the service, the run panel, the CLI, the magics, a Dask run) takes ``options=`` and
+the same names as keywords; the keywords are sugar for :meth:`RunOptions.merged`. The CLI and the
+magics build one RunOptions from their flags and hand it on, so a new option is declared here once.
+
+This module sits in the lowest layer: it holds plain values (a judge or an embedder stays what the
+caller gave, resolved later by the runtime) and imports nothing of nbeval's but its errors.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from nbeval.errors import BadParameter
+
+__all__ = ["DEFAULT_CHUNK_ROWS", "DEFAULT_CONCURRENCY", "RunOptions"]
+
+#: Judge calls in flight at once, by default.
+DEFAULT_CONCURRENCY = 8
+#: Rows scored together in one batch of rounds (see :data:`nbeval.engine.run.CHUNK_ROWS`).
+DEFAULT_CHUNK_ROWS = 256
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How a run is configured: its shared resources, its limits and how its calls are sent.
+
+    Every field has the default a plain ``nbeval.evaluate(data, evaluators)`` uses. Values are
+    checked when the object is made (:class:`~nbeval.errors.BadParameter` names the field), so a
+    bad option fails before anything is spent, wherever it came from."""
+
+    #: The shared embedder: a model name or path, an embedder object, or ``None`` for the default.
+    embedder: Any = None
+    #: The shared judge: a model name, ``{"model": ..., "base_url": ...}``, a function, ``"hf:<name>"``.
+    judge: Any = None
+    #: Where local models run: ``"cpu"``, ``"cuda"``, ``"mps"``, or ``None`` to choose.
+    device: str | None = None
+    #: The judge reply cache: ``True`` (the default folder), ``False``, or a folder or file path.
+    cache: Any = True
+    #: Judge calls in flight at once (at least 1).
+    concurrency: int = DEFAULT_CONCURRENCY
+    #: Seconds each whole judge call may take, or ``None`` for the client's default.
+    timeout: float | None = None
+    #: Tries per judge call, the first included, or ``None`` for the client's default.
+    max_attempts: int | None = None
+    #: Model name -> USD per 1k prompt and completion tokens, for the cost estimate and usage.
+    prices: Mapping[str, Any] | None = None
+    #: Whether a progress bar is shown.
+    progress: bool = True
+    #: A Dask ``Client`` or scheduler address: the run is partitioned across the cluster.
+    scheduler: Any = None
+    #: Send judge calls through the provider's batch API (cheaper, slower).
+    batch: bool = False
+    #: Seconds between polls of a batch, or ``None`` for the default.
+    batch_poll_s: float | None = None
+    #: The batch API's price discount (0–1) applied to the cost estimate, or ``None`` for the default.
+    batch_discount: float | None = None
+    #: Rows scored together in one batch of rounds.
+    chunk_rows: int = DEFAULT_CHUNK_ROWS
+
+    def __post_init__(self) -> None:
+        _at_least_one("concurrency", self.concurrency)
+        _at_least_one("chunk_rows", self.chunk_rows)
+        if self.max_attempts is not None:
+            _at_least_one("max_attempts", self.max_attempts)
+        for name in ("timeout", "batch_poll_s"):
+            value = getattr(self, name)
+            if value is not None and not (_is_number(value) and value > 0 and math.isfinite(value)):
+                raise BadParameter(f"{name} must be a positive number of seconds or None, got {value!r}")
+        if self.batch_discount is not None and not (_is_number(self.batch_discount) and 0 <= self.batch_discount <= 1):
+            raise BadParameter(f"batch_discount must be a number from 0 to 1 or None, got {self.batch_discount!r}")
+        for name in ("progress", "batch"):
+            if not isinstance(getattr(self, name), bool):
+                raise BadParameter(f"{name} must be True or False, got {getattr(self, name)!r}")
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The option names, in declaration order."""
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    def merged(self, **changes: Any) -> RunOptions:
+        """A copy with ``changes`` applied; a change of ``None`` is not a change for an option whose
+        default is not ``None``. An unknown name is a :class:`~nbeval.errors.BadParameter`."""
+        known = set(self.names())
+        unknown = sorted(set(changes) - known)
+        if unknown:
+            known_list = ", ".join(self.names())
+            raise BadParameter(f"unknown run option(s): {', '.join(unknown)}; the options are {known_list}")
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def of(cls, options: RunOptions | Mapping[str, Any] | None = None, **keywords: Any) -> RunOptions:
+        """The options a call asked for: ``options`` (a RunOptions, a mapping of names, or ``None``
+        for the defaults) with ``keywords`` on top."""
+        if options is None:
+            base = cls()
+        elif isinstance(options, RunOptions):
+            base = options
+        elif isinstance(options, Mapping):
+            base = cls().merged(**dict(options))
+        else:
+            kind = type(options).__name__
+            raise BadParameter(f"options must be a RunOptions or a mapping of option names, got {kind}")
+        return base.merged(**keywords) if keywords else base
+
+    def as_dict(self) -> dict[str, Any]:
+        """The options as keywords, e.g. for an older function's signature."""
+        return {name: getattr(self, name) for name in self.names()}
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _at_least_one(name: str, value: Any) -> None:
+    if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+        raise BadParameter(f"{name} must be a whole number of at least 1, got {value!r}")
