@@ -46,10 +46,10 @@ _EXPORTS = {
     "Param": "nbeval.evaluators.base",
     "Score": "nbeval.evaluators.base",
     "Aggregate": "nbeval.evaluators.base",
-    "Embed": "nbeval.requests",
-    "Chat": "nbeval.requests",
-    "ScorePairs": "nbeval.requests",
-    "Gather": "nbeval.requests",
+    "Embed": "nbeval.request_kinds",
+    "Chat": "nbeval.request_kinds",
+    "ScorePairs": "nbeval.request_kinds",
+    "Gather": "nbeval.request_kinds",
     "collect": "nbeval.chat.collect",
     "bool_score": "nbeval.evaluators.base",
     "Chunk": "nbeval.data.model",
@@ -136,7 +136,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs only
     from nbeval.generation import GenerationPlan, generate
     from nbeval.options import RunOptions
     from nbeval.perturbation import Perturbator, perturb, register_perturbator
-    from nbeval.requests import Chat, Embed, Gather, ScorePairs
+    from nbeval.request_kinds import Chat, Embed, Gather, ScorePairs
     from nbeval.results import EvaluationResult, load_result
     from nbeval.results.runs.diff import RunDiff, diff
     from nbeval.results.runs.registry import runs

@@ -7,7 +7,7 @@ import pytest
 
 import nbeval
 from nbeval.errors import MissingDependency, ResourceError
-from nbeval.requests import Chat, Embed, Request, ScorePairs
+from nbeval.request_kinds import Chat, Embed, Request, ScorePairs
 from nbeval.runtime import Answer, Resources
 
 

@@ -14,7 +14,7 @@ from nbeval.errors import NbevalError
 from nbeval.evaluators.base import Evaluator, Score
 from nbeval.evaluators.case import CaseEvaluator
 from nbeval.evaluators.jury import Jury, jury_score
-from nbeval.requests import Gather
+from nbeval.request_kinds import Gather
 from nbeval.results.outcome import RowOutcome
 from nbeval.runtime import Answer, RequestCancelled, Resources
 
@@ -197,7 +197,7 @@ def _ignore(out: Scoring) -> None:
 
 
 class _Gathered:
-    """A round's requests with every :class:`~nbeval.requests.Gather` spread into its parts, so
+    """A round's requests with every :class:`~nbeval.request_kinds.Gather` spread into its parts, so
     the parts are batched with the rest; a gather's answer (a tuple of its parts' answers, a failed
     part as its error) is handed on once its last part is in. A part cancelled before it was asked
     cancels its row, as a cancelled single request does."""

@@ -14,7 +14,7 @@ from nbeval.engine.planning import plan_rows
 from nbeval.errors import JudgeNotConfigured, ResourceError
 from nbeval.evaluators.base import Evaluator
 from nbeval.evaluators.case import is_case_level
-from nbeval.requests import Chat, Gather
+from nbeval.request_kinds import Chat, Gather
 from nbeval.runtime import Resources, handler_for, model_key
 
 __all__ = ["Plan", "first_requests", "placeholder_answer", "plan", "planned_requests"]
@@ -146,7 +146,7 @@ _PLAN_MAX_REQUESTS = 1000
 def planned_requests(ev: Evaluator, rows: Iterable[Row]) -> Iterable[tuple[Any, bool]]:
     """Every chat request each row's scoring would make, as ``(request, is_first_of_its_row)``,
     found without calling anything: each chat request is answered with an empty placeholder reply
-    (model :data:`~nbeval.requests.DRY_RUN_MODEL`), each embedding or pair-scoring request with
+    (model :data:`~nbeval.request_kinds.DRY_RUN_MODEL`), each embedding or pair-scoring request with
     placeholder numbers, so later requests that depend on real answers are an estimate. A
     case-level evaluator's requests are each test case's, counted once per case."""
     for gen in _scorers(ev, rows):
@@ -167,7 +167,7 @@ def planned_requests(ev: Evaluator, rows: Iterable[Row]) -> Iterable[tuple[Any, 
 
 def placeholder_answer(req: Any) -> Any:
     """A stand-in answer to ``req`` in a dry run, from its kind's handler (an empty chat reply from
-    model :data:`~nbeval.requests.DRY_RUN_MODEL`, equal unit vectors, zero pair scores)."""
+    model :data:`~nbeval.request_kinds.DRY_RUN_MODEL`, equal unit vectors, zero pair scores)."""
     if isinstance(req, Gather):
         return tuple(placeholder_answer(part) for part in req.requests)
     handler = handler_for(req)

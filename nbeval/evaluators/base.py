@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Union
 from nbeval.data.rows import field_missing
 from nbeval.errors import EvaluatorError
 from nbeval.evaluators.params import Param, Params
-from nbeval.requests import Chat, Embed, Request
+from nbeval.request_kinds import Chat, Embed, Request
 
 if TYPE_CHECKING:
     from nbeval.data.model import LlmDataset, Row

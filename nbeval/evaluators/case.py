@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard, Union
 
 from nbeval.errors import EvaluatorError
 from nbeval.evaluators.base import Evaluator, Score, ScoreResult
-from nbeval.requests import Request
+from nbeval.request_kinds import Request
 
 if TYPE_CHECKING:
     from nbeval.data.model import Row

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from nbeval.errors import EvaluatorError, NbevalError
 from nbeval.evaluators.base import Score
-from nbeval.requests import Chat, Gather
+from nbeval.request_kinds import Chat, Gather
 
 if TYPE_CHECKING:
     from nbeval.data.model import Row
@@ -67,7 +67,7 @@ __all__ = [
 #: The ways a jury's verdicts become the row's value.
 AGGREGATES = ("majority", "mean", "unanimous", "any")
 
-#: How many sample numbers (:attr:`~nbeval.requests.Chat.sample`) each juror's requests may use:
+#: How many sample numbers (:attr:`~nbeval.request_kinds.Chat.sample`) each juror's requests may use:
 #: juror ``k``'s sample ``s`` is sent as sample ``s + k * JUROR_SAMPLES``.
 JUROR_SAMPLES = 1_000_000
 
@@ -193,7 +193,7 @@ def with_judge(ev: Evaluator, judge: Any) -> Evaluator:
 def juror_request(request: Any, juror: int) -> Any:
     """``request`` as juror number ``juror`` (0 for the first) of a jury asks it.
 
-    A chat request is marked as its own sample (:attr:`~nbeval.requests.Chat.sample`, part of the
+    A chat request is marked as its own sample (:attr:`~nbeval.request_kinds.Chat.sample`, part of the
     cache key, never sent): otherwise the same judge named twice would ask the same request twice,
     which the client answers once (one call, or one cache entry), and every copy of the judge
     would get one reply, a perfect agreement that measured nothing. The first juror's requests

@@ -17,7 +17,7 @@ questions are paired by shared words, with no model (:mod:`.plan`). The prompts
 (:mod:`.prompts`) follow ragas's structured calls in form: the reply's JSON schema in the system
 message, the reply parsed against it, and a wrong reply answered with what was wrong.
 
-**On nbeval's judge layer.** Every call is a :class:`~nbeval.requests.Chat` request answered by
+**On nbeval's judge layer.** Every call is a :class:`~nbeval.request_kinds.Chat` request answered by
 :class:`~nbeval.runtime.Resources`, as an evaluator's are: cached on disk (the same documents,
 settings and seed make the same requests, so a second run makes no call), bounded in
 concurrency, retried on rate limits with backoff, cut off at a time limit, counted in tokens and

@@ -32,7 +32,7 @@ from nbeval.generation.plan import REPLY_TOKENS, GenerationPlan, Slot, SlotSourc
 from nbeval.generation.prompts import as_personas, case_messages, parse_reply, reask_messages, response_format
 from nbeval.generation.report import REPORT_KEY, failure, no_case_error, suite_of, summary_lines
 from nbeval.progress import progress_bar
-from nbeval.requests import Chat, Embed
+from nbeval.request_kinds import Chat, Embed
 from nbeval.runtime import RequestCancelled, Resources, refused
 
 if TYPE_CHECKING:

@@ -51,7 +51,7 @@ from nbeval.perturbation.llm import (
     rewrite_prompts,
 )
 from nbeval.perturbation.registry import resolve_perturbators
-from nbeval.requests import Chat
+from nbeval.request_kinds import Chat
 
 __all__ = ["PERTURBATION_SOURCE", "perturb", "perturbation_category", "perturbed_count", "to_suite"]
 

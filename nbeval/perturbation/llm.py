@@ -46,7 +46,7 @@ from typing import Any, ClassVar
 from nbeval.data.delimiters import neutralise
 from nbeval.errors import PerturbationError
 from nbeval.perturbation.base import PerturbationWarning, Perturbator, check_intensity
-from nbeval.requests import Chat
+from nbeval.request_kinds import Chat
 
 __all__ = [
     "DEFAULT_PARAMS",

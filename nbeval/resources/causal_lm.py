@@ -1,10 +1,10 @@
 """A causal language model that tells how likely each continuation is after its prefix.
 
-It answers :class:`~nbeval.requests.TokenLogProbs` requests for ``perplexity`` and the GPTScore
+It answers :class:`~nbeval.request_kinds.TokenLogProbs` requests for ``perplexity`` and the GPTScore
 evaluators. The engine (:class:`nbeval.runtime.builtin.LocalModelHandler`) pools every item of a
 round for one model, deduplicated, and calls :meth:`CausalLMRunner.logprobs` once; the runner
 sorts the sequences by length, batches them and hands back one
-:class:`~nbeval.requests.TokenScores` per item, in order.
+:class:`~nbeval.request_kinds.TokenScores` per item, in order.
 
 How an item becomes token ids. The prefix and the continuation are tokenised *separately* and
 the ids concatenated, so the scored tokens are exactly the continuation's own tokens (with a
@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from nbeval.errors import MissingDependency, ResourceError
-from nbeval.requests import TokenScores
+from nbeval.request_kinds import TokenScores
 
 __all__ = ["DEFAULT_BATCH_SIZE", "CausalLMRunner", "plan_windows"]
 

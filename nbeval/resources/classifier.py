@@ -1,4 +1,4 @@
-"""A local text classifier that answers :class:`~nbeval.requests.Classify` requests.
+"""A local text classifier that answers :class:`~nbeval.request_kinds.Classify` requests.
 
 :class:`ClassifierRunner` wraps either a transformers sequence classifier (``kind="classifier"``:
 a hub name or a local directory; one text or an ``(a, b)`` pair per input) or a detoxify
@@ -31,7 +31,7 @@ from typing import Any, Literal, Union
 import numpy as np
 
 from nbeval.errors import MissingDependency, ResourceError
-from nbeval.requests import LabelScores
+from nbeval.request_kinds import LabelScores
 from nbeval.resources.embedder import _quiet_transformers
 from nbeval.resources.pair_cut import cut_pairs
 

@@ -5,7 +5,7 @@ A cross-encoder reads both texts at once and returns one relevance or similarity
 comparing embeddings but usually closer to human judgement. Loaded lazily; each distinct pair is
 scored once per process.
 
-Evaluators never call it themselves: they yield a :class:`~nbeval.requests.ScorePairs` request,
+Evaluators never call it themselves: they yield a :class:`~nbeval.request_kinds.ScorePairs` request,
 and the engine (:class:`nbeval.runtime.builtin.PairsHandler`) pools the pairs of every request
 of a round and calls :meth:`CrossEncoderScorer.score` once per model.
 """

@@ -1,5 +1,5 @@
-"""Local models that answer :class:`~nbeval.requests.Classify` and
-:class:`~nbeval.requests.TokenLogProbs` requests: loaded lazily, once per process, kind, name and
+"""Local models that answer :class:`~nbeval.request_kinds.Classify` and
+:class:`~nbeval.request_kinds.TokenLogProbs` requests: loaded lazily, once per process, kind, name and
 device, and shared by every evaluator and run that names the same one.
 
 A runner has ``classify(inputs) -> LabelScores`` (classifiers, detoxify checkpoints) or
@@ -15,7 +15,7 @@ import threading
 from typing import Any
 
 from nbeval.errors import ResourceError
-from nbeval.requests import LocalModel
+from nbeval.request_kinds import LocalModel
 
 __all__ = ["clear_local_models", "get_local_model", "resolve_device"]
 

@@ -3,7 +3,7 @@
 The engine drives evaluators in rounds (:func:`~nbeval.engine.drive.drive`): a round's requests are
 every row's next question, and a row's next question may depend on the answer to its last (ragas's
 faithfulness extracts statements, then asks about each). So a batched run sends one batch per
-model *per round*: the round's :class:`~nbeval.requests.Chat` requests the cache does not hold, for
+model *per round*: the round's :class:`~nbeval.request_kinds.Chat` requests the cache does not hold, for
 every model at once (:func:`~nbeval.chat.batch.run_batches`), waits for them, hands the answers
 on, and the next round's questions make the next batch. An evaluator that asks three questions in
 sequence takes three batches, one after the other.

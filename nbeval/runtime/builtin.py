@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from nbeval.errors import ResourceError
-from nbeval.requests import DRY_RUN_MODEL, Chat, Classify, Embed, LabelScores, ScorePairs, TokenLogProbs
+from nbeval.request_kinds import DRY_RUN_MODEL, Chat, Classify, Embed, LabelScores, ScorePairs, TokenLogProbs
 from nbeval.runtime.handlers import RequestCancelled, RequestHandler, Round, model_key, register_handler
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ def _as_resource_error(exc: Exception, *, prefix: str = "") -> ResourceError:
 
 
 class EmbedHandler(RequestHandler):
-    """:class:`~nbeval.requests.Embed`: every distinct text of a round, per embedder, encoded once
+    """:class:`~nbeval.request_kinds.Embed`: every distinct text of a round, per embedder, encoded once
     in the run (vectors are kept for the run's later rounds)."""
 
     kind = Embed
@@ -74,7 +74,7 @@ class EmbedHandler(RequestHandler):
 
 
 class PairsHandler(RequestHandler):
-    """:class:`~nbeval.requests.ScorePairs`: every distinct pair of a round, per cross-encoder, in one call."""
+    """:class:`~nbeval.request_kinds.ScorePairs`: every distinct pair of a round, per cross-encoder, in one call."""
 
     kind = ScorePairs
 
@@ -103,7 +103,7 @@ class PairsHandler(RequestHandler):
 
 
 class LocalModelHandler(RequestHandler):
-    """:class:`~nbeval.requests.Classify` and :class:`~nbeval.requests.TokenLogProbs`: every input
+    """:class:`~nbeval.request_kinds.Classify` and :class:`~nbeval.request_kinds.TokenLogProbs`: every input
     of a round that goes to one local model, deduplicated, in one call (the runner batches them,
     sorted by length)."""
 
@@ -184,7 +184,7 @@ def chat_arrival(rnd: Round, group: list[tuple[int, Any]]) -> Callable[[int, Cha
 
 
 class ChatHandler(RequestHandler):
-    """:class:`~nbeval.requests.Chat`: each model's calls go to its chat client, and each reply is
+    """:class:`~nbeval.request_kinds.Chat`: each model's calls go to its chat client, and each reply is
     handed on as it arrives."""
 
     kind = Chat

@@ -2,7 +2,7 @@
 answers a round of them in batch, stands in for an answer in a dry run and counts usage.
 
 A new kind (log-probabilities from an API, a provider's batch mode) is a request class in
-:mod:`nbeval.requests` and a :class:`RequestHandler` registered with :func:`register_handler`:
+:mod:`nbeval.request_kinds` and a :class:`RequestHandler` registered with :func:`register_handler`:
 :class:`~nbeval.runtime.Resources` and the dry run find it by the request's type.
 """
 

@@ -122,7 +122,7 @@ class Resources:
         return get_cross_encoder(model, device=self.device)
 
     def local_model(self, ref: Any) -> Any:
-        """The shared runner of the local model ``ref`` (a :class:`~nbeval.requests.LocalModel`) on
+        """The shared runner of the local model ``ref`` (a :class:`~nbeval.request_kinds.LocalModel`) on
         its device, else the run's."""
         from nbeval.resources.local_models import get_local_model
 

@@ -95,7 +95,7 @@ class BoundedResources(Resources):
         on_answer: Callable[[int, Answer], None] | None = None,
         cancel: Callable[[], bool] | None = None,
     ) -> list[Answer]:
-        from nbeval.requests import Chat
+        from nbeval.request_kinds import Chat
 
         allowed: list[int] = []
         with self._lock:

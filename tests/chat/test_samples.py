@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from nbeval.chat import ChatClient, OpenAIChat
-from nbeval.requests import Chat
+from nbeval.request_kinds import Chat
 from tests.support.fake_openai import FakeOpenAIServer, Recorded
 from tests.support.replies import as_replies
 

@@ -399,7 +399,7 @@ def test_cross_encoder_option_yields_a_score_pairs_request(monkeypatch: pytest.M
     """Scoring asks for the pair's score and does no I/O: the cross-encoder is never touched."""
     import nbeval.resources.cross_encoder as ce
     from nbeval.data.model import Row
-    from nbeval.requests import ScorePairs
+    from nbeval.request_kinds import ScorePairs
 
     monkeypatch.setattr(ce, "get_cross_encoder", lambda *a, **k: pytest.fail("score() loaded the cross-encoder"))
     ev = evaluator("answer_semantic_similarity", cross_encoder="some/cross-encoder")

@@ -23,7 +23,7 @@ import nbeval
 from nbeval.chat.callable_chat import CallableChat
 from nbeval.engine import Plan
 from nbeval.evaluators.jury import JUROR_SAMPLES, juror_request
-from nbeval.requests import Chat, Embed, Gather
+from nbeval.request_kinds import Chat, Embed, Gather
 from tests.support.fake_openai import FakeOpenAIServer, Recorded, Status, Text
 
 pytestmark = pytest.mark.usefixtures("no_judge_from_env")

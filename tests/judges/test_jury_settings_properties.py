@@ -23,7 +23,7 @@ from nbeval.chat.judge_settings import (
 )
 from nbeval.errors import EvaluatorError
 from nbeval.evaluators.jury import JUROR_SAMPLES, juror_request
-from nbeval.requests import Chat, Gather
+from nbeval.request_kinds import Chat, Gather
 
 _MESSAGES = ({"role": "user", "content": "Is it right?"},)
 

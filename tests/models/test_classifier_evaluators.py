@@ -15,7 +15,7 @@ import pytest
 import nbeval
 from nbeval.data.text import split_sentences
 from nbeval.errors import EvaluatorError
-from nbeval.requests import LocalModel
+from nbeval.request_kinds import LocalModel
 from nbeval.resources.local_models import clear_local_models, get_local_model
 
 from .classifier_builders import NLI_LABELS, build_classifier, direct_probs

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from nbeval.errors import ResourceError
-from nbeval.requests import LocalModel
+from nbeval.request_kinds import LocalModel
 from nbeval.resources.classifier import ClassifierRunner, default_batch_size
 from nbeval.resources.local_models import clear_local_models, get_local_model
 

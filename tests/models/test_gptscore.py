@@ -24,7 +24,7 @@ pytest.importorskip("tokenizers")
 import nbeval  # noqa: E402
 from nbeval.data.rows import Row  # noqa: E402
 from nbeval.errors import EvaluatorError  # noqa: E402
-from nbeval.requests import LocalModel, TokenLogProbs  # noqa: E402
+from nbeval.request_kinds import LocalModel, TokenLogProbs  # noqa: E402
 from nbeval.resources.local_models import clear_local_models, get_local_model  # noqa: E402
 
 from .lm_builders import build_tiny_causal_lm  # noqa: E402

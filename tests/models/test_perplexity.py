@@ -14,7 +14,7 @@ pytest.importorskip("tokenizers")
 
 import nbeval  # noqa: E402
 from nbeval.errors import EvaluatorError  # noqa: E402
-from nbeval.requests import LocalModel  # noqa: E402
+from nbeval.request_kinds import LocalModel  # noqa: E402
 from nbeval.resources.local_models import clear_local_models, get_local_model  # noqa: E402
 
 from .lm_builders import build_tiny_causal_lm, load_hf  # noqa: E402

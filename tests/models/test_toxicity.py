@@ -13,7 +13,7 @@ import nbeval
 from nbeval.data.text import split_sentences
 from nbeval.errors import EvaluatorError
 from nbeval.evaluators.models.base import ModelEvaluator
-from nbeval.requests import LocalModel
+from nbeval.request_kinds import LocalModel
 from nbeval.resources.local_models import clear_local_models, get_local_model
 
 from .classifier_builders import JIGSAW_CLASSES, build_classifier, build_detoxify_checkpoint, direct_probs

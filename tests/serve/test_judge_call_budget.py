@@ -128,7 +128,7 @@ def test_the_runs_resources_answer_no_more_chat_calls_than_the_budget() -> None:
     # the plan walks each row with placeholder replies, so calls that depend on the judge's real
     # answers are estimated; the run's resources refuse the calls past the budget all the same
     from nbeval.errors import ResourceError
-    from nbeval.requests import Chat
+    from nbeval.request_kinds import Chat
     from nbeval.serve.budget import BoundedResources
 
     judge = _Judge()

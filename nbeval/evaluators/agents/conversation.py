@@ -36,7 +36,7 @@ from nbeval.evaluators.base import EvaluatorSpec, MetricSpec, Param, Score
 from nbeval.evaluators.judges.core import JudgeEvaluator
 from nbeval.evaluators.judges.parse import parse_choice
 from nbeval.evaluators.registry import register
-from nbeval.requests import Chat, Gather
+from nbeval.request_kinds import Chat, Gather
 
 if TYPE_CHECKING:
     from nbeval.data.model import Row

@@ -5,7 +5,7 @@ the texts it needs (whole answers, sentences, chunks, questions or steps) and th
 arithmetic on the unit vectors it gets back. The engine pools the requests of every evaluator
 and row and encodes each distinct text once (see :mod:`nbeval.resources.embedder`), so two
 evaluators asking for the same sentence cost one encoding. ``answer_semantic_similarity`` with
-``cross_encoder=`` yields a :class:`~nbeval.requests.ScorePairs` request instead, pooled the same
+``cross_encoder=`` yields a :class:`~nbeval.request_kinds.ScorePairs` request instead, pooled the same
 way (see :mod:`nbeval.resources.cross_encoder`).
 
 ``S(a, b)`` is the cosine similarity of two embeddings, reported as 0 when negative (and capped
@@ -30,7 +30,7 @@ from nbeval.evaluators.embedding.base import EmbeddingEvaluator, chunk_texts
 from nbeval.evaluators.embedding.steps import clear_steps
 from nbeval.evaluators.embedding.structure import StepAlignment, SummarizationCompleteness
 from nbeval.evaluators.registry import register
-from nbeval.requests import ScorePairs
+from nbeval.request_kinds import ScorePairs
 
 if TYPE_CHECKING:
     from collections.abc import Generator

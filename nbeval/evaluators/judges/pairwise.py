@@ -7,7 +7,7 @@ guidelines, then the two answers labelled A and B. With ``swap=True`` (the defau
 asked in both orders, so a judge that favours whichever answer comes first is caught: the two
 orders of a pair disagree (the pair is *inconsistent*), and the ratings of
 :mod:`nbeval.results.statistics.arena` estimate that first-slot preference and remove it. Every question of a
-case is sent at once (:class:`~nbeval.requests.Gather`), batched with the rest of the run.
+case is sent at once (:class:`~nbeval.request_kinds.Gather`), batched with the rest of the run.
 
 A reply is read by :func:`parse_pairwise`: a JSON object ``{"winner": "A" | "B" | "tie", ...}``
 (which decides, whatever else the reply says), else a line ``Winner: A`` or MT-Bench's ``[[A]]`` /
@@ -41,7 +41,7 @@ from nbeval.evaluators.judges.core import JudgeEvaluator, JudgePrompt, row_value
 from nbeval.evaluators.judges.pairwise_parse import neutralise_markers, parse_pairwise
 from nbeval.evaluators.jury import juror_name
 from nbeval.evaluators.registry import register
-from nbeval.requests import Chat, Gather
+from nbeval.request_kinds import Chat, Gather
 
 if TYPE_CHECKING:
     from nbeval.data.model import Row

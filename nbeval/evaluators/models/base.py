@@ -7,7 +7,7 @@ from typing import Any, ClassVar, Literal
 
 from nbeval.errors import EvaluatorError
 from nbeval.evaluators.base import Evaluator
-from nbeval.requests import LocalModel
+from nbeval.request_kinds import LocalModel
 
 __all__ = ["ModelEvaluator"]
 
@@ -20,7 +20,7 @@ class ModelEvaluator(Evaluator):
     ``batch_size=`` how many inputs go through it at once (default: the runner's, per device).
     """
 
-    #: The kind of local model this evaluator asks (see :class:`~nbeval.requests.LocalModel`).
+    #: The kind of local model this evaluator asks (see :class:`~nbeval.request_kinds.LocalModel`).
     model_kind: ClassVar[Literal["classifier", "detoxify", "causal_lm"]] = "classifier"
 
     @classmethod

@@ -1,6 +1,6 @@
 """Classifier evaluators: ``toxicity``, ``fairness_bias``, ``hallucination`` and ``summac``.
 
-Each yields one :class:`~nbeval.requests.Classify` request per row (sentences, the answer, or
+Each yields one :class:`~nbeval.request_kinds.Classify` request per row (sentences, the answer, or
 text pairs) and reads the probabilities of the labels it needs, found **by name** in the model's
 labels so that any compatible model can be passed as ``model=``:
 
@@ -48,7 +48,7 @@ from nbeval.errors import EvaluatorError
 from nbeval.evaluators.base import EvaluatorSpec, MetricSpec, Param, Score
 from nbeval.evaluators.models.base import ModelEvaluator
 from nbeval.evaluators.registry import register
-from nbeval.requests import Classify, LabelScores
+from nbeval.request_kinds import Classify, LabelScores
 from nbeval.resources.classifier import DETOXIFY_NAMES
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """Scores from a causal language model's token probabilities: ``perplexity`` and GPTScore.
 
-Every evaluator here yields ONE :class:`~nbeval.requests.TokenLogProbs` request per row holding
+Every evaluator here yields ONE :class:`~nbeval.request_kinds.TokenLogProbs` request per row holding
 every ``(prefix, continuation)`` item it needs (all aspects, both directions), so the engine pools
 them with the other rows' and the runner (:mod:`nbeval.resources.causal_lm`) batches them.
 
@@ -41,7 +41,7 @@ import numpy as np
 from nbeval.evaluators.base import EvaluatorSpec, MetricSpec, Param, Score
 from nbeval.evaluators.models.base import ModelEvaluator
 from nbeval.evaluators.registry import register
-from nbeval.requests import TokenLogProbs, TokenScores
+from nbeval.request_kinds import TokenLogProbs, TokenScores
 
 if TYPE_CHECKING:
     from nbeval.data.model import Row

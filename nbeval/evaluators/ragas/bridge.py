@@ -34,7 +34,7 @@ from ragas.llms.base import InstructorBaseRagasLLM
 
 from nbeval.errors import EvaluatorError
 from nbeval.evaluators.ragas.standin import standin_reply
-from nbeval.requests import DRY_RUN_MODEL, Chat, Embed, Request
+from nbeval.request_kinds import DRY_RUN_MODEL, Chat, Embed, Request
 
 __all__ = ["ParseFailure", "RagasEmbeddings", "RagasLLM", "SchemaOnce", "Session", "Step", "render_schemas_once"]
 
