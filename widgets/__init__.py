@@ -13,66 +13,51 @@ changed between two runs) and :func:`history_chart` (a metric over saved runs). 
 :class:`SuiteBuilder`, :class:`EvaluatorPicker`, :class:`RunPanel`, :class:`CaseExplorer`,
 :class:`FlipExplorer` (a row whose verdict flipped, in both runs side by side), and :func:`app`,
 a tab composing the first four.
+
+What the kit hands out is declared once, by the module that defines it: a module lists those
+names in a module-level ``_KIT_EXPORTS`` tuple (and in its own ``__all__``). This package reads
+the tuples from its modules' source with :mod:`ast`, without importing them, and loads a module
+the first time one of its names is used. A new chart is therefore one new file here.
 """
 
 if __name__ != "nbeval.widgets":  # the folder is widgets/ in the repo; it must not act as a top-level module
     msg = "the notebook kit is imported as 'nbeval.widgets', not as a top-level 'widgets' module"
     raise ImportError(msg)
 
+import ast
+from pathlib import Path
 from typing import Any
 
 from nbeval._lazy import lazy_exports
 from nbeval.results.renderers import register_renderer
 from nbeval.widgets.display import enable_offline, report_charts, result_mimebundle
 
-# public name -> module that defines it (the forms load on first use)
-_EXPORTS = {
-    "leaderboard_chart": "nbeval.widgets.charts",
-    "heatmap": "nbeval.widgets.charts",
-    "pass_fail_chart": "nbeval.widgets.charts",
-    "distribution_chart": "nbeval.widgets.charts",
-    "compare_chart": "nbeval.widgets.charts",
-    "agreement_chart": "nbeval.widgets.charts",
-    "robustness_chart": "nbeval.widgets.robustness",
-    "arena_chart": "nbeval.widgets.arena_charts",
-    "win_matrix": "nbeval.widgets.arena_charts",
-    "diff_chart": "nbeval.widgets.diff_charts",
-    "FlipExplorer": "nbeval.widgets.flip_view",
-    "history_chart": "nbeval.widgets.history_chart",
-    "result_mimebundle": "nbeval.widgets.display",
-    "jupyter_chart": "nbeval.widgets.display",
-    "SuiteBuilder": "nbeval.widgets.suite_builder",
-    "EvaluatorPicker": "nbeval.widgets.picker",
-    "RunPanel": "nbeval.widgets.run_panel",
-    "CaseExplorer": "nbeval.widgets.explorer",
-    "NbevalApp": "nbeval.widgets.workflow",
-    "app": "nbeval.widgets.workflow",
-}
+#: The module-level tuple in which a module of the kit names what the kit hands out from it.
+_DECLARATION = "_KIT_EXPORTS"
 
-__all__ = [
-    "CaseExplorer",
-    "EvaluatorPicker",
-    "FlipExplorer",
-    "NbevalApp",
-    "RunPanel",
-    "SuiteBuilder",
-    "agreement_chart",
-    "app",
-    "arena_chart",
-    "compare_chart",
-    "diff_chart",
-    "distribution_chart",
-    "enable_offline",
-    "heatmap",
-    "history_chart",
-    "jupyter_chart",
-    "leaderboard_chart",
-    "pass_fail_chart",
-    "result_mimebundle",
-    "robustness_chart",
-    "win_matrix",
-]
 
+def _declared_exports(folder: Path, package: str) -> dict[str, str]:
+    """Public name -> the module under ``package`` (in ``folder``) that declares it in its
+    ``_KIT_EXPORTS``. Read from source, so no module is imported here (the forms load on first use)."""
+    exports: dict[str, str] = {}
+    for path in sorted(folder.glob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        if path.stem == "__init__" or _DECLARATION not in source:  # most modules declare nothing: skip parsing them
+            continue
+        for node in ast.parse(source, str(path)).body:
+            if isinstance(node, ast.Assign):
+                targets, value = node.targets, node.value
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                targets, value = [node.target], node.value
+            else:
+                continue
+            if any(isinstance(t, ast.Name) and t.id == _DECLARATION for t in targets):
+                exports.update(dict.fromkeys(ast.literal_eval(value), f"{package}.{path.stem}"))
+    return exports
+
+
+_EXPORTS = _declared_exports(Path(__file__).parent, __name__)
+__all__ = sorted(_EXPORTS)
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from nbeval.results import EvaluationResult
 
 __all__ = ["arena_chart", "win_matrix"]
+# What nbeval.widgets hands out from here (read from this source; see widgets/__init__.py).
+_KIT_EXPORTS = ("arena_chart", "win_matrix")
 
 
 def arena_chart(result: EvaluationResult, evaluator: str = "pairwise", *, level: float = 0.95) -> alt.LayerChart:

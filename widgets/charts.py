@@ -52,6 +52,8 @@ __all__ = [
     "leaderboard_chart",
     "pass_fail_chart",
 ]
+# What nbeval.widgets hands out from here (read from this source; see widgets/__init__.py).
+_KIT_EXPORTS = ("distribution_chart", "leaderboard_chart", "pass_fail_chart")
 
 _STATUS_COLOURS = {"pass": "#3a9c5b", "fail": "#d1495b", "no threshold": "#8fb3d9", "no value": "#c9c9c9"}
 

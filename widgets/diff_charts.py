@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from nbeval.results.runs.diff import RunDiff
 
 __all__ = ["DIFF_VERDICTS", "diff_chart", "diff_chart_table"]
+# What nbeval.widgets hands out from here (read from this source; see widgets/__init__.py).
+_KIT_EXPORTS = ("diff_chart",)
 
 #: The verdict of each comparison, and its colour.
 DIFF_VERDICTS = {

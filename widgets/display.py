@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from nbeval.results import EvaluationResult
 
 __all__ = ["enable_offline", "in_kernel", "jupyter_chart", "overview_chart", "report_charts", "result_mimebundle"]
+# What nbeval.widgets hands out from here (read from this source; see widgets/__init__.py).
+_KIT_EXPORTS = ("enable_offline", "jupyter_chart", "result_mimebundle")
 
 
 def enable_offline() -> None:

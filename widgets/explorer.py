@@ -16,6 +16,8 @@ from nbeval.widgets.jury_view import cases_by_disagreement, jury_evaluators
 from nbeval.widgets.labelling import VerdictLabeller, cases_by_queue, evaluators_with_verdicts, next_to_label
 
 __all__ = ["ORDERS", "CaseExplorer", "case_order", "order_evaluators"]
+# What nbeval.widgets hands out from here (read from this source; see widgets/__init__.py).
+_KIT_EXPORTS = ("CaseExplorer",)
 
 #: How the CaseExplorer can list its cases, and what each order is called in its dropdown.
 ORDERS = {

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from nbeval.results.runs.diff import RunDiff
 
 __all__ = ["FlipExplorer", "flip_html"]
+# What nbeval.widgets hands out from here (read from this source; see widgets/__init__.py).
+_KIT_EXPORTS = ("FlipExplorer",)
 
 _CELL = "vertical-align:top;padding:4px 8px;border-top:1px solid #e4e4e4;width:45%"
 _HEAD = "text-align:left;vertical-align:top;padding:4px 8px;color:#555;font-weight:600;white-space:nowrap"

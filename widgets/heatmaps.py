@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from nbeval.results import EvaluationResult
 
 __all__ = ["CASE_FOCUS", "CASE_SELECTION", "METRIC_SELECTION", "MODEL_FOCUS", "heatmap"]
+# What nbeval.widgets hands out from here (read from this source; see widgets/__init__.py).
+_KIT_EXPORTS = ("heatmap",)
 
 #: Name of the heatmap's click selection (fields ``key`` and ``model_key``).
 CASE_SELECTION = "case_select"

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 __all__ = ["FAIL_BG", "PASS_BG", "esc", "summary_html", "table", "text_block", "value_cell"]
 
+#: The background tints of a value that passes its threshold and of one that fails it.
 PASS_BG = "#e3f4e8"
 FAIL_BG = "#fbe3e6"
 _MUTED = "color:#777"

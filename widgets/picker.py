@@ -15,6 +15,8 @@ from nbeval.widgets.common import error_text, reports_errors, status_html
 from nbeval.widgets.markup import esc
 
 __all__ = ["FAMILY_ORDER", "EvaluatorPicker", "EvaluatorRow", "FamilySections", "unusable_reasons"]
+# What nbeval.widgets hands out from here (read from this source; see widgets/__init__.py).
+_KIT_EXPORTS = ("EvaluatorPicker",)
 
 #: Families shown first, in this order; any other family follows alphabetically.
 FAMILY_ORDER = ("deterministic", "embedding", "judge", "ragas", "model", "custom")
@@ -117,6 +119,7 @@ class EvaluatorRow(w.VBox):
 
     @property
     def disabled(self) -> bool:
+        """Whether the row's checkbox is disabled (the evaluator cannot run here)."""
         return self.checkbox.disabled
 
     def configured_params(self) -> dict[str, Any]:

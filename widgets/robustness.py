@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from nbeval.results import EvaluationResult
 
 __all__ = ["INTENSITY_ORDER", "ROBUSTNESS_SELECTION", "robustness_chart", "robustness_table"]
+# What nbeval.widgets hands out from here (read from this source; see widgets/__init__.py).
+_KIT_EXPORTS = ("robustness_chart",)
 
 #: Name of the chart's click selection (fields ``model_key`` and ``perturbation``).
 ROBUSTNESS_SELECTION = "robustness_select"

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from nbeval.results.statistics.agreement import JudgeAgreement
 
 __all__ = ["UNADJUSTED_ONLY", "agreement_chart", "compare_chart", "compare_table"]
+# What nbeval.widgets hands out from here (read from this source; see widgets/__init__.py).
+_KIT_EXPORTS = ("agreement_chart", "compare_chart")
 
 #: What :func:`compare_chart` calls a difference whose unadjusted interval excludes 0 but whose
 #: test is not significant after Holm's adjustment.

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from nbeval.widgets.suite_review import SuiteReview
 
 __all__ = ["SuiteBuilder"]
+# What nbeval.widgets hands out from here (read from this source; see widgets/__init__.py).
+_KIT_EXPORTS = ("SuiteBuilder",)
 
 _DISABLED_TEXT = "#9a9a9a"  # the labels of disabled fields
 _DISABLED_BACKGROUND = "#f0f0f0"  # behind disabled fields

@@ -32,6 +32,8 @@ __all__ = [
     "to_test_case",
 ]
 
+#: The fields of a test case the suite builder edits, and the pattern that splits pasted text into chunks (a blank
+#: line).
 FIELDS = ("key", "prompt", "expected_output", "condition", "categories", "guidelines", "expected_context")
 CHUNK_SPLIT = re.compile(r"\n\s*\n")
 #: Where rejected generated cases are kept aside, in ``suite.extra``.
@@ -67,6 +69,7 @@ def condition_feedback(text: str) -> tuple[str, int, str]:
 
 
 def case_dict(tc: TestCase) -> dict[str, Any]:
+    """A test case as the plain dict the suite builder's form edits (empty strings for unset texts)."""
     return {
         "key": tc.key,
         "prompt": tc.prompt,
@@ -81,10 +84,12 @@ def case_dict(tc: TestCase) -> dict[str, Any]:
 
 
 def chunk(j: Any) -> Chunk:
+    """A context chunk from the form's value: a string, or a dict with ``content`` and maybe ``doc_uri``."""
     return Chunk(content=j) if isinstance(j, str) else Chunk(content=j.get("content"), doc_uri=j.get("doc_uri"))
 
 
 def to_test_case(d: dict[str, Any]) -> TestCase:
+    """A test case from the form's dict (see :func:`case_dict`); empty texts become unset."""
     return TestCase(
         prompt=d["prompt"],
         key=d.get("key") or None,

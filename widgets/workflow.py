@@ -13,7 +13,10 @@ from nbeval.widgets.run_panel import RunPanel
 from nbeval.widgets.suite_builder import SuiteBuilder
 
 __all__ = ["TAB_TITLES", "NbevalApp", "answers_to_come", "app"]
+# What nbeval.widgets hands out from here (read from this source; see widgets/__init__.py).
+_KIT_EXPORTS = ("NbevalApp", "app")
 
+#: The titles of the app's four tabs, in order.
 TAB_TITLES = ("1 · Suite", "2 · Evaluators", "3 · Run", "4 · Explore")
 
 

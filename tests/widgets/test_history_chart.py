@@ -9,7 +9,7 @@ import pytest
 
 import nbeval
 from nbeval.results.runs.registry import run_history, runs
-from nbeval.widgets.history_chart import history_chart
+from nbeval.widgets.history_charts import history_chart
 from tests.widgets.conftest import HOSTILE
 
 

@@ -21,6 +21,8 @@ from nbeval.widgets.chart_parts import MAX_PLOT_WIDTH, better, layer, value_axis
 from nbeval.widgets.tables import MetricInfo
 
 __all__ = ["history_chart", "history_table"]
+# What nbeval.widgets hands out from here (read from this source; see widgets/__init__.py).
+_KIT_EXPORTS = ("history_chart",)
 
 _DIRTY = " (uncommitted changes)"
 
