@@ -40,6 +40,7 @@ class ChatFailure:
     waiting to be retried): not the model's failure. Not counted in the usage totals' calls."""
 
 
+#: What one chat call ends in: the model's reply, or the failure that stopped it.
 ChatResult = Union[ChatReply, ChatFailure]
 
 

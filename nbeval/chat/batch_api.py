@@ -77,6 +77,8 @@ class BatchState:
 
     @property
     def terminal(self) -> bool:
+        """Whether the batch has finished for good (completed, failed, expired or cancelled): no further poll can
+        change it."""
         return self.status in TERMINAL
 
     @classmethod
@@ -109,6 +111,7 @@ class BatchState:
         )
 
     def counts_text(self) -> str:
+        """The batch's progress in words, such as ``"12/40 done, 1 failed"``."""
         done = f"{self.completed}/{self.total} done" if self.total else "0 done"
         return done + (f", {self.failed} failed" if self.failed else "")
 

@@ -46,6 +46,7 @@ __all__ = [
     "open_sqlite",
 ]
 
+#: The environment variable that moves the reply cache's folder elsewhere.
 ENV_CACHE_DIR = "NBEVAL_CACHE_DIR"
 
 _SCHEMA = """
@@ -279,6 +280,8 @@ class ChatCache:
             return cur.rowcount
 
     def close(self) -> None:
+        """Close the SQLite connection this process opened (one inherited from a parent process is only forgotten);
+        the next use opens a new one."""
         with self._lock:
             if self._conn is not None and self._pid == os.getpid():
                 self._conn.close()

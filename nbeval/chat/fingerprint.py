@@ -122,6 +122,8 @@ class FunctionIdentity:
         return function_identity(self.fn, self.cache_key)[1] if self.cache else None
 
     def cache_identity(self) -> str:
+        """The text the reply cache keys on for this function: its kind, name, where it is defined and a fingerprint
+        of its code (or the ``cache_key`` given), so an edited function misses the cache."""
         part, _ = function_identity(self.fn, self.cache_key)
         return f"{self.identity_kind}|{self.name}|{describe_callable(self.fn)}|{part}"
 

@@ -74,6 +74,8 @@ class HFChat:
         return f"HFChat({self.model_name_or_path!r}, device={self.device!r})"
 
     def cache_identity(self) -> str:
+        """The text the reply cache keys on for this model: its path (absolute for a local folder), dtype and default
+        generation parameters (secrets hashed)."""
         path = self.model_name_or_path
         if os.path.isdir(path):
             path = os.path.abspath(path)
@@ -132,6 +134,9 @@ class HFChat:
         return kwargs
 
     def chat(self, messages: Sequence[Message], *, timeout: float | None = None, **params: Any) -> ChatReply:
+        """Generate a reply to ``messages`` with the local model (loaded on the first call), with the token counts
+        and, where asked for, the top log-probabilities of each step. Calls are serialised: one model, one
+        generation at a time."""
         msgs = normalize_messages(messages)
         started = time.perf_counter()
         with self._lock:

@@ -29,6 +29,8 @@ from nbeval.errors import JudgeNotConfigured, MissingDependency
 
 __all__ = ["ENV_API_KEY", "ENV_BASE_URL", "ENV_MODEL", "OpenAIChat", "parse_retry_after", "public_url"]
 
+#: The environment variables read when no endpoint, model or key is given: where the judge is served, which model, and
+#: the key to send.
 ENV_BASE_URL = "NBEVAL_JUDGE_BASE_URL"
 ENV_MODEL = "NBEVAL_JUDGE_MODEL"
 ENV_API_KEY = "NBEVAL_JUDGE_API_KEY"
@@ -120,6 +122,8 @@ class OpenAIChat:
         return f"OpenAIChat({self.model!r}{where})"
 
     def cache_identity(self) -> str:
+        """The text the reply cache keys on: the endpoint, the model and the parameters sent (headers and query
+        parameters included, secret values hashed). The API key says only who asks, so it is left out."""
         # Headers and query parameters can choose what answers (a deployment, a route), so they
         # count, their secret values as hashes; the API key only says who asks, so it does not.
         where = self.base_url or "api.openai.com"

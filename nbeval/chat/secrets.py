@@ -43,6 +43,7 @@ __all__ = [
     "secrets_in_url",
 ]
 
+#: What a secret value is replaced with wherever nbeval shows or stores it.
 MASK = "***"
 #: Shorter values are not searched for in free text (see the module's docstring).
 MIN_SECRET_LENGTH = 6

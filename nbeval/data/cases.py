@@ -166,6 +166,7 @@ class TestCase:
         )
 
     def to_json(self) -> dict[str, Any]:
+        """The test case as a JSON-ready dict, in the shape the readers load back (optional fields only when set)."""
         out: dict[str, Any] = {
             "key": self.resolved_key,
             "prompt": self.prompt,
@@ -205,6 +206,7 @@ class Test:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
+        """The test as a JSON-ready dict, in the shape the readers load back."""
         return {
             "key": self.key,
             "documents": list(self.documents),

@@ -233,6 +233,7 @@ class Relationship:
     target_type: str = "test_case"
 
     def to_json(self) -> dict[str, str]:
+        """The relationship as a JSON-ready dict."""
         return {"type": self.type, "target": self.target, "target_type": self.target_type}
 
 

@@ -26,6 +26,7 @@ from nbeval.errors import DataError
 
 __all__ = ["SUITE_SHAPES", "Shape", "is_csv_path", "json_lines", "json_shape", "load_json", "write_json"]
 
+#: The kinds of JSON document the readers recognise (see :func:`json_shape`); ``"unknown"`` when none fits.
 Shape = Literal["lab", "suite", "test", "test_case", "dataset", "records", "record", "traces", "unknown"]
 
 #: The shapes a test suite can be given in: the suite, one test, or one test case.

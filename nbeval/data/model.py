@@ -74,6 +74,7 @@ class TestSuite:
 
     @property
     def test_cases(self) -> list[TestCase]:
+        """Every test case of every test, in order."""
         return [tc for t in self.tests for tc in t.test_cases]
 
     def add_test_case(self, case: TestCase, test: Test | None = None) -> TestCase:
@@ -93,6 +94,7 @@ class TestSuite:
         return LlmDataset(rows)
 
     def to_json(self) -> dict[str, Any]:
+        """The suite as a JSON-ready dict, in the shape the readers load back."""
         return {
             "name": self.name,
             "description": self.description,
@@ -236,12 +238,14 @@ class ModelInfo:
         return cls(**known, extra={k: v for k, v in m.items() if k not in _MODEL_FIELDS})
 
     def to_json(self) -> dict[str, Any]:
+        """The model as a JSON-ready dict, its extra fields beside the known ones."""
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
         out.update(self.extra)
         return out
 
     @property
     def label(self) -> str:
+        """The name to show for this model: its display name, else its model name, else its key."""
         return self.name or self.llm_model_name or self.key
 
 
@@ -289,6 +293,8 @@ class LlmDataset:
 
     @classmethod
     def from_records(cls, records: Iterable[dict[str, Any]], *, source: str | None = None) -> LlmDataset:
+        """A dataset of plain dicts, one row each (the record format of the readers); ``source`` names them in error
+        messages."""
         return cls(rows_from_records(list(records), source=source or "records"), source=source)
 
     @classmethod
@@ -305,6 +311,7 @@ class LlmDataset:
     # -- export ------------------------------------------------------------------------------
 
     def to_records(self) -> list[dict[str, Any]]:
+        """The rows as JSON-ready dicts, which :meth:`from_records` reads back."""
         return [r.to_json() for r in self.rows]
 
     def to_json(self, path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
@@ -320,6 +327,7 @@ class LlmDataset:
         return records_to_csv(self.to_records(), path)
 
     def to_pandas(self) -> pd.DataFrame:
+        """The rows as a pandas DataFrame, one column per row field."""
         import pandas as pd
 
         return pd.DataFrame(self.to_records())
@@ -340,10 +348,12 @@ class LlmDataset:
 
     @property
     def model_keys(self) -> list[str]:
+        """The distinct model keys, in the order they first appear."""
         return list(dict.fromkeys(r.model_key for r in self.rows))
 
     @property
     def keys(self) -> list[str]:
+        """The distinct test case keys, in the order they first appear."""
         return list(dict.fromkeys(r.key for r in self.rows))
 
     def has_field(self, name: str) -> bool:
@@ -441,6 +451,8 @@ class TestLab:
         return data
 
     def model_label(self, model_key: str) -> str:
+        """The display name of the model ``model_key`` (see :attr:`ModelInfo.label`); the key itself for a model the
+        lab does not list."""
         for m in self.models:
             if m.key == model_key:
                 return m.label

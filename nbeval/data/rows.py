@@ -175,6 +175,7 @@ class Row:
 
     @property
     def context_texts(self) -> list[str]:
+        """The text of each retrieved context chunk, in order."""
         return [c.text for c in self.context]
 
     @property
@@ -187,6 +188,8 @@ class Row:
 
     @classmethod
     def from_test_case(cls, case: TestCase, *, corpus: Sequence[str] = (), model_key: str = DEFAULT_MODEL_KEY) -> Row:
+        """A row asking ``case`` of the model ``model_key`` (no answer yet), with ``corpus`` as the documents it may
+        draw on."""
         return cls(
             input=case.prompt,
             key=case.resolved_key,
@@ -260,6 +263,7 @@ class Row:
         return replace(self, **changes)
 
     def to_json(self) -> dict[str, Any]:
+        """The row as a JSON-ready dict of every row field, in the record format the readers load back."""
         out: dict[str, Any] = {}
         for name in ROW_FIELDS:
             value = getattr(self, name)

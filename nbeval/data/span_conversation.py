@@ -24,6 +24,7 @@ __all__ = ["Call", "Message", "conversation", "sealed_spans", "tool_result"]
 #: seen by two instrumentations (a framework's and its client's) and is read once.
 _SEALED_KINDS = frozenset({"TOOL", "GUARDRAIL", "EVALUATOR"})
 
+#: A chat message and a tool call, as plain dicts in the OpenAI chat format.
 Message = dict[str, Any]
 Call = dict[str, Any]
 

@@ -29,6 +29,7 @@ from nbeval.errors import DataError
 
 __all__ = ["Message", "messages_from_values"]
 
+#: A chat message as a plain dict in the OpenAI chat format (``role``, ``content``, maybe ``tool_calls``).
 Message = dict[str, Any]
 
 

@@ -28,6 +28,7 @@ from nbeval.detectors.findings import Finding
 
 __all__ = ["AZURE_KINDS", "PUBLIC_KEYS", "find_azure"]
 
+#: The kinds of Azure secret :func:`find_azure` reports.
 AZURE_KINDS: tuple[str, ...] = ("azure_sas_token", "azure_storage_key")
 
 #: Keys published for local development: not secrets wherever they appear.

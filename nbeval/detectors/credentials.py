@@ -25,6 +25,7 @@ from nbeval.detectors.findings import Finding
 
 __all__ = ["CREDENTIAL_KINDS", "find_credentials", "looks_like_credential"]
 
+#: The kinds of credential :func:`find_credentials` reports.
 CREDENTIAL_KINDS: tuple[str, ...] = (
     "api_key_assignment",
     "api_key_header",

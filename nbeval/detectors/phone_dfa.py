@@ -418,6 +418,8 @@ class DigitAutomaton:
         return state
 
     def matching(self, digits: str) -> int:
+        """Run the automaton over ``digits`` and return what its final state accepts (states met for the first time
+        are built then, under a lock)."""
         live = self._live
         rows, state = live.rows, live.initial
         try:

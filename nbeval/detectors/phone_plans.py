@@ -31,6 +31,7 @@ __all__ = ["PLAIN", "Plans", "may_be_valid", "phonenumbers_module", "plans_for"]
 
 @cache
 def phonenumbers_module() -> Any:
+    """The ``phonenumbers`` package, imported on the first call (it is heavy) with its pattern cache turned on."""
     import phonenumbers  # heavy (metadata for every numbering plan): imported on first use
 
     # Keep the metadata's compiled patterns: there are more than the re module's cache holds, and

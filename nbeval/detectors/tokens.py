@@ -45,6 +45,7 @@ _OWN: dict[str, re.Pattern[str]] = {
     "azure_sas_key": re.compile(r"SharedAccessKey=([A-Za-z0-9+/]{42,44}={0,2})"),
 }
 
+#: The kinds of access token the token detector knows: detect-secrets' plugins and nbeval's own patterns.
 TOKEN_KINDS: tuple[str, ...] = tuple(sorted({*_PLUGINS, *_OWN}))
 
 

@@ -191,6 +191,7 @@ class EvaluatorSpec:
 @dataclass
 class Score:
     """What an evaluator says about one row."""
+        """Whether the evaluator asks a judge model (``"judge"`` is among its resources)."""
 
     values: dict[str, float | None]
     """Metric name to value (``None`` when it cannot be computed for this row)."""
@@ -491,3 +492,4 @@ class Evaluator:
             ]
             out[m.name] = Aggregate(sum(vals) / len(vals) if vals else None, len(vals))
         return out
+        """The evaluator's id, from its spec."""

@@ -295,10 +295,12 @@ class GenerationPlan:
 
     @property
     def calls_to_make(self) -> int:
+        """The model calls still to make: those planned less those the cache answers."""
         return self.calls - self.cached_calls
 
     @property
     def est_tokens(self) -> int:
+        """The estimated prompt and completion tokens together."""
         return self.est_prompt_tokens + self.est_completion_tokens
 
     def __str__(self) -> str:
@@ -322,6 +324,7 @@ class GenerationPlan:
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
+        """The plan as a JSON-ready dict, the derived counts included."""
         from dataclasses import asdict
 
         return {**asdict(self), "calls_to_make": self.calls_to_make, "est_tokens": self.est_tokens}

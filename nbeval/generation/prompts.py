@@ -98,6 +98,7 @@ class Persona:
     description: str = ""
 
     def prompt_text(self) -> str:
+        """The persona as the prompt names it: its name, and its description when it has one."""
         return f"{self.name}: {self.description}" if self.description else self.name
 
 

@@ -99,6 +99,7 @@ def _neighbours() -> dict[str, str]:
     return out
 
 
+#: Each letter -> the letters next to it on a QWERTY keyboard (the typos perturbator's replacements).
 QWERTY_NEIGHBOURS = _neighbours()
 
 
@@ -115,6 +116,8 @@ def _typo(word: str, rng: random.Random) -> str:
 
 
 @register_perturbator
+    """``typos``: some words get a keyboard typo (a neighbouring key, two letters swapped, or a letter dropped)."""
+
 class TyposPerturbator(Perturbator):
     description = "keyboard typos: a letter becomes a QWERTY neighbour, two letters swap, or one drops"
 
@@ -124,6 +127,8 @@ class TyposPerturbator(Perturbator):
 
         return _perturb_words(text, intensity, rng, keep, _typo)
 
+
+    """``case``: some words change case (upper, lower, title or swapped); how many grows with the intensity."""
 
 @register_perturbator
 class CasePerturbator(Perturbator):
@@ -139,6 +144,8 @@ class CasePerturbator(Perturbator):
 # -- whitespace and punctuation -----------------------------------------------------------------
 
 _SPACES = ("  ", "   ", "\t", "\n", " \t ", "  \n ")
+
+    """``whitespace``: some gaps between words become runs of spaces, tabs or line breaks."""
 
 
 @register_perturbator
@@ -157,6 +164,8 @@ class WhitespacePerturbator(Perturbator):
 
 _MARKS = (",", ";", ".", "!", "?", "...", ":")
 _PUNCT = ",;.!?:"
+    """``punctuation``: after some words a punctuation mark is dropped, or one is added."""
+
 
 
 @register_perturbator
@@ -175,6 +184,8 @@ class PunctuationPerturbator(Perturbator):
                 edits[(end, end)] = rng.choice(_MARKS)
         return _edit(text, edits)
 
+
+    """``word_order``: some neighbouring words swap places. May change the meaning."""
 
 # -- word order ---------------------------------------------------------------------------------
 
@@ -206,6 +217,8 @@ class WordOrderPerturbator(Perturbator):
             edits[words[i + 1].span()] = words[i].group()
         return _edit(text, edits)
 
+    """``synonyms``: some common English words are replaced by a synonym from nbeval's table."""
+
 
 # -- synonyms and contractions ------------------------------------------------------------------
 
@@ -228,6 +241,8 @@ def _contraction_table() -> tuple[re.Pattern[str], dict[str, str]]:
     for long, short in tables()["contractions"].items():
         both[long.lower()] = short
         both.setdefault(short.lower(), long)
+    """``contractions``: some phrases are contracted or expanded (``do not`` <-> ``don't``), from nbeval's table."""
+
     alternatives = sorted(both, key=len, reverse=True)
     body = "|".join(re.escape(a).replace("'", "['’]").replace(r"\ ", r"\s+") for a in alternatives)
     return re.compile(rf"(?<![\w'’])(?:{body})(?![\w'’])", re.IGNORECASE), both
@@ -273,18 +288,24 @@ class _Encoder(Perturbator):
     def encode(self, text: str, intensity: str) -> str:
         raise NotImplementedError
 
+    """``base64``: the whole prompt in base64 (with the instruction the intensity leaves before it)."""
+
     def apply(self, text: str, intensity: str, rng: random.Random) -> str:
         if not text:
             return text
         return _PREAMBLES[check_intensity(intensity)].format(name=self.encoding) + self.encode(text, intensity)
+        """``text`` as base64 of its UTF-8 bytes."""
 
 
 @register_perturbator
 class Base64Perturbator(_Encoder):
+    """``base16``: the whole prompt as hexadecimal text (with the instruction the intensity leaves before it)."""
+
     description = "the whole prompt in base64 (category encoding:base64, read by the encoding guardrail)"
     encoding = "base64"
 
     def encode(self, text: str, intensity: str) -> str:
+        """``text`` as upper-case hexadecimal of its UTF-8 bytes."""
         return base64.b64encode(text.encode("utf-8")).decode("ascii")
 
 
@@ -302,10 +323,14 @@ class Base16Perturbator(_Encoder):
 LEET = {"low": {"a": "4", "e": "3", "o": "0"}, "medium": {"i": "1", "s": "5"}, "high": {"t": "7", "b": "8", "g": "9"}}
 
 
+    """``leetspeak``: the whole prompt in leetspeak, with no instruction before it; more letters are swapped at
+    higher intensity."""
+
 def leet_map(intensity: str) -> dict[str, str]:
     """Letter -> digit at ``intensity``."""
     out: dict[str, str] = {}
     for level in INTENSITIES[: INTENSITIES.index(check_intensity(intensity)) + 1]:
+        """``text`` with its letters replaced by the digits and signs of the intensity's leetspeak table."""
         out.update(LEET[level])
     return out
 
@@ -317,6 +342,9 @@ class LeetspeakPerturbator(_Encoder):
 
     def encode(self, text: str, intensity: str) -> str:
         table = leet_map(intensity)
+    """``injection``: a prompt-injection instruction is appended to the prompt; stronger at higher intensity. Changes
+    the meaning."""
+
         return "".join(table.get(ch.lower(), ch) for ch in text)
 
     def apply(self, text: str, intensity: str, rng: random.Random) -> str:

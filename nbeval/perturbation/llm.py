@@ -191,6 +191,8 @@ class LlmPerturbator(Perturbator):
 
 class LlmJailbreakPerturbator(LlmPerturbator):
     description = (
+    """``llm_jailbreak``: an attacker model wraps the request in a jailbreak framing."""
+
         "an attacker model wraps the request in a jailbreak framing (needs a judge model; changes the meaning)"
     )
     attack = (
@@ -209,6 +211,8 @@ class LlmJailbreakPerturbator(LlmPerturbator):
 
 class LlmInjectionPerturbator(LlmPerturbator):
     description = (
+    """``llm_injection``: an attacker model hides a prompt-injection payload in the request."""
+
         "an attacker model embeds a prompt-injection payload in the request (needs a judge model; changes the meaning)"
     )
     attack = (
@@ -227,6 +231,8 @@ class LlmInjectionPerturbator(LlmPerturbator):
 
 class LlmPiiExtractionPerturbator(LlmPerturbator):
     description = (
+    """``llm_pii_extraction``: an attacker model adds an attempt to extract personal data to the request."""
+
         "an attacker model adds an attempt to extract personal data to the request (needs a judge "
         "model; changes the meaning)"
     )

@@ -28,6 +28,7 @@ __all__ = [
     "unregister_perturbator",
 ]
 
+#: The entry-point group through which installed packages add perturbators.
 ENTRY_POINT_GROUP = "nbeval.perturbators"
 _CLASSES: dict[str, type[Perturbator]] = {}
 _P = TypeVar("_P", bound=type[Perturbator])

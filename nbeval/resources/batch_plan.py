@@ -19,6 +19,7 @@ _FEATURE_FIELDS = {"input_ids": "ids", "attention_mask": "attention_mask", "toke
 
 
 def model_window(model: Any) -> int:
+    """How many tokens ``model`` reads at most (its ``max_seq_length``; 512 when it does not say)."""
     return int(getattr(model, "max_seq_length", None) or 512)
 
 
@@ -155,6 +156,7 @@ class BatchPlan:
 
 
 def model_device(model: Any) -> Any:
+    """The torch device ``model`` runs on: its ``device`` attribute, else its first parameter's, else the CPU."""
     import torch
 
     device = getattr(model, "device", None)

@@ -53,6 +53,7 @@ __all__ = [
     "resolve_model",
 ]
 
+#: The embedding model used when none is named, and the command that installs what embedding needs.
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 INSTALL_HINT = "pip install 'nbeval[embed]'"
 _DEFAULT_ALIASES = frozenset({DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"})

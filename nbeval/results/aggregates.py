@@ -36,6 +36,7 @@ __all__ = [
 
 AGGREGATE_COLUMNS = [
     "model_key",
+#: The columns of a result's aggregates table (one row per model, evaluator and metric), in order.
     "evaluator",
     "metric",
     "value",
@@ -48,6 +49,7 @@ AGGREGATE_COLUMNS = [
 ]
 METRIC_COLUMNS = [
     "evaluator",
+#: The columns of a result's metrics table (one row per evaluator and metric: its declaration), in order.
     "evaluator_id",
     "family",
     "kind",

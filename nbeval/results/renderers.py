@@ -20,6 +20,7 @@ from typing import Any
 
 __all__ = ["ENTRY_POINT_GROUP", "get_renderer", "register_renderer", "unregister_renderer"]
 
+#: The entry-point group through which an installed package (the notebook kit) provides renderers.
 ENTRY_POINT_GROUP = "nbeval.renderers"
 
 _RENDERERS: dict[str, Callable[..., Any]] = {}

@@ -109,6 +109,8 @@ class EvaluationResult:
 
         agg_rows: list[list[Any]] = []
         explanations: dict[str, dict[str, Any]] = {}
+        """The result of a run: the tables built from each row's ``outcomes`` of ``evaluators`` over ``dataset``,
+        with the lab, duration, usage and whether the run was cancelled as its facts."""
         by_name = {ev.name: ev for ev in evaluators}
         for (name, model_key), n_rows in counts.items():
             ev = by_name[name]
@@ -147,10 +149,12 @@ class EvaluationResult:
     def check_evaluator(self, evaluator: str) -> None:
         """Raise :class:`~nbeval.errors.NotFound` (a ``KeyError``) naming the evaluators this result
         has when ``evaluator`` is not one."""
+        """The models in the result, in the order they first appear."""
         if evaluator not in self.evaluators:
             msg = f"no evaluator '{evaluator}' in this result; it has {self.evaluators}"
             raise NotFound(msg)
 
+        """The evaluators in the result, in the order they ran."""
     def primary_metric(self, evaluator: str) -> str:
         m = self.metrics[(self.metrics["evaluator"] == evaluator) & self.metrics["primary"]]
         if m.empty:
@@ -165,6 +169,8 @@ class EvaluationResult:
         """One row per model; one column per metric plus ``<metric>_n`` (rows measured) and ``N``.
 
         With ``evaluator=None`` every evaluator's metrics appear as ``<evaluator>.<metric>``.
+        """The name of ``evaluator``'s primary metric; raises :class:`~nbeval.errors.NotFound` when the evaluator is
+        not in the result or has none."""
         Models are sorted best first on the chosen (default: primary) metric. With ``ci=0.95``
         each metric is followed by ``<metric>_lo`` and ``<metric>_hi``, the ends of its 95%
         interval; ``attrs["ci"]`` names the method of each column (see

@@ -79,6 +79,7 @@ __all__ = [
 ]
 
 DBGPT_PATH = "/api/v2/serve/evaluate/evaluation"
+#: The path at which DB-GPT's evaluation API is served, for clients written against DB-GPT.
 
 
 def _as_app(app: Any) -> CallableApp | EndpointApp | None:

@@ -62,6 +62,7 @@ class StrictJSONRoute(APIRoute):
     in a request is refused with 422, like any other invalid JSON."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        """FastAPI's handler for the route, given a request whose JSON body refuses ``NaN`` and ``Infinity``."""
         handler = super().get_route_handler()
 
         async def strict(request: Request) -> Response:
@@ -129,6 +130,8 @@ class EvaluationRequest(BaseModel):
         return self
 
     def evaluator_specs(self) -> list[Any]:
+        """The requested evaluators as :func:`nbeval.evaluate` takes them: an id, or a dict of an id and its
+        parameters."""
         return [e if isinstance(e, str) else {"id": e.id, **e.params} for e in self.evaluators]
 
 

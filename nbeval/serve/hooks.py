@@ -180,6 +180,9 @@ class CallableApp:
         model: str | None = None,
         scene_value: str | None = None,
     ) -> list[AppAnswer]:
+        """Ask the function each of ``queries`` (with its ``contexts`` entry, and ``top_k``, ``prompt``, ``model``
+        and ``scene_value`` where it takes them), ``workers`` at a time; one answer per query, in order, with its
+        latency."""
         import time
 
         def one(i: int) -> AppAnswer:
@@ -231,6 +234,8 @@ class EndpointApp:
         model: str | None = None,
         scene_value: str | None = None,
     ) -> list[AppAnswer]:
+        """Ask the OpenAI-compatible endpoint each of ``queries`` (its ``contexts`` entry put into the prompt); one
+        answer per query, in order, a failed call's answer carrying the error."""
         from nbeval.chat.client import ChatClient, ChatFailure
         from nbeval.chat.openai_chat import OpenAIChat
 

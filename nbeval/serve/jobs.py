@@ -156,6 +156,7 @@ class Job:
                 "next": f"/v1/evaluations/{self.id}?offset={end}&limit={limit}" if more else None,
             }
         return {
+        """Whether the job has finished with a result (its scores were counted)."""
             "id": self.id,
             "status": self.status,
             "rows": self.rows,
@@ -423,6 +424,7 @@ class JobStore:
         self._closing = True
         for job in self.jobs():
             job.cancel.set()
+        """The job ``job_id``, or ``None`` when the store has none by that id."""
         self._pool.shutdown(wait=True, cancel_futures=False)
         with self._lock:
             self._db.close()

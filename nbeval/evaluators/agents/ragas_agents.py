@@ -171,6 +171,9 @@ class _ToolCallMetric(Evaluator):
 
 @register
 class ToolCallAccuracyEvaluator(_ToolCallMetric):
+    """``tool_call_accuracy``: how well the tool calls made match the expected ones, call by call (no judge; ragas's
+    metric)."""
+
     spec = EvaluatorSpec(
         id="tool_call_accuracy",
         family="agents",
@@ -268,6 +271,9 @@ def _argument_verdict(ref: Mapping[str, Any], pred: Mapping[str, Any]) -> str:
 
 @register
 class ToolCallF1Evaluator(_ToolCallMetric):
+    """``tool_call_f1``: the F1 of the tool calls made against the expected ones, taken as sets (no judge; ragas's
+    metric)."""
+
     spec = EvaluatorSpec(
         id="tool_call_f1",
         family="agents",
@@ -332,6 +338,9 @@ class _ConversationJudge(SingleMetric):
 
 @register
 class AgentGoalAccuracyEvaluator(_ConversationJudge):
+    """``agent_goal_accuracy``: whether the conversation reached the user's goal, as a judge decides (ragas's
+    metric)."""
+
     spec = EvaluatorSpec(
         id="agent_goal_accuracy",
         family="agents",
@@ -386,6 +395,9 @@ class AgentGoalAccuracyEvaluator(_ConversationJudge):
 
 @register
 class TopicAdherenceEvaluator(_ConversationJudge):
+    """``topic_adherence``: whether the assistant answers the topics it should and refuses the others, as a judge
+    decides (ragas's metric)."""
+
     spec = EvaluatorSpec(
         id="topic_adherence",
         family="agents",

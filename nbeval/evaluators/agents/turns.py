@@ -94,6 +94,8 @@ class TurnVerdict:
     """The intention, for one of the user's intentions."""
 
     def as_details(self) -> dict[str, Any]:
+        """The verdict as a dict for a score's details: the message (or intention) judged, yes/no, the reason and any
+        error."""
         word = None if self.ok is None else ("yes" if self.ok else "no")
         out: dict[str, Any] = {"message": self.message} if self.message is not None else {"intention": self.intention}
         out.update({"verdict": word, "reason": self.reason})

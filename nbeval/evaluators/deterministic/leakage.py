@@ -200,6 +200,7 @@ class PiiLeakage(_DetectorLeakage):
         self.regions = [r.upper() for r in regions]
 
     def detect(self, text: str) -> list[Finding]:
+        """The personal data found in ``text``, of the kinds and regions this evaluator was set up with."""
         return find_pii(text, kinds=self.kinds, regions=self.regions)
 
 
@@ -241,6 +242,7 @@ class SensitiveDataLeakage(_DetectorLeakage):
     known_kinds = SECRET_KINDS
 
     def detect(self, text: str) -> list[Finding]:
+        """The secrets found in ``text``, of the kinds this evaluator was set up with."""
         return find_secrets(text, kinds=self.kinds)
 
 

@@ -64,6 +64,8 @@ __all__ = [
     "warm_up",
 ]
 
+#: UMAP's settings for the completeness map: the fewest points it is fitted on, the dimensions it reduces to, and its
+#: seed (fixed, so a run is repeatable).
 MIN_POINTS = 10
 N_COMPONENTS = 2
 RANDOM_STATE = 42
@@ -90,6 +92,7 @@ class Completeness:
     """Whether UMAP reduction was applied."""
 
     def to_dict(self) -> dict[str, object]:
+        """The measurement as a JSON-ready dict (distances rounded to 6 places) for a score's details."""
         return {
             "source_distance": round(self.source_distance, 6),
             "summary_distance": round(self.summary_distance, 6),

@@ -261,18 +261,22 @@ class Alignment:
 
     @property
     def matches(self) -> int:
+        """How many aligned step pairs are similar enough to match."""
         return self._count("match")
 
     @property
     def mismatches(self) -> int:
+        """How many aligned step pairs are not similar enough to match."""
         return self._count("mismatch")
 
     @property
     def insertions(self) -> int:
+        """How many actual steps the alignment leaves unmatched."""
         return self._count("insertion")
 
     @property
     def deletions(self) -> int:
+        """How many expected steps the alignment leaves unmatched."""
         return self._count("deletion")
 
     @property

@@ -102,6 +102,8 @@ class RagasEvaluator(Evaluator):
         raise NotImplementedError
 
     def session(self) -> Session:
+        """A fresh bridge session for one row: the judge and embedder this evaluator was given, and its parse
+        attempts."""
         bridge = ragas_modules(self.spec.id)[1]
         session: Session = bridge.Session(
             judge=self.params.get("judge"),
@@ -135,6 +137,9 @@ class RagasEvaluator(Evaluator):
     def finish(
         self, session: Session, values: dict[str, float | None], why: list[str], parse_failed: bool, notes: list[str]
     ) -> Score:
+        """The score of one row from ragas's ``values``: the steps of ``session`` as the rationale and details (with
+        the judge's usage), ``why`` as the error, and a ``parse_failure`` label when a judge reply could not be
+        read."""
         steps = [s.to_dict() for s in session.steps]
         details = {"judge": usage_details(session.replies), "ragas": steps}
         return Score(

@@ -114,6 +114,8 @@ class Step:
     """Why the last reply did not fit."""
 
     def to_dict(self) -> dict[str, Any]:
+        """The step as a JSON-ready dict: its name, output and attempts, with the unread replies and the error when
+        there were any."""
         out: dict[str, Any] = {"step": self.name, "output": self.output, "attempts": self.attempts}
         if self.raw:
             out["unparsed_replies"] = list(self.raw)
@@ -247,6 +249,8 @@ class SchemaOnce:
         self._schema = model.model_json_schema()
 
     def model_json_schema(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """The wrapped model's JSON schema: the one computed once when called without arguments, a fresh one
+        otherwise."""
         # The same dict every time: ragas only serialises it (a copy per call costs as much as
         # the rendering it saves).
         return self._schema if not (args or kwargs) else self._model.model_json_schema(*args, **kwargs)

@@ -47,6 +47,8 @@ __all__ = [
 
 @register
 class FaithfulnessEvaluator(SingleMetric):
+    """``faithfulness``: how much of the answer the retrieved context supports (ragas's metric)."""
+
     spec = EvaluatorSpec(
         id="faithfulness",
         family="ragas",
@@ -85,6 +87,8 @@ class FaithfulnessEvaluator(SingleMetric):
 
 @register
 class AnswerRelevancyEvaluator(SingleMetric):
+    """``answer_relevancy``: how well the answer addresses the question asked (ragas's metric)."""
+
     spec = EvaluatorSpec(
         id="answer_relevancy",
         family="ragas",
@@ -125,6 +129,8 @@ class AnswerRelevancyEvaluator(SingleMetric):
 
 @register
 class ContextPrecisionEvaluator(SingleMetric):
+    """``context_precision``: whether the useful retrieved chunks are ranked first (ragas's metric)."""
+
     spec = EvaluatorSpec(
         id="context_precision",
         family="ragas",
@@ -156,6 +162,8 @@ class ContextPrecisionEvaluator(SingleMetric):
 
 @register
 class ContextRecallEvaluator(SingleMetric):
+    """``context_recall``: how much of the expected answer the retrieved context supports (ragas's metric)."""
+
     spec = EvaluatorSpec(
         id="context_recall",
         family="ragas",
@@ -192,6 +200,9 @@ class ContextRecallEvaluator(SingleMetric):
 
 @register
 class AnswerCorrectnessEvaluator(SingleMetric):
+    """``answer_correctness``: how far the answer agrees with the expected one, in statements and in meaning (ragas's
+    metric)."""
+
     spec = EvaluatorSpec(
         id="answer_correctness",
         family="ragas",

@@ -45,6 +45,7 @@ __all__ = [
     "problems",
 ]
 
+#: The columns of a result's insights table, in order.
 INSIGHT_COLUMNS = [
     "kind",
     "evaluator",

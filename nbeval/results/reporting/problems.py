@@ -42,6 +42,7 @@ __all__ = [
     "unmeasured_problems",
 ]
 
+#: The columns of a result's problems table, in order.
 PROBLEM_COLUMNS = [
     "kind",
     "severity",

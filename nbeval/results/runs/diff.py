@@ -59,6 +59,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DIFF_COLUMNS", "NORMAL_INTERVAL_FROM", "UNKNOWN", "RunDiff", "diff", "mean_difference_interval"]
 
+#: The columns of a run diff's table (one row per evaluator, metric and model), in order.
 DIFF_COLUMNS = [
     *("evaluator", "metric", "model_key", "direction", "mean_before", "mean_after", "diff", "diff_lo", "diff_hi"),
     *("interval", "n", "test", "p_value", "p_holm", "significant", "regression", "improvement"),

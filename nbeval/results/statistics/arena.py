@@ -85,6 +85,7 @@ __all__ = [
     "position_bias_table",
 ]
 
+#: One verdict of a pairwise judge: the first slot won, the second won, or a tie.
 Outcome = Literal["first", "second", "tie"]
 #: The verdicts a judge can give: the first slot wins, the second wins, or a tie.
 OUTCOMES: tuple[Outcome, ...] = ("first", "second", "tie")
@@ -97,9 +98,12 @@ RIDGE = 1e-2
 #: How many bootstrap resamples the tables draw by default, and the seed of their generator.
 ARENA_RESAMPLES = 1000
 ARENA_SEED = 0
+#: The Elo scale ratings are shown on: the rating of an average model, and the points by which a tenfold odds of winning
+#: differ.
 ELO_BASE = 1000.0
 ELO_SCALE = 400.0
 
+#: The columns of the arena's ratings table, its head-to-head table and its position-bias table, in order.
 ARENA_COLUMNS = ("model_key", "rating", "rating_lo", "rating_hi", "wins", "losses", "ties", "n", "win_rate")
 HEAD_TO_HEAD_COLUMNS = tuple("model_a model_b p_a_beats_b lo hi wins_a wins_b ties inconsistent n".split())
 POSITION_BIAS_COLUMNS = ("judge", "first_slot_rate", "beta", "beta_lo", "beta_hi", "consistency", "n")

@@ -70,6 +70,7 @@ class Cells:
 
     @property
     def sparse(self) -> bool:
+        """Whether the cells are kept only as sparse entries (a cases × cells table would pass :data:`DENSE_FLOATS`)."""
         return self.dense_y is None
 
     def totals(self, weights: FloatArray | None = None) -> tuple[FloatArray, FloatArray]:
@@ -85,6 +86,7 @@ class Cells:
 
     @property
     def n_params(self) -> int:
+        """How many parameters the fit has: one per model and one per judge."""
         return self.n_models + self.n_judges
 
 

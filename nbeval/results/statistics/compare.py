@@ -48,6 +48,7 @@ __all__ = [
     "paired_comparisons",
 ]
 
+#: The columns of a paired comparison's table (one row per evaluator and metric), in order.
 COMPARE_COLUMNS = [
     "evaluator",
     "metric",

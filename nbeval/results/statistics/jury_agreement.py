@@ -58,6 +58,7 @@ __all__ = [
     "krippendorff_alpha",
 ]
 
+#: A level of measurement: categories (nominal) or numbers whose differences count (interval).
 Level = Literal["nominal", "interval"]
 #: The levels of measurement the functions know.
 LEVELS: tuple[str, ...] = ("nominal", "interval")

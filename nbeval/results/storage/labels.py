@@ -47,6 +47,7 @@ __all__ = [
     "with_saved_labels",
 ]
 
+#: The columns of a saved result's labels file: whose label it is, and the label.
 LABEL_COLUMNS = ["key", "model_key", "evaluator", "label"]
 #: The file of a saved result's folder that holds its labels (optional: none when absent).
 LABELS_FILE = "labels.csv"

@@ -39,6 +39,8 @@ __all__ = [
     "truncate_text",
 ]
 
+#: The caps, in characters, on a stored text cell, a score's details JSON, a text shown in the report and a human label
+#: (see the module docstring).
 MAX_STORED_CHARS = 20_000
 MAX_DETAILS_CHARS = 100_000
 MAX_SHOWN_CHARS = 2_000
