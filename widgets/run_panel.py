@@ -46,10 +46,10 @@ from nbeval.widgets.common import error_text, reports_errors, status_html
 from nbeval.widgets.markup import esc
 
 __all__ = ["ANSWERS_HELP", "RedrawThrottle", "RunPanel", "notebook_functions"]
-
-#: How to get answers for a suite, said wherever they are missing.
 # What nbeval.widgets hands out from here (read from this source; see widgets/__init__.py).
 _KIT_EXPORTS = ("RunPanel",)
+
+#: How to get answers for a suite, said wherever they are missing.
 ANSWERS_HELP = (
     "a suite holds questions, not answers. Name the model(s) that answer them in Model: a "
     "function in this notebook (fn(prompt) returning the answer text, or (answer, context)), "

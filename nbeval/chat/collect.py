@@ -91,9 +91,9 @@ class RagFunction(FunctionIdentity):
         return f"RagFunction({self.name!r})"
 
     def chat(self, messages: Sequence[Message], *, timeout: float | None = None, **params: Any) -> ChatReply:
-        prompt = str(messages[-1]["content"])
         """Ask the wrapped RAG function the last message's content and return its answer as a reply, with the
         context, cost and produced fields it gave back."""
+        prompt = str(messages[-1]["content"])
         kwargs = {k: params[k] for k in self._extras if k in params}
         if "messages" in self._extras:  # the conversation so far (sent as "history": chat() has messages)
             kwargs["messages"] = list(params.get("history") or [{"role": "user", "content": messages[-1]["content"]}])
@@ -192,9 +192,9 @@ class PendingLab:
         self._clients: dict[str, ChatClient] = {}
 
     def client(self, key: str) -> ChatClient:
-        if key not in self._clients:
         """The chat client that asks the model ``key`` for its answers, made on first use from the shared client
         settings and the model's own, which win."""
+        if key not in self._clients:
             from nbeval.chat.judge_settings import client_settings_of
 
             # a model's own dict settings (max_attempts, concurrency, timeout) win for its calls

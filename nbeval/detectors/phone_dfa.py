@@ -359,7 +359,7 @@ class Patterns(_Nodes):
         return _minimize(rows, [self.nullable[x] for x in order])
 
 
-# An automaton as (transitions, accepting states, start): ``table[state * 10 + digit]``.
+#: An automaton as (transitions, accepting states, start): ``table[state * 10 + digit]``.
 Table = tuple[list[int], list[bool], int]
 
 

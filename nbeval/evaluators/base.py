@@ -185,13 +185,13 @@ class EvaluatorSpec:
 
     @property
     def needs_judge(self) -> bool:
+        """Whether the evaluator asks a judge model (``"judge"`` is among its resources)."""
         return "judge" in self.resources
 
 
 @dataclass
 class Score:
     """What an evaluator says about one row."""
-        """Whether the evaluator asks a judge model (``"judge"`` is among its resources)."""
 
     values: dict[str, float | None]
     """Metric name to value (``None`` when it cannot be computed for this row)."""
@@ -453,6 +453,7 @@ class Evaluator:
 
     @property
     def id(self) -> str:
+        """The evaluator's id, from its spec."""
         return self.spec.id
 
     @property
@@ -492,4 +493,3 @@ class Evaluator:
             ]
             out[m.name] = Aggregate(sum(vals) / len(vals) if vals else None, len(vals))
         return out
-        """The evaluator's id, from its spec."""

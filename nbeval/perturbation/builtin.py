@@ -116,9 +116,9 @@ def _typo(word: str, rng: random.Random) -> str:
 
 
 @register_perturbator
+class TyposPerturbator(Perturbator):
     """``typos``: some words get a keyboard typo (a neighbouring key, two letters swapped, or a letter dropped)."""
 
-class TyposPerturbator(Perturbator):
     description = "keyboard typos: a letter becomes a QWERTY neighbour, two letters swap, or one drops"
 
     def apply(self, text: str, intensity: str, rng: random.Random) -> str:
@@ -128,10 +128,10 @@ class TyposPerturbator(Perturbator):
         return _perturb_words(text, intensity, rng, keep, _typo)
 
 
-    """``case``: some words change case (upper, lower, title or swapped); how many grows with the intensity."""
-
 @register_perturbator
 class CasePerturbator(Perturbator):
+    """``case``: some words change case (upper, lower, title or swapped); how many grows with the intensity."""
+
     description = "character case: words become upper, lower, title or swapped case"
 
     def apply(self, text: str, intensity: str, rng: random.Random) -> str:
@@ -145,11 +145,11 @@ class CasePerturbator(Perturbator):
 
 _SPACES = ("  ", "   ", "\t", "\n", " \t ", "  \n ")
 
-    """``whitespace``: some gaps between words become runs of spaces, tabs or line breaks."""
-
 
 @register_perturbator
 class WhitespacePerturbator(Perturbator):
+    """``whitespace``: some gaps between words become runs of spaces, tabs or line breaks."""
+
     description = "whitespace noise: gaps between words (and the end) become runs of spaces, tabs or line breaks"
 
     def apply(self, text: str, intensity: str, rng: random.Random) -> str:
@@ -164,12 +164,12 @@ class WhitespacePerturbator(Perturbator):
 
 _MARKS = (",", ";", ".", "!", "?", "...", ":")
 _PUNCT = ",;.!?:"
-    """``punctuation``: after some words a punctuation mark is dropped, or one is added."""
-
 
 
 @register_perturbator
 class PunctuationPerturbator(Perturbator):
+    """``punctuation``: after some words a punctuation mark is dropped, or one is added."""
+
     description = "punctuation noise: a mark after a word is dropped, or one is added"
 
     def apply(self, text: str, intensity: str, rng: random.Random) -> str:
@@ -185,13 +185,13 @@ class PunctuationPerturbator(Perturbator):
         return _edit(text, edits)
 
 
-    """``word_order``: some neighbouring words swap places. May change the meaning."""
-
 # -- word order ---------------------------------------------------------------------------------
 
 
 @register_perturbator
 class WordOrderPerturbator(Perturbator):
+    """``word_order``: some neighbouring words swap places. May change the meaning."""
+
     description = "word-order jitter: neighbouring words swap places (may change the meaning)"
     changes_meaning = True
 
@@ -217,14 +217,14 @@ class WordOrderPerturbator(Perturbator):
             edits[words[i + 1].span()] = words[i].group()
         return _edit(text, edits)
 
-    """``synonyms``: some common English words are replaced by a synonym from nbeval's table."""
-
 
 # -- synonyms and contractions ------------------------------------------------------------------
 
 
 @register_perturbator
 class SynonymsPerturbator(Perturbator):
+    """``synonyms``: some common English words are replaced by a synonym from nbeval's table."""
+
     description = "synonyms: common English words are replaced from nbeval's shipped synonym table"
 
     def apply(self, text: str, intensity: str, rng: random.Random) -> str:
@@ -241,8 +241,6 @@ def _contraction_table() -> tuple[re.Pattern[str], dict[str, str]]:
     for long, short in tables()["contractions"].items():
         both[long.lower()] = short
         both.setdefault(short.lower(), long)
-    """``contractions``: some phrases are contracted or expanded (``do not`` <-> ``don't``), from nbeval's table."""
-
     alternatives = sorted(both, key=len, reverse=True)
     body = "|".join(re.escape(a).replace("'", "['’]").replace(r"\ ", r"\s+") for a in alternatives)
     return re.compile(rf"(?<![\w'’])(?:{body})(?![\w'’])", re.IGNORECASE), both
@@ -250,6 +248,8 @@ def _contraction_table() -> tuple[re.Pattern[str], dict[str, str]]:
 
 @register_perturbator
 class ContractionsPerturbator(Perturbator):
+    """``contractions``: some phrases are contracted or expanded (``do not`` <-> ``don't``), from nbeval's table."""
+
     description = "contractions: 'do not' becomes 'don't' and 'it's' becomes 'it is', from nbeval's shipped table"
 
     def apply(self, text: str, intensity: str, rng: random.Random) -> str:
@@ -288,33 +288,33 @@ class _Encoder(Perturbator):
     def encode(self, text: str, intensity: str) -> str:
         raise NotImplementedError
 
-    """``base64``: the whole prompt in base64 (with the instruction the intensity leaves before it)."""
-
     def apply(self, text: str, intensity: str, rng: random.Random) -> str:
         if not text:
             return text
         return _PREAMBLES[check_intensity(intensity)].format(name=self.encoding) + self.encode(text, intensity)
-        """``text`` as base64 of its UTF-8 bytes."""
 
 
 @register_perturbator
 class Base64Perturbator(_Encoder):
-    """``base16``: the whole prompt as hexadecimal text (with the instruction the intensity leaves before it)."""
+    """``base64``: the whole prompt in base64 (with the instruction the intensity leaves before it)."""
 
     description = "the whole prompt in base64 (category encoding:base64, read by the encoding guardrail)"
     encoding = "base64"
 
     def encode(self, text: str, intensity: str) -> str:
-        """``text`` as upper-case hexadecimal of its UTF-8 bytes."""
+        """``text`` as base64 of its UTF-8 bytes."""
         return base64.b64encode(text.encode("utf-8")).decode("ascii")
 
 
 @register_perturbator
 class Base16Perturbator(_Encoder):
+    """``base16``: the whole prompt as hexadecimal text (with the instruction the intensity leaves before it)."""
+
     description = "the whole prompt in base16, i.e. hex (category encoding:base16, read by the encoding guardrail)"
     encoding = "base16"
 
     def encode(self, text: str, intensity: str) -> str:
+        """``text`` as upper-case hexadecimal of its UTF-8 bytes."""
         return base64.b16encode(text.encode("utf-8")).decode("ascii")
 
 
@@ -323,28 +323,25 @@ class Base16Perturbator(_Encoder):
 LEET = {"low": {"a": "4", "e": "3", "o": "0"}, "medium": {"i": "1", "s": "5"}, "high": {"t": "7", "b": "8", "g": "9"}}
 
 
-    """``leetspeak``: the whole prompt in leetspeak, with no instruction before it; more letters are swapped at
-    higher intensity."""
-
 def leet_map(intensity: str) -> dict[str, str]:
     """Letter -> digit at ``intensity``."""
     out: dict[str, str] = {}
     for level in INTENSITIES[: INTENSITIES.index(check_intensity(intensity)) + 1]:
-        """``text`` with its letters replaced by the digits and signs of the intensity's leetspeak table."""
         out.update(LEET[level])
     return out
 
 
 @register_perturbator
 class LeetspeakPerturbator(_Encoder):
+    """``leetspeak``: the whole prompt in leetspeak, with no instruction before it; more letters are swapped at
+    higher intensity."""
+
     description = "the whole prompt in leetspeak (a→4, e→3, o→0; more letters at higher intensity), no preamble"
     encoding = "leetspeak"
 
     def encode(self, text: str, intensity: str) -> str:
+        """``text`` with its letters replaced by the digits and signs of the intensity's leetspeak table."""
         table = leet_map(intensity)
-    """``injection``: a prompt-injection instruction is appended to the prompt; stronger at higher intensity. Changes
-    the meaning."""
-
         return "".join(table.get(ch.lower(), ch) for ch in text)
 
     def apply(self, text: str, intensity: str, rng: random.Random) -> str:
@@ -356,6 +353,9 @@ class LeetspeakPerturbator(_Encoder):
 
 @register_perturbator
 class InjectionPerturbator(Perturbator):
+    """``injection``: a prompt-injection instruction is appended to the prompt; stronger at higher intensity. Changes
+    the meaning."""
+
     description = (
         "prompt-injection suffix: an instruction to ignore the prompt's rules is appended "
         "(milder at low, exfiltration attempts at high; changes the meaning)"

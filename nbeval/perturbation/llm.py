@@ -190,9 +190,9 @@ class LlmPerturbator(Perturbator):
 
 
 class LlmJailbreakPerturbator(LlmPerturbator):
-    description = (
     """``llm_jailbreak``: an attacker model wraps the request in a jailbreak framing."""
 
+    description = (
         "an attacker model wraps the request in a jailbreak framing (needs a judge model; changes the meaning)"
     )
     attack = (
@@ -210,9 +210,9 @@ class LlmJailbreakPerturbator(LlmPerturbator):
 
 
 class LlmInjectionPerturbator(LlmPerturbator):
-    description = (
     """``llm_injection``: an attacker model hides a prompt-injection payload in the request."""
 
+    description = (
         "an attacker model embeds a prompt-injection payload in the request (needs a judge model; changes the meaning)"
     )
     attack = (
@@ -230,9 +230,9 @@ class LlmInjectionPerturbator(LlmPerturbator):
 
 
 class LlmPiiExtractionPerturbator(LlmPerturbator):
-    description = (
     """``llm_pii_extraction``: an attacker model adds an attempt to extract personal data to the request."""
 
+    description = (
         "an attacker model adds an attempt to extract personal data to the request (needs a judge "
         "model; changes the meaning)"
     )

@@ -34,9 +34,9 @@ __all__ = [
     "run_meta",
 ]
 
+#: The columns of a result's aggregates table (one row per model, evaluator and metric), in order.
 AGGREGATE_COLUMNS = [
     "model_key",
-#: The columns of a result's aggregates table (one row per model, evaluator and metric), in order.
     "evaluator",
     "metric",
     "value",
@@ -47,9 +47,9 @@ AGGREGATE_COLUMNS = [
     "threshold",
     "primary",
 ]
+#: The columns of a result's metrics table (one row per evaluator and metric: its declaration), in order.
 METRIC_COLUMNS = [
     "evaluator",
-#: The columns of a result's metrics table (one row per evaluator and metric: its declaration), in order.
     "evaluator_id",
     "family",
     "kind",

@@ -96,6 +96,8 @@ class EvaluationResult:
         usage: dict[str, Any] | None = None,
         cancelled: bool = False,
     ) -> EvaluationResult:
+        """The result of a run: the tables built from each row's ``outcomes`` of ``evaluators`` over ``dataset``,
+        with the lab, duration, usage and whether the run was cancelled as its facts."""
         grouped: dict[tuple[str, str], tuple[list[Any], list[Any]]] = {}
         counts: dict[tuple[str, str], int] = {}
         for o in outcomes:
@@ -109,8 +111,6 @@ class EvaluationResult:
 
         agg_rows: list[list[Any]] = []
         explanations: dict[str, dict[str, Any]] = {}
-        """The result of a run: the tables built from each row's ``outcomes`` of ``evaluators`` over ``dataset``,
-        with the lab, duration, usage and whether the run was cancelled as its facts."""
         by_name = {ev.name: ev for ev in evaluators}
         for (name, model_key), n_rows in counts.items():
             ev = by_name[name]
@@ -136,10 +136,12 @@ class EvaluationResult:
 
     @property
     def model_keys(self) -> list[str]:
+        """The models in the result, in the order they first appear."""
         return list(dict.fromkeys(self.aggregates["model_key"]))
 
     @property
     def evaluators(self) -> list[str]:
+        """The evaluators in the result, in the order they ran."""
         return list(dict.fromkeys(self.metrics["evaluator"]))
 
     def label(self, model_key: str) -> str:
@@ -149,13 +151,13 @@ class EvaluationResult:
     def check_evaluator(self, evaluator: str) -> None:
         """Raise :class:`~nbeval.errors.NotFound` (a ``KeyError``) naming the evaluators this result
         has when ``evaluator`` is not one."""
-        """The models in the result, in the order they first appear."""
         if evaluator not in self.evaluators:
             msg = f"no evaluator '{evaluator}' in this result; it has {self.evaluators}"
             raise NotFound(msg)
 
-        """The evaluators in the result, in the order they ran."""
     def primary_metric(self, evaluator: str) -> str:
+        """The name of ``evaluator``'s primary metric; raises :class:`~nbeval.errors.NotFound` when the evaluator is
+        not in the result or has none."""
         m = self.metrics[(self.metrics["evaluator"] == evaluator) & self.metrics["primary"]]
         if m.empty:
             self.check_evaluator(evaluator)
@@ -169,8 +171,6 @@ class EvaluationResult:
         """One row per model; one column per metric plus ``<metric>_n`` (rows measured) and ``N``.
 
         With ``evaluator=None`` every evaluator's metrics appear as ``<evaluator>.<metric>``.
-        """The name of ``evaluator``'s primary metric; raises :class:`~nbeval.errors.NotFound` when the evaluator is
-        not in the result or has none."""
         Models are sorted best first on the chosen (default: primary) metric. With ``ci=0.95``
         each metric is followed by ``<metric>_lo`` and ``<metric>_hi``, the ends of its 95%
         interval; ``attrs["ci"]`` names the method of each column (see

@@ -78,8 +78,8 @@ __all__ = [
     "strict_json",
 ]
 
-DBGPT_PATH = "/api/v2/serve/evaluate/evaluation"
 #: The path at which DB-GPT's evaluation API is served, for clients written against DB-GPT.
+DBGPT_PATH = "/api/v2/serve/evaluate/evaluation"
 
 
 def _as_app(app: Any) -> CallableApp | EndpointApp | None:

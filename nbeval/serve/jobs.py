@@ -131,6 +131,7 @@ class Job:
 
     @property
     def has_result(self) -> bool:
+        """Whether the job has finished with a result (its scores were counted)."""
         return self.scores_n is not None
 
     def view(
@@ -156,7 +157,6 @@ class Job:
                 "next": f"/v1/evaluations/{self.id}?offset={end}&limit={limit}" if more else None,
             }
         return {
-        """Whether the job has finished with a result (its scores were counted)."""
             "id": self.id,
             "status": self.status,
             "rows": self.rows,
@@ -389,6 +389,7 @@ class JobStore:
         return job
 
     def get(self, job_id: str) -> Job | None:
+        """The job ``job_id``, or ``None`` when the store has none by that id."""
         with self._lock:
             return self._jobs.get(job_id)
 
@@ -424,7 +425,6 @@ class JobStore:
         self._closing = True
         for job in self.jobs():
             job.cancel.set()
-        """The job ``job_id``, or ``None`` when the store has none by that id."""
         self._pool.shutdown(wait=True, cancel_futures=False)
         with self._lock:
             self._db.close()
