@@ -1,8 +1,10 @@
-"""The generated index of built-in evaluators matches their classes, and lists them without
-importing scoring code.
+"""The index of built-in evaluators matches their classes, and lists them without importing
+scoring code.
 
 Each built-in declares itself once, as the ``spec`` of its class; ``nbeval/evaluators/index.json``
-is written from those classes by ``scripts/make_evaluator_index.py``. The file is read here
+holds those declarations with a digest of the modules they came from (where the digest differs,
+nbeval builds them from the modules: tests/test_evaluator_discovery.py). The committed file must
+equal what the modules give, so that a release never takes that slower path. The file is read here
 directly (not only through the registry), so the test also checks what ships.
 """
 
@@ -30,10 +32,12 @@ HEAVY = ("torch", "transformers", "ragas", "sentence_transformers", "ipywidgets"
 
 
 def test_the_index_is_up_to_date() -> None:
-    fresh = index.render_index()  # regenerated in memory from the classes
-    assert fresh == INDEX.read_text(encoding="utf-8"), (
-        "nbeval/evaluators/index.json is stale: run python scripts/make_evaluator_index.py"
-    )
+    committed = index.parse_index(INDEX.read_text(encoding="utf-8"))
+    built = registry.build_builtin_specs()  # from the classes, importing their modules
+    stale = "nbeval/evaluators/index.json is stale: run python scripts/make_evaluator_index.py"
+    assert committed.specs == built, stale + " (the declarations changed)"
+    assert committed.sources == index.sources_digest(), stale + " (an evaluator module changed)"
+    assert index.render_index(built, index.sources_digest()) == INDEX.read_text(encoding="utf-8"), stale
 
 
 def test_the_index_ships_and_nothing_else_declares() -> None:
@@ -78,7 +82,8 @@ def test_listing_imports_no_evaluator_module() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/")
     loaded = set(out.stdout.split())
-    assert not {entry["module"] for entry in ENTRIES.values()} & loaded
+    stale = "index.json is stale, so the modules were read: run python scripts/make_evaluator_index.py"
+    assert not {entry["module"] for entry in ENTRIES.values()} & loaded, stale
 
 
 def test_importing_an_evaluator_module_imports_nothing_heavy() -> None:

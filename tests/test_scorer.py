@@ -230,3 +230,77 @@ def test_the_cli_runs_a_scorer_from_an_entry_point(
         registry._load_entry_points.cache_clear()
         if "polite" not in registry._CLASSES:
             polite.register()
+
+
+# ---------------------------------------------------------------------------------------------
+# One route: pipeline(fn=...) is a spelling of @nbeval.scorer, with the same return convention
+
+
+def _scored(ev: nbeval.Evaluator, row: Row) -> nbeval.Score:
+    """``ev``'s score of ``row`` (a function route asks for nothing, so it returns a Score)."""
+    got = ev.score(row)
+    assert isinstance(got, nbeval.Score)
+    return got
+
+
+@pytest.mark.parametrize(
+    ("returned", "value", "rationale"),
+    [
+        (0.25, 0.25, None),
+        (True, 1.0, None),
+        (False, 0.0, None),
+        ((0.5, "half"), 0.5, "half"),
+        ((True, None), 1.0, None),
+        ({"t_same": 0.75, "rationale": "as a dict"}, 0.75, "as a dict"),
+        (nbeval.Score({"t_same": 0.125}, rationale="a Score"), 0.125, "a Score"),
+    ],
+)
+def test_a_scorer_reads_each_return_of_the_convention(
+    made: list[str], returned: Any, value: float, rationale: str | None
+) -> None:
+    @nbeval.scorer(name="t_same", range=(0.0, 1.0))
+    def same(actual_output):
+        return returned
+
+    made.append("t_same")
+    got = _scored(same.evaluator(), Row(input="q", actual_output="a"))
+    assert (got.values, got.rationale, got.error) == ({"t_same": value}, rationale, None)
+
+
+@pytest.mark.parametrize(
+    ("returned", "value", "rationale"),
+    [
+        (0.25, 0.25, None),
+        (True, 1.0, None),  # a bool is read as by a scorer (pipeline used to refuse it)
+        ((0.5, "half"), 0.5, "half"),
+        ({"score": 0.75, "rationale": "as a dict"}, 0.75, "as a dict"),
+        ({"value": 0.75, "rationale": "the older key"}, 0.75, "the older key"),
+        (nbeval.Score({"score": 0.125}, rationale="a Score"), 0.125, "a Score"),
+    ],
+)
+def test_pipeline_reads_the_same_convention(returned: Any, value: float, rationale: str | None) -> None:
+    ev = nbeval.evaluator("pipeline", fn=lambda actual_output, n=3, **more: returned)
+    assert ev.spec.inputs == ("actual_output",)  # n (no field, with a default) and **more are the function's
+    got = _scored(ev, Row(input="q", actual_output="a"))
+    assert (got.values, got.rationale, got.error) == ({"score": value}, rationale, None)
+
+
+def test_what_neither_route_reads_errors_the_row_the_same_way(made: list[str]) -> None:
+    @nbeval.scorer(name="t_words")
+    def words(actual_output):
+        return "high"
+
+    made.append("t_words")
+    row = Row(input="q", actual_output="a")
+    by_scorer = _scored(words.evaluator(), row)
+    by_pipeline = _scored(nbeval.evaluator("pipeline", fn=lambda actual_output: "high"), row)
+    assert by_scorer.values == {"t_words": None} and by_pipeline.values == {"score": None}
+    assert by_scorer.error == "scorer 't_words' " + (by_pipeline.error or "").removeprefix("evaluator 'pipeline' ")
+    assert "returned 'high', not a number" in (by_scorer.error or "")
+
+
+def test_a_metric_cannot_be_named_rationale() -> None:
+    with pytest.raises(EvaluatorError, match="cannot be named 'rationale'"):
+        nbeval.scorer(name="t_why", metrics=["ok", "rationale"])(lambda actual_output: 1.0)
+    with pytest.raises(UnknownEvaluator):
+        get_spec("t_why")

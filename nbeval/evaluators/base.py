@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Union
 from nbeval.data.rows import field_missing
 from nbeval.errors import EvaluatorError
 from nbeval.evaluators.params import Param, Params
+from nbeval.evaluators.row_fields import check_inputs
 from nbeval.request_kinds import Chat, Embed, Request
 
 if TYPE_CHECKING:
@@ -166,6 +167,9 @@ class EvaluatorSpec:
     def __post_init__(self) -> None:
         if not isinstance(self.params, Params):
             object.__setattr__(self, "params", Params(self.params))
+        # A typo here would skip every row as missing that input: refuse it where it is declared.
+        check_inputs(self.id, self.inputs)
+        check_inputs(self.id, self.optional_inputs, "optional input")
 
     @property
     def primary(self) -> MetricSpec:

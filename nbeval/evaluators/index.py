@@ -1,12 +1,18 @@
 """The index of the built-in evaluators: every declaration, listed without importing scoring code.
 
-Each built-in evaluator declares itself once, as the ``spec`` of its class in its family package
-(``nbeval/evaluators/<family>/``). ``index.json`` beside this module is generated from those
-classes by ``scripts/make_evaluator_index.py`` (:func:`render_index`) and shipped as package data,
-so the catalogue (``nbeval evaluators``, the picker, ``nbeval.catalogue()``) is read from it without
-importing a family module; the first use of an evaluator imports its module (the index names it),
-whose class then registers its own spec. ``tests/test_catalogue_code.py`` regenerates the index in
-memory and fails when the file is stale.
+Each built-in evaluator declares itself once, as the ``spec`` of its class in a module of its
+family package (``nbeval/evaluators/<family>/``). ``index.json`` beside this module holds those
+declarations, so that listing the catalogue (``nbeval evaluators``, the picker,
+``nbeval.catalogue()``) imports no family module: importing them all costs a third of a second,
+and listing happens at every CLI start and widget draw. The first use of an evaluator imports its
+module (the index names it), whose class then registers its own spec.
+
+The index records a digest of the family modules' source it was built from (:func:`sources_digest`).
+Where the modules differ from it (an evaluator added, moved or edited, and the file not written
+again), the registry builds the declarations from the modules themselves, in the process, so a new
+evaluator is found without running anything; ``scripts/make_evaluator_index.py`` writes the file
+again, and ``tests/test_catalogue_code.py`` fails while the committed file is stale, so a release
+always takes the fast path.
 
 An entry is :func:`spec_to_dict`'s: the declaration with every metric spelled out (range,
 threshold, primary) and every parameter with its type as text.
@@ -15,24 +21,31 @@ threshold, primary) and every parameter with its type as text.
 from __future__ import annotations
 
 import ast
-import importlib
+import hashlib
 import json
 import math
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from nbeval.errors import EvaluatorError
-from nbeval.evaluators.base import Evaluator, EvaluatorSpec, MetricSpec
+from nbeval.evaluators.base import EvaluatorSpec, MetricSpec
 from nbeval.evaluators.params import Param, Params
 
 __all__ = [
     "INDEX_FILE",
-    "build_index",
-    "declared_classes",
+    "Index",
+    "declaring_modules",
+    "family_modules",
+    "is_family_module",
+    "packaged_index",
+    "parse_index",
     "read_index",
     "render_index",
+    "sources_digest",
     "spec_from_dict",
     "spec_to_dict",
 ]
@@ -106,75 +119,111 @@ def spec_from_dict(id: str, d: Mapping[str, Any]) -> EvaluatorSpec:
         raise EvaluatorError(msg) from None
 
 
+@dataclass(frozen=True)
+class Index:
+    """The contents of an index file."""
+
+    specs: dict[str, EvaluatorSpec]
+    """The built-in declarations by id."""
+    sources: str
+    """The :func:`sources_digest` of the family modules it was built from (``""``: not recorded)."""
+
+
+def parse_index(text: str) -> Index:
+    """The :class:`Index` written as ``text`` (by :func:`render_index`)."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        msg = f"the evaluator index is not JSON ({exc}); run scripts/make_evaluator_index.py"
+        raise EvaluatorError(msg) from None
+    if not isinstance(data, dict) or data.get("format") != _FORMAT or not isinstance(data.get("evaluators"), dict):
+        found = data.get("format") if isinstance(data, dict) else None
+        msg = f"evaluator index format {found!r} is not {_FORMAT}; run scripts/make_evaluator_index.py"
+        raise EvaluatorError(msg)
+    specs = {id: spec_from_dict(id, entry) for id, entry in data["evaluators"].items()}
+    sources = data.get("sources")
+    return Index(specs, sources if isinstance(sources, str) else "")
+
+
+def packaged_index() -> Index | None:
+    """The index shipped beside this module (``None`` when there is none)."""
+    try:
+        text = resources.files("nbeval.evaluators").joinpath(INDEX_FILE).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    return parse_index(text)
+
+
 def read_index(text: str | None = None) -> dict[str, EvaluatorSpec]:
     """The built-in declarations by id, from ``text`` (default: the packaged ``index.json``)."""
-    if text is None:
-        try:
-            text = resources.files("nbeval.evaluators").joinpath(INDEX_FILE).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            msg = f"nbeval/evaluators/{INDEX_FILE} is missing; run scripts/make_evaluator_index.py"
-            raise EvaluatorError(msg) from None
-    data = json.loads(text)
-    if data.get("format") != _FORMAT:
-        msg = f"evaluator index format {data.get('format')!r} is not {_FORMAT}; run scripts/make_evaluator_index.py"
+    if text is not None:
+        return parse_index(text).specs
+    found = packaged_index()
+    if found is None:
+        msg = f"nbeval/evaluators/{INDEX_FILE} is missing; run scripts/make_evaluator_index.py"
         raise EvaluatorError(msg)
-    return {id: spec_from_dict(id, entry) for id, entry in data["evaluators"].items()}
+    return found.specs
+
+
+def render_index(specs: Mapping[str, EvaluatorSpec], sources: str) -> str:
+    """The text of ``index.json`` listing ``specs`` (by family, then id), built from the family
+    modules whose :func:`sources_digest` is ``sources``."""
+    ordered = sorted(specs.items(), key=lambda item: (item[1].module.split(".")[2:3], item[0]))
+    data = {"format": _FORMAT, "sources": sources, "evaluators": {id: spec_to_dict(spec) for id, spec in ordered}}
+    return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
 
 
 # ---------------------------------------------------------------------------------------------
-# Generating the index from the classes
+# The family modules, read without importing them
+
+_ROOT = Path(__file__).parent
 
 
-def _family_modules() -> Iterator[tuple[str, Path]]:
+@lru_cache(maxsize=1)
+def _family_packages() -> frozenset[str]:
+    return frozenset(p.name for p in _ROOT.iterdir() if (p / "__init__.py").is_file())
+
+
+def is_family_module(name: str) -> bool:
+    """Whether the module called ``name`` is a module of a family package
+    (``nbeval.evaluators.<family>.<module>``): where built-in evaluators are declared."""
+    parts = name.split(".")
+    return len(parts) == 4 and parts[:2] == ["nbeval", "evaluators"] and parts[2] in _family_packages()
+
+
+def family_modules() -> Iterator[tuple[str, Path]]:
     """Every module of every family package, as (dotted name, file), in name order."""
-    root = Path(__file__).parent
-    for package in sorted(p for p in root.iterdir() if (p / "__init__.py").is_file()):
-        for path in sorted(package.glob("*.py")):
+    for package in sorted(_family_packages()):
+        for path in sorted((_ROOT / package).glob("*.py")):
             if path.name != "__init__.py":
-                yield f"nbeval.evaluators.{package.name}.{path.stem}", path
+                yield f"nbeval.evaluators.{package}.{path.stem}", path
 
 
-def _registered_names(path: Path) -> list[str]:
-    """The classes of the module at ``path`` decorated with ``@register`` (read, not imported: a
-    module without evaluators, such as ragas's bridge, may import heavy packages)."""
-    names = []
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.ClassDef):
-            for deco in node.decorator_list:
-                target = deco.func if isinstance(deco, ast.Call) else deco
-                if isinstance(target, ast.Name) and target.id == "register":
-                    names.append(node.name)
-    return names
+def sources_digest() -> str:
+    """A digest of the source of every family module (``""`` where none is found, as in an
+    installation without source files): equal for equal code, whatever the line endings."""
+    digest = hashlib.sha256()
+    found = False
+    for module, path in family_modules():
+        found = True
+        digest.update(module.encode())
+        digest.update(b"\0")
+        digest.update(path.read_bytes().replace(b"\r\n", b"\n"))
+        digest.update(b"\0")
+    return f"sha256:{digest.hexdigest()}" if found else ""
 
 
-def declared_classes() -> list[type[Evaluator]]:
-    """The built-in evaluator classes: those decorated with ``@register`` in a family package
-    (importing their modules)."""
-    found: list[type[Evaluator]] = []
-    for module, path in _family_modules():
-        names = _registered_names(path)
-        if names:
-            loaded = importlib.import_module(module)
-            found.extend(getattr(loaded, name) for name in names)
-    return found
+def _declares(path: Path) -> bool:
+    """Whether the module at ``path`` may declare evaluators: it names ``register`` or
+    ``EvaluatorSpec`` (read, not imported: a module without evaluators, such as ragas's bridge, may
+    import heavy packages)."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+        if name in ("register", "EvaluatorSpec"):
+            return True
+    return False
 
 
-def build_index() -> dict[str, EvaluatorSpec]:
-    """The built-in declarations by id, from the classes (family by family, ids in name order)."""
-    specs: dict[str, EvaluatorSpec] = {}
-    for cls in declared_classes():
-        spec = vars(cls).get("spec")
-        if not isinstance(spec, EvaluatorSpec):
-            msg = f"{cls.__module__}.{cls.__qualname__} is registered without a spec of its own"
-            raise EvaluatorError(msg)
-        if spec.id in specs:
-            msg = f"evaluator id '{spec.id}' declared twice ({specs[spec.id].module} and {spec.module})"
-            raise EvaluatorError(msg)
-        specs[spec.id] = spec
-    return dict(sorted(specs.items(), key=lambda item: (item[1].module.split(".")[2], item[0])))
-
-
-def render_index() -> str:
-    """The text of ``index.json`` for the classes as they are now."""
-    data = {"format": _FORMAT, "evaluators": {id: spec_to_dict(spec) for id, spec in build_index().items()}}
-    return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+def declaring_modules() -> list[str]:
+    """The family modules that may declare evaluators, which building the index imports."""
+    return [module for module, path in family_modules() if _declares(path)]

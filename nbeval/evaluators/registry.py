@@ -9,13 +9,19 @@ and is registered by ``@register`` (built-ins, plugins and notebooks alike)::
                              params=(Param("max_words", int, 200, "the most words an answer may have"),),
                              metrics=(MetricSpec("short_enough", primary=True),))
 
-The built-ins (``nbeval/evaluators/<family>/``) are listed from a generated index
+The built-ins are the evaluators registered by the modules of the family packages
+(``nbeval/evaluators/<family>/``): a module dropped there is one. They are listed from the index
 (:mod:`nbeval.evaluators.index`), so the catalogue can be read (CLI, widgets) without importing any
 scoring code; a built-in's module is imported the first time the evaluator is constructed, and its
-class then registers. Third-party packages add evaluators through the ``nbeval.evaluators``
-entry-point group: each entry point names an :class:`Evaluator` subclass with its ``spec`` (or a
-function decorated with ``@nbeval.scorer``, or a module that registers on import).
-:func:`unregister` undoes a registration (notebooks, tests).
+class then registers. Where the index was built from other sources than the modules now installed
+(:func:`builtin_specs` compares their digest), the declarations are taken from the modules
+themselves, once per process: no step is needed for a new evaluator to be found. Third-party
+packages add evaluators through the ``nbeval.evaluators`` entry-point group: each entry point names
+an :class:`Evaluator` subclass with its ``spec`` (or a function decorated with ``@nbeval.scorer``,
+or a module that registers on import). :func:`unregister` undoes a registration (notebooks, tests).
+
+This module imports none of the routes built on it (``@nbeval.scorer``, ``pipeline``): it knows a
+scoring function by what it offers, an ``evaluator_class`` (see :func:`_scorer_class`).
 """
 
 from __future__ import annotations
@@ -28,10 +34,12 @@ from typing import Any, TypeVar, overload
 
 from nbeval.errors import EvaluatorError, MissingDependency, UnknownEvaluator
 from nbeval.evaluators.base import Evaluator, EvaluatorSpec
-from nbeval.evaluators.index import read_index
+from nbeval.evaluators.index import declaring_modules, is_family_module, packaged_index, sources_digest
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "build_builtin_specs",
+    "builtin_specs",
     "catalogue",
     "evaluator",
     "get_class",
@@ -56,25 +64,59 @@ _CLASSES: dict[str, type[Evaluator]] = {}
 _EXTRA_SPECS: dict[str, EvaluatorSpec] = {}
 #: The specs of the built-in classes registered so far (equal to the index's entries).
 _LOADED: dict[str, EvaluatorSpec] = {}
+#: The built-in declarations, once read (or built); see builtin_specs().
+_BUILTINS: dict[str, EvaluatorSpec] | None = None
+_BUILDING = False
 # What each register() replaced, latest last: (class, that class's spec, spec given to register()).
 _SHADOWED: dict[str, list[tuple[type[Evaluator] | None, EvaluatorSpec | None, EvaluatorSpec | None]]] = {}
 _E = TypeVar("_E", bound=type[Evaluator])
 
 
-@lru_cache(maxsize=1)
-def _builtin_specs() -> dict[str, EvaluatorSpec]:
-    """The built-in evaluators' declarations, read from the generated index (no scoring code is
-    imported)."""
-    return read_index()
+def builtin_specs() -> dict[str, EvaluatorSpec]:
+    """The built-in evaluators' declarations by id: the packaged index's, without importing any
+    scoring code, where it was built from the family modules as they are; else (an evaluator
+    added or edited since, the index not written again) :func:`build_builtin_specs`'s. Read once
+    per process."""
+    global _BUILTINS
+    if _BUILDING:  # a family module asks while the declarations are being built: what is known so far
+        return dict(_LOADED)
+    if _BUILTINS is None:
+        try:
+            index = packaged_index()
+        except EvaluatorError:  # a damaged file: the modules still say what they declare
+            index = None
+        current = sources_digest()
+        if index is not None and (index.sources == current or not current):
+            _BUILTINS = index.specs
+        elif current:
+            _BUILTINS = build_builtin_specs()
+        else:
+            msg = "nbeval/evaluators/index.json is missing and no evaluator source is installed; reinstall nbeval"
+            raise EvaluatorError(msg)
+    return _BUILTINS
+
+
+#: The name the registry's internals and tests use for :func:`builtin_specs`.
+_builtin_specs = builtin_specs
+
+
+def build_builtin_specs() -> dict[str, EvaluatorSpec]:
+    """The built-in declarations by id, from the family modules themselves: each module that may
+    declare evaluators is imported, and its classes register (what ``index.json`` is written from)."""
+    global _BUILDING
+    _BUILDING = True
+    try:
+        for module in declaring_modules():
+            importlib.import_module(module)
+    finally:
+        _BUILDING = False
+    return dict(_LOADED)
 
 
 def _is_builtin(cls: type[Evaluator], spec: EvaluatorSpec) -> bool:
-    """Whether registering ``cls`` with ``spec`` is a built-in evaluator registering itself."""
-    try:
-        listed = _builtin_specs().get(spec.id)
-    except EvaluatorError:  # no index yet: scripts/make_evaluator_index.py is importing the classes to write it
-        return False
-    return listed is not None and cls.__module__ == listed.module == spec.module
+    """Whether registering ``cls`` with ``spec`` is a built-in evaluator registering itself: a
+    class of a family module declaring itself there."""
+    return is_family_module(cls.__module__) and spec.module == cls.__module__
 
 
 @lru_cache(maxsize=1)
@@ -84,18 +126,23 @@ def _load_entry_points() -> None:
     for obj in plugins(ENTRY_POINT_GROUP, "plugin"):
         if isinstance(obj, type) and issubclass(obj, Evaluator) and obj.spec.id not in _CLASSES:
             register(spec=obj.spec)(obj)
-        elif _is_scorer(obj) and obj.id not in _CLASSES:  # registered on import, unless unregistered since
-            obj.register()
+        else:
+            made = _scorer_class(obj)
+            if made is not None and made.spec.id not in _CLASSES:  # registered on import, unless unregistered since
+                register(spec=made.spec)(made)
+
+
+def _scorer_class(obj: Any) -> type[Evaluator] | None:
+    """The evaluator class of ``obj`` when it is a scoring function (``@nbeval.scorer``): a
+    callable that is no class and carries its ``evaluator_class``; else ``None``."""
+    if not callable(obj) or isinstance(obj, type):
+        return None
+    made = getattr(obj, "evaluator_class", None)
+    return made if isinstance(made, type) and issubclass(made, Evaluator) else None
 
 
 def _is_scorer(obj: Any) -> bool:
-    """Whether ``obj`` is a function decorated with ``@nbeval.scorer`` (its module is imported only
-    for callables, which nothing else here is)."""
-    if not callable(obj) or isinstance(obj, type):
-        return False
-    from nbeval.evaluators.scorer import Scorer
-
-    return isinstance(obj, Scorer)
+    return _scorer_class(obj) is not None
 
 
 def catalogue() -> dict[str, EvaluatorSpec]:
@@ -105,10 +152,13 @@ def catalogue() -> dict[str, EvaluatorSpec]:
 
 
 def list_evaluators(family: str | None = None) -> list[EvaluatorSpec]:
+    """The declarations of the catalogue, only those of ``family`` when it is given."""
     return [s for s in catalogue().values() if family is None or s.family == family]
 
 
 def get_spec(id: str) -> EvaluatorSpec:
+    """The declaration of evaluator ``id``; :class:`UnknownEvaluator`, with the closest ids, when
+    there is none."""
     specs = catalogue()
     if id not in specs:
         import difflib
@@ -161,11 +211,16 @@ def register(id: str | type[Evaluator] | None = None, *, spec: EvaluatorSpec | N
 def _register(cls: _E, spec: EvaluatorSpec, *, declared: bool) -> _E:
     if declared and not spec.module:
         spec = replace(spec, module=cls.__module__)
+    builtin = declared and _is_builtin(cls, spec)
+    twin = _LOADED.get(spec.id)
+    if builtin and twin is not None and twin.module != spec.module:
+        msg = f"evaluator id '{spec.id}' is declared twice, in {twin.module} and {spec.module}; rename one"
+        raise EvaluatorError(msg)
     previous = _CLASSES.get(spec.id)
     _SHADOWED.setdefault(spec.id, []).append(
         (previous, None if previous is None else previous.spec, _EXTRA_SPECS.get(spec.id))
     )
-    if declared and _is_builtin(cls, spec):
+    if builtin:
         _LOADED[spec.id] = spec
     elif declared:
         _EXTRA_SPECS[spec.id] = spec
@@ -205,6 +260,7 @@ def unregister(id: str) -> type[Evaluator]:
 
 
 def get_class(id: str) -> type[Evaluator]:
+    """The class of evaluator ``id``, importing the module that declares it on first use."""
     spec = get_spec(id)
     if id not in _CLASSES and spec.module:
         try:
@@ -255,7 +311,7 @@ def resolve_evaluators(items: Any) -> list[Evaluator]:
         elif isinstance(item, Mapping) and "id" in item:
             out.append(evaluator(item["id"], **{k: v for k, v in item.items() if k != "id"}))
         elif _is_scorer(item):
-            out.append(item.evaluator())
+            out.append(item.evaluator())  # its own configuring, which knows the function
         else:
             msg = (
                 f"cannot use {item!r} as an evaluator; give an id, (id, params), nbeval.evaluator(...) "

@@ -1,8 +1,8 @@
-"""``@nbeval.scorer``: a plain function as an evaluator.
+"""``@nbeval.scorer``: a plain function as an evaluator, the one function route.
 
-The function's parameter names choose what it reads from each row, with the vocabulary of the
-``pipeline`` evaluator (:data:`FIELDS`: ``actual_output``, ``input``, ``expected_output``,
-``context`` ...; ``context`` and ``expected_context`` as lists of chunk texts; ``row`` for the whole
+The function's parameter names choose what it reads from each row (:data:`FIELDS`:
+``actual_output``, ``input``, ``expected_output``, ``context`` ...; ``context`` and
+``expected_context`` as lists of chunk texts; ``row`` for the whole
 :class:`~nbeval.data.model.Row`). Parameters without a default are required inputs (a row missing
 one is skipped, as for every evaluator); those with a default are optional inputs::
 
@@ -16,11 +16,19 @@ one is skipped, as for every evaluator); those with a default are optional input
 
     nbeval.evaluate(rows, [polite, "rouge"])   # or "polite": decorating registers it by id
 
-The function returns a bool (1.0 or 0.0) or a number, which is the value of the primary metric,
-named after the scorer (as a custom judge's metric is named after its id); or a dict of metric to
-value, or a :class:`~nbeval.evaluators.base.Score`, for named metrics, which must be declared with
-``metrics=`` (a value under any other name errors the row and names the metrics). Its scoring does
-no I/O through nbeval: the engine just calls it, and an exception it raises errors that row only.
+The return convention (:meth:`ScoringFunction.to_score`), one for every function route:
+
+- a bool (1.0 or 0.0) or a number: the value of the primary metric, named after the scorer (as a
+  custom judge's metric is named after its id); ``None`` or anything else errors the row;
+- a dict of metric to value, for named metrics, which must be declared with ``metrics=`` (a value
+  under any other name errors the row and names the metrics); its key ``rationale``, when there
+  is one, is the row's rationale, not a metric;
+- a ``(value, rationale)`` pair: either of the above with the row's rationale;
+- a :class:`~nbeval.evaluators.base.Score`, as it is.
+
+Its scoring does no I/O through nbeval: the engine just calls it, and an exception it raises errors
+that row only. ``nbeval.evaluator("pipeline", fn=...)`` is an older spelling of the same route
+(:func:`scoring_function` reads its function; its one metric is ``score``).
 
 The decorated name stays callable as the function; ``.evaluator(threshold=...)`` configures it
 like ``nbeval.evaluator(id, ...)``. A package offers scorers to the command line through the
@@ -40,16 +48,16 @@ from typing import TYPE_CHECKING, Any, overload
 
 from nbeval.errors import EvaluatorError
 from nbeval.evaluators.base import Direction, Evaluator, EvaluatorSpec, MetricSpec, Score
-from nbeval.evaluators.judges.score import PIPELINE_FIELDS, field_value
 from nbeval.evaluators.registry import _CLASSES, _builtin_specs, register, unregister
+from nbeval.evaluators.row_fields import FUNCTION_FIELDS, close_match_hint, field_value
 
 if TYPE_CHECKING:
     from nbeval.data.model import Row
 
-__all__ = ["FIELDS", "Scorer", "ScorerEvaluator", "scorer"]
+__all__ = ["FIELDS", "Scorer", "ScorerEvaluator", "ScoringFunction", "scorer", "scoring_function"]
 
-#: The parameter names a scorer function may have: the row fields ``pipeline`` reads, and ``row``.
-FIELDS: tuple[str, ...] = (*PIPELINE_FIELDS, "row")
+#: The parameter names a scorer function may have: the row fields it may read, and ``row``.
+FIELDS: tuple[str, ...] = (*FUNCTION_FIELDS, "row")
 _ID = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
 _UNSET: Any = object()
 
@@ -60,8 +68,8 @@ class ScorerEvaluator(Evaluator):
     scorer: Scorer
 
     def score(self, row: Row) -> Score:
-        kwargs = {name: field_value(row, name) for name in self.scorer.args}
-        return self.scorer.to_score(self.scorer.__wrapped__(**kwargs))
+        """The function's return for ``row``, read by the one convention."""
+        return self.scorer.score_row(row)
 
     def __reduce__(self) -> tuple[Any, ...]:
         # the class is made at decoration time: a copy (a Dask worker's) is rebuilt from the scorer,
@@ -73,25 +81,77 @@ def _configured(s: Scorer, params: dict[str, Any]) -> Evaluator:
     return s.evaluator(**params)
 
 
-class Scorer:
+class ScoringFunction:
+    """A function read as an evaluator: the row fields it takes by parameter name, its
+    declaration, and what its return value means (:meth:`to_score`). Made by
+    :func:`scoring_function`; :class:`Scorer` (``@nbeval.scorer``) and ``pipeline(fn=...)`` score
+    through it."""
+
+    def __init__(self, fn: Callable[..., Any], spec: EvaluatorSpec, args: tuple[str, ...], label: str) -> None:
+        self.function = fn
+        """The function, called with the row fields of :attr:`args` by name."""
+        self.spec = spec
+        """The evaluator's declaration."""
+        self.args = args
+        """The row fields (or ``row``) passed to the function, by parameter name."""
+        self.label = label
+        """How a row's error names the function (``scorer 'polite'``)."""
+
+    @property
+    def id(self) -> str:
+        """The evaluator id."""
+        return self.spec.id
+
+    def call(self, row: Row) -> Any:
+        """What the function returns for ``row``."""
+        return self.function(**{name: field_value(row, name) for name in self.args})
+
+    def score_row(self, row: Row) -> Score:
+        """The function's return for ``row`` as a :class:`Score`."""
+        return self.to_score(self.call(row))
+
+    def to_score(self, out: Any) -> Score:
+        """The function's return value as a :class:`Score`, by the convention of the module
+        docstring."""
+        if isinstance(out, Score):
+            return out
+        rationale = None
+        if isinstance(out, tuple) and len(out) == 2 and (out[1] is None or isinstance(out[1], str)):
+            out, rationale = out
+        if isinstance(out, Mapping):
+            values: dict[str, float | None] = {}
+            for key, value in out.items():
+                if key == "rationale":
+                    rationale = None if value is None else str(value)
+                    continue
+                number = _number(value)
+                if number is _UNSET:
+                    error = f"{self.label} returned {value!r} for '{key}', not a number"
+                    return Score({}, rationale=rationale, error=error)
+                values[str(key)] = number
+            return Score(values, rationale=rationale)
+        number = _number(out)
+        if number is _UNSET or number is None:
+            error = (
+                f"{self.label} returned {out!r}, not a number; return a bool, a number, "
+                "a dict of metric to number, either with a rationale as a pair, or an nbeval.Score"
+            )
+            return Score({self.spec.primary.name: None}, rationale=rationale, error=error)
+        return Score({self.spec.primary.name: number}, rationale=rationale)
+
+
+class Scorer(ScoringFunction):
     """A function decorated with :func:`scorer`: still callable as the function, and registered
     as the evaluator :attr:`id`."""
 
     __wrapped__: Callable[..., Any]
 
     def __init__(self, fn: Callable[..., Any], spec: EvaluatorSpec, args: tuple[str, ...]) -> None:
+        super().__init__(fn, spec, args, f"scorer '{spec.id}'")
         functools.update_wrapper(self, fn)
-        self.spec = spec
-        """The evaluator's declaration."""
-        self.args = args
-        """The row fields (or ``row``) passed to the function, by parameter name."""
         self.evaluator_class: type[ScorerEvaluator] = type(
             f"{spec.id}_scorer", (ScorerEvaluator,), {"scorer": self, "__module__": __name__}
         )
-
-    @property
-    def id(self) -> str:
-        return self.spec.id
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.__wrapped__(*args, **kwargs)
@@ -112,30 +172,6 @@ class Scorer:
         if current is not None and issubclass(current, ScorerEvaluator):
             unregister(self.spec.id)
         register(spec=self.spec)(self.evaluator_class)
-
-    def to_score(self, out: Any) -> Score:
-        """The function's return value as a :class:`Score`."""
-        if isinstance(out, Score):
-            return out
-        primary = self.spec.primary.name
-        if isinstance(out, Mapping):
-            values: dict[str, float | None] = {}
-            for key, value in out.items():
-                number = _number(value)
-                if number is _UNSET:
-                    return Score({}, error=f"scorer '{self.id}' returned {value!r} for '{key}', not a number")
-                values[str(key)] = number
-            return Score(values)
-        number = _number(out)
-        if number is _UNSET or number is None:
-            return Score(
-                {primary: None},
-                error=(
-                    f"scorer '{self.id}' returned {out!r}; return a bool, a number, "
-                    "a dict of metric to number or an nbeval.Score"
-                ),
-            )
-        return Score({primary: number})
 
 
 def _number(value: Any) -> Any:
@@ -188,7 +224,7 @@ def scorer(
     """
 
     def deco(f: Callable[..., Any]) -> Scorer:
-        made = _make(
+        read = scoring_function(
             f,
             name=name,
             metrics=metrics,
@@ -197,22 +233,34 @@ def scorer(
             range=range,
             description=description,
         )
+        if read.id in _builtin_specs():
+            msg = f"@nbeval.scorer: '{read.id}' is a built-in evaluator; give the scorer another name with name='...'"
+            raise EvaluatorError(msg)
+        made = Scorer(f, read.spec, read.args)
         made.register()
         return made
 
     return deco if fn is None else deco(fn)
 
 
-def _make(
+def scoring_function(
     fn: Callable[..., Any],
     *,
-    name: str | None,
-    metrics: Sequence[str | MetricSpec] | None,
-    threshold: float | None,
-    direction: Direction,
-    range: tuple[float, float],
-    description: str | None,
-) -> Scorer:
+    name: str | None = None,
+    metrics: Sequence[str | MetricSpec] | None = None,
+    threshold: float | None = _UNSET,
+    direction: Direction = "higher",
+    range: tuple[float, float] = (0.0, 1.0),
+    description: str | None = None,
+    lenient: bool = False,
+    label: str | None = None,
+) -> ScoringFunction:
+    """``fn`` read as an evaluator, registered nowhere: the arguments are :func:`scorer`'s.
+
+    ``lenient=True`` reads the parameters as ``pipeline(fn=...)`` always has: ``*args`` and
+    ``**kwargs`` are ignored, and so is a parameter that is no row field but has a default (it is
+    not passed); without it, each of those is an :class:`EvaluatorError`. ``label`` names the
+    function in a row's error (default: ``scorer '<id>'``)."""
     if not callable(fn):
         msg = f"@nbeval.scorer decorates a function, not {type(fn).__name__}"
         raise EvaluatorError(msg)
@@ -223,10 +271,8 @@ def _make(
             "give name='...'"
         )
         raise EvaluatorError(msg)
-    if id in _builtin_specs():
-        msg = f"@nbeval.scorer: '{id}' is a built-in evaluator; give the scorer another name with name='...'"
-        raise EvaluatorError(msg)
-    args, required, optional = _parameters(fn, id)
+    where = label or f"@nbeval.scorer '{id}'"
+    args, required, optional = _parameters(fn, where, lenient)
     lo, hi = (float(x) for x in range)
     extra = {} if threshold is _UNSET else {"threshold": threshold}
     names = list(metrics) if metrics else [id]
@@ -243,6 +289,9 @@ def _make(
     if len({m.name for m in specs}) != len(specs):
         msg = f"@nbeval.scorer '{id}': metrics named twice in {[m.name for m in specs]}"
         raise EvaluatorError(msg)
+    if any(m.name == "rationale" for m in specs):  # the key of a returned dict that holds the rationale
+        msg = f"@nbeval.scorer '{id}': a metric cannot be named 'rationale'; give it another name"
+        raise EvaluatorError(msg)
     spec = EvaluatorSpec(
         id=id,
         family="custom",
@@ -253,27 +302,37 @@ def _make(
         description=text,
         module=getattr(fn, "__module__", "") or "",
     )
-    return Scorer(fn, spec, args)
+    return ScoringFunction(fn, spec, args, label or f"scorer '{id}'")
 
 
-def _parameters(fn: Callable[..., Any], id: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+def _parameters(
+    fn: Callable[..., Any], where: str, lenient: bool
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     """The parameters passed, the required inputs and the optional ones of ``fn``."""
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
-        msg = f"@nbeval.scorer '{id}': cannot read the function's parameters; wrap it in a def with named ones"
+        msg = f"{where}: cannot read the function's parameters; wrap it in a def with named ones"
         raise EvaluatorError(msg) from None
     args: list[str] = []
     required: list[str] = []
     optional: list[str] = []
     for p in sig.parameters.values():
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY) or p.name not in FIELDS:
-            stars: dict[Any, str] = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}
+        stars: dict[Any, str] = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}
+        if lenient and (p.kind in stars or (p.name not in FIELDS and p.default is not p.empty)):
+            continue  # pipeline(fn=...) has always left these to the function
+        if (
+            p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+            or (p.kind is p.POSITIONAL_ONLY and not lenient)
+            or (p.name not in FIELDS)
+        ):
             what = stars.get(p.kind, "") + p.name
             why = "is positional-only" if p.kind is p.POSITIONAL_ONLY and p.name in FIELDS else "is not a row field"
+            if lenient:
+                why = "is not a dataset field"  # the wording pipeline(fn=...) has always used
             msg = (
-                f"@nbeval.scorer '{id}': the parameter '{what}' {why}; name each parameter after the "
-                f"field it reads (it is passed by name), one of {', '.join(FIELDS)}"
+                f"{where}: the parameter '{what}' {why}{close_match_hint(p.name, FIELDS)}; name each parameter "
+                f"after the field it reads (it is passed by name), one of {', '.join(FIELDS)}"
             )
             raise EvaluatorError(msg)
         args.append(p.name)

@@ -9,9 +9,8 @@ see :mod:`nbeval.evaluators.judges.expected`): ``fact_check`` writes any number 
 
 from __future__ import annotations
 
-import inspect
 import math
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Generator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -22,29 +21,17 @@ from nbeval.evaluators.judges.expected import GRADES_0_5, NO_RATING_TOKEN, SCORE
 from nbeval.evaluators.judges.parse import find_json, parse_index_list, parse_number
 from nbeval.evaluators.judges.prompts import PROMPTS
 from nbeval.evaluators.registry import register
+from nbeval.evaluators.row_fields import FUNCTION_FIELDS, field_value
+from nbeval.evaluators.scorer import ScoringFunction, scoring_function
 
 if TYPE_CHECKING:
     from nbeval.data.model import LlmDataset, Row
 
 __all__ = ["PIPELINE_FIELDS", "AnswerRelevancyScore", "ContextRelevancy", "FactCheck", "Pipeline", "field_value"]
 
-#: Row fields a pipeline function may take by name (``row`` takes the whole row).
-PIPELINE_FIELDS = (
-    "input",
-    "expected_output",
-    "actual_output",
-    "context",
-    "expected_context",
-    "guidelines",
-    "categories",
-    "output_condition",
-    "relationships",
-    "corpus",
-    "key",
-    "model_key",
-    "actual_duration",
-    "cost",
-)
+#: Row fields a pipeline function may take by name (``row`` takes the whole row): those of every
+#: scoring function (``field_value`` gives each its value; both live in ``row_fields``).
+PIPELINE_FIELDS = FUNCTION_FIELDS
 
 
 def _failed(metric: str, parsed: Any, replies: list[Any]) -> Score:
@@ -205,10 +192,14 @@ class AnswerRelevancyScore(JudgeEvaluator):
 class Pipeline(JudgeEvaluator):
     """Your function (``fn=``) or judge prompt (``prompt=``) turns each row into a number.
 
-    The function's parameter names choose what it receives: row fields by name (``context`` and
-    ``expected_context`` as lists of chunk texts) or ``row`` for the whole :class:`Row`. It returns
-    a number, a ``(number, rationale)`` pair, or a dict with ``score`` (or ``value``) and
-    optionally ``rationale``. Parameters with defaults are optional inputs.
+    ``fn=`` is a spelling of the one function route, ``@nbeval.scorer``
+    (:mod:`nbeval.evaluators.scorer`): the function is read and its return value understood the
+    same way, with the one metric ``score``. Its parameter names choose what it receives: row
+    fields by name (``context`` and ``expected_context`` as lists of chunk texts) or ``row`` for
+    the whole :class:`Row`. It returns a number or a bool, a ``(number, rationale)`` pair, or a dict
+    with ``score`` and optionally ``rationale`` (``value`` is read as ``score``, as it always was).
+    Parameters with defaults are optional inputs; unlike a scorer's, parameters that are no row
+    field but have a default, and ``*args`` / ``**kwargs``, are left to the function.
     """
 
     spec = EvaluatorSpec(
@@ -246,14 +237,14 @@ class Pipeline(JudgeEvaluator):
             if not callable(fn):
                 msg = f"evaluator 'pipeline': fn must be callable, got {type(fn).__name__}"
                 raise EvaluatorError(msg)
-            return replace(spec, inputs=tuple(_fn_fields(fn)[1]), resources=())
+            return replace(spec, inputs=_route(fn).spec.inputs, resources=())
         fields = cls._resolve_prompt(params["prompt"]).fields
         return replace(spec, inputs=tuple(f for f in fields if f in PIPELINE_FIELDS), resources=("judge",))
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
         fn = self.params["fn"]
-        self._args: list[str] = [] if fn is None else _fn_fields(fn)[0]
+        self._route: ScoringFunction | None = None if fn is None else _route(fn)
 
     @classmethod
     def _resolve_prompt(cls, given: Any) -> JudgePrompt:
@@ -278,11 +269,12 @@ class Pipeline(JudgeEvaluator):
             raise EvaluatorError(msg)
 
     def score(self, row: Row) -> Score | Generator[Any, Any, Score]:
-        fn: Callable[..., Any] | None = self.params.get("fn")
-        if fn is None:
+        if self._route is None:
             return self._judge_score(row)
-        kwargs = {name: field_value(row, name) for name in self._args}
-        return _to_score(fn(**kwargs))
+        out = self._route.call(row)
+        if isinstance(out, Mapping) and "value" in out and "score" not in out:  # the older name of its metric
+            out = {("score" if k == "value" else k): v for k, v in out.items()}
+        return self._route.to_score(out)
 
     def _judge_score(self, row: Row) -> Generator[Any, Any, Score]:
         reply = yield from self.ask(row_values(row))
@@ -292,48 +284,8 @@ class Pipeline(JudgeEvaluator):
         return Score({"score": parsed.value}, rationale=parsed.rationale, details={"judge": usage_details([reply])})
 
 
-def _fn_fields(fn: Callable[..., Any]) -> tuple[list[str], list[str]]:
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        msg = "evaluator 'pipeline': cannot read the function's parameters; wrap it in a def with named ones"
-        raise EvaluatorError(msg) from None
-    args, required = [], []
-    for p in sig.parameters.values():
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            continue
-        if p.name != "row" and p.name not in PIPELINE_FIELDS:
-            if p.default is p.empty:
-                msg = (
-                    f"evaluator 'pipeline': the function's parameter '{p.name}' is not a dataset field; "
-                    f"name parameters after fields ({', '.join(PIPELINE_FIELDS)}) or use 'row'"
-                )
-                raise EvaluatorError(msg)
-            continue
-        args.append(p.name)
-        if p.default is p.empty and p.name != "row":
-            required.append(p.name)
-    return args, required
-
-
-def field_value(row: Row, name: str) -> Any:
-    """The value a pipeline or scorer function receives for its argument ``name`` (one of
-    :data:`PIPELINE_FIELDS`): the whole row for ``row``, the chunk texts for ``context`` and
-    ``expected_context``, the row's attribute otherwise."""
-    if name == "row":
-        return row
-    if name in ("context", "expected_context"):
-        return [c.text for c in getattr(row, name)]
-    return getattr(row, name)
-
-
-def _to_score(out: Any) -> Score:
-    rationale = None
-    if isinstance(out, tuple) and len(out) == 2:
-        out, rationale = out
-    elif isinstance(out, dict):
-        rationale = out.get("rationale")
-        out = out.get("score", out.get("value"))
-    if isinstance(out, bool) or not isinstance(out, (int, float)) or math.isnan(float(out)):
-        return Score({"score": None}, error=f"the pipeline returned {out!r}, not a number")
-    return Score({"score": float(out)}, rationale=None if rationale is None else str(rationale))
+def _route(fn: Any) -> ScoringFunction:
+    """``fn`` read as the scoring function of a ``pipeline``: its one metric is ``score``."""
+    return scoring_function(
+        fn, name="pipeline", metrics=Pipeline.spec.metrics, lenient=True, label="evaluator 'pipeline'"
+    )
