@@ -4,7 +4,13 @@ The table below is written from the contract by hand, independently of the catal
 of the code that resolves them: the five bool metrics are derived from ``kind = "bool"`` in code,
 so a mistake there shows here. Where the contract gives no threshold the catalogue's default is
 used (0.5 for a share of rows; none for an unbounded metric), and where it flags no primary metric
-of several, the first listed is primary.
+of several, the first listed is primary. Where the spec document is at hand (``shared/`` beside or
+inside the checkout), the table's ids, bool marks, first and primary metrics are checked against it.
+
+The table holds only what the contract says: an evaluator the contract does not name needs no row
+here. Its declaration is read from the catalogue and held to the contract's general rules (every
+metric described; a bool evaluator reports the bool metrics as defined; a rating one its share of
+yes under its own id).
 
 An evaluator may report metrics the contract does not name (:data:`ADDITIONS`), after the
 contract's own and never as the primary metric, so that everything the contract promises stays
@@ -14,10 +20,20 @@ as it is.
 from __future__ import annotations
 
 import math
+import re
+from pathlib import Path
 
 import pytest
 
+import nbeval
 from nbeval.evaluators import registry
+from nbeval.evaluators.base import BOOL_METRIC_SPECS
+
+ROOT = Path(nbeval.__file__).resolve().parents[1]
+#: The spec document, where the checkout has it (it is not part of the package).
+SPEC_DOCUMENT = next(
+    (p for p in (ROOT / "shared/spec/evaluators.md", ROOT.parent / "shared/spec/evaluators.md") if p.is_file()), None
+)
 
 INF = math.inf
 
@@ -109,17 +125,6 @@ CONTRACT: dict[str, list[Metric]] = {
     "custom_judge": [*_rating("custom_judge"), _m("precision", threshold=0.5)],
     "answer_relevancy_score": [_m("score", hi=5.0, threshold=3.0, primary=True)],
     "pipeline": [_m("score", lo=-INF, hi=INF, threshold=None, primary=True)],
-    # Not in the contract: head to head (issue 29), a share of the case's comparisons won; relative,
-    # so no threshold.
-    "pairwise": [_m("win_rate", threshold=None, primary=True)],
-    # Not in the contract: conversation judges (issue 31), a share of a conversation's assistant
-    # messages that pass (of the user's intentions met), threshold 0.75; and the trajectory judge,
-    # a yes/no rating like the judge family's.
-    "conversation_relevancy": [_m("conversation_relevancy", primary=True)],
-    "knowledge_retention": [_m("knowledge_retention", primary=True)],
-    "role_adherence": [_m("role_adherence", primary=True)],
-    "conversation_completeness": [_m("conversation_completeness", primary=True)],
-    "trajectory_judge": _rating("trajectory_judge"),
     # RAGAS-family evaluators: all higher-is-better, [0, 1], threshold 0.75
     "faithfulness": [_m("faithfulness", primary=True)],
     "answer_relevancy": [_m("answer_relevancy", primary=True)],
@@ -133,12 +138,6 @@ CONTRACT: dict[str, list[Metric]] = {
         _m("context_precision"),
         _m("context_recall"),
     ],
-    # Not in the contract: ragas's agent metrics (issue 31), higher-is-better, [0, 1], threshold 0.75;
-    # agent_goal_accuracy is 1 or 0 per row, a share of rows per model, so 0.5 as a share of rows.
-    "tool_call_accuracy": [_m("tool_call_accuracy", primary=True)],
-    "tool_call_f1": [_m("tool_call_f1", primary=True)],
-    "agent_goal_accuracy": [_m("agent_goal_accuracy", threshold=0.5, primary=True)],
-    "topic_adherence": [_m("topic_adherence", primary=True)],
     # Model-based evaluators: [0, 1] ones with threshold 0.75; unbounded NLL-style ones without one
     "toxicity": [
         _m("toxicity", "lower", primary=True),
@@ -201,8 +200,60 @@ BOOL_IDS = {
 }
 
 
-def test_the_table_covers_the_catalogue() -> None:
-    assert set(registry._builtin_specs()) == set(CONTRACT)
+def test_every_evaluator_of_the_contract_is_built_in() -> None:
+    assert set(CONTRACT) <= set(registry._builtin_specs())
+
+
+@pytest.mark.parametrize("id", sorted(registry._builtin_specs()))
+def test_every_built_in_keeps_the_general_rules(id: str) -> None:
+    # Read from the declarations: an evaluator outside the contract is held to these with no row above.
+    spec = registry.get_spec(id)
+    assert all(m.description for m in spec.metrics), "every metric says what it measures"
+    assert [m.name for m in spec.metrics if m.primary] == [spec.primary.name], "one primary metric"
+    if spec.kind == "bool":
+        defined = {m.name: m for m in BOOL_METRIC_SPECS}
+        got = [(m.name, m.direction, m.lo, m.hi, m.threshold, m.primary) for m in spec.metrics]
+        assert got == [row for row in BOOL if row[0] in defined][: len(got)]
+    if spec.kind == "rating" and id not in CONTRACT:  # the contract's per-chunk rating reports precision
+        assert (spec.primary.name, spec.primary.direction, spec.primary.lo, spec.primary.hi) == (id, "higher", 0, 1)
+        assert spec.primary.threshold == 0.5
+
+
+def _spec_document_rows() -> dict[str, tuple[str, str | None]]:
+    """Each evaluator row of the spec document's tables: its id, to its kind column (or the first
+    cell after the inputs) and its metrics cell (``None`` where the table has no metrics column)."""
+    assert SPEC_DOCUMENT is not None
+    rows: dict[str, tuple[str, str | None]] = {}
+    header: list[str] = []
+    for line in SPEC_DOCUMENT.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("|"):
+            header = []
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not header:
+            header = cells
+            continue
+        found = re.fullmatch(r"`(\w+)`(.*)", cells[0])
+        if header[0] != "id" or found is None:
+            continue
+        kind = cells[header.index("kind")] if "kind" in header else found.group(2)
+        rows[found.group(1)] = (kind, cells[header.index("metrics")] if "metrics" in header else None)
+    return rows
+
+
+@pytest.mark.skipif(SPEC_DOCUMENT is None, reason="the spec document (shared/spec/evaluators.md) is not here")
+def test_the_table_is_the_spec_documents() -> None:
+    rows = _spec_document_rows()
+    assert set(rows) == set(CONTRACT)
+    assert {id for id, (kind, _) in rows.items() if "**bool**" in kind} == BOOL_IDS
+    for id, (_, metrics) in rows.items():
+        if metrics is None or not metrics.startswith("`"):  # "the five bool metrics", "the same plus ..."
+            continue
+        names = [name for name, *_ in CONTRACT[id]]
+        assert re.match(r"`(\w+)`", metrics).group(1) == names[0], id  # type: ignore[union-attr]
+        primary = re.search(r"`(\w+)` \([^)`]*primary", metrics)
+        if primary:
+            assert primary.group(1) == next(name for name, *_, p in CONTRACT[id] if p), id
 
 
 @pytest.mark.parametrize("id", sorted(CONTRACT))
