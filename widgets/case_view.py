@@ -56,6 +56,7 @@ def case_rows(result: EvaluationResult) -> dict[str, list[Row]]:
 
 
 def _missing(v: Any) -> bool:
+    """Whether ``v`` is a missing cell: ``None``, NaN or pandas' ``NA``."""
     return v is None or (isinstance(v, float) and math.isnan(v)) or type(v).__name__ == "NAType"
 
 
@@ -70,6 +71,8 @@ def _name(value: Any) -> str:
 
 
 def _chunks(chunks: Sequence[Chunk], max_chars: int) -> str:
+    """The context chunks as numbered HTML blocks (each with its source, text cut to ``max_chars``); a dash when
+    there are none."""
     if not chunks:
         return f'<span style="{_MUTED}">—</span>'
     parts = []
@@ -130,9 +133,11 @@ def case_html(
     scores = {(r.model_key, r.evaluator, r.metric): r for r in s.itertuples(index=False)}
 
     def column_style(m: str) -> str:
+        """The style of a model's cells: highlighted for the model in focus."""
         return f"{_CELL};{_HIGHLIGHT}" if m == highlight else _CELL
 
     def line(name: str, cells: list[str]) -> str:
+        """One table row: the field's name, then one cell per model."""
         tds = "".join(f'<td style="{column_style(m)}">{c}</td>' for m, c in zip(models, cells, strict=True))
         return f'<tr><th style="{_HEAD}">{esc(name)}</th>{tds}</tr>'
 
@@ -231,6 +236,8 @@ def _comparisons(result: EvaluationResult, scores: Any, answers: dict[str, Any],
 
 
 def _score_cell(r: Any) -> str:
+    """A score's table cell: its value tinted by pass or fail, or why there is none (not evaluated, skipped, an
+    error)."""
     if r is None:
         return f'<span style="{_MUTED}">not evaluated</span>'
     if r.skipped:
@@ -242,6 +249,7 @@ def _score_cell(r: Any) -> str:
 
 
 def _rationale(r: Any, max_chars: int) -> str:
+    """A score's rationale as HTML, its label above it; a dash when the row was not scored."""
     if r is None:
         return f'<span style="{_MUTED}">—</span>'
     label = f'<div style="{_MUTED}">label: {_name(r.label)}</div>' if not _missing(r.label) else ""
@@ -249,6 +257,7 @@ def _rationale(r: Any, max_chars: int) -> str:
 
 
 def _problem(r: Any, max_chars: int) -> str:
+    """Why a score has no value, as HTML (the skip reason or the error, in red); empty when it has one."""
     if r is None:
         return ""
     if r.skipped:

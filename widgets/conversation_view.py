@@ -57,6 +57,7 @@ _TINT = {
 
 
 def _name(value: Any) -> str:
+    """A name shown in the view: escaped and cut short."""
     return esc(truncate_text(str(value), _NAME_CHARS))
 
 
@@ -108,6 +109,7 @@ def _json_text(text: Any) -> str | None:
 
 
 def _details(summary: str, body: str, *, is_open: bool, attrs: str) -> str:
+    """A foldable ``<details>`` box with ``summary`` as its title (open when ``is_open``)."""
     return (
         f'<details{" open" if is_open else ""} {attrs} style="{_BOX}">'
         f'<summary style="{_SUMMARY}">{summary}</summary>{body}</details>'
@@ -137,6 +139,8 @@ class _Calls:
 
 
 def _call_html(c: dict[str, Any], number: int, calls: _Calls, max_chars: int, fold_chars: int) -> str:
+    """One tool call as HTML: its number, function and id, its arguments (flagged when they are not a JSON object),
+    and which message answered it."""
     fn = c.get("function", {})
     cid = str(c.get("id") or "")
     shown, problem = _arguments(fn.get("arguments", "{}"))
@@ -156,6 +160,7 @@ def _call_html(c: dict[str, Any], number: int, calls: _Calls, max_chars: int, fo
 
 
 def _result_html(m: dict[str, Any], at: int, calls: _Calls, body: str, size: int) -> str:
+    """A tool result as HTML, headed by the call it answers, or flagged when it answers no earlier call."""
     cid = str(m.get("tool_call_id") or "")
     tool = m.get("name") or calls.name.get(cid)
     if cid in calls.number and calls.made_in[cid] < at:
@@ -171,6 +176,8 @@ def _result_html(m: dict[str, Any], at: int, calls: _Calls, body: str, size: int
 
 
 def _turn(m: dict[str, Any], at: int, calls: _Calls, call_numbers: Iterable[int], max_chars: int, fold: int) -> str:
+    """One message of the conversation as HTML, tinted by role: its text (a JSON tool result pretty-printed, long
+    text folded) and the tool calls it made."""
     role = str(m.get("role", "?"))
     bg, border = _TINT.get(role, ("#fff", "#ccc"))
     who = role + (f" ({m['name']})" if m.get("name") and role != "tool" else "")

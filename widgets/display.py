@@ -62,6 +62,7 @@ def in_kernel() -> bool:
 
 
 def _static_svg(chart: alt.TopLevelMixin) -> str:
+    """The chart drawn as SVG by vl-convert, for viewers that run no JavaScript."""
     import vl_convert as vlc
 
     return vlc.vegalite_to_svg(chart.to_dict())

@@ -29,6 +29,7 @@ _NOTE = {"disagreement": "disagreement", "label_queue": "uncertainty"}
 
 
 def _check_order(order: str) -> None:
+    """Raise :class:`~nbeval.errors.BadParameter` unless ``order`` is one of :data:`ORDERS`."""
     if order not in ORDERS:
         msg = f"unknown case order {order!r}; use one of {', '.join(map(repr, ORDERS))}"
         raise BadParameter(msg)
@@ -171,10 +172,13 @@ class CaseExplorer(w.VBox):
 
     @traitlets.observe("result")
     def _on_result(self, change: dict[str, Any]) -> None:
+        """A new result was set: show its cases and evaluators."""
         self._load(change["new"])
 
     @reports_errors
     def _load(self, result: EvaluationResult | None) -> None:
+        """Fill the case list and the evaluator choice from ``result`` (kept when the new result has the same
+        evaluator)."""
         self._busy = True
         try:
             self._rows = case_rows(result) if result is not None else {}
@@ -192,10 +196,12 @@ class CaseExplorer(w.VBox):
         self._update_walk()
 
     def _on_case(self, change: dict[str, Any]) -> None:
+        """A case was picked in the list: show it."""
         if not self._busy and change["new"] is not None:
             self.key = change["new"]
 
     def _on_evaluator(self, change: dict[str, Any]) -> None:
+        """Another evaluator was chosen: redraw the heatmap, and label that evaluator's verdicts when it has some."""
         if not self._busy:
             self._draw_heatmap()
             # label the evaluator whose heatmap is shown, when it has verdicts
@@ -204,6 +210,8 @@ class CaseExplorer(w.VBox):
 
     @reports_errors
     def _draw_heatmap(self) -> None:
+        """Draw the per-case heatmap of the chosen evaluator, and note which cases it shows (past its cell limit it
+        shows the hardest)."""
         if self.chart is None:
             return
         evaluator = self.evaluator_choice.value
@@ -226,6 +234,7 @@ class CaseExplorer(w.VBox):
         return "", ""
 
     def _show_focus(self) -> None:
+        """Point the heatmap's focus params at the case (and model) shown."""
         params = getattr(self.chart, "params", None) if self.chart is not None else None
         if params is None or not hasattr(params, CASE_FOCUS):
             return
@@ -241,17 +250,21 @@ class CaseExplorer(w.VBox):
             self._show_focus()
 
     def _on_click(self, change: dict[str, Any]) -> None:
+        """A heatmap cell was clicked: show that case and model."""
         points = change["new"].value
         if points:
             self.select(points[0].get("key", self.key), points[0].get("model_key"))
 
     @traitlets.observe("key", "model_key")
     def _on_choice(self, change: dict[str, Any]) -> None:
+        """The case or model shown changed: redraw the detail, the focus and the walk buttons."""
         self._render()
         self._show_focus()
         self._update_walk()
 
     def _update_walk(self) -> None:
+        """Enable the previous and next buttons where there is a case to go to, and say which case of how many this
+        is."""
         keys = self._keys
         at = keys.index(self.key) if self.key in keys else -1
         self.previous_button.disabled = at <= 0
@@ -329,6 +342,7 @@ class CaseExplorer(w.VBox):
 
     @reports_errors
     def _on_order(self, change: dict[str, Any]) -> None:
+        """Another case order was chosen: apply it, or show the error and put the order in force back."""
         if self._busy:
             return
         order = self.order_choice.value
@@ -370,6 +384,7 @@ class CaseExplorer(w.VBox):
 
     @reports_errors
     def _render(self) -> None:
+        """Draw the detail of the case shown (and the labeller's rows for it), or say why there is none."""
         if self.labeller is not None:
             self.labeller.show(self.result, self.key if self.result is not None else "", self.model_key)
         if self.result is None or not self.key:

@@ -29,10 +29,13 @@ _MUTED = "color:#777"
 
 
 def _row(result: EvaluationResult, key: str, model_key: str) -> Any:
+    """The dataset row of ``key`` and ``model_key`` in ``result`` (``None`` when it has none)."""
     return next((r for r in result.dataset.rows if r.key == key and r.model_key == model_key), None)
 
 
 def _score(result: EvaluationResult, key: str, model_key: str, evaluator: str) -> Any:
+    """The score row of the primary metric of ``evaluator`` for ``key`` and ``model_key`` (``None`` when there is
+    none)."""
     s = result.scores
     hit = s[(s["key"] == key) & (s["model_key"] == model_key) & (s["evaluator"] == evaluator)]
     metric = result.primary_metric(evaluator)
@@ -41,6 +44,8 @@ def _score(result: EvaluationResult, key: str, model_key: str, evaluator: str) -
 
 
 def _verdict(r: Any, max_chars: int) -> str:
+    """A run's verdict on the row as HTML: the value tinted by pass or fail, with the rationale (or error); or why
+    there is none."""
     if r is None:
         return f'<span style="{_MUTED}">not scored in this run</span>'
     if bool(r["skipped"]):
@@ -125,6 +130,7 @@ class FlipExplorer:
         self.view.value = flip_html(self.diff, key, model_key, max_chars=self.max_chars, results=self._results)
 
     def _show(self) -> None:
+        """Show the flip picked in the list, or say that none flipped."""
         if self.picker.value is None:
             self.view.value = f'<div style="{_MUTED}">no verdict flipped between the two runs</div>'
             return

@@ -41,6 +41,7 @@ def _band_axis(step: float, label_limit: int) -> alt.Axis:
 
 
 def _diverging(domain: list[float], mid: float | None, reverse: bool) -> alt.Scale:
+    """A red-blue colour scale over ``domain``, centred on ``mid`` (the threshold) when it falls inside."""
     if mid is None or not domain[0] < mid < domain[1]:
         return alt.Scale(scheme="redblue", domain=domain, reverse=reverse)
     return alt.Scale(scheme="redblue", domain=domain, domainMid=mid, reverse=reverse)
@@ -188,6 +189,8 @@ def heatmap(
 
 
 def _metric_heatmap(result: EvaluationResult, evaluator: str | None) -> alt.LayerChart:
+    """The model × metric heatmap of ``evaluator``'s mean values (every evaluator's metrics when ``None``), cells
+    selectable."""
     df = metric_cells(result, evaluator)
     selection = alt.selection_point(name=METRIC_SELECTION, fields=["model_key", "metric"])
     metrics = list(dict.fromkeys(df["metric"]))

@@ -71,6 +71,7 @@ def jury_of(details: Any) -> dict[str, Any] | None:
 
 
 def _missing(v: Any) -> bool:
+    """Whether ``v`` is a missing cell: ``None``, NaN or pandas' ``NA``."""
     return v is None or (isinstance(v, float) and math.isnan(v)) or type(v).__name__ == "NAType"
 
 
@@ -93,12 +94,15 @@ def _fold(value: Any, max_chars: int, fold_chars: int) -> str:
 
 
 def _number(value: Any) -> str:
+    """A number in three significant digits, or a dash when missing."""
     return "–" if _missing(value) else f"{float(value):.3g}"
 
 
 def _juror_row(
     j: dict[str, Any], metric: str, passes: Callable[[float], bool | None], max_chars: int, fold_chars: int
 ) -> str:
+    """One juror's table row: its value on ``metric`` (tinted by ``passes``, or a badge for a failed call or an
+    unreadable reply), its other values, its label and its folded rationale and error."""
     given = j.get("values")
     values: dict[str, Any] = given if isinstance(given, dict) else {}
     value: Any = values.get(metric)

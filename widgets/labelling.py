@@ -60,10 +60,13 @@ class Verdict:
 
 
 def _missing(v: Any) -> bool:
+    """Whether ``v`` is a missing cell: ``None``, NaN or pandas' ``NA``."""
     return v is None or (isinstance(v, float) and v != v) or type(v).__name__ == "NAType"
 
 
 def _verdict(passed: Any, label: Any) -> str | None:
+    """The judge's verdict in words: ``"pass"`` or ``"fail"`` where it passed or failed, else its label (``None`` for
+    none, or a label saying it could not rate)."""
     from nbeval.evaluators.base import UNRATED_LABELS
 
     if not _missing(passed):
@@ -74,11 +77,13 @@ def _verdict(passed: Any, label: Any) -> str | None:
 
 
 def _primary_rows(result: EvaluationResult, evaluator: str) -> pd.DataFrame:
+    """The score rows of ``evaluator``'s primary metric."""
     s = result.scores
     return s[(s["evaluator"] == evaluator) & (s["metric"] == result.primary_metric(evaluator))]
 
 
 def _labels(result: EvaluationResult) -> pd.DataFrame:
+    """The result's human labels (an empty table when it has none)."""
     labels = getattr(result, "labels", None)
     return labels if labels is not None else pd.DataFrame(columns=LABEL_COLUMNS)
 
@@ -198,6 +203,7 @@ class _VerdictRow(w.HBox):
         super().__init__([self.info, self.agree_button, self.disagree_button, self.label_choice, self.set_button])
 
     def _info_html(self, model_name: str) -> str:
+        """The row's line: the model, the judge's verdict and the human label, marked as agreeing or not."""
         v = self.verdict
         verdict = esc(v.verdict) if v.verdict is not None else f'<span style="{_MUTED}">no verdict</span>'
         if v.human is None:
@@ -276,6 +282,7 @@ class VerdictLabeller(w.VBox):
         self._draw()
 
     def _on_evaluator(self, change: dict[str, Any]) -> None:
+        """Another evaluator was chosen: start its queue afresh and redraw."""
         if not self._busy:
             self._skipped = set()
             self.queue_info.value = ""
@@ -323,6 +330,8 @@ class VerdictLabeller(w.VBox):
 
     @reports_errors
     def _draw(self) -> None:
+        """One row per model's verdict on the case shown, their buttons wired to record a label; hidden when no
+        evaluator has verdicts."""
         evaluator = self.evaluator_choice.value
         self.layout.display = None if self.evaluator_choice.options else "none"
         if self.result is None or not self.key or not evaluator:
@@ -345,6 +354,8 @@ class VerdictLabeller(w.VBox):
 
     @reports_errors
     def _record(self, row: _VerdictRow, label: str | None) -> None:
+        """Store ``label`` as the human label of ``row``'s verdict in the result, say so, redraw, and go to the next
+        unlabelled case when following the queue."""
         if self.result is None or not label:
             self.message.value = status_html("pick a label first", "error")
             return

@@ -23,6 +23,7 @@ _FLAG = {True: ("consistent", "#3a7d44"), False: ("inconsistent", "#b3261e"), No
 
 
 def _verdicts(details: Any) -> list[dict[str, Any]]:
+    """The pairwise verdicts kept in a score's details JSON (none when it holds none or cannot be read)."""
     try:
         found = json.loads(details).get("verdicts") if isinstance(details, str) else None
     except (ValueError, AttributeError):
@@ -31,6 +32,8 @@ def _verdicts(details: Any) -> list[dict[str, Any]]:
 
 
 def _points(v: dict[str, Any], model: str) -> float | None:
+    """What a verdict gives ``model``: 1 for a win, 0.5 for a tie, 0 for a loss; ``None`` for a verdict with no
+    winner."""
     winner = v.get("winner")
     if winner not in ("A", "B", "tie"):
         return None

@@ -23,6 +23,7 @@ FAMILY_ORDER = ("deterministic", "embedding", "judge", "ragas", "model", "custom
 
 
 def _as_dataset(data: Any) -> LlmDataset | None:
+    """``data`` as a dataset, for checking which evaluators it can feed (``None`` stays ``None``)."""
     if data is None or isinstance(data, LlmDataset):
         return data
     if isinstance(data, TestSuite):
@@ -108,6 +109,7 @@ class EvaluatorRow(w.VBox):
         self.checkbox.observe(self._toggle, names=["value"])
 
     def _toggle(self, change: dict[str, Any]) -> None:
+        """Show the row's settings while it is checked."""
         self.settings.layout.display = None if change["new"] else "none"
 
     def set_reasons(self, reasons: list[str]) -> None:
@@ -220,11 +222,13 @@ class EvaluatorPicker(w.VBox):
 
     @traitlets.observe("dataset", "judge")
     def _on_context(self, change: dict[str, Any]) -> None:
+        """The data or the judge changed: check again which evaluators can run."""
         if hasattr(self, "rows"):
             self._check_usable()
 
     @reports_errors
     def _check_usable(self) -> None:
+        """Disable each row whose evaluator cannot run on the data or without a judge, with the reasons."""
         dataset = _as_dataset(self.dataset)
         for row in self.rows.values():
             row.set_reasons(unusable_reasons(row.spec, dataset, self.judge))
@@ -249,6 +253,8 @@ class EvaluatorPicker(w.VBox):
             row.checkbox.value = True
 
     def _update(self) -> None:
+        """Build the checked evaluators with their settings into ``value``; a row whose settings fail says why, and
+        the message counts both."""
         from nbeval.evaluators.registry import evaluator
 
         chosen, errors, ids = [], {}, []

@@ -32,6 +32,7 @@ INTENSITY_ORDER = ("low", "medium", "high")
 
 
 def _perturbation(perturbator: str, intensity: str) -> str:
+    """A perturbation's label: the perturbator, with its intensity when known."""
     return perturbator if intensity == UNKNOWN else f"{perturbator} · {intensity}"
 
 

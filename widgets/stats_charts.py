@@ -218,6 +218,7 @@ def agreement_chart(agreement: JudgeAgreement) -> alt.LayerChart:
 
 
 def _fmt(value: float | None, spec: str = ".3f") -> str:
+    """``value`` formatted with ``spec``, or ``"n/a"`` when missing."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
     return format(float(value), spec)

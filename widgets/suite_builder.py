@@ -155,6 +155,7 @@ class SuiteBuilder(w.VBox):
     # -- wiring ------------------------------------------------------------------------------
 
     def _wire(self) -> None:
+        """Connect the buttons, lists and fields to what they do."""
         self.cases_list.observe(self._on_pick, names=["value"])
         self.add_button.on_click(lambda _: self.add_case())
         self.duplicate_button.on_click(lambda _: self.duplicate_case())
@@ -180,12 +181,15 @@ class SuiteBuilder(w.VBox):
         return widget
 
     def _on_pick(self, change: dict[str, Any]) -> None:
+        """A case was picked in the list: show it in the form."""
         if not self._loading and change["new"] is not None:
             self.index = change["new"]
             self._show_case()
 
     @reports_errors
     def _on_edit(self, field: str, text: str) -> None:
+        """A field was edited: store its text in the case shown (lists split at commas, lines or blank lines),
+        checking a condition as it is typed."""
         if field == "condition":
             self.condition_error, self.condition_position, self.condition_status.value = condition_feedback(text)
         if self._loading or not 0 <= self.index < len(self.cases):
@@ -209,6 +213,7 @@ class SuiteBuilder(w.VBox):
     # -- editing -----------------------------------------------------------------------------
 
     def _show_case(self) -> None:
+        """Fill the form from the case shown (or empty and disable it when there is none)."""
         has = 0 <= self.index < len(self.cases)
         self._enable_fields(has)
         self.duplicate_button.disabled = self.delete_button.disabled = not has
@@ -262,6 +267,7 @@ class SuiteBuilder(w.VBox):
             )
 
     def _select(self, index: int) -> None:
+        """Show the case at ``index``."""
         self.index = index
         self._refresh_list()
         self._show_case()
@@ -368,6 +374,7 @@ class SuiteBuilder(w.VBox):
         self._rebuild()
 
     def _refresh_list(self) -> None:
+        """Relist the cases, each as its number and the start of its prompt, keeping the selection."""
         labels = []
         for i, c in enumerate(self.cases):
             prompt = " ".join(c["prompt"].split())
@@ -424,6 +431,7 @@ class SuiteBuilder(w.VBox):
         self._mark_saved()
 
     def _mark_saved(self) -> None:
+        """Remember the suite as saved, so that later edits count as unsaved."""
         self._saved = (self.name.value, copy.deepcopy(self.cases))
         self._pending_load: tuple[Any, ...] | None = None
 
@@ -478,11 +486,13 @@ class SuiteBuilder(w.VBox):
 
     @reports_errors
     def _show_export(self) -> None:
+        """Show the suite's JSON in the export box."""
         self.json_text.value = self.export_json()
         self.json_text.layout.display = None
 
     @reports_errors
     def _on_upload(self, change: dict[str, Any]) -> None:
+        """Load the uploaded suite file."""
         files = change["new"]
         if not files:
             return

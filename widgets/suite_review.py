@@ -66,6 +66,7 @@ _LABEL = "font-size:0.85em;color:#555;text-transform:uppercase;letter-spacing:0.
 
 
 def _meta(case: dict[str, Any]) -> str:
+    """A generated case's line: its kind, persona and whether it was edited."""
     record = generation(case) or {}
     persona = record.get("persona") or next(
         (c.split(":", 1)[1] for c in case.get("categories", []) if c.startswith("persona:")), None
@@ -270,6 +271,7 @@ class SuiteReview(w.VBox):
         return review_counts(self.builder.cases, self.rejected)
 
     def _generated(self) -> list[int]:
+        """The indices of the builder's generated cases."""
         return [i for i, c in enumerate(self.builder.cases) if generation(c) is not None]
 
     def _find(self, start: int, *, pending: bool = False, step: int = 1, wrap: bool = False) -> int | None:
@@ -280,6 +282,7 @@ class SuiteReview(w.VBox):
         return after[0] if after else (ok[0] if wrap and ok else None)
 
     def _go(self, index: int | None) -> None:
+        """Show the case at ``index`` in the builder (nothing for ``None``)."""
         if index is not None:
             self.builder._select(index)
 
@@ -296,12 +299,15 @@ class SuiteReview(w.VBox):
         self._go(self._find(self.builder.index, step=-1))
 
     def _replace(self, case: dict[str, Any]) -> None:
+        """Put ``case`` in place of the case shown."""
         b = self.builder
         b.cases = [case if i == b.index else c for i, c in enumerate(b.cases)]
         b._show_case()
         b._rebuild()
 
     def _after_action(self, done: str) -> None:
+        """After accepting, rejecting or editing: go to the next pending case and say what was done and how many are
+        left."""
         self._close_editor()
         target = self._find(self.builder.index, pending=True, wrap=True)
         self._go(target)
@@ -310,6 +316,7 @@ class SuiteReview(w.VBox):
         self.message.value = status_html(f"{done}; {left} pending" if left else f"{done}; every case is reviewed", "ok")
 
     def _reviewable(self) -> dict[str, Any] | None:
+        """The case shown when it was generated; otherwise ``None``, saying there is nothing to review."""
         case = self.current
         if case is None or generation(case) is None:
             self.message.value = status_html("the selected case was not generated: nothing to review", "error")
@@ -422,6 +429,7 @@ class SuiteReview(w.VBox):
         self.restore_index.max = max(len(entries), 1)
 
     def _open_editor(self) -> None:
+        """Open the editor on the case shown's prompt and expected answer."""
         case = self._reviewable()
         if case is not None:
             self.prompt_box.value, self.expected_box.value = case["prompt"], case["expected_output"]
@@ -429,4 +437,5 @@ class SuiteReview(w.VBox):
             self.actions.layout.display = "none"  # Save and accept, or Cancel, first
 
     def _close_editor(self) -> None:
+        """Close the editor and show the case and its actions again."""
         self.editor.layout.display, self.text.layout.display, self.actions.layout.display = "none", None, None

@@ -104,6 +104,7 @@ def truncate(values: pd.Series, limit: int) -> pd.Series:
 
 
 def _rows(result: EvaluationResult, evaluator: str, metric: str) -> pd.DataFrame:
+    """The score rows of ``evaluator``'s ``metric``."""
     s = result.scores
     return s[(s["evaluator"] == evaluator) & (s["metric"] == metric)]
 
@@ -123,6 +124,7 @@ def cell_status(rows: pd.DataFrame) -> np.ndarray:
 
 
 def _finite(x: float) -> bool:
+    """Whether ``x`` is a finite number (not ``None``, NaN or infinite)."""
     return x is not None and math.isfinite(x)
 
 
@@ -202,6 +204,7 @@ def case_cells(
 
 
 def _hardest(df: pd.DataFrame, info: MetricInfo, *, keep: int, passed: pd.Series) -> pd.DataFrame:
+    """The rows of the ``keep`` hardest cases: the most failed or unscored rows first, then the worst mean value."""
     sign = 1.0 if info.direction == "higher" else -1.0
     bad = passed_is(passed, False) | (df["status"].to_numpy() != "scored")
     rank = pd.DataFrame({"key": df["key"], "bad": bad, "good": df["value"] * sign})

@@ -64,24 +64,29 @@ class NbevalApp(w.Tab):
         self.observe(self._on_tab, names=["selected_index"])
 
     def _on_suite(self, change: dict[str, Any]) -> None:
+        """The suite changed: hand it to the run panel and the picker (when the app owns the data)."""
         if self._own_data:
             self.run_panel.data = change["new"]
             self.picker.dataset = answers_to_come(change["new"])
 
     def _on_lab(self, change: dict[str, Any]) -> None:
+        """Answers were collected: let the picker see what they carry (the suite again when none)."""
         # collected answers show what they really carry (retrieved context, say); none: the suite again
         if self._own_data:
             lab = change["new"]
             self.picker.dataset = lab if lab is not None else answers_to_come(self.suite_builder.value)
 
     def _on_tab(self, change: dict[str, Any]) -> None:
+        """The Run tab was opened: offer the notebook's functions defined since as models."""
         if change["new"] == 2:  # functions defined since: suggest them in the Model field
             self.run_panel.refresh_models()
 
     def _on_evaluators(self, change: dict[str, Any]) -> None:
+        """The chosen evaluators changed: hand them to the run panel."""
         self.run_panel.evaluators = change["new"]
 
     def _on_result(self, change: dict[str, Any]) -> None:
+        """A run finished: show its result in the explorer and switch to that tab."""
         if change["new"] is not None:
             self.explorer.result = change["new"]
             self.selected_index = 3
