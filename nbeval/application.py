@@ -8,8 +8,7 @@ own output (lines, a display, a response); the decisions in between live here, o
   :func:`spec_dict` (an evaluator as JSON: ``--json``, ``GET /v1/evaluators``);
 * the judge and the environment: :func:`endpoint`, :func:`judge_spec` (``--judge`` and
   ``--judge-base-url``, the model from ``NBEVAL_JUDGE_MODEL``), :func:`jury_spec` (``run``'s
-  ``--judge`` repeated: a jury), :func:`evaluate_kwargs` (a
-  parsed ``run``'s options as :func:`nbeval.evaluate`'s arguments), :func:`judge_error` and
+  ``--judge`` repeated: a jury), :func:`judge_error` and
   :func:`judge_plan_text` (a missing judge in the terms of the command line or of the magics);
 * ``--out``: :func:`check_run_out` and :func:`check_file_out` (fail before any work),
   :func:`save_run` and :func:`save_partial` (what a run writes there);
@@ -24,16 +23,17 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from nbeval.errors import DataError, NbevalError
 
 if TYPE_CHECKING:
-    import argparse
+    from typing_extensions import Unpack
 
     from nbeval.engine import Plan
+    from nbeval.options import RunKeywords, RunOptions
     from nbeval.results import EvaluationResult
     from nbeval.results.reporting.gate import GateVerdict
 
@@ -49,7 +49,6 @@ __all__ = [
     "check_run_out",
     "cli_terms",
     "endpoint",
-    "evaluate_kwargs",
     "judge_error",
     "judge_plan_text",
     "judge_spec",
@@ -249,28 +248,6 @@ def jury_spec(models: str | Sequence[str] | None, base_urls: str | Sequence[str]
     return specs if len(specs) > 1 else specs[0] if specs else judge_spec(None, next(iter(urls), None))
 
 
-def evaluate_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    """A parsed ``run``'s options (the CLI's or the magic's: they share the parser) as
-    :func:`nbeval.evaluate`'s keyword arguments."""
-    kw: dict[str, Any] = {"progress": not args.no_progress}
-    judge = jury_spec(getattr(args, "judge", None), getattr(args, "judge_base_url", None))
-    if judge is not None:
-        kw["judge"] = judge
-    if getattr(args, "embedder", None):
-        kw["embedder"] = args.embedder
-    if getattr(args, "device", None):
-        kw["device"] = args.device
-    if getattr(args, "no_cache", False):
-        kw["cache"] = False
-    if getattr(args, "scheduler", None):
-        kw["scheduler"] = args.scheduler
-    if getattr(args, "batch", False):
-        kw["batch"] = True
-    if getattr(args, "prices", None):
-        kw["prices"] = args.prices
-    return kw
-
-
 #: How to give ``nbeval run`` a judge: what a "needs a judge" error says on the command line.
 CLI_JUDGE_HELP = (
     "A judge is the chat model that grades answers. Give one with\n"
@@ -445,47 +422,18 @@ def plan(
     data: Any,
     evaluators: Any,
     *,
-    embedder: Any = None,
-    judge: Any = None,
-    device: str | None = None,
-    cache: Any = True,
-    concurrency: int = 8,
-    timeout: float | None = None,
-    max_attempts: int | None = None,
-    prices: dict[str, Any] | None = None,
-    progress: bool = True,
-    scheduler: Any = None,
-    batch: bool = False,
-    batch_poll_s: float | None = None,
-    batch_discount: float | None = None,
+    options: RunOptions | Mapping[str, Any] | None = None,
+    **keywords: Unpack[RunKeywords],
 ) -> Plan:
     """What ``nbeval.evaluate(data, evaluators, ...)`` would do and spend, scoring nothing: the rows
     each evaluator would score and skip, the judge calls (cached ones apart) and their estimated
-    tokens and cost. The same :class:`~nbeval.engine.Plan` as ``evaluate(..., dry_run=True)``.
+    tokens and cost. The one dry run (``evaluate(..., dry_run=True)`` is its older spelling).
 
-    The options are :func:`nbeval.evaluate`'s, keyword-only, so a call can switch between the two
-    unchanged: ``progress`` and ``scheduler`` are accepted and change nothing (a plan is counted
-    here, at once, whatever would score the rows)."""
-    from nbeval.engine import evaluate
+    The options are :func:`nbeval.evaluate`'s: ``options`` (a :class:`~nbeval.options.RunOptions`
+    or a mapping) with the keywords on top, so a call can switch between the two unchanged;
+    ``progress``, ``scheduler``, ``chunk_rows`` and ``batch_poll_s`` are accepted (and checked)
+    and change nothing (a plan is counted here, at once, wherever and however the rows would be
+    scored)."""
+    from nbeval.engine.run import plan_evaluation
 
-    del progress, scheduler, batch_poll_s  # the same plan wherever and however the rows would be scored
-    from nbeval.engine import Plan
-
-    planned = evaluate(
-        data,
-        evaluators,
-        progress=False,
-        embedder=embedder,
-        judge=judge,
-        device=device,
-        cache=cache,
-        concurrency=concurrency,
-        timeout=timeout,
-        max_attempts=max_attempts,
-        prices=prices,
-        dry_run=True,
-        batch=batch,
-        batch_discount=batch_discount,
-    )
-    assert isinstance(planned, Plan)  # evaluate's dry run always plans
-    return planned
+    return plan_evaluation(data, evaluators, options, **keywords)

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from nbeval.errors import BadParameter
 
-__all__ = ["DEFAULT_CHUNK_ROWS", "DEFAULT_CONCURRENCY", "RunOptions"]
+__all__ = ["DEFAULT_CHUNK_ROWS", "DEFAULT_CONCURRENCY", "RunKeywords", "RunOptions"]
 
 #: Judge calls in flight at once, by default.
 DEFAULT_CONCURRENCY = 8
@@ -96,7 +96,28 @@ class RunOptions:
         if unknown:
             known_list = ", ".join(self.names())
             raise BadParameter(f"unknown run option(s): {', '.join(unknown)}; the options are {known_list}")
-        return dataclasses.replace(self, **changes)
+        defaults = _defaults()
+        changes = {k: v for k, v in changes.items() if v is not None or defaults[k] is None}
+        return dataclasses.replace(self, **changes) if changes else self
+
+    def changed(self) -> tuple[str, ...]:
+        """The names of the options whose value is not their default, in declaration order."""
+        defaults = _defaults()
+        return tuple(name for name in self.names() if getattr(self, name) != defaults[name])
+
+    def only(self, applicable: Iterable[str], where: str, hints: Mapping[str, str] | None = None) -> RunOptions:
+        """``self``, once every option set to other than its default is among ``applicable``: an
+        option that does not apply to ``where`` (a function's name, said in the message) is a
+        :class:`~nbeval.errors.BadParameter`, not silently ignored. ``hints`` may say, per option,
+        where it belongs instead."""
+        allowed = set(applicable)
+        refused = [name for name in self.changed() if name not in allowed]
+        if refused:
+            said = "; ".join(f"{name}: {(hints or {}).get(name, 'it does not apply here')}" for name in refused)
+            takes = ", ".join(n for n in self.names() if n in allowed)
+            msg = f"{where} does not take the run option(s) {', '.join(refused)} ({said}); it takes {takes}"
+            raise BadParameter(msg)
+        return self
 
     @classmethod
     def of(cls, options: RunOptions | Mapping[str, Any] | None = None, **keywords: Any) -> RunOptions:
@@ -116,6 +137,31 @@ class RunOptions:
     def as_dict(self) -> dict[str, Any]:
         """The options as keywords, e.g. for an older function's signature."""
         return {name: getattr(self, name) for name in self.names()}
+
+
+class RunKeywords(TypedDict, total=False):
+    """The run options as keywords (``**keywords: Unpack[RunKeywords]``), so that type checkers
+    and editors know the names an entry point takes beside ``options=``: one per
+    :class:`RunOptions` field, none required (a keyword left out leaves ``options`` as it is)."""
+
+    embedder: Any
+    judge: Any
+    device: str | None
+    cache: Any
+    concurrency: int
+    timeout: float | None
+    max_attempts: int | None
+    prices: Mapping[str, Any] | None
+    progress: bool
+    scheduler: Any
+    batch: bool
+    batch_poll_s: float | None
+    batch_discount: float | None
+    chunk_rows: int
+
+
+def _defaults() -> dict[str, Any]:
+    return {f.name: f.default for f in dataclasses.fields(RunOptions)}
 
 
 def _is_number(value: Any) -> bool:

@@ -39,7 +39,9 @@ from typing import Any
 import ipywidgets as w
 import traitlets
 
+from nbeval.chat.collect import COLLECT_OPTIONS
 from nbeval.data.model import TestLab, TestSuite
+from nbeval.options import RunOptions
 from nbeval.results import EvaluationResult
 from nbeval.results.live import LiveResult
 from nbeval.widgets.common import error_text, reports_errors, status_html
@@ -56,9 +58,6 @@ ANSWERS_HELP = (
     "or a served model's name with its Endpoint. Run then collects the answers and evaluates "
     "them. In code: lab = nbeval.collect(suite, models=[fn]).complete(), then nw.app(lab)"
 )
-
-#: evaluate() settings that also apply to collecting answers.
-_COLLECT_SETTINGS = frozenset("cache concurrency timeout max_attempts prices batch batch_poll_s batch_discount".split())
 
 
 def _notebook_namespace() -> Mapping[str, Any]:
@@ -122,9 +121,14 @@ class RedrawThrottle:
 class RunPanel(w.VBox):
     """Evaluate ``data`` with ``evaluators`` (anything ``nbeval.evaluate`` accepts) on Run.
 
-    ``evaluate_kwargs`` go to :func:`nbeval.evaluate` (``judge=``, ``embedder=``, ``cache=``...;
-    ``cache``, ``concurrency``, ``timeout``, ``max_attempts`` and ``prices`` also apply to
-    collecting answers); the engine's own progress bar is off unless ``progress=True`` is given.
+    ``options`` (a :class:`~nbeval.options.RunOptions` or a mapping of its names) and the option
+    keywords (``judge=``, ``embedder=``, ``cache=``..., which win over ``options``) make the one
+    :class:`~nbeval.options.RunOptions` of the panel's runs, ``.options``, built (and checked: a
+    bad value or an unknown name is a :class:`~nbeval.errors.BadParameter`) when the panel is
+    made; the options that apply to collecting answers (:data:`nbeval.chat.collect.COLLECT_OPTIONS`:
+    ``cache``, ``concurrency``, ``timeout``, ``max_attempts``, ``prices``, ``batch``...) are used
+    there too. The engine's own text bar is off (the panel has its own) unless ``progress=True``
+    is given as a keyword or in a mapping.
     ``models``: for a suite, the models that answer it (what :func:`nbeval.collect` takes; they
     fill the Model field); ``namespace``: where the Model field looks names up (default: the
     notebook's). ``.result`` holds the finished (or cancelled) result; ``.wait()`` blocks until
@@ -149,15 +153,18 @@ class RunPanel(w.VBox):
         refresh_interval: float = 0.5,
         models: Any = None,
         namespace: Mapping[str, Any] | None = None,
-        **evaluate_kwargs: Any,
+        options: RunOptions | Mapping[str, Any] | None = None,
+        **keywords: Any,
     ) -> None:
-        clash = {"cancel", "on_progress", "dry_run"} & set(evaluate_kwargs)
+        clash = {"cancel", "on_progress", "dry_run"} & set(keywords)
         if clash:
             msg = f"RunPanel sets {', '.join(sorted(clash))} itself; leave it out"
             raise TypeError(msg)
         from nbeval.widgets.display import jupyter_chart
 
-        self.evaluate_kwargs = {"progress": False, **evaluate_kwargs}
+        shown = options.get("progress", False) if isinstance(options, Mapping) else False
+        self.options = RunOptions.of(options, **{"progress": shown, **keywords})
+        """The options of the panel's runs (and, those that apply, of collecting answers)."""
         self.refresh_interval = refresh_interval
         self.run_button = w.Button(description="Run", icon="play", button_style="primary")
         self.cancel_button = w.Button(description="Cancel", icon="stop", disabled=True)
@@ -410,8 +417,8 @@ class RunPanel(w.VBox):
         started = time.perf_counter()
         try:
             if collect is not None:
-                settings = {k: v for k, v in self.evaluate_kwargs.items() if k in _COLLECT_SETTINGS and v is not None}
-                pending = nbeval.collect(data, models=collect, **settings)
+                settings = {name: getattr(self.options, name) for name in COLLECT_OPTIONS}
+                pending = nbeval.collect(data, models=collect, options=settings)
                 lab = pending.complete(progress=False, cancel=self._cancel, on_status=self._batch_status)
                 if not self._cancel.is_set():
                     self.lab = data = lab
@@ -423,7 +430,7 @@ class RunPanel(w.VBox):
                 data = self.lab
             if not self._cancel.is_set() or collect is None:
                 result = nbeval.evaluate(
-                    data, evaluators, cancel=self._cancel, on_progress=self._on_progress, **self.evaluate_kwargs
+                    data, evaluators, options=self.options, cancel=self._cancel, on_progress=self._on_progress
                 )
         except Exception as exc:
             # the panel must come back to a usable state whatever happens
@@ -437,7 +444,7 @@ class RunPanel(w.VBox):
                 self.result = result
                 self._live = None
                 self._redraw(result)
-                cancelled = bool(result.meta.get("cancelled"))
+                cancelled = bool(result.record.cancelled)
                 self.progress.bar_style = "warning" if cancelled else "success"
                 how = "cancelled" if cancelled else "finished"
                 self.message.value = status_html(

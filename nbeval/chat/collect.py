@@ -45,6 +45,7 @@ from nbeval.chat.fingerprint import FunctionIdentity, callable_name
 from nbeval.chat.usage_read import reported_cost
 from nbeval.data.conversation import case_conversation, check_messages, final_answer
 from nbeval.errors import DataError
+from nbeval.options import RunOptions
 from nbeval.progress import progress_bar
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
 
     from nbeval.data.model import TestLab, TestSuite
 
-__all__ = ["CANCELLED", "PendingLab", "RagFunction", "collect"]
+__all__ = ["CANCELLED", "COLLECT_OPTIONS", "PendingLab", "RagFunction", "collect"]
 
 _PROMPT_NAMES = ("prompt", "input", "question", "query", "text")
 
@@ -460,6 +461,7 @@ def collect(
     *,
     system_prompt: str | None = None,
     params: Mapping[str, Any] | None = None,
+    options: RunOptions | Mapping[str, Any] | None = None,
     **settings: Any,
 ) -> PendingLab:
     """Pair ``suite`` with ``models``; ``.plan()`` counts the calls, ``.complete()`` makes them
@@ -472,12 +474,43 @@ def collect(
     The options are keyword-only: ``system_prompt`` (sent before each prompt to chat models),
     ``params`` (generation parameters) and, in ``settings``, any
     :class:`~nbeval.chat.client.ChatClient` setting (``concurrency``, ``timeout``,
-    ``max_attempts``, ``cache``, ``prices``...), and ``batch=True`` (with ``batch_poll_s`` and
-    ``batch_discount``, as :func:`nbeval.evaluate` takes them) to collect through the Batch API.
-    Any other option is a :class:`~nbeval.errors.BadParameter` at once (``progress``, ``cancel``
-    and ``on_status`` belong to :meth:`PendingLab.complete`).
+    ``max_attempts``, ``cache``, ``prices``, ``seed``...), and ``batch=True`` (with ``batch_poll_s``
+    and ``batch_discount``, as :func:`nbeval.evaluate` takes them) to collect through the Batch API.
+    ``options``: a :class:`~nbeval.options.RunOptions` (or a mapping of its names) holding those
+    of the run options that apply to the calls made here (:data:`COLLECT_OPTIONS`); a keyword wins
+    over it. A run option that does not apply (``judge``, ``embedder``, ``device``, ``scheduler``,
+    ``chunk_rows``; ``progress``, which is :meth:`PendingLab.complete`'s) set in ``options`` is a
+    :class:`~nbeval.errors.BadParameter`, as is any other unknown option, at once (``progress``,
+    ``cancel`` and ``on_status`` belong to :meth:`PendingLab.complete`).
     """
-    return PendingLab(_as_suite(suite), models, system_prompt=system_prompt, params=params, **settings)
+    given = {name: settings.pop(name) for name in list(settings) if name in COLLECT_OPTIONS}
+    opts = RunOptions.of(options, **given).only(COLLECT_OPTIONS, "collect()", _NOT_COLLECT_OPTIONS)
+    chosen = {name: getattr(opts, name) for name in COLLECT_OPTIONS if getattr(opts, name) is not None}
+    if "prices" in chosen:
+        chosen["prices"] = dict(chosen["prices"])
+    return PendingLab(_as_suite(suite), models, system_prompt=system_prompt, params=params, **chosen, **settings)
+
+
+#: The run options (:class:`~nbeval.options.RunOptions`) :func:`collect` takes: those of its calls.
+COLLECT_OPTIONS = (
+    "cache",
+    "concurrency",
+    "timeout",
+    "max_attempts",
+    "prices",
+    "batch",
+    "batch_poll_s",
+    "batch_discount",
+)
+#: Why each other run option is refused by :func:`collect`.
+_NOT_COLLECT_OPTIONS = {
+    "progress": "it is an option of .complete(), which asks the models: .complete(progress=...)",
+    "judge": "collect asks its models=, no judge; the judge grades the answers in nbeval.evaluate",
+    "embedder": "collecting answers embeds nothing",
+    "device": "give a local model's device in its settings, e.g. {'model': 'hf:...', 'device': 'cuda'}",
+    "scheduler": "answers are collected on this machine",
+    "chunk_rows": "it is how nbeval.evaluate scores rows",
+}
 
 
 def _as_suite(suite: Any) -> TestSuite:

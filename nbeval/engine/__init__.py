@@ -14,6 +14,11 @@ job) may drive itself:
   the chunks.
 * :func:`finish` collects everything into an :class:`~nbeval.results.EvaluationResult`.
 
+A run is configured by one :class:`~nbeval.options.RunOptions` (``options=``, the keywords on
+top): :func:`evaluate` and :func:`plan_evaluation` (its dry run, ``nbeval.plan``) build it once
+and hand it down: the run's :class:`~nbeval.runtime.Resources` are made from it
+(``Resources.from_options``) and a Dask run ships it to the workers.
+
 One bad row or one failed call never stops the run: it becomes that row's error.
 
 Cancel (the ``cancel`` event) stops the run at once: no judge call starts after it (the calls in
@@ -36,7 +41,7 @@ from __future__ import annotations
 from nbeval.data.inputs import to_dataset
 from nbeval.engine.dry_run import Plan, first_requests, plan, planned_requests
 from nbeval.engine.planning import RunState, plan_run
-from nbeval.engine.run import CHUNK_ROWS, evaluate, finish, run_chunk
+from nbeval.engine.run import CHUNK_ROWS, evaluate, finish, plan_evaluation, run_chunk
 from nbeval.errors import Interrupted
 from nbeval.results.live import LiveResult
 from nbeval.results.outcome import RowOutcome
@@ -52,6 +57,7 @@ __all__ = [
     "finish",
     "first_requests",
     "plan",
+    "plan_evaluation",
     "plan_run",
     "planned_requests",
     "run_chunk",

@@ -49,13 +49,12 @@ from nbeval.engine.cases import case_end
 from nbeval.engine.dask_connect import CONNECT_TIMEOUT_S, connect, connect_timeout
 from nbeval.engine.dask_worker import (
     PartitionResult,
-    ResourceConfig,
     SnapshotCache,
     WorkerResources,
-    config_of,
     end_run,
     reply_cache_file,
     score_partition,
+    shipped_options,
 )
 from nbeval.errors import NbevalError
 from nbeval.evaluators.base import Evaluator, Score
@@ -65,6 +64,7 @@ from nbeval.results.outcome import RowOutcome
 if TYPE_CHECKING:
     from nbeval.chat.base import ChatReply
     from nbeval.engine import RunState
+    from nbeval.options import RunOptions
     from nbeval.runtime import Resources
 
 __all__ = [
@@ -74,16 +74,15 @@ __all__ = [
     "PARTITIONS_PER_WORKER",
     "WORKER_WAIT_S",
     "PartitionResult",
-    "ResourceConfig",
     "SnapshotCache",
     "WorkerResources",
-    "config_of",
     "connect",
     "connect_timeout",
     "merge_usage",
     "partitions",
     "run_on_cluster",
     "score_partition",
+    "shipped_options",
 ]
 
 #: Partitions per worker, at least (more give finer progress and balance; each costs a round trip).
@@ -105,11 +104,11 @@ def partitions(n_rows: int, n_workers: int, chunk_rows: int) -> list[tuple[int, 
     return [(lo, min(lo + size, n_rows)) for lo in range(0, n_rows, size)]
 
 
-def run_on_cluster(
-    state: RunState, scheduler: Any, *, chunk_rows: int, on_batch: Callable[[int], None]
-) -> dict[str, Any]:
-    """Score every planned row of ``state`` on the cluster, filing outcomes with ``state.record``
-    in dataset order; ``on_batch(n)`` is called after each partition is filed with its ``n``
+def run_on_cluster(state: RunState, options: RunOptions, *, on_batch: Callable[[int], None]) -> dict[str, Any]:
+    """Score every planned row of ``state`` on the cluster of ``options.scheduler``, ``chunk_rows``
+    dataset rows at a time, filing outcomes with ``state.record`` in dataset order; the workers
+    get the run's ``options`` (:func:`shipped_options`), the same object the client's run was
+    configured by. ``on_batch(n)`` is called after each partition is filed with its ``n``
     outcomes. On Cancel, the partitions sent end at their next chunk (judge calls in flight
     finish; up to :data:`WORKER_WAIT_S`) and are filed, so nothing is left running to log
     tracebacks; rows not scored are filed as cancelled and every cursor is moved to the
@@ -124,8 +123,9 @@ def run_on_cluster(
     from distributed import Event, as_completed
 
     evs = state.evaluators
-    payload = _payload(evs, config_of(state.resources))  # before connecting: what cannot travel fails at once
-    client, owned = connect(scheduler)
+    chunk_rows = max(1, options.chunk_rows)
+    payload = _payload(evs, shipped_options(options))  # before connecting: what cannot travel fails at once
+    client, owned = connect(options.scheduler)
     run_id = uuid.uuid4().hex
     cancel_event = Event(f"nbeval-cancel-{run_id}", client=client)
     try:
@@ -155,7 +155,7 @@ def run_on_cluster(
 
         def send_next() -> None:
             i = unsent.popleft()
-            fut = client.submit(score_partition, payload_f, run_id, work[i], chunk_rows, pure=False)
+            fut = client.submit(score_partition, payload_f, run_id, work[i], pure=False)
             futures[fut] = i
             seq.add(fut)
 
@@ -217,8 +217,8 @@ def run_on_cluster(
             client.close()
 
 
-def _payload(evaluators: list[Evaluator], config: ResourceConfig) -> bytes:
-    """The run's evaluators and resource configuration, pickled once here for every worker.
+def _payload(evaluators: list[Evaluator], options: RunOptions) -> bytes:
+    """The run's evaluators and options, pickled once here for every worker.
 
     Bytes, not the objects: Dask moves what it holds between workers (a worker that joins late,
     or whose copy the Active Memory Manager dropped, fetches it from another), and an object a
@@ -230,14 +230,14 @@ def _payload(evaluators: list[Evaluator], config: ResourceConfig) -> bytes:
     import cloudpickle
 
     try:
-        return bytes(cloudpickle.dumps((evaluators, config)))
+        return bytes(cloudpickle.dumps((evaluators, options)))
     except Exception:
         pass
     for ev in evaluators:
         _check_pickles(ev, f"evaluator '{ev.id}'")
     for name in ("judge", "embedder"):
-        _check_pickles(getattr(config, name), f"the run's {name}")
-    return bytes(cloudpickle.dumps((evaluators, config)))  # the failure is elsewhere: raise it as it is
+        _check_pickles(getattr(options, name), f"the run's {name}")
+    return bytes(cloudpickle.dumps((evaluators, options)))  # the failure is elsewhere: raise it as it is
 
 
 def _check_pickles(obj: Any, what: str) -> None:

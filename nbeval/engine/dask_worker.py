@@ -1,7 +1,7 @@
 """The worker's side of a run partitioned across a Dask cluster (see :mod:`nbeval.engine.dask_run`).
 
-A worker unpickles the run's evaluators and :class:`ResourceConfig` once per run
-(:func:`score_partition`), builds one :class:`WorkerResources` for all the run's partitions it
+A worker unpickles the run's evaluators and :class:`~nbeval.options.RunOptions` once per run
+(:func:`score_partition`), builds one :class:`WorkerResources` from them for all the run's partitions it
 scores, and sends back per row the score (or the skip) and its notes in a
 :class:`PartitionResult`, with the judge replies it fetched for the client's cache: a worker reads
 the client's reply cache file read-only (:class:`SnapshotCache`) and never writes it. Judge calls
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from nbeval.chat.cache import ChatCache, default_cache_path
 from nbeval.evaluators.base import Evaluator, Score
 from nbeval.evaluators.case import is_case_level
+from nbeval.options import RunOptions
 from nbeval.runtime import Resources
 
 if TYPE_CHECKING:
@@ -30,43 +31,21 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PartitionResult",
-    "ResourceConfig",
     "SnapshotCache",
     "WorkerResources",
-    "config_of",
     "end_run",
     "reply_cache_file",
     "score_partition",
+    "shipped_options",
+    "worker_resources",
 ]
 
 
-@dataclass(frozen=True)
-class ResourceConfig:
-    """What a worker needs to build the run's :class:`~nbeval.runtime.Resources` (sent once)."""
-
-    embedder: Any = None
-    judge: Any = None
-    device: str | None = None
-    cache_path: str | None = None
-    """The client's reply cache file (``None``: no cache); workers only read it."""
-    concurrency: int = 8
-    timeout: float | None = None
-    max_attempts: int | None = None
-    prices: dict[str, Any] | None = None
-
-
-def config_of(resources: Resources) -> ResourceConfig:
-    """The worker-side configuration of the client's ``resources`` (the cache as a file path)."""
-    return ResourceConfig(
-        embedder=resources.embedder_spec,
-        judge=resources.judge_spec,
-        device=resources.device,
-        cache_path=reply_cache_file(resources.cache),
-        concurrency=resources.concurrency,
-        timeout=resources.timeout,
-        max_attempts=resources.max_attempts,
-        prices=resources.prices,
-    )
+def shipped_options(options: RunOptions) -> RunOptions:
+    """What the workers get of the client's ``options`` (pickled once, in the run's payload): the
+    same options, but the reply cache as the file path the workers read (``False``: the run uses
+    none), no scheduler (the client is the one connected to it) and no progress bar."""
+    return options.merged(cache=reply_cache_file(options.cache) or False, scheduler=None, progress=False)
 
 
 def reply_cache_file(cache: Any) -> str | None:
@@ -136,29 +115,28 @@ class _ClusterSlots:
 
 class WorkerResources(Resources):
     """A worker's resources for one run: chat clients read the :class:`SnapshotCache` and take
-    their slots from the cluster-wide semaphore. Shared by the worker's threads, so a chat client
-    is made once per model under a lock (two made at once would lose one's usage totals)."""
+    their slots from the cluster-wide semaphore. Shared by the worker's threads (the chat handler
+    makes a client once per model under ``resources.lock``). Made from the shipped options by
+    :func:`worker_resources`."""
 
-    def __init__(self, config: ResourceConfig, run_id: str) -> None:
-        self.snapshot = SnapshotCache(config.cache_path)
-        # a client's own slots would allow `concurrency` calls per worker: the cluster shares them
-        super().__init__(
-            embedder=config.embedder,
-            judge=config.judge,
-            device=config.device,
-            cache=self.snapshot if config.cache_path is not None else False,
-            concurrency=config.concurrency,
-            timeout=config.timeout,
-            max_attempts=config.max_attempts,
-            prices=config.prices,
-            chat_slots=lambda n: _ClusterSlots(f"nbeval-judge-{run_id}", n),
-        )
+    def __init__(self, *, run_id: str, snapshot: SnapshotCache, **keywords: Any) -> None:
+        super().__init__(**keywords)
+        self.snapshot = snapshot
         self.run_id = run_id
-        self._clients_lock = threading.Lock()
 
-    def chat_client(self, model: Any = None) -> Any:
-        with self._clients_lock:
-            return super().chat_client(model)
+
+def worker_resources(options: RunOptions, run_id: str) -> WorkerResources:
+    """The worker's resources for the run configured by ``options`` (:func:`shipped_options`)."""
+    path = options.cache if isinstance(options.cache, str) else None
+    snapshot = SnapshotCache(path)
+    return WorkerResources.from_options(
+        options,
+        run_id=run_id,
+        snapshot=snapshot,
+        cache=snapshot if path is not None else False,
+        # a client's own slots would allow `concurrency` calls per worker: the cluster shares them
+        chat_slots=lambda n: _ClusterSlots(f"nbeval-judge-{run_id}", n),
+    )
 
 
 @dataclass
@@ -167,6 +145,7 @@ class _WorkerRun:
 
     resources: WorkerResources
     evaluators: list[Evaluator]
+    options: RunOptions
 
 
 #: One :class:`_WorkerRun` per run in each worker process, kept for all its partitions.
@@ -179,8 +158,8 @@ def _worker_run(payload: bytes, run_id: str) -> _WorkerRun:
     with _WORKER_LOCK:
         found = _WORKER_RUNS.get(run_id)
         if found is None:
-            evaluators, config = pickle.loads(payload)
-            found = _WORKER_RUNS[run_id] = _WorkerRun(WorkerResources(config, run_id), evaluators)
+            evaluators, options = pickle.loads(payload)
+            found = _WORKER_RUNS[run_id] = _WorkerRun(worker_resources(options, run_id), evaluators, options)
         return found
 
 
@@ -201,18 +180,18 @@ class PartitionResult:
     """Judge replies fetched for this partition, for the client's cache."""
 
 
-def score_partition(
-    payload: bytes, run_id: str, items: list[tuple[int, int, Any, int]], chunk_rows: int
-) -> PartitionResult:
-    """Score one partition on a worker: ``payload`` is the run's evaluators and
-    :class:`ResourceConfig`, pickled by the client (see :mod:`nbeval.engine.dask_run`); ``items`` are (evaluator
-    position, row position, row, position of the row that starts its scoring) in the order a local
-    run starts them, scored ``chunk_rows`` dataset rows at a time. A case-level evaluator's rows
+def score_partition(payload: bytes, run_id: str, items: list[tuple[int, int, Any, int]]) -> PartitionResult:
+    """Score one partition on a worker: ``payload`` is the run's evaluators and its
+    :class:`~nbeval.options.RunOptions` (:func:`shipped_options`), pickled by the client (see
+    :mod:`nbeval.engine.dask_run`); ``items`` are (evaluator position, row position, row, position
+    of the row that starts its scoring) in the order a local run starts them, scored the options'
+    ``chunk_rows`` dataset rows at a time. A case-level evaluator's rows
     of one test case come together, each carrying the position of the case's last row."""
     from nbeval.engine.drive import drive, row_outcomes
 
     run = _worker_run(payload, run_id)
     resources, evs = run.resources, run.evaluators
+    chunk_rows = max(1, run.options.chunk_rows)
     cancelled = _cancel_flag(run_id)
     out = PartitionResult()
     lo = 0

@@ -3,9 +3,9 @@ with placeholder answers, without calling anything."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nbeval.data.model import LlmDataset, Row
 from nbeval.engine.cases import case_end, order_cases
@@ -14,8 +14,13 @@ from nbeval.engine.planning import plan_rows
 from nbeval.errors import JudgeNotConfigured, ResourceError
 from nbeval.evaluators.base import Evaluator
 from nbeval.evaluators.case import is_case_level
+from nbeval.options import RunKeywords, RunOptions
 from nbeval.request_kinds import Chat, Gather
+from nbeval.request_kinds.chat import chat_client
 from nbeval.runtime import Resources, handler_for, model_key
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["Plan", "first_requests", "placeholder_answer", "plan", "planned_requests"]
 
@@ -179,12 +184,12 @@ def placeholder_answer(req: Any) -> Any:
 
 def _logprob_note(judges: list[Any], resources: Resources) -> str:
     """What is known, without calling anything, about whether ``judges`` return log-probabilities."""
-    from nbeval.chat.logprobs import logprob_support
+    from nbeval.chat.judge_logprobs import logprob_support
 
     notes = []
     for judge in judges:
         try:
-            model = resources.chat_client(judge).model
+            model = chat_client(resources, judge).model
         except JudgeNotConfigured:
             notes.append("no judge is configured yet, so whether it returns log-probabilities is unknown")
             continue
@@ -193,13 +198,38 @@ def _logprob_note(judges: list[Any], resources: Resources) -> str:
     return "; ".join(dict.fromkeys(notes))
 
 
+#: The options that make a run's :class:`~nbeval.runtime.Resources`.
+_RESOURCE_OPTIONS = ("embedder", "judge", "device", "cache", "concurrency", "timeout", "max_attempts", "prices")
+#: The options a plan with resources given takes: the rest are the resources'.
+_PLAN_ONLY = tuple(name for name in RunOptions.names() if name not in _RESOURCE_OPTIONS)
+_GIVEN_TWICE = "the resources given are the run's; set it when making them, or give no resources"
+
+
 def plan(
-    dataset: LlmDataset, evaluators: Iterable[Evaluator], resources: Resources, *, batch_discount: float | None = None
+    dataset: LlmDataset,
+    evaluators: Iterable[Evaluator],
+    resources: Resources | None = None,
+    *,
+    options: RunOptions | Mapping[str, Any] | None = None,
+    **keywords: Unpack[RunKeywords],
 ) -> Plan:
     """Count rows, skips and the judge calls of every round without calling anything; price the
-    calls to make one at a time and batched (less ``batch_discount``, 0.5 by default, where a
-    price has no batch part)."""
+    calls to make one at a time and batched (less the options' ``batch_discount``, 0.5 by default,
+    where a price has no batch part).
+
+    ``options`` (a :class:`~nbeval.options.RunOptions` or a mapping, with the keywords on top)
+    configure the run planned; ``resources``, when the caller made them already, are the run's
+    (then its resource options, judge to prices, must be left at their defaults: given twice, one
+    would be ignored). ``evaluators`` are resolved and seated already (see
+    :func:`~nbeval.engine.run.plan_evaluation` for the whole of ``evaluate``'s dry run)."""
     from nbeval.chat.batch_options import with_batch_cost
+
+    opts = RunOptions.of(options, **keywords)
+    if resources is None:
+        resources = Resources.from_options(opts)
+    else:
+        opts.only(_PLAN_ONLY, "plan(dataset, evaluators, resources)", dict.fromkeys(_RESOURCE_OPTIONS, _GIVEN_TWICE))
+    batch_discount = opts.batch_discount
 
     result = Plan(rows={}, skipped={})
     chats: dict[Any, list[Chat]] = {}
@@ -216,7 +246,7 @@ def plan(
             calls += 1
         if todo:
             result.calls_per_row[ev.name] = calls / len(todo)
-        if ev.params.get("score_mode") == "expected" and judges:
+        if ev.settings.expects and judges:
             result.logprobs[ev.name] = _logprob_note(list(judges.values()), resources)
     from nbeval.chat.client import estimate_usage
 
@@ -224,7 +254,7 @@ def plan(
         # the calls' own max_tokens (a guess of 0 leaves only those): the part that is a bound
         capped = estimate_usage(reqs, completion_guess=0)[1]
         try:
-            client = resources.chat_client(reqs[0].model)
+            client = chat_client(resources, reqs[0].model)
         except JudgeNotConfigured:  # nothing to ask yet, but the calls and their size are known
             result.judge_calls += len(reqs)
             result.unconfigured_calls += len(reqs)

@@ -7,8 +7,9 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+import warnings
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from nbeval.data.inputs import to_dataset
 from nbeval.data.model import Row
@@ -19,20 +20,24 @@ from nbeval.engine.planning import RunState, plan_run, seat_jury
 from nbeval.errors import BadParameter, Interrupted
 from nbeval.evaluators.case import is_case_level
 from nbeval.evaluators.registry import resolve_evaluators
+from nbeval.options import DEFAULT_CHUNK_ROWS, RunKeywords, RunOptions
 from nbeval.progress import progress_bar
 from nbeval.results.live import LiveResult
 from nbeval.results.outcome import RowOutcome
 from nbeval.runtime import Resources
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from nbeval.engine.dry_run import Plan
     from nbeval.results import EvaluationResult
 
-__all__ = ["CHUNK_ROWS", "evaluate", "finish", "run_chunk"]
+__all__ = ["CHUNK_ROWS", "evaluate", "finish", "plan_evaluation", "run_chunk"]
 
 #: Rows scored together in one batch of rounds. Large enough that embedder and judge batches are
 #: full; small enough that the rows' cached values are let go of regularly. (Progress and Cancel do
 #: not wait for a chunk's end.)
-CHUNK_ROWS = 256
+CHUNK_ROWS = DEFAULT_CHUNK_ROWS
 
 
 def run_chunk(state: RunState, chunk_rows: int = CHUNK_ROWS) -> list[RowOutcome]:
@@ -143,29 +148,58 @@ def _result(state: RunState, cancelled: bool) -> EvaluationResult:
     )
 
 
+@overload
 def evaluate(
     data: Any,
     evaluators: Any,
     *,
-    progress: bool = True,
-    embedder: Any = None,
-    judge: Any = None,
-    device: str | None = None,
-    cache: Any = True,
-    concurrency: int = 8,
-    timeout: float | None = None,
-    max_attempts: int | None = None,
-    prices: dict[str, Any] | None = None,
+    options: RunOptions | Mapping[str, Any] | None = None,
+    dry_run: Literal[False] = False,
+    cancel: threading.Event | None = None,
+    on_progress: Callable[[LiveResult, int, int], None] | None = None,
+    **keywords: Unpack[RunKeywords],
+) -> EvaluationResult: ...
+@overload
+def evaluate(
+    data: Any,
+    evaluators: Any,
+    *,
+    options: RunOptions | Mapping[str, Any] | None = None,
+    dry_run: Literal[True],
+    cancel: threading.Event | None = None,
+    on_progress: Callable[[LiveResult, int, int], None] | None = None,
+    **keywords: Unpack[RunKeywords],
+) -> Plan: ...
+@overload
+def evaluate(
+    data: Any,
+    evaluators: Any,
+    *,
+    options: RunOptions | Mapping[str, Any] | None = None,
+    dry_run: bool,
+    cancel: threading.Event | None = None,
+    on_progress: Callable[[LiveResult, int, int], None] | None = None,
+    **keywords: Unpack[RunKeywords],
+) -> EvaluationResult | Plan: ...
+
+
+def evaluate(
+    data: Any,
+    evaluators: Any,
+    *,
+    options: RunOptions | Mapping[str, Any] | None = None,
     dry_run: bool = False,
     cancel: threading.Event | None = None,
     on_progress: Callable[[LiveResult, int, int], None] | None = None,
-    chunk_rows: int = CHUNK_ROWS,
-    scheduler: Any = None,
-    batch: bool = False,
-    batch_poll_s: float | None = None,
-    batch_discount: float | None = None,
-) -> EvaluationResult | Any:
+    **keywords: Any,
+) -> EvaluationResult | Plan:
     """Evaluate ``data`` with ``evaluators`` and return an :class:`EvaluationResult`.
+
+    ``options``: a :class:`~nbeval.options.RunOptions` (or a mapping of its names) configuring the
+    run; every option is also a keyword (``judge=``, ``concurrency=``...), which wins over
+    ``options``, and a keyword left out leaves ``options`` as it is. A bad value (``concurrency=0``)
+    or an unknown name is a :class:`~nbeval.errors.BadParameter` naming it, before anything is read
+    or spent.
 
     ``data``: an :class:`LlmDataset`, a :class:`TestLab`, a pandas DataFrame, a list of records,
     or a path to any file nbeval reads. ``evaluators``: ids (``["rouge", "bleu"]`` or
@@ -178,8 +212,10 @@ def evaluate(
     ``cache``: the judge reply cache (``True``, ``False``, a folder or a file). ``timeout`` bounds
     each whole call in seconds (a judge's own ``{"timeout": ...}`` wins for its calls);
     ``max_attempts`` counts retries included; ``prices`` maps a model to USD per 1k prompt and
-    completion tokens. ``dry_run=True`` returns a :class:`Plan` of what
-    the run would do and spend, without scoring. ``cancel``: an event that stops the run at once:
+    completion tokens. ``dry_run=True`` is the older spelling of :func:`nbeval.plan` (the
+    one dry run): it still returns the :class:`Plan` of what the run would do and spend, without
+    scoring, and warns (:class:`DeprecationWarning`); without it the return is always an
+    :class:`EvaluationResult`. ``cancel``: an event that stops the run at once:
     no judge call starts after it is set (calls in flight finish and their rows are scored), and
     the partial result is returned, every row not scored marked ``cancelled`` (a run whose rows
     had all finished is returned as it is, not marked cancelled). Ctrl-C stops without waiting
@@ -221,33 +257,24 @@ def evaluate(
     """
     from nbeval.chat.batch_options import batch_options
 
-    batching = batch_options(batch, batch_poll_s, batch_discount)
-    if batching is not None and scheduler is not None and not dry_run:
-        msg = "batch=True waits for the provider's batches on this machine; it cannot be used with scheduler="
-        raise BadParameter(msg)
-    resources = Resources(
-        embedder=embedder,
-        judge=judge,
-        device=device,
-        cache=cache,
-        concurrency=concurrency,
-        timeout=timeout,
-        max_attempts=max_attempts,
-        prices=prices,
-        batch=batching,
-    )
+    opts = RunOptions.of(options, **keywords)
     if dry_run:
-        dataset, _ = to_dataset(data)
-        from nbeval.engine.dry_run import plan
-
-        evs = resolve_evaluators(evaluators)
-        evs = seat_jury(evs, resources)
-        priced = batching or batch_options(True, None, batch_discount)  # batched or not, priced both ways
-        assert priced is not None
-        return plan(dataset, evs, resources, batch_discount=priced.discount)
+        warnings.warn(
+            "evaluate(..., dry_run=True) is nbeval.plan(data, evaluators, ...) now, with the same options; "
+            "it returns the same Plan",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return plan_evaluation(data, evaluators, opts)
+    batching = batch_options(opts.batch, opts.batch_poll_s, opts.batch_discount)
+    if batching is not None and opts.scheduler is not None:
+        msg = "{batch} waits for the provider's batches on this machine; it cannot be used with {scheduler}"
+        raise BadParameter(msg, options={"batch": ("batch", True), "scheduler": ("scheduler", ...)})
+    resources = Resources.from_options(opts, batch=batching)
     state = plan_run(data, evaluators, resources=resources, cancel=cancel, keep_outcomes=False)
-    bar = progress_bar(state.total, progress)
+    bar = progress_bar(state.total, opts.progress)
     shown = 0
+    chunk_rows = opts.chunk_rows
     if batching is not None:
         batching.on_status = _status_reporter(state, bar, on_progress)  # the batches' states and counts
         if chunk_rows == CHUNK_ROWS:  # one batch per round for the whole run, not per chunk
@@ -261,12 +288,10 @@ def evaluate(
             on_progress(state.live, state.done, state.total)
 
     try:
-        if scheduler is not None:
+        if opts.scheduler is not None:
             from nbeval.engine.dask_run import run_on_cluster
 
-            state.cluster_usage = run_on_cluster(
-                state, scheduler, chunk_rows=max(1, int(chunk_rows)), on_batch=lambda _n: report()
-            )
+            state.cluster_usage = run_on_cluster(state, opts, on_batch=lambda _n: report())
         else:
             state.on_progress = report
             state.flush(report=True)  # the first report: the total, and the rows skipped at once
@@ -274,7 +299,7 @@ def evaluate(
             while not state.finished:
                 run_chunk(state, chunk_rows)
     except KeyboardInterrupt as stop:
-        if scheduler is not None:  # the cluster's partitions are not tracked row by row
+        if opts.scheduler is not None:  # the cluster's partitions are not tracked row by row
             raise
         state.interrupted = True
         state.on_progress = None
@@ -283,6 +308,22 @@ def evaluate(
     finally:
         bar.close()
     return finish(state)
+
+
+def plan_evaluation(
+    data: Any, evaluators: Any, options: RunOptions | Mapping[str, Any] | None = None, **keywords: Unpack[RunKeywords]
+) -> Plan:
+    """What :func:`evaluate` with the same arguments would do and spend, scoring nothing (the
+    :class:`Plan` of :func:`nbeval.plan`). Every option is taken: ``progress``, ``scheduler``,
+    ``chunk_rows`` and ``batch_poll_s`` change nothing in a plan (it is counted here, at once,
+    wherever and however the rows would be scored), so a call can switch between the two unchanged."""
+    from nbeval.engine.dry_run import plan
+
+    opts = RunOptions.of(options, **keywords)
+    dataset, _ = to_dataset(data)
+    resources = Resources.from_options(opts)
+    evs = seat_jury(resolve_evaluators(evaluators), resources)
+    return plan(dataset, evs, resources, batch_discount=opts.batch_discount)  # the resources carry the rest
 
 
 def _left_running(stop: KeyboardInterrupt, again: str) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from nbeval.data.model import TestSuite
 from nbeval.errors import BadParameter, JudgeNotConfigured
@@ -31,14 +31,94 @@ from nbeval.generation.documents import MAX_CHARS, MAX_PAGES, load_documents
 from nbeval.generation.plan import REPLY_TOKENS, GenerationPlan, Slot, SlotSource, as_kinds, plan_slots
 from nbeval.generation.prompts import as_personas, case_messages, parse_reply, reask_messages, response_format
 from nbeval.generation.report import REPORT_KEY, failure, no_case_error, suite_of, summary_lines
+from nbeval.options import RunKeywords, RunOptions
 from nbeval.progress import progress_bar
 from nbeval.request_kinds import Chat, Embed
+from nbeval.request_kinds.chat import chat_client
 from nbeval.runtime import RequestCancelled, Resources, refused
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from nbeval.chat.batch_options import BatchOptions
 
-__all__ = ["REPORT_KEY", "generate", "summary_lines"]
+__all__ = ["GENERATE_OPTIONS", "REPORT_KEY", "generate", "summary_lines"]
+
+#: The run options (:class:`~nbeval.options.RunOptions`) :func:`generate` takes.
+GENERATE_OPTIONS = tuple(name for name in RunOptions.names() if name not in ("scheduler", "chunk_rows"))
+#: Why each other run option is refused by :func:`generate`.
+_NOT_GENERATE_OPTIONS = {
+    "scheduler": "a suite is generated on this machine",
+    "chunk_rows": "generate cuts documents by chunk_size= (characters); chunk_rows is how nbeval.evaluate scores rows",
+}
+
+
+@overload
+def generate(
+    documents: Any,
+    n: int = 20,
+    *,
+    kinds: Sequence[str] | Mapping[str, float] = ("single_hop", "multi_hop"),
+    personas: Sequence[str | Mapping[str, str]] | None = None,
+    seed: int = 0,
+    chunk_size: int = 1000,
+    chunk_overlap: int = 100,
+    dry_run: Literal[False] = False,
+    attempts: int = 3,
+    extra_rounds: int = 2,
+    dedupe_threshold: float | None = 0.9,
+    judge_params: Mapping[str, Any] | None = None,
+    use_response_format: bool = False,
+    name: str | None = None,
+    max_chars: int = MAX_CHARS,
+    max_pages: int = MAX_PAGES,
+    options: RunOptions | Mapping[str, Any] | None = None,
+    **keywords: Unpack[RunKeywords],
+) -> TestSuite: ...
+@overload
+def generate(
+    documents: Any,
+    n: int = 20,
+    *,
+    kinds: Sequence[str] | Mapping[str, float] = ("single_hop", "multi_hop"),
+    personas: Sequence[str | Mapping[str, str]] | None = None,
+    seed: int = 0,
+    chunk_size: int = 1000,
+    chunk_overlap: int = 100,
+    dry_run: Literal[True],
+    attempts: int = 3,
+    extra_rounds: int = 2,
+    dedupe_threshold: float | None = 0.9,
+    judge_params: Mapping[str, Any] | None = None,
+    use_response_format: bool = False,
+    name: str | None = None,
+    max_chars: int = MAX_CHARS,
+    max_pages: int = MAX_PAGES,
+    options: RunOptions | Mapping[str, Any] | None = None,
+    **keywords: Unpack[RunKeywords],
+) -> GenerationPlan: ...
+@overload
+def generate(
+    documents: Any,
+    n: int = 20,
+    *,
+    kinds: Sequence[str] | Mapping[str, float] = ("single_hop", "multi_hop"),
+    personas: Sequence[str | Mapping[str, str]] | None = None,
+    seed: int = 0,
+    chunk_size: int = 1000,
+    chunk_overlap: int = 100,
+    dry_run: bool,
+    attempts: int = 3,
+    extra_rounds: int = 2,
+    dedupe_threshold: float | None = 0.9,
+    judge_params: Mapping[str, Any] | None = None,
+    use_response_format: bool = False,
+    name: str | None = None,
+    max_chars: int = MAX_CHARS,
+    max_pages: int = MAX_PAGES,
+    options: RunOptions | Mapping[str, Any] | None = None,
+    **keywords: Unpack[RunKeywords],
+) -> TestSuite | GenerationPlan: ...
 
 
 def generate(
@@ -46,32 +126,22 @@ def generate(
     n: int = 20,
     *,
     kinds: Sequence[str] | Mapping[str, float] = ("single_hop", "multi_hop"),
-    judge: Any = None,
     personas: Sequence[str | Mapping[str, str]] | None = None,
     seed: int = 0,
     chunk_size: int = 1000,
     chunk_overlap: int = 100,
     dry_run: bool = False,
-    cache: Any = True,
-    concurrency: int = 8,
-    timeout: float | None = None,
-    max_attempts: int | None = None,
-    prices: Mapping[str, Sequence[float]] | None = None,
     attempts: int = 3,
     extra_rounds: int = 2,
     dedupe_threshold: float | None = 0.9,
-    embedder: Any = None,
-    device: str | None = None,
     judge_params: Mapping[str, Any] | None = None,
     use_response_format: bool = False,
     name: str | None = None,
-    batch: bool = False,
-    batch_poll_s: float | None = None,
-    batch_discount: float | None = None,
-    progress: bool = True,
     max_chars: int = MAX_CHARS,
     max_pages: int = MAX_PAGES,
-) -> TestSuite | Any:
+    options: RunOptions | Mapping[str, Any] | None = None,
+    **keywords: Any,
+) -> TestSuite | GenerationPlan:
     """Write ``n`` test cases from ``documents`` with the judge model; return them as a
     :class:`~nbeval.data.model.TestSuite` (with ``dry_run=True``: a
     :class:`~nbeval.generation.plan.GenerationPlan` of the calls and tokens, asking nothing).
@@ -100,9 +170,13 @@ def generate(
     ids, review status ``pending``). ``suite.extra["generation_report"]`` counts calls, tokens
     and cost and lists every reply that did not fit the schema and every duplicate removed.
 
-    The judge and its call settings (``cache``, ``concurrency``, ``timeout``, ``max_attempts``:
-    tries per call on rate limits and server errors, ``prices``) are those of
-    :func:`nbeval.evaluate`. ``attempts``: calls per case when replies do not fit the schema.
+    The run options are :func:`nbeval.evaluate`'s, as ``options`` (a
+    :class:`~nbeval.options.RunOptions` or a mapping) and as keywords, which win over it: the
+    ``judge`` and its call settings (``cache``, ``concurrency``, ``timeout``, ``max_attempts``:
+    tries per call on rate limits and server errors, ``prices``), the ``embedder`` and ``device``
+    that find duplicates, ``batch`` and ``progress``. ``scheduler`` and ``chunk_rows`` do not apply
+    here (a :class:`~nbeval.errors.BadParameter` when set); a bad value is one, naming it, before
+    any document is read. ``attempts``: calls per case when replies do not fit the schema.
     ``extra_rounds``: rounds of replacements for duplicates and failed cases; a case is replaced by
     one of its own kind while the documents hold more requests of that kind (else by another kind,
     and the report's ``stood_in`` says so). ``dedupe_threshold``:
@@ -128,9 +202,10 @@ def generate(
     """
     from nbeval.chat.batch_options import batch_options
 
+    opts = RunOptions.of(options, **keywords).only(GENERATE_OPTIONS, "generate()", _NOT_GENERATE_OPTIONS)
     _check(n, attempts, extra_rounds, dedupe_threshold)
-    batching = batch_options(batch, batch_poll_s, batch_discount)
-    priced = batching or batch_options(True, batch_poll_s, batch_discount)  # the dry run prices both ways
+    batching = batch_options(opts.batch, opts.batch_poll_s, opts.batch_discount)
+    priced = batching or batch_options(True, opts.batch_poll_s, opts.batch_discount)  # the dry run prices both ways
     assert priced is not None
     loaded = load_documents(documents, max_chars=max_chars, max_pages=max_pages)
     chunks = chunk_documents(loaded.documents, chunk_size, chunk_overlap)
@@ -145,17 +220,7 @@ def generate(
     params: dict[str, Any] = {"temperature": 0, **dict(judge_params or {})}
     if use_response_format:
         params["response_format"] = response_format()
-    resources = Resources(
-        judge=judge,
-        cache=cache,
-        concurrency=concurrency,
-        timeout=timeout,
-        max_attempts=max_attempts,
-        prices=dict(prices) if prices is not None else None,
-        embedder=embedder,
-        device=device,
-        batch=None if dry_run else batching,
-    )
+    resources = Resources.from_options(opts, batch=None if dry_run else batching)
     first = list(islice(slots, n))
     exhausted = len(first) < n
     if exhausted:  # each request is asked once: these documents hold fewer distinct ones
@@ -171,8 +236,8 @@ def generate(
         plan = _plan(resources, first, params, len(loaded.documents), len(chunks), per_case, priced.discount)
         plan.skipped = list(loaded.skipped)
         return plan
-    client = resources.chat_client()  # no judge configured: JudgeNotConfigured before anything is asked
-    bar = _cases_bar(batching, len(first), progress)
+    client = chat_client(resources)  # no judge configured: JudgeNotConfigured before anything is asked
+    bar = _cases_bar(batching, len(first), opts.progress)
     run = _Run(resources, params, attempts, dedupe_threshold, bar)
     target = Counter(s.kind for s in first)  # the plan's split, which replacements keep
     source = SlotSource(slots, weights, len(first))
@@ -255,7 +320,7 @@ def _plan(
     plan = GenerationPlan(docs, chunks, len(slots), {k: len(v) for k, v in by_kind.items()}, len(slots))
     plan.max_calls = len(slots) * per_case
     try:
-        client = resources.chat_client()
+        client = chat_client(resources)
     except JudgeNotConfigured:
         client = None
         plan.judge_configured = False

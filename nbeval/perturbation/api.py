@@ -34,13 +34,14 @@ import os
 import random
 import warnings
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from nbeval.data.fields import Relationship, derive_key
 from nbeval.data.model import LlmDataset, Row, Test, TestCase, TestLab, TestSuite
 from nbeval.errors import PerturbationError, ResourceError
+from nbeval.options import RunKeywords, RunOptions
 from nbeval.perturbation.base import PerturbationWarning, Perturbator, check_intensity
 from nbeval.perturbation.llm import (
     LlmPerturbator,
@@ -52,8 +53,28 @@ from nbeval.perturbation.llm import (
 )
 from nbeval.perturbation.registry import resolve_perturbators
 from nbeval.request_kinds import Chat
+from nbeval.request_kinds.chat import chat_client
+from nbeval.runtime import Resources
 
-__all__ = ["PERTURBATION_SOURCE", "perturb", "perturbation_category", "perturbed_count", "to_suite"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = ["PERTURBATION_SOURCE", "PERTURB_OPTIONS", "perturb", "perturbation_category", "perturbed_count", "to_suite"]
+
+#: The run options (:class:`~nbeval.options.RunOptions`) :func:`perturb` takes: those of its model calls.
+PERTURB_OPTIONS = ("judge", "device", "cache", "concurrency", "timeout", "max_attempts", "prices")
+_NOT_HERE = "the LLM perturbators ask their model one call at a time, at once, on this machine"
+#: Why each other run option is refused by :func:`perturb`.
+_NOT_PERTURB_OPTIONS = {
+    "embedder": "perturbing embeds nothing",
+    "progress": "perturb shows no progress bar",
+    "scheduler": _NOT_HERE,
+    "batch": _NOT_HERE,
+    "batch_poll_s": _NOT_HERE,
+    "batch_discount": _NOT_HERE,
+    "chunk_rows": "it is how nbeval.evaluate scores rows",
+}
+_RESOURCES_GIVEN = "the resources given are the run's; set it when making them, or give no resources"
 
 #: The relationship type that links a perturbed case to its original.
 PERTURBATION_SOURCE = "perturbation_source"
@@ -143,11 +164,10 @@ def perturb(
     intensity: str = ...,
     seed: int = ...,
     keep_originals: bool = ...,
-    judge: Any = ...,
-    cache: Any = ...,
-    prices: Mapping[str, Sequence[float]] | None = ...,
     resources: Any = ...,
     dry_run: Literal[False] = ...,
+    options: RunOptions | Mapping[str, Any] | None = ...,
+    **keywords: Unpack[RunKeywords],
 ) -> TestSuite: ...
 @overload
 def perturb(
@@ -157,11 +177,10 @@ def perturb(
     intensity: str = ...,
     seed: int = ...,
     keep_originals: bool = ...,
-    judge: Any = ...,
-    cache: Any = ...,
-    prices: Mapping[str, Sequence[float]] | None = ...,
     resources: Any = ...,
     dry_run: Literal[True],
+    options: RunOptions | Mapping[str, Any] | None = ...,
+    **keywords: Unpack[RunKeywords],
 ) -> PerturbationPlan: ...
 
 
@@ -172,11 +191,10 @@ def perturb(
     intensity: str = "low",
     seed: int = 0,
     keep_originals: bool = True,
-    judge: Any = None,
-    cache: Any = True,
-    prices: Mapping[str, Sequence[float]] | None = None,
     resources: Any = None,
     dry_run: bool = False,
+    options: RunOptions | Mapping[str, Any] | None = None,
+    **keywords: Any,
 ) -> TestSuite | PerturbationPlan:
     """A suite of perturbed test cases (after the originals, with ``keep_originals``).
 
@@ -186,11 +204,17 @@ def perturb(
     ``"medium"`` or ``"high"``. See the module docstring for what a perturbed case holds.
 
     The LLM perturbators (``llm_jailbreak``, ``llm_injection``, ``llm_pii_extraction``, see
-    :mod:`~nbeval.perturbation.llm`) ask a model: ``judge`` (resolved like an evaluation's judge;
-    a perturbator's own ``judge=`` wins; ``None``: the environment's) and ``cache`` as in
-    :func:`nbeval.evaluate`, ``prices`` too (USD per 1k prompt and completion tokens per model, as
-    there: the dry run's ``est_cost``), or ``resources``, a :class:`nbeval.runtime.Resources` to
-    share (its judge, cache, prices and usage totals). A case whose reply never parses is left out
+    :mod:`~nbeval.perturbation.llm`) ask a model, configured by the run options of
+    :func:`nbeval.evaluate` that apply to its calls (:data:`PERTURB_OPTIONS`), given as ``options``
+    (a :class:`~nbeval.options.RunOptions` or a mapping) or as keywords, which win over it:
+    ``judge`` (resolved like an evaluation's judge; a perturbator's own ``judge=`` wins; ``None``:
+    the environment's), ``device`` (for a local ``hf:`` model), ``cache``, ``concurrency``,
+    ``timeout``, ``max_attempts`` and ``prices`` (USD per 1k prompt and completion tokens per
+    model, as there: the dry run's ``est_cost``). The other run options (``embedder``,
+    ``progress``, ``scheduler``, ``batch`` and its settings, ``chunk_rows``) do not apply: set,
+    they are a :class:`~nbeval.errors.BadParameter`, as is a bad value, before anything is
+    asked. Or ``resources``, a :class:`nbeval.runtime.Resources` to share (its judge, cache,
+    prices and usage totals; then no run option may be set). A case whose reply never parses is left out
     and reported in a :class:`~nbeval.perturbation.llm.PerturbationFailed` warning. When no call to
     the model got a reply (the server is down, the key is refused: a refused key stops the asking
     at once), the run raises :class:`~nbeval.errors.ResourceError` naming the cause instead of
@@ -198,6 +222,9 @@ def perturb(
     :class:`~nbeval.perturbation.llm.PerturbationPlan` (cases per perturbator, model calls,
     cached calls, tokens, cost) and calls nothing.
     """
+    opts = RunOptions.of(options, **keywords).only(PERTURB_OPTIONS, "perturb()", _NOT_PERTURB_OPTIONS)
+    if resources is not None:
+        opts.only((), "perturb(resources=...)", dict.fromkeys(PERTURB_OPTIONS, _RESOURCES_GIVEN))
     check_intensity(intensity)
     chosen = resolve_perturbators(perturbators)
     if isinstance(seed, bool) or not isinstance(seed, int):
@@ -224,7 +251,7 @@ def perturb(
                 else:
                     slots.append((ti, case, key, p, p.apply(case.prompt, intensity, rng)))
     if asks or dry_run:
-        resources = resources if resources is not None else _resources(judge, cache, prices)
+        resources = resources if resources is not None else Resources.from_options(opts)
     if dry_run:
         plan = PerturbationPlan(cases=dict(Counter(p.id for _, _, _, p, _ in slots)))
         plan_requests([req for _, _, req in asks], resources, plan)
@@ -276,16 +303,10 @@ def perturb(
     return TestSuite(name=suite.name, description=suite.description, tests=tests, extra=dict(suite.extra))
 
 
-def _resources(judge: Any, cache: Any, prices: Mapping[str, Sequence[float]] | None) -> Any:
-    from nbeval.runtime import Resources
-
-    return Resources(judge=judge, cache=cache, prices=dict(prices) if prices is not None else None)
-
-
 def _ask(asks: list[tuple[LlmPerturbator, str, Chat]], resources: Any) -> list[Rewrite]:
     """The attackers' rewrites; a model that is not configured stops here, before any call."""
     for model in {id(req.model): req.model for _, _, req in asks}.values():
-        resources.chat_client(model)  # raises JudgeNotConfigured with the ways to configure one
+        chat_client(resources, model)  # raises JudgeNotConfigured with the ways to configure one
     done = rewrite_prompts(asks, resources)
     if all(r.call_failed for r in done):  # the model was never reached: no suite, the cause
         first = next((r.error for r in done if not r.error.startswith("not asked")), done[0].error)

@@ -33,6 +33,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from nbeval._version import __version__
 from nbeval.application import spec_dict
 from nbeval.errors import DataError, NbevalError
+from nbeval.options import RunOptions
 from nbeval.serve.bodies import (
     EvaluationRequest,
     EvaluatorChoice,
@@ -151,9 +152,11 @@ def create_app(  # noqa: C901
         load_callable(documents, DOCUMENTS_GROUP, "documents function") if isinstance(documents, str) else documents
     )
     application = _as_app(app)
+    # the runs' options, built (and checked) once; each job's calls are bounded as it runs too:
+    # the plan's count of later calls is an estimate
+    run_options = RunOptions(judge=judge, embedder=embedder, device=device, cache=cache)
     store = JobStore(
-        # each job's calls are bounded as it runs too: the plan's count of later calls is an estimate
-        lambda: BoundedResources(max_judge_calls, judge=judge, embedder=embedder, device=device, cache=cache),
+        lambda: BoundedResources.from_options(run_options, max_calls=max_judge_calls),
         data_dir=data_dir,
         workers=workers,
         keep=keep_jobs,

@@ -22,6 +22,7 @@ jobs or ``keep_bytes`` of result folders.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import pickle
@@ -30,22 +31,46 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nbeval.options import RunOptions
+from nbeval.runtime import Resources
 from nbeval.serve.budget import check_judge_calls
 from nbeval.serve.payload import read_scores, result_summary
 
 if TYPE_CHECKING:
     from nbeval.engine import RunState
     from nbeval.results import EvaluationResult
-    from nbeval.runtime import Resources
 
-__all__ = ["FINISHED", "PARTIAL_SAVE_S", "RETRY_AFTER_S", "Job", "JobStore", "QueueFull", "default_data_dir"]
+__all__ = [
+    "FINISHED",
+    "JOB_OPTIONS",
+    "PARTIAL_SAVE_S",
+    "RETRY_AFTER_S",
+    "Job",
+    "JobStore",
+    "QueueFull",
+    "default_data_dir",
+]
+
+#: The run options (:class:`~nbeval.options.RunOptions`) a :class:`JobStore` takes: its runs' resources.
+JOB_OPTIONS = ("embedder", "judge", "device", "cache", "concurrency", "timeout", "max_attempts", "prices")
+_NOT_HERE = "the service scores each job in its own worker threads, chunk by chunk"
+#: Why each other run option is refused by :class:`JobStore`.
+_NOT_JOB_OPTIONS = {
+    "progress": "a job's progress is its status (GET /v1/evaluations/{id})",
+    "scheduler": _NOT_HERE,
+    "batch": _NOT_HERE,
+    "batch_poll_s": _NOT_HERE,
+    "batch_discount": _NOT_HERE,
+    "chunk_rows": "give JobStore(chunk_rows=...), rows scored between two progress updates",
+}
+_RESOURCES_GIVEN = "the resources given make the runs' own; set it when making them, or give no resources"
 
 #: Statuses after which a job changes no more (``interrupted``: the service stopped during its run).
 FINISHED = frozenset({"succeeded", "failed", "cancelled", "interrupted"})
@@ -178,12 +203,16 @@ class JobStore:
     jobs and ``keep_bytes`` of result folders are kept (the oldest are forgotten first), and at
     most ``max_queued`` jobs wait for a worker (their requests on disk, not in memory).
     ``resources`` makes each run's shared resources (judge, embedder, cache), so runs never
-    share a client's state by accident."""
+    share a client's state by accident; without it they are made from ``options`` (a
+    :class:`~nbeval.options.RunOptions` or a mapping; :data:`JOB_OPTIONS` apply, the others are a
+    :class:`~nbeval.errors.BadParameter`: ``chunk_rows`` is this store's own keyword). Given
+    ``resources``, no run option may be set: they are the resources'."""
 
     def __init__(
         self,
-        resources: Callable[[], Resources],
+        resources: Callable[[], Resources] | None = None,
         *,
+        options: RunOptions | Mapping[str, Any] | None = None,
         data_dir: str | os.PathLike[str] | None = None,
         workers: int = 2,
         keep: int = 200,
@@ -191,7 +220,13 @@ class JobStore:
         chunk_rows: int = 64,
         max_queued: int = 64,
     ) -> None:
-        self._resources = resources
+        self.options = RunOptions.of(options).only(JOB_OPTIONS, "JobStore", _NOT_JOB_OPTIONS)
+        """The options every job's run is configured by."""
+        if resources is not None:
+            self.options.only((), "JobStore(resources)", dict.fromkeys(JOB_OPTIONS, _RESOURCES_GIVEN))
+        self._resources: Callable[[], Resources] = (
+            resources if resources is not None else functools.partial(Resources.from_options, self.options)
+        )
         self.workers = max(1, workers)
         """Runs that go at once; the others wait, ``queued``."""
         self.keep = keep
@@ -263,7 +298,7 @@ class JobStore:
         summary = result_summary(result)
         job.leaderboards, job.meta = summary["leaderboards"], summary["meta"]
         job.scores_n, job.bytes, job.done = len(result.scores), _folder_bytes(folder), job.total
-        job.status = "cancelled" if result.meta.get("cancelled") else "succeeded"
+        job.status = "cancelled" if result.record.cancelled else "succeeded"
         job.finished = job.finished or _now()
         self._save(job)
         return True
@@ -481,7 +516,7 @@ class JobStore:
             job.scores_n = len(result.scores)
             job.bytes = _folder_bytes(folder)
             job.done = job.total
-            status = "cancelled" if result.meta.get("cancelled") else "succeeded"
+            status = "cancelled" if result.record.cancelled else "succeeded"
             del result
         except Exception as exc:  # a bug or a resource failing outside any row: the job says why
             from nbeval.serve.policy import error_text

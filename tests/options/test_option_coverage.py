@@ -2,7 +2,7 @@
 
 `COVERAGE` maps each option to the tests that check what it does (not merely that a call with it
 does not crash). The options are read at test time from `inspect.signature(nbeval.evaluate)` and
-from `nbeval.cli.build_parser()`, so:
+from the command objects `nbeval.cli.build_parser()` is built from (`nbeval.commands`), so:
 
 * adding a parameter, a subcommand or a flag without an entry here fails (write its test first);
 * an entry for an option that no longer exists fails;
@@ -19,7 +19,6 @@ test is named without its `[...]`.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import inspect
 from functools import cache
@@ -28,7 +27,8 @@ from pathlib import Path
 import pytest
 
 import nbeval
-from nbeval.cli import build_parser
+from nbeval.cli import program_arguments
+from nbeval.commands import all_commands
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,6 +43,10 @@ COVERAGE: dict[str, list[str]] = {
         "tests/options/test_evaluators_argument.py::test_params_given_with_the_evaluator_take_effect",
         "tests/test_engine.py::test_unknown_evaluator_and_parameter_errors",
         "tests/evaluators/test_trust_empty_evaluators.py::test_evaluate_with_no_evaluators_raises",
+    ],
+    "evaluate(options)": [
+        "tests/options/test_run_options_entry_points.py::test_an_option_given_either_way_makes_the_same_plan",
+        "tests/options/test_run_options_entry_points.py::test_a_keyword_wins_over_options",
     ],
     "evaluate(progress)": [
         "tests/options/test_progress_option.py::test_evaluate_progress_draws_a_bar_on_stderr_only_when_asked",
@@ -472,6 +476,9 @@ def evaluate_options() -> dict[str, str]:
     """Key -> what a test must mention, for every parameter of `nbeval.evaluate`."""
     out = {}
     for name, param in inspect.signature(nbeval.evaluate).parameters.items():
+        if param.kind is param.VAR_KEYWORD:  # **keywords: Unpack[RunKeywords], one per run option
+            out.update({f"evaluate({option})": f"{option}=" for option in nbeval.RunOptions.names()})
+            continue
         positional = param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD)
         out[f"evaluate({name})"] = "evaluate(" if positional else f"{name}="
     return out
@@ -479,29 +486,17 @@ def evaluate_options() -> dict[str, str]:
 
 def cli_options() -> dict[str, tuple[str, ...]]:
     """Key -> the spellings a test may use (any one of them), for every subcommand, flag and
-    positional argument of `nbeval` (help actions aside)."""
+    positional argument of `nbeval` (help aside), read from the command objects that build its parser."""
     out: dict[str, tuple[str, ...]] = {}
-
-    def walk(parser: argparse.ArgumentParser, command: tuple[str, ...]) -> None:
-        subcommands = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-        if command and not subcommands:
-            out[" ".join(("nbeval", *command))] = (command[-1],)
-        for action in parser._actions:
-            if isinstance(action, argparse._HelpAction):
-                continue
-            if isinstance(action, argparse._SubParsersAction):
-                seen: set[int] = set()
-                for name, sub in action.choices.items():
-                    if id(sub) not in seen:  # aliases share their parser
-                        seen.add(id(sub))
-                        walk(sub, (*command, name))
-            elif action.option_strings:
-                longs = [o for o in action.option_strings if o.startswith("--")]
-                out[" ".join(("nbeval", *command, (longs or action.option_strings)[0]))] = tuple(action.option_strings)
-            else:
-                out[" ".join(("nbeval", *command, action.dest))] = (command[-1],) if command else (action.dest,)
-
-    walk(build_parser(), ())
+    for a in program_arguments():
+        out[f"nbeval {a.spelling}"] = a.option_strings
+    for command in all_commands():
+        if not command.cli:
+            continue
+        key, last = f"nbeval {command.name}", command.name.split()[-1]
+        out[key] = (last,)
+        for a in command.arguments:
+            out[f"{key} {a.spelling if a.option_strings else a.dest}"] = a.option_strings or (last,)
     return out
 
 
