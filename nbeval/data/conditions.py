@@ -61,6 +61,7 @@ class Condition:
     source: str = field(default="", compare=False, kw_only=True)
 
     def __post_init__(self) -> None:
+        """Keep the text the condition was parsed from; one built in code gets its canonical text."""
         if not self.source:
             object.__setattr__(self, "source", str(self))
 
@@ -91,10 +92,12 @@ class Condition:
         raise NotImplementedError
 
     def _eval(self, text: str, timeout: float | None, memo: _Memo) -> bool:
+        """Whether ``text`` satisfies the condition (each operand's result read from ``memo`` when one is given)."""
         raise NotImplementedError
 
 
 def _require_str(text: object) -> None:
+    """Raise :class:`~nbeval.errors.BadArgumentType` unless ``text`` is a string."""
     if not isinstance(text, str):
         msg = f"a condition is checked against text (str), not {type(text).__name__}"
         raise BadArgumentType(msg)
@@ -102,10 +105,14 @@ def _require_str(text: object) -> None:
 
 @dataclass(frozen=True)
 class _Operand(Condition):
+    """A leaf of the condition tree: something looked for in the text."""
+
     def leaves(self) -> Iterator[_Operand]:
+        """The operand itself: a leaf."""
         yield self
 
     def _eval(self, text: str, timeout: float | None, memo: _Memo) -> bool:
+        """Whether the operand is found in ``text`` (from ``memo`` when given)."""
         return memo[self] if memo is not None else self._hit(text, timeout) is not None
 
     def _hit(self, text: str, timeout: float | None) -> str | None:
@@ -113,6 +120,7 @@ class _Operand(Condition):
         raise NotImplementedError
 
     def _found(self, hit: str) -> str:
+        """How an explanation says the operand was found, given what matched."""
         return f"{self} found"
 
 
@@ -123,9 +131,11 @@ class Text(_Operand):
     value: str
 
     def __str__(self) -> str:
+        """The text quoted as the condition language writes it."""
         return _quote(self.value)
 
     def _hit(self, text: str, timeout: float | None) -> str | None:
+        """The text when ``text`` contains it, else ``None``."""
         return self.value if self.value in text else None
 
 
@@ -136,17 +146,22 @@ class Regexp(_Operand):
     pattern: str
 
     def __post_init__(self) -> None:
+        """Compile the pattern now, so that a bad one fails when the condition is built, never in the middle of a
+        run."""
         patterns.compile_user_pattern(self.pattern)  # fail when built, never mid-run
         super().__post_init__()
 
     def __str__(self) -> str:
+        """The operand as the condition language writes it: ``regexp("...")``."""
         return f"regexp({_quote(self.pattern)})"
 
     def _hit(self, text: str, timeout: float | None) -> str | None:
+        """The first match of the pattern in ``text`` (searched with the ``timeout``), else ``None``."""
         match = patterns.search(self.pattern, text, timeout)
         return None if match is None else match.group(0)
 
     def _found(self, hit: str) -> str:
+        """What the explanation says was found: the match, cut when long."""
         if len(hit) > _SHOWN_MATCH_CHARS:
             hit = hit[: _SHOWN_MATCH_CHARS - 3] + "..."
         return f"{self} found {_quote(hit)}"
@@ -159,22 +174,28 @@ class Not(Condition):
     operand: Condition
 
     def __str__(self) -> str:
+        """``NOT`` and its operand, bracketed when that is an AND or an OR."""
         inner = str(self.operand)
         return f"NOT ({inner})" if isinstance(self.operand, _Junction) else f"NOT {inner}"
 
     def leaves(self) -> Iterator[_Operand]:
+        """The leaves of its operand."""
         yield from self.operand.leaves()
 
     def _eval(self, text: str, timeout: float | None, memo: _Memo) -> bool:
+        """The opposite of its operand."""
         return not self.operand._eval(text, timeout, memo)
 
 
 @dataclass(frozen=True)
 class _Junction(Condition):
+    """AND or OR of two or more conditions (the subclass says which word)."""
+
     operands: tuple[Condition, ...]
     _word = ""
 
     def __post_init__(self) -> None:
+        """Flatten nested junctions of the same kind into one, and refuse fewer than two operands."""
         flat: list[Condition] = []
         for op in self.operands:  # (a AND b) AND c is a AND b AND c: one canonical tree
             flat.extend(op.operands if type(op) is type(self) else (op,))
@@ -185,14 +206,17 @@ class _Junction(Condition):
         super().__post_init__()
 
     def __str__(self) -> str:
+        """The operands joined by the junction's word, nested junctions bracketed."""
         parts = (f"({op})" if isinstance(op, _Junction) else str(op) for op in self.operands)
         return f" {self._word} ".join(parts)
 
     def leaves(self) -> Iterator[_Operand]:
+        """The leaves of every operand, in order."""
         for op in self.operands:
             yield from op.leaves()
 
     def _eval(self, text: str, timeout: float | None, memo: _Memo) -> bool:
+        """All operands hold (AND) or any does (OR), stopping at the first that decides."""
         results = (op._eval(text, timeout, memo) for op in self.operands)
         return all(results) if self._word == "AND" else any(results)  # both stop early
 
@@ -215,6 +239,8 @@ class Or(_Junction):
 
 
 class _Token(NamedTuple):
+    """A token of the condition language: its kind, value and span in the text."""
+
     kind: str  # STR, RE, AND, OR, NOT, "(", ")", END
     value: str
     start: int
@@ -252,14 +278,17 @@ class _Parser:
         self.tok = self._next()
 
     def fail(self, message: str, position: int) -> ConditionError:
+        """A :class:`~nbeval.errors.ConditionError` with ``message`` pointing at ``position`` of the text."""
         return ConditionError(message, text=self.text, position=position)
 
     def _skip_space(self, i: int) -> int:
+        """The first position from ``i`` that is not whitespace."""
         while i < len(self.text) and self.text[i].isspace():
             i += 1
         return i
 
     def _next(self) -> _Token:
+        """Read the next token from the current position."""
         text = self.text
         i = self._skip_space(self.pos)
         if i == len(text):
@@ -299,6 +328,7 @@ class _Parser:
         raise self.fail("unterminated string: no closing '\"'", start)
 
     def _regexp(self, start: int, i: int) -> _Token:
+        """Read ``regexp(...)`` whose keyword starts at ``start`` and ends at ``i``: its pattern, quoted or not."""
         text = self.text
         opening = self._skip_space(i)
         if text[opening : opening + 1] != "(":
@@ -339,11 +369,13 @@ class _Parser:
         raise self.fail("regexp( has no matching ')'", opening)
 
     def advance(self) -> _Token:
+        """Move to the next token and return the one passed."""
         tok, self.prev_end = self.tok, self.tok.end
         self.tok = self._next()
         return tok
 
     def parse(self) -> Condition:
+        """The condition the whole text states; a :class:`~nbeval.errors.ConditionError` says where it goes wrong."""
         if not self.text.strip():
             raise self.fail(f"the condition is empty; {_OPERAND}", 0)
         node = self.disjunction()
@@ -356,12 +388,15 @@ class _Parser:
         return node
 
     def disjunction(self) -> Condition:
+        """Parse operands joined by OR (the loosest binding)."""
         return self._chain(Or, self.conjunction)
 
     def conjunction(self) -> Condition:
+        """Parse operands joined by AND."""
         return self._chain(And, self.negation)
 
     def _chain(self, cls: type[_Junction], sub: Callable[[], Condition]) -> Condition:
+        """Parse ``sub`` operands joined by ``cls``'s word into one junction (a single operand stays as it is)."""
         start, operands = self.tok.start, [sub()]
         while self.tok.kind == cls._word:
             self.advance()
@@ -371,6 +406,7 @@ class _Parser:
         return cls(tuple(operands), source=self.text[start : self.prev_end])
 
     def negation(self) -> Condition:
+        """Parse a NOT, or several, before a primary."""
         if self.tok.kind != "NOT":
             return self.primary()
         start = self.advance().start
@@ -380,6 +416,7 @@ class _Parser:
         return Not(operand, source=self.text[start : self.prev_end])
 
     def primary(self) -> Condition:
+        """Parse a bracketed condition or an operand (a quoted text or a regexp)."""
         tok = self.tok
         node: Condition
         if tok.kind == "(":
@@ -408,6 +445,7 @@ class _Parser:
         raise self.fail(f"{_OPERAND}, found {_SEEN[tok.kind]}", tok.start)
 
     def _enter(self, position: int) -> None:
+        """One level deeper in brackets or NOTs; too deep fails (a bound on the recursion)."""
         self.depth += 1
         if self.depth > _MAX_DEPTH:
             raise self.fail(f"the condition nests deeper than {_MAX_DEPTH} levels", position)
