@@ -23,12 +23,14 @@ from typing import Any, TypedDict
 
 from nbeval.errors import BadParameter
 
-__all__ = ["DEFAULT_CHUNK_ROWS", "DEFAULT_CONCURRENCY", "RunKeywords", "RunOptions"]
+__all__ = ["DEFAULT_CHUNK_ROWS", "DEFAULT_CONCURRENCY", "RESOURCE_OPTIONS", "RunKeywords", "RunOptions"]
 
 #: Judge calls in flight at once, by default.
 DEFAULT_CONCURRENCY = 8
 #: Rows scored together in one batch of rounds (see :data:`nbeval.engine.run.CHUNK_ROWS`).
 DEFAULT_CHUNK_ROWS = 256
+#: The options that make a run's shared resources (``Resources.from_options``), in declaration order.
+RESOURCE_OPTIONS = ("embedder", "judge", "device", "cache", "concurrency", "timeout", "max_attempts", "prices")
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from nbeval.engine.planning import plan_rows
 from nbeval.errors import JudgeNotConfigured, ResourceError
 from nbeval.evaluators.base import Evaluator
 from nbeval.evaluators.case import is_case_level
-from nbeval.options import RunKeywords, RunOptions
+from nbeval.options import RESOURCE_OPTIONS, RunKeywords, RunOptions
 from nbeval.request_kinds import Chat, Gather
 from nbeval.request_kinds.chat import chat_client
 from nbeval.runtime import Resources, handler_for, model_key
@@ -198,10 +198,8 @@ def _logprob_note(judges: list[Any], resources: Resources) -> str:
     return "; ".join(dict.fromkeys(notes))
 
 
-#: The options that make a run's :class:`~nbeval.runtime.Resources`.
-_RESOURCE_OPTIONS = ("embedder", "judge", "device", "cache", "concurrency", "timeout", "max_attempts", "prices")
 #: The options a plan with resources given takes: the rest are the resources'.
-_PLAN_ONLY = tuple(name for name in RunOptions.names() if name not in _RESOURCE_OPTIONS)
+_PLAN_ONLY = tuple(name for name in RunOptions.names() if name not in RESOURCE_OPTIONS)
 _GIVEN_TWICE = "the resources given are the run's; set it when making them, or give no resources"
 
 
@@ -228,7 +226,7 @@ def plan(
     if resources is None:
         resources = Resources.from_options(opts)
     else:
-        opts.only(_PLAN_ONLY, "plan(dataset, evaluators, resources)", dict.fromkeys(_RESOURCE_OPTIONS, _GIVEN_TWICE))
+        opts.only(_PLAN_ONLY, "plan(dataset, evaluators, resources)", dict.fromkeys(RESOURCE_OPTIONS, _GIVEN_TWICE))
     batch_discount = opts.batch_discount
 
     result = Plan(rows={}, skipped={})

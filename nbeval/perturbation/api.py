@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from nbeval.data.fields import Relationship, derive_key
 from nbeval.data.model import LlmDataset, Row, Test, TestCase, TestLab, TestSuite
 from nbeval.errors import PerturbationError, ResourceError
-from nbeval.options import RunKeywords, RunOptions
+from nbeval.options import RESOURCE_OPTIONS, RunKeywords, RunOptions
 from nbeval.perturbation.base import PerturbationWarning, Perturbator, check_intensity
 from nbeval.perturbation.llm import (
     LlmPerturbator,
@@ -62,7 +62,7 @@ if TYPE_CHECKING:
 __all__ = ["PERTURBATION_SOURCE", "PERTURB_OPTIONS", "perturb", "perturbation_category", "perturbed_count", "to_suite"]
 
 #: The run options (:class:`~nbeval.options.RunOptions`) :func:`perturb` takes: those of its model calls.
-PERTURB_OPTIONS = ("judge", "device", "cache", "concurrency", "timeout", "max_attempts", "prices")
+PERTURB_OPTIONS = tuple(name for name in RESOURCE_OPTIONS if name != "embedder")
 _NOT_HERE = "the LLM perturbators ask their model one call at a time, at once, on this machine"
 #: Why each other run option is refused by :func:`perturb`.
 _NOT_PERTURB_OPTIONS = {

@@ -38,7 +38,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nbeval.options import RunOptions
+from nbeval.options import RESOURCE_OPTIONS, RunOptions
 from nbeval.runtime import Resources
 from nbeval.serve.budget import check_judge_calls
 from nbeval.serve.payload import read_scores, result_summary
@@ -59,7 +59,7 @@ __all__ = [
 ]
 
 #: The run options (:class:`~nbeval.options.RunOptions`) a :class:`JobStore` takes: its runs' resources.
-JOB_OPTIONS = ("embedder", "judge", "device", "cache", "concurrency", "timeout", "max_attempts", "prices")
+JOB_OPTIONS = RESOURCE_OPTIONS
 _NOT_HERE = "the service scores each job in its own worker threads, chunk by chunk"
 #: Why each other run option is refused by :class:`JobStore`.
 _NOT_JOB_OPTIONS = {
