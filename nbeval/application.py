@@ -308,18 +308,16 @@ _CLI_TERMS = (
     ("batch=False", "no --batch"),
     ("cache=False", "--no-cache"),
     ("dry_run=True", "--dry-run"),
-    ("with scheduler=", "with --scheduler"),
-    ("with max_chars=...", "with --max-chars N"),
-    ("with max_pages=", "with --max-pages "),
     (_PYTHON_JUDGE_HINT, _JUDGE_HINTS[False]),
 )
 
 
 def cli_terms(text: str) -> str:
-    """A message of the Python API (an error, a warning, a row's error) in the command line's
-    terms: ``--batch`` for ``batch=True``, ``--no-cache`` for ``cache=False``, ``nbeval complete``
-    for ``nbeval.collect(...)``, ``--judge`` for ``judge=...``. :func:`nbeval.cli.main` shows every
-    error through it, and the commands their notes and summaries."""
+    """A text of the Python API that carries no structure (a row's error, a plan, a summary, a
+    warning) in the command line's terms: ``--batch`` for ``batch=True``, ``--no-cache`` for
+    ``cache=False``, ``nbeval complete`` for ``nbeval.collect(...)``, ``--judge`` for ``judge=...``.
+    An error that names run options carries them as data instead, and
+    :func:`nbeval.cli.cli_message` spells them with the flags of the commands."""
     for python, cli in _CLI_TERMS:
         text = text.replace(python, cli)
     return text

@@ -6,7 +6,8 @@ Messages say what went wrong and what to do about it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 __all__ = [
@@ -19,29 +20,80 @@ __all__ = [
     "Interrupted",
     "JudgeNotConfigured",
     "MissingDependency",
+    "NamedOptions",
     "NbevalError",
     "NotFound",
     "PerturbationError",
     "RegexTimeout",
     "ResourceError",
     "UnknownEvaluator",
+    "python_keyword",
+    "spell_options",
 ]
 
 
+#: What a message names: a placeholder of its text -> (the option, its value); ``...`` for "a value".
+NamedOptions = Mapping[str, tuple[str, Any]]
+
+
+def python_keyword(option: str, value: Any) -> str:
+    """How Python's API spells an option set to ``value``: ``batch=True``, ``max_pages=40``,
+    ``max_chars=...`` (any value)."""
+    return f"{option}=..." if value is ... else f"{option}={value!r}"
+
+
+def spell_options(template: str, options: NamedOptions, spell: Callable[[str, Any], str | None]) -> str:
+    """``template`` with each ``{placeholder}`` of ``options`` spelled by ``spell(option, value)``
+    (by :func:`python_keyword` where ``spell`` has no spelling). Other braces are left as they are."""
+    text = template
+    for key, (option, value) in options.items():
+        text = text.replace("{" + key + "}", spell(option, value) or python_keyword(option, value))
+    return text
+
+
 class NbevalError(Exception):
-    """Base class of every error nbeval raises on purpose."""
+    """Base class of every error nbeval raises on purpose.
+
+    An error whose message names run options (``batch=True``, ``cache=False``) carries them as
+    data: ``options`` maps each ``{placeholder}`` of the message to ``(option, value)``. ``str()``
+    spells them as Python's keywords; :meth:`spelled` as a front end does (the command line's
+    ``--batch``, ``--no-cache``)."""
+
+    #: The options the message names (see above); empty for most errors.
+    options: NamedOptions = MappingProxyType({})
+    _template = ""
+
+    def __init__(self, *args: Any, options: NamedOptions | None = None) -> None:
+        if options and args:
+            self.options = MappingProxyType(dict(options))
+            self._template = str(args[0])
+            args = (spell_options(self._template, self.options, lambda _o, _v: None), *args[1:])
+        super().__init__(*args)
+
+    def spelled(self, spell: Callable[[str, Any], str | None]) -> str:
+        """The message with the options it names spelled by ``spell(option, value)`` (a ``None``
+        from it keeps Python's spelling)."""
+        if not self.options:
+            return str(self)
+        return spell_options(self._template, self.options, spell)
 
 
 class DataError(NbevalError, ValueError):
     """Input data is malformed. Names the file, the row and the field where known."""
 
     def __init__(
-        self, message: str, *, source: str | None = None, row: int | str | None = None, field: str | None = None
+        self,
+        message: str,
+        *,
+        source: str | None = None,
+        row: int | str | None = None,
+        field: str | None = None,
+        options: NamedOptions | None = None,
     ) -> None:
         self.source = source
         self.row = row
         self.field = field
-        self.reason = message
+        self.reason = spell_options(message, options or {}, lambda _o, _v: None)
         where = []
         if source:
             where.append(str(source))
@@ -50,7 +102,7 @@ class DataError(NbevalError, ValueError):
         if field:
             where.append(f"field '{field}'")
         prefix = ", ".join(where)
-        super().__init__(f"{prefix}: {message}" if prefix else message)
+        super().__init__(f"{prefix}: {message}" if prefix else message, options=options)
 
 
 class BadParameter(NbevalError, ValueError):

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 import nbeval
-from nbeval import application
+from nbeval import RunOptions, application
 from nbeval.cli import build_parser
+from nbeval.commands import cli_command
 from nbeval.errors import DataError, NbevalError
 
 ROWS = [
@@ -140,34 +141,25 @@ def test_judge_spec(monkeypatch: pytest.MonkeyPatch) -> None:
     assert application.judge_spec(None, "http://h/v1") == {"model": "from-env", "base_url": "http://h/v1"}
 
 
-def test_evaluate_kwargs_from_the_run_parser() -> None:
-    args = build_parser().parse_args(
-        [
-            "run",
-            "d.json",
-            "-e",
-            "rouge",
-            "--judge",
-            "m",
-            "--judge-base-url",
-            "http://h/v1",
-            "--embedder",
-            "e",
-            "--device",
-            "cpu",
-            "--no-cache",
-            "--no-progress",
-        ]
+def test_run_options_from_the_run_flags() -> None:
+    """``nbeval run``'s flags make one RunOptions (the CLI's and the magic's alike)."""
+    run = cli_command("run")
+    flags = ["--judge", "m", "--judge-base-url", "http://h/v1", "--embedder", "e", "--device", "cpu"]
+    flags += ["--no-cache", "--no-progress", "--batch", "--scheduler", "tcp://h:8786"]
+    args = build_parser().parse_args(["run", "d.json", "-e", "rouge", *flags])
+    assert run.run_options(args) == RunOptions(
+        judge={"model": "m", "base_url": "http://h/v1"},
+        embedder="e",
+        device="cpu",
+        cache=False,
+        progress=False,
+        batch=True,
+        scheduler="tcp://h:8786",
     )
-    assert application.evaluate_kwargs(args) == {
-        "progress": False,
-        "judge": {"model": "m", "base_url": "http://h/v1"},
-        "embedder": "e",
-        "device": "cpu",
-        "cache": False,
-    }
+    jury = build_parser().parse_args(["run", "d.json", "-e", "rouge", "--judge", "a", "--judge", "b"])
+    assert run.run_options(jury).judge == ["a", "b"]
     plain = build_parser().parse_args(["run", "d.json", "-e", "rouge"])
-    assert application.evaluate_kwargs(plain) == {"progress": True}
+    assert run.run_options(plain) == RunOptions()
 
 
 def test_judge_messages_in_the_terms_of_each_front_end() -> None:

@@ -22,8 +22,8 @@ import pandas as pd
 import pytest
 
 import nbeval
-from nbeval import application
 from nbeval.cli import main
+from nbeval.commands import Command
 from nbeval.results.reporting.gate import GATE_KINDS, check_gate
 from nbeval.results.reporting.insights import ERROR_CHARS, describe_errors
 from tests.extension.conftest import Shell, loaded_shell
@@ -44,13 +44,13 @@ ROWS = [
 @pytest.fixture(autouse=True)
 def _offline_and_fast(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No judge from the environment, a fresh cache, and every judge call tried once (the CLI and
-    the magics build evaluate()'s arguments with ``application.evaluate_kwargs``)."""
+    the magics build one RunOptions with ``Command.run_options``)."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     for name in ("NBEVAL_JUDGE_MODEL", "NBEVAL_JUDGE_BASE_URL", "NBEVAL_JUDGE_API_KEY", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("NBEVAL_CACHE_DIR", str(tmp_path / "nbeval-cache"))
-    build = application.evaluate_kwargs
-    monkeypatch.setattr(application, "evaluate_kwargs", lambda args: {**build(args), "max_attempts": 1})
+    build = Command.run_options
+    monkeypatch.setattr(Command, "run_options", lambda self, args: build(self, args).merged(max_attempts=1))
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ to offer (a file name for DATA or --out) IPython's own matchers answer as usual.
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
 from IPython.core.completer import CompletionContext, SimpleCompletion, SimpleMatcherResult, context_matcher
@@ -22,8 +21,8 @@ __all__ = ["MATCHER_ID", "complete", "install", "uninstall"]
 MATCHER_ID = "nbeval"
 """The identifier of nbeval's matcher in ``ipython.Completer.custom_matchers``."""
 
-_EVALUATOR_OPTIONS = ("-e", "--evaluators")
 _FILE_MATCHER = "IPCompleter.file_matcher"
+_HELP = ("-h", "--help")
 
 
 def _evaluator_ids() -> list[str]:
@@ -32,68 +31,20 @@ def _evaluator_ids() -> list[str]:
     return sorted(catalogue())
 
 
-def _options(parser: argparse.ArgumentParser) -> tuple[list[str], set[str]]:
-    """Every option string of ``parser``, and those that take a value."""
-    names: list[str] = []
-    takes_value: set[str] = set()
-    for action in parser._actions:
-        names += action.option_strings
-        if action.option_strings and action.nargs != 0:
-            takes_value.update(action.option_strings)
-    return names, takes_value
-
-
-def _parser(sub: str) -> argparse.ArgumentParser | None:
-    from nbeval.extension import parsers
-
-    return {
-        "run": parsers.run_parser,
-        "evaluators": parsers.evaluators_parser,
-        "show": parsers.show_parser,
-        "explore": parsers.explore_parser,
-        "judge": parsers.judge_parser,
-    }.get(sub, lambda: None)()
-
-
-def complete(shell: Any, line: str, token: str) -> tuple[list[tuple[str, str]], bool] | None:
-    """Completions of ``token`` (the word being typed) at the end of ``line`` (the line up to the
-    cursor), as ``(text, kind)`` pairs, and whether file names fit there too; ``None`` when
-    ``line`` is no ``%nbeval`` line."""
-    from nbeval.extension.magics import SUBCOMMANDS
-
-    words = line.split()
-    if not words or words[0] != "%nbeval":
-        return None
-    partial = "" if line[-1:].isspace() else words[-1]
-    before = words[1:-1] if partial else words[1:]
-    if not before:
-        return [(s, "subcommand") for s in SUBCOMMANDS if s.startswith(token)], False
-    sub, args = before[0], before[1:]
-    parser = _parser(sub)
-    if parser is None:
-        return None
-    options, takes_value = _options(parser)
-    previous = args[-1] if args else ""
-    if sub == "run" and (previous in _EVALUATOR_OPTIONS or partial.startswith("--evaluators=")):
+def _offer(hint: str | None, shell: Any, token: str) -> tuple[list[tuple[str, str]], bool]:
+    """What Tab offers for a value of the kind ``hint`` (an :class:`~nbeval.commands.base.Arg`'s
+    ``complete``), and whether file names fit there too."""
+    if hint in ("evaluator", "evaluators"):  # after -e, a comma starts a new id: the token is the part after it
         return [(i, "evaluator") for i in _evaluator_ids() if i.startswith(token)], False
-    if partial.startswith("-"):
-        return [(o, "option") for o in options if o.startswith(partial)], False
-    if previous in takes_value:
-        if sub == "evaluators" and previous == "--family":
-            families = sorted({s.family for s in _catalogue_specs()})
-            return [(f, "family") for f in families if f.startswith(token)], False
-        return [], True  # a value: a path, a URL, a model name
-    positionals = [
-        w for i, w in enumerate(args) if not w.startswith("-") and (i == 0 or args[i - 1] not in takes_value)
-    ]
-    if sub == "show" and not positionals:
-        return [(i, "evaluator") for i in _evaluator_ids() if i.startswith(token)], False
-    if sub == "explore" and not positionals:
+    if hint == "family":
+        families = sorted({s.family for s in _catalogue_specs()})
+        return [(f, "family") for f in families if f.startswith(token)], False
+    if hint == "result":
         names = [
             n for n, v in shell.user_ns.items() if not n.startswith("__") and type(v).__name__ == "EvaluationResult"
         ]
         return [(n, "variable") for n in sorted(names) if n.startswith(token)], False
-    if sub == "run" and not positionals:
+    if hint == "data":
         kinds = ("TestLab", "LlmDataset", "DataFrame")
         names = [
             "demo",
@@ -105,7 +56,50 @@ def complete(shell: Any, line: str, token: str) -> tuple[list[tuple[str, str]], 
             ),
         ]
         return [(n, "data") for n in names if n.startswith(token)], True  # or a file
-    return [], False
+    if hint == "text":  # free words: nothing to offer, and no file name either
+        return [], False
+    return [], True  # a value with no list of its own: a path, a URL, a model name
+
+
+def complete(shell: Any, line: str, token: str) -> tuple[list[tuple[str, str]], bool] | None:
+    """Completions of ``token`` (the word being typed) at the end of ``line`` (the line up to the
+    cursor), as ``(text, kind)`` pairs, and whether file names fit there too; ``None`` when
+    ``line`` is no ``%nbeval`` line. The subcommands, their options and what their values are
+    come from the command objects (:mod:`nbeval.commands`)."""
+    from nbeval.commands import magic_command, magic_commands
+
+    words = line.split()
+    if not words or words[0] != "%nbeval":
+        return None
+    partial = "" if line[-1:].isspace() else words[-1]
+    before = words[1:-1] if partial else words[1:]
+    if not before:
+        names = [c.magic.name for c in magic_commands() if c.magic is not None]
+        return [(s, "subcommand") for s in names if s.startswith(token)], False
+    sub, args = before[0], before[1:]
+    command = magic_command(sub)
+    if command is None:
+        return None
+    arguments = command.magic_arguments()
+    flags = {flag: a for a in arguments for flag in a.option_strings}
+    options = [*_HELP, *flags]
+    previous = args[-1] if args else ""
+    given = next((a for f, a in flags.items() if partial.startswith(f"{f}=")), None)
+    if given is not None:  # --evaluators=rou
+        return _offer(given.complete, shell, token)
+    if partial.startswith("-"):
+        return [(o, "option") for o in options if o.startswith(partial)], False
+    if previous in flags and flags[previous].takes_value:
+        return _offer(flags[previous].complete, shell, token)
+    positionals = [
+        w
+        for i, w in enumerate(args)
+        if not w.startswith("-") and (i == 0 or args[i - 1] not in flags or not flags[args[i - 1]].takes_value)
+    ]
+    places = [a for a in arguments if a.positional]
+    if len(positionals) >= len(places):
+        return [], False
+    return _offer(places[len(positionals)].complete, shell, token)
 
 
 def _catalogue_specs() -> list[Any]:

@@ -4,7 +4,7 @@ Bad input shows one line and no traceback, as the command line does: an
 :class:`~nbeval.errors.NbevalError` (or an ``OSError`` about a path given: a name too long, no
 permission) becomes ``nbeval: error: ...`` and an argparse error keeps argparse's own line
 (``%nbeval run: error: ...``). A name to bind (``-o NAME``, ``%%nbeval_suite NAME``) that Python
-or IPython needs is refused (see :func:`~nbeval.extension.parsers.check_name`). The cell still
+or IPython needs is refused (see :func:`~nbeval.commands.notebook.check_name`). The cell still
 fails, so a notebook run under nbval or in CI stops there.
 """
 
@@ -18,34 +18,32 @@ from typing import Any, TypeVar
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
 from nbeval.errors import JudgeNotConfigured, NbevalError
-from nbeval.extension import commands
-from nbeval.extension.parsers import DEFAULT_SUITE, MagicError, check_name
 
-__all__ = ["SUBCOMMANDS", "USAGE", "NbevalMagics"]
+__all__ = ["NbevalMagics", "subcommands", "usage"]
 
-#: ``%nbeval`` subcommands and what each does (the usage text and Tab completion read this).
-SUBCOMMANDS = {
-    "run": "evaluate DATA (a file, a variable, or demo) with -e ID[,ID...]; the options of `nbeval run`",
-    "evaluators": "the evaluator catalogue as a table, filtered by TEXT",
-    "show": "one evaluator in full: inputs, metrics, thresholds, judge prompt",
-    "explore": "open the case explorer on a result (default: _nbeval)",
-    "judge": "set this session's judge: MODEL [--base-url URL]",
-    "perturb": "perturbed copies of DATA's test cases: -p ID[,ID...] [--intensity low|medium|high] [--dry-run]",
-    "generate": "a test suite written from DOCS (files, folders or variables) by the judge: -n N [--dry-run] [--batch]",
-    "diff": "what changed between two runs (variables or saved folders), bound to _diff",
-    "runs": "the saved runs in a FOLDER, newest first",
-}
 
-USAGE = (
-    "usage: %nbeval {"
-    + ",".join(SUBCOMMANDS)
-    + "} ...\n\n"
-    + "\n".join(f"  %nbeval {name:<11} {text}" for name, text in SUBCOMMANDS.items())
-    + (
-        "\n  %%nbeval_suite [NAME]  a cell of test cases (YAML or JSON) bound to NAME (default: _suite)"
-        "\n\n`%nbeval SUBCOMMAND -h` says more."
+def subcommands() -> dict[str, str]:
+    """``%nbeval``'s subcommands and what each does (the usage text and Tab completion read this):
+    every command of :func:`nbeval.commands.all_commands` that has a magic spelling."""
+    from nbeval.commands import magic_commands
+
+    return {c.magic.name: c.magic.summary for c in magic_commands() if c.magic is not None}
+
+
+def usage() -> str:
+    """What ``%nbeval`` alone (or ``%nbeval -h``) prints."""
+    found = subcommands()
+    return (
+        "usage: %nbeval {"
+        + ",".join(found)
+        + "} ...\n\n"
+        + "\n".join(f"  %nbeval {name:<11} {text}" for name, text in found.items())
+        + (
+            "\n  %%nbeval_suite [NAME]  a cell of test cases (YAML or JSON) bound to NAME (default: _suite)"
+            "\n\n`%nbeval SUBCOMMAND -h` says more."
+        )
     )
-)
+
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -56,6 +54,8 @@ def _one_line_errors(fn: _F) -> _F:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from nbeval.commands.notebook import MagicError  # loaded on first use: %load_ext stays light
+
         try:
             return fn(*args, **kwargs)
         except MagicError:
@@ -82,6 +82,8 @@ def _one_line_errors(fn: _F) -> _F:
 
 
 def _split(line: str) -> list[str]:
+    from nbeval.commands.notebook import MagicError
+
     try:
         return shlex.split(line)
     except ValueError as exc:  # an unclosed quote
@@ -109,20 +111,27 @@ class NbevalMagics(Magics):
 
         `%nbeval SUBCOMMAND -h` lists a subcommand's options (those of `nbeval run` for run).
         """
+        from nbeval.commands import magic_command
+        from nbeval.commands.notebook import MagicError, parse
+
         words = _split(line)
         if not words or words[0] in ("-h", "--help", "help"):
-            print(USAGE)
+            print(usage())
             return None
         sub, rest = words[0], words[1:]
-        if sub not in SUBCOMMANDS:
+        command = magic_command(sub)
+        if command is None:
             import difflib
 
-            close = difflib.get_close_matches(sub, SUBCOMMANDS, n=1)
+            known = subcommands()
+            close = difflib.get_close_matches(sub, known, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            msg = f"unknown subcommand {sub!r}{hint} (choose from {', '.join(SUBCOMMANDS)})"
+            msg = f"unknown subcommand {sub!r}{hint} (choose from {', '.join(known)})"
             raise MagicError(msg, prefix="%nbeval: error: ")
-        handler: Callable[[Any, list[str]], Any] = getattr(commands, sub)
-        return handler(self.shell, rest)
+        args = parse(command.magic_parser(), rest)
+        if args is None:  # -h: the help is printed
+            return None
+        return command.run_magic(self.shell, args)
 
     @cell_magic
     @_one_line_errors
@@ -134,6 +143,7 @@ class NbevalMagics(Magics):
         (a mapping with "tests") is read as well. The suite is bound to NAME (default: _suite);
         an error names the line of the cell.
         """
+        from nbeval.commands.notebook import DEFAULT_SUITE, MagicError, check_name
         from nbeval.extension.suite_cell import parse_suite
 
         words = _split(line)

@@ -207,9 +207,9 @@ def _check_size(text: str, source: str, max_chars: int) -> None:
     if len(text) > max_chars:
         msg = (
             f"the document has {len(text):,} characters, over the limit of {max_chars:,} characters "
-            "per document; split it, or raise the limit with max_chars=..."
+            "per document; split it, or raise the limit with {limit}"
         )
-        raise DataError(msg, source=source)
+        raise DataError(msg, source=source, options={"limit": ("max_chars", ...)})
 
 
 def _read_path(path: Path, out: Loaded, caps: _Caps, hint: str = "") -> None:
@@ -274,9 +274,9 @@ def _add_file(path: Path, shown: str, kind: str, out: Loaded, caps: _Caps) -> No
         if kind == "text" and _size(path) > 4 * caps.chars:  # UTF-8: 4 bytes a character at most
             msg = (
                 f"the file has {_size(path):,} bytes, over {caps.chars:,} characters (the limit per "
-                "document); split it, or raise the limit with max_chars=..."
+                "document); split it, or raise the limit with {limit}"
             )
-            raise DataError(msg, source=shown)
+            raise DataError(msg, source=shown, options={"limit": ("max_chars", ...)})
         try:
             text = read_text_file(path)
         except DataError as exc:

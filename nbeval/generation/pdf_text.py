@@ -60,9 +60,9 @@ def read_pdf(path: Path, shown: str, *, max_chars: int, max_pages: int) -> str:
             if count > max_pages:
                 msg = (
                     f"the PDF has {count:,} pages, over the limit of {max_pages:,} pages per document; "
-                    f"split it, or raise the limit with max_pages={count}"
+                    "split it, or raise the limit with {limit}"
                 )
-                raise DataError(msg, source=shown)
+                raise DataError(msg, source=shown, options={"limit": ("max_pages", count)})
             pages = _pages_text(reader, shown, max_chars)
     except DataError:
         raise
@@ -82,9 +82,9 @@ def _pages_text(reader: Any, shown: str, max_chars: int) -> list[str]:
             msg = (
                 f"the PDF's page content decodes to {content_bytes:,} bytes by page {number}, more than a "
                 f"text within the limit of {max_chars:,} characters per document takes; reading stopped "
-                "there. Split it, or raise the limit with max_chars=..."
+                "there. Split it, or raise the limit with {limit}"
             )
-            raise DataError(msg, source=shown)
+            raise DataError(msg, source=shown, options={"limit": ("max_chars", ...)})
         counter = _Counter(max_chars - total)
         try:
             text = (page.extract_text(visitor_text=counter) or "").strip()
@@ -93,9 +93,9 @@ def _pages_text(reader: Any, shown: str, max_chars: int) -> list[str]:
         if counter.full or total + len(text) > max_chars:
             msg = (
                 f"the PDF's text passes the limit of {max_chars:,} characters per document (at page "
-                f"{number}); reading stopped there. Split it, or raise the limit with max_chars=..."
+                f"{number}); reading stopped there. Split it, or raise the limit with {{limit}}"
             )
-            raise DataError(msg, source=shown)
+            raise DataError(msg, source=shown, options={"limit": ("max_chars", ...)})
         total += len(text)
         out.append(text)
     return out

@@ -3,53 +3,35 @@ help on every option, errors that name the flags of where they are shown."""
 
 from __future__ import annotations
 
-import argparse
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import nbeval
 from nbeval import cli
-from nbeval.cli import build_parser, main
+from nbeval.cli import main, program_arguments
+from nbeval.commands import Command, all_commands, cli_command
 from nbeval.extension import parsers
 
 
-def _parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
-    yield parser
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for sub in action.choices.values():
-                yield from _parsers(sub)
-
-
-def _helpless(parser: argparse.ArgumentParser) -> list[str]:
-    """The options and arguments of ``parser`` and its subcommands that have no help text."""
+def _helpless(commands: tuple[Command, ...]) -> list[str]:
+    """The commands, options and arguments (the CLI's and the magics') that have no help text."""
     missing = []
-    for p in _parsers(parser):
-        for action in p._actions:
-            if isinstance(action, argparse._HelpAction):
-                continue
-            if isinstance(action, argparse._SubParsersAction):
-                missing += [f"{p.prog} {c.dest}" for c in action._choices_actions if not (c.help or "").strip()]
-                continue
-            if not (action.help or "").strip():
-                missing.append(f"{p.prog} {'/'.join(action.option_strings) or action.dest}")
+    for c in commands:
+        if not c.help.strip() or (len(c.name.split()) > 1 and not c.parent_help.strip()):
+            missing.append(c.name)
+        missing += [f"{c.name} {a.spelling}" for a in (*c.arguments, *c.magic_arguments()) if not a.help.strip()]
+        if c.magic is not None and not c.magic.summary.strip():
+            missing.append(f"%nbeval {c.magic.name}")
     return missing
 
 
 def test_every_option_has_help() -> None:
-    assert _helpless(build_parser()) == []
-    for make in (
-        parsers.run_parser,
-        parsers.perturb_parser,
-        parsers.evaluators_parser,
-        parsers.show_parser,
-        parsers.explore_parser,
-        parsers.judge_parser,
-    ):
-        assert _helpless(make()) == []
+    assert _helpless(all_commands()) == []
+    # the check sees a missing help
+    assert _helpless((cli_command("run"), Command())) == [""]
+    assert all(a.help for a in program_arguments())
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:

@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 
 from nbeval.application import cli_terms
-from nbeval.cli import main
+from nbeval.cli import cli_message, main
+from nbeval.commands import cli_command
 from nbeval.data.model import Test, TestCase, TestSuite
+from nbeval.errors import BadParameter, DataError
 from tests.support.fake_openai import FakeOpenAIServer
 
 ROWS = [{"key": f"k{i}", "input": f"question {i}", "actual_output": f"answer {i}"} for i in range(2)]
@@ -86,3 +88,35 @@ def test_running_a_suite_says_to_complete_it_with_the_command(capsys: Any) -> No
 )
 def test_cli_terms_maps_the_python_words(python: str, cli: str) -> None:
     assert cli_terms(python) == cli
+
+
+def test_an_error_names_its_options_as_data_spelled_by_the_commands_flags() -> None:
+    exc = BadParameter(
+        "{batch} cannot go with {no_cache}; raise {limit} or {chars}",
+        options={
+            "batch": ("batch", True),
+            "no_cache": ("cache", False),
+            "limit": ("max_pages", 40),
+            "chars": ("max_chars", ...),
+        },
+    )
+    assert str(exc) == "batch=True cannot go with cache=False; raise max_pages=40 or max_chars=..."
+    # --max-pages and --max-chars are generate's flags: found beyond the command that ran
+    assert (
+        cli_message(exc, cli_command("run"))
+        == "--batch cannot go with --no-cache; raise --max-pages 40 or --max-chars N"
+    )
+    sourced = DataError("too long: raise {limit}", source="a.pdf", options={"limit": ("max_pages", 3)})
+    assert str(sourced) == "a.pdf: too long: raise max_pages=3" and sourced.reason == "too long: raise max_pages=3"
+    assert cli_message(sourced) == "a.pdf: too long: raise --max-pages 3"
+    # braces that name no option stay as they are
+    assert cli_message(BadParameter("a {mapping} stays", options={"x": ("batch", True)})) == "a {mapping} stays"
+
+
+def test_batch_on_a_scheduler_names_both_flags(openai_server: FakeOpenAIServer, capsys: Any) -> None:
+    args = ["run", "rows.json", "-e", "safety", *_judge(openai_server), "--batch", "--scheduler", "tcp://127.0.0.1:9"]
+    assert main([*args, "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("nbeval: error: --batch waits for the provider's batches on this machine")
+    assert err.rstrip().endswith("it cannot be used with --scheduler")
+    _no_python_words(err)

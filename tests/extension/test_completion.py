@@ -6,8 +6,8 @@ import pytest
 from IPython.core.completer import provisionalcompleter
 
 import nbeval
+from nbeval.commands import cli_command
 from nbeval.extension.completion import MATCHER_ID
-from nbeval.extension.parsers import cli_subparser
 from tests.extension.conftest import Shell
 
 
@@ -58,7 +58,7 @@ def test_evaluator_ids_by_prefix(shell: Shell) -> None:
 
 def test_the_options_of_nbeval_run(shell: Shell) -> None:
     offered = _complete(shell, "%nbeval run demo -e rouge -")
-    cli_options = {o for a in cli_subparser("run")._actions for o in a.option_strings}
+    cli_options = {"-h", "--help", *(o for a in cli_command("run").arguments for o in a.option_strings)}
     assert cli_options <= set(offered)
     assert {"-o", "--name"} <= set(offered)
     assert _complete(shell, "%nbeval run demo -e rouge --no-") == ["--no-cache", "--no-progress"]

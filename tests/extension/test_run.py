@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -11,7 +12,9 @@ import pytest
 
 import nbeval
 from nbeval import cli
-from nbeval.extension.parsers import cli_subparser, run_parser
+from nbeval.commands import Arg, arg, cli_command, register
+from nbeval.commands.run import Run
+from nbeval.extension.parsers import run_parser
 from tests.extension.conftest import Shell
 
 EVALUATORS = ["rouge", "exact_match"]
@@ -96,46 +99,59 @@ SAMPLE_VALUES = {
 }
 
 
-def _cli_options() -> list[argparse.Action]:
-    return [a for a in cli_subparser("run")._actions if a.option_strings and a.dest != "help"]
+def _cli_options() -> list[Arg]:
+    return [a for a in cli_command("run").arguments if a.option_strings]
 
 
-@pytest.mark.parametrize("action", _cli_options(), ids=lambda a: a.option_strings[-1])
-def test_every_option_of_nbeval_run_is_accepted(action: argparse.Action) -> None:
+def _flags(parser: argparse.ArgumentParser) -> set[str]:
+    """The flags ``parser`` accepts, read from its help (no argparse internals)."""
+    return set(re.findall(r"(?<![\w-])(--?[a-z][\w-]*)", parser.format_help()))
+
+
+@pytest.mark.parametrize("option", _cli_options(), ids=lambda a: a.option_strings[-1])
+def test_every_option_of_nbeval_run_is_accepted(option: Arg) -> None:
     """Each option of ``nbeval run`` parses in ``%nbeval run`` to what the CLI makes of it."""
-    flag = action.option_strings[-1]
+    flag = option.option_strings[-1]
     argv = ["demo", "-e", "rouge"]
-    if action.nargs != 0:
+    if option.takes_value:
         assert flag in SAMPLE_VALUES, f"give the new `nbeval run` option {flag} a value in SAMPLE_VALUES"
         argv += [flag, SAMPLE_VALUES[flag]]
     else:
         argv.append(flag)
-    for name in action.option_strings:  # short and long spellings alike
-        assert name in run_parser()._option_string_actions
+    for name in option.option_strings:  # short and long spellings alike
+        assert name in _flags(run_parser())
     magic = vars(run_parser().parse_args(argv))
     command = vars(cli.build_parser().parse_args(["run", *argv]))
-    assert magic[action.dest] == command[action.dest]
-    assert magic[action.dest] != action.default or action.dest == "evaluators"
+    default = option.settings.get("default")
+    assert magic[option.dest] == command[option.dest]
+    assert magic[option.dest] != default or option.dest == "evaluators"
     # every other option keeps the CLI's default, except --out: the magic saves only when asked
     for dest, value in command.items():
-        if dest not in ("out", "func", "command", action.dest):
+        if dest not in ("out", "func", "command", option.dest):
             assert magic[dest] == value, dest
 
 
-def test_a_flag_added_to_the_cli_is_accepted_by_the_magic(shell: Shell, monkeypatch: pytest.MonkeyPatch) -> None:
-    build = cli.build_parser
+def test_a_flag_added_to_the_cli_is_accepted_by_the_magic(shell: Shell, capsys: pytest.CaptureFixture[str]) -> None:
+    """One declaration of a flag (in the command object) reaches the CLI, the magic and its help."""
 
-    def with_a_new_flag() -> argparse.ArgumentParser:
-        parser = build()
-        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-        sub.choices["run"].add_argument("--brand-new-flag", action="store_true")
-        return parser
+    class RunWithANewFlag(Run):
+        arguments: tuple[Arg, ...] = (
+            *Run.arguments,
+            arg("--brand-new-flag", action="store_true", help="a flag for this test"),
+        )
 
     assert not shell.cell("%nbeval run demo -e exact_match --dry-run --brand-new-flag").success
-    monkeypatch.setattr(cli, "build_parser", with_a_new_flag)
-    ran = shell.cell("%nbeval run demo -e exact_match --dry-run --brand-new-flag")
-    assert ran.success, ran.stdout
-    assert shell.cell("%nbeval run -h").stdout.count("--brand-new-flag") >= 1
+    original = cli_command("run")
+    register(RunWithANewFlag())
+    try:
+        ran = shell.cell("%nbeval run demo -e exact_match --dry-run --brand-new-flag")
+        assert ran.success, ran.stdout
+        assert shell.cell("%nbeval run -h").stdout.count("--brand-new-flag") >= 1
+        assert cli.main(["run", "demo", "-e", "exact_match", "--dry-run", "--no-progress", "--brand-new-flag"]) == 0
+        assert "exact_match" in capsys.readouterr().out
+    finally:
+        register(original)
+    assert not shell.cell("%nbeval run demo -e exact_match --dry-run --brand-new-flag").success
 
 
 def test_help_is_the_cli_help_plus_the_magic_s_own(shell: Shell) -> None:

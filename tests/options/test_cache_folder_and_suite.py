@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
@@ -10,6 +9,7 @@ import pytest
 
 import nbeval
 from nbeval.cli import build_parser, main
+from nbeval.commands import cli_command
 
 ROWS = [{"input": "Is this safe?", "actual_output": "Yes.", "model_key": "m"}]
 CALLS: list[str] = []  # module level: a judge's identity covers what its closure captures
@@ -32,8 +32,7 @@ def test_cache_can_be_a_folder(tmp_path: Path) -> None:
 
 
 def test_run_help_and_a_suite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    run_help = commands.choices["run"]
+    run_help = cli_command("run").cli_parser()
     assert "suite" not in (run_help.description or "") and "nbeval complete" in build_parser().format_help()
     suite = tmp_path / "suite.json"
     suite.write_text(json.dumps({"name": "s", "tests": [{"test_cases": [{"key": "c1", "prompt": "2+2?"}]}]}))

@@ -22,6 +22,7 @@ import pytest
 import nbeval
 from nbeval import application
 from nbeval.cli import main
+from nbeval.commands import Command
 from nbeval.results.reporting.gate import GATE_KINDS, check_gate
 from tests.extension.conftest import Shell, loaded_shell
 from tests.support.fake_openai import FakeOpenAIServer, Status
@@ -41,9 +42,9 @@ NOTHING = ["judge_failed", "no_answers", "empty_dataset"]
 @pytest.fixture(autouse=True)
 def _one_attempt(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each judge call tried once, so a server answering 500 fails at once (the CLI and the magics
-    build evaluate()'s arguments with ``application.evaluate_kwargs``)."""
-    build = application.evaluate_kwargs
-    monkeypatch.setattr(application, "evaluate_kwargs", lambda args: {**build(args), "max_attempts": 1})
+    build one RunOptions with ``Command.run_options``)."""
+    build = Command.run_options
+    monkeypatch.setattr(Command, "run_options", lambda self, args: build(self, args).merged(max_attempts=1))
 
 
 @pytest.fixture
