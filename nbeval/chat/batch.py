@@ -134,10 +134,10 @@ class _Runner:
                 continue
             if part.client.cache is None:
                 msg = (
-                    "batch=True keeps the batch's replies in the reply cache (so that a stopped run resumes "
-                    "its batch); it cannot be used with cache=False"
+                    "{batch} keeps the batch's replies in the reply cache (so that a stopped run resumes "
+                    "its batch); it cannot be used with {no_cache}"
                 )
-                raise BadParameter(msg)
+                raise BadParameter(msg, options={"batch": ("batch", True), "no_cache": ("cache", False)})
             jobs = part.client._cached_or_jobs(part.reqs, part.results, part.on_done)
             part.waiting = {key: idxs for key, idxs in jobs if key is not None}
         if self.cancelled():  # cancelled already: nothing is sent
