@@ -1,5 +1,5 @@
-"""Inside nbeval.data imports point one way (readers -> model -> ... -> patterns), the contract that
-says so would catch the old model <-> readers cycle, and no module there grows past ~500 lines."""
+"""Inside nbeval.data imports point one way (readers -> model -> ... -> patterns), and the contract
+that says so would catch the old model <-> readers cycle."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "nbeval" / "data"
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
-MAX_LINES = 500
 
 
 def _data_contract() -> dict:
@@ -33,12 +32,6 @@ def test_the_model_never_imports_the_readers() -> None:
     tree = ast.parse((DATA / "model.py").read_text(encoding="utf-8"))
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert "nbeval.data.readers" not in imported
-
-
-@pytest.mark.parametrize("path", sorted(DATA.glob("*.py")), ids=lambda p: p.name)
-def test_no_data_module_passes_500_lines(path: Path) -> None:
-    lines = len(path.read_text(encoding="utf-8").splitlines())
-    assert lines <= MAX_LINES, f"{path.name} has {lines} lines: split it by job"
 
 
 @pytest.mark.skipif(not LINT_IMPORTS.exists(), reason="import-linter is installed with the dev extra")

@@ -45,24 +45,119 @@ import json
 import threading
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from nbeval.chat.accounting import ChatFailure, ChatResult, with_cost
 from nbeval.chat.base import ChatError, ChatReply
 from nbeval.chat.batch_api import ENDPOINT, BatchAPI, BatchState, why_unanswered
 from nbeval.chat.batch_options import BatchOptions, batch_price, still_running
-from nbeval.chat.batch_parts import Live, Part, chunks, quietly, read_file, sent, warn_one_by_one
 from nbeval.chat.batch_results import BatchResults, missing_note
 from nbeval.chat.batch_store import CANCELLED_HERE, LEASE_S, BatchStore, StoredBatch, creating, store_path
 from nbeval.chat.batch_watch import Watch
-from nbeval.chat.client import ChatClient, _cancel_check
+from nbeval.chat.client import SAMPLE_PARAM, ChatClient, _as_request, _cancel_check
 from nbeval.chat.openai_chat import OpenAIChat
 from nbeval.chat.secrets import redact
 from nbeval.errors import BadParameter
 
-__all__ = ["BatchOptions", "BatchesRunning", "can_batch", "run_batch", "run_batches"]
+__all__ = ["BatchOptions", "BatchesRunning", "Live", "Part", "can_batch", "run_batch", "run_batches"]
+
+_WARNED: set[str] = set()
+_WARNED_LOCK = threading.Lock()
+
+
+class Part:
+    """One client's requests and their results."""
+
+    def __init__(
+        self, client: ChatClient, requests: Sequence[Any], on_done: Callable[[int, ChatResult], None] | None
+    ) -> None:
+        self.client = client
+        self.requests = requests
+        self.reqs = [_as_request(r) for r in requests]
+        self.results: list[ChatResult | None] = [None] * len(self.reqs)
+        self.on_done = on_done
+        self.waiting: dict[str, list[int]] = {}
+        """Cache key -> the requests waiting for its answer."""
+
+    def deliver(self, key: str, result: ChatResult, *, fresh: bool, cached: bool = False) -> None:
+        """Give ``result`` (the answer to cache key ``key``) to every request waiting for it,
+        counting its usage or failure once per request; ``fresh``: a call was made for it."""
+        idxs = self.waiting.pop(key, None)
+        if not idxs:
+            return
+        client = self.client
+        if isinstance(result, ChatReply):
+            client._account(result, len(idxs), cached=cached)
+        elif not result.cancelled:
+            client._fail(result, len(idxs))
+        if fresh:
+            client._bump(attempts=1)
+        for i in idxs:
+            self.results[i] = result
+            if self.on_done is not None:
+                self.on_done(i, result)
+
+
+@dataclass
+class Live:
+    """A batch being waited on."""
+
+    submission: str
+    batch_id: str
+    keys: frozenset[str]
+    client: ChatClient
+    api: BatchAPI
+    store: BatchStore
+    state: BatchState | None = None
+    misses: int = 0
+    watch: Watch | None = None
+
+
+def _sent(params: dict[str, Any]) -> dict[str, Any]:
+    """A request's parameters as sent: without the sample number, which only tells copies apart."""
+    return {k: v for k, v in params.items() if k != SAMPLE_PARAM}
+
+
+def _read_file(api: BatchAPI, file_id: str, kind: str, results: BatchResults) -> None:
+    """Hand each line of file ``file_id`` (the batch's ``kind`` file) to ``results`` as it arrives."""
+    count = iter(range(1, 1 << 62))
+    api.read(file_id, lambda raw: results.add(raw, f"line {next(count)} of its {kind} file"))
+
+
+def _chunks(lines: list[tuple[str, bytes]], max_lines: int, max_bytes: int) -> list[list[tuple[str, bytes]]]:
+    """``lines`` cut, in order, into batches of at most ``max_lines`` lines and ``max_bytes`` bytes."""
+    chunks: list[list[tuple[str, bytes]]] = []
+    size = 0
+    for item in lines:
+        if not chunks or len(chunks[-1]) >= max_lines or (chunks[-1] and size + len(item[1]) > max_bytes):
+            chunks.append([])
+            size = 0
+        chunks[-1].append(item)
+        size += len(item[1])
+    return chunks
+
+
+def _quietly(fn: Callable[[], BatchState | None]) -> BatchState | None:
+    try:
+        return fn()
+    except ChatError:
+        return None
+
+
+def _warn_one_by_one(client: ChatClient) -> None:
+    name = getattr(client.model, "name", type(client.model).__name__)
+    msg = (
+        f"nbeval: batch=True: {name!r} is not an OpenAI-compatible endpoint, which alone has a Batch API; "
+        "its calls are made one by one"
+    )
+    with _WARNED_LOCK:
+        if msg in _WARNED:
+            return
+        _WARNED.add(msg)
+    warnings.warn(redact(msg), RuntimeWarning, stacklevel=4)
 
 
 class _Cancelled(Exception):
@@ -129,7 +224,7 @@ class _Runner:
         one_by_one = []
         for part in parts:
             if not can_batch(part.client):
-                warn_one_by_one(part.client)
+                _warn_one_by_one(part.client)
                 one_by_one.append(part)
                 continue
             if part.client.cache is None:
@@ -199,13 +294,13 @@ class _Runner:
             if key in covered:
                 continue
             messages, params = part.reqs[idxs[0]]
-            body, options = model._request(messages, {**model.default_params, **sent(params)})
+            body, options = model._request(messages, {**model.default_params, **_sent(params)})
             if options:  # per-call headers or query parameters: a batch line carries a body only
                 one_by_one.append(key)
                 continue
             line = {"custom_id": key, "method": "POST", "url": ENDPOINT, "body": body}
             lines.append((key, json.dumps(line, default=repr).encode("utf-8") + b"\n"))
-        for chunk in chunks(lines, self.options.max_lines, self.options.max_bytes):
+        for chunk in _chunks(lines, self.options.max_lines, self.options.max_bytes):
             self._submit(part, api, store, chunk)
         if one_by_one:
             asked = [part.reqs[part.waiting[k][0]] for k in one_by_one]
@@ -226,7 +321,7 @@ class _Runner:
         provider has it (created just before its run stopped), else ``None`` (the record forgotten)."""
         if store.get(stored.submission) is None:
             return None  # closed or forgotten meanwhile
-        found = quietly(lambda: api.find(stored.submission))
+        found = _quietly(lambda: api.find(stored.submission))
         if found is None:
             if store.forget_unsent(stored.submission):
                 return None
@@ -281,14 +376,14 @@ class _Runner:
                 if not err.retryable:
                     raise
                 if attempt >= client.max_attempts:  # the last answer lost: the batch may exist all the same
-                    found = quietly(lambda: api.find(submission))
+                    found = _quietly(lambda: api.find(submission))
                     if found is None:
                         raise
                     return found
                 delay = client._delay(attempt, err)
                 store.renew(submission, delay + lease)  # still creating it: the lease holds through the wait
                 time.sleep(delay)
-                found = quietly(lambda: api.find(submission))  # created before the connection broke?
+                found = _quietly(lambda: api.find(submission))  # created before the connection broke?
                 if found is not None:
                     return found
 
@@ -401,7 +496,7 @@ class _Runner:
         """A batch cancelled here: hand on (and cache) the answers it gave before it stopped, when
         the provider has finished cancelling it, and forget it; its other requests stay waiting."""
         batch_id = stored.batch_id
-        state = None if batch_id is None else quietly(lambda: api.retrieve(batch_id))
+        state = None if batch_id is None else _quietly(lambda: api.retrieve(batch_id))
         if state is not None and state.terminal:
             try:
                 got = self._read(Live(stored.submission, state.id, stored.keys, client, api, store), state).got
@@ -428,7 +523,7 @@ class _Runner:
         )
         for file_id, kind in ((state.output_file_id, "output"), (state.error_file_id, "error")):
             if file_id is not None:
-                self._retrying(client, functools.partial(read_file, live.api, file_id, kind, results))
+                self._retrying(client, functools.partial(_read_file, live.api, file_id, kind, results))
         return results
 
     def _give_up(self, live: Live, err: ChatError, what: str) -> None:

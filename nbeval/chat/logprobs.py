@@ -17,8 +17,8 @@ at one position cannot be log-probabilities (a number above 0, alternatives whos
 up to more than 1), so that what scores from them can refuse them. Float rounding is no problem:
 each probability, and their sum, may pass 1 by :data:`PROBABILITY_SLACK`.
 
-:func:`logprob_support` says, without calling anything, whether a chat model is known to return
-them (a dry run shows it).
+:func:`nbeval.chat.judge_logprobs.logprob_support` says, without calling anything, whether a
+chat model is known to return them (a dry run shows it).
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ __all__ = [
     "TokenLogprob",
     "as_logprobs",
     "logprob_problem",
-    "logprob_support",
     "logprobs_to_json",
 ]
 
@@ -159,36 +158,3 @@ def logprob_problem(token: TokenLogprob) -> str | None:
     if mass > 1 + PROBABILITY_SLACK:
         return f"the probabilities of the {len(probs)} tokens listed add up to {mass:.4g}, more than 1"
     return None
-
-
-def logprob_support(model: Any) -> tuple[str, str]:
-    """Whether chat model ``model`` is known to return log-probabilities, without calling it:
-    ``("yes" | "asked" | "unknown", why)``. A local Hugging Face model: yes (read from its logits);
-    an OpenAI-compatible endpoint: asked for, known only from its replies; a Python function or
-    another model: unknown (it must return them)."""
-    from nbeval.chat.callable_chat import CallableChat
-    from nbeval.chat.hf_chat import HFChat
-    from nbeval.chat.openai_chat import OpenAIChat
-
-    name = getattr(model, "name", type(model).__name__)
-    if isinstance(model, HFChat):
-        return (
-            "yes",
-            f"the judge {name!r} is a local Hugging Face model: its log-probabilities are read from its logits",
-        )
-    if isinstance(model, OpenAIChat):
-        where = model.base_url or "the OpenAI API"
-        return "asked", (
-            f"the judge {name!r} at {where} is asked for them (logprobs=true, top_logprobs); whether it "
-            "returns them is known only from its replies: rows it answers without them are unrated (no_logprobs)"
-        )
-    if isinstance(model, CallableChat):
-        return "unknown", (
-            f"the judge {name!r} is a Python function: it must return a dict with 'logprobs' (it receives "
-            "logprobs=True and top_logprobs when it takes **kwargs); rows it answers without them are "
-            "unrated (no_logprobs)"
-        )
-    return "unknown", (
-        f"the judge {name!r} ({type(model).__name__}) is not known to return log-probabilities; rows it "
-        "answers without them are unrated (no_logprobs)"
-    )

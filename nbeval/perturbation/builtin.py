@@ -20,9 +20,9 @@ from importlib import resources
 from typing import Any
 
 from nbeval.perturbation.base import INTENSITIES, WORD, Perturbator, check_intensity, how_many
-from nbeval.perturbation.registry import register_perturbator
 
 __all__ = [
+    "BUILTIN_PERTURBATORS",
     "LEET",
     "QWERTY_NEIGHBOURS",
     "Base16Perturbator",
@@ -115,7 +115,6 @@ def _typo(word: str, rng: random.Random) -> str:
     return word[:i] + (new.upper() if word[i].isupper() else new) + word[i + 1 :]
 
 
-@register_perturbator
 class TyposPerturbator(Perturbator):
     """``typos``: some words get a keyboard typo (a neighbouring key, two letters swapped, or a letter dropped)."""
 
@@ -128,7 +127,6 @@ class TyposPerturbator(Perturbator):
         return _perturb_words(text, intensity, rng, keep, _typo)
 
 
-@register_perturbator
 class CasePerturbator(Perturbator):
     """``case``: some words change case (upper, lower, title or swapped); how many grows with the intensity."""
 
@@ -146,7 +144,6 @@ class CasePerturbator(Perturbator):
 _SPACES = ("  ", "   ", "\t", "\n", " \t ", "  \n ")
 
 
-@register_perturbator
 class WhitespacePerturbator(Perturbator):
     """``whitespace``: some gaps between words become runs of spaces, tabs or line breaks."""
 
@@ -166,7 +163,6 @@ _MARKS = (",", ";", ".", "!", "?", "...", ":")
 _PUNCT = ",;.!?:"
 
 
-@register_perturbator
 class PunctuationPerturbator(Perturbator):
     """``punctuation``: after some words a punctuation mark is dropped, or one is added."""
 
@@ -188,7 +184,6 @@ class PunctuationPerturbator(Perturbator):
 # -- word order ---------------------------------------------------------------------------------
 
 
-@register_perturbator
 class WordOrderPerturbator(Perturbator):
     """``word_order``: some neighbouring words swap places. May change the meaning."""
 
@@ -221,7 +216,6 @@ class WordOrderPerturbator(Perturbator):
 # -- synonyms and contractions ------------------------------------------------------------------
 
 
-@register_perturbator
 class SynonymsPerturbator(Perturbator):
     """``synonyms``: some common English words are replaced by a synonym from nbeval's table."""
 
@@ -246,7 +240,6 @@ def _contraction_table() -> tuple[re.Pattern[str], dict[str, str]]:
     return re.compile(rf"(?<![\w'’])(?:{body})(?![\w'’])", re.IGNORECASE), both
 
 
-@register_perturbator
 class ContractionsPerturbator(Perturbator):
     """``contractions``: some phrases are contracted or expanded (``do not`` <-> ``don't``), from nbeval's table."""
 
@@ -294,7 +287,6 @@ class _Encoder(Perturbator):
         return _PREAMBLES[check_intensity(intensity)].format(name=self.encoding) + self.encode(text, intensity)
 
 
-@register_perturbator
 class Base64Perturbator(_Encoder):
     """``base64``: the whole prompt in base64 (with the instruction the intensity leaves before it)."""
 
@@ -306,7 +298,6 @@ class Base64Perturbator(_Encoder):
         return base64.b64encode(text.encode("utf-8")).decode("ascii")
 
 
-@register_perturbator
 class Base16Perturbator(_Encoder):
     """``base16``: the whole prompt as hexadecimal text (with the instruction the intensity leaves before it)."""
 
@@ -331,7 +322,6 @@ def leet_map(intensity: str) -> dict[str, str]:
     return out
 
 
-@register_perturbator
 class LeetspeakPerturbator(_Encoder):
     """``leetspeak``: the whole prompt in leetspeak, with no instruction before it; more letters are swapped at
     higher intensity."""
@@ -351,7 +341,6 @@ class LeetspeakPerturbator(_Encoder):
 # -- prompt injection ---------------------------------------------------------------------------
 
 
-@register_perturbator
 class InjectionPerturbator(Perturbator):
     """``injection``: a prompt-injection instruction is appended to the prompt; stronger at higher intensity. Changes
     the meaning."""
@@ -368,3 +357,19 @@ class InjectionPerturbator(Perturbator):
     def apply(self, text: str, intensity: str, rng: random.Random) -> str:
         suffixes: list[str] = tables()["injection_suffixes"][check_intensity(intensity)]
         return f"{text.rstrip()} {rng.choice(suffixes)}" if text.strip() else text
+
+
+#: The built-ins in the order they list (the registry registers them on its first look-up).
+BUILTIN_PERTURBATORS: tuple[type[Perturbator], ...] = (
+    TyposPerturbator,
+    CasePerturbator,
+    WhitespacePerturbator,
+    PunctuationPerturbator,
+    WordOrderPerturbator,
+    SynonymsPerturbator,
+    ContractionsPerturbator,
+    Base64Perturbator,
+    Base16Perturbator,
+    LeetspeakPerturbator,
+    InjectionPerturbator,
+)

@@ -10,13 +10,13 @@ registers its classes on import), read on the first look-up too.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any, TypeVar
 
 from nbeval.errors import PerturbationError
 from nbeval.perturbation.base import Perturbator
+from nbeval.perturbation.builtin import BUILTIN_PERTURBATORS
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -62,9 +62,11 @@ def unregister_perturbator(id: str) -> type[Perturbator]:
 
 @lru_cache(maxsize=1)
 def _load() -> None:
-    importlib.import_module("nbeval.perturbation.builtin")
+    # the registry registers the built-ins (builtin.py registering itself made the two import each other)
     from nbeval.perturbation.llm import LLM_PERTURBATORS
 
+    for cls in BUILTIN_PERTURBATORS:
+        register_perturbator(cls)
     for cls in LLM_PERTURBATORS:  # after the built-ins, so they list first
         if cls.id not in _CLASSES:
             register_perturbator(cls)

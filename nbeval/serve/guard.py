@@ -28,11 +28,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
-
-from nbeval.serve.server import is_loopback
 
 __all__ = [
     "AUTH_KEY",
@@ -41,6 +40,7 @@ __all__ = [
     "SIGN_IN_ROUTES",
     "Guard",
     "cookie_value",
+    "is_loopback",
     "loopback_host",
     "same_origin",
     "secure_channel",
@@ -67,6 +67,16 @@ _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 class _TooLarge(Exception):
     pass
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address (``127.0.0.0/8``, ``::1``, ``localhost``)."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def loopback_host(host: bytes | None) -> bool:

@@ -20,13 +20,13 @@ load balancer).
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import sys
 from typing import Any
 
 from nbeval.errors import NbevalError
 from nbeval.serve.connections import connection_bounds, deadline_protocol, open_file_limit, raise_open_file_limit
+from nbeval.serve.guard import is_loopback
 
 __all__ = [
     "BODY_TIMEOUT",
@@ -36,7 +36,6 @@ __all__ = [
     "TIMEOUT_KEEP_ALIVE",
     "TOKEN_ENV",
     "auth_token",
-    "is_loopback",
     "serve",
     "uvicorn_config",
 ]
@@ -53,16 +52,6 @@ HEADER_TIMEOUT = 10.0
 BODY_TIMEOUT = 60.0
 #: The largest request head accepted (h11's incomplete-event limit).
 MAX_HEADER_BYTES = 64 * 1024
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` is a loopback address (``127.0.0.0/8``, ``::1``, ``localhost``)."""
-    if host.strip().lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def auth_token(host: str, token: str | None, no_auth: bool) -> str | None:

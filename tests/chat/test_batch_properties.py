@@ -233,8 +233,7 @@ class _StatusAPI:
 def test_the_polling_of_a_batch_that_never_ends_stops(
     statuses: list[str], expires_at: float | None, created_at: float | None, step: float
 ) -> None:
-    from nbeval.chat.batch import BatchOptions, _Runner
-    from nbeval.chat.batch_parts import Live, Part
+    from nbeval.chat.batch import BatchOptions, Live, Part, _Runner
     from nbeval.chat.batch_store import BatchStore
     from nbeval.chat.client import ChatClient
 

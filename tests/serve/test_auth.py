@@ -8,7 +8,8 @@ import pytest
 
 from nbeval.errors import NbevalError
 from nbeval.serve import guard
-from nbeval.serve.server import TOKEN_ENV, auth_token, is_loopback
+from nbeval.serve.guard import is_loopback
+from nbeval.serve.server import TOKEN_ENV, auth_token
 from tests.serve.conftest import TOKEN, LiveService
 
 PROTECTED = [

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from nbeval.results.leaderboard import format_value
+from nbeval.results.reporting.numbers import format_value
 from nbeval.results.reporting.problems import (
     ERROR_CHARS,
     ERROR_GROUPS,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from nbeval.results.leaderboard import format_value
+from nbeval.results.reporting.numbers import format_value
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from html import escape
 from typing import TYPE_CHECKING, Any
 
-from nbeval.results.leaderboard import format_value
-from nbeval.results.reporting.report_parts import (
+from nbeval.results.reporting.numbers import format_value
+from nbeval.results.reporting.report_markup import (
     Anchors,
     Facts,
     cell,

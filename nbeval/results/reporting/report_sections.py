@@ -10,9 +10,9 @@ from collections.abc import Iterator
 from html import escape
 from typing import TYPE_CHECKING, Any
 
-from nbeval.results.leaderboard import format_interval, format_value
 from nbeval.results.reporting.insights import AHEAD_KIND, LEADER_KINDS
-from nbeval.results.reporting.report_parts import (
+from nbeval.results.reporting.numbers import format_interval, format_value
+from nbeval.results.reporting.report_markup import (
     MAX_TABLE_BYTES,
     Facts,
     bar,

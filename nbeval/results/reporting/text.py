@@ -8,8 +8,9 @@ import textwrap
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from nbeval.results.leaderboard import SHOWN_CI, format_interval, format_value, leaderboard
+from nbeval.results.leaderboard import leaderboard
 from nbeval.results.reporting.insights import AHEAD_KIND, LEADER_KINDS
+from nbeval.results.reporting.numbers import SHOWN_CI, format_interval, format_value
 
 if TYPE_CHECKING:
     from nbeval.results import EvaluationResult

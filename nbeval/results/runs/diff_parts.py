@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nbeval.results.leaderboard import format_interval, format_value
+from nbeval.results.reporting.numbers import format_interval, format_value
 from nbeval.results.reporting.text import WIDTH, wrap_item
 from nbeval.results.reporting.usage_text import unknown_calls
 from nbeval.results.runs.diff_gate import coverage_lines

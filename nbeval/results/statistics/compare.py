@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from nbeval.errors import BadParameter, NotFound
-from nbeval.results.leaderboard import row_values
+from nbeval.results.statistics.intervals import row_values
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import TYPE_CHECKING, Any
 
-from nbeval.results.leaderboard import format_value
+from nbeval.results.reporting.numbers import SHOWN_CI, format_value
 from nbeval.results.storage.limits import MAX_SHOWN_CHARS, truncate_text
 
 if TYPE_CHECKING:
@@ -202,8 +202,8 @@ class Facts:
 
     @classmethod
     def of(cls, result: EvaluationResult) -> Facts:
-        from nbeval.results.leaderboard import SHOWN_CI
-
+        """The facts of ``result`` the report is written from: each primary metric's scores, the problems, the
+        insights and each evaluator's leaderboard."""
         primary = result.metrics.loc[result.metrics["primary"], ["evaluator", "metric"]]
         return cls(
             result,
