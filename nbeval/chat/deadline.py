@@ -51,6 +51,7 @@ def call_with_deadline(call: Callable[[], Any], timeout: float, name: str) -> An
     box: dict[str, Any] = {}
 
     def run() -> None:
+        """Call in the worker thread, keeping the result or the exception for the caller."""
         try:
             box["out"] = call()
         except BaseException as e:  # handed back to the caller's thread below
@@ -81,6 +82,7 @@ class _Errors:
 
 
 def _clamp(timeout: float | None, error: type[Exception]) -> float | None:
+    """``timeout`` shortened to what is left of the call's total deadline; raises ``error`` when none is left."""
     left = remaining()
     if left is None:
         return timeout
@@ -91,36 +93,46 @@ def _clamp(timeout: float | None, error: type[Exception]) -> float | None:
 
 
 class _DeadlineStream:
+    """An httpcore network stream whose reads and writes stop at the call's total deadline."""
+
     def __init__(self, inner: Any, errors: _Errors) -> None:
         self._inner = inner
         self._errors = errors
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        """Read up to ``max_bytes``, waiting no longer than the deadline allows."""
         data: bytes = self._inner.read(max_bytes, timeout=_clamp(timeout, self._errors.read))
         return data
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        """Write ``buffer``, waiting no longer than the deadline allows."""
         self._inner.write(buffer, timeout=_clamp(timeout, self._errors.write))
 
     def start_tls(
         self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
     ) -> _DeadlineStream:
+        """Upgrade to TLS within the deadline; the new stream keeps it."""
         stream = self._inner.start_tls(
             ssl_context, server_hostname=server_hostname, timeout=_clamp(timeout, self._errors.connect)
         )
         return _DeadlineStream(stream, self._errors)
 
     def close(self) -> None:
+        """Close the stream."""
         self._inner.close()
 
     def get_extra_info(self, info: str) -> Any:
+        """What the wrapped stream says of itself (its socket, its TLS object...)."""
         return self._inner.get_extra_info(info)
 
     def __getattr__(self, name: str) -> Any:
+        """Anything else comes from the wrapped stream."""
         return getattr(self._inner, name)
 
 
 class _DeadlineBackend:
+    """An httpcore network backend whose connections and streams keep to the call's total deadline."""
+
     def __init__(self, inner: Any, errors: _Errors) -> None:
         self._inner = inner
         self._errors = errors
@@ -133,6 +145,7 @@ class _DeadlineBackend:
         local_address: str | None = None,
         socket_options: Any = None,
     ) -> _DeadlineStream:
+        """Open a TCP connection within the deadline, as a stream that keeps to it."""
         stream = self._inner.connect_tcp(
             host,
             port,
@@ -145,15 +158,18 @@ class _DeadlineBackend:
     def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Any = None
     ) -> _DeadlineStream:
+        """Open a Unix socket connection within the deadline, as a stream that keeps to it."""
         stream = self._inner.connect_unix_socket(
             path, timeout=_clamp(timeout, self._errors.connect), socket_options=socket_options
         )
         return _DeadlineStream(stream, self._errors)
 
     def sleep(self, seconds: float) -> None:
+        """Sleep ``seconds``."""
         self._inner.sleep(seconds)
 
     def __getattr__(self, name: str) -> Any:
+        """Anything else comes from the wrapped backend."""
         return getattr(self._inner, name)
 
 

@@ -44,6 +44,7 @@ _SHOWN_CHARS = 60  # how much of a text a rationale quotes
 
 
 def _shown(text: str) -> str:
+    """``text`` quoted for a rationale, cut when long."""
     return repr(text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "...")
 
 
@@ -60,6 +61,8 @@ class _TokenCache:
         self._memo: OrderedDict[str, list[str]] = OrderedDict()
 
     def tokenize(self, text: str) -> list[str]:
+        """The tokens of ``text``, from the cache when it was tokenized lately (the oldest entry goes when the cache
+        is full)."""
         memo = self._memo
         tokens = memo.get(text)
         if tokens is None:
@@ -90,6 +93,8 @@ class ExactMatch(Evaluator):
     )
 
     def score(self, row: Row) -> Score:
+        """1 when the answer equals the expected output (exactly, or as the same label), else 0 with the first
+        difference as the rationale."""
         expected, answer = row.expected_output or "", row.actual_output or ""
         if answer == expected or label_text(answer) == label_text(expected):
             return Score({"score": 1.0})
@@ -97,6 +102,8 @@ class ExactMatch(Evaluator):
 
 
 def _first_difference(expected: str, answer: str) -> str:
+    """Where the answer first departs from the expected output, in words: the character, or which text goes on past
+    the other's end."""
     pairs = enumerate(zip(expected, answer, strict=False))  # up to the shorter text's end
     i = next((k for k, (a, b) in pairs if a != b), min(len(expected), len(answer)))
     if i == len(answer):
@@ -150,6 +157,8 @@ class RegexMatch(Evaluator):
             raise EvaluatorError(msg) from None
 
     def score(self, row: Row) -> Score:
+        """1 when the pattern matches the answer (the match as the rationale), 0 when it does not; no value when the
+        search runs out of time."""
         from nbeval.data.patterns import search
 
         answer = row.actual_output or ""
@@ -217,6 +226,8 @@ class Looping(Evaluator):
     )
 
     def score(self, row: Row) -> Score:
+        """How much the answer repeats itself: the share of its sentences that are unique and the longest repeated
+        stretch of its text."""
         from nbeval.data.text import split_sentences
 
         text = row.actual_output or ""
@@ -279,6 +290,8 @@ def longest_repeat(text: str) -> tuple[int, int, int]:
     import numpy as np
 
     def dense_rank(key: Any) -> tuple[Any, int]:
+        """Each entry of ``key`` replaced by its rank among the distinct values, and how many distinct values there
+        are."""
         order = np.argsort(key, kind="stable")
         ks = key[order]
         steps = np.empty(len(key), dtype=np.int64)
@@ -316,6 +329,7 @@ def longest_repeat(text: str) -> tuple[int, int, int]:
         return order, starts, ends
 
     def repeats(length: int) -> bool:
+        """Whether some substring of ``length`` characters occurs twice without overlapping."""
         order, starts, ends = groups(length)
         return bool(np.any(order[ends] - order[starts] >= length))
 
@@ -370,6 +384,7 @@ class _RougeTokens:
         self._memo = _TokenCache(lambda text: tokenize.tokenize(text, stemmer))
 
     def tokenize(self, text: str) -> list[str]:
+        """``text``'s tokens by rouge-score's tokenizer, cached."""
         return self._memo.tokenize(text)
 
 
@@ -404,6 +419,7 @@ class Bleu(Evaluator):
     _tools: tuple[Any, Any, Any] | None = None
 
     def _get_tools(self) -> tuple[Any, Any, Any]:
+        """NLTK's tokenizer (cached), smoothing and sentence BLEU, imported on first use."""
         if self._tools is None:
             from nltk.tokenize.treebank import TreebankWordTokenizer
             from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
@@ -413,6 +429,7 @@ class Bleu(Evaluator):
         return self._tools
 
     def score(self, row: Row) -> Score:
+        """BLEU-1 to BLEU-4 of the answer against the expected output (NLTK, smoothing method 1)."""
         tokens, smoothing, sentence_bleu = self._tools or self._get_tools()
         reference = tokens.tokenize(row.expected_output or "")
         hypothesis = tokens.tokenize(row.actual_output or "")
@@ -466,6 +483,7 @@ class Rouge(Evaluator):
     rebuilt_on_use = ("_scorer",)  # its tokenizer memoises through a local function
 
     def _get_scorer(self) -> Any:
+        """rouge-score's scorer (ROUGE-1, -2, -L and -Lsum, with stemming), made on first use."""
         if self._scorer is None:
             from rouge_score.rouge_scorer import RougeScorer
 
@@ -475,6 +493,7 @@ class Rouge(Evaluator):
         return self._scorer
 
     def score(self, row: Row) -> Score:
+        """The ROUGE F-measures of the answer against the expected output."""
         scorer = self._scorer or self._get_scorer()
         s = scorer.score(row.expected_output or "", row.actual_output or "")
         return Score(
