@@ -77,7 +77,7 @@ def summary_html(result: EvaluationResult, *, max_problems: int = 5) -> str:
         f"{len(result.scores):,} scores",
         f"{len(problems)} problem{'s' * (len(problems) != 1)}",
     ]
-    if result.meta.get("cancelled"):
+    if result.record.cancelled:
         facts.append("cancelled before the end")
     parts = [f"<div><b>nbeval result</b>: {esc(', '.join(facts))}</div>"]
     a = result.aggregates[result.aggregates["primary"].astype(bool)]

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from nbeval._version import __version__
+from nbeval.results.record import FORMAT_VERSION, EvaluatorEntry, RunFacts, RunRecord, RunUsage
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -32,6 +33,7 @@ __all__ = [
     "model_labels",
     "passes",
     "run_meta",
+    "run_record",
 ]
 
 #: The columns of a result's aggregates table (one row per model, evaluator and metric), in order.
@@ -61,10 +63,6 @@ METRIC_COLUMNS = [
     "primary",
     "description",
 ]
-#: Version 3 stores the long table as ``scores.parquet`` and the dataset as ``dataset.parquet``;
-#: version 2 (still read) the dataset as ``dataset.json``; version 1 (still read, and still written
-#: by ``save(folder, scores_format="jsonl")``) both as JSON: ``scores.jsonl`` and ``dataset.json``.
-FORMAT_VERSION = 3
 #: The dtype of the ``passed`` columns: pandas' nullable boolean, ``<NA>`` where a pass is
 #: unknowable (no value, or no threshold). Test with ``.eq(True)`` / ``.eq(False)`` or
 #: ``pd.isna``; ``if passed:`` on ``<NA>`` raises.
@@ -170,6 +168,29 @@ def _jsonable(params: dict[str, Any]) -> dict[str, Any]:
 _MEMORY_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
+def run_record(
+    evaluators: Sequence[Evaluator],
+    *,
+    duration_s: float | None = None,
+    usage: Mapping[str, Any] | None = None,
+    cancelled: bool = False,
+    run: Mapping[str, Any] | None = None,
+) -> RunRecord:
+    """A new result's record (:class:`~nbeval.results.record.RunRecord`): this nbeval's version and
+    format, the duration, the usage totals, whether it was cancelled, the evaluators with their
+    parameters and (``run``, when given: :func:`nbeval.results.run_facts.run_facts`) what the run
+    measured and how."""
+    return RunRecord(
+        format_version=FORMAT_VERSION,
+        nbeval_version=__version__,
+        duration_s=duration_s,
+        cancelled=cancelled,
+        usage=RunUsage.from_meta(usage or {}, source="the run's usage totals", hint="a request kind's usage is wrong"),
+        evaluators=tuple(EvaluatorEntry(name=ev.name, id=ev.id, params=_jsonable(ev.params)) for ev in evaluators),
+        run=None if run is None else RunFacts.from_meta(run, source="the run's facts", hint="a run fact is wrong"),
+    )
+
+
 def run_meta(
     evaluators: Sequence[Evaluator],
     *,
@@ -178,20 +199,8 @@ def run_meta(
     cancelled: bool = False,
     run: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A result's run facts: version, duration, usage, whether it was cancelled, the evaluators,
-    and (``run``, when given) what the run measured and how, kept as ``meta["run"]`` (see
-    :mod:`nbeval.results.run_facts`)."""
-    meta = {
-        "nbeval_version": __version__,
-        "duration_s": duration_s,
-        "usage": usage or {},
-        "cancelled": cancelled,
-        "format_version": FORMAT_VERSION,
-        "evaluators": [{"name": ev.name, "id": ev.id, "params": _jsonable(ev.params)} for ev in evaluators],
-    }
-    if run is not None:
-        meta["run"] = run
-    return meta
+    """:func:`run_record` in its JSON form (``result.meta``)."""
+    return run_record(evaluators, duration_s=duration_s, usage=usage, cancelled=cancelled, run=run).to_meta()
 
 
 def model_labels(lab: TestLab | None) -> dict[str, str]:

@@ -17,15 +17,15 @@ from nbeval.data.model import LlmDataset, TestLab
 from nbeval.errors import NotFound
 from nbeval.results.aggregates import (
     AGGREGATE_COLUMNS,
-    FORMAT_VERSION,
     METRIC_COLUMNS,
     PASSED_DTYPE,
     add_aggregate_rows,
     aggregates_table,
     metrics_table,
     model_labels,
-    run_meta,
+    run_record,
 )
+from nbeval.results.record import FORMAT_VERSION, RunRecord
 from nbeval.results.score_table import SCORE_COLUMNS, outcome_columns, typed_scores
 from nbeval.results.storage.files import write_aside
 from nbeval.results.storage.saving import DATASET_FILES, RESULT_FILES, SCORE_FILES
@@ -63,6 +63,7 @@ class EvaluationResult:
         meta: dict[str, Any] | None = None,
         explanations: dict[str, dict[str, Any]] | None = None,
         model_labels: dict[str, str] | None = None,
+        record: RunRecord | None = None,
     ) -> None:
         self.scores = scores
         """The long table (see :data:`SCORE_COLUMNS`)."""
@@ -72,15 +73,27 @@ class EvaluationResult:
         """What each reported metric is: direction, range, threshold used, primary."""
         self.dataset = dataset
         """The rows that were evaluated (prompts, answers, contexts)."""
-        self.meta = meta or {}
-        """Run facts: duration, token usage and cost, whether it was cancelled, versions, and (a
-        result of :func:`nbeval.evaluate`) ``meta["run"]``: when it started, its label, the git
-        commit, the dataset's fingerprint, judge, embedder and prompts
-        (:mod:`nbeval.results.run_facts`)."""
+        self.meta: dict[str, Any] = record.to_meta() if record is not None else (meta or {})
+        """Run facts as JSON, as ``result.json`` holds them: duration, token usage and cost,
+        whether it was cancelled, versions, and (a result of :func:`nbeval.evaluate`)
+        ``meta["run"]``: when it started, its label, the git commit, the dataset's fingerprint,
+        judge, embedder and prompts. :attr:`record` is the same facts typed (read from this dict
+        each time, so an edit here shows there); ``record=`` gives them typed instead."""
         self.explanations = explanations or {}
         """Per evaluator and model: structured explanations (e.g. a confusion matrix)."""
         self.model_labels = model_labels or {}
         """Model key to a readable name (from a lab's models), where known."""
+
+    @property
+    def record(self) -> RunRecord:
+        """The run facts typed (:class:`~nbeval.results.record.RunRecord`), read from :attr:`meta`
+        (in any format nbeval has written); assigning a record sets :attr:`meta` to its JSON form.
+        :class:`~nbeval.errors.DataError` names a part of :attr:`meta` of the wrong type."""
+        return RunRecord.from_meta(self.meta)
+
+    @record.setter
+    def record(self, record: RunRecord) -> None:
+        self.meta = record.to_meta()
 
     # -- construction from the engine ---------------------------------------------------------
 
@@ -117,13 +130,13 @@ class EvaluationResult:
             rows, row_scores = grouped.get((name, model_key), ([], []))
             aggs = ev.aggregate(rows, row_scores) if row_scores else {}
             add_aggregate_rows(agg_rows, explanations, ev, model_key, aggs, n_rows)
-        meta = run_meta(evaluators, duration_s=duration_s, usage=usage, cancelled=cancelled)
+        record = run_record(evaluators, duration_s=duration_s, usage=usage, cancelled=cancelled)
         return cls(
             scores,
             aggregates_table(agg_rows),
             metrics_table(evaluators),
             dataset,
-            meta=meta,
+            record=record,
             explanations=explanations,
             model_labels=model_labels(lab),
         )
@@ -355,8 +368,8 @@ class EvaluationResult:
         refuse), raises :class:`~nbeval.errors.DataError` before anything is written.
 
         ``label`` names the run (``result.save("runs/0412", label="bigger chunks")``): it is kept
-        in the folder's ``meta["run"]["label"]`` and, once the folder is written, in
-        ``result.meta`` (``None`` keeps the label the result has). Text of at most
+        in the folder's run facts and, once the folder is written, in ``result.record.run.label``
+        (``None`` keeps the label the result has). Text of at most
         :data:`~nbeval.results.storage.limits.MAX_LABEL_CHARS` characters; anything else raises before
         anything is written. :func:`nbeval.runs` lists the runs saved in a folder.
         """

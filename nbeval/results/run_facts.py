@@ -38,6 +38,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from nbeval.errors import BadArgumentType, BadParameter, DataError
+from nbeval.results.record import RUN_FACT_KEYS, RunRecord
 from nbeval.results.storage.limits import MAX_LABEL_CHARS
 
 if TYPE_CHECKING:
@@ -57,17 +58,6 @@ __all__ = [
     "with_label",
 ]
 
-#: The keys of ``meta["run"]``, in the order they are written.
-RUN_FACT_KEYS = (
-    "started_at",
-    "label",
-    "git_commit",
-    "git_dirty",
-    "dataset_fingerprint",
-    "judge",
-    "embedder",
-    "prompts",
-)
 #: Seconds each git command may take before the commit is recorded as unknown.
 GIT_TIMEOUT_S = 3.0
 _COMMIT = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")  # SHA-1, or SHA-256 repositories
@@ -130,12 +120,11 @@ def run_facts(
 
 
 def unknown_run_facts(dataset: LlmDataset) -> dict[str, Any]:
-    """``meta["run"]`` of a result no run recorded facts for: only the dataset's fingerprint is known."""
+    """``meta["run"]`` of a result no run recorded facts for: only the dataset's fingerprint is known
+    (:meth:`RunRecord.labelled <nbeval.results.record.RunRecord.labelled>` makes the same)."""
     from nbeval.results.storage.fingerprint import dataset_fingerprint
 
-    facts: dict[str, Any] = dict.fromkeys(RUN_FACT_KEYS)
-    facts["dataset_fingerprint"] = dataset_fingerprint(dataset)
-    return facts
+    return RunRecord().labelled(None, dataset_fingerprint(dataset)).run_or_empty().to_meta()
 
 
 def _uses_runs(evaluators: Sequence[Evaluator], resource: str) -> bool:
@@ -216,12 +205,13 @@ def check_label(label: Any) -> str:
 
 
 def with_label(meta: Mapping[str, Any], label: str, dataset: LlmDataset) -> dict[str, Any]:
-    """A copy of ``meta`` whose ``run`` facts carry ``label`` (made by :func:`unknown_run_facts`
-    when ``meta`` has none)."""
-    run = meta.get("run")
-    facts = dict(run) if isinstance(run, Mapping) else unknown_run_facts(dataset)
-    facts["label"] = check_label(label)
-    return {**meta, "run": facts}
+    """``meta`` in the current format, its run facts carrying ``label`` (facts that know only the
+    dataset's fingerprint when ``meta`` has none)."""
+    from nbeval.results.storage.fingerprint import dataset_fingerprint
+
+    record = RunRecord.from_meta(meta)
+    fingerprint = None if record.run else dataset_fingerprint(dataset)
+    return record.labelled(check_label(label), fingerprint).to_meta()
 
 
 # -- checking what was read -----------------------------------------------------------------------

@@ -37,8 +37,7 @@ def result_payload(result: EvaluationResult) -> dict[str, Any]:
     for name in result.evaluators:
         table = result.leaderboard(name).reset_index()
         boards[name] = [plain(r) for r in table.to_dict("records")]
-    meta = {k: result.meta.get(k) for k in ("duration_s", "cancelled", "usage", "nbeval_version")}
-    return {"scores": scores, "leaderboards": boards, "meta": plain(meta)}
+    return {"scores": scores, "leaderboards": boards, "meta": plain(result.record.summary())}
 
 
 def result_summary(result: EvaluationResult) -> dict[str, Any]:
@@ -48,8 +47,7 @@ def result_summary(result: EvaluationResult) -> dict[str, Any]:
     for name in result.evaluators:
         table = result.leaderboard(name).reset_index()
         boards[name] = [plain(r) for r in table.to_dict("records")]
-    meta = {k: result.meta.get(k) for k in ("duration_s", "cancelled", "usage", "nbeval_version")}
-    return {"leaderboards": boards, "meta": plain(meta)}
+    return {"leaderboards": boards, "meta": plain(result.record.summary())}
 
 
 def read_scores(folder: str | Path, offset: int = 0, limit: int | None = None) -> list[dict[str, Any]]:

@@ -2,7 +2,7 @@
 
 One file, no scripts and no network: HTML and CSS, plus the leaderboard charts as inline SVG when
 the notebook kit (Altair + vl-convert) is installed. Every piece of text that came from a model,
-a judge or a dataset goes through :func:`html.escape` (see :mod:`nbeval.results.reporting.report_markup`).
+a judge or a dataset goes through :func:`html.escape` (see :mod:`nbeval.results.reporting.report_parts`).
 
 It reads top down, with a table of contents (in-page links) beside it:
 
@@ -15,7 +15,7 @@ It reads top down, with a table of contents (in-page links) beside it:
    then each model's answer with every evaluator's verdict and rationale;
 6. **Scores**: the long table of every score, folded.
 
-Long tables show their first :data:`~nbeval.results.reporting.report_markup.SHOWN_ROWS` rows and fold the
+Long tables show their first :data:`~nbeval.results.reporting.report_parts.SHOWN_ROWS` rows and fold the
 rest into a ``<details>``; tables have a fixed layout and long text wraps, so the page never
 scrolls sideways. The report stays small whatever the run's size:
 
@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 from nbeval.results.reporting import usage_text
 from nbeval.results.reporting.report_cases import case_keys, cases_section, scores_section
-from nbeval.results.reporting.report_markup import MAX_DETAIL_ROWS, MAX_TABLE_BYTES, Facts, cell
+from nbeval.results.reporting.report_parts import MAX_DETAIL_ROWS, MAX_TABLE_BYTES, Facts, cell
 from nbeval.results.reporting.report_sections import (
     agreement_section,
     evaluator_sections,
@@ -160,16 +160,16 @@ def summary_html(result: EvaluationResult) -> str:
 
 def report_html(result: EvaluationResult, title: str = "nbeval report") -> str:
     """The whole report as one HTML document."""
-    usage = result.meta.get("usage") or {}
-    usage_line = escape(usage_text.usage_line(usage))  # with unknown usage: "cost: at least $..."
-    duration = result.meta.get("duration_s")
+    record = result.record
+    usage_line = escape(usage_text.usage_line(record.usage.to_meta()))  # with unknown usage: "cost: at least $..."
+    duration = record.duration_s
     models = ", ".join(cell(result.label(m)) for m in result.model_keys)
     meta = (
         f"{len(result.model_keys)} models ({models}), {len(result.evaluators)} evaluators, "
         f"{len(result.dataset)} rows"
         + (f", {duration:.1f} s" if isinstance(duration, (int, float)) else "")
         + (f"; {usage_line}" if usage_line else "")
-        + ("; <b>cancelled before the end</b>" if result.meta.get("cancelled") else "")
+        + ("; <b>cancelled before the end</b>" if record.cancelled else "")
     )
     facts = Facts.of(result)
     cases, shown_cases = cases_section(facts)

@@ -2,9 +2,10 @@
 facts (usage, label, commit), the configuration differences and the warnings they raise, and the
 plain-text and HTML renderings.
 
-A setting a result does not record (a result saved before ``meta["run"]`` existed, or a key it
-lacks) is :data:`UNKNOWN`: shown as such, named in one warning, never counted as a change. The
-HTML escapes every text it shows (model keys, evaluator names and labels are user data).
+A setting a result does not record (a result saved before run facts existed, or a fact it lacks:
+:data:`~nbeval.results.record.NOT_RECORDED`) is :data:`UNKNOWN`: shown as such, named in one
+warning, never counted as a change. The HTML escapes every text it shows (model keys, evaluator
+names and labels are user data).
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ import html
 import json
 import math
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nbeval.results.reporting.numbers import format_interval, format_value
+from nbeval.results.leaderboard import format_interval, format_value
+from nbeval.results.record import NOT_RECORDED, JudgeFact, RunFacts, RunRecord
 from nbeval.results.reporting.text import WIDTH, wrap_item
-from nbeval.results.reporting.usage_text import unknown_calls
 from nbeval.results.runs.diff_gate import coverage_lines
 
 if TYPE_CHECKING:
@@ -42,7 +44,6 @@ __all__ = [
 #: How a setting a result does not record is shown in ``RunDiff.changes``.
 UNKNOWN = "unknown"
 _NAN = float("nan")
-_USAGE = (("prompt tokens", "prompt_tokens"), ("completion tokens", "completion_tokens"), ("calls", "calls"))
 #: The usage row counting calls whose token usage was unknown (shown only when a run had any).
 UNKNOWN_USAGE = "calls of unknown usage"
 _WARN = {
@@ -73,7 +74,7 @@ def load_tables(folder: str | os.PathLike[str]) -> EvaluationResult:
         return load_result(path)  # its errors say what is missing
     info = read_info(path / "result.json")
     meta = info.get("meta") or {}
-    if meta.get("format_version", 1) < 2:
+    if RunRecord.from_meta(meta).folder_format < 2:
         return load_result(path)
     scores = read_scores_parquet(path / SCORE_FILES["parquet"])
     aggregates, _ = read_records(path / "aggregates.jsonl", AGGREGATE_COLUMNS)
@@ -90,26 +91,24 @@ def _number(value: Any) -> float:
     return float(value) if ok else _NAN
 
 
-def _part(meta: dict[str, Any], key: str) -> dict[str, Any]:
-    """``meta[key]`` when it is a dict, else an empty one."""
-    got = meta.get(key)
-    return got if isinstance(got, dict) else {}
-
-
-def usage(before: dict[str, Any], after: dict[str, Any]) -> pd.DataFrame:
-    """Tokens, calls, cost and duration of each run (``meta["usage"]``, ``meta["duration_s"]``)."""
+def usage(before: RunRecord, after: RunRecord) -> pd.DataFrame:
+    """Tokens, calls, cost and duration of each run (its record's usage and duration)."""
     import pandas as pd
 
     facts = []
-    for meta in (before, after):
-        totals = _part(meta, "usage")
-        got = {what: _number(totals.get(k)) for what, k in _USAGE}
+    for record in (before, after):
+        totals = record.usage
+        got = {
+            "prompt tokens": _number(totals.prompt_tokens),
+            "completion tokens": _number(totals.completion_tokens),
+            "calls": _number(totals.calls),
+        }
         tokens = [v for v in (got["prompt tokens"], got["completion tokens"]) if not math.isnan(v)]
         got["tokens"] = sum(tokens) if tokens else _NAN
-        got["cost (USD)"], got["duration (s)"] = _number(totals.get("cost")), _number(meta.get("duration_s"))
+        got["cost (USD)"], got["duration (s)"] = _number(totals.priced_cost), _number(record.duration_s)
         facts.append(got)
     order = ["tokens", "prompt tokens", "completion tokens", "calls", "cost (USD)", "duration (s)"]
-    unknown = [unknown_calls(_part(meta, "usage")) for meta in (before, after)]
+    unknown = [record.usage.unknown_calls for record in (before, after)]
     if any(unknown):  # a run priced without some calls: its cost is a lower bound, and says so
         for got, n in zip(facts, unknown, strict=True):
             got[UNKNOWN_USAGE] = float(n)
@@ -120,51 +119,56 @@ def usage(before: dict[str, Any], after: dict[str, Any]) -> pd.DataFrame:
 
 
 def _show(value: Any) -> str:
-    """A setting as text: ``None`` is "none", a judge ``{"model", "params"}`` its model and
-    parameters, anything else JSON."""
+    """A setting as text: ``None`` is "none", a judge its model and parameters, anything else JSON."""
     if value is None:
         return "none"
-    if isinstance(value, dict) and "model" in value:
-        params = value.get("params") or {}
-        return str(value["model"]) + (f" {json.dumps(params, sort_keys=True, default=str)}" if params else "")
+    if isinstance(value, JudgeFact):
+        params = dict(value.params)
+        return value.model + (f" {json.dumps(params, sort_keys=True, default=str)}" if params else "")
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
 
 
-def _recorded(meta: dict[str, Any]) -> dict[str, Any]:
-    """The facts of ``meta["run"]`` that are known. A result no run made (its ``started_at`` is
-    ``None``: :func:`~nbeval.results.run_facts.unknown_run_facts`) knows only its dataset's
-    fingerprint and label; elsewhere a ``None`` judge or embedder is known: the run used none. A
-    ``None`` fingerprint is unknown."""
-    run = {k: v for k, v in _part(meta, "run").items() if not (k == "dataset_fingerprint" and v is None)}
-    if run.get("started_at") is None:
-        return {k: run[k] for k in ("dataset_fingerprint", "label") if k in run}
-    return run
+def _recorded(record: RunRecord) -> RunFacts:
+    """The run facts of ``record`` that are known; the others :data:`NOT_RECORDED` (judge,
+    embedder) or ``None``. A result no run made (its ``started_at`` is ``None``:
+    :func:`~nbeval.results.run_facts.unknown_run_facts`) knows only its dataset's fingerprint and
+    label; elsewhere a ``None`` judge or embedder is known: the run used none. A ``None``
+    fingerprint is unknown."""
+    facts = record.run
+    if facts is None:
+        return RunFacts()
+    if facts.started_at is None:
+        return RunFacts(label=facts.label, dataset_fingerprint=facts.dataset_fingerprint)
+    return facts
 
 
-def _facts(before: dict[str, Any], after: dict[str, Any], common: list[str]) -> list[tuple[str, str, str, str]]:
-    """The judge, the embedder, the dataset and the prompts, from each ``meta["run"]``."""
+def _facts(before: RunRecord, after: RunRecord, common: list[str]) -> list[tuple[str, str, str, str]]:
+    """The judge, the embedder, the dataset and the prompts, from each record's run facts."""
     runs = [_recorded(before), _recorded(after)]
     rows = []
-    for key, what in (("judge", "judge"), ("embedder", "embedder"), ("dataset_fingerprint", "dataset")):
-        b, a = (_show(run[key]) if key in run else UNKNOWN for run in runs)
+    settings: list[tuple[str, list[Any]]] = [
+        ("judge", [r.judge for r in runs]),
+        ("embedder", [r.embedder for r in runs]),
+        ("dataset", [NOT_RECORDED if r.dataset_fingerprint is None else r.dataset_fingerprint for r in runs]),
+    ]
+    for what, values in settings:
+        b, a = (UNKNOWN if v is NOT_RECORDED else _show(v) for v in values)
         rows.append(("dataset fingerprint (rows and answers)" if what == "dataset" else what, b, a, what))
-    prompts = [run.get("prompts") for run in runs]
-    if isinstance(prompts[0], dict) and isinstance(prompts[1], dict):
+    prompts = [run.prompts for run in runs]
+    if prompts[0] is not None and prompts[1] is not None:
         rows += [(f"prompt of {e}", _show(prompts[0].get(e)), _show(prompts[1].get(e)), "prompt") for e in common]
     else:
-        b, a = (f"{len(p)} recorded" if isinstance(p, dict) else UNKNOWN for p in prompts)
+        b, a = (f"{len(p)} recorded" if p is not None else UNKNOWN for p in prompts)
         rows.append(("prompts", b, a, "prompt"))
     return rows
 
 
-def _params(meta: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
-    """Evaluator name to (id, params), from ``meta["evaluators"]``."""
-    listed = meta.get("evaluators")
-    found = [e for e in listed if isinstance(e, dict)] if isinstance(listed, list) else []
-    return {str(e.get("name")): (_show(e.get("id")), e.get("params") or {}) for e in found}
+def _params(record: RunRecord) -> dict[str, tuple[str, Mapping[str, Any]]]:
+    """Evaluator name to (id, params), from the record's evaluators."""
+    return {str(e.name): (_show(e.id), e.params or {}) for e in record.evaluators or ()}
 
 
-def _parameters(before: dict[str, Any], after: dict[str, Any], common: list[str]) -> list[tuple[str, str, str, str]]:
+def _parameters(before: RunRecord, after: RunRecord, common: list[str]) -> list[tuple[str, str, str, str]]:
     """Each common evaluator's id and parameters where they differ (thresholds are compared per
     metric, from the metrics tables; ``name`` is what pairs them)."""
     params = [_params(before), _params(after)]
@@ -186,19 +190,20 @@ def changes(before: EvaluationResult, after: EvaluationResult) -> list[tuple[str
     common = [e for e in evs[0] if e in evs[1]]
     rows = [(f"evaluator {e}", "run", "not run", "evaluator") for e in evs[0] if e not in evs[1]]
     rows += [(f"evaluator {e}", "not run", "run", "evaluator") for e in evs[1] if e not in evs[0]]
-    rows += _facts(before.meta, after.meta, common) + _parameters(before.meta, after.meta, common)
+    records = before.record, after.record
+    rows += _facts(*records, common) + _parameters(*records, common)
     thresholds = [m.set_index(["evaluator", "metric"])["threshold"] for m in (before.metrics, after.metrics)]
     for (e, metric), t_a in thresholds[1].items():
         t_b = thresholds[0].get((e, metric), t_a)
         if e in common:
             shown = [format_value(_number(t), 4) if not math.isnan(_number(t)) else "none" for t in (t_b, t_a)]
             rows.append((f"threshold of {e}.{metric}", shown[0], shown[1], "threshold"))
-    versions = [str(m.get("nbeval_version", UNKNOWN)) for m in (before.meta, after.meta)]
+    versions = [UNKNOWN if r.nbeval_version is None else r.nbeval_version for r in records]
     rows.append(("nbeval version", versions[0], versions[1], "nbeval"))
     return [r for r in rows if r[1] != r[2]]
 
 
-def warnings(found: list[tuple[str, str, str, str]], before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+def warnings(found: list[tuple[str, str, str, str]], before: RunRecord, after: RunRecord) -> list[str]:
     """The sentences about changed configuration, the most likely to explain a difference first;
     then whether both runs scored the very same rows (the same dataset fingerprint: answers
     included), and the settings one run does not record. A changed fingerprint says nothing by
@@ -212,7 +217,7 @@ def warnings(found: list[tuple[str, str, str, str]], before: dict[str, Any], aft
                 out.append(f"the {what} is only in the {'after' if b == 'not run' else 'before'} run: not compared")
             elif kind != "dataset":
                 out.append(_WARN[kind].format(what=what, b=b, a=a))
-    prints = [_recorded(meta).get("dataset_fingerprint") for meta in (before, after)]
+    prints = [_recorded(record).dataset_fingerprint for record in (before, after)]
     if prints[0] is not None and prints[0] == prints[1]:
         out.append(
             "both runs scored the same rows, answers included (the same dataset fingerprint): every "
@@ -223,15 +228,13 @@ def warnings(found: list[tuple[str, str, str, str]], before: dict[str, Any], aft
     return out
 
 
-def describe_run(meta: dict[str, Any]) -> str:
-    """A run's label, start and commit in words ("" when its result records none)."""
-    run = _recorded(meta)
-    parts = [f"'{run['label']}'"] if run.get("label") else []
-    parts += [f"started {run['started_at']}"] if run.get("started_at") else []
-    if run.get("git_commit"):
-        parts.append(
-            f"commit {str(run['git_commit'])[:12]}" + (" with uncommitted changes" if run.get("git_dirty") else "")
-        )
+def describe_run(record: RunRecord) -> str:
+    """A run's label, start and commit in words ("" when its record holds none)."""
+    run = _recorded(record)
+    parts = [f"'{run.label}'"] if run.label else []
+    parts += [f"started {run.started_at}"] if run.started_at else []
+    if run.git_commit:
+        parts.append(f"commit {run.git_commit[:12]}" + (" with uncommitted changes" if run.git_dirty else ""))
     return ", ".join(parts)
 
 

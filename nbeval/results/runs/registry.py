@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nbeval.errors import DataError, NotFound
-from nbeval.results.reporting.usage_text import unknown_calls
+from nbeval.results.record import RunFacts, RunRecord
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -107,30 +107,29 @@ def _run_row(folder: Path) -> dict[str, Any]:
     row.update(run=folder.name, path=str(folder), started_at=_modified(folder))
     try:
         info = read_result_info(folder)
-        meta = info.get("meta") or {}
+        record = RunRecord.from_meta(info.get("meta"))
         aggregates = read_aggregates(folder)
         check_save(folder, info, ["aggregates.jsonl"])  # not the aggregates of another save
     except DataError as exc:
         row["error"] = str(exc)
         return row
-    facts = meta.get("run") or {}
-    judge = facts.get("judge")
+    facts = record.run or RunFacts()
     rows_per_model = aggregates.groupby("model_key", sort=False, observed=True)["N"].max()
-    evaluators = [e.get("name") for e in meta.get("evaluators") or []]
+    evaluators = [e.name for e in record.evaluators or ()]
     row.update(
-        started_at=facts.get("started_at") or row["started_at"],
-        label=facts.get("label"),
+        started_at=facts.started_at or row["started_at"],
+        label=facts.label,
         models=list(dict.fromkeys(aggregates["model_key"])),
         evaluators=[str(e) for e in evaluators if e] or list(dict.fromkeys(aggregates["evaluator"])),
         rows=int(rows_per_model.sum()),
-        git_commit=facts.get("git_commit"),
-        git_dirty=facts.get("git_dirty"),
-        nbeval_version=meta.get("nbeval_version"),
-        dataset_fingerprint=facts.get("dataset_fingerprint"),
-        judge=judge.get("model") if isinstance(judge, dict) else None,
-        duration_s=meta.get("duration_s"),
-        cost=(meta.get("usage") or {}).get("cost"),
-        unknown_usage_calls=unknown_calls(meta.get("usage") or {}),
+        git_commit=facts.git_commit,
+        git_dirty=facts.git_dirty,
+        nbeval_version=record.nbeval_version,
+        dataset_fingerprint=facts.dataset_fingerprint,
+        judge=facts.judge_model,
+        duration_s=record.duration_s,
+        cost=record.usage.priced_cost,
+        unknown_usage_calls=record.usage.unknown_calls,
     )
     return row
 

@@ -94,12 +94,12 @@ def arena_fit(
 
 
 def run_judge_name(result: Any) -> str:
-    """The name of the run's judge as the result records it (``meta["run"]["judge"]["model"]``),
+    """The name of the run's judge as the result records it (``result.record.run.judge.model``),
     else ``"judge"``: the judge of the verdicts a pairwise evaluator without a judge of its own gave."""
-    run = (getattr(result, "meta", None) or {}).get("run")
-    judge = run.get("judge") if isinstance(run, dict) else None
-    name = judge.get("model") if isinstance(judge, dict) else None
-    return name if isinstance(name, str) and name else DEFAULT_JUDGE
+    record = getattr(result, "record", None)
+    run = getattr(record, "run", None)
+    name = run.judge_model if run is not None else None
+    return name if name else DEFAULT_JUDGE
 
 
 def head_to_head_evaluators(result: Any) -> list[str]:

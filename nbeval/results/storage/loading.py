@@ -35,20 +35,18 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nbeval._version import __version__
 from nbeval.data.jsonio import json_lines
 from nbeval.data.model import LlmDataset
 from nbeval.errors import DataError
+from nbeval.results.record import RunRecord, saved_record
 from nbeval.results.result import (
     AGGREGATE_COLUMNS,
     DATASET_FILES,
-    FORMAT_VERSION,
     METRIC_COLUMNS,
     PASSED_DTYPE,
     SCORE_FILES,
     EvaluationResult,
 )
-from nbeval.results.run_facts import check_run_facts
 from nbeval.results.score_table import SCORE_COLUMNS, typed_scores
 from nbeval.results.storage.consistency import (
     CHANGED,
@@ -211,15 +209,7 @@ def read_info(path: Path) -> dict[str, Any]:
     for name in ("meta", "explanations", "model_labels"):
         if info.get(name) is not None and not isinstance(info[name], dict):
             raise DataError(f"must be an object, got {type(info[name]).__name__}", source=source, field=name)
-    meta = info.get("meta") or {}
-    version = meta.get("format_version", 1)
-    if not isinstance(version, int) or isinstance(version, bool) or version > FORMAT_VERSION:
-        msg = (
-            f"saved in format version {version!r}, which this nbeval ({__version__}, format version "
-            f"{FORMAT_VERSION}) cannot read; upgrade nbeval"
-        )
-        raise DataError(msg, source=source, field="meta.format_version")
-    _check_meta(meta, source)
+    saved_record(info.get("meta"), source=source, hint=CHANGED)
     for evaluator, per_model in (info.get("explanations") or {}).items():
         if not isinstance(per_model, dict):
             raise DataError(
@@ -238,34 +228,6 @@ def read_info(path: Path) -> dict[str, Any]:
     if not all(isinstance(v, str) for v in labels.values()):
         raise DataError("model labels must be text", source=source, field="model_labels")
     return info
-
-
-def _check_meta(meta: dict[str, Any], source: str) -> None:
-    """The run facts a report and the notebook kit read, in the shapes nbeval writes them."""
-
-    def wrong(field: str, should: str, value: Any) -> DataError:
-        got = "null" if value is None else f"{type(value).__name__} {value!r}"[:60]
-        return DataError(f"must be {should}, got {got}; {CHANGED}", source=source, field=f"meta.{field}")
-
-    usage = meta.get("usage")
-    if usage is not None:
-        if not isinstance(usage, dict):
-            raise wrong("usage", "an object of token and cost totals", usage)
-        for k, v in usage.items():
-            if v is not None and not _is_kind(v, _NUMBER):
-                raise wrong(f"usage.{k}", "a number or null", v)
-    duration = meta.get("duration_s")
-    if duration is not None and not _is_kind(duration, _NUMBER):
-        raise wrong("duration_s", "a number of seconds or null", duration)
-    if "cancelled" in meta and not isinstance(meta["cancelled"], bool):
-        raise wrong("cancelled", "true or false", meta["cancelled"])
-    if "nbeval_version" in meta and not isinstance(meta["nbeval_version"], str):
-        raise wrong("nbeval_version", "text", meta["nbeval_version"])
-    evaluators = meta.get("evaluators")
-    if evaluators is not None and not (isinstance(evaluators, list) and all(isinstance(e, dict) for e in evaluators)):
-        raise wrong("evaluators", "a list of objects", evaluators)
-    if "run" in meta:  # a result saved before nbeval recorded run facts has none
-        check_run_facts(meta["run"], source, CHANGED)
 
 
 # -- the folder ---------------------------------------------------------------------------------
@@ -304,7 +266,7 @@ def load_result(folder: str | Path) -> EvaluationResult:
         msg = f"{folder} holds no saved result (result.json is missing); save one with result.save(folder)"
         raise DataError(msg, source=str(folder))
     info = read_info(folder / "result.json")
-    version = (info.get("meta") or {}).get("format_version", 1)
+    version = RunRecord.from_meta(info.get("meta")).folder_format
     scores_path = folder / SCORE_FILES["parquet" if version >= 2 else "jsonl"]
     score_lines: list[int] | None = None
     if version >= 2:

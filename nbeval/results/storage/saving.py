@@ -12,13 +12,15 @@ from __future__ import annotations
 import json
 import math
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nbeval.errors import BadParameter
-from nbeval.results.aggregates import FORMAT_VERSION
-from nbeval.results.run_facts import check_run_facts, with_label
+from nbeval.results.record import FORMAT_VERSION
+from nbeval.results.run_facts import check_label, check_run_facts
 from nbeval.results.storage.files import check_folder, staging_folder
+from nbeval.results.storage.fingerprint import dataset_fingerprint
 from nbeval.results.storage.folder_lock import folder_lock
 from nbeval.results.storage.labels import LABELS_FILE, save_labels
 from nbeval.results.storage.save_id import SAVE_FIELD, new_save
@@ -42,7 +44,9 @@ def save_result(
     result: EvaluationResult, folder: str | Path, *, scores_format: str = "parquet", label: str | None = None
 ) -> Path:
     """Write ``result`` to ``folder``: what :meth:`EvaluationResult.save` documents. ``label``
-    names the run in the saved ``meta["run"]`` and, once the folder is written, in ``result.meta``."""
+    names the run in the saved run facts and, once the folder is written, in ``result.record``.
+    The saved ``meta`` is ``result.record`` in the current format (a result loaded from an older
+    format is written in the current one)."""
     from nbeval.results.storage import dataset_file
     from nbeval.results.storage.columnar import write_scores_parquet
 
@@ -57,11 +61,14 @@ def save_result(
     from nbeval.results.storage.consistency import check_label_lengths
 
     check_label_lengths(result.labels, "result.labels")  # a label load_result would refuse is not written
-    kept = with_label(result.meta, label, result.dataset) if label is not None else result.meta
-    if "run" in kept:
-        check_run_facts(kept["run"], "result.meta", "fix result.meta['run'] (or remove it) before saving")
+    record = result.record
+    if label is not None:
+        record = record.labelled(check_label(label), None if record.run else dataset_fingerprint(result.dataset))
+    if record.run is not None:
+        hint = "fix result.meta['run'] (or remove it) before saving"
+        check_run_facts(record.run.to_meta(), "result.meta", hint)
     folder.mkdir(parents=True, exist_ok=True)
-    meta = dict(kept, format_version=FORMAT_VERSION if scores_format == "parquet" else 1)
+    meta = replace(record, format_version=FORMAT_VERSION if scores_format == "parquet" else 1).to_meta()
     with staging_folder(folder) as stage:
         if scores_format == "parquet":
             write_scores_parquet(stage / score_file, result.scores)
@@ -97,7 +104,8 @@ def save_result(
             elif (folder / LABELS_FILE).is_file():  # an earlier result's labels are not this one's
                 (folder / LABELS_FILE).unlink()
             os.replace(stage / "result.json", folder / "result.json")
-    result.meta = kept
+    if label is not None:
+        result.record = record
     return folder
 
 
