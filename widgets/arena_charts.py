@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import altair as alt
 import pandas as pd
 
-from nbeval.widgets.chart_parts import layer
+from nbeval.widgets.chart_frame import layer
 from nbeval.widgets.tables import model_names
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Literal
 import altair as alt
 import pandas as pd
 
-from nbeval.widgets.chart_parts import MAX_PLOT_WIDTH, better, layer, threshold_rule, value_axis_scale
+from nbeval.widgets.chart_frame import MAX_PLOT_WIDTH, better, layer, threshold_rule, value_axis_scale
 from nbeval.widgets.heatmaps import CASE_FOCUS, CASE_SELECTION, METRIC_SELECTION, MODEL_FOCUS, heatmap
 from nbeval.widgets.stats_charts import UNADJUSTED_ONLY, agreement_chart, compare_chart, compare_table
 from nbeval.widgets.tables import (

@@ -14,7 +14,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from nbeval.widgets.chart_parts import MAX_PLOT_WIDTH, layer
+from nbeval.widgets.chart_frame import MAX_PLOT_WIDTH, layer
 
 if TYPE_CHECKING:
     from nbeval.results.runs.diff import RunDiff

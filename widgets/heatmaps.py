@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import altair as alt
 
-from nbeval.widgets.chart_parts import MAX_PLOT_WIDTH, better, layer
+from nbeval.widgets.chart_frame import MAX_PLOT_WIDTH, better, layer
 from nbeval.widgets.tables import MAX_INLINE_ROWS, case_cells, metric_cells, metric_info, model_names
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ import altair as alt
 import pandas as pd
 
 from nbeval.results.runs.registry import run_history
-from nbeval.widgets.chart_parts import MAX_PLOT_WIDTH, better, layer, value_axis_scale
+from nbeval.widgets.chart_frame import MAX_PLOT_WIDTH, better, layer, value_axis_scale
 from nbeval.widgets.tables import MetricInfo
 
 __all__ = ["history_chart", "history_table"]

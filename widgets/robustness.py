@@ -15,7 +15,7 @@ import altair as alt
 import pandas as pd
 
 from nbeval.results.statistics.robustness import UNKNOWN
-from nbeval.widgets.chart_parts import MAX_PLOT_WIDTH
+from nbeval.widgets.chart_frame import MAX_PLOT_WIDTH
 from nbeval.widgets.tables import model_names
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from nbeval.widgets.chart_parts import layer
+from nbeval.widgets.chart_frame import layer
 from nbeval.widgets.tables import model_names
 
 if TYPE_CHECKING:

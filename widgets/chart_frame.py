@@ -1,5 +1,5 @@
-"""The pieces every chart of the kit is built from: the widest plot, layers, value axes, the
-threshold rule and the "higher is better" axis title."""
+"""The frame every chart of the kit shares: the widest plot, how layers are put together, and the
+value axis (its scale, the threshold rule drawn across it, its "higher is better" title)."""
 
 from __future__ import annotations
 
