@@ -6,11 +6,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any, Self
 
 from nbeval.errors import ResourceError
 from nbeval.runtime import builtin as _builtin  # noqa: F401  (registers nbeval's own handlers)
 from nbeval.runtime.handlers import Answer, Round, handler_for, model_key, registered_handlers
+
+if TYPE_CHECKING:
+    from nbeval.options import RunOptions
 
 __all__ = ["Resources"]
 
@@ -171,3 +174,14 @@ class Resources:
                 else:
                     totals[k] = totals.get(k, 0) + v
         return totals
+
+    @classmethod
+    def from_options(cls, options: RunOptions, **extra: Any) -> Self:
+        """The resources a run configured by ``options`` (a :class:`~nbeval.options.RunOptions`)
+        shares: its embedder, judge, device, cache, concurrency, timeout, attempts and prices;
+        ``extra`` adds or replaces constructor keywords (``batch=``, ``chat_slots=``, a subclass's own)."""
+        from nbeval.options import RESOURCE_OPTIONS
+
+        keywords: dict[str, Any] = {name: getattr(options, name) for name in RESOURCE_OPTIONS}
+        keywords["prices"] = dict(options.prices) if options.prices is not None else None
+        return cls(**{**keywords, **extra})
