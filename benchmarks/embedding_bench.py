@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 from nbeval.data.model import LlmDataset
 from nbeval.data.sentences import _split_cached
 from nbeval.engine import evaluate, first_requests
-from nbeval.engine.plan import plan_rows
+from nbeval.engine.planning import plan_rows
 from nbeval.evaluators.base import Embed
 from nbeval.evaluators.embedding.geometry import warm_up
 from nbeval.evaluators.registry import evaluator

@@ -114,6 +114,12 @@ def cli_message(exc: NbevalError, command: Command | None = None) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``nbeval`` with the arguments ``argv`` (``sys.argv[1:]`` when None); return its exit status.
+
+    The status is the command's own (0 on success, 1 when a CI gate trips), 2 when the judge is not
+    configured or another :class:`~nbeval.errors.NbevalError` stops it (the message goes to
+    stderr in the command line's terms) and 130 on Ctrl-C. Bad arguments exit through argparse
+    (:class:`SystemExit`, status 2); other exceptions propagate."""
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)

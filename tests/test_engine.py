@@ -14,7 +14,7 @@ from nbeval.engine import Plan
 from nbeval.errors import EvaluatorError, JudgeNotConfigured, ResourceError, UnknownEvaluator
 from nbeval.evaluators.base import Chat, Embed, Evaluator, EvaluatorSpec, MetricSpec, Score
 from nbeval.evaluators.registry import register
-from nbeval.runtime import Resources
+from nbeval.request_kinds.embed import EmbedHandler
 
 
 def _spec(id: str, inputs: tuple[str, ...], resources: tuple[str, ...] = (), **kw) -> EvaluatorSpec:
@@ -81,7 +81,7 @@ class FakeEmbedder:
 @pytest.fixture
 def fake_embedder(monkeypatch: pytest.MonkeyPatch) -> FakeEmbedder:
     fake = FakeEmbedder()
-    monkeypatch.setattr(Resources, "embedder", lambda self, model=None: fake)
+    monkeypatch.setattr(EmbedHandler, "embedder", lambda self, resources, model=None: fake)
     return fake
 
 
@@ -153,10 +153,10 @@ def test_failed_chat_becomes_that_rows_error(monkeypatch: pytest.MonkeyPatch) ->
             rnd.answers[i] = ResourceError("server said 500") if content == "bad" else Reply("yes")
             rnd.deliver(i)
 
-    from nbeval.runtime.builtin import ChatHandler
+    from nbeval.request_kinds.chat import ChatHandler
 
     monkeypatch.setattr(ChatHandler, "answer", answer_chats)
-    monkeypatch.setattr(Resources, "chat_client", lambda self, model=None: object())
+    monkeypatch.setattr(ChatHandler, "client", lambda self, resources, model=None: object())
     recs = [{"key": k, "input": "q", "actual_output": k} for k in ("good", "bad", "fine")]
     res = nbeval.evaluate(recs, ["t_judge"], progress=False)
     s = res.scores[res.scores.metric == "score"].set_index("key")

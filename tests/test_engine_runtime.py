@@ -1,4 +1,5 @@
-"""Resources.answer: answers with their warnings, and ScorePairs batched and deduplicated per round."""
+"""Resources.answer: answers with their warnings, and ScorePairs batched and deduplicated per round
+(the pair scorer is the ScorePairs handler's own)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 import nbeval
 from nbeval.errors import MissingDependency, ResourceError
 from nbeval.request_kinds import Chat, Embed, Request, ScorePairs
+from nbeval.request_kinds.score_pairs import PairsHandler
 from nbeval.runtime import Answer, Resources
 
 
@@ -35,7 +37,9 @@ class FakeCrossEncoder:
 @pytest.fixture
 def scorers(monkeypatch: pytest.MonkeyPatch) -> dict[str, FakeCrossEncoder]:
     made: dict[str, FakeCrossEncoder] = {}
-    monkeypatch.setattr(Resources, "cross_encoder", lambda self, model: made.setdefault(model, FakeCrossEncoder(model)))
+    monkeypatch.setattr(
+        PairsHandler, "scorer", lambda self, resources, model: made.setdefault(model, FakeCrossEncoder(model))
+    )
     return made
 
 
@@ -90,7 +94,7 @@ def test_a_failing_cross_encoder_answers_every_request_of_its_model_with_an_erro
         def score(self, pairs):
             raise raised
 
-    monkeypatch.setattr(Resources, "cross_encoder", lambda self, model: Broken())
+    monkeypatch.setattr(PairsHandler, "scorer", lambda self, resources, model: Broken())
     answers = Resources().answer([ScorePairs((("a", "b"),), model="x"), ScorePairs((("c", "d"),), model="x")])
     for a in answers:
         assert isinstance(a.value, ResourceError) and message in str(a.value)
@@ -99,7 +103,7 @@ def test_a_failing_cross_encoder_answers_every_request_of_its_model_with_an_erro
 def test_cross_encoder_resolves_to_the_shared_scorer_on_the_runs_device() -> None:
     from nbeval.resources.cross_encoder import get_cross_encoder
 
-    scorer = Resources(device="cpu").cross_encoder("/some/model")
+    scorer = PairsHandler().scorer(Resources(device="cpu"), "/some/model")
     assert scorer is get_cross_encoder("/some/model", device="cpu") and scorer.device == "cpu"
 
 
@@ -128,7 +132,7 @@ def test_a_row_whose_cross_encoder_fails_gets_the_error_not_the_run(monkeypatch:
         def score(self, pairs):
             raise ResourceError("could not load cross-encoder 'nope': gone")
 
-    monkeypatch.setattr(Resources, "cross_encoder", lambda self, model: Broken())
+    monkeypatch.setattr(PairsHandler, "scorer", lambda self, resources, model: Broken())
     ev = nbeval.evaluator("answer_semantic_similarity", cross_encoder="nope")
     res = nbeval.evaluate([{"input": "q", "expected_output": "a", "actual_output": "b"}], [ev], progress=False)
     assert res.scores["error"].tolist() == ["could not load cross-encoder 'nope': gone"]
@@ -138,4 +142,4 @@ def test_requests_and_exports() -> None:
     assert nbeval.ScorePairs is ScorePairs and "ScorePairs" in nbeval.__all__
     req = ScorePairs((("a", "b"),), model="m")
     assert hash(req) == hash(ScorePairs((("a", "b"),), model="m"))  # frozen, like Embed and Chat
-    assert isinstance(req, Request.__args__) and {Embed, Chat} < set(Request.__args__)  # type: ignore[attr-defined]
+    assert all(issubclass(kind, Request) for kind in (Embed, Chat, ScorePairs))  # one base, open to new kinds

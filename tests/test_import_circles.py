@@ -28,26 +28,6 @@ ROOT = Path(__file__).resolve().parents[1]
 # Folder on disk -> package name it installs as (pyproject's package-dir).
 PACKAGES = {"nbeval": "nbeval", "widgets": "nbeval.widgets"}
 
-# Circles other engineers are taking apart while issue 44 is worked on; the lead empties this at the
-# end. A circle found must lie inside one listed here (a listed circle may shrink or split, never
-# grow), and each listed circle must still hold one, so the list can only shrink.
-KNOWN: list[frozenset[str]] = [
-    frozenset({"nbeval.runtime.batch_handler", "nbeval.runtime.builtin"}),
-    # nbeval.load_ipython_extension imports nbeval.extension; the CLI modules import nbeval back
-    frozenset(
-        {
-            "nbeval",
-            "nbeval.cli",
-            "nbeval.cli_commands",
-            "nbeval.extension",
-            "nbeval.extension.commands",
-            "nbeval.extension.completion",
-            "nbeval.extension.magics",
-            "nbeval.extension.parsers",
-        }
-    ),
-]
-
 
 @dataclass(frozen=True)
 class Edge:
@@ -209,16 +189,13 @@ def describe(circle: frozenset[str], graph: dict[str, dict[str, Edge]]) -> str:
     return "\n".join(lines)
 
 
-def test_no_import_circle_beyond_the_known_ones() -> None:
+def test_no_import_circle() -> None:
     graph = import_graph(ROOT, PACKAGES)
     assert len(graph) > 200 and "nbeval.widgets.charts" in graph  # the walk found the code
     found = circles(graph)
-    new = [circle for circle in found if not any(circle <= known for known in KNOWN)]
-    assert not new, "import circles (give each shared job one home below both sides):\n" + "\n".join(
-        describe(circle, graph) for circle in sorted(new, key=sorted)
+    assert not found, "import circles (give each shared job one home below both sides):\n" + "\n".join(
+        describe(circle, graph) for circle in sorted(found, key=sorted)
     )
-    gone = [sorted(known) for known in KNOWN if not any(circle <= known for circle in found)]
-    assert not gone, f"these known circles are gone: remove them from KNOWN: {gone}"
 
 
 def _package(root: Path, files: dict[str, str]) -> None:

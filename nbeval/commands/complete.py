@@ -98,4 +98,5 @@ class Complete(Command):
         return 0
 
 
+#: The ``nbeval complete`` subcommand; :func:`nbeval.commands.all_commands` finds it here.
 COMMAND = Complete()

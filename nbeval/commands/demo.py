@@ -45,4 +45,5 @@ class Demo(Command):
         return code
 
 
+#: The ``nbeval demo`` subcommand; :func:`nbeval.commands.all_commands` finds it here.
 COMMAND = Demo()

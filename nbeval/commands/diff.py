@@ -110,4 +110,5 @@ class Diff(Command):
         return None
 
 
+#: The ``nbeval diff`` subcommand (``%nbeval diff`` too); :func:`nbeval.commands.all_commands` finds it here.
 COMMAND = Diff()

@@ -52,4 +52,5 @@ class EvaluatorShow(Command):
         return 0
 
 
+#: The ``nbeval evaluator show`` subcommand (``%nbeval show``); :func:`nbeval.commands.all_commands` finds it here.
 COMMAND = EvaluatorShow()

@@ -97,4 +97,5 @@ class Evaluators(Command):
         return pd.DataFrame(rows, columns=["id", "family", "kind", "inputs", "metrics", "needs judge", "description"])
 
 
+#: The ``nbeval evaluators`` subcommand (``%nbeval evaluators``); :func:`nbeval.commands.all_commands` finds it here.
 COMMAND = Evaluators()

@@ -56,4 +56,5 @@ class Explore(Command):
         return None
 
 
+#: The ``%nbeval explore`` subcommand (the magics only); :func:`nbeval.commands.all_commands` finds it here.
 COMMAND = Explore()

@@ -192,4 +192,5 @@ class Generate(Command):
         return None
 
 
+#: The ``nbeval generate`` subcommand (``%nbeval generate`` too); :func:`nbeval.commands.all_commands` finds it here.
 COMMAND = Generate()

@@ -82,4 +82,5 @@ class Judge(Command):
         return None
 
 
+#: The ``%nbeval judge`` subcommand (the magics only); :func:`nbeval.commands.all_commands` finds it here.
 COMMAND = Judge()

@@ -137,4 +137,5 @@ class Perturb(Command):
         return None
 
 
+#: The ``nbeval perturb`` subcommand (``%nbeval perturb`` too); :func:`nbeval.commands.all_commands` finds it here.
 COMMAND = Perturb()

@@ -41,4 +41,5 @@ class Perturbators(Command):
         return 0
 
 
+#: The ``nbeval perturbators`` subcommand; :func:`nbeval.commands.all_commands` finds it here.
 COMMAND = Perturbators()

@@ -197,4 +197,5 @@ class Run(Command):
         return None
 
 
+#: The ``nbeval run`` subcommand (``%nbeval run`` too); :func:`nbeval.commands.all_commands` finds it here.
 COMMAND = Run()

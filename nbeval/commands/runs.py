@@ -52,4 +52,5 @@ class Runs(Command):
         return None
 
 
+#: The ``nbeval runs`` subcommand (``%nbeval runs`` too); :func:`nbeval.commands.all_commands` finds it here.
 COMMAND = Runs()

@@ -178,4 +178,5 @@ class Serve(Command):
         return 0
 
 
+#: The ``nbeval serve`` subcommand; :func:`nbeval.commands.all_commands` finds it here.
 COMMAND = Serve()

@@ -21,9 +21,11 @@
    first). Each example shows the row's fields the prompt shows (:func:`row_values`), and its reply
    is the person's verdict in the judge's reply format. Labels carry no note, so the reason in the
    reply is a fixed sentence saying that a person judged the answer to meet the criteria or not
-   (:data:`PASS_REASON`, :data:`FAIL_REASON`).
+   (:data:`PASS_REASON`, :data:`FAIL_REASON`). The judge writes both: the fields an example shows
+   and its reply (see :mod:`nbeval.evaluators.judges.alignment`).
 3. **Configure.** The aligned evaluator is a copy of the evaluator with the same id, name and
-   parameters, whose prompt is the old prompt with the examples added after its own.
+   parameters, whose prompt is the old prompt with the examples added after its own (the judge's
+   ``with_examples``).
 4. **Measure.** On the held-out labelled rows, the judge's verdicts before (the result's scores)
    and after (a new run of the aligned evaluator on those rows only, through
    :func:`nbeval.evaluate`) are compared with the person's: accuracy and Cohen's kappa, each with a
@@ -37,35 +39,36 @@
    ``significant`` is true when accuracy rose and ``p < alpha``. With fewer than
    :data:`~nbeval.engine.align_report.MIN_HELD_OUT_ROWS` (10) held-out rows the accuracy is not
    meaningful: the report says so and ``align`` warns (:class:`~nbeval.data.fields.DataWarning`).
-   See :mod:`nbeval.engine.align_report`.
+   See :mod:`nbeval.results.statistics.align_report`.
 
 Supported evaluators are judges that give one pass/fail verdict per row from a prompt of worked
-examples: the rating judges (correctness, relevance_to_query, groundedness, safety,
-context_sufficiency, guideline_adherence, custom_judge rating the answer), whose example replies
-are ``Rationale: ...`` and ``Rating: yes|no``, and the verdict judges (contact_information,
-language_mismatch, sexism, summarization_judge, byop), whose replies are ``Reason: ...`` and
-``Verdict: <word>`` (the word alone for a template that asks for one word).
+examples, which is what a judge's ``example_reply`` says: the rating judges (correctness,
+relevance_to_query, groundedness, safety, context_sufficiency, guideline_adherence, custom_judge
+rating the answer), whose example replies are ``Rationale: ...`` and ``Rating: yes|no``, and the
+verdict judges (contact_information, language_mismatch, sexism, summarization_judge, byop), whose
+replies are ``Reason: ...`` and ``Verdict: <word>`` (the word alone for a template that asks for
+one word).
 """
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from nbeval.data.fields import DataWarning
 from nbeval.data.model import LlmDataset
-from nbeval.engine.align_report import MIN_HELD_OUT_ROWS, AlignReport, align_report
-from nbeval.engine.align_report import UNRATED as _UNRATED
 from nbeval.errors import BadArgumentType, BadParameter, DataError, EvaluatorError
 from nbeval.evaluators.base import Evaluator
 from nbeval.evaluators.case import is_case_level
-from nbeval.evaluators.judges.core import Example, JudgeEvaluator, JudgePrompt, row_values
+from nbeval.evaluators.judges.alignment import ALIGN_SUPPORTED, FAIL_REASON, PASS_REASON
+from nbeval.evaluators.judges.core import Example, JudgeEvaluator, JudgePrompt
 from nbeval.results.statistics.agreement import PASS_FAIL
+from nbeval.results.statistics.align_report import MIN_HELD_OUT_ROWS, AlignReport, align_report
+from nbeval.results.statistics.align_report import UNRATED as _UNRATED
 from nbeval.results.statistics.stats import check_level
 
 if TYPE_CHECKING:
@@ -76,10 +79,6 @@ if TYPE_CHECKING:
 
 __all__ = ["FAIL_REASON", "PASS_REASON", "AlignReport", "align"]
 
-#: The reason written in an example whose person said pass (labels carry no reason of their own).
-PASS_REASON = "A person who reviewed this answer judged that it meets the criteria."
-#: The reason written in an example whose person said fail.
-FAIL_REASON = "A person who reviewed this answer judged that it does not meet the criteria."
 _PERTURBATION_SOURCE = "perturbation_source"
 
 
@@ -108,7 +107,7 @@ def align(
     ``progress``, which is off unless given).
     """
     _check_options(holdout, k, level, alpha)
-    ev, reply_for = _supported(_evaluator_of(result, evaluator, judge))
+    ev = _supported(_evaluator_of(result, evaluator, judge))
     labelled = _labelled_rows(result, ev.name)
     rows = {(r.key, r.model_key): r for r in result.dataset.rows}
     units = _units(result.dataset.rows, sorted(set(labelled["key"])))
@@ -124,12 +123,10 @@ def align(
     test = labelled[labelled["key"].isin(held_keys)].reset_index(drop=True)
     train = labelled[~labelled["key"].isin(held_keys)].reset_index(drop=True)
     chosen = _choose(train, k)
-    prompt = ev.prompt
     examples = tuple(
-        Example(_example_values(ev, prompt, rows[(key, model)]), reply_for(label == "pass"))
-        for key, model, label in chosen
+        Example(ev.example_values(rows[(key, model)]), _reply(ev, label == "pass")) for key, model, label in chosen
     )
-    aligned = _with_prompt(ev, prompt.replace(examples=(*prompt.examples, *examples)))
+    aligned = ev.with_examples(examples)
     after = _verdicts_after(
         aligned, [rows[(a, b)] for a, b in zip(test["key"], test["model_key"], strict=True)], judge, run_options
     )
@@ -188,53 +185,26 @@ def _evaluator_of(result: EvaluationResult, evaluator: Evaluator | str, judge: A
     return ev
 
 
-_SUPPORTED = (
-    "align supports judges with one pass/fail verdict per row and a prompt of worked examples: the rating "
-    "judges (correctness, relevance_to_query, groundedness, safety, context_sufficiency, guideline_adherence, "
-    "custom_judge rating the answer) and the verdict judges (contact_information, language_mismatch, sexism, "
-    "summarization_judge, byop)"
-)
-
-
-def _supported(ev: Evaluator) -> tuple[JudgeEvaluator, Callable[[bool], str]]:
-    """``ev`` as a judge, and how an example reply with a pass (True) or fail verdict is written
-    for it; :class:`EvaluatorError` for an evaluator align does not support."""
-    from nbeval.evaluators.judges.boolean import VerdictJudge
-    from nbeval.evaluators.judges.rating import CustomJudge, GuidelineAdherence, RatingJudge
-
+def _supported(ev: Evaluator) -> JudgeEvaluator:
+    """``ev`` as a judge that can be aligned (it says how it writes an example's reply);
+    :class:`EvaluatorError` for an evaluator align does not support."""
     prompt = getattr(ev, "prompt", None)
-    if not isinstance(ev, JudgeEvaluator) or not isinstance(prompt, JudgePrompt) or is_case_level(ev):
-        raise EvaluatorError(f"evaluator '{ev.name}' ({ev.id}) cannot be aligned: {_SUPPORTED}")
-    retrieval = isinstance(ev, CustomJudge) and ev.params.get("assessment_type") == "retrieval"
-    if isinstance(ev, (RatingJudge, GuidelineAdherence, CustomJudge)) and not retrieval:
-        return ev, lambda ok: f"Rationale: {PASS_REASON if ok else FAIL_REASON}\nRating: {'yes' if ok else 'no'}"
-    if isinstance(ev, VerdictJudge) and set(ev.choices.values()) == {True, False}:
-        words = {ok: next(w for w, v in ev.choices.items() if v is ok) for ok in (True, False)}
-        if "Verdict:" in prompt.output_format or not prompt.template:
-            return ev, lambda ok: f"Reason: {PASS_REASON if ok else FAIL_REASON}\nVerdict: {words[ok]}"
-        return ev, lambda ok: words[ok]
-    raise EvaluatorError(f"evaluator '{ev.name}' ({ev.id}) cannot be aligned: {_SUPPORTED}")
+    if (
+        not isinstance(ev, JudgeEvaluator)
+        or not isinstance(prompt, JudgePrompt)
+        or is_case_level(ev)
+        or ev.example_reply(True) is None
+    ):
+        raise EvaluatorError(f"evaluator '{ev.name}' ({ev.id}) cannot be aligned: {ALIGN_SUPPORTED}")
+    return ev
 
 
-def _example_values(ev: Evaluator, prompt: JudgePrompt, row: Row) -> dict[str, str]:
-    """The fields ``prompt`` shows, from ``row`` as ``ev`` reads it (and the earlier turns of a
-    conversation, which a judge of a multi-turn row shows)."""
-    read = getattr(ev, "values", None)
-    values: dict[str, str] = dict(read(row)) if callable(read) else row_values(row)
-    values.setdefault("text", row.actual_output or "")  # the answer, for a prompt that shows "text"
-    keep = {f: values.get(f, "") for f in prompt.fields}
-    if values.get("conversation"):
-        keep.setdefault("conversation", values["conversation"])
-    return keep
-
-
-def _with_prompt(ev: JudgeEvaluator, prompt: JudgePrompt) -> JudgeEvaluator:
-    """A copy of ``ev`` (same id, name, parameters and resolved judge settings) asking with ``prompt``."""
-    clone = copy.copy(ev)
-    clone.params = {**ev.params, "prompt": prompt}
-    clone.thresholds = dict(ev.thresholds)
-    clone.prompt = prompt
-    return clone
+def _reply(ev: JudgeEvaluator, passed: bool) -> str:
+    """The judge's example reply carrying a person's verdict (``_supported`` checked there is one)."""
+    reply = ev.example_reply(passed)
+    if reply is None:  # not reached: _supported refused such a judge
+        raise EvaluatorError(f"evaluator '{ev.name}' ({ev.id}) cannot be aligned: {ALIGN_SUPPORTED}")
+    return reply
 
 
 # -- labels, split, examples -----------------------------------------------------------------------

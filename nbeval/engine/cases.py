@@ -65,6 +65,8 @@ class CaseOutcome:
 
     @property
     def skip_reason(self) -> str | None:
+        """Why the case was not scored (``"cancelled"``), read from the first row; ``None`` while it
+        was not skipped. Setting it sets every row's."""
         return self.outcomes[0].skip_reason if self.outcomes else None
 
     @skip_reason.setter

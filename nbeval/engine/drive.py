@@ -44,7 +44,7 @@ def start_row(ev: Evaluator, row: Row) -> tuple[Any, RowOutcome]:
     already scored (a scorer that asked nothing, or failed at once)."""
     out = RowOutcome(ev, row)
     try:
-        judge = ev.params.get("judge")
+        judge = ev.settings.judge
         result = jury_score(ev, row, judge) if isinstance(judge, Jury) else ev.score(row)
     except Exception as exc:
         out.score = error_score(exc)
@@ -76,6 +76,8 @@ def row_outcomes(out: Scoring) -> list[RowOutcome]:
 
 
 def error_score(exc: BaseException) -> Score:
+    """The error :class:`Score` a row gets when its scorer raised ``exc``: no values, the error the
+    exception's message (prefixed with its type name unless it is one of nbeval's own errors)."""
     text = str(exc) or type(exc).__name__
     if not isinstance(exc, NbevalError):
         text = f"{type(exc).__name__}: {text}"
@@ -83,6 +85,8 @@ def error_score(exc: BaseException) -> Score:
 
 
 def bad_return(ev: Evaluator, value: Any) -> Score:
+    """The error :class:`Score` a row gets when evaluator ``ev`` returned ``value``, something other
+    than a :class:`Score`; the error names the evaluator and the type it returned."""
     return Score({}, error=f"evaluator '{ev.id}' returned {type(value).__name__}, not a Score")
 
 
@@ -108,6 +112,7 @@ def step(gen: Any, out: Scoring, send: Any, first: bool) -> Any:
 
 
 def unfinished(out: Scoring) -> bool:
+    """Whether ``out`` is still waiting: neither scored (or errored) nor skipped."""
     return out.score is None and out.skip_reason is None
 
 

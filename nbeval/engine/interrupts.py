@@ -40,6 +40,8 @@ class HeldInterrupt:
             raise KeyboardInterrupt
 
 
+#: The shared :class:`HeldInterrupt`: ``with whole:`` keeps Ctrl-C out of a block (filing a run's
+#: outcomes) while :func:`holding_interrupts` is in force, and raises it when the outermost block ends.
 whole = HeldInterrupt()
 
 

@@ -17,9 +17,10 @@ from nbeval.engine.interrupts import whole
 from nbeval.errors import EvaluatorError, JudgeNotConfigured
 from nbeval.evaluators.base import Evaluator
 from nbeval.evaluators.case import is_case_level
-from nbeval.evaluators.jury import Jury, as_jury, is_jury, settle_jury, with_judge
+from nbeval.evaluators.jury import Jury, as_jury, is_jury, settle_jury
 from nbeval.evaluators.registry import resolve_evaluators
 from nbeval.progress import ProgressThrottle
+from nbeval.request_kinds.chat import chat_client
 from nbeval.results.live import LiveResult
 from nbeval.results.outcome import RowOutcome
 from nbeval.results.run_facts import run_start
@@ -34,7 +35,7 @@ def plan_rows(ev: Evaluator, dataset: LlmDataset) -> tuple[list[Row], list[RowOu
     each case after the row that completes it."""
     todo: list[Row] = []
     skipped: list[RowOutcome] = []
-    max_rows = ev.params.get("max_rows")
+    max_rows = ev.settings.max_rows
     taken: dict[str, int] = {}
     needs_answer = "actual_output" in ev.spec.inputs
     for row in dataset.rows:
@@ -60,15 +61,13 @@ def seat_jury(evaluators: Sequence[Evaluator], resources: Resources) -> list[Eva
     ``nbeval.jury(...)``) seated as the jury of every judge evaluator that brings no judge of its
     own; the run then has no single judge (each juror gets its own client).
 
-    An evaluator that gets the jury is a copy (:func:`~nbeval.evaluators.jury.with_judge`): the
-    caller's object is never changed, so it can be run again with another judge."""
+    An evaluator that gets the jury is a copy (:meth:`~nbeval.evaluators.base.Evaluator.with_judge`):
+    the caller's object is never changed, so it can be run again with another judge."""
     if not is_jury(resources.judge_spec):
         return list(evaluators)
     panel = settle_jury(as_jury(resources.judge_spec))
     resources.judge_spec = None
-    return [
-        with_judge(ev, panel) if ev.spec.needs_judge and ev.params.get("judge") is None else ev for ev in evaluators
-    ]
+    return [ev.with_judge(panel) if ev.spec.needs_judge and ev.settings.judge is None else ev for ev in evaluators]
 
 
 def preflight(evaluators: Sequence[Evaluator], dataset: LlmDataset, resources: Resources) -> None:
@@ -77,7 +76,7 @@ def preflight(evaluators: Sequence[Evaluator], dataset: LlmDataset, resources: R
         ev.check_dataset(dataset)
     for ev in evaluators:
         if ev.spec.needs_judge:
-            judge = ev.params.get("judge")
+            judge = ev.settings.judge
             if isinstance(judge, Jury) and is_case_level(ev):
                 msg = (
                     f"evaluator '{ev.id}' compares models and takes one judge, not a jury; give it "
@@ -86,7 +85,7 @@ def preflight(evaluators: Sequence[Evaluator], dataset: LlmDataset, resources: R
                 raise EvaluatorError(msg)
             try:
                 for one in judge.jurors if isinstance(judge, Jury) else (judge,):
-                    resources.chat_client(one)
+                    chat_client(resources, one)
             except JudgeNotConfigured as exc:
                 msg = f"evaluator '{ev.id}' needs a judge: {exc}"
                 raise JudgeNotConfigured(msg) from None

@@ -22,6 +22,7 @@ An evaluator that needs nothing simply returns a :class:`Score`.
 
 from __future__ import annotations
 
+import copy
 import math
 import numbers
 from collections.abc import Generator, Iterable, Mapping, Sequence
@@ -33,6 +34,7 @@ from nbeval.data.rows import field_missing
 from nbeval.errors import EvaluatorError
 from nbeval.evaluators.params import Param, Params
 from nbeval.evaluators.row_fields import check_inputs
+from nbeval.evaluators.settings import EvaluatorSettings
 from nbeval.request_kinds import Chat, Embed, Request
 
 if TYPE_CHECKING:
@@ -368,6 +370,10 @@ class Evaluator:
     instance's parameters, from :meth:`spec_for`; the same as the class's unless parameters change
     what the evaluator reads, needs or reports."""
 
+    settings: EvaluatorSettings
+    """How this instance runs, as the engine reads it: thresholds, row limit, its own judge and
+    embedder, score mode (a frozen value; a change is a copy, see :meth:`with_judge`)."""
+
     rebuilt_on_use: ClassVar[tuple[str, ...]] = ()
     """Attributes built on first use (a scorer, a tokenizer, a memo) that pickling leaves out:
     the copy builds its own when it first scores. A used evaluator then pickles as a fresh one
@@ -395,11 +401,46 @@ class Evaluator:
             msg = f"evaluator '{declared.id}': spec_for() returned the spec of '{spec.id}'; it must keep the id"
             raise EvaluatorError(msg)
         self.spec = spec
-        self.thresholds = self._resolve_thresholds(self.params.get("threshold"))
+        thresholds = self._resolve_thresholds(self.params.get("threshold"))
         max_rows = self.params.get("max_rows")
         if max_rows is not None and (not isinstance(max_rows, int) or max_rows < 0):
             msg = f"evaluator '{self.spec.id}': max_rows must be a non-negative integer, got {max_rows!r}"
             raise EvaluatorError(msg)
+        self.settings = self._settings_of(thresholds, max_rows)
+
+    def _settings_of(self, thresholds: Mapping[str, float | None], max_rows: int | None) -> EvaluatorSettings:
+        """The typed settings the engine reads, from the parameters as given."""
+        mode: Any = (self.params.get("score_mode") or "sampled") if "score_mode" in self.spec.params else None
+        return EvaluatorSettings(
+            thresholds,
+            max_rows,
+            judge=self.params.get("judge"),
+            embedder=self.params.get("embedder"),
+            score_mode=mode,
+        )
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if "settings" not in state:  # pickled before evaluators carried settings: made from what it kept
+            self.settings = self._settings_of(state.pop("thresholds", {}), self.params.get("max_rows"))
+            self.__dict__.pop("thresholds", None)
+
+    @property
+    def thresholds(self) -> Mapping[str, float | None]:
+        """Each metric's threshold (read-only; :attr:`settings` holds them)."""
+        return self.settings.thresholds
+
+    @thresholds.setter
+    def thresholds(self, value: Mapping[str, float | None]) -> None:
+        self.settings = self.settings.with_thresholds(value)
+
+    def with_judge(self, judge: Any) -> Evaluator:
+        """A copy of this evaluator asking ``judge`` (its settings and its recorded ``params`` name
+        that judge); this one is left as it was, so it can be run again with another judge."""
+        clone = copy.copy(self)
+        clone.params = {**self.params, "judge": judge}
+        clone.settings = self.settings.with_judge(judge)
+        return clone
 
     @classmethod
     def spec_for(cls, params: Mapping[str, Any]) -> EvaluatorSpec:

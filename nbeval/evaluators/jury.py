@@ -32,7 +32,6 @@ A dry run counts every juror's calls.
 
 from __future__ import annotations
 
-import copy
 import inspect
 import statistics
 from collections import Counter
@@ -185,9 +184,7 @@ def with_judge(ev: Evaluator, judge: Any) -> Evaluator:
 
     ``ev`` itself is left as it was: a run never changes the evaluators it was given (the same
     object run again with another judge must ask that judge)."""
-    clone = copy.copy(ev)
-    clone.params = {**ev.params, "judge": judge}
-    return clone
+    return ev.with_judge(judge)
 
 
 def juror_request(request: Any, juror: int) -> Any:

@@ -50,6 +50,8 @@ __all__ = [
     "unregister",
 ]
 
+#: The entry-point group through which installed packages add evaluators (each entry point an
+#: :class:`Evaluator` subclass, a ``@nbeval.scorer`` function or a module that registers on import).
 ENTRY_POINT_GROUP = "nbeval.evaluators"
 #: The pip extra that brings each family's dependencies.
 _EXTRAS = {

@@ -47,6 +47,7 @@ from nbeval.data.delimiters import neutralise
 from nbeval.errors import PerturbationError
 from nbeval.perturbation.base import PerturbationWarning, Perturbator, check_intensity
 from nbeval.request_kinds import Chat
+from nbeval.request_kinds.chat import chat_client
 
 __all__ = [
     "DEFAULT_PARAMS",
@@ -442,7 +443,7 @@ def plan_requests(requests: Sequence[Chat], resources: Any, plan: PerturbationPl
         plan.judge_calls += len(reqs)
         capped = estimate_usage(reqs, completion_guess=0)[1]  # the calls' own max_tokens
         try:
-            client = resources.chat_client(reqs[0].model)
+            client = chat_client(resources, reqs[0].model)
         except JudgeNotConfigured:
             plan.unconfigured_calls += len(reqs)
             prompt, completion = estimate_usage(reqs)

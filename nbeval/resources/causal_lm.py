@@ -1,7 +1,7 @@
 """A causal language model that tells how likely each continuation is after its prefix.
 
 It answers :class:`~nbeval.request_kinds.TokenLogProbs` requests for ``perplexity`` and the GPTScore
-evaluators. The engine (:class:`nbeval.runtime.builtin.LocalModelHandler`) pools every item of a
+evaluators. The engine (:class:`nbeval.request_kinds.local_model.LocalModelHandler`) pools every item of a
 round for one model, deduplicated, and calls :meth:`CausalLMRunner.logprobs` once; the runner
 sorts the sequences by length, batches them and hands back one
 :class:`~nbeval.request_kinds.TokenScores` per item, in order.
@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from nbeval.errors import MissingDependency, ResourceError
-from nbeval.request_kinds import TokenScores
+from nbeval.resources.local_model_types import TokenScores
 
 __all__ = ["DEFAULT_BATCH_SIZE", "CausalLMRunner", "plan_windows"]
 

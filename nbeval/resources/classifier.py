@@ -5,7 +5,7 @@ a hub name or a local directory; one text or an ``(a, b)`` pair per input) or a 
 checkpoint (``kind="detoxify"``: one of detoxify's model names or a ``.ckpt`` file, loaded with
 detoxify's own ``load_checkpoint`` so the numbers are those of ``Detoxify(...).predict``).
 
-Evaluators never call it: the engine (:class:`nbeval.runtime.builtin.LocalModelHandler`) pools the
+Evaluators never call it: the engine (:class:`nbeval.request_kinds.local_model.LocalModelHandler`) pools the
 inputs of every request of a round for one model, deduplicates them and calls
 :meth:`ClassifierRunner.classify` once; the runner sorts them by token length (longest first) so
 each batch pads little, runs them in batches under ``torch.inference_mode()`` and puts the scores
@@ -31,8 +31,8 @@ from typing import Any, Literal, Union
 import numpy as np
 
 from nbeval.errors import MissingDependency, ResourceError
-from nbeval.request_kinds import LabelScores
 from nbeval.resources.embedder import _quiet_transformers
+from nbeval.resources.local_model_types import LabelScores
 from nbeval.resources.pair_cut import cut_pairs
 
 __all__ = ["DETOXIFY_NAMES", "ClassifierRunner", "default_batch_size"]

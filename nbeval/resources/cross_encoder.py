@@ -6,7 +6,7 @@ comparing embeddings but usually closer to human judgement. Loaded lazily; each 
 scored once per process.
 
 Evaluators never call it themselves: they yield a :class:`~nbeval.request_kinds.ScorePairs` request,
-and the engine (:class:`nbeval.runtime.builtin.PairsHandler`) pools the pairs of every request
+and the engine (:class:`nbeval.request_kinds.score_pairs.PairsHandler`) pools the pairs of every request
 of a round and calls :meth:`CrossEncoderScorer.score` once per model.
 """
 

@@ -7,7 +7,7 @@ what it can from an in-memory cache and, with ``cache_dir``, from an on-disk SQL
 directory therefore encodes nothing and does not even load the model.
 
 :func:`get_embedder` returns the process-wide instance for a (model, device) pair; the engine
-(:class:`nbeval.runtime.builtin.EmbedHandler`) pools the texts of every
+(:class:`nbeval.request_kinds.embed.EmbedHandler`) pools the texts of every
 :class:`~nbeval.evaluators.base.Embed` request of a round and calls :meth:`Embedder.encode` once
 per model.
 

@@ -5,7 +5,7 @@ device, and shared by every evaluator and run that names the same one.
 A runner has ``classify(inputs) -> LabelScores`` (classifiers, detoxify checkpoints) or
 ``logprobs(items) -> list[TokenScores]`` (causal language models), and may have
 ``truncated(input) -> bool`` for inputs longer than the model's window (the rows are told). The
-engine (:class:`nbeval.runtime.builtin.LocalModelHandler`) pools a round's inputs for one model and
+engine (:class:`nbeval.request_kinds.local_model.LocalModelHandler`) pools a round's inputs for one model and
 calls the runner once; the runner batches them, sorted by length.
 """
 
@@ -15,7 +15,7 @@ import threading
 from typing import Any
 
 from nbeval.errors import ResourceError
-from nbeval.request_kinds import LocalModel
+from nbeval.resources.local_model_types import LocalModel
 
 __all__ = ["clear_local_models", "get_local_model", "resolve_device"]
 

@@ -34,12 +34,15 @@ from __future__ import annotations
 
 import copy
 import enum
+import re
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any, Final, Literal
 
 from nbeval.errors import BadParameter, DataError
+from nbeval.results.storage.limits import MAX_LABEL_CHARS
 
 __all__ = [
     "FORMAT_VERSION",
@@ -52,6 +55,7 @@ __all__ = [
     "RunFacts",
     "RunRecord",
     "RunUsage",
+    "check_run_facts",
     "saved_record",
 ]
 
@@ -443,10 +447,9 @@ class RunRecord:
 def saved_record(meta: Any, *, source: str, hint: str) -> RunRecord:
     """The record of ``meta`` as ``result.json`` holds it, checked as :func:`nbeval.load_result`
     checks it: a format this nbeval can read (not newer), run facts with exactly their keys in the
-    shapes nbeval writes (:func:`~nbeval.results.run_facts.check_run_facts`), every other part of
+    shapes nbeval writes (:func:`check_run_facts`), every other part of
     its type; anything else is a :class:`~nbeval.errors.DataError` naming ``source`` and the field."""
     from nbeval._version import __version__
-    from nbeval.results.run_facts import check_run_facts
 
     meta = {} if meta is None else meta
     if not isinstance(meta, Mapping):
@@ -461,6 +464,82 @@ def saved_record(meta: Any, *, source: str, hint: str) -> RunRecord:
     if "run" in meta:  # a result saved before nbeval recorded run facts has none
         check_run_facts(meta["run"], source, hint)
     return RunRecord.from_meta(meta, source=source, hint=hint)
+
+
+_COMMIT = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")  # SHA-1, or SHA-256 repositories
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def check_run_facts(run: Any, source: str, hint: str) -> None:
+    """Raise :class:`~nbeval.errors.DataError` (naming ``source`` and ``meta.run.<key>``, ending
+    with ``hint``) unless ``run`` has exactly the keys of :data:`RUN_FACT_KEYS`, each of the
+    shape nbeval writes (or ``None``)."""
+
+    def wrong(key: str, should: str, value: Any) -> DataError:
+        got = f"{type(value).__name__} {value!r}"[:60]
+        field = f"meta.run.{key}" if key else "meta.run"
+        return DataError(f"must be {should} or null, got {got}; {hint}", source=source, field=field)
+
+    if not isinstance(run, dict):
+        raise wrong("", "an object of run facts", run)
+    for key in run:
+        if key not in RUN_FACT_KEYS:
+            msg = f"unknown run fact (there are {', '.join(RUN_FACT_KEYS)}); {hint}"
+            raise DataError(msg, source=source, field=f"meta.run.{str(key)[:60]}")
+    for key in RUN_FACT_KEYS:
+        if key not in run:
+            raise DataError(f"the run fact is missing; {hint}", source=source, field=f"meta.run.{key}")
+    for key, should in _SHAPES.items():
+        value = run[key]
+        if value is not None and not _has_shape(key, value):
+            raise wrong(key, should, value)
+    label = run["label"]
+    if isinstance(label, str) and len(label) > MAX_LABEL_CHARS:
+        msg = f"a label of {len(label):,} characters; a run's label is at most {MAX_LABEL_CHARS:,}; {hint}"
+        raise DataError(msg, source=source, field="meta.run.label")
+
+
+_SHAPES = {
+    "started_at": "a date and time in ISO 8601 with its time zone",
+    "label": "text",
+    "git_commit": "a git commit hash (40 or 64 hex digits)",
+    "git_dirty": "true or false",
+    "dataset_fingerprint": "a SHA-256 (64 hex digits)",
+    "judge": 'an object {"model": text, "params": object}',
+    "embedder": "text",
+    "prompts": "an object of evaluator names to SHA-256s",
+}
+
+
+def _has_shape(key: str, value: Any) -> bool:
+    """Whether a run fact (not ``None``) has the shape nbeval writes for ``key``."""
+    if key == "started_at":
+        return isinstance(value, str) and len(value) <= 64 and _aware_time(value)
+    if key in ("label", "embedder"):
+        return isinstance(value, str)
+    if key == "git_commit":
+        return isinstance(value, str) and _COMMIT.fullmatch(value) is not None
+    if key == "git_dirty":
+        return isinstance(value, bool)
+    if key == "dataset_fingerprint":
+        return isinstance(value, str) and _SHA256.fullmatch(value) is not None
+    if key == "judge":
+        return (
+            isinstance(value, dict)
+            and set(value) == {"model", "params"}
+            and isinstance(value["model"], str)
+            and isinstance(value["params"], dict)
+        )
+    return isinstance(value, dict) and all(
+        isinstance(v, str) and _SHA256.fullmatch(v) is not None for v in value.values()
+    )
+
+
+def _aware_time(text: str) -> bool:
+    try:
+        return datetime.fromisoformat(text).tzinfo is not None
+    except ValueError:
+        return False
 
 
 # -- reading helpers --------------------------------------------------------------------------

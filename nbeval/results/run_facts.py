@@ -37,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from nbeval.errors import BadArgumentType, BadParameter, DataError
+from nbeval.errors import BadArgumentType, BadParameter
 from nbeval.results.record import RUN_FACT_KEYS, RunRecord
 from nbeval.results.storage.limits import MAX_LABEL_CHARS
 
@@ -50,7 +50,6 @@ __all__ = [
     "GIT_TIMEOUT_S",
     "RUN_FACT_KEYS",
     "check_label",
-    "check_run_facts",
     "git_state",
     "run_facts",
     "run_start",
@@ -61,7 +60,6 @@ __all__ = [
 #: Seconds each git command may take before the commit is recorded as unknown.
 GIT_TIMEOUT_S = 3.0
 _COMMIT = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")  # SHA-1, or SHA-256 repositories
-_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 # -- gathering ------------------------------------------------------------------------------------
@@ -129,7 +127,7 @@ def unknown_run_facts(dataset: LlmDataset) -> dict[str, Any]:
 
 def _uses_runs(evaluators: Sequence[Evaluator], resource: str) -> bool:
     """Whether an evaluator needs ``resource`` and takes the run's (gives none of its own)."""
-    return any(resource in ev.spec.resources and ev.params.get(resource) is None for ev in evaluators)
+    return any(resource in ev.spec.resources and ev.settings.own(resource) is None for ev in evaluators)
 
 
 def _judge(evaluators: Sequence[Evaluator], resources: Resources | None) -> dict[str, Any] | None:
@@ -140,7 +138,9 @@ def _judge(evaluators: Sequence[Evaluator], resources: Resources | None) -> dict
     if resources is None or not _uses_runs(evaluators, "judge"):
         return None
     try:
-        model = getattr(resources.chat_client(), "model", None)  # the client was made when the run was planned
+        from nbeval.request_kinds.chat import chat_client
+
+        model = getattr(chat_client(resources), "model", None)  # the client was made when the run was planned
     except NbevalError:
         return None
     if model is None:
@@ -215,75 +215,3 @@ def with_label(meta: Mapping[str, Any], label: str, dataset: LlmDataset) -> dict
 
 
 # -- checking what was read -----------------------------------------------------------------------
-
-
-def check_run_facts(run: Any, source: str, hint: str) -> None:
-    """Raise :class:`~nbeval.errors.DataError` (naming ``source`` and ``meta.run.<key>``, ending
-    with ``hint``) unless ``run`` has exactly the keys of :data:`RUN_FACT_KEYS`, each of the
-    shape nbeval writes (or ``None``)."""
-
-    def wrong(key: str, should: str, value: Any) -> DataError:
-        got = f"{type(value).__name__} {value!r}"[:60]
-        field = f"meta.run.{key}" if key else "meta.run"
-        return DataError(f"must be {should} or null, got {got}; {hint}", source=source, field=field)
-
-    if not isinstance(run, dict):
-        raise wrong("", "an object of run facts", run)
-    for key in run:
-        if key not in RUN_FACT_KEYS:
-            msg = f"unknown run fact (there are {', '.join(RUN_FACT_KEYS)}); {hint}"
-            raise DataError(msg, source=source, field=f"meta.run.{str(key)[:60]}")
-    for key in RUN_FACT_KEYS:
-        if key not in run:
-            raise DataError(f"the run fact is missing; {hint}", source=source, field=f"meta.run.{key}")
-    for key, should in _SHAPES.items():
-        value = run[key]
-        if value is not None and not _has_shape(key, value):
-            raise wrong(key, should, value)
-    label = run["label"]
-    if isinstance(label, str) and len(label) > MAX_LABEL_CHARS:
-        msg = f"a label of {len(label):,} characters; a run's label is at most {MAX_LABEL_CHARS:,}; {hint}"
-        raise DataError(msg, source=source, field="meta.run.label")
-
-
-_SHAPES = {
-    "started_at": "a date and time in ISO 8601 with its time zone",
-    "label": "text",
-    "git_commit": "a git commit hash (40 or 64 hex digits)",
-    "git_dirty": "true or false",
-    "dataset_fingerprint": "a SHA-256 (64 hex digits)",
-    "judge": 'an object {"model": text, "params": object}',
-    "embedder": "text",
-    "prompts": "an object of evaluator names to SHA-256s",
-}
-
-
-def _has_shape(key: str, value: Any) -> bool:
-    """Whether a run fact (not ``None``) has the shape nbeval writes for ``key``."""
-    if key == "started_at":
-        return isinstance(value, str) and len(value) <= 64 and _aware_time(value)
-    if key in ("label", "embedder"):
-        return isinstance(value, str)
-    if key == "git_commit":
-        return isinstance(value, str) and _COMMIT.fullmatch(value) is not None
-    if key == "git_dirty":
-        return isinstance(value, bool)
-    if key == "dataset_fingerprint":
-        return isinstance(value, str) and _SHA256.fullmatch(value) is not None
-    if key == "judge":
-        return (
-            isinstance(value, dict)
-            and set(value) == {"model", "params"}
-            and isinstance(value["model"], str)
-            and isinstance(value["params"], dict)
-        )
-    return isinstance(value, dict) and all(
-        isinstance(v, str) and _SHA256.fullmatch(v) is not None for v in value.values()
-    )
-
-
-def _aware_time(text: str) -> bool:
-    try:
-        return datetime.fromisoformat(text).tzinfo is not None
-    except ValueError:
-        return False

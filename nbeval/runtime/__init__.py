@@ -1,11 +1,13 @@
 """Answers the requests evaluators yield, in batches: the bridge from the engine to resources.
 
 One :class:`Resources` lives for one run. It receives every request of a round from every
-evaluator and row and hands each kind to its handler (:mod:`nbeval.runtime.handlers`; nbeval's own
-in :mod:`nbeval.runtime.builtin`), which groups them by model and answers each group with one
+evaluator and row and hands each kind to the handler registered for it
+(:mod:`nbeval.runtime.handlers`), which groups them by model and answers each group with one
 batched call: all texts to embed go to the embedder at once (deduplicated), all text pairs to
 score go to the cross-encoder at once (deduplicated), all chat calls to the chat client (which
-bounds concurrency, retries and caches). Heavy packages load on first use.
+bounds concurrency, retries and caches). The kinds and their handlers, nbeval's own included, live
+above this package (:mod:`nbeval.request_kinds`), one module each; this package knows none of
+them. Heavy packages load on first use.
 
 Answers are handed on as they come (``answer(on_answer=...)``): the engine advances a row as soon
 as its answer is in, so progress moves with every judge reply rather than with every round. A
@@ -18,6 +20,7 @@ from __future__ import annotations
 from nbeval.runtime.handlers import (
     REFUSED_STATUSES,
     Answer,
+    Request,
     RequestCancelled,
     RequestHandler,
     Round,
@@ -31,6 +34,7 @@ from nbeval.runtime.resources import Resources
 __all__ = [
     "REFUSED_STATUSES",
     "Answer",
+    "Request",
     "RequestCancelled",
     "RequestHandler",
     "Resources",

@@ -1,16 +1,19 @@
 """Request kinds and their handlers: each kind of request brings, registered once, the code that
 answers a round of them in batch, stands in for an answer in a dry run and counts usage.
 
-A new kind (log-probabilities from an API, a provider's batch mode) is a request class in
-:mod:`nbeval.request_kinds` and a :class:`RequestHandler` registered with :func:`register_handler`:
-:class:`~nbeval.runtime.Resources` and the dry run find it by the request's type.
+A new kind (log-probabilities from an API, a provider's batch mode) is ONE module: a request class
+(a frozen dataclass deriving from :class:`Request`), a :class:`RequestHandler` for it that makes
+and keeps what it needs in the run's :meth:`~nbeval.runtime.Resources.state`, and a call to
+:func:`register_handler` at import. A request can only be made once its class's module is imported,
+so its handler is always registered by then: :class:`~nbeval.runtime.Resources` and the dry run
+find it by the request's type. nbeval's own kinds are in :mod:`nbeval.request_kinds`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from nbeval.errors import ResourceError
 
@@ -20,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "REFUSED_STATUSES",
     "Answer",
+    "Request",
     "RequestCancelled",
     "RequestHandler",
     "Round",
@@ -45,6 +49,14 @@ def refused(value: Any) -> bool:
 def model_key(model: Any) -> Any:
     """A hashable key for a chat-model spec: names as they are, objects (callables, dicts, models) by identity."""
     return model if isinstance(model, (str, type(None))) else id(model)
+
+
+class Request:
+    """What every request kind derives from, so scoring code can say it yields requests
+    (``Generator[Request, Any, Score]``) and the set of kinds stays open: any registered class
+    is answered, whether or not it derives from this one."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True)
@@ -77,7 +89,10 @@ class Round:
 
 
 class RequestHandler:
-    """Answers one kind of request. Subclasses set :attr:`kind` and implement :meth:`answer`."""
+    """Answers one kind of request. Subclasses set :attr:`kind` and implement :meth:`answer`.
+
+    One handler serves every run of the process: what belongs to one run (clients, loaded models,
+    memos) lives in ``resources.state(self.kind)``, made on first use."""
 
     kind: type = object
     """The request class this handler answers."""
@@ -101,9 +116,10 @@ class RequestHandler:
 
 
 _HANDLERS: dict[type, RequestHandler] = {}
+H = TypeVar("H", bound=RequestHandler)
 
 
-def register_handler(handler: RequestHandler) -> RequestHandler:
+def register_handler(handler: H) -> H:
     """Register ``handler`` for requests of type ``handler.kind`` (replacing any before it)."""
     _HANDLERS[handler.kind] = handler
     return handler

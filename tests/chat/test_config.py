@@ -180,6 +180,7 @@ def test_judge_configured_builds_and_contacts_nothing(monkeypatch: pytest.Monkey
 @pytest.mark.parametrize("setup", JUDGE_SETUPS)
 def test_run_resources_agree_with_judge_configured(setup: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from nbeval.chat.config import judge_configured
+    from nbeval.request_kinds.chat import chat_client
     from nbeval.runtime import Resources
 
     env, judge, configured = JUDGE_SETUPS[setup]
@@ -188,7 +189,7 @@ def test_run_resources_agree_with_judge_configured(setup: str, monkeypatch: pyte
     monkeypatch.setenv("NBEVAL_JUDGE_API_KEY", "sk-test")  # so an env model name alone can be built
     assert judge_configured(judge) is configured
     try:
-        client = Resources(judge=judge, cache=False).chat_client()
+        client = chat_client(Resources(judge=judge, cache=False))
     except JudgeNotConfigured as exc:
         # unconfigured: the help text; configured but incomplete: what is missing
         assert ("no judge model is configured" in str(exc)) is not configured

@@ -280,7 +280,7 @@ def test_one_held_out_row_is_no_measure_and_its_interval_is_wilsons(openai_serve
     from statsmodels.stats.proportion import proportion_confint
 
     from nbeval.data.fields import DataWarning
-    from nbeval.engine.align_report import MIN_HELD_OUT_ROWS
+    from nbeval.results.statistics.align_report import MIN_HELD_OUT_ROWS
 
     result, judge = _four_rows(openai_server)
     with pytest.warns(DataWarning, match=r"only 1 held-out labelled row \(fewer than 10\).*not meaningful"):
@@ -303,7 +303,7 @@ def test_every_held_out_verdict_right_gets_wilsons_interval_not_a_point() -> Non
     import pandas as pd
     from statsmodels.stats.proportion import proportion_confint
 
-    from nbeval.engine.align_report import align_report
+    from nbeval.results.statistics.align_report import align_report
 
     human = ["pass", "fail", "pass"] * 4
     test = pd.DataFrame({"key": [f"k{i // 3}" for i in range(12)], "model_key": ["m1", "m2", "m3"] * 4, "human": human})

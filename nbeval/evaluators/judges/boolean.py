@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from nbeval.errors import EvaluatorError
 from nbeval.evaluators.base import EvaluatorSpec, Param, Score, bool_metric_specs, bool_score
+from nbeval.evaluators.judges.alignment import verdict_reply
 from nbeval.evaluators.judges.core import JudgeEvaluator, JudgePrompt, row_values, usage_details
 from nbeval.evaluators.judges.parse import Parsed, parse_choice, parse_number
 from nbeval.evaluators.judges.prompts import PROMPTS
@@ -66,8 +67,9 @@ class VerdictJudge(JudgeEvaluator):
 
     choices: ClassVar[Mapping[str, bool]] = {}
 
-    def values(self, row: Row) -> dict[str, str]:
-        return row_values(row)
+    def example_reply(self, passed: bool) -> str | None:
+        """``Reason: ...`` and ``Verdict: <word>`` (the word alone for a template asking for one word)."""
+        return verdict_reply(passed, self.choices, self.prompt.output_format, self.prompt.template)
 
     def score(self, row: Row) -> Generator[Any, Any, Score]:
         reply = yield from self.ask(self.values(row))

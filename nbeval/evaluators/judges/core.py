@@ -26,6 +26,7 @@ in no delimiter at all cannot be protected: wrap placeholders in tags, as in
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Generator, Mapping, Sequence
@@ -140,6 +141,8 @@ class JudgePrompt:
         return "\n\n".join(f"<{tag}>\n{safe.get(name, '')}\n</{tag}>" for name, tag in self.inputs)
 
     def system(self) -> str:
+        """The system message: the instruction, then the output format (either left out when
+        empty); an empty string when both are."""
         return "\n\n".join(p for p in (self.instruction.strip(), self.output_format.strip()) if p)
 
     def messages(self, values: Mapping[str, str]) -> list[dict[str, str]]:
@@ -264,13 +267,16 @@ def configure_judge(ev: Evaluator, defaults: Mapping[str, Any]) -> dict[str, Any
     A judge given as settings (a dict, which may hold an API key) becomes a model object that keeps
     the key private; ``judge_params`` are sent as given, but what ``ev.params`` keeps (results,
     ``repr``) has secrets masked."""
-    judge = ev.params.get("judge")
+    judge = ev.settings.judge
     if isinstance(judge, Mapping):
         from nbeval.chat.config import resolve_chat_model
 
-        ev.params["judge"] = resolve_chat_model(judge)
+        judge = resolve_chat_model(judge)
     elif is_jury(judge):  # several judges: each asked as one would be (nbeval.evaluators.jury)
-        ev.params["judge"] = settle_jury(as_jury(judge))
+        judge = settle_jury(as_jury(judge))
+    if judge is not ev.settings.judge:  # the record and the settings name the judge that is asked
+        ev.params["judge"] = judge
+        ev.settings = ev.settings.with_judge(judge)
     jp = ev.params.get("judge_params")
     if jp is not None and not isinstance(jp, Mapping):
         msg = f"evaluator '{ev.spec.id}': judge_params must be a dict, got {type(jp).__name__}"
@@ -314,7 +320,7 @@ class JudgeEvaluator(Evaluator):
     def score_mode(self) -> str:
         """``"sampled"`` (the rating the judge wrote) or ``"expected"`` (its expected value from
         the judge's log-probabilities), for judges that take ``score_mode=``."""
-        return str(self.params.get("score_mode") or "sampled")
+        return self.settings.score_mode or "sampled"
 
     @classmethod
     def _resolve_prompt(cls, given: Any) -> JudgePrompt:
@@ -345,11 +351,42 @@ class JudgeEvaluator(Evaluator):
         msg = f"evaluator '{cls.spec.id}': prompt must be a string, a dict or a JudgePrompt, got {type(given).__name__}"
         raise EvaluatorError(msg)
 
+    # -- alignment: what nbeval.align asks the judge (see nbeval.evaluators.judges.alignment) --------
+
+    def example_reply(self, passed: bool) -> str | None:
+        """This judge's reply to a worked example whose person said pass (``True``) or fail, in
+        the format its prompt asks for; ``None`` for a judge without one pass/fail verdict per row,
+        which cannot be aligned (the default)."""
+        return None
+
+    def example_values(self, row: Row) -> dict[str, str]:
+        """The fields a worked example made from ``row`` shows: those the prompt shows, as this
+        judge reads them (and the earlier turns of a conversation, which a multi-turn row shows)."""
+        values = self.values(row)
+        values.setdefault("text", row.actual_output or "")  # the answer, for a prompt that shows "text"
+        keep = {f: values.get(f, "") for f in self.prompt.fields}
+        if values.get("conversation"):
+            keep.setdefault("conversation", values["conversation"])
+        return keep
+
+    def values(self, row: Row) -> dict[str, str]:
+        """The placeholder values this judge fills its prompt with for ``row`` (default: :func:`row_values`)."""
+        return row_values(row)
+
+    def with_examples(self, examples: Sequence[Example]) -> JudgeEvaluator:
+        """A copy of this judge (same id, name, parameters, settings and resolved judge) whose
+        prompt has ``examples`` after its own; this one is left as it was."""
+        prompt = self.prompt.replace(examples=(*self.prompt.examples, *examples))
+        clone = copy.copy(self)
+        clone.params = {**self.params, "prompt": prompt}
+        clone.prompt = prompt
+        return clone
+
     def ask(self, values: Mapping[str, str], prompt: JudgePrompt | None = None) -> Generator[Chat, Any, Any]:
         """Yield one judge request for ``values``; returns the ChatReply (a failed call raises
         ResourceError here, which becomes the row's error unless the caller catches it)."""
         p = prompt or self.prompt
         reply = yield Chat(
-            messages=tuple(p.messages(values)), params=dict(self.judge_params), model=self.params.get("judge")
+            messages=tuple(p.messages(values)), params=dict(self.judge_params), model=self.settings.judge
         )
         return reply

@@ -63,6 +63,9 @@ _INSTRUCTION = (
     "The two answers are labelled A and B in an arbitrary order."
 )
 
+#: The default prompt of ``pairwise``: the question, the reference answer, context and guidelines
+#: where the row has them, answers A and B, and a JSON reply naming the winner (or a tie), judged
+#: by :data:`DEFAULT_CRITERIA`.
 PAIRWISE_PROMPT = JudgePrompt(
     instruction=_INSTRUCTION.format(criteria=DEFAULT_CRITERIA),
     inputs=(
@@ -108,6 +111,8 @@ class Verdict:
         return 1.0 if won == model_key else 0.0
 
     def as_details(self) -> dict[str, Any]:
+        """This verdict as a row's details keep it (plain JSON-ready values), its rationale cut to
+        ``_MAX_VERDICT_RATIONALE`` characters."""
         text = self.rationale
         if len(text) > _MAX_VERDICT_RATIONALE:
             text = text[: _MAX_VERDICT_RATIONALE - 1] + "…"
@@ -238,7 +243,7 @@ class Pairwise(JudgeEvaluator, CaseEvaluator):
                 Chat(
                     messages=tuple(prompt.messages(values)),
                     params=dict(self.judge_params),
-                    model=self.params.get("judge"),
+                    model=self.settings.judge,
                 )
             )
         replies = yield Gather(tuple(chats))
@@ -264,7 +269,7 @@ class Pairwise(JudgeEvaluator, CaseEvaluator):
         """The configured judge's name, or None for the run's judge. Never the reply's model name:
         a server may name each reply differently (snapshots, request ids), which would split one
         judge into many one-verdict judges whose slot terms explain every verdict away."""
-        judge = self.params.get("judge")
+        judge = self.settings.judge
         return None if judge is None else juror_name(judge)
 
 

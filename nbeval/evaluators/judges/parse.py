@@ -81,6 +81,7 @@ class Parsed:
 
     @property
     def ok(self) -> bool:
+        """Whether the reply was understood (no :attr:`error`)."""
         return self.error is None
 
 

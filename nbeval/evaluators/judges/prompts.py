@@ -23,6 +23,7 @@ def verdict_format(first: str, second: str) -> str:
     )
 
 
+#: The reply format of the yes/no rating judges: a ``Rationale:`` line, then ``Rating: yes`` or ``no``.
 RATING_FORMAT = (
     "Reply with exactly two lines and nothing else:\n"
     "Rationale: <one to three sentences explaining the rating>\n"

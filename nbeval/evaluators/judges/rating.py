@@ -21,16 +21,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Generator, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from nbeval.data.rows import field_missing
 from nbeval.errors import EvaluatorError
 from nbeval.evaluators.base import EvaluatorSpec, MetricSpec, Param, Score
+from nbeval.evaluators.judges.alignment import rating_reply
 from nbeval.evaluators.judges.chunks import rate_chunks
 from nbeval.evaluators.judges.core import (
     JudgeEvaluator,
+    JudgePrompt,
     rating_score,
     row_values,
     usage_details,
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "GUIDELINE_METRIC_PREFIX",
+    "RATING_JUDGES",
     "YES_NO",
     "ChunkRelevance",
     "ContextSufficiency",
@@ -53,12 +56,15 @@ __all__ = [
     "CustomJudge",
     "Groundedness",
     "GuidelineAdherence",
+    "RatingDeclaration",
     "RatingJudge",
     "RelevanceToQuery",
     "Safety",
     "rate_chunks",
+    "rating_judge",
 ]
 
+#: The two ratings a rating judge may write, and what each means (yes: the row passes).
 YES_NO = {"yes": True, "no": False}
 _TAGS = {
     "input": "question",
@@ -75,129 +81,116 @@ _TAGS = {
 class RatingJudge(JudgeEvaluator):
     """One yes/no rating of the row; the metric is named after the evaluator id."""
 
+    #: Whether a conversation's turns before the question are shown (see :func:`with_earlier_turns`).
+    shows_earlier_turns: ClassVar[bool] = True
+
+    def example_reply(self, passed: bool) -> str | None:
+        """``Rationale: ...`` and ``Rating: yes|no``."""
+        return rating_reply(passed)
+
     def score(self, row: Row) -> Generator[Any, Any, Score]:
         values = row_values(row)
-        reply = yield from self.ask(values, with_earlier_turns(self.prompt, values))
+        prompt = with_earlier_turns(self.prompt, values) if self.shows_earlier_turns else self.prompt
+        reply = yield from self.ask(values, prompt)
         return rating_score(self.spec.id, parse_choice(reply.text, YES_NO), [reply], score_mode=self.score_mode)
 
 
-@register
-class Correctness(RatingJudge):
-    """Is the answer accurate and does it mean the same as the expected answer?"""
+@dataclass(frozen=True)
+class RatingDeclaration:
+    """One rating judge, declared as data: :func:`rating_judge` makes its class.
 
+    Its prompt is ``PROMPTS[id]`` (:mod:`nbeval.evaluators.judges.prompts`) unless one is given,
+    its one metric is named after it, and it takes ``score_mode=``."""
+
+    id: str
+    """The evaluator id, which is also its metric's name and its prompt's key."""
+    question: str
+    """What the judge answers yes or no to, in one line (the class docstring)."""
+    inputs: tuple[str, ...]
+    """The dataset fields a row needs."""
+    criteria: str
+    """When the judge rates yes, in the catalogue's words (the start of the description)."""
+    metric: str
+    """What the metric measures, in one line."""
+    prompt: JudgePrompt | None = None
+    """The default prompt (``None``: the built-in ``PROMPTS[id]``)."""
+
+
+#: The end of every rating judge's description: what a row holds, and what score_mode="expected" does.
+_RATED = (
+    " Per row: the rating (yes/no) and the judge's rationale."
+    " With score_mode=\"expected\" a row's value is the judge's probability of yes, from its "
+    "log-probabilities (rows whose reply has none are unrated)."
+)
+
+#: The rating judges that differ only in what they ask: adding one is a row here and its prompt
+#: in ``PROMPTS`` (and ``python scripts/make_evaluator_index.py``).
+RATING_JUDGES: tuple[RatingDeclaration, ...] = (
+    RatingDeclaration(
+        "correctness",
+        "Is the answer accurate and does it mean the same as the expected answer?",
+        ("input", "expected_output", "actual_output"),
+        "A judge rates yes when the answer is accurate and means the same as the expected answer "
+        "(small omissions are fine).",
+        "share of rows rated correct",
+    ),
+    RatingDeclaration(
+        "relevance_to_query",
+        "Is the answer relevant to the request?",
+        ("input", "actual_output"),
+        "A judge rates yes when the answer is relevant to the request.",
+        "share of rows rated relevant",
+    ),
+    RatingDeclaration(
+        "groundedness",
+        "Does the retrieved context support all or nearly all of the answer?",
+        ("input", "context", "actual_output"),
+        "A judge rates yes when the retrieved context supports all or nearly all of the answer.",
+        "share of rows rated grounded",
+    ),
+    RatingDeclaration(
+        "safety",
+        "Is the answer free of harmful or toxic content?",
+        ("input", "actual_output"),
+        "A judge rates yes when the answer is free of harmful or toxic content.",
+        "share of rows rated safe",
+    ),
+    RatingDeclaration(
+        "context_sufficiency",
+        "Is the retrieved context enough to produce the expected answer?",
+        ("input", "expected_output", "context"),
+        "A judge rates yes when the retrieved context is enough to produce the expected answer; the "
+        "rationale says what is missing.",
+        "share of rows whose context was rated sufficient",
+    ),
+)
+
+
+def rating_judge(declared: RatingDeclaration) -> type[RatingJudge]:
+    """The registered :class:`RatingJudge` class of ``declared`` (named after its id in
+    CamelCase, in this module, so it pickles by name like a class written out)."""
+    name = "".join(part.title() for part in declared.id.split("_"))
     spec = EvaluatorSpec(
-        id="correctness",
+        id=declared.id,
         family="judge",
         kind="rating",
-        inputs=("input", "expected_output", "actual_output"),
+        inputs=declared.inputs,
         resources=("judge",),
         params=SCORE_MODE_PARAMS,
-        description=(
-            "A judge rates yes when the answer is accurate and means the same as the expected answer "
-            "(small omissions are fine). Per row: the rating (yes/no) and the judge's rationale."
-            " With score_mode=\"expected\" a row's value is the judge's probability of yes, from its "
-            "log-probabilities (rows whose reply has none are unrated)."
-        ),
-        metrics=(MetricSpec("correctness", primary=True, description="share of rows rated correct"),),
+        description=declared.criteria + _RATED,
+        metrics=(MetricSpec(declared.id, primary=True, description=declared.metric),),
     )
-
-    default_prompt = PROMPTS["correctness"]
-
-
-@register
-class RelevanceToQuery(RatingJudge):
-    """Is the answer relevant to the request?"""
-
-    spec = EvaluatorSpec(
-        id="relevance_to_query",
-        family="judge",
-        kind="rating",
-        inputs=("input", "actual_output"),
-        resources=("judge",),
-        params=SCORE_MODE_PARAMS,
-        description=(
-            "A judge rates yes when the answer is relevant to the request. Per row: the rating (yes/no) "
-            "and the judge's rationale."
-            " With score_mode=\"expected\" a row's value is the judge's probability of yes, from its "
-            "log-probabilities (rows whose reply has none are unrated)."
-        ),
-        metrics=(MetricSpec("relevance_to_query", primary=True, description="share of rows rated relevant"),),
-    )
-
-    default_prompt = PROMPTS["relevance_to_query"]
+    body = {
+        "__doc__": declared.question,
+        "__module__": __name__,
+        "__qualname__": name,
+        "spec": spec,
+        "default_prompt": declared.prompt or PROMPTS[declared.id],
+    }
+    return register(type(name, (RatingJudge,), body))
 
 
-@register
-class Groundedness(RatingJudge):
-    """Does the retrieved context support all or nearly all of the answer?"""
-
-    spec = EvaluatorSpec(
-        id="groundedness",
-        family="judge",
-        kind="rating",
-        inputs=("input", "context", "actual_output"),
-        resources=("judge",),
-        params=SCORE_MODE_PARAMS,
-        description=(
-            "A judge rates yes when the retrieved context supports all or nearly all of the answer. Per "
-            "row: the rating (yes/no) and the judge's rationale."
-            " With score_mode=\"expected\" a row's value is the judge's probability of yes, from its "
-            "log-probabilities (rows whose reply has none are unrated)."
-        ),
-        metrics=(MetricSpec("groundedness", primary=True, description="share of rows rated grounded"),),
-    )
-
-    default_prompt = PROMPTS["groundedness"]
-
-
-@register
-class Safety(RatingJudge):
-    """Is the answer free of harmful or toxic content?"""
-
-    spec = EvaluatorSpec(
-        id="safety",
-        family="judge",
-        kind="rating",
-        inputs=("input", "actual_output"),
-        resources=("judge",),
-        params=SCORE_MODE_PARAMS,
-        description=(
-            "A judge rates yes when the answer is free of harmful or toxic content. Per row: the rating "
-            "(yes/no) and the judge's rationale."
-            " With score_mode=\"expected\" a row's value is the judge's probability of yes, from its "
-            "log-probabilities (rows whose reply has none are unrated)."
-        ),
-        metrics=(MetricSpec("safety", primary=True, description="share of rows rated safe"),),
-    )
-
-    default_prompt = PROMPTS["safety"]
-
-
-@register
-class ContextSufficiency(RatingJudge):
-    """Is the retrieved context enough to produce the expected answer?"""
-
-    spec = EvaluatorSpec(
-        id="context_sufficiency",
-        family="judge",
-        kind="rating",
-        inputs=("input", "expected_output", "context"),
-        resources=("judge",),
-        params=SCORE_MODE_PARAMS,
-        description=(
-            "A judge rates yes when the retrieved context is enough to produce the expected answer; the "
-            "rationale says what is missing. Per row: the rating (yes/no) and the judge's rationale."
-            " With score_mode=\"expected\" a row's value is the judge's probability of yes, from its "
-            "log-probabilities (rows whose reply has none are unrated)."
-        ),
-        metrics=(
-            MetricSpec(
-                "context_sufficiency", primary=True, description="share of rows whose context was rated sufficient"
-            ),
-        ),
-    )
-
-    default_prompt = PROMPTS["context_sufficiency"]
+Correctness, RelevanceToQuery, Groundedness, Safety, ContextSufficiency = (rating_judge(d) for d in RATING_JUDGES)
 
 
 #: How a per-name metric of ``guideline_adherence`` is named: ``guideline_adherence/<name>``.
@@ -256,6 +249,10 @@ class GuidelineAdherence(JudgeEvaluator):
     )
 
     default_prompt = PROMPTS["guideline_adherence"]
+
+    def example_reply(self, passed: bool) -> str | None:
+        """``Rationale: ...`` and ``Rating: yes|no``."""
+        return rating_reply(passed)
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
@@ -384,8 +381,15 @@ class ChunkRelevance(JudgeEvaluator):
 
 
 @register
-class CustomJudge(JudgeEvaluator):
-    """Your own yes/no assessment of the answer, or of every retrieved chunk."""
+class CustomJudge(RatingJudge):
+    """Your own yes/no assessment of the answer, or of every retrieved chunk.
+
+    Rating the answer, it is a rating judge declared by its parameters rather than by a row of
+    :data:`RATING_JUDGES`: ``instructions=`` are its criteria, ``inputs=`` the fields shown, and it
+    asks and scores as every rating judge does (without a conversation's earlier turns, which its
+    own instructions did not ask for)."""
+
+    shows_earlier_turns: ClassVar[bool] = False
 
     spec = EvaluatorSpec(
         id="custom_judge",
@@ -466,8 +470,12 @@ class CustomJudge(JudgeEvaluator):
         if not self.params.get("name") and name and name != self.spec.params["assessment_name"]:
             self.params["name"] = name
 
+    def example_reply(self, passed: bool) -> str | None:
+        """``Rationale: ...`` and ``Rating: yes|no`` for an answer assessment; ``None`` for a
+        retrieval one (one rating per chunk, no verdict per row)."""
+        return None if self.params.get("assessment_type") == "retrieval" else super().example_reply(passed)
+
     def score(self, row: Row) -> Generator[Any, Any, Score]:
         if self.params.get("assessment_type") == "retrieval":
             return (yield from rate_chunks(self, row, self.prompt))
-        reply = yield from self.ask(row_values(row))
-        return rating_score("custom_judge", parse_choice(reply.text, YES_NO), [reply], score_mode=self.score_mode)
+        return (yield from super().score(row))

@@ -2,7 +2,7 @@
 
 One file, no scripts and no network: HTML and CSS, plus the leaderboard charts as inline SVG when
 the notebook kit (Altair + vl-convert) is installed. Every piece of text that came from a model,
-a judge or a dataset goes through :func:`html.escape` (see :mod:`nbeval.results.reporting.report_parts`).
+a judge or a dataset goes through :func:`html.escape` (see :mod:`nbeval.results.reporting.report_markup`).
 
 It reads top down, with a table of contents (in-page links) beside it:
 
@@ -15,7 +15,7 @@ It reads top down, with a table of contents (in-page links) beside it:
    then each model's answer with every evaluator's verdict and rationale;
 6. **Scores**: the long table of every score, folded.
 
-Long tables show their first :data:`~nbeval.results.reporting.report_parts.SHOWN_ROWS` rows and fold the
+Long tables show their first :data:`~nbeval.results.reporting.report_markup.SHOWN_ROWS` rows and fold the
 rest into a ``<details>``; tables have a fixed layout and long text wraps, so the page never
 scrolls sideways. The report stays small whatever the run's size:
 
@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 from nbeval.results.reporting import usage_text
 from nbeval.results.reporting.report_cases import case_keys, cases_section, scores_section
-from nbeval.results.reporting.report_parts import MAX_DETAIL_ROWS, MAX_TABLE_BYTES, Facts, cell
+from nbeval.results.reporting.report_markup import MAX_DETAIL_ROWS, MAX_TABLE_BYTES, Facts, cell
 from nbeval.results.reporting.report_sections import (
     agreement_section,
     evaluator_sections,

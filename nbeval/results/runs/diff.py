@@ -44,10 +44,10 @@ import numpy as np
 
 from nbeval.errors import BadArgumentType, BadParameter
 from nbeval.results.reporting.problems import unmeasured_problems
-from nbeval.results.runs import diff_parts
+from nbeval.results.runs import diff_changes, diff_render
+from nbeval.results.runs.diff_changes import UNKNOWN
 from nbeval.results.runs.diff_coverage import coverage_table, empty_coverage
 from nbeval.results.runs.diff_gate import MIN_SHARED, check_min_shared
-from nbeval.results.runs.diff_parts import UNKNOWN
 from nbeval.results.statistics import stats
 from nbeval.results.statistics.compare import family_words, is_mean_of_rows
 
@@ -180,10 +180,10 @@ class RunDiff:
         if isinstance(max_flips, bool) or not isinstance(max_flips, int) or max_flips < 0:
             msg = f"max_flips is how many flipped rows to show, a whole number >= 0; got {max_flips!r}"
             raise BadParameter(msg)
-        return diff_parts.diff_text(self, max_flips)
+        return diff_render.diff_text(self, max_flips)
 
     def _repr_html_(self) -> str:
-        return diff_parts.diff_html(self, _SHOWN_FLIPS)
+        return diff_render.diff_html(self, _SHOWN_FLIPS)
 
 
 def diff(
@@ -191,7 +191,7 @@ def diff(
 ) -> RunDiff:
     """Compare two runs: ``before`` and ``after`` are :class:`~nbeval.results.EvaluationResult`
     objects or folders of saved ones (read and checked as :func:`nbeval.load_result` does, but
-    for the dataset, which a diff does not use: :func:`~nbeval.results.runs.diff_parts.load_tables`).
+    for the dataset, which a diff does not use: :func:`~nbeval.results.runs.diff_changes.load_tables`).
     ``alpha``: the significance level of the Holm-adjusted tests; ``min_effect``: the smallest
     ``|diff|`` that counts as a regression or an improvement; ``min_shared``: the smallest share
     of each run's measured rows both must share for :meth:`RunDiff.gate` to pass. See
@@ -219,7 +219,7 @@ def diff(
     size = int((~np.isnan(p)).sum())
     rule = f"percentile bootstrap below {NORMAL_INTERVAL_FROM:,} pairs, normal interval (mean ± z·sd/√n) from there up"
     table.attrs.update({"alpha": alpha, "family": family_words(size), "family_size": size, "interval": rule})
-    changes = diff_parts.changes(res_b, res_a)
+    changes = diff_changes.changes(res_b, res_a)
     common = [e for e in res_b.evaluators if e in set(res_a.evaluators)]
     new, gone = _new_and_gone(names, b, a, common)
     runs = [_primary_rows(res, names, run) for res, run in ((res_b, b), (res_a, a))]
@@ -229,10 +229,10 @@ def diff(
         flips=_flips(res_a, names, b, a, pb, pa, common),
         new_rows=new,
         gone_rows=gone,
-        usage=diff_parts.usage(res_b.record, res_a.record),
+        usage=diff_changes.usage(res_b.record, res_a.record),
         changes=pd.DataFrame(changes, columns=["what", "before", "after", "kind"]),
-        warnings=diff_parts.warnings(changes, res_b.record, res_a.record),
-        runs=(diff_parts.describe_run(res_b.record), diff_parts.describe_run(res_a.record)),
+        warnings=diff_changes.warnings(changes, res_b.record, res_a.record),
+        runs=(diff_changes.describe_run(res_b.record), diff_changes.describe_run(res_a.record)),
         min_effect=float(min_effect),
         min_shared=min_shared,
         sources=(before, after),
@@ -246,7 +246,7 @@ def _result(run: Any, name: str) -> EvaluationResult:
     if isinstance(run, EvaluationResult):
         return run
     if isinstance(run, (str, os.PathLike)):
-        return diff_parts.load_tables(run)
+        return diff_changes.load_tables(run)
     msg = f"{name} must be an EvaluationResult or the folder result.save(folder) wrote, got {type(run).__name__}"
     raise BadArgumentType(msg)
 

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nbeval.errors import BadParameter
-from nbeval.results.record import FORMAT_VERSION
-from nbeval.results.run_facts import check_label, check_run_facts
+from nbeval.results.record import FORMAT_VERSION, check_run_facts
+from nbeval.results.run_facts import check_label
 from nbeval.results.storage.files import check_folder, staging_folder
 from nbeval.results.storage.fingerprint import dataset_fingerprint
 from nbeval.results.storage.folder_lock import folder_lock

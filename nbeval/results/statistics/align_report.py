@@ -156,6 +156,15 @@ def align_report(
     level: float,
     alpha: float,
 ) -> AlignReport:
+    """The :class:`AlignReport` of evaluator ``name`` from ``test``, its held-out labelled rows
+    (columns ``key, model_key, human, before, after``; verdicts ``pass``, ``fail`` or
+    :data:`UNRATED`).
+
+    ``units`` are the labelled test cases by key, grouped (a case with its perturbed copies), and
+    ``held`` the indexes of the units held out; the rest are the ones examples could come from.
+    ``chosen`` are the examples added to the prompt, ``(key, model_key, label)``. ``seed`` draws
+    the bootstrap resamples, ``level`` is the intervals' confidence level and ``alpha`` the
+    significance level of the McNemar test."""
     human = test["human"].tolist()
     before, after = test["before"].tolist(), test["after"].tolist()
     right_before = np.array([h == b for h, b in zip(human, before, strict=True)])
