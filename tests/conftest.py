@@ -152,3 +152,9 @@ def openai_server() -> Iterator[FakeOpenAIServer]:
     """A running fake OpenAI-compatible server on 127.0.0.1, answering "ok" until told otherwise."""
     with FakeOpenAIServer() as server:
         yield server
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # @pytest.mark.covers("nbeval hello --name"): the option a test checks the effect of, read by
+    # tests/options/test_option_coverage.py so that a new command's test declares its own coverage
+    config.addinivalue_line("markers", "covers(*keys): the options whose effect this test checks")

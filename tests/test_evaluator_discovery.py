@@ -1,8 +1,9 @@
 """An evaluator is found from its one declaration, with no step in between (issue 44).
 
-A built-in is a module dropped in a family package: the registry sees that the index was built from
-other sources and reads the declarations from the modules, so ``nbeval.evaluator("answer_length")``
-works before anyone runs ``scripts/make_evaluator_index.py``. A plugin is one module and its entry
+A built-in is a module dropped in a family package: the index of the declarations is named by a
+digest of the family modules' source, so the first process after the change finds no index of these
+sources, reads the declarations from the modules and keeps them as the new index:
+``nbeval.evaluator("answer_length")`` works with no step in between. A plugin is one module and its entry
 point. A typo in a declaration's inputs is an error where it is declared, not a run of skipped rows.
 """
 
@@ -66,7 +67,7 @@ def _copy_with(tmp_path: Path, source: str) -> Path:
 
 
 def _run(tmp_path: Path, code: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache")}
     return subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=tmp_path, env=env
     )
@@ -80,10 +81,16 @@ def test_a_module_dropped_in_a_family_package_is_found_without_a_script(tmp_path
     assert got["file"] == str(copy / "__init__.py")  # the copy ran, not the checkout
     assert got["listed"] and got["module"] == "nbeval.evaluators.deterministic.answer_length"
     assert got["values"] == [["a", 1.0], ["b", 0.0]]  # 3 words pass max_words=3, 4 do not
-    # The committed index of the copy is unchanged: it is read again only when it is written again.
-    assert (copy / "evaluators" / index.INDEX_FILE).read_bytes() == (
-        PACKAGE / "evaluators" / index.INDEX_FILE
-    ).read_bytes()
+    # The index kept for the next process lists it, and that process reads no family module.
+    stored = list((tmp_path / "cache" / "nbeval" / "evaluators").glob("index-*.json"))
+    assert len(stored) == 1 and '"answer_length"' in stored[0].read_text(encoding="utf-8")
+    again = _run(
+        tmp_path,
+        "import sys, nbeval; print('answer_length' in nbeval.catalogue(), "
+        "'nbeval.evaluators.deterministic.answer_length' in sys.modules)",
+    )
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.split() == ["True", "False"]
 
 
 def test_a_typo_in_a_dropped_in_module_is_an_error_naming_it(tmp_path: Path) -> None:
@@ -95,21 +102,55 @@ def test_a_typo_in_a_dropped_in_module_is_an_error_naming_it(tmp_path: Path) -> 
     assert "did you mean 'actual_output'?" in last
 
 
-def test_a_stale_index_is_replaced_by_the_modules_declarations(monkeypatch: pytest.MonkeyPatch) -> None:
-    committed = index.packaged_index()
-    assert committed is not None
+@pytest.fixture
+def empty_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """nbeval's cache folder pointed at an empty one, and the registry's declarations forgotten."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(registry, "_BUILTINS", None)
-    monkeypatch.setattr(registry, "packaged_index", lambda: index.Index({}, "sha256:not-these-sources"))
-    built = registry.builtin_specs()
-    assert built == committed.specs  # every built-in, though the (stale) index listed none
+    return tmp_path / "nbeval" / "evaluators"
 
 
-def test_an_index_of_these_sources_is_read_without_importing_anything(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_index_of_other_sources_is_never_read(empty_cache: Path) -> None:
+    built = registry.build_builtin_specs()
+    # a file where this digest's index belongs, but written from other sources (a copy, a tampering)
+    path = index.index_path(index.sources_digest())
+    path.parent.mkdir(parents=True)
+    path.write_text(index.render_index({}, "sha256:not-these-sources"), encoding="utf-8")
+    assert registry.builtin_specs() == built  # every built-in, though that file listed none
+    assert index.parse_index(path.read_text(encoding="utf-8")).specs == built  # and written again
+
+
+def test_an_index_of_these_sources_is_read_without_importing_anything(
+    empty_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     only = EvaluatorSpec(id="t_listed", family="test", kind="score", inputs=(), metrics=(MetricSpec("m"),))
-    monkeypatch.setattr(registry, "_BUILTINS", None)
-    monkeypatch.setattr(registry, "packaged_index", lambda: index.Index({"t_listed": only}, index.sources_digest()))
+    assert index.store_index({"t_listed": only}, index.sources_digest()) is not None
     monkeypatch.setattr(registry, "build_builtin_specs", lambda: pytest.fail("the index is current: no build"))
     assert registry.builtin_specs() == {"t_listed": only}
+
+
+def test_a_damaged_index_is_built_again(empty_cache: Path) -> None:
+    path = index.index_path(index.sources_digest())
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b'{"format": 1, "evaluators": {"rouge": ')  # cut off mid-write by another program
+    assert "rouge" in registry.builtin_specs() and len(registry.builtin_specs()) > 50
+
+
+def test_a_cache_folder_that_cannot_be_written_costs_only_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder would be", encoding="utf-8")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    monkeypatch.setattr(registry, "_BUILTINS", None)
+    assert index.store_index({}, index.sources_digest()) is None
+    assert registry.builtin_specs() == registry.build_builtin_specs()
+
+
+def test_old_indexes_are_pruned(empty_cache: Path) -> None:
+    spec = EvaluatorSpec(id="t_old", family="test", kind="score", inputs=(), metrics=(MetricSpec("m"),))
+    for n in range(index.KEPT_INDEXES + 3):
+        assert index.store_index({"t_old": spec}, f"sha256:{n:032x}{0:032x}") is not None
+    assert len(list(empty_cache.glob("index-*.json"))) == index.KEPT_INDEXES
+    assert not list(empty_cache.glob("*.tmp"))
 
 
 def test_two_family_modules_cannot_declare_one_id() -> None:

@@ -1,18 +1,16 @@
 """The index of the built-in evaluators: every declaration, listed without importing scoring code.
 
 Each built-in evaluator declares itself once, as the ``spec`` of its class in a module of its
-family package (``nbeval/evaluators/<family>/``). ``index.json`` beside this module holds those
-declarations, so that listing the catalogue (``nbeval evaluators``, the picker,
-``nbeval.catalogue()``) imports no family module: importing them all costs a third of a second,
-and listing happens at every CLI start and widget draw. The first use of an evaluator imports its
-module (the index names it), whose class then registers its own spec.
-
-The index records a digest of the family modules' source it was built from (:func:`sources_digest`).
-Where the modules differ from it (an evaluator added, moved or edited, and the file not written
-again), the registry builds the declarations from the modules themselves, in the process, so a new
-evaluator is found without running anything; ``scripts/make_evaluator_index.py`` writes the file
-again, and ``tests/test_catalogue_code.py`` fails while the committed file is stale, so a release
-always takes the fast path.
+family package (``nbeval/evaluators/<family>/``); a module dropped there is one, with no step in
+between. Listing the catalogue (``nbeval evaluators``, the picker, ``nbeval.catalogue()``) happens
+at every CLI start and widget draw, and importing every family module to read their specs costs a
+third of a second, so the declarations are kept in an index built on first use: the registry
+imports the family modules once, writes what they declare to a file in nbeval's cache folder
+(:func:`cache_folder`), and every later process reads that file instead, importing no family
+module. The file is named by a digest of the family modules' source (:func:`sources_digest`), so
+an evaluator added, moved or edited gives a new digest and the index is built again by the first
+process that needs it; nothing is ever read from an index of other sources. Where the cache folder
+cannot be written, each process builds the declarations itself.
 
 An entry is :func:`spec_to_dict`'s: the declaration with every metric spelled out (range,
 threshold, primary) and every parameter with its type as text.
@@ -24,10 +22,11 @@ import ast
 import hashlib
 import json
 import math
+import os
+import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -36,22 +35,24 @@ from nbeval.evaluators.base import EvaluatorSpec, MetricSpec
 from nbeval.evaluators.params import Param, Params
 
 __all__ = [
-    "INDEX_FILE",
+    "KEPT_INDEXES",
     "Index",
+    "cache_folder",
     "declaring_modules",
     "family_modules",
+    "index_path",
     "is_family_module",
-    "packaged_index",
     "parse_index",
-    "read_index",
     "render_index",
     "sources_digest",
     "spec_from_dict",
     "spec_to_dict",
+    "store_index",
+    "stored_index",
 ]
 
-#: The file, beside this module, that :func:`render_index` writes.
-INDEX_FILE = "index.json"
+#: How many indexes of other sources a cache folder keeps (each edit of an evaluator module makes one).
+KEPT_INDEXES = 8
 _FORMAT = 1
 
 
@@ -134,39 +135,60 @@ def parse_index(text: str) -> Index:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        msg = f"the evaluator index is not JSON ({exc}); run scripts/make_evaluator_index.py"
+        msg = f"the evaluator index is not JSON ({exc})"
         raise EvaluatorError(msg) from None
     if not isinstance(data, dict) or data.get("format") != _FORMAT or not isinstance(data.get("evaluators"), dict):
         found = data.get("format") if isinstance(data, dict) else None
-        msg = f"evaluator index format {found!r} is not {_FORMAT}; run scripts/make_evaluator_index.py"
+        msg = f"evaluator index format {found!r} is not {_FORMAT}"
         raise EvaluatorError(msg)
     specs = {id: spec_from_dict(id, entry) for id, entry in data["evaluators"].items()}
     sources = data.get("sources")
     return Index(specs, sources if isinstance(sources, str) else "")
 
 
-def packaged_index() -> Index | None:
-    """The index shipped beside this module (``None`` when there is none)."""
+def cache_folder() -> Path:
+    """Where the index built on first use is kept: ``$XDG_CACHE_HOME/nbeval/evaluators``, else
+    ``~/.cache/nbeval/evaluators``."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "nbeval" / "evaluators"
+
+
+def index_path(sources: str) -> Path:
+    """The file holding the index of the family modules whose :func:`sources_digest` is ``sources``."""
+    return cache_folder() / f"index-{sources.removeprefix('sha256:')[:32]}.json"
+
+
+def stored_index(sources: str) -> Index | None:
+    """The index built before from these very ``sources``, or ``None`` (none built yet, the file
+    unreadable or damaged, or built from other sources: then it is built again)."""
     try:
-        text = resources.files("nbeval.evaluators").joinpath(INDEX_FILE).read_text(encoding="utf-8")
-    except FileNotFoundError:
+        found = parse_index(index_path(sources).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, EvaluatorError):
         return None
-    return parse_index(text)
+    return found if found.sources == sources else None
 
 
-def read_index(text: str | None = None) -> dict[str, EvaluatorSpec]:
-    """The built-in declarations by id, from ``text`` (default: the packaged ``index.json``)."""
-    if text is not None:
-        return parse_index(text).specs
-    found = packaged_index()
-    if found is None:
-        msg = f"nbeval/evaluators/{INDEX_FILE} is missing; run scripts/make_evaluator_index.py"
-        raise EvaluatorError(msg)
-    return found.specs
+def store_index(specs: Mapping[str, EvaluatorSpec], sources: str) -> Path | None:
+    """Keep ``specs`` as the index of ``sources`` for later processes; the file written, or
+    ``None`` where the cache folder cannot be written (nothing is lost: the next process builds the
+    declarations again). Written whole or not at all, so a process reading it meanwhile never sees
+    half a file; the oldest indexes beyond :data:`KEPT_INDEXES` are removed."""
+    target = index_path(sources)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=target.parent, suffix=".tmp", delete=False) as f:
+            f.write(render_index(specs, sources))
+        os.replace(f.name, target)
+        others = sorted(target.parent.glob("index-*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in others[KEPT_INDEXES:]:
+            old.unlink(missing_ok=True)
+    except OSError:
+        return None
+    return target
 
 
 def render_index(specs: Mapping[str, EvaluatorSpec], sources: str) -> str:
-    """The text of ``index.json`` listing ``specs`` (by family, then id), built from the family
+    """The text of an index file listing ``specs`` (by family, then id), built from the family
     modules whose :func:`sources_digest` is ``sources``."""
     ordered = sorted(specs.items(), key=lambda item: (item[1].module.split(".")[2:3], item[0]))
     data = {"format": _FORMAT, "sources": sources, "evaluators": {id: spec_to_dict(spec) for id, spec in ordered}}

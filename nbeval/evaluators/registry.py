@@ -13,9 +13,9 @@ The built-ins are the evaluators registered by the modules of the family package
 (``nbeval/evaluators/<family>/``): a module dropped there is one. They are listed from the index
 (:mod:`nbeval.evaluators.index`), so the catalogue can be read (CLI, widgets) without importing any
 scoring code; a built-in's module is imported the first time the evaluator is constructed, and its
-class then registers. Where the index was built from other sources than the modules now installed
-(:func:`builtin_specs` compares their digest), the declarations are taken from the modules
-themselves, once per process: no step is needed for a new evaluator to be found. Third-party
+class then registers. The index is built from the modules on first use and kept in nbeval's cache
+folder, named by a digest of their source (:func:`builtin_specs`): no step is needed for a new
+evaluator to be found. Third-party
 packages add evaluators through the ``nbeval.evaluators`` entry-point group: each entry point names
 an :class:`Evaluator` subclass with its ``spec`` (or a function decorated with ``@nbeval.scorer``,
 or a module that registers on import). :func:`unregister` undoes a registration (notebooks, tests).
@@ -34,7 +34,7 @@ from typing import Any, TypeVar, overload
 
 from nbeval.errors import EvaluatorError, MissingDependency, UnknownEvaluator
 from nbeval.evaluators.base import Evaluator, EvaluatorSpec
-from nbeval.evaluators.index import declaring_modules, is_family_module, packaged_index, sources_digest
+from nbeval.evaluators.index import declaring_modules, is_family_module, sources_digest, store_index, stored_index
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -75,26 +75,24 @@ _E = TypeVar("_E", bound=type[Evaluator])
 
 
 def builtin_specs() -> dict[str, EvaluatorSpec]:
-    """The built-in evaluators' declarations by id: the packaged index's, without importing any
-    scoring code, where it was built from the family modules as they are; else (an evaluator
-    added or edited since, the index not written again) :func:`build_builtin_specs`'s. Read once
-    per process."""
+    """The built-in evaluators' declarations by id: from the index built from the family modules
+    as they are now, without importing any scoring code; where there is none yet (first use, or an
+    evaluator added or edited since), :func:`build_builtin_specs`'s, kept as that index for later
+    processes. Read once per process."""
     global _BUILTINS
     if _BUILDING:  # a family module asks while the declarations are being built: what is known so far
         return dict(_LOADED)
     if _BUILTINS is None:
-        try:
-            index = packaged_index()
-        except EvaluatorError:  # a damaged file: the modules still say what they declare
-            index = None
         current = sources_digest()
-        if index is not None and (index.sources == current or not current):
-            _BUILTINS = index.specs
-        elif current:
-            _BUILTINS = build_builtin_specs()
-        else:
-            msg = "nbeval/evaluators/index.json is missing and no evaluator source is installed; reinstall nbeval"
+        if not current:
+            msg = "no evaluator module of nbeval is installed (nbeval/evaluators/<family>/*.py); reinstall nbeval"
             raise EvaluatorError(msg)
+        index = stored_index(current)
+        if index is not None:
+            _BUILTINS = index.specs
+        else:
+            _BUILTINS = build_builtin_specs()
+            store_index(_BUILTINS, current)
     return _BUILTINS
 
 
@@ -104,7 +102,7 @@ _builtin_specs = builtin_specs
 
 def build_builtin_specs() -> dict[str, EvaluatorSpec]:
     """The built-in declarations by id, from the family modules themselves: each module that may
-    declare evaluators is imported, and its classes register (what ``index.json`` is written from)."""
+    declare evaluators is imported, and its classes register (what the index is built from)."""
     global _BUILDING
     _BUILDING = True
     try:

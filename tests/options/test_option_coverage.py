@@ -10,6 +10,10 @@ from the command objects `nbeval.cli.build_parser()` is built from (`nbeval.comm
   at least one of an option's tests must mention the option (`name=` for a parameter, the flag's
   spelling for a flag, the subcommand's name for a command or a positional argument).
 
+A test can also say what it covers where it is written, with `@pytest.mark.covers("nbeval hello",
+"nbeval hello --name")`: those entries join `COVERAGE`, so a new subcommand is its module and its
+test, with no line here.
+
 Keys: `evaluate(<parameter>)`; `nbeval <command...>` for a subcommand (`nbeval evaluator show`);
 `nbeval <command...> --flag` (its first long spelling) for a flag (`nbeval run --evaluators` for
 `-e/--evaluators`); `nbeval <command...> <dest>` for a positional argument (`nbeval run data`).
@@ -539,6 +543,49 @@ def _resolve(ref: str) -> str | None:
     return _defined_tests(file).get(name)
 
 
+def _covers_keys(decorator: ast.expr) -> list[str]:
+    """The keys of a ``@pytest.mark.covers("key", ...)`` decorator (none for any other decorator)."""
+    if not isinstance(decorator, ast.Call):
+        return []
+    f = decorator.func
+    if not (isinstance(f, ast.Attribute) and f.attr == "covers" and isinstance(f.value, ast.Attribute)):
+        return []
+    if f.value.attr != "mark":
+        return []
+    return [a.value for a in decorator.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+
+
+@cache
+def declared_coverage(root: Path = ROOT) -> dict[str, list[str]]:
+    """Key -> tests, from the ``@pytest.mark.covers(...)`` marks on the tests under ``root``/tests."""
+    found: dict[str, list[str]] = {}
+    for path in sorted((root / "tests").rglob("test_*.py")):
+        text = path.read_text(encoding="utf-8")
+        if "mark.covers(" not in text:
+            continue
+        rel = path.relative_to(root).as_posix()
+        for node in ast.parse(text, filename=str(path)).body:
+            items = [(node.name, node)] if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
+            if isinstance(node, ast.ClassDef):
+                items = [
+                    (f"{node.name}::{m.name}", m)
+                    for m in node.body
+                    if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+                ]
+            for name, fn in items:
+                for key in (k for d in fn.decorator_list for k in _covers_keys(d)):
+                    found.setdefault(key, []).append(f"{rel}::{name}")
+    return found
+
+
+def coverage() -> dict[str, list[str]]:
+    """`COVERAGE` with the entries the tests declare themselves (:func:`declared_coverage`)."""
+    merged = {key: list(refs) for key, refs in COVERAGE.items()}
+    for key, refs in declared_coverage().items():
+        merged.setdefault(key, []).extend(refs)
+    return merged
+
+
 # -- the checks -------------------------------------------------------------------------------------
 
 
@@ -558,31 +605,32 @@ def test_the_options_are_read_from_the_code() -> None:
 
 def test_every_option_has_a_test_and_every_entry_an_option() -> None:
     options = set(all_options())
-    missing = sorted(options - set(COVERAGE))
-    stale = sorted(set(COVERAGE) - options)
+    covered = coverage()
+    missing = sorted(options - set(covered))
+    stale = sorted(set(covered) - options)
     assert not missing, (
-        "options without a test of their effect; write one and list it in COVERAGE "
-        f"(tests/options/test_option_coverage.py): {missing}"
+        "options without a test of their effect; write one and mark it @pytest.mark.covers(<key>) or list it "
+        f"in COVERAGE (tests/options/test_option_coverage.py): {missing}"
     )
-    assert not stale, f"COVERAGE lists options that no longer exist: {stale}"
+    assert not stale, f"COVERAGE or a covers mark names options that no longer exist: {stale}"
 
 
-@pytest.mark.parametrize("key", sorted(COVERAGE))
+@pytest.mark.parametrize("key", sorted(coverage()))
 def test_every_named_test_exists(key: str) -> None:
-    refs = COVERAGE[key]
+    refs = coverage()[key]
     assert refs, f"{key}: no tests listed"
     absent = [ref for ref in refs if _resolve(ref) is None]
     assert not absent, f"{key}: these tests do not exist (tests/<path>.py::<name>, no [params]): {absent}"
 
 
-@pytest.mark.parametrize("key", sorted(COVERAGE))
+@pytest.mark.parametrize("key", sorted(coverage()))
 def test_some_named_test_mentions_its_option(key: str) -> None:
     spellings = all_options().get(key)
     if spellings is None:
         pytest.skip("not an option any more (reported by test_every_option_has_a_test_and_every_entry_an_option)")
-    sources = [s for s in map(_resolve, COVERAGE[key]) if s is not None]
+    sources = [s for s in map(_resolve, coverage()[key]) if s is not None]
     assert any(sp in src for src in sources for sp in spellings), (
-        f"{key}: none of {COVERAGE[key]} mentions {' or '.join(spellings)}"
+        f"{key}: none of {coverage()[key]} mentions {' or '.join(spellings)}"
     )
 
 
@@ -591,3 +639,22 @@ def test_the_check_catches_a_missing_test() -> None:
     assert _resolve("tests/options/test_option_coverage.py::test_no_such_test") is None
     assert _resolve("tests/options/no_such_file.py::test_every_named_test_exists") is None
     assert _resolve("tests/options/test_option_coverage.py::test_every_named_test_exists[x]") is None
+
+
+def test_a_covers_mark_is_read_from_the_test_that_carries_it(tmp_path: Path) -> None:
+    (tmp_path / "tests" / "cli").mkdir(parents=True)
+    (tmp_path / "tests" / "cli" / "test_hello.py").write_text(
+        "import pytest\n\n"
+        "@pytest.mark.covers('nbeval hello', 'nbeval hello --name')\n"
+        "def test_greets():\n    pass\n\n"
+        "class TestMore:\n    @pytest.mark.covers('nbeval hello --name')\n    def test_again(self):\n        pass\n\n"
+        "@pytest.mark.slow\ndef test_unmarked():\n    pass\n",
+        encoding="utf-8",
+    )
+    assert declared_coverage(tmp_path) == {
+        "nbeval hello": ["tests/cli/test_hello.py::test_greets"],
+        "nbeval hello --name": [
+            "tests/cli/test_hello.py::test_greets",
+            "tests/cli/test_hello.py::TestMore::test_again",
+        ],
+    }
