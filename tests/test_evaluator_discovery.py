@@ -153,17 +153,32 @@ def test_old_indexes_are_pruned(empty_cache: Path) -> None:
     assert not list(empty_cache.glob("*.tmp"))
 
 
-def test_two_family_modules_cannot_declare_one_id() -> None:
+def test_two_family_modules_cannot_declare_one_id(tmp_path: Path) -> None:
+    # a judges module declaring the id rouge, which the deterministic family declares too
+    twin = ANSWER_LENGTH.format(input="actual_output").replace('"answer_length"', '"rouge"')
+    copy = _copy_with(tmp_path, "")
+    (copy / "evaluators" / "deterministic" / "answer_length.py").unlink()
+    (copy / "evaluators" / "judges" / "twin.py").write_text(twin, encoding="utf-8")
+    out = _run(tmp_path, "import nbeval; nbeval.catalogue()")
+    assert out.returncode != 0
+    last = out.stderr.strip().splitlines()[-1]
+    assert "evaluator id 'rouge' is declared twice" in last and "nbeval.evaluators.judges.twin" in last
+
+
+def test_a_class_claiming_a_family_module_later_is_not_a_built_in() -> None:
     registry.get_class("rouge")
 
-    class Twin(Evaluator):  # as if declared by another family module
+    class Twin(Evaluator):  # made after every family module was imported, as a notebook would
         __module__ = "nbeval.evaluators.judges.twin"
         spec = EvaluatorSpec(
-            id="rouge", family="judge", kind="score", inputs=(), metrics=(MetricSpec("m"),), module=__module__
+            id="t_twin", family="judge", kind="score", inputs=(), metrics=(MetricSpec("m"),), module=__module__
         )
 
-    with pytest.raises(EvaluatorError, match="'rouge' is declared twice"):
-        registry.register(Twin)
+    registry.register(Twin)
+    try:
+        assert "t_twin" in nbeval.catalogue() and "t_twin" not in registry.build_builtin_specs()
+    finally:
+        registry.unregister("t_twin")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -116,7 +116,7 @@ def spec_from_dict(id: str, d: Mapping[str, Any]) -> EvaluatorSpec:
     except EvaluatorError as exc:  # e.g. a threshold that is not a finite number
         raise EvaluatorError(f"evaluator index entry '{id}': {exc}") from None
     except (KeyError, TypeError, ValueError) as exc:
-        msg = f"evaluator index entry '{id}' is malformed ({exc!r}); run scripts/make_evaluator_index.py"
+        msg = f"evaluator index entry '{id}' is malformed ({exc!r})"
         raise EvaluatorError(msg) from None
 
 

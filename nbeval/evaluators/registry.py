@@ -21,12 +21,13 @@ an :class:`Evaluator` subclass with its ``spec`` (or a function decorated with `
 or a module that registers on import). :func:`unregister` undoes a registration (notebooks, tests).
 
 This module imports none of the routes built on it (``@nbeval.scorer``, ``pipeline``): it knows a
-scoring function by what it offers, an ``evaluator_class`` (see :func:`_scorer_class`).
+scoring function by what it offers, an ``evaluator_class`` (see ``_scorer_class``).
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from functools import lru_cache
@@ -115,8 +116,17 @@ def build_builtin_specs() -> dict[str, EvaluatorSpec]:
 
 def _is_builtin(cls: type[Evaluator], spec: EvaluatorSpec) -> bool:
     """Whether registering ``cls`` with ``spec`` is a built-in evaluator registering itself: a
-    class of a family module declaring itself there."""
-    return is_family_module(cls.__module__) and spec.module == cls.__module__
+    class of a family module declaring itself there, while that module is being imported. A class
+    a family module's factory makes later (a rating judge declared in a notebook or a test with
+    :func:`~nbeval.evaluators.judges.rating.rating_judge`) is the user's, like any registration:
+    counted as built-in, it would be kept in the index for later processes, which cannot build it."""
+    return is_family_module(cls.__module__) and spec.module == cls.__module__ and _being_imported(cls.__module__)
+
+
+def _being_imported(name: str) -> bool:
+    """Whether the module ``name`` is running its import now (Python marks its spec meanwhile)."""
+    module = sys.modules.get(name)
+    return module is not None and bool(getattr(getattr(module, "__spec__", None), "_initializing", False))
 
 
 @lru_cache(maxsize=1)

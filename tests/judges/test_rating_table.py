@@ -68,3 +68,19 @@ def test_a_new_rating_judge_is_one_declaration(politeness: str) -> None:
     assert values == {"r0": 0.0, "r1": 1.0, "r2": 0.0}
     assert len(asked) == 3 and all("Decide whether the answer is polite." in p for p in asked)
     assert nbeval.evaluator(politeness, score_mode="expected").settings.score_mode == "expected"
+
+
+def test_a_rating_judge_declared_at_run_time_is_not_kept_as_a_built_in() -> None:
+    # kept as one, it would go into the index later processes list from, which cannot build it
+    from nbeval.evaluators import registry
+
+    brief = RatingDeclaration(
+        "t_brief", "Is it brief?", ("input", "actual_output"), "Brief.", "brief", prompt=PROMPTS["safety"]
+    )
+    rating_judge(brief)
+    try:
+        assert "t_brief" in nbeval.catalogue()
+        assert "t_brief" not in registry.build_builtin_specs() and "correctness" in registry.build_builtin_specs()
+    finally:
+        unregister("t_brief")
+    assert "t_brief" not in nbeval.catalogue()

@@ -124,7 +124,7 @@ _RATED = (
 )
 
 #: The rating judges that differ only in what they ask: adding one is a row here and its prompt
-#: in ``PROMPTS`` (and ``python scripts/make_evaluator_index.py``).
+#: in ``PROMPTS``.
 RATING_JUDGES: tuple[RatingDeclaration, ...] = (
     RatingDeclaration(
         "correctness",
