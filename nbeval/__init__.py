@@ -1,5 +1,7 @@
 """nbeval: evaluate LLM and RAG applications from a notebook, the command line or CI.
 
+::
+
     import nbeval
     result = nbeval.evaluate("lab.json", ["rouge", "text_matching"])
     result.leaderboard("rouge")

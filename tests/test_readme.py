@@ -1,15 +1,18 @@
-"""The README's Python examples run, offline, as part of the test suite (so in CI).
+"""The Python examples of the README, of getting started and of the guides (``docs/guides/*.md``)
+run, offline, as part of the test suite (so in CI).
 
-The fences are read with pytest-markdown-docs' own parser, so its info strings mean here what
-they mean to `pytest --markdown-docs`: ```` ```python notest ```` leaves a fence out and
-```` ```python continuation ```` runs a fence after the one before it. Each fence runs as the
-README shows it, in a fresh namespace, with its line numbers (a failure points at the README line).
+The README's text moved into the documentation pages (issue 45); its examples moved with it, and
+each hidden setup below is keyed to its fence by (page, text the fence contains). The fences are
+read with pytest-markdown-docs' own parser, so its info strings mean here what they mean to
+`pytest --markdown-docs`: ```` ```python notest ```` leaves a fence out and
+```` ```python continuation ```` runs a fence after the one before it on the same page. Each
+fence runs as the page shows it, in a fresh namespace, with its line numbers (a failure points at the page's line).
 
 Some examples name things a test machine does not have: an OpenAI model, an Ollama server on
 localhost:11434, a local Hugging Face model at ``path/to/local-model``, or the imports of a code
 excerpt. For those, a *hidden setup* here provides stand-ins (the fake OpenAI-compatible server
 standing in for both endpoints, a tiny model saved at that path, the excerpt's imports and
-declaration) and a *check* afterwards asserts that the example did what the README says: every
+declaration) and a *check* afterwards asserts that the example did what the page says: every
 top-level expression's value is kept, keyed by its source text, for the checks to read.
 """
 
@@ -25,22 +28,33 @@ from typing import Any
 import pytest
 
 import nbeval
+from tests.support.doc_pages import doc_pages, rel
 from tests.support.fake_batch import FakeBatchServer
 from tests.support.fake_openai import FakeOpenAIServer
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+PAGES = doc_pages()
 
 #: Fences marked ``python notest``, each with why it cannot run here. A fence marked so without
 #: an entry fails: examples are made to run (see the setups below), not switched off.
 NOT_RUN: dict[str, str] = {}
 
 
-def _fences() -> list[Any]:
+def _fences(pages: list[Path] = PAGES) -> list[Any]:
+    """Every fence that runs, page by page (a ``continuation`` fence continues within its page)."""
     from markdown_it import MarkdownIt
     from pytest_markdown_docs.plugin import extract_fence_tests
 
-    return list(extract_fence_tests(MarkdownIt("commonmark"), README.read_text(encoding="utf-8"), 0, README))
+    fences: list[Any] = []
+    for page in pages:
+        fences += extract_fence_tests(MarkdownIt("commonmark"), page.read_text(encoding="utf-8"), 0, page)
+    return fences
+
+
+def _page(fence: Any) -> str:
+    """The fence's page, relative to the repository root (``docs/guides/judges.md``)."""
+    return rel(Path(fence.source_path))
 
 
 def _own_code(fence: Any) -> str:
@@ -73,13 +87,13 @@ class _Keep(ast.NodeTransformer):
         return ast.fix_missing_locations(node)
 
 
-def run_fence(source: str, namespace: dict[str, Any]) -> dict[str, Any]:
-    """Run ``source`` (README line numbers kept) in ``namespace``; return the values of its
+def run_fence(source: str, namespace: dict[str, Any], page: Path = README) -> dict[str, Any]:
+    """Run ``source`` (its page's line numbers kept) in ``namespace``; return the values of its
     top-level expressions by their source text."""
-    tree = _Keep(source).visit(ast.parse(source, filename=str(README)))
+    tree = _Keep(source).visit(ast.parse(source, filename=str(page)))
     kept: list[tuple[str, Any]] = []
     namespace["__readme_values__"] = kept
-    exec(compile(tree, str(README), "exec"), namespace)
+    exec(compile(tree, str(page), "exec"), namespace)
     return dict(kept)
 
 
@@ -102,8 +116,10 @@ class Context:
 
 @dataclass
 class Example:
+    page: str
+    """The page that holds the fence, relative to the repository root."""
     marker: str
-    """Text that only this fence's own lines contain."""
+    """Text that only this fence's own lines contain, on that page."""
     setup: Callable[[Context], dict[str, Any]] = lambda ctx: {}
     """Prepares stand-ins; returns names to predefine in the fence's namespace."""
     check: Callable[[Context, dict[str, Any], dict[str, Any]], None] = lambda ctx, ns, values: None
@@ -135,7 +151,7 @@ def _setup_judges(ctx: Context) -> dict[str, Any]:
 
     openai_like, ollama = ctx.servers["openai"], ctx.servers["ollama"]
     openai_like.reply = ollama.reply = VERDICT
-    # judge="gpt-4o-mini": an OpenAI model, at the endpoint NBEVAL_JUDGE_BASE_URL names (the README's
+    # judge="gpt-4o-mini": an OpenAI model, at the endpoint NBEVAL_JUDGE_BASE_URL names (the guide's
     # own way to point a judge elsewhere); the key a real deployment would set.
     ctx.monkeypatch.setenv("NBEVAL_JUDGE_BASE_URL", openai_like.url)
     ctx.monkeypatch.setenv("NBEVAL_JUDGE_API_KEY", "sk-readme-stand-in")
@@ -181,13 +197,14 @@ def _check_judges(ctx: Context, ns: dict[str, Any], values: dict[str, Any]) -> N
 
 
 def _toml_fence(marker: str) -> str:
-    """The README's ``toml`` fence that contains ``marker``."""
+    """The ``toml`` fence of the README or a guide that contains ``marker``."""
     from markdown_it import MarkdownIt
 
-    for tok in MarkdownIt("commonmark").parse(README.read_text(encoding="utf-8")):
-        if tok.type == "fence" and tok.info.split()[:1] == ["toml"] and marker in tok.content:
-            return str(tok.content)
-    raise AssertionError(f"the README has no toml fence with {marker!r}")
+    for page in PAGES:
+        for tok in MarkdownIt("commonmark").parse(page.read_text(encoding="utf-8")):
+            if tok.type == "fence" and tok.info.split()[:1] == ["toml"] and marker in tok.content:
+                return str(tok.content)
+    raise AssertionError(f"neither the README nor a guide has a toml fence with {marker!r}")
 
 
 def test_readme_entry_point_names_the_example_class() -> None:
@@ -383,7 +400,7 @@ def _check_generate(ctx: Context, ns: dict[str, Any], values: dict[str, Any]) ->
     assert [c.prompt for c in reviewed.test_cases] == [c.prompt for c in suite.test_cases[:2]]
     assert reviewed.test_cases[1].expected_output == "Managers approve leave requests in the HR portal."
     assert [e["case"]["prompt"] for e in ns["builder"].reviewer.rejected] == [suite.test_cases[2].prompt]
-    rejected = value_of(values, 'builder.value.extra["rejected_cases"]')  # where the README says they are
+    rejected = value_of(values, 'builder.value.extra["rejected_cases"]')  # where the guide says they are
     assert [e["case"]["prompt"] for e in rejected] == [suite.test_cases[2].prompt]
     assert "rejected_cases" not in suite.extra and "rejected_cases" not in reviewed.extra  # not in these
     assert perturbed_count(attacks) == 4 and len(attacks.test_cases) == 6
@@ -391,23 +408,29 @@ def _check_generate(ctx: Context, ns: dict[str, Any], values: dict[str, Any]) ->
     assert server.request_count == 8 + 4 and {r.model for r in server.requests} == {"gpt-4o-mini"}
 
 
+NOTEBOOK = 'result = nbeval.evaluate(lab, ["rouge", "text_matching", "pii_leakage"])'
 EXAMPLES = [
-    Example("prices=prices, batch=True)", _setup_batch, _check_batch),
-    Example("judge=nbeval.jury([j1, j2, j3]", _setup_jury, _check_jury),
-    Example("def weather_agent(prompt):", _setup_agents, _check_agents),
-    Example('result = nbeval.evaluate(lab, ["rouge", "text_matching", "pii_leakage"])', check=_check_notebook),
-    Example('["pairwise"], judge="gpt-4.1-mini"', _setup_pairwise, _check_pairwise),
-    Example('judge="gpt-4o-mini"', _setup_judges, _check_judges),
-    Example("class AnswerLength(Evaluator):", _setup_new_evaluator, _check_new_evaluator),
-    Example("builder = nw.SuiteBuilder(suite, review=True)", _setup_generate, _check_generate),
+    Example("docs/guides/judges.md", "prices=prices, batch=True)", _setup_batch, _check_batch),
+    Example("docs/guides/statistics.md", "judge=nbeval.jury([j1, j2, j3]", _setup_jury, _check_jury),
+    Example("docs/guides/agents.md", "def weather_agent(prompt):", _setup_agents, _check_agents),
+    Example("README.md", NOTEBOOK, check=_check_notebook),
+    Example("docs/getting-started.md", NOTEBOOK, check=_check_notebook),
+    Example("docs/guides/head-to-head.md", '["pairwise"], judge="gpt-4.1-mini"', _setup_pairwise, _check_pairwise),
+    Example("docs/guides/judges.md", 'judge="gpt-4o-mini"', _setup_judges, _check_judges),
+    Example(
+        "docs/guides/contributing.md", "class AnswerLength(Evaluator):", _setup_new_evaluator, _check_new_evaluator
+    ),
+    Example(
+        "docs/guides/generation.md", "builder = nw.SuiteBuilder(suite, review=True)", _setup_generate, _check_generate
+    ),
 ]
 
 
 def _example_for(fence: Any) -> Example:
-    own = _own_code(fence)
-    matching = [e for e in EXAMPLES if e.marker in own]
-    assert len(matching) <= 1, f"README line {fence.start_line}: several examples match"
-    return matching[0] if matching else Example("")
+    own, page = _own_code(fence), _page(fence)
+    matching = [e for e in EXAMPLES if e.page == page and e.marker in own]
+    assert len(matching) <= 1, f"{page} line {fence.start_line}: several examples match"
+    return matching[0] if matching else Example(page, "")
 
 
 # -- the tests -----------------------------------------------------------------------------------------
@@ -422,11 +445,11 @@ def context(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Context
         yield Context(monkeypatch, tmp_path, {"openai": openai_like, "ollama": ollama, "batch": batch})
 
 
-@pytest.mark.parametrize("fence", _fences(), ids=lambda f: f"README.md:{f.start_line}")
+@pytest.mark.parametrize("fence", _fences(), ids=lambda f: f"{_page(f)}:{f.start_line}")
 def test_readme_python_example(fence: Any, context: Context) -> None:
     example = _example_for(fence)
     namespace = {"__name__": "readme_example", **example.setup(context)}
-    values = run_fence(fence.source, namespace)
+    values = run_fence(fence.source, namespace, Path(fence.source_path))
     example.check(context, namespace, values)
 
 
@@ -434,14 +457,16 @@ def test_every_setup_matches_one_example_and_notest_is_explained() -> None:
     from markdown_it import MarkdownIt
 
     fences = _fences()
-    assert len(fences) >= 3, "the README's Python examples were not found"
+    assert {_page(f) for f in fences} >= {"README.md", "docs/getting-started.md"}, "the pages' examples were not found"
+    assert len(fences) >= 15, "the guides' Python examples were not found"
     for example in EXAMPLES:
-        assert sum(example.marker in _own_code(f) for f in fences) == 1, (
-            f"no README example (or several) contains {example.marker!r}: update EXAMPLES"
+        assert sum(_page(f) == example.page and example.marker in _own_code(f) for f in fences) == 1, (
+            f"no example (or several) of {example.page} contains {example.marker!r}: update EXAMPLES"
         )
     not_run = [
         t
-        for t in MarkdownIt("commonmark").parse(README.read_text(encoding="utf-8"))
+        for page in PAGES
+        for t in MarkdownIt("commonmark").parse(page.read_text(encoding="utf-8"))
         if t.type == "fence" and t.info.split()[:1] in (["python"], ["py"], ["python3"]) and "notest" in t.info.split()
     ]
     unexplained = [t.content.splitlines()[0] for t in not_run if t.content.splitlines()[0] not in NOT_RUN]

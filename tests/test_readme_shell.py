@@ -1,10 +1,11 @@
-"""Every `nbeval ...` line of the README's shell fences runs, and exits with the status the README
+"""Every `nbeval ...` line of the shell fences of the README, getting started and the guides
+(`docs/guides/*.md`, where the README's text moved in issue 45) runs, and exits with the status the page
 says: 0, or 1 for a CI gate (`--fail-on-problems`, `--fail-on KINDS`) when the result has a
 problem of a kind it fails on.
 
-Each line runs through `nbeval.cli.main` in a fresh folder holding what the README's commands name:
+Each line runs through `nbeval.cli.main` in a fresh folder holding what the pages' commands name:
 `lab.json` (the shipped demo lab), `suite.json` (its test cases) and `handbook/` (the generation
-tests' documents). A judge is configured the way the README says (`NBEVAL_JUDGE_MODEL`,
+tests' documents). A judge is configured the way the judges guide says (`NBEVAL_JUDGE_MODEL`,
 `NBEVAL_JUDGE_BASE_URL`), at the fake OpenAI-compatible server, which rates one model's answers
 with replies that cannot be parsed, so that a gate has unrated rows to fail on or let through; it
 writes test cases for `nbeval generate` (the generation tests' schema judge) and wrapped prompts
@@ -26,9 +27,10 @@ from nbeval.cli import build_parser, main
 from nbeval.results.reporting.gate import GATE_KINDS as SHARED_GATE_KINDS
 from tests.generation.corpus import HANDBOOK
 from tests.generation.loopback import SchemaJudge
+from tests.support.doc_pages import doc_pages
 from tests.support.fake_openai import FakeOpenAIServer, Recorded
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+PAGES = doc_pages()
 SHELL = {"bash", "sh", "shell", "console"}
 
 #: Lines that need a real endpoint or model (placeholders such as ``URL`` or ``model-a``), each
@@ -40,7 +42,7 @@ NEEDS_REAL_ENDPOINT: dict[str, str] = {
 }
 PLACEHOLDER = re.compile(r"\bURL\b|\bmodel-[a-z]\b|<[^>]+>")
 
-#: The gate's kinds (README: `threshold`, `unrated`, `flip`, `errored`, `unmeasured`) and their
+#: The gate's kinds (docs/guides/cli-and-ci.md: `threshold`, `unrated`, `flip`, `errored`, `unmeasured`) and their
 #: `kind` in `result.problems`: the one definition the CLI and the magics use.
 GATE_KINDS = {name: k.kind for name, k in SHARED_GATE_KINDS.items()}
 
@@ -50,13 +52,15 @@ UNRATED_MODEL = "tiny-rag"
 
 
 def readme_commands() -> list[str]:
-    """Every line of a shell fence that starts with ``nbeval `` (comments kept: shlex drops them)."""
+    """Every line of a shell fence of the README or a guide that starts with ``nbeval `` (comments
+    kept: shlex drops them), page by page."""
     from markdown_it import MarkdownIt
 
     lines = []
-    for tok in MarkdownIt("commonmark").parse(README.read_text(encoding="utf-8")):
-        if tok.type == "fence" and tok.info.split()[:1] and tok.info.split()[0] in SHELL:
-            lines += [line.strip() for line in tok.content.splitlines() if line.strip().startswith("nbeval ")]
+    for page in PAGES:
+        for tok in MarkdownIt("commonmark").parse(page.read_text(encoding="utf-8")):
+            if tok.type == "fence" and tok.info.split()[:1] and tok.info.split()[0] in SHELL:
+                lines += [line.strip() for line in tok.content.splitlines() if line.strip().startswith("nbeval ")]
     return lines
 
 
@@ -101,7 +105,7 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, openai_server: Fa
 
 
 def expected(line: str) -> tuple[int, set[str], set[str]]:
-    """The exit status the README promises for ``line``, and the gate kinds present in the result
+    """The exit status the page promises for ``line``, and the gate kinds present in the result
     that it fails on and that it lets through (worked out with ``nbeval.evaluate``, not the CLI)."""
     args = build_parser().parse_args(argv(line))
     gate = getattr(args, "fail_on_problems", None)
@@ -120,7 +124,7 @@ def test_readme_command(line: str, workspace: Path, capsys: pytest.CaptureFixtur
     status, failing, let_through = expected(line)
     code = main(argv(line))
     captured = capsys.readouterr()
-    assert code == status, f"{line}\n-> exit {code}, the README says {status}\n{captured.err[-2000:]}"
+    assert code == status, f"{line}\n-> exit {code}, the page says {status}\n{captured.err[-2000:]}"
     lines = captured.out.splitlines()
     for kind in failing:  # one line per kind that tripped the gate...
         assert any(s.startswith("failing: ") and kind in s for s in lines), captured.out
@@ -141,15 +145,15 @@ def test_readme_command(line: str, workspace: Path, capsys: pytest.CaptureFixtur
 
 def test_the_readme_commands_are_found_and_placeholders_listed() -> None:
     lines = readme_commands()
-    assert len(lines) >= 3, "the README's nbeval command lines were not found"
+    assert len(lines) >= 10, "the nbeval command lines of the README and the guides were not found"
     unlisted = [line for line in lines if PLACEHOLDER.search(line) and line not in NEEDS_REAL_ENDPOINT]
     assert not unlisted, f"lines with placeholders: run them, or list them in NEEDS_REAL_ENDPOINT: {unlisted}"
     stale = [line for line in NEEDS_REAL_ENDPOINT if line not in lines]
-    assert not stale, f"NEEDS_REAL_ENDPOINT lists lines the README no longer has: {stale}"
+    assert not stale, f"NEEDS_REAL_ENDPOINT lists lines no page has any more: {stale}"
 
 
 def test_the_gate_lines_show_both_outcomes(workspace: Path) -> None:
-    """The README's gate examples are not vacuous here: one trips its gate, one lets unrated rows through."""
+    """The gate examples are not vacuous here: one trips its gate, one lets unrated rows through."""
     gates = [line for line in readme_commands() if "--fail-on" in line]
     outcomes = {line: expected(line) for line in gates}
     assert any(status == 1 for status, _, _ in outcomes.values()), outcomes

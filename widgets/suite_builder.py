@@ -327,7 +327,7 @@ class SuiteBuilder(w.VBox):
     def perturb(self, perturbators: Any, intensity: str = "low", seed: int = 0, dry_run: bool = False) -> Any:
         """Add perturbed copies of every case (:func:`nbeval.perturb`: linked to their originals,
         same expected output and condition). Perturbed cases are not perturbed again. The LLM
-        perturbators ask :attr:`judge`; ``dry_run=True`` shows and returns their
+        perturbators ask ``judge``; ``dry_run=True`` shows and returns their
         :class:`~nbeval.perturbation.PerturbationPlan` and changes nothing."""
         import warnings
 

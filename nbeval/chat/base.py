@@ -2,9 +2,9 @@
 
 Anything with a ``name``, a ``chat`` method and a ``cache_identity`` method is a chat model
 (:class:`ChatModel` is a structural protocol). The implementations shipped with nbeval are
-:class:`~nbeval.chat.openai.OpenAIChat` (any OpenAI-compatible endpoint),
-:class:`~nbeval.chat.hf.HFChat` (a local Hugging Face causal LM) and
-:class:`~nbeval.chat.callable.CallableChat` (any Python function).
+:class:`~nbeval.chat.openai_chat.OpenAIChat` (any OpenAI-compatible endpoint),
+:class:`~nbeval.chat.hf_chat.HFChat` (a local Hugging Face causal LM) and
+:class:`~nbeval.chat.callable_chat.CallableChat` (any Python function).
 
 A model signals a failed call by raising :class:`ChatError`; its ``retryable`` flag tells the
 :class:`~nbeval.chat.client.ChatClient` whether trying again can help (rate limits, server errors,

@@ -1,4 +1,4 @@
-"""``nbeval generate DOCS... -n N`` and ``%nbeval generate``: a test suite written from documents."""
+"""``nbeval generate DOCS… -n N`` and ``%nbeval generate``: a test suite written from documents."""
 
 from __future__ import annotations
 

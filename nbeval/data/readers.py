@@ -13,8 +13,8 @@ Shapes read (detected from the content, not the file name):
   (``{"info", "data": {"spans"}}``), one row per trace with its conversation in ``messages``
   (see :mod:`~nbeval.data.traces`);
 * CSV and pandas DataFrames with the LLM dataset's columns (lists as JSON in the cell);
-* Parquet files of rows (``.parquet``; needs pyarrow), read :data:`_READ_CHUNK_ROWS` rows at a
-  time; JSONL files larger than :data:`_CHUNKED_JSONL_BYTES` are read line by line the same way,
+* Parquet files of rows (``.parquet``; needs pyarrow), read ``_READ_CHUNK_ROWS`` rows at a
+  time; JSONL files larger than ``_CHUNKED_JSONL_BYTES`` are read line by line the same way,
   so a file of millions of rows is never held as text and as parsed objects at once.
 
 JSON is read leniently: trailing commas (as in some published examples) are accepted. Files are

@@ -200,7 +200,7 @@ _NUMBER = re.compile(r"[\d.,]*\d")
 
 
 def is_list_marker_line(line: str) -> bool:
-    """Whether ``line`` starts with a list marker followed by text (``1. Open``, ``- item``)."""
+    """Whether ``line`` starts with a list marker followed by text (``- item``, or ``1.`` before the text)."""
     return bool(_MARKER_LINE.match(line.strip()))
 
 

@@ -3,7 +3,7 @@
 The rule is written out in :mod:`nbeval.data.traces`. Each step of it asks a question of the
 conversation so far: is this message in it already, which tool calls still wait for a result,
 was this call asked for, which spans run inside a tool. Asked by scanning the conversation, a
-trace of 8,000 spans took 12 s and one of 100,000 half an hour; :class:`_History` keeps the
+trace of 8,000 spans took 12 s and one of 100,000 half an hour; ``_History`` keeps the
 answers in indices updated as messages are added, so each question costs about one lookup.
 Nothing here reads a file.
 """

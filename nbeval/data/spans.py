@@ -203,7 +203,7 @@ def _call(c: dict[str, Any], source: str, span: str, at: str) -> dict[str, Any]:
 
 def chat_message(m: Any, source: str, span: str, at: str) -> dict[str, Any]:
     """A message already in the OpenAI chat format (as MLflow records them) checked and put in
-    the shape :func:`_messages` gives."""
+    the shape ``_messages`` gives."""
     if not isinstance(m, dict):
         raise _fail(f"a message must be an object with 'role', got {type(m).__name__}", source, span, at)
     role = m.get("role", m.get("type"))  # LangChain's message dicts give a type: human, ai...

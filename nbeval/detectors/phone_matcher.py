@@ -5,7 +5,7 @@ like a phone number, drops dates and time stamps, and tries the whole stretch, t
 its inner patterns split it into, each piece after the same checks of its brackets, page
 references and neighbouring letters. Only the last step of a try, ``parse`` and ``_verify``,
 depends on the region and the leniency. :func:`find_matches` takes the tries of a text from
-:func:`_tries` (the matcher's own code rearranged) and runs only that last step per region,
+``_tries`` (the matcher's own code rearranged) and runs only that last step per region,
 remembering it per (candidate, region):
 
 * the tries are cut once per shape of text (digits read as "0"): the matcher's patterns read

@@ -22,7 +22,7 @@ written in several ways, random candidates and phone-shaped text):
   candidate's digits (letters, the only other thing it reads, are not there);
 * ``_maybe_extract_country_code`` finds no ``+`` and (we check) no international prefix; digits
   that start with the country code are taken for it by its own test
-  (:func:`_without_country_code`): then the number is written with its code (source
+  (``_without_country_code``): then the number is written with its code (source
   ``FROM_NUMBER_WITHOUT_PLUS_SIGN``) and ``parse`` reads the code's main region's rules; else it
   returns (0, "") and the source is ``FROM_DEFAULT_COUNTRY``;
 * the national prefix is stripped by ``_maybe_strip_national_prefix_carrier_code`` (where its

@@ -1,6 +1,6 @@
 """Which candidates ``parse`` and ``_verify`` could accept, read from Google's numbering plans.
 
-:func:`_branches` describes, as patterns over a candidate's digits, what the matcher could accept
+``_branches`` describes, as patterns over a candidate's digits, what the matcher could accept
 for a region: the international call prefix and any number, or a country code, a national prefix
 (twice: ``parse`` may strip it after the country code and again) or neither, then a national
 number of the region's lengths and general pattern, with a national prefix where the region's
@@ -211,7 +211,7 @@ def _automata(region: str) -> _Automata | None:
 
 
 class Plans:
-    """:func:`_branches` of several regions, read together: their automata (:func:`_automata`),
+    """``_branches`` of several regions, read together: their automata (``_automata``),
     those reading forwards as one product and those reading backwards as another, and the re
     module for a branch they cannot read. ``mask(candidate)`` has bit ``i`` set where the
     candidate may be a number of ``regions[i]`` (:func:`may_be_valid`)."""
@@ -267,6 +267,6 @@ def plans_for(regions: tuple[str, ...]) -> Plans:
 
 def may_be_valid(candidate: str, region: str) -> bool:
     """False only when no ``candidate`` of ASCII digits and :data:`PLAIN` separators is a number
-    of ``region`` that the matcher accepts (its digits do not fullmatch :func:`_candidate_pattern`)."""
+    of ``region`` that the matcher accepts (its digits do not fullmatch ``_candidate_pattern``)."""
     plans = _READ_BY.get(region) or plans_for((region,))
     return bool(plans.mask(candidate) >> plans.index[region] & 1)

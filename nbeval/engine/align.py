@@ -18,8 +18,9 @@
    judge's verdict (from the result) differed from the person's, then those where it agreed, each
    group in dataset order; the picks alternate between pass and fail labels while both are left
    (the next pick is from the label with fewer picks; on a tie, the label whose next row comes
-   first). Each example shows the row's fields the prompt shows (:func:`row_values`), and its reply
-   is the person's verdict in the judge's reply format. Labels carry no note, so the reason in the
+   first). Each example shows the row's fields the prompt shows
+   (:func:`~nbeval.evaluators.judges.core.row_values`), and its reply is the person's verdict in the
+   judge's reply format. Labels carry no note, so the reason in the
    reply is a fixed sentence saying that a person judged the answer to meet the criteria or not
    (:data:`PASS_REASON`, :data:`FAIL_REASON`). The judge writes both: the fields an example shows
    and its reply (see :mod:`nbeval.evaluators.judges.alignment`).
@@ -37,7 +38,7 @@
    real is the exact McNemar test on the rows whose correctness changed
    (:func:`~nbeval.results.statistics.stats.mcnemar_exact`, the two-sided binomial test of those pairs);
    ``significant`` is true when accuracy rose and ``p < alpha``. With fewer than
-   :data:`~nbeval.engine.align_report.MIN_HELD_OUT_ROWS` (10) held-out rows the accuracy is not
+   :data:`~nbeval.results.statistics.align_report.MIN_HELD_OUT_ROWS` (10) held-out rows the accuracy is not
    meaningful: the report says so and ``align`` warns (:class:`~nbeval.data.fields.DataWarning`).
    See :mod:`nbeval.results.statistics.align_report`.
 

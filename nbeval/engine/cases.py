@@ -51,7 +51,9 @@ class CaseOutcome:
     def __init__(self, evaluator: Evaluator, rows: Sequence[Row]) -> None:
         self.evaluator = evaluator
         self.warnings: list[str] = []
+        """The case's warnings, one list that every row's outcome shares."""
         self.outcomes = [RowOutcome(evaluator, row, warnings=self.warnings) for row in rows]
+        """One :class:`RowOutcome` per row of the case, in order."""
 
     @property
     def score(self) -> Score | None:

@@ -68,6 +68,7 @@ class SnapshotCache(ChatCache):
         super().__init__(path if path is not None else default_cache_path())
         self.readable = path is not None and Path(path).is_file()
         self.new: list[tuple[str, str, ChatReply]] = []
+        """The replies put since the last :meth:`take_new`, as ``(key, identity, reply)``."""
         self._new_lock = threading.Lock()
 
     def _connection(self) -> Any:

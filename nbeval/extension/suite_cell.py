@@ -1,5 +1,7 @@
 """Reading the body of a ``%%nbeval_suite`` cell: test cases in YAML or JSON, errors by line.
 
+::
+
     %%nbeval_suite faq
     - prompt: Which platform does the 8:15 to Lyon leave from?
       expected: Platform 4.

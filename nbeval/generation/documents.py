@@ -15,7 +15,7 @@ A document may have at most ``max_chars`` characters (:data:`MAX_CHARS`) and a P
 its reading stops as soon as it passes either, with an error naming the file and the limit.
 
 A string is a path when it looks like one (one word, a file name with a document's suffix, a
-slash at its end or a path's start: :func:`_is_path`), else a document's text; a missing path is
+slash at its end or a path's start: ``_is_path``), else a document's text; a missing path is
 an error that says how to pass such a text (``{"content": ...}``).
 
 A folder is read whole (sub-folders too), its files in sorted order; files of other kinds are left

@@ -1,5 +1,7 @@
 """The service's routes: nbeval's own API under ``/v1`` and DB-GPT's evaluation endpoint.
 
+::
+
     GET    /health                          open: is the service up
     GET    /v1/evaluators                   the catalogue
     POST   /v1/evaluations                  evaluate records or a lab; small runs answer at once

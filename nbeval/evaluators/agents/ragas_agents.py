@@ -152,7 +152,7 @@ class _ToolCallMetric(Evaluator):
         raise NotImplementedError
 
     def explain(self, made: list[Any], expected: list[Any]) -> tuple[list[str], dict[str, Any]]:
-        """The rationale's lines and the details for ``made`` and ``expected`` (ragas ``ToolCall``s)."""
+        """The rationale's lines and the details for ``made`` and ``expected`` (ragas ``ToolCall`` objects)."""
         raise NotImplementedError
 
     def missing_input(self, row: Row) -> str | None:

@@ -1,7 +1,7 @@
 """``classification``: the answer is a predicted class, the expected output the true label.
 
 Per row the evaluator only says whether the prediction is right (``accuracy`` 1 or 0, the
-predicted class as the label). The interesting numbers are per model, so :meth:`aggregate` is
+predicted class as the label). The interesting numbers are per model, so :meth:`Classification.aggregate` is
 overridden: accuracy, and precision, recall and F1 macro-averaged over every class that occurs as
 a label or as a prediction, plus the confusion matrix as the explanation.
 

@@ -3,7 +3,7 @@
 A ragas 0.4 metric (``ragas.metrics.collections``) is an ``async`` method that awaits its LLM
 (``agenerate(prompt, response_model)``) and its embeddings (``aembed_text(s)``) one call after
 another. The adapters here implement those two ragas interfaces without doing any I/O: each call
-*hands a request out* of the coroutine (:class:`_Handoff`). :func:`drive` steps the coroutine by
+*hands a request out* of the coroutine (``_Handoff``). :meth:`Session.drive` steps the coroutine by
 hand (``send``), turns each handed-out call into nbeval requests and yields them, so the engine
 answers them like any judge's or embedder's: cached, batched across rows, bounded in concurrency,
 retried, timed out, counted and priced, with keys redacted. No event loop and no HTTP client of
@@ -71,7 +71,7 @@ class _Handoff:
 
 
 class RagasLLM(InstructorBaseRagasLLM):
-    """ragas's structured-output LLM interface, answered by nbeval's judge layer (see :func:`drive`)."""
+    """ragas's structured-output LLM interface, answered by nbeval's judge layer (see :meth:`Session.drive`)."""
 
     def generate(self, prompt: str, response_model: type[Any]) -> Any:
         msg = "nbeval runs ragas metrics through ascore(); the synchronous generate() is not used"
@@ -82,7 +82,7 @@ class RagasLLM(InstructorBaseRagasLLM):
 
 
 class RagasEmbeddings(BaseRagasEmbedding):
-    """ragas's embeddings interface, answered by the run's embedder (see :func:`drive`)."""
+    """ragas's embeddings interface, answered by the run's embedder (see :meth:`Session.drive`)."""
 
     def __init__(self) -> None:
         super().__init__(cache=None)

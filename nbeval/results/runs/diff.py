@@ -97,7 +97,8 @@ class RunDiff:
     usage: pd.DataFrame
     """``what, before, after, change``: tokens, calls, cost (USD) and duration (s); NaN unknown."""
     changes: pd.DataFrame
-    """Configuration differences: ``what, before, after, kind`` (:data:`UNKNOWN` where not recorded)."""
+    """Configuration differences: ``what, before, after, kind``
+    (:data:`~nbeval.results.runs.diff_changes.UNKNOWN` where not recorded)."""
     warnings: list[str] = field(default_factory=list)
     """Sentences about changed configuration that may explain a difference; printed first."""
     runs: tuple[str, str] = ("", "")

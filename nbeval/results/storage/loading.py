@@ -141,7 +141,7 @@ def _read_result_text(path: Path) -> str:
 def read_records(path: Path, columns: list[str]) -> tuple[pd.DataFrame, list[int]]:
     """One saved table (a JSON object per line) and the line of each of its rows, every line
     checked: it must be JSON, have exactly ``columns``, and hold in each the kind of value
-    :data:`_COLUMN_KINDS` says (text no longer than its cap); anything else is a DataError naming
+    ``_COLUMN_KINDS`` says (text no longer than its cap); anything else is a DataError naming
     the file, the line (as the row) and the column."""
     import pandas as pd
 
