@@ -23,11 +23,14 @@ def _suite(n: int) -> TestSuite:
 
 
 def test_a_refused_key_stops_the_asking_and_is_the_error() -> None:
-    with FakeOpenAIServer(Status(401, "Incorrect API key provided")) as server:
+    # Replies take 50 ms and at most 2 calls are in flight, so the 40 calls would take 1 s: the first
+    # refusal is read long before the last call could start, even on a loaded machine (with instant
+    # replies, the senders could drain the queue before the caller read the first refusal: flaky).
+    with FakeOpenAIServer(Status(401, "Incorrect API key provided"), latency=0.05) as server:
         judge = {"model": "attacker", "base_url": server.url, "api_key": "sk-wrong-123456"}
         with pytest.raises(ResourceError) as err:
-            nbeval.perturb(_suite(40), ["llm_injection"], judge=judge)
-        assert server.request_count < 40  # the calls not started when the first was refused are not made
+            nbeval.perturb(_suite(40), ["llm_injection"], judge=judge, concurrency=2)
+        assert server.request_count < 20  # the calls not started when the first was refused are not made
     message = str(err.value)
     assert message.startswith("the LLM perturbators made no test case: none of the 40 call(s) to the model got")
     assert "HTTP 401 (authentication failed)" in message and "Incorrect API key provided" in message
