@@ -21,7 +21,6 @@ import ast
 import functools
 import importlib
 import inspect
-import pkgutil
 import sys
 import types
 from pathlib import Path
@@ -29,22 +28,11 @@ from typing import Any
 
 import pytest
 
+from tests.support.public_modules import public_modules
+
 ROOT = Path(__file__).resolve().parents[1]
 #: Where the source of each top-level package lives (the kit is the folder widgets/).
 FOLDERS = {"nbeval.widgets": ROOT / "widgets", "nbeval": ROOT / "nbeval"}
-
-
-def _public_modules() -> list[str]:
-    """``nbeval``, ``nbeval.widgets`` and every module below them with no ``_``-prefixed part."""
-    import nbeval
-    import nbeval.widgets
-
-    names = {"nbeval", "nbeval.widgets"}
-    for pkg in (nbeval, nbeval.widgets):
-        for info in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
-            if not any(part.startswith("_") for part in info.name.split(".")):
-                names.add(info.name)
-    return sorted(names)
 
 
 def _source_file(module: str) -> Path | None:
@@ -220,7 +208,7 @@ def _imported_from(path: Path, module_name: str, name: str) -> str | None:
     return None
 
 
-@pytest.mark.parametrize("module_name", _public_modules())
+@pytest.mark.parametrize("module_name", public_modules())
 def test_every_public_name_has_a_docstring(module_name: str) -> None:
     assert _undocumented(module_name) == [], "write a docstring for each (a #: comment for a constant)"
 

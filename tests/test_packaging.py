@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import functools
 import importlib
-import pkgutil
 import subprocess
 import sys
 import tomllib
@@ -15,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.support.public_modules import public_modules
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = (
@@ -52,18 +53,6 @@ def test_import_nbeval_pulls_in_nothing_heavy() -> None:
 
 # ---------------------------------------------------------------------------------------------
 # __all__ is the public surface of every public module (httpx's test, for the whole package)
-
-
-def _public_modules() -> list[str]:
-    """``nbeval``, ``nbeval.widgets`` and every module below them with no ``_``-prefixed part."""
-    import nbeval.widgets
-
-    names = {"nbeval", "nbeval.widgets"}
-    for pkg in (nbeval, nbeval.widgets):
-        for info in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
-            if not any(part.startswith("_") for part in info.name.split(".")):
-                names.add(info.name)
-    return sorted(names)
 
 
 def _is_type_checking(test: ast.expr) -> bool:
@@ -115,7 +104,7 @@ def _surface() -> dict[str, dict[str, set[str]]]:
     """Per public module: the public names it defines, imports, imports for type checkers only
     and hands out lazily, read from its source and its namespace (never from ``__all__``)."""
     out: dict[str, dict[str, set[str]]] = {}
-    for name in _public_modules():
+    for name in public_modules():
         module = importlib.import_module(name)
         defined: set[str] = set()
         imported: set[str] = set()
@@ -150,7 +139,7 @@ def _module_params() -> list[Any]:
         pytest.param(m, marks=pytest.mark.xfail(strict=True, reason=f"__all__ lacks {ALL_GAPS[m]}"))
         if m in ALL_GAPS
         else m
-        for m in _public_modules()
+        for m in public_modules()
     ]
 
 
