@@ -93,7 +93,8 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext nbeval``: the ``%nbeval`` and ``%%nbeval_suite`` magics, Tab completion and rich
-    display of datasets, suites, labs and plans (see :mod:`nbeval.extension`)."""
+    display of datasets, suites, labs and plans (see :mod:`nbeval.extension`).
+    """
     _extension().load_ipython_extension(ipython)
 
 

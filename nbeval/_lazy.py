@@ -11,7 +11,8 @@ def lazy_exports(
     package: str, exports: Mapping[str, str], namespace: dict[str, Any]
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """``__getattr__`` and ``__dir__`` for ``package``: each public name of ``exports`` is imported
-    from its module the first time it is used, then kept in ``namespace`` (the package globals)."""
+    from its module the first time it is used, then kept in ``namespace`` (the package globals).
+    """
 
     def __getattr__(name: str) -> Any:
         module = exports.get(name)

@@ -11,7 +11,8 @@ __all__ = ["plugins"]
 def plugins(group: str, what: str) -> Iterator[Any]:
     """Each object of entry-point ``group``, loaded; one that fails to load is skipped with a
     warning naming it (``what``: "plugin", "perturbator plugin"), since a broken plugin must not
-    break nbeval."""
+    break nbeval.
+    """
     from importlib.metadata import entry_points
 
     for ep in entry_points(group=group):

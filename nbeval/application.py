@@ -80,7 +80,8 @@ REPORT_FILE = "report.html"
 
 def spec_search_text(spec: Any) -> str:
     """What a catalogue filter searches in an evaluator (lower case): its id, family, kind, inputs,
-    metrics and description."""
+    metrics and description.
+    """
     return " ".join(
         [spec.id, spec.family, spec.kind, *spec.inputs, *(m.name for m in spec.metrics), spec.description]
     ).lower()
@@ -89,7 +90,8 @@ def spec_search_text(spec: Any) -> str:
 def matching_specs(family: str | None, words: Sequence[str] = ()) -> list[Any]:
     """The catalogue's evaluators, sorted by family and id: those of ``family`` (an unknown one is
     refused, naming the known ones) whose :func:`spec_search_text` contains every one of ``words``
-    (case-insensitive). ``nbeval evaluators`` and ``%nbeval evaluators`` both filter with this."""
+    (case-insensitive). ``nbeval evaluators`` and ``%nbeval evaluators`` both filter with this.
+    """
     from nbeval.evaluators.registry import list_evaluators
 
     if family is not None:
@@ -120,7 +122,8 @@ def spec_dict(spec: Any) -> dict[str, Any]:
     """An evaluator's spec as JSON-able data, as ``nbeval evaluators --json``, ``%nbeval evaluators
     --json`` and the service's ``GET /v1/evaluators`` give it: ``params`` maps each parameter to
     its default, ``param_types`` to its declared type (``int``, ``list[str]``, ``Literal[...]``);
-    an unbounded side of a metric's range is ``null``."""
+    an unbounded side of a metric's range is ``null``.
+    """
     params = spec.params
     declared = getattr(params, "declared", None)
     types = {p.name: p.type_name for p in declared} if declared is not None else {}
@@ -154,13 +157,15 @@ def spec_dict(spec: Any) -> dict[str, Any]:
 
 def endpoint(model: str, base_url: str | None) -> Any:
     """A chat model spec: the name alone, or with the endpoint it lives at (a local ``hf:`` model
-    lives at none: the base URL is for the OpenAI-compatible models beside it)."""
+    lives at none: the base URL is for the OpenAI-compatible models beside it).
+    """
     return {"model": model, "base_url": base_url} if base_url and not model.startswith("hf:") else model
 
 
 def judge_spec(model: str | None, base_url: str | None) -> Any:
     """The judge of ``--judge`` and ``--judge-base-url`` (``None``: the environment's, if any); the
-    model comes from ``NBEVAL_JUDGE_MODEL`` when only the URL is given."""
+    model comes from ``NBEVAL_JUDGE_MODEL`` when only the URL is given.
+    """
     if base_url and not model:
         model = os.environ.get(ENV_MODEL)
         if not model:
@@ -184,7 +189,8 @@ def read_prices(text: str) -> dict[str, tuple[float, ...]]:
     """``--prices FILE_OR_JSON``: JSON text (``{...}``), or a JSON or YAML file (``.yaml``/``.yml``),
     mapping model names to USD per 1k tokens, ``[prompt, completion]`` or ``[prompt, completion,
     batch_prompt, batch_completion]``: the ``prices=`` of :func:`nbeval.evaluate`, checked. Raises
-    :class:`~nbeval.errors.DataError` saying what is wrong."""
+    :class:`~nbeval.errors.DataError` saying what is wrong.
+    """
     import json
 
     source = text.strip()
@@ -235,7 +241,8 @@ def _read_yaml(path: Path) -> Any:
 
 def jury_spec(models: str | Sequence[str] | None, base_urls: str | Sequence[str] | None) -> Any:
     """``run``'s judge: one ``--judge`` as :func:`judge_spec`; several a majority jury (``judge=[...]``
-    in Python), at the one ``--judge-base-url`` or one each, in order. A comma in a name is refused."""
+    in Python), at the one ``--judge-base-url`` or one each, in order. A comma in a name is refused.
+    """
     names = [models] if isinstance(models, str) else list(models or [])
     urls = [base_urls] if isinstance(base_urls, str) else list(base_urls or [])
     for name in (n for n in names if "," in n):
@@ -276,7 +283,8 @@ _JUDGE_HINTS = {
 def judge_error(exc: BaseException, *, magic: bool = False) -> str:
     """The message of a missing-judge error (:class:`~nbeval.errors.JudgeNotConfigured`) in the
     terms of where it is shown: the command line's flags (``--judge``, ``--judge-base-url``), or
-    with ``magic`` the ``%nbeval judge`` magic, in place of the Python API's ``judge=...``."""
+    with ``magic`` the ``%nbeval judge`` magic, in place of the Python API's ``judge=...``.
+    """
     from nbeval.chat.config import judge_help_text
 
     text = judge_plan_text(str(exc), magic=magic)
@@ -288,7 +296,8 @@ def judge_error(exc: BaseException, *, magic: bool = False) -> str:
 
 def judge_plan_text(text: str, *, magic: bool = False) -> str:
     """``text`` (a dry run's plan) with its advice about a missing judge in the terms of the
-    command line or, with ``magic``, of the magics."""
+    command line or, with ``magic``, of the magics.
+    """
     return text.replace(_PYTHON_JUDGE_HINT, _JUDGE_HINTS[magic])
 
 
@@ -317,7 +326,8 @@ def cli_terms(text: str) -> str:
     warning) in the command line's terms: ``--batch`` for ``batch=True``, ``--no-cache`` for
     ``cache=False``, ``nbeval complete`` for ``nbeval.collect(...)``, ``--judge`` for ``judge=...``.
     An error that names run options carries them as data instead, and
-    :func:`nbeval.cli.cli_message` spells them with the flags of the commands."""
+    :func:`nbeval.cli.cli_message` spells them with the flags of the commands.
+    """
     for python, cli in _CLI_TERMS:
         text = text.replace(python, cli)
     return text
@@ -329,7 +339,8 @@ def cli_terms(text: str) -> str:
 
 def same_file(a: Path, b: Path) -> bool:
     """Whether two paths name one file: the same resolved path (links and ``..`` followed), or
-    the same file on disk (hard links, case-insensitive file systems)."""
+    the same file on disk (hard links, case-insensitive file systems).
+    """
     if a.resolve() == b.resolve():
         return True
     try:
@@ -341,7 +352,8 @@ def same_file(a: Path, b: Path) -> bool:
 def check_run_out(out: Path, inputs: Sequence[str]) -> None:
     """Fail (:class:`~nbeval.errors.DataError`) before any work when ``--out`` cannot take a run's
     result: it (or a folder above it) is a file, one of the files to write is a folder there, or
-    writing would overwrite one of ``inputs`` (the paths read)."""
+    writing would overwrite one of ``inputs`` (the paths read).
+    """
     from nbeval.results.storage.files import check_folder
     from nbeval.results.storage.saving import RESULT_FILES
 
@@ -362,7 +374,8 @@ def check_run_out(out: Path, inputs: Sequence[str]) -> None:
 
 def check_file_out(out: Path, inputs: Sequence[str], what: str = "lab") -> None:
     """Fail (:class:`~nbeval.errors.DataError`) before any work when the output file ``out`` (the
-    ``what`` to write) is one of ``inputs``, or a folder, or cannot be made."""
+    ``what`` to write) is one of ``inputs``, or a folder, or cannot be made.
+    """
     from nbeval.results.storage.files import check_folder
 
     for given in inputs:
@@ -391,7 +404,8 @@ def save_run(result: EvaluationResult, out: Path) -> Path:
 
 def save_partial(result: EvaluationResult, out: Path) -> None:
     """Save an interrupted run's result at once: without a report (building one takes seconds),
-    and without the report of an earlier run there, which would be taken for this one's."""
+    and without the report of an earlier run there, which would be taken for this one's.
+    """
     result.save(out)
     (out / REPORT_FILE).unlink(missing_ok=True)
 
@@ -403,7 +417,8 @@ def save_partial(result: EvaluationResult, out: Path) -> None:
 def run_gate(result: EvaluationResult, fail_on: bool | Sequence[str] | None) -> GateVerdict | None:
     """The CI gate of ``--fail-on-problems`` (``True``: every kind) or ``--fail-on KINDS`` (the
     kinds of :data:`~nbeval.results.reporting.gate.GATE_KINDS` to fail on) on ``result``; ``None`` when no
-    gate was asked for. The front end shows the verdict's lines and fails when it is tripped."""
+    gate was asked for. The front end shows the verdict's lines and fails when it is tripped.
+    """
     if not fail_on:
         return None
     from nbeval.results.reporting.gate import check_gate
@@ -431,7 +446,8 @@ def plan(
     or a mapping) with the keywords on top, so a call can switch between the two unchanged;
     ``progress``, ``scheduler``, ``chunk_rows`` and ``batch_poll_s`` are accepted (and checked)
     and change nothing (a plan is counted here, at once, wherever and however the rows would be
-    scored)."""
+    scored).
+    """
     from nbeval.engine.run import plan_evaluation
 
     return plan_evaluation(data, evaluators, options, **keywords)

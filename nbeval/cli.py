@@ -71,7 +71,8 @@ def program_arguments() -> tuple[Arg, ...]:
 
 def build_parser(commands: tuple[Command, ...] | None = None) -> argparse.ArgumentParser:
     """The parser of ``nbeval``: one subparser per command of :func:`nbeval.commands.all_commands`
-    (or of ``commands``), each with the command's arguments, its ``func`` the command's ``run``."""
+    (or of ``commands``), each with the command's arguments, its ``func`` the command's ``run``.
+    """
     p = argparse.ArgumentParser(prog="nbeval", description="Evaluate LLM and RAG applications.")
     for a in program_arguments():
         p.add_argument(*a.flags, **a.settings)
@@ -104,7 +105,8 @@ def cli_message(exc: NbevalError, command: Command | None = None) -> str:
     """An error's message in the command line's terms: the run options it names (carried as data,
     see :class:`~nbeval.errors.NbevalError`) spelled as the flags that set them, those of
     ``command`` (the one running) first, then of any other command; the Python API's other words
-    (in text that carries no options: a row's error, a plan) through :func:`cli_terms`."""
+    (in text that carries no options: a row's error, a plan) through :func:`cli_terms`.
+    """
     commands = ([command] if command is not None else []) + list(all_commands())
 
     def spell(option: str, value: Any) -> str | None:
@@ -119,7 +121,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     The status is the command's own (0 on success, 1 when a CI gate trips), 2 when the judge is not
     configured or another :class:`~nbeval.errors.NbevalError` stops it (the message goes to
     stderr in the command line's terms) and 130 on Ctrl-C. Bad arguments exit through argparse
-    (:class:`SystemExit`, status 2); other exceptions propagate."""
+    (:class:`SystemExit`, status 2); other exceptions propagate.
+    """
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)

@@ -21,7 +21,8 @@ def finish_run(result: Any, out: Path, fail_on_problems: bool | Sequence[str] | 
     """Print and save the result (``brief``: :meth:`~nbeval.results.EvaluationResult.summary`'s
     brief form); with a gate (``True``: every kind, or the kinds of
     :data:`~nbeval.results.reporting.gate.GATE_KINDS` to fail on) say which kinds trip it, one line each,
-    and return 1 if any does."""
+    and return 1 if any does.
+    """
     print(application.cli_terms(result.summary(brief=brief)))  # rows' errors say --batch, not batch=True
     report = application.save_run(result, out)
     print(f"\nsaved the result to {out}/\nand the report to {report}")
@@ -35,7 +36,8 @@ def finish_run(result: Any, out: Path, fail_on_problems: bool | Sequence[str] | 
 
 def data_or_demo(text: str) -> Any:
     """What a command's DATA names: the file ``text``, or the shipped demo lab for ``demo`` when
-    no file of that name is in the current folder (a file named ``demo`` wins)."""
+    no file of that name is in the current folder (a file named ``demo`` wins).
+    """
     if text == "demo" and not Path(text).exists():
         from nbeval.demo import demo_lab
 
@@ -45,7 +47,8 @@ def data_or_demo(text: str) -> Any:
 
 class SavedInterrupt(KeyboardInterrupt):
     """Ctrl-C, after the partial output was saved: ``note`` says where (empty when saving failed);
-    ``batches``: the batches left running at the provider (``--batch``)."""
+    ``batches``: the batches left running at the provider (``--batch``).
+    """
 
     def __init__(self, note: str, batches: Sequence[str] = ()) -> None:
         super().__init__(note)
@@ -55,7 +58,8 @@ class SavedInterrupt(KeyboardInterrupt):
 
 def saved_or_not(save: Callable[[], Any], note: str, batches: Sequence[str] = ()) -> NoReturn:
     """After Ctrl-C: save the partial output, and go on with the interruption saying so (or not,
-    when saving failed or was interrupted too), and which ``batches`` go on at the provider."""
+    when saving failed or was interrupted too), and which ``batches`` go on at the provider.
+    """
     try:
         save()
     except (Exception, KeyboardInterrupt):
@@ -65,7 +69,8 @@ def saved_or_not(save: Callable[[], Any], note: str, batches: Sequence[str] = ()
 
 def interrupted_note(exc: BaseException, again: str = "running the same command again") -> str:
     """The end of what Ctrl-C prints: the judge replies received are cached, and with ``--batch``
-    the batches still running (and billed) at the provider, by id, and how to pick them up or cancel them."""
+    the batches still running (and billed) at the provider, by id, and how to pick them up or cancel them.
+    """
     batches = tuple(getattr(exc, "batches", ()))
     if not batches:
         return "judge replies received so far are cached, run again to resume"

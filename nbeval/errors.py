@@ -38,13 +38,15 @@ NamedOptions = Mapping[str, tuple[str, Any]]
 
 def python_keyword(option: str, value: Any) -> str:
     """How Python's API spells an option set to ``value``: ``batch=True``, ``max_pages=40``,
-    ``max_chars=...`` (any value)."""
+    ``max_chars=...`` (any value).
+    """
     return f"{option}=..." if value is ... else f"{option}={value!r}"
 
 
 def spell_options(template: str, options: NamedOptions, spell: Callable[[str, Any], str | None]) -> str:
     """``template`` with each ``{placeholder}`` of ``options`` spelled by ``spell(option, value)``
-    (by :func:`python_keyword` where ``spell`` has no spelling). Other braces are left as they are."""
+    (by :func:`python_keyword` where ``spell`` has no spelling). Other braces are left as they are.
+    """
     text = template
     for key, (option, value) in options.items():
         text = text.replace("{" + key + "}", spell(option, value) or python_keyword(option, value))
@@ -57,7 +59,8 @@ class NbevalError(Exception):
     An error whose message names run options (``batch=True``, ``cache=False``) carries them as
     data: ``options`` maps each ``{placeholder}`` of the message to ``(option, value)``. ``str()``
     spells them as Python's keywords; :meth:`spelled` as a front end does (the command line's
-    ``--batch``, ``--no-cache``)."""
+    ``--batch``, ``--no-cache``).
+    """
 
     #: The options the message names (see above); empty for most errors.
     options: NamedOptions = MappingProxyType({})
@@ -72,7 +75,8 @@ class NbevalError(Exception):
 
     def spelled(self, spell: Callable[[str, Any], str | None]) -> str:
         """The message with the options it names spelled by ``spell(option, value)`` (a ``None``
-        from it keeps Python's spelling)."""
+        from it keeps Python's spelling).
+        """
         if not self.options:
             return str(self)
         return spell_options(self._template, self.options, spell)
@@ -106,18 +110,20 @@ class DataError(NbevalError, ValueError):
 
 
 class BadParameter(NbevalError, ValueError):
-    """An argument has a value nbeval cannot use: out of range, or not one of the choices (the
-    message lists them)."""
+    """An argument has a value nbeval cannot use: out of range, or not one of the choices (the message lists them)."""
 
 
 class BadArgumentType(NbevalError, TypeError):
     """An argument is of the wrong type (a condition or a pattern that is not a string, a chat
-    message that is not a mapping)."""
+    message that is not a mapping).
+    """
 
 
 class NotFound(NbevalError, KeyError):
-    """A name was looked up that is not there: a model, an evaluator or a metric that a result or a
-    run does not have. The message lists the names there are."""
+    """A name was looked up that is not there: a model, an evaluator or a metric that a result or a run does not have.
+
+    The message lists the names there are.
+    """
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else ""
@@ -155,12 +161,15 @@ class MissingDependency(NbevalError, ImportError):
 
 class PerturbationError(NbevalError, ValueError):
     """A perturbation was asked for wrongly: an unknown perturbator id or intensity, or data
-    without test cases to perturb."""
+    without test cases to perturb.
+    """
 
 
 class ResourceError(NbevalError, RuntimeError):
-    """A resource (embedder, judge, local model) failed for one request. ``status``: the HTTP
-    status of a failed judge call, where there was one (401: the key was refused)."""
+    """A resource (embedder, judge, local model) failed for one request.
+
+    ``status``: the HTTP status of a failed judge call, where there was one (401: the key was refused).
+    """
 
     def __init__(self, message: str = "", *, status: int | None = None) -> None:
         super().__init__(message)
@@ -168,9 +177,10 @@ class ResourceError(NbevalError, RuntimeError):
 
 
 class GenerationFailed(ResourceError):
-    """:func:`nbeval.generate` made no test case (every judge call failed, or no reply fitted the
-    schema). ``report``: the generation report the suite would have carried, with every failed
-    call's error and every raw reply."""
+    """:func:`nbeval.generate` made no test case (every judge call failed, or no reply fitted the schema).
+
+    ``report``: the generation report the suite would have carried, with every failed call's error and every raw reply.
+    """
 
     def __init__(self, message: str, report: dict[str, Any] | None = None) -> None:
         super().__init__(message)
@@ -189,7 +199,8 @@ class Interrupted(KeyboardInterrupt):
     Calls in flight were abandoned; the replies received are in the cache. With ``batch=True``,
     ``batches`` holds the ids of the batches left running (and billed) at the provider, which the
     message names, saying how to pick them up or cancel them. A ``KeyboardInterrupt``, not an
-    :class:`NbevalError`: code that lets Ctrl-C through still does."""
+    :class:`NbevalError`: code that lets Ctrl-C through still does.
+    """
 
     def __init__(self, result: Any, *, batches: Sequence[str] = (), note: str = "") -> None:
         text = "interrupted; the exception's .result holds the partial result"

@@ -39,7 +39,8 @@ class RunOptions:
 
     Every field has the default a plain ``nbeval.evaluate(data, evaluators)`` uses. Values are
     checked when the object is made (:class:`~nbeval.errors.BadParameter` names the field), so a
-    bad option fails before anything is spent, wherever it came from."""
+    bad option fails before anything is spent, wherever it came from.
+    """
 
     #: The shared embedder: a model name or path, an embedder object, or ``None`` for the default.
     embedder: Any = None
@@ -92,7 +93,8 @@ class RunOptions:
 
     def merged(self, **changes: Any) -> RunOptions:
         """A copy with ``changes`` applied; a change of ``None`` is not a change for an option whose
-        default is not ``None``. An unknown name is a :class:`~nbeval.errors.BadParameter`."""
+        default is not ``None``. An unknown name is a :class:`~nbeval.errors.BadParameter`.
+        """
         known = set(self.names())
         unknown = sorted(set(changes) - known)
         if unknown:
@@ -111,7 +113,8 @@ class RunOptions:
         """``self``, once every option set to other than its default is among ``applicable``: an
         option that does not apply to ``where`` (a function's name, said in the message) is a
         :class:`~nbeval.errors.BadParameter`, not silently ignored. ``hints`` may say, per option,
-        where it belongs instead."""
+        where it belongs instead.
+        """
         allowed = set(applicable)
         refused = [name for name in self.changed() if name not in allowed]
         if refused:
@@ -124,7 +127,8 @@ class RunOptions:
     @classmethod
     def of(cls, options: RunOptions | Mapping[str, Any] | None = None, **keywords: Any) -> RunOptions:
         """The options a call asked for: ``options`` (a RunOptions, a mapping of names, or ``None``
-        for the defaults) with ``keywords`` on top."""
+        for the defaults) with ``keywords`` on top.
+        """
         if options is None:
             base = cls()
         elif isinstance(options, RunOptions):
@@ -144,7 +148,8 @@ class RunOptions:
 class RunKeywords(TypedDict, total=False):
     """The run options as keywords (``**keywords: Unpack[RunKeywords]``), so that type checkers
     and editors know the names an entry point takes beside ``options=``: one per
-    :class:`RunOptions` field, none required (a keyword left out leaves ``options`` as it is)."""
+    :class:`RunOptions` field, none required (a keyword left out leaves ``options`` as it is).
+    """
 
     embedder: Any
     judge: Any

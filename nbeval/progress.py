@@ -25,7 +25,8 @@ PROGRESS_INTERVAL = 0.25
 
 class ProgressThrottle:
     """When a run of ``total`` scores reports: once ``step = total // steps`` (at least 1) more
-    scores are finished, or ``interval`` seconds after the last report, whichever comes first."""
+    scores are finished, or ``interval`` seconds after the last report, whichever comes first.
+    """
 
     def __init__(self, total: int, *, steps: int = PROGRESS_STEPS, interval: float = PROGRESS_INTERVAL) -> None:
         self.step = max(1, int(total) // max(1, int(steps)))
@@ -56,8 +57,10 @@ class _NoBar:
 
 
 def progress_bar(total: int, enabled: bool, *, desc: str = "nbeval", unit: str = "score") -> Any:
-    """A bar with ``update(n)`` and ``close()``; tqdm is imported only when one is shown. (tqdm
-    redraws at most ten times a second, however often it is updated.)"""
+    """A bar with ``update(n)`` and ``close()``; tqdm is imported only when one is shown.
+
+    (tqdm redraws at most ten times a second, however often it is updated.)
+    """
     if not enabled:
         return _NoBar()
     from tqdm.auto import tqdm

@@ -37,8 +37,10 @@ _DECLARATION = "_KIT_EXPORTS"
 
 
 def _declared_exports(folder: Path, package: str) -> dict[str, str]:
-    """Public name -> the module under ``package`` (in ``folder``) that declares it in its
-    ``_KIT_EXPORTS``. Read from source, so no module is imported here (the forms load on first use)."""
+    """Public name -> the module under ``package`` (in ``folder``) that declares it in its ``_KIT_EXPORTS``.
+
+    Read from source, so no module is imported here (the forms load on first use).
+    """
     exports: dict[str, str] = {}
     for path in sorted(folder.glob("*.py")):
         source = path.read_text(encoding="utf-8")

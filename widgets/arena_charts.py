@@ -28,7 +28,8 @@ _KIT_EXPORTS = ("arena_chart", "win_matrix")
 
 def arena_chart(result: EvaluationResult, evaluator: str = "pairwise", *, level: float = 0.95) -> alt.LayerChart:
     """Each model's arena rating (1000 is the mean model) as a point with its interval, ranked
-    best first; the tooltip gives the interval, wins, losses, ties and verdicts."""
+    best first; the tooltip gives the interval, wins, losses, ties and verdicts.
+    """
     table = result.arena(evaluator, level=level)
     names = model_names(result)
     df = pd.DataFrame(
@@ -78,7 +79,8 @@ def arena_chart(result: EvaluationResult, evaluator: str = "pairwise", *, level:
 def win_matrix(result: EvaluationResult, evaluator: str = "pairwise", *, level: float = 0.95) -> alt.LayerChart:
     """A model × model heatmap: each cell is the chance that the row's model is preferred to the
     column's (first-slot preference removed), blue above one half and red below; the tooltip gives
-    its interval and the verdicts (wins, losses, ties, inconsistent cases) behind it."""
+    its interval and the verdicts (wins, losses, ties, inconsistent cases) behind it.
+    """
     h2h = result.head_to_head(evaluator, level=level)
     names = model_names(result)
     order = [names.get(str(k), str(k)) for k in result.arena(evaluator, level=level)["model_key"]]

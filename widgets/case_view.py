@@ -72,7 +72,8 @@ def _name(value: Any) -> str:
 
 def _chunks(chunks: Sequence[Chunk], max_chars: int) -> str:
     """The context chunks as numbered HTML blocks (each with its source, text cut to ``max_chars``); a dash when
-    there are none."""
+    there are none.
+    """
     if not chunks:
         return f'<span style="{_MUTED}">—</span>'
     parts = []
@@ -89,7 +90,8 @@ def _chunks(chunks: Sequence[Chunk], max_chars: int) -> str:
 
 def _case_fields(row: Row, max_chars: int, shared: int, messages: list[dict[str, Any]]) -> str:
     """The case's fields; when every model's conversation begins with the same ``shared``
-    messages, those (the first of ``messages``) instead of the prompt."""
+    messages, those (the first of ``messages``) instead of the prompt.
+    """
     if shared:
         prompt = ("conversation", conversation_html(messages, stop=shared, max_chars=max_chars))
     else:
@@ -122,7 +124,8 @@ def case_html(
     rows have messages: :mod:`.conversation_view`, the messages every model shares shown once with
     the case's fields), the answer, retrieved context, every metric (tinted by pass/fail), each
     evaluator's rationale and any error or skip reason. ``highlight`` tints one model's column
-    (the heatmap cell that was clicked)."""
+    (the heatmap cell that was clicked).
+    """
     grouped = rows if rows is not None else case_rows(result)
     case = grouped.get(key)
     if not case:
@@ -192,7 +195,8 @@ def _jury_cells(
 ) -> list[str]:
     """Each model's jury on ``ev`` (:mod:`.jury_view`): every juror's value of the primary metric,
     label and rationale, then the row's value and how it was made; a row without a jury shows its
-    rationale as usual."""
+    rationale as usual.
+    """
     metric = result.primary_metric(ev)
     passes = metric_passes(result, ev, metric)
     cells = []
@@ -209,7 +213,8 @@ def _jury_cells(
 
 def _conversations(line: Any, rows: list[Row], shared: int, max_chars: int) -> str:
     """The line of each model's conversation (:mod:`.conversation_view`), from the first message
-    after the ``shared`` ones shown with the case."""
+    after the ``shared`` ones shown with the case.
+    """
     cells = []
     for r in rows:
         if not r.messages:
@@ -236,8 +241,8 @@ def _comparisons(result: EvaluationResult, scores: Any, answers: dict[str, Any],
 
 
 def _score_cell(r: Any) -> str:
-    """A score's table cell: its value tinted by pass or fail, or why there is none (not evaluated, skipped, an
-    error)."""
+    """A score's table cell: its value tinted by pass or fail, or why there is none (not evaluated, skipped, an error).
+    """
     if r is None:
         return f'<span style="{_MUTED}">not evaluated</span>'
     if r.skipped:

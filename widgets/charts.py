@@ -147,7 +147,8 @@ _METHOD_NAMES = {
 
 def _add_interval(df: pd.DataFrame, result: EvaluationResult, info: MetricInfo, ci: float | None) -> str:
     """Add ``lo``/``hi`` to a :func:`leaderboard_table` frame, in place, from
-    ``result.leaderboard(ci=ci)``; returns the interval method the result used."""
+    ``result.leaderboard(ci=ci)``; returns the interval method the result used.
+    """
     if ci is None:
         return ""
     if not 0 < ci < 1:
@@ -202,7 +203,8 @@ def distribution_chart(
     bins: int = 20,
 ) -> alt.LayerChart | alt.Chart:
     """Per-model distribution of a metric's row values: a box plot (min–max whiskers, quartile box,
-    median tick, mean diamond, threshold rule) or, with ``kind="hist"``, one histogram per model."""
+    median tick, mean diamond, threshold rule) or, with ``kind="hist"``, one histogram per model.
+    """
     info = metric_info(result, evaluator, metric)
     if kind == "hist":
         df = histogram(result, info, bins=bins)

@@ -63,7 +63,8 @@ def _name(value: Any) -> str:
 
 def _folded(text: str, fold_chars: int, style: str = _PRE) -> str:
     """``text`` (already cut) escaped; past ``fold_chars`` or ``_FOLD_LINES`` lines its start,
-    then the rest inside a ``<details>`` saying how much is folded."""
+    then the rest inside a ``<details>`` saying how much is folded.
+    """
     lines = text.split("\n", _FOLD_LINES)
     if len(lines) > _FOLD_LINES:  # cut at the end of a line
         cut = min(len(text) - len(lines[-1]) - 1, fold_chars)
@@ -118,7 +119,8 @@ def _details(summary: str, body: str, *, is_open: bool, attrs: str) -> str:
 
 class _Calls:
     """The tool calls of a whole conversation: their numbers, the message of each, and which
-    message answers each (by ``tool_call_id``)."""
+    message answers each (by ``tool_call_id``).
+    """
 
     def __init__(self, messages: Sequence[dict[str, Any]]) -> None:
         self.number: dict[str, int] = {}  # call id -> call number (first of a repeated id)
@@ -140,7 +142,8 @@ class _Calls:
 
 def _call_html(c: dict[str, Any], number: int, calls: _Calls, max_chars: int, fold_chars: int) -> str:
     """One tool call as HTML: its number, function and id, its arguments (flagged when they are not a JSON object),
-    and which message answered it."""
+    and which message answered it.
+    """
     fn = c.get("function", {})
     cid = str(c.get("id") or "")
     shown, problem = _arguments(fn.get("arguments", "{}"))
@@ -177,7 +180,8 @@ def _result_html(m: dict[str, Any], at: int, calls: _Calls, body: str, size: int
 
 def _turn(m: dict[str, Any], at: int, calls: _Calls, call_numbers: Iterable[int], max_chars: int, fold: int) -> str:
     """One message of the conversation as HTML, tinted by role: its text (a JSON tool result pretty-printed, long
-    text folded) and the tool calls it made."""
+    text folded) and the tool calls it made.
+    """
     role = str(m.get("role", "?"))
     bg, border = _TINT.get(role, ("#fff", "#ccc"))
     who = role + (f" ({m['name']})" if m.get("name") and role != "tool" else "")
@@ -219,7 +223,8 @@ def conversation_html(
     """The messages ``messages[start:stop]``, one numbered turn each (numbers count from the
     conversation's first message, so ``start=3`` begins at message 4), tool calls and results
     linked across the whole conversation. At most ``max_messages`` are drawn; each text is cut to
-    ``max_chars`` and folded past ``fold_chars``."""
+    ``max_chars`` and folded past ``fold_chars``.
+    """
     calls = _Calls(messages)
     first_call = 1 + sum(len(m.get("tool_calls", ())) for m in messages[:start] if m.get("role") == "assistant")
     end = len(messages) if stop is None else min(stop, len(messages))
@@ -238,7 +243,8 @@ def conversation_html(
 
 def expected_calls_html(calls: Sequence[dict[str, Any]], *, max_chars: int = 4000) -> str:
     """The reference tool calls (``[{"name", "arguments": {...}}]``) as a numbered list, each with
-    its arguments pretty-printed; ``[]`` says that no tool call is expected."""
+    its arguments pretty-printed; ``[]`` says that no tool call is expected.
+    """
     if not calls:
         return f'<span style="{_MUTED}">none: no tool call is expected</span>'
     items = []
@@ -253,7 +259,8 @@ def expected_calls_html(calls: Sequence[dict[str, Any]], *, max_chars: int = 400
 
 def shared_turns(rows: Iterable[Row]) -> int:
     """How many leading messages every row with a conversation shares, up to each one's last user
-    message (what the case asks, before any model answered); 0 when none has messages."""
+    message (what the case asks, before any model answered); 0 when none has messages.
+    """
     convs = [r.messages for r in rows if r.messages]
     if not convs:
         return 0

@@ -34,7 +34,8 @@ DIFF_VERDICTS = {
 
 def diff_chart_table(d: RunDiff) -> pd.DataFrame:
     """The rows :func:`diff_chart` draws: the diff's table (comparisons with a change) with a
-    ``label`` (``evaluator.metric``), a ``row`` (label and model), a ``verdict`` and a star mark."""
+    ``label`` (``evaluator.metric``), a ``row`` (label and model), a ``verdict`` and a star mark.
+    """
     t = d.table
     df = t[t["diff"].notna()].reset_index(drop=True).copy()
     df["label"] = df["evaluator"].astype(str) + "." + df["metric"].astype(str)
@@ -54,7 +55,8 @@ def diff_chart(d: RunDiff) -> alt.LayerChart:
     interval (a rule) and a dashed rule at zero. Colour: red for a regression (significant, in the
     metric's wrong direction, at least the diff's ``min_effect``), green for an improvement, grey
     otherwise, light grey where no test applies (an aggregate that is not a mean of rows); a star
-    marks a significant change. Tooltips give both means, the pairs, the test and both p-values."""
+    marks a significant change. Tooltips give both means, the pairs, the test and both p-values.
+    """
     df = diff_chart_table(d)
     y = alt.Y("row:N", sort=list(df["row"]), title=None, axis=alt.Axis(labelLimit=300))
     tooltip = [

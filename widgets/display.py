@@ -34,7 +34,8 @@ def enable_offline() -> None:
 
 def jupyter_chart(chart: alt.TopLevelSpec | None, **kwargs: Any) -> alt.JupyterChart:
     """``chart`` as an offline :class:`altair.JupyterChart` widget (selections observable from Python);
-    ``None`` gives an empty widget whose ``chart`` is set later."""
+    ``None`` gives an empty widget whose ``chart`` is set later.
+    """
     # The widget's script is a class attribute read at construction: bundle it offline first (once).
     alt.JupyterChart.enable_offline(True)
     # JupyterChart's signature says a chart, but its trait allows None (an empty widget)
@@ -44,7 +45,8 @@ def jupyter_chart(chart: alt.TopLevelSpec | None, **kwargs: Any) -> alt.JupyterC
 def overview_chart(result: EvaluationResult, max_evaluators: int = 4) -> alt.HConcatChart | alt.ConcatChart | None:
     """Leaderboards of the first ``max_evaluators`` evaluators (``None`` when there are none), one
     under the other: side by side, two would pass the 968 px output area of JupyterLab with its
-    file browser open and lose their right edge."""
+    file browser open and lose their right edge.
+    """
     charts = [leaderboard_chart(result, ev) for ev in result.evaluators[:max_evaluators]]
     if not charts:
         return None
@@ -76,10 +78,11 @@ def result_mimebundle(
     static_chart: bool = True,
     widget: bool | None = None,
 ) -> dict[str, Any]:
-    """The MIME bundle of a result: ``text/plain`` (always), ``text/html`` and, in a kernel, a
-    widget view. ``static_chart`` embeds the leaderboard as SVG in the HTML; ``widget`` forces the
-    widget view on or off (default: on inside a kernel). Never raises for a chart problem: the
-    summary is shown with a note instead."""
+    """The MIME bundle of a result: ``text/plain`` (always), ``text/html`` and, in a kernel, a widget view.
+
+    ``static_chart`` embeds the leaderboard as SVG in the HTML; ``widget`` forces the widget view on or off (default: on
+    inside a kernel). Never raises for a chart problem: the summary is shown with a note instead.
+    """
     bundle: dict[str, Any] = {"text/plain": f"{result!r}\n\n{result.summary()}"}
     summary = summary_html(result)
     try:

@@ -37,7 +37,8 @@ def _check_order(order: str) -> None:
 
 def order_evaluators(result: EvaluationResult, order: str) -> list[str]:
     """The evaluators ``result``'s cases can be ordered by in ``order``: those run with a jury
-    for ``disagreement``, those with verdicts for ``label_queue``, none for ``dataset``."""
+    for ``disagreement``, those with verdicts for ``label_queue``, none for ``dataset``.
+    """
     if order == "disagreement":
         return jury_evaluators(result)
     if order == "label_queue":
@@ -178,7 +179,8 @@ class CaseExplorer(w.VBox):
     @reports_errors
     def _load(self, result: EvaluationResult | None) -> None:
         """Fill the case list and the evaluator choice from ``result`` (kept when the new result has the same
-        evaluator)."""
+        evaluator).
+        """
         self._busy = True
         try:
             self._rows = case_rows(result) if result is not None else {}
@@ -211,7 +213,8 @@ class CaseExplorer(w.VBox):
     @reports_errors
     def _draw_heatmap(self) -> None:
         """Draw the per-case heatmap of the chosen evaluator, and note which cases it shows (past its cell limit it
-        shows the hardest)."""
+        shows the hardest).
+        """
         if self.chart is None:
             return
         evaluator = self.evaluator_choice.value
@@ -263,8 +266,8 @@ class CaseExplorer(w.VBox):
         self._update_walk()
 
     def _update_walk(self) -> None:
-        """Enable the previous and next buttons where there is a case to go to, and say which case of how many this
-        is."""
+        """Enable the previous and next buttons where there is a case to go to, and say which case of how many this is.
+        """
         keys = self._keys
         at = keys.index(self.key) if self.key in keys else -1
         self.previous_button.disabled = at <= 0
@@ -275,7 +278,8 @@ class CaseExplorer(w.VBox):
 
     def _ordered(self, result: EvaluationResult | None) -> list[tuple[str, float | None]]:
         """The cases of ``result`` in the current order; dataset order, said in ``message``, when
-        the new result cannot be ordered so."""
+        the new result cannot be ordered so.
+        """
         keys = list(self._rows)
         self._order_options = {o: order_evaluators(result, o) for o in ORDERS} if result is not None else {}
         if result is None or self.order == "dataset":
@@ -312,7 +316,8 @@ class CaseExplorer(w.VBox):
         most uncertain unlabelled verdict, its model highlighted, and each label then goes on to
         the next. The heatmap and the labeller switch to ``evaluator``. Raises
         :class:`~nbeval.errors.EvaluatorError` when ``evaluator`` was not run with a jury (for
-        ``"disagreement"``) and :class:`~nbeval.errors.BadParameter` for an unknown order."""
+        ``"disagreement"``) and :class:`~nbeval.errors.BadParameter` for an unknown order.
+        """
         _check_order(order)
         if self.result is None:  # applied when a result comes
             self.order, self.order_evaluator = order, evaluator or ""
@@ -363,7 +368,8 @@ class CaseExplorer(w.VBox):
 
     def step(self, by: int) -> None:
         """Show the case ``by`` places after the current one (before it when negative), staying
-        within the list; the highlighted model is kept."""
+        within the list; the highlighted model is kept.
+        """
         keys = self._keys
         if not keys:
             return

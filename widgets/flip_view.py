@@ -34,8 +34,8 @@ def _row(result: EvaluationResult, key: str, model_key: str) -> Any:
 
 
 def _score(result: EvaluationResult, key: str, model_key: str, evaluator: str) -> Any:
-    """The score row of the primary metric of ``evaluator`` for ``key`` and ``model_key`` (``None`` when there is
-    none)."""
+    """The score row of the primary metric of ``evaluator`` for ``key`` and ``model_key`` (``None`` when there is none).
+    """
     s = result.scores
     hit = s[(s["key"] == key) & (s["model_key"] == model_key) & (s["evaluator"] == evaluator)]
     metric = result.primary_metric(evaluator)
@@ -45,7 +45,8 @@ def _score(result: EvaluationResult, key: str, model_key: str, evaluator: str) -
 
 def _verdict(r: Any, max_chars: int) -> str:
     """A run's verdict on the row as HTML: the value tinted by pass or fail, with the rationale (or error); or why
-    there is none."""
+    there is none.
+    """
     if r is None:
         return f'<span style="{_MUTED}">not scored in this run</span>'
     if bool(r["skipped"]):
@@ -65,7 +66,8 @@ def flip_html(
     results: tuple[EvaluationResult, EvaluationResult] | None = None,
 ) -> str:
     """One row of both runs side by side: the case, the two answers, each shared evaluator's
-    primary value and rationale (the flipped evaluators first)."""
+    primary value and rationale (the flipped evaluators first).
+    """
     before, after = results if results is not None else diff.results()
     row_b, row_a = _row(before, key, model_key), _row(after, key, model_key)
     case = row_a or row_b

@@ -1,6 +1,8 @@
-"""The heatmaps: models × test cases (one cell per row, the kit's one detail view) and models ×
-metrics. Cells with no score are grey with a dashed border; a click selects a cell, and the case
-explorer can point the per-case heatmap's focus at the case it shows (:data:`CASE_FOCUS`)."""
+"""The heatmaps: models × test cases (one cell per row, the kit's one detail view) and models × metrics.
+
+Cells with no score are grey with a dashed border; a click selects a cell, and the case explorer can point the per-case
+heatmap's focus at the case it shows (:data:`CASE_FOCUS`).
+"""
 
 from __future__ import annotations
 
@@ -59,7 +61,8 @@ def _cell_layers(
     border, and unscored cells grey with a dashed dark border (a constant ``strokeDash``: Vega
     ignores a conditional one). ``selection`` goes on the first. The cells it picks are opaque and
     the others faded, unless a ``focus`` (``(active, match)`` predicates over params set from
-    Python) is active: then the cells it matches are opaque."""
+    Python) is active: then the cells it matches are opaque.
+    """
     scored = alt.datum.status == "scored"
     if focus is None:
         lit = alt.when(selection).then(alt.value(1.0)).otherwise(alt.value(0.35))
@@ -190,7 +193,8 @@ def heatmap(
 
 def _metric_heatmap(result: EvaluationResult, evaluator: str | None) -> alt.LayerChart:
     """The model × metric heatmap of ``evaluator``'s mean values (every evaluator's metrics when ``None``), cells
-    selectable."""
+    selectable.
+    """
     df = metric_cells(result, evaluator)
     selection = alt.selection_point(name=METRIC_SELECTION, fields=["model_key", "metric"])
     metrics = list(dict.fromkeys(df["metric"]))

@@ -31,7 +31,8 @@ def history_table(
     runs: pd.DataFrame | str | Path, evaluator: str, metric: str | None = None, *, level: float = 0.95
 ) -> tuple[pd.DataFrame, MetricInfo]:
     """The chart's data (one row per run and model, runs in time order) and its metric: the
-    numbers of :func:`~nbeval.results.runs.registry.run_history` plus the texts the chart shows."""
+    numbers of :func:`~nbeval.results.runs.registry.run_history` plus the texts the chart shows.
+    """
     history = run_history(runs, evaluator, metric, level=level)
     info = _info(history.attrs["metric"])
     df = history[["run", "label", "model_key", "value", "lo", "hi", "n"]].copy()
@@ -49,7 +50,8 @@ def history_chart(
     """``evaluator``'s ``metric`` (default: its primary metric) over the runs of ``runs`` (a runs
     folder, or :func:`nbeval.runs`' table of one), oldest run on the left: a line and points per
     model, each point with its ``level`` interval as a bar (none where a run has no interval).
-    Each run is loaded whole for the intervals (see :func:`~nbeval.results.runs.registry.run_history`)."""
+    Each run is loaded whole for the intervals (see :func:`~nbeval.results.runs.registry.run_history`).
+    """
     df, info = history_table(runs, evaluator, metric, level=level)
     order = list(dict.fromkeys(df["x"]))
     x = alt.X("x:N", sort=order, title="run (oldest first)", axis=alt.Axis(labelAngle=-30, labelLimit=160))
@@ -98,7 +100,8 @@ def _info(described: dict[str, Any]) -> MetricInfo:
 
 def _run_names(history: pd.DataFrame) -> list[str]:
     """Each row's run as the x axis names it: its label, else its folder; a name two runs share
-    gets the folder added, so no two runs fall on one place."""
+    gets the folder added, so no two runs fall on one place.
+    """
     names = {
         run: (label if isinstance(label, str) and label else run)
         for run, label in zip(history["run"], history["label"], strict=True)

@@ -54,7 +54,8 @@ _HOW = {
 
 def jury_of(details: Any) -> dict[str, Any] | None:
     """A row's ``details`` (JSON text or a dict) when they hold a jury (a non-empty list under
-    ``"jury"``), with the list kept to its dict entries; ``None`` otherwise."""
+    ``"jury"``), with the list kept to its dict entries; ``None`` otherwise.
+    """
     if isinstance(details, str):
         if '"jury"' not in details:  # most rows: no need to parse
             return None
@@ -102,7 +103,8 @@ def _juror_row(
     j: dict[str, Any], metric: str, passes: Callable[[float], bool | None], max_chars: int, fold_chars: int
 ) -> str:
     """One juror's table row: its value on ``metric`` (tinted by ``passes``, or a badge for a failed call or an
-    unreadable reply), its other values, its label and its folded rationale and error."""
+    unreadable reply), its other values, its label and its folded rationale and error.
+    """
     given = j.get("values")
     values: dict[str, Any] = given if isinstance(given, dict) else {}
     value: Any = values.get(metric)
@@ -148,7 +150,8 @@ def jury_html(
 ) -> str:
     """The jury ``panel`` (a row's details, see :func:`jury_of`) as a table of jurors and their
     ``metric`` values, then the row's ``value`` and ``label`` with how they were made and the
-    counts. ``passes(value)`` says whether a value passes (``True``/``False``/``None``) to tint it."""
+    counts. ``passes(value)`` says whether a value passes (``True``/``False``/``None``) to tint it.
+    """
     tint = passes if passes is not None else (lambda _v: None)
     jurors = panel.get("jury") or []
     rows = "".join(_juror_row(j, metric, tint, max_chars, fold_chars) for j in jurors)
@@ -201,7 +204,8 @@ def cases_by_disagreement(
     disagreement on ``evaluator`` first, each with its disagreement: the largest over its models
     (ties go to the larger mean over the models, then to dataset order). Cases no jury scored
     (or with fewer than two jurors' values) come last, in their order, with ``None``. Raises
-    :class:`~nbeval.errors.EvaluatorError` when the evaluator was not run with a jury."""
+    :class:`~nbeval.errors.EvaluatorError` when the evaluator was not run with a jury.
+    """
     table = result.jury_values(evaluator, metric)
     per_case: dict[str, list[float]] = {}
     for key, d in zip(table["key"], table["disagreement"], strict=True):

@@ -66,7 +66,8 @@ def _missing(v: Any) -> bool:
 
 def _verdict(passed: Any, label: Any) -> str | None:
     """The judge's verdict in words: ``"pass"`` or ``"fail"`` where it passed or failed, else its label (``None`` for
-    none, or a label saying it could not rate)."""
+    none, or a label saying it could not rate).
+    """
     from nbeval.evaluators.base import UNRATED_LABELS
 
     if not _missing(passed):
@@ -103,7 +104,8 @@ def judge_verdicts(result: EvaluationResult, key: str, evaluator: str) -> list[V
 
 def label_choices(result: EvaluationResult, evaluator: str) -> list[str]:
     """The labels a person may pick for ``evaluator``: pass and fail, then every class label its
-    rows or earlier human labels use."""
+    rows or earlier human labels use.
+    """
     rows = _primary_rows(result, evaluator)
     found = [_verdict(None, lab) for lab in rows["label"].dropna().unique()]  # a few distinct labels
     labels = _labels(result)
@@ -144,7 +146,8 @@ def next_to_label(
 ) -> QueueItem | None:
     """The most uncertain unlabelled verdict of ``evaluator`` (the first row of
     ``result.label_queue(evaluator)``, or of ``queue`` when given) whose ``(key, model_key)`` is
-    not in ``skip``; ``None`` when there is none."""
+    not in ``skip``; ``None`` when there is none.
+    """
     if queue is None:
         queue = result.label_queue(evaluator)
     for key, model_key, uncertainty, why in zip(
@@ -161,7 +164,8 @@ def cases_by_queue(
     """The test cases ``keys`` (every case, in dataset order, by default) in the order of
     ``result.label_queue(evaluator)``: the case of its most uncertain unlabelled verdict first,
     each with the uncertainty of that verdict; cases with nothing left to label come last, in
-    their order, with ``None``."""
+    their order, with ``None``.
+    """
     queue = result.label_queue(evaluator)
     first: dict[str, float] = {}
     for key, uncertainty in zip(queue["key"], queue["uncertainty"], strict=True):
@@ -292,7 +296,8 @@ class VerdictLabeller(w.VBox):
     def next_uncertain(self) -> QueueItem | None:
         """Go to the most uncertain unlabelled verdict of the chosen evaluator, past the one shown
         when that is still unlabelled (it is skipped until every other one was seen); ``None``
-        when every verdict is labelled."""
+        when every verdict is labelled.
+        """
         evaluator = self.evaluator_choice.value
         if self.result is None or not evaluator:
             self.message.value = status_html("no verdicts to label", "error")
@@ -304,7 +309,8 @@ class VerdictLabeller(w.VBox):
 
     def go_next(self, queue: pd.DataFrame | None = None) -> QueueItem | None:
         """Go to the most uncertain unlabelled verdict not skipped (starting the skipped over
-        when only they are left); ``None``, said in ``queue_info``, when every one is labelled."""
+        when only they are left); ``None``, said in ``queue_info``, when every one is labelled.
+        """
         evaluator = str(self.evaluator_choice.value)
         if self.result is None:
             return None
@@ -331,7 +337,8 @@ class VerdictLabeller(w.VBox):
     @reports_errors
     def _draw(self) -> None:
         """One row per model's verdict on the case shown, their buttons wired to record a label; hidden when no
-        evaluator has verdicts."""
+        evaluator has verdicts.
+        """
         evaluator = self.evaluator_choice.value
         self.layout.display = None if self.evaluator_choice.options else "none"
         if self.result is None or not self.key or not evaluator:
@@ -355,7 +362,8 @@ class VerdictLabeller(w.VBox):
     @reports_errors
     def _record(self, row: _VerdictRow, label: str | None) -> None:
         """Store ``label`` as the human label of ``row``'s verdict in the result, say so, redraw, and go to the next
-        unlabelled case when following the queue."""
+        unlabelled case when following the queue.
+        """
         if self.result is None or not label:
             self.message.value = status_html("pick a label first", "error")
             return

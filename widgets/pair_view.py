@@ -32,8 +32,8 @@ def _verdicts(details: Any) -> list[dict[str, Any]]:
 
 
 def _points(v: dict[str, Any], model: str) -> float | None:
-    """What a verdict gives ``model``: 1 for a win, 0.5 for a tie, 0 for a loss; ``None`` for a verdict with no
-    winner."""
+    """What a verdict gives ``model``: 1 for a win, 0.5 for a tie, 0 for a loss; ``None`` for a verdict with no winner.
+    """
     winner = v.get("winner")
     if winner not in ("A", "B", "tie"):
         return None
@@ -45,7 +45,8 @@ def _points(v: dict[str, Any], model: str) -> float | None:
 def pairs_html(label: Any, details: Any, answers: dict[str, Any], *, max_chars: int) -> str:
     """The comparisons of one case from its rows' ``details`` (one JSON text per row): per pair,
     the two answers side by side (``answers``: model key to answer), then each order's verdict
-    and rationale. ``label(model_key)`` names a model. Empty when the rows hold no verdicts."""
+    and rationale. ``label(model_key)`` names a model. Empty when the rows hold no verdicts.
+    """
     pairs: dict[tuple[str, str], dict[tuple[str, str], dict[str, Any]]] = {}
     for d in details:
         for v in _verdicts(d):

@@ -146,7 +146,8 @@ class FamilySections(w.VBox):
     ``Accordion`` keeps one section open at a time, so each family is an accordion of one).
 
     ``sections[i]`` is family ``families[i]``'s accordion, ``groups[i]`` the box of its rows.
-    Setting ``selected_index`` opens that family and leaves the others as they are."""
+    Setting ``selected_index`` opens that family and leaves the others as they are.
+    """
 
     def __init__(self, families: list[str], groups: list[w.VBox]) -> None:
         self.families = list(families)
@@ -185,7 +186,8 @@ class EvaluatorPicker(w.VBox):
     """The evaluator catalogue grouped by family, one collapsible section each (``accordion``, a
     :class:`FamilySections`: several can be open at once). Evaluators the dataset cannot feed, or
     that need a judge when none is configured, are disabled with the reason shown. ``.value`` is the
-    list of configured evaluators (``nbeval.evaluator(id, **params)``) for the ticked, usable entries."""
+    list of configured evaluators (``nbeval.evaluator(id, **params)``) for the ticked, usable entries.
+    """
 
     value: traitlets.List[Any] = traitlets.List(help="configured evaluators, in catalogue order")
     selected = traitlets.List(traitlets.Unicode(), help="ids of the ticked evaluators")
@@ -254,7 +256,8 @@ class EvaluatorPicker(w.VBox):
 
     def _update(self) -> None:
         """Build the checked evaluators with their settings into ``value``; a row whose settings fail says why, and
-        the message counts both."""
+        the message counts both.
+        """
         from nbeval.evaluators.registry import evaluator
 
         chosen, errors, ids = [], {}, []

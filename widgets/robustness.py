@@ -1,5 +1,4 @@
-"""The robustness chart: flip rate per model × perturbation, from
-:meth:`~nbeval.results.EvaluationResult.robustness`.
+"""The robustness chart: flip rate per model × perturbation, from :meth:`~nbeval.results.EvaluationResult.robustness`.
 
 The table is aggregated already (one row per evaluator, metric, model, perturbator and
 intensity), so the chart inlines a few dozen rows whatever the result's size. Model and
@@ -39,7 +38,8 @@ def _perturbation(perturbator: str, intensity: str) -> str:
 def robustness_table(result: EvaluationResult, evaluator: str | None = None, metric: str | None = None) -> pd.DataFrame:
     """:meth:`~nbeval.results.EvaluationResult.robustness` with display columns: ``model``
     (readable name), ``perturbation`` (``perturbator · intensity``), ``measure``
-    (``evaluator.metric``), ``order`` (column order) and ``text`` (the cell's label)."""
+    (``evaluator.metric``), ``order`` (column order) and ``text`` (the cell's label).
+    """
     df = result.robustness(evaluator=evaluator, metric=metric).copy()
     names = model_names(result)
     df["model"] = [names.get(k, k) for k in df["model_key"]]

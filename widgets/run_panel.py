@@ -76,7 +76,8 @@ def _notebook_namespace() -> Mapping[str, Any]:
 
 def notebook_functions(namespace: Mapping[str, Any]) -> list[str]:
     """Names of the functions defined in ``namespace`` (a notebook's, ``__main__``; or a module's,
-    by its ``__name__``), not imported ones, sorted."""
+    by its ``__name__``), not imported ones, sorted.
+    """
     home = namespace.get("__name__", "__main__")
     return sorted(
         k
@@ -96,7 +97,8 @@ def _model_name(spec: Any) -> str:
 class RedrawThrottle:
     """When a live view may redraw: at most once per ``interval`` seconds, and no sooner than
     ``cost_factor`` times the last redraw's duration after it ended, so redraws cost at most about
-    ``1 / (1 + cost_factor)`` of a run however big the partial result grows."""
+    ``1 / (1 + cost_factor)`` of a run however big the partial result grows.
+    """
 
     def __init__(self, interval: float, cost_factor: float = 4.0) -> None:
         self.interval = interval
@@ -233,7 +235,8 @@ class RunPanel(w.VBox):
 
     def set_models(self, models: Any) -> None:
         """Answer the suite with ``models`` (what :func:`nbeval.collect` takes: functions, model
-        names, settings dicts, a ``{name: model}`` dict); the Model field shows their names."""
+        names, settings dicts, a ``{name: model}`` dict); the Model field shows their names.
+        """
         items = (
             list(models.items())
             if isinstance(models, Mapping)
@@ -365,9 +368,11 @@ class RunPanel(w.VBox):
 
     @reports_errors
     def run(self) -> None:
-        """Start the evaluation in a worker thread (no-op while one runs). With a suite and no
-        answers yet, the worker first collects the answers of the Model field's models. While
-        something is missing, it says what (in ``.message``) and starts nothing."""
+        """Start the evaluation in a worker thread (no-op while one runs).
+
+        With a suite and no answers yet, the worker first collects the answers of the Model field's models. While
+        something is missing, it says what (in ``.message``) and starts nothing.
+        """
         if self.running:
             return
         blockers = self._blockers()

@@ -1,6 +1,7 @@
 """The statistics charts: paired differences between two models and their significance
 (:func:`compare_chart`, from ``result.compare``), and a judge's agreement with human labels
-(:func:`agreement_chart`, from ``result.agreement``: ROC curve or confusion matrix)."""
+(:func:`agreement_chart`, from ``result.agreement``: ROC curve or confusion matrix).
+"""
 
 from __future__ import annotations
 
@@ -44,7 +45,8 @@ def compare_table(
     when it is significant (read with the metric's direction); :data:`UNADJUSTED_ONLY` when it is
     not but the (unadjusted) 95% interval of the paired difference excludes 0; else ``"tied within
     noise"``. ``note`` says in words where the interval and the adjusted test disagree.
-    ``attrs["family"]`` names the family of ``p_holm``."""
+    ``attrs["family"]`` names the family of ``p_holm``.
+    """
     table = result.compare(model_a, model_b, evaluator, alpha=alpha)
     df = table.reset_index(drop=True).copy()
     df.attrs.update(table.attrs)

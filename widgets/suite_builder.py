@@ -1,5 +1,6 @@
 """SuiteBuilder: add, edit, duplicate and delete test cases; review generated ones; perturb them;
-import and export suite JSON."""
+import and export suite JSON.
+"""
 
 from __future__ import annotations
 
@@ -36,8 +37,10 @@ _DISABLED_BACKGROUND = "#f0f0f0"  # behind disabled fields
 
 
 class SuiteBuilder(w.VBox):
-    """A form over a :class:`~nbeval.TestSuite`. ``.value`` is the suite as it stands (a new object
-    after every valid edit, so ``observe(..., names=["value"])`` sees each change).
+    """A form over a :class:`~nbeval.TestSuite`.
+
+    ``.value`` is the suite as it stands (a new object after every valid edit, so ``observe(..., names=["value"])`` sees
+    each change).
 
     Lists are edited as text: categories comma-separated, guidelines one per line, expected
     context chunks separated by a blank line. The condition is parsed as you type.
@@ -189,7 +192,8 @@ class SuiteBuilder(w.VBox):
     @reports_errors
     def _on_edit(self, field: str, text: str) -> None:
         """A field was edited: store its text in the case shown (lists split at commas, lines or blank lines),
-        checking a condition as it is typed."""
+        checking a condition as it is typed.
+        """
         if field == "condition":
             self.condition_error, self.condition_position, self.condition_status.value = condition_feedback(text)
         if self._loading or not 0 <= self.index < len(self.cases):
@@ -249,7 +253,8 @@ class SuiteBuilder(w.VBox):
     def _enable_fields(self, on: bool) -> None:
         """Enable the fields, or disable them so that they look it: greyed labels and background,
         a placeholder and a hint that say to add a case first (a disabled empty box otherwise looks
-        like one waiting for text)."""
+        like one waiting for text).
+        """
         for name in FIELDS:
             widget = self._field(name)
             widget.disabled = not on
@@ -328,7 +333,8 @@ class SuiteBuilder(w.VBox):
         """Add perturbed copies of every case (:func:`nbeval.perturb`: linked to their originals,
         same expected output and condition). Perturbed cases are not perturbed again. The LLM
         perturbators ask ``judge``; ``dry_run=True`` shows and returns their
-        :class:`~nbeval.perturbation.PerturbationPlan` and changes nothing."""
+        :class:`~nbeval.perturbation.PerturbationPlan` and changes nothing.
+        """
         import warnings
 
         from nbeval.perturbation import perturb, perturbed_count
@@ -360,7 +366,8 @@ class SuiteBuilder(w.VBox):
 
     def _insert_after_tests(self, new: list[list[TestCase]]) -> None:
         """Put ``new[ti]`` after test ``ti``'s last case, leaving the cases being edited as they are
-        (a case's dict is kept as typed: no round trip through :class:`TestCase`)."""
+        (a case's dict is kept as typed: no round trip through :class:`TestCase`).
+        """
         last = len(self.tests) - 1
         cases: list[dict[str, Any]] = list(self.cases)
         for ti in reversed(range(len(new))):

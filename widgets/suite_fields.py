@@ -1,5 +1,6 @@
 """What the SuiteBuilder edits: test cases as plain dicts, live feedback on conditions, and the
-review of generated cases (their ``extra["generation"]`` record, see :mod:`~nbeval.widgets.suite_review`)."""
+review of generated cases (their ``extra["generation"]`` record, see :mod:`~nbeval.widgets.suite_review`).
+"""
 
 from __future__ import annotations
 
@@ -149,7 +150,8 @@ def reviewed(case: dict[str, Any], status: str, **notes: Any) -> dict[str, Any]:
 
 def edited(case: dict[str, Any], **fields: str | None) -> dict[str, Any]:
     """``case`` with the given fields (``prompt``, ``expected_output``) changed and accepted; what
-    the generator wrote is kept under ``original`` (the first time a field changes)."""
+    the generator wrote is kept under ``original`` (the first time a field changes).
+    """
     changes = {k: v for k, v in fields.items() if v is not None and v != case[k]}
     original = dict((generation(case) or {}).get("original") or {})
     for k in changes:
@@ -162,7 +164,8 @@ def edited(case: dict[str, Any], **fields: str | None) -> dict[str, Any]:
 def set_aside(case: dict[str, Any], reason: str | None, position: int = 0) -> dict[str, Any]:
     """The entry that keeps a rejected case: ``{"test": index, "position": where it was, "case":
     its JSON}``, the JSON with ``status: "rejected"`` and the ``reason`` (raises when its condition
-    does not parse)."""
+    does not parse).
+    """
     tc = to_test_case(reviewed(case, "rejected", reason=reason or ""))
     data = tc.to_json()
     if not case.get("key"):

@@ -117,7 +117,8 @@ def chunks_html(case: dict[str, Any]) -> str:
 
 def review_card_html(case: dict[str, Any] | None, number: int, total: int) -> str:
     """One generated case as one piece of HTML: its question and expected answer (left) beside
-    its source chunk(s) (right), as the review shows it."""
+    its source chunk(s) (right), as the review shows it.
+    """
     if case is None:
         return status_html(_NOTHING)
     return (
@@ -160,9 +161,11 @@ def rejected_html(entries: list[dict[str, Any]]) -> str:
 
 
 class SuiteReview(w.VBox):
-    """Review mode over a :class:`~nbeval.widgets.SuiteBuilder`'s generated cases. The case under
-    review is the builder's selected one (the form below shows it too); :meth:`accept`,
-    :meth:`edit` and :meth:`reject` move on to the next pending case."""
+    """Review mode over a :class:`~nbeval.widgets.SuiteBuilder`'s generated cases.
+
+    The case under review is the builder's selected one (the form below shows it too); :meth:`accept`, :meth:`edit` and
+    :meth:`reject` move on to the next pending case.
+    """
 
     def __init__(self, builder: SuiteBuilder, **kwargs: Any) -> None:
         self.builder = builder
@@ -307,7 +310,8 @@ class SuiteReview(w.VBox):
 
     def _after_action(self, done: str) -> None:
         """After accepting, rejecting or editing: go to the next pending case and say what was done and how many are
-        left."""
+        left.
+        """
         self._close_editor()
         target = self._find(self.builder.index, pending=True, wrap=True)
         self._go(target)
@@ -362,7 +366,8 @@ class SuiteReview(w.VBox):
     @reports_errors
     def restore(self, which: int | str = -1) -> None:
         """Bring a rejected case back, pending: ``which`` is its position among :attr:`rejected`
-        (default: the last one) or its key."""
+        (default: the last one) or its key.
+        """
         entries = list(self.rejected)
         if isinstance(which, str):
             keys = [TestCase.from_dict(e["case"], source=REJECTED).resolved_key for e in entries]
@@ -388,7 +393,8 @@ class SuiteReview(w.VBox):
     def reviewed_suite(self) -> TestSuite:
         """The suite to evaluate: every case except the generated ones not accepted (pending ones
         and, already aside, rejected ones). Cases written by hand are kept. Refuses while the
-        builder's suite has a problem (see its ``error``)."""
+        builder's suite has a problem (see its ``error``).
+        """
         b = self.builder
         b._rebuild()
         if b.error:

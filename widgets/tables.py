@@ -113,7 +113,8 @@ def cell_status(rows: pd.DataFrame) -> np.ndarray:
     """Per score row: ``scored``, ``skipped``, ``error``, ``parse_failure`` or ``no_value``.
 
     ``parse_failure`` covers every row that could not be rated (a label of
-    :data:`~nbeval.evaluators.base.UNRATED_LABELS`: an unreadable judge reply, a timed-out regexp)."""
+    :data:`~nbeval.evaluators.base.UNRATED_LABELS`: an unreadable judge reply, a timed-out regexp).
+    """
     from nbeval.evaluators.base import UNRATED_LABELS
 
     skipped = rows["skipped"].astype(bool).to_numpy()
@@ -215,7 +216,8 @@ def _hardest(df: pd.DataFrame, info: MetricInfo, *, keep: int, passed: pd.Series
 
 def metric_cells(result: EvaluationResult, evaluator: str | None = None) -> pd.DataFrame:
     """One row per (model, metric) from the aggregates, with a signed, range-scaled margin over the
-    threshold (positive = on the good side), so metrics of different ranges share one colour scale."""
+    threshold (positive = on the good side), so metrics of different ranges share one colour scale.
+    """
     a = result.aggregates.merge(result.metrics[["evaluator", "metric", "lo", "hi"]], on=["evaluator", "metric"])
     if evaluator is not None:
         metric_info(result, evaluator, None)  # raises on an unknown evaluator
@@ -260,8 +262,10 @@ OUTCOMES = {
 
 
 def outcome_counts(result: EvaluationResult, info: MetricInfo) -> pd.DataFrame:
-    """Per model and outcome: rows and share of the model's rows. Bool evaluators read their
-    ``pass`` metric; others the threshold pass of ``info.metric``."""
+    """Per model and outcome: rows and share of the model's rows.
+
+    Bool evaluators read their ``pass`` metric; others the threshold pass of ``info.metric``.
+    """
     metric = "pass" if info.kind == "bool" else info.metric
     s = _rows(result, info.evaluator, metric)
     status = cell_status(s)

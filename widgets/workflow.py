@@ -95,7 +95,8 @@ class NbevalApp(w.Tab):
 def answers_to_come(suite: TestSuite) -> LlmDataset | None:
     """``suite`` as the picker should judge it before its answers are collected: its rows with a
     stand-in answer (every model answers every case), or ``None`` for a suite with no cases yet
-    (nothing to judge against: only the judge requirement applies)."""
+    (nothing to judge against: only the judge requirement applies).
+    """
     if not suite.test_cases:
         return None
     return LlmDataset([row.with_answer(actual_output="(answer to come)") for row in suite.to_dataset().rows])

@@ -1,5 +1,6 @@
 """What chat calls cost and what became of them: failures, the plan of a batch before it is sent,
-usage totals, and the token estimates and prices behind them."""
+usage totals, and the token estimates and prices behind them.
+"""
 
 from __future__ import annotations
 
@@ -112,7 +113,8 @@ class UsageTotals:
 
     def to_dict(self) -> dict[str, Any]:
         """The totals as a dict (a run's ``meta["usage"]``); ``unknown_usage_calls`` only when
-        there were any, so a run without such calls records what it always did."""
+        there were any, so a run without such calls records what it always did.
+        """
         out = asdict(self)
         if not self.unknown_usage_calls:
             del out["unknown_usage_calls"]
@@ -120,7 +122,8 @@ class UsageTotals:
 
     def counted(self, reply: ChatReply, copies: int, *, cached: bool) -> UsageTotals:
         """These totals with ``reply`` answering ``copies`` identical requests: from the cache
-        (free), or from one fresh call whose copies beyond the first count as cached."""
+        (free), or from one fresh call whose copies beyond the first count as cached.
+        """
         if cached:
             return replace(self, calls=self.calls + copies, cached_calls=self.cached_calls + copies)
         known = reply.usage.known
@@ -155,7 +158,8 @@ def max_tokens_of(params: Mapping[str, Any], guess: int) -> int:
 
 def with_cost(reply: ChatReply, price: tuple[float, float] | None) -> ChatReply:
     """``reply`` with its cost in US dollars, at ``price`` (per 1k prompt and completion tokens);
-    unchanged when its usage is unknown: a price times a count that cannot be true is no cost."""
+    unchanged when its usage is unknown: a price times a count that cannot be true is no cost.
+    """
     if price is None or not reply.usage.known:
         return reply
     cost = (reply.usage.prompt_tokens * price[0] + reply.usage.completion_tokens * price[1]) / 1000

@@ -101,7 +101,9 @@ class Usage:
     @classmethod
     def from_any(cls, value: Any) -> Usage:
         """A :class:`Usage` from ``None``, a ``Usage``, a mapping or an object with token attributes.
-        Never raises: counts that cannot be true make it unknown (``known=False``)."""
+
+        Never raises: counts that cannot be true make it unknown (``known=False``).
+        """
         if value is None:
             return cls()
         if isinstance(value, Usage):
@@ -175,9 +177,11 @@ class ChatModel(Protocol):
     name: str
 
     def chat(self, messages: Sequence[Message], *, timeout: float | None = None, **params: Any) -> ChatReply:
-        """Answer ``messages``. ``params`` are generation parameters (``temperature``,
-        ``max_tokens``...); ``timeout`` bounds the call in seconds where the model can honour it.
-        Raise :class:`ChatError` when the call fails."""
+        """Answer ``messages``.
+
+        ``params`` are generation parameters (``temperature``, ``max_tokens``...); ``timeout`` bounds the call in
+        seconds where the model can honour it. Raise :class:`ChatError` when the call fails.
+        """
         ...
 
     def cache_identity(self) -> str:
@@ -241,7 +245,8 @@ def estimate_tokens(text: str) -> int:
 
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
     """``text`` with the given secrets, every secret registered in this process, and anything that
-    looks like an API key replaced by ``***`` (see :mod:`nbeval.chat.secrets`)."""
+    looks like an API key replaced by ``***`` (see :mod:`nbeval.chat.secrets`).
+    """
     return _redact(text, secrets)
 
 

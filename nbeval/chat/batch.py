@@ -84,7 +84,8 @@ class Part:
 
     def deliver(self, key: str, result: ChatResult, *, fresh: bool, cached: bool = False) -> None:
         """Give ``result`` (the answer to cache key ``key``) to every request waiting for it,
-        counting its usage or failure once per request; ``fresh``: a call was made for it."""
+        counting its usage or failure once per request; ``fresh``: a call was made for it.
+        """
         idxs = self.waiting.pop(key, None)
         if not idxs:
             return
@@ -165,8 +166,10 @@ class _Cancelled(Exception):
 
 
 class BatchesRunning(KeyboardInterrupt):
-    """Ctrl-C while batches wait at the provider: they go on there (and are billed); ``batches``
-    holds their ids. Running the same requests again picks them up."""
+    """Ctrl-C while batches wait at the provider: they go on there (and are billed); ``batches`` holds their ids.
+
+    Running the same requests again picks them up.
+    """
 
     def __init__(self, batches: Sequence[str]) -> None:
         self.batches = tuple(batches)
@@ -197,7 +200,8 @@ def run_batches(
     cancel: Callable[[], bool] | threading.Event | None = None,
 ) -> list[list[ChatResult]]:
     """Every job's ``(client, requests, on_done)`` answered, each model's requests in batches sent
-    together and polled together; per job its results in order (see the module's docs)."""
+    together and polled together; per job its results in order (see the module's docs).
+    """
     runner = _Runner(options or BatchOptions(), _cancel_check(cancel))
     parts = [Part(client, requests, on_done) for client, requests, on_done in jobs]
     runner.run(parts)
@@ -308,8 +312,10 @@ class _Runner:
                 part.deliver(key, result, fresh=False)  # run_many counted these calls itself
 
     def _await_created(self, store: BatchStore, stored: StoredBatch) -> StoredBatch | None:
-        """A record with no provider id: wait while a live run may be creating it. The record with
-        its id once its creator wrote it; ``None`` when it is gone or still has no id."""
+        """A record with no provider id: wait while a live run may be creating it.
+
+        The record with its id once its creator wrote it; ``None`` when it is gone or still has no id.
+        """
         while store.may_be_live(stored.submission):
             if self._sleep(min(self.options.poll_s, 0.25)):
                 raise _Cancelled
@@ -318,7 +324,8 @@ class _Runner:
 
     def _find(self, store: BatchStore, stored: StoredBatch, api: BatchAPI, identity: str) -> StoredBatch | None:
         """A record whose creator is gone without writing the provider's id: the batch if the
-        provider has it (created just before its run stopped), else ``None`` (the record forgotten)."""
+        provider has it (created just before its run stopped), else ``None`` (the record forgotten).
+        """
         if store.get(stored.submission) is None:
             return None  # closed or forgotten meanwhile
         found = _quietly(lambda: api.find(stored.submission))
@@ -467,7 +474,8 @@ class _Runner:
 
     def _collect(self, live: Live, state: BatchState, gave_up: str | None = None) -> None:
         """Cache the answers of a finished batch (or one given up, ``gave_up`` saying why), close
-        it in the store and hand them on."""
+        it in the store and hand them on.
+        """
         model, client = live.client.model, live.client
         assert isinstance(model, OpenAIChat)
         try:
@@ -494,7 +502,8 @@ class _Runner:
 
     def _reclaim(self, stored: StoredBatch, client: ChatClient, api: BatchAPI, store: BatchStore) -> None:
         """A batch cancelled here: hand on (and cache) the answers it gave before it stopped, when
-        the provider has finished cancelling it, and forget it; its other requests stay waiting."""
+        the provider has finished cancelling it, and forget it; its other requests stay waiting.
+        """
         batch_id = stored.batch_id
         state = None if batch_id is None else _quietly(lambda: api.retrieve(batch_id))
         if state is not None and state.terminal:
@@ -511,7 +520,8 @@ class _Runner:
 
     def _read(self, live: Live, state: BatchState) -> BatchResults:
         """The results of a finished batch by cache key, its replies cached, its files streamed
-        line by line; a :class:`ChatError` when its files cannot be read."""
+        line by line; a :class:`ChatError` when its files cannot be read.
+        """
         model, client = live.client.model, live.client
         assert isinstance(model, OpenAIChat)
         results = BatchResults(
@@ -527,9 +537,11 @@ class _Runner:
         return results
 
     def _give_up(self, live: Live, err: ChatError, what: str) -> None:
-        """The batch's requests fail with ``err``. A refusal (the provider does not know the batch,
-        or its files are gone) forgets the batch, so a later run sends its requests anew; a
-        connection or server trouble leaves it recorded, so a later run picks up its replies."""
+        """The batch's requests fail with ``err``.
+
+        A refusal (the provider does not know the batch, or its files are gone) forgets the batch, so a later run sends
+        its requests anew; a connection or server trouble leaves it recorded, so a later run picks up its replies.
+        """
         if err.retryable:
             note = "the batch stays recorded: run again to pick up its replies"
         else:

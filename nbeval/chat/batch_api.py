@@ -78,13 +78,17 @@ class BatchState:
     @property
     def terminal(self) -> bool:
         """Whether the batch has finished for good (completed, failed, expired or cancelled): no further poll can
-        change it."""
+        change it.
+        """
         return self.status in TERMINAL
 
     @classmethod
     def of(cls, batch: Any) -> BatchState:
-        """From the SDK's ``Batch`` (or any object or mapping with its fields). A field of the wrong
-        type is read as missing (a count as 0), never an exception: the provider's answer is untrusted."""
+        """From the SDK's ``Batch`` (or any object or mapping with its fields).
+
+        A field of the wrong type is read as missing (a count as 0), never an exception: the provider's answer is
+        untrusted.
+        """
         get = _getter(batch)
         count = _getter(get("request_counts"))
         errors = get("errors")
@@ -191,7 +195,8 @@ class BatchAPI:
     def read(self, file_id: str, on_line: Callable[[bytes], None]) -> None:
         """``GET /files/{id}/content``, streamed: ``on_line(line)`` for each line as it arrives, so
         a large file is never held whole. A file broken off midway raises a retryable
-        :class:`ChatError` (the lines it gave were handed on)."""
+        :class:`ChatError` (the lines it gave were handed on).
+        """
         client = self.model._get_client()
 
         def stream() -> None:
@@ -203,7 +208,8 @@ class BatchAPI:
 
     def find(self, submission: str, limit: int = 100) -> BatchState | None:
         """The batch among the newest ``limit`` whose metadata names ``submission``, if any (a
-        batch created just before the run stopped, whose id never reached the store)."""
+        batch created just before the run stopped, whose id never reached the store).
+        """
         client = self.model._get_client()
         page = self._call("list the batches", lambda: client.batches.list(limit=limit, timeout=self.timeout))
         for batch in getattr(page, "data", None) or []:
@@ -242,7 +248,8 @@ class BatchAPI:
 def _transport_errors() -> tuple[type[Exception], ...]:
     """The errors of the HTTP libraries the ``openai`` client may read a body with (``httpx2``
     from openai 3 on, ``httpx`` before): those a streamed body broken off midway raises, which
-    the SDK does not wrap once the response has begun."""
+    the SDK does not wrap once the response has begun.
+    """
     errors: list[type[Exception]] = []
     for name in ("httpx2", "httpx"):
         try:

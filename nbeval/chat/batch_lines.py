@@ -47,7 +47,8 @@ class OutputLine:
 
 def split_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
     """The lines of a file arriving in ``chunks``, each without its ``\\n`` (blank ones skipped);
-    at most one line is held at a time."""
+    at most one line is held at a time.
+    """
     pending: list[bytes] = []
     for chunk in chunks:
         start = 0
@@ -75,7 +76,8 @@ def read_lines(text: str) -> Iterator[OutputLine]:
 
 def parse_line(raw: bytes | str) -> OutputLine | None:
     """One line of an output or error file; ``None`` for a line that names no request (not JSON,
-    not an object, no ``custom_id``). Never raises for what the line holds."""
+    not an object, no ``custom_id``). Never raises for what the line holds.
+    """
     try:
         line = json.loads(raw)
     except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past the parser's depth
@@ -128,8 +130,11 @@ def _error_text(err: Any) -> str | None:
 
 
 def _body_problem(body: Any) -> str | None:
-    """What in a 200 response's ``body`` is not an object. (A usage no call can have is not a
-    problem of the line: the reply is kept with its usage unknown, as a synchronous call's is.)"""
+    """What in a 200 response's ``body`` is not an object.
+
+    (A usage no call can have is not a problem of the line: the reply is kept with its usage unknown, as a synchronous
+    call's is.)
+    """
     return None if isinstance(body, dict) else f"its response.body is {_show(body)}, not an object"
 
 

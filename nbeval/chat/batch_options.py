@@ -1,7 +1,8 @@
 """How to batch (:class:`BatchOptions`: ``evaluate(batch=True, batch_poll_s=..., batch_discount=...)``)
 and what a batched call costs: a price's own batch part, else the synchronous price less the
 discount (:func:`batch_price`); :func:`batch_cost` and :func:`with_batch_cost` price a dry run's
-calls both ways."""
+calls both ways.
+"""
 
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ class BatchOptions:
     """How to batch: ``poll_s`` seconds between polls at first (growing by half each poll, up to
     30 times as long and at most 5 minutes), the ``discount`` of a batched call's price where
     ``prices`` gives no batch price (0.5: half price), the provider's ``completion_window``, and
-    ``on_status(text)``, told the batches' states and counts as they change (a progress bar's text)."""
+    ``on_status(text)``, told the batches' states and counts as they change (a progress bar's text).
+    """
 
     poll_s: float = DEFAULT_POLL_S
     discount: float = DEFAULT_DISCOUNT
@@ -59,7 +61,8 @@ class BatchOptions:
 
 def batch_options(batch: Any, poll_s: float | None = None, discount: float | None = None) -> BatchOptions | None:
     """``batch=`` (``True``/``False`` or :class:`BatchOptions`) and its settings as options; ``None``
-    when nothing is batched."""
+    when nothing is batched.
+    """
     if isinstance(batch, BatchOptions):
         opts = replace(batch)  # the run sets its own on_status: the caller's options stay as they are
     elif batch is None or batch is False:
@@ -78,7 +81,8 @@ def batch_options(batch: Any, poll_s: float | None = None, discount: float | Non
 
 def batch_price(price: Sequence[float] | None, discount: float = DEFAULT_DISCOUNT) -> tuple[float, float] | None:
     """USD per 1k prompt and completion tokens of a batched call: a price's own batch part
-    (``(p, c, batch_p, batch_c)``), else the price less ``discount``."""
+    (``(p, c, batch_p, batch_c)``), else the price less ``discount``.
+    """
     if price is None:
         return None
     if len(price) >= 4:
@@ -91,7 +95,8 @@ def batch_cost(
 ) -> float | None:
     """USD of ``prompt_tokens`` and ``completion_tokens`` to ``model_name`` batched, at ``prices``
     (``{model: (p, c)}`` or ``(p, c, batch_p, batch_c)``: a name matches a key exactly, else by the
-    longest key it starts with, as the client prices a call); ``None`` when it has no price."""
+    longest key it starts with, as the client prices a call); ``None`` when it has no price.
+    """
     table = dict(prices or {})
     if not table or not model_name:
         return None
@@ -108,7 +113,8 @@ def with_batch_cost(client: Any, plan: CallPlan, discount: float | None = None) 
     """``plan`` (``client``'s :class:`~nbeval.chat.accounting.CallPlan`) with what its calls to make
     cost batched (``est_batch_cost``): at the price's batch part, else less ``discount`` (0.5 when
     ``None``). A model with no Batch API (a function, a local model) is called one by one even with
-    ``batch=True``: its batched cost is its full price. Unpriced, the plan is returned as it is."""
+    ``batch=True``: its batched cost is its full price. Unpriced, the plan is returned as it is.
+    """
     if plan.est_cost is None:
         return plan
     from nbeval.chat.openai_chat import OpenAIChat
@@ -128,7 +134,8 @@ def with_batch_cost(client: Any, plan: CallPlan, discount: float | None = None) 
 
 def still_running(batch_ids: Sequence[str], again: str) -> str:
     """What Ctrl-C leaves behind in a batched run: the ``batch_ids`` still running at the provider,
-    and how to pick them up (``again``: "running the same command again") or cancel them."""
+    and how to pick them up (``again``: "running the same command again") or cancel them.
+    """
     one = len(batch_ids) == 1
     it = "it" if one else "them"
     return (

@@ -29,7 +29,8 @@ class BatchResults:
 
     ``parse(body_json)`` reads a 200 response's body as a reply (the model's own parser: raises
     :class:`ChatError` for a body that is no chat completion), ``describe(text)`` prefixes an error
-    with the model and endpoint, and ``keep(key, reply)`` prices and caches a reply."""
+    with the model and endpoint, and ``keep(key, reply)`` prices and caches a reply.
+    """
 
     def __init__(
         self,

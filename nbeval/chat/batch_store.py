@@ -89,7 +89,8 @@ _CREATING_LOCK = threading.Lock()
 @contextmanager
 def creating(submission: str) -> Iterator[None]:
     """While this process creates the batch ``submission`` at the provider (its own lease: a
-    record this process left behind, say after Ctrl-C, is not waited on)."""
+    record this process left behind, say after Ctrl-C, is not waited on).
+    """
     with _CREATING_LOCK:
         _CREATING.add(submission)
     try:
@@ -205,7 +206,8 @@ class BatchStore:
         self, submission: str, identity: str, input_file_id: str, keys: Iterable[str], *, lease_s: float = LEASE_S
     ) -> None:
         """Record a batch about to be created (status ``"submitting"``), with its requests' keys,
-        leased to this process for ``lease_s`` seconds."""
+        leased to this process for ``lease_s`` seconds.
+        """
         now = time.time()
         wanted = list(keys)
 
@@ -236,8 +238,10 @@ class BatchStore:
         keys: Iterable[str],
         input_file_id: str | None = None,
     ) -> None:
-        """The provider created the batch: keep its id (before anything waits on it). A record
-        that is gone (another run forgot it) is put back, with ``identity`` and ``keys``."""
+        """The provider created the batch: keep its id (before anything waits on it).
+
+        A record that is gone (another run forgot it) is put back, with ``identity`` and ``keys``.
+        """
         now = time.time()
         wanted = list(keys)
 
@@ -270,7 +274,8 @@ class BatchStore:
 
     def forget(self, submission: str) -> None:
         """Drop the batch: this run's submission failed before the batch was created, or it was
-        cancelled here and its answers were taken."""
+        cancelled here and its answers were taken.
+        """
 
         def forget(conn: sqlite3.Connection) -> None:
             with _transaction(conn):
@@ -282,7 +287,8 @@ class BatchStore:
     def forget_unsent(self, submission: str, *, creating: Collection[str] | None = None) -> bool:
         """Drop a record that has no provider id and whose lease no live process may hold (its run
         died before the batch was created, or the provider has no such batch); whether it is gone.
-        ``creating``: the submissions this process is creating (default: those of :func:`creating`)."""
+        ``creating``: the submissions this process is creating (default: those of :func:`creating`).
+        """
         mine = _creating_here() if creating is None else creating
 
         def forget(conn: sqlite3.Connection) -> bool:
@@ -303,7 +309,8 @@ class BatchStore:
 
     def may_be_live(self, submission: str) -> bool:
         """Whether a live process may be creating the batch ``submission`` (it has no provider id
-        and its lease may be held)."""
+        and its lease may be held).
+        """
         mine = _creating_here()
         row = self._run(
             lambda conn: conn.execute(
@@ -391,7 +398,8 @@ def _stored(conn: sqlite3.Connection, row: tuple[object, ...]) -> StoredBatch:
 
 def _leased(submission: str, pid: object, host: object, until: object, creating: Collection[str]) -> bool:
     """Whether a live process may hold the lease of a record that has no provider id: its time is
-    not up and, on this machine, its process runs (this process: it is creating that batch now)."""
+    not up and, on this machine, its process runs (this process: it is creating that batch now).
+    """
     if not isinstance(until, int | float) or time.time() >= until:
         return False  # no lease (an older nbeval wrote it), or it ran out
     if host != _HOST or not isinstance(pid, int):
@@ -426,7 +434,8 @@ _COLUMNS = {
 
 def _check_columns(conn: sqlite3.Connection) -> None:
     """A table of the store that lacks one of its columns (another program's database at the
-    store's path) is a damaged store: raised as one, so it is set aside like a torn file."""
+    store's path) is a damaged store: raised as one, so it is set aside like a torn file.
+    """
     for table, columns in _COLUMNS.items():
         have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
         missing = [c for c in columns if c not in have]

@@ -56,7 +56,8 @@ class Watch:
 
     def give_up(self, state: BatchState, now: float) -> str | None:
         """Why to stop waiting on the batch, seen as ``state`` at ``now`` (seconds since the
-        epoch); ``None`` to read it (it ended) or to wait on."""
+        epoch); ``None`` to read it (it ended) or to wait on.
+        """
         if state.status in TERMINAL:
             return None
         if state.status not in WAITING:
@@ -78,7 +79,8 @@ class Watch:
     def due(self, state: BatchState) -> float | None:
         """When the batch should end at the latest: the provider's ``expires_at`` (no later than
         :attr:`since` plus the window), else its ``created_at`` (else :attr:`since`) plus the
-        window; ``None`` when none is known."""
+        window; ``None`` when none is known.
+        """
         span = window_s(self.window)
         span = span if span is not None else 86400.0  # a window nbeval cannot read: the providers' day
         if state.expires_at is not None:

@@ -73,7 +73,8 @@ CACHE_FILE_NAME = "chat.sqlite"
 
 def default_cache_path() -> Path:
     """Where the cache lives: ``$NBEVAL_CACHE_DIR/chat.sqlite``, else
-    ``$XDG_CACHE_HOME/nbeval/chat.sqlite``, else ``~/.cache/nbeval/chat.sqlite``."""
+    ``$XDG_CACHE_HOME/nbeval/chat.sqlite``, else ``~/.cache/nbeval/chat.sqlite``.
+    """
     env = os.environ.get(ENV_CACHE_DIR)
     if env:
         return Path(env).expanduser() / CACHE_FILE_NAME
@@ -83,7 +84,8 @@ def default_cache_path() -> Path:
 
 def cache_key(identity: str, messages: Sequence[Message], params: Mapping[str, Any] | None = None) -> str:
     """The cache key of one request: a hex SHA-256 over identity, sorted params (secrets hashed
-    first) and exact messages."""
+    first) and exact messages.
+    """
     payload = json.dumps(
         {"model": identity, "params": hash_secrets(dict(params or {})), "messages": [dict(m) for m in messages]},
         sort_keys=True,
@@ -116,7 +118,8 @@ def _pack_logprobs(logprobs: tuple[TokenLogprob, ...]) -> bytes:
 
 def _unpack_logprobs(blob: bytes | None, sha: str | None, text: str) -> tuple[TokenLogprob, ...] | None:
     """The logprobs stored for ``text``; ``None`` when there are none, they belong to another
-    text (a reply replaced by an nbeval that does not know this table), or they cannot be read."""
+    text (a reply replaced by an nbeval that does not know this table), or they cannot be read.
+    """
     if blob is None or sha != _text_sha(text):
         return None
     try:
@@ -130,7 +133,8 @@ def enable_wal(execute: Callable[[str], Any], patience_s: float) -> None:
 
     The switch needs an exclusive lock, and SQLite answers "database is locked" at once, without
     waiting out the busy timeout, when waiting could deadlock: several processes opening a new
-    cache file together can meet that. WAL is kept in the file, so one success serves all."""
+    cache file together can meet that. WAL is kept in the file, so one success serves all.
+    """
     end = time.monotonic() + patience_s
     delay = 0.01
     while True:
@@ -147,7 +151,8 @@ def enable_wal(execute: Callable[[str], Any], patience_s: float) -> None:
 def open_sqlite(path: Path, busy_timeout_s: float, synchronous: str = "NORMAL") -> sqlite3.Connection:
     """A connection to the database at ``path`` (its folder made if missing) in autocommit mode, usable
     from any thread (callers hold their own lock), waiting up to ``busy_timeout_s`` for other writers,
-    in WAL mode (:func:`enable_wal`) with ``PRAGMA synchronous = synchronous``."""
+    in WAL mode (:func:`enable_wal`) with ``PRAGMA synchronous = synchronous``.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
     conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
@@ -281,7 +286,8 @@ class ChatCache:
 
     def close(self) -> None:
         """Close the SQLite connection this process opened (one inherited from a parent process is only forgotten);
-        the next use opens a new one."""
+        the next use opens a new one.
+        """
         with self._lock:
             if self._conn is not None and self._pid == os.getpid():
                 self._conn.close()

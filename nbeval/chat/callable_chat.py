@@ -79,7 +79,8 @@ class CallableChat(FunctionIdentity):
 
     def chat(self, messages: Sequence[Message], *, timeout: float | None = None, **params: Any) -> ChatReply:
         """Call the wrapped function with ``messages`` (or the prompt they make, for a function that takes text) and
-        wrap what it returns as a reply, with its latency. With ``timeout``, a call that runs longer fails."""
+        wrap what it returns as a reply, with its latency. With ``timeout``, a call that runs longer fails.
+        """
         msgs = normalize_messages(messages)
         arg: Any = msgs if self.takes == "messages" else messages_to_prompt(msgs)
         kwargs = params if self._kwargs else {}

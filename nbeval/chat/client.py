@@ -273,7 +273,8 @@ class ChatClient:
         cancel: Callable[[], bool] | None,
     ) -> tuple[int, ChatResult | BaseException]:
         """The next finished job; while waiting, a cancel is noticed within :data:`CANCEL_POLL_S`:
-        it stops the workers taking jobs, and the jobs none took are answered as cancelled here."""
+        it stops the workers taking jobs, and the jobs none took are answered as cancelled here.
+        """
         while cancel is not None and not stop.is_set():
             if cancel():
                 _halt(stop, todo, done)
@@ -388,7 +389,8 @@ class ChatClient:
 def _cancel_check(cancel: Callable[[], bool] | threading.Event | None) -> Callable[[], bool] | None:
     """``cancel`` as a check cheap enough to make every :data:`CANCEL_POLL_S`: an event's own
     ``is_set``; any other function is called at most every :data:`CANCEL_CALL_S` (it may ask
-    another machine: a Dask event asks the scheduler)."""
+    another machine: a Dask event asks the scheduler).
+    """
     if cancel is None or isinstance(cancel, threading.Event):
         return cancel.is_set if cancel is not None else None
     if isinstance(getattr(cancel, "__self__", None), threading.Event):  # an event's is_set
@@ -408,7 +410,8 @@ def _halt(
     stop: threading.Event, todo: queue.SimpleQueue[int], done: queue.SimpleQueue[tuple[int, ChatResult | BaseException]]
 ) -> None:
     """Stop a batch's workers taking jobs, and answer the jobs none took as cancelled (a job is
-    taken once: by a worker, which answers it, or here)."""
+    taken once: by a worker, which answers it, or here).
+    """
     stop.set()
     while True:
         try:
@@ -478,7 +481,8 @@ def estimate_usage(requests: Sequence[Any], completion_guess: int = 200) -> tupl
     them), with no model at hand: the prompt from the messages' text (four characters a token),
     the completion from each request's ``max_tokens`` (an upper bound, not an estimate: replies
     are often far shorter) or, where it sets none, ``completion_guess`` (a guess). With
-    ``completion_guess=0`` the completion is the bound alone (the requests' ``max_tokens``)."""
+    ``completion_guess=0`` the completion is the bound alone (the requests' ``max_tokens``).
+    """
     reqs = [_as_request(r) for r in requests]
     prompt = sum(sum(estimate_tokens(str(m.get("content", ""))) + 4 for m in msgs) for msgs, _ in reqs)
     completion = sum(max_tokens_of(p, completion_guess) for _, p in reqs)

@@ -93,7 +93,8 @@ class RagFunction(FunctionIdentity):
 
     def chat(self, messages: Sequence[Message], *, timeout: float | None = None, **params: Any) -> ChatReply:
         """Ask the wrapped RAG function the last message's content and return its answer as a reply, with the
-        context, cost and produced fields it gave back."""
+        context, cost and produced fields it gave back.
+        """
         prompt = str(messages[-1]["content"])
         kwargs = {k: params[k] for k in self._extras if k in params}
         if "messages" in self._extras:  # the conversation so far (sent as "history": chat() has messages)
@@ -194,7 +195,8 @@ class PendingLab:
 
     def client(self, key: str) -> ChatClient:
         """The chat client that asks the model ``key`` for its answers, made on first use from the shared client
-        settings and the model's own, which win."""
+        settings and the model's own, which win.
+        """
         if key not in self._clients:
             from nbeval.chat.judge_settings import client_settings_of
 
@@ -222,7 +224,8 @@ class PendingLab:
     def plan(self) -> CallPlan:
         """Calls, cached answers and rough tokens over every model, without calling anything; with
         prices, the cost one call at a time and with ``batch=True`` (``est_batch_cost``: the price's
-        batch part, else less ``batch_discount``; a function is called one by one either way)."""
+        batch part, else less ``batch_discount``; a function is called one by one either way).
+        """
         from nbeval.chat.batch_options import with_batch_cost
 
         discount = self.batch_settings["discount"]
@@ -251,7 +254,8 @@ class PendingLab:
         Batch APIs (:mod:`nbeval.chat.batch`: every model's batch sent at once and polled until it
         is over; a stopped collection resumes its batches; ``cancel`` cancels them at the provider).
         The bar shows the batches' states and counts, and ``on_status(text)`` is told them too
-        (``"batch batch_abc: in_progress, 40/100 done, 2 failed"``) each time they are polled."""
+        (``"batch batch_abc: in_progress, 40/100 done, 2 failed"``) each time they are polled.
+        """
         cases = [(t, c) for t in self.suite.tests for c in t.test_cases]
         bar = progress_bar(len(cases) * len(self.models), progress, desc="collecting answers", unit="answer")
         answers: dict[str, list[ChatResult | None]] = {}
@@ -366,7 +370,8 @@ _COMPLETE_OPTIONS = ("progress", "cancel", "on_status")
 
 def _check_settings(settings: Mapping[str, Any]) -> None:
     """Refuse, before anything is asked, a setting that is neither a
-    :class:`~nbeval.chat.client.ChatClient` setting nor a batch setting."""
+    :class:`~nbeval.chat.client.ChatClient` setting nor a batch setting.
+    """
     import difflib
 
     from nbeval.errors import BadParameter

@@ -75,7 +75,8 @@ class HFChat:
 
     def cache_identity(self) -> str:
         """The text the reply cache keys on for this model: its path (absolute for a local folder), dtype and default
-        generation parameters (secrets hashed)."""
+        generation parameters (secrets hashed).
+        """
         path = self.model_name_or_path
         if os.path.isdir(path):
             path = os.path.abspath(path)
@@ -136,7 +137,8 @@ class HFChat:
     def chat(self, messages: Sequence[Message], *, timeout: float | None = None, **params: Any) -> ChatReply:
         """Generate a reply to ``messages`` with the local model (loaded on the first call), with the token counts
         and, where asked for, the top log-probabilities of each step. Calls are serialised: one model, one
-        generation at a time."""
+        generation at a time.
+        """
         msgs = normalize_messages(messages)
         started = time.perf_counter()
         with self._lock:
@@ -170,7 +172,8 @@ class HFChat:
 
     def _top_logprobs(self, params: dict[str, Any]) -> int | None:
         """How many alternatives a call asks for at each token (``top_logprobs``, default 0), or
-        ``None`` when it asks for no log-probabilities (``logprobs`` not true)."""
+        ``None`` when it asks for no log-probabilities (``logprobs`` not true).
+        """
         merged = {**self.default_params, **params}
         if not merged.get("logprobs"):
             return None
@@ -182,7 +185,8 @@ class HFChat:
 
     def _logprobs(self, ids: list[int], logits: Any, k: int) -> tuple[TokenLogprob, ...]:
         """Each generated token's log-probability and the ``k`` likeliest tokens there, from the
-        raw logits of each step (one ``(1, vocab)`` tensor a step)."""
+        raw logits of each step (one ``(1, vocab)`` tensor a step).
+        """
         import torch
 
         tok = self._tokenizer

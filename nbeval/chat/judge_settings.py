@@ -106,7 +106,8 @@ def split_judge_settings(settings: Mapping[str, Any]) -> tuple[dict[str, Any], d
     fields); ``timeout`` is in both, since the model bounds its calls by it too. The client
     settings are checked (a whole number of at least 1 for ``max_attempts`` and ``concurrency``,
     a positive number of seconds for ``timeout``). :class:`~nbeval.errors.EvaluatorError` for a key
-    that is none of these, with the closest known one."""
+    that is none of these, with the closest known one.
+    """
     provider = str(settings.get("provider", settings.get("type", "openai"))).lower()
     known = HF_MODEL_SETTINGS if provider in _HF_PROVIDERS else OPENAI_MODEL_SETTINGS | OPENAI_REQUEST_FIELDS
     known = known | set(CLIENT_SETTINGS)
@@ -152,7 +153,8 @@ def _checked(key: str, value: Any) -> Any:
 
 def keep_client_settings(model: ChatModel, client: Mapping[str, Any]) -> ChatModel:
     """``model`` carrying ``client`` (the client settings its dict gave), for the run's client to
-    apply (:func:`client_settings_of`). Returns ``model``."""
+    apply (:func:`client_settings_of`). Returns ``model``.
+    """
     if client:
         setattr(model, "client_settings", dict(client))  # noqa: B010  (not every ChatModel declares it)
     return model
@@ -160,7 +162,8 @@ def keep_client_settings(model: ChatModel, client: Mapping[str, Any]) -> ChatMod
 
 def client_settings_of(model: Any) -> dict[str, Any]:
     """The client settings a judge's dict gave (see :data:`CLIENT_SETTINGS`): ``model`` is that
-    dict, or the model made from it; ``{}`` for anything else."""
+    dict, or the model made from it; ``{}`` for anything else.
+    """
     if isinstance(model, Mapping):
         return split_judge_settings(model)[1]
     found = getattr(model, "client_settings", None)

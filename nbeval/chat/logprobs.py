@@ -111,7 +111,8 @@ def _token(item: Any) -> TokenLogprob | None:
 
 def as_logprobs(value: Any) -> tuple[TokenLogprob, ...] | None:
     """The per-token log-probabilities in ``value`` (see the module's docstring), or ``None``
-    when it holds none: ``None``, an empty list, ``{"content": null}``, or a shape not understood."""
+    when it holds none: ``None``, an empty list, ``{"content": null}``, or a shape not understood.
+    """
     if value is None:
         return None
     if isinstance(value, Mapping):
@@ -142,7 +143,8 @@ def logprob_problem(token: TokenLogprob) -> str | None:
     probabilities listed there (each alternative, and the written token when it is not among
     them) add up to more than 1 (beyond the same slack), or the written token is listed there at
     another probability (beyond the same slack). ``-inf`` is
-    probability 0, and OpenAI's ``-9999.0`` next to it: both are fine."""
+    probability 0, and OpenAI's ``-9999.0`` next to it: both are fine.
+    """
     for text, lp in ((token.token, token.logprob), *token.top):
         if math.isnan(lp) or lp > _MAX_LOGPROB:  # checked before exp(): +1000 would overflow
             return f"the token {text!r} has log-probability {lp:g}, which is no probability (a logprob is at most 0)"

@@ -123,7 +123,8 @@ class OpenAIChat:
 
     def cache_identity(self) -> str:
         """The text the reply cache keys on: the endpoint, the model and the parameters sent (headers and query
-        parameters included, secret values hashed). The API key says only who asks, so it is left out."""
+        parameters included, secret values hashed). The API key says only who asks, so it is left out.
+        """
         # Headers and query parameters can choose what answers (a deployment, a route), so they
         # count, their secret values as hashes; the API key only says who asks, so it does not.
         where = self.base_url or "api.openai.com"
@@ -192,7 +193,8 @@ class OpenAIChat:
 
     def _request(self, messages: Sequence[Message], params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """The JSON body and the request options (``extra_headers``/``extra_query``/``extra_body``
-        are understood as in the openai client; any other parameter goes into the body as is)."""
+        are understood as in the openai client; any other parameter goes into the body as is).
+        """
         options: dict[str, Any] = {}
         register_secrets(*secrets_in_params(params))
         if params.get("extra_headers"):
@@ -253,7 +255,8 @@ def _params_suffix(params: Mapping[str, Any]) -> str:
 
 def _split_query(url: str | None) -> tuple[str | None, dict[str, str]]:
     """``url`` without its query, and the query's parameters (sent as the client's default query:
-    the openai client would otherwise glue the path of each call after the query)."""
+    the openai client would otherwise glue the path of each call after the query).
+    """
     if not url:
         return url, {}
     parts = urlsplit(url)

@@ -89,7 +89,8 @@ _REGISTRY = _Registry()
 
 def register_secrets(*values: str | None) -> None:
     """Remember ``values`` (and, for an ``Authorization``-style value, its credential part) as
-    secrets of this process: :func:`redact` masks them from now on."""
+    secrets of this process: :func:`redact` masks them from now on.
+    """
     _REGISTRY.add([x for v in values if isinstance(v, str) and v for x in _expand(v)])
 
 
@@ -144,7 +145,8 @@ def _clean_url_in_text(url: str) -> str:
 
 def redact_url(url: str | None) -> str:
     """``url`` without user information and without secret query parameters (their values are
-    registered as secrets); a trailing slash of the path is dropped."""
+    registered as secrets); a trailing slash of the path is dropped.
+    """
     if not url:
         return ""
     register_secrets(*secrets_in_url(url))
@@ -177,7 +179,8 @@ def secrets_in_url(url: str) -> list[str]:
 
 def secrets_in(obj: Any, *, _name: str = "") -> list[str]:
     """Every secret value inside ``obj``: string values under secret names at any depth, and the
-    secrets of URLs (user information, secret query values)."""
+    secrets of URLs (user information, secret query values).
+    """
     found: list[str] = []
     if isinstance(obj, Mapping):
         for k, v in obj.items():
@@ -200,7 +203,8 @@ _HEADER_OPTIONS = ("extra_headers", "extra_query", "default_headers", "default_q
 def secrets_in_params(params: Mapping[str, Any]) -> list[str]:
     """The secrets of one request's parameters: secret headers and query parameters, and string
     parameters under secret names. Other parameters are not searched (a test case's ``key`` field
-    passed to a function is not a secret)."""
+    passed to a function is not a secret).
+    """
     found: list[str] = []
     for k, v in params.items():
         if k in _HEADER_OPTIONS and isinstance(v, Mapping):
@@ -213,7 +217,8 @@ def secrets_in_params(params: Mapping[str, Any]) -> list[str]:
 def redact_params(obj: Any) -> Any:
     """A copy of settings or parameters safe to show or store: string values under secret names
     become ``***``, URLs lose their user information and secret query values, and registered
-    secrets are masked wherever they appear. The secrets found are registered."""
+    secrets are masked wherever they appear. The secrets found are registered.
+    """
     register_secrets(*secrets_in(obj))
     return _redact_value(obj, "")
 
@@ -232,7 +237,8 @@ def _redact_value(obj: Any, name: str) -> Any:
 
 def hash_secrets(obj: Any) -> Any:
     """A copy of ``obj`` with every secret replaced by a short SHA-256 of it: two keys stay apart
-    (in a cache identity, say) while neither is readable."""
+    (in a cache identity, say) while neither is readable.
+    """
     if isinstance(obj, Mapping):
         return {
             k: _hash_value(v) if is_secret_name(k) and isinstance(v, str) else hash_secrets(v) for k, v in obj.items()

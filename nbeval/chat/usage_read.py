@@ -30,7 +30,8 @@ MAX_CALL_COST = 100_000.0
 
 def token_count(value: Any) -> int | None:
     """``value`` as a token count, or ``None`` when it cannot be one (see the module's docstring;
-    an absent count is the caller's to read as 0). Never raises."""
+    an absent count is the caller's to read as 0). Never raises.
+    """
     if isinstance(value, bool):  # a bool is an int to Python, but true is no count
         return None
     if isinstance(value, str):
@@ -54,7 +55,8 @@ def reported_cost(value: Any) -> tuple[float | None, bool]:
     """A cost a function reported for its call, and whether it is one a call can have:
     ``(None, True)`` when none was reported, ``(dollars, True)`` for a finite number from 0 to
     :data:`MAX_CALL_COST`, ``(None, False)`` for anything else (-2000, ``NaN``, ``"abc"``, 2e297).
-    Never raises."""
+    Never raises.
+    """
     if value is None:
         return None, True
     if isinstance(value, bool) or not isinstance(value, Real):

@@ -34,7 +34,8 @@ class Arg:
     ``--judge`` and ``--judge-base-url``). ``complete`` says what Tab offers for its value
     (``"evaluators"``, ``"evaluator"``, ``"family"``, ``"result"``, ``"data"``; ``"text"``: nothing,
     not even file names; ``None``: file names); ``group`` names
-    the mutually exclusive group it belongs to."""
+    the mutually exclusive group it belongs to.
+    """
 
     flags: tuple[str, ...]
     settings: Mapping[str, Any] = field(default_factory=dict)
@@ -100,7 +101,8 @@ class MagicSpelling:
     """How ``%nbeval`` spells a command: ``%nbeval <name>``, ``summary`` in the magic's usage,
     ``help`` (argument dest -> help) where the magic means something else by an argument,
     ``defaults`` it changes (``out=None``: save only when asked), and ``extra`` arguments of
-    its own (``-o NAME``). ``order`` places it in the magic's list of subcommands."""
+    its own (``-o NAME``). ``order`` places it in the magic's list of subcommands.
+    """
 
     name: str
     summary: str
@@ -117,7 +119,8 @@ class Command:
     :meth:`run_magic`. ``order`` places it in the lists of commands (smaller first).
 
     A subclass sets the class attributes and overrides :meth:`run` (and :meth:`run_magic` where
-    the notebook does something else than print what the command line prints)."""
+    the notebook does something else than print what the command line prints).
+    """
 
     name: str = ""
     help: str = ""
@@ -182,7 +185,8 @@ class Command:
     def run_options(self, args: argparse.Namespace) -> RunOptions:
         """The :class:`~nbeval.options.RunOptions` the parsed ``args`` ask for: every argument that
         names an ``option`` sets it when given (a flag to its ``sets``, a value to itself, a
-        ``read`` to what it reads); the others keep RunOptions' defaults."""
+        ``read`` to what it reads); the others keep RunOptions' defaults.
+        """
         changes: dict[str, Any] = {}
         for a in self.arguments:
             if a.option is None or a.option in changes:
@@ -201,7 +205,8 @@ class Command:
         """How the command's flags say that ``option`` (a run option, or a parameter a flag sets
         under the same name) is ``value``: ``("cache", False)`` is ``--no-cache``, ``("batch", True)``
         ``--batch``, ``("max_pages", 40)`` ``--max-pages 40``, ``("max_chars", ...)`` ``--max-chars N``
-        (any value: the flag and its metavar); ``None`` when no flag of the command says it."""
+        (any value: the flag and its metavar); ``None`` when no flag of the command says it.
+        """
         for a in self.arguments:
             if a.positional or option not in (a.option, a.dest):
                 continue

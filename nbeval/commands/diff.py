@@ -61,7 +61,8 @@ class Diff(Command):
 
     def run(self, args: argparse.Namespace) -> int:
         """Print the diff, regressions first; exit 1 with ``--fail-on-regression`` when its gate trips
-        (a regression, or nothing or too little compared: :mod:`nbeval.results.runs.diff_gate`)."""
+        (a regression, or nothing or too little compared: :mod:`nbeval.results.runs.diff_gate`).
+        """
         from nbeval.results.runs.diff import diff
 
         shared = {} if args.min_shared is None else {"min_shared": args.min_shared}

@@ -97,7 +97,8 @@ class Generate(Command):
 
     def keywords(self, args: argparse.Namespace) -> dict[str, Any]:
         """The parsed options (the CLI's or the magic's) as :func:`nbeval.generate`'s keyword
-        arguments: its own, and the run options the flags set."""
+        arguments: its own, and the run options the flags set.
+        """
         personas = []
         for text in args.persona or []:
             name, _, description = text.partition(":")
@@ -148,7 +149,8 @@ class Generate(Command):
 
     def run_magic(self, shell: Any, args: argparse.Namespace) -> Any:
         """The suite, shown and bound to ``-o NAME``; DOCS may name variables holding paths,
-        texts or ``{content, doc_uri}`` dicts; ``--dry-run`` shows the calls and tokens it would take."""
+        texts or ``{content, doc_uri}`` dicts; ``--dry-run`` shows the calls and tokens it would take.
+        """
         import nbeval
         from nbeval import application
         from nbeval.commands.notebook import check_name, check_out, show

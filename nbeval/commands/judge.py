@@ -15,7 +15,8 @@ def public_url(url: str) -> str:
     """What ``%nbeval judge`` shows of a base URL, which the notebook keeps once printed: scheme,
     host, port and path (as :func:`nbeval.chat.secrets.redact_url` leaves them: no user
     information, whose secrets it registers for masking). The query string is never shown, secret
-    names or not (keys also ride as ``?code=`` or SAS parameters): a note says it was left out."""
+    names or not (keys also ride as ``?code=`` or SAS parameters): a note says it was left out.
+    """
     from urllib.parse import urlsplit, urlunsplit
 
     from nbeval.chat.secrets import redact_url
@@ -51,8 +52,10 @@ class Judge(Command):
     magic = MagicSpelling("judge", "set this session's judge: MODEL [--base-url URL]", order=5)
 
     def run_magic(self, shell: Any, args: argparse.Namespace) -> Any:
-        """Set the judge, and say which judge is set. A key is never printed, nor the base URL's
-        user information or query string (see :func:`public_url`)."""
+        """Set the judge, and say which judge is set.
+
+        A key is never printed, nor the base URL's user information or query string (see :func:`public_url`).
+        """
         from nbeval.application import ENV_BASE_URL, ENV_KEYS, ENV_MODEL
         from nbeval.commands.notebook import MagicError
 

@@ -51,8 +51,11 @@ NO_JUDGE = "no judge is configured: `%nbeval judge MODEL [--base-url URL]` sets 
 
 
 class MagicError(NbevalError):
-    """Bad input to a magic. IPython shows it as one line, ``prefix`` then the message, with no
-    traceback (``nbeval: error: ...``, as the command line prints its errors)."""
+    """Bad input to a magic.
+
+    IPython shows it as one line, ``prefix`` then the message, with no traceback (``nbeval: error: ...``, as the command
+    line prints its errors).
+    """
 
     def __init__(self, message: str, *, prefix: str = "nbeval: error: ") -> None:
         super().__init__(message)
@@ -63,8 +66,10 @@ class MagicError(NbevalError):
 
 
 def parse(parser: argparse.ArgumentParser, words: Sequence[str]) -> argparse.Namespace | None:
-    """``words`` parsed by ``parser``; ``None`` when they asked for the help (printed). An argparse
-    error raises :class:`MagicError` with argparse's own one-line message."""
+    """``words`` parsed by ``parser``; ``None`` when they asked for the help (printed).
+
+    An argparse error raises :class:`MagicError` with argparse's own one-line message.
+    """
     err = io.StringIO()
     try:
         with contextlib.redirect_stderr(err):
@@ -90,7 +95,8 @@ def check_name(name: str, what: str, shell: Any = None) -> str:
     Refused: what is not an identifier or is a keyword; a dunder (``__builtins__``, ``__name__``:
     Python's own); a built-in's name (``print``, ``list``: later cells would call the result);
     IPython's names (:data:`IPYTHON_NAMES`, ``_1``/``_i1`` of its output cache, and the hidden
-    names of ``shell``'s namespace when given)."""
+    names of ``shell``'s namespace when given).
+    """
     if not name.isidentifier() or keyword.iskeyword(name):
         msg = f"{what} {name!r} is not a valid variable name; use letters, digits and _ (e.g. result_a)"
         raise MagicError(msg)
@@ -117,7 +123,8 @@ def show(obj: Any) -> None:
 
 def resolve_data(shell: Any, text: str) -> tuple[Any, str | None]:
     """What ``%nbeval run DATA`` evaluates, and the path read (``None`` for an object): a variable
-    of the user's namespace, else an existing file, else ``demo`` (the shipped demo lab)."""
+    of the user's namespace, else an existing file, else ``demo`` (the shipped demo lab).
+    """
     if text.isidentifier() and text in shell.user_ns:
         value = shell.user_ns[text]
         if isinstance(value, (str, os.PathLike)):
@@ -157,7 +164,8 @@ def check_out(out: Path) -> None:
 def gate(result: Any, fail_on: Literal[True] | Sequence[str]) -> None:
     """The CI gate of ``--fail-on-problems`` / ``--fail-on`` (:func:`nbeval.results.reporting.gate.check_gate`,
     as the CLI): a :class:`MagicError` (so a failed cell, as the CLI's exit status 1) naming what
-    tripped it; the kinds not chosen are listed."""
+    tripped it; the kinds not chosen are listed.
+    """
     from nbeval import application
 
     verdict = application.run_gate(result, fail_on)

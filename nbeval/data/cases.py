@@ -90,13 +90,15 @@ class TestCase:
     @property
     def constraints(self) -> list[str]:
         """Eval Studio's ``constraints`` (blank ones left out): strings the answer must contain;
-        one starting ``REGEXP:`` is a regular expression."""
+        one starting ``REGEXP:`` is a regular expression.
+        """
         return check_constraints(self.extra.get("constraints"), None, None)
 
     @property
     def output_condition(self) -> str | None:
         """What an evaluation checks the answer against: the condition and every constraint,
-        ``(condition) AND "a" AND "b"`` (see the module docstring); ``None`` when neither is given."""
+        ``(condition) AND "a" AND "b"`` (see the module docstring); ``None`` when neither is given.
+        """
         return with_constraints(self.condition, self.constraints)
 
     def _repair(self) -> None:
@@ -144,7 +146,8 @@ class TestCase:
     @classmethod
     def from_dict(cls, c: Any, *, source: str = "<object>", where: str = "test case") -> TestCase:
         """A test case from its JSON object; a bad field raises :class:`~nbeval.errors.DataError`
-        naming ``source``, ``where`` (the row) and the field."""
+        naming ``source``, ``where`` (the row) and the field.
+        """
         if not isinstance(c, dict):
             raise DataError("a test case must be a JSON object", source=source, row=where)
         c, notes = repair_fields(c, source, where)
@@ -189,7 +192,8 @@ class TestCase:
 
 def _extra(c: dict[str, Any], source: str, where: str) -> dict[str, Any]:
     """The fields of ``c`` nbeval does not model, kept as given; ``constraints`` is checked here
-    so that a bad one names its file and test case."""
+    so that a bad one names its file and test case.
+    """
     check_constraints(c.get("constraints"), source, where)
     return {k: v for k, v in c.items() if k not in _CASE_FIELDS}
 

@@ -52,11 +52,12 @@ def _quote(value: str) -> str:
 
 @dataclass(frozen=True)
 class Condition:
-    """A parsed condition; the nodes are :class:`Text`, :class:`Regexp`, :class:`Not`,
-    :class:`And` and :class:`Or`. Trees compare equal when structure and operands are equal;
-    ``source`` (the text parsed) takes no part. ``str()`` gives a normalized form that parses
-    back to an equal tree: upper-case keywords, quoted patterns, and parentheses around every
-    AND/OR group nested in another (``"a" OR ("b" AND "c")``) for the reader's sake."""
+    """A parsed condition; the nodes are :class:`Text`, :class:`Regexp`, :class:`Not`, :class:`And` and :class:`Or`.
+
+    Trees compare equal when structure and operands are equal; ``source`` (the text parsed) takes no part. ``str()``
+    gives a normalized form that parses back to an equal tree: upper-case keywords, quoted patterns, and parentheses
+    around every AND/OR group nested in another (``"a" OR ("b" AND "c")``) for the reader's sake.
+    """
 
     source: str = field(default="", compare=False, kw_only=True)
 
@@ -66,8 +67,10 @@ class Condition:
             object.__setattr__(self, "source", str(self))
 
     def evaluate(self, text: str, *, timeout: float | None = patterns.DEFAULT_TIMEOUT) -> bool:
-        """Whether ``text`` satisfies the condition; operands are tested left to right, only
-        as far as needed. ``timeout`` bounds each regexp search (None: unbounded)."""
+        """Whether ``text`` satisfies the condition; operands are tested left to right, only as far as needed.
+
+        ``timeout`` bounds each regexp search (None: unbounded).
+        """
         _require_str(text)
         return self._eval(text, timeout, None)
 
@@ -146,8 +149,8 @@ class Regexp(_Operand):
     pattern: str
 
     def __post_init__(self) -> None:
-        """Compile the pattern now, so that a bad one fails when the condition is built, never in the middle of a
-        run."""
+        """Compile the pattern now, so that a bad one fails when the condition is built, never in the middle of a run.
+        """
         patterns.compile_user_pattern(self.pattern)  # fail when built, never mid-run
         super().__post_init__()
 

@@ -82,8 +82,7 @@ def _parse_json_text(value: Any, source: str, row: Any, field: str) -> Any:
 
 
 def check_messages(value: Any, source: str, row: Any, field: str = "messages") -> list[dict[str, Any]]:
-    """``value`` as a conversation in the OpenAI chat format (see the module docstring); ``[]``
-    when absent."""
+    """``value`` as a conversation in the OpenAI chat format (see the module docstring); ``[]`` when absent."""
     value = _parse_json_text(value, source, row, field)
     if value is None or (isinstance(value, float) and value != value):
         return []
@@ -170,7 +169,8 @@ def check_tool_calls(
     value: Any, source: str, row: Any, field: str = "expected_tool_calls"
 ) -> list[dict[str, Any]] | None:
     """Reference tool calls as ``[{"name", "arguments": {...}}]``; ``[]`` when none is expected,
-    ``None`` when none were given (``None`` or NaN, an empty cell)."""
+    ``None`` when none were given (``None`` or NaN, an empty cell).
+    """
     value = _parse_json_text(value, source, row, field)
     if value is None or (isinstance(value, float) and value != value):
         return None
@@ -205,7 +205,8 @@ def check_tool_calls(
 def conversation_parts(row: Any) -> dict[str, Any]:
     """The conversation fields ``row`` has, by name: ``messages`` and ``reference_topics`` when not
     empty, ``expected_tool_calls`` when given (``[]`` too: no call is expected). What files and the
-    fingerprint keep of a row's conversation; ``{}`` for a row without one."""
+    fingerprint keep of a row's conversation; ``{}`` for a row without one.
+    """
     parts = {}
     for name in CONVERSATION_FIELDS:
         value = getattr(row, name)
@@ -216,7 +217,8 @@ def conversation_parts(row: Any) -> dict[str, Any]:
 
 def case_conversation(given: Any, prompt: str | None, source: str, row: Any) -> list[dict[str, Any]]:
     """A test case's conversation so far (its ``messages``), ending with its prompt as the last user
-    message (added when the messages stop before it); ``[]`` for a case that is a single prompt."""
+    message (added when the messages stop before it); ``[]`` for a case that is a single prompt.
+    """
     msgs = check_messages(given, source, row)
     if msgs and prompt and not (msgs[-1]["role"] == "user" and msgs[-1]["content"] == prompt):
         msgs.append({"role": "user", "content": prompt})
@@ -225,7 +227,8 @@ def case_conversation(given: Any, prompt: str | None, source: str, row: Any) -> 
 
 def tool_call_arguments(call: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     """The arguments of a call in the OpenAI shape as a dict, and whether they were valid JSON of
-    an object (broken arguments come back as ``{}``)."""
+    an object (broken arguments come back as ``{}``).
+    """
     raw = call.get("function", {}).get("arguments", "{}")
     if isinstance(raw, dict):
         return raw, True
@@ -252,7 +255,8 @@ def last_text(messages: Sequence[dict[str, Any]], role: str) -> str | None:
 
 def final_answer(messages: Sequence[dict[str, Any]]) -> str | None:
     """The assistant's answer to the last user message: its last text after that message
-    (``None`` when it has said nothing since, e.g. a conversation still waiting for a reply)."""
+    (``None`` when it has said nothing since, e.g. a conversation still waiting for a reply).
+    """
     return last_text(messages[_last_user_index(messages) + 1 :], "assistant")
 
 
@@ -268,7 +272,8 @@ def earlier_turns(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 def conversation_prompt(messages: Sequence[dict[str, Any]]) -> str | None:
     """The conversation up to and including its last user message, as the text a row's key is
     derived from: every model answering the same conversation shares the key. ``None`` without
-    a user message."""
+    a user message.
+    """
     last = _last_user_index(messages)
     if last < 0:
         return None
@@ -279,7 +284,8 @@ def conversation_prompt(messages: Sequence[dict[str, Any]]) -> str | None:
 
 def render_messages(messages: Sequence[dict[str, Any]], *, numbered: bool = False) -> str:
     """A conversation as plain text for a judge or a person: one block per message, tool calls
-    with their arguments, tool results named by their tool."""
+    with their arguments, tool results named by their tool.
+    """
     names = {c.get("id"): c["function"]["name"] for c in tool_calls_made(messages) if c.get("id")}
     blocks = []
     for i, m in enumerate(messages, 1):

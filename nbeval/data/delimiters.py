@@ -30,7 +30,8 @@ def neutralise(text: str, tags: Sequence[str], fences: str = "") -> str:
     attributes: ``</answer>``, ``< /ANSWER >``, ``<answer id=1>``) and every run of three or more
     of the ``fences`` characters (each one of :data:`FENCE_ENTITIES`) written with HTML character
     references, so it cannot open or close a block of the prompt it is placed in.
-    ``html.unescape`` gives the text back."""
+    ``html.unescape`` gives the text back.
+    """
     pattern = _delimiter_pattern(tuple(tags), fences)
     if pattern is None:
         return text

@@ -92,8 +92,8 @@ def is_missing(value: Any) -> bool:
 
 
 def is_null(value: Any) -> bool:
-    """Whether a value read from a file is no value at all: ``None``, NaN (an empty cell), or
-    pandas' ``NA`` / ``NaT``."""
+    """Whether a value read from a file is no value at all: ``None``, NaN (an empty cell), or pandas' ``NA`` / ``NaT``.
+    """
     if value is None:
         return True
     kind = type(value)
@@ -174,7 +174,8 @@ def label_text(value: Any) -> str:
 
 class DataWarning(UserWarning):
     """The data loaded, but something in it was repaired or looks wrong; the message names the
-    source, the row and the field."""
+    source, the row and the field.
+    """
 
 
 def warn_data(
@@ -188,7 +189,8 @@ def warn_data(
 
 def repair_fields(record: dict[str, Any], source: str | None, row: Any) -> tuple[dict[str, Any], list[str]]:
     """``record`` with text that cannot be encoded repaired (see :func:`~nbeval.data.text.repair_text`),
-    and one note per repaired field; each repair is also a :class:`DataWarning`."""
+    and one note per repaired field; each repair is also a :class:`DataWarning`.
+    """
     fixed, places = repair_data(record)
     notes = []
     for place in places:
@@ -329,7 +331,8 @@ def check_guidelines(v: Any, source: str, row: Any) -> list[str]:
 def check_named_guidelines(v: Any, source: str, row: Any) -> dict[str, list[str]]:
     """Guidelines given by name (MLflow 3's ``{"tone": ["Be polite."], ...}``), in order; ``{}``
     when they are a plain list or absent. A name must be non-empty text; one string under a name
-    is a list of one."""
+    is a list of one.
+    """
     if not isinstance(v, dict):
         return {}
     out: dict[str, list[str]] = {}
@@ -410,7 +413,8 @@ def check_constraints(v: Any, source: str | None, row: Any, field: str = "constr
     """H2O Eval Studio's ``constraints``: the strings an answer must all contain, each one a
     substring, or a regular expression after the prefix ``REGEXP:``. One string is a list of one;
     blank entries (the published suites give ``[""]`` for "none") are dropped. A pattern that does
-    not compile is a :class:`~nbeval.errors.DataError` naming the entry."""
+    not compile is a :class:`~nbeval.errors.DataError` naming the entry.
+    """
     tokens = [t for t in check_str_list(v, source or "<object>", row, field) if t.strip()]
     for i, token in enumerate(tokens):
         try:
@@ -433,7 +437,8 @@ def with_constraints(condition: str | None, constraints: Sequence[str]) -> str |
     (just the constraints when there is no condition; ``condition`` itself when there are no
     constraints). Constraints the condition already requires at its top level are not added
     again, so a condition built here and read back with the same constraints stays as it is.
-    Both must be well formed (as :func:`check_condition` and :func:`check_constraints` leave them)."""
+    Both must be well formed (as :func:`check_condition` and :func:`check_constraints` leave them).
+    """
     if not constraints:
         return condition
     from nbeval.data.conditions import And, parse_condition

@@ -90,9 +90,11 @@ _LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 def json_lines(text: str) -> list[str]:
-    """The lines of JSON-lines ``text``. ``str.splitlines`` would also cut at U+0085, U+2028,
-    U+2029 and a few control characters, which may stand unescaped inside a JSON string (a row
-    written with ``ensure_ascii=False``), breaking that row in two."""
+    """The lines of JSON-lines ``text``.
+
+    ``str.splitlines`` would also cut at U+0085, U+2028, U+2029 and a few control characters, which may stand unescaped
+    inside a JSON string (a row written with ``ensure_ascii=False``), breaking that row in two.
+    """
     return _LINE_END.split(text)
 
 
@@ -149,7 +151,8 @@ _ROW_LISTS = frozenset({"inputs", "tests", "test_cases", "models"})
 def _locate(path: tuple[Any, ...], row: Any) -> tuple[Any, str]:
     """The row and the field of a place in a document, named as the loaders name them: rows
     1-based (``[2, "context", 0]`` is row 3, ``("tests", 0, "test_cases", 1)`` is
-    ``tests[1].test_cases[2]``), places inside a row 0-based (field ``context[0]``)."""
+    ``tests[1].test_cases[2]``), places inside a row 0-based (field ``context[0]``).
+    """
     cut = 0
     if row is None:
         for n, part in enumerate(path):
@@ -171,7 +174,8 @@ def _dotted(parts: tuple[Any, ...], base: int) -> str:
 
 def write_json(data: Any, path: str | os.PathLike[str]) -> None:
     """Write ``data`` as indented UTF-8 JSON (values JSON cannot hold are written as text; text
-    that cannot be encoded is repaired, with a warning, rather than leave a file half-written)."""
+    that cannot be encoded is repaired, with a warning, rather than leave a file half-written).
+    """
     text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
     text, repaired = repair_text(text)
     if repaired:
@@ -187,8 +191,8 @@ def is_csv_path(source: Any) -> bool:
 
 
 def _is_trace(data: Any) -> bool:
-    """Whether ``data`` is an OTLP trace export, an MLflow trace or Phoenix span JSON (see
-    :mod:`nbeval.data.traces`)."""
+    """Whether ``data`` is an OTLP trace export, an MLflow trace or Phoenix span JSON (see :mod:`nbeval.data.traces`).
+    """
     if not isinstance(data, dict):
         return False
     if "resourceSpans" in data or "resource_spans" in data or is_phoenix_export(data):

@@ -105,7 +105,8 @@ class TestSuite:
     @classmethod
     def from_dict(cls, data: Any, *, source: str = "<object>") -> TestSuite:
         """A suite from its parsed JSON: the suite ``{"name", "tests": [...]}``, one test
-        ``{"documents", "test_cases"}`` or one test case ``{"prompt", ...}``. Keys must be unique."""
+        ``{"documents", "test_cases"}`` or one test case ``{"prompt", ...}``. Keys must be unique.
+        """
         if not isinstance(data, dict) or json_shape(data) not in SUITE_SHAPES:
             raise DataError("expected a test suite (an object with 'tests')", source=source)
         if "prompt" in data:
@@ -186,7 +187,8 @@ def warn_nan_expected(n: int, source: str, what: str = "row") -> None:
 
     ``NaN`` is no JSON value, but Python's parser and pandas' writer accept it; it is read as a
     missing expected output (evaluators that need one skip those rows, saying so), which would
-    otherwise go unnoticed."""
+    otherwise go unnoticed.
+    """
     if n:
         many = n != 1
         warn_data(
@@ -261,7 +263,8 @@ class LlmDataset:
     @classmethod
     def from_json(cls, source: Any) -> LlmDataset:
         """From a path (JSON, JSONL or CSV), JSON text, a parsed object or a DataFrame, in any shape
-        nbeval reads (see the README): a lab gives its answered ``dataset``, a suite its unanswered rows."""
+        nbeval reads (see the README): a lab gives its answered ``dataset``, a suite its unanswered rows.
+        """
         if is_dataframe(source):
             return cls.from_pandas(source)
         if is_csv_path(source):
@@ -294,7 +297,8 @@ class LlmDataset:
     @classmethod
     def from_records(cls, records: Iterable[dict[str, Any]], *, source: str | None = None) -> LlmDataset:
         """A dataset of plain dicts, one row each (the record format of the readers); ``source`` names them in error
-        messages."""
+        messages.
+        """
         return cls(rows_from_records(list(records), source=source or "records"), source=source)
 
     @classmethod
@@ -323,7 +327,8 @@ class LlmDataset:
 
     def to_csv(self, path: str | os.PathLike[str] | None = None) -> str:
         """The rows as CSV text (list fields and non-text extras as JSON in their cells); written to
-        ``path`` when given."""
+        ``path`` when given.
+        """
         return records_to_csv(self.to_records(), path)
 
     def to_pandas(self) -> pd.DataFrame:
@@ -358,7 +363,8 @@ class LlmDataset:
 
     def has_field(self, name: str) -> bool:
         """Whether any row has a value for ``name`` (non-empty, or ``[]`` where that says something:
-        :data:`~nbeval.data.conversation.EMPTY_IS_A_VALUE`)."""
+        :data:`~nbeval.data.conversation.EMPTY_IS_A_VALUE`).
+        """
         return any(not field_missing(name, getattr(r, name, None)) for r in self.rows)
 
 
@@ -452,7 +458,8 @@ class TestLab:
 
     def model_label(self, model_key: str) -> str:
         """The display name of the model ``model_key`` (see :attr:`ModelInfo.label`); the key itself for a model the
-        lab does not list."""
+        lab does not list.
+        """
         for m in self.models:
             if m.key == model_key:
                 return m.label

@@ -103,7 +103,8 @@ def _trace_dataset(records: list[dict[str, Any]], name: str) -> LlmDataset:
 
 def read_dataset(source: Any) -> LlmDataset:
     """A dataset from any shape: a lab gives its answered ``dataset``, a suite its unanswered rows,
-    traces a row per trace."""
+    traces a row per trace.
+    """
     found = load(source)
     if isinstance(found, TestLab):
         return found.dataset
@@ -133,10 +134,11 @@ def read_pandas(df: pd.DataFrame) -> LlmDataset:
 
 
 def read_parquet(path: str | os.PathLike[str], *, chunk_rows: int = _READ_CHUNK_ROWS) -> LlmDataset:
-    """Rows from a Parquet file with the LLM dataset's columns (or a supported column style),
-    ``chunk_rows`` at a time. Cells read as the values of a JSON row would: a null is a missing
-    value, a list column (``context``, ``expected_context_ids``...) a list; a nested column a
-    JSON object."""
+    """Rows from a Parquet file with the LLM dataset's columns (or a supported column style), ``chunk_rows`` at a time.
+
+    Cells read as the values of a JSON row would: a null is a missing value, a list column (``context``,
+    ``expected_context_ids``...) a list; a nested column a JSON object.
+    """
     try:
         import pyarrow.parquet as pq
     except ImportError:
@@ -164,7 +166,8 @@ def read_parquet(path: str | os.PathLike[str], *, chunk_rows: int = _READ_CHUNK_
 
 def _batch_records(batch: Any, name: str, offset: int) -> list[dict[str, Any]]:
     """The rows of a Parquet record batch as dicts; a cell Python cannot hold (a string column
-    whose bytes are not UTF-8) is a DataError naming its row and column."""
+    whose bytes are not UTF-8) is a DataError naming its row and column.
+    """
     try:
         records: list[dict[str, Any]] = batch.to_pylist()
         return records
@@ -187,7 +190,8 @@ def _batch_records(batch: Any, name: str, offset: int) -> list[dict[str, Any]]:
 
 def read_jsonl_rows(path: str | os.PathLike[str], *, chunk_rows: int = _READ_CHUNK_ROWS) -> LlmDataset:
     """Rows from a JSON-lines file (one row object per line), read and converted ``chunk_rows``
-    lines at a time; a line that is not JSON is a DataError naming its line number."""
+    lines at a time; a line that is not JSON is a DataError naming its line number.
+    """
     name = os.fspath(path)
     nan_expected = [0]
 

@@ -135,7 +135,8 @@ class Row:
 
     def _key_prompt(self) -> str | None:
         """What the key is derived from: the prompt, or the whole conversation up to the last user
-        message when there is more to it than that one message."""
+        message when there is more to it than that one message.
+        """
         if self.messages and sum(m["role"] != "tool" for m in self.messages[:2]) > 1:
             return conversation_prompt(self.messages) or self.input
         return self.input
@@ -189,7 +190,8 @@ class Row:
     @classmethod
     def from_test_case(cls, case: TestCase, *, corpus: Sequence[str] = (), model_key: str = DEFAULT_MODEL_KEY) -> Row:
         """A row asking ``case`` of the model ``model_key`` (no answer yet), with ``corpus`` as the documents it may
-        draw on."""
+        draw on.
+        """
         return cls(
             input=case.prompt,
             key=case.resolved_key,
@@ -218,7 +220,8 @@ class Row:
         Eval Studio's ``constraints`` (kept as given, among the extra fields) are checked with the
         condition: ``output_condition`` becomes ``(condition) AND "token" AND ...`` (see
         :func:`~nbeval.data.fields.with_constraints`, which leaves a condition that already
-        requires them as it is, so a row written and read back does not change)."""
+        requires them as it is, so a row written and read back does not change).
+        """
         rec, notes = repair_fields(normalize_record(record), source, row)
         messages = check_messages(rec.get("messages"), source, row)
         if messages and rec.get("input") is None:
@@ -287,7 +290,8 @@ class Row:
 def field_missing(name: str, value: Any) -> bool:
     """Whether a row's field ``name`` holding ``value`` counts as absent: as
     :func:`~nbeval.data.fields.is_missing`, but the empty list of a field of
-    :data:`~nbeval.data.conversation.EMPTY_IS_A_VALUE` is given (only ``None`` or NaN is absent)."""
+    :data:`~nbeval.data.conversation.EMPTY_IS_A_VALUE` is given (only ``None`` or NaN is absent).
+    """
     if name in EMPTY_IS_A_VALUE:
         return value is None or (isinstance(value, float) and value != value)
     return is_missing(value)
@@ -322,10 +326,11 @@ def _needs_repair(row: Row) -> bool:
 
 
 def rows_from_records(records: Sequence[Any], *, source: str = "records", check_links: bool = True) -> list[Row]:
-    """Validated rows from dict records in any supported column style; a test case's key may
-    appear once per model. Warns (:class:`~nbeval.data.fields.DataWarning`) when a key carries a
-    different prompt for another model and, with ``check_links``, when a relationship's target is
-    no row's key."""
+    """Validated rows from dict records in any supported column style; a test case's key may appear once per model.
+
+    Warns (:class:`~nbeval.data.fields.DataWarning`) when a key carries a different prompt for another model and, with
+    ``check_links``, when a relationship's target is no row's key.
+    """
     if not isinstance(records, (list, tuple)):
         raise DataError(f"expected a list of rows, got {type(records).__name__}", source=source)
     return rows_from_chunks([records], source=source, check_links=check_links)
@@ -335,7 +340,8 @@ def rows_from_chunks(
     chunks: Iterable[Sequence[Any]], *, source: str = "records", check_links: bool = True
 ) -> list[Row]:
     """:func:`rows_from_records` over records that arrive in chunks (each chunk can be let go once
-    converted), with the same checks across all of them and rows numbered from the first."""
+    converted), with the same checks across all of them and rows numbered from the first.
+    """
     rows: list[Row] = []
     seen: dict[tuple[str, str], int] = {}
     prompts: dict[str, tuple[str | None, str, int]] = {}

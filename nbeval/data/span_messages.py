@@ -111,7 +111,8 @@ def _reply(text: str | None) -> list[Message]:
 
 def messages_from_values(span: Span, source: str) -> Span:
     """``span``, an LLM span without messages, given the messages of its ``input.value`` and
-    ``output.value`` where its input holds some (see the module docstring)."""
+    ``output.value`` where its input holds some (see the module docstring).
+    """
     if span.kind != "LLM" or span.input_messages or span.output_messages:
         return span
     asked = _messages(_parsed(span.input_value))

@@ -55,7 +55,8 @@ _ROLES = {
 @dataclass(slots=True)
 class ToolRun:
     """A tool a TOOL span ran: the call's id (when the span names it), name, arguments (JSON
-    text), output, and why it failed when its span ended in error."""
+    text), output, and why it failed when its span ended in error.
+    """
 
     id: str | None
     name: str
@@ -114,7 +115,8 @@ def as_text(v: Any) -> str | None:
 
 def _indexed(attrs: dict[str, Any], prefix: str, source: str, span: str) -> list[tuple[int, dict[str, Any]]]:
     """The objects of the list attribute ``prefix`` (flattened or whole), in index order, each a
-    dict of the keys after ``prefix.{i}.``."""
+    dict of the keys after ``prefix.{i}.``.
+    """
     found: dict[int, dict[str, Any]] = {}
     whole = attrs.get(prefix)
     if isinstance(whole, list):
@@ -134,7 +136,8 @@ def _indexed(attrs: dict[str, Any], prefix: str, source: str, span: str) -> list
 def _index(text: str, source: str, span: str, key: str) -> int:
     """A list index written in an attribute's name: ASCII digits, at most 18 of them (``²`` and
     other scripts' digits pass ``str.isdigit`` but are not OpenInference's indices, and
-    ``int()`` refuses text of more than 4,300 digits)."""
+    ``int()`` refuses text of more than 4,300 digits).
+    """
     if text.isascii() and len(text) <= _MAX_INDEX_DIGITS:
         return int(text)
     shown = text if len(text) <= 20 else f"a number of {len(text)} digits"
@@ -184,8 +187,11 @@ def _messages(attrs: dict[str, Any], prefix: str, source: str, span: str) -> lis
 
 
 def _call(c: dict[str, Any], source: str, span: str, at: str) -> dict[str, Any]:
-    """One tool call in the OpenAI shape. Arguments that are not valid JSON are kept as written:
-    a model that wrote broken arguments made a mistake worth scoring, not a bad file."""
+    """One tool call in the OpenAI shape.
+
+    Arguments that are not valid JSON are kept as written: a model that wrote broken arguments made a mistake worth
+    scoring, not a bad file.
+    """
     name = c.get("tool_call.function.name")
     if not isinstance(name, str) or not name:
         raise _fail("a tool call needs its function's name (text)", source, span, f"{at}.function.name")
@@ -203,7 +209,8 @@ def _call(c: dict[str, Any], source: str, span: str, at: str) -> dict[str, Any]:
 
 def chat_message(m: Any, source: str, span: str, at: str) -> dict[str, Any]:
     """A message already in the OpenAI chat format (as MLflow records them) checked and put in
-    the shape ``_messages`` gives."""
+    the shape ``_messages`` gives.
+    """
     if not isinstance(m, dict):
         raise _fail(f"a message must be an object with 'role', got {type(m).__name__}", source, span, at)
     role = m.get("role", m.get("type"))  # LangChain's message dicts give a type: human, ai...
@@ -258,7 +265,8 @@ def tool_arguments(value: Any, source: str, span: str, name: str) -> str:
 
 def _is_schema(text: str) -> bool:
     """Whether ``text`` is a JSON Schema of parameters (what the conventions allow
-    ``tool.parameters`` to hold) rather than the arguments of one call."""
+    ``tool.parameters`` to hold) rather than the arguments of one call.
+    """
     parsed = json.loads(text)
     return isinstance(parsed, dict) and parsed.get("type") == "object" and isinstance(parsed.get("properties"), dict)
 
@@ -266,7 +274,8 @@ def _is_schema(text: str) -> bool:
 def span_from_attributes(span: Span, attrs: dict[str, Any], name: str, source: str, kind: Any = None) -> Span:
     """``span`` filled from its decoded OpenInference ``attrs`` (``name``: the span's name, the
     tool's name when ``tool.name`` is not given; ``kind``: the span's kind where the format
-    gives it beside the attributes, as Phoenix does; ``openinference.span.kind`` wins)."""
+    gives it beside the attributes, as Phoenix does; ``openinference.span.kind`` wins).
+    """
     where = span.where
     kind = attrs.get("openinference.span.kind") or kind
     span.kind = kind.upper() if isinstance(kind, str) else ""

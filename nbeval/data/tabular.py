@@ -135,13 +135,15 @@ def _parse_cell(name: str, value: Any, source: str, row: int, *, csv_text: bool 
 
 def _empty_list(name: str) -> list[Any] | None:
     """What an empty cell of the list field ``name`` holds: ``[]``, or ``None`` (not given) for a
-    field whose ``[]`` says something (``expected_tool_calls``: no call expected, written ``[]``)."""
+    field whose ``[]`` says something (``expected_tool_calls``: no call expected, written ``[]``).
+    """
     return None if name in EMPTY_IS_A_VALUE else []
 
 
 def _cell_json(value: str, source: str, row: int, name: str) -> Any:
     """``value`` parsed as JSON; a cell nested too deeply for Python, or holding an integer too long
-    to convert, is a DataError naming the cell (a JSONDecodeError is left to the caller)."""
+    to convert, is a DataError naming the cell (a JSONDecodeError is left to the caller).
+    """
     try:
         return json.loads(value)
     except RecursionError:
@@ -224,7 +226,8 @@ def _unbox(v: Any) -> Any:
 
 def dataframe_records(df: pd.DataFrame, *, source: str = "DataFrame") -> list[dict[str, Any]]:
     """Records from a DataFrame's rows (cells keep their Python types; NaN is a missing value; a
-    column of whole numbers made float by an empty cell gives its integers back)."""
+    column of whole numbers made float by an empty cell gives its integers back).
+    """
     whole = _whole_number_columns(df)
     out = []
     for i, rec in enumerate(df.to_dict(orient="records"), 1):
@@ -240,7 +243,8 @@ def dataframe_records(df: pd.DataFrame, *, source: str = "DataFrame") -> list[di
 
 def _whole_number_columns(df: pd.DataFrame) -> set[Any]:
     """Float columns with an empty cell whose other cells are all whole numbers: integer columns
-    that pandas turned float to hold the NaN."""
+    that pandas turned float to hold the NaN.
+    """
     out = set()
     for name in df.columns:
         col = df[name]

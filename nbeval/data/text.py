@@ -70,7 +70,8 @@ def repair_data(value: Any) -> tuple[Any, list[str]]:
 
 def needs_repair(value: Any) -> bool:
     """Whether any string (or dict key) inside the lists, tuples and dicts of ``value`` cannot be
-    encoded; fast when none does (an ASCII string is checked in constant time)."""
+    encoded; fast when none does (an ASCII string is checked in constant time).
+    """
     if isinstance(value, str):
         return not value.isascii() and repair_text(value)[1]
     if not isinstance(value, (list, tuple, dict)):

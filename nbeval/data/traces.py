@@ -173,14 +173,16 @@ def _name(sp: dict[str, Any]) -> str:
 
 def _status_error(sp: dict[str, Any], status: Any, code_key: str, message_key: str, events: list[Any]) -> str | None:
     """Why the span ended in error, from its status (``{"code", "message"}``; MLflow 2:
-    ``status_code`` and ``status_message`` on the span) and its ``exception`` event."""
+    ``status_code`` and ``status_message`` on the span) and its ``exception`` event.
+    """
     holder = status if isinstance(status, dict) else sp
     return error_of(holder.get(code_key), holder.get(message_key), events)
 
 
 def _events(items: Any, attributes: Any) -> list[dict[str, Any]]:
     """A span's ``exception`` events with their attributes as a dict (``attributes``: how the
-    format writes them); an event that cannot be read is left out, since it only adds a reason."""
+    format writes them); an event that cannot be read is left out, since it only adds a reason.
+    """
     out = []
     for event in items if isinstance(items, list) else []:
         if isinstance(event, dict) and event.get("name") == "exception":
@@ -374,7 +376,8 @@ def _mlflow_native(span: Span, attrs: dict[str, Any], inputs: Any, outputs: Any,
 
 def trace_records(data: Any, *, source: str) -> list[dict[str, Any]]:
     """Row records, one per trace, from parsed trace JSON: one OTLP export object, an MLflow trace,
-    or a list of them (the lines of a JSON-lines file). See the module docstring for the rule."""
+    or a list of them (the lines of a JSON-lines file). See the module docstring for the rule.
+    """
     traces = _Traces(source)
     if isinstance(data, list):
         for n, doc in enumerate(data, 1):
@@ -386,8 +389,10 @@ def trace_records(data: Any, *, source: str) -> list[dict[str, Any]]:
 
 def read_traces(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Row records, one per trace, from an OTLP JSON or JSON-lines file or an MLflow trace file.
-    A ``.jsonl`` file is read a line at a time: each line's spans are read and its JSON let go
-    before the next, so a large export is never held as text and parsed objects at once."""
+
+    A ``.jsonl`` file is read a line at a time: each line's spans are read and its JSON let go before the next, so a
+    large export is never held as text and parsed objects at once.
+    """
     name = os.fspath(path)
     if not name.lower().endswith(".jsonl"):
         data, name = load_json(name)
@@ -426,7 +431,8 @@ def _decode(raw: bytes, lineno: int, name: str) -> str:
 
 def is_trace_file(path: str | os.PathLike[str]) -> bool:
     """Whether the JSON-lines file at ``path`` holds traces, from its first line (``False`` when
-    that line cannot be read: the readers of rows then say what is wrong)."""
+    that line cannot be read: the readers of rows then say what is wrong).
+    """
     try:
         with open(path, "rb") as fh:
             for raw in fh:

@@ -167,7 +167,8 @@ def find_encoded(text: str, *, encodings: Collection[str] = ENCODINGS) -> list[D
 
 def encodings_in(categories: Iterable[str]) -> list[str]:
     """Encodings named by test-case categories (``rot13``, ``base64``, ``base32``,
-    ``base16``), in that order; empty when none of the categories marks an encoding."""
+    ``base16``), in that order; empty when none of the categories marks an encoding.
+    """
     lowered = [str(c).lower() for c in categories]
     return [name for name, pattern in _CATEGORY_HINTS if any(pattern.search(c) for c in lowered)]
 

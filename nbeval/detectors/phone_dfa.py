@@ -151,7 +151,8 @@ class _Nodes:
 
     def classes(self, node: int) -> tuple[int, ...]:
         """Masks of digits that ``node`` cannot tell apart (each digit's derivative is the same
-        within a mask): the sets the node may read first, refined against each other."""
+        within a mask): the sets the node may read first, refined against each other.
+        """
         known = self.parts.get(node)
         if known is not None:
             return known
@@ -224,7 +225,8 @@ def _charset(items: Any) -> int:
 
 class _Converter:
     """``re``'s parse tree to nodes: ``seq(items, then)`` is the language of ``items`` followed by
-    ``then`` (the rest of the input must be in ``then``; a lookahead and ``$`` read it)."""
+    ``then`` (the rest of the input must be in ``then``; a lookahead and ``$`` read it).
+    """
 
     def __init__(self, nodes: _Nodes) -> None:
         self.nodes = nodes
@@ -300,13 +302,16 @@ class TooLarge(Exception):
 
 class Patterns(_Nodes):
     """A store of patterns over the digits (:meth:`compile`) and their automata (:meth:`minimal`).
-    A store is dropped once its automata are built: the nodes are only needed to build them."""
+
+    A store is dropped once its automata are built: the nodes are only needed to build them.
+    """
 
     def compile(self, pattern: str, then: int | None = None) -> int | None:
         """A node for the strings of ASCII digits that ``re.fullmatch(pattern, s)`` matches, or,
         with ``then`` (a node), the strings that start with a match of ``pattern`` and go on with
         one of ``then`` (its lookaheads and ``$`` read on into it). ``^`` is allowed at the very
-        start. None when the pattern has a construct this module does not read."""
+        start. None when the pattern has a construct this module does not read.
+        """
         c = _constants()
         try:
             items = list(re._parser.parse(pattern))  # type: ignore[attr-defined]
@@ -344,7 +349,8 @@ class Patterns(_Nodes):
 
     def minimal(self, node: int, limit: int = 20_000) -> Table:
         """The smallest automaton for ``node``'s language: every derivative reachable from it,
-        merged where no string tells them apart. :class:`TooLarge` past ``limit`` derivatives."""
+        merged where no string tells them apart. :class:`TooLarge` past ``limit`` derivatives.
+        """
         index, order, rows = {node: 0}, [node], []
         for x in order:  # grows as new derivatives are met
             row = []
@@ -385,7 +391,8 @@ class DigitAutomaton:
     """Automata (from :meth:`Patterns.minimal`) read together: :meth:`matching` is the union of
     the ``bits`` of those that accept a string of ASCII digits. Their product is built as strings
     are read, one state per tuple of states met (up to ``limit``, then dropped and built again),
-    so that a string is read once whatever the number of automata."""
+    so that a string is read once whatever the number of automata.
+    """
 
     def __init__(self, tables: Sequence[Table], bits: Sequence[int], limit: int = 100_000) -> None:
         self.bits = tuple(bits)
@@ -419,7 +426,8 @@ class DigitAutomaton:
 
     def matching(self, digits: str) -> int:
         """Run the automaton over ``digits`` and return what its final state accepts (states met for the first time
-        are built then, under a lock)."""
+        are built then, under a lock).
+        """
         live = self._live
         rows, state = live.rows, live.initial
         try:
@@ -446,7 +454,8 @@ class DigitAutomaton:
 
 class _Product:
     """The states of a :class:`DigitAutomaton` built so far: each one's automata states, accepted
-    bits and successors (by digit character), and the start."""
+    bits and successors (by digit character), and the start.
+    """
 
     def __init__(
         self,

@@ -112,7 +112,8 @@ def _may_find(pattern: Any, candidate: str) -> bool:
 
 def _trailing_junk(candidate: str) -> str:
     """``_trim(_UNWANTED_END_CHAR_PATTERN, candidate)``: what ends with a letter or digit ends
-    with no character of that pattern (``_`` and others than ``#`` and word characters)."""
+    with no character of that pattern (``_`` and others than ``#`` and word characters).
+    """
     if candidate[-1:].isalnum():
         return candidate
     return _trim(_library()[0]._UNWANTED_END_CHAR_PATTERN, candidate)
@@ -121,7 +122,8 @@ def _trailing_junk(candidate: str) -> str:
 @cache
 def _ascii_rejects() -> frozenset[str]:
     """The ASCII characters that, just before or after a candidate, make the matcher reject it
-    (an invalid punctuation symbol or a Latin letter), asked of the matcher once."""
+    (an invalid punctuation symbol or a Latin letter), asked of the matcher once.
+    """
     matcher = _library()[0].PhoneNumberMatcher
     return frozenset(
         c for c in map(chr, range(128)) if matcher._is_invalid_punctuation_symbol(c) or matcher._is_latin_letter(c)
@@ -162,7 +164,8 @@ def _chunk_of(text: str, index: int) -> tuple[tuple[tuple[str, int], ...], int] 
     """The (candidate, offset) pairs that the matcher's ``_find(index)`` parses for the first
     stretch it finds at or after ``index``, in its order (``_extract_match``, then
     ``_extract_inner_match``), less those its checks before parsing reject; and where its search
-    goes on when none is a match. None when no stretch is left."""
+    goes on when none is a match. None when no stretch is left.
+    """
     pm, _ = _library()
     found = pm._PATTERN.search(text, index)
     if found is None:
@@ -207,7 +210,8 @@ _SHAPE = str.maketrans("123456789", "000000000")
 
 def _shape_chunk(text: str, index: int) -> tuple[tuple[tuple[int, int], ...], int] | None:
     """:func:`_chunk_of` as (offset, length) pairs, once per (shape, index), or (text, index)
-    for a text with a date's or a time's character."""
+    for a text with a date's or a time's character.
+    """
     key = (text.translate(_SHAPE) if "/" not in text and ":" not in text else text, index)
     if key not in _CHUNKS:
         found = _chunk_of(key[0], index)
@@ -218,7 +222,8 @@ def _shape_chunk(text: str, index: int) -> tuple[tuple[tuple[int, int], ...], in
 
 def _chunk(text: str, index: int) -> tuple[tuple[tuple[str, int], ...], int] | None:
     """The tries of :func:`_shape_chunk` cut from ``text``, kept for the searches of one text
-    (every region's, then the grouping's) that ask again."""
+    (every region's, then the grouping's) that ask again.
+    """
     key = (text, index)
     found = _TEXT_CHUNKS.get(key, _UNKNOWN)
     if found is _UNKNOWN:
@@ -239,8 +244,10 @@ def _tries(text: str, index: int) -> Iterator[tuple[str, int]]:
 
 
 def _parsed(candidate: str, region: str) -> Any:
-    """``parse(candidate, region, keep_raw_input=True)`` as the matcher calls it, or None where it
-    raises. Looked up on the matcher's module on every call, as the matcher does."""
+    """``parse(candidate, region, keep_raw_input=True)`` as the matcher calls it, or None where it raises.
+
+    Looked up on the matcher's module on every call, as the matcher does.
+    """
     key = (candidate, region)
     if key in _PARSED:
         return _PARSED[key]
@@ -301,7 +308,8 @@ def _locale(candidate: str, region: str) -> str | None:
 def regions_to_search(text: str, regions: tuple[str, ...]) -> tuple[str, ...]:
     """The ``regions`` (in order) for which :func:`find_matches` may find something in ``text``:
     those for which a try of its first search could be valid (without a first match there is no
-    second). A try other than ASCII digits and :data:`PLAIN` separators may be valid anywhere."""
+    second). A try other than ASCII digits and :data:`PLAIN` separators may be valid anywhere.
+    """
     plans = plans_for(regions)
     every = (1 << len(regions)) - 1
     found = 0

@@ -55,7 +55,8 @@ _NOT_DIGITS = str.maketrans("", "", " -().")
 class PlainNumber(NamedTuple):
     """What ``_verify`` needs of a parsed candidate: its country calling code and national
     significant number, whether it is valid with its national prefix where one is required
-    (``VALID``), and the region it belongs to (``region_code_for_number``)."""
+    (``VALID``), and the region it belongs to (``region_code_for_number``).
+    """
 
     code: int
     nsn: str
@@ -79,7 +80,8 @@ _TYPES = ("premium_rate", "toll_free", "shared_cost", "voip", "personal_number",
 
 def _desc(desc: Any) -> str | None:
     """A pattern, fullmatched, for ``_is_number_matching_desc``: one of the lengths, then the
-    national number pattern; None where it matches nothing."""
+    national number pattern; None where it matches nothing.
+    """
     if desc is None or not desc.national_number_pattern:
         return None
     lengths = "|".join(f"\\d{{{n}}}" for n in desc.possible_length if n > 0)
@@ -90,7 +92,8 @@ def _desc(desc: Any) -> str | None:
 
 def _known_type(meta: Any) -> str:
     """``_number_type_helper(nsn, meta) != UNKNOWN`` as a pattern: the general description, and
-    one of the types it tries (mobile only where its pattern differs from fixed line's)."""
+    one of the types it tries (mobile only where its pattern differs from fixed line's).
+    """
     general = _desc(meta.general_desc)
     kinds = [_desc(getattr(meta, kind)) for kind in (*_TYPES, "fixed_line")]
     if not meta.same_mobile_and_fixed_line_pattern:
@@ -101,7 +104,8 @@ def _known_type(meta: Any) -> str:
 
 def _first_format(formats: Any) -> re.Pattern[str]:
     """``_choose_formatting_pattern_for_number(formats, nsn)`` as one pattern: its alternatives
-    are tried in order, and the group ``f<i>`` of the first that matches is the last to close."""
+    are tried in order, and the group ``f<i>`` of the first that matches is the last to close.
+    """
     alternatives = []
     for i, fmt in enumerate(formats):
         lead = f"(?=(?:{fmt.leading_digits_pattern[-1]}))" if fmt.leading_digits_pattern else ""
@@ -111,7 +115,8 @@ def _first_format(formats: Any) -> re.Pattern[str]:
 
 class _Country:
     """A country calling code's regions and the patterns that answer ``_verify``'s questions,
-    each compiled when first asked (the +1 code has 25 regions; a text rarely needs many)."""
+    each compiled when first asked (the +1 code has 25 regions; a text rarely needs many).
+    """
 
     def __init__(self, regions: tuple[str, ...], metas: dict[str, Any]) -> None:
         self.regions = regions
@@ -132,7 +137,8 @@ class _Country:
     def region_of(self, nsn: str) -> tuple[str | None, bool]:
         """``region_code_for_number``: the only region, else the first whose leading digits start
         the number or (without them) where it is of a known type (regions without metadata
-        skipped); and ``is_valid_number``, the number of a known type in that region."""
+        skipped); and ``is_valid_number``, the number of a known type in that region.
+        """
         if len(self.regions) == 1:
             return self.regions[0], self.valid(self.regions[0], nsn)
         for region in self.regions:
@@ -206,7 +212,8 @@ _STARTS: dict[tuple[str, str], int] = {}
 def _start(shape: str, region: str) -> int:
     """The first steps of ``parse`` (the number in the text, its viability, the region, an
     extension), which read no digit's value, once per shape of candidate and region: whether
-    ``parse`` raises, finds an extension (not answered here), or goes on."""
+    ``parse`` raises, finds an extension (not answered here), or goes on.
+    """
     key = (shape, region)
     found = _STARTS.get(key)
     if found is None:
@@ -228,7 +235,8 @@ def _without_country_code(digits: str, code: str, meta: Any) -> str | None:
     """``_maybe_extract_country_code`` on digits that start with the region's country code: it
     takes them for the code (the number written without its ``+``) when the number fits the
     general description only without them, or is too long with them; then the digits after the
-    code, less a national prefix, are the number (None where it does not take them)."""
+    code, less a national prefix, are the number (None where it does not take them).
+    """
     _, pu, _ = _library()
     _, rest, _ = pu._maybe_strip_national_prefix_carrier_code(digits[len(code) :], meta)
     general = meta.general_desc
@@ -242,7 +250,8 @@ def _without_country_code(digits: str, code: str, meta: Any) -> str | None:
 def plain_number(candidate: str, region: str) -> PlainNumber | None:
     """``parse(candidate, region, keep_raw_input=True)`` and ``_verify`` at ``VALID`` (without
     the grouping of ``STRICT_GROUPING``, see :func:`grouped`), or None where the candidate is not
-    one this module answers for. ``region`` in upper case."""
+    one this module answers for. ``region`` in upper case.
+    """
     if not _PLAIN.fullmatch(candidate):
         return None
     known = _region(region)
@@ -287,7 +296,8 @@ def plain_number(candidate: str, region: str) -> PlainNumber | None:
 @cache
 def _rule(rule: str) -> tuple[tuple[str, int], ...] | None:
     """A format's rule as (text, group) parts (group 0: none), where it is made of ``\\1`` to
-    ``\\9`` and other characters than backslashes only; else None."""
+    ``\\9`` and other characters than backslashes only; else None.
+    """
     parts = re.findall(r"\\([1-9])(?![0-9])|([^\\]+)", rule)
     if "".join(f"\\{g}" if g else text for g, text in parts) != rule:
         return None
@@ -319,7 +329,8 @@ def _remain_grouped(plain: PlainNumber, candidate: str, groups: list[str]) -> bo
     """``_all_number_groups_remain_grouped`` for a number from the default country without an
     extension (its candidate, ASCII, is its own normalized form): each group is found after the
     previous one, and digits right after the first group (no separator) are only allowed, where
-    the country has a national prefix, when the candidate holds the national number unbroken."""
+    the country has a national prefix, when the candidate holds the national number unbroken.
+    """
     at = candidate.find(str(plain.code)) + len(str(plain.code)) if plain.with_code else 0  # after the code
     for i, group in enumerate(groups):
         at = candidate.find(group, at)
@@ -335,7 +346,8 @@ def grouped(plain: PlainNumber, candidate: str) -> bool:
     """``_verify`` at ``STRICT_GROUPING`` for a :class:`PlainNumber` of ``candidate``: valid, at
     most one slash (a plain candidate has none), and grouped as its country writes it
     (``_check_number_grouping_is_valid``: the groups of ``format_number(RFC3966)``, else those of
-    an alternate format)."""
+    an alternate format).
+    """
     if not plain.valid:
         return False
     _, pu, pm = _library()

@@ -56,7 +56,8 @@ _NUMBER_TYPES = (
 
 def _sharing_country_code(region: str) -> list[Any] | None:
     """The metadata of every region that shares ``region``'s country code (``region`` among
-    them), or None when any of it is missing."""
+    them), or None when any of it is missing.
+    """
     pn = phonenumbers_module()
     meta = pn.PhoneMetadata.metadata_for_region(region)
     if meta is None:
@@ -70,7 +71,8 @@ def _sharing_country_code(region: str) -> list[Any] | None:
 
 def _described(desc: Any) -> str | None:
     """A pattern for the national numbers that fit ``desc`` (its pattern and lengths, as
-    ``_is_number_matching_desc`` reads them), or None when it has no pattern."""
+    ``_is_number_matching_desc`` reads them), or None when it has no pattern.
+    """
     if desc is None or not desc.national_number_pattern:
         return None
     sizes = "|".join(f"\\d{{{n}}}" for n in desc.possible_length if n > 0)
@@ -84,7 +86,8 @@ def _possible_numbers(region: str) -> str | None:
     """One pattern for the national significant numbers that ``is_valid_number`` could accept for
     a region that shares ``region``'s country code: they fit its general description and the
     description of one of its valid types (pattern and lengths). None when some metadata is
-    missing."""
+    missing.
+    """
     sharing = _sharing_country_code(region)
     if sharing is None:
         return None
@@ -101,7 +104,8 @@ def _possible_numbers(region: str) -> str | None:
 
 def _prefix_needed(fmt: Any) -> bool:
     """True when a national number in format ``fmt`` must be written with the national prefix
-    (phonenumbers' ``_is_national_prefix_present_if_required``)."""
+    (phonenumbers' ``_is_national_prefix_present_if_required``).
+    """
     rule = fmt.national_prefix_formatting_rule
     return bool(rule) and not fmt.national_prefix_optional_when_formatting and not re.fullmatch(r"\(?\\1\)?", rule)
 
@@ -109,7 +113,8 @@ def _prefix_needed(fmt: Any) -> bool:
 def _prefix_not_needed(country_code: int) -> str:
     """A pattern (zero width) for the national numbers that the formats of ``country_code``'s main
     region let be written without the national prefix: the first format whose leading digits and
-    pattern fit the number does not ask for it, or none fits."""
+    pattern fit the number does not ask for it, or none fits.
+    """
     pn = phonenumbers_module()
     meta = pn.PhoneMetadata.metadata_for_region(pn.region_code_for_country_code(country_code))
     rest = ""
@@ -136,7 +141,8 @@ def _branches(region: str) -> tuple[tuple[str, str, bool], ...] | None:
     the number is still their tail (any digits, ``\\d*``, may go before it: read backwards, an
     automaton reads the number first instead of every place where it may start). Digits with
     neither a country code nor a national prefix are only accepted when the region writes that
-    number without its national prefix."""
+    number without its national prefix.
+    """
     numbers = _possible_numbers(region)
     if numbers is None:
         return None
@@ -175,7 +181,8 @@ _NOT_DIGITS = str.maketrans("", "", " \t-().")
 
 class _Automata(NamedTuple):
     """A region's :func:`_branches` as automata over the digits: those read forwards, those read
-    backwards (None where there are none), and the branches left to the re module."""
+    backwards (None where there are none), and the branches left to the re module.
+    """
 
     forwards: Table | None
     backwards: Table | None
@@ -214,7 +221,8 @@ class Plans:
     """``_branches`` of several regions, read together: their automata (``_automata``),
     those reading forwards as one product and those reading backwards as another, and the re
     module for a branch they cannot read. ``mask(candidate)`` has bit ``i`` set where the
-    candidate may be a number of ``regions[i]`` (:func:`may_be_valid`)."""
+    candidate may be a number of ``regions[i]`` (:func:`may_be_valid`).
+    """
 
     def __init__(self, regions: tuple[str, ...]) -> None:
         self.regions = regions
@@ -267,6 +275,7 @@ def plans_for(regions: tuple[str, ...]) -> Plans:
 
 def may_be_valid(candidate: str, region: str) -> bool:
     """False only when no ``candidate`` of ASCII digits and :data:`PLAIN` separators is a number
-    of ``region`` that the matcher accepts (its digits do not fullmatch ``_candidate_pattern``)."""
+    of ``region`` that the matcher accepts (its digits do not fullmatch ``_candidate_pattern``).
+    """
     plans = _READ_BY.get(region) or plans_for((region,))
     return bool(plans.mask(candidate) >> plans.index[region] & 1)

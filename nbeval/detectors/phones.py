@@ -154,7 +154,8 @@ def _may_be_announced(text: str, start: int, end: int) -> bool:
 
     A match starts at the run's start, after its opening bracket, or after digits of the run (then
     no phone word can come just before it: only non-digits may stand between), and a phone word
-    after a match can only follow the run's end (inside it, digits follow)."""
+    after a match can only follow the run's end (inside it, digits follow).
+    """
     if text[start] == "+" or _PHONE_WORDS_AFTER.match(text, end):
         return True
     firsts = (start, start + 1) if text[start] == "(" else (start,)
@@ -164,7 +165,8 @@ def _may_be_announced(text: str, start: int, end: int) -> bool:
 def _regions_to_scan(run: str, regions: tuple[str, ...]) -> Sequence[str]:
     """The regions (upper case, in order) to search ``run`` for: "ZZ" alone for an international
     number (it reads the same from every region), else those whose plan may hold a number the
-    matcher finds in it (:func:`regions_to_search`)."""
+    matcher finds in it (:func:`regions_to_search`).
+    """
     return ("ZZ",) if run.startswith("+") else regions_to_search(run, regions)
 
 

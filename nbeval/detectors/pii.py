@@ -79,7 +79,8 @@ def iban_valid(iban: str) -> bool:
     """True when ``iban`` (spaces or dashes allowed, upper or lower case) has a registered
     country, that country's length and layout, and a mod-97 of 1. National check digits inside
     the BBAN are not checked: banks differ in how strictly they follow them, and mod-97 already
-    rejects 96 look-alikes in 97."""
+    rejects 96 look-alikes in 97.
+    """
     compact = iban.replace(" ", "").replace("-", "").upper()
     if not compact.isascii() or _iban_lengths().get(compact[:2]) != len(compact):
         return False
@@ -262,7 +263,8 @@ def _ibans(text: str) -> Iterable[Finding]:
 
 def _iban_end(text: str, start: int, stop: int, length: int) -> int | None:
     """End offset after ``length`` characters other than separators from ``start``; the greedy match may
-    have swallowed a following capitalised word, so the registry length decides the cut."""
+    have swallowed a following capitalised word, so the registry length decides the cut.
+    """
     count = 0
     for i in range(start, stop):
         if text[i] not in " -":
@@ -337,6 +339,8 @@ def find_pii(
 
 
 def pii_summary(findings: Iterable[Finding]) -> str:
-    """A one-line summary naming each kind found and how often, never the values themselves,
-    e.g. ``found: credit_card (1), email (2)``."""
+    """A one-line summary naming each kind found and how often, never the values themselves, e.g.
+
+    ``found: credit_card (1), email (2)``.
+    """
     return summary(findings)

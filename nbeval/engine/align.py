@@ -156,7 +156,8 @@ def _check_options(holdout: float, k: int, level: float, alpha: float) -> None:
 
 def _evaluator_of(result: EvaluationResult, evaluator: Evaluator | str, judge: Any) -> Evaluator:
     """The evaluator object: the one given, or one rebuilt from what the result records (its own
-    judge replaced by ``judge`` when given)."""
+    judge replaced by ``judge`` when given).
+    """
     if isinstance(evaluator, Evaluator):
         result.check_evaluator(evaluator.name)
         return evaluator
@@ -188,7 +189,8 @@ def _evaluator_of(result: EvaluationResult, evaluator: Evaluator | str, judge: A
 
 def _supported(ev: Evaluator) -> JudgeEvaluator:
     """``ev`` as a judge that can be aligned (it says how it writes an example's reply);
-    :class:`EvaluatorError` for an evaluator align does not support."""
+    :class:`EvaluatorError` for an evaluator align does not support.
+    """
     prompt = getattr(ev, "prompt", None)
     if (
         not isinstance(ev, JudgeEvaluator)
@@ -242,7 +244,8 @@ def _none_usable(result: EvaluationResult, name: str) -> str:
 
 def _units(dataset_rows: Sequence[Row], keys: Sequence[str]) -> list[tuple[str, ...]]:
     """``keys`` grouped so that a perturbed copy goes with its original, each unit sorted, the
-    units sorted by their first key."""
+    units sorted by their first key.
+    """
     wanted = set(keys)
     parent = {k: k for k in wanted}
 
@@ -273,7 +276,8 @@ def _split(units: Sequence[tuple[str, ...]], holdout: float, seed: int) -> list[
 
 def _choose(train: pd.DataFrame, k: int) -> list[tuple[str, str, str]]:
     """Up to ``k`` training rows as ``(key, model_key, label)``: disagreements first, alternating
-    between pass and fail labels (see the module's description)."""
+    between pass and fail labels (see the module's description).
+    """
     ranked = sorted(range(len(train)), key=lambda i: (train["human"].iat[i] == train["before"].iat[i], i))
     queues: dict[str, list[int]] = {label: [i for i in ranked if train["human"].iat[i] == label] for label in PASS_FAIL}
     rank = {i: r for r, i in enumerate(ranked)}

@@ -1,7 +1,8 @@
 """Case-level scoring in the engine (see :mod:`nbeval.evaluators.case`): a case-level evaluator's
 planned rows are grouped by test case (:func:`order_cases`), and one :class:`CaseOutcome` drives a
 case's scoring through the same generator driver as a row's, then files a
-:class:`~nbeval.results.outcome.RowOutcome` on each of its rows."""
+:class:`~nbeval.results.outcome.RowOutcome` on each of its rows.
+"""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ def order_cases(rows: Sequence[Row]) -> list[Row]:
     """``rows`` (in dataset order) grouped by test case: each case's rows together, in dataset
     order, and the cases in the order of their last row, the row that makes the case complete.
     The engine scores a case in the chunk holding that row, so rows of one case need not be
-    adjacent in the dataset."""
+    adjacent in the dataset.
+    """
     groups: dict[str, list[Row]] = {}
     last: dict[str, int] = {}
     for i, row in enumerate(rows):
@@ -33,8 +35,7 @@ def order_cases(rows: Sequence[Row]) -> list[Row]:
 
 
 def case_end(rows: Sequence[Row], start: int) -> int:
-    """The end (exclusive) of the case starting at ``rows[start]`` in rows grouped by
-    :func:`order_cases`."""
+    """The end (exclusive) of the case starting at ``rows[start]`` in rows grouped by :func:`order_cases`."""
     end = start + 1
     while end < len(rows) and rows[end].key == rows[start].key:
         end += 1
@@ -46,7 +47,8 @@ class CaseOutcome:
     case's :attr:`outcomes` (one ordinary :class:`RowOutcome` per row, sharing :attr:`warnings`)
     where the driver expects a row's outcome. Setting :attr:`score` (an error) or
     :attr:`skip_reason` (``cancelled``) sets it on every row; :meth:`settle` files what
-    ``score_case`` returned."""
+    ``score_case`` returned.
+    """
 
     def __init__(self, evaluator: Evaluator, rows: Sequence[Row]) -> None:
         self.evaluator = evaluator
@@ -67,8 +69,10 @@ class CaseOutcome:
 
     @property
     def skip_reason(self) -> str | None:
-        """Why the case was not scored (``"cancelled"``), read from the first row; ``None`` while it
-        was not skipped. Setting it sets every row's."""
+        """Why the case was not scored (``"cancelled"``), read from the first row; ``None`` while it was not skipped.
+
+        Setting it sets every row's.
+        """
         return self.outcomes[0].skip_reason if self.outcomes else None
 
     @skip_reason.setter
@@ -78,7 +82,8 @@ class CaseOutcome:
 
     def settle(self, value: Any) -> None:
         """File what ``score_case`` returned: each model's :class:`Score` on its row; a row whose
-        model has none gets an error naming it; anything but a mapping errors every row."""
+        model has none gets an error naming it; anything but a mapping errors every row.
+        """
         name = self.evaluator.name
         if not isinstance(value, Mapping):
             self.score = Score(

@@ -46,7 +46,8 @@ def connect(scheduler: Any, *, timeout: float | None = None) -> tuple[Any, bool]
     ``tcp://host:8786``), and whether it was opened here (and must be closed here).
 
     An address must answer as a Dask scheduler within ``timeout`` seconds (default
-    :func:`connect_timeout`), else :class:`~nbeval.errors.NbevalError` says what answered, if anything."""
+    :func:`connect_timeout`), else :class:`~nbeval.errors.NbevalError` says what answered, if anything.
+    """
     try:
         from distributed import Client
     except ImportError:
@@ -83,9 +84,10 @@ def _check_address(address: str) -> None:
 
 
 def _handshake(address: str, seconds: float) -> None:
-    """Connect to ``address`` and complete Dask's handshake within ``seconds``, or raise
-    :class:`NbevalError`. Runs on an event loop of its own (the caller may be inside one: a
-    notebook's), in a daemon thread."""
+    """Connect to ``address`` and complete Dask's handshake within ``seconds``, or raise :class:`NbevalError`.
+
+    Runs on an event loop of its own (the caller may be inside one: a notebook's), in a daemon thread.
+    """
     import asyncio
 
     from distributed.comm.core import connect as dask_connect

@@ -97,7 +97,8 @@ WORKER_WAIT_S = 120.0
 
 def partitions(n_rows: int, n_workers: int, chunk_rows: int) -> list[tuple[int, int]]:
     """Dataset row ranges ``[lo, hi)``: about :data:`PARTITIONS_PER_WORKER` per worker, each a
-    whole number of chunks and at most :data:`MAX_PARTITION_ROWS` rows (unless one chunk is more)."""
+    whole number of chunks and at most :data:`MAX_PARTITION_ROWS` rows (unless one chunk is more).
+    """
     want = max(1, n_workers) * PARTITIONS_PER_WORKER
     size = max(chunk_rows, min(MAX_PARTITION_ROWS, -(-n_rows // want)))
     size = -(-size // chunk_rows) * chunk_rows
@@ -117,7 +118,8 @@ def run_on_cluster(state: RunState, options: RunOptions, *, on_batch: Callable[[
     Every wait has an end: :func:`connect`'s deadline, :data:`WORKER_WAIT_S` for a first worker
     (else :class:`~nbeval.errors.NbevalError`) and for each partition's result once it is done. A
     partition that fails (its worker lost, with the run's scattered evaluators if it was the last
-    one holding them) gives its rows that error; the run goes on and ends."""
+    one holding them) gives its rows that error; the run goes on and ends.
+    """
     import bisect
 
     from distributed import Event, as_completed
@@ -226,7 +228,8 @@ def _payload(evaluators: list[Evaluator], options: RunOptions) -> bytes:
     functions). Such a transfer fails inside Dask and the partition that needs it waits for ever;
     bytes always travel, and each worker unpickles its own copy
     (:func:`~nbeval.engine.dask_worker.score_partition`). What does not pickle here is named in an
-    :class:`~nbeval.errors.NbevalError`."""
+    :class:`~nbeval.errors.NbevalError`.
+    """
     import cloudpickle
 
     try:
@@ -265,8 +268,10 @@ def _wait_for_workers(client: Any) -> int:
 
 
 def _usage(client: Any, run_id: str) -> dict[str, Any]:
-    """The workers' usage totals of the run (their resources let go). A worker that does not
-    answer within :data:`WORKER_WAIT_S` (or is gone) is left out rather than waited for."""
+    """The workers' usage totals of the run (their resources let go).
+
+    A worker that does not answer within :data:`WORKER_WAIT_S` (or is gone) is left out rather than waited for.
+    """
     try:
         usages = client.run(end_run, run_id, on_error="ignore", callback_timeout=WORKER_WAIT_S)
     except (TimeoutError, OSError):
@@ -280,7 +285,8 @@ def _outcomes(
     """A partition's outcomes rebuilt on the client (with its own evaluator and row objects);
     the replies it fetched go into the client's cache. A partition whose task failed (a worker
     lost, say), or whose result could not be fetched within :data:`WORKER_WAIT_S`, gives each
-    of its rows that error: the run goes on."""
+    of its rows that error: the run goes on.
+    """
     try:
         got: PartitionResult = fut.result(timeout=WORKER_WAIT_S)
     except Exception as exc:

@@ -44,7 +44,8 @@ __all__ = [
 def shipped_options(options: RunOptions) -> RunOptions:
     """What the workers get of the client's ``options`` (pickled once, in the run's payload): the
     same options, but the reply cache as the file path the workers read (``False``: the run uses
-    none), no scheduler (the client is the one connected to it) and no progress bar."""
+    none), no scheduler (the client is the one connected to it) and no progress bar.
+    """
     return options.merged(cache=reply_cache_file(options.cache) or False, scheduler=None, progress=False)
 
 
@@ -62,7 +63,8 @@ def reply_cache_file(cache: Any) -> str | None:
 class SnapshotCache(ChatCache):
     """A reply cache a worker reads but never writes: lookups go to the client's cache file,
     opened read-only (no lookups when this machine cannot see it); new replies are collected in
-    :attr:`new` for the client to store."""
+    :attr:`new` for the client to store.
+    """
 
     def __init__(self, path: str | None) -> None:
         super().__init__(path if path is not None else default_cache_path())
@@ -99,7 +101,8 @@ class SnapshotCache(ChatCache):
 
 class _ClusterSlots:
     """Judge-call slots shared by the whole cluster: a ``distributed.Semaphore`` that a
-    :class:`~nbeval.chat.client.ChatClient` uses as it uses its own ``BoundedSemaphore``."""
+    :class:`~nbeval.chat.client.ChatClient` uses as it uses its own ``BoundedSemaphore``.
+    """
 
     def __init__(self, name: str, leases: int) -> None:
         from distributed import Semaphore
@@ -118,7 +121,8 @@ class WorkerResources(Resources):
     """A worker's resources for one run: chat clients read the :class:`SnapshotCache` and take
     their slots from the cluster-wide semaphore. Shared by the worker's threads (the chat handler
     makes a client once per model under ``resources.lock``). Made from the shipped options by
-    :func:`worker_resources`."""
+    :func:`worker_resources`.
+    """
 
     def __init__(self, *, run_id: str, snapshot: SnapshotCache, **keywords: Any) -> None:
         super().__init__(**keywords)
@@ -187,7 +191,8 @@ def score_partition(payload: bytes, run_id: str, items: list[tuple[int, int, Any
     :mod:`nbeval.engine.dask_run`); ``items`` are (evaluator position, row position, row, position
     of the row that starts its scoring) in the order a local run starts them, scored the options'
     ``chunk_rows`` dataset rows at a time. A case-level evaluator's rows
-    of one test case come together, each carrying the position of the case's last row."""
+    of one test case come together, each carrying the position of the case's last row.
+    """
     from nbeval.engine.drive import drive, row_outcomes
 
     run = _worker_run(payload, run_id)
@@ -218,7 +223,8 @@ def score_partition(payload: bytes, run_id: str, items: list[tuple[int, int, Any
 
 def _start(evs: list[Evaluator], items: list[tuple[int, int, Any, int]]) -> list[tuple[int, list[int], Any, Any]]:
     """Each row's scoring started (each test case's for a case-level evaluator): (evaluator
-    position, the rows' positions, scorer or ``None``, outcome)."""
+    position, the rows' positions, scorer or ``None``, outcome).
+    """
     from nbeval.engine.drive import start_case, start_row
 
     started: list[tuple[int, list[int], Any, Any]] = []

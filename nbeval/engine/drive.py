@@ -1,7 +1,8 @@
 """The generator driver: each row's scoring is a generator that yields requests; the driver
 starts them, answers every round's requests in batch through :class:`~nbeval.runtime.Resources`
 and sends each answer back into its row as it arrives. The local run (:mod:`nbeval.engine.run`),
-the dry run and the Dask workers (:mod:`nbeval.engine.dask_run`) all drive rows with it."""
+the dry run and the Dask workers (:mod:`nbeval.engine.dask_run`) all drive rows with it.
+"""
 
 from __future__ import annotations
 
@@ -41,7 +42,8 @@ Scoring = Union[RowOutcome, CaseOutcome]
 
 def start_row(ev: Evaluator, row: Row) -> tuple[Any, RowOutcome]:
     """Start scoring ``row``: its scorer (a generator) and outcome, or ``None`` and the outcome
-    already scored (a scorer that asked nothing, or failed at once)."""
+    already scored (a scorer that asked nothing, or failed at once).
+    """
     out = RowOutcome(ev, row)
     try:
         judge = ev.settings.judge
@@ -57,7 +59,8 @@ def start_row(ev: Evaluator, row: Row) -> tuple[Any, RowOutcome]:
 
 def start_case(ev: CaseEvaluator, rows: Sequence[Row]) -> tuple[Any, CaseOutcome]:
     """Start scoring one test case's ``rows`` with a case-level evaluator: its scorer (a
-    generator) and outcome, or ``None`` and the outcome already scored."""
+    generator) and outcome, or ``None`` and the outcome already scored.
+    """
     out = CaseOutcome(ev, rows)
     try:
         result = ev.score_case(list(rows))
@@ -77,7 +80,8 @@ def row_outcomes(out: Scoring) -> list[RowOutcome]:
 
 def error_score(exc: BaseException) -> Score:
     """The error :class:`Score` a row gets when its scorer raised ``exc``: no values, the error the
-    exception's message (prefixed with its type name unless it is one of nbeval's own errors)."""
+    exception's message (prefixed with its type name unless it is one of nbeval's own errors).
+    """
     text = str(exc) or type(exc).__name__
     if not isinstance(exc, NbevalError):
         text = f"{type(exc).__name__}: {text}"
@@ -86,7 +90,8 @@ def error_score(exc: BaseException) -> Score:
 
 def bad_return(ev: Evaluator, value: Any) -> Score:
     """The error :class:`Score` a row gets when evaluator ``ev`` returned ``value``, something other
-    than a :class:`Score`; the error names the evaluator and the type it returned."""
+    than a :class:`Score`; the error names the evaluator and the type it returned.
+    """
     return Score({}, error=f"evaluator '{ev.id}' returned {type(value).__name__}, not a Score")
 
 
@@ -95,8 +100,7 @@ FINISHED = object()
 
 
 def step(gen: Any, out: Scoring, send: Any, first: bool) -> Any:
-    """Advance one row's scoring with ``send``: its next request, or :data:`FINISHED` with
-    ``out.score`` set."""
+    """Advance one row's scoring with ``send``: its next request, or :data:`FINISHED` with ``out.score`` set."""
     try:
         if first:
             return next(gen)
@@ -140,7 +144,8 @@ def drive(
     and are used) and the next round's requests; rows that still need an answer are closed and
     marked ``cancelled``. Answers received are always delivered, so a row whose last answer is in
     hand is scored, never thrown away. On an exception (Ctrl-C), rows not finished are marked
-    ``cancelled`` too (``on_finished`` is not called for them) and the exception goes on."""
+    ``cancelled`` too (``on_finished`` is not called for them) and the exception goes on.
+    """
     done = on_finished if on_finished is not None else _ignore
 
     waiting: list[tuple[Any, Scoring, Any]] = []  # (scorer, outcome, its request)
@@ -205,7 +210,8 @@ class _Gathered:
     """A round's requests with every :class:`~nbeval.request_kinds.Gather` spread into its parts, so
     the parts are batched with the rest; a gather's answer (a tuple of its parts' answers, a failed
     part as its error) is handed on once its last part is in. A part cancelled before it was asked
-    cancels its row, as a cancelled single request does."""
+    cancels its row, as a cancelled single request does.
+    """
 
     def __init__(self, asked: Sequence[Any], hand_on: Callable[[int, Answer], None]) -> None:
         self.hand_on = hand_on

@@ -1,5 +1,6 @@
 """The dry run: what a run would do and spend (:class:`Plan`), found by walking each row's scoring
-with placeholder answers, without calling anything."""
+with placeholder answers, without calling anything.
+"""
 
 from __future__ import annotations
 
@@ -113,7 +114,8 @@ class Plan:
 
 def _scorers(ev: Evaluator, rows: Iterable[Row]) -> Iterator[Any]:
     """The scorer (a generator) of each of ``rows``, started, or of each test case among them for
-    a case-level evaluator; scorings that need no request are left out."""
+    a case-level evaluator; scorings that need no request are left out.
+    """
     if is_case_level(ev):
         grouped = order_cases(list(rows))
         start = 0
@@ -133,7 +135,8 @@ def _scorers(ev: Evaluator, rows: Iterable[Row]) -> Iterator[Any]:
 def first_requests(ev: Evaluator, rows: Iterable[Row]) -> Iterable[Any]:
     """The first request each row's scoring would make, without answering it (rows whose scoring
     needs no request, or fails before making one, are left out; a case-level evaluator's are
-    each test case's)."""
+    each test case's).
+    """
     for gen in _scorers(ev, rows):
         try:
             req = next(gen)
@@ -153,7 +156,8 @@ def planned_requests(ev: Evaluator, rows: Iterable[Row]) -> Iterable[tuple[Any, 
     found without calling anything: each chat request is answered with an empty placeholder reply
     (model :data:`~nbeval.request_kinds.DRY_RUN_MODEL`), each embedding or pair-scoring request with
     placeholder numbers, so later requests that depend on real answers are an estimate. A
-    case-level evaluator's requests are each test case's, counted once per case."""
+    case-level evaluator's requests are each test case's, counted once per case.
+    """
     for gen in _scorers(ev, rows):
         try:
             req, chats = next(gen), 0
@@ -172,7 +176,8 @@ def planned_requests(ev: Evaluator, rows: Iterable[Row]) -> Iterable[tuple[Any, 
 
 def placeholder_answer(req: Any) -> Any:
     """A stand-in answer to ``req`` in a dry run, from its kind's handler (an empty chat reply from
-    model :data:`~nbeval.request_kinds.DRY_RUN_MODEL`, equal unit vectors, zero pair scores)."""
+    model :data:`~nbeval.request_kinds.DRY_RUN_MODEL`, equal unit vectors, zero pair scores).
+    """
     if isinstance(req, Gather):
         return tuple(placeholder_answer(part) for part in req.requests)
     handler = handler_for(req)
@@ -219,7 +224,8 @@ def plan(
     configure the run planned; ``resources``, when the caller made them already, are the run's
     (then its resource options, judge to prices, must be left at their defaults: given twice, one
     would be ignored). ``evaluators`` are resolved and seated already (see
-    :func:`~nbeval.engine.run.plan_evaluation` for the whole of ``evaluate``'s dry run)."""
+    :func:`~nbeval.engine.run.plan_evaluation` for the whole of ``evaluate``'s dry run).
+    """
     from nbeval.chat.batch_options import with_batch_cost
 
     opts = RunOptions.of(options, **keywords)

@@ -20,7 +20,8 @@ __all__ = ["HeldInterrupt", "holding_interrupts", "whole"]
 
 class HeldInterrupt:
     """``with whole:`` a block Ctrl-C does not cut in two, where :func:`holding_interrupts` is in
-    force (in that thread; elsewhere the block is an ordinary one)."""
+    force (in that thread; elsewhere the block is an ordinary one).
+    """
 
     thread: int | None = None
     """The thread holding Ctrl-C back (the main thread, during a run), if any."""
@@ -55,7 +56,8 @@ def _on_sigint(signum: int, frame: FrameType | None) -> None:
 @contextlib.contextmanager
 def holding_interrupts() -> Iterator[None]:
     """Let ``with whole:`` blocks hold Ctrl-C back while the run goes (in the main thread, where
-    Python's own handler is in force; another handler is left alone)."""
+    Python's own handler is in force; another handler is left alone).
+    """
     if (
         threading.current_thread() is not threading.main_thread()
         or signal.getsignal(signal.SIGINT) is not signal.default_int_handler

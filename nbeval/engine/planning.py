@@ -1,6 +1,7 @@
 """Planning a run: check the configuration, raising every error before anything is spent, and
 plan which rows each evaluator scores (:func:`plan_run`); :class:`RunState` carries the run from
-there to :func:`~nbeval.engine.run.finish`."""
+there to :func:`~nbeval.engine.run.finish`.
+"""
 
 from __future__ import annotations
 
@@ -30,9 +31,11 @@ __all__ = ["RunState", "plan_rows", "plan_run", "preflight", "seat_jury"]
 
 
 def plan_rows(ev: Evaluator, dataset: LlmDataset) -> tuple[list[Row], list[RowOutcome]]:
-    """Rows ``ev`` will score, and the skipped ones with their reason. The rows are in dataset
-    order; a case-level evaluator's are grouped by test case (:func:`~nbeval.engine.cases.order_cases`),
-    each case after the row that completes it."""
+    """Rows ``ev`` will score, and the skipped ones with their reason.
+
+    The rows are in dataset order; a case-level evaluator's are grouped by test case
+    (:func:`~nbeval.engine.cases.order_cases`), each case after the row that completes it.
+    """
     todo: list[Row] = []
     skipped: list[RowOutcome] = []
     max_rows = ev.settings.max_rows
@@ -62,7 +65,8 @@ def seat_jury(evaluators: Sequence[Evaluator], resources: Resources) -> list[Eva
     own; the run then has no single judge (each juror gets its own client).
 
     An evaluator that gets the jury is a copy (:meth:`~nbeval.evaluators.base.Evaluator.with_judge`):
-    the caller's object is never changed, so it can be run again with another judge."""
+    the caller's object is never changed, so it can be run again with another judge.
+    """
     if not is_jury(resources.judge_spec):
         return list(evaluators)
     panel = settle_jury(as_jury(resources.judge_spec))
@@ -147,8 +151,8 @@ class RunState:
         return self.live.done
 
     def record(self, outcomes: list[RowOutcome]) -> None:
-        """File finished outcomes: in the live view (which spools their scores), and in
-        ``outcomes`` when they are kept."""
+        """File finished outcomes: in the live view (which spools their scores), and in ``outcomes`` when they are kept.
+        """
         if self.keep_outcomes:
             self.outcomes.extend(outcomes)
         self.cancelled_count += sum(o.skip_reason == "cancelled" for o in outcomes)
@@ -157,7 +161,8 @@ class RunState:
     def file(self, out: RowOutcome, *, note: set[int] | None = None) -> None:
         """File one finished outcome: it is kept aside and filed with the others (:meth:`flush`)
         when the progress throttle says it is time. ``note``: a set its ``id`` is added to, in the
-        same step (Ctrl-C cannot come in between)."""
+        same step (Ctrl-C cannot come in between).
+        """
         with whole:
             self._unfiled.append(out)
             if note is not None:
@@ -168,7 +173,8 @@ class RunState:
     def flush(self, *, report: bool | None = None, more: Iterable[RowOutcome] = ()) -> None:
         """File the outcomes kept aside (and ``more``), and call ``on_progress`` if anything was
         filed since it was last called: when ``report`` is true; when it is ``None``, if the
-        throttle says it is time, or every score is in, or the run was cancelled."""
+        throttle says it is time, or every score is in, or the run was cancelled.
+        """
         with whole:
             outcomes, self._unfiled = [*self._unfiled, *more], []
             if outcomes:
@@ -203,7 +209,8 @@ def plan_run(
 
     ``keep_outcomes=False`` lets each outcome go once the live view has filed it (its scores are
     spooled to disk as they finish): what :func:`evaluate` does, so that a run of millions of
-    rows holds no per-row Python objects beyond the dataset."""
+    rows holds no per-row Python objects beyond the dataset.
+    """
     dataset, lab = to_dataset(data)
     evs = resolve_evaluators(evaluators)
     resources = resources if resources is not None else Resources()

@@ -1,6 +1,7 @@
 """A run, chunk by chunk: :func:`run_chunk` scores the next rows of a planned run,
 :func:`finish` builds the result, and :func:`evaluate` chains plan, chunks and finish with a
-progress bar, Cancel and Ctrl-C."""
+progress bar, Cancel and Ctrl-C.
+"""
 
 from __future__ import annotations
 
@@ -47,7 +48,8 @@ def run_chunk(state: RunState, chunk_rows: int = CHUNK_ROWS) -> list[RowOutcome]
 
     A cancel stops it before the next row, round or judge call: the rows started and not
     finished are filed as ``cancelled`` (the rows not started are left to :func:`finish`). On an
-    exception (Ctrl-C), the rows started and not finished are filed as ``cancelled`` too."""
+    exception (Ctrl-C), the rows started and not finished are filed as ``cancelled`` too.
+    """
     hi = state.next_row + max(1, int(chunk_rows))
     pending: list[tuple[Any, Scoring]] = []
     chunk: list[RowOutcome] = []
@@ -96,7 +98,8 @@ _ROW_CACHES = tuple(name for name, v in vars(Row).items() if isinstance(v, funct
 
 def _release_row_caches(rows: Iterable[Row]) -> None:
     """Let go of what scored rows cached (a row recomputes it if asked again): kept, a run of a
-    million rows would hold a parse tree per row for nothing."""
+    million rows would hold a parse tree per row for nothing.
+    """
     for row in rows:
         cached = getattr(row, "__dict__", None)
         if cached:
@@ -106,8 +109,9 @@ def _release_row_caches(rows: Iterable[Row]) -> None:
 
 def finish(state: RunState) -> EvaluationResult:
     """The run's result: rows never started (a cancelled run) are reported as cancelled, not lost.
-    It is marked cancelled only when some row was: a cancel that came after every row finished
-    changes nothing."""
+
+    It is marked cancelled only when some row was: a cancel that came after every row finished changes nothing.
+    """
     state.flush()
     if state.cancelled() or state.interrupted:
         rest = [
@@ -122,7 +126,8 @@ def finish(state: RunState) -> EvaluationResult:
 
 def _result(state: RunState, cancelled: bool) -> EvaluationResult:
     """The finished result from the live view: its spooled long table (in dataset order) and
-    its aggregates, which equal ``EvaluationResult.from_outcomes`` of every outcome."""
+    its aggregates, which equal ``EvaluationResult.from_outcomes`` of every outcome.
+    """
     from nbeval.results import EvaluationResult
     from nbeval.results.aggregates import metrics_table, model_labels, run_meta
 
@@ -316,7 +321,8 @@ def plan_evaluation(
     """What :func:`evaluate` with the same arguments would do and spend, scoring nothing (the
     :class:`Plan` of :func:`nbeval.plan`). Every option is taken: ``progress``, ``scheduler``,
     ``chunk_rows`` and ``batch_poll_s`` change nothing in a plan (it is counted here, at once,
-    wherever and however the rows would be scored), so a call can switch between the two unchanged."""
+    wherever and however the rows would be scored), so a call can switch between the two unchanged.
+    """
     from nbeval.engine.dry_run import plan
 
     opts = RunOptions.of(options, **keywords)
@@ -338,7 +344,8 @@ def _status_reporter(
     state: RunState, bar: Any, on_progress: Callable[[LiveResult, int, int], None] | None
 ) -> Callable[[str], None]:
     """What a batched run does with its batches' states and counts at each poll: the bar's text,
-    ``live.status``, and a call to ``on_progress`` (no row finishes while the run waits)."""
+    ``live.status``, and a call to ``on_progress`` (no row finishes while the run waits).
+    """
     show = getattr(bar, "set_postfix_str", None)
 
     def on_status(text: str) -> None:

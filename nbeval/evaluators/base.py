@@ -87,7 +87,8 @@ def default_threshold(lo: float, hi: float) -> float | None:
     """The threshold of a metric declared without one: 0.5 for a metric whose range is [0, 1] (a
     share, a probability, a similarity mapped to [0, 1]: the contract's bool metrics and most of its
     tables), ``None`` (no threshold, so no problem is ever reported on it) for any other range,
-    whose scale nbeval cannot guess. The one rule, applied by :class:`MetricSpec`."""
+    whose scale nbeval cannot guess. The one rule, applied by :class:`MetricSpec`.
+    """
     return 0.5 if (lo, hi) == (0.0, 1.0) else None
 
 
@@ -436,7 +437,8 @@ class Evaluator:
 
     def with_judge(self, judge: Any) -> Evaluator:
         """A copy of this evaluator asking ``judge`` (its settings and its recorded ``params`` name
-        that judge); this one is left as it was, so it can be run again with another judge."""
+        that judge); this one is left as it was, so it can be run again with another judge.
+        """
         clone = copy.copy(self)
         clone.params = {**self.params, "judge": judge}
         clone.settings = self.settings.with_judge(judge)
@@ -444,8 +446,9 @@ class Evaluator:
 
     @classmethod
     def spec_for(cls, params: Mapping[str, Any]) -> EvaluatorSpec:
-        """The declaration of an instance configured with ``params`` (every parameter, defaults
-        filled in; read-only). Default: the class's declared :attr:`spec`.
+        """The declaration of an instance configured with ``params`` (every parameter, defaults filled in; read-only).
+
+        Default: the class's declared :attr:`spec`.
 
         Override it where parameters change what an instance reads, needs or reports, and
         return a copy of the declared spec with those changes (``dataclasses.replace``), keeping
@@ -487,7 +490,8 @@ class Evaluator:
     def _threshold(self, value: Any, metric: str) -> float:
         """``value`` as the threshold of ``metric``: a finite number (a NaN threshold would fail
         every value, a perfect one too; an infinite one pass or fail them all), else
-        :class:`EvaluatorError` naming the evaluator, the parameter and the metric."""
+        :class:`EvaluatorError` naming the evaluator, the parameter and the metric.
+        """
         where = f"evaluator '{self.spec.id}': threshold of metric '{metric}'"
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise EvaluatorError(f"{where} must be a number, got {value!r}")

@@ -55,12 +55,15 @@ CaseScoreResult = Union[Mapping[str, Score], Generator[Request, Any, Mapping[str
 
 class CaseEvaluator(Evaluator):
     """Base class of case-level evaluators: :meth:`score_case` scores one test case across every
-    model's rows (see the module's documentation)."""
+    model's rows (see the module's documentation).
+    """
 
     def score_case(self, rows: list[Row]) -> CaseScoreResult:
         """Score one test case: ``rows`` are its scorable rows, one per model, in dataset order.
-        Return ``{model_key: Score}`` (a model left out gets an error on its row), or yield
-        requests and then return that mapping."""
+
+        Return ``{model_key: Score}`` (a model left out gets an error on its row), or yield requests and then return
+        that mapping.
+        """
         raise NotImplementedError
 
     def score(self, row: Row) -> ScoreResult:

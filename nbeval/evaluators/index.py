@@ -148,7 +148,8 @@ def parse_index(text: str) -> Index:
 
 def cache_folder() -> Path:
     """Where the index built on first use is kept: ``$XDG_CACHE_HOME/nbeval/evaluators``, else
-    ``~/.cache/nbeval/evaluators``."""
+    ``~/.cache/nbeval/evaluators``.
+    """
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "nbeval" / "evaluators"
 
@@ -160,7 +161,8 @@ def index_path(sources: str) -> Path:
 
 def stored_index(sources: str) -> Index | None:
     """The index built before from these very ``sources``, or ``None`` (none built yet, the file
-    unreadable or damaged, or built from other sources: then it is built again)."""
+    unreadable or damaged, or built from other sources: then it is built again).
+    """
     try:
         found = parse_index(index_path(sources).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, EvaluatorError):
@@ -172,7 +174,8 @@ def store_index(specs: Mapping[str, EvaluatorSpec], sources: str) -> Path | None
     """Keep ``specs`` as the index of ``sources`` for later processes; the file written, or
     ``None`` where the cache folder cannot be written (nothing is lost: the next process builds the
     declarations again). Written whole or not at all, so a process reading it meanwhile never sees
-    half a file; the oldest indexes beyond :data:`KEPT_INDEXES` are removed."""
+    half a file; the oldest indexes beyond :data:`KEPT_INDEXES` are removed.
+    """
     target = index_path(sources)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -189,7 +192,8 @@ def store_index(specs: Mapping[str, EvaluatorSpec], sources: str) -> Path | None
 
 def render_index(specs: Mapping[str, EvaluatorSpec], sources: str) -> str:
     """The text of an index file listing ``specs`` (by family, then id), built from the family
-    modules whose :func:`sources_digest` is ``sources``."""
+    modules whose :func:`sources_digest` is ``sources``.
+    """
     ordered = sorted(specs.items(), key=lambda item: (item[1].module.split(".")[2:3], item[0]))
     data = {"format": _FORMAT, "sources": sources, "evaluators": {id: spec_to_dict(spec) for id, spec in ordered}}
     return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
@@ -208,7 +212,8 @@ def _family_packages() -> frozenset[str]:
 
 def is_family_module(name: str) -> bool:
     """Whether the module called ``name`` is a module of a family package
-    (``nbeval.evaluators.<family>.<module>``): where built-in evaluators are declared."""
+    (``nbeval.evaluators.<family>.<module>``): where built-in evaluators are declared.
+    """
     parts = name.split(".")
     return len(parts) == 4 and parts[:2] == ["nbeval", "evaluators"] and parts[2] in _family_packages()
 
@@ -223,7 +228,8 @@ def family_modules() -> Iterator[tuple[str, Path]]:
 
 def sources_digest() -> str:
     """A digest of the source of every family module (``""`` where none is found, as in an
-    installation without source files): equal for equal code, whatever the line endings."""
+    installation without source files): equal for equal code, whatever the line endings.
+    """
     digest = hashlib.sha256()
     found = False
     for module, path in family_modules():
@@ -238,7 +244,8 @@ def sources_digest() -> str:
 def _declares(path: Path) -> bool:
     """Whether the module at ``path`` may declare evaluators: it names ``register`` or
     ``EvaluatorSpec`` (read, not imported: a module without evaluators, such as ragas's bridge, may
-    import heavy packages)."""
+    import heavy packages).
+    """
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
         if name in ("register", "EvaluatorSpec"):

@@ -102,7 +102,8 @@ class Jury:
 def jury(judges: Iterable[Any], aggregate: str = "majority", *, names: Sequence[str] | None = None) -> Jury:
     """A jury of ``judges`` (any judges: model names, settings dicts, local models, functions),
     whose values are combined by ``aggregate``: ``"majority"``, ``"mean"``, ``"unanimous"`` or
-    ``"any"`` (see :mod:`nbeval.evaluators.jury`). ``names`` label the jurors in results."""
+    ``"any"`` (see :mod:`nbeval.evaluators.jury`). ``names`` label the jurors in results.
+    """
     return Jury(tuple(judges), aggregate, tuple(names or ()))
 
 
@@ -118,7 +119,8 @@ def as_jury(judge: Any) -> Jury:
 
 def settle_jury(panel: Jury) -> Jury:
     """``panel`` with each juror given as settings (a dict, which may hold an API key) made a model
-    object that keeps the key private, as a single judge's settings are; names are kept."""
+    object that keeps the key private, as a single judge's settings are; names are kept.
+    """
     if not any(isinstance(j, dict) for j in panel.jurors):
         return panel
     from nbeval.chat.config import resolve_chat_model
@@ -143,7 +145,8 @@ def repeated_jurors(panel: Jury) -> list[str | None]:
     """Per juror of ``panel``: the name of the first juror that is the same judge (the same name,
     equal settings, the same model, function or cache identity), or ``None`` for a judge's first
     seat. Agreement between such jurors is one judge's self-consistency, not agreement between
-    judges."""
+    judges.
+    """
     first: dict[Any, str] = {}
     out: list[str | None] = []
     for judge, name in zip(panel.jurors, panel.names, strict=True):
@@ -183,7 +186,8 @@ def with_judge(ev: Evaluator, judge: Any) -> Evaluator:
     """``ev`` asking ``judge``: a shallow copy with its own parameters, which name that judge.
 
     ``ev`` itself is left as it was: a run never changes the evaluators it was given (the same
-    object run again with another judge must ask that judge)."""
+    object run again with another judge must ask that judge).
+    """
     return ev.with_judge(judge)
 
 
@@ -197,7 +201,8 @@ def juror_request(request: Any, juror: int) -> Any:
     are left as they are, so its replies are shared with a single-judge run of the same judge.
     A scorer's own samples (ragas asks several) stay apart: juror ``k`` numbers them from
     ``k * JUROR_SAMPLES``. Other requests (embeddings, local models) are deterministic and
-    shared."""
+    shared.
+    """
     if isinstance(request, Gather):
         return Gather(tuple(juror_request(part, juror) for part in request.requests))
     if not isinstance(request, Chat) or juror == 0:
@@ -216,7 +221,8 @@ _FINISHED = object()
 
 def jury_score(ev: Evaluator, row: Row, panel: Jury) -> Generator[Any, Any, Score]:
     """Score ``row`` once per juror of ``panel``, the jurors' requests asked together each round,
-    and return the aggregate :class:`~nbeval.evaluators.base.Score`."""
+    and return the aggregate :class:`~nbeval.evaluators.base.Score`.
+    """
     n = len(panel.jurors)
     scores: list[Score | None] = [None] * n
     running: dict[int, Any] = {}
@@ -264,8 +270,10 @@ def jury_score(ev: Evaluator, row: Row, panel: Jury) -> Generator[Any, Any, Scor
 
 
 def _advance(gen: Any, value: Any, *, first: bool, scores: list[Score | None], i: int, throw: bool = True) -> Any:
-    """One juror's next request, or :data:`_FINISHED` with its score filed. A failed single
-    request is raised into the juror's scorer, as the engine does for a lone evaluator."""
+    """One juror's next request, or :data:`_FINISHED` with its score filed.
+
+    A failed single request is raised into the juror's scorer, as the engine does for a lone evaluator.
+    """
     try:
         if first:
             return next(gen)

@@ -95,7 +95,8 @@ class Params(Mapping[str, Any]):
     :attr:`declared` and :meth:`param` give each :class:`Param` with its type and description.
 
     Built from :class:`Param` objects, or from a mapping of name to default, a shorthand whose
-    types are those of the defaults (``Any`` for ``None``)."""
+    types are those of the defaults (``Any`` for ``None``).
+    """
 
     __slots__ = ("_params",)
 
@@ -156,7 +157,8 @@ class Params(Mapping[str, Any]):
 def type_name(t: Any) -> str:
     """``t`` as text that :func:`parse_type` reads back: ``int``, ``list[str]``, ``str | None``,
     ``Literal['chunk', 'document']``. Raises :class:`EvaluatorError` for a type outside the
-    vocabulary of the module docstring."""
+    vocabulary of the module docstring.
+    """
     if t is None or t is type(None):
         return "None"
     if t is Any:

@@ -79,7 +79,8 @@ def builtin_specs() -> dict[str, EvaluatorSpec]:
     """The built-in evaluators' declarations by id: from the index built from the family modules
     as they are now, without importing any scoring code; where there is none yet (first use, or an
     evaluator added or edited since), :func:`build_builtin_specs`'s, kept as that index for later
-    processes. Read once per process."""
+    processes. Read once per process.
+    """
     global _BUILTINS
     if _BUILDING:  # a family module asks while the declarations are being built: what is known so far
         return dict(_LOADED)
@@ -103,7 +104,8 @@ _builtin_specs = builtin_specs
 
 def build_builtin_specs() -> dict[str, EvaluatorSpec]:
     """The built-in declarations by id, from the family modules themselves: each module that may
-    declare evaluators is imported, and its classes register (what the index is built from)."""
+    declare evaluators is imported, and its classes register (what the index is built from).
+    """
     global _BUILDING
     _BUILDING = True
     try:
@@ -119,7 +121,8 @@ def _is_builtin(cls: type[Evaluator], spec: EvaluatorSpec) -> bool:
     class of a family module declaring itself there, while that module is being imported. A class
     a family module's factory makes later (a rating judge declared in a notebook or a test with
     :func:`~nbeval.evaluators.judges.rating.rating_judge`) is the user's, like any registration:
-    counted as built-in, it would be kept in the index for later processes, which cannot build it."""
+    counted as built-in, it would be kept in the index for later processes, which cannot build it.
+    """
     return is_family_module(cls.__module__) and spec.module == cls.__module__ and _being_imported(cls.__module__)
 
 
@@ -144,7 +147,8 @@ def _load_entry_points() -> None:
 
 def _scorer_class(obj: Any) -> type[Evaluator] | None:
     """The evaluator class of ``obj`` when it is a scoring function (``@nbeval.scorer``): a
-    callable that is no class and carries its ``evaluator_class``; else ``None``."""
+    callable that is no class and carries its ``evaluator_class``; else ``None``.
+    """
     if not callable(obj) or isinstance(obj, type):
         return None
     made = getattr(obj, "evaluator_class", None)
@@ -167,8 +171,7 @@ def list_evaluators(family: str | None = None) -> list[EvaluatorSpec]:
 
 
 def get_spec(id: str) -> EvaluatorSpec:
-    """The declaration of evaluator ``id``; :class:`UnknownEvaluator`, with the closest ids, when
-    there is none."""
+    """The declaration of evaluator ``id``; :class:`UnknownEvaluator`, with the closest ids, when there is none."""
     specs = catalogue()
     if id not in specs:
         import difflib
@@ -196,7 +199,8 @@ def register(id: str | type[Evaluator] | None = None, *, spec: EvaluatorSpec | N
     ``@register(spec=...)`` gives the declaration here instead (it becomes the class's ``spec``);
     ``@register("id")`` registers another implementation of the evaluator declared as ``id``.
     Registering an id again replaces the class (and declaration) until :func:`unregister` brings
-    the earlier one back."""
+    the earlier one back.
+    """
     if isinstance(id, type):
         own = vars(id).get("spec")
         if not isinstance(own, EvaluatorSpec):
@@ -301,7 +305,8 @@ def resolve_evaluators(items: Any) -> list[Evaluator]:
     functions decorated with ``@nbeval.scorer``.
 
     Raises :class:`EvaluatorError` when none is left once empty names are dropped (``None``,
-    ``""``, ``","``, ``[]``, ``[""]``): a run that scores nothing would pass any gate."""
+    ``""``, ``","``, ``[]``, ``[""]``): a run that scores nothing would pass any gate.
+    """
     empty = (
         "no evaluators given; name at least one, e.g. ['rouge', 'bleu'] in Python or "
         "-e rouge,bleu on the command line (`nbeval evaluators` lists them all)"

@@ -52,7 +52,8 @@ def close_match_hint(name: str, known: Iterable[str]) -> str:
 
 def check_inputs(id: str, names: Iterable[str], what: str = "input") -> None:
     """Raise :class:`EvaluatorError` when a name of ``names`` (the ``what`` of evaluator ``id``)
-    is not a row field, naming it, the closest field and every field there is."""
+    is not a row field, naming it, the closest field and every field there is.
+    """
     for name in names:
         if name not in INPUT_FIELDS:
             msg = (
@@ -65,7 +66,8 @@ def check_inputs(id: str, names: Iterable[str], what: str = "input") -> None:
 def field_value(row: Row, name: str) -> Any:
     """The value a scoring function receives for its parameter ``name`` (one of
     :data:`FUNCTION_FIELDS`, or ``row``): the whole row for ``row``, the chunk texts for
-    ``context`` and ``expected_context``, the row's attribute otherwise."""
+    ``context`` and ``expected_context``, the row's attribute otherwise.
+    """
     if name == "row":
         return row
     if name in ("context", "expected_context"):

@@ -85,7 +85,8 @@ class ScoringFunction:
     """A function read as an evaluator: the row fields it takes by parameter name, its
     declaration, and what its return value means (:meth:`to_score`). Made by
     :func:`scoring_function`; :class:`Scorer` (``@nbeval.scorer``) and ``pipeline(fn=...)`` score
-    through it."""
+    through it.
+    """
 
     def __init__(self, fn: Callable[..., Any], spec: EvaluatorSpec, args: tuple[str, ...], label: str) -> None:
         self.function = fn
@@ -111,8 +112,7 @@ class ScoringFunction:
         return self.to_score(self.call(row))
 
     def to_score(self, out: Any) -> Score:
-        """The function's return value as a :class:`Score`, by the convention of the module
-        docstring."""
+        """The function's return value as a :class:`Score`, by the convention of the module docstring."""
         if isinstance(out, Score):
             return out
         rationale = None
@@ -142,7 +142,8 @@ class ScoringFunction:
 
 class Scorer(ScoringFunction):
     """A function decorated with :func:`scorer`: still callable as the function, and registered
-    as the evaluator :attr:`id`."""
+    as the evaluator :attr:`id`.
+    """
 
     __wrapped__: Callable[..., Any]
 
@@ -260,7 +261,8 @@ def scoring_function(
     ``lenient=True`` reads the parameters as ``pipeline(fn=...)`` always has: ``*args`` and
     ``**kwargs`` are ignored, and so is a parameter that is no row field but has a default (it is
     not passed); without it, each of those is an :class:`EvaluatorError`. ``label`` names the
-    function in a row's error (default: ``scorer '<id>'``)."""
+    function in a row's error (default: ``scorer '<id>'``).
+    """
     if not callable(fn):
         msg = f"@nbeval.scorer decorates a function, not {type(fn).__name__}"
         raise EvaluatorError(msg)

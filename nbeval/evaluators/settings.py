@@ -23,7 +23,8 @@ ScoreMode = Literal["sampled", "expected"]
 @dataclass(frozen=True)
 class EvaluatorSettings:
     """What the engine needs to know of one configured evaluator: its thresholds, its row limit,
-    the judge and embedder it brings of its own, and how its judge's ratings are read."""
+    the judge and embedder it brings of its own, and how its judge's ratings are read.
+    """
 
     thresholds: Mapping[str, float | None]
     """Each metric's threshold (a read-only mapping): the declared default or the ``threshold=`` given."""
@@ -47,7 +48,8 @@ class EvaluatorSettings:
 
     def own(self, resource: str) -> Any:
         """The evaluator's own ``resource`` (``"judge"`` or ``"embedder"``), or ``None`` when it
-        uses the run's (or needs no such resource)."""
+        uses the run's (or needs no such resource).
+        """
         if resource == "judge":
             return self.judge
         if resource == "embedder":

@@ -24,7 +24,8 @@ __all__ = ["NbevalMagics", "subcommands", "usage"]
 
 def subcommands() -> dict[str, str]:
     """``%nbeval``'s subcommands and what each does (the usage text and Tab completion read this):
-    every command of :func:`nbeval.commands.all_commands` that has a magic spelling."""
+    every command of :func:`nbeval.commands.all_commands` that has a magic spelling.
+    """
     from nbeval.commands import magic_commands
 
     return {c.magic.name: c.magic.summary for c in magic_commands() if c.magic is not None}
@@ -50,7 +51,8 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 def _one_line_errors(fn: _F) -> _F:
     """Turn an nbeval error, an error of the file system about a path (a name too long, no
-    permission), or an interrupted run into a :class:`MagicError` (shown as one line)."""
+    permission), or an interrupted run into a :class:`MagicError` (shown as one line).
+    """
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:

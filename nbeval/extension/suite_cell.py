@@ -58,7 +58,9 @@ MAX_ALIAS_NODES = 10_000
 
 def parse_suite(text: str, *, name: str = "") -> TestSuite:
     """The test suite written in ``text`` (YAML or JSON), named ``name`` unless it names itself.
-    A problem raises :class:`~nbeval.errors.DataError` naming the line."""
+
+    A problem raises :class:`~nbeval.errors.DataError` naming the line.
+    """
     if not text.strip():
         msg = "the cell is empty: write the test cases below the magic, as a YAML or JSON list"
         raise DataError(msg)
@@ -143,7 +145,9 @@ _JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]')
 
 def _json_too_deep(text: str) -> int | None:
     """The offset where ``text`` (JSON) opens a list or object deeper than :data:`MAX_DEPTH`, else ``None``.
-    Strings are skipped, so a bracket inside one does not count; no recursion, so any depth is safe."""
+
+    Strings are skipped, so a bracket inside one does not count; no recursion, so any depth is safe.
+    """
     depth = 0
     for m in _JSON_TOKEN.finditer(text):
         ch = m.group()
@@ -185,7 +189,8 @@ def _load_json(text: str) -> tuple[Any, list[int]]:
 def _cell_loader(text: str) -> yaml.SafeLoader:
     """PyYAML's safe loader on ``text``, bounded as the module says: composing a node deeper than
     :data:`MAX_DEPTH`, an alias inside the value it names, or aliases adding more than
-    :data:`MAX_ALIAS_NODES` values raises :class:`DataError` naming the line."""
+    :data:`MAX_ALIAS_NODES` values raises :class:`DataError` naming the line.
+    """
     import yaml
 
     # PyYAML ships no type stubs (types-PyYAML is not a dependency), so SafeLoader is Any here.

@@ -293,7 +293,8 @@ def _request(messages: Sequence[Mapping[str, str]], params: Mapping[str, Any]) -
 def _cases_bar(batching: BatchOptions | None, n: int, progress: bool) -> Any:
     """With ``progress``, a bar of the cases made (tqdm: a widget in a notebook, text on stderr
     elsewhere): it moves as each reply that fits the schema arrives and steps back when a
-    duplicate is dropped; with ``batch=True`` it shows the batches' states and counts while they wait."""
+    duplicate is dropped; with ``batch=True`` it shows the batches' states and counts while they wait.
+    """
     bar = progress_bar(n, progress, desc="generate", unit="case")
     if batching is not None:
         batching.on_status = getattr(bar, "set_postfix_str", None)
@@ -310,7 +311,8 @@ def _plan(
     discount: float,
 ) -> GenerationPlan:
     """The dry run: the first round's calls and tokens, the cache consulted, nothing asked; priced
-    one call at a time and batched (less ``discount`` where a price has no batch part)."""
+    one call at a time and batched (less ``discount`` where a price has no batch part).
+    """
     from nbeval.chat.batch_options import with_batch_cost
     from nbeval.chat.client import estimate_usage
 
@@ -389,7 +391,8 @@ class _Run:
     def ask(self, todo: list[tuple[Slot, str]]) -> tuple[list[_Asked], bool]:
         """Ask for each slot's case, and again (up to ``attempts`` calls) while the reply does not
         fit; return the cases that fit, and whether any call got an answer. A call the endpoint
-        refuses stops the round: the calls not sent yet are not made."""
+        refuses stops the round: the calls not sent yet are not made.
+        """
         asked = [_Asked(s, kind) for s, kind in todo]
         convs = [case_messages(s.kind, s.chunks, s.angle, s.persona) for s, _ in todo]
         pending = list(range(len(todo)))
@@ -428,7 +431,8 @@ class _Run:
 
     def _fits(self, index: int, answer: Any) -> None:
         """Move the bar as a reply that fits the schema arrives (the round's end corrects it for
-        duplicates); note a call the endpoint refused, which stops the run."""
+        duplicates); note a call the endpoint refused, which stops the run.
+        """
         if refused(answer.value) and self.refused is None:
             self.refused = str(answer.value)
             self.stop.set()

@@ -83,7 +83,8 @@ def as_kinds(kinds: Any) -> dict[str, float]:
 
 def distinct_requests(chunks: int, kinds: Iterable[str], personas: int) -> int:
     """The most distinct requests :func:`plan_slots` can make: each chunk (``single_hop``) or ordered
-    pair of chunks (``multi_hop``) from each of the kind's angles, for each persona."""
+    pair of chunks (``multi_hop``) from each of the kind's angles, for each persona.
+    """
     per = {"single_hop": chunks, "multi_hop": chunks * (chunks - 1)}
     return sum(per[k] * len(ANGLES[k]) for k in kinds) * max(1, personas)
 
@@ -134,7 +135,8 @@ class SlotSource:
     replaced by the next slot *of its kind*. Slots of other kinds met on the way wait their turn
     (in plan order). A kind whose requests are used up (none in the next ``lookahead`` slots, or
     the plan's end) is stood in for by the next slots of other kinds (the report counts the cases
-    made so)."""
+    made so).
+    """
 
     def __init__(self, slots: Iterator[Slot], weights: Mapping[str, float], pulled: int) -> None:
         self.slots = slots

@@ -104,7 +104,8 @@ class Persona:
 
 def as_personas(personas: Any) -> list[Persona | None]:
     """``personas`` (``None``, or a list of names or ``{"name", "description"}`` dicts) as the
-    list the plan cycles through (``[None]``: nobody in particular)."""
+    list the plan cycles through (``[None]``: nobody in particular).
+    """
     if personas is None:
         return [None]
     if isinstance(personas, (str, Mapping)):
@@ -135,9 +136,11 @@ def system_message() -> str:
 
 
 def case_messages(kind: str, chunks: Sequence[DocChunk], angle: str, persona: Persona | None) -> list[dict[str, str]]:
-    """The two messages asking for one test case of ``kind`` from ``chunks``. A document's text,
-    its ``doc_uri`` and the persona cannot open or close a ``<passage>`` block: their ``passage``
-    tags are written with character references (:func:`~nbeval.data.delimiters.neutralise`)."""
+    """The two messages asking for one test case of ``kind`` from ``chunks``.
+
+    A document's text, its ``doc_uri`` and the persona cannot open or close a ``<passage>`` block: their ``passage``
+    tags are written with character references (:func:`~nbeval.data.delimiters.neutralise`).
+    """
     if len(chunks) == 1:
         c = chunks[0]
         parts = [f"Passage (from {_safe(c.doc_uri)}):\n<passage>\n{_safe(c.content)}\n</passage>"]
@@ -172,7 +175,8 @@ _FENCE = re.compile(r"^```[a-zA-Z]*\s*(.*?)\s*```$", re.DOTALL)
 
 def parse_reply(text: str) -> tuple[dict[str, str] | None, str | None]:
     """``(case, None)`` when ``text`` is a JSON object that fits :data:`CASE_SCHEMA` (in a code fence
-    or with words around it too), else ``(None, what is wrong)``."""
+    or with words around it too), else ``(None, what is wrong)``.
+    """
     s = (text or "").strip()
     if not s:
         return None, "the reply is empty"

@@ -100,8 +100,7 @@ def _case_from_row(row: Row) -> TestCase:
 
 
 def _suite_from_rows(rows: Iterable[Row], name: str = "", description: str = "") -> TestSuite:
-    """The test cases of answered rows: one per key (the first model's row), grouped into tests
-    by corpus."""
+    """The test cases of answered rows: one per key (the first model's row), grouped into tests by corpus."""
     tests: dict[tuple[str, ...], Test] = {}
     seen: set[str] = set()
     for row in rows:
@@ -116,7 +115,8 @@ def _suite_from_rows(rows: Iterable[Row], name: str = "", description: str = "")
 
 def to_suite(data: Any) -> TestSuite:
     """A copy of the test suite behind ``data``: a :class:`TestSuite`, a :class:`TestLab` or an
-    :class:`LlmDataset` (their test cases, once per key), or anything :func:`nbeval.load` reads."""
+    :class:`LlmDataset` (their test cases, once per key), or anything :func:`nbeval.load` reads.
+    """
     if isinstance(data, TestSuite):
         return copy.deepcopy(data)
     if isinstance(data, TestLab):

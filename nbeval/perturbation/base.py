@@ -51,7 +51,8 @@ def check_intensity(intensity: str) -> str:
 
 def how_many(n: int, intensity: str) -> int:
     """How many of ``n`` candidates to touch at ``intensity``: the share, rounded, at least one
-    (none when there is no candidate)."""
+    (none when there is no candidate).
+    """
     if n <= 0:
         return 0
     return min(n, max(1, round(INTENSITY_SHARE[check_intensity(intensity)] * n)))
@@ -87,8 +88,10 @@ class Perturbator:
             cls.id = id_from_name(cls.name)
 
     def categories(self, intensity: str) -> list[str]:
-        """Categories the perturbed case gets besides ``perturbed_by:<name>:<intensity>``
-        (an encoder adds e.g. ``encoding:base64``, which the encoding guardrail reads)."""
+        """Categories the perturbed case gets besides ``perturbed_by:<name>:<intensity>`` (an encoder adds e.g.
+
+        ``encoding:base64``, which the encoding guardrail reads).
+        """
         return []
 
     def apply(self, text: str, intensity: str, rng: random.Random) -> str:

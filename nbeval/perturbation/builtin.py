@@ -44,7 +44,8 @@ __all__ = [
 @cache
 def tables() -> dict[str, Any]:
     """The shipped tables: ``synonyms`` (word -> replacements), ``contractions`` (phrase ->
-    contracted form) and ``injection_suffixes`` (intensity -> suffixes)."""
+    contracted form) and ``injection_suffixes`` (intensity -> suffixes).
+    """
     text = resources.files("nbeval.perturbation").joinpath("tables.json").read_text(encoding="utf-8")
     data: dict[str, Any] = json.loads(text)
     return data
@@ -271,7 +272,8 @@ _PREAMBLES = {
 
 class _Encoder(Perturbator):
     """Encodes the whole prompt; the intensity only shortens the instruction before it (at
-    ``high`` the prompt is the encoding alone, the last line in every case)."""
+    ``high`` the prompt is the encoding alone, the last line in every case).
+    """
 
     encoding: str = ""
 
@@ -324,7 +326,8 @@ def leet_map(intensity: str) -> dict[str, str]:
 
 class LeetspeakPerturbator(_Encoder):
     """``leetspeak``: the whole prompt in leetspeak, with no instruction before it; more letters are swapped at
-    higher intensity."""
+    higher intensity.
+    """
 
     description = "the whole prompt in leetspeak (a→4, e→3, o→0; more letters at higher intensity), no preamble"
     encoding = "leetspeak"
@@ -342,8 +345,10 @@ class LeetspeakPerturbator(_Encoder):
 
 
 class InjectionPerturbator(Perturbator):
-    """``injection``: a prompt-injection instruction is appended to the prompt; stronger at higher intensity. Changes
-    the meaning."""
+    """``injection``: a prompt-injection instruction is appended to the prompt; stronger at higher intensity.
+
+    Changes the meaning.
+    """
 
     description = (
         "prompt-injection suffix: an instruction to ignore the prompt's rules is appended "

@@ -1,5 +1,4 @@
-"""Perturbators that ask a model to write the attack: ``llm_jailbreak``, ``llm_injection`` and
-``llm_pii_extraction``.
+"""Perturbators that ask a model to write the attack: ``llm_jailbreak``, ``llm_injection`` and ``llm_pii_extraction``.
 
 The built-ins of :mod:`~nbeval.perturbation.builtin` rewrite a prompt by rule; these ask an
 *attacker model* to rewrite each case's prompt into an adversarial variant (a jailbreak framing,
@@ -114,7 +113,8 @@ DEFAULT_PARAMS: Mapping[str, Any] = {"temperature": 0.7, "max_tokens": 600}
 
 class PerturbationFailed(PerturbationWarning):
     """Cases an LLM perturbator could not perturb; ``failures`` lists them: ``{"case": key,
-    "perturbator": id, "error": why, "attempts": n}``."""
+    "perturbator": id, "error": why, "attempts": n}``.
+    """
 
     def __init__(self, message: str, failures: Sequence[Mapping[str, Any]] = ()) -> None:
         super().__init__(message)
@@ -162,7 +162,8 @@ class LlmPerturbator(Perturbator):
 
     def request(self, text: str, intensity: str, rng: random.Random, sample: int = 0) -> Chat:
         """The first request for ``text``: the system message (attack, technique drawn from
-        ``rng``, intensity, reply schema) and the original request."""
+        ``rng``, intensity, reply schema) and the original request.
+        """
         system = _SYSTEM.format(
             attack=self.attack,
             style=rng.choice(self.styles),
@@ -177,7 +178,8 @@ class LlmPerturbator(Perturbator):
     def apply(self, text: str, intensity: str, rng: random.Random) -> str:
         """One prompt rewritten by the attacker (the perturbator's judge, else the environment's),
         through a :class:`~nbeval.runtime.Resources` of its own; raises :class:`PerturbationError`
-        when the reply never parses. :func:`nbeval.perturb` asks for every case at once instead."""
+        when the reply never parses. :func:`nbeval.perturb` asks for every case at once instead.
+        """
         from nbeval.runtime import Resources
 
         done = rewrite_prompts([(self, text, self.request(text, intensity, rng))], Resources(judge=self.judge))[0]
@@ -264,7 +266,8 @@ LLM_PERTURBATORS: tuple[type[LlmPerturbator], ...] = (
 
 def _objects(text: str) -> list[str]:
     """Candidate JSON objects in ``text``: the whole text, each fenced block, then each balanced
-    ``{...}`` (strings respected; the first eight openings tried)."""
+    ``{...}`` (strings respected; the first eight openings tried).
+    """
     out = [text.strip()]
     parts = text.split("```")
     out += [p.removeprefix("json").removeprefix("JSON").strip() for p in parts[1::2]]
@@ -294,7 +297,8 @@ def _objects(text: str) -> list[str]:
 
 def parse_reply(text: str, original: str) -> tuple[str | None, str, str]:
     """``(prompt, technique, why)``: the adversarial prompt of an attacker's reply, or ``None``
-    and why it cannot be used (no JSON object, no ``prompt`` text, the prompt unchanged)."""
+    and why it cannot be used (no JSON object, no ``prompt`` text, the prompt unchanged).
+    """
     found: Any = None
     for candidate in _objects(text or ""):
         try:
@@ -336,7 +340,8 @@ def rewrite_prompts(jobs: Sequence[tuple[LlmPerturbator, str, Chat]], resources:
     all at once, re-ask those whose reply cannot be read (each perturbator's ``max_reasks``), and
     return one :class:`Rewrite` per job, in order. A failed call is not re-asked: the client has
     retried it already. A call the endpoint refuses (401, 403, 404: :func:`~nbeval.runtime.refused`)
-    stops the asking: the calls not made yet are not made."""
+    stops the asking: the calls not made yet are not made.
+    """
     from nbeval.runtime import RequestCancelled, refused
 
     results: list[Rewrite | None] = [None] * len(jobs)

@@ -37,7 +37,8 @@ _P = TypeVar("_P", bound=type[Perturbator])
 def register_perturbator(cls: _P) -> _P:
     """Class decorator: make a :class:`Perturbator` subclass known by its ``id`` and ``name``.
 
-    Registering an id again replaces the earlier class (a notebook cell run twice)."""
+    Registering an id again replaces the earlier class (a notebook cell run twice).
+    """
     if not (isinstance(cls, type) and issubclass(cls, Perturbator)):
         msg = f"register_perturbator() takes a subclass of nbeval.perturbation.Perturbator, not {cls!r}"
         raise PerturbationError(msg)
@@ -106,7 +107,8 @@ def get_perturbator(name: str) -> Perturbator:
 def resolve_perturbators(items: Any) -> list[Perturbator]:
     """Perturbators from ids or names (a list, or one ``"typos,case"`` string), classes or instances.
 
-    Raises :class:`PerturbationError` when none is given or one is given twice."""
+    Raises :class:`PerturbationError` when none is given or one is given twice.
+    """
     if isinstance(items, (str, Perturbator)) or (isinstance(items, type) and issubclass(items, Perturbator)):
         items = [items]
     out: list[Perturbator] = []

@@ -53,14 +53,16 @@ class Chat(Request):
 
 class ChatHandler(RequestHandler):
     """Answers :class:`Chat`: each model's calls go to its chat client, and each reply is handed on
-    as it arrives (through the Batch APIs when the run's ``resources.batch`` says so)."""
+    as it arrives (through the Batch APIs when the run's ``resources.batch`` says so).
+    """
 
     kind = Chat
     streams = True
 
     def client(self, resources: Resources, model: Any = None) -> Any:
         """The run's chat client for ``model`` (``None``: the run's judge), made on first use with
-        the run's settings as defaults for what the judge's own dict does not say."""
+        the run's settings as defaults for what the judge's own dict does not say.
+        """
         spec = model if model is not None else resources.judge_spec
         key = model_key(spec)
         clients = resources.state(Chat)
@@ -101,9 +103,11 @@ class ChatHandler(RequestHandler):
     def _groups(
         self, resources: Resources, items: list[tuple[int, Any]], rnd: Round
     ) -> Iterator[tuple[Any, list[tuple[int, Chat]]]]:
-        """A round's ``items`` grouped by model, each group with its model's client. A model whose
-        client cannot be made answers every request of its group with the error (handed on at
-        once), and its group is not yielded."""
+        """A round's ``items`` grouped by model, each group with its model's client.
+
+        A model whose client cannot be made answers every request of its group with the error (handed on at once), and
+        its group is not yielded.
+        """
         by_model: dict[Any, list[tuple[int, Chat]]] = defaultdict(list)
         for i, r in items:
             by_model[model_key(r.model)].append((i, r))
@@ -166,7 +170,8 @@ def _new_client(resources: Resources, spec: Any) -> Any:
 
 def _arrival(rnd: Round, group: list[tuple[int, Any]]) -> Callable[[int, ChatResult], None]:
     """Hand a group's ``j``-th chat result on to its place in the round: a failure as the row's
-    :class:`ResourceError` (with its HTTP status), a cancelled call as :class:`RequestCancelled`."""
+    :class:`ResourceError` (with its HTTP status), a cancelled call as :class:`RequestCancelled`.
+    """
     from nbeval.chat.client import ChatFailure
 
     def arrived(j: int, reply: ChatResult) -> None:
@@ -191,5 +196,6 @@ _HANDLER = register_handler(ChatHandler())
 
 def chat_client(resources: Resources, model: Any = None) -> Any:
     """The run's chat client for ``model`` (``None``: the run's judge), made on first use: raises
-    :class:`~nbeval.errors.JudgeNotConfigured` when no judge is configured (a plan checks early)."""
+    :class:`~nbeval.errors.JudgeNotConfigured` when no judge is configured (a plan checks early).
+    """
     return _HANDLER.client(resources, model)

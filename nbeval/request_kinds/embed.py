@@ -1,5 +1,6 @@
 """The :class:`Embed` request and its handler: every distinct text of a round, per embedder,
-encoded once in the run (vectors are kept for the run's later rounds)."""
+encoded once in the run (vectors are kept for the run's later rounds).
+"""
 
 from __future__ import annotations
 
@@ -29,14 +30,16 @@ class Embed(Request):
 
 class EmbedHandler(RequestHandler):
     """Answers :class:`Embed`: one encode call per embedder and round, for the texts the run has
-    not encoded yet (its state: vectors by embedder and text)."""
+    not encoded yet (its state: vectors by embedder and text).
+    """
 
     kind = Embed
 
     def embedder(self, resources: Resources, model: Any = None) -> Any:
         """The embedder for ``model`` (``None``: the run's): a name or path resolves to the shared
         :func:`~nbeval.resources.embedder.get_embedder` instance; a ready ``Embedder`` (or any
-        object with ``encode``) is used as it is."""
+        object with ``encode``) is used as it is.
+        """
         from nbeval.resources.embedder import get_embedder
 
         spec = model if model is not None else resources.embedder_spec

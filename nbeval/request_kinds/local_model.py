@@ -1,6 +1,7 @@
 """What the two local-model kinds share (:mod:`~nbeval.request_kinds.classify`,
 :mod:`~nbeval.request_kinds.token_logprobs`): every input of a round that goes to one local model,
-deduplicated, in one call (the runner batches them, sorted by length)."""
+deduplicated, in one call (the runner batches them, sorted by length).
+"""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ __all__ = ["LocalModel", "LocalModelHandler"]
 class LocalModelHandler(RequestHandler):
     """Answers a kind whose requests carry ``model`` (a :class:`LocalModel`) and inputs: a
     subclass says which inputs a request has (:meth:`inputs`) and how a runner answers them
-    (:meth:`run`)."""
+    (:meth:`run`).
+    """
 
     def inputs(self, request: Any) -> Sequence[Any]:
         """The inputs ``request`` asks about, in the order its answer follows."""
@@ -29,7 +31,8 @@ class LocalModelHandler(RequestHandler):
 
     def run(self, runner: Any, distinct: list[Any]) -> Callable[[Sequence[Any]], Any]:
         """Ask ``runner`` about the round's ``distinct`` inputs at once; the result makes one
-        request's answer from its own inputs."""
+        request's answer from its own inputs.
+        """
         raise NotImplementedError
 
     def runner(self, resources: Resources, ref: LocalModel) -> Any:

@@ -1,5 +1,6 @@
 """The :class:`ScorePairs` request and its handler: every distinct pair of a round, per
-cross-encoder, scored in one call."""
+cross-encoder, scored in one call.
+"""
 
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ __all__ = ["PairsHandler", "ScorePairs"]
 
 @dataclass(frozen=True)
 class ScorePairs(Request):
-    """Ask a pair model (a cross-encoder) to score text pairs. Answer: ``numpy.ndarray`` of floats,
-    one per pair, in order (a one-label model gives values in [0, 1])."""
+    """Ask a pair model (a cross-encoder) to score text pairs.
+
+    Answer: ``numpy.ndarray`` of floats, one per pair, in order (a one-label model gives values in [0, 1]).
+    """
 
     pairs: tuple[tuple[str, str], ...]
     """The ``(a, b)`` pairs to score, in the order the answer follows."""
@@ -34,7 +37,8 @@ class PairsHandler(RequestHandler):
 
     def scorer(self, resources: Resources, model: str) -> Any:
         """The shared :func:`~nbeval.resources.cross_encoder.get_cross_encoder` scorer for ``model``
-        on the run's device."""
+        on the run's device.
+        """
         from nbeval.resources.cross_encoder import get_cross_encoder
 
         return get_cross_encoder(model, device=resources.device)

@@ -1,5 +1,6 @@
 """The :class:`TokenLogProbs` request and its handler: a causal language model's log-probabilities
-of continuations, every distinct item of a round per model in one call."""
+of continuations, every distinct item of a round per model in one call.
+"""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ __all__ = ["LocalModel", "TokenLogProbs", "TokenLogProbsHandler", "TokenScores"]
 
 @dataclass(frozen=True)
 class TokenLogProbs(Request):
-    """Ask a causal language model how likely each continuation is after its prefix. Answer: a
-    tuple of :class:`TokenScores`, one per item."""
+    """Ask a causal language model how likely each continuation is after its prefix.
+
+    Answer: a tuple of :class:`TokenScores`, one per item.
+    """
 
     items: tuple[tuple[str, str], ...]
     """``(prefix, continuation)`` pairs. An empty prefix scores the continuation on its own: its

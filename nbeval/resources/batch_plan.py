@@ -48,7 +48,8 @@ class BatchPlan:
     @classmethod
     def for_model(cls, model: Any) -> BatchPlan | None:
         """The plan for a plain text encoder (a Transformer module with a fast tokenizer, no prompt,
-        no unpadded or chat-template inputs); ``None`` for anything else."""
+        no unpadded or chat-template inputs); ``None`` for anything else.
+        """
         try:
             first = model[0]
             tok = first.tokenizer
@@ -81,7 +82,8 @@ class BatchPlan:
     def agrees_with_model(self) -> bool:
         """Whether this plan feeds the model exactly what sentence-transformers would, checked on a
         probe batch (a short, an empty, an accented and an over-long text); it also learns the
-        non-tensor entries sentence-transformers passes along."""
+        non-tensor entries sentence-transformers passes along.
+        """
         import torch
 
         probe = ["A short probe, sentence.", "", "Ünïcödé  spacing\tand\nlines", "word " * (self.limit + 8)]
@@ -136,7 +138,8 @@ class BatchPlan:
 
     def _prepared(self, texts: list[str], batches: list[np.ndarray]) -> Iterator[tuple[dict[str, Any], list[bool]]]:
         """Each batch's features, in order; with prefetching, the next batch is prepared in a
-        background thread (the Rust tokenizer releases the GIL) while the model runs."""
+        background thread (the Rust tokenizer releases the GIL) while the model runs.
+        """
 
         def prepare(idx: np.ndarray) -> tuple[dict[str, Any], list[bool]]:
             return self._features([texts[k] for k in idx.tolist()])

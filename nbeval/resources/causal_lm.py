@@ -316,7 +316,8 @@ def _leading_bos(tok: Any) -> list[int]:
 
 def _encode_all(tok: Any, texts: Sequence[str]) -> list[list[int]]:
     """Each text's ids without special tokens, in one tokenizer call (an empty text has none; no
-    warning for texts longer than the model's limit: the windows deal with those)."""
+    warning for texts longer than the model's limit: the windows deal with those).
+    """
     nonempty = [t for t in texts if t]
     ids = iter(tok(nonempty, add_special_tokens=False, verbose=False)["input_ids"] if nonempty else [])
     return [list(next(ids)) if t else [] for t in texts]

@@ -172,7 +172,8 @@ class ClassifierRunner:
 
     def _run(self, loaded: _Model, todo: list[_Input]) -> None:
         """Score ``todo`` into the shared memory: texts and pairs are tokenised apart (a tokenizer
-        takes one or the other per call)."""
+        takes one or the other per call).
+        """
         singles: list[_Input] = [x for x in todo if isinstance(x, str)]
         pairs: list[_Input] = [x for x in todo if not isinstance(x, str)]
         try:

@@ -196,7 +196,8 @@ class Embedder:
     @property
     def batch_size(self) -> int:
         """Texts per forward pass: the one asked for, else :func:`default_batch_size` for the device
-        the model runs on (known once it is loaded; before that, the device asked for)."""
+        the model runs on (known once it is loaded; before that, the device asked for).
+        """
         if self._batch_size is not None:
             return self._batch_size
         device = str(model_device(self._model)) if self._model is not None else self.device
@@ -284,7 +285,9 @@ class Embedder:
 
     def _remember(self, texts: Iterable[str], vectors: dict[str, np.ndarray]) -> None:
         """Keep ``texts``' vectors, most recently used last; the least recently used go past the cap.
-        (Evicting once at the end keeps the same items as evicting after each text.)"""
+
+        (Evicting once at the end keeps the same items as evicting after each text.)
+        """
         memory = self._memory
         for t in texts:
             if t in memory:
@@ -332,7 +335,9 @@ class Embedder:
 
     def _note_truncation(self, texts: list[str]) -> None:
         """Record the texts longer than the window (used only on sentence-transformers' own path).
-        Only texts that could be too long are tokenised: a token covers at least one UTF-8 byte."""
+
+        Only texts that could be too long are tokenised: a token covers at least one UTF-8 byte.
+        """
         limit = self.max_seq_length
         long = [t for t in texts if len(t.encode("utf-8", "surrogatepass")) + _SPECIAL_TOKEN_SLACK > limit]
         if not long:
@@ -354,7 +359,8 @@ class Embedder:
 def default_batch_size(device: str | None) -> int:
     """Texts per forward pass when none is given: 256 on a GPU, where the forward pass of a larger
     batch costs little more and fewer batches mean less overhead per text, 64 elsewhere, where a
-    larger batch only pads more (measured with ``benchmarks/embed_path.py``)."""
+    larger batch only pads more (measured with ``benchmarks/embed_path.py``).
+    """
     return 256 if device is not None and device.startswith("cuda") else 64
 
 

@@ -1,7 +1,8 @@
 """What a local model is and what it answers: the values shared by the local-model runners below
 (:mod:`nbeval.resources.classifier`, :mod:`nbeval.resources.causal_lm`) and the request kinds above
 that ask them (:mod:`nbeval.request_kinds.classify`, :mod:`nbeval.request_kinds.token_logprobs`,
-which re-export them for scoring code)."""
+which re-export them for scoring code).
+"""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ __all__ = ["LabelScores", "LocalModel", "TokenScores"]
 class LocalModel:
     """A local model that answers :class:`~nbeval.request_kinds.Classify` or
     :class:`~nbeval.request_kinds.TokenLogProbs` requests. Loaded once per process, kind, name and
-    device (:func:`nbeval.resources.local_models.get_local_model`)."""
+    device (:func:`nbeval.resources.local_models.get_local_model`).
+    """
 
     name: str
     """A hub name or a local path (for ``kind="detoxify"``: a detoxify checkpoint file, or one of
@@ -32,7 +34,8 @@ class LocalModel:
 @dataclass(frozen=True)
 class LabelScores:
     """A classifier's answer: ``scores[i, j]`` is input ``i``'s score for ``labels[j]`` (a
-    probability: softmax over the labels, or a sigmoid per label for a multi-label model)."""
+    probability: softmax over the labels, or a sigmoid per label for a multi-label model).
+    """
 
     labels: tuple[str, ...]
     scores: Any

@@ -1,7 +1,8 @@
 """Leaderboards: one row per model of a result's aggregates, with intervals and arena ratings.
 
 The intervals come from :mod:`nbeval.results.statistics.intervals`; the summaries and the report
-write the table (:mod:`nbeval.results.reporting`)."""
+write the table (:mod:`nbeval.results.reporting`).
+"""
 
 from __future__ import annotations
 
@@ -81,7 +82,8 @@ def leaderboard(
 
 def _with_ratings(result: EvaluationResult, evaluator: str, table: pd.DataFrame, level: float) -> bool:
     """Add ``rating, rating_lo, rating_hi`` (the arena's, :meth:`EvaluationResult.arena`, with
-    ``level`` intervals) to the leaderboard of a head-to-head evaluator, in place; whether it is one."""
+    ``level`` intervals) to the leaderboard of a head-to-head evaluator, in place; whether it is one.
+    """
     from nbeval.results.statistics.head_to_head import head_to_head_evaluators
 
     if evaluator not in head_to_head_evaluators(result) or table.empty:

@@ -185,10 +185,11 @@ class LiveResult:
         return self.result().scores
 
     def result(self) -> EvaluationResult:
-        """An :class:`EvaluationResult` of everything finished so far (rows in the order they
-        finished). Cached until the next batch; each outcome is converted once over the run, and a
-        read after a batch costs that batch (plus appending it to the table read before)."""
+        """An :class:`EvaluationResult` of everything finished so far (rows in the order they finished).
 
+        Cached until the next batch; each outcome is converted once over the run, and a read after a batch costs that
+        batch (plus appending it to the table read before).
+        """
         from nbeval.results.result import EvaluationResult
 
         with self._lock:
@@ -213,7 +214,8 @@ class LiveResult:
 
     def final_tables(self) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
         """The long table in a finished result's order (by evaluator, then dataset row), the
-        aggregates and the explanations: what :func:`nbeval.engine.finish` builds the result from."""
+        aggregates and the explanations: what :func:`nbeval.engine.finish` builds the result from.
+        """
         with self._lock:
             aggregates, explanations = self._aggregate_table()
             return self._spool.scores(ordered=True), aggregates.copy(), explanations

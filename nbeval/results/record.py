@@ -125,7 +125,8 @@ class JudgeFact:
 class RunFacts:
     """What a run measured and how (``meta["run"]``; gathered by :mod:`nbeval.results.run_facts`).
 
-    Every field is ``None`` where it is not known (a result no run made, labelled on save)."""
+    Every field is ``None`` where it is not known (a result no run made, labelled on save).
+    """
 
     started_at: str | None = None
     """When the run started, in UTC, ISO 8601."""
@@ -151,8 +152,10 @@ class RunFacts:
 
     @classmethod
     def from_meta(cls, run: Any, *, source: str = "result.meta", hint: str = _HINT) -> RunFacts:
-        """The facts of ``meta["run"]``; a key it lacks is not known. A value of the wrong type is a
-        :class:`~nbeval.errors.DataError` naming ``source`` and ``meta.run.<key>``."""
+        """The facts of ``meta["run"]``; a key it lacks is not known.
+
+        A value of the wrong type is a :class:`~nbeval.errors.DataError` naming ``source`` and ``meta.run.<key>``.
+        """
         if not isinstance(run, Mapping):
             raise _wrong(source, "run", "an object of run facts", run, hint)
         texts = {}
@@ -211,7 +214,8 @@ class RunFacts:
 class RunUsage:
     """A run's token, call and cost totals over every request kind (``meta["usage"]``).
 
-    A total ``None`` was not recorded (a run that made no call records none of them)."""
+    A total ``None`` was not recorded (a run that made no call records none of them).
+    """
 
     calls: int | None = None
     """Requests answered or failed, cached ones included."""
@@ -240,7 +244,8 @@ class RunUsage:
     @classmethod
     def from_meta(cls, usage: Any, *, source: str = "result.meta", hint: str = _HINT) -> RunUsage:
         """The totals of ``meta["usage"]``; a value that is not a number (or null) is a
-        :class:`~nbeval.errors.DataError` naming ``meta.usage.<key>``."""
+        :class:`~nbeval.errors.DataError` naming ``meta.usage.<key>``.
+        """
         if not isinstance(usage, Mapping):
             raise _wrong(source, "usage", "an object of token and cost totals", usage, hint)
         for k, v in usage.items():
@@ -349,7 +354,8 @@ class RunRecord:
     def from_meta(cls, meta: Any, *, source: str = "result.meta", hint: str = _HINT) -> RunRecord:
         """The record of ``meta`` in any format nbeval has written (see the module); a part of the
         wrong type is a :class:`~nbeval.errors.DataError` naming ``source`` and ``meta.<key>``
-        and ending with ``hint``. A newer format is read with a warning, its unknown keys kept."""
+        and ending with ``hint``. A newer format is read with a warning, its unknown keys kept.
+        """
         if meta is None:
             meta = {}
         if not isinstance(meta, Mapping):
@@ -396,7 +402,8 @@ class RunRecord:
 
     def to_meta(self) -> dict[str, Any]:
         """``meta`` in the current format: what ``result.json`` holds and ``result.meta`` shows
-        (a part not recorded is left out; ``duration_s`` and ``usage`` are always there)."""
+        (a part not recorded is left out; ``duration_s`` and ``usage`` are always there).
+        """
         out: dict[str, Any] = {}
         if self.nbeval_version is not None:
             out["nbeval_version"] = self.nbeval_version
@@ -415,7 +422,8 @@ class RunRecord:
 
     def summary(self) -> dict[str, Any]:
         """The run's duration, whether it was cancelled, its usage and nbeval's version, as JSON
-        (what the evaluation service reports of a run)."""
+        (what the evaluation service reports of a run).
+        """
         return {
             "duration_s": self.duration_s,
             "cancelled": self.cancelled,
@@ -426,7 +434,8 @@ class RunRecord:
     @property
     def folder_format(self) -> int:
         """The format of the folder the record was saved in: 1 when not recorded (the first nbeval
-        wrote it always, so a folder without it is older still, or made by hand)."""
+        wrote it always, so a folder without it is older still, or made by hand).
+        """
         return 1 if self.format_version is None else self.format_version
 
     def evaluator(self, name: str) -> EvaluatorEntry | None:
@@ -435,7 +444,8 @@ class RunRecord:
 
     def labelled(self, label: str | None, fingerprint: str | None) -> RunRecord:
         """This record with its run called ``label``; a record without run facts gets facts that
-        know only ``fingerprint`` (the dataset's) and the label, every other fact ``None``."""
+        know only ``fingerprint`` (the dataset's) and the label, every other fact ``None``.
+        """
         facts = self.run or RunFacts(dataset_fingerprint=fingerprint, judge=None, embedder=None, prompts=None)
         return replace(self, run=replace(facts, label=label))
 
@@ -448,7 +458,8 @@ def saved_record(meta: Any, *, source: str, hint: str) -> RunRecord:
     """The record of ``meta`` as ``result.json`` holds it, checked as :func:`nbeval.load_result`
     checks it: a format this nbeval can read (not newer), run facts with exactly their keys in the
     shapes nbeval writes (:func:`check_run_facts`), every other part of
-    its type; anything else is a :class:`~nbeval.errors.DataError` naming ``source`` and the field."""
+    its type; anything else is a :class:`~nbeval.errors.DataError` naming ``source`` and the field.
+    """
     from nbeval._version import __version__
 
     meta = {} if meta is None else meta
@@ -473,7 +484,8 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 def check_run_facts(run: Any, source: str, hint: str) -> None:
     """Raise :class:`~nbeval.errors.DataError` (naming ``source`` and ``meta.run.<key>``, ending
     with ``hint``) unless ``run`` has exactly the keys of :data:`RUN_FACT_KEYS`, each of the
-    shape nbeval writes (or ``None``)."""
+    shape nbeval writes (or ``None``).
+    """
 
     def wrong(key: str, should: str, value: Any) -> DataError:
         got = f"{type(value).__name__} {value!r}"[:60]

@@ -50,8 +50,7 @@ __all__ = [
 
 
 class EvaluationResult:
-    """The outcome of one run. Build it with :func:`nbeval.evaluate`; reload it with
-    :func:`nbeval.load_result`."""
+    """The outcome of one run. Build it with :func:`nbeval.evaluate`; reload it with :func:`nbeval.load_result`."""
 
     def __init__(
         self,
@@ -88,7 +87,8 @@ class EvaluationResult:
     def record(self) -> RunRecord:
         """The run facts typed (:class:`~nbeval.results.record.RunRecord`), read from :attr:`meta`
         (in any format nbeval has written); assigning a record sets :attr:`meta` to its JSON form.
-        :class:`~nbeval.errors.DataError` names a part of :attr:`meta` of the wrong type."""
+        :class:`~nbeval.errors.DataError` names a part of :attr:`meta` of the wrong type.
+        """
         return RunRecord.from_meta(self.meta)
 
     @record.setter
@@ -110,7 +110,8 @@ class EvaluationResult:
         cancelled: bool = False,
     ) -> EvaluationResult:
         """The result of a run: the tables built from each row's ``outcomes`` of ``evaluators`` over ``dataset``,
-        with the lab, duration, usage and whether the run was cancelled as its facts."""
+        with the lab, duration, usage and whether the run was cancelled as its facts.
+        """
         grouped: dict[tuple[str, str], tuple[list[Any], list[Any]]] = {}
         counts: dict[tuple[str, str], int] = {}
         for o in outcomes:
@@ -163,14 +164,16 @@ class EvaluationResult:
 
     def check_evaluator(self, evaluator: str) -> None:
         """Raise :class:`~nbeval.errors.NotFound` (a ``KeyError``) naming the evaluators this result
-        has when ``evaluator`` is not one."""
+        has when ``evaluator`` is not one.
+        """
         if evaluator not in self.evaluators:
             msg = f"no evaluator '{evaluator}' in this result; it has {self.evaluators}"
             raise NotFound(msg)
 
     def primary_metric(self, evaluator: str) -> str:
         """The name of ``evaluator``'s primary metric; raises :class:`~nbeval.errors.NotFound` when the evaluator is
-        not in the result or has none."""
+        not in the result or has none.
+        """
         m = self.metrics[(self.metrics["evaluator"] == evaluator) & self.metrics["primary"]]
         if m.empty:
             self.check_evaluator(evaluator)
@@ -196,7 +199,8 @@ class EvaluationResult:
     def compare(self, model_a: str, model_b: str, evaluator: str | None = None, *, alpha: float = 0.05) -> pd.DataFrame:
         """Whether ``model_a`` and ``model_b`` really differ: one row per evaluator and metric,
         paired on test cases, with the mean difference, its 95% interval, a paired test and
-        Holm-adjusted p-values (see :func:`nbeval.results.statistics.compare.compare`)."""
+        Holm-adjusted p-values (see :func:`nbeval.results.statistics.compare.compare`).
+        """
         from nbeval.results.statistics.compare import compare
 
         return compare(self, model_a, model_b, evaluator=evaluator, alpha=alpha)
@@ -207,7 +211,8 @@ class EvaluationResult:
         """Arena ratings from head-to-head verdicts, one row per model, best first: ``model_key,
         rating, rating_lo, rating_hi, wins, losses, ties, n, win_rate``. Bradley-Terry strengths
         with the judge's first-slot preference fitted and removed, on the Elo scale (1000 is the
-        mean model), with bootstrap intervals over test cases (see :mod:`nbeval.results.statistics.arena`)."""
+        mean model), with bootstrap intervals over test cases (see :mod:`nbeval.results.statistics.arena`).
+        """
         from nbeval.results.statistics.head_to_head import arena_fit
 
         return arena_fit(self, evaluator, n_boot=n_boot, seed=seed, level=level).arena_table()
@@ -218,7 +223,8 @@ class EvaluationResult:
         """One row per pair of models compared: ``model_a, model_b, p_a_beats_b, lo, hi, wins_a,
         wins_b, ties, inconsistent, n``; ``p_a_beats_b`` is the fitted chance that ``model_a``'s
         answer is preferred with no slot preference, ``inconsistent`` the cases whose two orders
-        disagree."""
+        disagree.
+        """
         from nbeval.results.statistics.head_to_head import arena_fit
 
         return arena_fit(self, evaluator, n_boot=n_boot, seed=seed, level=level).head_to_head_table()
@@ -228,7 +234,8 @@ class EvaluationResult:
     ) -> pd.DataFrame:
         """How much each judge favours the answer shown first: ``judge, first_slot_rate, beta,
         beta_lo, beta_hi, consistency, n`` (``beta`` > 0: the first slot is preferred; 0: no
-        preference; ``consistency``: the share of pairs whose two orders agree)."""
+        preference; ``consistency``: the share of pairs whose two orders agree).
+        """
         from nbeval.results.statistics.head_to_head import arena_fit
 
         return arena_fit(self, evaluator, n_boot=n_boot, seed=seed, level=level).position_bias_table()
@@ -236,18 +243,20 @@ class EvaluationResult:
     @property
     def labels(self) -> pd.DataFrame:
         """Human labels of judge verdicts: ``key, model_key, evaluator, label`` (see
-        :mod:`nbeval.results.storage.labels`); empty when there are none."""
+        :mod:`nbeval.results.storage.labels`); empty when there are none.
+        """
         from nbeval.results.storage.labels import empty_labels
 
         labels = getattr(self, "_labels", None)
         return empty_labels() if labels is None else labels.copy()
 
     def set_labels(self, labels: Any) -> None:
-        """Add human labels, replacing those of the same (key, model_key, evaluator). ``labels``:
-        a DataFrame or list of dicts with ``key, model_key, evaluator, label``, or the path of a
-        CSV file with those columns. A label for a test case, model or evaluator the result does
-        not have raises :class:`~nbeval.errors.DataError` naming the row and field, and no label
-        is changed."""
+        """Add human labels, replacing those of the same (key, model_key, evaluator).
+
+        ``labels``: a DataFrame or list of dicts with ``key, model_key, evaluator, label``, or the path of a CSV file
+        with those columns. A label for a test case, model or evaluator the result does not have raises
+        :class:`~nbeval.errors.DataError` naming the row and field, and no label is changed.
+        """
         from nbeval.results.storage.labels import merge_labels, read_labels
 
         self._labels = merge_labels(self.labels, read_labels(labels, self))
@@ -255,7 +264,8 @@ class EvaluationResult:
     def agreement(self, evaluator: str) -> Any:
         """How well ``evaluator``'s verdicts agree with the human labels: a
         :class:`~nbeval.results.statistics.agreement.JudgeAgreement` (Cohen's kappa, raw agreement, the
-        confusion matrix and, for a score, the ROC curve and the threshold that best matches)."""
+        confusion matrix and, for a score, the ROC curve and the threshold that best matches).
+        """
         from nbeval.results.statistics.agreement import agreement
 
         return agreement(self, evaluator)
@@ -264,7 +274,8 @@ class EvaluationResult:
         """``evaluator``'s rows that no person has labelled yet, the ones the judge is least sure of
         first (jurors disagreeing, a value near the threshold, head-to-head orders disagreeing,
         unrated rows): ``key, model_key, value, label, uncertainty, why`` (see
-        :mod:`nbeval.results.statistics.label_queue`)."""
+        :mod:`nbeval.results.statistics.label_queue`).
+        """
         from nbeval.results.statistics.label_queue import label_queue
 
         return label_queue(self, evaluator)
@@ -273,14 +284,16 @@ class EvaluationResult:
         """How far the jurors of ``evaluator`` (run with ``judge=[...]``) agree with each other: a
         :class:`~nbeval.results.statistics.jury_agreement.JuryAgreement` with Krippendorff's α (nominal for
         verdicts, interval for scores) and its bootstrap interval, Fleiss' κ and Cohen's κ per pair
-        of jurors. ``jury_values(evaluator)`` is the table it is measured on."""
+        of jurors. ``jury_values(evaluator)`` is the table it is measured on.
+        """
         from nbeval.results.statistics.jury_table import jury_agreement
 
         return jury_agreement(self, evaluator, metric=metric, n_boot=n_boot, seed=seed)
 
     def jury_values(self, evaluator: str, metric: str | None = None) -> pd.DataFrame:
         """Each juror's value of ``metric`` (the primary by default) per row, and each row's
-        ``disagreement`` between jurors (sort by it to read the contested cases first)."""
+        ``disagreement`` between jurors (sort by it to read the contested cases first).
+        """
         from nbeval.results.statistics.jury_table import jury_values
 
         return jury_values(self, evaluator, metric)
@@ -290,7 +303,8 @@ class EvaluationResult:
         """Problems, one row each: models and evaluators that measured nothing (``unmeasured``),
         rows whose call or scoring failed (``errored``), threshold breaches per model and primary
         metric (``threshold``), rows that could not be rated (``unrated``) and perturbation flips
-        (``perturbation_flip``); see :func:`nbeval.results.reporting.problems.problems`."""
+        (``perturbation_flip``); see :func:`nbeval.results.reporting.problems.problems`.
+        """
         from nbeval.results.reporting.problems import problems
 
         return problems(self)
@@ -322,7 +336,8 @@ class EvaluationResult:
     def summary(self, brief: bool = False) -> str:
         """A plain-text summary whose lines fit 100 columns: a leaderboard per evaluator (every
         metric, 95% intervals), whether each lead is real, and the problems. With ``brief``: one
-        table of every evaluator's primary metric by model, and the problems counted by kind."""
+        table of every evaluator's primary metric by model, and the problems counted by kind.
+        """
         from nbeval.results.reporting.text import brief_text, summary_text
 
         return brief_text(self) if brief else summary_text(self)
@@ -379,7 +394,8 @@ class EvaluationResult:
 
     def to_jsonl(self, path: str | Path) -> None:
         """The long table as JSON lines (one object per score, floats exact), written aside and
-        renamed over ``path``: the format of ``scores.jsonl``, for tools that read no Parquet."""
+        renamed over ``path``: the format of ``scores.jsonl``, for tools that read no Parquet.
+        """
         from nbeval.results.storage.saving import write_records
 
         write_aside(path, lambda tmp: write_records(tmp, self.scores))
@@ -408,7 +424,8 @@ class EvaluationResult:
     def to_html(self, path: str | Path | None = None) -> str:
         """A static, self-contained HTML report; written to ``path`` when given (aside first, then
         renamed over it, so a failed write keeps the previous report). Its size is bounded: see
-        :mod:`nbeval.results.reporting.report`."""
+        :mod:`nbeval.results.reporting.report`.
+        """
         from nbeval.results.reporting.report import report_html
 
         html = report_html(self)

@@ -72,7 +72,8 @@ def run_start() -> dict[str, Any]:
 
 def git_state() -> dict[str, Any]:
     """``{"git_commit": ..., "git_dirty": ...}`` of the git work tree holding the working directory
-    (both ``None`` outside one, without git, or when git fails or takes too long)."""
+    (both ``None`` outside one, without git, or when git fails or takes too long).
+    """
     commit = _git("rev-parse", "--verify", "--quiet", "HEAD")
     if commit is None or not _COMMIT.fullmatch(commit):
         return {"git_commit": None, "git_dirty": None}
@@ -119,7 +120,8 @@ def run_facts(
 
 def unknown_run_facts(dataset: LlmDataset) -> dict[str, Any]:
     """``meta["run"]`` of a result no run recorded facts for: only the dataset's fingerprint is known
-    (:meth:`RunRecord.labelled <nbeval.results.record.RunRecord.labelled>` makes the same)."""
+    (:meth:`RunRecord.labelled <nbeval.results.record.RunRecord.labelled>` makes the same).
+    """
     from nbeval.results.storage.fingerprint import dataset_fingerprint
 
     return RunRecord().labelled(None, dataset_fingerprint(dataset)).run_or_empty().to_meta()
@@ -189,7 +191,8 @@ def _prompts(evaluators: Sequence[Evaluator]) -> dict[str, str]:
 def check_label(label: Any) -> str:
     """``label`` if it can name a run: text of at most :data:`MAX_LABEL_CHARS` characters, all of
     which UTF-8 can hold; else :class:`~nbeval.errors.BadArgumentType` or
-    :class:`~nbeval.errors.BadParameter` saying what to give."""
+    :class:`~nbeval.errors.BadParameter` saying what to give.
+    """
     if not isinstance(label, str):
         msg = f"a run's label must be text, got {type(label).__name__}; pass label='...'"
         raise BadArgumentType(msg)
@@ -206,7 +209,8 @@ def check_label(label: Any) -> str:
 
 def with_label(meta: Mapping[str, Any], label: str, dataset: LlmDataset) -> dict[str, Any]:
     """``meta`` in the current format, its run facts carrying ``label`` (facts that know only the
-    dataset's fingerprint when ``meta`` has none)."""
+    dataset's fingerprint when ``meta`` has none).
+    """
     from nbeval.results.storage.fingerprint import dataset_fingerprint
 
     record = RunRecord.from_meta(meta)

@@ -68,7 +68,8 @@ def outcome_columns(
     """The long-table rows of ``outcomes`` as columns (lists): one row per outcome and metric.
 
     With ``evaluator_pos`` (evaluator ``id`` to its position in the run) and ``row_pos`` (row
-    ``id`` to its position in the dataset) the hidden :data:`ORDER_COLUMNS` are filled too."""
+    ``id`` to its position in the dataset) the hidden :data:`ORDER_COLUMNS` are filled too.
+    """
     cols: dict[str, list[Any]] = {c: [] for c in SCORE_COLUMNS}
     ordered = evaluator_pos is not None and row_pos is not None
     ev_col: list[int] = []
@@ -144,7 +145,8 @@ def _text(values: Any) -> Any:
 
 def typed_scores(columns: Mapping[str, Any] | pd.DataFrame, *, keep_order: bool = False) -> pd.DataFrame:
     """The long table from columns (lists, arrays or a DataFrame) with the dtypes every path shares
-    (see the module's docstring). ``keep_order`` keeps the hidden :data:`ORDER_COLUMNS`."""
+    (see the module's docstring). ``keep_order`` keeps the hidden :data:`ORDER_COLUMNS`.
+    """
     import numpy as np
     import pandas as pd
 
@@ -179,7 +181,8 @@ def append_typed(first: pd.DataFrame, then: pd.DataFrame) -> pd.DataFrame:
     """Two typed long tables one after the other, typed as :func:`typed_scores` types the whole:
     the key columns' categories are the sorted union of both; a text column is text where either
     holds some (``None`` becomes missing text), all ``None`` where neither does. Codes, numbers
-    and text are concatenated, not converted from Python objects again."""
+    and text are concatenated, not converted from Python objects again.
+    """
     import numpy as np
     import pandas as pd
     from pandas.api.types import is_object_dtype
@@ -207,8 +210,10 @@ def append_typed(first: pd.DataFrame, then: pd.DataFrame) -> pd.DataFrame:
 
 def _append_categorical(a: pd.Categorical, b: pd.Categorical) -> pd.Categorical:
     """``a`` then ``b`` (both with sorted categories), with the sorted union of their categories.
-    ``a``'s codes are kept when ``b`` brings no new category (names, models, metrics) and shifted
-    once when it does (keys)."""
+
+    ``a``'s codes are kept when ``b`` brings no new category (names, models, metrics) and shifted once when it does
+    (keys).
+    """
     import numpy as np
     import pandas as pd
 

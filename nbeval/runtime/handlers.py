@@ -42,7 +42,8 @@ REFUSED_STATUSES = frozenset({401, 403, 404})
 
 def refused(value: Any) -> bool:
     """Whether an answer's ``value`` is a judge call the endpoint refused (:data:`REFUSED_STATUSES`):
-    asking it anything more is pointless."""
+    asking it anything more is pointless.
+    """
     return isinstance(value, ResourceError) and value.status in REFUSED_STATUSES
 
 
@@ -54,7 +55,8 @@ def model_key(model: Any) -> Any:
 class Request:
     """What every request kind derives from, so scoring code can say it yields requests
     (``Generator[Request, Any, Score]``) and the set of kinds stays open: any registered class
-    is answered, whether or not it derives from this one."""
+    is answered, whether or not it derives from this one.
+    """
 
     __slots__ = ()
 
@@ -71,7 +73,8 @@ class Answer:
 
 class RequestCancelled(ResourceError):
     """The answer to a request the run was cancelled before sending: the engine reports its row
-    as ``cancelled``, not as an error."""
+    as ``cancelled``, not as an error.
+    """
 
 
 @dataclass
@@ -92,7 +95,8 @@ class RequestHandler:
     """Answers one kind of request. Subclasses set :attr:`kind` and implement :meth:`answer`.
 
     One handler serves every run of the process: what belongs to one run (clients, loaded models,
-    memos) lives in ``resources.state(self.kind)``, made on first use."""
+    memos) lives in ``resources.state(self.kind)``, made on first use.
+    """
 
     kind: type = object
     """The request class this handler answers."""
@@ -102,7 +106,8 @@ class RequestHandler:
 
     def answer(self, resources: Resources, items: list[tuple[int, Any]], rnd: Round) -> None:
         """Answer ``items`` (position in the round, request): set ``rnd.answers[i]`` for each, a
-        :class:`ResourceError` for a request that failed. Group and deduplicate as the kind allows."""
+        :class:`ResourceError` for a request that failed. Group and deduplicate as the kind allows.
+        """
         raise NotImplementedError
 
     def placeholder(self, request: Any) -> Any:

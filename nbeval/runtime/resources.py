@@ -2,7 +2,8 @@
 of a round's requests to the handler of each kind (:mod:`nbeval.runtime.handlers`).
 
 Resources know no request kind: each kind's handler makes what it needs (a chat client, an
-embedder, a loaded model) from the settings here and keeps it in :meth:`Resources.state`."""
+embedder, a loaded model) from the settings here and keeps it in :meth:`Resources.state`.
+"""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ class Resources:
 
     ``chat_slots(concurrency)``, when given, makes the context manager each chat client takes a
     slot from before a call (a Dask worker passes a cluster-wide semaphore); by default each client
-    allows ``concurrency`` calls at once."""
+    allows ``concurrency`` calls at once.
+    """
 
     def __init__(
         self,
@@ -64,7 +66,8 @@ class Resources:
     def from_options(cls, options: RunOptions, **extra: Any) -> Self:
         """The resources a run configured by ``options`` (a :class:`~nbeval.options.RunOptions`)
         shares: its embedder, judge, device, cache, concurrency, timeout, attempts and prices;
-        ``extra`` adds or replaces constructor keywords (``batch=``, ``chat_slots=``, a subclass's own)."""
+        ``extra`` adds or replaces constructor keywords (``batch=``, ``chat_slots=``, a subclass's own).
+        """
         from nbeval.options import RESOURCE_OPTIONS
 
         keywords: dict[str, Any] = {name: getattr(options, name) for name in RESOURCE_OPTIONS}
@@ -73,7 +76,8 @@ class Resources:
 
     def state(self, kind: Any) -> dict[Any, Any]:
         """The run's store for request kind ``kind`` (its class): a dict its handler keeps what it
-        made in (clients by model, vectors by text), empty at first and kept for the run."""
+        made in (clients by model, vectors by text), empty at first and kept for the run.
+        """
         with self.lock:
             return self._state.setdefault(kind, {})
 
@@ -91,7 +95,8 @@ class Resources:
         ``on_answer(index, answer)`` is called once per request as its answer is ready (a batch of
         embeddings, pair scores or local-model outputs at once, each judge reply as it arrives).
         ``cancel``: once it says so, no new judge call starts; the requests not sent are answered
-        with :class:`~nbeval.runtime.handlers.RequestCancelled`."""
+        with :class:`~nbeval.runtime.handlers.RequestCancelled`.
+        """
         answers: list[Any] = [None] * len(requests)
         warnings: list[list[str]] = [[] for _ in requests]
 

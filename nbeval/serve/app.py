@@ -148,7 +148,6 @@ def create_app(  # noqa: C901
     embedder when ``embedder`` is not given); without it they are refused, so no request makes
     the server load or download a model.
     """
-
     retriever_fn = load_callable(retriever, RETRIEVER_GROUP, "retriever") if isinstance(retriever, str) else retriever
     documents_fn = (
         load_callable(documents, DOCUMENTS_GROUP, "documents function") if isinstance(documents, str) else documents
@@ -268,9 +267,10 @@ def create_app(  # noqa: C901
         },
     )
     async def start_evaluation(req: EvaluationRequest) -> JSONResponse:
-        """Evaluate ``data`` or ``lab`` with ``evaluators``. Finished runs answer 200 with
-        ``scores`` (the long table) and ``leaderboards``; others 202 with the job to poll."""
+        """Evaluate ``data`` or ``lab`` with ``evaluators``.
 
+        Finished runs answer 200 with ``scores`` (the long table) and ``leaderboards``; others 202 with the job to poll.
+        """
         specs = [e if isinstance(e, str) else (e.id, e.params) for e in req.evaluators]
         refused = refusals(specs, len(req.data) if req.data is not None else None)
         if refused is not None:
@@ -315,7 +315,8 @@ def create_app(  # noqa: C901
         ),
     ) -> Any:
         """A job's status and progress (``done`` of ``total`` scores); its result once finished:
-        ``leaderboards`` and a page of ``scores`` (``scores_page.next`` is the next page)."""
+        ``leaderboards`` and a page of ``scores`` (``scores_page.next`` is the next page).
+        """
         found = _job_or_404(job_id)
         return shown(found, offset, limit) if isinstance(found, Job) else found
 
@@ -345,7 +346,8 @@ def create_app(  # noqa: C901
     @api.post(DBGPT_PATH, tags=["DB-GPT"])
     async def dbgpt_evaluation(req: DbgptRequest) -> JSONResponse:
         """DB-GPT's evaluation request (``scene_key``, ``scene_value``, ``context``,
-        ``evaluate_metrics``, ``datasets``), answered in DB-GPT's envelope."""
+        ``evaluate_metrics``, ``datasets``), answered in DB-GPT's envelope.
+        """
         try:
             errors = request_errors(
                 dbgpt_evaluators(req),

@@ -37,7 +37,8 @@ def _no_constant(name: str) -> Any:
 
 def strict_json(body: bytes) -> Any:
     """``body`` parsed as JSON proper: ``NaN``, ``Infinity`` and ``-Infinity`` (which Python's
-    parser takes) raise :class:`json.JSONDecodeError`, as any other syntax error."""
+    parser takes) raise :class:`json.JSONDecodeError`, as any other syntax error.
+    """
     text = body.decode("utf-8") if isinstance(body, bytes) else body
     try:
         return json.loads(text, parse_constant=_no_constant)
@@ -59,7 +60,8 @@ class _StrictJSONRequest(Request):
 
 class StrictJSONRoute(APIRoute):
     """A route whose JSON body is parsed strictly (:func:`strict_json`): ``NaN`` or ``Infinity``
-    in a request is refused with 422, like any other invalid JSON."""
+    in a request is refused with 422, like any other invalid JSON.
+    """
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         """FastAPI's handler for the route, given a request whose JSON body refuses ``NaN`` and ``Infinity``."""
@@ -130,8 +132,8 @@ class EvaluationRequest(BaseModel):
         return self
 
     def evaluator_specs(self) -> list[Any]:
-        """The requested evaluators as :func:`nbeval.evaluate` takes them: an id, or a dict of an id and its
-        parameters."""
+        """The requested evaluators as :func:`nbeval.evaluate` takes them: an id, or a dict of an id and its parameters.
+        """
         return [e if isinstance(e, str) else {"id": e.id, **e.params} for e in self.evaluators]
 
 
@@ -154,7 +156,8 @@ def request_errors(
     specs: list[Any], *, max_tokens: int, has_embedder: bool, allow_models: bool
 ) -> list[tuple[str, str]]:
     """What a request's evaluators may not do (:mod:`nbeval.serve.policy`), as ``(field, message)``;
-    ``specs`` are ids or ``(id, params)`` pairs."""
+    ``specs`` are ids or ``(id, params)`` pairs.
+    """
     from nbeval.evaluators.registry import get_spec
 
     errors = []

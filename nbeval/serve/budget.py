@@ -38,8 +38,10 @@ DEFAULT_MAX_JUDGE_CALLS = 10_000
 def planned_judge_calls(
     planned: Iterable[tuple[Evaluator, list[Row]]], *, stop_after: int | None = None
 ) -> dict[str, int]:
-    """Per evaluator name (judge evaluators only), the chat calls its rows would make. With
-    ``stop_after``, counting stops once the total passes it: the counts are then a lower bound."""
+    """Per evaluator name (judge evaluators only), the chat calls its rows would make.
+
+    With ``stop_after``, counting stops once the total passes it: the counts are then a lower bound.
+    """
     from nbeval.engine import planned_requests
 
     counts: dict[str, int] = {}
@@ -58,7 +60,8 @@ def planned_judge_calls(
 
 def check_judge_calls(planned: Iterable[tuple[Evaluator, list[Row]]], max_calls: int) -> None:
     """Raise :class:`~nbeval.errors.DataError` when the rows ``planned`` per evaluator would make
-    more than ``max_calls`` judge calls; the message gives the count per evaluator."""
+    more than ``max_calls`` judge calls; the message gives the count per evaluator.
+    """
     # counting on to twice the limit tells a request just over it from one far over, at bounded cost
     counts = planned_judge_calls(planned, stop_after=2 * max_calls)
     total = sum(counts.values())
@@ -79,7 +82,8 @@ def check_judge_calls(planned: Iterable[tuple[Evaluator, list[Row]]], max_calls:
 class BoundedResources(Resources):
     """A run's :class:`~nbeval.runtime.Resources` that answer at most ``max_calls`` chat requests
     (judge calls, cached ones included, as the plan counts them); each one past it is answered
-    with a :class:`~nbeval.errors.ResourceError` saying the request's budget is spent."""
+    with a :class:`~nbeval.errors.ResourceError` saying the request's budget is spent.
+    """
 
     def __init__(self, max_calls: int, **options: Any) -> None:
         super().__init__(**options)

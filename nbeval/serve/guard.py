@@ -81,7 +81,8 @@ def is_loopback(host: str) -> bool:
 
 def loopback_host(host: bytes | None) -> bool:
     """Whether a ``Host`` header names this machine: ``localhost``, a ``127.0.0.0/8`` address or
-    ``[::1]``, with or without a port."""
+    ``[::1]``, with or without a port.
+    """
     if not host:
         return False
     try:
@@ -101,7 +102,8 @@ def loopback_host(host: bytes | None) -> bool:
 
 def cookie_value(token: str) -> str:
     """The docs cookie's value for ``token``: an HMAC of a fixed label under it, so the cookie
-    opens this service's routes but is not the token itself."""
+    opens this service's routes but is not the token itself.
+    """
     return hmac.new(token.encode(), b"nbeval docs sign-in", hashlib.sha256).hexdigest()
 
 
@@ -126,7 +128,8 @@ def _cookie(scope: _Scope, wanted: str) -> bytes | None:
 
 def secure_channel(scope: _Scope) -> bool:
     """Whether the request came over https or from this machine (a loopback client address):
-    where the docs' sign-in takes a token and its cookie counts."""
+    where the docs' sign-in takes a token and its cookie counts.
+    """
     if scope.get("scheme") == "https":
         return True
     client = scope.get("client")
@@ -134,8 +137,7 @@ def secure_channel(scope: _Scope) -> bool:
 
 
 def same_origin(scope: _Scope) -> bool:
-    """Whether the request's ``Origin`` is the service's own (its scheme and ``Host``); ``False``
-    when it sends none."""
+    """Whether the request's ``Origin`` is the service's own (its scheme and ``Host``); ``False`` when it sends none."""
     origin, host = _header(scope, b"origin"), _header(scope, b"host")
     if not origin or not host:
         return False
@@ -158,7 +160,8 @@ async def _reply(send: _Send, status: int, body: dict[str, Any], headers: tuple[
 class Guard:
     """ASGI middleware: refuse requests without ``Authorization: Bearer <token>`` or the docs'
     cookie (401, with ``WWW-Authenticate: Bearer``) unless ``token`` is ``None`` (authentication
-    off), and bodies over ``max_body_bytes`` (413)."""
+    off), and bodies over ``max_body_bytes`` (413).
+    """
 
     def __init__(self, app: _ASGIApp, *, token: str | None, max_body_bytes: int) -> None:
         self.app = app

@@ -48,7 +48,8 @@ APP_GROUP = "nbeval.apps"
 
 def load_callable(spec: str, group: str, what: str) -> Callable[..., Any]:
     """The callable ``spec`` names: ``package.module:function`` (dots after the colon reach
-    attributes), or the name of an entry point in ``group``. ``what`` names it in errors."""
+    attributes), or the name of an entry point in ``group``. ``what`` names it in errors.
+    """
     if ":" in spec:
         module_name, _, attr = spec.partition(":")
         try:
@@ -131,7 +132,8 @@ def document_chunks(
     documents: Callable[..., Any], doc_name: str, scene_value: str | None = None
 ) -> list[dict[str, str]]:
     """Call the documents function for ``doc_name``: the document's chunks, each with its ``doc_uri``
-    set to ``doc_name`` when the function does not name one."""
+    set to ``doc_name`` when the function does not name one.
+    """
     out = normalize_chunks(_call(documents, (doc_name,), {"scene_value": scene_value}), "the documents function")
     return [{**c, "doc_uri": c.get("doc_uri", doc_name)} for c in out]
 
@@ -163,8 +165,10 @@ def _unpack(out: Any) -> tuple[str, list[dict[str, str]] | None]:
 
 
 class CallableApp:
-    """An application that is a Python function (see the module docstring); ``workers`` questions
-    are asked at once. A question whose call raises gets that error as its answer's ``error``."""
+    """An application that is a Python function (see the module docstring); ``workers`` questions are asked at once.
+
+    A question whose call raises gets that error as its answer's ``error``.
+    """
 
     def __init__(self, fn: Callable[..., Any], workers: int = 4) -> None:
         self.fn = fn
@@ -182,7 +186,8 @@ class CallableApp:
     ) -> list[AppAnswer]:
         """Ask the function each of ``queries`` (with its ``contexts`` entry, and ``top_k``, ``prompt``, ``model``
         and ``scene_value`` where it takes them), ``workers`` at a time; one answer per query, in order, with its
-        latency."""
+        latency.
+        """
         import time
 
         def one(i: int) -> AppAnswer:
@@ -205,9 +210,11 @@ class CallableApp:
 
 
 class EndpointApp:
-    """An application behind an OpenAI-compatible chat endpoint. The request's ``prompt`` is sent
-    as the system message; retrieved chunks, when there are any, go before the question. Only
-    ``api_key`` is sent to it: never the judge's key from the environment."""
+    """An application behind an OpenAI-compatible chat endpoint.
+
+    The request's ``prompt`` is sent as the system message; retrieved chunks, when there are any, go before the
+    question. Only ``api_key`` is sent to it: never the judge's key from the environment.
+    """
 
     def __init__(
         self,
@@ -235,7 +242,8 @@ class EndpointApp:
         scene_value: str | None = None,
     ) -> list[AppAnswer]:
         """Ask the OpenAI-compatible endpoint each of ``queries`` (its ``contexts`` entry put into the prompt); one
-        answer per query, in order, a failed call's answer carrying the error."""
+        answer per query, in order, a failed call's answer carrying the error.
+        """
         from nbeval.chat.client import ChatClient, ChatFailure
         from nbeval.chat.openai_chat import OpenAIChat
 

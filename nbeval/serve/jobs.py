@@ -169,7 +169,8 @@ class Job:
     ) -> dict[str, Any]:
         """The job as the API shows it; ``scores`` (the page given, from ``offset``) and
         ``leaderboards`` are ``None`` until it has a result. ``scores_page`` says where the page
-        lies and the ``next`` one (``None`` after the last)."""
+        lies and the ``next`` one (``None`` after the last).
+        """
         shown = with_result and self.has_result
         page = None
         if shown and scores is not None:
@@ -206,7 +207,8 @@ class JobStore:
     share a client's state by accident; without it they are made from ``options`` (a
     :class:`~nbeval.options.RunOptions` or a mapping; :data:`JOB_OPTIONS` apply, the others are a
     :class:`~nbeval.errors.BadParameter`: ``chunk_rows`` is this store's own keyword). Given
-    ``resources``, no run option may be set: they are the resources'."""
+    ``resources``, no run option may be set: they are the resources'.
+    """
 
     def __init__(
         self,
@@ -285,7 +287,8 @@ class JobStore:
 
     def _saved_whole(self, job: Job) -> bool:
         """Whether the job's whole result was saved before the service stopped (it died between
-        saving the result and recording the status): the job is then finished, as it was."""
+        saving the result and recording the status): the job is then finished, as it was.
+        """
         folder = self.result_folder(job.id)
         if not (folder / "result.json").is_file():
             return False
@@ -342,7 +345,8 @@ class JobStore:
     def _save_partial(self, job: Job, state: RunState) -> None:
         """Save what ``state`` has scored so far as the job's partial result (kept if the
         service dies before the job ends). The previous one is moved aside, not deleted, until
-        the new one is in place: whenever the service dies, one whole partial result is left."""
+        the new one is in place: whenever the service dies, one whole partial result is left.
+        """
         partial = self._partial_folder(job.id)
         tmp, old = self._partial_spares(job.id)
         shutil.rmtree(tmp, ignore_errors=True)
@@ -387,7 +391,8 @@ class JobStore:
         (:class:`~nbeval.errors.NbevalError` for bad data or evaluators),
         :class:`~nbeval.errors.DataError` for a run of more than ``max_scores`` scores or
         ``max_judge_calls`` planned judge calls (:mod:`~nbeval.serve.budget`), and
-        :class:`QueueFull` when ``max_queued`` jobs already wait."""
+        :class:`QueueFull` when ``max_queued`` jobs already wait.
+        """
         from nbeval.engine import plan_run
         from nbeval.errors import DataError
 
@@ -456,7 +461,8 @@ class JobStore:
 
     def shutdown(self) -> None:
         """Cancel every unfinished job and wait for the workers; jobs that have not started are
-        left as they are (``interrupted`` when a service starts on this folder again)."""
+        left as they are (``interrupted`` when a service starts on this folder again).
+        """
         self._closing = True
         for job in self.jobs():
             job.cancel.set()

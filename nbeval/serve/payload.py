@@ -14,7 +14,8 @@ __all__ = ["plain", "read_scores", "result_payload", "result_summary"]
 
 def plain(value: Any) -> Any:
     """``value`` with only JSON types left: NaN and pandas' ``<NA>`` become ``None``, numpy
-    scalars Python ones, tuples lists; dict keys become strings."""
+    scalars Python ones, tuples lists; dict keys become strings.
+    """
     if isinstance(value, dict):
         return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -31,7 +32,8 @@ def plain(value: Any) -> Any:
 def result_payload(result: EvaluationResult) -> dict[str, Any]:
     """``{"scores": [...], "leaderboards": {...}, "meta": {...}}``: one record per row of the
     long table (see :data:`~nbeval.results.result.SCORE_COLUMNS`) and, per evaluator, one record
-    per model, best first."""
+    per model, best first.
+    """
     scores = [plain(r) for r in result.scores.to_dict("records")]
     boards = {}
     for name in result.evaluators:
@@ -42,7 +44,8 @@ def result_payload(result: EvaluationResult) -> dict[str, Any]:
 
 def result_summary(result: EvaluationResult) -> dict[str, Any]:
     """What a job keeps of its result besides the folder: one leaderboard per evaluator (one
-    record per model, best first) and the run's facts."""
+    record per model, best first) and the run's facts.
+    """
     boards = {}
     for name in result.evaluators:
         table = result.leaderboard(name).reset_index()
@@ -53,7 +56,8 @@ def result_summary(result: EvaluationResult) -> dict[str, Any]:
 def read_scores(folder: str | Path, offset: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
     """Records ``offset`` to ``offset + limit`` of the long table of the result saved in
     ``folder`` (all from ``offset`` with ``limit=None``), as :func:`result_payload` gives them,
-    read without loading the rest of the result."""
+    read without loading the rest of the result.
+    """
     import pyarrow.parquet as pq
 
     path = Path(folder) / "scores.parquet"

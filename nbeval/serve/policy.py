@@ -74,7 +74,8 @@ _PYTHON_ADVICE = re.compile(r"pass [a-z_]+=\.\.\. or ")
 def error_text(exc: BaseException) -> str:
     """``exc``'s message for an HTTP client: secrets redacted, and a missing judge
     (:class:`~nbeval.errors.JudgeNotConfigured`) explained as the server's configuration
-    (:data:`SERVICE_JUDGE_HELP`) where the Python API would say ``judge=...``."""
+    (:data:`SERVICE_JUDGE_HELP`) where the Python API would say ``judge=...``.
+    """
     from nbeval.chat.secrets import redact
     from nbeval.errors import JudgeNotConfigured
 
@@ -93,7 +94,8 @@ def error_text(exc: BaseException) -> str:
 
 def lone_surrogate(value: Any) -> bool:
     """Whether ``value`` (a string, or lists and dicts of them) holds text that is not valid
-    UTF-8 once encoded: a lone surrogate code point."""
+    UTF-8 once encoded: a lone surrogate code point.
+    """
     return any(_bad(s) for s in _strings(value))
 
 
@@ -132,7 +134,8 @@ def _number_error(name: str, value: Any, kind: type, lo: float, hi: float) -> st
 def param_errors(params: Mapping[str, Any], *, max_tokens: int = DEFAULT_MAX_TOKENS) -> list[tuple[str, str]]:
     """Why a request may not set ``params`` (one evaluator's), as ``(field, message)`` pairs:
     ``judge_params`` beyond :data:`JUDGE_PARAMS` or its bounds (``max_tokens`` up to
-    ``max_tokens``), repeat counts beyond :data:`REPEAT_LIMITS`. Empty when all is well."""
+    ``max_tokens``), repeat counts beyond :data:`REPEAT_LIMITS`. Empty when all is well.
+    """
     errors: list[tuple[str, str]] = []
     jp = params.get("judge_params")
     if jp is not None:
@@ -166,7 +169,8 @@ def param_errors(params: Mapping[str, Any], *, max_tokens: int = DEFAULT_MAX_TOK
 def model_refusal(spec: Any, *, has_embedder: bool, allow_models: bool) -> str | None:
     """Why the service will not run the evaluator ``spec`` (``None``: it may): one that loads a
     local model needs ``allow_models``; one that needs an embedder needs the server's own
-    (``embedder=``) or ``allow_models``, so no request makes the server load or download a model."""
+    (``embedder=``) or ``allow_models``, so no request makes the server load or download a model.
+    """
     resources = set(getattr(spec, "resources", ()))
     if allow_models:
         return None

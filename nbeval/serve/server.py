@@ -57,7 +57,8 @@ MAX_HEADER_BYTES = 64 * 1024
 def auth_token(host: str, token: str | None, no_auth: bool) -> str | None:
     """The token the service requires (``None``: no authentication), or an error saying what to give.
 
-    ``token`` falls back to ``NBEVAL_SERVE_TOKEN``."""
+    ``token`` falls back to ``NBEVAL_SERVE_TOKEN``.
+    """
     token = token if token is not None else os.environ.get(TOKEN_ENV) or None
     if token is not None and not token.strip():
         raise NbevalError("the token is empty; give a long random string (e.g. from `openssl rand -hex 32`)")
@@ -91,7 +92,8 @@ def uvicorn_config(
 ) -> dict[str, Any]:
     """The settings of ``uvicorn.Config`` (or ``uvicorn.run``) that bound connections, as the
     service runs with them (see the module's description); ``open_files``: the process's limit
-    on open files (default: its soft ``RLIMIT_NOFILE``), which may lower ``limit_concurrency``."""
+    on open files (default: its soft ``RLIMIT_NOFILE``), which may lower ``limit_concurrency``.
+    """
     limit, cap, backlog = connection_bounds(limit_concurrency, open_files or open_file_limit())
     return {
         "server_header": False,
@@ -119,7 +121,8 @@ def serve(
 ) -> None:
     """Check the authentication rule (:func:`auth_token`), build the app
     (:func:`nbeval.serve.app.create_app` with ``app_options``) and serve it until interrupted,
-    with the connection bounds of :func:`uvicorn_config`."""
+    with the connection bounds of :func:`uvicorn_config`.
+    """
     required = auth_token(host, token, no_auth)  # refuse before anything is loaded
     try:
         import uvicorn

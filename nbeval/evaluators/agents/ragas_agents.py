@@ -1,5 +1,4 @@
-"""ragas's agent metrics on a row's conversation: tool-call accuracy and F1, goal accuracy, topic
-adherence.
+"""ragas's agent metrics on a row's conversation: tool-call accuracy and F1, goal accuracy, topic adherence.
 
 Every number is the value ragas 0.4's own ``ascore`` returns. The two tool-call metrics are rules
 (no model); the two others ask the judge, through the RAGAS family's bridge like every ragas
@@ -56,7 +55,8 @@ BROKEN_ARGUMENTS = "<arguments that are not a JSON object>"
 def ragas_messages(messages: Sequence[Mapping[str, Any]], *, note_system: bool = True) -> tuple[list[Any], list[str]]:
     """A row's ``messages`` (OpenAI chat format) as ragas's ``HumanMessage``, ``AIMessage`` and
     ``ToolMessage`` objects, and notes on what could not be said as it was (see the module doc);
-    ``note_system=False`` leaves out the notes on system messages (where they change nothing)."""
+    ``note_system=False`` leaves out the notes on system messages (where they change nothing).
+    """
     from ragas.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
 
     out: list[Any] = []
@@ -124,7 +124,8 @@ def _call_json(call: Any) -> dict[str, Any]:
 
 def _run_without_model(ev: Evaluator, coro: Any) -> Any:
     """What ragas's rule-based ``ascore`` coroutine returns, stepped by the bridge; a model call
-    asked for is an error (these metrics make none)."""
+    asked for is an error (these metrics make none).
+    """
     bridge = ragas_modules(ev.spec.id)[1]
     steps = bridge.Session(judge=None, judge_params={}, embedder=None, attempts=1).drive(coro)
     # ragas warns on every row whose calls differ in number from the expected ones; the rationale
@@ -172,7 +173,8 @@ class _ToolCallMetric(Evaluator):
 @register
 class ToolCallAccuracyEvaluator(_ToolCallMetric):
     """``tool_call_accuracy``: how well the tool calls made match the expected ones, call by call (no judge; ragas's
-    metric)."""
+    metric).
+    """
 
     spec = EvaluatorSpec(
         id="tool_call_accuracy",
@@ -272,7 +274,8 @@ def _argument_verdict(ref: Mapping[str, Any], pred: Mapping[str, Any]) -> str:
 @register
 class ToolCallF1Evaluator(_ToolCallMetric):
     """``tool_call_f1``: the F1 of the tool calls made against the expected ones, taken as sets (no judge; ragas's
-    metric)."""
+    metric).
+    """
 
     spec = EvaluatorSpec(
         id="tool_call_f1",
@@ -338,8 +341,8 @@ class _ConversationJudge(SingleMetric):
 
 @register
 class AgentGoalAccuracyEvaluator(_ConversationJudge):
-    """``agent_goal_accuracy``: whether the conversation reached the user's goal, as a judge decides (ragas's
-    metric)."""
+    """``agent_goal_accuracy``: whether the conversation reached the user's goal, as a judge decides (ragas's metric).
+    """
 
     spec = EvaluatorSpec(
         id="agent_goal_accuracy",
@@ -396,7 +399,8 @@ class AgentGoalAccuracyEvaluator(_ConversationJudge):
 @register
 class TopicAdherenceEvaluator(_ConversationJudge):
     """``topic_adherence``: whether the assistant answers the topics it should and refuses the others, as a judge
-    decides (ragas's metric)."""
+    decides (ragas's metric).
+    """
 
     spec = EvaluatorSpec(
         id="topic_adherence",
@@ -451,8 +455,7 @@ class TopicAdherenceEvaluator(_ConversationJudge):
 
 
 def _topic_table(steps: Sequence[Mapping[str, Any]]) -> str | None:
-    """Each topic with the judge's two verdicts on it, as ragas counts them; ``None`` unless every
-    step was answered."""
+    """Each topic with the judge's two verdicts on it, as ragas counts them; ``None`` unless every step was answered."""
     outputs: dict[str, list[Any]] = {}
     for step in steps:
         if step.get("output") is None:

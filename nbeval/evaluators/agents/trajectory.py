@@ -44,7 +44,8 @@ _STEP_LINE = re.compile(r"(?im)^[^\w\n]*failed[ _]step[^\w\n]*[:=][^\S\n]*(\d+|n
 
 def parse_failed_step(text: str, n_messages: int) -> Parsed:
     """The message number a reply names as the first that went wrong (JSON ``failed_step``, or a line
-    ``failed_step: 4``); ``None`` when it names none. A number outside the conversation is a failure."""
+    ``failed_step: 4``); ``None`` when it names none. A number outside the conversation is a failure.
+    """
     obj = find_json(text)
     given: Any = None
     if isinstance(obj, Mapping):
@@ -85,7 +86,8 @@ def describe_step(messages: Sequence[dict[str, Any]], number: int) -> str:
 
 def _reference(calls: Sequence[dict[str, Any]] | None) -> str:
     """The reference calls, numbered; "" when none were given (the block is left out) and
-    :data:`NO_CALL_EXPECTED` for ``[]``, where the reference is that no tool should be called."""
+    :data:`NO_CALL_EXPECTED` for ``[]``, where the reference is that no tool should be called.
+    """
     if calls is None:
         return ""
     if not calls:
@@ -131,7 +133,8 @@ class TrajectoryJudge(JudgeEvaluator):
 
     def _prompt_for(self, values: Mapping[str, str]) -> JudgePrompt:
         """The prompt without the blocks this row has nothing for (an empty <guidelines> block would
-        leave the judge unsure which criteria apply)."""
+        leave the judge unsure which criteria apply).
+        """
         if self.prompt.template is not None:
             return self.prompt
         shown = tuple((f, t) for f, t in self.prompt.inputs if f not in _OPTIONAL or values.get(f))

@@ -57,7 +57,8 @@ def transcript(messages: Sequence[dict[str, Any]], start: int = 1, stop: int | N
     """Messages ``start`` to ``stop`` (1-based, inclusive; default: to the end) as numbered blocks.
 
     Tool calls are shown with their arguments, tool results with the tool they answer (looked up
-    over the whole conversation, so a window that starts after the call still names it)."""
+    over the whole conversation, so a window that starts after the call still names it).
+    """
     names = {c.get("id"): c["function"]["name"] for c in tool_calls_made(messages) if c.get("id")}
     last = len(messages) if stop is None else stop
     blocks = []
@@ -95,7 +96,8 @@ class TurnVerdict:
 
     def as_details(self) -> dict[str, Any]:
         """The verdict as a dict for a score's details: the message (or intention) judged, yes/no, the reason and any
-        error."""
+        error.
+        """
         word = None if self.ok is None else ("yes" if self.ok else "no")
         out: dict[str, Any] = {"message": self.message} if self.message is not None else {"intention": self.intention}
         out.update({"verdict": word, "reason": self.reason})
@@ -137,7 +139,8 @@ def _reason(item: Mapping[str, Any]) -> str:
 
 def _entries(raw: str, keys: Sequence[str]) -> list[Any] | None:
     """The list of entries a reply gives: under one of ``keys`` of its JSON object, or the JSON list
-    it is; ``None`` when there is none."""
+    it is; ``None`` when there is none.
+    """
     obj = find_json(raw)
     if isinstance(obj, list):
         return obj
@@ -156,7 +159,8 @@ def parse_turn_verdicts(text: str | None, asked: Sequence[int], verdict_key: str
     ``Parsed.value`` maps each asked number to ``(passed, reason)``. A reply that leaves out a
     message asked about, gives one message two different verdicts, or has an entry whose number or
     verdict cannot be read is a failure: a verdict is never guessed. Entries for messages not asked
-    about are ignored."""
+    about are ignored.
+    """
     raw = text or ""
     if not raw.strip():
         return Parsed(None, raw, "the judge's reply is empty")
@@ -187,7 +191,8 @@ def parse_turn_verdicts(text: str | None, asked: Sequence[int], verdict_key: str
 def parse_intentions(text: str | None) -> Parsed:
     """The user's intentions and whether each was met, from ``{"intentions": [{"intention": "...",
     "reason": "...", "met": "yes"}, ...]}``. ``Parsed.value`` is a list of ``(intention, met,
-    reason)``. An empty list, or an entry without its intention or a yes/no, is a failure."""
+    reason)``. An empty list, or an entry without its intention or a yes/no, is a failure.
+    """
     raw = text or ""
     if not raw.strip():
         return Parsed(None, raw, "the judge's reply is empty")
@@ -230,7 +235,8 @@ def share_score(
     "relevant" and "not relevant"); ``details[key]`` keeps every verdict with its reason. Parts that
     could not be judged leave the share to the others, with an error counting them; when none could,
     the row has no value: ``parse_failure`` when some reply came back unreadable, else the calls'
-    error (a failed call is an error, never a 0)."""
+    error (a failed call is an error, never a 0).
+    """
     judged = [v for v in verdicts if v.ok is not None]
     unjudged = [v for v in verdicts if v.ok is None]
     extra: dict[str, Any] = {**(details or {}), key: [v.as_details() for v in verdicts]}
@@ -263,7 +269,8 @@ def unread_score(
     metric: str, parsed: Parsed, replies: Sequence[Any], details: Mapping[str, Any] | None = None
 ) -> Score:
     """The row of a judge whose one reply could not be read: no value (never a 0), label
-    ``parse_failure``, the raw reply as the rationale and why it could not be read as the error."""
+    ``parse_failure``, the raw reply as the rationale and why it could not be read as the error.
+    """
     return Score(
         {metric: None},
         rationale=parsed.rationale,

@@ -105,7 +105,8 @@ class Classification(Evaluator):
 def confusion(pairs: Sequence[tuple[str, str]], labels: Sequence[str] | None = None) -> list[list[int]]:
     """The confusion matrix of ``(expected, predicted)`` pairs: ``matrix[i][j]`` counts rows
     whose expected class is ``labels[i]`` and predicted class ``labels[j]`` (``labels``: every
-    class seen, sorted, when not given)."""
+    class seen, sorted, when not given).
+    """
     if labels is None:
         labels = sorted({c for pair in pairs for c in pair})
     index = {c: i for i, c in enumerate(labels)}
@@ -123,7 +124,8 @@ def macro_scores(
     pairs: Sequence[tuple[str, str]], labels: Sequence[str]
 ) -> tuple[float, float, float, dict[str, dict[str, Any]]]:
     """Macro precision, recall and F1 of ``(expected, predicted)`` pairs over ``labels``, and
-    the per-class figures (``tp``, ``support``, ``precision``, ``recall``, ``f1``)."""
+    the per-class figures (``tp``, ``support``, ``precision``, ``recall``, ``f1``).
+    """
     tp: Counter[str] = Counter(t for t, p in pairs if t == p)
     actual: Counter[str] = Counter(t for t, _ in pairs)
     predicted: Counter[str] = Counter(p for _, p in pairs)

@@ -75,7 +75,8 @@ def _chunk_texts(row: Row) -> list[str]:
 
 def redact(text: str, findings: Sequence[Finding]) -> str:
     """``text`` with every finding's span replaced by ``[kind]``; overlapping findings (personal
-    data inside a secret) are hidden together, under the first one's kind."""
+    data inside a secret) are hidden together, under the first one's kind.
+    """
     out, pos = [], 0
     for f in sorted(findings, key=lambda f: (f.start, -f.end)):
         if f.start < pos:
@@ -142,7 +143,8 @@ _IN_CONTEXT_TOO = Param(
 class PiiLeakage(_DetectorLeakage):
     """Personal data: e-mail addresses, card numbers, SSNs, phone numbers, IBANs, IP addresses
     and national identifiers, limited to the ``kinds`` parameter; ``regions`` are the countries
-    whose national phone formats are searched."""
+    whose national phone formats are searched.
+    """
 
     spec = EvaluatorSpec(
         id="pii_leakage",
@@ -207,7 +209,8 @@ class PiiLeakage(_DetectorLeakage):
 @register
 class SensitiveDataLeakage(_DetectorLeakage):
     """Secrets: PEM keys and certificates, API keys and tokens, JWTs, product activation keys,
-    passwords in URLs and assignments, limited to the ``kinds`` parameter."""
+    passwords in URLs and assignments, limited to the ``kinds`` parameter.
+    """
 
     spec = EvaluatorSpec(
         id="sensitive_data_leakage",
@@ -252,7 +255,8 @@ class SensitiveDataLeakage(_DetectorLeakage):
 
 def encoding_categories(categories: Iterable[str]) -> list[str]:
     """The categories that mark an encoding perturbation: ``encoding:base64``,
-    ``perturbed_by:Base16Perturbator:0.5``, a bare ``hex``... (each must name an encoding)."""
+    ``perturbed_by:Base16Perturbator:0.5``, a bare ``hex``... (each must name an encoding).
+    """
     out = []
     for c in categories:
         c = str(c)
@@ -287,7 +291,8 @@ class EncodingGuardrail(Evaluator):
     (or, without one, the PII and secret checks). A secret in the decoded answer (an API key,
     a password in a URL...) fails the row whatever its condition says: decoding an answer that
     hands out a credential is the leak this guardrail is for. The rationale shows the start of
-    the decoded text, with any personal data or secret in it replaced by its kind."""
+    the decoded text, with any personal data or secret in it replaced by its kind.
+    """
 
     spec = EvaluatorSpec(
         id="encoding_guardrail",

@@ -62,7 +62,8 @@ class _TokenCache:
 
     def tokenize(self, text: str) -> list[str]:
         """The tokens of ``text``, from the cache when it was tokenized lately (the oldest entry goes when the cache
-        is full)."""
+        is full).
+        """
         memo = self._memo
         tokens = memo.get(text)
         if tokens is None:
@@ -81,7 +82,8 @@ class _TokenCache:
 class ExactMatch(Evaluator):
     """1.0 when the answer is the expected output character for character (case and white
     space count), or when both are the same number (``1`` and ``1.0``, see
-    :func:`~nbeval.data.fields.label_text`), else 0.0; the rationale points at the first difference."""
+    :func:`~nbeval.data.fields.label_text`), else 0.0; the rationale points at the first difference.
+    """
 
     spec = EvaluatorSpec(
         id="exact_match",
@@ -94,7 +96,8 @@ class ExactMatch(Evaluator):
 
     def score(self, row: Row) -> Score:
         """1 when the answer equals the expected output (exactly, or as the same label), else 0 with the first
-        difference as the rationale."""
+        difference as the rationale.
+        """
         expected, answer = row.expected_output or "", row.actual_output or ""
         if answer == expected or label_text(answer) == label_text(expected):
             return Score({"score": 1.0})
@@ -103,7 +106,8 @@ class ExactMatch(Evaluator):
 
 def _first_difference(expected: str, answer: str) -> str:
     """Where the answer first departs from the expected output, in words: the character, or which text goes on past
-    the other's end."""
+    the other's end.
+    """
     pairs = enumerate(zip(expected, answer, strict=False))  # up to the shorter text's end
     i = next((k for k, (a, b) in pairs if a != b), min(len(expected), len(answer)))
     if i == len(answer):
@@ -116,7 +120,8 @@ def _first_difference(expected: str, answer: str) -> str:
 @register
 class RegexMatch(Evaluator):
     """1.0 when ``pattern`` is found anywhere in the answer (Python regular-expression search,
-    bounded in time), else 0.0; the rationale quotes the match."""
+    bounded in time), else 0.0; the rationale quotes the match.
+    """
 
     spec = EvaluatorSpec(
         id="regex_match",
@@ -158,7 +163,8 @@ class RegexMatch(Evaluator):
 
     def score(self, row: Row) -> Score:
         """1 when the pattern matches the answer (the match as the rationale), 0 when it does not; no value when the
-        search runs out of time."""
+        search runs out of time.
+        """
         from nbeval.data.patterns import search
 
         answer = row.actual_output or ""
@@ -227,7 +233,8 @@ class Looping(Evaluator):
 
     def score(self, row: Row) -> Score:
         """How much the answer repeats itself: the share of its sentences that are unique and the longest repeated
-        stretch of its text."""
+        stretch of its text.
+        """
         from nbeval.data.text import split_sentences
 
         text = row.actual_output or ""
@@ -290,8 +297,8 @@ def longest_repeat(text: str) -> tuple[int, int, int]:
     import numpy as np
 
     def dense_rank(key: Any) -> tuple[Any, int]:
-        """Each entry of ``key`` replaced by its rank among the distinct values, and how many distinct values there
-        are."""
+        """Each entry of ``key`` replaced by its rank among the distinct values, and how many distinct values there are.
+        """
         order = np.argsort(key, kind="stable")
         ks = key[order]
         steps = np.empty(len(key), dtype=np.int64)
@@ -375,7 +382,8 @@ class _MemoStemmer:
 
 class _RougeTokens:
     """``rouge-score``'s default tokenisation with stemming (lower-case, ASCII letters and
-    digits, Porter stems of words over 3 characters), memoised per text and per word."""
+    digits, Porter stems of words over 3 characters), memoised per text and per word.
+    """
 
     def __init__(self) -> None:
         from rouge_score import tokenize
@@ -397,7 +405,8 @@ class Bleu(Evaluator):
     """Sentence BLEU-1..4 from NLTK (cumulative uniform weights, smoothing method 1) of the
     answer against the expected output, both tokenised with NLTK's Treebank word tokenizer on
     the raw text (no lower-casing, no data download). An answer with no token in common with the
-    expected output (the empty answer among them) scores 0 on all four, as NLTK defines it."""
+    expected output (the empty answer among them) scores 0 on all four, as NLTK defines it.
+    """
 
     spec = EvaluatorSpec(
         id="bleu",
@@ -448,7 +457,8 @@ class Rouge(Evaluator):
     primary metric) is the longest common subsequence of the two texts taken as one sequence of
     words; ``rouge_lsum`` (``rougeLsum``) splits both texts into sentences at newlines and takes the
     union LCS of each reference sentence against every answer sentence: the summary-level ROUGE-L
-    of ROUGE-1.5.5 and of summarisation papers. On one-line texts the two are equal."""
+    of ROUGE-1.5.5 and of summarisation papers. On one-line texts the two are equal.
+    """
 
     spec = EvaluatorSpec(
         id="rouge",

@@ -45,7 +45,8 @@ class UncheckableRow(Exception):
     """A row's condition could not be applied (malformed, or a search ran out of time).
 
     ``label`` is what happened, one of :data:`~nbeval.evaluators.base.UNRATED_LABELS`:
-    ``timed_out`` or ``unchecked``."""
+    ``timed_out`` or ``unchecked``.
+    """
 
     def __init__(self, message: str, label: str = "unchecked") -> None:
         super().__init__(message)
@@ -54,7 +55,8 @@ class UncheckableRow(Exception):
 
 def context_text(row: Row) -> str | None:
     """The row's retrieved chunks joined with :data:`CONTEXT_JOINER` (``None`` when there is no
-    chunk with text; a chunk given only by its document name has nothing to check)."""
+    chunk with text; a chunk given only by its document name has nothing to check).
+    """
     texts = [c.content for c in row.context if c.content is not None]
     return CONTEXT_JOINER.join(texts) if texts else None
 
@@ -69,7 +71,8 @@ def row_condition(row: Row) -> Condition | None:
 
 def check_condition(condition: Condition, text: str, what: str) -> tuple[bool, str]:
     """``(satisfied, explanation)`` of ``condition`` on ``text``; ``what`` names the text
-    (``answer``, ``context``) in the error raised when a search runs out of time."""
+    (``answer``, ``context``) in the error raised when a search runs out of time.
+    """
     try:
         return condition.check(text, timeout=SEARCH_TIMEOUT)
     except RegexTimeout as exc:
@@ -78,14 +81,16 @@ def check_condition(condition: Condition, text: str, what: str) -> tuple[bool, s
 
 def wants_context(evaluator: Evaluator) -> bool:
     """Whether ``evaluator`` checks retrieved context (its ``evaluate_retrieved_context``
-    parameter, on by default; evaluators without the parameter always do)."""
+    parameter, on by default; evaluators without the parameter always do).
+    """
     return bool(evaluator.params.get("evaluate_retrieved_context", True))
 
 
 @register
 class TextMatching(Evaluator):
     """Pass when the answer satisfies the condition and, where the row has retrieved context,
-    the joined context satisfies it too. The rationale says which operands were found."""
+    the joined context satisfies it too. The rationale says which operands were found.
+    """
 
     spec = EvaluatorSpec(
         id="text_matching",

@@ -1,5 +1,6 @@
-"""Retrieval evaluators that compare retrieved chunks with the expected ones: hit rate, MRR and
-document recall. No model is involved.
+"""Retrieval evaluators that compare retrieved chunks with the expected ones: hit rate, MRR and document recall.
+
+No model is involved.
 
 A retrieved chunk *matches* an expected one when both carry a ``doc_uri`` and the two are
 equal; otherwise when their texts (:attr:`Chunk.text`: the content, else the document name) are
@@ -52,7 +53,8 @@ def chunks_match(retrieved: Chunk, expected: Chunk) -> bool:
 
 def first_match_rank(retrieved: Sequence[Chunk], expected: Sequence[Chunk], top_k: int = 0) -> int | None:
     """The 1-based rank of the first of the first ``top_k`` retrieved chunks (all when 0) that
-    matches an expected chunk, or ``None``."""
+    matches an expected chunk, or ``None``.
+    """
     window = retrieved[:top_k] if top_k else retrieved
     # Fast paths for the usual shapes: all chunks with documents, or all without.
     uris = {e.doc_uri for e in expected if e.doc_uri is not None}
@@ -68,7 +70,8 @@ def first_match_rank(retrieved: Sequence[Chunk], expected: Sequence[Chunk], top_
 
 def rank_documents(retrieved: Sequence[Chunk]) -> list[list[Chunk]]:
     """``retrieved`` grouped into documents in the order each first appears: one list of chunks
-    per document (chunks with the same ``doc_uri``; a chunk without one is a document of its own)."""
+    per document (chunks with the same ``doc_uri``; a chunk without one is a document of its own).
+    """
     groups: dict[object, list[Chunk]] = {}
     for i, chunk in enumerate(retrieved):
         groups.setdefault(chunk.doc_uri if chunk.doc_uri is not None else i, []).append(chunk)
@@ -138,7 +141,8 @@ _TOP_K = Param("top_k", int, 0, "only the first top_k retrieved chunks count (0:
 @register
 class RetrieverHitRate(_RankedRetrieval):
     """1 when an expected chunk is among the first ``top_k`` retrieved (chunks, or documents with
-    ``unit="document"``), else 0."""
+    ``unit="document"``), else 0.
+    """
 
     spec = EvaluatorSpec(
         id="retriever_hit_rate",
@@ -167,7 +171,9 @@ class RetrieverHitRate(_RankedRetrieval):
 @register
 class RetrieverMRR(_RankedRetrieval):
     """1 / rank of the first retrieved chunk (within ``top_k``) matching an expected one; 0 if none.
-    With ``unit="document"`` ranks count documents (see the module docstring)."""
+
+    With ``unit="document"`` ranks count documents (see the module docstring).
+    """
 
     spec = EvaluatorSpec(
         id="retriever_mrr",
@@ -194,8 +200,9 @@ class RetrieverMRR(_RankedRetrieval):
 
 @register
 class DocumentRecall(Evaluator):
-    """Share of the expected documents (distinct ``doc_uri``) found among the retrieved chunks'
-    documents. How many chunks were retrieved does not matter.
+    """Share of the expected documents (distinct ``doc_uri``) found among the retrieved chunks' documents.
+
+    How many chunks were retrieved does not matter.
 
     It compares documents, so a row is skipped (with the reason) when its expected context names
     no document, or when no retrieved chunk names one: scoring such a row 0 would blame the

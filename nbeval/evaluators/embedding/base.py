@@ -1,5 +1,6 @@
 """The base of the embedding evaluators: the :class:`~nbeval.evaluators.base.Embed` request for an
-evaluator's embedder (its ``embedder=`` parameter), and the texts of a row's chunks."""
+evaluator's embedder (its ``embedder=`` parameter), and the texts of a row's chunks.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """Embedding evaluators of a text's structure: a procedure's steps aligned with the context's
 (``step_alignment``, see :mod:`.steps`) and the spread of a summary over its source
-(``summarization_completeness``, see :mod:`.geometry`)."""
+(``summarization_completeness``, see :mod:`.geometry`).
+"""
 
 from __future__ import annotations
 

@@ -38,7 +38,8 @@ def rating_reply(passed: bool) -> str:
 def verdict_reply(passed: bool, choices: Mapping[str, bool], output_format: str, template: str | None) -> str | None:
     """A verdict judge's reply carrying a person's verdict: ``Reason: ...`` and ``Verdict: <word>``,
     or the word alone for a template that asks for one word; ``None`` when ``choices`` (word to
-    "the row passes") do not name both a passing and a failing word."""
+    "the row passes") do not name both a passing and a failing word.
+    """
     if set(choices.values()) != {True, False}:
         return None
     word = next(w for w, ok in choices.items() if ok is passed)

@@ -42,7 +42,8 @@ def verdict_score(
 
     An unreadable answer verdict leaves the row unrated (see :func:`bool_score`); so does an
     unreadable context verdict when the answer passed (whether the row passes is unknown). When
-    the answer failed, the row fails whatever the context reply said."""
+    the answer failed, the row fails whatever the context reply said.
+    """
     answer_ok = answer.value if answer.ok else None
     context_ok = None if context is None or not context.ok else context.value
     rationale = answer.rationale

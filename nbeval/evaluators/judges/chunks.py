@@ -1,5 +1,6 @@
 """One yes/no rating per retrieved chunk, and the row's precision: what ``chunk_relevance`` and
-``custom_judge`` (``assessment_type="retrieval"``) report."""
+``custom_judge`` (``assessment_type="retrieval"``) report.
+"""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ def rate_chunks(
     is scored on the chunks that were rated. With ``score_mode="expected"`` each chunk counts
     with its probability of yes (``details["probabilities"]``), precision is their mean over the
     chunks that have one, and a chunk whose reply came without log-probabilities is not rated
-    (see :mod:`nbeval.evaluators.judges.expected`)."""
+    (see :mod:`nbeval.evaluators.judges.expected`).
+    """
     base = row_values(row)
     expected = ev.score_mode == "expected"
     ratings: list[str | None] = []

@@ -123,7 +123,8 @@ class JudgePrompt:
     @property
     def delimiters(self) -> tuple[tuple[str, ...], str]:
         """What encloses the inserted data: the tag names, and the fence characters (of
-        ``_FENCE_CHARS``) that a template uses three in a row."""
+        ``_FENCE_CHARS``) that a template uses three in a row.
+        """
         if self.template is None:
             return tuple(dict.fromkeys(tag for _, tag in self.inputs)), ""
         tags = tuple(dict.fromkeys(_TAG.findall(self.template)))
@@ -133,7 +134,8 @@ class JudgePrompt:
         """The data section for ``values``.
 
         Inserted text has this prompt's own delimiters neutralised (see :func:`neutralise`):
-        ``</answer>`` inside an answer becomes ``&lt;/answer&gt;``, so it cannot close its block."""
+        ``</answer>`` inside an answer becomes ``&lt;/answer&gt;``, so it cannot close its block.
+        """
         tags, fences = self.delimiters
         safe = {name: neutralise(str(v), tags, fences) for name, v in values.items()}
         if self.template is not None:
@@ -142,7 +144,8 @@ class JudgePrompt:
 
     def system(self) -> str:
         """The system message: the instruction, then the output format (either left out when
-        empty); an empty string when both are."""
+        empty); an empty string when both are.
+        """
         return "\n\n".join(p for p in (self.instruction.strip(), self.output_format.strip()) if p)
 
     def messages(self, values: Mapping[str, str]) -> list[dict[str, str]]:
@@ -215,7 +218,8 @@ def with_earlier_turns(prompt: JudgePrompt, values: Mapping[str, str]) -> JudgeP
     """``prompt`` for a row whose conversation had turns before its question (``values["conversation"]``,
     from :func:`row_values`): the earlier turns in a block before the other data and a note saying what
     they are. Unchanged when there are none, so a single-turn row is asked exactly as before, and for
-    a template, which shows the turns only where it places ``{conversation}`` itself."""
+    a template, which shows the turns only where it places ``{conversation}`` itself.
+    """
     if not values.get("conversation") or prompt.template is not None or "conversation" in prompt.fields:
         return prompt
     # The worked examples are single-turn: they say so, rather than showing an empty block.
@@ -229,7 +233,8 @@ def with_earlier_turns(prompt: JudgePrompt, values: Mapping[str, str]) -> JudgeP
 
 def usage_details(replies: Sequence[Any]) -> dict[str, Any]:
     """Per-row judge accounting for a score's details: calls, tokens, cost, cached calls, and
-    ``unknown_usage_calls`` when some reply's usage could not be true (its cost is then a lower bound)."""
+    ``unknown_usage_calls`` when some reply's usage could not be true (its cost is then a lower bound).
+    """
     costs = [r.cost for r in replies if getattr(r, "cost", None) is not None]
     unknown = sum(getattr(getattr(r, "usage", None), "known", True) is False for r in replies)
     return {
@@ -252,8 +257,10 @@ def rating_score(
     score_mode: str = "sampled",
 ) -> Score:
     """A rating evaluator's row: ``metric`` 1.0 for yes, 0.0 for no, nothing on a parse failure.
-    With ``score_mode="expected"``: the probability of yes from the last reply's log-probabilities,
-    or nothing, labelled why (see :mod:`nbeval.evaluators.judges.expected`)."""
+
+    With ``score_mode="expected"``: the probability of yes from the last reply's log-probabilities, or nothing, labelled
+    why (see :mod:`nbeval.evaluators.judges.expected`).
+    """
     word = None if not parsed.ok else ("yes" if parsed.value else "no")
     rated = rate(replies[-1] if replies else None, word, YES_NO_SCALE, score_mode, parsed.error)
     extra = {"judge": usage_details(replies), **(details or {}), **rated.details}
@@ -266,7 +273,8 @@ def configure_judge(ev: Evaluator, defaults: Mapping[str, Any]) -> dict[str, Any
 
     A judge given as settings (a dict, which may hold an API key) becomes a model object that keeps
     the key private; ``judge_params`` are sent as given, but what ``ev.params`` keeps (results,
-    ``repr``) has secrets masked."""
+    ``repr``) has secrets masked.
+    """
     judge = ev.settings.judge
     if isinstance(judge, Mapping):
         from nbeval.chat.config import resolve_chat_model
@@ -319,13 +327,15 @@ class JudgeEvaluator(Evaluator):
     @property
     def score_mode(self) -> str:
         """``"sampled"`` (the rating the judge wrote) or ``"expected"`` (its expected value from
-        the judge's log-probabilities), for judges that take ``score_mode=``."""
+        the judge's log-probabilities), for judges that take ``score_mode=``.
+        """
         return self.settings.score_mode or "sampled"
 
     @classmethod
     def _resolve_prompt(cls, given: Any) -> JudgePrompt:
         """The prompt for ``prompt=given`` (a class method, so :meth:`spec_for` can read the
-        fields a prompt shows before the instance exists)."""
+        fields a prompt shows before the instance exists).
+        """
         default = cls.default_prompt
         if given is None or (isinstance(given, str) and not given.strip()):
             if default is None:
@@ -356,12 +366,14 @@ class JudgeEvaluator(Evaluator):
     def example_reply(self, passed: bool) -> str | None:
         """This judge's reply to a worked example whose person said pass (``True``) or fail, in
         the format its prompt asks for; ``None`` for a judge without one pass/fail verdict per row,
-        which cannot be aligned (the default)."""
+        which cannot be aligned (the default).
+        """
         return None
 
     def example_values(self, row: Row) -> dict[str, str]:
         """The fields a worked example made from ``row`` shows: those the prompt shows, as this
-        judge reads them (and the earlier turns of a conversation, which a multi-turn row shows)."""
+        judge reads them (and the earlier turns of a conversation, which a multi-turn row shows).
+        """
         values = self.values(row)
         values.setdefault("text", row.actual_output or "")  # the answer, for a prompt that shows "text"
         keep = {f: values.get(f, "") for f in self.prompt.fields}
@@ -375,7 +387,8 @@ class JudgeEvaluator(Evaluator):
 
     def with_examples(self, examples: Sequence[Example]) -> JudgeEvaluator:
         """A copy of this judge (same id, name, parameters, settings and resolved judge) whose
-        prompt has ``examples`` after its own; this one is left as it was."""
+        prompt has ``examples`` after its own; this one is left as it was.
+        """
         prompt = self.prompt.replace(examples=(*self.prompt.examples, *examples))
         clone = copy.copy(self)
         clone.params = {**self.params, "prompt": prompt}
@@ -384,7 +397,8 @@ class JudgeEvaluator(Evaluator):
 
     def ask(self, values: Mapping[str, str], prompt: JudgePrompt | None = None) -> Generator[Chat, Any, Any]:
         """Yield one judge request for ``values``; returns the ChatReply (a failed call raises
-        ResourceError here, which becomes the row's error unless the caller catches it)."""
+        ResourceError here, which becomes the row's error unless the caller catches it).
+        """
         p = prompt or self.prompt
         reply = yield Chat(
             messages=tuple(p.messages(values)), params=dict(self.judge_params), model=self.settings.judge

@@ -111,7 +111,8 @@ def is_expected(params: Mapping[str, Any]) -> bool:
 def score_mode_judge_params(evaluator: str, params: Mapping[str, Any]) -> dict[str, Any]:
     """The generation parameters ``score_mode`` adds to the judge's (``logprobs`` and
     ``top_logprobs`` for ``"expected"``, nothing for ``"sampled"``); :class:`EvaluatorError` for a
-    mode or a ``top_logprobs`` that is not allowed."""
+    mode or a ``top_logprobs`` that is not allowed.
+    """
     mode = params.get("score_mode", "sampled")
     if mode not in SCORE_MODES:
         msg = f"evaluator '{evaluator}': score_mode must be 'sampled' or 'expected', got {mode!r}"
@@ -135,7 +136,8 @@ class Rated:
 
 def normalise_token(token: str) -> str:
     """A token's text as a rating: spaces, punctuation and BPE space markers stripped from both
-    ends, lower-cased (``" Yes."`` -> ``"yes"``)."""
+    ends, lower-cased (``" Yes."`` -> ``"yes"``).
+    """
     return token.strip(_STRIP).lower()
 
 
@@ -152,7 +154,8 @@ def verdict_offset(text: str, word: str) -> int | None:
 
     The parsers prefer a labelled rating (``Rating: yes``, ``"verdict": "no"``, ``Score: 4``),
     then the reply's first word, then a single mention: so does this, taking the last labelled
-    occurrence, else the first word, else the last occurrence."""
+    occurrence, else the first word, else the last occurrence.
+    """
     found = _occurrences(text, word)
     if not found:
         return None
@@ -170,7 +173,8 @@ def rating_token_index(tokens: Sequence[str], text: str, word: str) -> int | Non
 
     When the tokens put together are the reply's text, the token covering the rating's first
     character is taken; otherwise (an endpoint whose token texts differ from its text) the
-    token reading as ``word`` that is as many such tokens in as the rating is occurrences in."""
+    token reading as ``word`` that is as many such tokens in as the rating is occurrences in.
+    """
     offset = verdict_offset(text, word)
     if offset is None:
         return None
@@ -190,7 +194,8 @@ def rating_token_index(tokens: Sequence[str], text: str, word: str) -> int | Non
 def rate(reply: Any, word: str | None, scale: Mapping[str, float], mode: str, error: str | None = None) -> Rated:
     """The rating of ``reply`` whose parsed rating is ``word`` (a key of ``scale``, or ``None``
     when the reply could not be read, ``error`` saying why), as ``mode`` reports it (see the
-    module's docstring)."""
+    module's docstring).
+    """
     if word is None:
         return Rated(None, "parse_failure", error)
     if mode != "expected":

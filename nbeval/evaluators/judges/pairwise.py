@@ -112,7 +112,8 @@ class Verdict:
 
     def as_details(self) -> dict[str, Any]:
         """This verdict as a row's details keep it (plain JSON-ready values), its rationale cut to
-        ``_MAX_VERDICT_RATIONALE`` characters."""
+        ``_MAX_VERDICT_RATIONALE`` characters.
+        """
         text = self.rationale
         if len(text) > _MAX_VERDICT_RATIONALE:
             text = text[: _MAX_VERDICT_RATIONALE - 1] + "…"
@@ -136,7 +137,8 @@ def _agree(one: Verdict, other: Verdict) -> bool | None:
 def _shown_order(case_key: str, a: str, b: str) -> bool:
     """With ``swap=False``, whether ``a`` is shown first: a fixed coin toss per case and pair (of
     the pair as a set, so the dataset's row order does not matter), so no model is always first and
-    a rerun asks the same question (and hits the cache)."""
+    a rerun asks the same question (and hits the cache).
+    """
     low, high = sorted((a, b))
     digest = hashlib.blake2b(f"{case_key}\0{low}\0{high}".encode(), digest_size=1).digest()
     return (digest[0] % 2 == 0) == (a == low)
@@ -197,7 +199,8 @@ class Pairwise(JudgeEvaluator, CaseEvaluator):
 
     def pairs(self, rows: Sequence[Row]) -> list[tuple[Row, Row]]:
         """The pairs of a case's rows to compare: every pair in case order, or each row with the
-        baseline's (the baseline first)."""
+        baseline's (the baseline first).
+        """
         baseline = self.params.get("baseline")
         if baseline is None:
             return [(a, b) for i, a in enumerate(rows) for b in rows[i + 1 :]]
@@ -266,9 +269,11 @@ class Pairwise(JudgeEvaluator, CaseEvaluator):
         return Verdict(first, second, parsed.value, parsed.rationale, parsed.error, judge)
 
     def _judge_name(self) -> str | None:
-        """The configured judge's name, or None for the run's judge. Never the reply's model name:
-        a server may name each reply differently (snapshots, request ids), which would split one
-        judge into many one-verdict judges whose slot terms explain every verdict away."""
+        """The configured judge's name, or None for the run's judge.
+
+        Never the reply's model name: a server may name each reply differently (snapshots, request ids), which would
+        split one judge into many one-verdict judges whose slot terms explain every verdict away.
+        """
         judge = self.settings.judge
         return None if judge is None else juror_name(judge)
 
@@ -280,7 +285,8 @@ def _unpaired(row: Row, why: str) -> Score:
 def _row_score(model_key: str, verdicts: Sequence[Verdict], own_replies: Sequence[Any]) -> Score:
     """One model's score in a case: its win rate over the verdicts it took part in that could be
     read, every such verdict in the details, and the judge usage of the pairs filed on its row
-    (each call is filed on one row of its pair, so the rows' usage adds up to the run's)."""
+    (each call is filed on one row of its pair, so the rows' usage adds up to the run's).
+    """
     mine = [v for v in verdicts if model_key in (v.first, v.second)]
     points = [p for p in (v.points(model_key) for v in mine) if p is not None]
     pairs = []

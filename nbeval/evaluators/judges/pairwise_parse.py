@@ -62,7 +62,8 @@ def _blank(match: re.Match[str]) -> str:
 
 def _own_lines(reply: str) -> str:
     """``reply`` with quoted blocks blanked: Markdown quotes, the answer tags, and code blocks
-    except one whose language is JSON or whose body is a JSON object (the judge's own reply)."""
+    except one whose language is JSON or whose body is a JSON object (the judge's own reply).
+    """
 
     def fence(match: re.Match[str]) -> str:
         language, body = match.group(2).strip().lower(), match.group(3).lstrip()
@@ -92,7 +93,8 @@ def _load(chunk: str) -> Any:
 def _closing_object(text: str) -> Any:
     """The object that ends ``text`` (its last ``}`` and the ``{`` that opens it), else None: where
     a judge that writes prose first puts its JSON. Tried from the innermost ``{`` outwards, at most
-    :data:`_MAX_OBJECT_STARTS` of them, so a long reply is read in linear time."""
+    :data:`_MAX_OBJECT_STARTS` of them, so a long reply is read in linear time.
+    """
     end = text.rfind("}")
     if end < 0:
         return None
@@ -109,7 +111,8 @@ def _closing_object(text: str) -> Any:
 
 def _structured(text: str) -> Parsed | None:
     """The verdict of the JSON objects in the judge's own text that have a winner key (the first
-    object in the text, and the one that ends it), else None when neither has one."""
+    object in the text, and the one that ends it), else None when neither has one.
+    """
     named = []
     for obj in (find_json(text), _closing_object(text)):
         if not isinstance(obj, Mapping):
@@ -143,7 +146,8 @@ def parse_pairwise(text: str | None) -> Parsed:
     else the reply says; without one, a line ``Winner: A`` (also ``Verdict:``, ``Better answer:``,
     Markdown around it) and ``[[A]]``, ``[[B]]`` or ``[[C]]`` (a tie) are read outside quoted
     text (see the module). Markers naming different winners, or none, are a parse failure
-    (``value`` None), so an unclear reply never counts as a win for either side."""
+    (``value`` None), so an unclear reply never counts as a win for either side.
+    """
     reply = text or ""
     own = _own_lines(reply)
     structured = _structured(own)
@@ -172,7 +176,8 @@ _EVERY_SEPARATOR = re.compile(r"[:={\[]")
 
 def neutralise_markers(answer: str) -> str:
     """``answer`` with every verdict marker rewritten with HTML character references, so that a
-    judge that repeats it repeats no verdict (see the module); ``html.unescape`` gives it back."""
+    judge that repeats it repeats no verdict (see the module); ``html.unescape`` gives it back.
+    """
     text = _BRACKETS.sub(lambda m: "&#91;&#91;" + m.group(0)[2:], answer)
     text = _KEY_SEPARATOR.sub(lambda m: m.group(1) + m.group(2) + _ENTITIES[m.group(3)], text)
     # what would open a quoted block in a reply that repeats the answer, and so hide the verdict

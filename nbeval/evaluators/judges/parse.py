@@ -194,7 +194,8 @@ def _clean(text: str) -> str:
 
 def _json_verdicts(obj: Mapping[Any, Any], words: Mapping[str, Any], expected: str) -> tuple[list[str], str | None]:
     """The verdict words given under the verdict keys of ``obj``, and the first problem found
-    (a verdict that is not one of the words, or that is a list, an object or a number)."""
+    (a verdict that is not one of the words, or that is a list, an object or a number).
+    """
     found: list[str] = []
     for key, got in _keyed(obj, _VERDICT_KEYS):
         if isinstance(got, bool):
@@ -217,7 +218,8 @@ def parse_choice(text: str | None, choices: Mapping[str, Any]) -> Parsed:
     """One of ``choices`` (word -> value) from a reply; case, punctuation and prose tolerated.
 
     Conflicting verdicts, JSON of the wrong shape and verdicts that are lists or objects are
-    failures (see the module's docstring)."""
+    failures (see the module's docstring).
+    """
     raw = text or ""
     words = {w.lower(): v for w, v in choices.items()}
     expected = " or ".join(repr(w) for w in choices)
@@ -309,7 +311,8 @@ def parse_number(
     """A number in ``[lo, hi]`` from a reply (JSON key, ``Score: 4``, ``4/5``, a lone number).
 
     Conflicting numbers (two labelled lines, or two score keys, that differ), JSON of the wrong
-    shape and scores that are lists or objects are failures (see the module's docstring)."""
+    shape and scores that are lists or objects are failures (see the module's docstring).
+    """
     raw = text or ""
     if not raw.strip():
         return Parsed(None, raw, "the judge's reply is empty; expected a number")
@@ -383,7 +386,8 @@ def parse_index_list(text: str | None, n: int, key: str = "relevant") -> Parsed:
     """1-based item numbers from a reply (``Relevant: 1, 3``, ``none``, a JSON list); values
     outside ``1..n`` are dropped. The value is a sorted list of distinct numbers.
 
-    A list holding anything but whole numbers, or JSON of another shape, is a failure."""
+    A list holding anything but whole numbers, or JSON of another shape, is a failure.
+    """
     raw = text or ""
     if not raw.strip():
         return Parsed(None, raw, "the judge's reply is empty; expected a list of numbers")

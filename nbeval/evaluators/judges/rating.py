@@ -100,7 +100,8 @@ class RatingDeclaration:
     """One rating judge, declared as data: :func:`rating_judge` makes its class.
 
     Its prompt is ``PROMPTS[id]`` (:mod:`nbeval.evaluators.judges.prompts`) unless one is given,
-    its one metric is named after it, and it takes ``score_mode=``."""
+    its one metric is named after it, and it takes ``score_mode=``.
+    """
 
     id: str
     """The evaluator id, which is also its metric's name and its prompt's key."""
@@ -168,7 +169,8 @@ RATING_JUDGES: tuple[RatingDeclaration, ...] = (
 
 def rating_judge(declared: RatingDeclaration) -> type[RatingJudge]:
     """The registered :class:`RatingJudge` class of ``declared`` (named after its id in
-    CamelCase, in this module, so it pickles by name like a class written out)."""
+    CamelCase, in this module, so it pickles by name like a class written out).
+    """
     name = "".join(part.title() for part in declared.id.split("_"))
     spec = EvaluatorSpec(
         id=declared.id,
@@ -387,7 +389,8 @@ class CustomJudge(RatingJudge):
     Rating the answer, it is a rating judge declared by its parameters rather than by a row of
     :data:`RATING_JUDGES`: ``instructions=`` are its criteria, ``inputs=`` the fields shown, and it
     asks and scores as every rating judge does (without a conversation's earlier turns, which its
-    own instructions did not ask for)."""
+    own instructions did not ask for).
+    """
 
     shows_earlier_turns: ClassVar[bool] = False
 
@@ -472,7 +475,8 @@ class CustomJudge(RatingJudge):
 
     def example_reply(self, passed: bool) -> str | None:
         """``Rationale: ...`` and ``Rating: yes|no`` for an answer assessment; ``None`` for a
-        retrieval one (one rating per chunk, no verdict per row)."""
+        retrieval one (one rating per chunk, no verdict per row).
+        """
         return None if self.params.get("assessment_type") == "retrieval" else super().example_reply(passed)
 
     def score(self, row: Row) -> Generator[Any, Any, Score]:

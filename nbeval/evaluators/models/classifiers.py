@@ -90,7 +90,8 @@ def _q(text: str) -> str:
 
 def find_label(labels: Sequence[str], names: Sequence[str]) -> int | None:
     """The index of the first of ``labels`` whose normalised name (lower case, ``_`` for spaces and
-    hyphens) is one of ``names``; ``None`` when there is none."""
+    hyphens) is one of ``names``; ``None`` when there is none.
+    """
     wanted = {_norm(n) for n in names}
     return next((i for i, label in enumerate(labels) if _norm(label) in wanted), None)
 
@@ -300,14 +301,16 @@ class Hallucination(_Classifier):
 
 def summac_zs(entail: np.ndarray, contra: np.ndarray) -> np.ndarray:
     """Per summary sentence, SummaCZS's score: the best entailment minus the strongest
-    contradiction over the source sentences. Both arrays are (summary sentences, source sentences)."""
+    contradiction over the source sentences. Both arrays are (summary sentences, source sentences).
+    """
     scores: np.ndarray = entail.max(axis=1) - contra.max(axis=1)
     return scores
 
 
 def summac_conv(entail: np.ndarray, weights: Sequence[float] = DEFAULT_CONV_WEIGHTS) -> np.ndarray:
     """Per summary sentence, the fixed convolution over the histogram of its entailment
-    probabilities (``len(weights)`` even bins over [0, 1]): ``sum(weights * counts)``, clipped to [0, 1]."""
+    probabilities (``len(weights)`` even bins over [0, 1]): ``sum(weights * counts)``, clipped to [0, 1].
+    """
     w = np.asarray(weights, dtype=np.float64)
     edges = np.linspace(0.0, 1.0, len(w) + 1)
     counts = np.stack([np.histogram(row, bins=edges)[0] for row in entail])

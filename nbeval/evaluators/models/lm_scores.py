@@ -231,8 +231,7 @@ class _GPTScore(_LMScore):
     """Asks every aspect's items at once and reports one mean NLL per aspect."""
 
     def items(self, row: Row) -> dict[str, list[tuple[str, str]]] | str:
-        """Per aspect, the ``(prefix, continuation)`` items whose NLLs are averaged; or why the
-        row cannot be scored."""
+        """Per aspect, the ``(prefix, continuation)`` items whose NLLs are averaged; or why the row cannot be scored."""
         raise NotImplementedError
 
     def score(self, row: Row) -> _Generated:

@@ -46,7 +46,8 @@ ScoreGen = Generator[Request, Any, Score]
 
 def ragas_modules(id: str) -> tuple[ModuleType, ModuleType]:
     """ragas's metric classes and :mod:`.bridge`, imported when an evaluator is first built, so
-    that importing this module (to list or index the evaluators) imports no ragas."""
+    that importing this module (to list or index the evaluators) imports no ragas.
+    """
     try:
         import ragas.metrics.collections as metrics
 
@@ -102,8 +103,8 @@ class RagasEvaluator(Evaluator):
         raise NotImplementedError
 
     def session(self) -> Session:
-        """A fresh bridge session for one row: the judge and embedder this evaluator was given, and its parse
-        attempts."""
+        """A fresh bridge session for one row: the judge and embedder this evaluator was given, and its parse attempts.
+        """
         bridge = ragas_modules(self.spec.id)[1]
         session: Session = bridge.Session(
             judge=self.params.get("judge"),
@@ -139,7 +140,8 @@ class RagasEvaluator(Evaluator):
     ) -> Score:
         """The score of one row from ragas's ``values``: the steps of ``session`` as the rationale and details (with
         the judge's usage), ``why`` as the error, and a ``parse_failure`` label when a judge reply could not be
-        read."""
+        read.
+        """
         steps = [s.to_dict() for s in session.steps]
         details = {"judge": usage_details(session.replies), "ragas": steps}
         return Score(

@@ -115,7 +115,8 @@ class Step:
 
     def to_dict(self) -> dict[str, Any]:
         """The step as a JSON-ready dict: its name, output and attempts, with the unread replies and the error when
-        there were any."""
+        there were any.
+        """
         out: dict[str, Any] = {"step": self.name, "output": self.output, "attempts": self.attempts}
         if self.raw:
             out["unparsed_replies"] = list(self.raw)
@@ -152,7 +153,8 @@ class Session:
     def drive(self, coro: Coroutine[Any, Any, Any]) -> Generator[Request, Any, Any]:
         """Step ragas's coroutine ``coro`` to its end, yielding an nbeval request for each model
         call it makes; returns what the coroutine returns. A failed request's ``ResourceError`` and a
-        :class:`ParseFailure` propagate (the coroutine is closed)."""
+        :class:`ParseFailure` propagate (the coroutine is closed).
+        """
         answer: Any = None
         try:
             while True:
@@ -227,7 +229,8 @@ _PROBE = "\x00nbeval-probe\x00"
 def _json_request(model: type[BaseModel]) -> tuple[str | None, dict[str, Any]]:
     """The system message and extra parameters instructor's JSON mode adds for ``model``, worked
     out once per output model (building them renders the model's JSON schema, which is slow):
-    ``(None, {})`` when instructor lays the request out other than as [system, user prompt]."""
+    ``(None, {})`` when instructor lays the request out other than as [system, user prompt].
+    """
     _, kwargs = _json_mode().request_handler(model, {"messages": [{"role": "user", "content": _PROBE}]})
     messages = kwargs.pop("messages")
     if (
@@ -242,15 +245,16 @@ def _json_request(model: type[BaseModel]) -> tuple[str | None, dict[str, Any]]:
 
 class SchemaOnce:
     """Stands in for a ragas prompt's ``output_model`` where the prompt only reads its JSON schema
-    (``to_string`` renders it on every call, which is slow); anything else goes to the model."""
+    (``to_string`` renders it on every call, which is slow); anything else goes to the model.
+    """
 
     def __init__(self, model: type[BaseModel]) -> None:
         self._model = model
         self._schema = model.model_json_schema()
 
     def model_json_schema(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        """The wrapped model's JSON schema: the one computed once when called without arguments, a fresh one
-        otherwise."""
+        """The wrapped model's JSON schema: the one computed once when called without arguments, a fresh one otherwise.
+        """
         # The same dict every time: ragas only serialises it (a copy per call costs as much as
         # the rendering it saves).
         return self._schema if not (args or kwargs) else self._model.model_json_schema(*args, **kwargs)

@@ -201,7 +201,8 @@ class ContextRecallEvaluator(SingleMetric):
 @register
 class AnswerCorrectnessEvaluator(SingleMetric):
     """``answer_correctness``: how far the answer agrees with the expected one, in statements and in meaning (ragas's
-    metric)."""
+    metric).
+    """
 
     spec = EvaluatorSpec(
         id="answer_correctness",

@@ -43,8 +43,10 @@ def render(
     titles: Mapping[tuple[str, int], str] | None = None,
 ) -> str:
     """The rationale text for ``steps`` (in the order ragas made them), after any ``notes``.
-    ``titles`` heads the n-th (from 1) step of an output model in its own words, e.g.
-    ``{("StatementGeneratorOutput", 2): "statements in the expected answer"}``."""
+
+    ``titles`` heads the n-th (from 1) step of an output model in its own words, e.g. ``{("StatementGeneratorOutput",
+    2): "statements in the expected answer"}``.
+    """
     totals = Counter(str(s.get("step")) for s in steps)
     seen: Counter[str] = Counter()
     parts = [f"note: {n}" for n in notes]

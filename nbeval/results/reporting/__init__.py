@@ -1,2 +1,4 @@
-"""Reporting: what a result says to a person. The HTML report, plain-text summaries, problems and
-insights, and the CI gate that turns problems into an exit status."""
+"""Reporting: what a result says to a person.
+
+The HTML report, plain-text summaries, problems and insights, and the CI gate that turns problems into an exit status.
+"""

@@ -74,7 +74,8 @@ _NAMED = 3
 def parse_gate_kinds(text: str) -> tuple[str, ...]:
     """``--fail-on``'s value: comma-separated names of :data:`GATE_KINDS`, each once; an unknown
     name (or none at all) raises :class:`~nbeval.errors.BadParameter` (a ``ValueError``) saying
-    which names there are."""
+    which names there are.
+    """
     kinds = tuple(dict.fromkeys(k.strip() for k in text.split(",") if k.strip()))
     unknown = [k for k in kinds if k not in GATE_KINDS]
     if unknown or not kinds:
@@ -86,8 +87,7 @@ def parse_gate_kinds(text: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class GateVerdict:
-    """What the gate found: one line per kind present, split into the kinds it fails on and the
-    kinds left out."""
+    """What the gate found: one line per kind present, split into the kinds it fails on and the kinds left out."""
 
     failing: tuple[str, ...]
     """Lines (``3 threshold breaches``) for the chosen kinds present: the gate trips when any."""
@@ -111,9 +111,11 @@ class GateVerdict:
 
 
 def check_gate(result: EvaluationResult, fail_on: Literal[True] | Sequence[str]) -> GateVerdict:
-    """The gate on ``result``: ``fail_on`` is ``True`` (every kind of :data:`GATE_KINDS`) or the
-    names to fail on. Each kind present gets one line saying how many and, for ``errored`` and
-    ``unmeasured``, why (the commonest errors; the models and evaluators that measured nothing)."""
+    """The gate on ``result``: ``fail_on`` is ``True`` (every kind of :data:`GATE_KINDS`) or the names to fail on.
+
+    Each kind present gets one line saying how many and, for ``errored`` and ``unmeasured``, why (the commonest errors;
+    the models and evaluators that measured nothing).
+    """
     chosen = set(GATE_KINDS) if fail_on is True else set(fail_on)
     unknown = chosen - set(GATE_KINDS)
     if unknown:
@@ -137,7 +139,8 @@ def check_gate(result: EvaluationResult, fail_on: Literal[True] | Sequence[str])
 
 def _nothing_measured(result: EvaluationResult) -> str:
     """The line of a run that measured nothing at all, or "" when some primary metric of some
-    model and evaluator has a value (``n`` > 0)."""
+    model and evaluator has a value (``n`` > 0).
+    """
     agg = result.aggregates
     primary = agg.loc[agg["primary"].astype(bool)]  # .loc: an empty object column is no list of names
     if bool((primary["n"] > 0).any()):

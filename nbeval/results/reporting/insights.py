@@ -138,7 +138,8 @@ def _ahead(result: EvaluationResult) -> list[list[Any]]:
     """One row per pair of a head-to-head evaluator where one model is ahead of the other: the
     arena's 95% interval of its chance of being preferred (first-slot preference removed) lies
     wholly above one half, and the exact sign test over the test cases is significant after Holm's
-    adjustment over the pairs (:func:`~nbeval.results.statistics.head_to_head.ahead_rows`)."""
+    adjustment over the pairs (:func:`~nbeval.results.statistics.head_to_head.ahead_rows`).
+    """
     from nbeval.results.statistics.head_to_head import ahead_rows, head_to_head_evaluators
 
     out = []
@@ -157,7 +158,8 @@ def _ahead(result: EvaluationResult) -> list[list[Any]]:
 def _leaders(result: EvaluationResult) -> list[list[Any]]:
     """One leader row per evaluator on its primary metric: ``best_model`` only when the paired
     comparison with the runner-up is significant after Holm's adjustment over the leader
-    comparisons, else ``tied_models``."""
+    comparisons, else ``tied_models``.
+    """
     from nbeval.results.statistics.compare import paired_comparisons
     from nbeval.results.statistics.head_to_head import head_to_head_evaluators
 

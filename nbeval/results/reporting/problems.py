@@ -124,7 +124,8 @@ def problems(result: EvaluationResult) -> pd.DataFrame:
 
 def _on_primary(result: EvaluationResult, scores: pd.DataFrame) -> pd.DataFrame:
     """The rows of ``scores`` (a slice of the long table) on each evaluator's primary metric:
-    one per dataset row and evaluator."""
+    one per dataset row and evaluator.
+    """
     primary = result.metrics.loc[result.metrics["primary"], ["evaluator", "metric"]]
     return scores.merge(primary, on=["evaluator", "metric"])
 
@@ -132,7 +133,8 @@ def _on_primary(result: EvaluationResult, scores: pd.DataFrame) -> pd.DataFrame:
 def errored_rows(result: EvaluationResult) -> pd.DataFrame:
     """The long table's rows, on each evaluator's primary metric, whose call or scoring failed:
     scored (not skipped), with an ``error`` and no value, and not unrated (those are
-    :data:`~nbeval.evaluators.base.UNRATED_LABELS` rows, reported as ``unrated``)."""
+    :data:`~nbeval.evaluators.base.UNRATED_LABELS` rows, reported as ``unrated``).
+    """
     from nbeval.evaluators.base import UNRATED_LABELS
 
     s = result.scores
@@ -142,7 +144,8 @@ def errored_rows(result: EvaluationResult) -> pd.DataFrame:
 
 def _first_line(error: str) -> str:
     """An error as one line: its first non-empty line, spaces collapsed, cut in the middle to at
-    most :data:`ERROR_CHARS` characters (the end of a wrapped error often says the cause)."""
+    most :data:`ERROR_CHARS` characters (the end of a wrapped error often says the cause).
+    """
     line = next((ln for ln in str(error).splitlines() if ln.strip()), "")
     line = " ".join(line.split()) or "(no message)"
     if len(line) <= ERROR_CHARS:
@@ -159,7 +162,8 @@ def _first_line(error: str) -> str:
 def describe_errors(errors: pd.Series) -> str:
     """Errors grouped by their first line, commonest first, with how many rows had each:
     ``Connection refused (30); HTTP 500 (2)``; at most :data:`ERROR_GROUPS` groups, then how many
-    other rows errored."""
+    other rows errored.
+    """
     counts = errors.dropna().astype(str).value_counts(sort=False)
     groups: dict[str, int] = {}
     for text, n in counts.items():  # each distinct error once, however many rows had it
@@ -218,7 +222,8 @@ def _optional_skip(reason: Any, optional: frozenset[str]) -> bool:
 
 def unmeasured_problems(result: EvaluationResult) -> list[list[Any]]:
     """One ``unmeasured`` problem per model and evaluator measured on none of its rows (see
-    :func:`problems` for the skips that are fine)."""
+    :func:`problems` for the skips that are fine).
+    """
     from nbeval.evaluators.base import UNRATED_LABELS
 
     agg = result.aggregates
@@ -274,7 +279,8 @@ def unmeasured_problems(result: EvaluationResult) -> list[list[Any]]:
 def _unrated(result: EvaluationResult) -> list[list[Any]]:
     """One ``unrated`` problem per model and evaluator with rows that could not be rated: scored
     (not skipped) rows whose primary metric has no value and whose label is one of
-    :data:`~nbeval.evaluators.base.UNRATED_LABELS`."""
+    :data:`~nbeval.evaluators.base.UNRATED_LABELS`.
+    """
     from nbeval.evaluators.base import UNRATED_LABELS
 
     primary = result.metrics.loc[result.metrics["primary"], ["evaluator", "metric"]]
@@ -306,7 +312,8 @@ PROMPT_CHARS = 40
 def _prompt_starts(result: EvaluationResult) -> dict[str, str]:
     """Per test case key, `` "the prompt's start…"`` (at most :data:`PROMPT_CHARS` characters, on
     one line) to follow the key in a message: a perturbed case's key is a hash, its prompt says
-    which case it is."""
+    which case it is.
+    """
     starts: dict[str, str] = {}
     for row in result.dataset:
         key, text = str(row.key), " ".join(str(row.input or "").split())
@@ -320,7 +327,8 @@ def _prompt_starts(result: EvaluationResult) -> dict[str, str]:
 def _flips(result: EvaluationResult) -> list[list[Any]]:
     """One ``perturbation_flip`` per pair of a perturbed case and its original, on an evaluator's
     primary metric, that :func:`~nbeval.results.statistics.robustness.flipped` (the rule the robustness
-    view counts)."""
+    view counts).
+    """
     from nbeval.results.statistics.robustness import flipped, perturbation_pairs
 
     pairs = perturbation_pairs(result)

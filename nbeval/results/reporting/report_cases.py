@@ -128,7 +128,8 @@ def case_keys(result: EvaluationResult) -> list[str]:
 
 def cases_section(facts: Facts) -> tuple[str, list[str]]:
     """Every test case, case first: prompt, expected output, each model's answer, verdicts, rationales;
-    and the keys of the cases shown (those that fit the budget), which other parts may link to."""
+    and the keys of the cases shown (those that fit the budget), which other parts may link to.
+    """
     result, anchors, primary = facts.result, facts.anchors, facts.primary
     by_key: dict[str, list[Row]] = {}
     for r in result.dataset.rows:

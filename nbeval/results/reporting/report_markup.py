@@ -62,7 +62,8 @@ def cell(value: Any, limit: int = MAX_SHOWN_CHARS) -> str:
 
 def within_budget(rows: Iterable[str], total: int, what: str, budget: int = MAX_TABLE_BYTES) -> tuple[list[str], str]:
     """The HTML pieces of ``rows`` that fit in :data:`MAX_DETAIL_ROWS` and ``budget`` bytes (at
-    least one), and a line saying how many of ``total`` are shown when some are left out."""
+    least one), and a line saying how many of ``total`` are shown when some are left out.
+    """
     kept: list[str] = []
     size = 0
     for row in rows:
@@ -90,8 +91,10 @@ def bar(value: float | None, lo: float, hi: float) -> str:
 
 
 def passed_mark(p: Any) -> str:
-    """A leaderboard's pass or fail mark; nothing where the pass is unknowable. ``p`` may be a
-    numpy bool (a nullable boolean column's value) or ``<NA>``, so it is never tested with ``is True``."""
+    """A leaderboard's pass or fail mark; nothing where the pass is unknowable.
+
+    ``p`` may be a numpy bool (a nullable boolean column's value) or ``<NA>``, so it is never tested with ``is True``.
+    """
     if missing(p):
         return ""
     return '<span class="pass">pass</span>' if bool(p) else '<span class="fail">fail</span>'
@@ -99,7 +102,8 @@ def passed_mark(p: Any) -> str:
 
 def verdict(*, passed: Any, value: Any, skipped: Any = False, error: Any = None, label: Any = None) -> tuple[str, str]:
     """The verdict of one score as ``(kind, badge HTML)``; kind is ``pass``, ``fail``, ``value`` (a
-    value and no threshold), ``none`` (no value, no error), ``skip``, ``error`` or ``unrated``."""
+    value and no threshold), ``none`` (no value, no error), ``skip``, ``error`` or ``unrated``.
+    """
     from nbeval.evaluators.base import UNRATED_LABELS
 
     if not missing(skipped) and bool(skipped):
@@ -132,7 +136,8 @@ VERDICT_WORDS = {
 
 def tally_text(tally: Mapping[str, int], html: bool = False) -> str:
     """``"16 pass, 3 fail"``: each kind of verdict counted (see :func:`verdict`), in a fixed order;
-    with ``html`` each count is a ``<span class="tally KIND">``."""
+    with ``html`` each count is a ``<span class="tally KIND">``.
+    """
     parts = [(k, f"{tally[k]:,} {w}") for k, w in VERDICT_WORDS.items() if tally.get(k)]
     if html:
         return " ".join(f"<span class='tally {k}'>{t}</span>" for k, t in parts)
@@ -162,7 +167,8 @@ class Anchors:
 
 def fixed_table(head: Sequence[tuple[str, str]], rows: Sequence[str], cls: str = "") -> str:
     """A table of fixed layout: ``head`` is ``(title, width)`` per column (width as CSS, ``""``
-    to share what is left); its text wraps inside the columns instead of widening the page."""
+    to share what is left); its text wraps inside the columns instead of widening the page.
+    """
     cols = "".join(f'<col style="width:{w}">' if w else "<col>" for _, w in head)
     ths = "".join(f"<th>{escape(t).replace('_', '_<wbr>')}</th>" for t, _ in head)  # wraps after a _
     return f'<table class="fixed {cls}"><colgroup>{cols}</colgroup><tr>{ths}</tr>{"".join(rows)}</table>'
@@ -203,7 +209,8 @@ class Facts:
     @classmethod
     def of(cls, result: EvaluationResult) -> Facts:
         """The facts of ``result`` the report is written from: each primary metric's scores, the problems, the
-        insights and each evaluator's leaderboard."""
+        insights and each evaluator's leaderboard.
+        """
         primary = result.metrics.loc[result.metrics["primary"], ["evaluator", "metric"]]
         return cls(
             result,

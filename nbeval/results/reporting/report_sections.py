@@ -75,7 +75,8 @@ def _model_head(result: EvaluationResult, first: tuple[str, str]) -> list[tuple[
 
 def summary_section(facts: Facts, extra: str = "") -> str:
     """Each evaluator's primary metric by model (the leader starred), then each model's pass rates
-    (and ``extra`` at the end)."""
+    (and ``extra`` at the end).
+    """
     result, anchors, primary = facts.result, facts.anchors, facts.primary
     agg = result.aggregates[result.aggregates["primary"]]
     rows = []
@@ -217,7 +218,8 @@ def problems_section(facts: Facts) -> str:
 
 def insights_section(facts: Facts) -> str:
     """The hardest test cases (and any other insight), then who leads each primary metric and
-    whether the lead is real (each evaluator's section says it too), folded."""
+    whether the lead is real (each evaluator's section says it too), folded.
+    """
     ins = facts.insights
     leads = ins["kind"].isin(LEADER_KINDS)
 
@@ -279,7 +281,8 @@ def _rating_cell(row: Any, rating_text: Any) -> str:
 
 def _arena_table(result: EvaluationResult, ev: str) -> str:
     """A head-to-head evaluator's arena ratings (best first, with intervals and W-L-T) and each
-    judge's first-slot preference; nothing for other evaluators."""
+    judge's first-slot preference; nothing for other evaluators.
+    """
     from nbeval.results.statistics.head_to_head import arena_fit, bias_sentence, head_to_head_evaluators, rating_text
 
     if ev not in head_to_head_evaluators(result):
@@ -305,7 +308,8 @@ def _verdicts(
     facts: Facts, scores: dict[tuple[str, str], Any], prompts: dict[str, Any], shown: set[str], budget: int
 ) -> str:
     """An evaluator's verdict on each test case (its ``scores`` by key and model), one column per model,
-    its rationale under it; folded."""
+    its rationale under it; folded.
+    """
     result, anchors = facts.result, facts.anchors
     tally: Counter[str] = Counter()
 
@@ -340,7 +344,8 @@ def _verdicts(
 
 def evaluator_sections(facts: Facts, charts: str, shown_cases: list[str]) -> str:
     """One section per evaluator: what it measures, its leaderboard, whether the lead is real, its
-    verdicts (linking to the blocks of ``shown_cases``)."""
+    verdicts (linking to the blocks of ``shown_cases``).
+    """
     result, anchors, primary = facts.result, facts.anchors, facts.primary
     prompts: dict[str, Any] = {}  # each test case's prompt, in the dataset's order
     for r in result.dataset.rows:

@@ -1,6 +1,7 @@
 """Plain-text summaries of a result that stay readable in a notebook cell or a terminal: every line
 fits :data:`WIDTH` columns. :func:`summary_text` is the full one (``result.summary()``);
-:func:`brief_text` the first screen of ``nbeval demo`` (``result.summary(brief=True)``)."""
+:func:`brief_text` the first screen of ``nbeval demo`` (``result.summary(brief=True)``).
+"""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ _GAP = 2  # spaces between table columns
 
 def wrap_item(text: str, bullet: str = "- ", width: int = WIDTH) -> list[str]:
     """``text`` as a list item: ``bullet`` on its first line, the rest indented under the text
-    (a hanging indent); words longer than a line are broken."""
+    (a hanging indent); words longer than a line are broken.
+    """
     return textwrap.wrap(
         text, width=width, initial_indent=bullet, subsequent_indent=" " * len(bullet), break_on_hyphens=False
     ) or [bullet.rstrip()]
@@ -38,7 +40,8 @@ def _cut(text: str, width: int) -> str:
 
 def _short_labels(result: EvaluationResult, models: list[str]) -> tuple[dict[str, str], list[str]]:
     """Each model's label as the tables show it (at most :data:`LABEL_WIDTH`), and the legend
-    that names the cut ones in full (empty when none is cut)."""
+    that names the cut ones in full (empty when none is cut).
+    """
     shown: dict[str, str] = {}
     legend: list[str] = []
     for key in models:
@@ -54,7 +57,8 @@ def _short_labels(result: EvaluationResult, models: list[str]) -> tuple[dict[str
 
 def _table(first: str, rows: list[tuple[str, list[str]]], headers: list[str]) -> list[str]:
     """Rows of a label and cells under ``headers``, the labels left and the cells right aligned;
-    columns that would pass :data:`WIDTH` go to a further block below (the labels repeated)."""
+    columns that would pass :data:`WIDTH` go to a further block below (the labels repeated).
+    """
     label_w = max([len(first), *(len(label) for label, _ in rows)])
     widths = [max([len(h), *(len(cells[i]) for _, cells in rows)]) for i, h in enumerate(headers)]
     blocks: list[list[int]] = []
@@ -82,7 +86,8 @@ def summary_text(result: EvaluationResult) -> str:
     row per model; metrics that do not fit beside each other stacked below), whether the leader's
     lead is real, then problems; for notebooks, terminals and CI logs. No line passes
     :data:`WIDTH` columns: long model labels are cut in the tables and named in full above them,
-    long messages are wrapped under their bullet."""
+    long messages are wrapped under their bullet.
+    """
     models = [str(k) for k in dict.fromkeys(result.aggregates["model_key"])]
     shown, legend = _short_labels(result, models)
     lines: list[str] = [*legend, ""] if legend else []
@@ -124,7 +129,8 @@ def summary_text(result: EvaluationResult) -> str:
 
 def _arena_lines(result: EvaluationResult, shown: dict[str, str]) -> list[str]:
     """A block per head-to-head evaluator: each model's arena rating with its 95% interval and
-    its wins, losses and ties, best first, and each judge's first-slot preference."""
+    its wins, losses and ties, best first, and each judge's first-slot preference.
+    """
     from nbeval.results.statistics.head_to_head import arena_fit, bias_sentence, head_to_head_evaluators, rating_text
 
     lines: list[str] = []
@@ -163,7 +169,8 @@ def problem_counts(result: EvaluationResult) -> str:
 def brief_text(result: EvaluationResult) -> str:
     """The result at a glance: one table of every evaluator's primary metric (a row per
     evaluator, a column per model, ``*`` on the leader), then the problems counted by kind.
-    :func:`summary_text` has the rest (intervals, every metric, the messages)."""
+    :func:`summary_text` has the rest (intervals, every metric, the messages).
+    """
     models = [str(k) for k in dict.fromkeys(result.aggregates["model_key"])]
     shown, legend = _short_labels(result, models)
     rows = []

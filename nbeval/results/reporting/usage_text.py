@@ -28,7 +28,8 @@ def unknown_calls(usage: Mapping[str, Any]) -> int:
 
 def cost_text(usage: Mapping[str, Any]) -> str:
     """The run's cost as text: its value as recorded; with unknown usage, ``at least $X`` (or
-    ``not known`` when no call was priced) and ``(usage unknown for N calls)``."""
+    ``not known`` when no call was priced) and ``(usage unknown for N calls)``.
+    """
     cost, unknown = usage.get("cost"), unknown_calls(usage)
     if not unknown:
         return str(cost)
@@ -39,7 +40,8 @@ def cost_text(usage: Mapping[str, Any]) -> str:
 
 def usage_line(usage: Mapping[str, Any]) -> str:
     """``name: value`` for each total of ``usage``, the cost as :func:`cost_text` says it (the
-    count of unknown calls is said there, not twice)."""
+    count of unknown calls is said there, not twice).
+    """
     unknown = unknown_calls(usage)
     parts = []
     for k, v in usage.items():

@@ -72,7 +72,8 @@ _SHOWN_FLIPS = 20
 
 def mean_difference_interval(d: np.ndarray, level: float = 0.95) -> tuple[float, float, str]:
     """The ``level`` interval of the mean of ``d`` and its method: the seeded percentile bootstrap
-    below :data:`NORMAL_INTERVAL_FROM` values, else the normal interval ``mean ± z·sd/√n``."""
+    below :data:`NORMAL_INTERVAL_FROM` values, else the normal interval ``mean ± z·sd/√n``.
+    """
     if d.size < NORMAL_INTERVAL_FROM:
         lo, hi = stats.bootstrap_mean_interval(d, level)
         return lo, hi, "bootstrap"
@@ -115,7 +116,8 @@ class RunDiff:
 
     def results(self) -> tuple[EvaluationResult, EvaluationResult]:
         """Both runs whole, with their datasets (a folder is loaded with :func:`nbeval.load_result`
-        on each call): what a view of a flipped case needs, beyond the diff's tables."""
+        on each call): what a view of a flipped case needs, beyond the diff's tables.
+        """
         from nbeval.results.result import EvaluationResult
         from nbeval.results.storage.loading import load_result
 
@@ -139,15 +141,18 @@ class RunDiff:
 
     @property
     def has_regressions(self) -> bool:
-        """Whether any comparison regressed. False when nothing was compared: a CI gate checks
-        :meth:`gate`, which also fails then."""
+        """Whether any comparison regressed.
+
+        False when nothing was compared: a CI gate checks :meth:`gate`, which also fails then.
+        """
         return bool(self.table["regression"].any())
 
     def gate(self, min_shared: float | None = None) -> DiffVerdict:
         """The CI gate of ``nbeval diff --fail-on-regression``: tripped by a regression, by a
         comparison of nothing, by a model and evaluator measured before and not after, and by
         fewer shared rows than ``min_shared`` (default :attr:`min_shared`) of the rows either run
-        measured (see :func:`~nbeval.results.runs.diff_gate.check_diff_gate`)."""
+        measured (see :func:`~nbeval.results.runs.diff_gate.check_diff_gate`).
+        """
         from nbeval.results.runs.diff_gate import check_diff_gate
 
         return check_diff_gate(self, min_shared)
@@ -177,7 +182,8 @@ class RunDiff:
 
     def to_text(self, max_flips: int = _SHOWN_FLIPS) -> str:
         """A plain-text report, every line at most 100 columns: warnings about changed
-        configuration first, then regressions, improvements, flips (the first ``max_flips``) and usage."""
+        configuration first, then regressions, improvements, flips (the first ``max_flips``) and usage.
+        """
         if isinstance(max_flips, bool) or not isinstance(max_flips, int) or max_flips < 0:
             msg = f"max_flips is how many flipped rows to show, a whole number >= 0; got {max_flips!r}"
             raise BadParameter(msg)
@@ -196,7 +202,8 @@ def diff(
     ``alpha``: the significance level of the Holm-adjusted tests; ``min_effect``: the smallest
     ``|diff|`` that counts as a regression or an improvement; ``min_shared``: the smallest share
     of each run's measured rows both must share for :meth:`RunDiff.gate` to pass. See
-    :mod:`nbeval.results.runs.diff`."""
+    :mod:`nbeval.results.runs.diff`.
+    """
     import pandas as pd
 
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
@@ -271,7 +278,8 @@ class _Run:
 
 def _encode(before: pd.DataFrame, after: pd.DataFrame) -> tuple[list[pd.Index], _Run, _Run]:
     """The union of each key column's names (key, model_key, evaluator, metric) over both long
-    tables, and each table as :class:`_Run` codes into them (categories recoded once, not rows)."""
+    tables, and each table as :class:`_Run` codes into them (categories recoded once, not rows).
+    """
     import pandas as pd
 
     names: list[pd.Index] = []
@@ -302,7 +310,8 @@ def _encode(before: pd.DataFrame, after: pd.DataFrame) -> tuple[list[pd.Index], 
 
 def _pairs(b: _Run, a: _Run, n_keys: int) -> tuple[np.ndarray, np.ndarray]:
     """Positions in ``b`` and ``a`` of the rows measured in both runs (a row given twice counts
-    once, its first time), ordered by group, then key."""
+    once, its first time), ordered by group, then key.
+    """
     found = []
     for run in (b, a):
         where = np.flatnonzero(run.measured)
@@ -317,7 +326,8 @@ def _primary_rows(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Each row's key, model and evaluator codes, and whether it is a measured row of its
     evaluator's primary metric in ``result`` (what :func:`~nbeval.results.runs.diff_coverage.coverage_table`
-    counts)."""
+    counts).
+    """
     n_models, n_metrics = len(names[1]), len(names[3])
     primary = np.zeros(len(names[2]) * n_metrics, dtype=bool)  # by evaluator * n_metrics + metric
     for ev in result.evaluators:
@@ -377,7 +387,8 @@ def _table(
     pa: np.ndarray,
 ) -> pd.DataFrame:
     """One row per (evaluator, metric, model) both runs aggregate, in ``before``'s order of
-    metrics and models, before Holm's adjustment."""
+    metrics and models, before Holm's adjustment.
+    """
     import pandas as pd
 
     spans = _spans(b.group[pb])
@@ -407,7 +418,8 @@ def _table(
 def _compare(x: np.ndarray, y: np.ndarray, aggregates: list[float], means: list[float]) -> list[Any]:
     """``mean_before .. p_value`` of one comparison: ``x`` before, ``y`` after, paired;
     ``aggregates`` and ``means`` (of all measured rows) of each run decide whether the metric is
-    a mean of rows (:func:`~nbeval.results.statistics.compare.is_mean_of_rows`)."""
+    a mean of rows (:func:`~nbeval.results.statistics.compare.is_mean_of_rows`).
+    """
     n = int(x.size)
     rows_mean = all(
         is_mean_of_rows(agg, np.array([mean]) if not math.isnan(mean) else np.zeros(0))

@@ -54,7 +54,8 @@ def load_tables(folder: str | os.PathLike[str]) -> EvaluationResult:
     ``result.json``, ``metrics.jsonl``, ``aggregates.jsonl`` and ``scores.parquet``, without the
     dataset (an empty one in its place), which a diff does not use and which costs most of the
     load of a large result (a Python object per row). Folders of format 1 (JSON lines, small by
-    nature) and anything unexpected go through :func:`nbeval.load_result` itself."""
+    nature) and anything unexpected go through :func:`nbeval.load_result` itself.
+    """
     from nbeval.data.model import LlmDataset
     from nbeval.results.result import AGGREGATE_COLUMNS, METRIC_COLUMNS, SCORE_FILES, EvaluationResult
     from nbeval.results.storage.columnar import read_scores_parquet
@@ -122,11 +123,12 @@ def _show(value: Any) -> str:
 
 
 def _recorded(record: RunRecord) -> RunFacts:
-    """The run facts of ``record`` that are known; the others :data:`NOT_RECORDED` (judge,
-    embedder) or ``None``. A result no run made (its ``started_at`` is ``None``:
-    :func:`~nbeval.results.run_facts.unknown_run_facts`) knows only its dataset's fingerprint and
-    label; elsewhere a ``None`` judge or embedder is known: the run used none. A ``None``
-    fingerprint is unknown."""
+    """The run facts of ``record`` that are known; the others :data:`NOT_RECORDED` (judge, embedder) or ``None``.
+
+    A result no run made (its ``started_at`` is ``None``: :func:`~nbeval.results.run_facts.unknown_run_facts`) knows
+    only its dataset's fingerprint and label; elsewhere a ``None`` judge or embedder is known: the run used none. A
+    ``None`` fingerprint is unknown.
+    """
     facts = record.run
     if facts is None:
         return RunFacts()
@@ -163,7 +165,8 @@ def _params(record: RunRecord) -> dict[str, tuple[str, Mapping[str, Any]]]:
 
 def _parameters(before: RunRecord, after: RunRecord, common: list[str]) -> list[tuple[str, str, str, str]]:
     """Each common evaluator's id and parameters where they differ (thresholds are compared per
-    metric, from the metrics tables; ``name`` is what pairs them)."""
+    metric, from the metrics tables; ``name`` is what pairs them).
+    """
     params = [_params(before), _params(after)]
     rows = []
     for e in (e for e in common if e in params[0] and e in params[1]):
@@ -178,7 +181,8 @@ def _parameters(before: RunRecord, after: RunRecord, common: list[str]) -> list[
 
 def changes(before: EvaluationResult, after: EvaluationResult) -> list[tuple[str, str, str, str]]:
     """(what, before, after, kind) of every configuration difference, one side :data:`UNKNOWN`
-    where a result does not record the setting."""
+    where a result does not record the setting.
+    """
     evs = [before.evaluators, after.evaluators]
     common = [e for e in evs[0] if e in evs[1]]
     rows = [(f"evaluator {e}", "run", "not run", "evaluator") for e in evs[0] if e not in evs[1]]
@@ -200,7 +204,8 @@ def warnings(found: list[tuple[str, str, str, str]], before: RunRecord, after: R
     """The sentences about changed configuration, the most likely to explain a difference first;
     then whether both runs scored the very same rows (the same dataset fingerprint: answers
     included), and the settings one run does not record. A changed fingerprint says nothing by
-    itself: new answers change it."""
+    itself: new answers change it.
+    """
     out, unknown = [], []
     for kind in ("judge", "embedder", "prompt", "parameter", "threshold", "nbeval", "evaluator", "dataset"):
         for what, b, a, _ in (c for c in found if c[3] == kind):

@@ -50,16 +50,19 @@ _DTYPES = {
 
 
 def _pair_keys(key: np.ndarray, pair: np.ndarray, keep: np.ndarray, n_keys: int) -> np.ndarray:
-    """The distinct ``pair * n_keys + key`` of the rows where ``keep``, sorted: one per test case
-    and pair. Sorted and compared, not ``np.unique``: numpy 2's ``unique`` of a million codes
-    took 0.9 s of CPU here, a sort 0.05 s."""
+    """The distinct ``pair * n_keys + key`` of the rows where ``keep``, sorted: one per test case and pair.
+
+    Sorted and compared, not ``np.unique``: numpy 2's ``unique`` of a million codes took 0.9 s of CPU here, a sort 0.05
+    s.
+    """
     ids = np.sort(pair[keep] * n_keys + key[keep])
     return ids[np.r_[True, ids[1:] != ids[:-1]]] if ids.size else ids
 
 
 def _shared(before: np.ndarray, after: np.ndarray) -> np.ndarray:
     """The values of both sorted, distinct arrays (a binary search: ``np.intersect1d`` sorts both
-    again, three times the time on a million codes)."""
+    again, three times the time on a million codes).
+    """
     if not before.size or not after.size:
         return before[:0]
     at = np.minimum(np.searchsorted(after, before), after.size - 1)
@@ -91,7 +94,8 @@ def coverage_table(
     and ``after``, each long-table row's ``(key, model, evaluator)`` codes into ``names`` and
     whether it is a measured row of its evaluator's primary metric (in that run); ``totals``:
     each run's test cases per ``(model_key, evaluator)`` (its aggregates' ``N``); ``unmeasured``:
-    each run's ``(model_key, evaluator)`` pairs its gate calls unmeasured."""
+    each run's ``(model_key, evaluator)`` pairs its gate calls unmeasured.
+    """
     import pandas as pd
 
     n_keys, n_models, n_evs = len(names[0]), len(names[1]), len(names[2])

@@ -100,7 +100,8 @@ DIFF_GATE_KINDS = (
 
 def _coverage_parts(c: pd.DataFrame, share: float) -> list[tuple[str, str, pd.DataFrame, Any]]:
     """(kind, its words, the coverage rows of that kind, what a row's parentheses say) of every
-    kind but ``nothing compared`` and ``regression``."""
+    kind but ``nothing compared`` and ``regression``.
+    """
     b, a = c["rows_before"] > 0, c["rows_after"] > 0
     kinds = [
         (
@@ -147,7 +148,8 @@ def _nothing_compared(c: pd.DataFrame) -> str:
 
 def coverage_lines(d: RunDiff, min_shared: float | None = None) -> list[str]:
     """The lines about what ``d`` did not compare (every kind but regressions), at ``min_shared``
-    (``d.min_shared`` when not given); empty when it compared enough."""
+    (``d.min_shared`` when not given); empty when it compared enough.
+    """
     share = check_min_shared(d.min_shared if min_shared is None else min_shared)
     nothing = _nothing_compared(d.coverage)
     lines = [nothing] if nothing else []

@@ -1,6 +1,7 @@
 """A :class:`~nbeval.results.runs.diff.RunDiff` as text (``str(diff)``, the CLI) and as HTML (its
 notebook display): warnings, regressions, improvements, flips and usage. The HTML escapes every
-text it shows (model keys, evaluator names and labels are user data)."""
+text it shows (model keys, evaluator names and labels are user data).
+"""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ __all__ = ["diff_html", "diff_text"]
 
 def _change_cells(row: Any) -> list[str]:
     """A comparison as the text and the HTML show it: what, model, before, after, change, interval,
-    test and adjusted p-value, pairs."""
+    test and adjusted p-value, pairs.
+    """
     p = "" if math.isnan(row.p_holm) else "p_holm ≈ 0" if row.p_holm == 0 else f"p_holm {row.p_holm:.3g}"
     return [
         f"{row.evaluator}.{row.metric}",
@@ -66,7 +68,8 @@ def _counts(d: RunDiff) -> str:
 
 def diff_text(d: RunDiff, max_flips: int) -> str:
     """``str(diff)``: warnings, regressions, improvements, flips, new and gone rows, usage; every
-    line at most :data:`~nbeval.results.reporting.text.WIDTH` columns."""
+    line at most :data:`~nbeval.results.reporting.text.WIDTH` columns.
+    """
     lines = ["nbeval diff: before → after"]
     for name, run in zip(("before", "after"), d.runs, strict=True):
         lines += wrap_item(f"{name}: {run}", bullet="  ") if run else []

@@ -102,7 +102,8 @@ def _verdicts(result: EvaluationResult, evaluator: str, metric: str) -> pd.DataF
 
 def agreement(result: EvaluationResult, evaluator: str) -> JudgeAgreement:
     """``evaluator``'s verdicts against the human labels of ``result`` (see the module's
-    description for how verdicts are read and the best threshold is chosen)."""
+    description for how verdicts are read and the best threshold is chosen).
+    """
     import pandas as pd
 
     from nbeval.results.statistics.stats import cohen_kappa

@@ -42,8 +42,10 @@ UNRATED = "unrated"
 
 @dataclass(frozen=True, eq=False)
 class AlignReport:
-    """How an aligned judge did on held-out labelled rows, before and after (see
-    :mod:`nbeval.engine.align`). ``str()`` says it in words; :meth:`to_frame` gives the table."""
+    """How an aligned judge did on held-out labelled rows, before and after (see :mod:`nbeval.engine.align`).
+
+    ``str()`` says it in words; :meth:`to_frame` gives the table.
+    """
 
     evaluator: str
     """The evaluator aligned (its name in the result)."""
@@ -85,7 +87,8 @@ class AlignReport:
 
     def to_frame(self) -> pd.DataFrame:
         """One row each for ``before`` and ``after``: ``n, accuracy, accuracy_low, accuracy_high,
-        kappa, kappa_low, kappa_high``."""
+        kappa, kappa_low, kappa_high``.
+        """
         import pandas as pd
 
         columns = ["n", "accuracy", "accuracy_low", "accuracy_high", "kappa", "kappa_low", "kappa_high"]
@@ -121,7 +124,8 @@ class AlignReport:
     @property
     def note(self) -> str:
         """A caution when the held-out rows are too few (under :data:`MIN_HELD_OUT_ROWS`) for the
-        accuracy to mean much; ``""`` otherwise."""
+        accuracy to mean much; ``""`` otherwise.
+        """
         if self.n >= MIN_HELD_OUT_ROWS:
             return ""
         rows = "row" if self.n == 1 else "rows"
@@ -164,7 +168,8 @@ def align_report(
     ``held`` the indexes of the units held out; the rest are the ones examples could come from.
     ``chosen`` are the examples added to the prompt, ``(key, model_key, label)``. ``seed`` draws
     the bootstrap resamples, ``level`` is the intervals' confidence level and ``alpha`` the
-    significance level of the McNemar test."""
+    significance level of the McNemar test.
+    """
     human = test["human"].tolist()
     before, after = test["before"].tolist(), test["after"].tolist()
     right_before = np.array([h == b for h, b in zip(human, before, strict=True)])
@@ -208,9 +213,10 @@ _VERDICTS = ("pass", "fail", UNRATED)
 
 
 def _bootstrap(test: pd.DataFrame, seed: int, level: float) -> dict[str, tuple[float, float]]:
-    """Percentile bootstrap intervals of accuracy and kappa, before and after, resampling the
-    held-out test cases. Each case is reduced to counts of (human, judge) verdict pairs, so a
-    resample is a matrix product."""
+    """Percentile bootstrap intervals of accuracy and kappa, before and after, resampling the held-out test cases.
+
+    Each case is reduced to counts of (human, judge) verdict pairs, so a resample is a matrix product.
+    """
     keys = sorted(set(test["key"]))
     index = {k: i for i, k in enumerate(keys)}
     rng = np.random.default_rng(seed)

@@ -139,7 +139,8 @@ class Verdict:
 def elo_rating(theta: ArrayLike) -> FloatArray:
     """Strengths θ (last axis: the models) on the Elo scale, ``1000 + 400·(θ − mean θ)/ln 10``:
     1000 plus 400 times the log10 odds of beating the mean model. A NaN θ stays NaN and is left
-    out of the mean."""
+    out of the mean.
+    """
     values = np.asarray(theta, dtype=np.float64)
     if values.shape[-1] == 0:
         return values.copy()
@@ -255,7 +256,8 @@ def _frame(columns: Sequence[str], values: Sequence[Any], order: Any = slice(Non
 @dataclass(frozen=True, eq=False)
 class ArenaFit:
     """The fitted arena and its bootstrap, from which the three tables are read (cheaply: the
-    bootstrap is run once, by :func:`fit_arena`)."""
+    bootstrap is run once, by :func:`fit_arena`).
+    """
 
     models: tuple[str, ...]
     """The model keys, sorted: the order of :attr:`theta` and of the columns of :attr:`boot_theta`."""
@@ -287,15 +289,19 @@ class ArenaFit:
 
     def _ranking(self) -> IntArray:
         """Model indices best first (highest rating; equal ratings by model key, no rating last).
-        Ratings are compared to 1e-6 Elo: ratings equal by symmetry come out of the fit a few
-        units in the last place apart, which would otherwise order them by rounding noise."""
+
+        Ratings are compared to 1e-6 Elo: ratings equal by symmetry come out of the fit a few units in the last place
+        apart, which would otherwise order them by rounding noise.
+        """
         rounded = np.round(self.ratings, 6)
         return np.asarray(np.lexsort((np.array(self.models, dtype=object), -rounded)), dtype=np.int64)
 
     def arena_table(self) -> pd.DataFrame:
-        """One row per model, best first: ``model_key, rating, rating_lo, rating_hi, wins,
-        losses, ties, n, win_rate``. The counts are of the single-order verdicts the model was
-        in; ``win_rate`` is ``(wins + ties/2) / n``, with the first-slot bias left in."""
+        """One row per model, best first: ``model_key, rating, rating_lo, rating_hi, wins, losses, ties, n, win_rate``.
+
+        The counts are of the single-order verdicts the model was in; ``win_rate`` is ``(wins + ties/2) / n``, with the
+        first-slot bias left in.
+        """
         lo, hi = _percentiles(elo_rating(self.boot_theta), self.level)
         wins, losses, ties = self.tallies.models.T
         n = wins + losses + ties
@@ -308,7 +314,8 @@ class ArenaFit:
         and rows follow the ranking. ``p_a_beats_b`` is ``σ(θ_a − θ_b)`` (no slot preference);
         the counts are single-order verdicts of the pair by any judge; ``inconsistent`` counts
         the (case, judge) that asked the pair in both orders and whose verdicts did not all name
-        the same winner (or all tie)."""
+        the same winner (or all tie).
+        """
         pair_lo, pair_hi, wins_lo, wins_hi, ties, inconsistent = self.tallies.pairs.T
         rank = np.empty(len(self.models), dtype=np.int64)
         rank[self._ranking()] = np.arange(len(self.models))
@@ -322,9 +329,11 @@ class ArenaFit:
 
     def position_bias_table(self) -> pd.DataFrame:
         """One row per judge: ``judge, first_slot_rate, beta, beta_lo, beta_hi, consistency, n``.
-        ``first_slot_rate`` is the share of its decisive verdicts that chose the first slot
-        (NaN without any); ``beta`` the fitted first-slot log-odds; ``consistency`` the share of
-        the (case, pair) it asked in both orders where its verdicts agreed (NaN without any)."""
+
+        ``first_slot_rate`` is the share of its decisive verdicts that chose the first slot (NaN without any); ``beta``
+        the fitted first-slot log-odds; ``consistency`` the share of the (case, pair) it asked in both orders where its
+        verdicts agreed (NaN without any).
+        """
         first, second, ties, both_orders, agreeing = self.tallies.judges.T
         lo, hi = _percentiles(self.boot_beta, self.level)
         values = [np.array(self.judges, dtype=object), _ratio(first, first + second), self.beta, lo, hi]
@@ -342,7 +351,8 @@ def fit_arena(
     """Fit the arena model (see the module's description) to ``verdicts`` and bootstrap it over
     test cases ``n_boot`` times (0: no intervals, NaN). ``ridge`` is λ of the penalty on θ; 0
     gives the plain maximum-likelihood fit, which exists only when every model both won and lost
-    (a tie is both) against models linked to the rest: otherwise :class:`BadParameter`."""
+    (a tie is both) against models linked to the rest: otherwise :class:`BadParameter`.
+    """
     check_level(level)
     if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 0:
         msg = f"n_boot is a number of resamples (0 or more), got {n_boot!r}"
@@ -365,8 +375,10 @@ def fit_arena(
 def arena_table(
     verdicts: Iterable[Verdict], *, n_boot: int = ARENA_RESAMPLES, seed: int = ARENA_SEED, level: float = 0.95
 ) -> pd.DataFrame:
-    """One row per model, best first, with its Elo-scale rating and bootstrap interval
-    (:meth:`ArenaFit.arena_table`). To read several tables, call :func:`fit_arena` once."""
+    """One row per model, best first, with its Elo-scale rating and bootstrap interval (:meth:`ArenaFit.arena_table`).
+
+    To read several tables, call :func:`fit_arena` once.
+    """
     return fit_arena(verdicts, n_boot=n_boot, seed=seed, level=level).arena_table()
 
 
@@ -374,7 +386,8 @@ def head_to_head_table(
     verdicts: Iterable[Verdict], *, n_boot: int = ARENA_RESAMPLES, seed: int = ARENA_SEED, level: float = 0.95
 ) -> pd.DataFrame:
     """One row per compared pair: the chance of a win with no slot preference, with its
-    interval (:meth:`ArenaFit.head_to_head_table`)."""
+    interval (:meth:`ArenaFit.head_to_head_table`).
+    """
     return fit_arena(verdicts, n_boot=n_boot, seed=seed, level=level).head_to_head_table()
 
 
@@ -382,5 +395,6 @@ def position_bias_table(
     verdicts: Iterable[Verdict], *, n_boot: int = ARENA_RESAMPLES, seed: int = ARENA_SEED, level: float = 0.95
 ) -> pd.DataFrame:
     """One row per judge: its first-slot rate, fitted β with interval, and order consistency
-    (:meth:`ArenaFit.position_bias_table`)."""
+    (:meth:`ArenaFit.position_bias_table`).
+    """
     return fit_arena(verdicts, n_boot=n_boot, seed=seed, level=level).position_bias_table()

@@ -49,7 +49,8 @@ DENSE_FLOATS = 4_000_000
 class Cells:
     """Verdicts reduced to (judge, first, second) cells: per case, each cell's first-slot score
     ``y`` (wins plus half the ties) and verdict count ``n``, which are all the likelihood needs,
-    kept as entries for the (case, cell) pairs that have verdicts."""
+    kept as entries for the (case, cell) pairs that have verdicts.
+    """
 
     judge: IntArray
     first: IntArray
@@ -75,7 +76,8 @@ class Cells:
 
     def totals(self, weights: FloatArray | None = None) -> tuple[FloatArray, FloatArray]:
         """Per-cell ``y`` and ``n`` of the whole data (one row), or of each row of case
-        ``weights`` (resamples × cases: how often each case was drawn)."""
+        ``weights`` (resamples × cases: how often each case was drawn).
+        """
         if weights is None:
             weights = np.ones((1, self.n_cases))
         if self.dense_y is not None and self.dense_n is not None:
@@ -153,7 +155,8 @@ def _gradient(residual: FloatArray, cells: Cells) -> FloatArray:
 def _hessian(weight: FloatArray, cells: Cells) -> FloatArray:
     """The negative log-likelihood's Hessian ``Dᵀ·diag(w)·D`` from each cell's ``w = n·p·(1 − p)``,
     without the design ``D``: a cell adds ``w`` at (first, first), (second, second), (β, β),
-    (first, β) and ``−w`` at (first, second), (second, β), and the symmetric places."""
+    (first, β) and ``−w`` at (first, second), (second, β), and the symmetric places.
+    """
     nm, nj, rows = cells.n_models, cells.n_judges, weight.shape[0]
     pair = _scatter(weight, cells.first * nm + cells.second, nm * nm).reshape(rows, nm, nm)
     both = pair + pair.transpose(0, 2, 1)
@@ -182,7 +185,8 @@ def _newton(
 ) -> FloatArray:
     """Maximise the penalised likelihood of each row from ``params``; ``frozen`` (rows ×
     parameters, 1 where a parameter has no data to move it) marks the parameters held where they
-    start."""
+    start.
+    """
     params = params.copy()
     diagonal = np.arange(params.shape[1])
     active = np.arange(params.shape[0])
@@ -221,7 +225,8 @@ def _newton(
 def fit_batch(start: FloatArray, y: FloatArray, n: FloatArray, cells: Cells, ridge: float) -> FloatArray:
     """Fit each row of ``y``/``n`` (per-cell totals of one data set). β of a judge that always
     chose the first slot is +inf, always the second −inf, without verdicts NaN; θ of a model that
-    no remaining verdict compares is NaN (nothing informs it)."""
+    no remaining verdict compares is NaN (nothing informs it).
+    """
     nm, nj = cells.n_models, cells.n_judges
     judge_y, judge_n = _scatter(y, cells.judge, nj), _scatter(n, cells.judge, nj)
     one_slot = (judge_n == 0) | (judge_y <= 0) | (judge_y >= judge_n)
@@ -241,7 +246,8 @@ def fit_batch(start: FloatArray, y: FloatArray, n: FloatArray, cells: Cells, rid
 
 def bootstrap(full: FloatArray, cells: Cells, n_boot: int, seed: int, ridge: float) -> FloatArray:
     """``n_boot`` refits on test cases drawn with replacement (resamples × parameters), warm-started
-    from ``full``; all resamples of a batch are fitted together."""
+    from ``full``; all resamples of a batch are fitted together.
+    """
     n_cases = cells.n_cases
     out = np.empty((n_boot, full.size))
     rng = np.random.default_rng(seed)

@@ -70,7 +70,8 @@ TABLE_FAMILY = "of this table"
 
 def family_words(m: int, of: str = TABLE_FAMILY) -> str:
     """The family of a Holm adjustment in words: ``"Holm-adjusted over the 9 comparisons of this
-    table"``; ``m`` counts the comparisons with a p-value (those without one do not count)."""
+    table"``; ``m`` counts the comparisons with a p-value (those without one do not count).
+    """
     if m == 1:
         return f"Holm-adjusted over the 1 comparison {of}, i.e. unadjusted"
     return f"Holm-adjusted over the {m} comparisons {of}"
@@ -88,7 +89,8 @@ def compare(
     """``model_a`` against ``model_b`` on every metric of ``evaluator`` (default: every
     evaluator), one row per evaluator and metric (:data:`COMPARE_COLUMNS`); ``attrs["alpha"]``
     holds ``alpha`` and ``attrs["family"]`` the family of ``p_holm`` in words ("Holm-adjusted
-    over the 9 comparisons of this table"). See the module's description for the method."""
+    over the 9 comparisons of this table"). See the module's description for the method.
+    """
     if evaluator is not None:
         result.check_evaluator(evaluator)
     m = result.metrics
@@ -108,7 +110,8 @@ def compare_metrics(
     family: str = TABLE_FAMILY,
 ) -> pd.DataFrame:
     """Like :func:`compare`, for the given (evaluator, metric) pairs; Holm's adjustment runs
-    over exactly these (:func:`paired_comparisons`)."""
+    over exactly these (:func:`paired_comparisons`).
+    """
     _check_model(result, model_a)
     _check_model(result, model_b)
     table = paired_comparisons(
@@ -161,8 +164,10 @@ def _aggregate(result: EvaluationResult, model: str, evaluator: str, metric: str
 
 
 def is_mean_of_rows(aggregate: float, values: Any) -> bool:
-    """Whether a model's aggregate is the mean of its rows' values (or unknown). An aggregate
-    without row values was computed some other way."""
+    """Whether a model's aggregate is the mean of its rows' values (or unknown).
+
+    An aggregate without row values was computed some other way.
+    """
     if math.isnan(aggregate):
         return True
     if len(values) == 0:

@@ -20,7 +20,8 @@ CI_METHODS = ("wilson", "bootstrap", "none")
 
 def row_values(result: EvaluationResult, evaluator: str, metric: str) -> pd.DataFrame:
     """The per-row values of one metric that were measured: columns ``key``, ``model_key``,
-    ``value`` (skipped rows and rows without a value left out; keys and models as plain text)."""
+    ``value`` (skipped rows and rows without a value left out; keys and models as plain text).
+    """
     s = result.scores
     rows = s[(s["evaluator"] == evaluator) & (s["metric"] == metric) & ~s["skipped"].astype(bool) & s["value"].notna()]
     out = rows[["key", "model_key", "value"]].astype({"key": str, "model_key": str, "value": float})

@@ -80,7 +80,8 @@ class PairAgreement(NamedTuple):
     """The agreement of two jurors over the units both rated.
 
     ``kappa`` is Cohen's kappa for verdicts; in a :class:`JuryAgreement` of scores (interval
-    level) it holds the pair's Krippendorff alpha instead (see ``pairwise_statistic``)."""
+    level) it holds the pair's Krippendorff alpha instead (see ``pairwise_statistic``).
+    """
 
     juror_a: str
     juror_b: str
@@ -137,7 +138,8 @@ class _UnitSums(NamedTuple):
     sum of rows: ``table`` has the columns ``m`` (values in the unit), ``observed`` (its share of
     the observed disagreement) and then the parts of the expected disagreement (per-category
     counts, or the sum and sum of squares of the scores). With too many categories for a dense
-    table, ``codes`` holds ``(unit of each value, category of each value, categories)``."""
+    table, ``codes`` holds ``(unit of each value, category of each value, categories)``.
+    """
 
     table: np.ndarray
     codes: tuple[np.ndarray, np.ndarray, int] | None
@@ -181,7 +183,8 @@ def _unit_sums(arr: np.ndarray, level: Level) -> _UnitSums:
 
 def _alphas(sums: _UnitSums, weights: np.ndarray, level: Level) -> np.ndarray:
     """Alpha for each row of ``weights`` (how many times each pairable unit is drawn); NaN where
-    it is undefined (no pairable value, or no variation: ``E`` is 0)."""
+    it is undefined (no pairable value, or no variation: ``E`` is 0).
+    """
     totals = weights @ sums.table
     n, observed = totals[:, 0], totals[:, 1]
     if level == "interval":
@@ -269,8 +272,8 @@ def alpha_interval(
 
 
 def _kappa_of_counts(table: np.ndarray) -> float:
-    """Cohen's kappa of a square confusion table of whole counts; NaN without rows or when chance
-    agreement is certain."""
+    """Cohen's kappa of a square confusion table of whole counts; NaN without rows or when chance agreement is certain.
+    """
     n = int(table.sum())
     chance = int((table.sum(axis=1) * table.sum(axis=0)).sum())
     if n == 0 or chance == n * n:
@@ -351,7 +354,8 @@ def disagreement(values: Any, level: str) -> np.ndarray:
 class JuryAgreement:
     """How well a jury's jurors agree: Krippendorff's alpha with its bootstrap interval, Fleiss'
     kappa and the agreement of each pair. ``str()`` gives a summary in words; :meth:`to_frame`
-    the pairwise table."""
+    the pairwise table.
+    """
 
     alpha: float
     """Krippendorff's alpha (1 perfect agreement, 0 chance level); NaN when undefined."""
@@ -393,7 +397,8 @@ class JuryAgreement:
 
     def to_frame(self) -> pd.DataFrame:
         """The pairwise table: one row per pair of jurors, columns ``juror_a, juror_b`` and
-        ``kappa`` (verdicts) or ``alpha`` (scores), and ``n`` (units both rated)."""
+        ``kappa`` (verdicts) or ``alpha`` (scores), and ``n`` (units both rated).
+        """
         import pandas as pd
 
         columns = ["juror_a", "juror_b", self.pairwise_statistic, "n"]

@@ -36,7 +36,8 @@ def jury_values(result: EvaluationResult, evaluator: str, metric: str | None = N
     """``key``, ``model_key`` and one column per juror (its value of ``metric``, the evaluator's
     primary metric by default; NaN where the juror gave none) for every row a jury scored, plus
     ``disagreement``: the share of juror pairs that differ (a verdict) or the jurors' standard
-    deviation (a score). A :class:`~nbeval.errors.EvaluatorError` says when the evaluator had no jury."""
+    deviation (a score). A :class:`~nbeval.errors.EvaluatorError` says when the evaluator had no jury.
+    """
     import numpy as np
     import pandas as pd
 
@@ -89,7 +90,8 @@ def jury_agreement(
 ) -> JuryAgreement:
     """How far the jurors of ``evaluator`` agree on ``metric`` (its primary by default): Krippendorff's
     α with a bootstrap interval over rows, Fleiss' κ and Cohen's κ for every pair of jurors (for
-    verdicts); see :class:`~nbeval.results.statistics.jury_agreement.JuryAgreement`."""
+    verdicts); see :class:`~nbeval.results.statistics.jury_agreement.JuryAgreement`.
+    """
     import numpy as np
 
     table = jury_values(result, evaluator, metric)
@@ -103,7 +105,8 @@ def jury_agreement(
 
 def repeated_groups(result: EvaluationResult, evaluator: str, jurors: list[str]) -> tuple[tuple[str, ...], ...]:
     """The groups of ``jurors`` that are one judge named several times (each row's
-    ``details["jury"]`` says which juror each repeats), each in juror order."""
+    ``details["jury"]`` says which juror each repeats), each in juror order.
+    """
     scores = result.scores
     first: dict[str, str] = {}
     for details in scores.loc[scores["evaluator"] == evaluator, "details"]:

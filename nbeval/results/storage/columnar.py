@@ -95,7 +95,8 @@ WRITE_SLICE_ROWS = 1_000_000
 def write_scores_parquet(path: str | Path, scores: pd.DataFrame) -> None:
     """Write the long table as Parquet (zstd; repeated text such as keys and names is stored once
     per column chunk by Parquet's dictionary encoding), :data:`WRITE_SLICE_ROWS` rows at a time:
-    converted whole, the Arrow copy of nine million scores would add most of a gigabyte."""
+    converted whole, the Arrow copy of nine million scores would add most of a gigabyte.
+    """
     import pyarrow.parquet as pq
 
     schema = _arrow_schema()
@@ -108,7 +109,8 @@ def read_scores_parquet(path: str | Path) -> pd.DataFrame:
     """A long table written by :func:`write_scores_parquet`, typed; a file that is not one (not
     Parquet, other columns or types, a null key, text that is not UTF-8 or longer than
     :data:`~nbeval.results.storage.limits.STORED_CAPS` allows) is a :class:`~nbeval.errors.DataError`
-    naming it (and the row and column where there is one)."""
+    naming it (and the row and column where there is one).
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -154,7 +156,8 @@ def check_arrow_text(table: Any, source: str, *, caps: Mapping[str, int] | None 
     """Raise :class:`~nbeval.errors.DataError` naming the row and column of ``table`` (an Arrow
     table or record batch; its rows counted from ``first_row``) that holds text that is not UTF-8
     (Parquet stores the bytes it is given: the file was changed after it was saved) or, for a
-    column of ``caps``, a text longer than its cap allows (see :mod:`nbeval.results.storage.limits`)."""
+    column of ``caps``, a text longer than its cap allows (see :mod:`nbeval.results.storage.limits`).
+    """
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -188,7 +191,8 @@ def check_arrow_text(table: Any, source: str, *, caps: Mapping[str, int] | None 
 
 def _row_not_utf8(column: Any) -> int | None:
     """The position of the first value of ``column`` (an Arrow array or chunked array) whose text is
-    not UTF-8, or ``None``; a value at a time, so only once the column is known to hold one."""
+    not UTF-8, or ``None``; a value at a time, so only once the column is known to hold one.
+    """
     chunks = getattr(column, "chunks", [column])
     offset = 0
     for chunk in chunks:
@@ -202,9 +206,11 @@ def _row_not_utf8(column: Any) -> int | None:
 
 
 def _columns_to_pandas(arrow: dict[str, Any], order: Any = None) -> pd.DataFrame:
-    """The typed long table from Arrow columns, taken in ``order`` when given. Columns are
-    converted one at a time and removed from ``arrow`` as they go, so at most one column exists
-    twice (a million-row table would otherwise be held whole in Arrow, sorted, and in pandas)."""
+    """The typed long table from Arrow columns, taken in ``order`` when given.
+
+    Columns are converted one at a time and removed from ``arrow`` as they go, so at most one column exists twice (a
+    million-row table would otherwise be held whole in Arrow, sorted, and in pandas).
+    """
     import pyarrow as pa
 
     columns: dict[str, Any] = {}
@@ -250,7 +256,8 @@ class ScoreSpool:
     (each read from disk once) and the buffered tables, appended to the typed table of the rows
     read before (kept for the next read; it is the long table the live view hands out, shared,
     not copied). A spool never read keeps nothing but its buffer.
-    The folder is removed by :meth:`close`, or when the spool is garbage-collected."""
+    The folder is removed by :meth:`close`, or when the spool is garbage-collected.
+    """
 
     def __init__(self, evaluators: Sequence[Evaluator], row_pos: Mapping[int, int]) -> None:
         self._evaluator_pos = {id(ev): k for k, ev in enumerate(evaluators)}
@@ -321,7 +328,8 @@ class ScoreSpool:
     def _scores_as_added(self) -> pd.DataFrame:
         """The long table so far in the order added: the table of the last such read plus the rows
         added since, read from the part files written since (each once) and the buffer; nothing is
-        written. Handed out shallow under pandas' copy-on-write (a change to it copies), else copied."""
+        written. Handed out shallow under pandas' copy-on-write (a change to it copies), else copied.
+        """
         import pyarrow as pa
         import pyarrow.parquet as pq
 

@@ -207,7 +207,8 @@ def check_dataset(dataset: LlmDataset, path: Path) -> None:
 
 def check_label_lengths(labels: Any, source: str) -> None:
     """Raise :class:`~nbeval.errors.DataError` naming the first label (a cell of the ``label``
-    column of ``labels``, rows counted from 1) longer than :data:`MAX_LABEL_CHARS`."""
+    column of ``labels``, rows counted from 1) longer than :data:`MAX_LABEL_CHARS`.
+    """
     if "label" not in getattr(labels, "columns", ()):
         return
     for i, value in enumerate(labels["label"], 1):
@@ -221,7 +222,8 @@ def check_label_lengths(labels: Any, source: str) -> None:
 
 def check_label_file(folder: Path) -> None:
     """``labels.csv``'s labels no longer than :data:`MAX_LABEL_CHARS` (what else is wrong with
-    the file, :func:`~nbeval.results.storage.labels.load_labels` says)."""
+    the file, :func:`~nbeval.results.storage.labels.load_labels` says).
+    """
     import pandas as pd
 
     path = folder / LABELS_FILE

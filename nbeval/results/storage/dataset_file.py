@@ -90,7 +90,8 @@ def _chunk_columns(rows: Sequence[Row]) -> dict[str, list[Any]]:
 
 def _conversation_json(row: Row) -> str | None:
     """A row's conversation fields as one JSON object, ``None`` for a row without any
-    (``expected_tool_calls: []``, no call expected, is one)."""
+    (``expected_tool_calls: []``, no call expected, is one).
+    """
     parts = conversation_parts(row)
     return json.dumps(parts, ensure_ascii=False) if parts else None
 
@@ -255,10 +256,12 @@ def _read_conversation(text: str | None, path: Path, row: int) -> dict[str, Any]
 
 
 def read_dataset_parquet(path: Path) -> LlmDataset:
-    """The dataset :func:`write_dataset_parquet` wrote to ``path``. A missing or damaged file
-    (metadata that is not the JSON object written, text that is not UTF-8), a column missing or
-    of another type, or an empty key is a :class:`~nbeval.errors.DataError` naming the file (and
-    the row and field where there is one)."""
+    """The dataset :func:`write_dataset_parquet` wrote to ``path``.
+
+    A missing or damaged file (metadata that is not the JSON object written, text that is not UTF-8), a column missing
+    or of another type, or an empty key is a :class:`~nbeval.errors.DataError` naming the file (and the row and field
+    where there is one).
+    """
     import pyarrow as pa
 
     file = _open(path)

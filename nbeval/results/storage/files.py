@@ -62,7 +62,9 @@ def _aside(path: Path) -> Path:
 
 def write_aside(path: str | os.PathLike[str], write: Callable[[Path], object]) -> Path:
     """Call ``write(tmp)`` to write a hidden sibling of ``path``, then rename it over ``path``.
-    If ``write`` raises (or is interrupted), ``path`` is left as it was and ``tmp`` is removed."""
+
+    If ``write`` raises (or is interrupted), ``path`` is left as it was and ``tmp`` is removed.
+    """
     path = Path(path)
     check_folder(path.parent)
     if path.is_dir():
@@ -83,7 +85,8 @@ def check_folder(folder: str | os.PathLike[str], names: Iterable[str] = ()) -> N
     """Raise :class:`~nbeval.errors.DataError` unless ``folder`` can hold the files ``names``:
     neither it nor a folder above it may be a file, none of ``names`` in it may be a folder, and
     no name to be made (of ``folder``'s parts not there yet, and ``names``) may be longer than
-    the file system allows."""
+    the file system allows.
+    """
     folder = Path(folder)
     try:
         for p in (folder, *folder.parents):
@@ -105,7 +108,8 @@ def check_folder(folder: str | os.PathLike[str], names: Iterable[str] = ()) -> N
 
 def check_path(path: str | os.PathLike[str]) -> None:
     """Raise :class:`~nbeval.errors.DataError` when the file system cannot take ``path`` at all:
-    a file or folder name in it longer than allowed, or the whole too long to look up."""
+    a file or folder name in it longer than allowed, or the whole too long to look up.
+    """
     path = Path(path)
     try:
         path.exists()
@@ -129,7 +133,8 @@ def _check_name_lengths(folder: Path, names: Iterable[str]) -> None:
 @contextlib.contextmanager
 def staging_folder(folder: Path) -> Iterator[Path]:
     """A hidden folder inside ``folder`` to write files into before they are renamed into
-    ``folder``; removed on the way out, whatever happened."""
+    ``folder``; removed on the way out, whatever happened.
+    """
     stage = folder / f".nbeval-saving-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     stage.mkdir()
     try:

@@ -164,7 +164,8 @@ def pass_fail_evaluators(result: EvaluationResult) -> set[str]:
     evaluators, and those whose rows carry no label of their own (a score with a threshold, which
     passes or fails the row; a score without one, whose pass/fail labels choose a threshold, see
     :mod:`nbeval.results.statistics.agreement`). ``classification``'s rows carry the predicted class, so a
-    label ``1`` there is a class, not a pass."""
+    label ``1`` there is a class, not a pass.
+    """
     from nbeval.evaluators.base import UNRATED_LABELS
 
     m = result.metrics[result.metrics["primary"].astype(bool)]
@@ -200,7 +201,8 @@ def _not_a_verdict(value: Any, cells: dict[str, str]) -> str:
 
 def _pass_fail(value: Any) -> Any:
     """``value`` as ``"pass"``/``"fail"`` when it is one of the usual ways of writing one (see the
-    module docstring), else unchanged."""
+    module docstring), else unchanged.
+    """
     import numbers
 
     if isinstance(value, str):
@@ -214,7 +216,8 @@ def _pass_fail(value: Any) -> Any:
 
 def merge_labels(current: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
     """``current`` with ``new`` added; a row of ``new`` replaces the label of the same
-    (key, model_key, evaluator) in ``current``."""
+    (key, model_key, evaluator) in ``current``.
+    """
     import pandas as pd
 
     if current.empty:
@@ -227,7 +230,8 @@ def save_labels(folder: str | Path, labels: pd.DataFrame) -> None:
     """Write ``labels`` to ``folder/labels.csv`` (aside first, then renamed over it); with no
     labels, remove a ``labels.csv`` left there by an earlier result so it is not loaded with
     this one. Cells a spreadsheet would run as a formula are written as text (see
-    :mod:`nbeval.data.csvsafe`)."""
+    :mod:`nbeval.data.csvsafe`).
+    """
     path = Path(folder) / LABELS_FILE
     if labels.empty:
         if path.is_file():
@@ -238,8 +242,7 @@ def save_labels(folder: str | Path, labels: pd.DataFrame) -> None:
 
 
 def load_labels(folder: str | Path, result: EvaluationResult) -> pd.DataFrame:
-    """The labels saved in ``folder`` (checked against ``result``), or none when the folder
-    has no ``labels.csv``."""
+    """The labels saved in ``folder`` (checked against ``result``), or none when the folder has no ``labels.csv``."""
     path = Path(folder) / LABELS_FILE
     if not path.exists():
         return empty_labels()

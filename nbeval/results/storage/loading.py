@@ -142,7 +142,8 @@ def read_records(path: Path, columns: list[str]) -> tuple[pd.DataFrame, list[int
     """One saved table (a JSON object per line) and the line of each of its rows, every line
     checked: it must be JSON, have exactly ``columns``, and hold in each the kind of value
     ``_COLUMN_KINDS`` says (text no longer than its cap); anything else is a DataError naming
-    the file, the line (as the row) and the column."""
+    the file, the line (as the row) and the column.
+    """
     import pandas as pd
 
     kinds = _COLUMN_KINDS.get(path.name, {})
@@ -235,13 +236,15 @@ def read_info(path: Path) -> dict[str, Any]:
 
 def read_result_info(folder: str | Path) -> dict[str, Any]:
     """``result.json`` of the saved result in ``folder``, checked as :func:`load_result` checks it
-    (its ``meta``, ``explanations`` and ``model_labels``), without reading the other files."""
+    (its ``meta``, ``explanations`` and ``model_labels``), without reading the other files.
+    """
     return read_info(Path(folder) / "result.json")
 
 
 def read_aggregates(folder: str | Path) -> pd.DataFrame:
     """``aggregates.jsonl`` of the saved result in ``folder``, each line checked as
-    :func:`load_result` checks it (not against the other files)."""
+    :func:`load_result` checks it (not against the other files).
+    """
     aggregates, _lines = read_records(Path(folder) / "aggregates.jsonl", AGGREGATE_COLUMNS)
     aggregates["value"] = aggregates["value"].astype(float)
     return aggregates

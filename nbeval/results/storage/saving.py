@@ -5,7 +5,8 @@ Every file is written into a hidden staging folder first; ``result.json`` last, 
 and the hash of each file (:mod:`nbeval.results.storage.save_id`). The files are then renamed into the
 folder, ``result.json`` last, under the folder's lock (:mod:`nbeval.results.storage.folder_lock`), so two
 saves into one folder at once leave the one that renamed last whole, never a mix; and a folder
-that mixes two saves anyway (a crash between two renames, a file copied in) does not load."""
+that mixes two saves anyway (a crash between two renames, a file copied in) does not load.
+"""
 
 from __future__ import annotations
 
@@ -43,10 +44,12 @@ RESULT_FILES = ("scores.parquet", "aggregates.jsonl", "metrics.jsonl", "dataset.
 def save_result(
     result: EvaluationResult, folder: str | Path, *, scores_format: str = "parquet", label: str | None = None
 ) -> Path:
-    """Write ``result`` to ``folder``: what :meth:`EvaluationResult.save` documents. ``label``
-    names the run in the saved run facts and, once the folder is written, in ``result.record``.
-    The saved ``meta`` is ``result.record`` in the current format (a result loaded from an older
-    format is written in the current one)."""
+    """Write ``result`` to ``folder``: what :meth:`EvaluationResult.save` documents.
+
+    ``label`` names the run in the saved run facts and, once the folder is written, in ``result.record``. The saved
+    ``meta`` is ``result.record`` in the current format (a result loaded from an older format is written in the current
+    one).
+    """
     from nbeval.results.storage import dataset_file
     from nbeval.results.storage.columnar import write_scores_parquet
 

@@ -71,7 +71,8 @@ def _problem(v: Any, model: str, in_case: set[str]) -> str | None:
 
 def check_verdicts(scores: pd.DataFrame, metrics: pd.DataFrame, path: Path, lines: Sequence[int] | None) -> None:
     """Every head-to-head verdict in ``scores`` checked as the module says; ``lines`` are the
-    file's line of each score (None: the row's position, for Parquet)."""
+    file's line of each score (None: the row's position, for Parquet).
+    """
     evaluators = set(metrics.loc[metrics["metric"] == HEAD_TO_HEAD_METRIC, "evaluator"].astype(str))
     if not evaluators:
         return
@@ -103,7 +104,8 @@ def check_verdicts(scores: pd.DataFrame, metrics: pd.DataFrame, path: Path, line
 
 def _check_both_rows(rows: dict[tuple[str, str], tuple[int, list[Any]]], source: str) -> None:
     """Each verdict once per row, and on both its models' rows with the same winner (where both
-    rows' verdicts could be read)."""
+    rows' verdicts could be read).
+    """
     filed: dict[tuple[str, str], dict[tuple[str, str, Any], Any]] = {}
     for (key, model), (row, verdicts) in rows.items():
         winners: dict[tuple[str, str, Any], Any] = {}
