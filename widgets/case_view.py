@@ -241,8 +241,7 @@ def _comparisons(result: EvaluationResult, scores: Any, answers: dict[str, Any],
 
 
 def _score_cell(r: Any) -> str:
-    """A score's table cell: its value tinted by pass or fail, or why there is none (not evaluated, skipped, an error).
-    """
+    """A score's table cell: its value tinted by pass or fail, or why there is none (not evaluated, skipped, an error)."""
     if r is None:
         return f'<span style="{_MUTED}">not evaluated</span>'
     if r.skipped:

@@ -266,8 +266,7 @@ class CaseExplorer(w.VBox):
         self._update_walk()
 
     def _update_walk(self) -> None:
-        """Enable the previous and next buttons where there is a case to go to, and say which case of how many this is.
-        """
+        """Enable the previous and next buttons where there is a case to go to, and say which case of how many this is."""
         keys = self._keys
         at = keys.index(self.key) if self.key in keys else -1
         self.previous_button.disabled = at <= 0

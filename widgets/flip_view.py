@@ -34,8 +34,7 @@ def _row(result: EvaluationResult, key: str, model_key: str) -> Any:
 
 
 def _score(result: EvaluationResult, key: str, model_key: str, evaluator: str) -> Any:
-    """The score row of the primary metric of ``evaluator`` for ``key`` and ``model_key`` (``None`` when there is none).
-    """
+    """The score row of the primary metric of ``evaluator`` for ``key`` and ``model_key`` (``None`` when there is none)."""
     s = result.scores
     hit = s[(s["key"] == key) & (s["model_key"] == model_key) & (s["evaluator"] == evaluator)]
     metric = result.primary_metric(evaluator)

@@ -32,8 +32,7 @@ def _verdicts(details: Any) -> list[dict[str, Any]]:
 
 
 def _points(v: dict[str, Any], model: str) -> float | None:
-    """What a verdict gives ``model``: 1 for a win, 0.5 for a tie, 0 for a loss; ``None`` for a verdict with no winner.
-    """
+    """What a verdict gives ``model``: 1 for a win, 0.5 for a tie, 0 for a loss; ``None`` for a verdict with no winner."""
     winner = v.get("winner")
     if winner not in ("A", "B", "tie"):
         return None

@@ -149,8 +149,7 @@ class Regexp(_Operand):
     pattern: str
 
     def __post_init__(self) -> None:
-        """Compile the pattern now, so that a bad one fails when the condition is built, never in the middle of a run.
-        """
+        """Compile the pattern now, so that a bad one fails when the condition is built, never in the middle of a run."""
         patterns.compile_user_pattern(self.pattern)  # fail when built, never mid-run
         super().__post_init__()
 

@@ -92,8 +92,7 @@ def is_missing(value: Any) -> bool:
 
 
 def is_null(value: Any) -> bool:
-    """Whether a value read from a file is no value at all: ``None``, NaN (an empty cell), or pandas' ``NA`` / ``NaT``.
-    """
+    """Whether a value read from a file is no value at all: ``None``, NaN (an empty cell), or pandas' ``NA`` / ``NaT``."""
     if value is None:
         return True
     kind = type(value)

@@ -191,8 +191,7 @@ def is_csv_path(source: Any) -> bool:
 
 
 def _is_trace(data: Any) -> bool:
-    """Whether ``data`` is an OTLP trace export, an MLflow trace or Phoenix span JSON (see :mod:`nbeval.data.traces`).
-    """
+    """Whether ``data`` is an OTLP trace export, an MLflow trace or Phoenix span JSON (see :mod:`nbeval.data.traces`)."""
     if not isinstance(data, dict):
         return False
     if "resourceSpans" in data or "resource_spans" in data or is_phoenix_export(data):

@@ -151,8 +151,7 @@ class RunState:
         return self.live.done
 
     def record(self, outcomes: list[RowOutcome]) -> None:
-        """File finished outcomes: in the live view (which spools their scores), and in ``outcomes`` when they are kept.
-        """
+        """File finished outcomes: in the live view (which spools their scores), and in ``outcomes`` when they are kept."""
         if self.keep_outcomes:
             self.outcomes.extend(outcomes)
         self.cancelled_count += sum(o.skip_reason == "cancelled" for o in outcomes)

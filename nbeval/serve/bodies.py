@@ -132,8 +132,7 @@ class EvaluationRequest(BaseModel):
         return self
 
     def evaluator_specs(self) -> list[Any]:
-        """The requested evaluators as :func:`nbeval.evaluate` takes them: an id, or a dict of an id and its parameters.
-        """
+        """The requested evaluators as :func:`nbeval.evaluate` takes them: an id, or a dict of an id and its parameters."""
         return [e if isinstance(e, str) else {"id": e.id, **e.params} for e in self.evaluators]
 
 

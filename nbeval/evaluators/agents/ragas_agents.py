@@ -341,8 +341,7 @@ class _ConversationJudge(SingleMetric):
 
 @register
 class AgentGoalAccuracyEvaluator(_ConversationJudge):
-    """``agent_goal_accuracy``: whether the conversation reached the user's goal, as a judge decides (ragas's metric).
-    """
+    """``agent_goal_accuracy``: whether the conversation reached the user's goal, as a judge decides (ragas's metric)."""
 
     spec = EvaluatorSpec(
         id="agent_goal_accuracy",

@@ -297,8 +297,7 @@ def longest_repeat(text: str) -> tuple[int, int, int]:
     import numpy as np
 
     def dense_rank(key: Any) -> tuple[Any, int]:
-        """Each entry of ``key`` replaced by its rank among the distinct values, and how many distinct values there are.
-        """
+        """Each entry of ``key`` replaced by its rank among the distinct values, and how many distinct values there are."""
         order = np.argsort(key, kind="stable")
         ks = key[order]
         steps = np.empty(len(key), dtype=np.int64)

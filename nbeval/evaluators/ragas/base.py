@@ -103,8 +103,7 @@ class RagasEvaluator(Evaluator):
         raise NotImplementedError
 
     def session(self) -> Session:
-        """A fresh bridge session for one row: the judge and embedder this evaluator was given, and its parse attempts.
-        """
+        """A fresh bridge session for one row: the judge and embedder this evaluator was given, and its parse attempts."""
         bridge = ragas_modules(self.spec.id)[1]
         session: Session = bridge.Session(
             judge=self.params.get("judge"),

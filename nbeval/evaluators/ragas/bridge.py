@@ -253,8 +253,7 @@ class SchemaOnce:
         self._schema = model.model_json_schema()
 
     def model_json_schema(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        """The wrapped model's JSON schema: the one computed once when called without arguments, a fresh one otherwise.
-        """
+        """The wrapped model's JSON schema: the one computed once when called without arguments, a fresh one otherwise."""
         # The same dict every time: ragas only serialises it (a copy per call costs as much as
         # the rendering it saves).
         return self._schema if not (args or kwargs) else self._model.model_json_schema(*args, **kwargs)

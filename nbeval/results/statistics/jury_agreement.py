@@ -272,8 +272,7 @@ def alpha_interval(
 
 
 def _kappa_of_counts(table: np.ndarray) -> float:
-    """Cohen's kappa of a square confusion table of whole counts; NaN without rows or when chance agreement is certain.
-    """
+    """Cohen's kappa of a square confusion table of whole counts; NaN without rows or when chance agreement is certain."""
     n = int(table.sum())
     chance = int((table.sum(axis=1) * table.sum(axis=0)).sum())
     if n == 0 or chance == n * n:
