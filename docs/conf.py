@@ -40,7 +40,7 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.napoleon",
-    "myst_parser",
+    "myst_nb",  # MyST Markdown pages, and the tutorials' notebooks with their outputs
     *_LOCAL_EXTENSIONS,
 ]
 
@@ -48,14 +48,31 @@ myst_enable_extensions = ["colon_fence", "deflist"]
 # `## Heading` gets an anchor, so pages can link to [a section](#a-section) as on GitHub.
 myst_heading_anchors = 3
 
-source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
 templates_path = ["_templates"]
 exclude_patterns = ["_build", "_templates", "Thumbs.db", ".DS_Store"]
 
 html_theme = "furo"
 html_title = "nbeval"
-html_static_path: list[str] = []
+# _static: the vendored widget manager and the anywidget stand-in (see docs/_ext/nbeval_tutorials.py);
+# _build/.tutorials/static: the chart script the tutorials' widgets share, written at build time.
+html_static_path = ["_static", "_build/.tutorials/static"]
+html_css_files = ["nbeval.css"]
+
+# -- Tutorials (myst-nb) --------------------------------------------------------------------------
+
+# docs/_ext/nbeval_tutorials.py runs the notebooks itself (a cell that raises fails the build), so
+# myst-nb only renders what it wrote.
+nb_execution_mode = "off"
+# Widgets render with the vendored manager, never a CDN: require.js, then the module "anywidget"
+# (Altair's offline charts), then the manager, which draws every widget view on the page.
+nb_ipywidgets_js = {
+    "vendor/requirejs-2.3.8/require.js": {},
+    "nbeval-anywidget.js": {},
+    "vendor/html-manager-1.0.15/embed-amd.js": {},
+}
+# A cell's stderr (progress bars, a library's warning) is shown as it is in JupyterLab.
+nb_output_stderr = "show"
 
 # -- Strictness -----------------------------------------------------------------------------------
 

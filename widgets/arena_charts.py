@@ -27,8 +27,18 @@ _KIT_EXPORTS = ("arena_chart", "win_matrix")
 
 
 def arena_chart(result: EvaluationResult, evaluator: str = "pairwise", *, level: float = 0.95) -> alt.LayerChart:
-    """Each model's arena rating (1000 is the mean model) as a point with its interval, ranked
-    best first; the tooltip gives the interval, wins, losses, ties and verdicts.
+    """Draw each model's arena rating as a point with its interval, best first.
+
+    The rating is on the Elo scale, 1000 being the mean model; the tooltip gives the interval,
+    wins, losses, ties and verdicts.
+
+    Args:
+        result: The evaluation result that holds the head-to-head verdicts.
+        evaluator: Id of the head-to-head evaluator whose arena fit is drawn.
+        level: Confidence level of the bootstrap interval drawn around each rating.
+
+    Returns:
+        The layered chart: a dashed rule at the mean, the interval bars and the rating points.
     """
     table = result.arena(evaluator, level=level)
     names = model_names(result)
@@ -77,9 +87,19 @@ def arena_chart(result: EvaluationResult, evaluator: str = "pairwise", *, level:
 
 
 def win_matrix(result: EvaluationResult, evaluator: str = "pairwise", *, level: float = 0.95) -> alt.LayerChart:
-    """A model × model heatmap: each cell is the chance that the row's model is preferred to the
-    column's (first-slot preference removed), blue above one half and red below; the tooltip gives
-    its interval and the verdicts (wins, losses, ties, inconsistent cases) behind it.
+    """Draw a model × model heatmap of who beats whom.
+
+    Each cell is the chance that the row's model is preferred to the column's (first-slot
+    preference removed), blue above one half and red below; the tooltip gives its interval and the
+    verdicts (wins, losses, ties, inconsistent cases) behind it. Models are ordered by arena rating.
+
+    Args:
+        result: The evaluation result that holds the head-to-head verdicts.
+        evaluator: Id of the head-to-head evaluator whose verdicts are drawn.
+        level: Confidence level of the interval shown in each cell's tooltip.
+
+    Returns:
+        The layered chart: the coloured cells with each cell's probability written on it.
     """
     h2h = result.head_to_head(evaluator, level=level)
     names = model_names(result)

@@ -71,8 +71,9 @@ def _name(value: Any) -> str:
 
 
 def _chunks(chunks: Sequence[Chunk], max_chars: int) -> str:
-    """The context chunks as numbered HTML blocks (each with its source, text cut to ``max_chars``); a dash when
-    there are none.
+    """Render the context chunks as numbered HTML blocks.
+
+    Each block shows its source and its text cut to ``max_chars``; a dash stands for no chunks.
     """
     if not chunks:
         return f'<span style="{_MUTED}">—</span>'
@@ -89,8 +90,10 @@ def _chunks(chunks: Sequence[Chunk], max_chars: int) -> str:
 
 
 def _case_fields(row: Row, max_chars: int, shared: int, messages: list[dict[str, Any]]) -> str:
-    """The case's fields; when every model's conversation begins with the same ``shared``
-    messages, those (the first of ``messages``) instead of the prompt.
+    """Render the case's fields as an HTML table.
+
+    When every model's conversation begins with the same ``shared`` messages, those (the first of
+    ``messages``) are shown instead of the prompt.
     """
     if shared:
         prompt = ("conversation", conversation_html(messages, stop=shared, max_chars=max_chars))
@@ -120,11 +123,24 @@ def case_html(
     max_chars: int = MAX_CHARS,
     rows: dict[str, list[Row]] | None = None,
 ) -> str:
-    """The case ``key``: its fields, then one column per model with its conversation (when the
+    """Render one test case across models as HTML.
+
+    The case ``key`` shows its fields, then one column per model with its conversation (when the
     rows have messages: :mod:`.conversation_view`, the messages every model shares shown once with
     the case's fields), the answer, retrieved context, every metric (tinted by pass/fail), each
-    evaluator's rationale and any error or skip reason. ``highlight`` tints one model's column
-    (the heatmap cell that was clicked).
+    evaluator's rationale and any error or skip reason.
+
+    Args:
+        result: The evaluation result the case is read from.
+        key: The test-case key of the case to show.
+        highlight: Model key whose column is tinted (the heatmap cell that was clicked); ``None``
+            tints none.
+        max_chars: How many characters of each text are shown before it is cut.
+        rows: The dataset rows grouped by test-case key, as :func:`case_rows` returns them;
+            ``None`` groups them here.
+
+    Returns:
+        The HTML of the case, or a short note when ``result`` has no test case ``key``.
     """
     grouped = rows if rows is not None else case_rows(result)
     case = grouped.get(key)
@@ -193,9 +209,10 @@ def _jury_cells(
     juries: list[dict[str, Any] | None],
     max_chars: int,
 ) -> list[str]:
-    """Each model's jury on ``ev`` (:mod:`.jury_view`): every juror's value of the primary metric,
-    label and rationale, then the row's value and how it was made; a row without a jury shows its
-    rationale as usual.
+    """Render each model's jury on ``ev`` as one table cell per model (:mod:`.jury_view`).
+
+    A cell shows every juror's value of the primary metric, label and rationale, then the row's
+    value and how it was made; a row without a jury shows its rationale as usual.
     """
     metric = result.primary_metric(ev)
     passes = metric_passes(result, ev, metric)
@@ -212,8 +229,9 @@ def _jury_cells(
 
 
 def _conversations(line: Any, rows: list[Row], shared: int, max_chars: int) -> str:
-    """The line of each model's conversation (:mod:`.conversation_view`), from the first message
-    after the ``shared`` ones shown with the case.
+    """Render the table line of each model's conversation (:mod:`.conversation_view`).
+
+    Each conversation starts at the first message after the ``shared`` ones shown with the case.
     """
     cells = []
     for r in rows:
@@ -241,7 +259,10 @@ def _comparisons(result: EvaluationResult, scores: Any, answers: dict[str, Any],
 
 
 def _score_cell(r: Any) -> str:
-    """A score's table cell: its value tinted by pass or fail, or why there is none (not evaluated, skipped, an error)."""
+    """Render a score's table cell: its value tinted by pass or fail.
+
+    A score without a value shows why there is none (not evaluated, skipped, an error).
+    """
     if r is None:
         return f'<span style="{_MUTED}">not evaluated</span>'
     if r.skipped:

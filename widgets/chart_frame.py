@@ -1,5 +1,7 @@
-"""The frame every chart of the kit shares: the widest plot, how layers are put together, and the
-value axis (its scale, the threshold rule drawn across it, its "higher is better" title).
+"""The frame every chart of the kit shares.
+
+It sets the widest plot, how layers are put together, and the value axis (its scale, the threshold
+rule drawn across it, its "higher is better" title).
 """
 
 from __future__ import annotations

@@ -61,14 +61,27 @@ _STATUS_COLOURS = {"pass": "#3a9c5b", "fail": "#d1495b", "no threshold": "#8fb3d
 def leaderboard_chart(
     result: EvaluationResult, evaluator: str | None = None, metric: str | None = None, *, ci: float | None = 0.95
 ) -> alt.HConcatChart:
-    """Models ranked best first on ``metric`` (default: the evaluator's primary metric).
+    """Draw the models ranked best first on ``metric`` (default: the evaluator's primary metric).
 
     Bars are coloured by pass/fail against the threshold, the threshold is a dashed rule, and a
     column beside the bars labels each model with its value and ``n/N`` (rows measured / rows the
-    model has). With ``ci`` (a level such as 0.95; ``None`` for none), each bar carries an error
-    bar from ``result.leaderboard(..., ci=ci)``'s ``<metric>_lo``/``<metric>_hi`` columns (a model
-    with no interval gets none), the tooltips give its bounds, and the subtitle names its method
-    (Wilson for shares of 0/1 rows, bootstrap over test cases for scores).
+    model has). With ``ci``, each bar carries an error bar from ``result.leaderboard(..., ci=ci)``'s
+    ``<metric>_lo``/``<metric>_hi`` columns (a model with no interval gets none), the tooltips give
+    its bounds, and the subtitle names its method (Wilson for shares of 0/1 rows, bootstrap over
+    test cases for scores).
+
+    Args:
+        result: The evaluation result to chart.
+        evaluator: Id of the evaluator to chart; ``None`` takes the result's first evaluator.
+        metric: The metric to rank on; ``None`` takes the evaluator's primary metric.
+        ci: Level of the error bars, such as 0.95; ``None`` draws none.
+
+    Returns:
+        The bar chart beside the column of value labels.
+
+    Raises:
+        ValueError: When ``ci`` is not between 0 and 1, or the result has no evaluators.
+        KeyError: When the evaluator or the metric is not in the result.
     """
     info = metric_info(result, evaluator, metric)
     df = leaderboard_table(result, info)
@@ -146,8 +159,9 @@ _METHOD_NAMES = {
 
 
 def _add_interval(df: pd.DataFrame, result: EvaluationResult, info: MetricInfo, ci: float | None) -> str:
-    """Add ``lo``/``hi`` to a :func:`leaderboard_table` frame, in place, from
-    ``result.leaderboard(ci=ci)``; returns the interval method the result used.
+    """Add ``lo``/``hi`` columns to a :func:`leaderboard_table` frame, in place.
+
+    The bounds come from ``result.leaderboard(ci=ci)``; returns the interval method the result used.
     """
     if ci is None:
         return ""
@@ -166,10 +180,21 @@ def _add_interval(df: pd.DataFrame, result: EvaluationResult, info: MetricInfo, 
 
 
 def pass_fail_chart(result: EvaluationResult, evaluator: str | None = None) -> alt.Chart:
-    """Stacked bars per model: rows that passed, failed, could not be parsed, errored or were skipped.
+    """Draw stacked bars per model: rows that passed, failed, could not be parsed, errored or were skipped.
 
     Meant for bool evaluators (their ``pass`` metric and ``parse_failure`` label); for any other
     evaluator, pass/fail is its primary metric against the threshold.
+
+    Args:
+        result: The evaluation result to chart.
+        evaluator: Id of the evaluator to chart; ``None`` takes the result's first evaluator.
+
+    Returns:
+        The stacked bar chart, one bar per model.
+
+    Raises:
+        ValueError: When the result has no evaluators.
+        KeyError: When the evaluator is not in the result.
     """
     info = metric_info(result, evaluator, None)
     df = outcome_counts(result, info)
@@ -202,8 +227,24 @@ def distribution_chart(
     kind: Literal["box", "hist"] = "box",
     bins: int = 20,
 ) -> alt.LayerChart | alt.Chart:
-    """Per-model distribution of a metric's row values: a box plot (min–max whiskers, quartile box,
-    median tick, mean diamond, threshold rule) or, with ``kind="hist"``, one histogram per model.
+    """Draw the per-model distribution of a metric's row values.
+
+    The default is a box plot (min–max whiskers, quartile box, median tick, mean diamond, threshold
+    rule); with ``kind="hist"`` it is one histogram per model.
+
+    Args:
+        result: The evaluation result to chart.
+        evaluator: Id of the evaluator to chart; ``None`` takes the result's first evaluator.
+        metric: The metric whose values are drawn; ``None`` takes the evaluator's primary metric.
+        kind: ``"box"`` for a box plot per model, ``"hist"`` for a histogram per model.
+        bins: How many bins each histogram has (used with ``kind="hist"`` only).
+
+    Returns:
+        The layered box plot, or the histograms faceted by model.
+
+    Raises:
+        ValueError: When ``kind`` is neither ``"box"`` nor ``"hist"``, or the result has no evaluators.
+        KeyError: When the evaluator or the metric is not in the result.
     """
     info = metric_info(result, evaluator, metric)
     if kind == "hist":

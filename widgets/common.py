@@ -29,8 +29,10 @@ def status_html(text: str, kind: str = "info") -> str:
 
 
 def reports_errors(method: F) -> F:
-    """Decorate a widget callback so an exception lands in ``self.output`` (an ``Output``) and
-    ``self.message`` (an ``HTML``) instead of vanishing in the front end.
+    """Decorate a widget callback so that its exceptions are shown rather than lost.
+
+    An exception lands in ``self.output`` (an ``Output``) and ``self.message`` (an ``HTML``)
+    instead of vanishing in the front end, and the callback then returns ``None``.
 
     Unlike ``@out.capture()``, this also works with no kernel (headless tests) and from threads.
     """

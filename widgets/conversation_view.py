@@ -62,8 +62,9 @@ def _name(value: Any) -> str:
 
 
 def _folded(text: str, fold_chars: int, style: str = _PRE) -> str:
-    """``text`` (already cut) escaped; past ``fold_chars`` or ``_FOLD_LINES`` lines its start,
-    then the rest inside a ``<details>`` saying how much is folded.
+    """Escape ``text`` (already cut) and fold what runs past ``fold_chars`` or ``_FOLD_LINES`` lines.
+
+    A long text shows its start, then the rest inside a ``<details>`` saying how much is folded.
     """
     lines = text.split("\n", _FOLD_LINES)
     if len(lines) > _FOLD_LINES:  # cut at the end of a line
@@ -118,8 +119,10 @@ def _details(summary: str, body: str, *, is_open: bool, attrs: str) -> str:
 
 
 class _Calls:
-    """The tool calls of a whole conversation: their numbers, the message of each, and which
-    message answers each (by ``tool_call_id``).
+    """The tool calls of a whole conversation, numbered and matched with their results.
+
+    It records each call's number, the message that made it, and which message answers it (by
+    ``tool_call_id``).
     """
 
     def __init__(self, messages: Sequence[dict[str, Any]]) -> None:
@@ -141,8 +144,10 @@ class _Calls:
 
 
 def _call_html(c: dict[str, Any], number: int, calls: _Calls, max_chars: int, fold_chars: int) -> str:
-    """One tool call as HTML: its number, function and id, its arguments (flagged when they are not a JSON object),
-    and which message answered it.
+    """Render one tool call as a foldable HTML block.
+
+    The block shows the call's number, function and id, its arguments (flagged when they are not a
+    JSON object), and which message answered it.
     """
     fn = c.get("function", {})
     cid = str(c.get("id") or "")
@@ -179,8 +184,10 @@ def _result_html(m: dict[str, Any], at: int, calls: _Calls, body: str, size: int
 
 
 def _turn(m: dict[str, Any], at: int, calls: _Calls, call_numbers: Iterable[int], max_chars: int, fold: int) -> str:
-    """One message of the conversation as HTML, tinted by role: its text (a JSON tool result pretty-printed, long
-    text folded) and the tool calls it made.
+    """Render one message of the conversation as an HTML turn tinted by role.
+
+    The turn shows the message's text (a JSON tool result pretty-printed, long text folded) and the
+    tool calls it made.
     """
     role = str(m.get("role", "?"))
     bg, border = _TINT.get(role, ("#fff", "#ccc"))
@@ -220,10 +227,23 @@ def conversation_html(
     fold_chars: int = FOLD_CHARS,
     max_messages: int = MAX_MESSAGES,
 ) -> str:
-    """The messages ``messages[start:stop]``, one numbered turn each (numbers count from the
-    conversation's first message, so ``start=3`` begins at message 4), tool calls and results
-    linked across the whole conversation. At most ``max_messages`` are drawn; each text is cut to
-    ``max_chars`` and folded past ``fold_chars``.
+    """Render the messages ``messages[start:stop]`` as HTML, one numbered turn each.
+
+    Numbers count from the conversation's first message, so ``start=3`` begins at message 4; tool
+    calls and results are linked across the whole conversation. At most ``max_messages`` are
+    drawn; each text is cut to ``max_chars`` and folded past ``fold_chars``.
+
+    Args:
+        messages: The whole conversation, one dict per message (``role``, ``content``, and
+            ``tool_calls`` or ``tool_call_id`` where there are tool calls).
+        start: Index of the first message drawn.
+        stop: Index past the last message drawn; ``None`` draws to the end.
+        max_chars: How many characters of each text are shown before it is cut.
+        fold_chars: Past this many characters a text shows its start, the rest folded.
+        max_messages: How many messages are drawn at most; the rest are counted.
+
+    Returns:
+        The HTML of the turns, with a note counting the messages left out.
     """
     calls = _Calls(messages)
     first_call = 1 + sum(len(m.get("tool_calls", ())) for m in messages[:start] if m.get("role") == "assistant")
@@ -242,8 +262,16 @@ def conversation_html(
 
 
 def expected_calls_html(calls: Sequence[dict[str, Any]], *, max_chars: int = 4000) -> str:
-    """The reference tool calls (``[{"name", "arguments": {...}}]``) as a numbered list, each with
-    its arguments pretty-printed; ``[]`` says that no tool call is expected.
+    """Render the reference tool calls of a row as a numbered HTML list.
+
+    Each call (``{"name": ..., "arguments": {...}}``) is listed with its arguments pretty-printed.
+
+    Args:
+        calls: The expected tool calls; ``[]`` says that no tool call is expected.
+        max_chars: How many characters of each call's arguments are shown before they are cut.
+
+    Returns:
+        The HTML list, or a note that no tool call is expected when ``calls`` is empty.
     """
     if not calls:
         return f'<span style="{_MUTED}">none: no tool call is expected</span>'
@@ -258,8 +286,16 @@ def expected_calls_html(calls: Sequence[dict[str, Any]], *, max_chars: int = 400
 
 
 def shared_turns(rows: Iterable[Row]) -> int:
-    """How many leading messages every row with a conversation shares, up to each one's last user
-    message (what the case asks, before any model answered); 0 when none has messages.
+    """Count the leading messages that every row with a conversation shares.
+
+    The count stops at each conversation's last user message (what the case asks, before any model
+    answered).
+
+    Args:
+        rows: The rows of one test case, one per model.
+
+    Returns:
+        How many leading messages all conversations share; 0 when no row has messages.
     """
     convs = [r.messages for r in rows if r.messages]
     if not convs:

@@ -1,5 +1,7 @@
-"""The chart of a diff of two runs (:func:`nbeval.results.runs.diff.diff`): per metric and model, the
-change from the first run to the second with its interval, regressions and improvements marked.
+"""The chart of a diff of two runs (:func:`nbeval.results.runs.diff.diff`).
+
+Per metric and model, it draws the change from the first run to the second with its interval,
+regressions and improvements marked.
 
 Like the kit's other charts it inlines its data (no network): one row per comparison of the
 diff's table, so the data grows with metrics × models, never with result rows. Text in the
@@ -33,8 +35,16 @@ DIFF_VERDICTS = {
 
 
 def diff_chart_table(d: RunDiff) -> pd.DataFrame:
-    """The rows :func:`diff_chart` draws: the diff's table (comparisons with a change) with a
-    ``label`` (``evaluator.metric``), a ``row`` (label and model), a ``verdict`` and a star mark.
+    """Build the rows that :func:`diff_chart` draws.
+
+    They are the diff's table (comparisons with a change) with a ``label`` (``evaluator.metric``),
+    a ``row`` (label and model), a ``verdict`` and a star mark.
+
+    Args:
+        d: The diff of two runs.
+
+    Returns:
+        One row per comparison with a change, the diff table's ``attrs`` kept.
     """
     t = d.table
     df = t[t["diff"].notna()].reset_index(drop=True).copy()
@@ -51,11 +61,19 @@ def diff_chart_table(d: RunDiff) -> pd.DataFrame:
 
 
 def diff_chart(d: RunDiff) -> alt.LayerChart:
-    """The mean paired change ``after - before`` of each metric and model (a point) with its 95%
-    interval (a rule) and a dashed rule at zero. Colour: red for a regression (significant, in the
-    metric's wrong direction, at least the diff's ``min_effect``), green for an improvement, grey
-    otherwise, light grey where no test applies (an aggregate that is not a mean of rows); a star
-    marks a significant change. Tooltips give both means, the pairs, the test and both p-values.
+    """Draw the mean paired change ``after - before`` of each metric and model with its interval.
+
+    Each change is a point with its 95% interval (a rule), beside a dashed rule at zero. Colour:
+    red for a regression (significant, in the metric's wrong direction, at least the diff's
+    ``min_effect``), green for an improvement, grey otherwise, light grey where no test applies (an
+    aggregate that is not a mean of rows); a star marks a significant change. Tooltips give both
+    means, the pairs, the test and both p-values.
+
+    Args:
+        d: The diff of two runs, as :func:`nbeval.results.runs.diff.diff` returns it.
+
+    Returns:
+        The layered chart: the zero rule, the intervals, the points and the stars.
     """
     df = diff_chart_table(d)
     y = alt.Y("row:N", sort=list(df["row"]), title=None, axis=alt.Axis(labelLimit=300))

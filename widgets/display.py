@@ -33,8 +33,17 @@ def enable_offline() -> None:
 
 
 def jupyter_chart(chart: alt.TopLevelSpec | None, **kwargs: Any) -> alt.JupyterChart:
-    """``chart`` as an offline :class:`altair.JupyterChart` widget (selections observable from Python);
-    ``None`` gives an empty widget whose ``chart`` is set later.
+    """Wrap ``chart`` in an offline :class:`altair.JupyterChart` widget.
+
+    The widget's selections are observable from Python, and its script is bundled offline (no
+    network needed).
+
+    Args:
+        chart: The chart to show; ``None`` gives an empty widget whose ``chart`` is set later.
+        **kwargs: Passed on to :class:`altair.JupyterChart`.
+
+    Returns:
+        The widget showing ``chart``.
     """
     # The widget's script is a class attribute read at construction: bundle it offline first (once).
     alt.JupyterChart.enable_offline(True)
@@ -43,9 +52,18 @@ def jupyter_chart(chart: alt.TopLevelSpec | None, **kwargs: Any) -> alt.JupyterC
 
 
 def overview_chart(result: EvaluationResult, max_evaluators: int = 4) -> alt.HConcatChart | alt.ConcatChart | None:
-    """Leaderboards of the first ``max_evaluators`` evaluators (``None`` when there are none), one
-    under the other: side by side, two would pass the 968 px output area of JupyterLab with its
-    file browser open and lose their right edge.
+    """Stack the leaderboards of the first ``max_evaluators`` evaluators, one under the other.
+
+    Side by side, two would pass the 968 px output area of JupyterLab with its file browser open
+    and lose their right edge.
+
+    Args:
+        result: The evaluation result to chart.
+        max_evaluators: How many evaluators get a leaderboard at most.
+
+    Returns:
+        The single leaderboard or the stacked leaderboards; ``None`` when the result has no
+        evaluators.
     """
     charts = [leaderboard_chart(result, ev) for ev in result.evaluators[:max_evaluators]]
     if not charts:
@@ -78,10 +96,20 @@ def result_mimebundle(
     static_chart: bool = True,
     widget: bool | None = None,
 ) -> dict[str, Any]:
-    """The MIME bundle of a result: ``text/plain`` (always), ``text/html`` and, in a kernel, a widget view.
+    """Build the MIME bundle of a result: ``text/plain`` (always), ``text/html`` and, in a kernel, a widget view.
 
-    ``static_chart`` embeds the leaderboard as SVG in the HTML; ``widget`` forces the widget view on or off (default: on
-    inside a kernel). Never raises for a chart problem: the summary is shown with a note instead.
+    Never raises for a chart problem: the summary is shown with a note instead.
+
+    Args:
+        result: The evaluation result to display.
+        include: MIME types to keep (IPython's ``include``); ``text/plain`` is always kept, and
+            ``None`` keeps every type.
+        exclude: MIME types to drop (IPython's ``exclude``); ``text/plain`` is never dropped.
+        static_chart: Whether the HTML embeds the leaderboard as SVG.
+        widget: Force the widget view on or off; ``None`` shows it inside a kernel only.
+
+    Returns:
+        The bundle, MIME type to content.
     """
     bundle: dict[str, Any] = {"text/plain": f"{result!r}\n\n{result.summary()}"}
     summary = summary_html(result)

@@ -36,8 +36,17 @@ def _check_order(order: str) -> None:
 
 
 def order_evaluators(result: EvaluationResult, order: str) -> list[str]:
-    """The evaluators ``result``'s cases can be ordered by in ``order``: those run with a jury
-    for ``disagreement``, those with verdicts for ``label_queue``, none for ``dataset``.
+    """List the evaluators that ``result``'s cases can be ordered by in ``order``.
+
+    They are those run with a jury for ``disagreement``, those with verdicts for ``label_queue``,
+    none for ``dataset``.
+
+    Args:
+        result: The evaluation result whose evaluators are listed.
+        order: A key of :data:`ORDERS`.
+
+    Returns:
+        The ids of the evaluators ``order`` can use, in the result's order.
     """
     if order == "disagreement":
         return jury_evaluators(result)
@@ -49,8 +58,9 @@ def order_evaluators(result: EvaluationResult, order: str) -> list[str]:
 def case_order(
     result: EvaluationResult, order: str, evaluator: str | None = None, keys: list[str] | None = None
 ) -> tuple[list[tuple[str, float | None]], str]:
-    """The cases ``keys`` (every case by default) in ``order``, each with the number it was
-    ordered by (``None`` for dataset order, or a case not ranked), and the evaluator used:
+    """Put the cases ``keys`` in ``order`` and say which evaluator ordered them.
+
+    The orders are:
 
     * ``"dataset"``: as they are.
     * ``"disagreement"``: the most juror disagreement on ``evaluator`` first
@@ -59,6 +69,22 @@ def case_order(
     * ``"label_queue"``: the case of the most uncertain unlabelled verdict first
       (:func:`~nbeval.widgets.labelling.cases_by_queue`); by default the first evaluator with
       verdicts.
+
+    Args:
+        result: The evaluation result whose cases are ordered.
+        order: A key of :data:`ORDERS`.
+        evaluator: Id of the evaluator to order by; ``None`` takes the first one ``order`` can use.
+        keys: The test-case keys to order; ``None`` takes every case of the result.
+
+    Returns:
+        The cases, each with the number it was ordered by (``None`` for dataset order, or a case
+        not ranked), and the id of the evaluator used (``""`` for dataset order).
+
+    Raises:
+        BadParameter: When ``order`` is not a key of :data:`ORDERS`.
+        EvaluatorError: When no evaluator was given and none of the result's can be used for
+            ``order``, or the evaluator was not run with a jury (for ``"disagreement"``).
+        KeyError: When ``evaluator`` is not in the result (a :class:`~nbeval.errors.NotFound`).
     """
     _check_order(order)
     keys = keys if keys is not None else list(dict.fromkeys(r.key for r in result.dataset.rows))
@@ -78,8 +104,10 @@ def case_order(
 
 
 class CaseExplorer(w.VBox):
-    """A heatmap of models × cases over the case's detail: prompt, expected output and context,
-    every model's answer side by side, every metric, the rationales and any error.
+    """A widget that shows one test case across every model, under a heatmap of models × cases.
+
+    The case's detail is its prompt, expected output and context, every model's answer side by
+    side, every metric, the rationales and any error.
 
     Choose the case in the dropdown, walk the cases with Previous / Next, or click a heatmap cell
     (the chart's ``case_select`` selection, observed from Python); the clicked model's column is
@@ -100,6 +128,20 @@ class CaseExplorer(w.VBox):
     to the next most uncertain verdict); see :func:`case_order`. The ``order_choice`` dropdown and
     :meth:`order_by` change it; the list is made when the order is chosen (or a result loaded)
     and keeps its order while labels are added.
+
+    Args:
+        result: The evaluation result to explore; ``None`` shows an empty explorer until one is set.
+        show_heatmap: Whether the heatmap of models × cases is shown above the case.
+        max_chars: How many characters of each text (answer, rationale, prompt, ...) a case shows.
+        labelling: Whether the :class:`~nbeval.widgets.labelling.VerdictLabeller` is shown below
+            the case.
+        order: How the cases are listed at first: a key of :data:`ORDERS`.
+        evaluator: Id of the evaluator ``order`` ranks by; ``None`` takes the first one it can use.
+        **kwargs: Passed on to :class:`ipywidgets.VBox`.
+
+    Raises:
+        BadParameter: When ``order`` is not a key of :data:`ORDERS`.
+        EvaluatorError: When the cases cannot be put in ``order`` by ``evaluator``.
     """
 
     result = traitlets.Instance(EvaluationResult, allow_none=True)
@@ -178,8 +220,9 @@ class CaseExplorer(w.VBox):
 
     @reports_errors
     def _load(self, result: EvaluationResult | None) -> None:
-        """Fill the case list and the evaluator choice from ``result`` (kept when the new result has the same
-        evaluator).
+        """Fill the case list and the evaluator choice from ``result``.
+
+        The evaluator chosen is kept when the new result has it too.
         """
         self._busy = True
         try:
@@ -212,8 +255,9 @@ class CaseExplorer(w.VBox):
 
     @reports_errors
     def _draw_heatmap(self) -> None:
-        """Draw the per-case heatmap of the chosen evaluator, and note which cases it shows (past its cell limit it
-        shows the hardest).
+        """Draw the per-case heatmap of the chosen evaluator, and note which cases it shows.
+
+        Past its cell limit the heatmap shows the hardest cases only.
         """
         if self.chart is None:
             return
@@ -266,7 +310,7 @@ class CaseExplorer(w.VBox):
         self._update_walk()
 
     def _update_walk(self) -> None:
-        """Enable the previous and next buttons where there is a case to go to, and say which case of how many this is."""
+        """Enable the walk buttons where there is a case to go to, and say which case of how many this is."""
         keys = self._keys
         at = keys.index(self.key) if self.key in keys else -1
         self.previous_button.disabled = at <= 0
@@ -276,8 +320,9 @@ class CaseExplorer(w.VBox):
     # -- ordering ----------------------------------------------------------------------------
 
     def _ordered(self, result: EvaluationResult | None) -> list[tuple[str, float | None]]:
-        """The cases of ``result`` in the current order; dataset order, said in ``message``, when
-        the new result cannot be ordered so.
+        """List the cases of ``result`` in the current order.
+
+        When the new result cannot be ordered so, they come in dataset order, and ``message`` says so.
         """
         keys = list(self._rows)
         self._order_options = {o: order_evaluators(result, o) for o in ORDERS} if result is not None else {}
@@ -310,12 +355,19 @@ class CaseExplorer(w.VBox):
         self.order_evaluator_choice.layout.display = None if choices else "none"
 
     def order_by(self, order: str = "dataset", evaluator: str | None = None) -> None:
-        """List the cases in ``order`` (``"dataset"``, ``"disagreement"`` or ``"label_queue"``,
-        see :func:`case_order`) of ``evaluator`` and show the first: for ``"label_queue"`` the
-        most uncertain unlabelled verdict, its model highlighted, and each label then goes on to
-        the next. The heatmap and the labeller switch to ``evaluator``. Raises
-        :class:`~nbeval.errors.EvaluatorError` when ``evaluator`` was not run with a jury (for
-        ``"disagreement"``) and :class:`~nbeval.errors.BadParameter` for an unknown order.
+        """List the cases in ``order`` of ``evaluator`` and show the first.
+
+        For ``"label_queue"`` the first is the most uncertain unlabelled verdict, its model
+        highlighted, and each label then goes on to the next. The heatmap and the labeller switch
+        to ``evaluator``. With no result yet, the order is kept and applied when a result comes.
+
+        Args:
+            order: ``"dataset"``, ``"disagreement"`` or ``"label_queue"``; see :func:`case_order`.
+            evaluator: Id of the evaluator to order by; ``None`` takes the first one ``order`` can use.
+
+        Raises:
+            EvaluatorError: When ``evaluator`` was not run with a jury (for ``"disagreement"``).
+            BadParameter: When ``order`` is unknown.
         """
         _check_order(order)
         if self.result is None:  # applied when a result comes
@@ -366,8 +418,12 @@ class CaseExplorer(w.VBox):
     # -- showing -----------------------------------------------------------------------------
 
     def step(self, by: int) -> None:
-        """Show the case ``by`` places after the current one (before it when negative), staying
-        within the list; the highlighted model is kept.
+        """Show the case ``by`` places after the current one, staying within the list.
+
+        The highlighted model is kept.
+
+        Args:
+            by: How many places to move: forward when positive, back when negative.
         """
         keys = self._keys
         if not keys:
@@ -376,7 +432,12 @@ class CaseExplorer(w.VBox):
         self.select(keys[max(0, min(len(keys) - 1, at + by))], self.model_key or None)
 
     def select(self, key: str, model_key: str | None = None) -> None:
-        """Show case ``key``, highlighting ``model_key``'s column when given."""
+        """Show case ``key``, highlighting ``model_key``'s column when given.
+
+        Args:
+            key: The test-case key of the case to show.
+            model_key: The model whose column is highlighted; ``None`` highlights none.
+        """
         with self.hold_trait_notifications():
             self.key = key
             self.model_key = model_key or ""

@@ -34,7 +34,10 @@ def _row(result: EvaluationResult, key: str, model_key: str) -> Any:
 
 
 def _score(result: EvaluationResult, key: str, model_key: str, evaluator: str) -> Any:
-    """The score row of the primary metric of ``evaluator`` for ``key`` and ``model_key`` (``None`` when there is none)."""
+    """Find the score row of ``evaluator``'s primary metric for ``key`` and ``model_key``.
+
+    Gives ``None`` when there is none.
+    """
     s = result.scores
     hit = s[(s["key"] == key) & (s["model_key"] == model_key) & (s["evaluator"] == evaluator)]
     metric = result.primary_metric(evaluator)
@@ -43,8 +46,10 @@ def _score(result: EvaluationResult, key: str, model_key: str, evaluator: str) -
 
 
 def _verdict(r: Any, max_chars: int) -> str:
-    """A run's verdict on the row as HTML: the value tinted by pass or fail, with the rationale (or error); or why
-    there is none.
+    """Render a run's verdict on the row as HTML.
+
+    The value is tinted by pass or fail, with the rationale (or the error) below it; a row without
+    a verdict says why there is none.
     """
     if r is None:
         return f'<span style="{_MUTED}">not scored in this run</span>'
@@ -64,8 +69,20 @@ def flip_html(
     max_chars: int = 4000,
     results: tuple[EvaluationResult, EvaluationResult] | None = None,
 ) -> str:
-    """One row of both runs side by side: the case, the two answers, each shared evaluator's
-    primary value and rationale (the flipped evaluators first).
+    """Render one row of both runs side by side as HTML.
+
+    It shows the case, the two answers, and each shared evaluator's primary value and rationale
+    (the flipped evaluators first).
+
+    Args:
+        diff: The diff of the two runs.
+        key: The test-case key of the row.
+        model_key: The model of the row.
+        max_chars: How many characters of each text are shown before it is cut.
+        results: The two runs, before and after, already read; ``None`` reads them from ``diff``.
+
+    Returns:
+        The HTML of the row, or a short note when neither run has it.
     """
     before, after = results if results is not None else diff.results()
     row_b, row_a = _row(before, key, model_key), _row(after, key, model_key)
@@ -108,7 +125,15 @@ def flip_html(
 
 
 class FlipExplorer:
-    """Every flipped row of a diff in a drop-down; the chosen one shown with :func:`flip_html`."""
+    """Every flipped row of a diff in a drop-down; the chosen one shown with :func:`flip_html`.
+
+    Both runs are read whole once, when the explorer is made. ``widget`` is the view to display
+    (the explorer displays as it too).
+
+    Args:
+        diff: The diff of two runs whose flipped rows are listed.
+        max_chars: How many characters of each text are shown before it is cut.
+    """
 
     def __init__(self, diff: RunDiff, *, max_chars: int = 4000) -> None:
         import ipywidgets as w
@@ -127,7 +152,12 @@ class FlipExplorer:
         self._show()
 
     def select(self, key: str, model_key: str) -> None:
-        """Show the row ``(key, model_key)`` (flipped or not)."""
+        """Show the row ``(key, model_key)`` (flipped or not).
+
+        Args:
+            key: The test-case key of the row.
+            model_key: The model of the row.
+        """
         self.view.value = flip_html(self.diff, key, model_key, max_chars=self.max_chars, results=self._results)
 
     def _show(self) -> None:

@@ -57,11 +57,13 @@ def _cell_layers(
     selection: alt.Parameter,
     focus: tuple[Any, Any] | None = None,
 ) -> list[alt.Chart]:
-    """Two rect layers over the same cells: scored cells coloured by ``scored_colour`` with a white
-    border, and unscored cells grey with a dashed dark border (a constant ``strokeDash``: Vega
-    ignores a conditional one). ``selection`` goes on the first. The cells it picks are opaque and
-    the others faded, unless a ``focus`` (``(active, match)`` predicates over params set from
-    Python) is active: then the cells it matches are opaque.
+    """Build two rect layers over the same cells: scored cells and unscored ones.
+
+    Scored cells are coloured by ``scored_colour`` with a white border, and unscored cells grey
+    with a dashed dark border (a constant ``strokeDash``: Vega ignores a conditional one).
+    ``selection`` goes on the first. The cells it picks are opaque and the others faded, unless a
+    ``focus`` (``(active, match)`` predicates over params set from Python) is active: then the
+    cells it matches are opaque.
     """
     scored = alt.datum.status == "scored"
     if focus is None:
@@ -111,6 +113,25 @@ def heatmap(
     :data:`CASE_FOCUS` and :data:`MODEL_FOCUS` move it later (``JupyterChart.params``). By metric,
     each cell's colour is its range-scaled distance from that metric's threshold, and
     ``evaluator=None`` shows all.
+
+    Args:
+        result: The evaluation result to chart.
+        evaluator: Id of the evaluator to chart; ``None`` takes the result's first evaluator by
+            case, and every evaluator by metric.
+        metric: The metric whose values colour the cells by case; ``None`` takes the evaluator's
+            primary metric. Unused by metric.
+        by: ``"case"`` for models × test cases, ``"metric"`` for models × metrics.
+        max_cells: How many cells the per-case heatmap inlines at most; past that it keeps the
+            hardest cases and says so in its subtitle. Unused by metric.
+        focus: ``(key, model_key)`` of the case (and model, unless ``None``) highlighted from the
+            start; ``None`` highlights none. Unused by metric.
+
+    Returns:
+        The layered heatmap: the scored cells, the unscored cells and their labels.
+
+    Raises:
+        ValueError: When ``by`` is neither ``"case"`` nor ``"metric"``, or the result has no evaluators.
+        KeyError: When the evaluator or the metric is not in the result.
     """
     if by == "metric":
         return _metric_heatmap(result, evaluator)
@@ -192,8 +213,9 @@ def heatmap(
 
 
 def _metric_heatmap(result: EvaluationResult, evaluator: str | None) -> alt.LayerChart:
-    """The model × metric heatmap of ``evaluator``'s mean values (every evaluator's metrics when ``None``), cells
-    selectable.
+    """Draw the model × metric heatmap of ``evaluator``'s mean values, its cells selectable.
+
+    With ``evaluator=None`` it shows every evaluator's metrics.
     """
     df = metric_cells(result, evaluator)
     selection = alt.selection_point(name=METRIC_SELECTION, fields=["model_key", "metric"])

@@ -30,8 +30,19 @@ _DIRTY = " (uncommitted changes)"
 def history_table(
     runs: pd.DataFrame | str | Path, evaluator: str, metric: str | None = None, *, level: float = 0.95
 ) -> tuple[pd.DataFrame, MetricInfo]:
-    """The chart's data (one row per run and model, runs in time order) and its metric: the
-    numbers of :func:`~nbeval.results.runs.registry.run_history` plus the texts the chart shows.
+    """Build the data of :func:`history_chart` and describe its metric.
+
+    The rows are the numbers of :func:`~nbeval.results.runs.registry.run_history` plus the texts
+    the chart shows.
+
+    Args:
+        runs: A runs folder, or :func:`nbeval.runs`' table of one.
+        evaluator: Id of the evaluator whose metric is followed.
+        metric: The metric followed; ``None`` takes the evaluator's primary metric.
+        level: Confidence level of each run's interval.
+
+    Returns:
+        One row per run and model, runs in time order, and the metric as the kit describes it.
     """
     history = run_history(runs, evaluator, metric, level=level)
     info = _info(history.attrs["metric"])
@@ -47,10 +58,20 @@ def history_table(
 def history_chart(
     runs: pd.DataFrame | str | Path, evaluator: str, metric: str | None = None, *, level: float = 0.95
 ) -> alt.LayerChart:
-    """``evaluator``'s ``metric`` (default: its primary metric) over the runs of ``runs`` (a runs
-    folder, or :func:`nbeval.runs`' table of one), oldest run on the left: a line and points per
-    model, each point with its ``level`` interval as a bar (none where a run has no interval).
-    Each run is loaded whole for the intervals (see :func:`~nbeval.results.runs.registry.run_history`).
+    """Draw ``evaluator``'s ``metric`` over the saved runs, oldest run on the left.
+
+    Each model is a line with points, each point with its ``level`` interval as a bar (none where a
+    run has no interval). Each run is loaded whole for the intervals (see
+    :func:`~nbeval.results.runs.registry.run_history`).
+
+    Args:
+        runs: A runs folder, or :func:`nbeval.runs`' table of one.
+        evaluator: Id of the evaluator whose metric is drawn.
+        metric: The metric drawn; ``None`` takes the evaluator's primary metric.
+        level: Confidence level of the interval drawn at each point.
+
+    Returns:
+        The layered chart: the interval bars under the lines and points.
     """
     df, info = history_table(runs, evaluator, metric, level=level)
     order = list(dict.fromkeys(df["x"]))
@@ -99,8 +120,9 @@ def _info(described: dict[str, Any]) -> MetricInfo:
 
 
 def _run_names(history: pd.DataFrame) -> list[str]:
-    """Each row's run as the x axis names it: its label, else its folder; a name two runs share
-    gets the folder added, so no two runs fall on one place.
+    """Name each row's run as the x axis shows it: its label, else its folder.
+
+    A name two runs share gets the folder added, so no two runs fall on one place.
     """
     names = {
         run: (label if isinstance(label, str) and label else run)

@@ -53,8 +53,16 @@ _HOW = {
 
 
 def jury_of(details: Any) -> dict[str, Any] | None:
-    """A row's ``details`` (JSON text or a dict) when they hold a jury (a non-empty list under
-    ``"jury"``), with the list kept to its dict entries; ``None`` otherwise.
+    """Read the jury out of a row's ``details``, if they hold one.
+
+    A jury is a non-empty list under ``"jury"``; its entries that are not dicts are dropped.
+
+    Args:
+        details: The row's details, as JSON text or a dict.
+
+    Returns:
+        The details with the jury kept to its dict entries, or ``None`` when they hold no jury (or
+        cannot be read).
     """
     if isinstance(details, str):
         if '"jury"' not in details:  # most rows: no need to parse
@@ -102,8 +110,10 @@ def _number(value: Any) -> str:
 def _juror_row(
     j: dict[str, Any], metric: str, passes: Callable[[float], bool | None], max_chars: int, fold_chars: int
 ) -> str:
-    """One juror's table row: its value on ``metric`` (tinted by ``passes``, or a badge for a failed call or an
-    unreadable reply), its other values, its label and its folded rationale and error.
+    """Render one juror's table row as HTML.
+
+    The row shows the juror's value on ``metric`` (tinted by ``passes``, or a badge for a failed
+    call or an unreadable reply), its other values, its label and its folded rationale and error.
     """
     given = j.get("values")
     values: dict[str, Any] = given if isinstance(given, dict) else {}
@@ -148,9 +158,24 @@ def jury_html(
     max_chars: int = 4000,
     fold_chars: int = FOLD_CHARS,
 ) -> str:
-    """The jury ``panel`` (a row's details, see :func:`jury_of`) as a table of jurors and their
-    ``metric`` values, then the row's ``value`` and ``label`` with how they were made and the
-    counts. ``passes(value)`` says whether a value passes (``True``/``False``/``None``) to tint it.
+    """Render a jury as an HTML table of its jurors, then the row's verdict and the counts.
+
+    The table gives each juror's ``metric`` value, label and rationale; below it come the row's
+    ``value`` and ``label`` with how they were made, and the counts of votes, parse failures and
+    failed calls.
+
+    Args:
+        panel: The jury: a row's details as :func:`jury_of` returns them.
+        metric: The metric whose juror values are shown first.
+        value: The row's value, made from the jurors' values; ``None`` when no juror gave one.
+        label: The row's label, shown beside its value; ``None`` for none.
+        passes: Says whether a value passes (``True``/``False``/``None``) to tint it; ``None``
+            tints nothing.
+        max_chars: How many characters of each text are shown before it is cut.
+        fold_chars: Past this many characters a rationale or error shows its start, the rest folded.
+
+    Returns:
+        The HTML of the jury.
     """
     tint = passes if passes is not None else (lambda _v: None)
     jurors = panel.get("jury") or []
@@ -200,11 +225,24 @@ def jury_evaluators(result: EvaluationResult) -> list[str]:
 def cases_by_disagreement(
     result: EvaluationResult, evaluator: str, keys: Sequence[str] | None = None, *, metric: str | None = None
 ) -> list[tuple[str, float | None]]:
-    """The test cases ``keys`` (every case, in dataset order, by default) with the most juror
-    disagreement on ``evaluator`` first, each with its disagreement: the largest over its models
-    (ties go to the larger mean over the models, then to dataset order). Cases no jury scored
-    (or with fewer than two jurors' values) come last, in their order, with ``None``. Raises
-    :class:`~nbeval.errors.EvaluatorError` when the evaluator was not run with a jury.
+    """Order test cases by juror disagreement on ``evaluator``, the most first.
+
+    A case's disagreement is the largest over its models (ties go to the larger mean over the
+    models, then to dataset order). Cases no jury scored (or with fewer than two jurors' values)
+    come last, in their order, with ``None``.
+
+    Args:
+        result: The evaluation result whose cases are ordered.
+        evaluator: Id of the evaluator run with a jury.
+        keys: The test-case keys to order; ``None`` takes every case, in dataset order.
+        metric: The metric whose juror values are compared; ``None`` takes the primary metric.
+
+    Returns:
+        The cases, each with its disagreement (``None`` for a case not ranked).
+
+    Raises:
+        EvaluatorError: When the evaluator was not run with a jury (see
+            :class:`~nbeval.errors.EvaluatorError`).
     """
     table = result.jury_values(evaluator, metric)
     per_case: dict[str, list[float]] = {}

@@ -65,8 +65,9 @@ def _missing(v: Any) -> bool:
 
 
 def _verdict(passed: Any, label: Any) -> str | None:
-    """The judge's verdict in words: ``"pass"`` or ``"fail"`` where it passed or failed, else its label (``None`` for
-    none, or a label saying it could not rate).
+    """Put the judge's verdict in words: ``"pass"`` or ``"fail"`` where it passed or failed, else its label.
+
+    Gives ``None`` for no label, or for a label saying that the judge could not rate.
     """
     from nbeval.evaluators.base import UNRATED_LABELS
 
@@ -103,8 +104,15 @@ def judge_verdicts(result: EvaluationResult, key: str, evaluator: str) -> list[V
 
 
 def label_choices(result: EvaluationResult, evaluator: str) -> list[str]:
-    """The labels a person may pick for ``evaluator``: pass and fail, then every class label its
-    rows or earlier human labels use.
+    """List the labels a person may pick for ``evaluator``.
+
+    Args:
+        result: The evaluation result whose rows and labels are read.
+        evaluator: Id of the evaluator being labelled.
+
+    Returns:
+        ``"pass"`` and ``"fail"``, then every class label its rows or earlier human labels use,
+        sorted.
     """
     rows = _primary_rows(result, evaluator)
     found = [_verdict(None, lab) for lab in rows["label"].dropna().unique()]  # a few distinct labels
@@ -144,9 +152,19 @@ def next_to_label(
     skip: Collection[tuple[str, str]] = (),
     queue: pd.DataFrame | None = None,
 ) -> QueueItem | None:
-    """The most uncertain unlabelled verdict of ``evaluator`` (the first row of
-    ``result.label_queue(evaluator)``, or of ``queue`` when given) whose ``(key, model_key)`` is
-    not in ``skip``; ``None`` when there is none.
+    """Find the most uncertain unlabelled verdict of ``evaluator`` that is not skipped.
+
+    It is the first row of ``result.label_queue(evaluator)`` (or of ``queue`` when given) whose
+    ``(key, model_key)`` is not in ``skip``.
+
+    Args:
+        result: The evaluation result whose verdicts are labelled.
+        evaluator: Id of the evaluator whose verdicts are labelled.
+        skip: ``(key, model_key)`` pairs to pass over.
+        queue: The label queue already computed; ``None`` asks ``result.label_queue`` for it.
+
+    Returns:
+        The verdict to label next, or ``None`` when there is none.
     """
     if queue is None:
         queue = result.label_queue(evaluator)
@@ -161,10 +179,18 @@ def next_to_label(
 def cases_by_queue(
     result: EvaluationResult, evaluator: str, keys: Sequence[str] | None = None
 ) -> list[tuple[str, float | None]]:
-    """The test cases ``keys`` (every case, in dataset order, by default) in the order of
-    ``result.label_queue(evaluator)``: the case of its most uncertain unlabelled verdict first,
-    each with the uncertainty of that verdict; cases with nothing left to label come last, in
-    their order, with ``None``.
+    """Order test cases as ``result.label_queue(evaluator)`` does: the most uncertain first.
+
+    A case comes in the place of its most uncertain unlabelled verdict, with that verdict's
+    uncertainty; cases with nothing left to label come last, in their order, with ``None``.
+
+    Args:
+        result: The evaluation result whose cases are ordered.
+        evaluator: Id of the evaluator whose verdicts are labelled.
+        keys: The test-case keys to order; ``None`` takes every case, in dataset order.
+
+    Returns:
+        The cases, each with the uncertainty it was ordered by (``None`` for a case not ranked).
     """
     queue = result.label_queue(evaluator)
     first: dict[str, float] = {}
@@ -232,6 +258,9 @@ class VerdictLabeller(w.VBox):
     with ``follow_queue`` ticked, every label recorded goes on to the next. Going somewhere calls
     ``on_goto(key, model_key)`` (the :class:`~nbeval.widgets.explorer.CaseExplorer` selects the
     case), or shows that case here when it is ``None``.
+
+    Args:
+        **kwargs: Passed on to :class:`ipywidgets.VBox`.
     """
 
     def __init__(self, **kwargs: Any) -> None:
@@ -269,7 +298,13 @@ class VerdictLabeller(w.VBox):
 
     @reports_errors
     def show(self, result: EvaluationResult | None, key: str, model_key: str = "") -> None:
-        """Show the verdicts of test case ``key`` in ``result``, ``model_key``'s highlighted."""
+        """Show the verdicts of test case ``key`` in ``result``, ``model_key``'s highlighted.
+
+        Args:
+            result: The evaluation result to label; ``None`` shows nothing.
+            key: The test-case key of the case shown.
+            model_key: The model whose verdict is highlighted; ``""`` for none.
+        """
         new_result = result is not self.result
         self.result, self.key, self.model_key = result, key, model_key
         if new_result:
@@ -294,9 +329,12 @@ class VerdictLabeller(w.VBox):
 
     @reports_errors
     def next_uncertain(self) -> QueueItem | None:
-        """Go to the most uncertain unlabelled verdict of the chosen evaluator, past the one shown
-        when that is still unlabelled (it is skipped until every other one was seen); ``None``
-        when every verdict is labelled.
+        """Go to the most uncertain unlabelled verdict of the chosen evaluator, past the one shown.
+
+        The verdict shown, when still unlabelled, is skipped until every other one was seen.
+
+        Returns:
+            The verdict gone to; ``None`` when every verdict is labelled or there is nothing to label.
         """
         evaluator = self.evaluator_choice.value
         if self.result is None or not evaluator:
@@ -308,8 +346,15 @@ class VerdictLabeller(w.VBox):
         return self.go_next(queue)
 
     def go_next(self, queue: pd.DataFrame | None = None) -> QueueItem | None:
-        """Go to the most uncertain unlabelled verdict not skipped (starting the skipped over
-        when only they are left); ``None``, said in ``queue_info``, when every one is labelled.
+        """Go to the most uncertain unlabelled verdict that is not skipped.
+
+        When only skipped verdicts are left, the skipped ones start over.
+
+        Args:
+            queue: The label queue already computed; ``None`` asks ``result.label_queue`` for it.
+
+        Returns:
+            The verdict gone to; ``None``, said in ``queue_info``, when every one is labelled.
         """
         evaluator = str(self.evaluator_choice.value)
         if self.result is None:
@@ -336,8 +381,9 @@ class VerdictLabeller(w.VBox):
 
     @reports_errors
     def _draw(self) -> None:
-        """One row per model's verdict on the case shown, their buttons wired to record a label; hidden when no
-        evaluator has verdicts.
+        """Draw one row per model's verdict on the case shown, their buttons wired to record a label.
+
+        The labeller is hidden when no evaluator has verdicts.
         """
         evaluator = self.evaluator_choice.value
         self.layout.display = None if self.evaluator_choice.options else "none"
@@ -361,8 +407,9 @@ class VerdictLabeller(w.VBox):
 
     @reports_errors
     def _record(self, row: _VerdictRow, label: str | None) -> None:
-        """Store ``label`` as the human label of ``row``'s verdict in the result, say so, redraw, and go to the next
-        unlabelled case when following the queue.
+        """Store ``label`` as the human label of ``row``'s verdict in the result.
+
+        It then says so, redraws, and goes to the next unlabelled case when following the queue.
         """
         if self.result is None or not label:
             self.message.value = status_html("pick a label first", "error")

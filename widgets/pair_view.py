@@ -32,7 +32,10 @@ def _verdicts(details: Any) -> list[dict[str, Any]]:
 
 
 def _points(v: dict[str, Any], model: str) -> float | None:
-    """What a verdict gives ``model``: 1 for a win, 0.5 for a tie, 0 for a loss; ``None`` for a verdict with no winner."""
+    """Score a verdict for ``model``: 1 for a win, 0.5 for a tie, 0 for a loss.
+
+    Gives ``None`` for a verdict with no winner.
+    """
     winner = v.get("winner")
     if winner not in ("A", "B", "tie"):
         return None
@@ -42,9 +45,19 @@ def _points(v: dict[str, Any], model: str) -> float | None:
 
 
 def pairs_html(label: Any, details: Any, answers: dict[str, Any], *, max_chars: int) -> str:
-    """The comparisons of one case from its rows' ``details`` (one JSON text per row): per pair,
-    the two answers side by side (``answers``: model key to answer), then each order's verdict
-    and rationale. ``label(model_key)`` names a model. Empty when the rows hold no verdicts.
+    """Render the head-to-head comparisons of one case as HTML, pair by pair.
+
+    Each pair shows the two answers side by side, then each order's verdict and rationale, and
+    whether the two orders agree.
+
+    Args:
+        label: Names a model: ``label(model_key)`` gives the name shown.
+        details: The case's rows' ``details``, one JSON text per row.
+        answers: Each model's answer, by model key.
+        max_chars: How many characters of each text are shown before it is cut.
+
+    Returns:
+        The HTML of the comparisons; empty when the rows hold no verdicts.
     """
     pairs: dict[tuple[str, str], dict[tuple[str, str], dict[str, Any]]] = {}
     for d in details:

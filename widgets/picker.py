@@ -125,7 +125,14 @@ class EvaluatorRow(w.VBox):
         return self.checkbox.disabled
 
     def configured_params(self) -> dict[str, Any]:
-        """Parameters that differ from the defaults (``threshold`` included when given)."""
+        """Read the row's settings that differ from the evaluator's defaults.
+
+        Returns:
+            The parameters that differ from the defaults, by name (``threshold`` included when given).
+
+        Raises:
+            ValueError: When the threshold typed is not a number.
+        """
         out: dict[str, Any] = {}
         text = self.threshold.value.strip()
         if text:
@@ -142,11 +149,15 @@ class EvaluatorRow(w.VBox):
 
 
 class FamilySections(w.VBox):
-    """One collapsible section per family, each opened and closed on its own (an ipywidgets
-    ``Accordion`` keeps one section open at a time, so each family is an accordion of one).
+    """One collapsible section per family, each opened and closed on its own.
 
-    ``sections[i]`` is family ``families[i]``'s accordion, ``groups[i]`` the box of its rows.
-    Setting ``selected_index`` opens that family and leaves the others as they are.
+    An ipywidgets ``Accordion`` keeps one section open at a time, so each family is an accordion
+    of one. ``sections[i]`` is family ``families[i]``'s accordion, ``groups[i]`` the box of its
+    rows. Setting ``selected_index`` opens that family and leaves the others as they are.
+
+    Args:
+        families: The families' names, in the order shown.
+        groups: Each family's box of rows, in the order of ``families``.
     """
 
     def __init__(self, families: list[str], groups: list[w.VBox]) -> None:
@@ -183,10 +194,19 @@ class FamilySections(w.VBox):
 
 
 class EvaluatorPicker(w.VBox):
-    """The evaluator catalogue grouped by family, one collapsible section each (``accordion``, a
-    :class:`FamilySections`: several can be open at once). Evaluators the dataset cannot feed, or
-    that need a judge when none is configured, are disabled with the reason shown. ``.value`` is the
-    list of configured evaluators (``nbeval.evaluator(id, **params)``) for the ticked, usable entries.
+    """A widget to tick, tune and get configured evaluators from the catalogue, grouped by family.
+
+    Each family is one collapsible section (``accordion``, a :class:`FamilySections`: several can
+    be open at once). Evaluators the dataset cannot feed, or that need a judge when none is
+    configured, are disabled with the reason shown. ``.value`` is the list of configured evaluators
+    (``nbeval.evaluator(id, **params)``) for the ticked, usable entries.
+
+    Args:
+        dataset: The data to evaluate, which decides which evaluators are usable: a dataset, a
+            test suite or anything the engine turns into a dataset; ``None`` checks no inputs.
+        judge: The judge the run will use; ``None`` counts on the one configured
+            (``NBEVAL_JUDGE_MODEL``), if any.
+        **kwargs: Passed on to :class:`ipywidgets.VBox`.
     """
 
     value: traitlets.List[Any] = traitlets.List(help="configured evaluators, in catalogue order")
@@ -237,7 +257,19 @@ class EvaluatorPicker(w.VBox):
         self._update()
 
     def select(self, *ids: str, **params: dict[str, Any]) -> None:
-        """Tick evaluators by id (``picker.select("rouge", bleu={"threshold": 0.3})``)."""
+        """Tick evaluators by id, setting the parameters given for them.
+
+        For example ``picker.select("rouge", bleu={"threshold": 0.3})`` ticks ``rouge`` and ``bleu``
+        and sets ``bleu``'s threshold.
+
+        Args:
+            *ids: Ids of the evaluators to tick with their settings as they are.
+            **params: Per evaluator id to tick, the settings to give it (``threshold`` or its
+                parameters), by name.
+
+        Raises:
+            KeyError: When an id is not in the catalogue.
+        """
         for id in [*ids, *params]:
             if id not in self.rows:
                 msg = f"no evaluator '{id}' in the catalogue"
@@ -255,8 +287,9 @@ class EvaluatorPicker(w.VBox):
             row.checkbox.value = True
 
     def _update(self) -> None:
-        """Build the checked evaluators with their settings into ``value``; a row whose settings fail says why, and
-        the message counts both.
+        """Build the checked evaluators with their settings into ``value``.
+
+        A row whose settings fail says why, and the message counts both.
         """
         from nbeval.evaluators.registry import evaluator
 

@@ -36,9 +36,19 @@ def _perturbation(perturbator: str, intensity: str) -> str:
 
 
 def robustness_table(result: EvaluationResult, evaluator: str | None = None, metric: str | None = None) -> pd.DataFrame:
-    """:meth:`~nbeval.results.EvaluationResult.robustness` with display columns: ``model``
-    (readable name), ``perturbation`` (``perturbator · intensity``), ``measure``
-    (``evaluator.metric``), ``order`` (column order) and ``text`` (the cell's label).
+    """Build the data of :func:`robustness_chart`: the robustness table with display columns.
+
+    It is :meth:`~nbeval.results.EvaluationResult.robustness` with ``model`` (readable name),
+    ``perturbation`` (``perturbator · intensity``), ``measure`` (``evaluator.metric``), ``order``
+    (column order) and ``text`` (the cell's label) added.
+
+    Args:
+        result: The evaluation result holding perturbed test cases.
+        evaluator: Id of the evaluator kept; ``None`` keeps every evaluator.
+        metric: The metric kept; ``None`` keeps each evaluator's primary metric.
+
+    Returns:
+        One row per evaluator, metric, model, perturbator and intensity.
     """
     df = result.robustness(evaluator=evaluator, metric=metric).copy()
     names = model_names(result)
@@ -59,14 +69,22 @@ def robustness_table(result: EvaluationResult, evaluator: str | None = None, met
 def robustness_chart(
     result: EvaluationResult, evaluator: str | None = None, metric: str | None = None
 ) -> alt.FacetChart:
-    """Flip rate per model (rows) × perturbator and intensity (columns), one panel per evaluator
-    and metric (default: every evaluator's primary metric; ``evaluator=`` keeps one).
+    """Draw the flip rate per model (rows) × perturbator and intensity (columns).
 
-    Each cell is coloured by its flip rate (share of perturbed cases that crossed the threshold,
-    either way) and labelled ``rate (flips/n)``; the tooltip adds the flips down (passed on the
-    original, failed when perturbed) and the mean change (negative is worse). Clicking a cell sets
-    the point selection :data:`ROBUSTNESS_SELECTION`. A result without perturbed cases gives an
-    empty chart that says so.
+    There is one panel per evaluator and metric (by default every evaluator's primary metric;
+    ``evaluator=`` keeps one). Each cell is coloured by its flip rate (share of perturbed cases
+    that crossed the threshold, either way) and labelled ``rate (flips/n)``; the tooltip adds the
+    flips down (passed on the original, failed when perturbed) and the mean change (negative is
+    worse). Clicking a cell sets the point selection :data:`ROBUSTNESS_SELECTION`. A result
+    without perturbed cases gives an empty chart that says so.
+
+    Args:
+        result: The evaluation result holding perturbed test cases.
+        evaluator: Id of the evaluator drawn; ``None`` draws every evaluator.
+        metric: The metric drawn; ``None`` draws each evaluator's primary metric.
+
+    Returns:
+        The heatmaps faceted into one row per evaluator and metric.
     """
     df = robustness_table(result, evaluator, metric)
     models = [m for m in model_names(result).values() if m in set(df["model"])]

@@ -75,8 +75,16 @@ def _notebook_namespace() -> Mapping[str, Any]:
 
 
 def notebook_functions(namespace: Mapping[str, Any]) -> list[str]:
-    """Names of the functions defined in ``namespace`` (a notebook's, ``__main__``; or a module's,
-    by its ``__name__``), not imported ones, sorted.
+    """List the functions defined in ``namespace``, leaving out imported ones.
+
+    A function counts as defined there when its ``__module__`` is the namespace's ``__name__``
+    (``__main__`` for a notebook's).
+
+    Args:
+        namespace: A notebook's namespace (``__main__``'s), or a module's.
+
+    Returns:
+        The functions' names, sorted (names starting with ``_`` left out).
     """
     home = namespace.get("__name__", "__main__")
     return sorted(
@@ -95,9 +103,15 @@ def _model_name(spec: Any) -> str:
 
 
 class RedrawThrottle:
-    """When a live view may redraw: at most once per ``interval`` seconds, and no sooner than
-    ``cost_factor`` times the last redraw's duration after it ended, so redraws cost at most about
+    """Decides when a live view may redraw, so that redrawing never takes over a run.
+
+    A redraw may happen at most once per ``interval`` seconds, and no sooner than ``cost_factor``
+    times the last redraw's duration after it ended, so redraws cost at most about
     ``1 / (1 + cost_factor)`` of a run however big the partial result grows.
+
+    Args:
+        interval: The shortest time between two redraws, in seconds.
+        cost_factor: How many times the last redraw's duration to wait after it.
     """
 
     def __init__(self, interval: float, cost_factor: float = 4.0) -> None:
@@ -123,19 +137,34 @@ class RedrawThrottle:
 class RunPanel(w.VBox):
     """Evaluate ``data`` with ``evaluators`` (anything ``nbeval.evaluate`` accepts) on Run.
 
-    ``options`` (a :class:`~nbeval.options.RunOptions` or a mapping of its names) and the option
-    keywords (``judge=``, ``embedder=``, ``cache=``..., which win over ``options``) make the one
-    :class:`~nbeval.options.RunOptions` of the panel's runs, ``.options``, built (and checked: a
-    bad value or an unknown name is a :class:`~nbeval.errors.BadParameter`) when the panel is
-    made; the options that apply to collecting answers (:data:`nbeval.chat.collect.COLLECT_OPTIONS`:
-    ``cache``, ``concurrency``, ``timeout``, ``max_attempts``, ``prices``, ``batch``...) are used
-    there too. The engine's own text bar is off (the panel has its own) unless ``progress=True``
-    is given as a keyword or in a mapping.
-    ``models``: for a suite, the models that answer it (what :func:`nbeval.collect` takes; they
-    fill the Model field); ``namespace``: where the Model field looks names up (default: the
-    notebook's). ``.result`` holds the finished (or cancelled) result; ``.wait()`` blocks until
-    the run ends (scripts and tests). With ``batch=True`` (collecting answers too) the message
-    shows the provider's batches' states and counts, and Cancel cancels them at the provider.
+    ``options`` and the option keywords make the one :class:`~nbeval.options.RunOptions` of the
+    panel's runs, ``.options``, built (and checked) when the panel is made; the options that apply
+    to collecting answers (:data:`nbeval.chat.collect.COLLECT_OPTIONS`: ``cache``,
+    ``concurrency``, ``timeout``, ``max_attempts``, ``prices``, ``batch``...) are used there too.
+    The engine's own text bar is off (the panel has its own) unless ``progress=True`` is given as
+    a keyword or in a mapping. ``.result`` holds the finished (or cancelled) result; ``.wait()``
+    blocks until the run ends (scripts and tests). With ``batch=True`` (collecting answers too)
+    the message shows the provider's batches' states and counts, and Cancel cancels them at the
+    provider.
+
+    Args:
+        data: What to evaluate: a lab, dataset, DataFrame or file, or a suite whose answers the
+            panel collects first; ``None`` until it is set.
+        evaluators: Which evaluators to run (anything ``nbeval.evaluate`` accepts); ``None``
+            until they are set.
+        refresh_interval: The shortest time between two redraws of the live leaderboard, in seconds.
+        models: For a suite, the models that answer it (what :func:`nbeval.collect` takes); they
+            fill the Model field.
+        namespace: Where the Model field looks names up; ``None`` uses the notebook's.
+        options: A :class:`~nbeval.options.RunOptions` or a mapping of its names.
+        **keywords: Option keywords (``judge=``, ``embedder=``, ``cache=``...), which win over
+            ``options``.
+
+    Raises:
+        TypeError: When a keyword is ``cancel``, ``on_progress`` or ``dry_run``, which the panel
+            sets itself.
+        BadParameter: When an option has a bad value or an unknown name (see
+            :class:`~nbeval.errors.BadParameter`).
     """
 
     data = traitlets.Any(None, allow_none=True, help="what to evaluate")
@@ -234,8 +263,11 @@ class RunPanel(w.VBox):
     # -- what is missing ---------------------------------------------------------------------
 
     def set_models(self, models: Any) -> None:
-        """Answer the suite with ``models`` (what :func:`nbeval.collect` takes: functions, model
-        names, settings dicts, a ``{name: model}`` dict); the Model field shows their names.
+        """Answer the suite with ``models``; the Model field shows their names.
+
+        Args:
+            models: What :func:`nbeval.collect` takes: a function, a model name or a settings dict,
+                a list of those, or a ``{name: model}`` dict.
         """
         items = (
             list(models.items())
@@ -408,7 +440,14 @@ class RunPanel(w.VBox):
             self.message.value = status_html("cancelling: waiting for the calls in flight…")
 
     def wait(self, timeout: float | None = None) -> EvaluationResult | None:
-        """Block until the run ends (or ``timeout`` seconds pass); return ``.result``."""
+        """Block until the run ends (or ``timeout`` seconds pass); return ``.result``.
+
+        Args:
+            timeout: The most seconds to wait; ``None`` waits until the run ends.
+
+        Returns:
+            The last finished run's result (``.result``); ``None`` when no run has finished.
+        """
         if self._thread is not None:
             self._thread.join(timeout)
         return self.result

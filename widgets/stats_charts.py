@@ -1,6 +1,8 @@
-"""The statistics charts: paired differences between two models and their significance
-(:func:`compare_chart`, from ``result.compare``), and a judge's agreement with human labels
-(:func:`agreement_chart`, from ``result.agreement``: ROC curve or confusion matrix).
+"""The statistics charts: how two models differ, and how a judge agrees with human labels.
+
+:func:`compare_chart` draws the paired differences between two models and their significance
+(from ``result.compare``), and :func:`agreement_chart` a judge's agreement with human labels (from
+``result.agreement``: ROC curve or confusion matrix).
 """
 
 from __future__ import annotations
@@ -38,14 +40,26 @@ _COMPARE_COLOURS = {
 def compare_table(
     result: EvaluationResult, model_a: str, model_b: str, evaluator: str | None = None, *, alpha: float = 0.05
 ) -> pd.DataFrame:
-    """``result.compare(...)`` with what the chart draws: a ``label`` per row (``evaluator.metric``
-    when several evaluators are compared), the metric's ``direction``, a ``verdict`` and a ``note``.
+    """Build the data of :func:`compare_chart`: ``result.compare(...)`` with what the chart draws.
+
+    Each row gets a ``label`` (``evaluator.metric`` when several evaluators are compared), the
+    metric's ``direction``, a ``verdict`` and a ``note``.
 
     The verdict follows the Holm-adjusted test, as ``significant`` does: which model is better
     when it is significant (read with the metric's direction); :data:`UNADJUSTED_ONLY` when it is
     not but the (unadjusted) 95% interval of the paired difference excludes 0; else ``"tied within
     noise"``. ``note`` says in words where the interval and the adjusted test disagree.
     ``attrs["family"]`` names the family of ``p_holm``.
+
+    Args:
+        result: The evaluation result holding both models' scores.
+        model_a: The model whose mean comes first in each difference (A).
+        model_b: The model whose mean is subtracted (B).
+        evaluator: Id of the evaluator whose metrics are compared; ``None`` compares every evaluator's.
+        alpha: Significance level of the Holm-adjusted tests.
+
+    Returns:
+        One row per evaluator and metric, with the columns the chart draws added.
     """
     table = result.compare(model_a, model_b, evaluator, alpha=alpha)
     df = table.reset_index(drop=True).copy()
@@ -81,8 +95,10 @@ def compare_table(
 def compare_chart(
     result: EvaluationResult, model_a: str, model_b: str, evaluator: str | None = None, *, alpha: float = 0.05
 ) -> alt.LayerChart:
-    """Paired differences ``mean_a - mean_b`` per metric (from ``result.compare``), each with its
-    95% bootstrap interval as a rule and a dashed line at zero.
+    """Draw the paired differences ``mean_a - mean_b`` per metric, with their significance.
+
+    The differences come from ``result.compare``, each with its 95% bootstrap interval as a rule,
+    beside a dashed line at zero.
 
     Points and intervals are coloured by verdict (:func:`compare_table`): green when ``model_a``
     is significantly better (Holm-adjusted p below ``alpha``, over the comparisons of this table,
@@ -91,6 +107,16 @@ def compare_chart(
     significant rows also carry a star (A is ``model_a``, B ``model_b``, as in the title). Tooltips
     give both means, the paired rows ``n``, the test, both p-values and a note where the interval
     and the test disagree.
+
+    Args:
+        result: The evaluation result holding both models' scores.
+        model_a: The model whose mean comes first in each difference (A).
+        model_b: The model whose mean is subtracted (B).
+        evaluator: Id of the evaluator whose metrics are compared; ``None`` compares every evaluator's.
+        alpha: Significance level of the Holm-adjusted tests.
+
+    Returns:
+        The layered chart: the zero line, the intervals, the points and the stars.
     """
     df = compare_table(result, model_a, model_b, evaluator, alpha=alpha)
     names = model_names(result)
@@ -150,6 +176,14 @@ def agreement_chart(agreement: JudgeAgreement) -> alt.LayerChart:
     With a numeric score: the ROC curve of the score against human pass/fail, the chance diagonal,
     and the best threshold (maximum Youden J) as a red point; the title gives AUC and Cohen's κ.
     Without one: the confusion matrix, human labels down, judge verdicts across, with counts.
+
+    Args:
+        agreement: The judge's agreement with the human labels, as ``result.agreement(evaluator)``
+            returns it.
+
+    Returns:
+        The layered chart: the ROC curve with its chance diagonal and best threshold, or the
+        confusion matrix with its counts.
     """
     header = f"κ = {_fmt(agreement.kappa)}, raw agreement {_fmt(agreement.agreement, '.0%')}, n = {agreement.n}"
     roc = getattr(agreement, "roc", None)

@@ -1,5 +1,7 @@
-"""SuiteBuilder: add, edit, duplicate and delete test cases; review generated ones; perturb them;
-import and export suite JSON.
+"""SuiteBuilder: a form to write a test suite by hand.
+
+It adds, edits, duplicates and deletes test cases; reviews generated ones; perturbs them; and
+imports and exports suite JSON.
 """
 
 from __future__ import annotations
@@ -46,8 +48,14 @@ class SuiteBuilder(w.VBox):
     context chunks separated by a blank line. The condition is parsed as you type.
 
     ``review=True`` (or :meth:`review`) opens the review of generated cases above the form
-    (:mod:`~nbeval.widgets.suite_review`). ``judge``: the model the LLM perturbators ask
-    (``llm_jailbreak``...; ``None``: the environment's judge), as in :func:`nbeval.perturb`.
+    (:mod:`~nbeval.widgets.suite_review`).
+
+    Args:
+        suite: The suite to edit; ``None`` starts an empty one.
+        review: Whether to open the review of generated cases above the form at once.
+        judge: The model the LLM perturbators ask (``llm_jailbreak``...; ``None``: the
+            environment's judge), as in :func:`nbeval.perturb`.
+        **kwargs: Passed on to :class:`ipywidgets.VBox`.
     """
 
     value = traitlets.Instance(TestSuite)
@@ -191,8 +199,9 @@ class SuiteBuilder(w.VBox):
 
     @reports_errors
     def _on_edit(self, field: str, text: str) -> None:
-        """A field was edited: store its text in the case shown (lists split at commas, lines or blank lines),
-        checking a condition as it is typed.
+        """Store an edited field's text in the case shown, checking a condition as it is typed.
+
+        Lists are split at commas, lines or blank lines.
         """
         if field == "condition":
             self.condition_error, self.condition_position, self.condition_status.value = condition_feedback(text)
@@ -251,9 +260,10 @@ class SuiteBuilder(w.VBox):
         )
 
     def _enable_fields(self, on: bool) -> None:
-        """Enable the fields, or disable them so that they look it: greyed labels and background,
-        a placeholder and a hint that say to add a case first (a disabled empty box otherwise looks
-        like one waiting for text).
+        """Enable the fields, or disable them so that they look disabled.
+
+        Disabled fields get greyed labels and background, and a placeholder and a hint say to add a
+        case first (a disabled empty box otherwise looks like one waiting for text).
         """
         for name in FIELDS:
             widget = self._field(name)
@@ -279,7 +289,12 @@ class SuiteBuilder(w.VBox):
 
     @reports_errors
     def add_case(self, **fields: Any) -> None:
-        """Add a case (empty, or with ``fields`` such as ``prompt=``) after the selected one and select it."""
+        """Add a case after the selected one and select it.
+
+        Args:
+            **fields: The new case's fields, such as ``prompt=``; names that are not fields of a
+                case are ignored, and the case is empty without them.
+        """
         case = case_dict(TestCase(prompt=""))
         case.update({k: v for k, v in fields.items() if k in case})
         in_range = 0 <= self.index < len(self.cases)
@@ -316,7 +331,11 @@ class SuiteBuilder(w.VBox):
         self._rebuild()
 
     def review(self) -> SuiteReview:
-        """Open the review of generated cases (accept, edit, reject) above the form; the reviewer."""
+        """Open the review of generated cases (accept, edit, reject) above the form.
+
+        Returns:
+            The reviewer shown above the form (the same one on every call).
+        """
         from nbeval.widgets.suite_review import SuiteReview
 
         if self.reviewer is None:
@@ -325,15 +344,31 @@ class SuiteBuilder(w.VBox):
         return self.reviewer
 
     def reviewed_suite(self) -> TestSuite:
-        """The suite less the generated cases not accepted (see :meth:`SuiteReview.reviewed_suite`)."""
+        """Give the suite less the generated cases not accepted.
+
+        Returns:
+            The suite as :meth:`SuiteReview.reviewed_suite` makes it.
+        """
         return self.review().reviewed_suite()
 
     @reports_errors
     def perturb(self, perturbators: Any, intensity: str = "low", seed: int = 0, dry_run: bool = False) -> Any:
-        """Add perturbed copies of every case (:func:`nbeval.perturb`: linked to their originals,
-        same expected output and condition). Perturbed cases are not perturbed again. The LLM
-        perturbators ask ``judge``; ``dry_run=True`` shows and returns their
-        :class:`~nbeval.perturbation.PerturbationPlan` and changes nothing.
+        """Add perturbed copies of every case, linked to their originals.
+
+        The copies come from :func:`nbeval.perturb`, with the same expected output and condition as
+        their originals. Perturbed cases are not perturbed again. The LLM perturbators ask the
+        builder's ``judge``. Nothing happens, and ``message`` says why, when no perturbator is given
+        or the suite has a problem.
+
+        Args:
+            perturbators: Ids of the perturbators to apply.
+            intensity: How strongly to perturb: ``"low"``, ``"medium"`` or ``"high"``.
+            seed: Seed of the perturbators' random choices.
+            dry_run: Whether to only count the model calls: it shows and returns their
+                :class:`~nbeval.perturbation.PerturbationPlan` and changes nothing.
+
+        Returns:
+            The plan with ``dry_run=True``; ``None`` otherwise.
         """
         import warnings
 
@@ -365,8 +400,9 @@ class SuiteBuilder(w.VBox):
         return None
 
     def _insert_after_tests(self, new: list[list[TestCase]]) -> None:
-        """Put ``new[ti]`` after test ``ti``'s last case, leaving the cases being edited as they are
-        (a case's dict is kept as typed: no round trip through :class:`TestCase`).
+        """Put ``new[ti]`` after test ``ti``'s last case, leaving the cases being edited as they are.
+
+        A case's dict is kept as typed: no round trip through :class:`TestCase`.
         """
         last = len(self.tests) - 1
         cases: list[dict[str, Any]] = list(self.cases)
@@ -426,7 +462,11 @@ class SuiteBuilder(w.VBox):
             )
 
     def set_suite(self, suite: TestSuite) -> None:
-        """Replace everything being edited by ``suite``."""
+        """Replace everything being edited by ``suite``.
+
+        Args:
+            suite: The suite to edit from now on; it counts as saved.
+        """
         self._description, self._extra = suite.description, dict(suite.extra)
         self.tests = [{"key": t.key, "documents": list(t.documents), "extra": dict(t.extra)} for t in suite.tests]
         self.cases = [{**case_dict(tc), "test": ti} for ti, t in enumerate(suite.tests) for tc in t.test_cases]
@@ -448,7 +488,14 @@ class SuiteBuilder(w.VBox):
         return (self.name.value, self.cases) != self._saved
 
     def to_json(self) -> dict[str, Any]:
-        """The suite as JSON data; refuses while the suite has a problem (see ``error``)."""
+        """Give the suite as JSON data.
+
+        Returns:
+            The suite's JSON data, as ``TestSuite.to_json`` makes it.
+
+        Raises:
+            ValueError: While the suite has a problem (see ``error``).
+        """
         self._rebuild()
         if self.error:
             msg = f"the suite cannot be exported yet: {self.error}"
@@ -456,16 +503,34 @@ class SuiteBuilder(w.VBox):
         return self.value.to_json()
 
     def export_json(self) -> str:
-        """The suite as JSON text (what :meth:`save` writes)."""
+        """Give the suite as JSON text (what :meth:`save` writes).
+
+        Returns:
+            The suite's JSON, indented.
+
+        Raises:
+            ValueError: While the suite has a problem (see ``error``).
+        """
         return json.dumps(self.to_json(), indent=2, ensure_ascii=False)
 
     @reports_errors
     def load(self, source: Any, discard: bool = False) -> bool:
-        """Load a suite from a path, JSON text or parsed dict (``TestSuite.from_json``); ``True`` when loaded.
+        """Load a suite from a path, JSON text or parsed dict (``TestSuite.from_json``).
 
         It replaces the cases being edited. While they have changes not saved it refuses once and
         says so; loading the same source again with nothing edited in between (or ``discard=True``)
         replaces them.
+
+        Args:
+            source: A path to a suite file, JSON text or parsed JSON data.
+            discard: Whether to replace changes not saved without asking first.
+
+        Returns:
+            ``True`` when the suite was loaded, ``False`` when it refused; ``None`` after an error.
+
+        Raises:
+            ValueError: When ``source`` is blank text. Like any error of this method, it is shown in
+                ``message`` and ``output`` rather than propagated.
         """
         if isinstance(source, str) and not source.strip():
             raise ValueError("give a file name or JSON text to load")
@@ -484,7 +549,15 @@ class SuiteBuilder(w.VBox):
 
     @reports_errors
     def save(self, path: str | Path) -> None:
-        """Write the suite's JSON to ``path``."""
+        """Write the suite's JSON to ``path``.
+
+        Args:
+            path: The file to write.
+
+        Raises:
+            ValueError: When ``path`` is blank, or the suite has a problem. Like any error of this
+                method, it is shown in ``message`` and ``output`` rather than propagated.
+        """
         if not str(path).strip():
             raise ValueError("give a file name to save to")
         Path(path).write_text(self.export_json(), encoding="utf-8")

@@ -1,5 +1,7 @@
-"""What the SuiteBuilder edits: test cases as plain dicts, live feedback on conditions, and the
-review of generated cases (their ``extra["generation"]`` record, see :mod:`~nbeval.widgets.suite_review`).
+"""What the SuiteBuilder edits: test cases as plain dicts.
+
+It also gives live feedback on conditions and keeps the review of generated cases (their
+``extra["generation"]`` record, see :mod:`~nbeval.widgets.suite_review`).
 """
 
 from __future__ import annotations
@@ -149,8 +151,18 @@ def reviewed(case: dict[str, Any], status: str, **notes: Any) -> dict[str, Any]:
 
 
 def edited(case: dict[str, Any], **fields: str | None) -> dict[str, Any]:
-    """``case`` with the given fields (``prompt``, ``expected_output``) changed and accepted; what
-    the generator wrote is kept under ``original`` (the first time a field changes).
+    """Change the given fields of a generated case and accept it.
+
+    What the generator wrote is kept under ``original`` in the generation record (the first time a
+    field changes).
+
+    Args:
+        case: The generated case, as a form dict.
+        **fields: The new texts by field (``prompt``, ``expected_output``); ``None`` leaves a field
+            as it is.
+
+    Returns:
+        A copy of ``case`` with the fields changed and its status ``accepted``.
     """
     changes = {k: v for k, v in fields.items() if v is not None and v != case[k]}
     original = dict((generation(case) or {}).get("original") or {})
@@ -162,9 +174,19 @@ def edited(case: dict[str, Any], **fields: str | None) -> dict[str, Any]:
 
 
 def set_aside(case: dict[str, Any], reason: str | None, position: int = 0) -> dict[str, Any]:
-    """The entry that keeps a rejected case: ``{"test": index, "position": where it was, "case":
-    its JSON}``, the JSON with ``status: "rejected"`` and the ``reason`` (raises when its condition
-    does not parse).
+    """Make the entry that keeps a rejected case aside.
+
+    Args:
+        case: The rejected case, as a form dict.
+        reason: Why it was rejected; ``None`` for no reason.
+        position: Where the case was in the list.
+
+    Returns:
+        ``{"test": index, "position": where it was, "case": its JSON}``, the JSON with
+        ``status: "rejected"`` and the ``reason``.
+
+    Raises:
+        ConditionError: When the case's condition does not parse.
     """
     tc = to_test_case(reviewed(case, "rejected", reason=reason or ""))
     data = tc.to_json()

@@ -116,8 +116,17 @@ def chunks_html(case: dict[str, Any]) -> str:
 
 
 def review_card_html(case: dict[str, Any] | None, number: int, total: int) -> str:
-    """One generated case as one piece of HTML: its question and expected answer (left) beside
-    its source chunk(s) (right), as the review shows it.
+    """Render one generated case as one piece of HTML, as the review shows it.
+
+    Its question and expected answer (left) stand beside its source chunk(s) (right).
+
+    Args:
+        case: The generated case, as a form dict; ``None`` when there is none to review.
+        number: The case's number among the generated cases, from 1.
+        total: How many generated cases there are.
+
+    Returns:
+        The HTML of the card, or a note that there is nothing to review.
     """
     if case is None:
         return status_html(_NOTHING)
@@ -165,6 +174,10 @@ class SuiteReview(w.VBox):
 
     The case under review is the builder's selected one (the form below shows it too); :meth:`accept`, :meth:`edit` and
     :meth:`reject` move on to the next pending case.
+
+    Args:
+        builder: The suite builder whose generated cases are reviewed.
+        **kwargs: Passed on to :class:`ipywidgets.VBox`.
     """
 
     def __init__(self, builder: SuiteBuilder, **kwargs: Any) -> None:
@@ -309,8 +322,9 @@ class SuiteReview(w.VBox):
         b._rebuild()
 
     def _after_action(self, done: str) -> None:
-        """After accepting, rejecting or editing: go to the next pending case and say what was done and how many are
-        left.
+        """Go to the next pending case after an action, and say what was done and how many are left.
+
+        The action is accepting, rejecting or editing.
         """
         self._close_editor()
         target = self._find(self.builder.index, pending=True, wrap=True)
@@ -337,7 +351,12 @@ class SuiteReview(w.VBox):
 
     @reports_errors
     def edit(self, prompt: str | None = None, expected_output: str | None = None) -> None:
-        """Change the question and/or expected answer of the case under review, then accept it."""
+        """Change the question and/or expected answer of the case under review, then accept it.
+
+        Args:
+            prompt: The new question; ``None`` keeps it. An empty question is refused.
+            expected_output: The new expected answer; ``None`` keeps it.
+        """
         case = self._reviewable()
         if case is None:
             return
@@ -349,7 +368,11 @@ class SuiteReview(w.VBox):
 
     @reports_errors
     def reject(self, reason: str | None = None) -> None:
-        """Set the case under review aside (with ``reason``) and move on to the next pending one."""
+        """Set the case under review aside (with ``reason``) and move on to the next pending one.
+
+        Args:
+            reason: Why the case is rejected; ``None`` for no reason.
+        """
         case = self._reviewable()
         if case is None:
             return
@@ -365,8 +388,10 @@ class SuiteReview(w.VBox):
 
     @reports_errors
     def restore(self, which: int | str = -1) -> None:
-        """Bring a rejected case back, pending: ``which`` is its position among :attr:`rejected`
-        (default: the last one) or its key.
+        """Bring a rejected case back, pending, where it was.
+
+        Args:
+            which: Its position among :attr:`rejected` (the last one by default), or its key.
         """
         entries = list(self.rejected)
         if isinstance(which, str):
@@ -391,9 +416,16 @@ class SuiteReview(w.VBox):
         self.message.value = status_html("restored: pending again", "ok")
 
     def reviewed_suite(self) -> TestSuite:
-        """The suite to evaluate: every case except the generated ones not accepted (pending ones
-        and, already aside, rejected ones). Cases written by hand are kept. Refuses while the
-        builder's suite has a problem (see its ``error``).
+        """Give the suite to evaluate: every case except the generated ones not accepted.
+
+        The generated cases left out are the pending ones and, already aside, the rejected ones.
+        Cases written by hand are kept.
+
+        Returns:
+            A copy of the builder's suite holding the cases kept.
+
+        Raises:
+            ValueError: While the builder's suite has a problem (see its ``error``).
         """
         b = self.builder
         b._rebuild()

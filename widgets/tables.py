@@ -163,12 +163,22 @@ def case_cells(
     prompt_chars: int = 120,
     detail_chars: int = 160,
 ) -> tuple[pd.DataFrame, pd.DataFrame, int]:
-    """For the per-case heatmap: one row per (test case, model), one row per test case (its
-    ``case`` label and truncated ``prompt``, joined in the chart so each prompt is inlined once),
-    and the number of cases in all.
+    """Build the data of the per-case heatmap: its cells, its cases and how many cases there are.
 
     When the cells would exceed ``max_cells``, only the hardest cases are kept (most models failing
     or unscored first, then the worst mean value), in dataset order.
+
+    Args:
+        result: The evaluation result to chart.
+        info: The metric whose values fill the cells.
+        max_cells: How many cells to keep at most.
+        prompt_chars: How many characters of each prompt the tooltip shows.
+        detail_chars: How many characters of each cell's rationale or reason the tooltip shows.
+
+    Returns:
+        One row per (test case, model); one row per test case (its ``case`` label and truncated
+        ``prompt``, joined in the chart so each prompt is inlined once); and the number of cases
+        in all.
     """
     s = _rows(result, info.evaluator, info.metric)
     status = cell_status(s)
@@ -215,8 +225,17 @@ def _hardest(df: pd.DataFrame, info: MetricInfo, *, keep: int, passed: pd.Series
 
 
 def metric_cells(result: EvaluationResult, evaluator: str | None = None) -> pd.DataFrame:
-    """One row per (model, metric) from the aggregates, with a signed, range-scaled margin over the
-    threshold (positive = on the good side), so metrics of different ranges share one colour scale.
+    """Build the data of the models × metrics heatmap from the aggregates.
+
+    Each cell gets a signed, range-scaled margin over the threshold (positive = on the good side),
+    so metrics of different ranges share one colour scale.
+
+    Args:
+        result: The evaluation result to chart.
+        evaluator: Id of the evaluator whose metrics are kept; ``None`` keeps every evaluator's.
+
+    Returns:
+        One row per (model, metric).
     """
     a = result.aggregates.merge(result.metrics[["evaluator", "metric", "lo", "hi"]], on=["evaluator", "metric"])
     if evaluator is not None:

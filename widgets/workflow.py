@@ -23,13 +23,24 @@ TAB_TITLES = ("1 · Suite", "2 · Evaluators", "3 · Run", "4 · Explore")
 class NbevalApp(w.Tab):
     """Suite → Evaluators → Run → Explore.
 
-    With ``data`` (a lab, dataset, DataFrame, records or path), that is what runs, and the picker
-    judges evaluators against it. Without it, the suite being built is what runs: the Run tab's
-    Model field names the models that answer it (``models=`` fills it), and Run collects their
-    answers, then evaluates. Until then the picker judges evaluators against the suite as it will
-    be once answered (an answer to every case; retrieved context only once collected answers
-    carry some), and Run says what is missing instead of starting.
-    Choosing evaluators updates the run panel; a finished run fills the explorer and opens its tab.
+    With ``data``, that is what runs, and the picker judges evaluators against it. Without it, the
+    suite being built is what runs: the Run tab's Model field names the models that answer it
+    (``models=`` fills it), and Run collects their answers, then evaluates. Until then the picker
+    judges evaluators against the suite as it will be once answered (an answer to every case;
+    retrieved context only once collected answers carry some), and Run says what is missing
+    instead of starting. Choosing evaluators updates the run panel; a finished run fills the
+    explorer and opens its tab.
+
+    Args:
+        data: What to evaluate: a lab, dataset, DataFrame, records or path; ``None`` runs the suite
+            being built.
+        suite: A suite to start the builder with; ``None`` starts an empty one.
+        judge: The judge for judge-based evaluators (enables them in the picker, and is used by the
+            runs).
+        evaluators: Evaluator ids to tick at the start: one id or several.
+        models: The models that answer the suite (what :func:`nbeval.collect` takes); they fill
+            the Run tab's Model field.
+        **evaluate_kwargs: Option keywords for the runs, as :func:`nbeval.evaluate` takes them.
     """
 
     def __init__(
@@ -93,9 +104,14 @@ class NbevalApp(w.Tab):
 
 
 def answers_to_come(suite: TestSuite) -> LlmDataset | None:
-    """``suite`` as the picker should judge it before its answers are collected: its rows with a
-    stand-in answer (every model answers every case), or ``None`` for a suite with no cases yet
-    (nothing to judge against: only the judge requirement applies).
+    """Make ``suite`` into the dataset the picker should judge before its answers are collected.
+
+    Args:
+        suite: The suite being built.
+
+    Returns:
+        Its rows with a stand-in answer (every model answers every case), or ``None`` for a suite
+        with no cases yet (nothing to judge against: only the judge requirement applies).
     """
     if not suite.test_cases:
         return None
@@ -111,12 +127,19 @@ def app(
     models: Any = None,
     **evaluate_kwargs: Any,
 ) -> NbevalApp:
-    """The tabbed workflow: build a suite, pick evaluators, run, explore the cases.
+    """Make the tabbed workflow: build a suite, pick evaluators, run, explore the cases.
 
-    ``data``: what to evaluate (anything ``nbeval.evaluate`` reads); without it, the suite being
-    built runs, answered by ``models`` (what :func:`nbeval.collect` takes, e.g. ``[my_rag]``; or
-    named in the Run tab's Model field). ``suite``: a suite to start the builder with; ``judge``:
-    the judge for judge-based evaluators (enables them in the picker); ``evaluators``: ids to tick
-    at the start; the rest goes to :func:`nbeval.evaluate`.
+    Args:
+        data: What to evaluate (anything ``nbeval.evaluate`` reads); ``None`` runs the suite being
+            built, answered by ``models``.
+        suite: A suite to start the builder with; ``None`` starts an empty one.
+        judge: The judge for judge-based evaluators (enables them in the picker).
+        evaluators: Evaluator ids to tick at the start.
+        models: The models that answer the suite (what :func:`nbeval.collect` takes, e.g.
+            ``[my_rag]``); they can also be named in the Run tab's Model field.
+        **evaluate_kwargs: The rest, which goes to :func:`nbeval.evaluate`.
+
+    Returns:
+        The app, a tab per step.
     """
     return NbevalApp(data, suite=suite, judge=judge, evaluators=evaluators, models=models, **evaluate_kwargs)

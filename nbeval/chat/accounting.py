@@ -1,5 +1,7 @@
-"""What chat calls cost and what became of them: failures, the plan of a batch before it is sent,
-usage totals, and the token estimates and prices behind them.
+"""What chat calls cost and what became of them.
+
+Failures, the plan of a batch before it is sent, usage totals, and the token estimates and prices
+behind them.
 """
 
 from __future__ import annotations
@@ -112,8 +114,10 @@ class UsageTotals:
     number: :attr:`~nbeval.chat.base.Usage.known`): their tokens and cost are not in the totals."""
 
     def to_dict(self) -> dict[str, Any]:
-        """The totals as a dict (a run's ``meta["usage"]``); ``unknown_usage_calls`` only when
-        there were any, so a run without such calls records what it always did.
+        """The totals as a dict, as a run's ``meta["usage"]`` records them.
+
+        ``unknown_usage_calls`` is there only when there were any, so a run without such calls
+        records what it always did.
         """
         out = asdict(self)
         if not self.unknown_usage_calls:
@@ -121,8 +125,10 @@ class UsageTotals:
         return out
 
     def counted(self, reply: ChatReply, copies: int, *, cached: bool) -> UsageTotals:
-        """These totals with ``reply`` answering ``copies`` identical requests: from the cache
-        (free), or from one fresh call whose copies beyond the first count as cached.
+        """These totals with ``reply`` counted for ``copies`` identical requests.
+
+        A cached reply answers every copy for free; a fresh one is one call, whose copies beyond the
+        first count as cached.
         """
         if cached:
             return replace(self, calls=self.calls + copies, cached_calls=self.cached_calls + copies)
@@ -157,8 +163,10 @@ def max_tokens_of(params: Mapping[str, Any], guess: int) -> int:
 
 
 def with_cost(reply: ChatReply, price: tuple[float, float] | None) -> ChatReply:
-    """``reply`` with its cost in US dollars, at ``price`` (per 1k prompt and completion tokens);
-    unchanged when its usage is unknown: a price times a count that cannot be true is no cost.
+    """``reply`` with its cost in US dollars at ``price``.
+
+    ``price`` is per 1k prompt and completion tokens. The reply is returned unchanged without a
+    price or when its usage is unknown: a price times a count that cannot be true is no cost.
     """
     if price is None or not reply.usage.known:
         return reply

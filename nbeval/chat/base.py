@@ -1,4 +1,4 @@
-"""The chat-model interface: messages in, a :class:`ChatReply` out.
+r"""The chat-model interface: messages in, a :class:`ChatReply` out.
 
 Anything with a ``name``, a ``chat`` method and a ``cache_identity`` method is a chat model
 (:class:`ChatModel` is a structural protocol). The implementations shipped with nbeval are
@@ -10,7 +10,7 @@ A model signals a failed call by raising :class:`ChatError`; its ``retryable`` f
 :class:`~nbeval.chat.client.ChatClient` whether trying again can help (rate limits, server errors,
 timeouts, dropped connections) or not (a bad request, a wrong key).
 
-Reply text that cannot be encoded (a lone surrogate, which a JSON ``\\ud800`` escape or a Python
+Reply text that cannot be encoded (a lone surrogate, which a JSON ``\ud800`` escape or a Python
 function can produce) is repaired the moment a :class:`ChatReply` is made, however it is made:
 it becomes U+FFFD, the reply's :attr:`ChatReply.warnings` say so, and a
 :class:`~nbeval.data.fields.DataWarning` is issued. Such a reply never breaks the cache, a run
@@ -244,8 +244,10 @@ def estimate_tokens(text: str) -> int:
 
 
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """``text`` with the given secrets, every secret registered in this process, and anything that
-    looks like an API key replaced by ``***`` (see :mod:`nbeval.chat.secrets`).
+    """Mask secrets and anything that looks like an API key in ``text``.
+
+    The given ``secrets``, every secret registered in this process, and anything that looks like an
+    API key are replaced by ``***`` (see :mod:`nbeval.chat.secrets`).
     """
     return _redact(text, secrets)
 

@@ -83,8 +83,9 @@ class Part:
         """Cache key -> the requests waiting for its answer."""
 
     def deliver(self, key: str, result: ChatResult, *, fresh: bool, cached: bool = False) -> None:
-        """Give ``result`` (the answer to cache key ``key``) to every request waiting for it,
-        counting its usage or failure once per request; ``fresh``: a call was made for it.
+        """Give ``result`` to every request waiting on cache key ``key``.
+
+        Its usage or failure is counted once per request; ``fresh``: a call was made for it.
         """
         idxs = self.waiting.pop(key, None)
         if not idxs:
@@ -199,8 +200,10 @@ def run_batches(
     *,
     cancel: Callable[[], bool] | threading.Event | None = None,
 ) -> list[list[ChatResult]]:
-    """Every job's ``(client, requests, on_done)`` answered, each model's requests in batches sent
-    together and polled together; per job its results in order (see the module's docs).
+    """Answer every job's requests through the providers' Batch APIs.
+
+    Every job's ``(client, requests, on_done)`` is answered, each model's requests in batches sent
+    together and polled together; per job, its results come back in order (see the module's docs).
     """
     runner = _Runner(options or BatchOptions(), _cancel_check(cancel))
     parts = [Part(client, requests, on_done) for client, requests, on_done in jobs]
@@ -323,8 +326,10 @@ class _Runner:
         return now if now is not None and now.batch_id is not None else None
 
     def _find(self, store: BatchStore, stored: StoredBatch, api: BatchAPI, identity: str) -> StoredBatch | None:
-        """A record whose creator is gone without writing the provider's id: the batch if the
-        provider has it (created just before its run stopped), else ``None`` (the record forgotten).
+        """Look up a batch whose creator stopped before writing the provider's id.
+
+        Returns the batch if the provider has it (created just before its run stopped), else
+        ``None`` (the record is forgotten).
         """
         if store.get(stored.submission) is None:
             return None  # closed or forgotten meanwhile
@@ -473,8 +478,9 @@ class _Runner:
     # -- results -------------------------------------------------------------------------------
 
     def _collect(self, live: Live, state: BatchState, gave_up: str | None = None) -> None:
-        """Cache the answers of a finished batch (or one given up, ``gave_up`` saying why), close
-        it in the store and hand them on.
+        """Cache and hand on the answers of a finished batch, and close it in the store.
+
+        Also used for a batch given up on, ``gave_up`` saying why.
         """
         model, client = live.client.model, live.client
         assert isinstance(model, OpenAIChat)
@@ -501,8 +507,10 @@ class _Runner:
                 part.deliver(key, result, fresh=key in got)
 
     def _reclaim(self, stored: StoredBatch, client: ChatClient, api: BatchAPI, store: BatchStore) -> None:
-        """A batch cancelled here: hand on (and cache) the answers it gave before it stopped, when
-        the provider has finished cancelling it, and forget it; its other requests stay waiting.
+        """Take back what a batch cancelled here answered, and forget it.
+
+        Once the provider has finished cancelling it, the answers it gave before it stopped are
+        cached and handed on; its other requests stay waiting.
         """
         batch_id = stored.batch_id
         state = None if batch_id is None else _quietly(lambda: api.retrieve(batch_id))
@@ -519,8 +527,10 @@ class _Runner:
         store.forget(stored.submission)
 
     def _read(self, live: Live, state: BatchState) -> BatchResults:
-        """The results of a finished batch by cache key, its replies cached, its files streamed
-        line by line; a :class:`ChatError` when its files cannot be read.
+        """Read the results of a finished batch by cache key.
+
+        Its replies are cached and its files streamed line by line; a :class:`ChatError` when its
+        files cannot be read.
         """
         model, client = live.client.model, live.client
         assert isinstance(model, OpenAIChat)

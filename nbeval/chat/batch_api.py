@@ -1,5 +1,7 @@
-"""The OpenAI-compatible Batch API of one endpoint: upload a JSONL of requests, create a batch,
-poll it, read its output and error files (streamed, line by line), cancel it.
+"""The OpenAI-compatible Batch API of one endpoint.
+
+Upload a JSONL of requests, create a batch, poll it, read its output and error files (streamed, line
+by line), cancel it.
 
 The calls go through the same ``openai`` client as the endpoint's chat calls (its base URL, key,
 default headers and query, none of them ever shown), one call per method, no retries of its own
@@ -77,8 +79,9 @@ class BatchState:
 
     @property
     def terminal(self) -> bool:
-        """Whether the batch has finished for good (completed, failed, expired or cancelled): no further poll can
-        change it.
+        """Whether the batch has finished for good.
+
+        Completed, failed, expired or cancelled: no further poll can change it.
         """
         return self.status in TERMINAL
 
@@ -193,7 +196,9 @@ class BatchAPI:
         )
 
     def read(self, file_id: str, on_line: Callable[[bytes], None]) -> None:
-        """``GET /files/{id}/content``, streamed: ``on_line(line)`` for each line as it arrives, so
+        """Stream a file's content line by line to ``on_line``.
+
+        ``GET /files/{id}/content``, streamed: ``on_line(line)`` for each line as it arrives, so
         a large file is never held whole. A file broken off midway raises a retryable
         :class:`ChatError` (the lines it gave were handed on).
         """
@@ -207,8 +212,10 @@ class BatchAPI:
         self._call("read the batch's results", stream)
 
     def find(self, submission: str, limit: int = 100) -> BatchState | None:
-        """The batch among the newest ``limit`` whose metadata names ``submission``, if any (a
-        batch created just before the run stopped, whose id never reached the store).
+        """Find the batch created for ``submission`` among the newest ``limit``.
+
+        The batch whose metadata names ``submission``, if any: one created just before the run
+        stopped, whose id never reached the store.
         """
         client = self.model._get_client()
         page = self._call("list the batches", lambda: client.batches.list(limit=limit, timeout=self.timeout))
@@ -246,9 +253,10 @@ class BatchAPI:
 
 @functools.cache
 def _transport_errors() -> tuple[type[Exception], ...]:
-    """The errors of the HTTP libraries the ``openai`` client may read a body with (``httpx2``
-    from openai 3 on, ``httpx`` before): those a streamed body broken off midway raises, which
-    the SDK does not wrap once the response has begun.
+    """The errors a streamed body broken off midway raises in the HTTP libraries.
+
+    Those of the libraries the ``openai`` client may read a body with (``httpx2`` from openai 3 on,
+    ``httpx`` before), which the SDK does not wrap once the response has begun.
     """
     errors: list[type[Exception]] = []
     for name in ("httpx2", "httpx"):

@@ -1,4 +1,4 @@
-"""The lines of a batch's output and error files, read as untrusted text.
+r"""The lines of a batch's output and error files, read as untrusted text.
 
 A provider's file is JSONL: each line ``{"id", "custom_id", "response": {"status_code", "body"} |
 null, "error": {"code", "message"} | null}``. Nothing in it is taken on trust: a field of the wrong
@@ -8,7 +8,7 @@ run (and every rerun, which resumes the same batch) but an :class:`OutputLine` w
 lines their replies.
 
 The file is read as it arrives (:func:`split_lines` over the download's chunks), one line at a
-time, on ``\\n`` only: a file of 250 MB never sits in memory whole, and a JSON string holding
+time, on ``\n`` only: a file of 250 MB never sits in memory whole, and a JSON string holding
 U+2028 or a form feed (which :meth:`str.splitlines` would cut at) stays one line.
 """
 
@@ -46,8 +46,9 @@ class OutputLine:
 
 
 def split_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
-    """The lines of a file arriving in ``chunks``, each without its ``\\n`` (blank ones skipped);
-    at most one line is held at a time.
+    r"""Split a file arriving in ``chunks`` into lines.
+
+    Each line comes without its ``\n`` (blank ones skipped); at most one line is held at a time.
     """
     pending: list[bytes] = []
     for chunk in chunks:
@@ -75,8 +76,10 @@ def read_lines(text: str) -> Iterator[OutputLine]:
 
 
 def parse_line(raw: bytes | str) -> OutputLine | None:
-    """One line of an output or error file; ``None`` for a line that names no request (not JSON,
-    not an object, no ``custom_id``). Never raises for what the line holds.
+    """Read one line of an output or error file.
+
+    ``None`` for a line that names no request (not JSON, not an object, no ``custom_id``). Never
+    raises for what the line holds.
     """
     try:
         line = json.loads(raw)

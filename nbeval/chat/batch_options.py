@@ -1,7 +1,9 @@
-"""How to batch (:class:`BatchOptions`: ``evaluate(batch=True, batch_poll_s=..., batch_discount=...)``)
-and what a batched call costs: a price's own batch part, else the synchronous price less the
-discount (:func:`batch_price`); :func:`batch_cost` and :func:`with_batch_cost` price a dry run's
-calls both ways.
+"""How to batch chat calls and what a batched call costs.
+
+How to batch is a :class:`BatchOptions`
+(``evaluate(batch=True, batch_poll_s=..., batch_discount=...)``); a batched call costs a price's own
+batch part, else the synchronous price less the discount (:func:`batch_price`). :func:`batch_cost`
+and :func:`with_batch_cost` price a dry run's calls both ways.
 """
 
 from __future__ import annotations
@@ -35,10 +37,12 @@ DEFAULT_DISCOUNT = 0.5
 
 @dataclass
 class BatchOptions:
-    """How to batch: ``poll_s`` seconds between polls at first (growing by half each poll, up to
-    30 times as long and at most 5 minutes), the ``discount`` of a batched call's price where
-    ``prices`` gives no batch price (0.5: half price), the provider's ``completion_window``, and
-    ``on_status(text)``, told the batches' states and counts as they change (a progress bar's text).
+    """How to batch: polling, discount, completion window and status reports.
+
+    ``poll_s`` seconds between polls at first (growing by half each poll, up to 30 times as long and
+    at most 5 minutes), the ``discount`` of a batched call's price where ``prices`` gives no batch
+    price (0.5: half price), the provider's ``completion_window``, and ``on_status(text)``, told the
+    batches' states and counts as they change (a progress bar's text).
     """
 
     poll_s: float = DEFAULT_POLL_S
@@ -60,8 +64,9 @@ class BatchOptions:
 
 
 def batch_options(batch: Any, poll_s: float | None = None, discount: float | None = None) -> BatchOptions | None:
-    """``batch=`` (``True``/``False`` or :class:`BatchOptions`) and its settings as options; ``None``
-    when nothing is batched.
+    """The batch options that ``batch=`` and its settings ask for.
+
+    ``batch`` is ``True``/``False`` or a :class:`BatchOptions`; ``None`` when nothing is batched.
     """
     if isinstance(batch, BatchOptions):
         opts = replace(batch)  # the run sets its own on_status: the caller's options stay as they are
@@ -80,8 +85,9 @@ def batch_options(batch: Any, poll_s: float | None = None, discount: float | Non
 
 
 def batch_price(price: Sequence[float] | None, discount: float = DEFAULT_DISCOUNT) -> tuple[float, float] | None:
-    """USD per 1k prompt and completion tokens of a batched call: a price's own batch part
-    (``(p, c, batch_p, batch_c)``), else the price less ``discount``.
+    """The price of a batched call, in USD per 1k prompt and completion tokens.
+
+    A price's own batch part (``(p, c, batch_p, batch_c)``), else the price less ``discount``.
     """
     if price is None:
         return None
@@ -93,9 +99,11 @@ def batch_price(price: Sequence[float] | None, discount: float = DEFAULT_DISCOUN
 def batch_cost(
     prices: Any, model_name: str, prompt_tokens: int, completion_tokens: int, discount: float = DEFAULT_DISCOUNT
 ) -> float | None:
-    """USD of ``prompt_tokens`` and ``completion_tokens`` to ``model_name`` batched, at ``prices``
-    (``{model: (p, c)}`` or ``(p, c, batch_p, batch_c)``: a name matches a key exactly, else by the
-    longest key it starts with, as the client prices a call); ``None`` when it has no price.
+    """The cost in USD of tokens sent to ``model_name`` in a batch.
+
+    ``prompt_tokens`` and ``completion_tokens`` at ``prices`` (``{model: (p, c)}`` or
+    ``(p, c, batch_p, batch_c)``: a name matches a key exactly, else by the longest key it starts
+    with, as the client prices a call); ``None`` when it has no price.
     """
     table = dict(prices or {})
     if not table or not model_name:
@@ -110,8 +118,10 @@ def batch_cost(
 
 
 def with_batch_cost(client: Any, plan: CallPlan, discount: float | None = None) -> CallPlan:
-    """``plan`` (``client``'s :class:`~nbeval.chat.accounting.CallPlan`) with what its calls to make
-    cost batched (``est_batch_cost``): at the price's batch part, else less ``discount`` (0.5 when
+    """``plan`` with what its calls would cost batched.
+
+    ``plan`` is ``client``'s :class:`~nbeval.chat.accounting.CallPlan`; what its calls to make cost
+    batched goes in ``est_batch_cost``: at the price's batch part, else less ``discount`` (0.5 when
     ``None``). A model with no Batch API (a function, a local model) is called one by one even with
     ``batch=True``: its batched cost is its full price. Unpriced, the plan is returned as it is.
     """
@@ -133,8 +143,10 @@ def with_batch_cost(client: Any, plan: CallPlan, discount: float | None = None) 
 
 
 def still_running(batch_ids: Sequence[str], again: str) -> str:
-    """What Ctrl-C leaves behind in a batched run: the ``batch_ids`` still running at the provider,
-    and how to pick them up (``again``: "running the same command again") or cancel them.
+    """The message for the batches Ctrl-C leaves running in a batched run.
+
+    It names the ``batch_ids`` still running at the provider, and says how to pick them up
+    (``again``: "running the same command again") or cancel them.
     """
     one = len(batch_ids) == 1
     it = "it" if one else "them"

@@ -88,8 +88,9 @@ _CREATING_LOCK = threading.Lock()
 
 @contextmanager
 def creating(submission: str) -> Iterator[None]:
-    """While this process creates the batch ``submission`` at the provider (its own lease: a
-    record this process left behind, say after Ctrl-C, is not waited on).
+    """Mark the batch ``submission`` as being created by this process, while the block runs.
+
+    This is its own lease: a record this process left behind, say after Ctrl-C, is not waited on.
     """
     with _CREATING_LOCK:
         _CREATING.add(submission)
@@ -205,8 +206,10 @@ class BatchStore:
     def add(
         self, submission: str, identity: str, input_file_id: str, keys: Iterable[str], *, lease_s: float = LEASE_S
     ) -> None:
-        """Record a batch about to be created (status ``"submitting"``), with its requests' keys,
-        leased to this process for ``lease_s`` seconds.
+        """Record a batch about to be created.
+
+        Its status is ``"submitting"``; it is kept with its requests' keys, leased to this process
+        for ``lease_s`` seconds.
         """
         now = time.time()
         wanted = list(keys)
@@ -273,8 +276,10 @@ class BatchStore:
         self._set(submission, "status = ?, open = 0", (status,))
 
     def forget(self, submission: str) -> None:
-        """Drop the batch: this run's submission failed before the batch was created, or it was
-        cancelled here and its answers were taken.
+        """Drop the record of the batch ``submission``.
+
+        Either this run's submission failed before the batch was created, or it was cancelled here
+        and its answers were taken.
         """
 
         def forget(conn: sqlite3.Connection) -> None:
@@ -285,9 +290,12 @@ class BatchStore:
         self._run(forget)
 
     def forget_unsent(self, submission: str, *, creating: Collection[str] | None = None) -> bool:
-        """Drop a record that has no provider id and whose lease no live process may hold (its run
-        died before the batch was created, or the provider has no such batch); whether it is gone.
-        ``creating``: the submissions this process is creating (default: those of :func:`creating`).
+        """Drop an unsent batch's record that no live process may still be creating.
+
+        A record that has no provider id and whose lease no live process may hold (its run died
+        before the batch was created, or the provider has no such batch); returns whether it is
+        gone. ``creating``: the submissions this process is creating (default: those of
+        :func:`creating`).
         """
         mine = _creating_here() if creating is None else creating
 
@@ -308,8 +316,9 @@ class BatchStore:
         return self._run(forget)
 
     def may_be_live(self, submission: str) -> bool:
-        """Whether a live process may be creating the batch ``submission`` (it has no provider id
-        and its lease may be held).
+        """Whether a live process may be creating the batch ``submission``.
+
+        It has no provider id and its lease may be held.
         """
         mine = _creating_here()
         row = self._run(
@@ -397,8 +406,10 @@ def _stored(conn: sqlite3.Connection, row: tuple[object, ...]) -> StoredBatch:
 
 
 def _leased(submission: str, pid: object, host: object, until: object, creating: Collection[str]) -> bool:
-    """Whether a live process may hold the lease of a record that has no provider id: its time is
-    not up and, on this machine, its process runs (this process: it is creating that batch now).
+    """Whether a live process may hold the lease of a record without a provider id.
+
+    Its time is not up and, on this machine, its process runs (this process: it is creating that
+    batch now).
     """
     if not isinstance(until, int | float) or time.time() >= until:
         return False  # no lease (an older nbeval wrote it), or it ran out
@@ -433,8 +444,10 @@ _COLUMNS = {
 
 
 def _check_columns(conn: sqlite3.Connection) -> None:
-    """A table of the store that lacks one of its columns (another program's database at the
-    store's path) is a damaged store: raised as one, so it is set aside like a torn file.
+    """Refuse a store whose tables lack one of their columns, as a damaged store.
+
+    Such a table is another program's database at the store's path: it is raised as a damaged store,
+    so it is set aside like a torn file.
     """
     for table, columns in _COLUMNS.items():
         have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}

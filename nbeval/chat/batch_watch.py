@@ -1,5 +1,6 @@
-"""When to stop waiting on a batch that does not end: a status nbeval does not know, or a batch
-still running well past its expiry.
+"""When to stop waiting on a batch that does not end.
+
+A status nbeval does not know, or a batch still running well past its expiry.
 
 The polling waits while a batch is ``validating``, ``in_progress``, ``finalizing`` or
 ``cancelling``, and reads it once it is ``completed``, ``failed``, ``expired`` or ``cancelled``.
@@ -55,8 +56,10 @@ class Watch:
     """Polls in a row so far that saw a status nbeval does not know."""
 
     def give_up(self, state: BatchState, now: float) -> str | None:
-        """Why to stop waiting on the batch, seen as ``state`` at ``now`` (seconds since the
-        epoch); ``None`` to read it (it ended) or to wait on.
+        """Why to stop waiting on the batch, if it is time to.
+
+        The batch is seen as ``state`` at ``now`` (seconds since the epoch); ``None`` to read it (it
+        ended) or to wait on.
         """
         if state.status in TERMINAL:
             return None
@@ -77,9 +80,10 @@ class Watch:
         return None
 
     def due(self, state: BatchState) -> float | None:
-        """When the batch should end at the latest: the provider's ``expires_at`` (no later than
-        :attr:`since` plus the window), else its ``created_at`` (else :attr:`since`) plus the
-        window; ``None`` when none is known.
+        """When the batch should end at the latest.
+
+        The provider's ``expires_at`` (no later than :attr:`since` plus the window), else its
+        ``created_at`` (else :attr:`since`) plus the window; ``None`` when none is known.
         """
         span = window_s(self.window)
         span = span if span is not None else 86400.0  # a window nbeval cannot read: the providers' day

@@ -72,8 +72,10 @@ CACHE_FILE_NAME = "chat.sqlite"
 
 
 def default_cache_path() -> Path:
-    """Where the cache lives: ``$NBEVAL_CACHE_DIR/chat.sqlite``, else
-    ``$XDG_CACHE_HOME/nbeval/chat.sqlite``, else ``~/.cache/nbeval/chat.sqlite``.
+    """Where the chat cache lives.
+
+    ``$NBEVAL_CACHE_DIR/chat.sqlite``, else ``$XDG_CACHE_HOME/nbeval/chat.sqlite``, else
+    ``~/.cache/nbeval/chat.sqlite``.
     """
     env = os.environ.get(ENV_CACHE_DIR)
     if env:
@@ -83,8 +85,9 @@ def default_cache_path() -> Path:
 
 
 def cache_key(identity: str, messages: Sequence[Message], params: Mapping[str, Any] | None = None) -> str:
-    """The cache key of one request: a hex SHA-256 over identity, sorted params (secrets hashed
-    first) and exact messages.
+    """The cache key of one request.
+
+    A hex SHA-256 over identity, sorted params (secrets hashed first) and exact messages.
     """
     payload = json.dumps(
         {"model": identity, "params": hash_secrets(dict(params or {})), "messages": [dict(m) for m in messages]},
@@ -117,8 +120,10 @@ def _pack_logprobs(logprobs: tuple[TokenLogprob, ...]) -> bytes:
 
 
 def _unpack_logprobs(blob: bytes | None, sha: str | None, text: str) -> tuple[TokenLogprob, ...] | None:
-    """The logprobs stored for ``text``; ``None`` when there are none, they belong to another
-    text (a reply replaced by an nbeval that does not know this table), or they cannot be read.
+    """The logprobs stored for ``text``, if they can be used.
+
+    ``None`` when there are none, they belong to another text (a reply replaced by an nbeval that
+    does not know this table), or they cannot be read.
     """
     if blob is None or sha != _text_sha(text):
         return None
@@ -149,9 +154,11 @@ def enable_wal(execute: Callable[[str], Any], patience_s: float) -> None:
 
 
 def open_sqlite(path: Path, busy_timeout_s: float, synchronous: str = "NORMAL") -> sqlite3.Connection:
-    """A connection to the database at ``path`` (its folder made if missing) in autocommit mode, usable
-    from any thread (callers hold their own lock), waiting up to ``busy_timeout_s`` for other writers,
-    in WAL mode (:func:`enable_wal`) with ``PRAGMA synchronous = synchronous``.
+    """Open the SQLite database at ``path``.
+
+    The connection is in autocommit mode (the folder is made if missing), usable from any thread
+    (callers hold their own lock), waits up to ``busy_timeout_s`` for other writers, and is in WAL
+    mode (:func:`enable_wal`) with ``PRAGMA synchronous = synchronous``.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
@@ -285,8 +292,10 @@ class ChatCache:
             return cur.rowcount
 
     def close(self) -> None:
-        """Close the SQLite connection this process opened (one inherited from a parent process is only forgotten);
-        the next use opens a new one.
+        """Close this process's SQLite connection.
+
+        A connection inherited from a parent process is only forgotten; the next use opens a new
+        one.
         """
         with self._lock:
             if self._conn is not None and self._pid == os.getpid():

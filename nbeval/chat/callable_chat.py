@@ -78,8 +78,10 @@ class CallableChat(FunctionIdentity):
         return f"CallableChat({self.name!r}, takes={self.takes!r})"
 
     def chat(self, messages: Sequence[Message], *, timeout: float | None = None, **params: Any) -> ChatReply:
-        """Call the wrapped function with ``messages`` (or the prompt they make, for a function that takes text) and
-        wrap what it returns as a reply, with its latency. With ``timeout``, a call that runs longer fails.
+        """Call the wrapped function with ``messages`` and wrap what it returns as a reply.
+
+        A function that takes text gets the prompt the messages make. The reply carries the call's
+        latency. With ``timeout``, a call that runs longer fails.
         """
         msgs = normalize_messages(messages)
         arg: Any = msgs if self.takes == "messages" else messages_to_prompt(msgs)

@@ -272,8 +272,10 @@ class ChatClient:
         stop: threading.Event,
         cancel: Callable[[], bool] | None,
     ) -> tuple[int, ChatResult | BaseException]:
-        """The next finished job; while waiting, a cancel is noticed within :data:`CANCEL_POLL_S`:
-        it stops the workers taking jobs, and the jobs none took are answered as cancelled here.
+        """Wait for the next finished job, watching for a cancel.
+
+        While waiting, a cancel is noticed within :data:`CANCEL_POLL_S`: it stops the workers taking
+        jobs, and the jobs none took are answered as cancelled here.
         """
         while cancel is not None and not stop.is_set():
             if cancel():
@@ -387,9 +389,11 @@ class ChatClient:
 
 
 def _cancel_check(cancel: Callable[[], bool] | threading.Event | None) -> Callable[[], bool] | None:
-    """``cancel`` as a check cheap enough to make every :data:`CANCEL_POLL_S`: an event's own
-    ``is_set``; any other function is called at most every :data:`CANCEL_CALL_S` (it may ask
-    another machine: a Dask event asks the scheduler).
+    """``cancel`` as a check cheap enough to make often.
+
+    Cheap enough to make every :data:`CANCEL_POLL_S`: an event's own ``is_set``; any other function
+    is called at most every :data:`CANCEL_CALL_S` (it may ask another machine: a Dask event asks the
+    scheduler).
     """
     if cancel is None or isinstance(cancel, threading.Event):
         return cancel.is_set if cancel is not None else None
@@ -409,8 +413,9 @@ def _cancel_check(cancel: Callable[[], bool] | threading.Event | None) -> Callab
 def _halt(
     stop: threading.Event, todo: queue.SimpleQueue[int], done: queue.SimpleQueue[tuple[int, ChatResult | BaseException]]
 ) -> None:
-    """Stop a batch's workers taking jobs, and answer the jobs none took as cancelled (a job is
-    taken once: by a worker, which answers it, or here).
+    """Stop a batch's workers taking jobs, and answer the jobs none took as cancelled.
+
+    A job is taken once: by a worker, which answers it, or here.
     """
     stop.set()
     while True:
@@ -477,11 +482,13 @@ def _as_request(r: Any) -> tuple[list[dict[str, str]], dict[str, Any]]:
 
 
 def estimate_usage(requests: Sequence[Any], completion_guess: int = 200) -> tuple[int, int]:
-    """Rough prompt and completion tokens of ``requests`` (as :meth:`ChatClient.run_many` takes
-    them), with no model at hand: the prompt from the messages' text (four characters a token),
-    the completion from each request's ``max_tokens`` (an upper bound, not an estimate: replies
-    are often far shorter) or, where it sets none, ``completion_guess`` (a guess). With
-    ``completion_guess=0`` the completion is the bound alone (the requests' ``max_tokens``).
+    """Rough prompt and completion tokens of ``requests``, with no model at hand.
+
+    ``requests`` are as :meth:`ChatClient.run_many` takes them. The prompt is estimated from the
+    messages' text (four characters a token), the completion from each request's ``max_tokens`` (an
+    upper bound, not an estimate: replies are often far shorter) or, where it sets none,
+    ``completion_guess`` (a guess). With ``completion_guess=0`` the completion is the bound alone
+    (the requests' ``max_tokens``).
     """
     reqs = [_as_request(r) for r in requests]
     prompt = sum(sum(estimate_tokens(str(m.get("content", ""))) + 4 for m in msgs) for msgs, _ in reqs)

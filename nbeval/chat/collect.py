@@ -62,8 +62,10 @@ CANCELLED = "cancelled"
 
 
 class RagFunction(FunctionIdentity):
-    """A Python function answering test cases, as a chat model whose reply text carries the answer
-    and the retrieved context as JSON (so both go through the cache together).
+    """A Python function answering test cases, wrapped as a chat model.
+
+    Its reply text carries the answer and the retrieved context as JSON, so both go through the
+    cache together.
 
     Cached like :class:`~nbeval.chat.callable_chat.CallableChat`: under a fingerprint of the
     function's code and configuration (partial arguments, closure values, object state), or, when
@@ -92,8 +94,9 @@ class RagFunction(FunctionIdentity):
         return f"RagFunction({self.name!r})"
 
     def chat(self, messages: Sequence[Message], *, timeout: float | None = None, **params: Any) -> ChatReply:
-        """Ask the wrapped RAG function the last message's content and return its answer as a reply, with the
-        context, cost and produced fields it gave back.
+        """Ask the wrapped RAG function the last message's content.
+
+        Its answer is returned as a reply, with the context, cost and produced fields it gave back.
         """
         prompt = str(messages[-1]["content"])
         kwargs = {k: params[k] for k in self._extras if k in params}
@@ -194,8 +197,9 @@ class PendingLab:
         self._clients: dict[str, ChatClient] = {}
 
     def client(self, key: str) -> ChatClient:
-        """The chat client that asks the model ``key`` for its answers, made on first use from the shared client
-        settings and the model's own, which win.
+        """The chat client that asks the model ``key`` for its answers.
+
+        Made on first use from the shared client settings and the model's own, which win.
         """
         if key not in self._clients:
             from nbeval.chat.judge_settings import client_settings_of
@@ -222,9 +226,11 @@ class PendingLab:
         return out
 
     def plan(self) -> CallPlan:
-        """Calls, cached answers and rough tokens over every model, without calling anything; with
-        prices, the cost one call at a time and with ``batch=True`` (``est_batch_cost``: the price's
-        batch part, else less ``batch_discount``; a function is called one by one either way).
+        """Count the calls, cached answers and rough tokens over every model, calling nothing.
+
+        With prices, the cost one call at a time and with ``batch=True`` (``est_batch_cost``: the
+        price's batch part, else less ``batch_discount``; a function is called one by one either
+        way).
         """
         from nbeval.chat.batch_options import with_batch_cost
 
@@ -369,8 +375,9 @@ _COMPLETE_OPTIONS = ("progress", "cancel", "on_status")
 
 
 def _check_settings(settings: Mapping[str, Any]) -> None:
-    """Refuse, before anything is asked, a setting that is neither a
-    :class:`~nbeval.chat.client.ChatClient` setting nor a batch setting.
+    """Refuse, before anything is asked, a setting that neither a client nor a batch takes.
+
+    A setting must be a :class:`~nbeval.chat.client.ChatClient` setting or a batch setting.
     """
     import difflib
 
@@ -469,24 +476,40 @@ def collect(
     options: RunOptions | Mapping[str, Any] | None = None,
     **settings: Any,
 ) -> PendingLab:
-    """Pair ``suite`` with ``models``; ``.plan()`` counts the calls, ``.complete()`` makes them
-    and returns the filled :class:`~nbeval.data.model.TestLab` (``nbeval.collect(suite, models=[...])``).
+    """Pair a test suite with the models to ask, ready to count and make the calls.
 
-    ``suite``: a :class:`~nbeval.data.model.TestSuite`, or what reads as one (as for
-    :func:`nbeval.evaluate` and :func:`nbeval.perturb`): the path of a suite file, a suite's JSON
-    text or its parsed dict (one test or one test case too).
+    ``.plan()`` counts the calls, ``.complete()`` makes them and returns the filled
+    :class:`~nbeval.data.model.TestLab` (``nbeval.collect(suite, models=[...])``).
 
-    The options are keyword-only: ``system_prompt`` (sent before each prompt to chat models),
-    ``params`` (generation parameters) and, in ``settings``, any
-    :class:`~nbeval.chat.client.ChatClient` setting (``concurrency``, ``timeout``,
-    ``max_attempts``, ``cache``, ``prices``, ``seed``...), and ``batch=True`` (with ``batch_poll_s``
-    and ``batch_discount``, as :func:`nbeval.evaluate` takes them) to collect through the Batch API.
-    ``options``: a :class:`~nbeval.options.RunOptions` (or a mapping of its names) holding those
-    of the run options that apply to the calls made here (:data:`COLLECT_OPTIONS`); a keyword wins
-    over it. A run option that does not apply (``judge``, ``embedder``, ``device``, ``scheduler``,
-    ``chunk_rows``; ``progress``, which is :meth:`PendingLab.complete`'s) set in ``options`` is a
-    :class:`~nbeval.errors.BadParameter`, as is any other unknown option, at once (``progress``,
-    ``cancel`` and ``on_status`` belong to :meth:`PendingLab.complete`).
+    The options are keyword-only. A run option that does not apply (``judge``, ``embedder``,
+    ``device``, ``scheduler``, ``chunk_rows``; ``progress``, which is :meth:`PendingLab.complete`'s)
+    set in ``options`` is a :class:`~nbeval.errors.BadParameter`, as is any other unknown option, at
+    once (``progress``, ``cancel`` and ``on_status`` belong to :meth:`PendingLab.complete`).
+
+    Args:
+        suite: A :class:`~nbeval.data.model.TestSuite`, or what reads as one (as for
+            :func:`nbeval.evaluate` and :func:`nbeval.perturb`): the path of a suite file, a suite's
+            JSON text or its parsed dict (one test or one test case too).
+        models: The models to ask: one model, a list of them (or of ``(key, model)`` pairs) or a
+            dict ``{key: model}``. Each is what :func:`~nbeval.chat.config.resolve_chat_model`
+            accepts, or a Python function called as a RAG system (see the module's docs).
+        system_prompt: Sent before each prompt to chat models (not to functions).
+        params: Generation parameters, sent with each request to a chat model.
+        options: A :class:`~nbeval.options.RunOptions` (or a mapping of its names) holding those of
+            the run options that apply to the calls made here (:data:`COLLECT_OPTIONS`); a keyword
+            wins over it.
+        **settings: Any :class:`~nbeval.chat.client.ChatClient` setting (``concurrency``,
+            ``timeout``, ``max_attempts``, ``cache``, ``prices``, ``seed``...), and ``batch=True``
+            (with ``batch_poll_s`` and ``batch_discount``, as :func:`nbeval.evaluate` takes them) to
+            collect through the Batch API.
+
+    Returns:
+        The pending lab: :meth:`PendingLab.plan` counts its calls, :meth:`PendingLab.complete`
+        makes them.
+
+    Raises:
+        DataError: When ``suite`` does not read as a test suite or has no test cases, or when
+            ``models`` is empty or gives two models the same key.
     """
     given = {name: settings.pop(name) for name in list(settings) if name in COLLECT_OPTIONS}
     opts = RunOptions.of(options, **given).only(COLLECT_OPTIONS, "collect()", _NOT_COLLECT_OPTIONS)

@@ -117,9 +117,10 @@ def _resolve(spec: Any, device: str | None = None) -> ChatModel | None:
 
 
 def _from_settings(spec: Mapping[str, Any], device: str | None) -> ChatModel:
-    """The chat model a judge's dict of settings describes, carrying the client settings it gave
-    (``max_attempts``, ``concurrency``, ``timeout``: never sent; see
-    :mod:`nbeval.chat.judge_settings`, which refuses a key it does not know).
+    """The chat model a judge's dict of settings describes.
+
+    It carries the client settings the dict gave (``max_attempts``, ``concurrency``, ``timeout``:
+    never sent; see :mod:`nbeval.chat.judge_settings`, which refuses a key it does not know).
     """
     from nbeval.chat.judge_settings import keep_client_settings, split_judge_settings
 

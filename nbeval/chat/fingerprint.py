@@ -66,8 +66,10 @@ def fingerprint(obj: Any, where: str = "the function") -> str:
 
 
 def code_fingerprint(fn: Any) -> str:
-    """A hex SHA-256 of the code that ``fn`` runs (through partials, bound methods and callable
-    objects), ignoring every value: what ``cache_key=`` is paired with.
+    """A fingerprint of the code ``fn`` runs, ignoring every value.
+
+    A hex SHA-256, through partials, bound methods and callable objects: what ``cache_key=`` is
+    paired with.
     """
     enc = _Encoder()
     return hashlib.sha256(repr(enc.code_only(fn, 0)).encode("utf-8")).hexdigest()
@@ -87,8 +89,10 @@ def describe_callable(fn: Any) -> str:
 
 
 def function_identity(fn: Any, cache_key: Any = None) -> tuple[str, str | None]:
-    """``(identity part, problem)`` for a function judge: the fingerprint (or, with ``cache_key``,
-    the code's fingerprint and the key), and why it cannot be cached (``None`` when it can).
+    """The cache identity part of a function judge, and why it cannot be cached.
+
+    ``(identity part, problem)``: the fingerprint (or, with ``cache_key``, the code's fingerprint
+    and the key), and why it cannot be cached (``None`` when it can).
     """
     if cache_key is not None:
         try:
@@ -104,8 +108,10 @@ def function_identity(fn: Any, cache_key: Any = None) -> tuple[str, str | None]:
 
 
 class FunctionIdentity:
-    """The cache identity of a chat model backed by a Python function: a mixin for classes that
-    set ``fn``, ``name``, ``cache`` (bool) and ``cache_key`` and name their ``identity_kind``.
+    """The cache identity of a chat model backed by a Python function.
+
+    A mixin for classes that set ``fn``, ``name``, ``cache`` (bool) and ``cache_key`` and name their
+    ``identity_kind``.
     """
 
     identity_kind: ClassVar[str]
@@ -125,8 +131,10 @@ class FunctionIdentity:
         return function_identity(self.fn, self.cache_key)[1] if self.cache else None
 
     def cache_identity(self) -> str:
-        """The text the reply cache keys on for this function: its kind, name, where it is defined and a fingerprint
-        of its code (or the ``cache_key`` given), so an edited function misses the cache.
+        """The text the reply cache keys on for this function.
+
+        Its kind, name, where it is defined and a fingerprint of its code (or the ``cache_key``
+        given), so an edited function misses the cache.
         """
         part, _ = function_identity(self.fn, self.cache_key)
         return f"{self.identity_kind}|{self.name}|{describe_callable(self.fn)}|{part}"

@@ -74,8 +74,10 @@ class HFChat:
         return f"HFChat({self.model_name_or_path!r}, device={self.device!r})"
 
     def cache_identity(self) -> str:
-        """The text the reply cache keys on for this model: its path (absolute for a local folder), dtype and default
-        generation parameters (secrets hashed).
+        """The text the reply cache keys on for this model.
+
+        Its path (absolute for a local folder), dtype and default generation parameters (secrets
+        hashed).
         """
         path = self.model_name_or_path
         if os.path.isdir(path):
@@ -135,9 +137,11 @@ class HFChat:
         return kwargs
 
     def chat(self, messages: Sequence[Message], *, timeout: float | None = None, **params: Any) -> ChatReply:
-        """Generate a reply to ``messages`` with the local model (loaded on the first call), with the token counts
-        and, where asked for, the top log-probabilities of each step. Calls are serialised: one model, one
-        generation at a time.
+        """Generate a reply to ``messages`` with the local model.
+
+        The model is loaded on the first call. The reply has the token counts and, where asked for,
+        the top log-probabilities of each step. Calls are serialised: one model, one generation at a
+        time.
         """
         msgs = normalize_messages(messages)
         started = time.perf_counter()
@@ -171,8 +175,10 @@ class HFChat:
         )
 
     def _top_logprobs(self, params: dict[str, Any]) -> int | None:
-        """How many alternatives a call asks for at each token (``top_logprobs``, default 0), or
-        ``None`` when it asks for no log-probabilities (``logprobs`` not true).
+        """How many alternatives a call asks for at each token.
+
+        ``top_logprobs``, default 0, or ``None`` when it asks for no log-probabilities (``logprobs``
+        not true).
         """
         merged = {**self.default_params, **params}
         if not merged.get("logprobs"):
@@ -184,8 +190,9 @@ class HFChat:
         return k
 
     def _logprobs(self, ids: list[int], logits: Any, k: int) -> tuple[TokenLogprob, ...]:
-        """Each generated token's log-probability and the ``k`` likeliest tokens there, from the
-        raw logits of each step (one ``(1, vocab)`` tensor a step).
+        """Each generated token's log-probability and the ``k`` likeliest tokens there.
+
+        Read from the raw logits of each step (one ``(1, vocab)`` tensor a step).
         """
         import torch
 

@@ -17,10 +17,11 @@ __all__ = ["logprob_support"]
 
 
 def logprob_support(model: Any) -> tuple[str, str]:
-    """Whether chat model ``model`` is known to return log-probabilities, without calling it:
-    ``("yes" | "asked" | "unknown", why)``. A local Hugging Face model: yes (read from its logits);
-    an OpenAI-compatible endpoint: asked for, known only from its replies; a Python function or
-    another model: unknown (it must return them).
+    """Whether chat model ``model`` is known to return log-probabilities, without calling it.
+
+    Returns ``("yes" | "asked" | "unknown", why)``. A local Hugging Face model: yes (read from its
+    logits); an OpenAI-compatible endpoint: asked for, known only from its replies; a Python
+    function or another model: unknown (it must return them).
     """
     name = getattr(model, "name", type(model).__name__)
     if isinstance(model, HFChat):

@@ -152,8 +152,10 @@ def _checked(key: str, value: Any) -> Any:
 
 
 def keep_client_settings(model: ChatModel, client: Mapping[str, Any]) -> ChatModel:
-    """``model`` carrying ``client`` (the client settings its dict gave), for the run's client to
-    apply (:func:`client_settings_of`). Returns ``model``.
+    """Attach ``client``, the client settings a judge's dict gave, to ``model``.
+
+    ``model`` carries ``client`` for the run's client to apply (:func:`client_settings_of`). Returns
+    ``model``.
     """
     if client:
         setattr(model, "client_settings", dict(client))  # noqa: B010  (not every ChatModel declares it)
@@ -161,8 +163,10 @@ def keep_client_settings(model: ChatModel, client: Mapping[str, Any]) -> ChatMod
 
 
 def client_settings_of(model: Any) -> dict[str, Any]:
-    """The client settings a judge's dict gave (see :data:`CLIENT_SETTINGS`): ``model`` is that
-    dict, or the model made from it; ``{}`` for anything else.
+    """The client settings a judge's dict gave.
+
+    See :data:`CLIENT_SETTINGS`: ``model`` is that dict, or the model made from it; ``{}`` for
+    anything else.
     """
     if isinstance(model, Mapping):
         return split_judge_settings(model)[1]

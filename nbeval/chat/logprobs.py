@@ -110,8 +110,10 @@ def _token(item: Any) -> TokenLogprob | None:
 
 
 def as_logprobs(value: Any) -> tuple[TokenLogprob, ...] | None:
-    """The per-token log-probabilities in ``value`` (see the module's docstring), or ``None``
-    when it holds none: ``None``, an empty list, ``{"content": null}``, or a shape not understood.
+    """The per-token log-probabilities in ``value``, if it holds any.
+
+    See the module's docstring. ``None`` when it holds none: ``None``, an empty list,
+    ``{"content": null}``, or a shape not understood.
     """
     if value is None:
         return None
@@ -138,12 +140,13 @@ def logprobs_to_json(logprobs: Sequence[TokenLogprob]) -> list[dict[str, Any]]:
 
 
 def logprob_problem(token: TokenLogprob) -> str | None:
-    """Why the numbers at ``token``'s position cannot be log-probabilities, or ``None`` when they
-    can: one of them is not a number or is above 0 (beyond :data:`PROBABILITY_SLACK`), or the
-    probabilities listed there (each alternative, and the written token when it is not among
-    them) add up to more than 1 (beyond the same slack), or the written token is listed there at
-    another probability (beyond the same slack). ``-inf`` is
-    probability 0, and OpenAI's ``-9999.0`` next to it: both are fine.
+    """Why the numbers at ``token``'s position cannot be log-probabilities, if they cannot.
+
+    One of them is not a number or is above 0 (beyond :data:`PROBABILITY_SLACK`), or the
+    probabilities listed there (each alternative, and the written token when it is not among them)
+    add up to more than 1 (beyond the same slack), or the written token is listed there at another
+    probability (beyond the same slack); ``None`` when they can. ``-inf`` is probability 0, and
+    OpenAI's ``-9999.0`` next to it: both are fine.
     """
     for text, lp in ((token.token, token.logprob), *token.top):
         if math.isnan(lp) or lp > _MAX_LOGPROB:  # checked before exp(): +1000 would overflow

@@ -122,8 +122,10 @@ class OpenAIChat:
         return f"OpenAIChat({self.model!r}{where})"
 
     def cache_identity(self) -> str:
-        """The text the reply cache keys on: the endpoint, the model and the parameters sent (headers and query
-        parameters included, secret values hashed). The API key says only who asks, so it is left out.
+        """The text the reply cache keys on for this endpoint and model.
+
+        The endpoint, the model and the parameters sent (headers and query parameters included,
+        secret values hashed). The API key says only who asks, so it is left out.
         """
         # Headers and query parameters can choose what answers (a deployment, a route), so they
         # count, their secret values as hashes; the API key only says who asks, so it does not.
@@ -192,8 +194,10 @@ class OpenAIChat:
         return self._parse(text, duration)
 
     def _request(self, messages: Sequence[Message], params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The JSON body and the request options (``extra_headers``/``extra_query``/``extra_body``
-        are understood as in the openai client; any other parameter goes into the body as is).
+        """The JSON body and the request options of one call.
+
+        ``extra_headers``/``extra_query``/``extra_body`` are understood as in the openai client; any
+        other parameter goes into the body as is.
         """
         options: dict[str, Any] = {}
         register_secrets(*secrets_in_params(params))
@@ -254,8 +258,10 @@ def _params_suffix(params: Mapping[str, Any]) -> str:
 
 
 def _split_query(url: str | None) -> tuple[str | None, dict[str, str]]:
-    """``url`` without its query, and the query's parameters (sent as the client's default query:
-    the openai client would otherwise glue the path of each call after the query).
+    """Split ``url`` into the URL without its query and the query's parameters.
+
+    The parameters are sent as the client's default query: the openai client would otherwise glue
+    the path of each call after the query.
     """
     if not url:
         return url, {}

@@ -88,8 +88,10 @@ _REGISTRY = _Registry()
 
 
 def register_secrets(*values: str | None) -> None:
-    """Remember ``values`` (and, for an ``Authorization``-style value, its credential part) as
-    secrets of this process: :func:`redact` masks them from now on.
+    """Register ``values`` as secrets of this process.
+
+    For an ``Authorization``-style value, its credential part too: :func:`redact` masks them from
+    now on.
     """
     _REGISTRY.add([x for v in values if isinstance(v, str) and v for x in _expand(v)])
 
@@ -144,8 +146,10 @@ def _clean_url_in_text(url: str) -> str:
 
 
 def redact_url(url: str | None) -> str:
-    """``url`` without user information and without secret query parameters (their values are
-    registered as secrets); a trailing slash of the path is dropped.
+    """``url`` without user information and secret query parameters.
+
+    The secret parameters' values are registered as secrets; a trailing slash of the path is
+    dropped.
     """
     if not url:
         return ""
@@ -178,8 +182,10 @@ def secrets_in_url(url: str) -> list[str]:
 
 
 def secrets_in(obj: Any, *, _name: str = "") -> list[str]:
-    """Every secret value inside ``obj``: string values under secret names at any depth, and the
-    secrets of URLs (user information, secret query values).
+    """Every secret value inside ``obj``.
+
+    String values under secret names at any depth, and the secrets of URLs (user information, secret
+    query values).
     """
     found: list[str] = []
     if isinstance(obj, Mapping):
@@ -201,9 +207,10 @@ _HEADER_OPTIONS = ("extra_headers", "extra_query", "default_headers", "default_q
 
 
 def secrets_in_params(params: Mapping[str, Any]) -> list[str]:
-    """The secrets of one request's parameters: secret headers and query parameters, and string
-    parameters under secret names. Other parameters are not searched (a test case's ``key`` field
-    passed to a function is not a secret).
+    """The secrets of one request's parameters.
+
+    Secret headers and query parameters, and string parameters under secret names. Other parameters
+    are not searched (a test case's ``key`` field passed to a function is not a secret).
     """
     found: list[str] = []
     for k, v in params.items():
@@ -215,9 +222,11 @@ def secrets_in_params(params: Mapping[str, Any]) -> list[str]:
 
 
 def redact_params(obj: Any) -> Any:
-    """A copy of settings or parameters safe to show or store: string values under secret names
-    become ``***``, URLs lose their user information and secret query values, and registered
-    secrets are masked wherever they appear. The secrets found are registered.
+    """A copy of settings or parameters that is safe to show or store.
+
+    String values under secret names become ``***``, URLs lose their user information and secret
+    query values, and registered secrets are masked wherever they appear. The secrets found are
+    registered.
     """
     register_secrets(*secrets_in(obj))
     return _redact_value(obj, "")
@@ -236,8 +245,10 @@ def _redact_value(obj: Any, name: str) -> Any:
 
 
 def hash_secrets(obj: Any) -> Any:
-    """A copy of ``obj`` with every secret replaced by a short SHA-256 of it: two keys stay apart
-    (in a cache identity, say) while neither is readable.
+    """A copy of ``obj`` with every secret replaced by a short hash of it.
+
+    Each secret becomes a short SHA-256 of it: two keys stay apart (in a cache identity, say) while
+    neither is readable.
     """
     if isinstance(obj, Mapping):
         return {

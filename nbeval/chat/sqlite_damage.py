@@ -1,6 +1,8 @@
-"""A damaged SQLite file of nbeval's own (torn by a crash, overwritten, not a database at all):
-recognised (:func:`is_damaged`) and moved aside (:func:`set_aside`) so a fresh one can start,
-the damaged bytes kept for a look, never deleted.
+"""Recognise a damaged SQLite file of nbeval's own and move it aside.
+
+A file torn by a crash, overwritten, or not a database at all is recognised (:func:`is_damaged`) and
+moved aside (:func:`set_aside`) so a fresh one can start, the damaged bytes kept for a look, never
+deleted.
 """
 
 from __future__ import annotations
@@ -33,9 +35,11 @@ def is_damaged(exc: BaseException) -> bool:
 
 
 def set_aside(path: Path, why: BaseException) -> Path | None:
-    """Move the damaged database at ``path`` (and its ``-wal`` and ``-shm`` files) to
-    ``<name>.damaged-<UTC time>`` beside it; the new name, or ``None`` when another process moved
-    it first. A :class:`DataError` saying what to do when it cannot be moved.
+    """Move the damaged database at ``path`` aside.
+
+    The database (and its ``-wal`` and ``-shm`` files) is moved to ``<name>.damaged-<UTC time>``
+    beside it; returns the new name, or ``None`` when another process moved it first. A
+    :class:`DataError` saying what to do when it cannot be moved.
     """
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     aside = path.with_name(f"{path.name}.damaged-{stamp}")

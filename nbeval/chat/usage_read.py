@@ -29,8 +29,10 @@ MAX_CALL_COST = 100_000.0
 
 
 def token_count(value: Any) -> int | None:
-    """``value`` as a token count, or ``None`` when it cannot be one (see the module's docstring;
-    an absent count is the caller's to read as 0). Never raises.
+    """``value`` as a token count, if it can be one.
+
+    ``None`` when it cannot be one (see the module's docstring; an absent count is the caller's to
+    read as 0). Never raises.
     """
     if isinstance(value, bool):  # a bool is an int to Python, but true is no count
         return None
@@ -52,7 +54,8 @@ def token_count(value: Any) -> int | None:
 
 
 def reported_cost(value: Any) -> tuple[float | None, bool]:
-    """A cost a function reported for its call, and whether it is one a call can have:
+    """A cost a function reported for its call, and whether a call can have it.
+
     ``(None, True)`` when none was reported, ``(dollars, True)`` for a finite number from 0 to
     :data:`MAX_CALL_COST`, ``(None, False)`` for anything else (-2000, ``NaN``, ``"abc"``, 2e297).
     Never raises.

@@ -55,18 +55,34 @@ _CASE_FIELDS = frozenset(
 
 @dataclass
 class TestCase:
-    """A prompt with what a good answer looks like."""
+    """A prompt with what a good answer looks like.
+
+    Each field is described below it. Making a test case checks its ``condition`` and Eval Studio
+    ``constraints`` (a malformed one raises :class:`~nbeval.errors.ConditionError` or
+    :class:`~nbeval.errors.DataError` at once, not mid-run) and repairs text that cannot be encoded.
+    """
 
     __test__ = False  # not a pytest test class
 
     prompt: str
+    """The prompt put to the model."""
     key: str | None = None
+    """The test case's key, shared by every model's answer to it; derived from the content when not
+    given (see ``resolved_key``)."""
     categories: list[str] = field(default_factory=list)
+    """The categories the test case belongs to."""
     relationships: list[Relationship] = field(default_factory=list)
+    """Links to other test cases, e.g. to the original a perturbed case was made from."""
     expected_output: str | None = None
+    """The reference answer, when there is one."""
     condition: str | None = None
+    """A condition in the condition language (:mod:`nbeval.data.conditions`) that the answer must
+    satisfy, when there is one; see ``output_condition`` for what an evaluation checks."""
     guidelines: list[str] = field(default_factory=list)
+    """Guidelines a good answer follows, in plain language (all of them in order when they are given
+    by name, see ``named_guidelines``)."""
     expected_context: list[Chunk] = field(default_factory=list)
+    """The context a retriever should find for the prompt."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Fields nbeval does not know, and Eval Studio's ``constraints``; kept and written back."""
     warnings: list[str] = field(default_factory=list)
@@ -89,15 +105,18 @@ class TestCase:
 
     @property
     def constraints(self) -> list[str]:
-        """Eval Studio's ``constraints`` (blank ones left out): strings the answer must contain;
-        one starting ``REGEXP:`` is a regular expression.
+        """Eval Studio's ``constraints``: the strings the answer must contain, blank ones left out.
+
+        One starting ``REGEXP:`` is a regular expression.
         """
         return check_constraints(self.extra.get("constraints"), None, None)
 
     @property
     def output_condition(self) -> str | None:
-        """What an evaluation checks the answer against: the condition and every constraint,
-        ``(condition) AND "a" AND "b"`` (see the module docstring); ``None`` when neither is given.
+        """What an evaluation checks the answer against: the condition and every constraint.
+
+        Written ``(condition) AND "a" AND "b"`` (see the module docstring); ``None`` when neither is
+        given.
         """
         return with_constraints(self.condition, self.constraints)
 
@@ -145,8 +164,22 @@ class TestCase:
 
     @classmethod
     def from_dict(cls, c: Any, *, source: str = "<object>", where: str = "test case") -> TestCase:
-        """A test case from its JSON object; a bad field raises :class:`~nbeval.errors.DataError`
-        naming ``source``, ``where`` (the row) and the field.
+        """Read a test case from its JSON object, checking every field.
+
+        Text that cannot be encoded is repaired, each repair a
+        :class:`~nbeval.data.fields.DataWarning` and a note in ``warnings``.
+
+        Args:
+            c: The parsed JSON object of one test case.
+            source: Where the object comes from (a file name), named in errors and warnings.
+            where: Which test case it is in ``source`` (the row), named in errors and warnings.
+
+        Returns:
+            The test case; fields nbeval does not know are kept in ``extra``.
+
+        Raises:
+            DataError: When ``c`` is not a JSON object, has no text ``prompt`` or a field is bad; the
+                message names ``source``, ``where`` and the field.
         """
         if not isinstance(c, dict):
             raise DataError("a test case must be a JSON object", source=source, row=where)
@@ -169,7 +202,12 @@ class TestCase:
         )
 
     def to_json(self) -> dict[str, Any]:
-        """The test case as a JSON-ready dict, in the shape the readers load back (optional fields only when set)."""
+        """The test case as a JSON-ready dict, in the shape the readers load back.
+
+        Returns:
+            The fields by name, with the key resolved (see ``resolved_key``); ``guidelines``,
+            ``expected_context`` and ``nbeval_warnings`` only when set, the extra fields beside them.
+        """
         out: dict[str, Any] = {
             "key": self.resolved_key,
             "prompt": self.prompt,
@@ -191,8 +229,9 @@ class TestCase:
 
 
 def _extra(c: dict[str, Any], source: str, where: str) -> dict[str, Any]:
-    """The fields of ``c`` nbeval does not model, kept as given; ``constraints`` is checked here
-    so that a bad one names its file and test case.
+    """The fields of ``c`` nbeval does not model, kept as given.
+
+    ``constraints`` is checked here so that a bad one names its file and test case.
     """
     check_constraints(c.get("constraints"), source, where)
     return {k: v for k, v in c.items() if k not in _CASE_FIELDS}
@@ -205,12 +244,21 @@ class Test:
     __test__ = False
 
     test_cases: list[TestCase] = field(default_factory=list)
+    """The test cases, in order."""
     key: str | None = None
+    """The test's key, when it has one."""
     documents: list[str] = field(default_factory=list)
+    """The corpus: the documents the test cases are answered from."""
     extra: dict[str, Any] = field(default_factory=dict)
+    """Fields nbeval does not know; kept and written back."""
 
     def to_json(self) -> dict[str, Any]:
-        """The test as a JSON-ready dict, in the shape the readers load back."""
+        """The test as a JSON-ready dict, in the shape the readers load back.
+
+        Returns:
+            ``key``, ``documents`` and ``test_cases`` (each as :meth:`TestCase.to_json` writes it),
+            the extra fields beside them.
+        """
         return {
             "key": self.key,
             "documents": list(self.documents),

@@ -1,4 +1,4 @@
-"""The condition language: boolean expressions over substring and regular-expression tests.
+r"""The condition language: boolean expressions over substring and regular-expression tests.
 
 ::
 
@@ -7,9 +7,9 @@
 - ``"text"`` is true when the text occurs in the checked string (case-sensitive).
 - ``regexp("pattern")`` is true when a regular-expression search finds the pattern. The unquoted
   form ``regexp(^A.*)`` is accepted too: the pattern is the raw text up to the matching ``)``
-  (nested parentheses, ``\\)`` and ``[...]`` are respected; spaces are kept as written).
-- Inside double quotes ``\\"`` is a quote and ``\\\\`` a backslash; a backslash before any other
-  character stays as written, so ``regexp("\\d+")`` and ``regexp("\\\\d+")`` both mean ``\\d+``.
+  (nested parentheses, ``\)`` and ``[...]`` are respected; spaces are kept as written).
+- Inside double quotes ``\"`` is a quote and ``\\`` a backslash; a backslash before any other
+  character stays as written, so ``regexp("\d+")`` and ``regexp("\\d+")`` both mean ``\d+``.
 - ``NOT`` binds tighter than ``AND``, which binds tighter than ``OR``; parentheses group.
   Keywords are case-insensitive (``and`` = ``AND``); :func:`str` writes them upper-case.
 
@@ -34,10 +34,10 @@ _Memo = dict["Condition", bool] | None
 
 
 def _quote(value: str) -> str:
-    """Write ``value`` as a double-quoted literal that reads back as ``value``.
+    r"""Write ``value`` as a double-quoted literal that reads back as ``value``.
 
     A backslash is doubled only where it would otherwise read as an escape (before a quote,
-    another backslash or the closing quote), which keeps patterns such as ``\\d`` readable.
+    another backslash or the closing quote), which keeps patterns such as ``\d`` readable.
     """
     out = []
     for i, ch in enumerate(value):
@@ -60,6 +60,7 @@ class Condition:
     """
 
     source: str = field(default="", compare=False, kw_only=True)
+    """The text the condition was parsed from; one built in code gets its canonical text (``str()``)."""
 
     def __post_init__(self) -> None:
         """Keep the text the condition was parsed from; one built in code gets its canonical text."""
@@ -69,13 +70,35 @@ class Condition:
     def evaluate(self, text: str, *, timeout: float | None = patterns.DEFAULT_TIMEOUT) -> bool:
         """Whether ``text`` satisfies the condition; operands are tested left to right, only as far as needed.
 
-        ``timeout`` bounds each regexp search (None: unbounded).
+        Args:
+            text: The text to check (an answer).
+            timeout: The seconds each regexp search may take; ``None``: unbounded.
+
+        Returns:
+            ``True`` when the condition holds for ``text``.
+
+        Raises:
+            BadArgumentType: When ``text`` is not a string.
+            RegexTimeout: When a regexp search takes longer than ``timeout``.
         """
         _require_str(text)
         return self._eval(text, timeout, None)
 
     def check(self, text: str, *, timeout: float | None = patterns.DEFAULT_TIMEOUT) -> tuple[bool, str]:
-        """``(result, rationale)`` in one pass; every operand is tested, each once."""
+        """Check ``text`` and say why, in one pass; every operand is tested, each once.
+
+        Args:
+            text: The text to check (an answer).
+            timeout: The seconds each regexp search may take; ``None``: unbounded.
+
+        Returns:
+            ``(result, rationale)``: whether the condition holds, and a note per distinct operand,
+            joined by ``"; "``, saying whether it was found (and, for a regexp, what matched).
+
+        Raises:
+            BadArgumentType: When ``text`` is not a string.
+            RegexTimeout: When a regexp search takes longer than ``timeout``.
+        """
         _require_str(text)
         memo: dict[Condition, bool] = {}
         notes = []
@@ -87,11 +110,26 @@ class Condition:
         return self._eval(text, timeout, memo), "; ".join(notes)
 
     def explain(self, text: str, timeout: float | None = patterns.DEFAULT_TIMEOUT) -> str:
-        """A short rationale naming the operands found and not found in ``text``."""
+        """A short rationale naming the operands found and not found in ``text``.
+
+        Args:
+            text: The text to check (an answer).
+            timeout: The seconds each regexp search may take; ``None``: unbounded.
+
+        Returns:
+            The rationale, as :meth:`check` gives it.
+        """
         return self.check(text, timeout=timeout)[1]
 
     def leaves(self) -> Iterator[_Operand]:
-        """The operands (strings and regexps), left to right, repeats included."""
+        """The operands (strings and regexps), left to right, repeats included.
+
+        Returns:
+            An iterator over the leaves of the tree.
+
+        Raises:
+            NotImplementedError: On the base class; every node kind defines its own.
+        """
         raise NotImplementedError
 
     def _eval(self, text: str, timeout: float | None, memo: _Memo) -> bool:
@@ -149,7 +187,7 @@ class Regexp(_Operand):
     pattern: str
 
     def __post_init__(self) -> None:
-        """Compile the pattern now, so that a bad one fails when the condition is built, never in the middle of a run."""
+        """Compile the pattern now, so that a bad one fails when the condition is built, never mid-run."""
         patterns.compile_user_pattern(self.pattern)  # fail when built, never mid-run
         super().__post_init__()
 
@@ -454,7 +492,18 @@ class _Parser:
 
 
 def parse_condition(text: str) -> Condition:
-    """Parse ``text``; raise :class:`~nbeval.errors.ConditionError` naming the position."""
+    """Parse ``text`` in the condition language (see the module docstring).
+
+    Args:
+        text: The condition, e.g. ``"Brazil" AND NOT "Real"``.
+
+    Returns:
+        The condition's tree, its ``source`` the whole of ``text``.
+
+    Raises:
+        BadArgumentType: When ``text`` is not a string.
+        ConditionError: When ``text`` is not a well-formed condition; the error names the position.
+    """
     if not isinstance(text, str):
         msg = f"a condition must be a string, not {type(text).__name__}"
         raise BadArgumentType(msg)

@@ -168,8 +168,9 @@ def _made_call(c: Any, source: str, row: Any, where: str) -> dict[str, Any]:
 def check_tool_calls(
     value: Any, source: str, row: Any, field: str = "expected_tool_calls"
 ) -> list[dict[str, Any]] | None:
-    """Reference tool calls as ``[{"name", "arguments": {...}}]``; ``[]`` when none is expected,
-    ``None`` when none were given (``None`` or NaN, an empty cell).
+    """Reference tool calls checked and put in the shape ``[{"name", "arguments": {...}}]``.
+
+    ``[]`` when none is expected, ``None`` when none were given (``None`` or NaN, an empty cell).
     """
     value = _parse_json_text(value, source, row, field)
     if value is None or (isinstance(value, float) and value != value):
@@ -203,9 +204,11 @@ def check_tool_calls(
 
 
 def conversation_parts(row: Any) -> dict[str, Any]:
-    """The conversation fields ``row`` has, by name: ``messages`` and ``reference_topics`` when not
-    empty, ``expected_tool_calls`` when given (``[]`` too: no call is expected). What files and the
-    fingerprint keep of a row's conversation; ``{}`` for a row without one.
+    """The conversation fields ``row`` has, by name.
+
+    ``messages`` and ``reference_topics`` when not empty, ``expected_tool_calls`` when given (``[]``
+    too: no call is expected). What files and the fingerprint keep of a row's conversation; ``{}``
+    for a row without one.
     """
     parts = {}
     for name in CONVERSATION_FIELDS:
@@ -216,8 +219,9 @@ def conversation_parts(row: Any) -> dict[str, Any]:
 
 
 def case_conversation(given: Any, prompt: str | None, source: str, row: Any) -> list[dict[str, Any]]:
-    """A test case's conversation so far (its ``messages``), ending with its prompt as the last user
-    message (added when the messages stop before it); ``[]`` for a case that is a single prompt.
+    """A test case's conversation so far (its ``messages``), ending with its prompt as the last user message.
+
+    The prompt is added when the messages stop before it; ``[]`` for a case that is a single prompt.
     """
     msgs = check_messages(given, source, row)
     if msgs and prompt and not (msgs[-1]["role"] == "user" and msgs[-1]["content"] == prompt):
@@ -226,8 +230,9 @@ def case_conversation(given: Any, prompt: str | None, source: str, row: Any) -> 
 
 
 def tool_call_arguments(call: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-    """The arguments of a call in the OpenAI shape as a dict, and whether they were valid JSON of
-    an object (broken arguments come back as ``{}``).
+    """The arguments of a call in the OpenAI shape as a dict, and whether they were valid JSON of an object.
+
+    Broken arguments come back as ``{}``.
     """
     raw = call.get("function", {}).get("arguments", "{}")
     if isinstance(raw, dict):
@@ -254,8 +259,9 @@ def last_text(messages: Sequence[dict[str, Any]], role: str) -> str | None:
 
 
 def final_answer(messages: Sequence[dict[str, Any]]) -> str | None:
-    """The assistant's answer to the last user message: its last text after that message
-    (``None`` when it has said nothing since, e.g. a conversation still waiting for a reply).
+    """The assistant's answer to the last user message: its last text after that message.
+
+    ``None`` when it has said nothing since, e.g. a conversation still waiting for a reply.
     """
     return last_text(messages[_last_user_index(messages) + 1 :], "assistant")
 
@@ -270,9 +276,9 @@ def earlier_turns(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def conversation_prompt(messages: Sequence[dict[str, Any]]) -> str | None:
-    """The conversation up to and including its last user message, as the text a row's key is
-    derived from: every model answering the same conversation shares the key. ``None`` without
-    a user message.
+    """The conversation up to and including its last user message, as the text a row's key is derived from.
+
+    Every model answering the same conversation so shares the key. ``None`` without a user message.
     """
     last = _last_user_index(messages)
     if last < 0:
@@ -283,8 +289,9 @@ def conversation_prompt(messages: Sequence[dict[str, Any]]) -> str | None:
 
 
 def render_messages(messages: Sequence[dict[str, Any]], *, numbered: bool = False) -> str:
-    """A conversation as plain text for a judge or a person: one block per message, tool calls
-    with their arguments, tool results named by their tool.
+    """A conversation as plain text for a judge or a person.
+
+    One block per message, tool calls with their arguments, tool results named by their tool.
     """
     names = {c.get("id"): c["function"]["name"] for c in tool_calls_made(messages) if c.get("id")}
     blocks = []

@@ -27,9 +27,11 @@ def _needs_prefix(text: str) -> bool:
 
 
 def csv_safe(value: Any) -> Any:
-    """``value`` as a CSV cell a spreadsheet will not run: a string beginning with ``=``, ``+``,
-    ``-``, ``@``, a tab or a carriage return (after any apostrophes) gets an apostrophe ``'``
-    in front. Anything that is not a string (numbers, ``None``) is returned unchanged.
+    """``value`` as a CSV cell a spreadsheet will not run as a formula.
+
+    A string beginning with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return (after any
+    apostrophes) gets an apostrophe ``'`` in front. Anything that is not a string (numbers,
+    ``None``) is returned unchanged.
     """
     if isinstance(value, str) and _needs_prefix(value):
         return "'" + value

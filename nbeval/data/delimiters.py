@@ -26,11 +26,12 @@ FENCE_ENTITIES = {"<": "&lt;", ">": "&gt;", "`": "&#96;", "~": "&#126;", '"': "&
 
 
 def neutralise(text: str, tags: Sequence[str], fences: str = "") -> str:
-    """``text`` with every opening or closing tag named in ``tags`` (any case, with spaces or
-    attributes: ``</answer>``, ``< /ANSWER >``, ``<answer id=1>``) and every run of three or more
-    of the ``fences`` characters (each one of :data:`FENCE_ENTITIES`) written with HTML character
-    references, so it cannot open or close a block of the prompt it is placed in.
-    ``html.unescape`` gives the text back.
+    """``text`` made unable to open or close a block of the prompt it is placed in.
+
+    Every opening or closing tag named in ``tags`` (any case, with spaces or attributes:
+    ``</answer>``, ``< /ANSWER >``, ``<answer id=1>``) and every run of three or more of the
+    ``fences`` characters (each one of :data:`FENCE_ENTITIES`) is written with HTML character
+    references. ``html.unescape`` gives the text back.
     """
     pattern = _delimiter_pattern(tuple(tags), fences)
     if pattern is None:

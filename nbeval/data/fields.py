@@ -92,7 +92,10 @@ def is_missing(value: Any) -> bool:
 
 
 def is_null(value: Any) -> bool:
-    """Whether a value read from a file is no value at all: ``None``, NaN (an empty cell), or pandas' ``NA`` / ``NaT``."""
+    """Whether a value read from a file is no value at all.
+
+    That is ``None``, NaN (an empty cell), or pandas' ``NA`` / ``NaT``.
+    """
     if value is None:
         return True
     kind = type(value)
@@ -172,8 +175,9 @@ def label_text(value: Any) -> str:
 
 
 class DataWarning(UserWarning):
-    """The data loaded, but something in it was repaired or looks wrong; the message names the
-    source, the row and the field.
+    """A warning that the data loaded but something in it was repaired or looks wrong.
+
+    The message names the source, the row and the field.
     """
 
 
@@ -187,8 +191,10 @@ def warn_data(
 
 
 def repair_fields(record: dict[str, Any], source: str | None, row: Any) -> tuple[dict[str, Any], list[str]]:
-    """``record`` with text that cannot be encoded repaired (see :func:`~nbeval.data.text.repair_text`),
-    and one note per repaired field; each repair is also a :class:`DataWarning`.
+    """Repair the text in ``record`` that cannot be encoded, noting each repaired field.
+
+    The repair is :func:`~nbeval.data.text.repair_text`'s. Returns ``record`` repaired and one note
+    per repaired field; each repair is also a :class:`DataWarning`.
     """
     fixed, places = repair_data(record)
     notes = []
@@ -209,7 +215,12 @@ class Chunk:
     """The document the chunk comes from."""
 
     def to_json(self) -> str | dict[str, Any]:
-        """A plain string when there is no ``doc_uri`` (the common case), else a dict."""
+        """The chunk in its JSON form.
+
+        Returns:
+            A plain string when there is no ``doc_uri`` (the common case), else a dict of
+            ``content`` and ``doc_uri`` (each only when set).
+        """
         if self.doc_uri is None and self.content is not None:
             return self.content
         out: dict[str, Any] = {}
@@ -230,11 +241,18 @@ class Relationship:
     """A link from one test case to another, e.g. the original a perturbed case was made from."""
 
     type: str
+    """What the link means, e.g. ``perturbation_source``."""
     target: str
+    """The key of what the link points at."""
     target_type: str = "test_case"
+    """What kind of thing ``target`` is; ``test_case`` links are checked against the known keys."""
 
     def to_json(self) -> dict[str, str]:
-        """The relationship as a JSON-ready dict."""
+        """The relationship as a JSON-ready dict.
+
+        Returns:
+            ``type``, ``target`` and ``target_type`` by name.
+        """
         return {"type": self.type, "target": self.target, "target_type": self.target_type}
 
 
@@ -328,9 +346,10 @@ def check_guidelines(v: Any, source: str, row: Any) -> list[str]:
 
 
 def check_named_guidelines(v: Any, source: str, row: Any) -> dict[str, list[str]]:
-    """Guidelines given by name (MLflow 3's ``{"tone": ["Be polite."], ...}``), in order; ``{}``
-    when they are a plain list or absent. A name must be non-empty text; one string under a name
-    is a list of one.
+    """Guidelines given by name (MLflow 3's ``{"tone": ["Be polite."], ...}``), in order.
+
+    ``{}`` when they are a plain list or absent. A name must be non-empty text; one string under a
+    name is a list of one.
     """
     if not isinstance(v, dict):
         return {}
@@ -409,10 +428,11 @@ CONSTRAINT_REGEXP = "REGEXP:"
 
 
 def check_constraints(v: Any, source: str | None, row: Any, field: str = "constraints") -> list[str]:
-    """H2O Eval Studio's ``constraints``: the strings an answer must all contain, each one a
-    substring, or a regular expression after the prefix ``REGEXP:``. One string is a list of one;
-    blank entries (the published suites give ``[""]`` for "none") are dropped. A pattern that does
-    not compile is a :class:`~nbeval.errors.DataError` naming the entry.
+    """H2O Eval Studio's ``constraints``: the strings an answer must all contain.
+
+    Each one is a substring, or a regular expression after the prefix ``REGEXP:``. One string is a
+    list of one; blank entries (the published suites give ``[""]`` for "none") are dropped. A
+    pattern that does not compile is a :class:`~nbeval.errors.DataError` naming the entry.
     """
     tokens = [t for t in check_str_list(v, source or "<object>", row, field) if t.strip()]
     for i, token in enumerate(tokens):
@@ -432,11 +452,13 @@ def _constraint_node(token: str) -> Any:
 
 
 def with_constraints(condition: str | None, constraints: Sequence[str]) -> str | None:
-    """``condition`` and every constraint, as one condition: ``(condition) AND "a" AND "b"``
-    (just the constraints when there is no condition; ``condition`` itself when there are no
-    constraints). Constraints the condition already requires at its top level are not added
-    again, so a condition built here and read back with the same constraints stays as it is.
-    Both must be well formed (as :func:`check_condition` and :func:`check_constraints` leave them).
+    """``condition`` and every constraint, as one condition.
+
+    Written ``(condition) AND "a" AND "b"`` (just the constraints when there is no condition;
+    ``condition`` itself when there are no constraints). Constraints the condition already
+    requires at its top level are not added again, so a condition built here and read back with
+    the same constraints stays as it is. Both must be well formed (as :func:`check_condition` and
+    :func:`check_constraints` leave them).
     """
     if not constraints:
         return condition

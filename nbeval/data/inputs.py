@@ -1,5 +1,7 @@
-"""What ``nbeval.evaluate`` accepts as data, made into a dataset: a dataset, a lab, a suite (an
-error: it has no answers), a DataFrame, records or a path to any file nbeval reads.
+"""What ``nbeval.evaluate`` accepts as data, made into a dataset.
+
+That is a dataset, a lab, a suite (an error: it has no answers), a DataFrame, records or a path to
+any file nbeval reads.
 """
 
 from __future__ import annotations

@@ -149,8 +149,9 @@ _ROW_LISTS = frozenset({"inputs", "tests", "test_cases", "models"})
 
 
 def _locate(path: tuple[Any, ...], row: Any) -> tuple[Any, str]:
-    """The row and the field of a place in a document, named as the loaders name them: rows
-    1-based (``[2, "context", 0]`` is row 3, ``("tests", 0, "test_cases", 1)`` is
+    """The row and the field of a place in a document, named as the loaders name them.
+
+    Rows are 1-based (``[2, "context", 0]`` is row 3, ``("tests", 0, "test_cases", 1)`` is
     ``tests[1].test_cases[2]``), places inside a row 0-based (field ``context[0]``).
     """
     cut = 0
@@ -173,8 +174,10 @@ def _dotted(parts: tuple[Any, ...], base: int) -> str:
 
 
 def write_json(data: Any, path: str | os.PathLike[str]) -> None:
-    """Write ``data`` as indented UTF-8 JSON (values JSON cannot hold are written as text; text
-    that cannot be encoded is repaired, with a warning, rather than leave a file half-written).
+    """Write ``data`` as indented UTF-8 JSON.
+
+    Values JSON cannot hold are written as text; text that cannot be encoded is repaired, with a
+    warning, rather than leave a file half-written.
     """
     text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
     text, repaired = repair_text(text)
@@ -191,7 +194,10 @@ def is_csv_path(source: Any) -> bool:
 
 
 def _is_trace(data: Any) -> bool:
-    """Whether ``data`` is an OTLP trace export, an MLflow trace or Phoenix span JSON (see :mod:`nbeval.data.traces`)."""
+    """Whether ``data`` is an OTLP trace export, an MLflow trace or Phoenix span JSON.
+
+    See :mod:`nbeval.data.traces` for those shapes.
+    """
     if not isinstance(data, dict):
         return False
     if "resourceSpans" in data or "resource_spans" in data or is_phoenix_export(data):

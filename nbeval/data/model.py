@@ -68,9 +68,13 @@ class TestSuite:
     __test__ = False
 
     name: str = ""
+    """The suite's name."""
     description: str = ""
+    """What the suite is for."""
     tests: list[Test] = field(default_factory=list)
+    """The tests, each a group of test cases sharing a corpus."""
     extra: dict[str, Any] = field(default_factory=dict)
+    """Fields nbeval does not know; kept and written back."""
 
     @property
     def test_cases(self) -> list[TestCase]:
@@ -78,7 +82,16 @@ class TestSuite:
         return [tc for t in self.tests for tc in t.test_cases]
 
     def add_test_case(self, case: TestCase, test: Test | None = None) -> TestCase:
-        """Add ``case`` to ``test`` (or to the last test, creating one when there is none)."""
+        """Add ``case`` to ``test`` (or to the last test, creating one when there is none).
+
+        Args:
+            case: The test case to add.
+            test: The test to add it to, appended to the suite when it is not one of its tests yet;
+                ``None`` for the suite's last test.
+
+        Returns:
+            ``case`` itself.
+        """
         if test is None:
             if not self.tests:
                 self.tests.append(Test())
@@ -89,12 +102,22 @@ class TestSuite:
         return case
 
     def to_dataset(self) -> LlmDataset:
-        """The suite as unanswered rows (one per test case, ``actual_output`` empty)."""
+        """The suite as unanswered rows, ready for models to answer.
+
+        Returns:
+            A dataset of one row per test case (``actual_output`` empty), each with its test's
+            documents as its ``corpus``.
+        """
         rows = [Row.from_test_case(tc, corpus=t.documents) for t in self.tests for tc in t.test_cases]
         return LlmDataset(rows)
 
     def to_json(self) -> dict[str, Any]:
-        """The suite as a JSON-ready dict, in the shape the readers load back."""
+        """The suite as a JSON-ready dict, in the shape the readers load back.
+
+        Returns:
+            ``name``, ``description`` and ``tests`` (each as :meth:`Test.to_json` writes it), the
+            extra fields beside them.
+        """
         return {
             "name": self.name,
             "description": self.description,
@@ -104,8 +127,24 @@ class TestSuite:
 
     @classmethod
     def from_dict(cls, data: Any, *, source: str = "<object>") -> TestSuite:
-        """A suite from its parsed JSON: the suite ``{"name", "tests": [...]}``, one test
-        ``{"documents", "test_cases"}`` or one test case ``{"prompt", ...}``. Keys must be unique.
+        """Read a suite from its parsed JSON, checking every field.
+
+        The JSON may be the suite ``{"name", "tests": [...]}``, one test ``{"documents",
+        "test_cases"}`` or one test case ``{"prompt", ...}``. Keys must be unique. A relationship
+        pointing at a key that no test case has, and a bare ``NaN`` expected output, are each a
+        :class:`~nbeval.data.fields.DataWarning`.
+
+        Args:
+            data: The parsed JSON.
+            source: Where it comes from (a file name), named in errors and warnings.
+
+        Returns:
+            The suite; a single test or test case is wrapped in one.
+
+        Raises:
+            DataError: When ``data`` is not a suite, a test or a test case, a test is not a JSON
+                object, two test cases share a key, or a field is bad; the message names
+                ``source``, the test case and the field.
         """
         if not isinstance(data, dict) or json_shape(data) not in SUITE_SHAPES:
             raise DataError("expected a test suite (an object with 'tests')", source=source)
@@ -159,12 +198,24 @@ class TestSuite:
 
     @classmethod
     def from_json(cls, source: Any) -> TestSuite:
-        """Load a suite from a path, a JSON string or a parsed dict."""
+        """Load a suite from a path, a JSON string or a parsed dict.
+
+        Args:
+            source: A path to a JSON file, JSON text, or the parsed JSON (see :meth:`from_dict` for
+                its shapes).
+
+        Returns:
+            The suite.
+        """
         data, name = load_json(source)
         return cls.from_dict(data, source=name)
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the suite as JSON to ``path``."""
+        """Write the suite as JSON to ``path``.
+
+        Args:
+            path: The file to write, as :meth:`to_json` gives the suite.
+        """
         write_json(self.to_json(), path)
 
 
@@ -182,8 +233,10 @@ def count_nan_expected(records: Iterable[Any]) -> int:
 
 
 def warn_nan_expected(n: int, source: str, what: str = "row") -> None:
-    """One :class:`~nbeval.data.fields.DataWarning` naming ``source`` when ``n`` records of it
-    give the bare ``NaN`` as their expected output (see :func:`count_nan_expected`).
+    """Warn once, naming ``source``, when ``n`` of its records give ``NaN`` as the expected output.
+
+    The warning is one :class:`~nbeval.data.fields.DataWarning` (``n`` as
+    :func:`count_nan_expected` counts it); nothing happens when ``n`` is 0.
 
     ``NaN`` is no JSON value, but Python's parser and pandas' writer accept it; it is read as a
     missing expected output (evaluators that need one skip those rows, saying so), which would
@@ -220,17 +273,37 @@ class ModelInfo:
     """A model that answered a lab's test cases."""
 
     key: str
+    """The model's key, which its rows name as their ``model_key``."""
     name: str | None = None
+    """The display name, when there is one."""
     model_type: str | None = None
+    """The kind of model, e.g. ``rag`` or ``llm``, when given."""
     llm_model_name: str | None = None
+    """The name of the LLM behind it, when given."""
     connection: str | None = None
+    """Where the model was reached (e.g. its base URL), when given."""
     collection_id: str | None = None
+    """The document collection a RAG model answers from, when given."""
     documents: list[str] = field(default_factory=list)
+    """The documents the model was given."""
     extra: dict[str, Any] = field(default_factory=dict)
+    """Fields nbeval does not know; kept and written back."""
 
     @classmethod
     def from_dict(cls, m: Any, *, source: str = "<object>", where: str = "models[1]") -> ModelInfo:
-        """A model from its entry in a lab's ``models``; it needs a ``key``."""
+        """Read a model from its entry in a lab's ``models``; it needs a ``key``.
+
+        Args:
+            m: The parsed JSON object of the entry.
+            source: Where it comes from (a file name), named in errors.
+            where: Which entry it is (e.g. ``models[1]``), named in errors.
+
+        Returns:
+            The model; fields nbeval does not know are kept in ``extra``.
+
+        Raises:
+            DataError: When ``m`` is not a JSON object or has no ``key``.
+        """
         if not isinstance(m, dict) or m.get("key") in (None, ""):
             raise DataError("each model needs a 'key'", source=source, row=where, field="key")
         m, _ = repair_fields(m, source, where)
@@ -240,7 +313,11 @@ class ModelInfo:
         return cls(**known, extra={k: v for k, v in m.items() if k not in _MODEL_FIELDS})
 
     def to_json(self) -> dict[str, Any]:
-        """The model as a JSON-ready dict, its extra fields beside the known ones."""
+        """The model as a JSON-ready dict.
+
+        Returns:
+            Every field by name, the extra fields beside the known ones.
+        """
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
         out.update(self.extra)
         return out
@@ -252,7 +329,12 @@ class ModelInfo:
 
 
 class LlmDataset:
-    """The normalized rows of an evaluation: one per (test case, model)."""
+    """The normalized rows of an evaluation: one per (test case, model).
+
+    Args:
+        rows: The rows, kept in ``rows`` as a list.
+        source: Where the rows come from (a file name), when known.
+    """
 
     def __init__(self, rows: Iterable[Row] = (), *, source: str | None = None) -> None:
         self.rows: list[Row] = list(rows)
@@ -262,8 +344,16 @@ class LlmDataset:
 
     @classmethod
     def from_json(cls, source: Any) -> LlmDataset:
-        """From a path (JSON, JSONL or CSV), JSON text, a parsed object or a DataFrame, in any shape
-        nbeval reads (see the README): a lab gives its answered ``dataset``, a suite its unanswered rows.
+        """Load a dataset from a file, JSON text, a parsed object or a DataFrame, in any shape nbeval reads.
+
+        A lab gives its answered ``dataset``, a suite its unanswered rows (see the README for the
+        shapes).
+
+        Args:
+            source: A path (JSON, JSONL or CSV), JSON text, the parsed JSON or a pandas DataFrame.
+
+        Returns:
+            The dataset.
         """
         if is_dataframe(source):
             return cls.from_pandas(source)
@@ -279,7 +369,19 @@ class LlmDataset:
 
     @classmethod
     def from_dict(cls, data: Any, *, source: str = "<object>") -> LlmDataset:
-        """From a parsed LLM dataset: ``{"inputs": [row, ...]}``, a list of rows, or one row."""
+        """Read a dataset from a parsed LLM dataset, checking every row.
+
+        Args:
+            data: ``{"inputs": [row, ...]}``, a list of rows, or one row.
+            source: Where it comes from (a file name), named in errors and warnings.
+
+        Returns:
+            The dataset.
+
+        Raises:
+            DataError: When ``data`` is none of those shapes (``inputs`` not a list included), or a
+                row is bad.
+        """
         if isinstance(data, dict) and "inputs" in data:
             records = data["inputs"]
             if not isinstance(records, list):
@@ -296,43 +398,85 @@ class LlmDataset:
 
     @classmethod
     def from_records(cls, records: Iterable[dict[str, Any]], *, source: str | None = None) -> LlmDataset:
-        """A dataset of plain dicts, one row each (the record format of the readers); ``source`` names them in error
-        messages.
+        """A dataset of plain dicts, one row each (the record format of the readers).
+
+        Args:
+            records: The rows as dicts, in any supported column style.
+            source: What names the records in error messages (``"records"`` when not given).
+
+        Returns:
+            The dataset.
         """
         return cls(rows_from_records(list(records), source=source or "records"), source=source)
 
     @classmethod
     def from_csv(cls, path: str | os.PathLike[str]) -> LlmDataset:
-        """From a CSV written by :meth:`to_csv` or by hand (see :mod:`nbeval.data.tabular`)."""
+        """Read a dataset from a CSV written by :meth:`to_csv` or by hand (see :mod:`nbeval.data.tabular`).
+
+        Args:
+            path: The CSV file.
+
+        Returns:
+            The dataset, its ``source`` the path.
+        """
         name = str(path)
         return cls(rows_from_records(csv_records(path), source=name), source=name)
 
     @classmethod
     def from_pandas(cls, df: pd.DataFrame) -> LlmDataset:
-        """From a DataFrame with the LLM dataset's columns (or a supported column style)."""
+        """Read a dataset from a DataFrame with the LLM dataset's columns (or a supported column style).
+
+        Args:
+            df: The DataFrame, one row per row.
+
+        Returns:
+            The dataset.
+        """
         return cls(rows_from_records(dataframe_records(df), source="DataFrame"), source="DataFrame")
 
     # -- export ------------------------------------------------------------------------------
 
     def to_records(self) -> list[dict[str, Any]]:
-        """The rows as JSON-ready dicts, which :meth:`from_records` reads back."""
+        """The rows as JSON-ready dicts, which :meth:`from_records` reads back.
+
+        Returns:
+            One dict per row, as :meth:`Row.to_json` writes it.
+        """
         return [r.to_json() for r in self.rows]
 
     def to_json(self, path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
-        """The dataset as ``{"inputs": [...]}``; written to ``path`` when given."""
+        """The dataset as ``{"inputs": [...]}``; written to ``path`` when given.
+
+        Args:
+            path: The JSON file to write, or ``None`` to write nothing.
+
+        Returns:
+            The JSON data, ``inputs`` holding one dict per row.
+        """
         data = {"inputs": self.to_records()}
         if path is not None:
             write_json(data, path)
         return data
 
     def to_csv(self, path: str | os.PathLike[str] | None = None) -> str:
-        """The rows as CSV text (list fields and non-text extras as JSON in their cells); written to
-        ``path`` when given.
+        """The rows as CSV text, written to ``path`` when given.
+
+        List fields and non-text extras are JSON in their cells.
+
+        Args:
+            path: The CSV file to write, or ``None`` to write nothing.
+
+        Returns:
+            The CSV text.
         """
         return records_to_csv(self.to_records(), path)
 
     def to_pandas(self) -> pd.DataFrame:
-        """The rows as a pandas DataFrame, one column per row field."""
+        """The rows as a pandas DataFrame, one column per row field.
+
+        Returns:
+            The DataFrame, one row per row.
+        """
         import pandas as pd
 
         return pd.DataFrame(self.to_records())
@@ -362,8 +506,16 @@ class LlmDataset:
         return list(dict.fromkeys(r.key for r in self.rows))
 
     def has_field(self, name: str) -> bool:
-        """Whether any row has a value for ``name`` (non-empty, or ``[]`` where that says something:
-        :data:`~nbeval.data.conversation.EMPTY_IS_A_VALUE`).
+        """Whether any row has a value for the field ``name``.
+
+        A value is one that is not missing: non-empty, or ``[]`` where that says something
+        (:data:`~nbeval.data.conversation.EMPTY_IS_A_VALUE`).
+
+        Args:
+            name: The row field.
+
+        Returns:
+            ``True`` when at least one row has a value for it.
         """
         return any(not field_missing(name, getattr(r, name, None)) for r in self.rows)
 
@@ -378,17 +530,39 @@ class TestLab:
     __test__ = False
 
     name: str = ""
+    """The lab's name."""
     description: str = ""
+    """What the lab is for."""
     raw_dataset: LlmDataset = field(default_factory=LlmDataset)
+    """The rows before the models answered: the suite's test cases, unanswered."""
     dataset: LlmDataset = field(default_factory=LlmDataset)
+    """The answered rows: one per test case and model; what :meth:`LlmDataset.from_json` reads
+    from a lab."""
     models: list[ModelInfo] = field(default_factory=list)
+    """The models that answered."""
     llm_model_names: list[str] = field(default_factory=list)
+    """The names of the models' LLMs."""
     docs_cache: dict[str, str] = field(default_factory=dict)
+    """What the lab keeps for each document, by the document's name (Eval Studio's labs give the
+    local file each one was downloaded to)."""
     extra: dict[str, Any] = field(default_factory=dict)
+    """Fields nbeval does not know; kept and written back."""
 
     @classmethod
     def from_dict(cls, data: Any, *, source: str = "<object>") -> TestLab:
-        """A lab from its parsed JSON: ``{"raw_dataset": ..., "dataset": ..., "models": [...]}``."""
+        """Read a lab from its parsed JSON, checking every field.
+
+        Args:
+            data: The parsed JSON, ``{"raw_dataset": ..., "dataset": ..., "models": [...]}``.
+            source: Where it comes from (a file name), named in errors and warnings.
+
+        Returns:
+            The lab.
+
+        Raises:
+            DataError: When ``data`` is not a lab, ``docs_cache`` is not an object, ``raw_dataset``
+                or ``dataset`` is not a dataset or a list of rows, or a field is bad.
+        """
         if json_shape(data) != "lab":
             raise DataError("expected a test lab (an object with 'dataset' and 'models')", source=source)
         models = [
@@ -436,12 +610,26 @@ class TestLab:
 
     @classmethod
     def from_json(cls, source: Any) -> TestLab:
-        """Load a lab from a path, a JSON string or a parsed dict."""
+        """Load a lab from a path, a JSON string or a parsed dict.
+
+        Args:
+            source: A path to a JSON file, JSON text, or the parsed JSON (see :meth:`from_dict`).
+
+        Returns:
+            The lab.
+        """
         data, name = load_json(source)
         return cls.from_dict(data, source=name)
 
     def to_json(self, path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
-        """The lab as JSON data; written to ``path`` when given."""
+        """The lab as JSON data; written to ``path`` when given.
+
+        Args:
+            path: The JSON file to write, or ``None`` to write nothing.
+
+        Returns:
+            The JSON data, in the shape :meth:`from_dict` reads back.
+        """
         data = {
             "name": self.name,
             "description": self.description,
@@ -457,8 +645,13 @@ class TestLab:
         return data
 
     def model_label(self, model_key: str) -> str:
-        """The display name of the model ``model_key`` (see :attr:`ModelInfo.label`); the key itself for a model the
-        lab does not list.
+        """The display name of the model ``model_key`` (see :attr:`ModelInfo.label`).
+
+        Args:
+            model_key: The model's key.
+
+        Returns:
+            The name to show for the model; the key itself for a model the lab does not list.
         """
         for m in self.models:
             if m.key == model_key:

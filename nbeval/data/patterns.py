@@ -1,11 +1,11 @@
-"""User-supplied regular expressions, compiled once and run with a time bound.
+r"""User-supplied regular expressions, compiled once and run with a time bound.
 
 Patterns come from datasets and evaluator parameters, so one of them may backtrack
 catastrophically (``(a+)+$`` on a long run of ``a``). Python's :mod:`re` cannot be interrupted,
 so we use the third-party :mod:`regex` package, whose searches accept ``timeout=`` and raise
 :class:`TimeoutError` when it runs out. It is used in ``VERSION0`` mode, which follows the syntax
 and semantics of :mod:`re` (``regex`` additionally understands a few extensions such as
-``\\p{L}`` and possessive quantifiers).
+``\p{L}`` and possessive quantifiers).
 
 ``regex`` measures its timeout in CPU time of the whole process (C ``clock()``), which on a busy
 machine can stretch far beyond the same number of wall-clock seconds. So a search first runs

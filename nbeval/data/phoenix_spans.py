@@ -44,8 +44,10 @@ def _text_id(value: Any, source: str, where: str, name: str) -> str:
 
 
 def _flat(attrs: Any, source: str, where: str) -> dict[str, Any]:
-    """Phoenix's attributes as OpenInference's flattened names (nested objects, and lists of
-    objects, become ``a.b.0.c``), without recursion, so any depth is read.
+    """Phoenix's attributes under OpenInference's flattened names.
+
+    Nested objects, and lists of objects, become ``a.b.0.c``; flattened without recursion, so any
+    depth is read.
     """
     if attrs is None:
         return {}
@@ -100,8 +102,9 @@ def _span(sp: Any, source: str, place: str, at: str) -> Span:
 
 
 def phoenix_spans(doc: Any, source: str, at: str) -> Iterator[Span]:
-    """The spans of ``doc``: one Phoenix span, a REST answer or a CLI trace (``at``: where it is
-    in the file, as " (line 3)").
+    """The spans of ``doc``: one Phoenix span, a REST answer or a CLI trace.
+
+    ``at`` says where ``doc`` is in the file, as " (line 3)".
     """
     listed = phoenix_listed(doc)
     if listed is None:

@@ -77,7 +77,19 @@ def _suffix(source: Any) -> str:
 
 
 def load(source: Any) -> LlmDataset | TestLab | TestSuite:
-    """Load any supported file or object: a dataset, a lab or a suite, as found."""
+    """Load any supported file or object: a dataset, a lab or a suite, as found.
+
+    The shape is detected from the content (see the module docstring); Parquet files, trace files
+    and large JSONL files are read as datasets.
+
+    Args:
+        source: A path (JSON, JSONL, CSV or Parquet), JSON text, the parsed JSON or a pandas
+            DataFrame.
+
+    Returns:
+        A test lab or a test suite when ``source`` holds one, otherwise a dataset of rows (agent
+        traces give a row per trace).
+    """
     if _suffix(source) in ("parquet", "pq"):
         return read_parquet(source)
     if _suffix(source) == "jsonl" and os.path.isfile(source) and is_trace_file(source):
@@ -102,8 +114,9 @@ def _trace_dataset(records: list[dict[str, Any]], name: str) -> LlmDataset:
 
 
 def read_dataset(source: Any) -> LlmDataset:
-    """A dataset from any shape: a lab gives its answered ``dataset``, a suite its unanswered rows,
-    traces a row per trace.
+    """A dataset from any shape nbeval reads.
+
+    A lab gives its answered ``dataset``, a suite its unanswered rows, traces a row per trace.
     """
     found = load(source)
     if isinstance(found, TestLab):
@@ -165,8 +178,10 @@ def read_parquet(path: str | os.PathLike[str], *, chunk_rows: int = _READ_CHUNK_
 
 
 def _batch_records(batch: Any, name: str, offset: int) -> list[dict[str, Any]]:
-    """The rows of a Parquet record batch as dicts; a cell Python cannot hold (a string column
-    whose bytes are not UTF-8) is a DataError naming its row and column.
+    """The rows of a Parquet record batch as dicts.
+
+    A cell Python cannot hold (a string column whose bytes are not UTF-8) is a DataError naming its
+    row and column.
     """
     try:
         records: list[dict[str, Any]] = batch.to_pylist()
@@ -189,8 +204,9 @@ def _batch_records(batch: Any, name: str, offset: int) -> list[dict[str, Any]]:
 
 
 def read_jsonl_rows(path: str | os.PathLike[str], *, chunk_rows: int = _READ_CHUNK_ROWS) -> LlmDataset:
-    """Rows from a JSON-lines file (one row object per line), read and converted ``chunk_rows``
-    lines at a time; a line that is not JSON is a DataError naming its line number.
+    """Rows from a JSON-lines file (one row object per line), read and converted ``chunk_rows`` lines at a time.
+
+    A line that is not JSON is a DataError naming its line number.
     """
     name = os.fspath(path)
     nan_expected = [0]

@@ -74,17 +74,29 @@ class Row:
     model_key: str = DEFAULT_MODEL_KEY
     """Which model produced ``actual_output``."""
     corpus: list[str] = field(default_factory=list)
+    """The documents the model may draw on (the test's corpus)."""
     context: list[Chunk] = field(default_factory=list)
     """Retrieved context, in rank order."""
     categories: list[str] = field(default_factory=list)
+    """The categories the test case belongs to."""
     relationships: list[Relationship] = field(default_factory=list)
+    """Links to other test cases, e.g. to the original a perturbed case was made from."""
     expected_output: str | None = None
+    """The reference answer, when there is one."""
     output_condition: str | None = None
+    """The condition (:mod:`nbeval.data.conditions`) the answer must satisfy, when there is one;
+    parsed as ``condition``."""
     actual_output: str | None = None
+    """The model's answer; ``None`` until it has answered."""
     actual_duration: float | None = None
+    """How long the model took to answer, in seconds, when known."""
     cost: float | None = None
+    """What the answer cost, when known."""
     expected_context: list[Chunk] = field(default_factory=list)
+    """The context a retriever should find for the prompt."""
     guidelines: list[str] = field(default_factory=list)
+    """Guidelines a good answer follows, in plain language (all of them in order when they are given
+    by name, see ``named_guidelines``)."""
     error: str | None = None
     """Why collecting this answer failed, when it did."""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -134,8 +146,9 @@ class Row:
             )
 
     def _key_prompt(self) -> str | None:
-        """What the key is derived from: the prompt, or the whole conversation up to the last user
-        message when there is more to it than that one message.
+        """What the key is derived from: the prompt, or the conversation up to the last user message.
+
+        The conversation counts only when there is more to it than that one message.
         """
         if self.messages and sum(m["role"] != "tool" for m in self.messages[:2]) > 1:
             return conversation_prompt(self.messages) or self.input
@@ -189,8 +202,16 @@ class Row:
 
     @classmethod
     def from_test_case(cls, case: TestCase, *, corpus: Sequence[str] = (), model_key: str = DEFAULT_MODEL_KEY) -> Row:
-        """A row asking ``case`` of the model ``model_key`` (no answer yet), with ``corpus`` as the documents it may
-        draw on.
+        """A row asking ``case`` of a model, with no answer yet.
+
+        Args:
+            case: The test case; its conversation, reference tool calls and topics are read from
+                its extra fields.
+            corpus: The documents the model may draw on (the test's ``documents``).
+            model_key: The model that is to answer.
+
+        Returns:
+            The unanswered row, sharing the test case's key and warnings.
         """
         return cls(
             input=case.prompt,
@@ -214,13 +235,25 @@ class Row:
 
     @classmethod
     def from_record(cls, record: dict[str, Any], *, source: str = "records", row: int = 1) -> Row:
-        """A row from a record in any supported column style (see :mod:`nbeval.data.styles`);
-        a bad field raises :class:`~nbeval.errors.DataError` naming ``source``, ``row`` and the field.
+        """Read a row from a record in any supported column style (see :mod:`nbeval.data.styles`).
 
+        Every field is checked; text that cannot be encoded is repaired and noted in ``warnings``.
         Eval Studio's ``constraints`` (kept as given, among the extra fields) are checked with the
         condition: ``output_condition`` becomes ``(condition) AND "token" AND ...`` (see
         :func:`~nbeval.data.fields.with_constraints`, which leaves a condition that already
         requires them as it is, so a row written and read back does not change).
+
+        Args:
+            record: The record, one dict.
+            source: Where it comes from (a file name), named in errors and warnings.
+            row: The record's number in ``source`` (from 1), named in errors and warnings.
+
+        Returns:
+            The row; fields nbeval does not know are kept in ``extra``.
+
+        Raises:
+            DataError: When the record has neither an ``input`` nor a user message in ``messages``,
+                or a field is bad; the message names ``source``, ``row`` and the field.
         """
         rec, notes = repair_fields(normalize_record(record), source, row)
         messages = check_messages(rec.get("messages"), source, row)
@@ -262,11 +295,23 @@ class Row:
         )
 
     def with_answer(self, **changes: Any) -> Row:
-        """A copy with model-side fields (answer, context, duration, cost, error) replaced."""
+        """A copy with model-side fields (answer, context, duration, cost, error) replaced.
+
+        Args:
+            **changes: The new values, by field name (e.g. ``actual_output=...``).
+
+        Returns:
+            The new row; this one is left as it is.
+        """
         return replace(self, **changes)
 
     def to_json(self) -> dict[str, Any]:
-        """The row as a JSON-ready dict of every row field, in the record format the readers load back."""
+        """The row as a JSON-ready dict, in the record format the readers load back.
+
+        Returns:
+            Every row field by name, then the conversation fields that are set, the extra fields,
+            and ``nbeval_warnings`` when there are some.
+        """
         out: dict[str, Any] = {}
         for name in ROW_FIELDS:
             value = getattr(self, name)
@@ -288,8 +333,9 @@ class Row:
 
 
 def field_missing(name: str, value: Any) -> bool:
-    """Whether a row's field ``name`` holding ``value`` counts as absent: as
-    :func:`~nbeval.data.fields.is_missing`, but the empty list of a field of
+    """Whether a row's field ``name`` holding ``value`` counts as absent.
+
+    As :func:`~nbeval.data.fields.is_missing`, but the empty list of a field of
     :data:`~nbeval.data.conversation.EMPTY_IS_A_VALUE` is given (only ``None`` or NaN is absent).
     """
     if name in EMPTY_IS_A_VALUE:
@@ -339,8 +385,10 @@ def rows_from_records(records: Sequence[Any], *, source: str = "records", check_
 def rows_from_chunks(
     chunks: Iterable[Sequence[Any]], *, source: str = "records", check_links: bool = True
 ) -> list[Row]:
-    """:func:`rows_from_records` over records that arrive in chunks (each chunk can be let go once
-    converted), with the same checks across all of them and rows numbered from the first.
+    """:func:`rows_from_records` over records that arrive in chunks.
+
+    Each chunk can be let go once converted; the checks are the same across all of them and the
+    rows are numbered from the first.
     """
     rows: list[Row] = []
     seen: dict[tuple[str, str], int] = {}

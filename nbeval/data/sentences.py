@@ -207,8 +207,12 @@ def is_list_marker_line(line: str) -> bool:
 def split_sentences(text: str | None) -> list[str]:
     """Split ``text`` into sentences (see the module docstring for the rules).
 
-    Returns stripped sentences with inner white space collapsed to single spaces; an empty or
-    blank text gives ``[]``. Lines made only of punctuation (``---``, ``***``) are dropped.
+    Args:
+        text: The text to split; ``None`` is taken as empty.
+
+    Returns:
+        The sentences, stripped, with inner white space collapsed to single spaces; an empty or
+        blank text gives ``[]``. Lines made only of punctuation (``---``, ``***``) are dropped.
     """
     if not text or not text.strip():
         return []

@@ -44,9 +44,10 @@ def _same_call(a: Call, b: Call) -> bool:
 
 
 def _same(a: Message, b: Message) -> bool:
-    """Whether two messages are the same message logged twice (by two LLM spans, or by an LLM
-    span and a TOOL span): tool results by their call's id, tool calls by id or by name and
-    arguments, everything else by role and text.
+    """Whether two messages are the same message logged twice (by two LLM spans, or by an LLM span and a TOOL span).
+
+    Tool results compare by their call's id, tool calls by id or by name and arguments, everything
+    else by role and text.
     """
     if a["role"] != b["role"]:
         return False
@@ -63,9 +64,10 @@ def _signature(c: Call) -> tuple[str, str]:
 
 
 class _Pending:
-    """Tool calls waiting for their result, in the order they were asked, found by position, id,
-    name, or name and arguments. Answered calls are dropped from each queue when next met, so
-    every call is added and dropped once.
+    """Tool calls waiting for their result, in the order they were asked.
+
+    They are found by position, id, name, or name and arguments. Answered calls are dropped from
+    each queue when next met, so every call is added and dropped once.
     """
 
     def __init__(self) -> None:
@@ -162,9 +164,11 @@ class _History:
         return len(messages) >= len(history) and all(_same(h, m) for h, m in zip(history, messages, strict=False))
 
     def add_tool_run(self, run: ToolRun) -> None:
-        """A TOOL span's call added: only its result when an assistant message asked for it (by
-        the call's id, else by the tool's name, preferring equal arguments) and no tool message
-        answered it yet; nothing when one did; else the call and its result.
+        """Add a TOOL span's call to the conversation, unless its messages already hold it.
+
+        Only its result is added when an assistant message asked for it (by the call's id, else by
+        the tool's name, preferring equal arguments) and no tool message answered it yet; nothing
+        when one did; else the call and its result.
         """
         call: Call | None
         if run.id is not None and run.id in self.asked:
@@ -187,9 +191,10 @@ class _History:
 
 
 def tool_result(run: ToolRun) -> Message:
-    """The tool message of a run: its output; a run that failed says why (after what output it
-    wrote, unless that output says it already), so a reader of the conversation (a judge) sees the
-    failure instead of an empty or partial result.
+    """The tool message of a run: its output, and why it failed when it did.
+
+    The reason comes after what output the run wrote, unless that output says it already, so a
+    reader of the conversation (a judge) sees the failure instead of an empty or partial result.
     """
     content = run.output
     if run.error is not None and (content is None or run.error not in content):
@@ -199,9 +204,10 @@ def tool_result(run: ToolRun) -> Message:
 
 
 def _with_ids(history: list[Message]) -> list[Message]:
-    """Copies of the messages with every tool call given an id (``call_1``, ``call_2``... where
-    the trace gave none) and every tool message linked to the call it answers (one without a
-    call id: the first call still waiting).
+    """Copies of the messages with every tool call given an id and every tool message linked to its call.
+
+    A call the trace gave no id gets ``call_1``, ``call_2``...; a tool message without a call id
+    answers the first call still waiting.
     """
     taken = {c["id"] for m in history for c in m.get("tool_calls", []) if c["id"] is not None}
     n = serial = 0
@@ -240,10 +246,11 @@ def _with_ids(history: list[Message]) -> list[Message]:
 
 
 def sealed_spans(spans: list[Span]) -> set[str]:
-    """The ids of the spans that run inside a tool, a guardrail or an evaluator, and of the LLM
-    spans inside another LLM span: one walk up from each span, stopping at the first ancestor
-    already known, so a trace costs time linear in its spans however deep it nests. A loop of
-    parents (a broken file) ends the walk where it closes.
+    """The ids of the spans inside a tool, a guardrail or an evaluator, and of LLM spans inside another LLM span.
+
+    One walk up from each span, stopping at the first ancestor already known, so a trace costs
+    time linear in its spans however deep it nests. A loop of parents (a broken file) ends the walk
+    where it closes.
     """
     by_id = {s.span_id: s for s in spans}
     # Per span: whether an ancestor is a sealed kind, and whether an ancestor is an LLM span.

@@ -33,15 +33,18 @@ _ISO = re.compile(
 
 
 def cut(text: str, limit: int = 120) -> str:
-    """``text`` cut to ``limit`` characters for an error message (an attribute's name or a value
-    can be thousands of characters long; the message stays one readable line).
+    """``text`` cut to ``limit`` characters for an error message.
+
+    An attribute's name or a value can be thousands of characters long; the message stays one
+    readable line.
     """
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def shown(value: Any, limit: int = 60) -> str:
-    """``value`` as JSON text cut to ``limit`` characters, for an error message (never fails:
-    a huge number is cut before it is written).
+    """``value`` as JSON text cut to ``limit`` characters, for an error message.
+
+    It never fails: a huge number is cut before it is written.
     """
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**_MAX_NUMBER_CHARS:
         return f"a number of more than {_MAX_NUMBER_CHARS} digits"
@@ -86,8 +89,9 @@ def start_time(value: Any, source: str, where: str, name: str) -> int:
 
 
 def nanos(value: Any, source: str, where: str, name: str) -> int | None:
-    """A time in nanoseconds since 1970, from text or a whole number (``None`` when absent or 0);
-    at most :data:`MAX_TIME_NS`.
+    """A time in nanoseconds since 1970, from text or a whole number.
+
+    ``None`` when absent or 0; at most :data:`MAX_TIME_NS`.
     """
     if value in (None, "", 0, "0"):
         return None
@@ -103,8 +107,10 @@ def nanos(value: Any, source: str, where: str, name: str) -> int | None:
 
 
 def iso_time(value: Any, source: str, where: str, name: str) -> int | None:
-    """A time written in ISO 8601 (Phoenix's ``"2026-07-09T00:00:01.5+00:00"``; no zone: UTC) in
-    nanoseconds since 1970 (``None`` when absent); nanoseconds as text or a number are read too.
+    """A time written in ISO 8601, in nanoseconds since 1970.
+
+    The text is as Phoenix writes it (``"2026-07-09T00:00:01.5+00:00"``; no zone: UTC); ``None``
+    when absent; nanoseconds as text or a number are read too.
     """
     if value in (None, ""):
         return None
@@ -128,10 +134,12 @@ def iso_time(value: Any, source: str, where: str, name: str) -> int | None:
 
 
 def error_of(code: Any, message: Any, events: Any) -> str | None:
-    """Why a span ended in error (``None`` when it did not): its status ``message``, else the
-    message of its ``exception`` event (OpenTelemetry's ``exception.type`` and
-    ``exception.message``), else a default text. ``events``: a list of ``{"name", "attributes"}``
-    whose attributes are a dict (the OTLP key-value list already made one).
+    """Why a span ended in error (``None`` when it did not).
+
+    That is its status ``message``, else the message of its ``exception`` event (OpenTelemetry's
+    ``exception.type`` and ``exception.message``), else a default text. ``events``: a list of
+    ``{"name", "attributes"}`` whose attributes are a dict (the OTLP key-value list already made
+    one).
     """
     if not isinstance(code, (int, str)) or code not in _ERROR_CODES:
         return None

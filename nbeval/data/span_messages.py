@@ -110,8 +110,9 @@ def _reply(text: str | None) -> list[Message]:
 
 
 def messages_from_values(span: Span, source: str) -> Span:
-    """``span``, an LLM span without messages, given the messages of its ``input.value`` and
-    ``output.value`` where its input holds some (see the module docstring).
+    """``span`` given the messages of its ``input.value`` and ``output.value``, when it is an LLM span without any.
+
+    They are read only where its input holds some (see the module docstring).
     """
     if span.kind != "LLM" or span.input_messages or span.output_messages:
         return span

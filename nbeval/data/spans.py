@@ -54,8 +54,10 @@ _ROLES = {
 
 @dataclass(slots=True)
 class ToolRun:
-    """A tool a TOOL span ran: the call's id (when the span names it), name, arguments (JSON
-    text), output, and why it failed when its span ended in error.
+    """A tool a TOOL span ran.
+
+    It holds the call's id (when the span names it), name, arguments (JSON text), output, and why
+    it failed when its span ended in error.
     """
 
     id: str | None
@@ -114,8 +116,9 @@ def as_text(v: Any) -> str | None:
 
 
 def _indexed(attrs: dict[str, Any], prefix: str, source: str, span: str) -> list[tuple[int, dict[str, Any]]]:
-    """The objects of the list attribute ``prefix`` (flattened or whole), in index order, each a
-    dict of the keys after ``prefix.{i}.``.
+    """The objects of the list attribute ``prefix`` (flattened or whole), in index order.
+
+    Each is a dict of the keys after ``prefix.{i}.``.
     """
     found: dict[int, dict[str, Any]] = {}
     whole = attrs.get(prefix)
@@ -134,9 +137,10 @@ def _indexed(attrs: dict[str, Any], prefix: str, source: str, span: str) -> list
 
 
 def _index(text: str, source: str, span: str, key: str) -> int:
-    """A list index written in an attribute's name: ASCII digits, at most 18 of them (``²`` and
-    other scripts' digits pass ``str.isdigit`` but are not OpenInference's indices, and
-    ``int()`` refuses text of more than 4,300 digits).
+    """A list index written in an attribute's name: ASCII digits, at most 18 of them.
+
+    ``²`` and other scripts' digits pass ``str.isdigit`` but are not OpenInference's indices, and
+    ``int()`` refuses text of more than 4,300 digits.
     """
     if text.isascii() and len(text) <= _MAX_INDEX_DIGITS:
         return int(text)
@@ -208,8 +212,9 @@ def _call(c: dict[str, Any], source: str, span: str, at: str) -> dict[str, Any]:
 
 
 def chat_message(m: Any, source: str, span: str, at: str) -> dict[str, Any]:
-    """A message already in the OpenAI chat format (as MLflow records them) checked and put in
-    the shape ``_messages`` gives.
+    """A message already in the OpenAI chat format (as MLflow records them), checked and put in shape.
+
+    The shape is the one ``_messages`` gives.
     """
     if not isinstance(m, dict):
         raise _fail(f"a message must be an object with 'role', got {type(m).__name__}", source, span, at)
@@ -264,17 +269,20 @@ def tool_arguments(value: Any, source: str, span: str, name: str) -> str:
 
 
 def _is_schema(text: str) -> bool:
-    """Whether ``text`` is a JSON Schema of parameters (what the conventions allow
-    ``tool.parameters`` to hold) rather than the arguments of one call.
+    """Whether ``text`` is a JSON Schema of parameters rather than the arguments of one call.
+
+    A schema is what the conventions allow ``tool.parameters`` to hold.
     """
     parsed = json.loads(text)
     return isinstance(parsed, dict) and parsed.get("type") == "object" and isinstance(parsed.get("properties"), dict)
 
 
 def span_from_attributes(span: Span, attrs: dict[str, Any], name: str, source: str, kind: Any = None) -> Span:
-    """``span`` filled from its decoded OpenInference ``attrs`` (``name``: the span's name, the
-    tool's name when ``tool.name`` is not given; ``kind``: the span's kind where the format
-    gives it beside the attributes, as Phoenix does; ``openinference.span.kind`` wins).
+    """``span`` filled from its decoded OpenInference ``attrs``.
+
+    ``name`` is the span's name, the tool's name when ``tool.name`` is not given; ``kind`` is the
+    span's kind where the format gives it beside the attributes, as Phoenix does
+    (``openinference.span.kind`` wins).
     """
     where = span.where
     kind = attrs.get("openinference.span.kind") or kind

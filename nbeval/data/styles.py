@@ -79,8 +79,10 @@ def _from_agent_eval(rec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _from_ragas_multi_turn(rec: dict[str, Any]) -> dict[str, Any]:
-    """ragas's multi-turn sample: ``user_input`` (the messages), ``reference`` (the goal or the
-    expected answer), ``reference_tool_calls``, ``reference_topics``.
+    """A record from ragas's multi-turn sample, its fields renamed to nbeval's.
+
+    The sample's fields are ``user_input`` (the messages), ``reference`` (the goal or the expected
+    answer), ``reference_tool_calls`` and ``reference_topics``.
     """
     renamed = {"user_input": "messages", "reference": "expected_output", "reference_tool_calls": "expected_tool_calls"}
     return {renamed.get(k, k): v for k, v in rec.items()}

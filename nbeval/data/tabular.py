@@ -134,15 +134,19 @@ def _parse_cell(name: str, value: Any, source: str, row: int, *, csv_text: bool 
 
 
 def _empty_list(name: str) -> list[Any] | None:
-    """What an empty cell of the list field ``name`` holds: ``[]``, or ``None`` (not given) for a
-    field whose ``[]`` says something (``expected_tool_calls``: no call expected, written ``[]``).
+    """What an empty cell of the list field ``name`` holds: ``[]``, or ``None`` (not given).
+
+    ``None`` is for a field whose ``[]`` says something (``expected_tool_calls``: no call expected,
+    written ``[]``).
     """
     return None if name in EMPTY_IS_A_VALUE else []
 
 
 def _cell_json(value: str, source: str, row: int, name: str) -> Any:
-    """``value`` parsed as JSON; a cell nested too deeply for Python, or holding an integer too long
-    to convert, is a DataError naming the cell (a JSONDecodeError is left to the caller).
+    """``value`` parsed as JSON.
+
+    A cell nested too deeply for Python, or holding an integer too long to convert, is a DataError
+    naming the cell (a JSONDecodeError is left to the caller).
     """
     try:
         return json.loads(value)
@@ -225,8 +229,10 @@ def _unbox(v: Any) -> Any:
 
 
 def dataframe_records(df: pd.DataFrame, *, source: str = "DataFrame") -> list[dict[str, Any]]:
-    """Records from a DataFrame's rows (cells keep their Python types; NaN is a missing value; a
-    column of whole numbers made float by an empty cell gives its integers back).
+    """Records from a DataFrame's rows.
+
+    Cells keep their Python types; NaN is a missing value; a column of whole numbers made float by
+    an empty cell gives its integers back.
     """
     whole = _whole_number_columns(df)
     out = []
@@ -242,8 +248,9 @@ def dataframe_records(df: pd.DataFrame, *, source: str = "DataFrame") -> list[di
 
 
 def _whole_number_columns(df: pd.DataFrame) -> set[Any]:
-    """Float columns with an empty cell whose other cells are all whole numbers: integer columns
-    that pandas turned float to hold the NaN.
+    """Float columns with an empty cell whose other cells are all whole numbers.
+
+    These are integer columns that pandas turned float to hold the NaN.
     """
     out = set()
     for name in df.columns:

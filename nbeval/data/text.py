@@ -1,9 +1,9 @@
-"""Text: reading it from files, repairing what cannot be encoded, and splitting it into sentences.
+r"""Text: reading it from files, repairing what cannot be encoded, and splitting it into sentences.
 
 **Reading and repairing.** :func:`read_text_file` reads a file as UTF-8 the way Excel and Notepad
 write it (a leading byte-order mark is dropped); bytes that are not UTF-8 raise
 :class:`~nbeval.errors.DataError` naming the file, line and column. :func:`repair_text` makes any
-text writable as UTF-8: a lone surrogate (``"\\ud800"``, which a JSON ``\\ud800`` escape, a
+text writable as UTF-8: a lone surrogate (``"\ud800"``, which a JSON ``\ud800`` escape, a
 Python string or a UTF-16 source can carry) becomes U+FFFD and a split surrogate pair is joined
 into its character; :func:`repair_data` does the same to every string (and key) inside nested
 lists and dicts. The data model and the chat layer call them wherever text enters, so a reply or
@@ -56,8 +56,9 @@ def repair_text(s: str) -> tuple[str, bool]:
 
 
 def repair_data(value: Any) -> tuple[Any, list[str]]:
-    """``value`` with :func:`repair_text` applied to every string and dict key inside it, and the
-    places that changed (``""`` for ``value`` itself, else ``[0]``, ``.name``, ``.items[2]``...).
+    """``value`` with :func:`repair_text` applied to every string and dict key inside it, and the places that changed.
+
+    A place is ``""`` for ``value`` itself, else ``[0]``, ``.name``, ``.items[2]`` and so on.
 
     ``value`` itself is never modified: when something changes, a repaired copy is returned. The
     walk uses no recursion, so nesting depth is no concern.
@@ -69,8 +70,9 @@ def repair_data(value: Any) -> tuple[Any, list[str]]:
 
 
 def needs_repair(value: Any) -> bool:
-    """Whether any string (or dict key) inside the lists, tuples and dicts of ``value`` cannot be
-    encoded; fast when none does (an ASCII string is checked in constant time).
+    """Whether any string (or dict key) inside the lists, tuples and dicts of ``value`` cannot be encoded.
+
+    Fast when none does (an ASCII string is checked in constant time).
     """
     if isinstance(value, str):
         return not value.isascii() and repair_text(value)[1]
@@ -161,8 +163,10 @@ def _repaired_copy(value: Any) -> Any:
 
 
 def read_text_file(path: str | os.PathLike[str]) -> str:
-    """The text of the file at ``path``, decoded as UTF-8 (a leading byte-order mark, as Excel
-    writes, is dropped; surrogates encoded as bytes are kept for :func:`repair_text` to repair).
+    """The text of the file at ``path``, decoded as UTF-8.
+
+    A leading byte-order mark, as Excel writes, is dropped; surrogates encoded as bytes are kept
+    for :func:`repair_text` to repair.
 
     Every problem is a :class:`~nbeval.errors.DataError` naming the file: missing, a folder,
     unreadable, not UTF-8 (with the line and column of the first bad byte) or empty.

@@ -17,8 +17,10 @@ __all__ = ["trace_record"]
 
 
 def _roots(spans: list[Span]) -> list[Span]:
-    """The spans without a parent; where a partial export lost the root, those whose parent is not
-    in the file; failing both (a loop of parents), the first span.
+    """The root spans of a trace: those without a parent.
+
+    Where a partial export lost the root, those whose parent is not in the file; failing both (a
+    loop of parents), the first span.
     """
     ids = {s.span_id for s in spans}
     roots = [s for s in spans if s.parent_id is None] or [s for s in spans if s.parent_id not in ids]
@@ -26,8 +28,10 @@ def _roots(spans: list[Span]) -> list[Span]:
 
 
 def _tool_errors(spans: list[Span]) -> list[str]:
-    """``"<tool>: <why>"`` for each TOOL span that ended in error, in time order: wherever it ran
-    (a sub-agent's tools too), since a failed tool is worth knowing even when the agent went on.
+    """``"<tool>: <why>"`` for each TOOL span that ended in error, in time order.
+
+    Every such span counts, wherever it ran (a sub-agent's tools too), since a failed tool is worth
+    knowing even when the agent went on.
     """
     return [f"{s.tool.name}: {s.error}" for s in spans if s.kind == "TOOL" and s.tool is not None and s.error]
 

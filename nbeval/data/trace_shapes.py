@@ -41,9 +41,10 @@ def is_phoenix_export(doc: Any) -> bool:
 
 
 def phoenix_frame_hint(record: Any) -> str:
-    """What to add to the error for a row without an input when ``record`` is a row of Phoenix's
-    spans dataframe (``get_spans_dataframe()``: ``context.trace_id``, ``attributes.input.value``,
-    ...), which is not read; ``""`` for any other record.
+    """A hint to add to the error for a row without an input, when ``record`` is a row of Phoenix's spans dataframe.
+
+    That dataframe (``get_spans_dataframe()``: ``context.trace_id``, ``attributes.input.value``,
+    ...) is not read; the hint is ``""`` for any other record.
     """
     if not isinstance(record, dict) or "context.trace_id" not in record or "context.span_id" not in record:
         return ""

@@ -172,16 +172,20 @@ def _name(sp: dict[str, Any]) -> str:
 
 
 def _status_error(sp: dict[str, Any], status: Any, code_key: str, message_key: str, events: list[Any]) -> str | None:
-    """Why the span ended in error, from its status (``{"code", "message"}``; MLflow 2:
-    ``status_code`` and ``status_message`` on the span) and its ``exception`` event.
+    """Why the span ended in error, from its status and its ``exception`` event.
+
+    The status is ``{"code", "message"}`` (MLflow 2: ``status_code`` and ``status_message`` on the
+    span).
     """
     holder = status if isinstance(status, dict) else sp
     return error_of(holder.get(code_key), holder.get(message_key), events)
 
 
 def _events(items: Any, attributes: Any) -> list[dict[str, Any]]:
-    """A span's ``exception`` events with their attributes as a dict (``attributes``: how the
-    format writes them); an event that cannot be read is left out, since it only adds a reason.
+    """A span's ``exception`` events with their attributes as a dict.
+
+    ``attributes`` reads them as the format writes them; an event that cannot be read is left out,
+    since it only adds a reason.
     """
     out = []
     for event in items if isinstance(items, list) else []:
@@ -375,8 +379,10 @@ def _mlflow_native(span: Span, attrs: dict[str, Any], inputs: Any, outputs: Any,
 
 
 def trace_records(data: Any, *, source: str) -> list[dict[str, Any]]:
-    """Row records, one per trace, from parsed trace JSON: one OTLP export object, an MLflow trace,
-    or a list of them (the lines of a JSON-lines file). See the module docstring for the rule.
+    """Row records, one per trace, from parsed trace JSON.
+
+    The JSON is one OTLP export object, an MLflow trace, or a list of them (the lines of a
+    JSON-lines file). See the module docstring for the rule.
     """
     traces = _Traces(source)
     if isinstance(data, list):
@@ -430,8 +436,9 @@ def _decode(raw: bytes, lineno: int, name: str) -> str:
 
 
 def is_trace_file(path: str | os.PathLike[str]) -> bool:
-    """Whether the JSON-lines file at ``path`` holds traces, from its first line (``False`` when
-    that line cannot be read: the readers of rows then say what is wrong).
+    """Whether the JSON-lines file at ``path`` holds traces, judged from its first line.
+
+    ``False`` when that line cannot be read: the readers of rows then say what is wrong.
     """
     try:
         with open(path, "rb") as fh:

@@ -84,10 +84,19 @@ _DEFAULT: Any = _Unset()
 
 
 def default_threshold(lo: float, hi: float) -> float | None:
-    """The threshold of a metric declared without one: 0.5 for a metric whose range is [0, 1] (a
-    share, a probability, a similarity mapped to [0, 1]: the contract's bool metrics and most of its
-    tables), ``None`` (no threshold, so no problem is ever reported on it) for any other range,
-    whose scale nbeval cannot guess. The one rule, applied by :class:`MetricSpec`.
+    """Give the threshold of a metric declared without one.
+
+    0.5 for a metric whose range is [0, 1] (a share, a probability, a similarity mapped to [0, 1]:
+    the contract's bool metrics and most of its tables), ``None`` (no threshold, so no problem is
+    ever reported on it) for any other range, whose scale nbeval cannot guess. The one rule,
+    applied by :class:`MetricSpec`.
+
+    Args:
+        lo: Smallest possible value of the metric.
+        hi: Largest possible value of the metric.
+
+    Returns:
+        0.5 when the range is [0, 1], else ``None``.
     """
     return 0.5 if (lo, hi) == (0.0, 1.0) else None
 
@@ -183,7 +192,17 @@ class EvaluatorSpec:
         return self.metrics[0]
 
     def metric(self, name: str) -> MetricSpec:
-        """The metric called ``name``."""
+        """Look up one of the declared metrics by name.
+
+        Args:
+            name: The metric's name, as in :attr:`MetricSpec.name`.
+
+        Returns:
+            The metric called ``name``.
+
+        Raises:
+            EvaluatorError: When the evaluator declares no metric of that name.
+        """
         for m in self.metrics:
             if m.name == name:
                 return m
@@ -217,8 +236,11 @@ class Aggregate:
     """A per-model value of one metric, with how many rows it was measured on."""
 
     value: float | None
+    """The per-model value (``None`` when no row had one)."""
     n: int
+    """How many rows the value was measured on."""
     details: dict[str, Any] | None = None
+    """Structured extras of the aggregate; must be JSON-serialisable."""
 
 
 #: What :meth:`Evaluator.score` returns: a :class:`Score`, or a generator that yields requests and
@@ -281,13 +303,26 @@ UNRATED_LABELS: Mapping[str, str] = MappingProxyType(
 def bool_metric_specs(
     names: Sequence[str] | None = None, descriptions: Mapping[str, str] | None = None
 ) -> tuple[MetricSpec, ...]:
-    """The metrics of a bool evaluator: :data:`BOOL_METRIC_SPECS`, or only those in ``names``
-    (always in the standard order, and always with ``pass``), each described by ``descriptions``
-    where it names the metric.
+    """Declare the metrics of a bool evaluator.
+
+    The metrics are :data:`BOOL_METRIC_SPECS`, or only those in ``names`` (always in the standard
+    order, and always with ``pass``), each described by ``descriptions`` where it names the metric.
 
     Every ``kind="bool"`` evaluator declares its metrics with it:
     ``EvaluatorSpec(..., kind="bool", metrics=bool_metric_specs())``; one that can never fail to
     parse leaves out ``parse_failures`` from ``names``.
+
+    Args:
+        names: The metrics to report, some of :data:`BOOL_METRICS` including ``pass``; ``None``
+            reports all five.
+        descriptions: Metric name to a description replacing the standard one.
+
+    Returns:
+        The metric declarations, in the standard order.
+
+    Raises:
+        EvaluatorError: When ``names`` holds an unknown metric or lacks ``pass``, or when
+            ``descriptions`` names a metric that is not reported.
     """
     wanted = BOOL_METRICS if names is None else tuple(names)
     unknown = [n for n in wanted if n not in BOOL_METRICS]
@@ -314,12 +349,9 @@ def bool_score(
     unrated: str = "parse_failure",
     context_unrated: bool = False,
 ) -> Score:
-    """The five bool metrics for one row.
+    """Compute the five bool metrics for one row.
 
-    ``answer_ok`` is whether the answer passed the check (``None``: it could not be checked, e.g.
-    the judge's reply could not be parsed). ``context_ok`` is whether the retrieved context passed
-    (``None``: not measured on this row); ``context_unrated=True`` says the row had a context that
-    could not be checked. A row passes when both pass and fails when either fails.
+    A row passes when both the answer and the context pass and fails when either fails.
 
     A row whose outcome is unknown (its answer could not be checked, or its answer passed and its
     context could not be checked) is *unrated*: ``pass``, ``fail`` and (when the answer is the
@@ -327,6 +359,22 @@ def bool_score(
     the rated rows only; ``parse_failures`` is 1 and the label is ``unrated``, one of
     :data:`UNRATED_LABELS` saying what happened. On every other row ``parse_failures`` is 0, so
     per row ``pass + fail + parse_failures = 1`` whenever ``pass`` has a value.
+
+    Args:
+        answer_ok: Whether the answer passed the check (``None``: it could not be checked, e.g. the
+            judge's reply could not be parsed).
+        context_ok: Whether the retrieved context passed (``None``: not measured on this row).
+        rationale: Why, kept as the score's rationale.
+        error: Why no value could be made, kept as the score's error.
+        details: Structured extras, kept as the score's details.
+        unrated: The label of an unrated row, one of :data:`UNRATED_LABELS`.
+        context_unrated: Whether the row had a context that could not be checked.
+
+    Returns:
+        The row's score, labelled ``pass``, ``fail`` or ``unrated``.
+
+    Raises:
+        EvaluatorError: When ``unrated`` is not one of :data:`UNRATED_LABELS`.
     """
     if unrated not in UNRATED_LABELS:
         msg = f"bool_score: unrated must be one of {sorted(UNRATED_LABELS)}, got {unrated!r}"
@@ -363,6 +411,12 @@ class Evaluator:
     rarely, :meth:`aggregate`, :meth:`check_dataset`, :meth:`missing_input` or :meth:`spec_for`);
     ``@register`` registers them by ``spec.id``. Construct through :func:`nbeval.evaluator`
     (``nbeval.evaluator("rouge", threshold=0.5)``).
+
+    Args:
+        **params: The instance's parameters: the common ones (``threshold``, ``max_rows``,
+            ``name``), the family's (:meth:`extra_params`) and the spec's own; any left out take
+            their defaults. An unknown name, a bad threshold or a bad ``max_rows`` raises
+            :class:`EvaluatorError`.
     """
 
     spec: EvaluatorSpec
@@ -436,8 +490,16 @@ class Evaluator:
         self.settings = self.settings.with_thresholds(value)
 
     def with_judge(self, judge: Any) -> Evaluator:
-        """A copy of this evaluator asking ``judge`` (its settings and its recorded ``params`` name
-        that judge); this one is left as it was, so it can be run again with another judge.
+        """Copy this evaluator with another judge.
+
+        The copy's settings and its recorded ``params`` name that judge; this one is left as it
+        was, so it can be run again with another judge.
+
+        Args:
+            judge: The judge the copy asks.
+
+        Returns:
+            The copy asking ``judge``.
         """
         clone = copy.copy(self)
         clone.params = {**self.params, "judge": judge}
@@ -446,7 +508,7 @@ class Evaluator:
 
     @classmethod
     def spec_for(cls, params: Mapping[str, Any]) -> EvaluatorSpec:
-        """The declaration of an instance configured with ``params`` (every parameter, defaults filled in; read-only).
+        """Give the declaration of an instance configured with ``params``.
 
         Default: the class's declared :attr:`spec`.
 
@@ -456,6 +518,12 @@ class Evaluator:
         metric of its assessment type. It runs in :meth:`__init__` before thresholds are
         resolved, so thresholds follow the instance's metrics; raise :class:`EvaluatorError` for
         parameters that make no spec.
+
+        Args:
+            params: Every parameter of the instance, defaults filled in (read-only).
+
+        Returns:
+            The instance's declaration, with the class's id.
         """
         return cls.spec
 
@@ -463,7 +531,11 @@ class Evaluator:
 
     @classmethod
     def extra_params(cls) -> dict[str, Any]:
-        """Parameters accepted by this family beyond the spec's (e.g. ``judge=``, ``embedder=``)."""
+        """List the parameters accepted by this family beyond the spec's (e.g. ``judge=``, ``embedder=``).
+
+        Returns:
+            Each extra parameter's name to its default (``None``).
+        """
         extra: dict[str, Any] = {}
         if "embedder" in cls.spec.resources:
             extra["embedder"] = None
@@ -488,9 +560,11 @@ class Evaluator:
         return thresholds
 
     def _threshold(self, value: Any, metric: str) -> float:
-        """``value`` as the threshold of ``metric``: a finite number (a NaN threshold would fail
-        every value, a perfect one too; an infinite one pass or fail them all), else
-        :class:`EvaluatorError` naming the evaluator, the parameter and the metric.
+        """Check ``value`` as the threshold of ``metric`` and return it as a float.
+
+        It must be a finite number (a NaN threshold would fail every value, a perfect one too; an
+        infinite one pass or fail them all), else :class:`EvaluatorError` naming the evaluator, the
+        parameter and the metric.
         """
         where = f"evaluator '{self.spec.id}': threshold of metric '{metric}'"
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -518,21 +592,57 @@ class Evaluator:
     # -- what the engine calls -------------------------------------------------------------
 
     def check_dataset(self, dataset: LlmDataset) -> None:
-        """Raise :class:`EvaluatorError` before the run when this evaluator cannot work on ``dataset``."""
+        """Raise :class:`EvaluatorError` before the run when this evaluator cannot work on ``dataset``.
+
+        The default accepts every dataset.
+
+        Args:
+            dataset: The dataset the run will score.
+        """
 
     def missing_input(self, row: Row) -> str | None:
-        """Why ``row`` cannot be scored (``None`` when it can). Default: a required input is missing."""
+        """Say why ``row`` cannot be scored.
+
+        Default: a required input is missing.
+
+        Args:
+            row: The row about to be scored.
+
+        Returns:
+            The reason, e.g. ``missing expected_output``; ``None`` when the row can be scored.
+        """
         missing = [name for name in self.spec.inputs if field_missing(name, getattr(row, name, None))]
         if missing:
             return "missing " + ", ".join(missing)
         return None
 
     def score(self, row: Row) -> ScoreResult:
-        """Score one row: return a :class:`Score`, or yield requests and then return one."""
+        """Score one row: return a :class:`Score`, or yield requests and then return one.
+
+        Args:
+            row: The row to score.
+
+        Returns:
+            A :class:`Score`, or a generator that yields requests, receives their answers and
+            returns one.
+
+        Raises:
+            NotImplementedError: Always, here; every subclass writes its own.
+        """
         raise NotImplementedError
 
     def aggregate(self, rows: Sequence[Row], scores: Sequence[Score]) -> dict[str, Aggregate]:
-        """Per-model values from one model's scored rows. Default: the mean of each metric."""
+        """Compute the per-model values from one model's scored rows.
+
+        Default: the mean of each metric over the rows that have a value (not ``None``, not NaN).
+
+        Args:
+            rows: The model's scored rows.
+            scores: Their scores, in the same order.
+
+        Returns:
+            Each metric's name to its aggregate.
+        """
         out: dict[str, Aggregate] = {}
         for m in self.spec.metrics:
             vals = [

@@ -54,19 +54,39 @@ CaseScoreResult = Union[Mapping[str, Score], Generator[Request, Any, Mapping[str
 
 
 class CaseEvaluator(Evaluator):
-    """Base class of case-level evaluators: :meth:`score_case` scores one test case across every
-    model's rows (see the module's documentation).
+    """Base class of case-level evaluators.
+
+    Its :meth:`score_case` scores one test case across every model's rows (see the module's
+    documentation).
     """
 
     def score_case(self, rows: list[Row]) -> CaseScoreResult:
-        """Score one test case: ``rows`` are its scorable rows, one per model, in dataset order.
+        """Score one test case across every model's rows.
 
-        Return ``{model_key: Score}`` (a model left out gets an error on its row), or yield requests and then return
-        that mapping.
+        Args:
+            rows: The case's scorable rows, one per model, in dataset order.
+
+        Returns:
+            ``{model_key: Score}`` (a model left out gets an error on its row), or a generator that
+            yields requests and then returns that mapping.
+
+        Raises:
+            NotImplementedError: Always, here; every subclass writes its own.
         """
         raise NotImplementedError
 
     def score(self, row: Row) -> ScoreResult:
+        """Refuse to score a single row: a case-level evaluator scores whole test cases.
+
+        Args:
+            row: The row the caller wanted scored.
+
+        Returns:
+            Nothing; it always raises.
+
+        Raises:
+            EvaluatorError: Always, naming the evaluator and :meth:`score_case`.
+        """
         msg = (
             f"evaluator '{self.id}' is case-level: the engine scores a whole test case with "
             "score_case(rows), not one row with score(row)"

@@ -147,8 +147,9 @@ def parse_index(text: str) -> Index:
 
 
 def cache_folder() -> Path:
-    """Where the index built on first use is kept: ``$XDG_CACHE_HOME/nbeval/evaluators``, else
-    ``~/.cache/nbeval/evaluators``.
+    """Give the folder where the index built on first use is kept.
+
+    It is ``$XDG_CACHE_HOME/nbeval/evaluators``, else ``~/.cache/nbeval/evaluators``.
     """
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "nbeval" / "evaluators"
@@ -160,8 +161,10 @@ def index_path(sources: str) -> Path:
 
 
 def stored_index(sources: str) -> Index | None:
-    """The index built before from these very ``sources``, or ``None`` (none built yet, the file
-    unreadable or damaged, or built from other sources: then it is built again).
+    """Read the index built before from these very ``sources``, if there is one.
+
+    ``None`` when none was built yet, the file is unreadable or damaged, or it was built from
+    other sources: then it is built again.
     """
     try:
         found = parse_index(index_path(sources).read_text(encoding="utf-8"))
@@ -171,10 +174,12 @@ def stored_index(sources: str) -> Index | None:
 
 
 def store_index(specs: Mapping[str, EvaluatorSpec], sources: str) -> Path | None:
-    """Keep ``specs`` as the index of ``sources`` for later processes; the file written, or
-    ``None`` where the cache folder cannot be written (nothing is lost: the next process builds the
-    declarations again). Written whole or not at all, so a process reading it meanwhile never sees
-    half a file; the oldest indexes beyond :data:`KEPT_INDEXES` are removed.
+    """Keep ``specs`` as the index of ``sources`` for later processes.
+
+    Returns the file written, or ``None`` where the cache folder cannot be written (nothing is lost:
+    the next process builds the declarations again). Written whole or not at all, so a process
+    reading it meanwhile never sees half a file; the oldest indexes beyond :data:`KEPT_INDEXES`
+    are removed.
     """
     target = index_path(sources)
     try:
@@ -191,8 +196,10 @@ def store_index(specs: Mapping[str, EvaluatorSpec], sources: str) -> Path | None
 
 
 def render_index(specs: Mapping[str, EvaluatorSpec], sources: str) -> str:
-    """The text of an index file listing ``specs`` (by family, then id), built from the family
-    modules whose :func:`sources_digest` is ``sources``.
+    """Write the text of an index file listing ``specs``, by family, then id.
+
+    The index records that it was built from the family modules whose :func:`sources_digest` is
+    ``sources``.
     """
     ordered = sorted(specs.items(), key=lambda item: (item[1].module.split(".")[2:3], item[0]))
     data = {"format": _FORMAT, "sources": sources, "evaluators": {id: spec_to_dict(spec) for id, spec in ordered}}
@@ -211,8 +218,9 @@ def _family_packages() -> frozenset[str]:
 
 
 def is_family_module(name: str) -> bool:
-    """Whether the module called ``name`` is a module of a family package
-    (``nbeval.evaluators.<family>.<module>``): where built-in evaluators are declared.
+    """Tell whether the module called ``name`` is a module of a family package.
+
+    Such a module, ``nbeval.evaluators.<family>.<module>``, is where built-in evaluators are declared.
     """
     parts = name.split(".")
     return len(parts) == 4 and parts[:2] == ["nbeval", "evaluators"] and parts[2] in _family_packages()
@@ -227,8 +235,10 @@ def family_modules() -> Iterator[tuple[str, Path]]:
 
 
 def sources_digest() -> str:
-    """A digest of the source of every family module (``""`` where none is found, as in an
-    installation without source files): equal for equal code, whatever the line endings.
+    """Make a digest of the source of every family module.
+
+    It is equal for equal code, whatever the line endings, and ``""`` where none is found, as in an
+    installation without source files.
     """
     digest = hashlib.sha256()
     found = False
@@ -242,9 +252,10 @@ def sources_digest() -> str:
 
 
 def _declares(path: Path) -> bool:
-    """Whether the module at ``path`` may declare evaluators: it names ``register`` or
-    ``EvaluatorSpec`` (read, not imported: a module without evaluators, such as ragas's bridge, may
-    import heavy packages).
+    """Tell whether the module at ``path`` may declare evaluators.
+
+    It may when it names ``register`` or ``EvaluatorSpec`` (read, not imported: a module without
+    evaluators, such as ragas's bridge, may import heavy packages).
     """
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None

@@ -78,6 +78,7 @@ class Jury:
     jurors: tuple[Any, ...]
     """Each juror as a judge is given: a model name, a settings dict, a chat model, a function."""
     aggregate: str = "majority"
+    """How the jurors' values are combined: one of :data:`AGGREGATES`."""
     names: tuple[str, ...] = ()
     """What each juror is called in details and tables (made from the judges when not given)."""
 
@@ -100,9 +101,25 @@ class Jury:
 
 
 def jury(judges: Iterable[Any], aggregate: str = "majority", *, names: Sequence[str] | None = None) -> Jury:
-    """A jury of ``judges`` (any judges: model names, settings dicts, local models, functions),
-    whose values are combined by ``aggregate``: ``"majority"``, ``"mean"``, ``"unanimous"`` or
-    ``"any"`` (see :mod:`nbeval.evaluators.jury`). ``names`` label the jurors in results.
+    """Make a jury of several judges whose values are combined into each row's.
+
+    Give it wherever a judge evaluator takes ``judge=``; see :mod:`nbeval.evaluators.jury` for how
+    the jurors are asked and how their values are combined.
+
+    Args:
+        judges: The jurors, at least two, any judges: model names, settings dicts, local models,
+            functions.
+        aggregate: How their values are combined: ``"majority"``, ``"mean"``, ``"unanimous"`` or
+            ``"any"``.
+        names: What each juror is called in results, one distinct name per juror; made from the
+            judges when not given.
+
+    Returns:
+        The jury.
+
+    Raises:
+        EvaluatorError: When there are fewer than two judges, the aggregate is unknown, or the
+            names are not one distinct name per juror.
     """
     return Jury(tuple(judges), aggregate, tuple(names or ()))
 
@@ -118,8 +135,10 @@ def as_jury(judge: Any) -> Jury:
 
 
 def settle_jury(panel: Jury) -> Jury:
-    """``panel`` with each juror given as settings (a dict, which may hold an API key) made a model
-    object that keeps the key private, as a single judge's settings are; names are kept.
+    """Turn each juror of ``panel`` given as settings into a model object; names are kept.
+
+    Settings are a dict, which may hold an API key; the model object keeps the key private, as a
+    single judge's settings are.
     """
     if not any(isinstance(j, dict) for j in panel.jurors):
         return panel
@@ -142,10 +161,11 @@ def juror_name(judge: Any) -> str:
 
 
 def repeated_jurors(panel: Jury) -> list[str | None]:
-    """Per juror of ``panel``: the name of the first juror that is the same judge (the same name,
-    equal settings, the same model, function or cache identity), or ``None`` for a judge's first
-    seat. Agreement between such jurors is one judge's self-consistency, not agreement between
-    judges.
+    """Name, per juror of ``panel``, the first juror that is the same judge.
+
+    The same judge is the same name, equal settings, the same model, function or cache identity;
+    ``None`` stands for a judge's first seat. Agreement between such jurors is one judge's
+    self-consistency, not agreement between judges.
     """
     first: dict[Any, str] = {}
     out: list[str | None] = []
@@ -220,8 +240,10 @@ _FINISHED = object()
 
 
 def jury_score(ev: Evaluator, row: Row, panel: Jury) -> Generator[Any, Any, Score]:
-    """Score ``row`` once per juror of ``panel``, the jurors' requests asked together each round,
-    and return the aggregate :class:`~nbeval.evaluators.base.Score`.
+    """Score ``row`` once per juror of ``panel`` and return the aggregate score.
+
+    The jurors' requests are asked together each round; the result is the aggregate
+    :class:`~nbeval.evaluators.base.Score`.
     """
     n = len(panel.jurors)
     scores: list[Score | None] = [None] * n

@@ -1,6 +1,8 @@
-"""An evaluator's typed parameters: :class:`Param` (name, type, default, description), and
-:class:`Params`, what an :class:`~nbeval.evaluators.base.EvaluatorSpec` holds: the read-only
-mapping of each parameter's name to its default, which also keeps every :class:`Param`.
+"""An evaluator's typed parameters: :class:`Param` and :class:`Params`.
+
+A :class:`Param` is one parameter's name, type, default and description. :class:`Params` is what an
+:class:`~nbeval.evaluators.base.EvaluatorSpec` holds: the read-only mapping of each parameter's name
+to its default, which also keeps every :class:`Param`.
 
 A type is a plain annotation from a small vocabulary: ``bool``, ``int``, ``float``, ``str``,
 ``list[...]``, ``tuple[...]``, ``dict[..., ...]``, ``Literal[...]``, ``Callable``, ``Any`` and
@@ -76,12 +78,28 @@ class Param:
         return typing.get_args(self.type) if typing.get_origin(self.type) is Literal else ()
 
     def to_dict(self) -> dict[str, Any]:
-        """The parameter as JSON-able data (what the catalogue index stores)."""
+        """Write the parameter as JSON-able data (what the catalogue index stores).
+
+        Returns:
+            Its ``name``, ``type`` (as text, see :func:`~nbeval.evaluators.params.type_name`), ``default``
+            and ``description``.
+        """
         return {"name": self.name, "type": self.type_name, "default": self.default, "description": self.description}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Param:
-        """The parameter :meth:`to_dict` wrote."""
+        """Read back the parameter :meth:`to_dict` wrote.
+
+        Args:
+            d: The data :meth:`to_dict` wrote; ``type`` (default ``Any``), ``default`` and
+                ``description`` may be left out.
+
+        Returns:
+            The parameter.
+
+        Raises:
+            EvaluatorError: When the type cannot be read (see :func:`~nbeval.evaluators.params.parse_type`).
+        """
         return cls(d["name"], parse_type(d.get("type", "Any")), d.get("default"), d.get("description", ""))
 
 
@@ -91,8 +109,10 @@ def _default_type(default: Any) -> Any:
 
 
 class Params(Mapping[str, Any]):
-    """An evaluator's parameters: as a mapping, each name to its default (``dict(spec.params)``);
-    :attr:`declared` and :meth:`param` give each :class:`Param` with its type and description.
+    """An evaluator's parameters, as a read-only mapping of each name to its default.
+
+    As a mapping it gives each name's default (``dict(spec.params)``); :attr:`declared` and
+    :meth:`param` give each :class:`Param` with its type and description.
 
     Built from :class:`Param` objects, or from a mapping of name to default, a shorthand whose
     types are those of the defaults (``Any`` for ``None``).
@@ -155,9 +175,10 @@ class Params(Mapping[str, Any]):
 
 
 def type_name(t: Any) -> str:
-    """``t`` as text that :func:`parse_type` reads back: ``int``, ``list[str]``, ``str | None``,
-    ``Literal['chunk', 'document']``. Raises :class:`EvaluatorError` for a type outside the
-    vocabulary of the module docstring.
+    """Write the type ``t`` as text that :func:`parse_type` reads back.
+
+    For example ``int``, ``list[str]``, ``str | None``, ``Literal['chunk', 'document']``. Raises
+    :class:`EvaluatorError` for a type outside the vocabulary of the module docstring.
     """
     if t is None or t is type(None):
         return "None"

@@ -76,10 +76,11 @@ _E = TypeVar("_E", bound=type[Evaluator])
 
 
 def builtin_specs() -> dict[str, EvaluatorSpec]:
-    """The built-in evaluators' declarations by id: from the index built from the family modules
-    as they are now, without importing any scoring code; where there is none yet (first use, or an
-    evaluator added or edited since), :func:`build_builtin_specs`'s, kept as that index for later
-    processes. Read once per process.
+    """Give the built-in evaluators' declarations by id.
+
+    They come from the index built from the family modules as they are now, without importing any
+    scoring code; where there is none yet (first use, or an evaluator added or edited since), from
+    :func:`build_builtin_specs`, kept as that index for later processes. Read once per process.
     """
     global _BUILTINS
     if _BUILDING:  # a family module asks while the declarations are being built: what is known so far
@@ -103,8 +104,10 @@ _builtin_specs = builtin_specs
 
 
 def build_builtin_specs() -> dict[str, EvaluatorSpec]:
-    """The built-in declarations by id, from the family modules themselves: each module that may
-    declare evaluators is imported, and its classes register (what the index is built from).
+    """Build the built-in declarations by id from the family modules themselves.
+
+    Each module that may declare evaluators is imported, and its classes register (what the index
+    is built from).
     """
     global _BUILDING
     _BUILDING = True
@@ -117,11 +120,13 @@ def build_builtin_specs() -> dict[str, EvaluatorSpec]:
 
 
 def _is_builtin(cls: type[Evaluator], spec: EvaluatorSpec) -> bool:
-    """Whether registering ``cls`` with ``spec`` is a built-in evaluator registering itself: a
-    class of a family module declaring itself there, while that module is being imported. A class
-    a family module's factory makes later (a rating judge declared in a notebook or a test with
-    :func:`~nbeval.evaluators.judges.rating.rating_judge`) is the user's, like any registration:
-    counted as built-in, it would be kept in the index for later processes, which cannot build it.
+    """Tell whether registering ``cls`` with ``spec`` is a built-in evaluator registering itself.
+
+    That is a class of a family module declaring itself there, while that module is being
+    imported. A class a family module's factory makes later (a rating judge declared in a notebook
+    or a test with :func:`~nbeval.evaluators.judges.rating.rating_judge`) is the user's, like any
+    registration: counted as built-in, it would be kept in the index for later processes, which
+    cannot build it.
     """
     return is_family_module(cls.__module__) and spec.module == cls.__module__ and _being_imported(cls.__module__)
 
@@ -146,8 +151,10 @@ def _load_entry_points() -> None:
 
 
 def _scorer_class(obj: Any) -> type[Evaluator] | None:
-    """The evaluator class of ``obj`` when it is a scoring function (``@nbeval.scorer``): a
-    callable that is no class and carries its ``evaluator_class``; else ``None``.
+    """Give the evaluator class of ``obj`` when it is a scoring function (``@nbeval.scorer``).
+
+    A scoring function is a callable that is no class and carries its ``evaluator_class``; for
+    anything else the answer is ``None``.
     """
     if not callable(obj) or isinstance(obj, type):
         return None
@@ -160,13 +167,25 @@ def _is_scorer(obj: Any) -> bool:
 
 
 def catalogue() -> dict[str, EvaluatorSpec]:
-    """Every known evaluator's declaration by id: built-ins, then registered and plugin ones."""
+    """Give every known evaluator's declaration by id: built-ins, then registered and plugin ones.
+
+    Returns:
+        Each evaluator's id to its :class:`EvaluatorSpec`.
+    """
     _load_entry_points()
     return {**_builtin_specs(), **_LOADED, **_EXTRA_SPECS}
 
 
 def list_evaluators(family: str | None = None) -> list[EvaluatorSpec]:
-    """The declarations of the catalogue, only those of ``family`` when it is given."""
+    """List the declarations of the catalogue, only those of ``family`` when it is given.
+
+    Args:
+        family: The family to keep (``deterministic``, ``embedding``, ``judge``, ``ragas``,
+            ``model``, ...); ``None`` keeps every evaluator.
+
+    Returns:
+        The declarations, in catalogue order.
+    """
     return [s for s in catalogue().values() if family is None or s.family == family]
 
 
@@ -192,14 +211,29 @@ def register(id: str | None = None, *, spec: EvaluatorSpec | None = None) -> Cal
 
 
 def register(id: str | type[Evaluator] | None = None, *, spec: EvaluatorSpec | None = None) -> Any:
-    """Class decorator: register an :class:`Evaluator` under the id of the ``spec`` declared in
-    its class body (``@register``), the one way built-ins, plugins and notebooks declare an
-    evaluator. The spec's ``module`` is filled in from the class.
+    """Register an :class:`Evaluator` class under the id of its declaration (a class decorator).
+
+    ``@register`` registers the class under the id of the ``spec`` declared in its class body, the
+    one way built-ins, plugins and notebooks declare an evaluator. The spec's ``module`` is filled
+    in from the class.
 
     ``@register(spec=...)`` gives the declaration here instead (it becomes the class's ``spec``);
     ``@register("id")`` registers another implementation of the evaluator declared as ``id``.
     Registering an id again replaces the class (and declaration) until :func:`unregister` brings
     the earlier one back.
+
+    Args:
+        id: The class itself (``@register``), or the id of an evaluator already declared whose
+            implementation the class is (``@register("id")``), or ``None`` when ``spec`` is given.
+        spec: The declaration to register the class with (``@register(spec=...)``).
+
+    Returns:
+        The class, registered (``@register``); otherwise a decorator that registers the class it
+        is given and returns it.
+
+    Raises:
+        EvaluatorError: When the class declares no spec in its body, or when neither an id nor a
+            spec is given.
     """
     if isinstance(id, type):
         own = vars(id).get("spec")
@@ -296,13 +330,31 @@ def get_class(id: str) -> type[Evaluator]:
 
 
 def evaluator(id: str, **params: Any) -> Evaluator:
-    """A configured evaluator: ``nbeval.evaluator("rouge", threshold=0.5)``."""
+    """Make a configured evaluator: ``nbeval.evaluator("rouge", threshold=0.5)``.
+
+    A built-in's module is imported the first time it is constructed.
+
+    Args:
+        id: The evaluator's id (``nbeval evaluators`` lists them).
+        **params: Its parameters: the common ones (``threshold``, ``max_rows``, ``name``), its
+            family's (``judge``, ``embedder``) and its own.
+
+    Returns:
+        The evaluator, configured with ``params``.
+
+    Raises:
+        UnknownEvaluator: When no evaluator has that id.
+        MissingDependency: When the evaluator needs a package that is not installed.
+        EvaluatorError: When a parameter is unknown or its value is refused.
+    """
     return get_class(id)(**params)
 
 
 def resolve_evaluators(items: Any) -> list[Evaluator]:
-    """Evaluator objects from ids, ``"id1,id2"``, (id, params) pairs, dicts, configured objects or
-    functions decorated with ``@nbeval.scorer``.
+    """Make evaluator objects from the ways a user names them.
+
+    Those are ids, ``"id1,id2"``, (id, params) pairs, dicts, configured objects or functions
+    decorated with ``@nbeval.scorer``.
 
     Raises :class:`EvaluatorError` when none is left once empty names are dropped (``None``,
     ``""``, ``","``, ``[]``, ``[""]``): a run that scores nothing would pass any gate.

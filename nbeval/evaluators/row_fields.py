@@ -1,6 +1,6 @@
-"""The row fields an evaluator may read: the names a declaration's inputs and a scoring function's
-parameters are checked against, and the value a function receives for each.
+"""The row fields an evaluator may read, and the value a scoring function receives for each.
 
+They are the names a declaration's inputs and a scoring function's parameters are checked against.
 Checking the names where an evaluator is declared makes a typo (``actual_ouput``) an error at
 import, naming the bad input and the fields there are, instead of a run whose every row is skipped
 as missing that input.
@@ -51,8 +51,10 @@ def close_match_hint(name: str, known: Iterable[str]) -> str:
 
 
 def check_inputs(id: str, names: Iterable[str], what: str = "input") -> None:
-    """Raise :class:`EvaluatorError` when a name of ``names`` (the ``what`` of evaluator ``id``)
-    is not a row field, naming it, the closest field and every field there is.
+    """Raise :class:`EvaluatorError` when a name of ``names`` is not a row field.
+
+    The error names the bad name (the ``what`` of evaluator ``id``), the closest field and every
+    field there is.
     """
     for name in names:
         if name not in INPUT_FIELDS:
@@ -64,9 +66,10 @@ def check_inputs(id: str, names: Iterable[str], what: str = "input") -> None:
 
 
 def field_value(row: Row, name: str) -> Any:
-    """The value a scoring function receives for its parameter ``name`` (one of
-    :data:`FUNCTION_FIELDS`, or ``row``): the whole row for ``row``, the chunk texts for
-    ``context`` and ``expected_context``, the row's attribute otherwise.
+    """Give the value a scoring function receives for its parameter ``name``.
+
+    ``name`` is one of :data:`FUNCTION_FIELDS`, or ``row``: the value is the whole row for ``row``,
+    the chunk texts for ``context`` and ``expected_context``, the row's attribute otherwise.
     """
     if name == "row":
         return row

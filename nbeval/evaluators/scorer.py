@@ -82,10 +82,11 @@ def _configured(s: Scorer, params: dict[str, Any]) -> Evaluator:
 
 
 class ScoringFunction:
-    """A function read as an evaluator: the row fields it takes by parameter name, its
-    declaration, and what its return value means (:meth:`to_score`). Made by
-    :func:`scoring_function`; :class:`Scorer` (``@nbeval.scorer``) and ``pipeline(fn=...)`` score
-    through it.
+    """A function read as an evaluator.
+
+    It holds the row fields the function takes by parameter name, its declaration, and what its
+    return value means (:meth:`to_score`). Made by :func:`scoring_function`; :class:`Scorer`
+    (``@nbeval.scorer``) and ``pipeline(fn=...)`` score through it.
     """
 
     def __init__(self, fn: Callable[..., Any], spec: EvaluatorSpec, args: tuple[str, ...], label: str) -> None:
@@ -141,8 +142,9 @@ class ScoringFunction:
 
 
 class Scorer(ScoringFunction):
-    """A function decorated with :func:`scorer`: still callable as the function, and registered
-    as the evaluator :attr:`id`.
+    """A function decorated with :func:`scorer`.
+
+    It is still callable as the function, and registered as the evaluator :attr:`id`.
     """
 
     __wrapped__: Callable[..., Any]
@@ -155,6 +157,7 @@ class Scorer(ScoringFunction):
         )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the decorated function itself, as if it were not decorated."""
         return self.__wrapped__(*args, **kwargs)
 
     def __repr__(self) -> str:
@@ -215,13 +218,25 @@ def scorer(
 ) -> Scorer | Callable[[Callable[..., Any]], Scorer]:
     """Make a plain function an evaluator (see the module docstring), registered by its id.
 
-    ``name``: the id (default: the function's name). ``metrics``: the names (or
-    :class:`MetricSpec`) of the metrics the function reports by name, the first primary (default:
-    one metric named after the id). ``direction``, ``range`` and ``threshold`` describe the
-    metrics given by name (a threshold not given follows
-    :func:`~nbeval.evaluators.base.default_threshold`: 0.5 in [0, 1], else none). ``description``:
-    default, the docstring's first paragraph. Raises :class:`EvaluatorError` at decoration for a
-    parameter that is not a row field, or an id that is a built-in evaluator's.
+    Use it bare (``@nbeval.scorer``) or with keywords (``@nbeval.scorer(name=..., metrics=...)``).
+
+    Args:
+        fn: The function, when used bare; ``None`` when called with keywords, to get the decorator.
+        name: The id (default: the function's name).
+        metrics: The names (or :class:`MetricSpec`) of the metrics the function reports by name,
+            the first primary (default: one metric named after the id).
+        threshold: The threshold of the metrics given by name; not given, it follows
+            :func:`~nbeval.evaluators.base.default_threshold` (0.5 in [0, 1], else none).
+        direction: Whether higher or lower values of the metrics given by name are better.
+        range: The smallest and largest values of the metrics given by name.
+        description: What the evaluator checks (default: the docstring's first paragraph).
+
+    Returns:
+        The :class:`Scorer` when used bare; otherwise a decorator that makes one.
+
+    Raises:
+        EvaluatorError: At decoration, for a parameter that is not a row field, or an id that is a
+            built-in evaluator's.
     """
 
     def deco(f: Callable[..., Any]) -> Scorer:
@@ -310,7 +325,7 @@ def scoring_function(
 def _parameters(
     fn: Callable[..., Any], where: str, lenient: bool
 ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-    """The parameters passed, the required inputs and the optional ones of ``fn``."""
+    """Give the parameters passed, the required inputs and the optional ones of ``fn``."""
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):

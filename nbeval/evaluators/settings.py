@@ -22,8 +22,10 @@ ScoreMode = Literal["sampled", "expected"]
 
 @dataclass(frozen=True)
 class EvaluatorSettings:
-    """What the engine needs to know of one configured evaluator: its thresholds, its row limit,
-    the judge and embedder it brings of its own, and how its judge's ratings are read.
+    """What the engine needs to know of one configured evaluator.
+
+    That is its thresholds, its row limit, the judge and embedder it brings of its own, and how
+    its judge's ratings are read.
     """
 
     thresholds: Mapping[str, float | None]
@@ -47,8 +49,9 @@ class EvaluatorSettings:
         return (_settings, (dict(self.thresholds), self.max_rows, self.judge, self.embedder, self.score_mode))
 
     def own(self, resource: str) -> Any:
-        """The evaluator's own ``resource`` (``"judge"`` or ``"embedder"``), or ``None`` when it
-        uses the run's (or needs no such resource).
+        """Give the evaluator's own ``resource`` (``"judge"`` or ``"embedder"``).
+
+        It is ``None`` when the evaluator uses the run's (or needs no such resource).
         """
         if resource == "judge":
             return self.judge

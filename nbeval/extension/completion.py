@@ -32,8 +32,10 @@ def _evaluator_ids() -> list[str]:
 
 
 def _offer(hint: str | None, shell: Any, token: str) -> tuple[list[tuple[str, str]], bool]:
-    """What Tab offers for a value of the kind ``hint`` (an :class:`~nbeval.commands.base.Arg`'s
-    ``complete``), and whether file names fit there too.
+    """What Tab offers for a value of the kind ``hint``.
+
+    ``hint`` is an :class:`~nbeval.commands.base.Arg`'s ``complete``; also returns whether file
+    names fit there too.
     """
     if hint in ("evaluator", "evaluators"):  # after -e, a comma starts a new id: the token is the part after it
         return [(i, "evaluator") for i in _evaluator_ids() if i.startswith(token)], False
@@ -63,10 +65,12 @@ def _offer(hint: str | None, shell: Any, token: str) -> tuple[list[tuple[str, st
 
 
 def complete(shell: Any, line: str, token: str) -> tuple[list[tuple[str, str]], bool] | None:
-    """Completions of ``token`` (the word being typed) at the end of ``line`` (the line up to the
-    cursor), as ``(text, kind)`` pairs, and whether file names fit there too; ``None`` when
-    ``line`` is no ``%nbeval`` line. The subcommands, their options and what their values are
-    come from the command objects (:mod:`nbeval.commands`).
+    """The completions of ``token`` at the end of a ``%nbeval`` line.
+
+    ``token`` is the word being typed and ``line`` the line up to the cursor. Returns
+    ``(text, kind)`` pairs and whether file names fit there too; ``None`` when ``line`` is no
+    ``%nbeval`` line. The subcommands, their options and what their values are come from the command
+    objects (:mod:`nbeval.commands`).
     """
     from nbeval.commands import magic_command, magic_commands
 

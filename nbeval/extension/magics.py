@@ -23,8 +23,10 @@ __all__ = ["NbevalMagics", "subcommands", "usage"]
 
 
 def subcommands() -> dict[str, str]:
-    """``%nbeval``'s subcommands and what each does (the usage text and Tab completion read this):
-    every command of :func:`nbeval.commands.all_commands` that has a magic spelling.
+    """``%nbeval``'s subcommands and what each does.
+
+    Every command of :func:`nbeval.commands.all_commands` that has a magic spelling (the usage text
+    and Tab completion read this).
     """
     from nbeval.commands import magic_commands
 
@@ -50,8 +52,10 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def _one_line_errors(fn: _F) -> _F:
-    """Turn an nbeval error, an error of the file system about a path (a name too long, no
-    permission), or an interrupted run into a :class:`MagicError` (shown as one line).
+    """Show nbeval's errors, path errors and interruptions as a one-line :class:`MagicError`.
+
+    Turns an nbeval error, an error of the file system about a path (a name too long, no
+    permission), or an interrupted run into a :class:`MagicError`, shown as one line.
     """
 
     @functools.wraps(fn)
@@ -100,7 +104,7 @@ class NbevalMagics(Magics):
     @line_magic
     @_one_line_errors
     def nbeval(self, line: str) -> Any:
-        """Evaluate and look things up from a notebook: %nbeval SUBCOMMAND ... (the subcommands below)
+        """Evaluate and look things up from a notebook: %nbeval SUBCOMMAND ... (the subcommands below).
 
         %nbeval run DATA -e ID[,ID...] [options]   evaluate; shows the summary, binds _nbeval (-o NAME)
         %nbeval evaluators [TEXT]                  the catalogue as a searchable table
@@ -138,7 +142,7 @@ class NbevalMagics(Magics):
     @cell_magic
     @_one_line_errors
     def nbeval_suite(self, line: str, cell: str) -> None:
-        """A cell of test cases in YAML or JSON becomes a test suite: %%nbeval_suite [NAME]
+        """Turn a cell of test cases in YAML or JSON into a test suite: %%nbeval_suite [NAME].
 
         Each case is a mapping: prompt (or input), expected_output (or expected / answer),
         condition, categories, and any other test-case field (key, guidelines, ...). A whole suite

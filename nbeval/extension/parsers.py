@@ -63,22 +63,28 @@ def magic_parser(name: str) -> argparse.ArgumentParser:
 
 
 def run_parser() -> argparse.ArgumentParser:
-    """``%nbeval run``: ``nbeval run``'s arguments; DATA may also name a variable or ``demo``,
-    ``--out`` saves only when given, and ``-o NAME`` binds the result.
+    """The parser of ``%nbeval run``.
+
+    ``nbeval run``'s arguments; DATA may also name a variable or ``demo``, ``--out`` saves only when
+    given, and ``-o NAME`` binds the result.
     """
     return magic_parser("run")
 
 
 def perturb_parser() -> argparse.ArgumentParser:
-    """``%nbeval perturb``: ``nbeval perturb``'s arguments; the data may also name a variable or
-    ``demo``, ``--out`` writes only when given, and ``-o NAME`` binds the suite.
+    """The parser of ``%nbeval perturb``.
+
+    ``nbeval perturb``'s arguments; the data may also name a variable or ``demo``, ``--out`` writes
+    only when given, and ``-o NAME`` binds the suite.
     """
     return magic_parser("perturb")
 
 
 def generate_parser() -> argparse.ArgumentParser:
-    """``%nbeval generate``: ``nbeval generate``'s arguments; a document may also name a variable,
-    ``--out`` writes only when given, and ``-o NAME`` binds the suite.
+    """The parser of ``%nbeval generate``.
+
+    ``nbeval generate``'s arguments; a document may also name a variable, ``--out`` writes only when
+    given, and ``-o NAME`` binds the suite.
     """
     return magic_parser("generate")
 

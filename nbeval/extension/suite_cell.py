@@ -187,9 +187,10 @@ def _load_json(text: str) -> tuple[Any, list[int]]:
 
 
 def _cell_loader(text: str) -> yaml.SafeLoader:
-    """PyYAML's safe loader on ``text``, bounded as the module says: composing a node deeper than
-    :data:`MAX_DEPTH`, an alias inside the value it names, or aliases adding more than
-    :data:`MAX_ALIAS_NODES` values raises :class:`DataError` naming the line.
+    """PyYAML's safe loader on ``text``, bounded as the module says.
+
+    Composing a node deeper than :data:`MAX_DEPTH`, an alias inside the value it names, or aliases
+    adding more than :data:`MAX_ALIAS_NODES` values raises :class:`DataError` naming the line.
     """
     import yaml
 

@@ -1,6 +1,7 @@
-"""The :class:`Chat` request and its handler: each model's calls go to its chat client (made once
-per run and model, kept in the run's state), which bounds concurrency, retries and caches; each
-reply is handed on as it arrives.
+"""The :class:`Chat` request and its handler.
+
+Each model's calls go to its chat client (made once per run and model, kept in the run's state),
+which bounds concurrency, retries and caches; each reply is handed on as it arrives.
 
 With ``evaluate(..., batch=True)`` a round's calls go through the endpoints' Batch APIs instead.
 The engine drives evaluators in rounds (:func:`~nbeval.engine.drive.drive`): a round's requests
@@ -52,16 +53,20 @@ class Chat(Request):
 
 
 class ChatHandler(RequestHandler):
-    """Answers :class:`Chat`: each model's calls go to its chat client, and each reply is handed on
-    as it arrives (through the Batch APIs when the run's ``resources.batch`` says so).
+    """The handler that answers :class:`Chat` requests.
+
+    Each model's calls go to its chat client, and each reply is handed on as it arrives (through the
+    Batch APIs when the run's ``resources.batch`` says so).
     """
 
     kind = Chat
     streams = True
 
     def client(self, resources: Resources, model: Any = None) -> Any:
-        """The run's chat client for ``model`` (``None``: the run's judge), made on first use with
-        the run's settings as defaults for what the judge's own dict does not say.
+        """The run's chat client for ``model``.
+
+        ``None`` asks for the run's judge. Made on first use with the run's settings as defaults for
+        what the judge's own dict does not say.
         """
         spec = model if model is not None else resources.judge_spec
         key = model_key(spec)
@@ -169,7 +174,9 @@ def _new_client(resources: Resources, spec: Any) -> Any:
 
 
 def _arrival(rnd: Round, group: list[tuple[int, Any]]) -> Callable[[int, ChatResult], None]:
-    """Hand a group's ``j``-th chat result on to its place in the round: a failure as the row's
+    """A callback that hands a group's chat results on to their places in the round.
+
+    The returned function hands the group's ``j``-th result on: a failure as the row's
     :class:`ResourceError` (with its HTTP status), a cancelled call as :class:`RequestCancelled`.
     """
     from nbeval.chat.client import ChatFailure
@@ -195,7 +202,9 @@ _HANDLER = register_handler(ChatHandler())
 
 
 def chat_client(resources: Resources, model: Any = None) -> Any:
-    """The run's chat client for ``model`` (``None``: the run's judge), made on first use: raises
-    :class:`~nbeval.errors.JudgeNotConfigured` when no judge is configured (a plan checks early).
+    """The run's chat client for ``model``, made on first use.
+
+    ``None`` asks for the run's judge: raises :class:`~nbeval.errors.JudgeNotConfigured` when no
+    judge is configured (a plan checks early).
     """
     return _HANDLER.client(resources, model)

@@ -1,5 +1,6 @@
-"""The :class:`Classify` request and its handler: a local classifier's label scores, every
-distinct input of a round per model in one call.
+"""The :class:`Classify` request and its handler.
+
+A local classifier's label scores, every distinct input of a round per model in one call.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""The :class:`Embed` request and its handler: every distinct text of a round, per embedder,
-encoded once in the run (vectors are kept for the run's later rounds).
+"""The :class:`Embed` request and its handler.
+
+Every distinct text of a round, per embedder, is encoded once in the run (vectors are kept for the
+run's later rounds).
 """
 
 from __future__ import annotations
@@ -29,14 +31,18 @@ class Embed(Request):
 
 
 class EmbedHandler(RequestHandler):
-    """Answers :class:`Embed`: one encode call per embedder and round, for the texts the run has
-    not encoded yet (its state: vectors by embedder and text).
+    """The handler that answers :class:`Embed` requests.
+
+    One encode call per embedder and round, for the texts the run has not encoded yet (its state:
+    vectors by embedder and text).
     """
 
     kind = Embed
 
     def embedder(self, resources: Resources, model: Any = None) -> Any:
-        """The embedder for ``model`` (``None``: the run's): a name or path resolves to the shared
+        """The embedder for ``model``.
+
+        ``None`` asks for the run's. A name or path resolves to the shared
         :func:`~nbeval.resources.embedder.get_embedder` instance; a ready ``Embedder`` (or any
         object with ``encode``) is used as it is.
         """

@@ -22,4 +22,5 @@ class Gather(Request):
     for every pair's verdicts together). An empty gather is answered ``()``.
     """
 
+    #: The requests to ask together, in the order their answers come back in.
     requests: tuple[Request, ...]

@@ -1,6 +1,8 @@
-"""What the two local-model kinds share (:mod:`~nbeval.request_kinds.classify`,
-:mod:`~nbeval.request_kinds.token_logprobs`): every input of a round that goes to one local model,
-deduplicated, in one call (the runner batches them, sorted by length).
+"""What the two local-model request kinds share.
+
+In :mod:`~nbeval.request_kinds.classify` and :mod:`~nbeval.request_kinds.token_logprobs`, every
+input of a round that goes to one local model is deduplicated and sent in one call (the runner
+batches them, sorted by length).
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ __all__ = ["LocalModel", "LocalModelHandler"]
 
 
 class LocalModelHandler(RequestHandler):
-    """Answers a kind whose requests carry ``model`` (a :class:`LocalModel`) and inputs: a
-    subclass says which inputs a request has (:meth:`inputs`) and how a runner answers them
-    (:meth:`run`).
+    """The handler of a kind whose requests carry a local model and inputs.
+
+    The requests carry ``model`` (a :class:`LocalModel`) and inputs: a subclass says which inputs a
+    request has (:meth:`inputs`) and how a runner answers them (:meth:`run`).
     """
 
     def inputs(self, request: Any) -> Sequence[Any]:
@@ -30,8 +33,9 @@ class LocalModelHandler(RequestHandler):
         raise NotImplementedError
 
     def run(self, runner: Any, distinct: list[Any]) -> Callable[[Sequence[Any]], Any]:
-        """Ask ``runner`` about the round's ``distinct`` inputs at once; the result makes one
-        request's answer from its own inputs.
+        """Ask ``runner`` about the round's ``distinct`` inputs at once.
+
+        The result makes one request's answer from its own inputs.
         """
         raise NotImplementedError
 

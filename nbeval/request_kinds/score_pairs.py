@@ -1,5 +1,6 @@
-"""The :class:`ScorePairs` request and its handler: every distinct pair of a round, per
-cross-encoder, scored in one call.
+"""The :class:`ScorePairs` request and its handler.
+
+Every distinct pair of a round, per cross-encoder, is scored in one call.
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ class PairsHandler(RequestHandler):
     kind = ScorePairs
 
     def scorer(self, resources: Resources, model: str) -> Any:
-        """The shared :func:`~nbeval.resources.cross_encoder.get_cross_encoder` scorer for ``model``
-        on the run's device.
+        """The shared cross-encoder scorer for ``model`` on the run's device.
+
+        The one :func:`~nbeval.resources.cross_encoder.get_cross_encoder` gives.
         """
         from nbeval.resources.cross_encoder import get_cross_encoder
 

@@ -1,5 +1,7 @@
-"""The :class:`TokenLogProbs` request and its handler: a causal language model's log-probabilities
-of continuations, every distinct item of a round per model in one call.
+"""The :class:`TokenLogProbs` request and its handler.
+
+A causal language model's log-probabilities of continuations, every distinct item of a round per
+model in one call.
 """
 
 from __future__ import annotations

@@ -47,8 +47,10 @@ class BatchPlan:
 
     @classmethod
     def for_model(cls, model: Any) -> BatchPlan | None:
-        """The plan for a plain text encoder (a Transformer module with a fast tokenizer, no prompt,
-        no unpadded or chat-template inputs); ``None`` for anything else.
+        """The plan for ``model`` when it is a plain text encoder.
+
+        A plain text encoder is a Transformer module with a fast tokenizer, no prompt, no unpadded
+        or chat-template inputs; ``None`` for anything else.
         """
         try:
             first = model[0]
@@ -80,9 +82,10 @@ class BatchPlan:
             return None
 
     def agrees_with_model(self) -> bool:
-        """Whether this plan feeds the model exactly what sentence-transformers would, checked on a
-        probe batch (a short, an empty, an accented and an over-long text); it also learns the
-        non-tensor entries sentence-transformers passes along.
+        """Whether this plan feeds the model exactly what sentence-transformers would.
+
+        Checked on a probe batch (a short, an empty, an accented and an over-long text); it also
+        learns the non-tensor entries sentence-transformers passes along.
         """
         import torch
 
@@ -137,8 +140,10 @@ class BatchPlan:
         return out.cpu().numpy(), cut
 
     def _prepared(self, texts: list[str], batches: list[np.ndarray]) -> Iterator[tuple[dict[str, Any], list[bool]]]:
-        """Each batch's features, in order; with prefetching, the next batch is prepared in a
-        background thread (the Rust tokenizer releases the GIL) while the model runs.
+        """Each batch's features, in order.
+
+        With prefetching, the next batch is prepared in a background thread (the Rust tokenizer
+        releases the GIL) while the model runs.
         """
 
         def prepare(idx: np.ndarray) -> tuple[dict[str, Any], list[bool]]:

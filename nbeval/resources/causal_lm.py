@@ -67,8 +67,10 @@ class _Plan:
 
 
 def plan_windows(n: int, start: int, context: int, stride: int) -> tuple[tuple[tuple[int, int, int], ...], bool]:
-    """The windows that score positions ``start..n-1`` of an ``n``-token sequence, and whether
-    text before ``start`` is left out of the first one.
+    """The windows that score the positions of a sequence from ``start`` on.
+
+    They score positions ``start..n-1`` of an ``n``-token sequence; also returns whether text before
+    ``start`` is left out of the first one.
 
     Within the context, one window. A continuation that fits: one window ending at ``n`` (the
     prefix cut from the left). Otherwise windows ``[b, b + context)`` with ``b`` advancing by
@@ -315,8 +317,10 @@ def _leading_bos(tok: Any) -> list[int]:
 
 
 def _encode_all(tok: Any, texts: Sequence[str]) -> list[list[int]]:
-    """Each text's ids without special tokens, in one tokenizer call (an empty text has none; no
-    warning for texts longer than the model's limit: the windows deal with those).
+    """Each text's token ids without special tokens, in one tokenizer call.
+
+    An empty text has none; there is no warning for texts longer than the model's limit: the windows
+    deal with those.
     """
     nonempty = [t for t in texts if t]
     ids = iter(tok(nonempty, add_special_tokens=False, verbose=False)["input_ids"] if nonempty else [])

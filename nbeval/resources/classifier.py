@@ -171,8 +171,9 @@ class ClassifierRunner:
             return shared.loaded
 
     def _run(self, loaded: _Model, todo: list[_Input]) -> None:
-        """Score ``todo`` into the shared memory: texts and pairs are tokenised apart (a tokenizer
-        takes one or the other per call).
+        """Score ``todo`` into the shared memory.
+
+        Texts and pairs are tokenised apart (a tokenizer takes one or the other per call).
         """
         singles: list[_Input] = [x for x in todo if isinstance(x, str)]
         pairs: list[_Input] = [x for x in todo if not isinstance(x, str)]

@@ -82,8 +82,10 @@ class CrossEncoderScorer:
 
 
 def _cut_to_window(model: Any, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """``pairs`` with each text cut a little past the model's window (:mod:`.pair_cut`): the
-    scores are those of the whole pairs, in memory linear in the texts' length.
+    """``pairs`` with each text cut a little past the model's window.
+
+    See :mod:`.pair_cut`: the scores are those of the whole pairs, in memory linear in the texts'
+    length.
     """
     tokenizer = getattr(model, "tokenizer", None)
     window = getattr(model, "max_length", None) or getattr(tokenizer, "model_max_length", None)

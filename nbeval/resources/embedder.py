@@ -195,8 +195,10 @@ class Embedder:
 
     @property
     def batch_size(self) -> int:
-        """Texts per forward pass: the one asked for, else :func:`default_batch_size` for the device
-        the model runs on (known once it is loaded; before that, the device asked for).
+        """Texts per forward pass.
+
+        The one asked for, else :func:`default_batch_size` for the device the model runs on (known
+        once it is loaded; before that, the device asked for).
         """
         if self._batch_size is not None:
             return self._batch_size
@@ -357,9 +359,11 @@ class Embedder:
 
 
 def default_batch_size(device: str | None) -> int:
-    """Texts per forward pass when none is given: 256 on a GPU, where the forward pass of a larger
-    batch costs little more and fewer batches mean less overhead per text, 64 elsewhere, where a
-    larger batch only pads more (measured with ``benchmarks/embed_path.py``).
+    """Texts per forward pass when none is given.
+
+    256 on a GPU, where the forward pass of a larger batch costs little more and fewer batches mean
+    less overhead per text, 64 elsewhere, where a larger batch only pads more (measured with
+    ``benchmarks/embed_path.py``).
     """
     return 256 if device is not None and device.startswith("cuda") else 64
 

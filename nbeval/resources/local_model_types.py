@@ -1,7 +1,9 @@
-"""What a local model is and what it answers: the values shared by the local-model runners below
-(:mod:`nbeval.resources.classifier`, :mod:`nbeval.resources.causal_lm`) and the request kinds above
-that ask them (:mod:`nbeval.request_kinds.classify`, :mod:`nbeval.request_kinds.token_logprobs`,
-which re-export them for scoring code).
+"""What a local model is and what it answers.
+
+The values shared by the local-model runners below (:mod:`nbeval.resources.classifier`,
+:mod:`nbeval.resources.causal_lm`) and the request kinds above that ask them
+(:mod:`nbeval.request_kinds.classify`, :mod:`nbeval.request_kinds.token_logprobs`, which re-export
+them for scoring code).
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ __all__ = ["LabelScores", "LocalModel", "TokenScores"]
 
 @dataclass(frozen=True)
 class LocalModel:
-    """A local model that answers :class:`~nbeval.request_kinds.Classify` or
-    :class:`~nbeval.request_kinds.TokenLogProbs` requests. Loaded once per process, kind, name and
-    device (:func:`nbeval.resources.local_models.get_local_model`).
+    """A local model that answers classification or token log-probability requests.
+
+    It answers :class:`~nbeval.request_kinds.Classify` or
+    :class:`~nbeval.request_kinds.TokenLogProbs` requests, and is loaded once per process, kind,
+    name and device (:func:`nbeval.resources.local_models.get_local_model`).
     """
 
     name: str
@@ -33,8 +37,10 @@ class LocalModel:
 
 @dataclass(frozen=True)
 class LabelScores:
-    """A classifier's answer: ``scores[i, j]`` is input ``i``'s score for ``labels[j]`` (a
-    probability: softmax over the labels, or a sigmoid per label for a multi-label model).
+    """A classifier's answer: a score per input and label.
+
+    ``scores[i, j]`` is input ``i``'s score for ``labels[j]`` (a probability: softmax over the
+    labels, or a sigmoid per label for a multi-label model).
     """
 
     labels: tuple[str, ...]

@@ -1,6 +1,8 @@
-"""Local models that answer :class:`~nbeval.request_kinds.Classify` and
-:class:`~nbeval.request_kinds.TokenLogProbs` requests: loaded lazily, once per process, kind, name and
-device, and shared by every evaluator and run that names the same one.
+"""Local models that answer classification and token log-probability requests.
+
+They answer :class:`~nbeval.request_kinds.Classify` and :class:`~nbeval.request_kinds.TokenLogProbs`
+requests, are loaded lazily, once per process, kind, name and device, and are shared by every
+evaluator and run that names the same one.
 
 A runner has ``classify(inputs) -> LabelScores`` (classifiers, detoxify checkpoints) or
 ``logprobs(items) -> list[TokenScores]`` (causal language models), and may have

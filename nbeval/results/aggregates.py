@@ -70,8 +70,9 @@ PASSED_DTYPE = "boolean"
 
 
 def passes(value: float | None, threshold: float | None, higher: bool) -> bool | None:
-    """Whether ``value`` meets ``threshold`` in the metric's direction; ``None`` when either is
-    missing (a pass is then unknowable, neither pass nor fail).
+    """Tell whether ``value`` meets ``threshold`` in the metric's direction.
+
+    ``None`` when either is missing (a pass is then unknowable, neither pass nor fail).
     """
     if value is None or threshold is None or (isinstance(value, float) and math.isnan(value)):
         return None
@@ -111,9 +112,10 @@ def add_aggregate_rows(
     aggs: Mapping[str, Aggregate],
     n_rows: int,
 ) -> None:
-    """Append one model's aggregates of ``ev`` to ``rows`` (one per metric, in the spec's order;
-    a metric with no aggregate has no value and ``n`` 0 of ``n_rows``) and their details to
-    ``explanations[evaluator][model_key][metric]``.
+    """Append one model's aggregates of ``ev`` to ``rows`` and their details to ``explanations``.
+
+    One row per metric, in the spec's order; a metric with no aggregate has no value and ``n`` 0 of
+    ``n_rows``. The details go to ``explanations[evaluator][model_key][metric]``.
     """
     for m in ev.spec.metrics:
         a = aggs.get(m.name)
@@ -148,9 +150,11 @@ def aggregates_table(rows: list[list[Any]]) -> pd.DataFrame:
 
 
 def _jsonable(params: dict[str, Any]) -> dict[str, Any]:
-    """``params`` as JSON: a value JSON cannot hold becomes text that is the same in every session
-    (a function its ``module.qualname``, another object its ``repr`` without a memory address), so
-    a diff of two runs does not report an unchanged judge function as a changed parameter.
+    """Return ``params`` as JSON that is the same in every session.
+
+    A value JSON cannot hold becomes text that is the same in every session (a function its
+    ``module.qualname``, another object its ``repr`` without a memory address), so a diff of two
+    runs does not report an unchanged judge function as a changed parameter.
     """
     out = {}
     for k, v in params.items():
@@ -179,10 +183,11 @@ def run_record(
     cancelled: bool = False,
     run: Mapping[str, Any] | None = None,
 ) -> RunRecord:
-    """A new result's record (:class:`~nbeval.results.record.RunRecord`): this nbeval's version and
-    format, the duration, the usage totals, whether it was cancelled, the evaluators with their
-    parameters and (``run``, when given: :func:`nbeval.results.run_facts.run_facts`) what the run
-    measured and how.
+    """Build a new result's record (:class:`~nbeval.results.record.RunRecord`).
+
+    The record holds this nbeval's version and format, the duration, the usage totals, whether it
+    was cancelled, the evaluators with their parameters and (``run``, when given:
+    :func:`nbeval.results.run_facts.run_facts`) what the run measured and how.
     """
     return RunRecord(
         format_version=FORMAT_VERSION,

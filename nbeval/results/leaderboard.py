@@ -81,8 +81,10 @@ def leaderboard(
 
 
 def _with_ratings(result: EvaluationResult, evaluator: str, table: pd.DataFrame, level: float) -> bool:
-    """Add ``rating, rating_lo, rating_hi`` (the arena's, :meth:`EvaluationResult.arena`, with
-    ``level`` intervals) to the leaderboard of a head-to-head evaluator, in place; whether it is one.
+    """Add the arena's ratings to the leaderboard of a head-to-head evaluator, in place.
+
+    The columns ``rating, rating_lo, rating_hi`` are the arena's (:meth:`EvaluationResult.arena`,
+    with ``level`` intervals). Returns whether ``evaluator`` is a head-to-head one.
     """
     from nbeval.results.statistics.head_to_head import head_to_head_evaluators
 

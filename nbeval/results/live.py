@@ -213,8 +213,10 @@ class LiveResult:
             return result
 
     def final_tables(self) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
-        """The long table in a finished result's order (by evaluator, then dataset row), the
-        aggregates and the explanations: what :func:`nbeval.engine.finish` builds the result from.
+        """Return the long table, the aggregates and the explanations of the finished result.
+
+        The long table comes in a finished result's order (by evaluator, then dataset row): what
+        :func:`nbeval.engine.finish` builds the result from.
         """
         with self._lock:
             aggregates, explanations = self._aggregate_table()

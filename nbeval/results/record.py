@@ -243,8 +243,10 @@ class RunUsage:
 
     @classmethod
     def from_meta(cls, usage: Any, *, source: str = "result.meta", hint: str = _HINT) -> RunUsage:
-        """The totals of ``meta["usage"]``; a value that is not a number (or null) is a
-        :class:`~nbeval.errors.DataError` naming ``meta.usage.<key>``.
+        """Read the usage totals of ``meta["usage"]``.
+
+        A value that is not a number (or null) is a :class:`~nbeval.errors.DataError` naming
+        ``meta.usage.<key>``.
         """
         if not isinstance(usage, Mapping):
             raise _wrong(source, "usage", "an object of token and cost totals", usage, hint)
@@ -352,9 +354,11 @@ class RunRecord:
 
     @classmethod
     def from_meta(cls, meta: Any, *, source: str = "result.meta", hint: str = _HINT) -> RunRecord:
-        """The record of ``meta`` in any format nbeval has written (see the module); a part of the
-        wrong type is a :class:`~nbeval.errors.DataError` naming ``source`` and ``meta.<key>``
-        and ending with ``hint``. A newer format is read with a warning, its unknown keys kept.
+        """Read the record of ``meta`` in any format nbeval has written (see the module).
+
+        A part of the wrong type is a :class:`~nbeval.errors.DataError` naming ``source`` and
+        ``meta.<key>`` and ending with ``hint``. A newer format is read with a warning, its unknown
+        keys kept.
         """
         if meta is None:
             meta = {}
@@ -401,8 +405,9 @@ class RunRecord:
         )
 
     def to_meta(self) -> dict[str, Any]:
-        """``meta`` in the current format: what ``result.json`` holds and ``result.meta`` shows
-        (a part not recorded is left out; ``duration_s`` and ``usage`` are always there).
+        """Return ``meta`` in the current format: what ``result.json`` holds and ``result.meta`` shows.
+
+        A part not recorded is left out; ``duration_s`` and ``usage`` are always there.
         """
         out: dict[str, Any] = {}
         if self.nbeval_version is not None:
@@ -421,8 +426,10 @@ class RunRecord:
         return out
 
     def summary(self) -> dict[str, Any]:
-        """The run's duration, whether it was cancelled, its usage and nbeval's version, as JSON
-        (what the evaluation service reports of a run).
+        """Return the run's duration, cancellation, usage and nbeval's version as JSON.
+
+        That is the duration, whether the run was cancelled, its usage and nbeval's version: what
+        the evaluation service reports of a run.
         """
         return {
             "duration_s": self.duration_s,
@@ -433,8 +440,10 @@ class RunRecord:
 
     @property
     def folder_format(self) -> int:
-        """The format of the folder the record was saved in: 1 when not recorded (the first nbeval
-        wrote it always, so a folder without it is older still, or made by hand).
+        """The format of the folder the record was saved in.
+
+        1 when not recorded (the first nbeval wrote it always, so a folder without it is older
+        still, or made by hand).
         """
         return 1 if self.format_version is None else self.format_version
 
@@ -443,8 +452,10 @@ class RunRecord:
         return next((e for e in self.evaluators or () if e.name == name), None)
 
     def labelled(self, label: str | None, fingerprint: str | None) -> RunRecord:
-        """This record with its run called ``label``; a record without run facts gets facts that
-        know only ``fingerprint`` (the dataset's) and the label, every other fact ``None``.
+        """Return this record with its run called ``label``.
+
+        A record without run facts gets facts that know only ``fingerprint`` (the dataset's) and the
+        label, every other fact ``None``.
         """
         facts = self.run or RunFacts(dataset_fingerprint=fingerprint, judge=None, embedder=None, prompts=None)
         return replace(self, run=replace(facts, label=label))
@@ -455,10 +466,11 @@ class RunRecord:
 
 
 def saved_record(meta: Any, *, source: str, hint: str) -> RunRecord:
-    """The record of ``meta`` as ``result.json`` holds it, checked as :func:`nbeval.load_result`
-    checks it: a format this nbeval can read (not newer), run facts with exactly their keys in the
-    shapes nbeval writes (:func:`check_run_facts`), every other part of
-    its type; anything else is a :class:`~nbeval.errors.DataError` naming ``source`` and the field.
+    """Read the record of ``meta`` as ``result.json`` holds it, checked as :func:`nbeval.load_result` checks it.
+
+    It must be a format this nbeval can read (not newer), with run facts of exactly their keys in
+    the shapes nbeval writes (:func:`check_run_facts`) and every other part of its type; anything
+    else is a :class:`~nbeval.errors.DataError` naming ``source`` and the field.
     """
     from nbeval._version import __version__
 
@@ -482,9 +494,11 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 def check_run_facts(run: Any, source: str, hint: str) -> None:
-    """Raise :class:`~nbeval.errors.DataError` (naming ``source`` and ``meta.run.<key>``, ending
-    with ``hint``) unless ``run`` has exactly the keys of :data:`RUN_FACT_KEYS`, each of the
-    shape nbeval writes (or ``None``).
+    """Check that ``run`` holds exactly the run facts, each of the shape nbeval writes.
+
+    Raise :class:`~nbeval.errors.DataError` (naming ``source`` and ``meta.run.<key>``, ending with
+    ``hint``) unless ``run`` has exactly the keys of :data:`RUN_FACT_KEYS`, each of the shape nbeval
+    writes (or ``None``).
     """
 
     def wrong(key: str, should: str, value: Any) -> DataError:

@@ -50,7 +50,24 @@ __all__ = [
 
 
 class EvaluationResult:
-    """The outcome of one run. Build it with :func:`nbeval.evaluate`; reload it with :func:`nbeval.load_result`."""
+    """The outcome of one run, as a long table of scores and the tables derived from it.
+
+    Build it with :func:`nbeval.evaluate`; reload it with :func:`nbeval.load_result`.
+
+    Args:
+        scores: The long table, one row per (dataset row, evaluator, metric) (see
+            :data:`SCORE_COLUMNS`).
+        aggregates: Per model, evaluator and metric: value, rows measured ``n`` of ``N``, pass/fail.
+        metrics: What each reported metric is: direction, range, threshold used, primary.
+        dataset: The rows that were evaluated (prompts, answers, contexts).
+        meta: Run facts as JSON, as ``result.json`` holds them; ``None`` for none. Not used when
+            ``record`` is given.
+        explanations: Per evaluator and model: structured explanations (e.g. a confusion matrix);
+            ``None`` for none.
+        model_labels: Model key to a readable name (from a lab's models), where known; ``None`` for
+            none.
+        record: The run facts typed; when given, ``result.meta`` is its JSON form instead of ``meta``.
+    """
 
     def __init__(
         self,
@@ -85,9 +102,10 @@ class EvaluationResult:
 
     @property
     def record(self) -> RunRecord:
-        """The run facts typed (:class:`~nbeval.results.record.RunRecord`), read from :attr:`meta`
-        (in any format nbeval has written); assigning a record sets :attr:`meta` to its JSON form.
-        :class:`~nbeval.errors.DataError` names a part of :attr:`meta` of the wrong type.
+        """The run facts typed (:class:`~nbeval.results.record.RunRecord`), read from :attr:`meta`.
+
+        They are read in any format nbeval has written; assigning a record sets :attr:`meta` to its JSON
+        form. :class:`~nbeval.errors.DataError` names a part of :attr:`meta` of the wrong type.
         """
         return RunRecord.from_meta(self.meta)
 
@@ -109,8 +127,23 @@ class EvaluationResult:
         usage: dict[str, Any] | None = None,
         cancelled: bool = False,
     ) -> EvaluationResult:
-        """The result of a run: the tables built from each row's ``outcomes`` of ``evaluators`` over ``dataset``,
-        with the lab, duration, usage and whether the run was cancelled as its facts.
+        """Build the result of a run from each dataset row's outcomes.
+
+        The tables are built from each row's ``outcomes`` of ``evaluators`` over ``dataset``, with the lab,
+        duration, usage and whether the run was cancelled as its facts.
+
+        Args:
+            outcomes: What each evaluator gave for each dataset row (its score, or none when the row was
+                skipped).
+            evaluators: The evaluators that ran; they aggregate their scores and declare the metrics.
+            dataset: The rows that were evaluated.
+            lab: The lab whose models give the readable model labels; ``None`` when there is none.
+            duration_s: How long the run took, in seconds, when known.
+            usage: The run's usage totals (tokens, calls, cost), when known.
+            cancelled: Whether the run was cancelled before it finished.
+
+        Returns:
+            The result: its long table, aggregates and metrics, and the run's record.
         """
         grouped: dict[tuple[str, str], tuple[list[Any], list[Any]]] = {}
         counts: dict[tuple[str, str], int] = {}
@@ -145,7 +178,11 @@ class EvaluationResult:
     # -- views ----------------------------------------------------------------------------
 
     def to_pandas(self) -> pd.DataFrame:
-        """The long table: one row per dataset row × evaluator × metric."""
+        """The long table: one row per dataset row × evaluator × metric.
+
+        Returns:
+            A copy of :attr:`scores`, so a change to it leaves the result as it was.
+        """
         return self.scores.copy()
 
     @property
@@ -159,20 +196,41 @@ class EvaluationResult:
         return list(dict.fromkeys(self.metrics["evaluator"]))
 
     def label(self, model_key: str) -> str:
-        """A model's readable name."""
+        """A model's readable name.
+
+        Args:
+            model_key: The model's key in the result.
+
+        Returns:
+            Its label in :attr:`model_labels`, or ``model_key`` itself when it has none.
+        """
         return self.model_labels.get(model_key, model_key)
 
     def check_evaluator(self, evaluator: str) -> None:
-        """Raise :class:`~nbeval.errors.NotFound` (a ``KeyError``) naming the evaluators this result
-        has when ``evaluator`` is not one.
+        """Check that this result has the evaluator ``evaluator``.
+
+        Args:
+            evaluator: The evaluator's name.
+
+        Raises:
+            NotFound: When ``evaluator`` is not one of this result's evaluators (the message names those it
+                has); :class:`~nbeval.errors.NotFound` is a ``KeyError``.
         """
         if evaluator not in self.evaluators:
             msg = f"no evaluator '{evaluator}' in this result; it has {self.evaluators}"
             raise NotFound(msg)
 
     def primary_metric(self, evaluator: str) -> str:
-        """The name of ``evaluator``'s primary metric; raises :class:`~nbeval.errors.NotFound` when the evaluator is
-        not in the result or has none.
+        """The name of ``evaluator``'s primary metric.
+
+        Args:
+            evaluator: The evaluator's name in the result.
+
+        Returns:
+            The primary metric's name.
+
+        Raises:
+            NotFound: When the evaluator is not in the result or has no primary metric.
         """
         m = self.metrics[(self.metrics["evaluator"] == evaluator) & self.metrics["primary"]]
         if m.empty:
@@ -191,15 +249,36 @@ class EvaluationResult:
         each metric is followed by ``<metric>_lo`` and ``<metric>_hi``, the ends of its 95%
         interval; ``attrs["ci"]`` names the method of each column (see
         :func:`nbeval.results.leaderboard.leaderboard`).
+
+        Args:
+            evaluator: The evaluator whose metrics to show; ``None`` shows every evaluator's.
+            metric: The metric to sort the models by; ``None`` sorts by the primary metric.
+            ci: The confidence level of an interval for each metric (e.g. ``0.95``); ``None`` for no
+                intervals.
+
+        Returns:
+            The leaderboard, indexed by model key, best first.
         """
         from nbeval.results.leaderboard import leaderboard
 
         return leaderboard(self, evaluator=evaluator, metric=metric, ci=ci)
 
     def compare(self, model_a: str, model_b: str, evaluator: str | None = None, *, alpha: float = 0.05) -> pd.DataFrame:
-        """Whether ``model_a`` and ``model_b`` really differ: one row per evaluator and metric,
-        paired on test cases, with the mean difference, its 95% interval, a paired test and
-        Holm-adjusted p-values (see :func:`nbeval.results.statistics.compare.compare`).
+        """Tell whether ``model_a`` and ``model_b`` really differ, metric by metric.
+
+        One row per evaluator and metric, paired on test cases, with the mean difference, its 95%
+        interval, a paired test and Holm-adjusted p-values (see
+        :func:`nbeval.results.statistics.compare.compare`).
+
+        Args:
+            model_a: The key of the first model.
+            model_b: The key of the model it is compared with.
+            evaluator: The evaluator whose metrics to compare; ``None`` compares every evaluator's.
+            alpha: The significance level of the Holm-adjusted tests.
+
+        Returns:
+            The comparisons, one row per evaluator and metric; ``attrs["alpha"]`` holds ``alpha`` and
+            ``attrs["family"]`` the family of the Holm adjustment in words.
         """
         from nbeval.results.statistics.compare import compare
 
@@ -208,10 +287,26 @@ class EvaluationResult:
     def arena(
         self, evaluator: str = "pairwise", *, level: float = 0.95, n_boot: int = 1000, seed: int = 0
     ) -> pd.DataFrame:
-        """Arena ratings from head-to-head verdicts, one row per model, best first: ``model_key,
-        rating, rating_lo, rating_hi, wins, losses, ties, n, win_rate``. Bradley-Terry strengths
-        with the judge's first-slot preference fitted and removed, on the Elo scale (1000 is the
-        mean model), with bootstrap intervals over test cases (see :mod:`nbeval.results.statistics.arena`).
+        """Arena ratings from head-to-head verdicts, one row per model, best first.
+
+        The columns are ``model_key, rating, rating_lo, rating_hi, wins, losses, ties, n, win_rate``.
+        Bradley-Terry strengths with the judge's first-slot preference fitted and removed, on the Elo
+        scale (1000 is the mean model), with bootstrap intervals over test cases (see
+        :mod:`nbeval.results.statistics.arena`).
+
+        Args:
+            evaluator: The head-to-head evaluator whose verdicts to fit (``pairwise`` by default).
+            level: The confidence level of the intervals.
+            n_boot: How many bootstrap resamples of test cases the intervals are computed from (0: no
+                intervals).
+            seed: The seed of the bootstrap's draws.
+
+        Returns:
+            The arena table, one row per model, best first.
+
+        Raises:
+            NotFound: When the result has no evaluator ``evaluator``.
+            BadParameter: When ``evaluator`` filed no head-to-head verdicts.
         """
         from nbeval.results.statistics.head_to_head import arena_fit
 
@@ -220,10 +315,25 @@ class EvaluationResult:
     def head_to_head(
         self, evaluator: str = "pairwise", *, level: float = 0.95, n_boot: int = 1000, seed: int = 0
     ) -> pd.DataFrame:
-        """One row per pair of models compared: ``model_a, model_b, p_a_beats_b, lo, hi, wins_a,
-        wins_b, ties, inconsistent, n``; ``p_a_beats_b`` is the fitted chance that ``model_a``'s
-        answer is preferred with no slot preference, ``inconsistent`` the cases whose two orders
-        disagree.
+        """One row per pair of models compared, with the chance that one's answer is preferred.
+
+        The columns are ``model_a, model_b, p_a_beats_b, lo, hi, wins_a, wins_b, ties, inconsistent, n``;
+        ``p_a_beats_b`` is the fitted chance that ``model_a``'s answer is preferred with no slot
+        preference, ``inconsistent`` the cases whose two orders disagree.
+
+        Args:
+            evaluator: The head-to-head evaluator whose verdicts to fit (``pairwise`` by default).
+            level: The confidence level of the interval ``lo`` to ``hi``.
+            n_boot: How many bootstrap resamples of test cases the intervals are computed from (0: no
+                intervals).
+            seed: The seed of the bootstrap's draws.
+
+        Returns:
+            The head-to-head table, one row per pair of models compared.
+
+        Raises:
+            NotFound: When the result has no evaluator ``evaluator``.
+            BadParameter: When ``evaluator`` filed no head-to-head verdicts.
         """
         from nbeval.results.statistics.head_to_head import arena_fit
 
@@ -232,9 +342,25 @@ class EvaluationResult:
     def position_bias(
         self, evaluator: str = "pairwise", *, level: float = 0.95, n_boot: int = 1000, seed: int = 0
     ) -> pd.DataFrame:
-        """How much each judge favours the answer shown first: ``judge, first_slot_rate, beta,
-        beta_lo, beta_hi, consistency, n`` (``beta`` > 0: the first slot is preferred; 0: no
-        preference; ``consistency``: the share of pairs whose two orders agree).
+        """How much each judge favours the answer shown first.
+
+        The columns are ``judge, first_slot_rate, beta, beta_lo, beta_hi, consistency, n`` (``beta`` > 0:
+        the first slot is preferred; 0: no preference; ``consistency``: the share of pairs whose two
+        orders agree).
+
+        Args:
+            evaluator: The head-to-head evaluator whose verdicts to fit (``pairwise`` by default).
+            level: The confidence level of the interval ``beta_lo`` to ``beta_hi``.
+            n_boot: How many bootstrap resamples of test cases the intervals are computed from (0: no
+                intervals).
+            seed: The seed of the bootstrap's draws.
+
+        Returns:
+            One row per judge.
+
+        Raises:
+            NotFound: When the result has no evaluator ``evaluator``.
+            BadParameter: When ``evaluator`` filed no head-to-head verdicts.
         """
         from nbeval.results.statistics.head_to_head import arena_fit
 
@@ -242,8 +368,9 @@ class EvaluationResult:
 
     @property
     def labels(self) -> pd.DataFrame:
-        """Human labels of judge verdicts: ``key, model_key, evaluator, label`` (see
-        :mod:`nbeval.results.storage.labels`); empty when there are none.
+        """Human labels of judge verdicts: ``key, model_key, evaluator, label``.
+
+        See :mod:`nbeval.results.storage.labels`; the table is empty when there are none.
         """
         from nbeval.results.storage.labels import empty_labels
 
@@ -253,46 +380,83 @@ class EvaluationResult:
     def set_labels(self, labels: Any) -> None:
         """Add human labels, replacing those of the same (key, model_key, evaluator).
 
-        ``labels``: a DataFrame or list of dicts with ``key, model_key, evaluator, label``, or the path of a CSV file
-        with those columns. A label for a test case, model or evaluator the result does not have raises
+        A label for a test case, model or evaluator the result does not have raises
         :class:`~nbeval.errors.DataError` naming the row and field, and no label is changed.
+
+        Args:
+            labels: A DataFrame or list of dicts with ``key, model_key, evaluator, label``, or the path of
+                a CSV file with those columns.
+
+        Raises:
+            DataError: When a label is for a test case, model or evaluator the result does not have (no
+                label is changed then).
         """
         from nbeval.results.storage.labels import merge_labels, read_labels
 
         self._labels = merge_labels(self.labels, read_labels(labels, self))
 
     def agreement(self, evaluator: str) -> Any:
-        """How well ``evaluator``'s verdicts agree with the human labels: a
-        :class:`~nbeval.results.statistics.agreement.JudgeAgreement` (Cohen's kappa, raw agreement, the
-        confusion matrix and, for a score, the ROC curve and the threshold that best matches).
+        """Measure how well ``evaluator``'s verdicts agree with the human labels.
+
+        Args:
+            evaluator: The evaluator's name in the result.
+
+        Returns:
+            A :class:`~nbeval.results.statistics.agreement.JudgeAgreement`: Cohen's kappa, raw agreement,
+            the confusion matrix and, for a score, the ROC curve and the threshold that best matches.
         """
         from nbeval.results.statistics.agreement import agreement
 
         return agreement(self, evaluator)
 
     def label_queue(self, evaluator: Any) -> pd.DataFrame:
-        """``evaluator``'s rows that no person has labelled yet, the ones the judge is least sure of
-        first (jurors disagreeing, a value near the threshold, head-to-head orders disagreeing,
-        unrated rows): ``key, model_key, value, label, uncertainty, why`` (see
-        :mod:`nbeval.results.statistics.label_queue`).
+        """List ``evaluator``'s rows that no person has labelled yet, the ones the judge is least sure of first.
+
+        The judge is least sure where jurors disagree, a value is near the threshold, head-to-head orders
+        disagree, or a row is unrated (see :mod:`nbeval.results.statistics.label_queue`).
+
+        Args:
+            evaluator: The evaluator's name in the result, or the evaluator object.
+
+        Returns:
+            The rows to label, most uncertain first: ``key, model_key, value, label, uncertainty, why``.
         """
         from nbeval.results.statistics.label_queue import label_queue
 
         return label_queue(self, evaluator)
 
     def jury_agreement(self, evaluator: str, *, metric: str | None = None, n_boot: int = 1000, seed: int = 0) -> Any:
-        """How far the jurors of ``evaluator`` (run with ``judge=[...]``) agree with each other: a
-        :class:`~nbeval.results.statistics.jury_agreement.JuryAgreement` with Krippendorff's α (nominal for
-        verdicts, interval for scores) and its bootstrap interval, Fleiss' κ and Cohen's κ per pair
-        of jurors. ``jury_values(evaluator)`` is the table it is measured on.
+        """Measure how far the jurors of ``evaluator`` (run with ``judge=[...]``) agree with each other.
+
+        ``jury_values(evaluator)`` is the table it is measured on.
+
+        Args:
+            evaluator: The evaluator's name in the result; it must have been run with a jury.
+            metric: The metric to measure agreement on; ``None`` for the evaluator's primary metric.
+            n_boot: How many bootstrap resamples the interval of α is computed from.
+            seed: The seed of the bootstrap's draws.
+
+        Returns:
+            A :class:`~nbeval.results.statistics.jury_agreement.JuryAgreement` with Krippendorff's α
+            (nominal for verdicts, interval for scores) and its bootstrap interval, Fleiss' κ and Cohen's
+            κ per pair of jurors.
         """
         from nbeval.results.statistics.jury_table import jury_agreement
 
         return jury_agreement(self, evaluator, metric=metric, n_boot=n_boot, seed=seed)
 
     def jury_values(self, evaluator: str, metric: str | None = None) -> pd.DataFrame:
-        """Each juror's value of ``metric`` (the primary by default) per row, and each row's
-        ``disagreement`` between jurors (sort by it to read the contested cases first).
+        """Each juror's value of ``metric`` per row, and each row's disagreement between jurors.
+
+        Sort by ``disagreement`` to read the contested cases first.
+
+        Args:
+            evaluator: The evaluator's name in the result; it must have been run with a jury.
+            metric: The metric whose values to show; ``None`` for the evaluator's primary metric.
+
+        Returns:
+            One row per row the jury scored: ``key``, ``model_key``, one column per juror and
+            ``disagreement``.
         """
         from nbeval.results.statistics.jury_table import jury_values
 
@@ -300,10 +464,12 @@ class EvaluationResult:
 
     @property
     def problems(self) -> pd.DataFrame:
-        """Problems, one row each: models and evaluators that measured nothing (``unmeasured``),
-        rows whose call or scoring failed (``errored``), threshold breaches per model and primary
-        metric (``threshold``), rows that could not be rated (``unrated``) and perturbation flips
-        (``perturbation_flip``); see :func:`nbeval.results.reporting.problems.problems`.
+        """Problems, one row each, of every kind the result can show.
+
+        Models and evaluators that measured nothing (``unmeasured``), rows whose call or scoring failed
+        (``errored``), threshold breaches per model and primary metric (``threshold``), rows that could
+        not be rated (``unrated``) and perturbation flips (``perturbation_flip``); see
+        :func:`nbeval.results.reporting.problems.problems`.
         """
         from nbeval.results.reporting.problems import problems
 
@@ -317,26 +483,44 @@ class EvaluationResult:
         return insights(self)
 
     def robustness(self, evaluator: str | None = None, metric: str | None = None) -> pd.DataFrame:
-        """Flip rates of perturbed test cases against their originals, one row per evaluator,
-        metric, model, perturbator and intensity, worst first.
+        """Flip rates of perturbed test cases against their originals, worst first.
 
-        Columns: ``n`` (pairs with both values known), ``flips`` (threshold crossings either way),
-        ``flips_down`` (original passed, perturbed case failed), ``flip_rate`` (``flips / n``) and
-        ``mean_delta`` (mean change, signed so that negative is worse). ``metric`` defaults to each
-        evaluator's primary metric. See :mod:`nbeval.results.statistics.robustness`.
+        One row per evaluator, metric, model, perturbator and intensity. Columns: ``n`` (pairs with both
+        values known), ``flips`` (threshold crossings either way), ``flips_down`` (original passed,
+        perturbed case failed), ``flip_rate`` (``flips / n``) and ``mean_delta`` (mean change, signed so
+        that negative is worse). See :mod:`nbeval.results.statistics.robustness`.
+
+        Args:
+            evaluator: The evaluator to show; ``None`` shows every evaluator.
+            metric: The metric to measure flips on; ``None`` for each evaluator's primary metric.
+
+        Returns:
+            The flip rates, worst first.
         """
         from nbeval.results.statistics.robustness import robustness
 
         return robustness(self, evaluator=evaluator, metric=metric)
 
     def cases(self) -> pd.DataFrame:
-        """The dataset rows (prompt, expected, answer, context) by key and model."""
+        """The dataset rows (prompt, expected, answer, context) by key and model.
+
+        Returns:
+            The dataset as a DataFrame, one row per test case and model.
+        """
         return self.dataset.to_pandas()
 
     def summary(self, brief: bool = False) -> str:
-        """A plain-text summary whose lines fit 100 columns: a leaderboard per evaluator (every
-        metric, 95% intervals), whether each lead is real, and the problems. With ``brief``: one
-        table of every evaluator's primary metric by model, and the problems counted by kind.
+        """A plain-text summary whose lines fit 100 columns.
+
+        It shows a leaderboard per evaluator (every metric, 95% intervals), whether each lead is real,
+        and the problems.
+
+        Args:
+            brief: Show instead one table of every evaluator's primary metric by model, and the problems
+                counted by kind.
+
+        Returns:
+            The summary, lines separated by newlines.
         """
         from nbeval.results.reporting.text import brief_text, summary_text
 
@@ -362,9 +546,10 @@ class EvaluationResult:
     # -- persistence ----------------------------------------------------------------------
 
     def save(self, folder: str | Path, *, label: str | None = None, scores_format: str = "parquet") -> Path:
-        """Write the result to ``folder`` (created): the :data:`RESULT_FILES`, which
-        :func:`nbeval.load_result` reads back. Other files in ``folder`` are left alone (a long table
-        of the other format too: ``result.json`` says which one belongs to the result).
+        """Write the result to ``folder`` (created) as the files :func:`nbeval.load_result` reads back.
+
+        The files are the :data:`RESULT_FILES`. Other files in ``folder`` are left alone (a long table of
+        the other format too: ``result.json`` says which one belongs to the result).
 
         The long table goes to ``scores.parquet`` and the dataset to ``dataset.parquet``
         (columnar, compressed, written in chunks; pyarrow reads them, and so do pandas, Polars,
@@ -387,28 +572,53 @@ class EvaluationResult:
         (``None`` keeps the label the result has). Text of at most
         :data:`~nbeval.results.storage.limits.MAX_LABEL_CHARS` characters; anything else raises before
         anything is written. :func:`nbeval.runs` lists the runs saved in a folder.
+
+        Args:
+            folder: The folder to write the result to; it is created when missing.
+            label: The run's label, kept in its run facts; ``None`` keeps the label the result has.
+            scores_format: ``"parquet"`` (the default) or ``"jsonl"``: the format of the long table and
+                the dataset.
+
+        Returns:
+            ``folder``, as a :class:`~pathlib.Path`.
+
+        Raises:
+            DataError: When the result cannot go where ``folder`` says, or a human label is longer than
+                :data:`~nbeval.results.storage.limits.MAX_LABEL_CHARS`; nothing is written then.
+            BadParameter: When ``scores_format`` is neither ``"parquet"`` nor ``"jsonl"``, or ``label``
+                is text too long to name a run.
+            BadArgumentType: When ``label`` is not text.
         """
         from nbeval.results.storage.saving import save_result
 
         return save_result(self, folder, scores_format=scores_format, label=label)
 
     def to_jsonl(self, path: str | Path) -> None:
-        """The long table as JSON lines (one object per score, floats exact), written aside and
-        renamed over ``path``: the format of ``scores.jsonl``, for tools that read no Parquet.
+        """Write the long table as JSON lines, one object per score, floats exact.
+
+        It is written aside and renamed over ``path``: the format of ``scores.jsonl``, for tools that
+        read no Parquet.
+
+        Args:
+            path: The file to write.
         """
         from nbeval.results.storage.saving import write_records
 
         write_aside(path, lambda tmp: write_records(tmp, self.scores))
 
     def to_csv(self, path: str | Path | Any) -> None:
-        """The long table as CSV, written aside and renamed over ``path`` (a failed write keeps
-        the previous file); ``path`` may also be an open text file.
+        """Write the long table as CSV.
+
+        It is written aside and renamed over ``path`` (a failed write keeps the previous file).
 
         Text cells that begin with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return get an
         apostrophe ``'`` in front, so a spreadsheet shows them as text instead of running them as
         formulas (CSV injection; see :mod:`nbeval.data.csvsafe`, whose ``csv_unsafe`` removes
         it). Numbers, negative ones included, are written as numbers. Lines end with CRLF (as
         RFC 4180 has it), so a cell holding a line break or a carriage return is quoted whole.
+
+        Args:
+            path: The file to write, or an open text file (written in place).
         """
         from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
@@ -422,9 +632,16 @@ class EvaluationResult:
         write_aside(path, lambda tmp: table.to_csv(tmp, index=False, lineterminator="\r\n"))
 
     def to_html(self, path: str | Path | None = None) -> str:
-        """A static, self-contained HTML report; written to ``path`` when given (aside first, then
-        renamed over it, so a failed write keeps the previous report). Its size is bounded: see
-        :mod:`nbeval.results.reporting.report`.
+        """A static, self-contained HTML report, bounded in size.
+
+        Its size is bounded: see :mod:`nbeval.results.reporting.report`.
+
+        Args:
+            path: Where to write the report (aside first, then renamed over it, so a failed write keeps
+                the previous report); ``None`` writes nothing.
+
+        Returns:
+            The report's HTML.
         """
         from nbeval.results.reporting.report import report_html
 

@@ -1,5 +1,7 @@
-"""What a run measured and how: the facts a result keeps in ``meta["run"]``, so that saved runs
-can be listed (:func:`nbeval.results.runs.registry.runs`), charted over time and compared.
+"""What a run measured and how: the facts a result keeps in ``meta["run"]``.
+
+With them saved runs can be listed (:func:`nbeval.results.runs.registry.runs`), charted over time
+and compared.
 
 ``meta["run"]`` holds exactly these keys (:data:`RUN_FACT_KEYS`); each is ``None`` where it is
 not known (a result not made by a run, saved with a label):
@@ -71,8 +73,10 @@ def run_start() -> dict[str, Any]:
 
 
 def git_state() -> dict[str, Any]:
-    """``{"git_commit": ..., "git_dirty": ...}`` of the git work tree holding the working directory
-    (both ``None`` outside one, without git, or when git fails or takes too long).
+    """Return the commit of the git work tree holding the working directory, and whether it is dirty.
+
+    As ``{"git_commit": ..., "git_dirty": ...}``; both ``None`` outside a work tree, without git, or
+    when git fails or takes too long.
     """
     commit = _git("rev-parse", "--verify", "--quiet", "HEAD")
     if commit is None or not _COMMIT.fullmatch(commit):
@@ -119,8 +123,10 @@ def run_facts(
 
 
 def unknown_run_facts(dataset: LlmDataset) -> dict[str, Any]:
-    """``meta["run"]`` of a result no run recorded facts for: only the dataset's fingerprint is known
-    (:meth:`RunRecord.labelled <nbeval.results.record.RunRecord.labelled>` makes the same).
+    """Return ``meta["run"]`` of a result no run recorded facts for.
+
+    Only the dataset's fingerprint is known (:meth:`RunRecord.labelled
+    <nbeval.results.record.RunRecord.labelled>` makes the same).
     """
     from nbeval.results.storage.fingerprint import dataset_fingerprint
 
@@ -189,9 +195,11 @@ def _prompts(evaluators: Sequence[Evaluator]) -> dict[str, str]:
 
 
 def check_label(label: Any) -> str:
-    """``label`` if it can name a run: text of at most :data:`MAX_LABEL_CHARS` characters, all of
-    which UTF-8 can hold; else :class:`~nbeval.errors.BadArgumentType` or
-    :class:`~nbeval.errors.BadParameter` saying what to give.
+    """Return ``label`` if it can name a run.
+
+    It can when it is text of at most :data:`MAX_LABEL_CHARS` characters, all of which UTF-8 can
+    hold; else :class:`~nbeval.errors.BadArgumentType` or :class:`~nbeval.errors.BadParameter` says
+    what to give.
     """
     if not isinstance(label, str):
         msg = f"a run's label must be text, got {type(label).__name__}; pass label='...'"
@@ -208,8 +216,9 @@ def check_label(label: Any) -> str:
 
 
 def with_label(meta: Mapping[str, Any], label: str, dataset: LlmDataset) -> dict[str, Any]:
-    """``meta`` in the current format, its run facts carrying ``label`` (facts that know only the
-    dataset's fingerprint when ``meta`` has none).
+    """Return ``meta`` in the current format, its run facts carrying ``label``.
+
+    When ``meta`` has no run facts, they are facts that know only the dataset's fingerprint.
     """
     from nbeval.results.storage.fingerprint import dataset_fingerprint
 

@@ -144,8 +144,10 @@ def _text(values: Any) -> Any:
 
 
 def typed_scores(columns: Mapping[str, Any] | pd.DataFrame, *, keep_order: bool = False) -> pd.DataFrame:
-    """The long table from columns (lists, arrays or a DataFrame) with the dtypes every path shares
-    (see the module's docstring). ``keep_order`` keeps the hidden :data:`ORDER_COLUMNS`.
+    """Build the long table from columns, with the dtypes every path shares.
+
+    The columns are lists, arrays or a DataFrame (see the module's docstring for the dtypes).
+    ``keep_order`` keeps the hidden :data:`ORDER_COLUMNS`.
     """
     import numpy as np
     import pandas as pd
@@ -178,10 +180,11 @@ def typed_scores(columns: Mapping[str, Any] | pd.DataFrame, *, keep_order: bool 
 
 
 def append_typed(first: pd.DataFrame, then: pd.DataFrame) -> pd.DataFrame:
-    """Two typed long tables one after the other, typed as :func:`typed_scores` types the whole:
-    the key columns' categories are the sorted union of both; a text column is text where either
-    holds some (``None`` becomes missing text), all ``None`` where neither does. Codes, numbers
-    and text are concatenated, not converted from Python objects again.
+    """Append one typed long table to another, typed as :func:`typed_scores` types the whole.
+
+    The key columns' categories are the sorted union of both; a text column is text where either
+    holds some (``None`` becomes missing text), all ``None`` where neither does. Codes, numbers and
+    text are concatenated, not converted from Python objects again.
     """
     import numpy as np
     import pandas as pd

@@ -1,5 +1,7 @@
-"""Request kinds and their handlers: each kind of request brings, registered once, the code that
-answers a round of them in batch, stands in for an answer in a dry run and counts usage.
+"""Request kinds and their handlers.
+
+Each kind of request brings, registered once, the code that answers a round of them in batch, stands
+in for an answer in a dry run and counts usage.
 
 A new kind (log-probabilities from an API, a provider's batch mode) is ONE module: a request class
 (a frozen dataclass deriving from :class:`Request`), a :class:`RequestHandler` for it that makes
@@ -41,8 +43,9 @@ REFUSED_STATUSES = frozenset({401, 403, 404})
 
 
 def refused(value: Any) -> bool:
-    """Whether an answer's ``value`` is a judge call the endpoint refused (:data:`REFUSED_STATUSES`):
-    asking it anything more is pointless.
+    """Whether an answer's ``value`` is a judge call the endpoint refused.
+
+    See :data:`REFUSED_STATUSES`: asking it anything more is pointless.
     """
     return isinstance(value, ResourceError) and value.status in REFUSED_STATUSES
 
@@ -53,9 +56,10 @@ def model_key(model: Any) -> Any:
 
 
 class Request:
-    """What every request kind derives from, so scoring code can say it yields requests
-    (``Generator[Request, Any, Score]``) and the set of kinds stays open: any registered class
-    is answered, whether or not it derives from this one.
+    """The base every request kind derives from.
+
+    Scoring code can say it yields requests (``Generator[Request, Any, Score]``) and the set of
+    kinds stays open: any registered class is answered, whether or not it derives from this one.
     """
 
     __slots__ = ()
@@ -72,8 +76,9 @@ class Answer:
 
 
 class RequestCancelled(ResourceError):
-    """The answer to a request the run was cancelled before sending: the engine reports its row
-    as ``cancelled``, not as an error.
+    """The answer to a request the run was cancelled before sending.
+
+    The engine reports its row as ``cancelled``, not as an error.
     """
 
 
@@ -105,8 +110,10 @@ class RequestHandler:
     batch is handed on once every batch handler of the round is done."""
 
     def answer(self, resources: Resources, items: list[tuple[int, Any]], rnd: Round) -> None:
-        """Answer ``items`` (position in the round, request): set ``rnd.answers[i]`` for each, a
-        :class:`ResourceError` for a request that failed. Group and deduplicate as the kind allows.
+        """Answer ``items``, each a position in the round and a request.
+
+        Set ``rnd.answers[i]`` for each, a :class:`ResourceError` for a request that failed. Group
+        and deduplicate as the kind allows.
         """
         raise NotImplementedError
 

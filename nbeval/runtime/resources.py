@@ -1,5 +1,7 @@
-"""Resources: one run's shared settings and the state its request handlers keep, and the dispatch
-of a round's requests to the handler of each kind (:mod:`nbeval.runtime.handlers`).
+"""Resources: one run's shared settings and handler state, and the dispatch of its requests.
+
+The state is what the run's request handlers keep; a round's requests go to the handler of each
+kind (:mod:`nbeval.runtime.handlers`).
 
 Resources know no request kind: each kind's handler makes what it needs (a chat client, an
 embedder, a loaded model) from the settings here and keeps it in :meth:`Resources.state`.
@@ -22,8 +24,10 @@ __all__ = ["Resources"]
 
 
 class Resources:
-    """One run's settings for the things its requests need, and the per-kind state its handlers
-    keep (clients, models, memos), made lazily.
+    """One run's settings and its request handlers' state.
+
+    The settings for the things its requests need, and the per-kind state its handlers keep
+    (clients, models, memos), made lazily.
 
     ``chat_slots(concurrency)``, when given, makes the context manager each chat client takes a
     slot from before a call (a Dask worker passes a cluster-wide semaphore); by default each client
@@ -64,9 +68,11 @@ class Resources:
 
     @classmethod
     def from_options(cls, options: RunOptions, **extra: Any) -> Self:
-        """The resources a run configured by ``options`` (a :class:`~nbeval.options.RunOptions`)
-        shares: its embedder, judge, device, cache, concurrency, timeout, attempts and prices;
-        ``extra`` adds or replaces constructor keywords (``batch=``, ``chat_slots=``, a subclass's own).
+        """The resources a run configured by ``options`` shares.
+
+        ``options`` is a :class:`~nbeval.options.RunOptions`; the resources hold its embedder,
+        judge, device, cache, concurrency, timeout, attempts and prices. ``extra`` adds or replaces
+        constructor keywords (``batch=``, ``chat_slots=``, a subclass's own).
         """
         from nbeval.options import RESOURCE_OPTIONS
 
@@ -75,8 +81,10 @@ class Resources:
         return cls(**{**keywords, **extra})
 
     def state(self, kind: Any) -> dict[Any, Any]:
-        """The run's store for request kind ``kind`` (its class): a dict its handler keeps what it
-        made in (clients by model, vectors by text), empty at first and kept for the run.
+        """The run's store for request kind ``kind``.
+
+        ``kind`` is the request's class; the store is a dict its handler keeps what it made in
+        (clients by model, vectors by text), empty at first and kept for the run.
         """
         with self.lock:
             return self._state.setdefault(kind, {})

@@ -314,8 +314,10 @@ def create_app(  # noqa: C901
             None, ge=1, le=max(page_scores, 1), description=f"records of scores (default {page_scores})"
         ),
     ) -> Any:
-        """A job's status and progress (``done`` of ``total`` scores); its result once finished:
-        ``leaderboards`` and a page of ``scores`` (``scores_page.next`` is the next page).
+        """A job's status and progress, and its result once finished.
+
+        Progress is ``done`` of ``total`` scores; the result is the ``leaderboards`` and a page of
+        ``scores`` (``scores_page.next`` is the next page).
         """
         found = _job_or_404(job_id)
         return shown(found, offset, limit) if isinstance(found, Job) else found
@@ -345,8 +347,10 @@ def create_app(  # noqa: C901
 
     @api.post(DBGPT_PATH, tags=["DB-GPT"])
     async def dbgpt_evaluation(req: DbgptRequest) -> JSONResponse:
-        """DB-GPT's evaluation request (``scene_key``, ``scene_value``, ``context``,
-        ``evaluate_metrics``, ``datasets``), answered in DB-GPT's envelope.
+        """Answer DB-GPT's evaluation request in DB-GPT's envelope.
+
+        The request holds ``scene_key``, ``scene_value``, ``context``, ``evaluate_metrics`` and
+        ``datasets``.
         """
         try:
             errors = request_errors(

@@ -1,6 +1,8 @@
-"""What a request to nbeval's own API may hold, and how it is read: JSON parsed strictly
-(:func:`strict_json`: no ``NaN`` or ``Infinity``), the request bodies as pydantic models, and the
-refusals (422) a request's evaluators earn under :mod:`nbeval.serve.policy`, each naming the field.
+"""What a request to nbeval's own API may hold, and how it is read.
+
+JSON is parsed strictly (:func:`strict_json`: no ``NaN`` or ``Infinity``), the request bodies are
+pydantic models, and the refusals (422) a request's evaluators earn under :mod:`nbeval.serve.policy`
+each name the field.
 """
 
 from __future__ import annotations
@@ -36,8 +38,10 @@ def _no_constant(name: str) -> Any:
 
 
 def strict_json(body: bytes) -> Any:
-    """``body`` parsed as JSON proper: ``NaN``, ``Infinity`` and ``-Infinity`` (which Python's
-    parser takes) raise :class:`json.JSONDecodeError`, as any other syntax error.
+    """``body`` parsed as JSON proper.
+
+    ``NaN``, ``Infinity`` and ``-Infinity`` (which Python's parser takes) raise
+    :class:`json.JSONDecodeError`, as any other syntax error.
     """
     text = body.decode("utf-8") if isinstance(body, bytes) else body
     try:
@@ -59,8 +63,10 @@ class _StrictJSONRequest(Request):
 
 
 class StrictJSONRoute(APIRoute):
-    """A route whose JSON body is parsed strictly (:func:`strict_json`): ``NaN`` or ``Infinity``
-    in a request is refused with 422, like any other invalid JSON.
+    """A route whose JSON body is parsed strictly.
+
+    With :func:`strict_json`: ``NaN`` or ``Infinity`` in a request is refused with 422, like any
+    other invalid JSON.
     """
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
@@ -132,7 +138,10 @@ class EvaluationRequest(BaseModel):
         return self
 
     def evaluator_specs(self) -> list[Any]:
-        """The requested evaluators as :func:`nbeval.evaluate` takes them: an id, or a dict of an id and its parameters."""
+        """The requested evaluators as :func:`nbeval.evaluate` takes them.
+
+        Each is an id, or a dict of an id and its parameters.
+        """
         return [e if isinstance(e, str) else {"id": e.id, **e.params} for e in self.evaluators]
 
 
@@ -154,8 +163,9 @@ def refused(field: str, message: str) -> JSONResponse:
 def request_errors(
     specs: list[Any], *, max_tokens: int, has_embedder: bool, allow_models: bool
 ) -> list[tuple[str, str]]:
-    """What a request's evaluators may not do (:mod:`nbeval.serve.policy`), as ``(field, message)``;
-    ``specs`` are ids or ``(id, params)`` pairs.
+    """What a request's evaluators may not do, as ``(field, message)`` pairs.
+
+    Under :mod:`nbeval.serve.policy`; ``specs`` are ids or ``(id, params)`` pairs.
     """
     from nbeval.evaluators.registry import get_spec
 

@@ -59,8 +59,10 @@ def planned_judge_calls(
 
 
 def check_judge_calls(planned: Iterable[tuple[Evaluator, list[Row]]], max_calls: int) -> None:
-    """Raise :class:`~nbeval.errors.DataError` when the rows ``planned`` per evaluator would make
-    more than ``max_calls`` judge calls; the message gives the count per evaluator.
+    """Refuse a request whose planned rows would make too many judge calls.
+
+    Raises :class:`~nbeval.errors.DataError` when the rows ``planned`` per evaluator would make more
+    than ``max_calls`` judge calls; the message gives the count per evaluator.
     """
     # counting on to twice the limit tells a request just over it from one far over, at bounded cost
     counts = planned_judge_calls(planned, stop_after=2 * max_calls)
@@ -80,9 +82,11 @@ def check_judge_calls(planned: Iterable[tuple[Evaluator, list[Row]]], max_calls:
 
 
 class BoundedResources(Resources):
-    """A run's :class:`~nbeval.runtime.Resources` that answer at most ``max_calls`` chat requests
-    (judge calls, cached ones included, as the plan counts them); each one past it is answered
-    with a :class:`~nbeval.errors.ResourceError` saying the request's budget is spent.
+    """A run's resources that answer at most ``max_calls`` chat requests.
+
+    These :class:`~nbeval.runtime.Resources` count chat requests (judge calls, cached ones included,
+    as the plan counts them); each one past ``max_calls`` is answered with a
+    :class:`~nbeval.errors.ResourceError` saying the request's budget is spent.
     """
 
     def __init__(self, max_calls: int, **options: Any) -> None:
@@ -99,6 +103,13 @@ class BoundedResources(Resources):
         on_answer: Callable[[int, Answer], None] | None = None,
         cancel: Callable[[], bool] | None = None,
     ) -> list[Answer]:
+        """Answer ``requests`` as a run's resources do, within the budget of chat requests.
+
+        Chat requests are let through while fewer than ``max_calls`` have been; each one past
+        it is answered, without being asked, with a :class:`~nbeval.errors.ResourceError` saying the
+        request's budget is spent (given to ``on_answer`` too). The answers come in the order of
+        ``requests``.
+        """
         from nbeval.request_kinds import Chat
 
         allowed: list[int] = []

@@ -64,9 +64,11 @@ def raise_open_file_limit() -> int:
 
 
 def connection_bounds(limit_concurrency: int, open_files: int) -> tuple[int, int, int]:
-    """``(limit, cap, backlog)`` for a process that may open ``open_files`` files: connections
-    past ``limit`` push out those waiting for a request head (or get 503); past ``cap`` a new one
-    is closed at once; ``backlog`` is the listen backlog (also what one pass of the accept loop takes).
+    """The connection bounds for a process that may open ``open_files`` files.
+
+    ``(limit, cap, backlog)``: connections past ``limit`` push out those waiting for a request head
+    (or get 503); past ``cap`` a new one is closed at once; ``backlog`` is the listen backlog (also
+    what one pass of the accept loop takes).
     """
     backlog = max(16, min(128, open_files // 16))
     cap = open_files - RESERVE_FDS - 4 * backlog
@@ -80,8 +82,10 @@ def connection_bounds(limit_concurrency: int, open_files: int) -> tuple[int, int
 
 
 def deadline_protocol(header_timeout: float, body_timeout: float, limit: int, cap: int) -> type:
-    """uvicorn's h11 protocol with the service's connection cap and its head and body deadlines
-    (see the module's description). Each call makes a class with its own register of connections.
+    """uvicorn's h11 protocol with the service's connection cap and deadlines.
+
+    The cap and the head and body deadlines are described in the module's description. Each call
+    makes a class with its own register of connections.
     """
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol

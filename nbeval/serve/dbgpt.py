@@ -140,8 +140,10 @@ def _texts(chunks: list[dict[str, str]] | None) -> list[str]:
 
 
 def _expected_texts(doc_name: str | None, ans: AppAnswer, known: list[dict[str, str]] | None) -> list[str]:
-    """The texts of the expected document's chunks: from the documents function (``known``), else
-    those of the chunks retrieved for the item that come from it.
+    """The texts of the expected document's chunks.
+
+    From the documents function (``known``), else those of the chunks retrieved for the item that
+    come from it.
     """
     if not doc_name:
         return []
@@ -177,9 +179,10 @@ def prepare_dbgpt(
     app: CallableApp | EndpointApp | None,
     documents: Callable[..., Any] | None = None,
 ) -> DbgptRun:
-    """Call the retriever for every item (for ``app`` scenes the application too; for ``recall``
-    scenes with a ``documents`` function, that for every ``doc_name``) and build the records and
-    evaluators to run. Blocks while they answer.
+    """Ask the hooks about every item and build the records and evaluators to run.
+
+    Calls the retriever for every item (for ``app`` scenes the application too; for ``recall``
+    scenes with a ``documents`` function, that for every ``doc_name``). Blocks while they answer.
     """
     top_k = req.context.top_k
     if req.scene_key == "recall" and retriever is None:
@@ -250,8 +253,10 @@ def dbgpt_evaluators(req: DbgptRequest) -> list[str]:
 
 
 def _lookup_documents(req: DbgptRequest, documents: Callable[..., Any]) -> list[list[dict[str, str]] | str | None]:
-    """Per item, its document's chunks from ``documents`` (each document asked once), the error
-    text when the call failed, or ``None`` for an item without a ``doc_name``.
+    """Each item's document chunks, from ``documents``.
+
+    Each document is asked once; an item gets the error text when the call failed, or ``None`` when
+    it has no ``doc_name``.
     """
     found: dict[str, list[dict[str, str]] | str] = {}
     for name in dict.fromkeys(item.doc_name for item in req.datasets if item.doc_name):
@@ -263,8 +268,10 @@ def _lookup_documents(req: DbgptRequest, documents: Callable[..., Any]) -> list[
 
 
 def dbgpt_data(req: DbgptRequest, run: DbgptRun, payload: dict[str, Any]) -> list[list[dict[str, Any]]]:
-    """DB-GPT's ``data`` from the evaluation's payload (:func:`~nbeval.serve.payload.result_payload`):
-    per dataset item, one entry per requested metric.
+    """DB-GPT's ``data`` from the evaluation's payload.
+
+    Built from :func:`~nbeval.serve.payload.result_payload`: per dataset item, one entry per
+    requested metric.
     """
     found = {(s["key"], s["evaluator"], s["metric"]): s for s in payload["scores"]}
     recall = req.scene_key == "recall"

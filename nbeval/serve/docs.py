@@ -108,8 +108,10 @@ def _no_store(response: Response, csp: str) -> Response:
 
 
 def add_docs(api: FastAPI, *, token: str | None) -> None:
-    """Add the docs pages, their files and the sign-in to ``api`` (built with ``docs_url=None``
-    and ``redoc_url=None``); ``token`` is the service's (``None``: no sign-in).
+    """Add the docs pages, their files and the sign-in to ``api``.
+
+    ``api`` is built with ``docs_url=None`` and ``redoc_url=None``; ``token`` is the service's
+    (``None``: no sign-in).
     """
     api.mount(STATIC_PATH, StaticFiles(directory=_static_dir()), name="docs-static")
     title = api.title

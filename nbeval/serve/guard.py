@@ -80,8 +80,9 @@ def is_loopback(host: str) -> bool:
 
 
 def loopback_host(host: bytes | None) -> bool:
-    """Whether a ``Host`` header names this machine: ``localhost``, a ``127.0.0.0/8`` address or
-    ``[::1]``, with or without a port.
+    """Whether a ``Host`` header names this machine.
+
+    ``localhost``, a ``127.0.0.0/8`` address or ``[::1]``, with or without a port.
     """
     if not host:
         return False
@@ -101,8 +102,10 @@ def loopback_host(host: bytes | None) -> bool:
 
 
 def cookie_value(token: str) -> str:
-    """The docs cookie's value for ``token``: an HMAC of a fixed label under it, so the cookie
-    opens this service's routes but is not the token itself.
+    """The docs cookie's value for ``token``.
+
+    An HMAC of a fixed label under it, so the cookie opens this service's routes but is not the
+    token itself.
     """
     return hmac.new(token.encode(), b"nbeval docs sign-in", hashlib.sha256).hexdigest()
 
@@ -127,8 +130,10 @@ def _cookie(scope: _Scope, wanted: str) -> bytes | None:
 
 
 def secure_channel(scope: _Scope) -> bool:
-    """Whether the request came over https or from this machine (a loopback client address):
-    where the docs' sign-in takes a token and its cookie counts.
+    """Whether the request came over https or from this machine.
+
+    From this machine: a loopback client address. That is where the docs' sign-in takes a token and
+    its cookie counts.
     """
     if scope.get("scheme") == "https":
         return True
@@ -158,9 +163,11 @@ async def _reply(send: _Send, status: int, body: dict[str, Any], headers: tuple[
 
 
 class Guard:
-    """ASGI middleware: refuse requests without ``Authorization: Bearer <token>`` or the docs'
-    cookie (401, with ``WWW-Authenticate: Bearer``) unless ``token`` is ``None`` (authentication
-    off), and bodies over ``max_body_bytes`` (413).
+    """ASGI middleware that checks the token and the size of request bodies.
+
+    Refuses requests without ``Authorization: Bearer <token>`` or the docs' cookie (401, with
+    ``WWW-Authenticate: Bearer``) unless ``token`` is ``None`` (authentication off), and bodies over
+    ``max_body_bytes`` (413).
     """
 
     def __init__(self, app: _ASGIApp, *, token: str | None, max_body_bytes: int) -> None:
@@ -193,6 +200,16 @@ class Guard:
         return "cookie" if self._signed_in(scope) else None
 
     async def __call__(self, scope: _Scope, receive: _Receive, send: _Send) -> None:
+        """Check an ASGI connection, then pass it on to the wrapped app or refuse it.
+
+        A websocket needs the bearer token (else it is closed, code 1008); other scopes than HTTP
+        pass as they are. Without a token, only HTTP requests whose ``Host`` header names this
+        machine are answered (421 otherwise). A route that is neither open nor the docs' sign-in
+        needs the bearer token or the docs' cookie (401); the cookie counts for a method that
+        changes state only on requests from the service's own pages (403). A body over
+        ``max_body_bytes`` is refused (413); otherwise the app gets the request with its body read
+        whole (nothing, when the client went away first).
+        """
         if scope["type"] == "websocket":
             if not self._authorized(scope):  # no token: nothing is authenticated
                 await send({"type": "websocket.close", "code": 1008})

@@ -1,6 +1,8 @@
-"""What the service calls on the user's behalf: a retriever (``recall`` scenes), a documents
-function (the chunks of a named document) and an application (``app`` scenes), plugged in as
-Python callables, ``module:function`` names or entry points.
+"""What the service calls on the user's behalf.
+
+A retriever (``recall`` scenes), a documents function (the chunks of a named document) and an
+application (``app`` scenes), plugged in as Python callables, ``module:function`` names or entry
+points.
 
 A retriever is called as ``retriever(query, top_k)`` (plus ``scene_value=`` when it takes a
 parameter of that name, e.g. to pick a knowledge space) and returns chunks, best first: texts, or
@@ -47,8 +49,10 @@ APP_GROUP = "nbeval.apps"
 
 
 def load_callable(spec: str, group: str, what: str) -> Callable[..., Any]:
-    """The callable ``spec`` names: ``package.module:function`` (dots after the colon reach
-    attributes), or the name of an entry point in ``group``. ``what`` names it in errors.
+    """The callable ``spec`` names.
+
+    ``package.module:function`` (dots after the colon reach attributes), or the name of an entry
+    point in ``group``. ``what`` names it in errors.
     """
     if ":" in spec:
         module_name, _, attr = spec.partition(":")
@@ -131,8 +135,9 @@ def retrieve(
 def document_chunks(
     documents: Callable[..., Any], doc_name: str, scene_value: str | None = None
 ) -> list[dict[str, str]]:
-    """Call the documents function for ``doc_name``: the document's chunks, each with its ``doc_uri``
-    set to ``doc_name`` when the function does not name one.
+    """Call the documents function for ``doc_name`` and return the document's chunks.
+
+    Each chunk has its ``doc_uri`` set to ``doc_name`` when the function does not name one.
     """
     out = normalize_chunks(_call(documents, (doc_name,), {"scene_value": scene_value}), "the documents function")
     return [{**c, "doc_uri": c.get("doc_uri", doc_name)} for c in out]
@@ -184,8 +189,10 @@ class CallableApp:
         model: str | None = None,
         scene_value: str | None = None,
     ) -> list[AppAnswer]:
-        """Ask the function each of ``queries`` (with its ``contexts`` entry, and ``top_k``, ``prompt``, ``model``
-        and ``scene_value`` where it takes them), ``workers`` at a time; one answer per query, in order, with its
+        """Ask the function each of ``queries``, ``workers`` at a time.
+
+        Each query goes with its ``contexts`` entry, and ``top_k``, ``prompt``, ``model`` and
+        ``scene_value`` where the function takes them; one answer per query, in order, with its
         latency.
         """
         import time
@@ -241,8 +248,10 @@ class EndpointApp:
         model: str | None = None,
         scene_value: str | None = None,
     ) -> list[AppAnswer]:
-        """Ask the OpenAI-compatible endpoint each of ``queries`` (its ``contexts`` entry put into the prompt); one
-        answer per query, in order, a failed call's answer carrying the error.
+        """Ask the OpenAI-compatible endpoint each of ``queries``.
+
+        Its ``contexts`` entry is put into the prompt; one answer per query, in order, a failed
+        call's answer carrying the error.
         """
         from nbeval.chat.client import ChatClient, ChatFailure
         from nbeval.chat.openai_chat import OpenAIChat

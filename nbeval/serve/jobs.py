@@ -167,9 +167,11 @@ class Job:
         limit: int | None = None,
         with_result: bool = True,
     ) -> dict[str, Any]:
-        """The job as the API shows it; ``scores`` (the page given, from ``offset``) and
-        ``leaderboards`` are ``None`` until it has a result. ``scores_page`` says where the page
-        lies and the ``next`` one (``None`` after the last).
+        """The job as the API shows it.
+
+        ``scores`` (the page given, from ``offset``) and ``leaderboards`` are ``None`` until it has
+        a result. ``scores_page`` says where the page lies and the ``next`` one (``None`` after the
+        last).
         """
         shown = with_result and self.has_result
         page = None
@@ -200,7 +202,9 @@ class Job:
 
 
 class JobStore:
-    """Jobs by id, run by ``workers`` threads, kept under ``data_dir``; at most ``keep`` finished
+    """The service's jobs: queued, run by worker threads and kept on disk.
+
+    Jobs by id, run by ``workers`` threads, kept under ``data_dir``; at most ``keep`` finished
     jobs and ``keep_bytes`` of result folders are kept (the oldest are forgotten first), and at
     most ``max_queued`` jobs wait for a worker (their requests on disk, not in memory).
     ``resources`` makes each run's shared resources (judge, embedder, cache), so runs never
@@ -286,8 +290,10 @@ class JobStore:
             )
 
     def _saved_whole(self, job: Job) -> bool:
-        """Whether the job's whole result was saved before the service stopped (it died between
-        saving the result and recording the status): the job is then finished, as it was.
+        """Whether the job's whole result was saved before the service stopped.
+
+        The service died between saving the result and recording the status: the job is then
+        finished, as it was.
         """
         folder = self.result_folder(job.id)
         if not (folder / "result.json").is_file():
@@ -343,9 +349,11 @@ class JobStore:
         return partial.with_name(partial.name + ".tmp"), partial.with_name(partial.name + ".old")
 
     def _save_partial(self, job: Job, state: RunState) -> None:
-        """Save what ``state`` has scored so far as the job's partial result (kept if the
-        service dies before the job ends). The previous one is moved aside, not deleted, until
-        the new one is in place: whenever the service dies, one whole partial result is left.
+        """Save what ``state`` has scored so far as the job's partial result.
+
+        It is kept if the service dies before the job ends. The previous one is moved aside, not
+        deleted, until the new one is in place: whenever the service dies, one whole partial result
+        is left.
         """
         partial = self._partial_folder(job.id)
         tmp, old = self._partial_spares(job.id)
@@ -387,10 +395,11 @@ class JobStore:
     def start(
         self, data: Any, evaluators: Any, *, max_scores: int | None = None, max_judge_calls: int | None = None
     ) -> Job:
-        """Plan a run of ``evaluators`` on ``data`` and queue it; raises what planning raises
-        (:class:`~nbeval.errors.NbevalError` for bad data or evaluators),
-        :class:`~nbeval.errors.DataError` for a run of more than ``max_scores`` scores or
-        ``max_judge_calls`` planned judge calls (:mod:`~nbeval.serve.budget`), and
+        """Plan a run of ``evaluators`` on ``data`` and queue it.
+
+        Raises what planning raises (:class:`~nbeval.errors.NbevalError` for bad data or
+        evaluators), :class:`~nbeval.errors.DataError` for a run of more than ``max_scores`` scores
+        or ``max_judge_calls`` planned judge calls (:mod:`~nbeval.serve.budget`), and
         :class:`QueueFull` when ``max_queued`` jobs already wait.
         """
         from nbeval.engine import plan_run
@@ -460,8 +469,10 @@ class JobStore:
         return job
 
     def shutdown(self) -> None:
-        """Cancel every unfinished job and wait for the workers; jobs that have not started are
-        left as they are (``interrupted`` when a service starts on this folder again).
+        """Cancel every unfinished job and wait for the workers.
+
+        Jobs that have not started are left as they are (``interrupted`` when a service starts on
+        this folder again).
         """
         self._closing = True
         for job in self.jobs():

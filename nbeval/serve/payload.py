@@ -13,8 +13,10 @@ __all__ = ["plain", "read_scores", "result_payload", "result_summary"]
 
 
 def plain(value: Any) -> Any:
-    """``value`` with only JSON types left: NaN and pandas' ``<NA>`` become ``None``, numpy
-    scalars Python ones, tuples lists; dict keys become strings.
+    """``value`` with only JSON types left.
+
+    NaN and pandas' ``<NA>`` become ``None``, numpy scalars Python ones, tuples lists; dict keys
+    become strings.
     """
     if isinstance(value, dict):
         return {str(k): plain(v) for k, v in value.items()}
@@ -30,9 +32,11 @@ def plain(value: Any) -> Any:
 
 
 def result_payload(result: EvaluationResult) -> dict[str, Any]:
-    """``{"scores": [...], "leaderboards": {...}, "meta": {...}}``: one record per row of the
-    long table (see :data:`~nbeval.results.result.SCORE_COLUMNS`) and, per evaluator, one record
-    per model, best first.
+    """A result as the API sends it: scores, leaderboards and meta.
+
+    ``{"scores": [...], "leaderboards": {...}, "meta": {...}}``: one record per row of the long
+    table (see :data:`~nbeval.results.result.SCORE_COLUMNS`) and, per evaluator, one record per
+    model, best first.
     """
     scores = [plain(r) for r in result.scores.to_dict("records")]
     boards = {}
@@ -43,8 +47,9 @@ def result_payload(result: EvaluationResult) -> dict[str, Any]:
 
 
 def result_summary(result: EvaluationResult) -> dict[str, Any]:
-    """What a job keeps of its result besides the folder: one leaderboard per evaluator (one
-    record per model, best first) and the run's facts.
+    """What a job keeps of its result besides the folder.
+
+    One leaderboard per evaluator (one record per model, best first) and the run's facts.
     """
     boards = {}
     for name in result.evaluators:
@@ -54,9 +59,10 @@ def result_summary(result: EvaluationResult) -> dict[str, Any]:
 
 
 def read_scores(folder: str | Path, offset: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
-    """Records ``offset`` to ``offset + limit`` of the long table of the result saved in
-    ``folder`` (all from ``offset`` with ``limit=None``), as :func:`result_payload` gives them,
-    read without loading the rest of the result.
+    """A slice of the long table of the result saved in ``folder``.
+
+    Records ``offset`` to ``offset + limit`` (all from ``offset`` with ``limit=None``), as
+    :func:`result_payload` gives them, read without loading the rest of the result.
     """
     import pyarrow.parquet as pq
 

@@ -1,4 +1,4 @@
-"""What a request may set: the evaluator parameters the service leaves to its clients, and their bounds.
+r"""What a request may set: the evaluator parameters the service leaves to its clients, and their bounds.
 
 The service calls judges with its own key and loads models on its own host, so a request never
 chooses where a call goes, what it carries or what gets loaded:
@@ -10,7 +10,7 @@ chooses where a call goes, what it carries or what gets loaded:
   (:data:`REPEAT_LIMITS`);
 - evaluators that load a model (:func:`model_refusal`) run only when the server was started with
   that model (``embedder=``) or allowed to load models (``allow_models=True``);
-- text that cannot be encoded as UTF-8 (a lone surrogate such as ``"\\ud800"``) is refused in
+- text that cannot be encoded as UTF-8 (a lone surrogate such as ``"\ud800"``) is refused in
   evaluator ids and parameters: they are names the service shows back to every client.
 
 What the service answers about an error is said in its own terms (:func:`error_text`): a missing
@@ -72,9 +72,11 @@ _PYTHON_ADVICE = re.compile(r"pass [a-z_]+=\.\.\. or ")
 
 
 def error_text(exc: BaseException) -> str:
-    """``exc``'s message for an HTTP client: secrets redacted, and a missing judge
-    (:class:`~nbeval.errors.JudgeNotConfigured`) explained as the server's configuration
-    (:data:`SERVICE_JUDGE_HELP`) where the Python API would say ``judge=...``.
+    """``exc``'s message for an HTTP client.
+
+    Secrets are redacted, and a missing judge (:class:`~nbeval.errors.JudgeNotConfigured`) is
+    explained as the server's configuration (:data:`SERVICE_JUDGE_HELP`) where the Python API would
+    say ``judge=...``.
     """
     from nbeval.chat.secrets import redact
     from nbeval.errors import JudgeNotConfigured
@@ -93,8 +95,9 @@ def error_text(exc: BaseException) -> str:
 
 
 def lone_surrogate(value: Any) -> bool:
-    """Whether ``value`` (a string, or lists and dicts of them) holds text that is not valid
-    UTF-8 once encoded: a lone surrogate code point.
+    """Whether ``value`` holds a lone surrogate code point.
+
+    ``value`` is a string, or lists and dicts of them; such text is not valid UTF-8 once encoded.
     """
     return any(_bad(s) for s in _strings(value))
 
@@ -132,9 +135,11 @@ def _number_error(name: str, value: Any, kind: type, lo: float, hi: float) -> st
 
 
 def param_errors(params: Mapping[str, Any], *, max_tokens: int = DEFAULT_MAX_TOKENS) -> list[tuple[str, str]]:
-    """Why a request may not set ``params`` (one evaluator's), as ``(field, message)`` pairs:
-    ``judge_params`` beyond :data:`JUDGE_PARAMS` or its bounds (``max_tokens`` up to
-    ``max_tokens``), repeat counts beyond :data:`REPEAT_LIMITS`. Empty when all is well.
+    """Why a request may not set ``params``, as ``(field, message)`` pairs.
+
+    ``params`` are one evaluator's: ``judge_params`` beyond :data:`JUDGE_PARAMS` or its bounds
+    (``max_tokens`` up to ``max_tokens``), repeat counts beyond :data:`REPEAT_LIMITS`. Empty when
+    all is well.
     """
     errors: list[tuple[str, str]] = []
     jp = params.get("judge_params")
@@ -167,9 +172,11 @@ def param_errors(params: Mapping[str, Any], *, max_tokens: int = DEFAULT_MAX_TOK
 
 
 def model_refusal(spec: Any, *, has_embedder: bool, allow_models: bool) -> str | None:
-    """Why the service will not run the evaluator ``spec`` (``None``: it may): one that loads a
-    local model needs ``allow_models``; one that needs an embedder needs the server's own
-    (``embedder=``) or ``allow_models``, so no request makes the server load or download a model.
+    """Why the service will not run the evaluator ``spec``, if it will not.
+
+    ``None`` when it may. One that loads a local model needs ``allow_models``; one that needs an
+    embedder needs the server's own (``embedder=``) or ``allow_models``, so no request makes the
+    server load or download a model.
     """
     resources = set(getattr(spec, "resources", ()))
     if allow_models:

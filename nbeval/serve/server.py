@@ -90,9 +90,11 @@ def uvicorn_config(
     max_header_bytes: int = MAX_HEADER_BYTES,
     open_files: int | None = None,
 ) -> dict[str, Any]:
-    """The settings of ``uvicorn.Config`` (or ``uvicorn.run``) that bound connections, as the
-    service runs with them (see the module's description); ``open_files``: the process's limit
-    on open files (default: its soft ``RLIMIT_NOFILE``), which may lower ``limit_concurrency``.
+    """The settings of ``uvicorn.Config`` that bound connections.
+
+    The settings of ``uvicorn.Config`` (or ``uvicorn.run``) as the service runs with them (see the
+    module's description); ``open_files``: the process's limit on open files (default: its soft
+    ``RLIMIT_NOFILE``), which may lower ``limit_concurrency``.
     """
     limit, cap, backlog = connection_bounds(limit_concurrency, open_files or open_file_limit())
     return {
@@ -119,9 +121,11 @@ def serve(
     max_header_bytes: int = MAX_HEADER_BYTES,
     **app_options: Any,
 ) -> None:
-    """Check the authentication rule (:func:`auth_token`), build the app
-    (:func:`nbeval.serve.app.create_app` with ``app_options``) and serve it until interrupted,
-    with the connection bounds of :func:`uvicorn_config`.
+    """Serve the nbeval service until interrupted.
+
+    Check the authentication rule (:func:`auth_token`), build the app
+    (:func:`nbeval.serve.app.create_app` with ``app_options``) and serve it, with the connection
+    bounds of :func:`uvicorn_config`.
     """
     required = auth_token(host, token, no_auth)  # refuse before anything is loaded
     try:

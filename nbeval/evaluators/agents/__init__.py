@@ -1,5 +1,7 @@
-"""The agents family: evaluators that read a row's conversation (``messages``), the tool calls made
-in it and the ones expected (``expected_tool_calls``), and the topics allowed (``reference_topics``).
+"""The agents family: evaluators of a row's conversation, its tool calls and its topics.
+
+They read a row's conversation (``messages``), the tool calls made in it and the ones expected
+(``expected_tool_calls``), and the topics allowed (``reference_topics``).
 
 :mod:`.ragas_agents` holds ragas's agent metrics (tool-call accuracy and F1, goal accuracy, topic
 adherence), computed by ragas and driven like the RAGAS family; ragas is imported only when one of

@@ -1,5 +1,6 @@
-"""Conversation judges: a judge reads a row's whole conversation (``messages``) and rates it turn by
-turn, or by what the user wanted.
+"""Conversation judges, which rate a row's whole conversation turn by turn or by what the user wanted.
+
+A judge reads the row's whole conversation (``messages``).
 
 ``conversation_relevancy``, ``knowledge_retention``, ``role_adherence`` and
 ``conversation_completeness``. Each reports one metric, named after it: a share in [0, 1] of the
@@ -64,6 +65,7 @@ class ConversationJudge(JudgeEvaluator):
     failed = "failed"
 
     def missing_input(self, row: Row) -> str | None:
+        """Skip a row with a required input missing, or whose conversation has no assistant message with text."""
         missing = super().missing_input(row)
         if missing is None and not assistant_turns(row.messages):
             return "the conversation has no assistant message with text to judge"
@@ -120,6 +122,11 @@ class ConversationRelevancy(ConversationJudge):
             raise EvaluatorError(msg)
 
     def score(self, row: Row) -> Generator[Any, Any, Score]:
+        """Ask about each assistant message, with the window of messages before it, all in one round.
+
+        A call that fails or cannot be read leaves that message unjudged; the score is the share
+        of the judged messages rated relevant.
+        """
         window = self.params["window"]
         turns = assistant_turns(row.messages)
         chats = []
@@ -171,6 +178,7 @@ class KnowledgeRetention(ConversationJudge):
     failed = "forgot or contradicted the user"
 
     def score(self, row: Row) -> Generator[Any, Any, Score]:
+        """Ask once about every assistant message: does it keep what the user said before it?"""
         return (yield from self.one_call(row, {}))
 
 
@@ -219,6 +227,7 @@ class RoleAdherence(ConversationJudge):
         return "\n\n".join(system) or None
 
     def score(self, row: Row) -> Generator[Any, Any, Score]:
+        """Ask once whether each assistant message stays in role; an error when there is no role to hold it to."""
         role = self.role_of(row)
         if role is None:
             why = "no role to hold the assistant to: the conversation has no system message and role= was not given"
@@ -247,12 +256,14 @@ class ConversationCompleteness(ConversationJudge):
     default_prompt = AGENT_PROMPTS["conversation_completeness"]
 
     def missing_input(self, row: Row) -> str | None:
+        """Skip a row with a required input missing, or whose conversation has no user message."""
         missing = super().missing_input(row)
         if missing is None and not any(m["role"] == "user" for m in row.messages):
             return "the conversation has no user message"
         return missing
 
     def score(self, row: Row) -> Generator[Any, Any, Score]:
+        """Ask once for the user's intentions and whether each was met; the share met is the score."""
         reply = yield from self.ask({"conversation": transcript(row.messages)})
         parsed = parse_intentions(reply.text)
         if not parsed.ok:

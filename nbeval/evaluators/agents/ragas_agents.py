@@ -53,9 +53,11 @@ BROKEN_ARGUMENTS = "<arguments that are not a JSON object>"
 
 
 def ragas_messages(messages: Sequence[Mapping[str, Any]], *, note_system: bool = True) -> tuple[list[Any], list[str]]:
-    """A row's ``messages`` (OpenAI chat format) as ragas's ``HumanMessage``, ``AIMessage`` and
-    ``ToolMessage`` objects, and notes on what could not be said as it was (see the module doc);
-    ``note_system=False`` leaves out the notes on system messages (where they change nothing).
+    """Turn a row's ``messages`` (OpenAI chat format) into ragas's message objects.
+
+    They are ragas's ``HumanMessage``, ``AIMessage`` and ``ToolMessage`` objects, returned with notes
+    on what could not be said as it was (see the module doc); ``note_system=False`` leaves out the
+    notes on system messages (where they change nothing).
     """
     from ragas.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
 
@@ -123,8 +125,9 @@ def _call_json(call: Any) -> dict[str, Any]:
 
 
 def _run_without_model(ev: Evaluator, coro: Any) -> Any:
-    """What ragas's rule-based ``ascore`` coroutine returns, stepped by the bridge; a model call
-    asked for is an error (these metrics make none).
+    """Run ragas's rule-based ``ascore`` coroutine through the bridge and return its result.
+
+    A model call asked for is an error (these metrics make none).
     """
     bridge = ragas_modules(ev.spec.id)[1]
     steps = bridge.Session(judge=None, judge_params={}, embedder=None, attempts=1).drive(coro)
@@ -157,9 +160,15 @@ class _ToolCallMetric(Evaluator):
         raise NotImplementedError
 
     def missing_input(self, row: Row) -> str | None:
+        """Skip a row without a conversation, or with a required input missing."""
         return _no_conversation(self, row) or super().missing_input(row)
 
     def score(self, row: Row) -> Score:
+        """Compare the calls made in the conversation with the expected ones, by ragas's metric.
+
+        The rationale pairs or groups the calls (see ``explain``) after the notes on what ragas
+        could not be told as it was; the details keep both lists of calls.
+        """
         messages, notes = ragas_messages(row.messages, note_system=False)  # a system message makes no call
         expected = reference_calls(row.expected_tool_calls or ())  # None is skipped (missing_input)
         result = _run_without_model(self, self._metric.ascore(user_input=messages, reference_tool_calls=expected))
@@ -172,8 +181,9 @@ class _ToolCallMetric(Evaluator):
 
 @register
 class ToolCallAccuracyEvaluator(_ToolCallMetric):
-    """``tool_call_accuracy``: how well the tool calls made match the expected ones, call by call (no judge; ragas's
-    metric).
+    """``tool_call_accuracy``: how well the tool calls made match the expected ones, call by call.
+
+    No judge is asked: this is ragas's rule-based metric.
     """
 
     spec = EvaluatorSpec(
@@ -209,6 +219,7 @@ class ToolCallAccuracyEvaluator(_ToolCallMetric):
     )
 
     def build(self) -> Any:
+        """Build ragas's ``ToolCallAccuracy``, with the ``strict_order`` given (True or False, else an error)."""
         strict = self.params.get("strict_order")
         if not isinstance(strict, bool):
             msg = f"evaluator '{self.spec.id}': strict_order must be True or False, got {strict!r}"
@@ -216,6 +227,11 @@ class ToolCallAccuracyEvaluator(_ToolCallMetric):
         return ragas_modules(self.spec.id)[0].ToolCallAccuracy(strict_order=strict)
 
     def explain(self, made: list[Any], expected: list[Any]) -> tuple[list[str], dict[str, Any]]:
+        """Pair the calls made with the expected ones, as ragas compares them, and name the arguments that differ.
+
+        The details say whether the tools called were the expected ones (``aligned``) and, per
+        pair, the share of expected arguments matched (``argument_match``; ``None`` for another tool).
+        """
         from ragas.metrics.collections.tool_call_accuracy.util import exact_match_args, sorted_key_for_tool_call
 
         strict = self._metric.strict_order
@@ -273,8 +289,9 @@ def _argument_verdict(ref: Mapping[str, Any], pred: Mapping[str, Any]) -> str:
 
 @register
 class ToolCallF1Evaluator(_ToolCallMetric):
-    """``tool_call_f1``: the F1 of the tool calls made against the expected ones, taken as sets (no judge; ragas's
-    metric).
+    """``tool_call_f1``: the F1 of the tool calls made against the expected ones, taken as sets.
+
+    No judge is asked: this is ragas's rule-based metric.
     """
 
     spec = EvaluatorSpec(
@@ -301,9 +318,14 @@ class ToolCallF1Evaluator(_ToolCallMetric):
     )
 
     def build(self) -> Any:
+        """Build ragas's ``ToolCallF1``."""
         return ragas_modules(self.spec.id)[0].ToolCallF1()
 
     def explain(self, made: list[Any], expected: list[Any]) -> tuple[list[str], dict[str, Any]]:
+        """Group the distinct calls into matched, unexpected and missed ones, as ragas's sets count them.
+
+        The details give how many calls are in each group (``matched``, ``unexpected``, ``missed``).
+        """
         from ragas.metrics.collections.tool_call_f1.util import tool_call_to_hashable
 
         # the first call of each distinct (tool, arguments), as ragas's sets keep them
@@ -331,9 +353,11 @@ class _ConversationJudge(SingleMetric):
     """Base of the judge-backed two: ragas reads the conversation; system messages are left out."""
 
     def missing_input(self, row: Row) -> str | None:
+        """Skip a row without a conversation, or with a required input missing."""
         return _no_conversation(self, row) or super().missing_input(row)
 
     def conversation(self, row: Row, notes: list[str]) -> list[Any]:
+        """Give the row's conversation as ragas's messages, adding to ``notes`` what was left out or changed."""
         messages, more = ragas_messages(row.messages)
         notes.extend(more)
         return messages
@@ -341,7 +365,10 @@ class _ConversationJudge(SingleMetric):
 
 @register
 class AgentGoalAccuracyEvaluator(_ConversationJudge):
-    """``agent_goal_accuracy``: whether the conversation reached the user's goal, as a judge decides (ragas's metric)."""
+    """``agent_goal_accuracy``: whether the conversation reached the user's goal, as a judge decides.
+
+    This is ragas's metric.
+    """
 
     spec = EvaluatorSpec(
         id="agent_goal_accuracy",
@@ -374,12 +401,18 @@ class AgentGoalAccuracyEvaluator(_ConversationJudge):
         self._without_reference = bridge.render_schemas_once(metrics.AgentGoalAccuracyWithoutReference(llm=self._llm))
 
     def build(self) -> Any:
+        """Build ragas's ``AgentGoalAccuracyWithReference``, for the rows that have an expected output."""
         return ragas_modules(self.spec.id)[0].AgentGoalAccuracyWithReference(llm=self._llm)
 
     def metrics(self) -> list[Any]:
+        """Give both ragas metrics this evaluator runs: with a reference and without one."""
         return [self._metric, self._without_reference]
 
     def score(self, row: Row) -> ScoreGen:
+        """Ask whether the conversation reached its goal.
+
+        The desired outcome is the row's expected_output when it has one, else the goal the judge states.
+        """
         name = self.spec.primary.name
         notes: list[str] = []
         inputs: dict[str, Any] = {"user_input": self.conversation(row, notes)}
@@ -397,8 +430,9 @@ class AgentGoalAccuracyEvaluator(_ConversationJudge):
 
 @register
 class TopicAdherenceEvaluator(_ConversationJudge):
-    """``topic_adherence``: whether the assistant answers the topics it should and refuses the others, as a judge
-    decides (ragas's metric).
+    """``topic_adherence``: whether the assistant answers the topics it should and refuses the others.
+
+    A judge decides, by ragas's metric.
     """
 
     spec = EvaluatorSpec(
@@ -436,6 +470,7 @@ class TopicAdherenceEvaluator(_ConversationJudge):
     )
 
     def build(self) -> Any:
+        """Build ragas's ``TopicAdherence`` in the ``mode`` given (precision, recall or f1, else an error)."""
         mode = self.params.get("mode")
         if mode not in ("precision", "recall", "f1"):
             msg = f"evaluator '{self.spec.id}': mode must be 'precision', 'recall' or 'f1', got {mode!r}"
@@ -443,9 +478,11 @@ class TopicAdherenceEvaluator(_ConversationJudge):
         return ragas_modules(self.spec.id)[0].TopicAdherence(llm=self._llm, mode=mode)
 
     def inputs(self, row: Row, notes: list[str]) -> dict[str, Any]:
+        """Give ragas the row's conversation and its reference topics."""
         return {"user_input": self.conversation(row, notes), "reference_topics": list(row.reference_topics)}
 
     def score(self, row: Row) -> ScoreGen:
+        """Score as ragas does, then add to the rationale each topic with the judge's two verdicts on it."""
         score = yield from super().score(row)
         table = _topic_table((score.details or {}).get("ragas", []))
         if table:

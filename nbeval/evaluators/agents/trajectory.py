@@ -43,8 +43,10 @@ _STEP_LINE = re.compile(r"(?im)^[^\w\n]*failed[ _]step[^\w\n]*[:=][^\S\n]*(\d+|n
 
 
 def parse_failed_step(text: str, n_messages: int) -> Parsed:
-    """The message number a reply names as the first that went wrong (JSON ``failed_step``, or a line
-    ``failed_step: 4``); ``None`` when it names none. A number outside the conversation is a failure.
+    """Read the message number a reply names as the first that went wrong.
+
+    The reply names it as JSON ``failed_step``, or in a line ``failed_step: 4``; the value is
+    ``None`` when it names none. A number outside the conversation is a failure.
     """
     obj = find_json(text)
     given: Any = None
@@ -85,8 +87,10 @@ def describe_step(messages: Sequence[dict[str, Any]], number: int) -> str:
 
 
 def _reference(calls: Sequence[dict[str, Any]] | None) -> str:
-    """The reference calls, numbered; "" when none were given (the block is left out) and
-    :data:`NO_CALL_EXPECTED` for ``[]``, where the reference is that no tool should be called.
+    """Write the reference calls, numbered.
+
+    It is "" when none were given (the block is left out) and :data:`NO_CALL_EXPECTED` for ``[]``,
+    where the reference is that no tool should be called.
     """
     if calls is None:
         return ""
@@ -126,14 +130,16 @@ class TrajectoryJudge(JudgeEvaluator):
     default_prompt = AGENT_PROMPTS["trajectory_judge"]
 
     def missing_input(self, row: Row) -> str | None:
+        """Skip a row with a required input missing, or whose conversation has no assistant message."""
         missing = super().missing_input(row)
         if missing is None and not any(m["role"] == "assistant" for m in row.messages):
             return "the conversation has no assistant message: the agent did nothing to judge"
         return missing
 
     def _prompt_for(self, values: Mapping[str, str]) -> JudgePrompt:
-        """The prompt without the blocks this row has nothing for (an empty <guidelines> block would
-        leave the judge unsure which criteria apply).
+        """Give the prompt without the blocks this row has nothing for.
+
+        An empty <guidelines> block would leave the judge unsure which criteria apply.
         """
         if self.prompt.template is not None:
             return self.prompt
@@ -141,6 +147,10 @@ class TrajectoryJudge(JudgeEvaluator):
         return self.prompt if shown == self.prompt.inputs else self.prompt.replace(inputs=shown)
 
     def score(self, row: Row) -> Generator[Any, Any, Score]:
+        """Ask the judge for a yes or no on the whole trajectory; a no must name the first message that went wrong.
+
+        A reply whose verdict, or whose failed step after a no, cannot be read is a parse failure.
+        """
         values = {
             "conversation": transcript(row.messages),
             "guidelines": "\n".join(f"- {g}" for g in row.guidelines),

@@ -1,5 +1,7 @@
-"""What the conversation judges share: the transcript they show, the turns they judge, reading the
-judge's per-turn (per-intention) verdicts, and the score made from them.
+"""What the conversation judges share: the transcript, the judged turns, the verdicts and the score.
+
+That is the transcript they show, the turns they judge, reading the judge's per-turn
+(per-intention) verdicts, and the score made from them.
 
 A transcript shows each message in its own block, numbered as in the row (the first message is 1,
 whatever its role)::
@@ -95,8 +97,9 @@ class TurnVerdict:
     """The intention, for one of the user's intentions."""
 
     def as_details(self) -> dict[str, Any]:
-        """The verdict as a dict for a score's details: the message (or intention) judged, yes/no, the reason and any
-        error.
+        """Give the verdict as a dict for a score's details.
+
+        It holds the message (or intention) judged, yes/no, the reason and any error.
         """
         word = None if self.ok is None else ("yes" if self.ok else "no")
         out: dict[str, Any] = {"message": self.message} if self.message is not None else {"intention": self.intention}
@@ -138,8 +141,10 @@ def _reason(item: Mapping[str, Any]) -> str:
 
 
 def _entries(raw: str, keys: Sequence[str]) -> list[Any] | None:
-    """The list of entries a reply gives: under one of ``keys`` of its JSON object, or the JSON list
-    it is; ``None`` when there is none.
+    """Find the list of entries a reply gives.
+
+    It is under one of ``keys`` of the reply's JSON object, or the JSON list the reply is; ``None``
+    when there is none.
     """
     obj = find_json(raw)
     if isinstance(obj, list):
@@ -153,8 +158,10 @@ def _entries(raw: str, keys: Sequence[str]) -> list[Any] | None:
 
 
 def parse_turn_verdicts(text: str | None, asked: Sequence[int], verdict_key: str = "verdict") -> Parsed:
-    """The judge's verdict on each message of ``asked``, from ``{"turns": [{"message": 4, "reason":
-    "...", "verdict": "yes"}, ...]}`` (or a bare list of such entries, in a code fence or not).
+    """Read the judge's verdict on each message of ``asked`` from its reply.
+
+    The reply is ``{"turns": [{"message": 4, "reason": "...", "verdict": "yes"}, ...]}`` (or a bare
+    list of such entries, in a code fence or not).
 
     ``Parsed.value`` maps each asked number to ``(passed, reason)``. A reply that leaves out a
     message asked about, gives one message two different verdicts, or has an entry whose number or
@@ -189,9 +196,11 @@ def parse_turn_verdicts(text: str | None, asked: Sequence[int], verdict_key: str
 
 
 def parse_intentions(text: str | None) -> Parsed:
-    """The user's intentions and whether each was met, from ``{"intentions": [{"intention": "...",
-    "reason": "...", "met": "yes"}, ...]}``. ``Parsed.value`` is a list of ``(intention, met,
-    reason)``. An empty list, or an entry without its intention or a yes/no, is a failure.
+    """Read the user's intentions, and whether each was met, from the judge's reply.
+
+    The reply is ``{"intentions": [{"intention": "...", "reason": "...", "met": "yes"}, ...]}``.
+    ``Parsed.value`` is a list of ``(intention, met, reason)``. An empty list, or an entry without
+    its intention or a yes/no, is a failure.
     """
     raw = text or ""
     if not raw.strip():
@@ -268,8 +277,10 @@ def share_score(
 def unread_score(
     metric: str, parsed: Parsed, replies: Sequence[Any], details: Mapping[str, Any] | None = None
 ) -> Score:
-    """The row of a judge whose one reply could not be read: no value (never a 0), label
-    ``parse_failure``, the raw reply as the rationale and why it could not be read as the error.
+    """Score the row of a judge whose one reply could not be read.
+
+    The row gets no value (never a 0), the label ``parse_failure``, the raw reply as the rationale
+    and why it could not be read as the error.
     """
     return Score(
         {metric: None},

@@ -64,12 +64,21 @@ class Classification(Evaluator):
     )
 
     def score(self, row: Row) -> Score:
+        """Score 1 when the predicted class equals the expected one (after trimming), else 0.
+
+        The row's label is the predicted class.
+        """
         truth, predicted = _label(row.expected_output), _label(row.actual_output)
         right = truth == predicted
         rationale = None if right else f"expected {truth!r}, predicted {predicted!r}"
         return Score({"accuracy": float(right)}, label=predicted, rationale=rationale)
 
     def aggregate(self, rows: Sequence[Row], scores: Sequence[Score]) -> dict[str, Aggregate]:
+        """Compute accuracy and macro precision, recall and F1 over the model's rows.
+
+        The accuracy's details keep the confusion matrix and the per-class figures, unless there are
+        more than :data:`MAX_MATRIX_CLASSES` classes.
+        """
         pairs = [(_label(r.expected_output), _label(r.actual_output)) for r in rows]
         n = len(pairs)
         if n == 0:
@@ -103,9 +112,10 @@ class Classification(Evaluator):
 
 
 def confusion(pairs: Sequence[tuple[str, str]], labels: Sequence[str] | None = None) -> list[list[int]]:
-    """The confusion matrix of ``(expected, predicted)`` pairs: ``matrix[i][j]`` counts rows
-    whose expected class is ``labels[i]`` and predicted class ``labels[j]`` (``labels``: every
-    class seen, sorted, when not given).
+    """Count the confusion matrix of ``(expected, predicted)`` pairs.
+
+    ``matrix[i][j]`` counts rows whose expected class is ``labels[i]`` and predicted class
+    ``labels[j]`` (``labels``: every class seen, sorted, when not given).
     """
     if labels is None:
         labels = sorted({c for pair in pairs for c in pair})
@@ -123,8 +133,9 @@ def _ratio(a: float, b: float) -> float:
 def macro_scores(
     pairs: Sequence[tuple[str, str]], labels: Sequence[str]
 ) -> tuple[float, float, float, dict[str, dict[str, Any]]]:
-    """Macro precision, recall and F1 of ``(expected, predicted)`` pairs over ``labels``, and
-    the per-class figures (``tp``, ``support``, ``precision``, ``recall``, ``f1``).
+    """Compute macro precision, recall and F1 of ``(expected, predicted)`` pairs over ``labels``.
+
+    The per-class figures (``tp``, ``support``, ``precision``, ``recall``, ``f1``) come with them.
     """
     tp: Counter[str] = Counter(t for t, p in pairs if t == p)
     actual: Counter[str] = Counter(t for t, _ in pairs)

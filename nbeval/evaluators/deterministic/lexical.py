@@ -61,8 +61,9 @@ class _TokenCache:
         self._memo: OrderedDict[str, list[str]] = OrderedDict()
 
     def tokenize(self, text: str) -> list[str]:
-        """The tokens of ``text``, from the cache when it was tokenized lately (the oldest entry goes when the cache
-        is full).
+        """Give the tokens of ``text``, from the cache when it was tokenized lately.
+
+        The oldest entry goes when the cache is full.
         """
         memo = self._memo
         tokens = memo.get(text)
@@ -80,8 +81,10 @@ class _TokenCache:
 
 @register
 class ExactMatch(Evaluator):
-    """1.0 when the answer is the expected output character for character (case and white
-    space count), or when both are the same number (``1`` and ``1.0``, see
+    """Score whether the answer is exactly the expected output.
+
+    1.0 when the answer is the expected output character for character (case and white space
+    count), or when both are the same number (``1`` and ``1.0``, see
     :func:`~nbeval.data.fields.label_text`), else 0.0; the rationale points at the first difference.
     """
 
@@ -95,8 +98,9 @@ class ExactMatch(Evaluator):
     )
 
     def score(self, row: Row) -> Score:
-        """1 when the answer equals the expected output (exactly, or as the same label), else 0 with the first
-        difference as the rationale.
+        """Score 1 when the answer equals the expected output (exactly, or as the same label), else 0.
+
+        A 0 comes with the first difference as the rationale.
         """
         expected, answer = row.expected_output or "", row.actual_output or ""
         if answer == expected or label_text(answer) == label_text(expected):
@@ -105,8 +109,9 @@ class ExactMatch(Evaluator):
 
 
 def _first_difference(expected: str, answer: str) -> str:
-    """Where the answer first departs from the expected output, in words: the character, or which text goes on past
-    the other's end.
+    """Say in words where the answer first departs from the expected output.
+
+    That is the character, or which text goes on past the other's end.
     """
     pairs = enumerate(zip(expected, answer, strict=False))  # up to the shorter text's end
     i = next((k for k, (a, b) in pairs if a != b), min(len(expected), len(answer)))
@@ -119,8 +124,10 @@ def _first_difference(expected: str, answer: str) -> str:
 
 @register
 class RegexMatch(Evaluator):
-    """1.0 when ``pattern`` is found anywhere in the answer (Python regular-expression search,
-    bounded in time), else 0.0; the rationale quotes the match.
+    """Score whether ``pattern`` is found anywhere in the answer.
+
+    1.0 when it is found (Python regular-expression search, bounded in time), else 0.0; the
+    rationale quotes the match.
     """
 
     spec = EvaluatorSpec(
@@ -162,8 +169,9 @@ class RegexMatch(Evaluator):
             raise EvaluatorError(msg) from None
 
     def score(self, row: Row) -> Score:
-        """1 when the pattern matches the answer (the match as the rationale), 0 when it does not; no value when the
-        search runs out of time.
+        """Score 1 when the pattern matches the answer (the match as the rationale), 0 when it does not.
+
+        There is no value when the search runs out of time.
         """
         from nbeval.data.patterns import search
 
@@ -232,8 +240,9 @@ class Looping(Evaluator):
     )
 
     def score(self, row: Row) -> Score:
-        """How much the answer repeats itself: the share of its sentences that are unique and the longest repeated
-        stretch of its text.
+        """Measure how much the answer repeats itself.
+
+        That is the share of its sentences that are unique and the longest repeated stretch of its text.
         """
         from nbeval.data.text import split_sentences
 
@@ -297,7 +306,10 @@ def longest_repeat(text: str) -> tuple[int, int, int]:
     import numpy as np
 
     def dense_rank(key: Any) -> tuple[Any, int]:
-        """Each entry of ``key`` replaced by its rank among the distinct values, and how many distinct values there are."""
+        """Replace each entry of ``key`` by its rank among the distinct values.
+
+        Also returns how many distinct values there are.
+        """
         order = np.argsort(key, kind="stable")
         ks = key[order]
         steps = np.empty(len(key), dtype=np.int64)
@@ -380,8 +392,9 @@ class _MemoStemmer:
 
 
 class _RougeTokens:
-    """``rouge-score``'s default tokenisation with stemming (lower-case, ASCII letters and
-    digits, Porter stems of words over 3 characters), memoised per text and per word.
+    """``rouge-score``'s default tokenisation with stemming, memoised per text and per word.
+
+    It keeps lower-case ASCII letters and digits, with Porter stems of words over 3 characters.
     """
 
     def __init__(self) -> None:
@@ -401,10 +414,12 @@ BLEU_WEIGHTS = ((1.0,), (0.5, 0.5), (1 / 3, 1 / 3, 1 / 3), (0.25, 0.25, 0.25, 0.
 
 @register
 class Bleu(Evaluator):
-    """Sentence BLEU-1..4 from NLTK (cumulative uniform weights, smoothing method 1) of the
-    answer against the expected output, both tokenised with NLTK's Treebank word tokenizer on
-    the raw text (no lower-casing, no data download). An answer with no token in common with the
-    expected output (the empty answer among them) scores 0 on all four, as NLTK defines it.
+    """Sentence BLEU-1..4 from NLTK of the answer against the expected output.
+
+    NLTK's BLEU with cumulative uniform weights, smoothing method 1; both texts are tokenised with
+    NLTK's Treebank word tokenizer on the raw text (no lower-casing, no data download). An answer
+    with no token in common with the expected output (the empty answer among them) scores 0 on all
+    four, as NLTK defines it.
     """
 
     spec = EvaluatorSpec(
@@ -448,9 +463,11 @@ class Bleu(Evaluator):
 
 @register
 class Rouge(Evaluator):
-    """ROUGE-1, ROUGE-2, ROUGE-L and ROUGE-Lsum F-measures from ``rouge-score`` (Porter stemming
-    on), reference = expected output, prediction = answer. ``rouge-score`` keeps only ASCII letters
-    and digits, lower-cased, so an answer in another script has no tokens and scores 0.
+    """ROUGE-1, ROUGE-2, ROUGE-L and ROUGE-Lsum F-measures from ``rouge-score``.
+
+    Porter stemming is on; reference = expected output, prediction = answer. ``rouge-score`` keeps
+    only ASCII letters and digits, lower-cased, so an answer in another script has no tokens and
+    scores 0.
 
     Two ROUGE-L variants, as ``rouge-score`` names them: ``rouge_l`` (``rougeL``, the contract's
     primary metric) is the longest common subsequence of the two texts taken as one sequence of

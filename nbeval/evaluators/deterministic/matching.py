@@ -54,8 +54,10 @@ class UncheckableRow(Exception):
 
 
 def context_text(row: Row) -> str | None:
-    """The row's retrieved chunks joined with :data:`CONTEXT_JOINER` (``None`` when there is no
-    chunk with text; a chunk given only by its document name has nothing to check).
+    """Join the row's retrieved chunks with :data:`CONTEXT_JOINER`.
+
+    ``None`` when there is no chunk with text; a chunk given only by its document name has nothing
+    to check.
     """
     texts = [c.content for c in row.context if c.content is not None]
     return CONTEXT_JOINER.join(texts) if texts else None
@@ -70,8 +72,10 @@ def row_condition(row: Row) -> Condition | None:
 
 
 def check_condition(condition: Condition, text: str, what: str) -> tuple[bool, str]:
-    """``(satisfied, explanation)`` of ``condition`` on ``text``; ``what`` names the text
-    (``answer``, ``context``) in the error raised when a search runs out of time.
+    """Check ``condition`` on ``text``, giving ``(satisfied, explanation)``.
+
+    ``what`` names the text (``answer``, ``context``) in the error raised when a search runs out of
+    time.
     """
     try:
         return condition.check(text, timeout=SEARCH_TIMEOUT)
@@ -80,16 +84,20 @@ def check_condition(condition: Condition, text: str, what: str) -> tuple[bool, s
 
 
 def wants_context(evaluator: Evaluator) -> bool:
-    """Whether ``evaluator`` checks retrieved context (its ``evaluate_retrieved_context``
-    parameter, on by default; evaluators without the parameter always do).
+    """Tell whether ``evaluator`` checks retrieved context.
+
+    That is its ``evaluate_retrieved_context`` parameter, on by default; evaluators without the
+    parameter always do.
     """
     return bool(evaluator.params.get("evaluate_retrieved_context", True))
 
 
 @register
 class TextMatching(Evaluator):
-    """Pass when the answer satisfies the condition and, where the row has retrieved context,
-    the joined context satisfies it too. The rationale says which operands were found.
+    """Pass a row whose answer, and retrieved context where it has some, satisfy its condition.
+
+    The joined context is checked where the row has retrieved context. The rationale says which
+    operands were found.
     """
 
     spec = EvaluatorSpec(
@@ -115,6 +123,11 @@ class TextMatching(Evaluator):
     )
 
     def score(self, row: Row) -> Score:
+        """Check the row's condition on the answer and on the joined retrieved context.
+
+        A condition that does not parse, or a search that runs out of time on the answer, leaves
+        the row unrated; one on the context leaves it unrated unless the answer failed.
+        """
         try:
             condition = row_condition(row)
             if condition is None:  # the engine skips such rows; guard direct calls

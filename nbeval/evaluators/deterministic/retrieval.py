@@ -52,8 +52,9 @@ def chunks_match(retrieved: Chunk, expected: Chunk) -> bool:
 
 
 def first_match_rank(retrieved: Sequence[Chunk], expected: Sequence[Chunk], top_k: int = 0) -> int | None:
-    """The 1-based rank of the first of the first ``top_k`` retrieved chunks (all when 0) that
-    matches an expected chunk, or ``None``.
+    """Find the 1-based rank of the first retrieved chunk that matches an expected chunk.
+
+    Only the first ``top_k`` retrieved chunks count (all when 0); ``None`` when none of them matches.
     """
     window = retrieved[:top_k] if top_k else retrieved
     # Fast paths for the usual shapes: all chunks with documents, or all without.
@@ -69,8 +70,10 @@ def first_match_rank(retrieved: Sequence[Chunk], expected: Sequence[Chunk], top_
 
 
 def rank_documents(retrieved: Sequence[Chunk]) -> list[list[Chunk]]:
-    """``retrieved`` grouped into documents in the order each first appears: one list of chunks
-    per document (chunks with the same ``doc_uri``; a chunk without one is a document of its own).
+    """Group ``retrieved`` into documents in the order each first appears.
+
+    There is one list of chunks per document (chunks with the same ``doc_uri``; a chunk without one
+    is a document of its own).
     """
     groups: dict[object, list[Chunk]] = {}
     for i, chunk in enumerate(retrieved):
@@ -140,8 +143,9 @@ _TOP_K = Param("top_k", int, 0, "only the first top_k retrieved chunks count (0:
 
 @register
 class RetrieverHitRate(_RankedRetrieval):
-    """1 when an expected chunk is among the first ``top_k`` retrieved (chunks, or documents with
-    ``unit="document"``), else 0.
+    """Score whether an expected chunk is among the first ``top_k`` retrieved.
+
+    1 when one is among them (chunks, or documents with ``unit="document"``), else 0.
     """
 
     spec = EvaluatorSpec(
@@ -164,6 +168,7 @@ class RetrieverHitRate(_RankedRetrieval):
     )
 
     def score(self, row: Row) -> Score:
+        """Score 1 when an expected chunk (or document) ranks within ``top_k``, else 0; the rationale gives the rank."""
         rank, why = self._rank(row)
         return Score({"hit_rate": 0.0 if rank is None else 1.0}, rationale=why)
 
@@ -194,6 +199,7 @@ class RetrieverMRR(_RankedRetrieval):
     )
 
     def score(self, row: Row) -> Score:
+        """Score 1 / the rank of the first match within ``top_k`` (0 when none); the rationale names it."""
         rank, why = self._rank(row)
         return Score({"mrr": 0.0 if rank is None else 1.0 / rank}, rationale=why)
 
@@ -227,6 +233,7 @@ class DocumentRecall(Evaluator):
     )
 
     def missing_input(self, row: Row) -> str | None:
+        """Skip a row with an input missing, or whose expected or retrieved chunks name no document."""
         reason = super().missing_input(row)
         if reason is not None:
             return reason
@@ -237,6 +244,7 @@ class DocumentRecall(Evaluator):
         return None
 
     def score(self, row: Row) -> Score:
+        """Score the share of the expected documents retrieved; the rationale names those missing."""
         expected = list(dict.fromkeys(c.doc_uri for c in row.expected_context if c.doc_uri is not None))
         retrieved = {c.doc_uri for c in row.context if c.doc_uri is not None}
         found = [u for u in expected if u in retrieved]

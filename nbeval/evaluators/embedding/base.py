@@ -1,5 +1,7 @@
-"""The base of the embedding evaluators: the :class:`~nbeval.evaluators.base.Embed` request for an
-evaluator's embedder (its ``embedder=`` parameter), and the texts of a row's chunks.
+"""The base of the embedding evaluators: the embedding request and the texts of a row's chunks.
+
+The request is an :class:`~nbeval.evaluators.base.Embed` for an evaluator's embedder (its
+``embedder=`` parameter).
 """
 
 from __future__ import annotations

@@ -114,6 +114,7 @@ class SemanticSimilarity(EmbeddingEvaluator):
     )
 
     def score(self, row: Row) -> Generator[Embed, Any, Score]:
+        """Embed both answers and score (cos + 1) / 2; the rationale gives the cosine."""
         v = yield self.embed((row.expected_output or "", row.actual_output or ""))
         cos = float(np.clip(v[0] @ v[1], -1.0, 1.0))
         return Score({"score": (cos + 1.0) / 2.0}, rationale=f"cosine {cos:.3f}")
@@ -153,6 +154,10 @@ class AnswerSemanticSimilarity(EmbeddingEvaluator):
     )
 
     def score(self, row: Row) -> Generator[Embed | ScorePairs, Any, Score]:
+        """Score the cosine of both answers' embeddings, or the cross-encoder's score when one is set.
+
+        The value is clipped to [0, 1]; the rationale gives the raw cosine or score.
+        """
         expected, actual = row.expected_output or "", row.actual_output or ""
         cross = self.params.get("cross_encoder") or None
         if cross:
@@ -202,6 +207,7 @@ class AnswerSentenceSimilarity(EmbeddingEvaluator):
     )
 
     def score(self, row: Row) -> Generator[Embed, Any, Score]:
+        """Match each answer sentence to its most similar expected sentence; report the mean and the minimum."""
         exp, act = sentences(row.expected_output), sentences(row.actual_output)
         v = yield self.embed(exp + act)
         best = similarity(v[len(exp) :], v[: len(exp)]).max(axis=1)
@@ -238,6 +244,7 @@ class AnswerRelevancySentence(EmbeddingEvaluator):
     )
 
     def score(self, row: Row) -> Generator[Embed, Any, Score]:
+        """Score the highest similarity between the question and an answer sentence, quoting that sentence."""
         act = sentences(row.actual_output)
         v = yield self.embed([row.input or "", *act])
         sims = similarity(v[:1], v[1:])[0]
@@ -275,6 +282,7 @@ class GroundednessSemantic(EmbeddingEvaluator):
     )
 
     def score(self, row: Row) -> Generator[Embed, Any, Score]:
+        """Score the least grounded answer sentence's best similarity to a context sentence, quoting both."""
         ctx = [s for text in chunk_texts(row.context) for s in sentences(text)]
         act = sentences(row.actual_output)
         v = yield self.embed(ctx + act)
@@ -314,6 +322,7 @@ class ContextRelevancySoft(EmbeddingEvaluator):
     )
 
     def score(self, row: Row) -> Generator[Embed, Any, Score]:
+        """Rate each chunk by its sentence most similar to the question; report the best chunk and the mean."""
         per_chunk = [sentences(text) for text in chunk_texts(row.context)]
         flat = [s for chunk in per_chunk for s in chunk]
         v = yield self.embed([row.input or "", *flat])
@@ -354,6 +363,7 @@ class RetrieverSimilarity(EmbeddingEvaluator):
     )
 
     def score(self, row: Row) -> Generator[Embed, Any, Score]:
+        """Average each retrieved chunk's best similarity to an expected chunk, naming the least similar chunk."""
         got, want = chunk_texts(row.context), chunk_texts(row.expected_context)
         v = yield self.embed(got + want)
         best = similarity(v[: len(got)], v[len(got) :]).max(axis=1)

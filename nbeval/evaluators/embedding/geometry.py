@@ -226,8 +226,10 @@ def _reduce(pts: np.ndarray, n_components: int, random_state: int) -> np.ndarray
 
 
 def _rounded_distances(pts: np.ndarray) -> np.ndarray:
-    """Pairwise distances rounded to :data:`DISTANCE_DECIMALS` places: float noise in the vectors
-    (batch size, threads, device) no longer reaches UMAP (see module doc, step 3).
+    """Compute the pairwise distances rounded to :data:`DISTANCE_DECIMALS` places.
+
+    Rounded, float noise in the vectors (batch size, threads, device) no longer reaches UMAP (see
+    module doc, step 3).
     """
     dist = np.round(_pairwise(pts, pts), DISTANCE_DECIMALS)
     np.fill_diagonal(dist, 0.0)

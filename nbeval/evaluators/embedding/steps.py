@@ -391,8 +391,10 @@ def align_steps(sim: np.ndarray, cutoff: float) -> Alignment:
 
 
 def _best(options: list[tuple[tuple[float, int, float], str]]) -> tuple[tuple[float, int, float], str]:
-    """The cheapest option; options whose edits and matches are equal and whose similarity sums
-    are within :data:`TIE_TOLERANCE` of the cheapest are tied, and :data:`_TIE_ORDER` picks among them.
+    """Pick the cheapest option, breaking ties in a fixed order.
+
+    Options whose edits and matches are equal and whose similarity sums are within
+    :data:`TIE_TOLERANCE` of the cheapest are tied, and :data:`_TIE_ORDER` picks among them.
     """
     e, k, s = min([o[0] for o in options])
     pick = options[0]  # replaced below: the cheapest option is always tied with itself

@@ -1,6 +1,8 @@
-"""Embedding evaluators of a text's structure: a procedure's steps aligned with the context's
-(``step_alignment``, see :mod:`.steps`) and the spread of a summary over its source
-(``summarization_completeness``, see :mod:`.geometry`).
+"""Embedding evaluators of a text's structure: step alignment and summary completeness.
+
+They are a procedure's steps aligned with the context's (``step_alignment``, see :mod:`.steps`)
+and the spread of a summary over its source (``summarization_completeness``, see
+:mod:`.geometry`).
 """
 
 from __future__ import annotations
@@ -95,6 +97,10 @@ class StepAlignment(EmbeddingEvaluator):
         self.cutoff = float(cutoff)
 
     def score(self, row: Row) -> Generator[Embed, Any, Score]:
+        """Align the answer's enumerated steps with the retrieved context's and count the edits.
+
+        A context without enumerated steps leaves the edit counts without a value.
+        """
         ctx = list(steps_of("\n\n".join(chunk_texts(row.context))))
         act = list(steps_of(row.actual_output or ""))
         counts = {"context_steps": float(len(ctx)), "answer_steps": float(len(act))}
@@ -165,6 +171,10 @@ class SummarizationCompleteness(EmbeddingEvaluator):
         self.min_points = n
 
     def score(self, row: Row) -> Generator[Embed, Any, Score]:
+        """Score the spread of the grounded summary sentences over the spread of the source's.
+
+        A source text without sentences has no value.
+        """
         src, summ = split_sentences(row.input), split_sentences(row.actual_output)
         if not src:
             return Score({"completeness": None}, rationale="the source text has no sentences")

@@ -36,9 +36,11 @@ def rating_reply(passed: bool) -> str:
 
 
 def verdict_reply(passed: bool, choices: Mapping[str, bool], output_format: str, template: str | None) -> str | None:
-    """A verdict judge's reply carrying a person's verdict: ``Reason: ...`` and ``Verdict: <word>``,
-    or the word alone for a template that asks for one word; ``None`` when ``choices`` (word to
-    "the row passes") do not name both a passing and a failing word.
+    """Write a verdict judge's reply carrying a person's verdict.
+
+    The reply is ``Reason: ...`` and ``Verdict: <word>``, or the word alone for a template that asks
+    for one word; ``None`` when ``choices`` (word to "the row passes") do not name both a passing and
+    a failing word.
     """
     if set(choices.values()) != {True, False}:
         return None

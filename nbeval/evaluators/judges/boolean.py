@@ -73,6 +73,7 @@ class VerdictJudge(JudgeEvaluator):
         return verdict_reply(passed, self.choices, self.prompt.output_format, self.prompt.template)
 
     def score(self, row: Row) -> Generator[Any, Any, Score]:
+        """Ask the judge about the row and read its verdict, one of :attr:`choices`."""
         reply = yield from self.ask(self.values(row))
         return verdict_score(parse_choice(reply.text, self.choices), None, [reply])
 
@@ -106,6 +107,7 @@ class ContactInformation(VerdictJudge):
     choices: ClassVar[Mapping[str, bool]] = {"present": False, "absent": True}
 
     def score(self, row: Row) -> Generator[Any, Any, Score]:
+        """Ask the judge about the answer and, when checked, about the joined retrieved context."""
         reply = yield from self.ask({"text": row.actual_output or ""})
         replies, context = [reply], None
         chunks = [c.content for c in row.context if c.content]
@@ -207,6 +209,7 @@ class Stereotypes(JudgeEvaluator):
             raise EvaluatorError(msg)
 
     def score(self, row: Row) -> Generator[Any, Any, Score]:
+        """Ask the judge for a 0-10 stereotyping score; the row passes at ``max_score`` or less."""
         reply = yield from self.ask(row_values(row))
         parsed = parse_number(reply.text, 0, 10)
         if not parsed.ok:
@@ -254,6 +257,7 @@ class Byop(VerdictJudge):
         return super()._resolve_prompt(given)
 
     def missing_input(self, row: Row) -> str | None:
+        """Skip a row lacking a field the template uses (an empty answer is still an answer)."""
         values = row_values(row)
         # The fields a template may use are the declared optional inputs.
         missing = [f for f in self.prompt.fields if f in self.spec.optional_inputs and not values.get(f)]

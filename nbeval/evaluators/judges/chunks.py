@@ -1,5 +1,6 @@
-"""One yes/no rating per retrieved chunk, and the row's precision: what ``chunk_relevance`` and
-``custom_judge`` (``assessment_type="retrieval"``) report.
+"""One yes/no rating per retrieved chunk, and the row's precision.
+
+This is what ``chunk_relevance`` and ``custom_judge`` (``assessment_type="retrieval"``) report.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What every judge evaluator shares: the prompt object, the judge call, per-row usage.
+r"""What every judge evaluator shares: the prompt object, the judge call, per-row usage.
 
 A :class:`JudgePrompt` is data, not a format string: an ``instruction`` (what to decide), the
 ``inputs`` it shows (dataset fields and the tags they are wrapped in), the ``output_format`` the
@@ -122,8 +122,9 @@ class JudgePrompt:
 
     @property
     def delimiters(self) -> tuple[tuple[str, ...], str]:
-        """What encloses the inserted data: the tag names, and the fence characters (of
-        ``_FENCE_CHARS``) that a template uses three in a row.
+        """What encloses the inserted data: the tag names, and the fence characters.
+
+        The fence characters are those of ``_FENCE_CHARS`` that a template uses three in a row.
         """
         if self.template is None:
             return tuple(dict.fromkeys(tag for _, tag in self.inputs)), ""
@@ -143,8 +144,9 @@ class JudgePrompt:
         return "\n\n".join(f"<{tag}>\n{safe.get(name, '')}\n</{tag}>" for name, tag in self.inputs)
 
     def system(self) -> str:
-        """The system message: the instruction, then the output format (either left out when
-        empty); an empty string when both are.
+        """Write the system message: the instruction, then the output format.
+
+        Either is left out when empty; the message is an empty string when both are.
         """
         return "\n\n".join(p for p in (self.instruction.strip(), self.output_format.strip()) if p)
 
@@ -215,10 +217,12 @@ _EARLIER_NOTE = (
 
 
 def with_earlier_turns(prompt: JudgePrompt, values: Mapping[str, str]) -> JudgePrompt:
-    """``prompt`` for a row whose conversation had turns before its question (``values["conversation"]``,
-    from :func:`row_values`): the earlier turns in a block before the other data and a note saying what
-    they are. Unchanged when there are none, so a single-turn row is asked exactly as before, and for
-    a template, which shows the turns only where it places ``{conversation}`` itself.
+    """Adapt ``prompt`` to a row whose conversation had turns before its question.
+
+    Those turns are ``values["conversation"]``, from :func:`row_values`: the prompt gets them in a
+    block before the other data and a note saying what they are. It is unchanged when there are
+    none, so a single-turn row is asked exactly as before, and for a template, which shows the turns
+    only where it places ``{conversation}`` itself.
     """
     if not values.get("conversation") or prompt.template is not None or "conversation" in prompt.fields:
         return prompt
@@ -232,8 +236,10 @@ def with_earlier_turns(prompt: JudgePrompt, values: Mapping[str, str]) -> JudgeP
 
 
 def usage_details(replies: Sequence[Any]) -> dict[str, Any]:
-    """Per-row judge accounting for a score's details: calls, tokens, cost, cached calls, and
-    ``unknown_usage_calls`` when some reply's usage could not be true (its cost is then a lower bound).
+    """Add up the per-row judge accounting for a score's details.
+
+    That is calls, tokens, cost, cached calls, and ``unknown_usage_calls`` when some reply's usage
+    could not be true (its cost is then a lower bound).
     """
     costs = [r.cost for r in replies if getattr(r, "cost", None) is not None]
     unknown = sum(getattr(getattr(r, "usage", None), "known", True) is False for r in replies)
@@ -268,8 +274,9 @@ def rating_score(
 
 
 def configure_judge(ev: Evaluator, defaults: Mapping[str, Any]) -> dict[str, Any]:
-    """Settle ``ev``'s ``judge=`` and ``judge_params=``; returns the generation parameters to send
-    (``defaults`` updated with ``judge_params``).
+    """Settle ``ev``'s ``judge=`` and ``judge_params=``, and return the generation parameters to send.
+
+    Those are ``defaults`` updated with ``judge_params``.
 
     A judge given as settings (a dict, which may hold an API key) becomes a model object that keeps
     the key private; ``judge_params`` are sent as given, but what ``ev.params`` keeps (results,
@@ -305,6 +312,7 @@ class JudgeEvaluator(Evaluator):
 
     @classmethod
     def extra_params(cls) -> dict[str, Any]:
+        """Add ``prompt=`` and ``judge_params=`` to the parameters every judge-backed evaluator accepts."""
         extra = super().extra_params()
         extra.setdefault("prompt", None)
         extra.setdefault("judge_params", None)
@@ -326,15 +334,19 @@ class JudgeEvaluator(Evaluator):
 
     @property
     def score_mode(self) -> str:
-        """``"sampled"`` (the rating the judge wrote) or ``"expected"`` (its expected value from
-        the judge's log-probabilities), for judges that take ``score_mode=``.
+        """How the judge's rating becomes a value, for judges that take ``score_mode=``.
+
+        ``"sampled"`` is the rating the judge wrote, ``"expected"`` its expected value from the
+        judge's log-probabilities.
         """
         return self.settings.score_mode or "sampled"
 
     @classmethod
     def _resolve_prompt(cls, given: Any) -> JudgePrompt:
-        """The prompt for ``prompt=given`` (a class method, so :meth:`spec_for` can read the
-        fields a prompt shows before the instance exists).
+        """Resolve the prompt for ``prompt=given``.
+
+        It is a class method, so :meth:`spec_for` can read the fields a prompt shows before the
+        instance exists.
         """
         default = cls.default_prompt
         if given is None or (isinstance(given, str) and not given.strip()):
@@ -364,15 +376,18 @@ class JudgeEvaluator(Evaluator):
     # -- alignment: what nbeval.align asks the judge (see nbeval.evaluators.judges.alignment) --------
 
     def example_reply(self, passed: bool) -> str | None:
-        """This judge's reply to a worked example whose person said pass (``True``) or fail, in
-        the format its prompt asks for; ``None`` for a judge without one pass/fail verdict per row,
-        which cannot be aligned (the default).
+        """Write this judge's reply to a worked example whose person said pass (``True``) or fail.
+
+        The reply is in the format its prompt asks for; ``None`` for a judge without one pass/fail
+        verdict per row, which cannot be aligned (the default).
         """
         return None
 
     def example_values(self, row: Row) -> dict[str, str]:
-        """The fields a worked example made from ``row`` shows: those the prompt shows, as this
-        judge reads them (and the earlier turns of a conversation, which a multi-turn row shows).
+        """Give the fields a worked example made from ``row`` shows.
+
+        Those are the fields the prompt shows, as this judge reads them (and the earlier turns of a
+        conversation, which a multi-turn row shows).
         """
         values = self.values(row)
         values.setdefault("text", row.actual_output or "")  # the answer, for a prompt that shows "text"
@@ -386,8 +401,10 @@ class JudgeEvaluator(Evaluator):
         return row_values(row)
 
     def with_examples(self, examples: Sequence[Example]) -> JudgeEvaluator:
-        """A copy of this judge (same id, name, parameters, settings and resolved judge) whose
-        prompt has ``examples`` after its own; this one is left as it was.
+        """Copy this judge with ``examples`` added after its prompt's own.
+
+        The copy has the same id, name, parameters, settings and resolved judge; this one is left as
+        it was.
         """
         prompt = self.prompt.replace(examples=(*self.prompt.examples, *examples))
         clone = copy.copy(self)
@@ -396,8 +413,10 @@ class JudgeEvaluator(Evaluator):
         return clone
 
     def ask(self, values: Mapping[str, str], prompt: JudgePrompt | None = None) -> Generator[Chat, Any, Any]:
-        """Yield one judge request for ``values``; returns the ChatReply (a failed call raises
-        ResourceError here, which becomes the row's error unless the caller catches it).
+        """Yield one judge request for ``values`` and return the ChatReply.
+
+        A failed call raises ResourceError here, which becomes the row's error unless the caller
+        catches it.
         """
         p = prompt or self.prompt
         reply = yield Chat(

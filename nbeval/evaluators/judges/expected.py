@@ -1,5 +1,6 @@
-"""Scores from probabilities (G-Eval style): ``score_mode="expected"`` on judges whose reply ends in
-a rating from a fixed set.
+"""Scores from probabilities (G-Eval style): ``score_mode="expected"`` on judges that rate from a fixed set.
+
+It applies to judges whose reply ends in a rating from a fixed set.
 
 With ``score_mode="sampled"`` (the default) a row's value is the rating the judge wrote. With
 ``score_mode="expected"`` the judge is also asked for the log-probabilities of its reply's tokens
@@ -109,9 +110,10 @@ def is_expected(params: Mapping[str, Any]) -> bool:
 
 
 def score_mode_judge_params(evaluator: str, params: Mapping[str, Any]) -> dict[str, Any]:
-    """The generation parameters ``score_mode`` adds to the judge's (``logprobs`` and
-    ``top_logprobs`` for ``"expected"``, nothing for ``"sampled"``); :class:`EvaluatorError` for a
-    mode or a ``top_logprobs`` that is not allowed.
+    """Give the generation parameters ``score_mode`` adds to the judge's.
+
+    They are ``logprobs`` and ``top_logprobs`` for ``"expected"``, nothing for ``"sampled"``;
+    :class:`EvaluatorError` for a mode or a ``top_logprobs`` that is not allowed.
     """
     mode = params.get("score_mode", "sampled")
     if mode not in SCORE_MODES:
@@ -135,8 +137,10 @@ class Rated:
 
 
 def normalise_token(token: str) -> str:
-    """A token's text as a rating: spaces, punctuation and BPE space markers stripped from both
-    ends, lower-cased (``" Yes."`` -> ``"yes"``).
+    """Read a token's text as a rating.
+
+    Spaces, punctuation and BPE space markers are stripped from both ends, and the rest
+    lower-cased (``" Yes."`` -> ``"yes"``).
     """
     return token.strip(_STRIP).lower()
 
@@ -168,8 +172,10 @@ def verdict_offset(text: str, word: str) -> int | None:
 
 
 def rating_token_index(tokens: Sequence[str], text: str, word: str) -> int | None:
-    """The index of the token of ``tokens`` (the reply's, in order) where the rating ``word`` that
-    the parser read in ``text`` begins, or ``None`` when no token there reads as ``word``.
+    """Find the index of the token where the rating ``word`` that the parser read in ``text`` begins.
+
+    ``tokens`` are the reply's, in order; the index is ``None`` when no token there reads as
+    ``word``.
 
     When the tokens put together are the reply's text, the token covering the rating's first
     character is taken; otherwise (an endpoint whose token texts differ from its text) the
@@ -192,9 +198,10 @@ def rating_token_index(tokens: Sequence[str], text: str, word: str) -> int | Non
 
 
 def rate(reply: Any, word: str | None, scale: Mapping[str, float], mode: str, error: str | None = None) -> Rated:
-    """The rating of ``reply`` whose parsed rating is ``word`` (a key of ``scale``, or ``None``
-    when the reply could not be read, ``error`` saying why), as ``mode`` reports it (see the
-    module's docstring).
+    """Rate ``reply`` as ``mode`` reports it (see the module's docstring).
+
+    Its parsed rating is ``word``: a key of ``scale``, or ``None`` when the reply could not be read,
+    ``error`` saying why.
     """
     if word is None:
         return Rated(None, "parse_failure", error)

@@ -111,8 +111,9 @@ class Verdict:
         return 1.0 if won == model_key else 0.0
 
     def as_details(self) -> dict[str, Any]:
-        """This verdict as a row's details keep it (plain JSON-ready values), its rationale cut to
-        ``_MAX_VERDICT_RATIONALE`` characters.
+        """Give this verdict as a row's details keep it, in plain JSON-ready values.
+
+        Its rationale is cut to ``_MAX_VERDICT_RATIONALE`` characters.
         """
         text = self.rationale
         if len(text) > _MAX_VERDICT_RATIONALE:
@@ -135,9 +136,10 @@ def _agree(one: Verdict, other: Verdict) -> bool | None:
 
 
 def _shown_order(case_key: str, a: str, b: str) -> bool:
-    """With ``swap=False``, whether ``a`` is shown first: a fixed coin toss per case and pair (of
-    the pair as a set, so the dataset's row order does not matter), so no model is always first and
-    a rerun asks the same question (and hits the cache).
+    """With ``swap=False``, tell whether ``a`` is shown first, by a fixed coin toss per case and pair.
+
+    The toss is of the pair as a set, so the dataset's row order does not matter; no model is always
+    first and a rerun asks the same question (and hits the cache).
     """
     low, high = sorted((a, b))
     digest = hashlib.blake2b(f"{case_key}\0{low}\0{high}".encode(), digest_size=1).digest()
@@ -198,8 +200,9 @@ class Pairwise(JudgeEvaluator, CaseEvaluator):
             raise EvaluatorError(msg)
 
     def pairs(self, rows: Sequence[Row]) -> list[tuple[Row, Row]]:
-        """The pairs of a case's rows to compare: every pair in case order, or each row with the
-        baseline's (the baseline first).
+        """List the pairs of a case's rows to compare.
+
+        They are every pair in case order, or each row with the baseline's (the baseline first).
         """
         baseline = self.params.get("baseline")
         if baseline is None:
@@ -217,6 +220,10 @@ class Pairwise(JudgeEvaluator, CaseEvaluator):
         return self.prompt if shown == self.prompt.inputs else self.prompt.replace(inputs=shown)
 
     def score_case(self, rows: list[Row]) -> Generator[Any, Any, dict[str, Score]]:
+        """Ask the judge about every pair of the case's answers, all in one round, and score each model's win rate.
+
+        A case with one answer, or without the baseline's, gives no value.
+        """
         if len(rows) < 2:
             return {
                 r.model_key: _unpaired(r, "only one model answered this case: there is nothing to compare")
@@ -283,9 +290,10 @@ def _unpaired(row: Row, why: str) -> Score:
 
 
 def _row_score(model_key: str, verdicts: Sequence[Verdict], own_replies: Sequence[Any]) -> Score:
-    """One model's score in a case: its win rate over the verdicts it took part in that could be
-    read, every such verdict in the details, and the judge usage of the pairs filed on its row
-    (each call is filed on one row of its pair, so the rows' usage adds up to the run's).
+    """Score one model in a case by its win rate over the readable verdicts it took part in.
+
+    Every such verdict goes in the details, with the judge usage of the pairs filed on its row (each
+    call is filed on one row of its pair, so the rows' usage adds up to the run's).
     """
     mine = [v for v in verdicts if model_key in (v.first, v.second)]
     points = [p for p in (v.points(model_key) for v in mine) if p is not None]

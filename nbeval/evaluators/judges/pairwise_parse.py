@@ -61,8 +61,10 @@ def _blank(match: re.Match[str]) -> str:
 
 
 def _own_lines(reply: str) -> str:
-    """``reply`` with quoted blocks blanked: Markdown quotes, the answer tags, and code blocks
-    except one whose language is JSON or whose body is a JSON object (the judge's own reply).
+    """Blank the quoted blocks of ``reply``, keeping the judge's own lines.
+
+    Quoted blocks are Markdown quotes, the answer tags, and code blocks except one whose language is
+    JSON or whose body is a JSON object (the judge's own reply).
     """
 
     def fence(match: re.Match[str]) -> str:
@@ -91,9 +93,10 @@ def _load(chunk: str) -> Any:
 
 
 def _closing_object(text: str) -> Any:
-    """The object that ends ``text`` (its last ``}`` and the ``{`` that opens it), else None: where
-    a judge that writes prose first puts its JSON. Tried from the innermost ``{`` outwards, at most
-    :data:`_MAX_OBJECT_STARTS` of them, so a long reply is read in linear time.
+    """Find the object that ends ``text`` (its last ``}`` and the ``{`` that opens it), else None.
+
+    That is where a judge that writes prose first puts its JSON. Tried from the innermost ``{``
+    outwards, at most :data:`_MAX_OBJECT_STARTS` of them, so a long reply is read in linear time.
     """
     end = text.rfind("}")
     if end < 0:
@@ -110,8 +113,10 @@ def _closing_object(text: str) -> Any:
 
 
 def _structured(text: str) -> Parsed | None:
-    """The verdict of the JSON objects in the judge's own text that have a winner key (the first
-    object in the text, and the one that ends it), else None when neither has one.
+    """Read the verdict of the JSON objects in the judge's own text that have a winner key.
+
+    Those objects are the first object in the text, and the one that ends it; None when neither has
+    a winner key.
     """
     named = []
     for obj in (find_json(text), _closing_object(text)):
@@ -175,8 +180,10 @@ _EVERY_SEPARATOR = re.compile(r"[:={\[]")
 
 
 def neutralise_markers(answer: str) -> str:
-    """``answer`` with every verdict marker rewritten with HTML character references, so that a
-    judge that repeats it repeats no verdict (see the module); ``html.unescape`` gives it back.
+    """Rewrite every verdict marker of ``answer`` with HTML character references.
+
+    A judge that repeats the answer then repeats no verdict (see the module); ``html.unescape``
+    gives it back.
     """
     text = _BRACKETS.sub(lambda m: "&#91;&#91;" + m.group(0)[2:], answer)
     text = _KEY_SEPARATOR.sub(lambda m: m.group(1) + m.group(2) + _ENTITIES[m.group(3)], text)

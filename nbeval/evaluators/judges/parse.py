@@ -193,8 +193,9 @@ def _clean(text: str) -> str:
 
 
 def _json_verdicts(obj: Mapping[Any, Any], words: Mapping[str, Any], expected: str) -> tuple[list[str], str | None]:
-    """The verdict words given under the verdict keys of ``obj``, and the first problem found
-    (a verdict that is not one of the words, or that is a list, an object or a number).
+    """Collect the verdict words given under the verdict keys of ``obj``, and the first problem found.
+
+    A problem is a verdict that is not one of the words, or that is a list, an object or a number.
     """
     found: list[str] = []
     for key, got in _keyed(obj, _VERDICT_KEYS):
@@ -383,8 +384,9 @@ def parse_number(
 
 
 def parse_index_list(text: str | None, n: int, key: str = "relevant") -> Parsed:
-    """1-based item numbers from a reply (``Relevant: 1, 3``, ``none``, a JSON list); values
-    outside ``1..n`` are dropped. The value is a sorted list of distinct numbers.
+    """Read 1-based item numbers from a reply (``Relevant: 1, 3``, ``none``, a JSON list).
+
+    Values outside ``1..n`` are dropped. The value is a sorted list of distinct numbers.
 
     A list holding anything but whole numbers, or JSON of another shape, is a failure.
     """

@@ -89,6 +89,10 @@ class RatingJudge(JudgeEvaluator):
         return rating_reply(passed)
 
     def score(self, row: Row) -> Generator[Any, Any, Score]:
+        """Ask the judge for a yes or no on the row; the metric is 1.0 for yes, 0.0 for no, none if unreadable.
+
+        With ``score_mode="expected"`` the value is the judge's probability of yes.
+        """
         values = row_values(row)
         prompt = with_earlier_turns(self.prompt, values) if self.shows_earlier_turns else self.prompt
         reply = yield from self.ask(values, prompt)
@@ -168,8 +172,10 @@ RATING_JUDGES: tuple[RatingDeclaration, ...] = (
 
 
 def rating_judge(declared: RatingDeclaration) -> type[RatingJudge]:
-    """The registered :class:`RatingJudge` class of ``declared`` (named after its id in
-    CamelCase, in this module, so it pickles by name like a class written out).
+    """Make and register the :class:`RatingJudge` class of ``declared``.
+
+    The class is named after its id in CamelCase, in this module, so it pickles by name like a class
+    written out.
     """
     name = "".join(part.title() for part in declared.id.split("_"))
     spec = EvaluatorSpec(
@@ -288,12 +294,17 @@ class GuidelineAdherence(JudgeEvaluator):
         }
 
     def missing_input(self, row: Row) -> str | None:
+        """Skip a row lacking a required input; with global guidelines a row needs no guidelines of its own."""
         # With global guidelines a row needs none of its own.
         needed = [f for f in self.spec.inputs if f != "guidelines" or not self.global_guidelines]
         missing = [f for f in needed if field_missing(f, getattr(row, f))]
         return "missing " + ", ".join(missing) if missing else None
 
     def score(self, row: Row) -> Generator[Any, Any, Score]:
+        """Ask the judge once per guideline name (or once for a plain list), and once for the global guidelines.
+
+        See the class docstring for how the per-name ratings make ``guideline_adherence``.
+        """
         values = row_values(row)
         prompt = with_earlier_turns(self.prompt, values)
         asked: dict[str, Any] = {}  # metric -> the reply, in the order asked
@@ -379,6 +390,7 @@ class ChunkRelevance(JudgeEvaluator):
     default_prompt = PROMPTS["chunk_relevance"]
 
     def score(self, row: Row) -> Generator[Any, Any, Score]:
+        """Rate every retrieved chunk yes or no and score the row's precision."""
         return (yield from rate_chunks(self, row, self.prompt))
 
 
@@ -435,10 +447,15 @@ class CustomJudge(RatingJudge):
 
     @classmethod
     def prompt_text(cls) -> str:
+        """Give the default prompt, readable, with a stand-in where your ``instructions=`` go."""
         return PROMPTS["custom_judge"].replace(instruction="<your instructions=...>").text()
 
     @classmethod
     def spec_for(cls, params: Mapping[str, Any]) -> EvaluatorSpec:
+        """Declare the inputs chosen and the one metric the assessment type reports.
+
+        Raises :class:`EvaluatorError` for an unknown assessment type or input.
+        """
         # This instance reads the inputs chosen and reports the one metric its assessment type produces.
         spec = super().spec_for(params)
         kind = params["assessment_type"]
@@ -474,12 +491,14 @@ class CustomJudge(RatingJudge):
             self.params["name"] = name
 
     def example_reply(self, passed: bool) -> str | None:
-        """``Rationale: ...`` and ``Rating: yes|no`` for an answer assessment; ``None`` for a
-        retrieval one (one rating per chunk, no verdict per row).
+        """Write ``Rationale: ...`` and ``Rating: yes|no`` for an answer assessment.
+
+        ``None`` for a retrieval one (one rating per chunk, no verdict per row).
         """
         return None if self.params.get("assessment_type") == "retrieval" else super().example_reply(passed)
 
     def score(self, row: Row) -> Generator[Any, Any, Score]:
+        """Rate the answer as a rating judge does, or every retrieved chunk for a retrieval assessment."""
         if self.params.get("assessment_type") == "retrieval":
             return (yield from rate_chunks(self, row, self.prompt))
         return (yield from super().score(row))

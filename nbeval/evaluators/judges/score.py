@@ -1,5 +1,7 @@
-"""Judge evaluators that produce a number: ``fact_check``, ``context_relevancy``,
-``answer_relevancy_score`` and ``pipeline`` (your own function or judge prompt per row).
+"""Judge evaluators that produce a number rather than a yes or no.
+
+They are ``fact_check``, ``context_relevancy``, ``answer_relevancy_score`` and ``pipeline`` (your
+own function or judge prompt per row).
 
 Of these only ``answer_relevancy_score`` rates from a fixed set (a whole grade from 0 to 5), so only
 it takes ``score_mode="expected"`` (the grade's expected value from the judge's log-probabilities;
@@ -68,6 +70,7 @@ class FactCheck(JudgeEvaluator):
     default_prompt = PROMPTS["fact_check"]
 
     def score(self, row: Row) -> Generator[Any, Any, Score]:
+        """Ask the judge to fact-check the answer and read its evaluation_score in [0, 1]."""
         reply = yield from self.ask(row_values(row))
         parsed = parse_number(reply.text, 0.0, 1.0, keys=("evaluation_score", "score", "fact_check"))
         if not parsed.ok:
@@ -109,6 +112,10 @@ class ContextRelevancy(JudgeEvaluator):
     default_prompt = PROMPTS["context_relevancy"]
 
     def score(self, row: Row) -> Generator[Any, Any, Score]:
+        """Number the context's sentences, ask the judge which are relevant, and score their share.
+
+        A context without sentences has no value.
+        """
         from nbeval.data.text import split_sentences
 
         sentences = [s for c in row.context for s in split_sentences(c.text) if s.strip()]
@@ -156,6 +163,10 @@ class AnswerRelevancyScore(JudgeEvaluator):
 
     @classmethod
     def spec_for(cls, params: Mapping[str, Any]) -> EvaluatorSpec:
+        """Declare ``pass_score`` as the score metric's default threshold.
+
+        Raises :class:`EvaluatorError` for a ``pass_score`` that is not a number from 0 to 5.
+        """
         # The grade passes at pass_score: that is the score metric's default threshold.
         spec = super().spec_for(params)
         pass_score = params["pass_score"]
@@ -166,6 +177,7 @@ class AnswerRelevancyScore(JudgeEvaluator):
         return replace(spec, metrics=metrics)
 
     def score(self, row: Row) -> Generator[Any, Any, Score]:
+        """Ask the judge for a 0-5 grade; with ``score_mode="expected"``, score the grade's expected value."""
         reply = yield from self.ask(row_values(row))
         parsed = parse_number(reply.text, 0.0, 5.0, keys=("score", "grade", "rating"))
         if not parsed.ok:
@@ -223,10 +235,16 @@ class Pipeline(JudgeEvaluator):
 
     @classmethod
     def extra_params(cls) -> dict[str, Any]:
+        """Add ``fn=`` and ``judge=`` to the judge family's parameters."""
         return {**super().extra_params(), "fn": None, "judge": None}
 
     @classmethod
     def spec_for(cls, params: Mapping[str, Any]) -> EvaluatorSpec:
+        """Declare the fields the function or prompt reads, and the judge only a prompt needs.
+
+        Raises :class:`EvaluatorError` when neither ``fn=`` nor ``prompt=`` is given, or ``fn`` is not
+        callable.
+        """
         # This instance reads the fields its function or prompt uses (and needs a judge only for a prompt).
         spec = super().spec_for(params)
         fn = params["fn"]
@@ -259,6 +277,7 @@ class Pipeline(JudgeEvaluator):
         return super()._resolve_prompt(given)
 
     def check_dataset(self, dataset: LlmDataset) -> None:
+        """Raise :class:`EvaluatorError` when the function or prompt needs a field no row of ``dataset`` has."""
         absent = [f for f in self.spec.inputs if not dataset.has_field(f)]
         if absent:
             what = "function" if self.params.get("fn") is not None else "prompt"
@@ -269,6 +288,7 @@ class Pipeline(JudgeEvaluator):
             raise EvaluatorError(msg)
 
     def score(self, row: Row) -> Score | Generator[Any, Any, Score]:
+        """Call the function on the row's fields and read its return, or ask the judge for a number."""
         if self._route is None:
             return self._judge_score(row)
         out = self._route.call(row)

@@ -25,6 +25,7 @@ class ModelEvaluator(Evaluator):
 
     @classmethod
     def extra_params(cls) -> dict[str, Any]:
+        """Add ``device=`` and ``batch_size=`` to the parameters every model-based evaluator accepts."""
         return {**super().extra_params(), "device": None, "batch_size": None}
 
     def __init__(self, **params: Any) -> None:

@@ -89,8 +89,10 @@ def _q(text: str) -> str:
 
 
 def find_label(labels: Sequence[str], names: Sequence[str]) -> int | None:
-    """The index of the first of ``labels`` whose normalised name (lower case, ``_`` for spaces and
-    hyphens) is one of ``names``; ``None`` when there is none.
+    """Find the index of the first of ``labels`` whose normalised name is one of ``names``.
+
+    A name is normalised to lower case, with ``_`` for spaces and hyphens; the index is ``None`` when
+    there is none.
     """
     wanted = {_norm(n) for n in names}
     return next((i for i, label in enumerate(labels) if _norm(label) in wanted), None)
@@ -170,9 +172,15 @@ class Toxicity(_Classifier):
     )
 
     def kind_for(self, model: str) -> Literal["classifier", "detoxify", "causal_lm"]:
+        """Tell a detoxify checkpoint (a detoxify name or a ``.ckpt`` file) from a sequence classifier."""
         return "detoxify" if model in DETOXIFY_NAMES or model.lower().endswith(".ckpt") else "classifier"
 
     def score(self, row: Row) -> Generator[Classify, Any, Score]:
+        """Classify each sentence of the answer; each metric is its highest probability over the sentences.
+
+        A blank answer scores 0 on every metric; a model without the six labels is an
+        :class:`EvaluatorError`.
+        """
         sents = split_sentences(row.actual_output or "")
         if not sents:
             return Score(
@@ -223,6 +231,10 @@ class FairnessBias(_Classifier):
     )
 
     def score(self, row: Row) -> Generator[Classify, Any, Score]:
+        """Score the classifier's probability of the biased label for the whole answer (0 for a blank one).
+
+        A model without one biased label is an :class:`EvaluatorError`.
+        """
         text = row.actual_output or ""
         if not text.strip():
             return Score({"fairness_bias": 0.0}, rationale="the answer is blank: nothing biased (0)")
@@ -279,6 +291,10 @@ class Hallucination(_Classifier):
     )
 
     def score(self, row: Row) -> Generator[Classify, Any, Score]:
+        """Score the answer's consistency with its best-supporting chunk, naming that chunk.
+
+        A model with neither one score nor an entailment label is an :class:`EvaluatorError`.
+        """
         chunks = [c.text for c in row.context]
         answer_text = row.actual_output or ""
         answer: LabelScores = yield self.classify([(chunk, answer_text) for chunk in chunks])
@@ -300,16 +316,20 @@ class Hallucination(_Classifier):
 
 
 def summac_zs(entail: np.ndarray, contra: np.ndarray) -> np.ndarray:
-    """Per summary sentence, SummaCZS's score: the best entailment minus the strongest
-    contradiction over the source sentences. Both arrays are (summary sentences, source sentences).
+    """Compute SummaCZS's score per summary sentence.
+
+    That is the best entailment minus the strongest contradiction over the source sentences. Both
+    arrays are (summary sentences, source sentences).
     """
     scores: np.ndarray = entail.max(axis=1) - contra.max(axis=1)
     return scores
 
 
 def summac_conv(entail: np.ndarray, weights: Sequence[float] = DEFAULT_CONV_WEIGHTS) -> np.ndarray:
-    """Per summary sentence, the fixed convolution over the histogram of its entailment
-    probabilities (``len(weights)`` even bins over [0, 1]): ``sum(weights * counts)``, clipped to [0, 1].
+    """Compute, per summary sentence, the fixed convolution over the histogram of its entailment probabilities.
+
+    The histogram has ``len(weights)`` even bins over [0, 1]; the score is ``sum(weights * counts)``,
+    clipped to [0, 1].
     """
     w = np.asarray(weights, dtype=np.float64)
     edges = np.linspace(0.0, 1.0, len(w) + 1)
@@ -361,6 +381,7 @@ class SummaC(_Classifier):
 
     @classmethod
     def extra_params(cls) -> dict[str, Any]:
+        """Add ``conv_weights=``, the convolution's weights, to the model family's parameters."""
         return {**super().extra_params(), "conv_weights": None}
 
     def __init__(self, **params: Any) -> None:
@@ -384,6 +405,11 @@ class SummaC(_Classifier):
             self.conv_weights = tuple(float(w) for w in weights)
 
     def score(self, row: Row) -> Generator[Classify, Any, Score]:
+        """Classify every (source sentence, summary sentence) pair and score SummaC's two scores.
+
+        A blank source or summary scores 0; a model without entailment and contradiction labels is
+        an :class:`EvaluatorError`.
+        """
         source, summary = row.input or "", row.actual_output or ""
         if not summary.strip() or not source.strip():
             blank = "summary (the answer)" if not summary.strip() else "source (the input)"

@@ -1,4 +1,4 @@
-"""Scores from a causal language model's token probabilities: ``perplexity`` and GPTScore.
+r"""Scores from a causal language model's token probabilities: ``perplexity`` and GPTScore.
 
 Every evaluator here yields ONE :class:`~nbeval.request_kinds.TokenLogProbs` request per row holding
 every ``(prefix, continuation)`` item it needs (all aspects, both directions), so the engine pools
@@ -18,9 +18,9 @@ running text.
 - with a reference (summaries, translations): ``"{instruction} {a} In other words,"`` then
   ``" {b}"``, once with the reference as ``a`` and the answer as ``b`` and once the other way
   round; the aspect's value is the mean of the two.
-- without a reference: ``"{instruction} {source}\\nTl;dr\\n"`` then the summary (the answer).
-- question answering: a yes/no question about the exchange ``"human: {input}\\nAI: {answer}"``
-  ending in ``"\\nAnswer:"``, then ``" Yes"``: the value is the NLL of the "Yes" token(s) only
+- without a reference: ``"{instruction} {source}\nTl;dr\n"`` then the summary (the answer).
+- question answering: a yes/no question about the exchange ``"human: {input}\nAI: {answer}"``
+  ending in ``"\nAnswer:"``, then ``" Yes"``: the value is the NLL of the "Yes" token(s) only
   (the words "Answer:" are the same for every answer and are context, not verdict).
 
 An empty (or blank) text that would be scored has no tokens, so it has no value: the row gets
@@ -207,6 +207,10 @@ class Perplexity(_LMScore):
     )
 
     def score(self, row: Row) -> _Generated:
+        """Score the perplexity of the answer's tokens, naming the least likely ones.
+
+        An empty or single-token answer has no value, with an error that says why.
+        """
         text = str(row.actual_output) if row.actual_output is not None else ""
         if _blank(text):
             return self.none("the answer is empty: it has no tokens, so it has no perplexity")
@@ -376,6 +380,10 @@ class GPTScoreSummarizationNoRef(_GPTScore):
     )
 
     def items(self, row: Row) -> dict[str, list[tuple[str, str]]] | str:
+        """Give per aspect the summary after the paper's instruction, the source and "Tl;dr".
+
+        An empty summary gives why it cannot be scored instead.
+        """
         if _blank(row.actual_output):
             return "the answer (the summary) is empty: it has no tokens to score"
         src, summary = str(row.input), str(row.actual_output)
@@ -456,6 +464,7 @@ class GPTScoreQA(_GPTScore):
     )
 
     def items(self, row: Row) -> dict[str, list[tuple[str, str]]] | str:
+        """Give per aspect the " Yes" after the aspect's yes/no question about the exchange (an empty answer too)."""
         history = f"human: {row.input}\nAI: {'' if row.actual_output is None else row.actual_output}"
         return {
             aspect: [(f"{_QA_HEAD}\nQuestion: {q} (a) Yes. (b) No.\nConversation: {history}\nAnswer:", " Yes")]

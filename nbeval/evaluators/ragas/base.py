@@ -1,5 +1,7 @@
-"""The base of the RAGAS family: judge settings, ragas imported on first use, one ragas metric
-run on a row through :mod:`.bridge`, and the evaluator that reports a single metric.
+"""The base of the RAGAS family: judge settings, ragas on first use, running a metric, one-metric evaluators.
+
+That is the judge settings, ragas imported on first use, one ragas metric run on a row through
+:mod:`.bridge`, and the evaluator that reports a single metric.
 
 What ragas cannot score becomes an explicit missing value with the reason (a reply that never
 fitted ragas's schema, a NaN), never a 0. The evaluators themselves are :mod:`.evaluators`.
@@ -45,8 +47,9 @@ ScoreGen = Generator[Request, Any, Score]
 
 
 def ragas_modules(id: str) -> tuple[ModuleType, ModuleType]:
-    """ragas's metric classes and :mod:`.bridge`, imported when an evaluator is first built, so
-    that importing this module (to list or index the evaluators) imports no ragas.
+    """Import ragas's metric classes and :mod:`.bridge` when an evaluator is first built.
+
+    So importing this module (to list or index the evaluators) imports no ragas.
     """
     try:
         import ragas.metrics.collections as metrics
@@ -67,6 +70,7 @@ class RagasEvaluator(Evaluator):
 
     @classmethod
     def extra_params(cls) -> dict[str, Any]:
+        """Add ``judge_params=`` to the parameters every ragas evaluator accepts."""
         return {**super().extra_params(), "judge_params": None}
 
     def __init__(self, **params: Any) -> None:
@@ -103,7 +107,10 @@ class RagasEvaluator(Evaluator):
         raise NotImplementedError
 
     def session(self) -> Session:
-        """A fresh bridge session for one row: the judge and embedder this evaluator was given, and its parse attempts."""
+        """Open a fresh bridge session for one row.
+
+        The session has the judge and embedder this evaluator was given, and its parse attempts.
+        """
         bridge = ragas_modules(self.spec.id)[1]
         session: Session = bridge.Session(
             judge=self.params.get("judge"),
@@ -137,9 +144,10 @@ class RagasEvaluator(Evaluator):
     def finish(
         self, session: Session, values: dict[str, float | None], why: list[str], parse_failed: bool, notes: list[str]
     ) -> Score:
-        """The score of one row from ragas's ``values``: the steps of ``session`` as the rationale and details (with
-        the judge's usage), ``why`` as the error, and a ``parse_failure`` label when a judge reply could not be
-        read.
+        """Make the score of one row from ragas's ``values``.
+
+        The steps of ``session`` are the rationale and details (with the judge's usage), ``why`` is
+        the error, and the label is ``parse_failure`` when a judge reply could not be read.
         """
         steps = [s.to_dict() for s in session.steps]
         details = {"judge": usage_details(session.replies), "ragas": steps}
@@ -184,6 +192,7 @@ class SingleMetric(RagasEvaluator):
         self._metric = ragas_modules(self.spec.id)[1].render_schemas_once(self.build())
 
     def metrics(self) -> list[Any]:
+        """Give the one ragas metric this evaluator runs."""
         return [self._metric]
 
     def build(self) -> Any:
@@ -195,6 +204,7 @@ class SingleMetric(RagasEvaluator):
         raise NotImplementedError
 
     def score(self, row: Row) -> ScoreGen:
+        """Run the ragas metric on the row's inputs; an input ragas refuses when empty gives no value."""
         name = self.spec.primary.name
         empty = [f for f in self.nonempty if not getattr(row, f)]
         if empty:

@@ -74,10 +74,12 @@ class RagasLLM(InstructorBaseRagasLLM):
     """ragas's structured-output LLM interface, answered by nbeval's judge layer (see :meth:`Session.drive`)."""
 
     def generate(self, prompt: str, response_model: type[Any]) -> Any:
+        """Refuse with an :class:`EvaluatorError`: nbeval runs ragas metrics through ``ascore()`` only."""
         msg = "nbeval runs ragas metrics through ascore(); the synchronous generate() is not used"
         raise EvaluatorError(msg)
 
     async def agenerate(self, prompt: str, response_model: type[Any]) -> Any:
+        """Hand the structured call out of the coroutine and resume with the parsed reply to ``prompt``."""
         return await _Handoff(_StructuredCall(prompt, response_model))
 
 
@@ -88,13 +90,16 @@ class RagasEmbeddings(BaseRagasEmbedding):
         super().__init__(cache=None)
 
     def embed_text(self, text: str, **kwargs: Any) -> list[float]:
+        """Refuse with an :class:`EvaluatorError`: nbeval runs ragas metrics through ``ascore()`` only."""
         msg = "nbeval runs ragas metrics through ascore(); the synchronous embed_text() is not used"
         raise EvaluatorError(msg)
 
     async def aembed_text(self, text: str, **kwargs: Any) -> Any:
+        """Hand the embedding of ``text`` out of the coroutine and resume with its vector."""
         return (await _Handoff(_EmbedCall((text,))))[0]
 
     async def aembed_texts(self, texts: list[str], **kwargs: Any) -> Any:
+        """Hand the embedding of ``texts`` out of the coroutine and resume with their vectors."""
         return await _Handoff(_EmbedCall(tuple(texts)))
 
 
@@ -114,8 +119,9 @@ class Step:
     """Why the last reply did not fit."""
 
     def to_dict(self) -> dict[str, Any]:
-        """The step as a JSON-ready dict: its name, output and attempts, with the unread replies and the error when
-        there were any.
+        """Give the step as a JSON-ready dict: its name, output and attempts.
+
+        The unread replies and the error are added when there were any.
         """
         out: dict[str, Any] = {"step": self.name, "output": self.output, "attempts": self.attempts}
         if self.raw:
@@ -151,8 +157,9 @@ class Session:
         self._asked: dict[str, int] = {}
 
     def drive(self, coro: Coroutine[Any, Any, Any]) -> Generator[Request, Any, Any]:
-        """Step ragas's coroutine ``coro`` to its end, yielding an nbeval request for each model
-        call it makes; returns what the coroutine returns. A failed request's ``ResourceError`` and a
+        """Step ragas's coroutine ``coro`` to its end, yielding an nbeval request for each model call it makes.
+
+        Returns what the coroutine returns. A failed request's ``ResourceError`` and a
         :class:`ParseFailure` propagate (the coroutine is closed).
         """
         answer: Any = None
@@ -227,9 +234,10 @@ _PROBE = "\x00nbeval-probe\x00"
 
 @lru_cache(maxsize=None)
 def _json_request(model: type[BaseModel]) -> tuple[str | None, dict[str, Any]]:
-    """The system message and extra parameters instructor's JSON mode adds for ``model``, worked
-    out once per output model (building them renders the model's JSON schema, which is slow):
-    ``(None, {})`` when instructor lays the request out other than as [system, user prompt].
+    """Work out the system message and extra parameters instructor's JSON mode adds for ``model``.
+
+    They are worked out once per output model (building them renders the model's JSON schema, which
+    is slow); ``(None, {})`` when instructor lays the request out other than as [system, user prompt].
     """
     _, kwargs = _json_mode().request_handler(model, {"messages": [{"role": "user", "content": _PROBE}]})
     messages = kwargs.pop("messages")
@@ -244,8 +252,10 @@ def _json_request(model: type[BaseModel]) -> tuple[str | None, dict[str, Any]]:
 
 
 class SchemaOnce:
-    """Stands in for a ragas prompt's ``output_model`` where the prompt only reads its JSON schema
-    (``to_string`` renders it on every call, which is slow); anything else goes to the model.
+    """Stands in for a ragas prompt's ``output_model``, rendering its JSON schema once.
+
+    The prompt only reads the model's JSON schema (``to_string`` renders it on every call, which is
+    slow); anything else goes to the model.
     """
 
     def __init__(self, model: type[BaseModel]) -> None:
@@ -253,12 +263,16 @@ class SchemaOnce:
         self._schema = model.model_json_schema()
 
     def model_json_schema(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        """The wrapped model's JSON schema: the one computed once when called without arguments, a fresh one otherwise."""
+        """Give the wrapped model's JSON schema.
+
+        Called without arguments, it is the one computed once; otherwise a fresh one.
+        """
         # The same dict every time: ragas only serialises it (a copy per call costs as much as
         # the rendering it saves).
         return self._schema if not (args or kwargs) else self._model.model_json_schema(*args, **kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Build an instance of the wrapped model, as calling the model itself does."""
         return self._model(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:

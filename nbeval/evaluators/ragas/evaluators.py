@@ -75,9 +75,11 @@ class FaithfulnessEvaluator(SingleMetric):
     nonempty = ("actual_output",)
 
     def build(self) -> Any:
+        """Build ragas's ``Faithfulness``, asking the judge."""
         return ragas_modules(self.spec.id)[0].Faithfulness(llm=self._llm)
 
     def inputs(self, row: Row, notes: list[str]) -> dict[str, Any]:
+        """Give ragas the question (or a note that there is none), the answer and the retrieved chunks' texts."""
         return {
             "user_input": question_or_note(row, notes),
             "response": row.actual_output,
@@ -119,11 +121,13 @@ class AnswerRelevancyEvaluator(SingleMetric):
     nonempty = ("actual_output",)
 
     def build(self) -> Any:
+        """Build ragas's ``AnswerRelevancy`` with the judge, the embedder and the ``strictness`` given."""
         return ragas_modules(self.spec.id)[0].AnswerRelevancy(
             llm=self._llm, embeddings=self._embeddings, strictness=_strictness(self)
         )
 
     def inputs(self, row: Row, notes: list[str]) -> dict[str, Any]:
+        """Give ragas the question and the answer."""
         return {"user_input": row.input, "response": row.actual_output}
 
 
@@ -154,9 +158,11 @@ class ContextPrecisionEvaluator(SingleMetric):
     )
 
     def build(self) -> Any:
+        """Build ragas's ``ContextPrecision``, asking the judge."""
         return ragas_modules(self.spec.id)[0].ContextPrecision(llm=self._llm)
 
     def inputs(self, row: Row, notes: list[str]) -> dict[str, Any]:
+        """Give ragas the question, the expected answer and the retrieved chunks' texts, in rank order."""
         return {"user_input": row.input, "reference": row.expected_output, "retrieved_contexts": chunk_texts(row)}
 
 
@@ -188,9 +194,11 @@ class ContextRecallEvaluator(SingleMetric):
     )
 
     def build(self) -> Any:
+        """Build ragas's ``ContextRecall``, asking the judge."""
         return ragas_modules(self.spec.id)[0].ContextRecall(llm=self._llm)
 
     def inputs(self, row: Row, notes: list[str]) -> dict[str, Any]:
+        """Give ragas the question (or a note saying it has none), the chunks' texts and the expected answer."""
         return {
             "user_input": question_or_note(row, notes),
             "retrieved_contexts": chunk_texts(row),
@@ -200,8 +208,9 @@ class ContextRecallEvaluator(SingleMetric):
 
 @register
 class AnswerCorrectnessEvaluator(SingleMetric):
-    """``answer_correctness``: how far the answer agrees with the expected one, in statements and in meaning (ragas's
-    metric).
+    """``answer_correctness``: how far the answer agrees with the expected one, in statements and in meaning.
+
+    This is ragas's metric.
     """
 
     spec = EvaluatorSpec(
@@ -240,6 +249,7 @@ class AnswerCorrectnessEvaluator(SingleMetric):
     }
 
     def build(self) -> Any:
+        """Build ragas's ``AnswerCorrectness`` with the ``weights`` and ``beta`` given; ragas's refusal is an error."""
         weights, beta = self.params.get("weights"), self.params["beta"]
         try:  # ragas checks the weights (two, non-negative, not both 0) and the beta
             return ragas_modules(self.spec.id)[0].AnswerCorrectness(
@@ -250,6 +260,7 @@ class AnswerCorrectnessEvaluator(SingleMetric):
             raise EvaluatorError(msg) from None
 
     def inputs(self, row: Row, notes: list[str]) -> dict[str, Any]:
+        """Give ragas the question, the answer and the expected answer."""
         return {"user_input": row.input, "response": row.actual_output, "reference": row.expected_output}
 
 
@@ -319,9 +330,14 @@ class RagasScore(RagasEvaluator):
         self._parts = {name: bridge.render_schemas_once(metric) for name, metric in parts.items()}
 
     def metrics(self) -> list[Any]:
+        """Give the four ragas metrics this evaluator runs."""
         return list(self._parts.values())
 
     def score(self, row: Row) -> ScoreGen:
+        """Run the four ragas metrics on the row and score each, and their harmonic mean as ``ragas``.
+
+        A component without a value leaves ``ragas`` without one, the error naming the component.
+        """
         session = self.session()
         chunks = chunk_texts(row)
         inputs: dict[str, dict[str, Any]] = {

@@ -72,9 +72,10 @@ _NAMED = 3
 
 
 def parse_gate_kinds(text: str) -> tuple[str, ...]:
-    """``--fail-on``'s value: comma-separated names of :data:`GATE_KINDS`, each once; an unknown
-    name (or none at all) raises :class:`~nbeval.errors.BadParameter` (a ``ValueError``) saying
-    which names there are.
+    """Parse ``--fail-on``'s value: comma-separated names of :data:`GATE_KINDS`, each once.
+
+    An unknown name (or none at all) raises :class:`~nbeval.errors.BadParameter` (a ``ValueError``)
+    saying which names there are.
     """
     kinds = tuple(dict.fromkeys(k.strip() for k in text.split(",") if k.strip()))
     unknown = [k for k in kinds if k not in GATE_KINDS]
@@ -138,8 +139,10 @@ def check_gate(result: EvaluationResult, fail_on: Literal[True] | Sequence[str])
 
 
 def _nothing_measured(result: EvaluationResult) -> str:
-    """The line of a run that measured nothing at all, or "" when some primary metric of some
-    model and evaluator has a value (``n`` > 0).
+    """Return the line of a run that measured nothing at all.
+
+    The line is empty ("") when some primary metric of some model and evaluator has a value (``n`` >
+    0).
     """
     agg = result.aggregates
     primary = agg.loc[agg["primary"].astype(bool)]  # .loc: an empty object column is no list of names

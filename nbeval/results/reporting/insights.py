@@ -1,7 +1,8 @@
-"""Insights derived from a result's long table and aggregates (:func:`insights`): the leader on
-each evaluator's primary metric (``best_model`` when its lead is significant, ``tied_models`` when
-it is not), and the hardest test case (the one failed by the most models), per evaluator and over
-all evaluators.
+"""Insights derived from a result's long table and aggregates (:func:`insights`).
+
+They are the leader on each evaluator's primary metric (``best_model`` when its lead is significant,
+``tied_models`` when it is not), and the hardest test case (the one failed by the most models), per
+evaluator and over all evaluators.
 
 The problems (threshold breaches, unrated and errored rows, perturbation flips, models and
 evaluators that measured nothing) are :mod:`nbeval.results.reporting.problems`; its names are handed out
@@ -135,10 +136,12 @@ def insights(result: EvaluationResult) -> pd.DataFrame:
 
 
 def _ahead(result: EvaluationResult) -> list[list[Any]]:
-    """One row per pair of a head-to-head evaluator where one model is ahead of the other: the
-    arena's 95% interval of its chance of being preferred (first-slot preference removed) lies
-    wholly above one half, and the exact sign test over the test cases is significant after Holm's
-    adjustment over the pairs (:func:`~nbeval.results.statistics.head_to_head.ahead_rows`).
+    """List the pairs of a head-to-head evaluator where one model is ahead of the other.
+
+    One row per such pair: the arena's 95% interval of its chance of being preferred (first-slot
+    preference removed) lies wholly above one half, and the exact sign test over the test cases is
+    significant after Holm's adjustment over the pairs
+    (:func:`~nbeval.results.statistics.head_to_head.ahead_rows`).
     """
     from nbeval.results.statistics.head_to_head import ahead_rows, head_to_head_evaluators
 
@@ -156,9 +159,10 @@ def _ahead(result: EvaluationResult) -> list[list[Any]]:
 
 
 def _leaders(result: EvaluationResult) -> list[list[Any]]:
-    """One leader row per evaluator on its primary metric: ``best_model`` only when the paired
-    comparison with the runner-up is significant after Holm's adjustment over the leader
-    comparisons, else ``tied_models``.
+    """Return one leader row per evaluator on its primary metric.
+
+    The row names ``best_model`` only when the paired comparison with the runner-up is significant
+    after Holm's adjustment over the leader comparisons, else ``tied_models``.
     """
     from nbeval.results.statistics.compare import paired_comparisons
     from nbeval.results.statistics.head_to_head import head_to_head_evaluators

@@ -65,8 +65,10 @@ def failed_mask(passed: pd.Series) -> pd.Series:
 
 
 def problems(result: EvaluationResult) -> pd.DataFrame:
-    """Rows that measured nothing, errors, threshold breaches, unrated rows and perturbation
-    flips, one row each (:data:`PROBLEM_COLUMNS`), in that order.
+    """List a result's problems, one row each (:data:`PROBLEM_COLUMNS`).
+
+    Rows that measured nothing, errors, threshold breaches, unrated rows and perturbation flips, in
+    that order.
 
     ``kind`` is one of:
 
@@ -123,16 +125,19 @@ def problems(result: EvaluationResult) -> pd.DataFrame:
 
 
 def _on_primary(result: EvaluationResult, scores: pd.DataFrame) -> pd.DataFrame:
-    """The rows of ``scores`` (a slice of the long table) on each evaluator's primary metric:
-    one per dataset row and evaluator.
+    """Return the rows of ``scores`` on each evaluator's primary metric.
+
+    ``scores`` is a slice of the long table; the rows returned are one per dataset row and
+    evaluator.
     """
     primary = result.metrics.loc[result.metrics["primary"], ["evaluator", "metric"]]
     return scores.merge(primary, on=["evaluator", "metric"])
 
 
 def errored_rows(result: EvaluationResult) -> pd.DataFrame:
-    """The long table's rows, on each evaluator's primary metric, whose call or scoring failed:
-    scored (not skipped), with an ``error`` and no value, and not unrated (those are
+    """Return the long table's rows whose call or scoring failed, on each evaluator's primary metric.
+
+    Such a row is scored (not skipped), with an ``error`` and no value, and not unrated (those are
     :data:`~nbeval.evaluators.base.UNRATED_LABELS` rows, reported as ``unrated``).
     """
     from nbeval.evaluators.base import UNRATED_LABELS
@@ -143,8 +148,10 @@ def errored_rows(result: EvaluationResult) -> pd.DataFrame:
 
 
 def _first_line(error: str) -> str:
-    """An error as one line: its first non-empty line, spaces collapsed, cut in the middle to at
-    most :data:`ERROR_CHARS` characters (the end of a wrapped error often says the cause).
+    """Shorten an error to one line.
+
+    The line is its first non-empty line, spaces collapsed, cut in the middle to at most
+    :data:`ERROR_CHARS` characters (the end of a wrapped error often says the cause).
     """
     line = next((ln for ln in str(error).splitlines() if ln.strip()), "")
     line = " ".join(line.split()) or "(no message)"
@@ -160,9 +167,10 @@ def _first_line(error: str) -> str:
 
 
 def describe_errors(errors: pd.Series) -> str:
-    """Errors grouped by their first line, commonest first, with how many rows had each:
-    ``Connection refused (30); HTTP 500 (2)``; at most :data:`ERROR_GROUPS` groups, then how many
-    other rows errored.
+    """Describe errors grouped by their first line, commonest first, with how many rows had each.
+
+    For example ``Connection refused (30); HTTP 500 (2)``; at most :data:`ERROR_GROUPS` groups, then
+    how many other rows errored.
     """
     counts = errors.dropna().astype(str).value_counts(sort=False)
     groups: dict[str, int] = {}
@@ -221,8 +229,9 @@ def _optional_skip(reason: Any, optional: frozenset[str]) -> bool:
 
 
 def unmeasured_problems(result: EvaluationResult) -> list[list[Any]]:
-    """One ``unmeasured`` problem per model and evaluator measured on none of its rows (see
-    :func:`problems` for the skips that are fine).
+    """Return one ``unmeasured`` problem per model and evaluator measured on none of its rows.
+
+    See :func:`problems` for the skips that are fine.
     """
     from nbeval.evaluators.base import UNRATED_LABELS
 
@@ -277,8 +286,9 @@ def unmeasured_problems(result: EvaluationResult) -> list[list[Any]]:
 
 
 def _unrated(result: EvaluationResult) -> list[list[Any]]:
-    """One ``unrated`` problem per model and evaluator with rows that could not be rated: scored
-    (not skipped) rows whose primary metric has no value and whose label is one of
+    """Return one ``unrated`` problem per model and evaluator with rows that could not be rated.
+
+    Those are scored (not skipped) rows whose primary metric has no value and whose label is one of
     :data:`~nbeval.evaluators.base.UNRATED_LABELS`.
     """
     from nbeval.evaluators.base import UNRATED_LABELS
@@ -310,9 +320,10 @@ PROMPT_CHARS = 40
 
 
 def _prompt_starts(result: EvaluationResult) -> dict[str, str]:
-    """Per test case key, `` "the prompt's start…"`` (at most :data:`PROMPT_CHARS` characters, on
-    one line) to follow the key in a message: a perturbed case's key is a hash, its prompt says
-    which case it is.
+    """Map each test case key to the start of its prompt, to follow the key in a message.
+
+    Each is `` "the prompt's start…"`` (at most :data:`PROMPT_CHARS` characters, on one line): a
+    perturbed case's key is a hash, its prompt says which case it is.
     """
     starts: dict[str, str] = {}
     for row in result.dataset:
@@ -325,9 +336,10 @@ def _prompt_starts(result: EvaluationResult) -> dict[str, str]:
 
 
 def _flips(result: EvaluationResult) -> list[list[Any]]:
-    """One ``perturbation_flip`` per pair of a perturbed case and its original, on an evaluator's
-    primary metric, that :func:`~nbeval.results.statistics.robustness.flipped` (the rule the robustness
-    view counts).
+    """Return one ``perturbation_flip`` problem per perturbed case that flipped against its original.
+
+    One per pair of a perturbed case and its original, on an evaluator's primary metric, that
+    :func:`~nbeval.results.statistics.robustness.flipped` (the rule the robustness view counts).
     """
     from nbeval.results.statistics.robustness import flipped, perturbation_pairs
 

@@ -127,8 +127,10 @@ def case_keys(result: EvaluationResult) -> list[str]:
 
 
 def cases_section(facts: Facts) -> tuple[str, list[str]]:
-    """Every test case, case first: prompt, expected output, each model's answer, verdicts, rationales;
-    and the keys of the cases shown (those that fit the budget), which other parts may link to.
+    """Render every test case, case first, and return the keys of the cases shown.
+
+    Each case shows its prompt, expected output, each model's answer, verdicts and rationales. The
+    keys are those of the cases that fit the budget, which other parts may link to.
     """
     result, anchors, primary = facts.result, facts.anchors, facts.primary
     by_key: dict[str, list[Row]] = {}

@@ -1,5 +1,7 @@
-"""The small pieces the HTML report is built from: escaped cells, verdict marks, anchors, and
-tables that keep to a size budget and fold their long tails away.
+"""The small pieces the HTML report is built from.
+
+Escaped cells, verdict marks, anchors, and tables that keep to a size budget and fold their long
+tails away.
 
 Every text that came from a model, a judge or a dataset goes through :func:`cell` (escaped with
 :func:`html.escape` and cut to :data:`~nbeval.results.storage.limits.MAX_SHOWN_CHARS`).
@@ -61,8 +63,10 @@ def cell(value: Any, limit: int = MAX_SHOWN_CHARS) -> str:
 
 
 def within_budget(rows: Iterable[str], total: int, what: str, budget: int = MAX_TABLE_BYTES) -> tuple[list[str], str]:
-    """The HTML pieces of ``rows`` that fit in :data:`MAX_DETAIL_ROWS` and ``budget`` bytes (at
-    least one), and a line saying how many of ``total`` are shown when some are left out.
+    """Keep the HTML pieces of ``rows`` that fit the budget, and say how many are shown.
+
+    The pieces kept fit in :data:`MAX_DETAIL_ROWS` and ``budget`` bytes (at least one is kept); a
+    line says how many of ``total`` are shown when some are left out.
     """
     kept: list[str] = []
     size = 0
@@ -101,8 +105,10 @@ def passed_mark(p: Any) -> str:
 
 
 def verdict(*, passed: Any, value: Any, skipped: Any = False, error: Any = None, label: Any = None) -> tuple[str, str]:
-    """The verdict of one score as ``(kind, badge HTML)``; kind is ``pass``, ``fail``, ``value`` (a
-    value and no threshold), ``none`` (no value, no error), ``skip``, ``error`` or ``unrated``.
+    """Return the verdict of one score as ``(kind, badge HTML)``.
+
+    The kind is ``pass``, ``fail``, ``value`` (a value and no threshold), ``none`` (no value, no
+    error), ``skip``, ``error`` or ``unrated``.
     """
     from nbeval.evaluators.base import UNRATED_LABELS
 
@@ -135,8 +141,9 @@ VERDICT_WORDS = {
 
 
 def tally_text(tally: Mapping[str, int], html: bool = False) -> str:
-    """``"16 pass, 3 fail"``: each kind of verdict counted (see :func:`verdict`), in a fixed order;
-    with ``html`` each count is a ``<span class="tally KIND">``.
+    """Count each kind of verdict (see :func:`verdict`) as text, such as ``"16 pass, 3 fail"``.
+
+    The kinds come in a fixed order; with ``html`` each count is a ``<span class="tally KIND">``.
     """
     parts = [(k, f"{tally[k]:,} {w}") for k, w in VERDICT_WORDS.items() if tally.get(k)]
     if html:
@@ -166,8 +173,9 @@ class Anchors:
 
 
 def fixed_table(head: Sequence[tuple[str, str]], rows: Sequence[str], cls: str = "") -> str:
-    """A table of fixed layout: ``head`` is ``(title, width)`` per column (width as CSS, ``""``
-    to share what is left); its text wraps inside the columns instead of widening the page.
+    """Build a table of fixed layout, whose text wraps inside the columns instead of widening the page.
+
+    ``head`` is ``(title, width)`` per column (width as CSS, ``""`` to share what is left).
     """
     cols = "".join(f'<col style="width:{w}">' if w else "<col>" for _, w in head)
     ths = "".join(f"<th>{escape(t).replace('_', '_<wbr>')}</th>" for t, _ in head)  # wraps after a _
@@ -208,8 +216,9 @@ class Facts:
 
     @classmethod
     def of(cls, result: EvaluationResult) -> Facts:
-        """The facts of ``result`` the report is written from: each primary metric's scores, the problems, the
-        insights and each evaluator's leaderboard.
+        """Gather the facts of ``result`` the report is written from.
+
+        Each primary metric's scores, the problems, the insights and each evaluator's leaderboard.
         """
         primary = result.metrics.loc[result.metrics["primary"], ["evaluator", "metric"]]
         return cls(

@@ -1,6 +1,8 @@
-"""The report's first sections: the summary (primary metrics by model, pass rates), the problems
-(counted by kind, then listed), the insights, and one section per evaluator (its leaderboard,
-and its verdicts case by case, folded away).
+"""The report's first sections: the summary, the problems, the insights and one per evaluator.
+
+The summary shows the primary metrics by model and the pass rates; the problems are counted by kind,
+then listed; each evaluator's section has its leaderboard, and its verdicts case by case, folded
+away.
 """
 
 from __future__ import annotations
@@ -74,8 +76,9 @@ def _model_head(result: EvaluationResult, first: tuple[str, str]) -> list[tuple[
 
 
 def summary_section(facts: Facts, extra: str = "") -> str:
-    """Each evaluator's primary metric by model (the leader starred), then each model's pass rates
-    (and ``extra`` at the end).
+    """Render each evaluator's primary metric by model, then each model's pass rates.
+
+    The leader is starred; ``extra`` comes at the end.
     """
     result, anchors, primary = facts.result, facts.anchors, facts.primary
     agg = result.aggregates[result.aggregates["primary"]]
@@ -217,8 +220,10 @@ def problems_section(facts: Facts) -> str:
 
 
 def insights_section(facts: Facts) -> str:
-    """The hardest test cases (and any other insight), then who leads each primary metric and
-    whether the lead is real (each evaluator's section says it too), folded.
+    """Render the insights section, folded.
+
+    It shows the hardest test cases (and any other insight), then who leads each primary metric and
+    whether the lead is real (each evaluator's section says it too).
     """
     ins = facts.insights
     leads = ins["kind"].isin(LEADER_KINDS)
@@ -280,8 +285,9 @@ def _rating_cell(row: Any, rating_text: Any) -> str:
 
 
 def _arena_table(result: EvaluationResult, ev: str) -> str:
-    """A head-to-head evaluator's arena ratings (best first, with intervals and W-L-T) and each
-    judge's first-slot preference; nothing for other evaluators.
+    """Render a head-to-head evaluator's arena ratings and each judge's first-slot preference.
+
+    The ratings come best first, with intervals and W-L-T; other evaluators get nothing.
     """
     from nbeval.results.statistics.head_to_head import arena_fit, bias_sentence, head_to_head_evaluators, rating_text
 
@@ -307,8 +313,10 @@ def _arena_table(result: EvaluationResult, ev: str) -> str:
 def _verdicts(
     facts: Facts, scores: dict[tuple[str, str], Any], prompts: dict[str, Any], shown: set[str], budget: int
 ) -> str:
-    """An evaluator's verdict on each test case (its ``scores`` by key and model), one column per model,
-    its rationale under it; folded.
+    """Render an evaluator's verdict on each test case, folded.
+
+    The verdicts come from its ``scores`` by key and model: one column per model, its rationale
+    under it.
     """
     result, anchors = facts.result, facts.anchors
     tally: Counter[str] = Counter()
@@ -343,7 +351,9 @@ def _verdicts(
 
 
 def evaluator_sections(facts: Facts, charts: str, shown_cases: list[str]) -> str:
-    """One section per evaluator: what it measures, its leaderboard, whether the lead is real, its
+    """Render one section per evaluator.
+
+    Each says what the evaluator measures, its leaderboard, whether the lead is real and its
     verdicts (linking to the blocks of ``shown_cases``).
     """
     result, anchors, primary = facts.result, facts.anchors, facts.primary

@@ -1,5 +1,6 @@
-"""Plain-text summaries of a result that stay readable in a notebook cell or a terminal: every line
-fits :data:`WIDTH` columns. :func:`summary_text` is the full one (``result.summary()``);
+"""Plain-text summaries of a result that stay readable in a notebook cell or a terminal.
+
+Every line fits :data:`WIDTH` columns. :func:`summary_text` is the full one (``result.summary()``);
 :func:`brief_text` the first screen of ``nbeval demo`` (``result.summary(brief=True)``).
 """
 
@@ -26,8 +27,10 @@ _GAP = 2  # spaces between table columns
 
 
 def wrap_item(text: str, bullet: str = "- ", width: int = WIDTH) -> list[str]:
-    """``text`` as a list item: ``bullet`` on its first line, the rest indented under the text
-    (a hanging indent); words longer than a line are broken.
+    """Format ``text`` as a list item with a hanging indent.
+
+    ``bullet`` goes on its first line and the rest is indented under the text; words longer than a
+    line are broken.
     """
     return textwrap.wrap(
         text, width=width, initial_indent=bullet, subsequent_indent=" " * len(bullet), break_on_hyphens=False
@@ -39,8 +42,10 @@ def _cut(text: str, width: int) -> str:
 
 
 def _short_labels(result: EvaluationResult, models: list[str]) -> tuple[dict[str, str], list[str]]:
-    """Each model's label as the tables show it (at most :data:`LABEL_WIDTH`), and the legend
-    that names the cut ones in full (empty when none is cut).
+    """Return each model's label as the tables show it, and the legend of the cut ones.
+
+    A label is at most :data:`LABEL_WIDTH`; the legend names the cut ones in full (empty when none
+    is cut).
     """
     shown: dict[str, str] = {}
     legend: list[str] = []
@@ -56,8 +61,9 @@ def _short_labels(result: EvaluationResult, models: list[str]) -> tuple[dict[str
 
 
 def _table(first: str, rows: list[tuple[str, list[str]]], headers: list[str]) -> list[str]:
-    """Rows of a label and cells under ``headers``, the labels left and the cells right aligned;
-    columns that would pass :data:`WIDTH` go to a further block below (the labels repeated).
+    """Lay out rows of a label and cells under ``headers``, the labels left and the cells right aligned.
+
+    Columns that would pass :data:`WIDTH` go to a further block below (the labels repeated).
     """
     label_w = max([len(first), *(len(label) for label, _ in rows)])
     widths = [max([len(h), *(len(cells[i]) for _, cells in rows)]) for i, h in enumerate(headers)]
@@ -82,11 +88,12 @@ def _table(first: str, rows: list[tuple[str, list[str]]], headers: list[str]) ->
 
 
 def summary_text(result: EvaluationResult) -> str:
-    """Leaderboards of every evaluator's metrics with 95% intervals (one block per evaluator, a
-    row per model; metrics that do not fit beside each other stacked below), whether the leader's
-    lead is real, then problems; for notebooks, terminals and CI logs. No line passes
-    :data:`WIDTH` columns: long model labels are cut in the tables and named in full above them,
-    long messages are wrapped under their bullet.
+    """Summarise a result in plain text, for notebooks, terminals and CI logs.
+
+    Leaderboards of every evaluator's metrics with 95% intervals (one block per evaluator, a row per
+    model; metrics that do not fit beside each other stacked below), whether the leader's lead is
+    real, then problems. No line passes :data:`WIDTH` columns: long model labels are cut in the
+    tables and named in full above them, long messages are wrapped under their bullet.
     """
     models = [str(k) for k in dict.fromkeys(result.aggregates["model_key"])]
     shown, legend = _short_labels(result, models)
@@ -128,8 +135,9 @@ def summary_text(result: EvaluationResult) -> str:
 
 
 def _arena_lines(result: EvaluationResult, shown: dict[str, str]) -> list[str]:
-    """A block per head-to-head evaluator: each model's arena rating with its 95% interval and
-    its wins, losses and ties, best first, and each judge's first-slot preference.
+    """Write a block per head-to-head evaluator: arena ratings and each judge's first-slot preference.
+
+    Each model's arena rating comes with its 95% interval and its wins, losses and ties, best first.
     """
     from nbeval.results.statistics.head_to_head import arena_fit, bias_sentence, head_to_head_evaluators, rating_text
 
@@ -167,9 +175,11 @@ def problem_counts(result: EvaluationResult) -> str:
 
 
 def brief_text(result: EvaluationResult) -> str:
-    """The result at a glance: one table of every evaluator's primary metric (a row per
-    evaluator, a column per model, ``*`` on the leader), then the problems counted by kind.
-    :func:`summary_text` has the rest (intervals, every metric, the messages).
+    """Show the result at a glance.
+
+    One table of every evaluator's primary metric (a row per evaluator, a column per model, ``*`` on
+    the leader), then the problems counted by kind. :func:`summary_text` has the rest (intervals,
+    every metric, the messages).
     """
     models = [str(k) for k in dict.fromkeys(result.aggregates["model_key"])]
     shown, legend = _short_labels(result, models)

@@ -27,8 +27,10 @@ def unknown_calls(usage: Mapping[str, Any]) -> int:
 
 
 def cost_text(usage: Mapping[str, Any]) -> str:
-    """The run's cost as text: its value as recorded; with unknown usage, ``at least $X`` (or
-    ``not known`` when no call was priced) and ``(usage unknown for N calls)``.
+    """Say the run's cost as text.
+
+    Its value as recorded; with unknown usage, ``at least $X`` (or ``not known`` when no call was
+    priced) and ``(usage unknown for N calls)``.
     """
     cost, unknown = usage.get("cost"), unknown_calls(usage)
     if not unknown:
@@ -39,8 +41,10 @@ def cost_text(usage: Mapping[str, Any]) -> str:
 
 
 def usage_line(usage: Mapping[str, Any]) -> str:
-    """``name: value`` for each total of ``usage``, the cost as :func:`cost_text` says it (the
-    count of unknown calls is said there, not twice).
+    """Write ``name: value`` for each total of ``usage``.
+
+    The cost is said as :func:`cost_text` says it (the count of unknown calls is said there, not
+    twice).
     """
     unknown = unknown_calls(usage)
     parts = []

@@ -71,8 +71,10 @@ _SHOWN_FLIPS = 20
 
 
 def mean_difference_interval(d: np.ndarray, level: float = 0.95) -> tuple[float, float, str]:
-    """The ``level`` interval of the mean of ``d`` and its method: the seeded percentile bootstrap
-    below :data:`NORMAL_INTERVAL_FROM` values, else the normal interval ``mean ± z·sd/√n``.
+    """Return the ``level`` interval of the mean of ``d`` and its method.
+
+    The method is the seeded percentile bootstrap below :data:`NORMAL_INTERVAL_FROM` values, else
+    the normal interval ``mean ± z·sd/√n``.
     """
     if d.size < NORMAL_INTERVAL_FROM:
         lo, hi = stats.bootstrap_mean_interval(d, level)
@@ -115,8 +117,15 @@ class RunDiff:
     :data:`~nbeval.results.runs.diff_coverage.COVERAGE_COLUMNS`."""
 
     def results(self) -> tuple[EvaluationResult, EvaluationResult]:
-        """Both runs whole, with their datasets (a folder is loaded with :func:`nbeval.load_result`
-        on each call): what a view of a flipped case needs, beyond the diff's tables.
+        """Both runs whole, with their datasets: what a view of a flipped case needs, beyond the diff's tables.
+
+        A folder is loaded with :func:`nbeval.load_result` on each call.
+
+        Returns:
+            The results ``(before, after)``.
+
+        Raises:
+            BadParameter: When the diff does not know its runs (it was not made by :func:`diff`).
         """
         from nbeval.results.result import EvaluationResult
         from nbeval.results.storage.loading import load_result
@@ -148,10 +157,21 @@ class RunDiff:
         return bool(self.table["regression"].any())
 
     def gate(self, min_shared: float | None = None) -> DiffVerdict:
-        """The CI gate of ``nbeval diff --fail-on-regression``: tripped by a regression, by a
-        comparison of nothing, by a model and evaluator measured before and not after, and by
-        fewer shared rows than ``min_shared`` (default :attr:`min_shared`) of the rows either run
-        measured (see :func:`~nbeval.results.runs.diff_gate.check_diff_gate`).
+        """The CI gate of ``nbeval diff --fail-on-regression``.
+
+        It is tripped by a regression, by a comparison of nothing, by a model and evaluator measured
+        before and not after, and by fewer shared rows than ``min_shared`` (default :attr:`min_shared`) of
+        the rows either run measured (see :func:`~nbeval.results.runs.diff_gate.check_diff_gate`).
+
+        Args:
+            min_shared: The smallest share (0 to 1) of each run's measured rows that both runs must share;
+                ``None`` for :attr:`min_shared`.
+
+        Returns:
+            The gate's verdict: the lines saying what trips it, none when it passes.
+
+        Raises:
+            BadParameter: When ``min_shared`` is not a number from 0 to 1.
         """
         from nbeval.results.runs.diff_gate import check_diff_gate
 
@@ -181,8 +201,19 @@ class RunDiff:
         return self.to_text()
 
     def to_text(self, max_flips: int = _SHOWN_FLIPS) -> str:
-        """A plain-text report, every line at most 100 columns: warnings about changed
-        configuration first, then regressions, improvements, flips (the first ``max_flips``) and usage.
+        """A plain-text report, every line at most 100 columns.
+
+        Warnings about changed configuration come first, then regressions, improvements, flips (the first
+        ``max_flips``) and usage.
+
+        Args:
+            max_flips: How many flipped rows to show, a whole number >= 0.
+
+        Returns:
+            The report, lines separated by newlines.
+
+        Raises:
+            BadParameter: When ``max_flips`` is not a whole number >= 0.
         """
         if isinstance(max_flips, bool) or not isinstance(max_flips, int) or max_flips < 0:
             msg = f"max_flips is how many flipped rows to show, a whole number >= 0; got {max_flips!r}"
@@ -196,13 +227,28 @@ class RunDiff:
 def diff(
     before: Any, after: Any, *, alpha: float = 0.05, min_effect: float = 0.0, min_shared: float = MIN_SHARED
 ) -> RunDiff:
-    """Compare two runs: ``before`` and ``after`` are :class:`~nbeval.results.EvaluationResult`
-    objects or folders of saved ones (read and checked as :func:`nbeval.load_result` does, but
-    for the dataset, which a diff does not use: :func:`~nbeval.results.runs.diff_changes.load_tables`).
-    ``alpha``: the significance level of the Holm-adjusted tests; ``min_effect``: the smallest
-    ``|diff|`` that counts as a regression or an improvement; ``min_shared``: the smallest share
-    of each run's measured rows both must share for :meth:`RunDiff.gate` to pass. See
-    :mod:`nbeval.results.runs.diff`.
+    """Compare two runs of the same suite: what got better, what got worse, and what changed.
+
+    See :mod:`nbeval.results.runs.diff` for how the runs are paired and tested.
+
+    Args:
+        before: The earlier run: an :class:`~nbeval.results.EvaluationResult` or the folder of a saved
+            one (read and checked as :func:`nbeval.load_result` does, but for the dataset, which a diff
+            does not use: :func:`~nbeval.results.runs.diff_changes.load_tables`).
+        after: The later run, given the same way.
+        alpha: The significance level of the Holm-adjusted tests, between 0 and 1.
+        min_effect: The smallest ``|diff|`` that counts as a regression or an improvement.
+        min_shared: The smallest share of each run's measured rows both must share for
+            :meth:`RunDiff.gate` to pass.
+
+    Returns:
+        The differences between the runs.
+
+    Raises:
+        BadParameter: When ``alpha`` is not between 0 and 1, ``min_effect`` is not a number >= 0, or
+            ``min_shared`` is not a number from 0 to 1.
+        BadArgumentType: When ``before`` or ``after`` is neither a result nor a folder.
+        DataError: When a folder does not hold a saved result that can be read.
     """
     import pandas as pd
 
@@ -277,7 +323,9 @@ class _Run:
 
 
 def _encode(before: pd.DataFrame, after: pd.DataFrame) -> tuple[list[pd.Index], _Run, _Run]:
-    """The union of each key column's names (key, model_key, evaluator, metric) over both long
+    """Encode the key columns of both long tables against shared names.
+
+    Returns the union of each key column's names (key, model_key, evaluator, metric) over both long
     tables, and each table as :class:`_Run` codes into them (categories recoded once, not rows).
     """
     import pandas as pd
@@ -309,8 +357,10 @@ def _encode(before: pd.DataFrame, after: pd.DataFrame) -> tuple[list[pd.Index], 
 
 
 def _pairs(b: _Run, a: _Run, n_keys: int) -> tuple[np.ndarray, np.ndarray]:
-    """Positions in ``b`` and ``a`` of the rows measured in both runs (a row given twice counts
-    once, its first time), ordered by group, then key.
+    """Find the rows measured in both runs.
+
+    Returns their positions in ``b`` and ``a`` (a row given twice counts once, its first time),
+    ordered by group, then key.
     """
     found = []
     for run in (b, a):
@@ -324,9 +374,10 @@ def _pairs(b: _Run, a: _Run, n_keys: int) -> tuple[np.ndarray, np.ndarray]:
 def _primary_rows(
     result: EvaluationResult, names: list[pd.Index], run: _Run
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Each row's key, model and evaluator codes, and whether it is a measured row of its
-    evaluator's primary metric in ``result`` (what :func:`~nbeval.results.runs.diff_coverage.coverage_table`
-    counts).
+    """Return each row's key, model and evaluator codes, and whether it counts on its primary metric.
+
+    It counts when it is a measured row of its evaluator's primary metric in ``result`` (what
+    :func:`~nbeval.results.runs.diff_coverage.coverage_table` counts).
     """
     n_models, n_metrics = len(names[1]), len(names[3])
     primary = np.zeros(len(names[2]) * n_metrics, dtype=bool)  # by evaluator * n_metrics + metric
@@ -386,8 +437,9 @@ def _table(
     pb: np.ndarray,
     pa: np.ndarray,
 ) -> pd.DataFrame:
-    """One row per (evaluator, metric, model) both runs aggregate, in ``before``'s order of
-    metrics and models, before Holm's adjustment.
+    """Build one row per (evaluator, metric, model) both runs aggregate, before Holm's adjustment.
+
+    The rows follow ``before``'s order of metrics and models.
     """
     import pandas as pd
 
@@ -416,9 +468,11 @@ def _table(
 
 
 def _compare(x: np.ndarray, y: np.ndarray, aggregates: list[float], means: list[float]) -> list[Any]:
-    """``mean_before .. p_value`` of one comparison: ``x`` before, ``y`` after, paired;
-    ``aggregates`` and ``means`` (of all measured rows) of each run decide whether the metric is
-    a mean of rows (:func:`~nbeval.results.statistics.compare.is_mean_of_rows`).
+    """Compute ``mean_before .. p_value`` of one paired comparison.
+
+    ``x`` is before, ``y`` after, paired; ``aggregates`` and ``means`` (of all measured rows) of
+    each run decide whether the metric is a mean of rows
+    (:func:`~nbeval.results.statistics.compare.is_mean_of_rows`).
     """
     n = int(x.size)
     rows_mean = all(

@@ -1,6 +1,7 @@
-"""What changed between two runs besides their scores: each run's facts (usage, label, commit), the
-configuration differences (judge, embedder, prompts, parameters, thresholds, nbeval's version) and
-the warnings they raise, for a :class:`~nbeval.results.runs.diff.RunDiff`.
+"""What changed between two runs besides their scores, for a :class:`~nbeval.results.runs.diff.RunDiff`.
+
+Each run's facts (usage, label, commit), the configuration differences (judge, embedder, prompts,
+parameters, thresholds, nbeval's version) and the warnings they raise.
 
 A setting a result does not record (a result saved before run facts existed, or a fact it lacks:
 :data:`~nbeval.results.record.NOT_RECORDED`) is :data:`UNKNOWN`: shown as such, named in one
@@ -50,11 +51,13 @@ _WARN = {
 
 
 def load_tables(folder: str | os.PathLike[str]) -> EvaluationResult:
-    """A saved result as a diff reads it: :func:`nbeval.load_result`'s reading and checks of
-    ``result.json``, ``metrics.jsonl``, ``aggregates.jsonl`` and ``scores.parquet``, without the
-    dataset (an empty one in its place), which a diff does not use and which costs most of the
-    load of a large result (a Python object per row). Folders of format 1 (JSON lines, small by
-    nature) and anything unexpected go through :func:`nbeval.load_result` itself.
+    """Read a saved result as a diff reads it, without its dataset.
+
+    That is :func:`nbeval.load_result`'s reading and checks of ``result.json``, ``metrics.jsonl``,
+    ``aggregates.jsonl`` and ``scores.parquet``, without the dataset (an empty one in its place),
+    which a diff does not use and which costs most of the load of a large result (a Python object
+    per row). Folders of format 1 (JSON lines, small by nature) and anything unexpected go through
+    :func:`nbeval.load_result` itself.
     """
     from nbeval.data.model import LlmDataset
     from nbeval.results.result import AGGREGATE_COLUMNS, METRIC_COLUMNS, SCORE_FILES, EvaluationResult
@@ -164,8 +167,10 @@ def _params(record: RunRecord) -> dict[str, tuple[str, Mapping[str, Any]]]:
 
 
 def _parameters(before: RunRecord, after: RunRecord, common: list[str]) -> list[tuple[str, str, str, str]]:
-    """Each common evaluator's id and parameters where they differ (thresholds are compared per
-    metric, from the metrics tables; ``name`` is what pairs them).
+    """List each common evaluator's id and parameters where they differ.
+
+    Thresholds are compared per metric, from the metrics tables; ``name`` is what pairs the
+    evaluators.
     """
     params = [_params(before), _params(after)]
     rows = []
@@ -180,8 +185,9 @@ def _parameters(before: RunRecord, after: RunRecord, common: list[str]) -> list[
 
 
 def changes(before: EvaluationResult, after: EvaluationResult) -> list[tuple[str, str, str, str]]:
-    """(what, before, after, kind) of every configuration difference, one side :data:`UNKNOWN`
-    where a result does not record the setting.
+    """List every configuration difference as (what, before, after, kind).
+
+    One side is :data:`UNKNOWN` where a result does not record the setting.
     """
     evs = [before.evaluators, after.evaluators]
     common = [e for e in evs[0] if e in evs[1]]
@@ -201,8 +207,9 @@ def changes(before: EvaluationResult, after: EvaluationResult) -> list[tuple[str
 
 
 def warnings(found: list[tuple[str, str, str, str]], before: RunRecord, after: RunRecord) -> list[str]:
-    """The sentences about changed configuration, the most likely to explain a difference first;
-    then whether both runs scored the very same rows (the same dataset fingerprint: answers
+    """Write the sentences about changed configuration, the most likely to explain a difference first.
+
+    Then whether both runs scored the very same rows (the same dataset fingerprint: answers
     included), and the settings one run does not record. A changed fingerprint says nothing by
     itself: new answers change it.
     """

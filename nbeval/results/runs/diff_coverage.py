@@ -1,5 +1,6 @@
-"""How much of two runs a diff compared: per evaluator and model, the rows each run measured and
-the rows measured in both.
+"""How much of two runs a diff compared.
+
+Per evaluator and model, the rows each run measured and the rows measured in both.
 
 A diff's statistics are paired: only test cases measured in both runs count. Two runs on
 different datasets, an after run whose every judge call failed, or a model that answered nothing
@@ -60,8 +61,9 @@ def _pair_keys(key: np.ndarray, pair: np.ndarray, keep: np.ndarray, n_keys: int)
 
 
 def _shared(before: np.ndarray, after: np.ndarray) -> np.ndarray:
-    """The values of both sorted, distinct arrays (a binary search: ``np.intersect1d`` sorts both
-    again, three times the time on a million codes).
+    """Return the values that both sorted, distinct arrays hold.
+
+    A binary search: ``np.intersect1d`` sorts both again, three times the time on a million codes.
     """
     if not before.size or not after.size:
         return before[:0]
@@ -86,9 +88,10 @@ def coverage_table(
     totals: Sequence[Mapping[tuple[str, str], int]],
     unmeasured: Sequence[set[tuple[str, str]]],
 ) -> pd.DataFrame:
-    """:data:`COVERAGE_COLUMNS`, one row per (evaluator, model) either run has, ordered by
-    evaluator then model name (so neither the order of rows nor which run listed a name first
-    changes it).
+    """Build the :data:`COVERAGE_COLUMNS` table, one row per (evaluator, model) either run has.
+
+    The rows are ordered by evaluator then model name, so neither the order of rows nor which run
+    listed a name first changes it.
 
     ``names``: the shared names of key, model_key, evaluator and metric; ``runs``: for ``before``
     and ``after``, each long-table row's ``(key, model, evaluator)`` codes into ``names`` and

@@ -1,5 +1,7 @@
-"""The diff's CI gate: ``nbeval diff --fail-on-regression``, ``%nbeval diff --fail-on-regression``
-and :meth:`RunDiff.gate() <nbeval.results.runs.diff.RunDiff.gate>`.
+"""The diff's CI gate.
+
+It serves ``nbeval diff --fail-on-regression``, ``%nbeval diff --fail-on-regression`` and
+:meth:`RunDiff.gate() <nbeval.results.runs.diff.RunDiff.gate>`.
 
 A diff's tests are paired, so a comparison with no pair has no test and no regression: a gate
 that only asked "is there a regression?" passed two runs on different datasets, an after run
@@ -99,8 +101,9 @@ DIFF_GATE_KINDS = (
 
 
 def _coverage_parts(c: pd.DataFrame, share: float) -> list[tuple[str, str, pd.DataFrame, Any]]:
-    """(kind, its words, the coverage rows of that kind, what a row's parentheses say) of every
-    kind but ``nothing compared`` and ``regression``.
+    """Describe the coverage rows of every kind but ``nothing compared`` and ``regression``.
+
+    Each kind as (kind, its words, the coverage rows of that kind, what a row's parentheses say).
     """
     b, a = c["rows_before"] > 0, c["rows_after"] > 0
     kinds = [
@@ -147,8 +150,10 @@ def _nothing_compared(c: pd.DataFrame) -> str:
 
 
 def coverage_lines(d: RunDiff, min_shared: float | None = None) -> list[str]:
-    """The lines about what ``d`` did not compare (every kind but regressions), at ``min_shared``
-    (``d.min_shared`` when not given); empty when it compared enough.
+    """Say what ``d`` did not compare (every kind but regressions), at ``min_shared``.
+
+    ``min_shared`` is ``d.min_shared`` when not given; the lines are empty when the diff compared
+    enough.
     """
     share = check_min_shared(d.min_shared if min_shared is None else min_shared)
     nothing = _nothing_compared(d.coverage)

@@ -1,6 +1,8 @@
-"""A :class:`~nbeval.results.runs.diff.RunDiff` as text (``str(diff)``, the CLI) and as HTML (its
-notebook display): warnings, regressions, improvements, flips and usage. The HTML escapes every
-text it shows (model keys, evaluator names and labels are user data).
+"""A :class:`~nbeval.results.runs.diff.RunDiff` as text and as HTML.
+
+As text for ``str(diff)`` and the CLI, as HTML for its notebook display: warnings, regressions,
+improvements, flips and usage. The HTML escapes every text it shows (model keys, evaluator names and
+labels are user data).
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ __all__ = ["diff_html", "diff_text"]
 
 
 def _change_cells(row: Any) -> list[str]:
-    """A comparison as the text and the HTML show it: what, model, before, after, change, interval,
-    test and adjusted p-value, pairs.
+    """Return the cells of a comparison as the text and the HTML show it.
+
+    What, model, before, after, change, interval, test and adjusted p-value, pairs.
     """
     p = "" if math.isnan(row.p_holm) else "p_holm ≈ 0" if row.p_holm == 0 else f"p_holm {row.p_holm:.3g}"
     return [
@@ -67,8 +70,9 @@ def _counts(d: RunDiff) -> str:
 
 
 def diff_text(d: RunDiff, max_flips: int) -> str:
-    """``str(diff)``: warnings, regressions, improvements, flips, new and gone rows, usage; every
-    line at most :data:`~nbeval.results.reporting.text.WIDTH` columns.
+    """Render ``str(diff)``, every line at most :data:`~nbeval.results.reporting.text.WIDTH` columns.
+
+    Warnings, regressions, improvements, flips, new and gone rows, usage.
     """
     lines = ["nbeval diff: before → after"]
     for name, run in zip(("before", "after"), d.runs, strict=True):

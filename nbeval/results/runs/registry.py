@@ -1,5 +1,7 @@
-"""Runs over time: the results saved in one folder, listed (:func:`runs`) and followed metric by
-metric (:func:`run_history`, what ``nbeval.widgets.history_chart`` draws).
+"""Runs over time: the results saved in one folder, listed and followed metric by metric.
+
+:func:`runs` lists them; :func:`run_history` follows a metric over them (what
+``nbeval.widgets.history_chart`` draws).
 
 A *runs folder* holds one saved result per sub-folder (``result.save("runs/0412", label=...)``).
 :func:`runs` reads only each result's ``result.json`` and ``aggregates.jsonl`` (checked as
@@ -73,8 +75,16 @@ def runs(folder: str | Path) -> pd.DataFrame:
     server reported as no call can have, left unpriced; 0 for runs without any) and ``error``:
     ``None``, or why a result folder could not be read (its other columns are then empty; the
     listing goes on). A sub-folder without ``result.json`` is not a result and is left out, as
-    are hidden ones. ``folder`` that is not a folder raises
-    :class:`~nbeval.errors.DataError`.
+    are hidden ones.
+
+    Args:
+        folder: The runs folder, holding one saved result per sub-folder.
+
+    Returns:
+        The runs, one row each, newest first.
+
+    Raises:
+        DataError: When ``folder`` does not exist or is a file, not a folder.
     """
     import pandas as pd
 
@@ -142,8 +152,10 @@ def _modified(folder: Path) -> str:
 def run_history(
     runs_or_folder: pd.DataFrame | str | Path, evaluator: str, metric: str | None = None, *, level: float = 0.95
 ) -> pd.DataFrame:
-    """Per run and model, ``evaluator``'s ``metric`` (default: its primary metric in each run)
-    with its ``level`` interval: oldest run first, then models in leaderboard order.
+    """Follow ``evaluator``'s ``metric`` per run and model, with its ``level`` interval.
+
+    The metric defaults to the evaluator's primary metric in each run. The oldest run comes first,
+    then models in leaderboard order.
 
     ``runs_or_folder``: a runs folder, or the table :func:`runs` gave for one (or some of its
     rows). Columns (:data:`HISTORY_COLUMNS`): ``run``, ``started_at``, ``label``, ``git_commit``,

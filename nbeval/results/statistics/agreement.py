@@ -101,8 +101,9 @@ def _verdicts(result: EvaluationResult, evaluator: str, metric: str) -> pd.DataF
 
 
 def agreement(result: EvaluationResult, evaluator: str) -> JudgeAgreement:
-    """``evaluator``'s verdicts against the human labels of ``result`` (see the module's
-    description for how verdicts are read and the best threshold is chosen).
+    """Measure ``evaluator``'s verdicts against the human labels of ``result``.
+
+    See the module's description for how verdicts are read and the best threshold is chosen.
     """
     import pandas as pd
 

@@ -58,17 +58,29 @@ class AlignReport:
     n: int
     """Held-out labelled rows measured."""
     accuracy_before: float
+    """The share of held-out rows the judge got right before aligning."""
     accuracy_before_low: float
+    """The low end of ``accuracy_before``'s interval (the bootstrap's, or Wilson's; see the module)."""
     accuracy_before_high: float
+    """The high end of ``accuracy_before``'s interval (the bootstrap's, or Wilson's; see the module)."""
     accuracy_after: float
+    """The share of held-out rows the aligned judge got right."""
     accuracy_after_low: float
+    """The low end of ``accuracy_after``'s interval (the bootstrap's, or Wilson's; see the module)."""
     accuracy_after_high: float
+    """The high end of ``accuracy_after``'s interval (the bootstrap's, or Wilson's; see the module)."""
     kappa_before: float
+    """Cohen's kappa between the person's verdicts and the judge's before aligning (NaN when undefined)."""
     kappa_before_low: float
+    """The low end of ``kappa_before``'s bootstrap interval (NaN when the bootstrap cannot say)."""
     kappa_before_high: float
+    """The high end of ``kappa_before``'s bootstrap interval (NaN when the bootstrap cannot say)."""
     kappa_after: float
+    """Cohen's kappa between the person's verdicts and the aligned judge's (NaN when undefined)."""
     kappa_after_low: float
+    """The low end of ``kappa_after``'s bootstrap interval (NaN when the bootstrap cannot say)."""
     kappa_after_high: float
+    """The high end of ``kappa_after``'s bootstrap interval (NaN when the bootstrap cannot say)."""
     fixed: int
     """Held-out rows the judge got wrong before and right after."""
     broken: int
@@ -86,8 +98,11 @@ class AlignReport:
     or ``unrated``)."""
 
     def to_frame(self) -> pd.DataFrame:
-        """One row each for ``before`` and ``after``: ``n, accuracy, accuracy_low, accuracy_high,
-        kappa, kappa_low, kappa_high``.
+        """The report as a table: one row each for ``before`` and ``after``.
+
+        Returns:
+            The columns ``n, accuracy, accuracy_low, accuracy_high, kappa, kappa_low, kappa_high``,
+            indexed by ``judge`` (``before``, ``after``).
         """
         import pandas as pd
 
@@ -123,8 +138,9 @@ class AlignReport:
 
     @property
     def note(self) -> str:
-        """A caution when the held-out rows are too few (under :data:`MIN_HELD_OUT_ROWS`) for the
-        accuracy to mean much; ``""`` otherwise.
+        """A caution when the held-out rows are too few for the accuracy to mean much.
+
+        Too few is under :data:`MIN_HELD_OUT_ROWS`; ``""`` otherwise.
         """
         if self.n >= MIN_HELD_OUT_ROWS:
             return ""
@@ -160,9 +176,10 @@ def align_report(
     level: float,
     alpha: float,
 ) -> AlignReport:
-    """The :class:`AlignReport` of evaluator ``name`` from ``test``, its held-out labelled rows
-    (columns ``key, model_key, human, before, after``; verdicts ``pass``, ``fail`` or
-    :data:`UNRATED`).
+    """Build the :class:`AlignReport` of evaluator ``name`` from ``test``, its held-out labelled rows.
+
+    ``test`` has the columns ``key, model_key, human, before, after``; verdicts are ``pass``,
+    ``fail`` or :data:`UNRATED`.
 
     ``units`` are the labelled test cases by key, grouped (a case with its perturbed copies), and
     ``held`` the indexes of the units held out; the rest are the ones examples could come from.

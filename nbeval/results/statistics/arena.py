@@ -137,9 +137,10 @@ class Verdict:
 
 
 def elo_rating(theta: ArrayLike) -> FloatArray:
-    """Strengths θ (last axis: the models) on the Elo scale, ``1000 + 400·(θ − mean θ)/ln 10``:
-    1000 plus 400 times the log10 odds of beating the mean model. A NaN θ stays NaN and is left
-    out of the mean.
+    """Put strengths θ (last axis: the models) on the Elo scale.
+
+    The scale is ``1000 + 400·(θ − mean θ)/ln 10``: 1000 plus 400 times the log10 odds of beating
+    the mean model. A NaN θ stays NaN and is left out of the mean.
     """
     values = np.asarray(theta, dtype=np.float64)
     if values.shape[-1] == 0:
@@ -255,8 +256,9 @@ def _frame(columns: Sequence[str], values: Sequence[Any], order: Any = slice(Non
 
 @dataclass(frozen=True, eq=False)
 class ArenaFit:
-    """The fitted arena and its bootstrap, from which the three tables are read (cheaply: the
-    bootstrap is run once, by :func:`fit_arena`).
+    """The fitted arena and its bootstrap, from which the three tables are read.
+
+    Reading them is cheap: the bootstrap is run once, by :func:`fit_arena`.
     """
 
     models: tuple[str, ...]
@@ -309,12 +311,13 @@ class ArenaFit:
         return _frame(ARENA_COLUMNS, [*values, _ratio(wins + 0.5 * ties, n)], self._ranking())
 
     def head_to_head_table(self) -> pd.DataFrame:
-        """One row per pair of models that was compared: ``model_a, model_b, p_a_beats_b, lo,
-        hi, wins_a, wins_b, ties, inconsistent, n``; ``model_a`` is the better-rated of the two
-        and rows follow the ranking. ``p_a_beats_b`` is ``σ(θ_a − θ_b)`` (no slot preference);
-        the counts are single-order verdicts of the pair by any judge; ``inconsistent`` counts
-        the (case, judge) that asked the pair in both orders and whose verdicts did not all name
-        the same winner (or all tie).
+        """One row per pair of models that was compared, the better-rated first.
+
+        Columns ``model_a, model_b, p_a_beats_b, lo, hi, wins_a, wins_b, ties, inconsistent, n``;
+        ``model_a`` is the better-rated of the two and rows follow the ranking. ``p_a_beats_b`` is
+        ``σ(θ_a − θ_b)`` (no slot preference); the counts are single-order verdicts of the pair by
+        any judge; ``inconsistent`` counts the (case, judge) that asked the pair in both orders and
+        whose verdicts did not all name the same winner (or all tie).
         """
         pair_lo, pair_hi, wins_lo, wins_hi, ties, inconsistent = self.tallies.pairs.T
         rank = np.empty(len(self.models), dtype=np.int64)
@@ -348,10 +351,12 @@ def fit_arena(
     level: float = 0.95,
     ridge: float = RIDGE,
 ) -> ArenaFit:
-    """Fit the arena model (see the module's description) to ``verdicts`` and bootstrap it over
-    test cases ``n_boot`` times (0: no intervals, NaN). ``ridge`` is λ of the penalty on θ; 0
-    gives the plain maximum-likelihood fit, which exists only when every model both won and lost
-    (a tie is both) against models linked to the rest: otherwise :class:`BadParameter`.
+    """Fit the arena model to ``verdicts`` and bootstrap it over test cases.
+
+    See the module's description for the model. The bootstrap draws test cases ``n_boot`` times (0:
+    no intervals, NaN). ``ridge`` is λ of the penalty on θ; 0 gives the plain maximum-likelihood
+    fit, which exists only when every model both won and lost (a tie is both) against models linked
+    to the rest: otherwise :class:`BadParameter`.
     """
     check_level(level)
     if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 0:
@@ -385,8 +390,9 @@ def arena_table(
 def head_to_head_table(
     verdicts: Iterable[Verdict], *, n_boot: int = ARENA_RESAMPLES, seed: int = ARENA_SEED, level: float = 0.95
 ) -> pd.DataFrame:
-    """One row per compared pair: the chance of a win with no slot preference, with its
-    interval (:meth:`ArenaFit.head_to_head_table`).
+    """One row per compared pair: the chance of a win with no slot preference, with its interval.
+
+    See :meth:`ArenaFit.head_to_head_table`.
     """
     return fit_arena(verdicts, n_boot=n_boot, seed=seed, level=level).head_to_head_table()
 
@@ -394,7 +400,8 @@ def head_to_head_table(
 def position_bias_table(
     verdicts: Iterable[Verdict], *, n_boot: int = ARENA_RESAMPLES, seed: int = ARENA_SEED, level: float = 0.95
 ) -> pd.DataFrame:
-    """One row per judge: its first-slot rate, fitted β with interval, and order consistency
-    (:meth:`ArenaFit.position_bias_table`).
+    """One row per judge: its first-slot rate, fitted β with interval, and order consistency.
+
+    See :meth:`ArenaFit.position_bias_table`.
     """
     return fit_arena(verdicts, n_boot=n_boot, seed=seed, level=level).position_bias_table()

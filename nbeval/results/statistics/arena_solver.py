@@ -47,9 +47,11 @@ DENSE_FLOATS = 4_000_000
 
 @dataclass(frozen=True, eq=False)
 class Cells:
-    """Verdicts reduced to (judge, first, second) cells: per case, each cell's first-slot score
-    ``y`` (wins plus half the ties) and verdict count ``n``, which are all the likelihood needs,
-    kept as entries for the (case, cell) pairs that have verdicts.
+    """Verdicts reduced to (judge, first, second) cells, which hold all the likelihood needs.
+
+    Per case, each cell's first-slot score ``y`` (wins plus half the ties) and verdict count ``n``,
+    which are all the likelihood needs, kept as entries for the (case, cell) pairs that have
+    verdicts.
     """
 
     judge: IntArray
@@ -75,8 +77,10 @@ class Cells:
         return self.dense_y is None
 
     def totals(self, weights: FloatArray | None = None) -> tuple[FloatArray, FloatArray]:
-        """Per-cell ``y`` and ``n`` of the whole data (one row), or of each row of case
-        ``weights`` (resamples × cases: how often each case was drawn).
+        """Sum each cell's ``y`` and ``n`` over the whole data, or per resample of test cases.
+
+        One row for the whole data, or one per row of case ``weights`` (resamples × cases: how often
+        each case was drawn).
         """
         if weights is None:
             weights = np.ones((1, self.n_cases))
@@ -153,9 +157,11 @@ def _gradient(residual: FloatArray, cells: Cells) -> FloatArray:
 
 
 def _hessian(weight: FloatArray, cells: Cells) -> FloatArray:
-    """The negative log-likelihood's Hessian ``Dᵀ·diag(w)·D`` from each cell's ``w = n·p·(1 − p)``,
-    without the design ``D``: a cell adds ``w`` at (first, first), (second, second), (β, β),
-    (first, β) and ``−w`` at (first, second), (second, β), and the symmetric places.
+    """Build the negative log-likelihood's Hessian ``Dᵀ·diag(w)·D`` without the design ``D``.
+
+    It is built from each cell's ``w = n·p·(1 − p)``: a cell adds ``w`` at (first, first), (second,
+    second), (β, β), (first, β) and ``−w`` at (first, second), (second, β), and the symmetric
+    places.
     """
     nm, nj, rows = cells.n_models, cells.n_judges, weight.shape[0]
     pair = _scatter(weight, cells.first * nm + cells.second, nm * nm).reshape(rows, nm, nm)
@@ -183,9 +189,10 @@ def _objective(params: FloatArray, y: FloatArray, n: FloatArray, cells: Cells, p
 def _newton(
     params: FloatArray, y: FloatArray, n: FloatArray, cells: Cells, penalty: FloatArray, frozen: FloatArray
 ) -> FloatArray:
-    """Maximise the penalised likelihood of each row from ``params``; ``frozen`` (rows ×
-    parameters, 1 where a parameter has no data to move it) marks the parameters held where they
-    start.
+    """Maximise the penalised likelihood of each row from ``params``.
+
+    ``frozen`` (rows × parameters, 1 where a parameter has no data to move it) marks the parameters
+    held where they start.
     """
     params = params.copy()
     diagonal = np.arange(params.shape[1])
@@ -223,9 +230,10 @@ def _newton(
 
 
 def fit_batch(start: FloatArray, y: FloatArray, n: FloatArray, cells: Cells, ridge: float) -> FloatArray:
-    """Fit each row of ``y``/``n`` (per-cell totals of one data set). β of a judge that always
-    chose the first slot is +inf, always the second −inf, without verdicts NaN; θ of a model that
-    no remaining verdict compares is NaN (nothing informs it).
+    """Fit each row of ``y``/``n`` (per-cell totals of one data set).
+
+    β of a judge that always chose the first slot is +inf, always the second −inf, without verdicts
+    NaN; θ of a model that no remaining verdict compares is NaN (nothing informs it).
     """
     nm, nj = cells.n_models, cells.n_judges
     judge_y, judge_n = _scatter(y, cells.judge, nj), _scatter(n, cells.judge, nj)
@@ -245,8 +253,9 @@ def fit_batch(start: FloatArray, y: FloatArray, n: FloatArray, cells: Cells, rid
 
 
 def bootstrap(full: FloatArray, cells: Cells, n_boot: int, seed: int, ridge: float) -> FloatArray:
-    """``n_boot`` refits on test cases drawn with replacement (resamples × parameters), warm-started
-    from ``full``; all resamples of a batch are fitted together.
+    """Refit ``n_boot`` times on test cases drawn with replacement, warm-started from ``full``.
+
+    The result is resamples × parameters; all resamples of a batch are fitted together.
     """
     n_cases = cells.n_cases
     out = np.empty((n_boot, full.size))

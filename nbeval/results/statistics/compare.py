@@ -69,8 +69,10 @@ TABLE_FAMILY = "of this table"
 
 
 def family_words(m: int, of: str = TABLE_FAMILY) -> str:
-    """The family of a Holm adjustment in words: ``"Holm-adjusted over the 9 comparisons of this
-    table"``; ``m`` counts the comparisons with a p-value (those without one do not count).
+    """Say the family of a Holm adjustment in words.
+
+    For example ``"Holm-adjusted over the 9 comparisons of this table"``; ``m`` counts the
+    comparisons with a p-value (those without one do not count).
     """
     if m == 1:
         return f"Holm-adjusted over the 1 comparison {of}, i.e. unadjusted"
@@ -86,10 +88,11 @@ def _check_model(result: EvaluationResult, model: str) -> None:
 def compare(
     result: EvaluationResult, model_a: str, model_b: str, evaluator: str | None = None, *, alpha: float = 0.05
 ) -> pd.DataFrame:
-    """``model_a`` against ``model_b`` on every metric of ``evaluator`` (default: every
-    evaluator), one row per evaluator and metric (:data:`COMPARE_COLUMNS`); ``attrs["alpha"]``
-    holds ``alpha`` and ``attrs["family"]`` the family of ``p_holm`` in words ("Holm-adjusted
-    over the 9 comparisons of this table"). See the module's description for the method.
+    """Compare ``model_a`` against ``model_b`` on every metric of ``evaluator`` (default: every evaluator).
+
+    One row per evaluator and metric (:data:`COMPARE_COLUMNS`); ``attrs["alpha"]`` holds ``alpha``
+    and ``attrs["family"]`` the family of ``p_holm`` in words ("Holm-adjusted over the 9 comparisons
+    of this table"). See the module's description for the method.
     """
     if evaluator is not None:
         result.check_evaluator(evaluator)
@@ -109,8 +112,9 @@ def compare_metrics(
     alpha: float = 0.05,
     family: str = TABLE_FAMILY,
 ) -> pd.DataFrame:
-    """Like :func:`compare`, for the given (evaluator, metric) pairs; Holm's adjustment runs
-    over exactly these (:func:`paired_comparisons`).
+    """Compare like :func:`compare`, for the given (evaluator, metric) pairs.
+
+    Holm's adjustment runs over exactly these (:func:`paired_comparisons`).
     """
     _check_model(result, model_a)
     _check_model(result, model_b)
@@ -129,8 +133,10 @@ def paired_comparisons(
     alpha: float = 0.05,
     family: str = TABLE_FAMILY,
 ) -> pd.DataFrame:
-    """Paired comparisons ``(model_a, model_b, evaluator, metric)``, possibly of different model
-    pairs, as one Holm family: columns ``model_a``, ``model_b`` then :data:`COMPARE_COLUMNS`.
+    """Run paired comparisons ``(model_a, model_b, evaluator, metric)`` as one Holm family.
+
+    They may be of different model pairs; the columns are ``model_a``, ``model_b`` then
+    :data:`COMPARE_COLUMNS`.
 
     ``attrs``: ``alpha``, ``family`` (the family in words, :func:`family_words` with ``family``
     as its "of ..." part) and ``family_size`` (how many comparisons have a p-value). The one

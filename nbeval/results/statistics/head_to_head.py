@@ -52,8 +52,9 @@ def _read(details: Any) -> list[dict[str, Any]]:
 
 
 def verdicts_of(scores: pd.DataFrame, evaluator: str, run_judge: str = DEFAULT_JUDGE) -> list[Verdict]:
-    """Every rated single-order verdict of ``evaluator`` in the long score table, once each; a
-    verdict without a judge was given by the run's judge, named ``run_judge``.
+    """Collect every rated single-order verdict of ``evaluator`` in the long score table, once each.
+
+    A verdict without a judge was given by the run's judge, named ``run_judge``.
     """
     seen: set[tuple[str, str, str, str]] = set()
     out: list[Verdict] = []
@@ -95,8 +96,10 @@ def arena_fit(
 
 
 def run_judge_name(result: Any) -> str:
-    """The name of the run's judge as the result records it (``result.record.run.judge.model``),
-    else ``"judge"``: the judge of the verdicts a pairwise evaluator without a judge of its own gave.
+    """Name the run's judge as the result records it (``result.record.run.judge.model``).
+
+    Else ``"judge"``: the judge of the verdicts a pairwise evaluator without a judge of its own
+    gave.
     """
     record = getattr(result, "record", None)
     run = getattr(record, "run", None)
@@ -116,9 +119,11 @@ AHEAD_ALPHA = 0.05
 
 
 def case_tallies(verdicts: Sequence[Verdict]) -> dict[tuple[str, str], tuple[int, int]]:
-    """Per pair ``(a, b)`` (``a < b``): in how many test cases ``a`` took more of the pair's
-    verdicts than ``b`` (a tie counting half to each), and in how many ``b`` did; level cases left
-    out. The case, not the verdict, is the unit: its two orders are one judgement, not two.
+    """Count, per pair of models, the test cases each of the two won.
+
+    Per pair ``(a, b)`` (``a < b``): in how many test cases ``a`` took more of the pair's verdicts
+    than ``b`` (a tie counting half to each), and in how many ``b`` did; level cases left out. The
+    case, not the verdict, is the unit: its two orders are one judgement, not two.
     """
     points: dict[tuple[str, str, str], float] = {}
     for v in verdicts:
@@ -134,11 +139,13 @@ def case_tallies(verdicts: Sequence[Verdict]) -> dict[tuple[str, str], tuple[int
 
 
 def ahead_rows(result: Any, evaluator: str) -> list[tuple[str, str, float, float, float, int, float]]:
-    """``(model_a, model_b, p, lo, hi, cases, p_holm)`` for each pair where ``model_a`` is ahead of
+    """List the pairs where one model is ahead of the other, by the arena and by a sign test.
+
+    ``(model_a, model_b, p, lo, hi, cases, p_holm)`` for each pair where ``model_a`` is ahead of
     ``model_b``: both the arena's interval of its chance of being preferred lies wholly above one
     half, and an exact sign test over the test cases where one of the two took more of the pair's
-    verdicts is significant after Holm's adjustment over every pair compared (so one case, or a
-    few, never makes a model "ahead", however consistent the judge was).
+    verdicts is significant after Holm's adjustment over every pair compared (so one case, or a few,
+    never makes a model "ahead", however consistent the judge was).
     """
     from nbeval.results.statistics.stats import holm, mcnemar_exact
 
@@ -158,8 +165,9 @@ def ahead_rows(result: Any, evaluator: str) -> list[tuple[str, str, float, float
 
 
 def rating_text(rating: float, lo: float, hi: float) -> str:
-    """An arena rating with its interval for people, ``"1123 [1050, 1190]"``; a rating that no
-    verdict informs (NaN) says so rather than printing ``nan``.
+    """Write an arena rating with its interval for people, ``"1123 [1050, 1190]"``.
+
+    A rating that no verdict informs (NaN) says so rather than printing ``nan``.
     """
     import math
 
@@ -171,10 +179,11 @@ def rating_text(rating: float, lo: float, hi: float) -> str:
 
 
 def bias_sentence(row: Any) -> str:
-    """One judge's row of ``position_bias()`` in words, for the summary and the report: how often
-    its decisive verdicts chose the first answer, its fitted first-slot term and how often the two
-    orders of a pair agreed, each said plainly where it cannot be measured (no decisive verdict, a
-    judge that always chose one slot, pairs asked in one order only).
+    """Say one judge's row of ``position_bias()`` in words, for the summary and the report.
+
+    How often its decisive verdicts chose the first answer, its fitted first-slot term and how often
+    the two orders of a pair agreed, each said plainly where it cannot be measured (no decisive
+    verdict, a judge that always chose one slot, pairs asked in one order only).
     """
     import math
 

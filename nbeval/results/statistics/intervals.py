@@ -19,8 +19,10 @@ CI_METHODS = ("wilson", "bootstrap", "none")
 
 
 def row_values(result: EvaluationResult, evaluator: str, metric: str) -> pd.DataFrame:
-    """The per-row values of one metric that were measured: columns ``key``, ``model_key``,
-    ``value`` (skipped rows and rows without a value left out; keys and models as plain text).
+    """Return the per-row values of one metric that were measured.
+
+    Columns ``key``, ``model_key``, ``value``; skipped rows and rows without a value are left out;
+    keys and models come as plain text.
     """
     s = result.scores
     rows = s[(s["evaluator"] == evaluator) & (s["metric"] == metric) & ~s["skipped"].astype(bool) & s["value"].notna()]
@@ -31,8 +33,10 @@ def row_values(result: EvaluationResult, evaluator: str, metric: str) -> pd.Data
 def metric_intervals(
     result: EvaluationResult, evaluator: str, metric: str, aggregates: pd.Series, level: float
 ) -> tuple[list[float], list[float], str]:
-    """The ``level`` interval of each model's aggregate in ``aggregates`` (indexed by model key),
-    as lists of low and high ends in that order, and the method used for the column:
+    """Compute the ``level`` interval of each model's aggregate, and the method used for the column.
+
+    ``aggregates`` is indexed by model key; the ends come as lists of low and high ends in that
+    order. The method is one of:
 
     * ``"wilson"``: the metric's range is [0, 1] and every measured row is 0 or 1, so the
       aggregate is a share of rows; the Wilson score interval

@@ -134,11 +134,13 @@ def _disagreeing_pairs(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 class _UnitSums(NamedTuple):
-    """Per pairable unit, the sums alpha is made of, so that a resample of units is a weighted
-    sum of rows: ``table`` has the columns ``m`` (values in the unit), ``observed`` (its share of
-    the observed disagreement) and then the parts of the expected disagreement (per-category
-    counts, or the sum and sum of squares of the scores). With too many categories for a dense
-    table, ``codes`` holds ``(unit of each value, category of each value, categories)``.
+    """Per pairable unit, the sums alpha is made of.
+
+    With them a resample of units is a weighted sum of rows: ``table`` has the columns ``m`` (values
+    in the unit), ``observed`` (its share of the observed disagreement) and then the parts of the
+    expected disagreement (per-category counts, or the sum and sum of squares of the scores). With
+    too many categories for a dense table, ``codes`` holds ``(unit of each value, category of each
+    value, categories)``.
     """
 
     table: np.ndarray
@@ -182,8 +184,9 @@ def _unit_sums(arr: np.ndarray, level: Level) -> _UnitSums:
 
 
 def _alphas(sums: _UnitSums, weights: np.ndarray, level: Level) -> np.ndarray:
-    """Alpha for each row of ``weights`` (how many times each pairable unit is drawn); NaN where
-    it is undefined (no pairable value, or no variation: ``E`` is 0).
+    """Compute alpha for each row of ``weights`` (how many times each pairable unit is drawn).
+
+    NaN where it is undefined (no pairable value, or no variation: ``E`` is 0).
     """
     totals = weights @ sums.table
     n, observed = totals[:, 0], totals[:, 1]
@@ -272,7 +275,10 @@ def alpha_interval(
 
 
 def _kappa_of_counts(table: np.ndarray) -> float:
-    """Cohen's kappa of a square confusion table of whole counts; NaN without rows or when chance agreement is certain."""
+    """Cohen's kappa of a square confusion table of whole counts.
+
+    NaN without rows or when chance agreement is certain.
+    """
     n = int(table.sum())
     chance = int((table.sum(axis=1) * table.sum(axis=0)).sum())
     if n == 0 or chance == n * n:
@@ -351,9 +357,10 @@ def disagreement(values: Any, level: str) -> np.ndarray:
 
 @dataclass(frozen=True)
 class JuryAgreement:
-    """How well a jury's jurors agree: Krippendorff's alpha with its bootstrap interval, Fleiss'
-    kappa and the agreement of each pair. ``str()`` gives a summary in words; :meth:`to_frame`
-    the pairwise table.
+    """How well a jury's jurors agree.
+
+    Krippendorff's alpha with its bootstrap interval, Fleiss' kappa and the agreement of each pair.
+    ``str()`` gives a summary in words; :meth:`to_frame` the pairwise table.
     """
 
     alpha: float
@@ -395,8 +402,10 @@ class JuryAgreement:
         return "kappa" if self.level == "nominal" else "alpha"
 
     def to_frame(self) -> pd.DataFrame:
-        """The pairwise table: one row per pair of jurors, columns ``juror_a, juror_b`` and
-        ``kappa`` (verdicts) or ``alpha`` (scores), and ``n`` (units both rated).
+        """Return the pairwise table: one row per pair of jurors.
+
+        Columns ``juror_a, juror_b`` and ``kappa`` (verdicts) or ``alpha`` (scores), and ``n``
+        (units both rated).
         """
         import pandas as pd
 

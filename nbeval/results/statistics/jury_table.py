@@ -33,10 +33,12 @@ def _jury(details: Any) -> list[dict[str, Any]] | None:
 
 
 def jury_values(result: EvaluationResult, evaluator: str, metric: str | None = None) -> pd.DataFrame:
-    """``key``, ``model_key`` and one column per juror (its value of ``metric``, the evaluator's
-    primary metric by default; NaN where the juror gave none) for every row a jury scored, plus
-    ``disagreement``: the share of juror pairs that differ (a verdict) or the jurors' standard
-    deviation (a score). A :class:`~nbeval.errors.EvaluatorError` says when the evaluator had no jury.
+    """Tabulate each juror's value for every row a jury scored, with the jurors' disagreement.
+
+    Columns ``key``, ``model_key`` and one per juror (its value of ``metric``, the evaluator's
+    primary metric by default; NaN where the juror gave none), plus ``disagreement``: the share of
+    juror pairs that differ (a verdict) or the jurors' standard deviation (a score). A
+    :class:`~nbeval.errors.EvaluatorError` says when the evaluator had no jury.
     """
     import numpy as np
     import pandas as pd
@@ -88,9 +90,10 @@ def jury_agreement(
     seed: int = 0,
     confidence: float = 0.95,
 ) -> JuryAgreement:
-    """How far the jurors of ``evaluator`` agree on ``metric`` (its primary by default): Krippendorff's
-    α with a bootstrap interval over rows, Fleiss' κ and Cohen's κ for every pair of jurors (for
-    verdicts); see :class:`~nbeval.results.statistics.jury_agreement.JuryAgreement`.
+    """Measure how far the jurors of ``evaluator`` agree on ``metric`` (its primary by default).
+
+    Krippendorff's α with a bootstrap interval over rows, Fleiss' κ and Cohen's κ for every pair of
+    jurors (for verdicts); see :class:`~nbeval.results.statistics.jury_agreement.JuryAgreement`.
     """
     import numpy as np
 
@@ -104,8 +107,9 @@ def jury_agreement(
 
 
 def repeated_groups(result: EvaluationResult, evaluator: str, jurors: list[str]) -> tuple[tuple[str, ...], ...]:
-    """The groups of ``jurors`` that are one judge named several times (each row's
-    ``details["jury"]`` says which juror each repeats), each in juror order.
+    """Find the groups of ``jurors`` that are one judge named several times.
+
+    Each row's ``details["jury"]`` says which juror each repeats; each group comes in juror order.
     """
     scores = result.scores
     first: dict[str, str] = {}

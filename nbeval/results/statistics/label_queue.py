@@ -44,10 +44,11 @@ _PAIRWISE = "pairwise"
 
 
 def label_queue(result: EvaluationResult, evaluator: Any) -> pd.DataFrame:
-    """``evaluator``'s unlabelled scored rows of ``result``, most uncertain first: ``key,
-    model_key, value`` (of the primary metric), ``label`` (the judge's), ``uncertainty`` (0 to 1)
-    and ``why`` (see :mod:`nbeval.results.statistics.label_queue`). ``evaluator``: its name in the result, or
-    the evaluator object.
+    """List ``evaluator``'s unlabelled scored rows of ``result``, most uncertain first.
+
+    Columns ``key, model_key, value`` (of the primary metric), ``label`` (the judge's),
+    ``uncertainty`` (0 to 1) and ``why`` (see :mod:`nbeval.results.statistics.label_queue`).
+    ``evaluator``: its name in the result, or the evaluator object.
     """
     import pandas as pd
 

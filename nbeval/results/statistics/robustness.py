@@ -79,8 +79,9 @@ ROBUSTNESS_COLUMNS = [
 
 
 def parse_perturbed_by(categories: list[str]) -> tuple[str, str]:
-    """``(perturbator, intensity)`` from the first ``perturbed_by:`` category; :data:`UNKNOWN` for
-    what it does not say (no such category, or one without an intensity).
+    """Read ``(perturbator, intensity)`` from the first ``perturbed_by:`` category.
+
+    :data:`UNKNOWN` for what it does not say (no such category, or one without an intensity).
 
     >>> parse_perturbed_by(["geo", "perturbed_by:TyposPerturbator:medium"])
     ('TyposPerturbator', 'medium')

@@ -131,9 +131,11 @@ _EXACT_BINOMIAL_TRIALS = 1000
 
 
 def _binom_cdf_half(k: int, n: int) -> float:
-    """P(X <= k) for X ~ Binomial(n, 1/2): exact integer sums for small ``n``; for large ``n``
-    (where those integers grow to thousands of digits) a sum of probabilities computed from
-    log-gamma, the largest term factored out so none underflows before the sum.
+    """Compute P(X <= k) for X ~ Binomial(n, 1/2).
+
+    Exact integer sums for small ``n``; for large ``n`` (where those integers grow to thousands of
+    digits) a sum of probabilities computed from log-gamma, the largest term factored out so none
+    underflows before the sum.
     """
     if k < 0:
         return 0.0
@@ -161,8 +163,10 @@ def mcnemar_exact(a_only: int, b_only: int) -> float:
 
 
 def _rank_abs(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Average ranks of ``|d|`` and the size of each tie group (one entry per group), computed at
-    once for every group (a loop over groups took 0.6 s at 300,000 scores).
+    """Rank ``|d|`` (average ranks) and measure each tie group, for every group at once.
+
+    Returns the average ranks and the size of each tie group (one entry per group), computed at once
+    for every group (a loop over groups took 0.6 s at 300,000 scores).
     """
     _, inverse, counts = np.unique(np.abs(d), return_inverse=True, return_counts=True)
     ranks = ((np.cumsum(counts) - counts) + (counts + 1) / 2)[inverse.reshape(-1)]
@@ -238,10 +242,11 @@ def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
 
 
 def cohen_kappa(a: Sequence[Any], b: Sequence[Any]) -> float:
-    """Cohen's kappa between two raters' labels: ``(p_o - p_e) / (1 - p_e)``, with ``p_o`` the
-    share of agreements and ``p_e`` the agreement expected by chance from each rater's label
-    shares. NaN without pairs, or when chance agreement is certain (both always say the same
-    one label).
+    """Compute Cohen's kappa between two raters' labels.
+
+    ``(p_o - p_e) / (1 - p_e)``, with ``p_o`` the share of agreements and ``p_e`` the agreement
+    expected by chance from each rater's label shares. NaN without pairs, or when chance agreement
+    is certain (both always say the same one label).
     """
     if len(a) != len(b):
         msg = f"the two raters must label the same items: {len(a)} labels against {len(b)}"
@@ -262,10 +267,11 @@ def cohen_kappa(a: Sequence[Any], b: Sequence[Any]) -> float:
 
 
 def roc_curve(truth: Any, score: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The ROC curve of ``score`` predicting ``truth`` (1 positive, 0 negative): ``(fpr, tpr,
-    thresholds)`` for the rule "positive when score >= threshold", one point per distinct score
-    from the highest down, after a first point (threshold ``inf``) where nothing is positive.
-    A rate whose class has no members is NaN.
+    """Compute the ROC curve of ``score`` predicting ``truth`` (1 positive, 0 negative).
+
+    ``(fpr, tpr, thresholds)`` for the rule "positive when score >= threshold", one point per
+    distinct score from the highest down, after a first point (threshold ``inf``) where nothing is
+    positive. A rate whose class has no members is NaN.
     """
     t = np.asarray(truth, dtype=float)
     s = np.asarray(score, dtype=float)

@@ -93,9 +93,11 @@ WRITE_SLICE_ROWS = 1_000_000
 
 
 def write_scores_parquet(path: str | Path, scores: pd.DataFrame) -> None:
-    """Write the long table as Parquet (zstd; repeated text such as keys and names is stored once
-    per column chunk by Parquet's dictionary encoding), :data:`WRITE_SLICE_ROWS` rows at a time:
-    converted whole, the Arrow copy of nine million scores would add most of a gigabyte.
+    """Write the long table as Parquet, :data:`WRITE_SLICE_ROWS` rows at a time.
+
+    Compressed with zstd; repeated text such as keys and names is stored once per column chunk by
+    Parquet's dictionary encoding. Converted whole, the Arrow copy of nine million scores would add
+    most of a gigabyte.
     """
     import pyarrow.parquet as pq
 
@@ -106,10 +108,11 @@ def write_scores_parquet(path: str | Path, scores: pd.DataFrame) -> None:
 
 
 def read_scores_parquet(path: str | Path) -> pd.DataFrame:
-    """A long table written by :func:`write_scores_parquet`, typed; a file that is not one (not
-    Parquet, other columns or types, a null key, text that is not UTF-8 or longer than
-    :data:`~nbeval.results.storage.limits.STORED_CAPS` allows) is a :class:`~nbeval.errors.DataError`
-    naming it (and the row and column where there is one).
+    """Read a long table written by :func:`write_scores_parquet`, typed.
+
+    A file that is not one (not Parquet, other columns or types, a null key, text that is not UTF-8
+    or longer than :data:`~nbeval.results.storage.limits.STORED_CAPS` allows) is a
+    :class:`~nbeval.errors.DataError` naming it (and the row and column where there is one).
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -153,10 +156,12 @@ def read_scores_parquet(path: str | Path) -> pd.DataFrame:
 
 
 def check_arrow_text(table: Any, source: str, *, caps: Mapping[str, int] | None = None, first_row: int = 1) -> None:
-    """Raise :class:`~nbeval.errors.DataError` naming the row and column of ``table`` (an Arrow
-    table or record batch; its rows counted from ``first_row``) that holds text that is not UTF-8
-    (Parquet stores the bytes it is given: the file was changed after it was saved) or, for a
-    column of ``caps``, a text longer than its cap allows (see :mod:`nbeval.results.storage.limits`).
+    """Check that the text in ``table`` is UTF-8 and within its caps.
+
+    Raise :class:`~nbeval.errors.DataError` naming the row and column of ``table`` (an Arrow table
+    or record batch; its rows counted from ``first_row``) that holds text that is not UTF-8 (Parquet
+    stores the bytes it is given: the file was changed after it was saved) or, for a column of
+    ``caps``, a text longer than its cap allows (see :mod:`nbeval.results.storage.limits`).
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -190,8 +195,10 @@ def check_arrow_text(table: Any, source: str, *, caps: Mapping[str, int] | None 
 
 
 def _row_not_utf8(column: Any) -> int | None:
-    """The position of the first value of ``column`` (an Arrow array or chunked array) whose text is
-    not UTF-8, or ``None``; a value at a time, so only once the column is known to hold one.
+    """Find the first value of ``column`` whose text is not UTF-8.
+
+    ``column`` is an Arrow array or chunked array; returns the value's position, or ``None``. It
+    looks a value at a time, so only once the column is known to hold one.
     """
     chunks = getattr(column, "chunks", [column])
     offset = 0
@@ -326,9 +333,11 @@ class ScoreSpool:
         return _columns_to_pandas(arrow, order)
 
     def _scores_as_added(self) -> pd.DataFrame:
-        """The long table so far in the order added: the table of the last such read plus the rows
-        added since, read from the part files written since (each once) and the buffer; nothing is
-        written. Handed out shallow under pandas' copy-on-write (a change to it copies), else copied.
+        """Return the long table so far, in the order added; nothing is written.
+
+        The table of the last such read plus the rows added since, read from the part files written
+        since (each once) and the buffer. Handed out shallow under pandas' copy-on-write (a change
+        to it copies), else copied.
         """
         import pyarrow as pa
         import pyarrow.parquet as pq

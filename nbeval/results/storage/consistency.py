@@ -1,8 +1,10 @@
-"""A saved result's tables checked against each other, once each file has been read and checked
-on its own (:mod:`nbeval.results.storage.loading`): each metric of an evaluator listed once and exactly
-one of them primary; each score of a (test case, model, evaluator, metric) once, of a row the
-dataset has and of a metric ``metrics.jsonl`` lists; each aggregate once, of a model and metric
-the result has; each dataset row once, its condition well formed; each human label at most
+"""A saved result's tables checked against each other.
+
+The checks run once each file has been read and checked on its own
+(:mod:`nbeval.results.storage.loading`): each metric of an evaluator listed once and exactly one of
+them primary; each score of a (test case, model, evaluator, metric) once, of a row the dataset has
+and of a metric ``metrics.jsonl`` lists; each aggregate once, of a model and metric the result has;
+each dataset row once, its condition well formed; each human label at most
 :data:`~nbeval.results.storage.limits.MAX_LABEL_CHARS` characters.
 
 Each check raises :class:`~nbeval.errors.DataError` naming the file, the row and the field. The
@@ -206,8 +208,10 @@ def check_dataset(dataset: LlmDataset, path: Path) -> None:
 
 
 def check_label_lengths(labels: Any, source: str) -> None:
-    """Raise :class:`~nbeval.errors.DataError` naming the first label (a cell of the ``label``
-    column of ``labels``, rows counted from 1) longer than :data:`MAX_LABEL_CHARS`.
+    """Check that no label in ``labels`` is longer than :data:`MAX_LABEL_CHARS`.
+
+    Raise :class:`~nbeval.errors.DataError` naming the first label (a cell of the ``label`` column
+    of ``labels``, rows counted from 1) longer than that.
     """
     if "label" not in getattr(labels, "columns", ()):
         return
@@ -221,8 +225,9 @@ def check_label_lengths(labels: Any, source: str) -> None:
 
 
 def check_label_file(folder: Path) -> None:
-    """``labels.csv``'s labels no longer than :data:`MAX_LABEL_CHARS` (what else is wrong with
-    the file, :func:`~nbeval.results.storage.labels.load_labels` says).
+    """Check that ``labels.csv``'s labels are no longer than :data:`MAX_LABEL_CHARS`.
+
+    What else is wrong with the file, :func:`~nbeval.results.storage.labels.load_labels` says.
     """
     import pandas as pd
 

@@ -89,8 +89,9 @@ def _chunk_columns(rows: Sequence[Row]) -> dict[str, list[Any]]:
 
 
 def _conversation_json(row: Row) -> str | None:
-    """A row's conversation fields as one JSON object, ``None`` for a row without any
-    (``expected_tool_calls: []``, no call expected, is one).
+    """Return a row's conversation fields as one JSON object.
+
+    ``None`` for a row without any (``expected_tool_calls: []``, no call expected, is one).
     """
     parts = conversation_parts(row)
     return json.dumps(parts, ensure_ascii=False) if parts else None

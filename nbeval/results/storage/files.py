@@ -82,10 +82,11 @@ def write_aside(path: str | os.PathLike[str], write: Callable[[Path], object]) -
 
 
 def check_folder(folder: str | os.PathLike[str], names: Iterable[str] = ()) -> None:
-    """Raise :class:`~nbeval.errors.DataError` unless ``folder`` can hold the files ``names``:
-    neither it nor a folder above it may be a file, none of ``names`` in it may be a folder, and
-    no name to be made (of ``folder``'s parts not there yet, and ``names``) may be longer than
-    the file system allows.
+    """Check that ``folder`` can hold the files ``names``.
+
+    Raise :class:`~nbeval.errors.DataError` unless it can: neither it nor a folder above it may be a
+    file, none of ``names`` in it may be a folder, and no name to be made (of ``folder``'s parts not
+    there yet, and ``names``) may be longer than the file system allows.
     """
     folder = Path(folder)
     try:
@@ -107,8 +108,10 @@ def check_folder(folder: str | os.PathLike[str], names: Iterable[str] = ()) -> N
 
 
 def check_path(path: str | os.PathLike[str]) -> None:
-    """Raise :class:`~nbeval.errors.DataError` when the file system cannot take ``path`` at all:
-    a file or folder name in it longer than allowed, or the whole too long to look up.
+    """Check that the file system can take ``path`` at all.
+
+    Raise :class:`~nbeval.errors.DataError` when it cannot: a file or folder name in it longer than
+    allowed, or the whole too long to look up.
     """
     path = Path(path)
     try:
@@ -132,8 +135,9 @@ def _check_name_lengths(folder: Path, names: Iterable[str]) -> None:
 
 @contextlib.contextmanager
 def staging_folder(folder: Path) -> Iterator[Path]:
-    """A hidden folder inside ``folder`` to write files into before they are renamed into
-    ``folder``; removed on the way out, whatever happened.
+    """Provide a hidden folder inside ``folder`` to write files into before they are renamed into ``folder``.
+
+    The hidden folder is removed on the way out, whatever happened.
     """
     stage = folder / f".nbeval-saving-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     stage.mkdir()

@@ -1,5 +1,6 @@
-"""The fingerprint of an evaluated dataset: a SHA-256 of its rows' content, for telling whether
-two runs measured the same data.
+"""The fingerprint of an evaluated dataset: a SHA-256 of its rows' content.
+
+It tells whether two runs measured the same data.
 
 What it covers: every field a saved result keeps of a row (``dataset.parquet``, see
 :mod:`nbeval.results.storage.dataset_file`): key, model key, input, corpus, context, categories,

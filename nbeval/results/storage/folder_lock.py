@@ -35,8 +35,10 @@ _POLL_S = 0.01
 
 @contextlib.contextmanager
 def folder_lock(folder: Path, *, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
-    """Hold the exclusive lock of ``folder`` (an existing folder) for the ``with`` block; raise
-    :class:`~nbeval.errors.DataError` when another process holds it for longer than ``wait_s``.
+    """Hold the exclusive lock of ``folder`` (an existing folder) for the ``with`` block.
+
+    Raise :class:`~nbeval.errors.DataError` when another process holds it for longer than
+    ``wait_s``.
     """
     if sys.platform == "win32":  # no flock; the save id still tells a mixed folder on load
         yield

@@ -160,11 +160,12 @@ def read_labels(data: Any, result: EvaluationResult, *, source: str | None = Non
 
 
 def pass_fail_evaluators(result: EvaluationResult) -> set[str]:
-    """The evaluators of ``result`` whose human labels are pass/fail verdicts: the bool and rating
-    evaluators, and those whose rows carry no label of their own (a score with a threshold, which
-    passes or fails the row; a score without one, whose pass/fail labels choose a threshold, see
-    :mod:`nbeval.results.statistics.agreement`). ``classification``'s rows carry the predicted class, so a
-    label ``1`` there is a class, not a pass.
+    """Return the evaluators of ``result`` whose human labels are pass/fail verdicts.
+
+    The bool and rating evaluators, and those whose rows carry no label of their own (a score with a
+    threshold, which passes or fails the row; a score without one, whose pass/fail labels choose a
+    threshold, see :mod:`nbeval.results.statistics.agreement`). ``classification``'s rows carry the
+    predicted class, so a label ``1`` there is a class, not a pass.
     """
     from nbeval.evaluators.base import UNRATED_LABELS
 
@@ -200,8 +201,9 @@ def _not_a_verdict(value: Any, cells: dict[str, str]) -> str:
 
 
 def _pass_fail(value: Any) -> Any:
-    """``value`` as ``"pass"``/``"fail"`` when it is one of the usual ways of writing one (see the
-    module docstring), else unchanged.
+    """Return ``value`` as ``"pass"``/``"fail"`` when it is one of the usual ways of writing one.
+
+    See the module docstring for those ways; anything else is returned unchanged.
     """
     import numbers
 
@@ -215,8 +217,9 @@ def _pass_fail(value: Any) -> Any:
 
 
 def merge_labels(current: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
-    """``current`` with ``new`` added; a row of ``new`` replaces the label of the same
-    (key, model_key, evaluator) in ``current``.
+    """Return ``current`` with ``new`` added.
+
+    A row of ``new`` replaces the label of the same (key, model_key, evaluator) in ``current``.
     """
     import pandas as pd
 
@@ -227,8 +230,9 @@ def merge_labels(current: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
 
 
 def save_labels(folder: str | Path, labels: pd.DataFrame) -> None:
-    """Write ``labels`` to ``folder/labels.csv`` (aside first, then renamed over it); with no
-    labels, remove a ``labels.csv`` left there by an earlier result so it is not loaded with
+    """Write ``labels`` to ``folder/labels.csv`` (aside first, then renamed over it).
+
+    With no labels, remove a ``labels.csv`` left there by an earlier result so it is not loaded with
     this one. Cells a spreadsheet would run as a formula are written as text (see
     :mod:`nbeval.data.csvsafe`).
     """

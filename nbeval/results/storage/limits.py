@@ -67,8 +67,9 @@ def stored_length_limit(cap: int) -> int:
 
 
 def truncate_text(value: Any, limit: int) -> Any:
-    """``value`` cut to its first ``limit`` characters plus the marker (see the module), when it
-    is a string longer than ``limit``; anything else is returned unchanged.
+    """Cut ``value`` to its first ``limit`` characters plus the marker (see the module).
+
+    Only a string longer than ``limit`` is cut; anything else is returned unchanged.
     """
     if not isinstance(value, str) or len(value) <= limit:
         return value
@@ -92,8 +93,10 @@ def _cap_strings(value: Any, limit: int) -> Any:
 
 
 def cap_details(details: dict[str, Any] | None) -> str | None:
-    """A score's ``details`` as the JSON text stored in the long table: each string inside cut to
-    :data:`MAX_STORED_CHARS`, the whole to :data:`MAX_DETAILS_CHARS`; ``None`` when empty.
+    """Return a score's ``details`` as the JSON text stored in the long table.
+
+    Each string inside is cut to :data:`MAX_STORED_CHARS`, the whole to :data:`MAX_DETAILS_CHARS`;
+    ``None`` when empty.
     """
     if not details:
         return None

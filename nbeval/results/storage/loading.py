@@ -139,9 +139,10 @@ def _read_result_text(path: Path) -> str:
 
 
 def read_records(path: Path, columns: list[str]) -> tuple[pd.DataFrame, list[int]]:
-    """One saved table (a JSON object per line) and the line of each of its rows, every line
-    checked: it must be JSON, have exactly ``columns``, and hold in each the kind of value
-    ``_COLUMN_KINDS`` says (text no longer than its cap); anything else is a DataError naming
+    """Read one saved table (a JSON object per line) and the line of each of its rows.
+
+    Every line is checked: it must be JSON, have exactly ``columns``, and hold in each the kind of
+    value ``_COLUMN_KINDS`` says (text no longer than its cap); anything else is a DataError naming
     the file, the line (as the row) and the column.
     """
     import pandas as pd
@@ -235,15 +236,18 @@ def read_info(path: Path) -> dict[str, Any]:
 
 
 def read_result_info(folder: str | Path) -> dict[str, Any]:
-    """``result.json`` of the saved result in ``folder``, checked as :func:`load_result` checks it
-    (its ``meta``, ``explanations`` and ``model_labels``), without reading the other files.
+    """Read ``result.json`` of the saved result in ``folder``, without reading the other files.
+
+    It is checked as :func:`load_result` checks it (its ``meta``, ``explanations`` and
+    ``model_labels``).
     """
     return read_info(Path(folder) / "result.json")
 
 
 def read_aggregates(folder: str | Path) -> pd.DataFrame:
-    """``aggregates.jsonl`` of the saved result in ``folder``, each line checked as
-    :func:`load_result` checks it (not against the other files).
+    """Read ``aggregates.jsonl`` of the saved result in ``folder``.
+
+    Each line is checked as :func:`load_result` checks it (not against the other files).
     """
     aggregates, _lines = read_records(Path(folder) / "aggregates.jsonl", AGGREGATE_COLUMNS)
     aggregates["value"] = aggregates["value"].astype(float)
@@ -260,6 +264,16 @@ def load_result(folder: str | Path) -> EvaluationResult:
     metrics the result does not list, an evaluator without exactly one primary metric, a
     condition that does not parse, a label longer than its cap, or a result saved by a newer
     nbeval (see :mod:`nbeval.results.storage.loading`).
+
+    Args:
+        folder: The folder :meth:`EvaluationResult.save` wrote.
+
+    Returns:
+        The result as it was saved, with its dataset and human labels.
+
+    Raises:
+        DataError: When ``folder`` does not exist, holds no ``result.json``, or is not a whole,
+            untouched saved result (the message names the file, the line and the column).
     """
     folder = Path(folder)
     if not folder.is_dir():

@@ -54,8 +54,9 @@ def file_digest(path: Path) -> str | None:
 
 
 def new_save(stage: Path, names: Iterable[str]) -> dict[str, Any]:
-    """The ``"save"`` entry of a save whose files ``names`` are written in ``stage``: a new id and
-    each file's hash (``None`` for a name the save did not write).
+    """Make the ``"save"`` entry of a save whose files ``names`` are written in ``stage``.
+
+    The entry holds a new id and each file's hash (``None`` for a name the save did not write).
     """
     return {"id": uuid.uuid4().hex, "files": {name: file_digest(stage / name) for name in names}}
 
@@ -86,9 +87,11 @@ def _entry(info: Mapping[str, Any], source: str) -> tuple[str, dict[str, str | N
 
 
 def check_save(folder: Path, info: Mapping[str, Any], names: Iterable[str] | None = None) -> None:
-    """Raise :class:`~nbeval.errors.DataError` naming the first file of ``folder`` (of ``names``;
-    all that ``info``, the folder's ``result.json`` as read, lists) that is not the one its save
-    wrote. Nothing is checked for a folder saved without a save id.
+    """Check that each file of ``folder`` is the one its save wrote.
+
+    Raise :class:`~nbeval.errors.DataError` naming the first file of ``folder`` (of ``names``; all
+    that ``info``, the folder's ``result.json`` as read, lists) that is not. Nothing is checked for
+    a folder saved without a save id.
     """
     entry = _entry(info, str(folder / "result.json"))
     if entry is None:

@@ -1,5 +1,6 @@
-"""Saving a result to a folder, whole or not at all (:func:`nbeval.load_result`, in
-:mod:`nbeval.results.storage.loading`, reads it back and checks it).
+"""Saving a result to a folder, whole or not at all.
+
+:func:`nbeval.load_result`, in :mod:`nbeval.results.storage.loading`, reads it back and checks it.
 
 Every file is written into a hidden staging folder first; ``result.json`` last, with the save id
 and the hash of each file (:mod:`nbeval.results.storage.save_id`). The files are then renamed into the

@@ -70,8 +70,9 @@ def _problem(v: Any, model: str, in_case: set[str]) -> str | None:
 
 
 def check_verdicts(scores: pd.DataFrame, metrics: pd.DataFrame, path: Path, lines: Sequence[int] | None) -> None:
-    """Every head-to-head verdict in ``scores`` checked as the module says; ``lines`` are the
-    file's line of each score (None: the row's position, for Parquet).
+    """Check every head-to-head verdict in ``scores`` as the module says.
+
+    ``lines`` are the file's line of each score (None: the row's position, for Parquet).
     """
     evaluators = set(metrics.loc[metrics["metric"] == HEAD_TO_HEAD_METRIC, "evaluator"].astype(str))
     if not evaluators:
@@ -103,8 +104,9 @@ def check_verdicts(scores: pd.DataFrame, metrics: pd.DataFrame, path: Path, line
 
 
 def _check_both_rows(rows: dict[tuple[str, str], tuple[int, list[Any]]], source: str) -> None:
-    """Each verdict once per row, and on both its models' rows with the same winner (where both
-    rows' verdicts could be read).
+    """Check that each verdict is given once per row, and on both its models' rows with the same winner.
+
+    Both rows are checked where both rows' verdicts could be read.
     """
     filed: dict[tuple[str, str], dict[tuple[str, str, Any], Any]] = {}
     for (key, model), (row, verdicts) in rows.items():
