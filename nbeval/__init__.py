@@ -92,14 +92,25 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    """``%load_ext nbeval``: the ``%nbeval`` and ``%%nbeval_suite`` magics, Tab completion and rich
-    display of datasets, suites, labs and plans (see :mod:`nbeval.extension`).
+    """Load nbeval's IPython extension (``%load_ext nbeval``).
+
+    Registers the ``%nbeval`` and ``%%nbeval_suite`` magics, Tab completion and rich display of
+    datasets, suites, labs and plans (see :mod:`nbeval.extension`).
+
+    Args:
+        ipython: The IPython shell loading the extension.
     """
     _extension().load_ipython_extension(ipython)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    """``%unload_ext nbeval``: remove what :func:`load_ipython_extension` registered."""
+    """Unload nbeval's IPython extension (``%unload_ext nbeval``).
+
+    Removes what :func:`load_ipython_extension` registered.
+
+    Args:
+        ipython: The IPython shell unloading the extension.
+    """
     _extension().unload_ipython_extension(ipython)
 
 

@@ -10,8 +10,10 @@ from typing import Any
 def lazy_exports(
     package: str, exports: Mapping[str, str], namespace: dict[str, Any]
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """``__getattr__`` and ``__dir__`` for ``package``: each public name of ``exports`` is imported
-    from its module the first time it is used, then kept in ``namespace`` (the package globals).
+    """Make the ``__getattr__`` and ``__dir__`` of a package that imports its exports lazily.
+
+    Each public name of ``exports`` is imported from its module the first time it is used, then kept
+    in ``namespace`` (the package globals) of ``package``.
     """
 
     def __getattr__(name: str) -> Any:

@@ -9,9 +9,11 @@ __all__ = ["plugins"]
 
 
 def plugins(group: str, what: str) -> Iterator[Any]:
-    """Each object of entry-point ``group``, loaded; one that fails to load is skipped with a
-    warning naming it (``what``: "plugin", "perturbator plugin"), since a broken plugin must not
-    break nbeval.
+    """Load each object of an entry-point group, skipping the ones that fail.
+
+    Each object of entry-point ``group`` is loaded; one that fails to load is skipped with a warning
+    naming it (``what``: "plugin", "perturbator plugin"), since a broken plugin must not break
+    nbeval.
     """
     from importlib.metadata import entry_points
 

@@ -79,8 +79,9 @@ REPORT_FILE = "report.html"
 
 
 def spec_search_text(spec: Any) -> str:
-    """What a catalogue filter searches in an evaluator (lower case): its id, family, kind, inputs,
-    metrics and description.
+    """Return the text a catalogue filter searches in an evaluator.
+
+    The text is in lower case: the evaluator's id, family, kind, inputs, metrics and description.
     """
     return " ".join(
         [spec.id, spec.family, spec.kind, *spec.inputs, *(m.name for m in spec.metrics), spec.description]
@@ -88,8 +89,10 @@ def spec_search_text(spec: Any) -> str:
 
 
 def matching_specs(family: str | None, words: Sequence[str] = ()) -> list[Any]:
-    """The catalogue's evaluators, sorted by family and id: those of ``family`` (an unknown one is
-    refused, naming the known ones) whose :func:`spec_search_text` contains every one of ``words``
+    """List the catalogue's evaluators of a family that match every search word.
+
+    The evaluators are sorted by family and id: those of ``family`` (an unknown one is refused,
+    naming the known ones) whose :func:`spec_search_text` contains every one of ``words``
     (case-insensitive). ``nbeval evaluators`` and ``%nbeval evaluators`` both filter with this.
     """
     from nbeval.evaluators.registry import list_evaluators
@@ -119,10 +122,12 @@ def _bound(x: float) -> float | None:
 
 
 def spec_dict(spec: Any) -> dict[str, Any]:
-    """An evaluator's spec as JSON-able data, as ``nbeval evaluators --json``, ``%nbeval evaluators
-    --json`` and the service's ``GET /v1/evaluators`` give it: ``params`` maps each parameter to
-    its default, ``param_types`` to its declared type (``int``, ``list[str]``, ``Literal[...]``);
-    an unbounded side of a metric's range is ``null``.
+    """Return an evaluator's spec as JSON-able data.
+
+    The same data ``nbeval evaluators --json``, ``%nbeval evaluators --json`` and the service's
+    ``GET /v1/evaluators`` give: ``params`` maps each parameter to its default, ``param_types`` to
+    its declared type (``int``, ``list[str]``, ``Literal[...]``); an unbounded side of a metric's
+    range is ``null``.
     """
     params = spec.params
     declared = getattr(params, "declared", None)
@@ -156,15 +161,19 @@ def spec_dict(spec: Any) -> dict[str, Any]:
 
 
 def endpoint(model: str, base_url: str | None) -> Any:
-    """A chat model spec: the name alone, or with the endpoint it lives at (a local ``hf:`` model
+    """Make a chat model spec from a model name and an optional endpoint.
+
+    The spec is the name alone, or the name with the endpoint it lives at (a local ``hf:`` model
     lives at none: the base URL is for the OpenAI-compatible models beside it).
     """
     return {"model": model, "base_url": base_url} if base_url and not model.startswith("hf:") else model
 
 
 def judge_spec(model: str | None, base_url: str | None) -> Any:
-    """The judge of ``--judge`` and ``--judge-base-url`` (``None``: the environment's, if any); the
-    model comes from ``NBEVAL_JUDGE_MODEL`` when only the URL is given.
+    """Return the judge that ``--judge`` and ``--judge-base-url`` ask for.
+
+    ``None`` means the environment's judge, if any; the model comes from ``NBEVAL_JUDGE_MODEL`` when
+    only the URL is given.
     """
     if base_url and not model:
         model = os.environ.get(ENV_MODEL)
@@ -186,9 +195,11 @@ PRICES_HELP = (
 
 
 def read_prices(text: str) -> dict[str, tuple[float, ...]]:
-    """``--prices FILE_OR_JSON``: JSON text (``{...}``), or a JSON or YAML file (``.yaml``/``.yml``),
-    mapping model names to USD per 1k tokens, ``[prompt, completion]`` or ``[prompt, completion,
-    batch_prompt, batch_completion]``: the ``prices=`` of :func:`nbeval.evaluate`, checked. Raises
+    """Read the prices of ``--prices FILE_OR_JSON``.
+
+    The text is JSON (``{...}``), or a JSON or YAML file (``.yaml``/``.yml``), mapping model names
+    to USD per 1k tokens, ``[prompt, completion]`` or ``[prompt, completion, batch_prompt,
+    batch_completion]``: the ``prices=`` of :func:`nbeval.evaluate`, checked. Raises
     :class:`~nbeval.errors.DataError` saying what is wrong.
     """
     import json
@@ -240,8 +251,10 @@ def _read_yaml(path: Path) -> Any:
 
 
 def jury_spec(models: str | Sequence[str] | None, base_urls: str | Sequence[str] | None) -> Any:
-    """``run``'s judge: one ``--judge`` as :func:`judge_spec`; several a majority jury (``judge=[...]``
-    in Python), at the one ``--judge-base-url`` or one each, in order. A comma in a name is refused.
+    """Return ``run``'s judge: one model, or a majority jury of several.
+
+    One ``--judge`` is read as :func:`judge_spec`; several make a majority jury (``judge=[...]`` in
+    Python), at the one ``--judge-base-url`` or one each, in order. A comma in a name is refused.
     """
     names = [models] if isinstance(models, str) else list(models or [])
     urls = [base_urls] if isinstance(base_urls, str) else list(base_urls or [])
@@ -281,9 +294,11 @@ _JUDGE_HINTS = {
 
 
 def judge_error(exc: BaseException, *, magic: bool = False) -> str:
-    """The message of a missing-judge error (:class:`~nbeval.errors.JudgeNotConfigured`) in the
-    terms of where it is shown: the command line's flags (``--judge``, ``--judge-base-url``), or
-    with ``magic`` the ``%nbeval judge`` magic, in place of the Python API's ``judge=...``.
+    """Word a missing-judge error for where it is shown.
+
+    The message of a :class:`~nbeval.errors.JudgeNotConfigured` is given in the terms of the command
+    line's flags (``--judge``, ``--judge-base-url``), or with ``magic`` of the ``%nbeval judge``
+    magic, in place of the Python API's ``judge=...``.
     """
     from nbeval.chat.config import judge_help_text
 
@@ -295,8 +310,10 @@ def judge_error(exc: BaseException, *, magic: bool = False) -> str:
 
 
 def judge_plan_text(text: str, *, magic: bool = False) -> str:
-    """``text`` (a dry run's plan) with its advice about a missing judge in the terms of the
-    command line or, with ``magic``, of the magics.
+    """Word a dry run's advice about a missing judge for the command line or the magics.
+
+    ``text`` (a dry run's plan) is returned with that advice in the terms of the command line or,
+    with ``magic``, of the magics.
     """
     return text.replace(_PYTHON_JUDGE_HINT, _JUDGE_HINTS[magic])
 
@@ -322,11 +339,13 @@ _CLI_TERMS = (
 
 
 def cli_terms(text: str) -> str:
-    """A text of the Python API that carries no structure (a row's error, a plan, a summary, a
-    warning) in the command line's terms: ``--batch`` for ``batch=True``, ``--no-cache`` for
-    ``cache=False``, ``nbeval complete`` for ``nbeval.collect(...)``, ``--judge`` for ``judge=...``.
-    An error that names run options carries them as data instead, and
-    :func:`nbeval.cli.cli_message` spells them with the flags of the commands.
+    """Put a text of the Python API into the command line's terms.
+
+    The text carries no structure (a row's error, a plan, a summary, a warning): ``--batch`` for
+    ``batch=True``, ``--no-cache`` for ``cache=False``, ``nbeval complete`` for
+    ``nbeval.collect(...)``, ``--judge`` for ``judge=...``. An error that names run options carries
+    them as data instead, and :func:`nbeval.cli.cli_message` spells them with the flags of the
+    commands.
     """
     for python, cli in _CLI_TERMS:
         text = text.replace(python, cli)
@@ -338,8 +357,10 @@ def cli_terms(text: str) -> str:
 
 
 def same_file(a: Path, b: Path) -> bool:
-    """Whether two paths name one file: the same resolved path (links and ``..`` followed), or
-    the same file on disk (hard links, case-insensitive file systems).
+    """Tell whether two paths name one file.
+
+    They do when they resolve to the same path (links and ``..`` followed), or are the same file on
+    disk (hard links, case-insensitive file systems).
     """
     if a.resolve() == b.resolve():
         return True
@@ -350,9 +371,10 @@ def same_file(a: Path, b: Path) -> bool:
 
 
 def check_run_out(out: Path, inputs: Sequence[str]) -> None:
-    """Fail (:class:`~nbeval.errors.DataError`) before any work when ``--out`` cannot take a run's
-    result: it (or a folder above it) is a file, one of the files to write is a folder there, or
-    writing would overwrite one of ``inputs`` (the paths read).
+    """Check, before any work, that ``--out`` can take a run's result.
+
+    Raises :class:`~nbeval.errors.DataError` when it (or a folder above it) is a file, one of the
+    files to write is a folder there, or writing would overwrite one of ``inputs`` (the paths read).
     """
     from nbeval.results.storage.files import check_folder
     from nbeval.results.storage.saving import RESULT_FILES
@@ -373,8 +395,10 @@ def check_run_out(out: Path, inputs: Sequence[str]) -> None:
 
 
 def check_file_out(out: Path, inputs: Sequence[str], what: str = "lab") -> None:
-    """Fail (:class:`~nbeval.errors.DataError`) before any work when the output file ``out`` (the
-    ``what`` to write) is one of ``inputs``, or a folder, or cannot be made.
+    """Check, before any work, that the output file ``out`` can be written.
+
+    Raises :class:`~nbeval.errors.DataError` when ``out`` (the ``what`` to write) is one of
+    ``inputs``, or a folder, or cannot be made.
     """
     from nbeval.results.storage.files import check_folder
 
@@ -403,8 +427,10 @@ def save_run(result: EvaluationResult, out: Path) -> Path:
 
 
 def save_partial(result: EvaluationResult, out: Path) -> None:
-    """Save an interrupted run's result at once: without a report (building one takes seconds),
-    and without the report of an earlier run there, which would be taken for this one's.
+    """Save an interrupted run's result at once.
+
+    It is saved without a report (building one takes seconds), and without the report of an earlier
+    run there, which would be taken for this one's.
     """
     result.save(out)
     (out / REPORT_FILE).unlink(missing_ok=True)
@@ -415,9 +441,11 @@ def save_partial(result: EvaluationResult, out: Path) -> None:
 
 
 def run_gate(result: EvaluationResult, fail_on: bool | Sequence[str] | None) -> GateVerdict | None:
-    """The CI gate of ``--fail-on-problems`` (``True``: every kind) or ``--fail-on KINDS`` (the
-    kinds of :data:`~nbeval.results.reporting.gate.GATE_KINDS` to fail on) on ``result``; ``None`` when no
-    gate was asked for. The front end shows the verdict's lines and fails when it is tripped.
+    """Apply the CI gate the command line asked for to ``result``.
+
+    The gate is ``--fail-on-problems`` (``True``: every kind) or ``--fail-on KINDS`` (the kinds of
+    :data:`~nbeval.results.reporting.gate.GATE_KINDS` to fail on); ``None`` when no gate was asked
+    for. The front end shows the verdict's lines and fails when it is tripped.
     """
     if not fail_on:
         return None
@@ -438,15 +466,27 @@ def plan(
     options: RunOptions | Mapping[str, Any] | None = None,
     **keywords: Unpack[RunKeywords],
 ) -> Plan:
-    """What ``nbeval.evaluate(data, evaluators, ...)`` would do and spend, scoring nothing: the rows
-    each evaluator would score and skip, the judge calls (cached ones apart) and their estimated
-    tokens and cost. The one dry run (``evaluate(..., dry_run=True)`` is its older spelling).
+    """Plan a run: what :func:`nbeval.evaluate` would do and spend, scoring nothing.
 
-    The options are :func:`nbeval.evaluate`'s: ``options`` (a :class:`~nbeval.options.RunOptions`
-    or a mapping) with the keywords on top, so a call can switch between the two unchanged;
-    ``progress``, ``scheduler``, ``chunk_rows`` and ``batch_poll_s`` are accepted (and checked)
-    and change nothing (a plan is counted here, at once, wherever and however the rows would be
-    scored).
+    The plan holds the rows each evaluator would score and skip, the judge calls (cached ones apart)
+    and their estimated tokens and cost. This is the one dry run (``evaluate(..., dry_run=True)`` is
+    its older spelling).
+
+    The options are :func:`nbeval.evaluate`'s, so a call can switch between the two unchanged;
+    ``progress``, ``scheduler``, ``chunk_rows`` and ``batch_poll_s`` are accepted (and checked) and
+    change nothing (a plan is counted here, at once, wherever and however the rows would be scored).
+
+    Args:
+        data: What the run would evaluate, as :func:`nbeval.evaluate` takes it: a dataset, a lab, a
+            DataFrame, a list of records or a path.
+        evaluators: The evaluators the run would use, as :func:`nbeval.evaluate` takes them: ids,
+            configured objects or ``(id, params)`` pairs.
+        options: A :class:`~nbeval.options.RunOptions` or a mapping of its names; ``None`` for the
+            defaults.
+        **keywords: Run options by name, on top of ``options``.
+
+    Returns:
+        The :class:`~nbeval.engine.dry_run.Plan` of the run.
     """
     from nbeval.engine.run import plan_evaluation
 

@@ -70,8 +70,10 @@ def program_arguments() -> tuple[Arg, ...]:
 
 
 def build_parser(commands: tuple[Command, ...] | None = None) -> argparse.ArgumentParser:
-    """The parser of ``nbeval``: one subparser per command of :func:`nbeval.commands.all_commands`
-    (or of ``commands``), each with the command's arguments, its ``func`` the command's ``run``.
+    """Build the ``nbeval`` argument parser.
+
+    It has one subparser per command of :func:`nbeval.commands.all_commands` (or of ``commands``),
+    each with the command's arguments, its ``func`` the command's ``run``.
     """
     p = argparse.ArgumentParser(prog="nbeval", description="Evaluate LLM and RAG applications.")
     for a in program_arguments():
@@ -102,10 +104,12 @@ def build_parser(commands: tuple[Command, ...] | None = None) -> argparse.Argume
 
 
 def cli_message(exc: NbevalError, command: Command | None = None) -> str:
-    """An error's message in the command line's terms: the run options it names (carried as data,
-    see :class:`~nbeval.errors.NbevalError`) spelled as the flags that set them, those of
-    ``command`` (the one running) first, then of any other command; the Python API's other words
-    (in text that carries no options: a row's error, a plan) through :func:`cli_terms`.
+    """Word an error's message in the command line's terms.
+
+    The run options it names (carried as data, see :class:`~nbeval.errors.NbevalError`) are spelled
+    as the flags that set them, those of ``command`` (the one running) first, then of any other
+    command; the Python API's other words (in text that carries no options: a row's error, a plan)
+    go through :func:`cli_terms`.
     """
     commands = ([command] if command is not None else []) + list(all_commands())
 

@@ -37,15 +37,18 @@ NamedOptions = Mapping[str, tuple[str, Any]]
 
 
 def python_keyword(option: str, value: Any) -> str:
-    """How Python's API spells an option set to ``value``: ``batch=True``, ``max_pages=40``,
-    ``max_chars=...`` (any value).
+    """Spell an option set to ``value`` as Python's API does.
+
+    For example ``batch=True``, ``max_pages=40``, ``max_chars=...`` (any value).
     """
     return f"{option}=..." if value is ... else f"{option}={value!r}"
 
 
 def spell_options(template: str, options: NamedOptions, spell: Callable[[str, Any], str | None]) -> str:
-    """``template`` with each ``{placeholder}`` of ``options`` spelled by ``spell(option, value)``
-    (by :func:`python_keyword` where ``spell`` has no spelling). Other braces are left as they are.
+    """Fill ``template``'s option placeholders with the options spelled by ``spell``.
+
+    Each ``{placeholder}`` of ``options`` is spelled by ``spell(option, value)`` (by
+    :func:`python_keyword` where ``spell`` has no spelling). Other braces are left as they are.
     """
     text = template
     for key, (option, value) in options.items():
@@ -60,6 +63,12 @@ class NbevalError(Exception):
     data: ``options`` maps each ``{placeholder}`` of the message to ``(option, value)``. ``str()``
     spells them as Python's keywords; :meth:`spelled` as a front end does (the command line's
     ``--batch``, ``--no-cache``).
+
+    Args:
+        *args: The exception's arguments, the message first; with ``options``, the message is a
+            template whose placeholders are filled in with Python's spelling of the options.
+        options: The options the message names, ``{placeholder}`` -> ``(option, value)``; ``None``
+            for none.
     """
 
     #: The options the message names (see above); empty for most errors.
@@ -74,8 +83,14 @@ class NbevalError(Exception):
         super().__init__(*args)
 
     def spelled(self, spell: Callable[[str, Any], str | None]) -> str:
-        """The message with the options it names spelled by ``spell(option, value)`` (a ``None``
-        from it keeps Python's spelling).
+        """Return the message with the options it names spelled by ``spell``.
+
+        Args:
+            spell: Called as ``spell(option, value)`` for each option the message names; returns the
+                front end's spelling, or ``None`` to keep Python's.
+
+        Returns:
+            The message so spelled; ``str(self)`` when it names no option.
         """
         if not self.options:
             return str(self)
@@ -83,7 +98,16 @@ class NbevalError(Exception):
 
 
 class DataError(NbevalError, ValueError):
-    """Input data is malformed. Names the file, the row and the field where known."""
+    """Input data is malformed. Names the file, the row and the field where known.
+
+    Args:
+        message: What is wrong (kept, without where, as ``reason``); it may hold the placeholders of
+            ``options``.
+        source: The file or other source the data came from, named first in the message.
+        row: The row where the data is wrong, named after the source.
+        field: The field where the data is wrong, named last.
+        options: The run options the message names, as for :class:`NbevalError`.
+    """
 
     def __init__(
         self,
@@ -114,8 +138,10 @@ class BadParameter(NbevalError, ValueError):
 
 
 class BadArgumentType(NbevalError, TypeError):
-    """An argument is of the wrong type (a condition or a pattern that is not a string, a chat
-    message that is not a mapping).
+    """An argument is of the wrong type.
+
+    For example a condition or a pattern that is not a string, or a chat message that is not a
+    mapping.
     """
 
 
@@ -130,7 +156,14 @@ class NotFound(NbevalError, KeyError):
 
 
 class ConditionError(NbevalError, ValueError):
-    """A condition expression does not parse. ``position`` is the 0-based character offset."""
+    """A condition expression does not parse.
+
+    Args:
+        message: What is wrong (kept as ``reason``); the full message adds the position and points at
+            it under the text.
+        text: The condition expression that does not parse.
+        position: The 0-based character offset where it goes wrong.
+    """
 
     def __init__(self, message: str, *, text: str, position: int) -> None:
         self.text = text
@@ -160,15 +193,19 @@ class MissingDependency(NbevalError, ImportError):
 
 
 class PerturbationError(NbevalError, ValueError):
-    """A perturbation was asked for wrongly: an unknown perturbator id or intensity, or data
-    without test cases to perturb.
+    """A perturbation was asked for wrongly.
+
+    An unknown perturbator id or intensity, or data without test cases to perturb.
     """
 
 
 class ResourceError(NbevalError, RuntimeError):
     """A resource (embedder, judge, local model) failed for one request.
 
-    ``status``: the HTTP status of a failed judge call, where there was one (401: the key was refused).
+    Args:
+        message: What failed.
+        status: The HTTP status of a failed judge call, where there was one (401: the key was
+            refused); ``None`` otherwise.
     """
 
     def __init__(self, message: str = "", *, status: int | None = None) -> None:
@@ -179,7 +216,10 @@ class ResourceError(NbevalError, RuntimeError):
 class GenerationFailed(ResourceError):
     """:func:`nbeval.generate` made no test case (every judge call failed, or no reply fitted the schema).
 
-    ``report``: the generation report the suite would have carried, with every failed call's error and every raw reply.
+    Args:
+        message: The cause.
+        report: The generation report the suite would have carried, with every failed call's error and
+            every raw reply (kept as ``report``).
     """
 
     def __init__(self, message: str, report: dict[str, Any] | None = None) -> None:
@@ -192,9 +232,10 @@ class JudgeNotConfigured(EvaluatorError):
 
 
 class Interrupted(KeyboardInterrupt):
-    """Ctrl-C stopped :func:`evaluate` (or ``nbeval.collect(...).complete()``): ``result`` is the
-    partial :class:`~nbeval.results.EvaluationResult` (what was scored; every other row marked
-    ``cancelled``; ``meta["cancelled"]`` true), or the partial
+    """Ctrl-C stopped :func:`evaluate` (or ``nbeval.collect(...).complete()``).
+
+    ``result`` is the partial :class:`~nbeval.results.EvaluationResult` (what was scored; every
+    other row marked ``cancelled``; ``meta["cancelled"]`` true), or the partial
     :class:`~nbeval.data.model.TestLab` (the cases not answered have the error ``"cancelled"``).
     Calls in flight were abandoned; the replies received are in the cache. With ``batch=True``,
     ``batches`` holds the ids of the batches left running (and billed) at the provider, which the

@@ -88,12 +88,26 @@ class RunOptions:
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
-        """The option names, in declaration order."""
+        """Return the option names.
+
+        Returns:
+            The names of the fields, in declaration order.
+        """
         return tuple(f.name for f in dataclasses.fields(cls))
 
     def merged(self, **changes: Any) -> RunOptions:
-        """A copy with ``changes`` applied; a change of ``None`` is not a change for an option whose
-        default is not ``None``. An unknown name is a :class:`~nbeval.errors.BadParameter`.
+        """Return a copy with ``changes`` applied.
+
+        A change of ``None`` is not a change for an option whose default is not ``None``.
+
+        Args:
+            **changes: New values by option name.
+
+        Returns:
+            The changed copy, or ``self`` when nothing changes.
+
+        Raises:
+            BadParameter: When a name is not an option, or a new value is bad.
         """
         known = set(self.names())
         unknown = sorted(set(changes) - known)
@@ -105,15 +119,29 @@ class RunOptions:
         return dataclasses.replace(self, **changes) if changes else self
 
     def changed(self) -> tuple[str, ...]:
-        """The names of the options whose value is not their default, in declaration order."""
+        """Return the names of the options whose value is not their default.
+
+        Returns:
+            The names, in declaration order.
+        """
         defaults = _defaults()
         return tuple(name for name in self.names() if getattr(self, name) != defaults[name])
 
     def only(self, applicable: Iterable[str], where: str, hints: Mapping[str, str] | None = None) -> RunOptions:
-        """``self``, once every option set to other than its default is among ``applicable``: an
-        option that does not apply to ``where`` (a function's name, said in the message) is a
-        :class:`~nbeval.errors.BadParameter`, not silently ignored. ``hints`` may say, per option,
-        where it belongs instead.
+        """Return ``self`` once every option set to other than its default is among ``applicable``.
+
+        An option that does not apply is refused, not silently ignored.
+
+        Args:
+            applicable: The names of the options that apply.
+            where: The function's name, said in the message.
+            hints: Per option, where it belongs instead (said in the message); ``None`` for none.
+
+        Returns:
+            ``self``, unchanged.
+
+        Raises:
+            BadParameter: When an option set to other than its default is not among ``applicable``.
         """
         allowed = set(applicable)
         refused = [name for name in self.changed() if name not in allowed]
@@ -126,8 +154,17 @@ class RunOptions:
 
     @classmethod
     def of(cls, options: RunOptions | Mapping[str, Any] | None = None, **keywords: Any) -> RunOptions:
-        """The options a call asked for: ``options`` (a RunOptions, a mapping of names, or ``None``
-        for the defaults) with ``keywords`` on top.
+        """Return the options a call asked for.
+
+        Args:
+            options: A RunOptions, a mapping of option names, or ``None`` for the defaults.
+            **keywords: Options by name, put on top of ``options``.
+
+        Returns:
+            ``options`` with ``keywords`` on top.
+
+        Raises:
+            BadParameter: When ``options`` is neither a RunOptions nor a mapping, or a name or value is bad.
         """
         if options is None:
             base = cls()
@@ -141,14 +178,19 @@ class RunOptions:
         return base.merged(**keywords) if keywords else base
 
     def as_dict(self) -> dict[str, Any]:
-        """The options as keywords, e.g. for an older function's signature."""
+        """Return the options as keywords, e.g. for an older function's signature.
+
+        Returns:
+            Option name -> value, for every option.
+        """
         return {name: getattr(self, name) for name in self.names()}
 
 
 class RunKeywords(TypedDict, total=False):
-    """The run options as keywords (``**keywords: Unpack[RunKeywords]``), so that type checkers
-    and editors know the names an entry point takes beside ``options=``: one per
-    :class:`RunOptions` field, none required (a keyword left out leaves ``options`` as it is).
+    """The run options as keywords (``**keywords: Unpack[RunKeywords]``).
+
+    With it type checkers and editors know the names an entry point takes beside ``options=``: one
+    per :class:`RunOptions` field, none required (a keyword left out leaves ``options`` as it is).
     """
 
     embedder: Any

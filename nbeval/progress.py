@@ -1,5 +1,6 @@
-"""Progress: bars (``tqdm.auto``: a widget in a kernel, text elsewhere, or nothing), and how often a
-run reports its progress.
+"""Progress bars, and how often a run reports its progress.
+
+The bars are ``tqdm.auto``'s: a widget in a kernel, text elsewhere, or nothing.
 
 A run reports as its rows finish, not per chunk: every score in a small run (a 24-row run moves
 24 times), about :data:`PROGRESS_STEPS` times over a large one, and at least every
@@ -24,8 +25,10 @@ PROGRESS_INTERVAL = 0.25
 
 
 class ProgressThrottle:
-    """When a run of ``total`` scores reports: once ``step = total // steps`` (at least 1) more
-    scores are finished, or ``interval`` seconds after the last report, whichever comes first.
+    """Decide when a run of ``total`` scores reports its progress.
+
+    It reports once ``step = total // steps`` (at least 1) more scores are finished, or ``interval``
+    seconds after the last report, whichever comes first.
     """
 
     def __init__(self, total: int, *, steps: int = PROGRESS_STEPS, interval: float = PROGRESS_INTERVAL) -> None:

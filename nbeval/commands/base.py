@@ -25,8 +25,10 @@ _VALUELESS = frozenset({"store_true", "store_false", "store_const", "append_cons
 
 @dataclass(frozen=True)
 class Arg:
-    """One argument of a command: its ``flags`` (``("-e", "--evaluators")``, or ``("data",)`` for
-    a positional one) and the keywords of ``argparse``'s ``add_argument`` (``settings``).
+    """One argument of a command, as ``argparse`` adds it.
+
+    Its ``flags`` (``("-e", "--evaluators")``, or ``("data",)`` for a positional one) and the
+    keywords of ``argparse``'s ``add_argument`` (``settings``).
 
     ``option`` names the :class:`~nbeval.options.RunOptions` field the argument sets, with
     ``sets`` the value a flag without a value gives it (``--no-cache``: ``cache=False``) and
@@ -98,10 +100,12 @@ def arg(
 
 @dataclass(frozen=True)
 class MagicSpelling:
-    """How ``%nbeval`` spells a command: ``%nbeval <name>``, ``summary`` in the magic's usage,
-    ``help`` (argument dest -> help) where the magic means something else by an argument,
-    ``defaults`` it changes (``out=None``: save only when asked), and ``extra`` arguments of
-    its own (``-o NAME``). ``order`` places it in the magic's list of subcommands.
+    """How ``%nbeval`` spells a command.
+
+    ``%nbeval <name>``, ``summary`` in the magic's usage, ``help`` (argument dest -> help) where the
+    magic means something else by an argument, ``defaults`` it changes (``out=None``: save only when
+    asked), and ``extra`` arguments of its own (``-o NAME``). ``order`` places it in the magic's
+    list of subcommands.
     """
 
     name: str
@@ -113,10 +117,12 @@ class MagicSpelling:
 
 
 class Command:
-    """One subcommand: its words on the command line (``name``: ``"run"``, ``"evaluator show"``;
-    ``cli`` False for a command only the magics have), its ``help``, its ``arguments``, and
-    :meth:`run`; ``magic`` (a :class:`MagicSpelling`) when ``%nbeval`` has it too, run by
-    :meth:`run_magic`. ``order`` places it in the lists of commands (smaller first).
+    """One subcommand of ``nbeval`` (and of ``%nbeval``).
+
+    Its words on the command line (``name``: ``"run"``, ``"evaluator show"``; ``cli`` False for a
+    command only the magics have), its ``help``, its ``arguments``, and :meth:`run`; ``magic`` (a
+    :class:`MagicSpelling`) when ``%nbeval`` has it too, run by :meth:`run_magic`. ``order`` places
+    it in the lists of commands (smaller first).
 
     A subclass sets the class attributes and overrides :meth:`run` (and :meth:`run_magic` where
     the notebook does something else than print what the command line prints).
@@ -183,9 +189,10 @@ class Command:
         return parser
 
     def run_options(self, args: argparse.Namespace) -> RunOptions:
-        """The :class:`~nbeval.options.RunOptions` the parsed ``args`` ask for: every argument that
-        names an ``option`` sets it when given (a flag to its ``sets``, a value to itself, a
-        ``read`` to what it reads); the others keep RunOptions' defaults.
+        """Return the :class:`~nbeval.options.RunOptions` the parsed ``args`` ask for.
+
+        Every argument that names an ``option`` sets it when given (a flag to its ``sets``, a value
+        to itself, a ``read`` to what it reads); the others keep RunOptions' defaults.
         """
         changes: dict[str, Any] = {}
         for a in self.arguments:
@@ -202,10 +209,12 @@ class Command:
         return RunOptions().merged(**changes)
 
     def spell(self, option: str, value: Any) -> str | None:
-        """How the command's flags say that ``option`` (a run option, or a parameter a flag sets
-        under the same name) is ``value``: ``("cache", False)`` is ``--no-cache``, ``("batch", True)``
-        ``--batch``, ``("max_pages", 40)`` ``--max-pages 40``, ``("max_chars", ...)`` ``--max-chars N``
-        (any value: the flag and its metavar); ``None`` when no flag of the command says it.
+        """Spell ``option`` set to ``value`` with the command's flags.
+
+        ``option`` is a run option, or a parameter a flag sets under the same name: ``("cache",
+        False)`` is ``--no-cache``, ``("batch", True)`` ``--batch``, ``("max_pages", 40)``
+        ``--max-pages 40``, ``("max_chars", ...)`` ``--max-chars N`` (any value: the flag and its
+        metavar); ``None`` when no flag of the command says it.
         """
         for a in self.arguments:
             if a.positional or option not in (a.option, a.dest):

@@ -60,8 +60,10 @@ class Diff(Command):
     magic = MagicSpelling("diff", "what changed between two runs (variables or saved folders), bound to _diff", order=8)
 
     def run(self, args: argparse.Namespace) -> int:
-        """Print the diff, regressions first; exit 1 with ``--fail-on-regression`` when its gate trips
-        (a regression, or nothing or too little compared: :mod:`nbeval.results.runs.diff_gate`).
+        """Print the diff, regressions first.
+
+        Exit 1 with ``--fail-on-regression`` when its gate trips (a regression, or nothing or too
+        little compared: :mod:`nbeval.results.runs.diff_gate`).
         """
         from nbeval.results.runs.diff import diff
 

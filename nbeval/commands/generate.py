@@ -96,8 +96,10 @@ class Generate(Command):
     )
 
     def keywords(self, args: argparse.Namespace) -> dict[str, Any]:
-        """The parsed options (the CLI's or the magic's) as :func:`nbeval.generate`'s keyword
-        arguments: its own, and the run options the flags set.
+        """Return the parsed options as :func:`nbeval.generate`'s keyword arguments.
+
+        The options are the CLI's or the magic's: the function's own, and the run options the flags
+        set.
         """
         personas = []
         for text in args.persona or []:
@@ -148,8 +150,10 @@ class Generate(Command):
         return 0
 
     def run_magic(self, shell: Any, args: argparse.Namespace) -> Any:
-        """The suite, shown and bound to ``-o NAME``; DOCS may name variables holding paths,
-        texts or ``{content, doc_uri}`` dicts; ``--dry-run`` shows the calls and tokens it would take.
+        """Generate the suite in a notebook, show it and bind it to ``-o NAME``.
+
+        DOCS may name variables holding paths, texts or ``{content, doc_uri}`` dicts; ``--dry-run``
+        shows the calls and tokens it would take.
         """
         import nbeval
         from nbeval import application

@@ -12,10 +12,12 @@ __all__ = ["COMMAND", "Judge", "public_url"]
 
 
 def public_url(url: str) -> str:
-    """What ``%nbeval judge`` shows of a base URL, which the notebook keeps once printed: scheme,
-    host, port and path (as :func:`nbeval.chat.secrets.redact_url` leaves them: no user
-    information, whose secrets it registers for masking). The query string is never shown, secret
-    names or not (keys also ride as ``?code=`` or SAS parameters): a note says it was left out.
+    """Return what ``%nbeval judge`` shows of a base URL.
+
+    The notebook keeps the URL once printed, so only its scheme, host, port and path are shown (as
+    :func:`nbeval.chat.secrets.redact_url` leaves them: no user information, whose secrets it
+    registers for masking). The query string is never shown, secret names or not (keys also ride as
+    ``?code=`` or SAS parameters): a note says it was left out.
     """
     from urllib.parse import urlsplit, urlunsplit
 

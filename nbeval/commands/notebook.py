@@ -1,6 +1,8 @@
-"""What the ``%nbeval`` side of the commands shares: bad input as one line (:class:`MagicError`),
-the names a magic may bind (:func:`check_name`), parsing a magic's words (:func:`parse`), the data
-a magic names (:func:`resolve_data`), ``--out`` checks, showing an object and the CI gate.
+"""What the ``%nbeval`` side of the commands shares.
+
+Bad input as one line (:class:`MagicError`), the names a magic may bind (:func:`check_name`),
+parsing a magic's words (:func:`parse`), the data a magic names (:func:`resolve_data`), ``--out``
+checks, showing an object and the CI gate.
 
 It imports nothing of IPython's at import time (``IPython.display`` loads when something is
 shown), so the commands can carry their magic's behaviour beside the command line's.
@@ -122,8 +124,10 @@ def show(obj: Any) -> None:
 
 
 def resolve_data(shell: Any, text: str) -> tuple[Any, str | None]:
-    """What ``%nbeval run DATA`` evaluates, and the path read (``None`` for an object): a variable
-    of the user's namespace, else an existing file, else ``demo`` (the shipped demo lab).
+    """Find what ``%nbeval run DATA`` evaluates, and the path read.
+
+    DATA is a variable of the user's namespace, else an existing file, else ``demo`` (the shipped
+    demo lab); the path is ``None`` for an object.
     """
     if text.isidentifier() and text in shell.user_ns:
         value = shell.user_ns[text]
@@ -162,9 +166,11 @@ def check_out(out: Path) -> None:
 
 
 def gate(result: Any, fail_on: Literal[True] | Sequence[str]) -> None:
-    """The CI gate of ``--fail-on-problems`` / ``--fail-on`` (:func:`nbeval.results.reporting.gate.check_gate`,
-    as the CLI): a :class:`MagicError` (so a failed cell, as the CLI's exit status 1) naming what
-    tripped it; the kinds not chosen are listed.
+    """Apply the CI gate of ``--fail-on-problems`` / ``--fail-on`` in a notebook.
+
+    As the CLI does (:func:`nbeval.results.reporting.gate.check_gate`), raising a
+    :class:`MagicError` (so a failed cell, as the CLI's exit status 1) naming what tripped it; the
+    kinds not chosen are listed.
     """
     from nbeval import application
 

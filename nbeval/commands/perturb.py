@@ -76,9 +76,11 @@ class Perturb(Command):
     )
 
     def keywords(self, args: argparse.Namespace) -> dict[str, Any]:
-        """The parsed options (the CLI's or the magic's) as :func:`nbeval.perturb`'s keyword
-        arguments: its own, and the run options the flags set (the attacker of the LLM
-        perturbators from ``--judge`` and ``--judge-base-url``, ``--prices``).
+        """Return the parsed options as :func:`nbeval.perturb`'s keyword arguments.
+
+        The options are the CLI's or the magic's: the function's own, and the run options the flags
+        set (the attacker of the LLM perturbators from ``--judge`` and ``--judge-base-url``,
+        ``--prices``).
         """
         own = {"intensity": args.intensity, "seed": args.seed, "keep_originals": not args.no_originals}
         return {**own, **changed_options(self.run_options(args))}

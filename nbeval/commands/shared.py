@@ -1,5 +1,7 @@
-"""Arguments and value types several commands share: a whole number of at least 1, ``--prices``,
-``--fail-on``'s kinds, the judge flags, ``--no-progress``, ``--no-cache``, ``--batch``.
+"""Arguments and value types several commands share.
+
+A whole number of at least 1, ``--prices``, ``--fail-on``'s kinds, the judge flags,
+``--no-progress``, ``--no-cache``, ``--batch``.
 """
 
 from __future__ import annotations
@@ -99,8 +101,9 @@ def judge_args(judge_help: str, base_url_help: str) -> tuple[Arg, Arg]:
 
 
 def changed_options(options: RunOptions) -> dict[str, Any]:
-    """The options set to other than their default, as keyword arguments (for the functions that
-    do not take ``options=`` yet).
+    """Return the options set to other than their default, as keyword arguments.
+
+    For the functions that do not take ``options=`` yet.
     """
     defaults = RunOptions()
     return {name: value for name, value in options.as_dict().items() if value != getattr(defaults, name)}

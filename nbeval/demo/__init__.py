@@ -21,7 +21,11 @@ def demo_lab_path() -> str:
 
 
 def demo_lab() -> TestLab:
-    """The demo lab: 10 test cases × 3 models, with RAG contexts, conditions and a perturbed case."""
+    """Load the demo lab shipped with nbeval.
+
+    Returns:
+        The demo lab: 10 test cases × 3 models, with RAG contexts, conditions and a perturbed case.
+    """
     from nbeval.data.model import TestLab
 
     return TestLab.from_json(demo_lab_path())

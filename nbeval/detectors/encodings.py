@@ -166,8 +166,10 @@ def find_encoded(text: str, *, encodings: Collection[str] = ENCODINGS) -> list[D
 
 
 def encodings_in(categories: Iterable[str]) -> list[str]:
-    """Encodings named by test-case categories (``rot13``, ``base64``, ``base32``,
-    ``base16``), in that order; empty when none of the categories marks an encoding.
+    """List the encodings named by test-case categories.
+
+    The encodings are ``rot13``, ``base64``, ``base32`` and ``base16``, in that order; the list is
+    empty when none of the categories marks an encoding.
     """
     lowered = [str(c).lower() for c in categories]
     return [name for name, pattern in _CATEGORY_HINTS if any(pattern.search(c) for c in lowered)]
@@ -184,8 +186,10 @@ def _replace(text: str, spans: list[Decoded]) -> str:
 
 
 def decode_for_category(text: str, categories: Iterable[str]) -> str:
-    """``text`` with its encoded parts replaced by their decoding, for the encodings the
-    categories name; the original text when no category names one or nothing decodes.
+    """Decode the encoded parts of ``text`` for the encodings the categories name.
+
+    Returns ``text`` with its encoded parts replaced by their decoding; the original text when no
+    category names one or nothing decodes.
 
     ROT13 is applied to the whole text. For the other encodings the whole answer is tried
     first (ignoring line breaks, quotes and code fences around it) with a lenient check that

@@ -1,5 +1,6 @@
-"""What every detector returns: a :class:`Finding`, plus the helpers shared by all detectors
-(masking digits, keeping one finding per overlapping region, summaries without values).
+"""What every detector returns: a :class:`Finding`, and helpers all detectors share.
+
+The helpers mask digits, keep one finding per overlapping region and write summaries without values.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ __all__ = ["Finding", "label", "mask_digits", "resolve_overlaps", "summary"]
 
 @dataclass(frozen=True)
 class Finding:
-    """One detected item: its kind, its span in the text, a masked rendering of it and, where
-    the detector knows it, the country it belongs to (``"GB"`` for a British phone number).
+    """One detected item.
+
+    Its kind, its span in the text, a masked rendering of it and, where the detector knows it, the
+    country it belongs to (``"GB"`` for a British phone number).
     """
 
     kind: str
@@ -44,8 +47,10 @@ def mask_digits(value: str, keep_last: int) -> str:
 
 
 def resolve_overlaps(findings: Iterable[Finding], priority: tuple[str, ...]) -> list[Finding]:
-    """Keep one finding per overlapping region, preferring earlier kinds in ``priority``,
-    then longer spans; the result is sorted by position.
+    """Keep one finding per overlapping region.
+
+    Earlier kinds in ``priority`` are preferred, then longer spans; the result is sorted by
+    position.
     """
     rank = {k: i for i, k in enumerate(priority)}
     ordered = sorted(findings, key=lambda f: (rank.get(f.kind, len(rank)), f.start - f.end))
@@ -65,9 +70,9 @@ def resolve_overlaps(findings: Iterable[Finding], priority: tuple[str, ...]) -> 
 
 
 def summary(findings: Iterable[Finding]) -> str:
-    """A one-line summary naming each kind found and how often, never the values themselves, e.g.
+    """Summarise findings in one line: each kind found and how often, never the values themselves.
 
-    ``found: credit_card (1), email (2)``.
+    For example ``found: credit_card (1), email (2)``.
     """
     counts = Counter(f.kind for f in findings)
     if not counts:

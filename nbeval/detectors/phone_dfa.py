@@ -1,4 +1,4 @@
-"""Regular expressions over strings of ASCII digits, run as deterministic automata.
+r"""Regular expressions over strings of ASCII digits, run as deterministic automata.
 
 :mod:`nbeval.detectors.phone_plans` asks, for every candidate of a run and every region, whether
 the candidate's digits fullmatch a long pattern built from the region's numbering plan (17,000
@@ -13,7 +13,7 @@ many: :meth:`Patterns.minimal` reads them all, from each the derivative for each
 the digits no branch tells apart), and merges the states no string tells apart (Moore), a few
 hundred a region. The language over the digits is exactly the pattern's: the re module's search
 tries every branch, and what a lookahead matched changes nothing after it; a construct this does
-not read (back references, look-behinds, ``\\b``, possessive repeats) makes ``compile`` return
+not read (back references, look-behinds, ``\b``, possessive repeats) makes ``compile`` return
 None, and the caller keeps the re module. :class:`DigitAutomaton` reads several automata
 together, building their product as strings are read (some thousands of states on 1 MB of
 phone-shaped text). ``tests/privacy/test_phone_scan_exact.py`` compares the automata with the
@@ -150,8 +150,10 @@ class _Nodes:
         return row
 
     def classes(self, node: int) -> tuple[int, ...]:
-        """Masks of digits that ``node`` cannot tell apart (each digit's derivative is the same
-        within a mask): the sets the node may read first, refined against each other.
+        """Return the masks of digits that ``node`` cannot tell apart.
+
+        Each digit's derivative is the same within a mask: the sets the node may read first, refined
+        against each other.
         """
         known = self.parts.get(node)
         if known is not None:
@@ -224,8 +226,10 @@ def _charset(items: Any) -> int:
 
 
 class _Converter:
-    """``re``'s parse tree to nodes: ``seq(items, then)`` is the language of ``items`` followed by
-    ``then`` (the rest of the input must be in ``then``; a lookahead and ``$`` read it).
+    """Convert ``re``'s parse tree to nodes.
+
+    ``seq(items, then)`` is the language of ``items`` followed by ``then`` (the rest of the input
+    must be in ``then``; a lookahead and ``$`` read it).
     """
 
     def __init__(self, nodes: _Nodes) -> None:
@@ -307,7 +311,9 @@ class Patterns(_Nodes):
     """
 
     def compile(self, pattern: str, then: int | None = None) -> int | None:
-        """A node for the strings of ASCII digits that ``re.fullmatch(pattern, s)`` matches, or,
+        """Compile ``pattern`` to a node for the digit strings it fullmatches.
+
+        The node is for the strings of ASCII digits that ``re.fullmatch(pattern, s)`` matches, or,
         with ``then`` (a node), the strings that start with a match of ``pattern`` and go on with
         one of ``then`` (its lookaheads and ``$`` read on into it). ``^`` is allowed at the very
         start. None when the pattern has a construct this module does not read.
@@ -348,8 +354,10 @@ class Patterns(_Nodes):
         return rev(node)
 
     def minimal(self, node: int, limit: int = 20_000) -> Table:
-        """The smallest automaton for ``node``'s language: every derivative reachable from it,
-        merged where no string tells them apart. :class:`TooLarge` past ``limit`` derivatives.
+        """Build the smallest automaton for ``node``'s language.
+
+        Every derivative reachable from it is read, and merged where no string tells them apart.
+        :class:`TooLarge` past ``limit`` derivatives.
         """
         index, order, rows = {node: 0}, [node], []
         for x in order:  # grows as new derivatives are met
@@ -388,10 +396,11 @@ def _minimize(rows: list[list[int]], accepts: list[bool]) -> Table:
 
 
 class DigitAutomaton:
-    """Automata (from :meth:`Patterns.minimal`) read together: :meth:`matching` is the union of
-    the ``bits`` of those that accept a string of ASCII digits. Their product is built as strings
-    are read, one state per tuple of states met (up to ``limit``, then dropped and built again),
-    so that a string is read once whatever the number of automata.
+    """Automata (from :meth:`Patterns.minimal`) read together.
+
+    :meth:`matching` is the union of the ``bits`` of those that accept a string of ASCII digits.
+    Their product is built as strings are read, one state per tuple of states met (up to ``limit``,
+    then dropped and built again), so that a string is read once whatever the number of automata.
     """
 
     def __init__(self, tables: Sequence[Table], bits: Sequence[int], limit: int = 100_000) -> None:
@@ -425,8 +434,9 @@ class DigitAutomaton:
         return state
 
     def matching(self, digits: str) -> int:
-        """Run the automaton over ``digits`` and return what its final state accepts (states met for the first time
-        are built then, under a lock).
+        """Run the automaton over ``digits`` and return what its final state accepts.
+
+        States met for the first time are built then, under a lock.
         """
         live = self._live
         rows, state = live.rows, live.initial
@@ -453,8 +463,9 @@ class DigitAutomaton:
 
 
 class _Product:
-    """The states of a :class:`DigitAutomaton` built so far: each one's automata states, accepted
-    bits and successors (by digit character), and the start.
+    """The states of a :class:`DigitAutomaton` built so far.
+
+    Each one's automata states, accepted bits and successors (by digit character), and the start.
     """
 
     def __init__(

@@ -1,4 +1,4 @@
-"""``phonenumbers.PhoneNumberMatcher``'s search, done once for every region it is asked about.
+r"""``phonenumbers.PhoneNumberMatcher``'s search, done once for every region it is asked about.
 
 The matcher walks a text the same way whatever the region: it takes the next stretch that looks
 like a phone number, drops dates and time stamps, and tries the whole stretch, then the pieces
@@ -9,7 +9,7 @@ depends on the region and the leniency. :func:`find_matches` takes the tries of 
 remembering it per (candidate, region):
 
 * the tries are cut once per shape of text (digits read as "0"): the matcher's patterns read
-  ``\\d`` and no digit's value, but for dates ("/") and time stamps (":"), so a text with neither
+  ``\d`` and no digit's value, but for dates ("/") and time stamps (":"), so a text with neither
   character is cut as any text of its shape ("(202) 456-1111" as "(000) 000-0000"); a search
   that needs a character the candidate lacks ("/", "(", ".") is not run;
 * a try of ASCII digits and separators whose digits could not be a number the matcher accepts
@@ -111,8 +111,10 @@ def _may_find(pattern: Any, candidate: str) -> bool:
 
 
 def _trailing_junk(candidate: str) -> str:
-    """``_trim(_UNWANTED_END_CHAR_PATTERN, candidate)``: what ends with a letter or digit ends
-    with no character of that pattern (``_`` and others than ``#`` and word characters).
+    """Return ``_trim(_UNWANTED_END_CHAR_PATTERN, candidate)``, skipping it where it is a no-op.
+
+    A candidate that ends with a letter or digit is returned as it is: it ends with no character of
+    that pattern (``_`` and others than ``#`` and word characters).
     """
     if candidate[-1:].isalnum():
         return candidate
@@ -121,8 +123,10 @@ def _trailing_junk(candidate: str) -> str:
 
 @cache
 def _ascii_rejects() -> frozenset[str]:
-    """The ASCII characters that, just before or after a candidate, make the matcher reject it
-    (an invalid punctuation symbol or a Latin letter), asked of the matcher once.
+    """Return the ASCII characters that make the matcher reject a candidate next to them.
+
+    Just before or after a candidate, an invalid punctuation symbol or a Latin letter makes the
+    matcher reject it; the matcher is asked once.
     """
     matcher = _library()[0].PhoneNumberMatcher
     return frozenset(
@@ -161,8 +165,10 @@ def _context_allows(text: str, candidate: str, offset: int) -> bool:
 
 
 def _chunk_of(text: str, index: int) -> tuple[tuple[tuple[str, int], ...], int] | None:
-    """The (candidate, offset) pairs that the matcher's ``_find(index)`` parses for the first
-    stretch it finds at or after ``index``, in its order (``_extract_match``, then
+    """Return the tries the matcher makes of the first stretch at or after ``index``.
+
+    The (candidate, offset) pairs that the matcher's ``_find(index)`` parses for the first stretch
+    it finds at or after ``index``, in its order (``_extract_match``, then
     ``_extract_inner_match``), less those its checks before parsing reject; and where its search
     goes on when none is a match. None when no stretch is left.
     """
@@ -209,8 +215,10 @@ _SHAPE = str.maketrans("123456789", "000000000")
 
 
 def _shape_chunk(text: str, index: int) -> tuple[tuple[tuple[int, int], ...], int] | None:
-    """:func:`_chunk_of` as (offset, length) pairs, once per (shape, index), or (text, index)
-    for a text with a date's or a time's character.
+    """Return :func:`_chunk_of` as (offset, length) pairs, cached per shape of text.
+
+    Computed once per (shape, index), or per (text, index) for a text with a date's or a time's
+    character.
     """
     key = (text.translate(_SHAPE) if "/" not in text and ":" not in text else text, index)
     if key not in _CHUNKS:
@@ -221,8 +229,9 @@ def _shape_chunk(text: str, index: int) -> tuple[tuple[tuple[int, int], ...], in
 
 
 def _chunk(text: str, index: int) -> tuple[tuple[tuple[str, int], ...], int] | None:
-    """The tries of :func:`_shape_chunk` cut from ``text``, kept for the searches of one text
-    (every region's, then the grouping's) that ask again.
+    """Return the tries of :func:`_shape_chunk` cut from ``text``.
+
+    They are kept for the searches of one text (every region's, then the grouping's) that ask again.
     """
     key = (text, index)
     found = _TEXT_CHUNKS.get(key, _UNKNOWN)
@@ -306,9 +315,10 @@ def _locale(candidate: str, region: str) -> str | None:
 
 
 def regions_to_search(text: str, regions: tuple[str, ...]) -> tuple[str, ...]:
-    """The ``regions`` (in order) for which :func:`find_matches` may find something in ``text``:
-    those for which a try of its first search could be valid (without a first match there is no
-    second). A try other than ASCII digits and :data:`PLAIN` separators may be valid anywhere.
+    """Return the ``regions`` for which :func:`find_matches` may find something in ``text``.
+
+    In order: those for which a try of its first search could be valid (without a first match there
+    is no second). A try other than ASCII digits and :data:`PLAIN` separators may be valid anywhere.
     """
     plans = plans_for(regions)
     every = (1 << len(regions)) - 1

@@ -1,4 +1,4 @@
-"""``parse`` and ``_verify`` of ``phonenumbers``' matcher for the common candidate, with less work.
+r"""``parse`` and ``_verify`` of ``phonenumbers``' matcher for the common candidate, with less work.
 
 Most candidates in a text are ASCII digits with spaces, dashes, brackets and dots, written in the
 form of the region searched ("(202) 456-1111" or "1-800-555-0199" in US). For them ``parse``
@@ -17,7 +17,7 @@ answers with ``parse``, ``_verify`` and ``region_code_for_number`` for every reg
 written in several ways, random candidates and phone-shaped text):
 
 * ``_build_national_number_for_parsing``, ``_is_viable_phone_number`` and
-  ``_maybe_strip_extension`` read ``\\d`` and no digit's value, so they are asked once per shape
+  ``_maybe_strip_extension`` read ``\d`` and no digit's value, so they are asked once per shape
   (digits as "0"); they keep every digit, so ``_normalize`` of what they return is the
   candidate's digits (letters, the only other thing it reads, are not there);
 * ``_maybe_extract_country_code`` finds no ``+`` and (we check) no international prefix; digits
@@ -53,9 +53,11 @@ _NOT_DIGITS = str.maketrans("", "", " -().")
 
 
 class PlainNumber(NamedTuple):
-    """What ``_verify`` needs of a parsed candidate: its country calling code and national
-    significant number, whether it is valid with its national prefix where one is required
-    (``VALID``), and the region it belongs to (``region_code_for_number``).
+    """What ``_verify`` needs of a parsed candidate.
+
+    Its country calling code and national significant number, whether it is valid with its national
+    prefix where one is required (``VALID``), and the region it belongs to
+    (``region_code_for_number``).
     """
 
     code: int
@@ -79,8 +81,9 @@ _TYPES = ("premium_rate", "toll_free", "shared_cost", "voip", "personal_number",
 
 
 def _desc(desc: Any) -> str | None:
-    """A pattern, fullmatched, for ``_is_number_matching_desc``: one of the lengths, then the
-    national number pattern; None where it matches nothing.
+    """Return a pattern, fullmatched, for ``_is_number_matching_desc``.
+
+    One of the lengths, then the national number pattern; None where it matches nothing.
     """
     if desc is None or not desc.national_number_pattern:
         return None
@@ -91,8 +94,10 @@ def _desc(desc: Any) -> str | None:
 
 
 def _known_type(meta: Any) -> str:
-    """``_number_type_helper(nsn, meta) != UNKNOWN`` as a pattern: the general description, and
-    one of the types it tries (mobile only where its pattern differs from fixed line's).
+    """Return ``_number_type_helper(nsn, meta) != UNKNOWN`` as a pattern.
+
+    The general description, and one of the types it tries (mobile only where its pattern differs
+    from fixed line's).
     """
     general = _desc(meta.general_desc)
     kinds = [_desc(getattr(meta, kind)) for kind in (*_TYPES, "fixed_line")]
@@ -103,8 +108,10 @@ def _known_type(meta: Any) -> str:
 
 
 def _first_format(formats: Any) -> re.Pattern[str]:
-    """``_choose_formatting_pattern_for_number(formats, nsn)`` as one pattern: its alternatives
-    are tried in order, and the group ``f<i>`` of the first that matches is the last to close.
+    """Return ``_choose_formatting_pattern_for_number(formats, nsn)`` as one pattern.
+
+    Its alternatives are tried in order, and the group ``f<i>`` of the first that matches is the
+    last to close.
     """
     alternatives = []
     for i, fmt in enumerate(formats):
@@ -114,8 +121,10 @@ def _first_format(formats: Any) -> re.Pattern[str]:
 
 
 class _Country:
-    """A country calling code's regions and the patterns that answer ``_verify``'s questions,
-    each compiled when first asked (the +1 code has 25 regions; a text rarely needs many).
+    """A country calling code's regions and the patterns that answer ``_verify``'s questions.
+
+    Each pattern is compiled when first asked (the +1 code has 25 regions; a text rarely needs
+    many).
     """
 
     def __init__(self, regions: tuple[str, ...], metas: dict[str, Any]) -> None:
@@ -135,9 +144,11 @@ class _Country:
         return self._valid[region].fullmatch(nsn) is not None
 
     def region_of(self, nsn: str) -> tuple[str | None, bool]:
-        """``region_code_for_number``: the only region, else the first whose leading digits start
-        the number or (without them) where it is of a known type (regions without metadata
-        skipped); and ``is_valid_number``, the number of a known type in that region.
+        """Return ``region_code_for_number`` and ``is_valid_number`` for ``nsn``.
+
+        The region is the only one, else the first whose leading digits start the number or (without
+        them) where it is of a known type (regions without metadata skipped); the number is valid
+        when it is of a known type in that region.
         """
         if len(self.regions) == 1:
             return self.regions[0], self.valid(self.regions[0], nsn)
@@ -210,9 +221,10 @@ _STARTS: dict[tuple[str, str], int] = {}
 
 
 def _start(shape: str, region: str) -> int:
-    """The first steps of ``parse`` (the number in the text, its viability, the region, an
-    extension), which read no digit's value, once per shape of candidate and region: whether
-    ``parse`` raises, finds an extension (not answered here), or goes on.
+    """Run the first steps of ``parse`` once per shape of candidate and region.
+
+    These steps (the number in the text, its viability, the region, an extension) read no digit's
+    value. Returns whether ``parse`` raises, finds an extension (not answered here), or goes on.
     """
     key = (shape, region)
     found = _STARTS.get(key)
@@ -232,10 +244,11 @@ def _start(shape: str, region: str) -> int:
 
 
 def _without_country_code(digits: str, code: str, meta: Any) -> str | None:
-    """``_maybe_extract_country_code`` on digits that start with the region's country code: it
-    takes them for the code (the number written without its ``+``) when the number fits the
-    general description only without them, or is too long with them; then the digits after the
-    code, less a national prefix, are the number (None where it does not take them).
+    """Do ``_maybe_extract_country_code`` on digits that start with the region's country code.
+
+    It takes them for the code (the number written without its ``+``) when the number fits the
+    general description only without them, or is too long with them; then the digits after the code,
+    less a national prefix, are the number (None where it does not take them).
     """
     _, pu, _ = _library()
     _, rest, _ = pu._maybe_strip_national_prefix_carrier_code(digits[len(code) :], meta)
@@ -248,9 +261,11 @@ def _without_country_code(digits: str, code: str, meta: Any) -> str | None:
 
 
 def plain_number(candidate: str, region: str) -> PlainNumber | None:
-    """``parse(candidate, region, keep_raw_input=True)`` and ``_verify`` at ``VALID`` (without
-    the grouping of ``STRICT_GROUPING``, see :func:`grouped`), or None where the candidate is not
-    one this module answers for. ``region`` in upper case.
+    """Parse and verify a common candidate as ``phonenumbers`` would.
+
+    ``parse(candidate, region, keep_raw_input=True)`` and ``_verify`` at ``VALID`` (without the
+    grouping of ``STRICT_GROUPING``, see :func:`grouped`), or None where the candidate is not one
+    this module answers for. ``region`` in upper case.
     """
     if not _PLAIN.fullmatch(candidate):
         return None
@@ -295,8 +310,9 @@ def plain_number(candidate: str, region: str) -> PlainNumber | None:
 
 @cache
 def _rule(rule: str) -> tuple[tuple[str, int], ...] | None:
-    """A format's rule as (text, group) parts (group 0: none), where it is made of ``\\1`` to
-    ``\\9`` and other characters than backslashes only; else None.
+    r"""Split a format's rule into (text, group) parts (group 0: none).
+
+    Only a rule made of ``\1`` to ``\9`` and other characters than backslashes is split; else None.
     """
     parts = re.findall(r"\\([1-9])(?![0-9])|([^\\]+)", rule)
     if "".join(f"\\{g}" if g else text for g, text in parts) != rule:
@@ -326,10 +342,12 @@ def _has_national_prefix(code: int) -> bool:
 
 
 def _remain_grouped(plain: PlainNumber, candidate: str, groups: list[str]) -> bool:
-    """``_all_number_groups_remain_grouped`` for a number from the default country without an
-    extension (its candidate, ASCII, is its own normalized form): each group is found after the
-    previous one, and digits right after the first group (no separator) are only allowed, where
-    the country has a national prefix, when the candidate holds the national number unbroken.
+    """Do ``_all_number_groups_remain_grouped`` for a number from the default country.
+
+    For a number without an extension (its candidate, ASCII, is its own normalized form): each group
+    is found after the previous one, and digits right after the first group (no separator) are only
+    allowed, where the country has a national prefix, when the candidate holds the national number
+    unbroken.
     """
     at = candidate.find(str(plain.code)) + len(str(plain.code)) if plain.with_code else 0  # after the code
     for i, group in enumerate(groups):
@@ -343,10 +361,11 @@ def _remain_grouped(plain: PlainNumber, candidate: str, groups: list[str]) -> bo
 
 
 def grouped(plain: PlainNumber, candidate: str) -> bool:
-    """``_verify`` at ``STRICT_GROUPING`` for a :class:`PlainNumber` of ``candidate``: valid, at
-    most one slash (a plain candidate has none), and grouped as its country writes it
-    (``_check_number_grouping_is_valid``: the groups of ``format_number(RFC3966)``, else those of
-    an alternate format).
+    """Do ``_verify`` at ``STRICT_GROUPING`` for a :class:`PlainNumber` of ``candidate``.
+
+    It is valid, has at most one slash (a plain candidate has none), and is grouped as its country
+    writes it (``_check_number_grouping_is_valid``: the groups of ``format_number(RFC3966)``, else
+    those of an alternate format).
     """
     if not plain.valid:
         return False

@@ -55,8 +55,9 @@ _NUMBER_TYPES = (
 
 
 def _sharing_country_code(region: str) -> list[Any] | None:
-    """The metadata of every region that shares ``region``'s country code (``region`` among
-    them), or None when any of it is missing.
+    """Return the metadata of every region that shares ``region``'s country code.
+
+    ``region`` is among them; None when any of it is missing.
     """
     pn = phonenumbers_module()
     meta = pn.PhoneMetadata.metadata_for_region(region)
@@ -70,8 +71,10 @@ def _sharing_country_code(region: str) -> list[Any] | None:
 
 
 def _described(desc: Any) -> str | None:
-    """A pattern for the national numbers that fit ``desc`` (its pattern and lengths, as
-    ``_is_number_matching_desc`` reads them), or None when it has no pattern.
+    """Return a pattern for the national numbers that fit ``desc``.
+
+    Its pattern and lengths, as ``_is_number_matching_desc`` reads them; None when it has no
+    pattern.
     """
     if desc is None or not desc.national_number_pattern:
         return None
@@ -83,10 +86,11 @@ def _described(desc: Any) -> str | None:
 
 @cache
 def _possible_numbers(region: str) -> str | None:
-    """One pattern for the national significant numbers that ``is_valid_number`` could accept for
-    a region that shares ``region``'s country code: they fit its general description and the
-    description of one of its valid types (pattern and lengths). None when some metadata is
-    missing.
+    """Return one pattern for the numbers ``is_valid_number`` could accept near ``region``.
+
+    The national significant numbers that ``is_valid_number`` could accept for a region that shares
+    ``region``'s country code: they fit its general description and the description of one of its
+    valid types (pattern and lengths). None when some metadata is missing.
     """
     sharing = _sharing_country_code(region)
     if sharing is None:
@@ -103,17 +107,20 @@ def _possible_numbers(region: str) -> str | None:
 
 
 def _prefix_needed(fmt: Any) -> bool:
-    """True when a national number in format ``fmt`` must be written with the national prefix
-    (phonenumbers' ``_is_national_prefix_present_if_required``).
+    """Tell whether a national number in format ``fmt`` must carry the national prefix.
+
+    As phonenumbers' ``_is_national_prefix_present_if_required`` decides.
     """
     rule = fmt.national_prefix_formatting_rule
     return bool(rule) and not fmt.national_prefix_optional_when_formatting and not re.fullmatch(r"\(?\\1\)?", rule)
 
 
 def _prefix_not_needed(country_code: int) -> str:
-    """A pattern (zero width) for the national numbers that the formats of ``country_code``'s main
-    region let be written without the national prefix: the first format whose leading digits and
-    pattern fit the number does not ask for it, or none fits.
+    """Return a zero-width pattern for the numbers written without the national prefix.
+
+    The national numbers that the formats of ``country_code``'s main region let be written without
+    the national prefix: the first format whose leading digits and pattern fit the number does not
+    ask for it, or none fits.
     """
     pn = phonenumbers_module()
     meta = pn.PhoneMetadata.metadata_for_region(pn.region_code_for_country_code(country_code))
@@ -127,18 +134,19 @@ def _prefix_not_needed(country_code: int) -> str:
 
 @cache
 def _branches(region: str) -> tuple[tuple[str, str, bool], ...] | None:
-    """The lines of digits (one candidate's digits per line) that ``parse`` could make a number
-    of ``region`` from that the matcher accepts, as alternatives: each is a pattern to fullmatch
-    in two parts (what comes before the national number, then the number), with True where an
-    automaton had better read it backwards. None when the digits cannot tell (then every
-    candidate is parsed).
+    r"""Return the digit patterns of the numbers of ``region`` that the matcher accepts.
+
+    The lines of digits (one candidate's digits per line) that ``parse`` could make a number of
+    ``region`` from that the matcher accepts, as alternatives: each is a pattern to fullmatch in two
+    parts (what comes before the national number, then the number), with True where an automaton had
+    better read it backwards. None when the digits cannot tell (then every candidate is parsed).
 
     Digits that start with the international call prefix may be any country's number. Otherwise
     ``parse`` keeps as the national significant number the digits left after, each optional, the
     region's country code, its national prefix, and its national prefix again (once when it looks
     for the country code, once after); it must be of a valid type, with one of its lengths. A
-    prefix rule that rewrites the digits is allowed when it only keeps some of them (``\\2``):
-    the number is still their tail (any digits, ``\\d*``, may go before it: read backwards, an
+    prefix rule that rewrites the digits is allowed when it only keeps some of them (``\2``):
+    the number is still their tail (any digits, ``\d*``, may go before it: read backwards, an
     automaton reads the number first instead of every place where it may start). Digits with
     neither a country code nor a national prefix are only accepted when the region writes that
     number without its national prefix.
@@ -180,8 +188,10 @@ _NOT_DIGITS = str.maketrans("", "", " \t-().")
 
 
 class _Automata(NamedTuple):
-    """A region's :func:`_branches` as automata over the digits: those read forwards, those read
-    backwards (None where there are none), and the branches left to the re module.
+    """A region's :func:`_branches` as automata over the digits.
+
+    Those read forwards, those read backwards (None where there are none), and the branches left to
+    the re module.
     """
 
     forwards: Table | None
@@ -218,10 +228,11 @@ def _automata(region: str) -> _Automata | None:
 
 
 class Plans:
-    """``_branches`` of several regions, read together: their automata (``_automata``),
-    those reading forwards as one product and those reading backwards as another, and the re
-    module for a branch they cannot read. ``mask(candidate)`` has bit ``i`` set where the
-    candidate may be a number of ``regions[i]`` (:func:`may_be_valid`).
+    """The ``_branches`` of several regions, read together.
+
+    Their automata (``_automata``), those reading forwards as one product and those reading
+    backwards as another, and the re module for a branch they cannot read. ``mask(candidate)`` has
+    bit ``i`` set where the candidate may be a number of ``regions[i]`` (:func:`may_be_valid`).
     """
 
     def __init__(self, regions: tuple[str, ...]) -> None:
@@ -274,8 +285,10 @@ def plans_for(regions: tuple[str, ...]) -> Plans:
 
 
 def may_be_valid(candidate: str, region: str) -> bool:
-    """False only when no ``candidate`` of ASCII digits and :data:`PLAIN` separators is a number
-    of ``region`` that the matcher accepts (its digits do not fullmatch ``_candidate_pattern``).
+    """Tell whether ``candidate`` may be a number of ``region`` that the matcher accepts.
+
+    False only when no ``candidate`` of ASCII digits and :data:`PLAIN` separators is a number of
+    ``region`` that the matcher accepts (its digits do not fullmatch ``_candidate_pattern``).
     """
     plans = _READ_BY.get(region) or plans_for((region,))
     return bool(plans.mask(candidate) >> plans.index[region] & 1)

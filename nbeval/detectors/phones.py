@@ -163,9 +163,10 @@ def _may_be_announced(text: str, start: int, end: int) -> bool:
 
 
 def _regions_to_scan(run: str, regions: tuple[str, ...]) -> Sequence[str]:
-    """The regions (upper case, in order) to search ``run`` for: "ZZ" alone for an international
-    number (it reads the same from every region), else those whose plan may hold a number the
-    matcher finds in it (:func:`regions_to_search`).
+    """Return the regions (upper case, in order) to search ``run`` for.
+
+    "ZZ" alone for an international number (it reads the same from every region), else those whose
+    plan may hold a number the matcher finds in it (:func:`regions_to_search`).
     """
     return ("ZZ",) if run.startswith("+") else regions_to_search(run, regions)
 

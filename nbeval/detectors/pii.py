@@ -76,10 +76,12 @@ def _iban_lengths() -> dict[str, int]:
 
 
 def iban_valid(iban: str) -> bool:
-    """True when ``iban`` (spaces or dashes allowed, upper or lower case) has a registered
-    country, that country's length and layout, and a mod-97 of 1. National check digits inside
-    the BBAN are not checked: banks differ in how strictly they follow them, and mod-97 already
-    rejects 96 look-alikes in 97.
+    """Check an IBAN's country, length, layout and mod-97 checksum.
+
+    True when ``iban`` (spaces or dashes allowed, upper or lower case) has a registered country,
+    that country's length and layout, and a mod-97 of 1. National check digits inside the BBAN are
+    not checked: banks differ in how strictly they follow them, and mod-97 already rejects 96
+    look-alikes in 97.
     """
     compact = iban.replace(" ", "").replace("-", "").upper()
     if not compact.isascii() or _iban_lengths().get(compact[:2]) != len(compact):
@@ -262,8 +264,10 @@ def _ibans(text: str) -> Iterable[Finding]:
 
 
 def _iban_end(text: str, start: int, stop: int, length: int) -> int | None:
-    """End offset after ``length`` characters other than separators from ``start``; the greedy match may
-    have swallowed a following capitalised word, so the registry length decides the cut.
+    """Return the end offset after ``length`` characters other than separators from ``start``.
+
+    The greedy match may have swallowed a following capitalised word, so the registry length decides
+    the cut.
     """
     count = 0
     for i in range(start, stop):
@@ -339,8 +343,8 @@ def find_pii(
 
 
 def pii_summary(findings: Iterable[Finding]) -> str:
-    """A one-line summary naming each kind found and how often, never the values themselves, e.g.
+    """Summarise findings in one line: each kind found and how often, never the values themselves.
 
-    ``found: credit_card (1), email (2)``.
+    For example ``found: credit_card (1), email (2)``.
     """
     return summary(findings)

@@ -225,15 +225,17 @@ _FAMILY_PREFIX = re.compile(
 
 
 def _deferred(value: str) -> bool:
-    """True for a value beside a name that is left to another check: base64 of plain text, or
-    a value of a token family whose own detector decides.
+    """Tell whether a value beside a name is left to another check.
+
+    True for base64 of plain text, or a value of a token family whose own detector decides.
     """
     return _is_base64_text(value) or _FAMILY_PREFIX.match(value) is not None
 
 
 def find_secrets(text: str, *, kinds: Iterable[str] | None = None) -> list[Finding]:
-    """Credential-like strings in ``text`` (all of :data:`SECRET_KINDS`, or only ``kinds``),
-    sorted by position, values masked.
+    """Find credential-like strings in ``text``.
+
+    All of :data:`SECRET_KINDS`, or only ``kinds``; sorted by position, values masked.
     """
     wanted = set(SECRET_KINDS if kinds is None else kinds)
     unknown = sorted(wanted - set(SECRET_KINDS))

@@ -95,17 +95,39 @@ def align(
     alpha: float = 0.05,
     **run_options: Any,
 ) -> tuple[JudgeEvaluator, AlignReport]:
-    """Align ``evaluator``'s judge to the human labels of ``result``: returns the aligned evaluator
-    (its prompt carries up to ``k`` worked examples) and an :class:`AlignReport` measured on the
-    held-out ``holdout`` share of the labelled test cases (see :mod:`nbeval.engine.align`).
+    """Align ``evaluator``'s judge to the human labels of ``result`` with worked examples.
 
-    ``evaluator``: the evaluator object the result was made with, or its name in the result (rebuilt
-    from the parameters the result records; one with its own prompt must be given as the object, one
-    with its own judge too unless ``judge`` is given). ``judge``: the judge of the verdicts after, as
-    :func:`nbeval.evaluate` takes it (an evaluator object with its own keeps it); a result keeps only
-    its judge's name, so give it unless the environment names one. ``seed`` draws the split and the
-    bootstrap. ``run_options`` go to :func:`nbeval.evaluate` (``cache``, ``max_attempts``,
-    ``progress``, which is off unless given).
+    Returns the aligned evaluator (its prompt carries up to ``k`` worked examples) and an
+    :class:`AlignReport` measured on the held-out ``holdout`` share of the labelled test cases (see
+    :mod:`nbeval.engine.align`).
+
+    Args:
+        result: The evaluation result whose human pass/fail labels (``result.labels``) the judge is
+            aligned to; it also gives the judge's verdicts before alignment.
+        evaluator: The evaluator object the result was made with, or its name in the result (rebuilt
+            from the parameters the result records; one with its own prompt must be given as the
+            object, one with its own judge too unless ``judge`` is given).
+        holdout: The share of labelled test cases held out to measure on, between 0 and 1.
+        seed: Draws the split and the bootstrap.
+        k: The most worked examples to add, a whole number of at least 1.
+        judge: The judge of the verdicts after, as :func:`nbeval.evaluate` takes it (an evaluator
+            object with its own keeps it); a result keeps only its judge's name, so give it unless the
+            environment names one.
+        level: The confidence level of the report's intervals.
+        alpha: The significance level of the McNemar test of the change in accuracy.
+        **run_options: Passed to :func:`nbeval.evaluate` (``cache``, ``max_attempts``, ``progress``,
+            which is off unless given).
+
+    Returns:
+        The aligned evaluator and the :class:`AlignReport`, as a pair.
+
+    Raises:
+        BadParameter: When ``holdout``, ``k``, ``level`` or ``alpha`` is out of range.
+        BadArgumentType: When ``evaluator`` is neither an evaluator object nor a name.
+        EvaluatorError: When ``evaluator`` cannot be rebuilt from what the result records, or is not
+            a judge that align supports.
+        DataError: When ``result`` has no labels for the evaluator, or has pass/fail labels of it on
+            fewer than 2 test cases (a perturbed copy counts with its original).
     """
     _check_options(holdout, k, level, alpha)
     ev = _supported(_evaluator_of(result, evaluator, judge))
@@ -155,8 +177,10 @@ def _check_options(holdout: float, k: int, level: float, alpha: float) -> None:
 
 
 def _evaluator_of(result: EvaluationResult, evaluator: Evaluator | str, judge: Any) -> Evaluator:
-    """The evaluator object: the one given, or one rebuilt from what the result records (its own
-    judge replaced by ``judge`` when given).
+    """Return the evaluator object to align.
+
+    The one given, or one rebuilt from what the result records (its own judge replaced by ``judge``
+    when given).
     """
     if isinstance(evaluator, Evaluator):
         result.check_evaluator(evaluator.name)
@@ -188,8 +212,10 @@ def _evaluator_of(result: EvaluationResult, evaluator: Evaluator | str, judge: A
 
 
 def _supported(ev: Evaluator) -> JudgeEvaluator:
-    """``ev`` as a judge that can be aligned (it says how it writes an example's reply);
-    :class:`EvaluatorError` for an evaluator align does not support.
+    """Return ``ev`` as a judge that can be aligned.
+
+    Such a judge says how it writes an example's reply; :class:`EvaluatorError` for an evaluator
+    align does not support.
     """
     prompt = getattr(ev, "prompt", None)
     if (
@@ -243,8 +269,9 @@ def _none_usable(result: EvaluationResult, name: str) -> str:
 
 
 def _units(dataset_rows: Sequence[Row], keys: Sequence[str]) -> list[tuple[str, ...]]:
-    """``keys`` grouped so that a perturbed copy goes with its original, each unit sorted, the
-    units sorted by their first key.
+    """Group ``keys`` into units, a perturbed copy with its original.
+
+    Each unit is sorted, and the units are sorted by their first key.
     """
     wanted = set(keys)
     parent = {k: k for k in wanted}
@@ -275,8 +302,10 @@ def _split(units: Sequence[tuple[str, ...]], holdout: float, seed: int) -> list[
 
 
 def _choose(train: pd.DataFrame, k: int) -> list[tuple[str, str, str]]:
-    """Up to ``k`` training rows as ``(key, model_key, label)``: disagreements first, alternating
-    between pass and fail labels (see the module's description).
+    """Choose up to ``k`` training rows as ``(key, model_key, label)``.
+
+    Disagreements come first, alternating between pass and fail labels (see the module's
+    description).
     """
     ranked = sorted(range(len(train)), key=lambda i: (train["human"].iat[i] == train["before"].iat[i], i))
     queues: dict[str, list[int]] = {label: [i for i in ranked if train["human"].iat[i] == label] for label in PASS_FAIL}

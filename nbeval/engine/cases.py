@@ -1,7 +1,8 @@
-"""Case-level scoring in the engine (see :mod:`nbeval.evaluators.case`): a case-level evaluator's
-planned rows are grouped by test case (:func:`order_cases`), and one :class:`CaseOutcome` drives a
-case's scoring through the same generator driver as a row's, then files a
-:class:`~nbeval.results.outcome.RowOutcome` on each of its rows.
+"""Case-level scoring in the engine (see :mod:`nbeval.evaluators.case`).
+
+A case-level evaluator's planned rows are grouped by test case (:func:`order_cases`), and one
+:class:`CaseOutcome` drives a case's scoring through the same generator driver as a row's, then
+files a :class:`~nbeval.results.outcome.RowOutcome` on each of its rows.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ __all__ = ["CaseOutcome", "case_end", "order_cases"]
 
 
 def order_cases(rows: Sequence[Row]) -> list[Row]:
-    """``rows`` (in dataset order) grouped by test case: each case's rows together, in dataset
-    order, and the cases in the order of their last row, the row that makes the case complete.
-    The engine scores a case in the chunk holding that row, so rows of one case need not be
-    adjacent in the dataset.
+    """Group ``rows`` (in dataset order) by test case.
+
+    Each case's rows are together, in dataset order, and the cases in the order of their last row,
+    the row that makes the case complete. The engine scores a case in the chunk holding that row, so
+    rows of one case need not be adjacent in the dataset.
     """
     groups: dict[str, list[Row]] = {}
     last: dict[str, int] = {}
@@ -43,9 +45,10 @@ def case_end(rows: Sequence[Row], start: int) -> int:
 
 
 class CaseOutcome:
-    """What one case-level evaluator makes of one test case while it is driven: it stands for the
-    case's :attr:`outcomes` (one ordinary :class:`RowOutcome` per row, sharing :attr:`warnings`)
-    where the driver expects a row's outcome. Setting :attr:`score` (an error) or
+    """What one case-level evaluator makes of one test case while it is driven.
+
+    It stands for the case's :attr:`outcomes` (one ordinary :class:`RowOutcome` per row, sharing
+    :attr:`warnings`) where the driver expects a row's outcome. Setting :attr:`score` (an error) or
     :attr:`skip_reason` (``cancelled``) sets it on every row; :meth:`settle` files what
     ``score_case`` returned.
     """
@@ -81,8 +84,10 @@ class CaseOutcome:
             out.skip_reason = value
 
     def settle(self, value: Any) -> None:
-        """File what ``score_case`` returned: each model's :class:`Score` on its row; a row whose
-        model has none gets an error naming it; anything but a mapping errors every row.
+        """File what ``score_case`` returned on the case's rows.
+
+        Each model's :class:`Score` goes on its row; a row whose model has none gets an error naming
+        it; anything but a mapping errors every row.
         """
         name = self.evaluator.name
         if not isinstance(value, Mapping):

@@ -42,8 +42,10 @@ def connect_timeout() -> float:
 
 
 def connect(scheduler: Any, *, timeout: float | None = None) -> tuple[Any, bool]:
-    """A ``distributed.Client`` for ``scheduler`` (a client, or an address such as
-    ``tcp://host:8786``), and whether it was opened here (and must be closed here).
+    """Connect to ``scheduler`` with a ``distributed.Client``.
+
+    ``scheduler`` is a client, or an address such as ``tcp://host:8786``. Returns the client, and
+    whether it was opened here (and must be closed here).
 
     An address must answer as a Dask scheduler within ``timeout`` seconds (default
     :func:`connect_timeout`), else :class:`~nbeval.errors.NbevalError` says what answered, if anything.

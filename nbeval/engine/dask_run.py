@@ -96,8 +96,10 @@ WORKER_WAIT_S = 120.0
 
 
 def partitions(n_rows: int, n_workers: int, chunk_rows: int) -> list[tuple[int, int]]:
-    """Dataset row ranges ``[lo, hi)``: about :data:`PARTITIONS_PER_WORKER` per worker, each a
-    whole number of chunks and at most :data:`MAX_PARTITION_ROWS` rows (unless one chunk is more).
+    """Split the dataset's rows into partitions ``[lo, hi)`` for the workers.
+
+    About :data:`PARTITIONS_PER_WORKER` per worker, each a whole number of chunks and at most
+    :data:`MAX_PARTITION_ROWS` rows (unless one chunk is more).
     """
     want = max(1, n_workers) * PARTITIONS_PER_WORKER
     size = max(chunk_rows, min(MAX_PARTITION_ROWS, -(-n_rows // want)))
@@ -106,14 +108,15 @@ def partitions(n_rows: int, n_workers: int, chunk_rows: int) -> list[tuple[int, 
 
 
 def run_on_cluster(state: RunState, options: RunOptions, *, on_batch: Callable[[int], None]) -> dict[str, Any]:
-    """Score every planned row of ``state`` on the cluster of ``options.scheduler``, ``chunk_rows``
-    dataset rows at a time, filing outcomes with ``state.record`` in dataset order; the workers
-    get the run's ``options`` (:func:`shipped_options`), the same object the client's run was
-    configured by. ``on_batch(n)`` is called after each partition is filed with its ``n``
-    outcomes. On Cancel, the partitions sent end at their next chunk (judge calls in flight
-    finish; up to :data:`WORKER_WAIT_S`) and are filed, so nothing is left running to log
-    tracebacks; rows not scored are filed as cancelled and every cursor is moved to the
-    end (so :func:`nbeval.engine.finish` adds nothing). Returns the workers' judge usage totals.
+    """Score every planned row of ``state`` on the cluster of ``options.scheduler``.
+
+    Rows are scored ``chunk_rows`` dataset rows at a time, filing outcomes with ``state.record`` in
+    dataset order; the workers get the run's ``options`` (:func:`shipped_options`), the same object
+    the client's run was configured by. ``on_batch(n)`` is called after each partition is filed with
+    its ``n`` outcomes. On Cancel, the partitions sent end at their next chunk (judge calls in
+    flight finish; up to :data:`WORKER_WAIT_S`) and are filed, so nothing is left running to log
+    tracebacks; rows not scored are filed as cancelled and every cursor is moved to the end (so
+    :func:`nbeval.engine.finish` adds nothing). Returns the workers' judge usage totals.
 
     Every wait has an end: :func:`connect`'s deadline, :data:`WORKER_WAIT_S` for a first worker
     (else :class:`~nbeval.errors.NbevalError`) and for each partition's result once it is done. A
@@ -282,10 +285,12 @@ def _usage(client: Any, run_id: str) -> dict[str, Any]:
 def _outcomes(
     fut: Any, items: list[tuple[int, int, Any, int]], evs: list[Evaluator], rows: list[Any], resources: Resources
 ) -> list[RowOutcome]:
-    """A partition's outcomes rebuilt on the client (with its own evaluator and row objects);
-    the replies it fetched go into the client's cache. A partition whose task failed (a worker
-    lost, say), or whose result could not be fetched within :data:`WORKER_WAIT_S`, gives each
-    of its rows that error: the run goes on.
+    """Rebuild a partition's outcomes on the client.
+
+    The outcomes get the client's own evaluator and row objects; the replies the partition fetched
+    go into the client's cache. A partition whose task failed (a worker lost, say), or whose result
+    could not be fetched within :data:`WORKER_WAIT_S`, gives each of its rows that error: the run
+    goes on.
     """
     try:
         got: PartitionResult = fut.result(timeout=WORKER_WAIT_S)

@@ -42,9 +42,11 @@ __all__ = [
 
 
 def shipped_options(options: RunOptions) -> RunOptions:
-    """What the workers get of the client's ``options`` (pickled once, in the run's payload): the
-    same options, but the reply cache as the file path the workers read (``False``: the run uses
-    none), no scheduler (the client is the one connected to it) and no progress bar.
+    """Return what the workers get of the client's ``options``.
+
+    They are pickled once, in the run's payload: the same options, but the reply cache as the file
+    path the workers read (``False``: the run uses none), no scheduler (the client is the one
+    connected to it) and no progress bar.
     """
     return options.merged(cache=reply_cache_file(options.cache) or False, scheduler=None, progress=False)
 
@@ -61,9 +63,10 @@ def reply_cache_file(cache: Any) -> str | None:
 
 
 class SnapshotCache(ChatCache):
-    """A reply cache a worker reads but never writes: lookups go to the client's cache file,
-    opened read-only (no lookups when this machine cannot see it); new replies are collected in
-    :attr:`new` for the client to store.
+    """A reply cache a worker reads but never writes.
+
+    Lookups go to the client's cache file, opened read-only (no lookups when this machine cannot see
+    it); new replies are collected in :attr:`new` for the client to store.
     """
 
     def __init__(self, path: str | None) -> None:
@@ -83,12 +86,15 @@ class SnapshotCache(ChatCache):
         return self._conn
 
     def get(self, key: str) -> ChatReply | None:
+        """Return the client's cached reply under ``key``, or ``None`` (always when its file is unreadable here)."""
         return super().get(key) if self.readable else None
 
     def contains(self, keys: Any) -> set[str]:
+        """Return the subset of ``keys`` the client's cache file holds (none when it is unreadable here)."""
         return super().contains(keys) if self.readable else set()
 
     def put(self, key: str, identity: str, reply: ChatReply) -> None:
+        """Collect ``reply`` in :attr:`new` for the client to store, writing nothing."""
         with self._new_lock:
             self.new.append((key, identity, reply))
 
@@ -100,8 +106,10 @@ class SnapshotCache(ChatCache):
 
 
 class _ClusterSlots:
-    """Judge-call slots shared by the whole cluster: a ``distributed.Semaphore`` that a
-    :class:`~nbeval.chat.client.ChatClient` uses as it uses its own ``BoundedSemaphore``.
+    """Judge-call slots shared by the whole cluster.
+
+    A ``distributed.Semaphore`` that a :class:`~nbeval.chat.client.ChatClient` uses as it uses its
+    own ``BoundedSemaphore``.
     """
 
     def __init__(self, name: str, leases: int) -> None:
@@ -118,10 +126,11 @@ class _ClusterSlots:
 
 
 class WorkerResources(Resources):
-    """A worker's resources for one run: chat clients read the :class:`SnapshotCache` and take
-    their slots from the cluster-wide semaphore. Shared by the worker's threads (the chat handler
-    makes a client once per model under ``resources.lock``). Made from the shipped options by
-    :func:`worker_resources`.
+    """A worker's resources for one run.
+
+    Chat clients read the :class:`SnapshotCache` and take their slots from the cluster-wide
+    semaphore. Shared by the worker's threads (the chat handler makes a client once per model under
+    ``resources.lock``). Made from the shipped options by :func:`worker_resources`.
     """
 
     def __init__(self, *, run_id: str, snapshot: SnapshotCache, **keywords: Any) -> None:
@@ -186,12 +195,14 @@ class PartitionResult:
 
 
 def score_partition(payload: bytes, run_id: str, items: list[tuple[int, int, Any, int]]) -> PartitionResult:
-    """Score one partition on a worker: ``payload`` is the run's evaluators and its
-    :class:`~nbeval.options.RunOptions` (:func:`shipped_options`), pickled by the client (see
-    :mod:`nbeval.engine.dask_run`); ``items`` are (evaluator position, row position, row, position
-    of the row that starts its scoring) in the order a local run starts them, scored the options'
-    ``chunk_rows`` dataset rows at a time. A case-level evaluator's rows
-    of one test case come together, each carrying the position of the case's last row.
+    """Score one partition on a worker.
+
+    ``payload`` is the run's evaluators and its :class:`~nbeval.options.RunOptions`
+    (:func:`shipped_options`), pickled by the client (see :mod:`nbeval.engine.dask_run`); ``items``
+    are (evaluator position, row position, row, position of the row that starts its scoring) in the
+    order a local run starts them, scored the options' ``chunk_rows`` dataset rows at a time. A
+    case-level evaluator's rows of one test case come together, each carrying the position of the
+    case's last row.
     """
     from nbeval.engine.drive import drive, row_outcomes
 
@@ -222,8 +233,9 @@ def score_partition(payload: bytes, run_id: str, items: list[tuple[int, int, Any
 
 
 def _start(evs: list[Evaluator], items: list[tuple[int, int, Any, int]]) -> list[tuple[int, list[int], Any, Any]]:
-    """Each row's scoring started (each test case's for a case-level evaluator): (evaluator
-    position, the rows' positions, scorer or ``None``, outcome).
+    """Start each row's scoring (each test case's for a case-level evaluator).
+
+    Returns, for each, (evaluator position, the rows' positions, scorer or ``None``, outcome).
     """
     from nbeval.engine.drive import start_case, start_row
 

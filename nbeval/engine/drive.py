@@ -1,7 +1,9 @@
-"""The generator driver: each row's scoring is a generator that yields requests; the driver
-starts them, answers every round's requests in batch through :class:`~nbeval.runtime.Resources`
-and sends each answer back into its row as it arrives. The local run (:mod:`nbeval.engine.run`),
-the dry run and the Dask workers (:mod:`nbeval.engine.dask_run`) all drive rows with it.
+"""The generator driver, which answers the requests of many rows' scorings in batches.
+
+Each row's scoring is a generator that yields requests; the driver starts them, answers every
+round's requests in batch through :class:`~nbeval.runtime.Resources` and sends each answer back into
+its row as it arrives. The local run (:mod:`nbeval.engine.run`), the dry run and the Dask workers
+(:mod:`nbeval.engine.dask_run`) all drive rows with it.
 """
 
 from __future__ import annotations
@@ -41,8 +43,10 @@ Scoring = Union[RowOutcome, CaseOutcome]
 
 
 def start_row(ev: Evaluator, row: Row) -> tuple[Any, RowOutcome]:
-    """Start scoring ``row``: its scorer (a generator) and outcome, or ``None`` and the outcome
-    already scored (a scorer that asked nothing, or failed at once).
+    """Start scoring ``row``.
+
+    Returns its scorer (a generator) and outcome, or ``None`` and the outcome already scored (a
+    scorer that asked nothing, or failed at once).
     """
     out = RowOutcome(ev, row)
     try:
@@ -58,8 +62,9 @@ def start_row(ev: Evaluator, row: Row) -> tuple[Any, RowOutcome]:
 
 
 def start_case(ev: CaseEvaluator, rows: Sequence[Row]) -> tuple[Any, CaseOutcome]:
-    """Start scoring one test case's ``rows`` with a case-level evaluator: its scorer (a
-    generator) and outcome, or ``None`` and the outcome already scored.
+    """Start scoring one test case's ``rows`` with a case-level evaluator.
+
+    Returns its scorer (a generator) and outcome, or ``None`` and the outcome already scored.
     """
     out = CaseOutcome(ev, rows)
     try:
@@ -79,8 +84,10 @@ def row_outcomes(out: Scoring) -> list[RowOutcome]:
 
 
 def error_score(exc: BaseException) -> Score:
-    """The error :class:`Score` a row gets when its scorer raised ``exc``: no values, the error the
-    exception's message (prefixed with its type name unless it is one of nbeval's own errors).
+    """Return the error :class:`Score` a row gets when its scorer raised ``exc``.
+
+    The score has no values; its error is the exception's message (prefixed with its type name
+    unless it is one of nbeval's own errors).
     """
     text = str(exc) or type(exc).__name__
     if not isinstance(exc, NbevalError):
@@ -89,8 +96,10 @@ def error_score(exc: BaseException) -> Score:
 
 
 def bad_return(ev: Evaluator, value: Any) -> Score:
-    """The error :class:`Score` a row gets when evaluator ``ev`` returned ``value``, something other
-    than a :class:`Score`; the error names the evaluator and the type it returned.
+    """Return the error :class:`Score` a row gets when ``ev`` returned something other than a Score.
+
+    ``value`` is what evaluator ``ev`` returned instead of a :class:`Score`; the error names the
+    evaluator and the type it returned.
     """
     return Score({}, error=f"evaluator '{ev.id}' returned {type(value).__name__}, not a Score")
 
@@ -207,10 +216,11 @@ def _ignore(out: Scoring) -> None:
 
 
 class _Gathered:
-    """A round's requests with every :class:`~nbeval.request_kinds.Gather` spread into its parts, so
-    the parts are batched with the rest; a gather's answer (a tuple of its parts' answers, a failed
-    part as its error) is handed on once its last part is in. A part cancelled before it was asked
-    cancels its row, as a cancelled single request does.
+    """A round's requests with every :class:`~nbeval.request_kinds.Gather` spread into its parts.
+
+    So the parts are batched with the rest; a gather's answer (a tuple of its parts' answers, a
+    failed part as its error) is handed on once its last part is in. A part cancelled before it was
+    asked cancels its row, as a cancelled single request does.
     """
 
     def __init__(self, asked: Sequence[Any], hand_on: Callable[[int, Answer], None]) -> None:

@@ -1,5 +1,6 @@
-"""The dry run: what a run would do and spend (:class:`Plan`), found by walking each row's scoring
-with placeholder answers, without calling anything.
+"""The dry run: what a run would do and spend (:class:`Plan`), without calling anything.
+
+It is found by walking each row's scoring with placeholder answers.
 """
 
 from __future__ import annotations
@@ -113,8 +114,10 @@ class Plan:
 
 
 def _scorers(ev: Evaluator, rows: Iterable[Row]) -> Iterator[Any]:
-    """The scorer (a generator) of each of ``rows``, started, or of each test case among them for
-    a case-level evaluator; scorings that need no request are left out.
+    """Yield the started scorer (a generator) of each of ``rows``.
+
+    For a case-level evaluator, the scorer of each test case among them; scorings that need no
+    request are left out.
     """
     if is_case_level(ev):
         grouped = order_cases(list(rows))
@@ -133,9 +136,10 @@ def _scorers(ev: Evaluator, rows: Iterable[Row]) -> Iterator[Any]:
 
 
 def first_requests(ev: Evaluator, rows: Iterable[Row]) -> Iterable[Any]:
-    """The first request each row's scoring would make, without answering it (rows whose scoring
-    needs no request, or fails before making one, are left out; a case-level evaluator's are
-    each test case's).
+    """Return the first request each row's scoring would make, without answering it.
+
+    Rows whose scoring needs no request, or fails before making one, are left out; a case-level
+    evaluator's are each test case's.
     """
     for gen in _scorers(ev, rows):
         try:
@@ -152,11 +156,12 @@ _PLAN_MAX_REQUESTS = 1000
 
 
 def planned_requests(ev: Evaluator, rows: Iterable[Row]) -> Iterable[tuple[Any, bool]]:
-    """Every chat request each row's scoring would make, as ``(request, is_first_of_its_row)``,
-    found without calling anything: each chat request is answered with an empty placeholder reply
-    (model :data:`~nbeval.request_kinds.DRY_RUN_MODEL`), each embedding or pair-scoring request with
-    placeholder numbers, so later requests that depend on real answers are an estimate. A
-    case-level evaluator's requests are each test case's, counted once per case.
+    """Return every chat request each row's scoring would make, calling nothing.
+
+    The requests come as ``(request, is_first_of_its_row)``: each chat request is answered with an
+    empty placeholder reply (model :data:`~nbeval.request_kinds.DRY_RUN_MODEL`), each embedding or
+    pair-scoring request with placeholder numbers, so later requests that depend on real answers are
+    an estimate. A case-level evaluator's requests are each test case's, counted once per case.
     """
     for gen in _scorers(ev, rows):
         try:
@@ -175,8 +180,10 @@ def planned_requests(ev: Evaluator, rows: Iterable[Row]) -> Iterable[tuple[Any, 
 
 
 def placeholder_answer(req: Any) -> Any:
-    """A stand-in answer to ``req`` in a dry run, from its kind's handler (an empty chat reply from
-    model :data:`~nbeval.request_kinds.DRY_RUN_MODEL`, equal unit vectors, zero pair scores).
+    """Return a stand-in answer to ``req`` in a dry run.
+
+    The answer comes from its kind's handler: an empty chat reply from model
+    :data:`~nbeval.request_kinds.DRY_RUN_MODEL`, equal unit vectors, zero pair scores.
     """
     if isinstance(req, Gather):
         return tuple(placeholder_answer(part) for part in req.requests)
@@ -216,9 +223,10 @@ def plan(
     options: RunOptions | Mapping[str, Any] | None = None,
     **keywords: Unpack[RunKeywords],
 ) -> Plan:
-    """Count rows, skips and the judge calls of every round without calling anything; price the
-    calls to make one at a time and batched (less the options' ``batch_discount``, 0.5 by default,
-    where a price has no batch part).
+    """Count rows, skips and the judge calls of every round without calling anything.
+
+    The calls are priced both made one at a time and batched (less the options' ``batch_discount``, 0.5
+    by default, where a price has no batch part).
 
     ``options`` (a :class:`~nbeval.options.RunOptions` or a mapping, with the keywords on top)
     configure the run planned; ``resources``, when the caller made them already, are the run's

@@ -19,8 +19,10 @@ __all__ = ["HeldInterrupt", "holding_interrupts", "whole"]
 
 
 class HeldInterrupt:
-    """``with whole:`` a block Ctrl-C does not cut in two, where :func:`holding_interrupts` is in
-    force (in that thread; elsewhere the block is an ordinary one).
+    """A block that Ctrl-C does not cut in two (``with whole:``).
+
+    It holds where :func:`holding_interrupts` is in force (in that thread; elsewhere the block is an
+    ordinary one).
     """
 
     thread: int | None = None
@@ -55,8 +57,9 @@ def _on_sigint(signum: int, frame: FrameType | None) -> None:
 
 @contextlib.contextmanager
 def holding_interrupts() -> Iterator[None]:
-    """Let ``with whole:`` blocks hold Ctrl-C back while the run goes (in the main thread, where
-    Python's own handler is in force; another handler is left alone).
+    """Let ``with whole:`` blocks hold Ctrl-C back while the run goes.
+
+    In the main thread, where Python's own handler is in force; another handler is left alone.
     """
     if (
         threading.current_thread() is not threading.main_thread()

@@ -1,6 +1,7 @@
-"""Planning a run: check the configuration, raising every error before anything is spent, and
-plan which rows each evaluator scores (:func:`plan_run`); :class:`RunState` carries the run from
-there to :func:`~nbeval.engine.run.finish`.
+"""Planning a run: check the configuration and plan which rows each evaluator scores.
+
+Every error is raised before anything is spent (:func:`plan_run`); :class:`RunState` carries the run
+from there to :func:`~nbeval.engine.run.finish`.
 """
 
 from __future__ import annotations
@@ -60,7 +61,9 @@ def plan_rows(ev: Evaluator, dataset: LlmDataset) -> tuple[list[Row], list[RowOu
 
 
 def seat_jury(evaluators: Sequence[Evaluator], resources: Resources) -> list[Evaluator]:
-    """The run's evaluators with a run's judge given as several judges (``judge=[...]`` or
+    """Seat a run's jury on every judge evaluator that brings no judge of its own.
+
+    Returns the run's evaluators, with a run's judge given as several judges (``judge=[...]`` or
     ``nbeval.jury(...)``) seated as the jury of every judge evaluator that brings no judge of its
     own; the run then has no single judge (each juror gets its own client).
 
@@ -151,16 +154,21 @@ class RunState:
         return self.live.done
 
     def record(self, outcomes: list[RowOutcome]) -> None:
-        """File finished outcomes: in the live view (which spools their scores), and in ``outcomes`` when they are kept."""
+        """File finished outcomes in the live view, which spools their scores.
+
+        They are also added to ``outcomes`` when outcomes are kept.
+        """
         if self.keep_outcomes:
             self.outcomes.extend(outcomes)
         self.cancelled_count += sum(o.skip_reason == "cancelled" for o in outcomes)
         self.live.add(outcomes)
 
     def file(self, out: RowOutcome, *, note: set[int] | None = None) -> None:
-        """File one finished outcome: it is kept aside and filed with the others (:meth:`flush`)
-        when the progress throttle says it is time. ``note``: a set its ``id`` is added to, in the
-        same step (Ctrl-C cannot come in between).
+        """File one finished outcome.
+
+        It is kept aside and filed with the others (:meth:`flush`) when the progress throttle says
+        it is time. ``note``: a set its ``id`` is added to, in the same step (Ctrl-C cannot come in
+        between).
         """
         with whole:
             self._unfiled.append(out)
@@ -170,9 +178,11 @@ class RunState:
             self.flush(report=True)
 
     def flush(self, *, report: bool | None = None, more: Iterable[RowOutcome] = ()) -> None:
-        """File the outcomes kept aside (and ``more``), and call ``on_progress`` if anything was
-        filed since it was last called: when ``report`` is true; when it is ``None``, if the
-        throttle says it is time, or every score is in, or the run was cancelled.
+        """File the outcomes kept aside (and ``more``), and report progress when due.
+
+        ``on_progress`` is called if anything was filed since it was last called: when ``report`` is
+        true; when it is ``None``, if the throttle says it is time, or every score is in, or the run
+        was cancelled.
         """
         with whole:
             outcomes, self._unfiled = [*self._unfiled, *more], []
@@ -203,8 +213,10 @@ def plan_run(
     cancel: threading.Event | None = None,
     keep_outcomes: bool = True,
 ) -> RunState:
-    """Check the configuration (raising every error before anything is spent) and plan the rows
-    each evaluator scores; rows it cannot score are finished at once as skipped, with the reason.
+    """Check the configuration and plan the rows each evaluator scores.
+
+    Every error is raised before anything is spent; rows an evaluator cannot score are finished at
+    once as skipped, with the reason.
 
     ``keep_outcomes=False`` lets each outcome go once the live view has filed it (its scores are
     spooled to disk as they finish): what :func:`evaluate` does, so that a run of millions of

@@ -1,6 +1,7 @@
-"""A run, chunk by chunk: :func:`run_chunk` scores the next rows of a planned run,
-:func:`finish` builds the result, and :func:`evaluate` chains plan, chunks and finish with a
-progress bar, Cancel and Ctrl-C.
+"""A run, chunk by chunk.
+
+:func:`run_chunk` scores the next rows of a planned run, :func:`finish` builds the result, and
+:func:`evaluate` chains plan, chunks and finish with a progress bar, Cancel and Ctrl-C.
 """
 
 from __future__ import annotations
@@ -42,9 +43,11 @@ CHUNK_ROWS = DEFAULT_CHUNK_ROWS
 
 
 def run_chunk(state: RunState, chunk_rows: int = CHUNK_ROWS) -> list[RowOutcome]:
-    """Score the next ``chunk_rows`` dataset rows with every evaluator, answering their requests in
-    batched rounds; file each outcome in ``state.live`` as it finishes (``state.on_progress`` hears
-    of it, throttled) and return the chunk's outcomes, every one filed.
+    """Score the next ``chunk_rows`` dataset rows with every evaluator.
+
+    Their requests are answered in batched rounds; each outcome is filed in ``state.live`` as it
+    finishes (``state.on_progress`` hears of it, throttled). Returns the chunk's outcomes, every one
+    filed.
 
     A cancel stops it before the next row, round or judge call: the rows started and not
     finished are filed as ``cancelled`` (the rows not started are left to :func:`finish`). On an
@@ -97,8 +100,10 @@ _ROW_CACHES = tuple(name for name, v in vars(Row).items() if isinstance(v, funct
 
 
 def _release_row_caches(rows: Iterable[Row]) -> None:
-    """Let go of what scored rows cached (a row recomputes it if asked again): kept, a run of a
-    million rows would hold a parse tree per row for nothing.
+    """Let go of what scored rows cached.
+
+    A row recomputes it if asked again: kept, a run of a million rows would hold a parse tree per
+    row for nothing.
     """
     for row in rows:
         cached = getattr(row, "__dict__", None)
@@ -125,8 +130,10 @@ def finish(state: RunState) -> EvaluationResult:
 
 
 def _result(state: RunState, cancelled: bool) -> EvaluationResult:
-    """The finished result from the live view: its spooled long table (in dataset order) and
-    its aggregates, which equal ``EvaluationResult.from_outcomes`` of every outcome.
+    """Build the finished result from the live view.
+
+    Its spooled long table (in dataset order) and its aggregates, which equal
+    ``EvaluationResult.from_outcomes`` of every outcome.
     """
     from nbeval.results import EvaluationResult
     from nbeval.results.aggregates import metrics_table, model_labels, run_meta
@@ -200,43 +207,16 @@ def evaluate(
 ) -> EvaluationResult | Plan:
     """Evaluate ``data`` with ``evaluators`` and return an :class:`EvaluationResult`.
 
-    ``options``: a :class:`~nbeval.options.RunOptions` (or a mapping of its names) configuring the
-    run; every option is also a keyword (``judge=``, ``concurrency=``...), which wins over
-    ``options``, and a keyword left out leaves ``options`` as it is. A bad value (``concurrency=0``)
-    or an unknown name is a :class:`~nbeval.errors.BadParameter` naming it, before anything is read
-    or spent.
-
-    ``data``: an :class:`LlmDataset`, a :class:`TestLab`, a pandas DataFrame, a list of records,
-    or a path to any file nbeval reads. ``evaluators``: ids (``["rouge", "bleu"]`` or
-    ``"rouge,bleu"``), configured objects (``nbeval.evaluator("rouge", threshold=0.5)``), or
-    ``(id, params)`` pairs. ``embedder``/``judge``/``device`` choose the run's shared resources
-    (each evaluator may override with its own ``embedder=``/``judge=``). A judge is a model name
-    (OpenAI-compatible; ``NBEVAL_JUDGE_BASE_URL`` or ``{"model": ..., "base_url": ...}``), a
-    Python function, or a local Hugging Face model: ``"hf:<name or path>"`` on ``device``, or
+    Every run option is also a keyword (``judge=``, ``concurrency=``...), which wins over ``options``,
+    and a keyword left out leaves ``options`` as it is. ``embedder``/``judge``/``device`` choose the
+    run's shared resources (each evaluator may override with its own ``embedder=``/``judge=``). A judge
+    is a model name (OpenAI-compatible; ``NBEVAL_JUDGE_BASE_URL`` or ``{"model": ..., "base_url": ...}``),
+    a Python function, or a local Hugging Face model: ``"hf:<name or path>"`` on ``device``, or
     ``{"provider": "hf", "model": ..., "device": "cuda", "dtype": "bfloat16", "max_new_tokens": 256}``.
     ``cache``: the judge reply cache (``True``, ``False``, a folder or a file). ``timeout`` bounds
     each whole call in seconds (a judge's own ``{"timeout": ...}`` wins for its calls);
     ``max_attempts`` counts retries included; ``prices`` maps a model to USD per 1k prompt and
-    completion tokens. ``dry_run=True`` is the older spelling of :func:`nbeval.plan` (the
-    one dry run): it still returns the :class:`Plan` of what the run would do and spend, without
-    scoring, and warns (:class:`DeprecationWarning`); without it the return is always an
-    :class:`EvaluationResult`. ``cancel``: an event that stops the run at once:
-    no judge call starts after it is set (calls in flight finish and their rows are scored), and
-    the partial result is returned, every row not scored marked ``cancelled`` (a run whose rows
-    had all finished is returned as it is, not marked cancelled). Ctrl-C stops without waiting
-    for the calls in flight and raises :class:`Interrupted`, whose ``.result`` is the partial
-    result.
-
-    ``on_progress(live, done, total)`` is called once before anything is scored (``done`` counts
-    the rows skipped at once; ``total`` is the run's) and then as rows finish, with ``done`` of
-    ``total`` scores finished: after every score in a small run, about 100 times over a large
-    one, at least every quarter second while rows finish, and once every score is in
-    (:class:`~nbeval.progress.ProgressThrottle`). ``live`` is one
-    :class:`~nbeval.results.live.LiveResult` for the whole run, updated in time proportional to
-    what finished: its ``aggregates``, ``leaderboard()`` and ``value(evaluator, model_key)`` are
-    the running per-model aggregates (cheap to read at every call), and ``live.result()`` builds
-    the :class:`EvaluationResult` of everything finished so far when it is wanted. The progress
-    bar (``progress=True``) moves with it.
+    completion tokens. The progress bar (``progress=True``) moves with ``on_progress``.
 
     ``scheduler``: a ``dask.distributed.Client`` or a scheduler address (``"tcp://host:8786"``)
     partitions the rows across the cluster's workers (``pip install 'nbeval[dask]'``); the result
@@ -259,6 +239,44 @@ def evaluate(
 
     The scores are spooled to Parquet as they finish and no per-row object is kept, so a run's
     memory is the dataset's plus the finished long table (categorical keys and names).
+
+    Args:
+        data: What to evaluate: an :class:`LlmDataset`, a :class:`TestLab`, a pandas DataFrame, a list
+            of records, or a path to any file nbeval reads.
+        evaluators: Ids (``["rouge", "bleu"]`` or ``"rouge,bleu"``), configured objects
+            (``nbeval.evaluator("rouge", threshold=0.5)``), or ``(id, params)`` pairs.
+        options: A :class:`~nbeval.options.RunOptions` (or a mapping of its names) configuring the run;
+            ``None`` for the defaults.
+        dry_run: The older spelling of :func:`nbeval.plan` (the one dry run): ``True`` still returns
+            the :class:`Plan` of what the run would do and spend, without scoring, and warns
+            (:class:`DeprecationWarning`).
+        cancel: An event that stops the run at once: no judge call starts after it is set (calls in
+            flight finish and their rows are scored), and the partial result is returned, every row
+            not scored marked ``cancelled`` (a run whose rows had all finished is returned as it is,
+            not marked cancelled).
+        on_progress: Called as ``on_progress(live, done, total)`` once before anything is scored
+            (``done`` counts the rows skipped at once; ``total`` is the run's) and then as rows finish,
+            with ``done`` of ``total`` scores finished: after every score in a small run, about 100
+            times over a large one, at least every quarter second while rows finish, and once every
+            score is in (:class:`~nbeval.progress.ProgressThrottle`). ``live`` is one
+            :class:`~nbeval.results.live.LiveResult` for the whole run, updated in time proportional
+            to what finished: its ``aggregates``, ``leaderboard()`` and ``value(evaluator, model_key)``
+            are the running per-model aggregates (cheap to read at every call), and ``live.result()``
+            builds the :class:`EvaluationResult` of everything finished so far when it is wanted.
+        **keywords: Run options by name (the fields of :class:`~nbeval.options.RunOptions`), each
+            winning over ``options``.
+
+    Returns:
+        The :class:`EvaluationResult` of the run (the partial one when ``cancel`` stopped it); with
+        ``dry_run=True``, the :class:`Plan`. Without ``dry_run`` the return is always an
+        :class:`EvaluationResult`.
+
+    Raises:
+        BadParameter: When an option has a bad value (``concurrency=0``) or an unknown name, naming
+            it, before anything is read or spent; and when ``batch=True`` is combined with
+            ``scheduler``.
+        Interrupted: On Ctrl-C, which stops without waiting for the calls in flight; its ``.result``
+            is the partial result.
     """
     from nbeval.chat.batch_options import batch_options
 
@@ -318,10 +336,12 @@ def evaluate(
 def plan_evaluation(
     data: Any, evaluators: Any, options: RunOptions | Mapping[str, Any] | None = None, **keywords: Unpack[RunKeywords]
 ) -> Plan:
-    """What :func:`evaluate` with the same arguments would do and spend, scoring nothing (the
-    :class:`Plan` of :func:`nbeval.plan`). Every option is taken: ``progress``, ``scheduler``,
-    ``chunk_rows`` and ``batch_poll_s`` change nothing in a plan (it is counted here, at once,
-    wherever and however the rows would be scored), so a call can switch between the two unchanged.
+    """Plan what :func:`evaluate` with the same arguments would do and spend, scoring nothing.
+
+    This is the :class:`Plan` of :func:`nbeval.plan`. Every option is taken: ``progress``,
+    ``scheduler``, ``chunk_rows`` and ``batch_poll_s`` change nothing in a plan (it is counted here,
+    at once, wherever and however the rows would be scored), so a call can switch between the two
+    unchanged.
     """
     from nbeval.engine.dry_run import plan
 
@@ -343,8 +363,10 @@ def _left_running(stop: KeyboardInterrupt, again: str) -> dict[str, Any]:
 def _status_reporter(
     state: RunState, bar: Any, on_progress: Callable[[LiveResult, int, int], None] | None
 ) -> Callable[[str], None]:
-    """What a batched run does with its batches' states and counts at each poll: the bar's text,
-    ``live.status``, and a call to ``on_progress`` (no row finishes while the run waits).
+    """Make the callback a batched run calls at each poll with its batches' states and counts.
+
+    It updates the bar's text and ``live.status``, and calls ``on_progress`` (no row finishes while
+    the run waits).
     """
     show = getattr(bar, "set_postfix_str", None)
 

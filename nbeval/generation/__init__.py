@@ -1,5 +1,7 @@
-"""Test sets from your documents: :func:`generate` writes a :class:`~nbeval.data.model.TestSuite`
-of questions, answers and the chunks they come from, with a judge model.
+"""Test sets from your documents.
+
+:func:`generate` writes a :class:`~nbeval.data.model.TestSuite` of questions, answers and the chunks
+they come from, with a judge model.
 
     suite = nbeval.generate(["handbook/", "faq.md"], n=20, judge="gpt-4o-mini")
     nbeval.generate(["handbook/"], n=200, judge="gpt-4o-mini", dry_run=True)   # calls and tokens first

@@ -82,8 +82,9 @@ def chunk_spans(text: str, chunk_size: int, overlap: int) -> list[tuple[int, int
 
 
 def _after_heading(text: str, i: int) -> bool:
-    """Whether the text before ``i`` ends with a Markdown heading (``# Title``), which belongs
-    with what follows it, not at the end of a chunk.
+    """Tell whether the text before ``i`` ends with a Markdown heading (``# Title``).
+
+    A heading belongs with what follows it, not at the end of a chunk.
     """
     end = i
     while end > 0 and text[end - 1].isspace():

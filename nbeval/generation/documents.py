@@ -85,10 +85,11 @@ class Loaded:
 
 
 def load_documents(documents: Any, *, max_chars: int = MAX_CHARS, max_pages: int = MAX_PAGES) -> Loaded:
-    """Read ``documents``: a path, a string, a ``{content, doc_uri}`` dict, or a list of them (see
-    the module docstring). Raises :class:`~nbeval.errors.DataError` naming the bad item, and for a
-    document of more than ``max_chars`` characters or a PDF of more than ``max_pages`` pages
-    (a PDF stops being read as soon as it passes either).
+    """Read ``documents``: a path, a string, a ``{content, doc_uri}`` dict, or a list of them.
+
+    See the module docstring. Raises :class:`~nbeval.errors.DataError` naming the bad item, and for
+    a document of more than ``max_chars`` characters or a PDF of more than ``max_pages`` pages (a
+    PDF stops being read as soon as it passes either).
     """
     caps = _Caps(_positive("max_chars", max_chars), _positive("max_pages", max_pages))
     items = [documents] if isinstance(documents, (str, os.PathLike, Mapping)) else documents
@@ -142,12 +143,14 @@ _PATH_START = re.compile(r"^(?:~?[/\\]|\.\.?[/\\]|[A-Za-z]:[/\\])")
 
 
 def _is_path(text: str) -> bool:
-    """Whether a string names a file or folder rather than being a document's text (see
-    :func:`nbeval.generate`): it exists; or it is one line of at most 1024 characters that looks
-    like a path: one word with no space (``docs``, ``notes.txt``, ``a/b``), a name ending in a
-    document's suffix (``my notes.docx``), a slash at its end (``handbook/``) or a path's start
-    (``/``, ``./``, ``../``, ``~/``, ``C:\\``). Then a missing one is an error, not a document whose
-    text is its name. Texts with spaces (``Refunds and/or returns take five days.``) stay texts.
+    r"""Tell whether a string names a file or folder rather than being a document's text.
+
+    See :func:`nbeval.generate`. It does when it exists; or when it is one line of at most 1024
+    characters that looks like a path: one word with no space (``docs``, ``notes.txt``, ``a/b``), a
+    name ending in a document's suffix (``my notes.docx``), a slash at its end (``handbook/``) or a
+    path's start (``/``, ``./``, ``../``, ``~/``, ``C:\``). Then a missing one is an error, not a
+    document whose text is its name. Texts with spaces (``Refunds and/or returns take five days.``)
+    stay texts.
     """
     line = text.strip()
     if "\n" in text or len(text) > 1024 or not line:
@@ -341,8 +344,10 @@ class _TextOf(HTMLParser):
 
 
 def html_to_text(html: str) -> str:
-    """The visible text of an HTML page: the title on the first line, then the body's text, a new
-    line at each block element, a blank line between paragraphs; spaces collapsed.
+    """Return the visible text of an HTML page.
+
+    The title is on the first line, then the body's text, a new line at each block element, a blank
+    line between paragraphs; spaces collapsed.
     """
     parser = _TextOf()
     parser.feed(html)

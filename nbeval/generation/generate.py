@@ -142,27 +142,7 @@ def generate(
     options: RunOptions | Mapping[str, Any] | None = None,
     **keywords: Any,
 ) -> TestSuite | GenerationPlan:
-    """Write ``n`` test cases from ``documents`` with the judge model; return them as a
-    :class:`~nbeval.data.model.TestSuite` (with ``dry_run=True``: a
-    :class:`~nbeval.generation.plan.GenerationPlan` of the calls and tokens, asking nothing).
-
-    ``documents``: file or folder paths (.txt, .md, .html, .pdf), strings, ``{"content",
-    "doc_uri"}`` dicts, or a list of them. A string is a path when it exists or looks like one (one
-    line that is one word with no space, like ``"docs"`` or ``"notes.txt"``; or ends in a document's
-    suffix, like ``"my notes.docx"``; or ends in a slash; or starts like a path: ``/``, ``./``,
-    ``~/``, ``C:\\``): a missing one is a :class:`~nbeval.errors.DataError` ("docs: no such file or
-    folder; pass the text as {'content': ...} if you meant text"). Any other string (words with
-    spaces, several lines) is a document's text. ``kinds``: ``single_hop`` (a question one chunk answers)
-    and ``multi_hop`` (one that needs two related chunks), as names or ``{kind: weight}``.
-    ``personas``: who asks (names, or ``{"name", "description"}`` dicts), cycled over the cases.
-    ``seed``: the same documents, settings, seed and cache give the same suite, and a second run
-    is answered from the cache. ``chunk_size``/``chunk_overlap``: characters. No request is sent
-    twice: when the documents hold fewer distinct requests than ``n`` (each chunk, or pair, from each
-    angle for each persona), those are asked, with a warning, and the report's
-    ``distinct_requests`` says how many there were. ``max_chars``/``max_pages``: the most
-    characters of one document and pages of one PDF (:data:`~.documents.MAX_CHARS`,
-    :data:`~.documents.MAX_PAGES`); past them reading stops with an error naming the file. In a
-    folder, a link to a file outside the folder is not read (the report's ``skipped`` lists it).
+    r"""Write ``n`` test cases from ``documents`` with the judge model.
 
     Each case has the question as ``prompt``, the answer as ``expected_output``, the chunks it was
     written from as ``expected_context`` (text and ``doc_uri``), the categories
@@ -170,20 +150,18 @@ def generate(
     ids, review status ``pending``). ``suite.extra["generation_report"]`` counts calls, tokens
     and cost and lists every reply that did not fit the schema and every duplicate removed.
 
-    The run options are :func:`nbeval.evaluate`'s, as ``options`` (a
-    :class:`~nbeval.options.RunOptions` or a mapping) and as keywords, which win over it: the
-    ``judge`` and its call settings (``cache``, ``concurrency``, ``timeout``, ``max_attempts``:
-    tries per call on rate limits and server errors, ``prices``), the ``embedder`` and ``device``
-    that find duplicates, ``batch`` and ``progress``. ``scheduler`` and ``chunk_rows`` do not apply
-    here (a :class:`~nbeval.errors.BadParameter` when set); a bad value is one, naming it, before
-    any document is read. ``attempts``: calls per case when replies do not fit the schema.
-    ``extra_rounds``: rounds of replacements for duplicates and failed cases; a case is replaced by
-    one of its own kind while the documents hold more requests of that kind (else by another kind,
-    and the report's ``stood_in`` says so). ``dedupe_threshold``:
-    questions whose embeddings are this similar (cosine) to an earlier one are duplicates (``None``:
-    only identical questions). ``judge_params``: generation parameters (default temperature 0).
-    ``use_response_format``: also send the schema as OpenAI's ``response_format``. ``progress``: a
-    bar of the cases made, moving as the replies arrive (``False``: none).
+    No request is sent twice: when the documents hold fewer distinct requests than ``n`` (each chunk,
+    or pair, from each angle for each persona), those are asked, with a warning, and the report's
+    ``distinct_requests`` says how many there were. In a folder, a link to a file outside the folder
+    is not read (the report's ``skipped`` lists it).
+
+    The run options are :func:`nbeval.evaluate`'s, as ``options`` and as keywords, which win over
+    it: the ``judge`` and its call settings (``cache``, ``concurrency``, ``timeout``,
+    ``max_attempts``: tries per call on rate limits and server errors, ``prices``), the ``embedder``
+    and ``device`` that find duplicates, ``batch`` and ``progress``. ``scheduler`` and ``chunk_rows``
+    do not apply here (a :class:`~nbeval.errors.BadParameter` when set); a bad value is one, naming
+    it, before any document is read. ``progress``: a bar of the cases made, moving as the replies
+    arrive (``False``: none).
 
     ``batch=True``: the judge's calls go through its endpoint's Batch API, as
     :func:`nbeval.evaluate`'s (about half the price; the same requests, so the same suite): one
@@ -195,10 +173,58 @@ def generate(
     When calls fail: a call the endpoint refuses (HTTP 401, 403 or 404: a bad key, no permission,
     no such model) stops the run at once, no further call is made; a round in which no call got
     an answer (the server is down: each call was retried ``max_attempts`` times) ends it too. A run
-    that made no test case raises :class:`~nbeval.errors.GenerationFailed`, naming the cause (its
-    ``report`` holds every failed call and raw reply); a run that made some returns them, with a
-    warning saying how many of ``n`` and why (a partial suite is worth reviewing, and every reply
-    it holds is cached: a run again asks only for the rest).
+    that made some test cases returns them, with a warning saying how many of ``n`` and why (a
+    partial suite is worth reviewing, and every reply it holds is cached: a run again asks only for
+    the rest).
+
+    Args:
+        documents: File or folder paths (.txt, .md, .html, .pdf), strings, ``{"content",
+            "doc_uri"}`` dicts, or a list of them. A string is a path when it exists or looks like one
+            (one line that is one word with no space, like ``"docs"`` or ``"notes.txt"``; or ends in
+            a document's suffix, like ``"my notes.docx"``; or ends in a slash; or starts like a path:
+            ``/``, ``./``, ``~/``, ``C:\``): a missing one is a :class:`~nbeval.errors.DataError`
+            ("docs: no such file or folder; pass the text as {'content': ...} if you meant text").
+            Any other string (words with spaces, several lines) is a document's text.
+        n: How many test cases to write.
+        kinds: ``single_hop`` (a question one chunk answers) and ``multi_hop`` (one that needs two
+            related chunks), as names or ``{kind: weight}``.
+        personas: Who asks (names, or ``{"name", "description"}`` dicts), cycled over the cases;
+            ``None`` for nobody in particular.
+        seed: The same documents, settings, seed and cache give the same suite, and a second run is
+            answered from the cache.
+        chunk_size: The size of a chunk, in characters.
+        chunk_overlap: The overlap of neighbouring chunks, in characters.
+        dry_run: Return a :class:`~nbeval.generation.plan.GenerationPlan` of the calls and tokens,
+            asking nothing.
+        attempts: Calls per case when replies do not fit the schema.
+        extra_rounds: Rounds of replacements for duplicates and failed cases; a case is replaced by one
+            of its own kind while the documents hold more requests of that kind (else by another kind,
+            and the report's ``stood_in`` says so).
+        dedupe_threshold: Questions whose embeddings are this similar (cosine) to an earlier one are
+            duplicates (``None``: only identical questions).
+        judge_params: Generation parameters (default temperature 0).
+        use_response_format: Also send the schema as OpenAI's ``response_format``.
+        name: The suite's name (``None``: ``"generated"``).
+        max_chars: The most characters of one document (:data:`~.documents.MAX_CHARS`); past it
+            reading stops with an error naming the file.
+        max_pages: The most pages of one PDF (:data:`~.documents.MAX_PAGES`); past it reading stops
+            with an error naming the file.
+        options: A :class:`~nbeval.options.RunOptions` or a mapping of its names; ``None`` for the
+            defaults.
+        **keywords: Run options by name, which win over ``options``.
+
+    Returns:
+        The test cases as a :class:`~nbeval.data.model.TestSuite`; with ``dry_run=True``, a
+        :class:`~nbeval.generation.plan.GenerationPlan` of the calls and tokens.
+
+    Raises:
+        BadParameter: When an option does not apply here or has a bad value, or ``n``,
+            ``attempts``, ``extra_rounds`` or ``dedupe_threshold`` is out of range, before any document
+            is read.
+        ~nbeval.errors.DataError: When a document cannot be read, a path is missing, or a document
+            passes ``max_chars`` or ``max_pages``.
+        ~nbeval.errors.GenerationFailed: When the run made no test case, naming the cause (its
+            ``report`` holds every failed call and raw reply).
     """
     from nbeval.chat.batch_options import batch_options
 
@@ -291,9 +317,11 @@ def _request(messages: Sequence[Mapping[str, str]], params: Mapping[str, Any]) -
 
 
 def _cases_bar(batching: BatchOptions | None, n: int, progress: bool) -> Any:
-    """With ``progress``, a bar of the cases made (tqdm: a widget in a notebook, text on stderr
-    elsewhere): it moves as each reply that fits the schema arrives and steps back when a
-    duplicate is dropped; with ``batch=True`` it shows the batches' states and counts while they wait.
+    """Make the progress bar of the cases made, with ``progress``.
+
+    A tqdm bar (a widget in a notebook, text on stderr elsewhere): it moves as each reply that fits
+    the schema arrives and steps back when a duplicate is dropped; with ``batch=True`` it shows the
+    batches' states and counts while they wait.
     """
     bar = progress_bar(n, progress, desc="generate", unit="case")
     if batching is not None:
@@ -310,8 +338,10 @@ def _plan(
     per_case: int,
     discount: float,
 ) -> GenerationPlan:
-    """The dry run: the first round's calls and tokens, the cache consulted, nothing asked; priced
-    one call at a time and batched (less ``discount`` where a price has no batch part).
+    """Plan a generation without asking anything (the dry run).
+
+    The first round's calls and tokens, the cache consulted, nothing asked; priced one call at a
+    time and batched (less ``discount`` where a price has no batch part).
     """
     from nbeval.chat.batch_options import with_batch_cost
     from nbeval.chat.client import estimate_usage
@@ -389,9 +419,11 @@ class _Run:
         )
 
     def ask(self, todo: list[tuple[Slot, str]]) -> tuple[list[_Asked], bool]:
-        """Ask for each slot's case, and again (up to ``attempts`` calls) while the reply does not
-        fit; return the cases that fit, and whether any call got an answer. A call the endpoint
-        refuses stops the round: the calls not sent yet are not made.
+        """Ask for each slot's case, again while the reply does not fit.
+
+        Each slot gets up to ``attempts`` calls. Returns the cases that fit, and whether any call
+        got an answer. A call the endpoint refuses stops the round: the calls not sent yet are not
+        made.
         """
         asked = [_Asked(s, kind) for s, kind in todo]
         convs = [case_messages(s.kind, s.chunks, s.angle, s.persona) for s, _ in todo]
@@ -430,8 +462,10 @@ class _Run:
         return [a for a in asked if a.case is not None], answered
 
     def _fits(self, index: int, answer: Any) -> None:
-        """Move the bar as a reply that fits the schema arrives (the round's end corrects it for
-        duplicates); note a call the endpoint refused, which stops the run.
+        """Move the bar as a reply that fits the schema arrives.
+
+        The round's end corrects the bar for duplicates. A call the endpoint refused is noted, which
+        stops the run.
         """
         if refused(answer.value) and self.refused is None:
             self.refused = str(answer.value)

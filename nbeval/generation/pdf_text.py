@@ -43,9 +43,11 @@ class _Full(Exception):
 
 
 def read_pdf(path: Path, shown: str, *, max_chars: int, max_pages: int) -> str:
-    """The text of the PDF at ``path`` (called ``shown`` in errors), its pages' texts joined by
-    blank lines; raises :class:`~nbeval.errors.DataError` past ``max_pages`` pages or ``max_chars``
-    characters (see the module docstring), or for a file pypdf cannot read.
+    """Read the text of the PDF at ``path``.
+
+    The file is called ``shown`` in errors; its pages' texts are joined by blank lines. Raises
+    :class:`~nbeval.errors.DataError` past ``max_pages`` pages or ``max_chars`` characters (see the
+    module docstring), or for a file pypdf cannot read.
     """
     try:
         from pypdf import PdfReader
@@ -103,8 +105,9 @@ def _pages_text(reader: Any, shown: str, max_chars: int) -> list[str]:
 
 
 class _Counter:
-    """pypdf's ``visitor_text``: counts the characters of a page as they are produced and stops
-    the page (raises :class:`_Full`) once they pass ``room``.
+    """Count a page's characters as pypdf produces them (its ``visitor_text``).
+
+    It stops the page (raises :class:`_Full`) once they pass ``room``.
     """
 
     def __init__(self, room: int) -> None:

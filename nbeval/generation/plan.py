@@ -82,8 +82,10 @@ def as_kinds(kinds: Any) -> dict[str, float]:
 
 
 def distinct_requests(chunks: int, kinds: Iterable[str], personas: int) -> int:
-    """The most distinct requests :func:`plan_slots` can make: each chunk (``single_hop``) or ordered
-    pair of chunks (``multi_hop``) from each of the kind's angles, for each persona.
+    """Return the most distinct requests :func:`plan_slots` can make.
+
+    Each chunk (``single_hop``) or ordered pair of chunks (``multi_hop``) from each of the kind's
+    angles, for each persona.
     """
     per = {"single_hop": chunks, "multi_hop": chunks * (chunks - 1)}
     return sum(per[k] * len(ANGLES[k]) for k in kinds) * max(1, personas)
@@ -130,12 +132,13 @@ def plan_slots(
 
 
 class SlotSource:
-    """The plan's slots after the first round, handed out by kind, so that replacements keep the
-    plan's split: a case dropped (a duplicate, a reply that never fitted, a failed call) is
-    replaced by the next slot *of its kind*. Slots of other kinds met on the way wait their turn
-    (in plan order). A kind whose requests are used up (none in the next ``lookahead`` slots, or
-    the plan's end) is stood in for by the next slots of other kinds (the report counts the cases
-    made so).
+    """Hand out the plan's slots after the first round, by kind.
+
+    So that replacements keep the plan's split: a case dropped (a duplicate, a reply that never
+    fitted, a failed call) is replaced by the next slot *of its kind*. Slots of other kinds met on
+    the way wait their turn (in plan order). A kind whose requests are used up (none in the next
+    ``lookahead`` slots, or the plan's end) is stood in for by the next slots of other kinds (the
+    report counts the cases made so).
     """
 
     def __init__(self, slots: Iterator[Slot], weights: Mapping[str, float], pulled: int) -> None:
@@ -326,7 +329,11 @@ class GenerationPlan:
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
-        """The plan as a JSON-ready dict, the derived counts included."""
+        """Return the plan as a JSON-ready dict.
+
+        Returns:
+            The plan's fields, with the derived counts ``calls_to_make`` and ``est_tokens`` included.
+        """
         from dataclasses import asdict
 
         return {**asdict(self), "calls_to_make": self.calls_to_make, "est_tokens": self.est_tokens}

@@ -103,8 +103,10 @@ class Persona:
 
 
 def as_personas(personas: Any) -> list[Persona | None]:
-    """``personas`` (``None``, or a list of names or ``{"name", "description"}`` dicts) as the
-    list the plan cycles through (``[None]``: nobody in particular).
+    """Return ``personas`` as the list the plan cycles through.
+
+    ``personas`` is ``None``, or a list of names or ``{"name", "description"}`` dicts; ``[None]``
+    stands for nobody in particular.
     """
     if personas is None:
         return [None]
@@ -174,8 +176,10 @@ _FENCE = re.compile(r"^```[a-zA-Z]*\s*(.*?)\s*```$", re.DOTALL)
 
 
 def parse_reply(text: str) -> tuple[dict[str, str] | None, str | None]:
-    """``(case, None)`` when ``text`` is a JSON object that fits :data:`CASE_SCHEMA` (in a code fence
-    or with words around it too), else ``(None, what is wrong)``.
+    """Parse a reply into a test case.
+
+    Returns ``(case, None)`` when ``text`` is a JSON object that fits :data:`CASE_SCHEMA` (in a code
+    fence or with words around it too), else ``(None, what is wrong)``.
     """
     s = (text or "").strip()
     if not s:

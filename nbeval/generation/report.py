@@ -1,6 +1,7 @@
-"""What a generation made and what went wrong: the test suite with its generation report
-(:func:`suite_of`), the report's lines (:func:`summary_lines`), and the error of a run that made
-nothing (:func:`no_case_error`).
+"""What a generation made and what went wrong.
+
+The test suite with its generation report (:func:`suite_of`), the report's lines
+(:func:`summary_lines`), and the error of a run that made nothing (:func:`no_case_error`).
 """
 
 from __future__ import annotations
@@ -77,8 +78,10 @@ def suite_of(kept: list[Any], uris: list[str], report: dict[str, Any], name: str
 
 
 def no_case_error(report: Mapping[str, Any], refused: str | None) -> GenerationFailed:
-    """The error of a run that made no test case, naming the cause: the endpoint's refusal
-    (``refused``), the failed calls' first error, or the replies that never fitted the schema.
+    """Return the error of a run that made no test case, naming the cause.
+
+    The cause is the endpoint's refusal (``refused``), the failed calls' first error, or the replies
+    that never fitted the schema.
     """
     calls, parses = report.get("call_failures") or [], report.get("parse_failures") or []
     if refused is not None:

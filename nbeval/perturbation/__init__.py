@@ -1,5 +1,7 @@
-"""Perturbed test cases: the same questions with typos, odd case, noise, encodings or injections,
-or attack variants written by a model (jailbreak, injection, personal-data extraction).
+"""Perturbed test cases: the same questions changed, or attack variants written by a model.
+
+The changes are typos, odd case, noise, encodings or injections; the attacks are jailbreak,
+injection and personal-data extraction.
 
     import nbeval
     perturbed = nbeval.perturb(suite, ["typos", "case"], intensity="medium", seed=0)

@@ -114,8 +114,10 @@ def _suite_from_rows(rows: Iterable[Row], name: str = "", description: str = "")
 
 
 def to_suite(data: Any) -> TestSuite:
-    """A copy of the test suite behind ``data``: a :class:`TestSuite`, a :class:`TestLab` or an
-    :class:`LlmDataset` (their test cases, once per key), or anything :func:`nbeval.load` reads.
+    """Return a copy of the test suite behind ``data``.
+
+    ``data`` is a :class:`TestSuite`, a :class:`TestLab` or an :class:`LlmDataset` (their test
+    cases, once per key), or anything :func:`nbeval.load` reads.
     """
     if isinstance(data, TestSuite):
         return copy.deepcopy(data)
@@ -196,31 +198,50 @@ def perturb(
     options: RunOptions | Mapping[str, Any] | None = None,
     **keywords: Any,
 ) -> TestSuite | PerturbationPlan:
-    """A suite of perturbed test cases (after the originals, with ``keep_originals``).
+    """Make a suite of perturbed test cases (after the originals, with ``keep_originals``).
 
-    ``data``: a :class:`TestSuite`, :class:`TestLab`, :class:`LlmDataset` or a path nbeval reads.
-    ``perturbators``: ids (``["typos", "case"]`` or ``"typos,case"``; ``nbeval perturbators``
-    lists them), :class:`Perturbator` classes or instances. ``intensity``: ``"low"``,
-    ``"medium"`` or ``"high"``. See the module docstring for what a perturbed case holds.
+    See the module docstring for what a perturbed case holds.
 
     The LLM perturbators (``llm_jailbreak``, ``llm_injection``, ``llm_pii_extraction``, see
     :mod:`~nbeval.perturbation.llm`) ask a model, configured by the run options of
     :func:`nbeval.evaluate` that apply to its calls (:data:`PERTURB_OPTIONS`), given as ``options``
-    (a :class:`~nbeval.options.RunOptions` or a mapping) or as keywords, which win over it:
-    ``judge`` (resolved like an evaluation's judge; a perturbator's own ``judge=`` wins; ``None``:
-    the environment's), ``device`` (for a local ``hf:`` model), ``cache``, ``concurrency``,
-    ``timeout``, ``max_attempts`` and ``prices`` (USD per 1k prompt and completion tokens per
-    model, as there: the dry run's ``est_cost``). The other run options (``embedder``,
-    ``progress``, ``scheduler``, ``batch`` and its settings, ``chunk_rows``) do not apply: set,
-    they are a :class:`~nbeval.errors.BadParameter`, as is a bad value, before anything is
-    asked. Or ``resources``, a :class:`nbeval.runtime.Resources` to share (its judge, cache,
-    prices and usage totals; then no run option may be set). A case whose reply never parses is left out
-    and reported in a :class:`~nbeval.perturbation.llm.PerturbationFailed` warning. When no call to
-    the model got a reply (the server is down, the key is refused: a refused key stops the asking
-    at once), the run raises :class:`~nbeval.errors.ResourceError` naming the cause instead of
-    returning a suite without the cases asked for. ``dry_run=True`` returns a
-    :class:`~nbeval.perturbation.llm.PerturbationPlan` (cases per perturbator, model calls,
-    cached calls, tokens, cost) and calls nothing.
+    or as keywords, which win over it: ``judge`` (resolved like an evaluation's judge; a
+    perturbator's own ``judge=`` wins; ``None``: the environment's), ``device`` (for a local ``hf:``
+    model), ``cache``, ``concurrency``, ``timeout``, ``max_attempts`` and ``prices`` (USD per 1k
+    prompt and completion tokens per model, as there: the dry run's ``est_cost``). The other run
+    options (``embedder``, ``progress``, ``scheduler``, ``batch`` and its settings, ``chunk_rows``)
+    do not apply: set, they are a :class:`~nbeval.errors.BadParameter`, as is a bad value, before
+    anything is asked. A case whose reply never parses is left out and reported in a
+    :class:`~nbeval.perturbation.llm.PerturbationFailed` warning.
+
+    Args:
+        data: A :class:`TestSuite`, :class:`TestLab`, :class:`LlmDataset` or a path nbeval reads.
+        perturbators: Ids (``["typos", "case"]`` or ``"typos,case"``; ``nbeval perturbators`` lists
+            them), :class:`Perturbator` classes or instances.
+        intensity: ``"low"``, ``"medium"`` or ``"high"``.
+        seed: A whole number that seeds the random choices (one generator per case and perturbator).
+        keep_originals: Whether the suite holds the original cases before the perturbed ones.
+        resources: A :class:`nbeval.runtime.Resources` to share for the LLM perturbators' calls (its
+            judge, cache, prices and usage totals; then no run option may be set); ``None`` to make
+            them from the run options.
+        dry_run: Return a :class:`~nbeval.perturbation.llm.PerturbationPlan` (cases per perturbator,
+            model calls, cached calls, tokens, cost) and call nothing.
+        options: A :class:`~nbeval.options.RunOptions` or a mapping of its names; ``None`` for the
+            defaults.
+        **keywords: Run options by name, which win over ``options``.
+
+    Returns:
+        The suite of perturbed test cases; with ``dry_run=True``, the
+        :class:`~nbeval.perturbation.llm.PerturbationPlan`.
+
+    Raises:
+        ~nbeval.errors.BadParameter: When a run option that does not apply is set (or any is, with
+            ``resources``), or has a bad value.
+        PerturbationError: When ``seed`` is not a whole number, ``data`` holds no test case, or a
+            perturbator or the intensity is unknown.
+        ResourceError: When no call to the model got a reply (the server is down, the key is
+            refused: a refused key stops the asking at once), naming the cause, instead of returning
+            a suite without the cases asked for.
     """
     opts = RunOptions.of(options, **keywords).only(PERTURB_OPTIONS, "perturb()", _NOT_PERTURB_OPTIONS)
     if resources is not None:

@@ -50,8 +50,9 @@ def check_intensity(intensity: str) -> str:
 
 
 def how_many(n: int, intensity: str) -> int:
-    """How many of ``n`` candidates to touch at ``intensity``: the share, rounded, at least one
-    (none when there is no candidate).
+    """Return how many of ``n`` candidates to touch at ``intensity``.
+
+    The intensity's share, rounded, at least one (none when there is no candidate).
     """
     if n <= 0:
         return 0
@@ -88,14 +89,32 @@ class Perturbator:
             cls.id = id_from_name(cls.name)
 
     def categories(self, intensity: str) -> list[str]:
-        """Categories the perturbed case gets besides ``perturbed_by:<name>:<intensity>`` (an encoder adds e.g.
+        """Return the categories the perturbed case gets besides ``perturbed_by:<name>:<intensity>``.
 
-        ``encoding:base64``, which the encoding guardrail reads).
+        An encoder adds e.g. ``encoding:base64``, which the encoding guardrail reads.
+
+        Args:
+            intensity: The intensity the case is perturbed at: ``"low"``, ``"medium"`` or ``"high"``.
+
+        Returns:
+            The extra categories; none on the base class.
         """
         return []
 
     def apply(self, text: str, intensity: str, rng: random.Random) -> str:
-        """``text`` perturbed at ``intensity`` ("low", "medium" or "high"), drawing only from ``rng``."""
+        """Perturb ``text`` at ``intensity``, drawing only from ``rng``.
+
+        Args:
+            text: The prompt to rewrite.
+            intensity: ``"low"``, ``"medium"`` or ``"high"``; a higher intensity changes more.
+            rng: The only source of randomness, seeded by the caller per test case and perturbator.
+
+        Returns:
+            The perturbed prompt.
+
+        Raises:
+            NotImplementedError: On the base class; every perturbator implements its own.
+        """
         raise NotImplementedError
 
     def __repr__(self) -> str:

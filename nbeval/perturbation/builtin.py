@@ -43,8 +43,10 @@ __all__ = [
 
 @cache
 def tables() -> dict[str, Any]:
-    """The shipped tables: ``synonyms`` (word -> replacements), ``contractions`` (phrase ->
-    contracted form) and ``injection_suffixes`` (intensity -> suffixes).
+    """Return the shipped tables.
+
+    ``synonyms`` (word -> replacements), ``contractions`` (phrase -> contracted form) and
+    ``injection_suffixes`` (intensity -> suffixes).
     """
     text = resources.files("nbeval.perturbation").joinpath("tables.json").read_text(encoding="utf-8")
     data: dict[str, Any] = json.loads(text)
@@ -122,6 +124,8 @@ class TyposPerturbator(Perturbator):
     description = "keyboard typos: a letter becomes a QWERTY neighbour, two letters swap, or one drops"
 
     def apply(self, text: str, intensity: str, rng: random.Random) -> str:
+        """Give some words (those with at least three QWERTY letters) a keyboard typo."""
+
         def keep(w: str) -> bool:
             return sum(ch.lower() in QWERTY_NEIGHBOURS for ch in w) >= 3
 
@@ -134,6 +138,8 @@ class CasePerturbator(Perturbator):
     description = "character case: words become upper, lower, title or swapped case"
 
     def apply(self, text: str, intensity: str, rng: random.Random) -> str:
+        """Change the case of some words to upper, lower, title or swapped case."""
+
         def variants(w: str) -> list[str]:
             return [v for v in dict.fromkeys((w.upper(), w.lower(), w.title(), w.swapcase())) if v != w]
 
@@ -151,6 +157,7 @@ class WhitespacePerturbator(Perturbator):
     description = "whitespace noise: gaps between words (and the end) become runs of spaces, tabs or line breaks"
 
     def apply(self, text: str, intensity: str, rng: random.Random) -> str:
+        """Replace some gaps between words (or add one at the end) with runs of spaces, tabs or line breaks."""
         if not text.strip():
             return text
         gaps = [m.span() for m in re.finditer(r"\s+", text)]
@@ -170,6 +177,7 @@ class PunctuationPerturbator(Perturbator):
     description = "punctuation noise: a mark after a word is dropped, or one is added"
 
     def apply(self, text: str, intensity: str, rng: random.Random) -> str:
+        """Drop the punctuation mark after some words, or add one where there is none."""
         words = list(WORD.finditer(text))
         chosen = rng.sample(words, how_many(len(words), intensity))
         edits: dict[tuple[int, int], str] = {}
@@ -192,6 +200,7 @@ class WordOrderPerturbator(Perturbator):
     changes_meaning = True
 
     def apply(self, text: str, intensity: str, rng: random.Random) -> str:
+        """Swap some pairs of neighbouring words (pairs separated by whitespace only, not the same word twice)."""
         words = list(WORD.finditer(text))
         pairs = [
             i
@@ -223,6 +232,7 @@ class SynonymsPerturbator(Perturbator):
     description = "synonyms: common English words are replaced from nbeval's shipped synonym table"
 
     def apply(self, text: str, intensity: str, rng: random.Random) -> str:
+        """Replace some words found in nbeval's synonym table with a synonym, keeping their case."""
         table: dict[str, list[str]] = tables()["synonyms"]
         return _perturb_words(
             text, intensity, rng, lambda w: w.lower() in table, lambda w, r: _match_case(r.choice(table[w.lower()]), w)
@@ -247,6 +257,7 @@ class ContractionsPerturbator(Perturbator):
     description = "contractions: 'do not' becomes 'don't' and 'it's' becomes 'it is', from nbeval's shipped table"
 
     def apply(self, text: str, intensity: str, rng: random.Random) -> str:
+        """Contract or expand some of the phrases in nbeval's contractions table, keeping their first letter's case."""
         pattern, table = _contraction_table()
         found = list(pattern.finditer(text))
         k = min(len(found), how_many(len(WORD.findall(text)), intensity))
@@ -271,19 +282,22 @@ _PREAMBLES = {
 
 
 class _Encoder(Perturbator):
-    """Encodes the whole prompt; the intensity only shortens the instruction before it (at
-    ``high`` the prompt is the encoding alone, the last line in every case).
+    """Encodes the whole prompt; the intensity only shortens the instruction before it.
+
+    At ``high`` the prompt is the encoding alone, the last line in every case.
     """
 
     encoding: str = ""
 
     def categories(self, intensity: str) -> list[str]:
+        """Return the encoding's category, ``encoding:<name>``, which the encoding guardrail reads."""
         return [f"encoding:{self.encoding}"]
 
     def encode(self, text: str, intensity: str) -> str:
         raise NotImplementedError
 
     def apply(self, text: str, intensity: str, rng: random.Random) -> str:
+        """Return the intensity's instruction followed by the encoded prompt (an empty prompt stays empty)."""
         if not text:
             return text
         return _PREAMBLES[check_intensity(intensity)].format(name=self.encoding) + self.encode(text, intensity)
@@ -325,8 +339,9 @@ def leet_map(intensity: str) -> dict[str, str]:
 
 
 class LeetspeakPerturbator(_Encoder):
-    """``leetspeak``: the whole prompt in leetspeak, with no instruction before it; more letters are swapped at
-    higher intensity.
+    """``leetspeak``: the whole prompt in leetspeak, with no instruction before it.
+
+    More letters are swapped at higher intensity.
     """
 
     description = "the whole prompt in leetspeak (a→4, e→3, o→0; more letters at higher intensity), no preamble"
@@ -338,6 +353,7 @@ class LeetspeakPerturbator(_Encoder):
         return "".join(table.get(ch.lower(), ch) for ch in text)
 
     def apply(self, text: str, intensity: str, rng: random.Random) -> str:
+        """Return the whole prompt in leetspeak, with no instruction before it."""
         return self.encode(text, intensity)
 
 
@@ -357,9 +373,11 @@ class InjectionPerturbator(Perturbator):
     changes_meaning = True
 
     def categories(self, intensity: str) -> list[str]:
+        """Return the category ``prompt_injection``."""
         return ["prompt_injection"]
 
     def apply(self, text: str, intensity: str, rng: random.Random) -> str:
+        """Append one of the intensity's prompt-injection suffixes (an empty prompt stays as it is)."""
         suffixes: list[str] = tables()["injection_suffixes"][check_intensity(intensity)]
         return f"{text.rstrip()} {rng.choice(suffixes)}" if text.strip() else text
 

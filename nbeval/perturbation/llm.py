@@ -112,8 +112,9 @@ DEFAULT_PARAMS: Mapping[str, Any] = {"temperature": 0.7, "max_tokens": 600}
 
 
 class PerturbationFailed(PerturbationWarning):
-    """Cases an LLM perturbator could not perturb; ``failures`` lists them: ``{"case": key,
-    "perturbator": id, "error": why, "attempts": n}``.
+    """Cases an LLM perturbator could not perturb.
+
+    ``failures`` lists them: ``{"case": key, "perturbator": id, "error": why, "attempts": n}``.
     """
 
     def __init__(self, message: str, failures: Sequence[Mapping[str, Any]] = ()) -> None:
@@ -158,11 +159,14 @@ class LlmPerturbator(Perturbator):
         self.params = dict(DEFAULT_PARAMS if params is None else params)
 
     def categories(self, intensity: str) -> list[str]:
+        """Return the perturbator's ``tags``."""
         return list(self.tags)
 
     def request(self, text: str, intensity: str, rng: random.Random, sample: int = 0) -> Chat:
-        """The first request for ``text``: the system message (attack, technique drawn from
-        ``rng``, intensity, reply schema) and the original request.
+        """Return the first request for ``text``.
+
+        The system message (attack, technique drawn from ``rng``, intensity, reply schema) and the
+        original request.
         """
         system = _SYSTEM.format(
             attack=self.attack,
@@ -176,9 +180,11 @@ class LlmPerturbator(Perturbator):
         return Chat(messages=messages, params=dict(self.params), model=self.judge, sample=sample)
 
     def apply(self, text: str, intensity: str, rng: random.Random) -> str:
-        """One prompt rewritten by the attacker (the perturbator's judge, else the environment's),
-        through a :class:`~nbeval.runtime.Resources` of its own; raises :class:`PerturbationError`
-        when the reply never parses. :func:`nbeval.perturb` asks for every case at once instead.
+        """Rewrite one prompt with the attacker model.
+
+        The attacker is the perturbator's judge, else the environment's, asked through a
+        :class:`~nbeval.runtime.Resources` of its own; raises :class:`PerturbationError` when the
+        reply never parses. :func:`nbeval.perturb` asks for every case at once instead.
         """
         from nbeval.runtime import Resources
 
@@ -265,8 +271,10 @@ LLM_PERTURBATORS: tuple[type[LlmPerturbator], ...] = (
 
 
 def _objects(text: str) -> list[str]:
-    """Candidate JSON objects in ``text``: the whole text, each fenced block, then each balanced
-    ``{...}`` (strings respected; the first eight openings tried).
+    """Return the candidate JSON objects in ``text``.
+
+    The whole text, each fenced block, then each balanced ``{...}`` (strings respected; the first
+    eight openings tried).
     """
     out = [text.strip()]
     parts = text.split("```")
@@ -296,8 +304,10 @@ def _objects(text: str) -> list[str]:
 
 
 def parse_reply(text: str, original: str) -> tuple[str | None, str, str]:
-    """``(prompt, technique, why)``: the adversarial prompt of an attacker's reply, or ``None``
-    and why it cannot be used (no JSON object, no ``prompt`` text, the prompt unchanged).
+    """Read an attacker's reply as ``(prompt, technique, why)``.
+
+    The adversarial prompt of the reply, or ``None`` and why it cannot be used (no JSON object, no
+    ``prompt`` text, the prompt unchanged).
     """
     found: Any = None
     for candidate in _objects(text or ""):
@@ -336,11 +346,13 @@ class Rewrite:
 
 
 def rewrite_prompts(jobs: Sequence[tuple[LlmPerturbator, str, Chat]], resources: Any) -> list[Rewrite]:
-    """Send each job's first request through ``resources`` (a :class:`nbeval.runtime.Resources`)
-    all at once, re-ask those whose reply cannot be read (each perturbator's ``max_reasks``), and
-    return one :class:`Rewrite` per job, in order. A failed call is not re-asked: the client has
-    retried it already. A call the endpoint refuses (401, 403, 404: :func:`~nbeval.runtime.refused`)
-    stops the asking: the calls not made yet are not made.
+    """Ask the attacker for each job's rewrite, all at once.
+
+    Each job's first request is sent through ``resources`` (a :class:`nbeval.runtime.Resources`) all
+    at once, those whose reply cannot be read are re-asked (each perturbator's ``max_reasks``), and
+    one :class:`Rewrite` per job is returned, in order. A failed call is not re-asked: the client
+    has retried it already. A call the endpoint refuses (401, 403, 404:
+    :func:`~nbeval.runtime.refused`) stops the asking: the calls not made yet are not made.
     """
     from nbeval.runtime import RequestCancelled, refused
 

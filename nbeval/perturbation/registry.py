@@ -38,6 +38,13 @@ def register_perturbator(cls: _P) -> _P:
     """Class decorator: make a :class:`Perturbator` subclass known by its ``id`` and ``name``.
 
     Registering an id again replaces the earlier class (a notebook cell run twice).
+
+    Returns:
+        The class given, unchanged, so that the decorated name still names it.
+
+    Raises:
+        PerturbationError: When the object given is not a :class:`Perturbator` subclass, or its
+            ``name`` is taken by a perturbator registered under another id.
     """
     if not (isinstance(cls, type) and issubclass(cls, Perturbator)):
         msg = f"register_perturbator() takes a subclass of nbeval.perturbation.Perturbator, not {cls!r}"
