@@ -279,8 +279,9 @@ def scale(values, factor=2, *extra, **options):
 
 
 def test_sections_reads_entries_and_ignores_continuations() -> None:
-    tree = ast.parse(textwrap.dedent(SAMPLE))
-    doc = ast.get_docstring(tree.body[0])
+    func = ast.parse(textwrap.dedent(SAMPLE)).body[0]
+    assert isinstance(func, ast.FunctionDef)
+    doc = ast.get_docstring(func)
     assert doc is not None
     assert sections(doc) == {
         "Args": ["values", "factor", "extra", "options", "gone"],

@@ -119,11 +119,14 @@ def test_a_cell_that_raises_fails_the_build(site_folders):
 def _conf_value(name: str):
     tree = ast.parse((DOCS / "conf.py").read_text(encoding="utf-8"))
     for node in tree.body:
-        targets = (
-            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
-        )
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
         if any(isinstance(t, ast.Name) and t.id == name for t in targets):
-            return ast.literal_eval(node.value)
+            return ast.literal_eval(value)
     raise AssertionError(f"docs/conf.py sets no {name}")
 
 
