@@ -14,8 +14,9 @@ Shared things, decided here:
 * **Heavy resources** (embedders, cross-encoders, classifiers, local models) load once per worker
   process: they come from the process-wide caches of :mod:`nbeval.resources`, and each worker
   keeps one :class:`~nbeval.runtime.Resources` per run (keyed by the run) for all its partitions.
-* **Judge concurrency** is one limit for the whole cluster: every judge call on every worker
-  takes a lease of one ``distributed.Semaphore`` with ``concurrency`` leases.
+* **Judge concurrency** is one limit per judge model for the whole cluster, as a local run has
+  one per model: every call to a model on every worker takes a lease of that model's
+  ``distributed.Semaphore``, which has ``concurrency`` leases.
 * **The reply cache** is written by the client only. A worker reads the client's cache file
   read-only where it can see it (the same machine, or a shared file system), and keeps the
   replies it had to fetch in memory; they travel back with the partition's scores and the

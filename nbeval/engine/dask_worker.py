@@ -13,6 +13,7 @@ distributed is imported only when a worker scores a partition.
 
 from __future__ import annotations
 
+import hashlib
 import pickle
 import threading
 from collections.abc import Callable
@@ -105,6 +106,25 @@ class SnapshotCache(ChatCache):
             return out
 
 
+def _cluster_slots_name(run_id: str, model: str, leases: int) -> str:
+    """The name of the cluster-wide semaphore for one judge model's calls in one run.
+
+    One per model identity (as a local run has one client, and so one limit, per model) and per
+    lease count (a juror's own ``concurrency`` is its own limit): a semaphore's lease count is fixed
+    by whichever worker makes it first, so two limits must not share a name.
+
+    Args:
+        run_id: The run's id.
+        model: The model's cache identity (:meth:`~nbeval.chat.base.ChatModel.cache_identity`).
+        leases: How many calls to the model may run at once across the cluster.
+
+    Returns:
+        The semaphore's name.
+    """
+    digest = hashlib.sha256(model.encode("utf-8")).hexdigest()[:16]
+    return f"nbeval-judge-{run_id}-{digest}-{leases}"
+
+
 class _ClusterSlots:
     """Judge-call slots shared by the whole cluster.
 
@@ -149,7 +169,7 @@ def worker_resources(options: RunOptions, run_id: str) -> WorkerResources:
         snapshot=snapshot,
         cache=snapshot if path is not None else False,
         # a client's own slots would allow `concurrency` calls per worker: the cluster shares them
-        chat_slots=lambda n: _ClusterSlots(f"nbeval-judge-{run_id}", n),
+        chat_slots=lambda n, model: _ClusterSlots(_cluster_slots_name(run_id, model, n), n),
     )
 
 

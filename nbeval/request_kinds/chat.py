@@ -169,7 +169,7 @@ def _new_client(resources: Resources, spec: Any) -> Any:
     if resources.prices is not None:
         kwargs["prices"] = resources.prices
     if resources.chat_slots is not None:
-        kwargs["slots"] = resources.chat_slots(concurrency)
+        kwargs["slots"] = resources.chat_slots(concurrency, resolved.cache_identity())
     return ChatClient(resolved, **kwargs)
 
 

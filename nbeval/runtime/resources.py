@@ -29,9 +29,10 @@ class Resources:
     The settings for the things its requests need, and the per-kind state its handlers keep
     (clients, models, memos), made lazily.
 
-    ``chat_slots(concurrency)``, when given, makes the context manager each chat client takes a
-    slot from before a call (a Dask worker passes a cluster-wide semaphore); by default each client
-    allows ``concurrency`` calls at once.
+    ``chat_slots(concurrency, model)``, when given, makes the context manager each chat client takes
+    a slot from before a call, ``model`` being the client's model identity (a Dask worker passes a
+    cluster-wide semaphore per model, so the limit means there what it means locally: ``concurrency``
+    calls at once to each model); by default each client allows ``concurrency`` calls at once.
     """
 
     def __init__(
@@ -45,7 +46,7 @@ class Resources:
         timeout: float | None = None,
         max_attempts: int | None = None,
         prices: dict[str, Any] | None = None,
-        chat_slots: Callable[[int], AbstractContextManager[Any]] | None = None,
+        chat_slots: Callable[[int, str], AbstractContextManager[Any]] | None = None,
         batch: Any = None,
     ) -> None:
         self.embedder_spec = embedder

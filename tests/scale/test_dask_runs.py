@@ -1,5 +1,5 @@
 """Runs partitioned across a 2-process LocalCluster on loopback: the same result as a local run,
-one judge concurrency limit for the whole cluster, the reply cache written by the client, Cancel,
+one judge concurrency limit per model for the whole cluster, the reply cache written by the client, Cancel,
 and partitions that move between workers after the evaluators were used there."""
 
 from __future__ import annotations
@@ -130,6 +130,34 @@ def test_judge_calls_share_one_limit_and_the_client_caches_the_replies(client: A
     assert log.read_text(encoding="utf-8").count("start") == calls  # every reply came from the cache
     pd.testing.assert_frame_equal(again.scores.drop(columns="details"), res.scores.drop(columns="details"))
     assert all('"cached_calls": 1' in d for d in again.scores["details"])  # the details say where replies came from
+
+
+def _merged_log(*logs: Path, into: Path) -> Path:
+    into.write_text("".join(log.read_text(encoding="utf-8") for log in logs), encoding="utf-8")
+    return into
+
+
+def test_each_judge_model_has_its_own_cluster_wide_limit(client: Any, tmp_path: Path) -> None:
+    # As in a local run (one client, one limit, per model): two judge models with concurrency=1
+    # each make one call at a time across the cluster, but not one call at a time between them.
+    log_a, log_b = tmp_path / "a.log", tmp_path / "b.log"
+    recs = _records(12)[:24]
+    res = nbeval.evaluate(
+        recs,
+        [
+            ("safety", {"judge": _logging_judge(log_a, 0.1)}),
+            ("relevance_to_query", {"judge": _logging_judge(log_b, 0.1)}),
+        ],
+        concurrency=1,
+        cache=False,
+        chunk_rows=4,
+        progress=False,
+        scheduler=client,
+    )
+    assert res.meta["usage"]["calls"] == 48
+    assert _most_at_once(log_a) == 1 and _most_at_once(log_b) == 1  # 2 workers x 2 threads, one call per model
+    # one limit for the whole run would never let a call to one model overlap a call to the other
+    assert _most_at_once(_merged_log(log_a, log_b, into=tmp_path / "both.log")) == 2
 
 
 def test_cancel_stops_the_cluster_run_and_marks_the_rest(client: Any, tmp_path: Path) -> None:
