@@ -66,32 +66,49 @@ class EmbedHandler(RequestHandler):
         vectors = resources.state(Embed)
         for model, group in by_model.items():
             memo = vectors.setdefault(model, {})
+            # The round's distinct texts in the order first asked: the rows of its one matrix.
+            position = {t: k for k, t in enumerate(dict.fromkeys([t for _, r in group for t in r.texts]))}
             try:
                 emb = self.embedder(resources, model)
-                todo = [t for t in dict.fromkeys(t for _, r in group for t in r.texts) if t not in memo]
+                todo = [t for t in position if t not in memo]
+                fresh: Any = emb.encode(todo) if todo else None
                 if todo:
-                    memo.update(zip(todo, emb.encode(todo), strict=True))
+                    memo.update(zip(todo, fresh, strict=True))
             except Exception as exc:  # the model failed to load or encode: every row says why
                 err = ResourceError(f"embedder failed: {exc}")
                 for i, _ in group:
                     rnd.answers[i] = err
                 continue
-            import numpy as np
+            self._hand_out(group, position, memo, fresh if len(todo) == len(position) else None, emb, rnd)
 
-            # One matrix of the round's distinct texts; each row's answer indexes into it (one
-            # gather per row instead of stacking its vectors one by one).
-            position = {t: k for k, t in enumerate(dict.fromkeys(t for _, r in group for t in r.texts))}
-            matrix = np.stack([memo[t] for t in position]) if position else None
-            is_truncated = getattr(emb, "truncated", None)
-            cut = {t for t in position if is_truncated(t)} if is_truncated is not None else set()
-            for i, r in group:
-                if not r.texts or matrix is None:
-                    rnd.answers[i] = np.zeros((0, 0), dtype=np.float32)
-                    continue
-                rnd.answers[i] = matrix[[position[t] for t in r.texts]]
-                truncated = sum(t in cut for t in r.texts)
-                if truncated:
-                    rnd.warnings[i].append(f"{truncated} text(s) longer than the embedder's window were truncated")
+    @staticmethod
+    def _hand_out(
+        group: list[tuple[int, Embed]], position: dict[str, int], memo: dict[str, Any], fresh: Any, emb: Any, rnd: Round
+    ) -> None:
+        """Answer each request of ``group`` with its texts' rows of the round's matrix.
+
+        ``fresh`` is the encoder's answer when every text of the round was new (its rows are the
+        round's texts in order, so it is the matrix as it is); else the matrix is stacked from the
+        vectors kept. One gather per request rather than stacking its vectors one by one.
+        """
+        import numpy as np
+
+        if not position:
+            matrix = None
+        elif fresh is not None:
+            matrix = np.asarray(fresh)
+        else:
+            matrix = np.stack([memo[t] for t in position])
+        is_truncated = getattr(emb, "truncated", None)
+        cut = {t for t in position if is_truncated(t)} if is_truncated is not None else set()
+        for i, r in group:
+            if not r.texts or matrix is None:
+                rnd.answers[i] = np.zeros((0, 0), dtype=np.float32)
+                continue
+            rnd.answers[i] = matrix[[position[t] for t in r.texts]]
+            truncated = sum(t in cut for t in r.texts) if cut else 0
+            if truncated:
+                rnd.warnings[i].append(f"{truncated} text(s) longer than the embedder's window were truncated")
 
     def placeholder(self, request: Any) -> Any:
         """Equal unit vectors, one per text."""
