@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import copy
+import functools
 import hashlib
 import json
 import os
@@ -44,15 +45,23 @@ WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 CELL_TIMEOUT_S = 600
 
 
-def source_digest(notebook: Path) -> str:
-    """A digest of ``notebook`` and of every source file that its outputs depend on."""
-    digest = hashlib.sha256(notebook.read_bytes())
+@functools.cache
+def _code_digest() -> str:
+    """A digest of nbeval's source and of this extension, read once per build (not per notebook)."""
+    digest = hashlib.sha256()
     for folder in (ROOT / "nbeval", ROOT / "widgets"):
         for path in sorted(folder.rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts:
                 digest.update(str(path.relative_to(ROOT)).encode())
                 digest.update(path.read_bytes())
     digest.update(Path(__file__).read_bytes())
+    return digest.hexdigest()
+
+
+def source_digest(notebook: Path) -> str:
+    """A digest of ``notebook`` and of every source file that its outputs depend on."""
+    digest = hashlib.sha256(notebook.read_bytes())
+    digest.update(_code_digest().encode())
     return digest.hexdigest()[:16]
 
 
