@@ -95,9 +95,30 @@ def serve(site: Path) -> Iterator[str]:
         server.wait(timeout=10)
 
 
-def page_problems(seen: dict[str, Any]) -> list[str]:
-    """The problems in what :data:`INSPECT_JS` saw on one page."""
+def expected_views(notebook: Path) -> int | None:
+    """How many widget views the executed ``notebook`` shows in its outputs (``None``: no such file).
+
+    The page must carry as many: a build that dropped them (outputs rendered as text, the widget
+    state lost) would otherwise leave nothing to check and read as a pass.
+    """
+    if not notebook.is_file():
+        return None
+    nb = json.loads(notebook.read_text(encoding="utf-8"))
+    return sum(
+        "application/vnd.jupyter.widget-view+json" in output.get("data", {})
+        for cell in nb.get("cells", [])
+        for output in cell.get("outputs", [])
+    )
+
+
+def page_problems(seen: dict[str, Any], expected: int | None = None) -> list[str]:
+    """The problems in what :data:`INSPECT_JS` saw on one page.
+
+    ``expected`` is the number of widget views the page's notebook has (``None``: not a notebook).
+    """
     problems = []
+    if expected is not None and seen["views"] != expected:
+        problems.append(f"the page has {seen['views']} widget view(s), its notebook {expected}")
     if seen["undrawnViews"]:
         problems.append(f"{seen['undrawnViews']} of {seen['views']} widget view(s) not drawn")
     if seen["placeholders"]:
@@ -111,8 +132,11 @@ def page_problems(seen: dict[str, Any]) -> list[str]:
     return problems
 
 
-def check_page(context: Any, url: str, shot: Path) -> dict[str, Any]:
-    """Open one page, wait for its widgets, and report what went wrong (``problems``)."""
+def check_page(context: Any, url: str, shot: Path, expected: int | None = None) -> dict[str, Any]:
+    """Open one page, wait for its widgets, and report what went wrong (``problems``).
+
+    ``expected``: the widget views its notebook has (see :func:`expected_views`).
+    """
     page = context.new_page()
     console: list[str] = []
     failed: list[str] = []
@@ -125,13 +149,13 @@ def check_page(context: Any, url: str, shot: Path) -> dict[str, Any]:
         page.goto(url, wait_until="load")
         deadline = time.monotonic() + SETTLE_S
         seen = page.evaluate(INSPECT_JS)
-        while time.monotonic() < deadline and page_problems(seen):
+        while time.monotonic() < deadline and page_problems(seen, expected):
             page.wait_for_timeout(500)
             seen = page.evaluate(INSPECT_JS)
         page.wait_for_timeout(500)  # a last chart may still be drawing
         seen = page.evaluate(INSPECT_JS)
         report.update(seen)
-        report["problems"] += page_problems(seen)
+        report["problems"] += page_problems(seen, expected)
         page.screenshot(path=str(shot), full_page=True)
     except Exception as exc:  # a page that cannot be opened is a failed check, not a crash
         report["problems"].append(f"{type(exc).__name__}: {exc}")
@@ -150,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--site", default=str(ROOT / "docs" / "_build" / "html"), help="the built site")
     parser.add_argument("--out", default="artifacts/docs-screenshots", help="folder for screenshots and report.json")
     parser.add_argument("--chromium", default=CHROMIUM, help="the Chromium executable")
+    parser.add_argument(
+        "--notebooks", default=str(ROOT / "docs" / "tutorials"), help="the executed notebooks the pages were built from"
+    )
     args = parser.parse_args(argv)
 
     site = Path(args.site)
@@ -180,7 +207,14 @@ def main(argv: list[str] | None = None) -> int:
         context.route("**/*", only_local)
         for rel in pages:
             shot = out / (rel.replace("/", "_").removesuffix(".html") + ".png")
-            report = check_page(context, base + rel, shot)
+            is_tutorial = rel.startswith("tutorials/") and rel != "tutorials/index.html"
+            notebook = Path(args.notebooks) / Path(rel).with_suffix(".ipynb").name
+            expected = expected_views(notebook) if is_tutorial else None
+            if is_tutorial and expected is None:
+                reports.append({"page": rel, "problems": [f"no executed notebook {notebook} for it"]})
+                print(f"FAILED {rel}\n       no executed notebook {notebook} for it")
+                continue
+            report = check_page(context, base + rel, shot, expected)
             reports.append(report)
             status = "ok" if not report["problems"] else "FAILED"
             drawn = f"{report.get('views', 0)} widget views, {report.get('charts', 0)} charts"

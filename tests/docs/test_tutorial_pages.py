@@ -149,3 +149,30 @@ def test_the_vendored_files_say_where_they_come_from_and_their_licence():
         readme = (folder / "SOURCE.md").read_text(encoding="utf-8")
         assert "npm" in readme and "License" in readme, folder
         assert (folder / "LICENSE").is_file(), folder
+
+
+def _browser_check():
+    import importlib.util
+
+    path = DOCS.parent / "scripts" / "docs_browser_check.py"
+    spec = importlib.util.spec_from_file_location("docs_browser_check", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_browser_check_wants_as_many_views_as_the_notebook_has(tmp_path):
+    check = _browser_check()
+    view = {"application/vnd.jupyter.widget-view+json": {"model_id": "m"}}
+    nb = {"cells": [{"outputs": [{"data": view}, {"data": {"text/plain": "x"}}]}, {"outputs": [{"data": view}]}, {}]}
+    path = tmp_path / "nb.ipynb"
+    path.write_text(json.dumps(nb), encoding="utf-8")
+    assert check.expected_views(path) == 2
+    assert check.expected_views(tmp_path / "missing.ipynb") is None
+    seen = {"views": 0, "undrawnViews": 0, "placeholders": 0, "widgetErrors": 0, "charts": 0, "emptyCharts": 0,
+            "stateHasCharts": False}  # fmt: skip
+    # a page whose widget outputs were all lost shows nothing wrong by itself: the notebook's count catches it
+    assert check.page_problems(seen) == []
+    assert check.page_problems(seen, 2) == ["the page has 0 widget view(s), its notebook 2"]
+    assert check.page_problems({**seen, "views": 2}, 2) == []
