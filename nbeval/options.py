@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypedDict
@@ -62,6 +63,8 @@ class RunOptions:
     progress: bool = True
     #: A Dask ``Client`` or scheduler address: the run is partitioned across the cluster.
     scheduler: Any = None
+    #: A folder every Dask worker can read and write, where a partitioned run keeps its parts (and resumes).
+    run_dir: str | None = None
     #: Send judge calls through the provider's batch API (cheaper, slower).
     batch: bool = False
     #: Seconds between polls of a batch, or ``None`` for the default.
@@ -82,6 +85,11 @@ class RunOptions:
                 raise BadParameter(f"{name} must be a positive number of seconds or None, got {value!r}")
         if self.batch_discount is not None and not (_is_number(self.batch_discount) and 0 <= self.batch_discount <= 1):
             raise BadParameter(f"batch_discount must be a number from 0 to 1 or None, got {self.batch_discount!r}")
+        if self.run_dir is not None:
+            if isinstance(self.run_dir, os.PathLike):
+                object.__setattr__(self, "run_dir", os.fspath(self.run_dir))
+            if not isinstance(self.run_dir, str) or not self.run_dir:
+                raise BadParameter(f"run_dir must be a folder's path or None, got {self.run_dir!r}")
         for name in ("progress", "batch"):
             if not isinstance(getattr(self, name), bool):
                 raise BadParameter(f"{name} must be True or False, got {getattr(self, name)!r}")
@@ -203,6 +211,7 @@ class RunKeywords(TypedDict, total=False):
     prices: Mapping[str, Any] | None
     progress: bool
     scheduler: Any
+    run_dir: str | None
     batch: bool
     batch_poll_s: float | None
     batch_discount: float | None

@@ -5,7 +5,8 @@ and never raises for a failed call: each request gets a :class:`~nbeval.chat.bas
 :class:`ChatFailure`. Retries cover rate limits (429), server errors (5xx), timeouts, dropped
 connections and unreadable bodies, with exponential backoff and jitter; a ``Retry-After`` from
 the server is honoured by the request that got it (other requests go on: a sporadic 429 must not
-stall the whole batch, and under a real rate limit every worker soon gets its own 429).
+stall the whole batch, and under a real rate limit every worker soon gets its own 429); slots that
+offer a ``cool_down(seconds)`` (a Dask cluster's) are told of it too, so every machine waits.
 
 The workers are daemon threads: a Ctrl-C stops the batch at once (calls not started are not made;
 calls in flight are abandoned, and their replies still reach the cache if they arrive), and a hung
@@ -324,7 +325,11 @@ class ChatClient:
                 return self._fail(
                     ChatFailure(redact(f"{err} ({what} {attempts} attempt{plural})"), attempts, err.status), copies
                 )
-            if stop.wait(self._delay(attempts, err)):
+            delay = self._delay(attempts, err)
+            cool_down = getattr(self._slots, "cool_down", None)  # slots shared by machines share the wait too
+            if err.retry_after is not None and cool_down is not None:
+                cool_down(delay)
+            if stop.wait(delay):
                 return ChatFailure(redact(f"cancelled while retrying: {err}"), attempts, err.status, cancelled=True)
         clean = redact(reply.text, patterns=False)  # a judge that echoes a key must not spread it
         if clean != reply.text:

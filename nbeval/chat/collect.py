@@ -537,6 +537,7 @@ _NOT_COLLECT_OPTIONS = {
     "embedder": "collecting answers embeds nothing",
     "device": "give a local model's device in its settings, e.g. {'model': 'hf:...', 'device': 'cuda'}",
     "scheduler": "answers are collected on this machine",
+    "run_dir": "answers are collected on this machine",
     "chunk_rows": "it is how nbeval.evaluate scores rows",
 }
 

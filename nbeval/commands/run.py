@@ -94,6 +94,13 @@ class Run(Command):
             "if no scheduler answers there",
         ),
         arg(
+            "--run-dir",
+            option="run_dir",
+            help="with --scheduler and a Parquet or JSONL file: a folder every worker can read and write, "
+            "where the workers keep the run's parts (the client holds no rows); run again with the same "
+            "folder to resume a run stopped midway",
+        ),
+        arg(
             "--fail-on-problems",
             group="gate",
             action="store_const",

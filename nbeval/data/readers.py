@@ -49,8 +49,11 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
+    "jsonl_slice_records",
+    "jsonl_slices",
     "load",
     "load_json",
+    "parquet_slice_records",
     "read_csv",
     "read_dataset",
     "read_jsonl_rows",
@@ -231,6 +234,93 @@ def read_jsonl_rows(path: str | os.PathLike[str], *, chunk_rows: int = _READ_CHU
         raise DataError(f"not UTF-8 text (byte {exc.start} of a line)", source=name) from None
     warn_nan_expected(nan_expected[0], name)  # once for the whole file
     return dataset
+
+
+def parquet_slice_records(
+    path: str | os.PathLike[str], row_groups: list[int], first_row: int, *, chunk_rows: int = _READ_CHUNK_ROWS
+) -> Iterator[list[dict[str, Any]]]:
+    """The records of some row groups of a Parquet file, ``chunk_rows`` at a time, as :func:`read_parquet` reads them.
+
+    ``first_row`` is the 0-based position in the file of the first group's first row: errors name
+    rows counted from the file's start.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    name = os.fspath(path)
+    offset = first_row
+    try:
+        batches = pq.ParquetFile(name).iter_batches(batch_size=max(1, int(chunk_rows)), row_groups=row_groups)
+        for batch in batches:
+            yield [{k: v for k, v in rec.items() if v is not None} for rec in _batch_records(batch, name, offset)]
+            offset += batch.num_rows
+    except FileNotFoundError:
+        raise DataError("no such file", source=name) from None
+    except (pa.ArrowException, OSError) as exc:
+        raise DataError(f"not a readable Parquet file: {exc}", source=name) from None
+
+
+def jsonl_slices(path: str | os.PathLike[str], records_per_slice: int) -> list[tuple[int, int, int, int, int]]:
+    """Cut a JSON-lines file into slices of about ``records_per_slice`` records, reading it once in flat memory.
+
+    Returns per slice ``(start byte, end byte, first line number, records before it, records in it)``;
+    a slice ends at a line's end. An empty file has one empty slice.
+    """
+    name = os.fspath(path)
+    out: list[tuple[int, int, int, int, int]] = []
+    pos = line = records = 0
+    start, start_line, start_records = 0, 1, 0
+    try:
+        with open(name, "rb") as fh:
+            for raw in fh:
+                line += 1
+                pos += len(raw)
+                if (raw.removeprefix(b"\xef\xbb\xbf") if line == 1 else raw).strip():
+                    records += 1
+                if records - start_records >= records_per_slice:
+                    out.append((start, pos, start_line, start_records, records - start_records))
+                    start, start_line, start_records = pos, line + 1, records
+    except FileNotFoundError:
+        raise DataError("no such file", source=name) from None
+    if records > start_records or not out:
+        out.append((start, pos, start_line, start_records, records - start_records))
+    return out
+
+
+def jsonl_slice_records(
+    path: str | os.PathLike[str], byte_range: tuple[int, int], first_line: int, *, chunk_rows: int = _READ_CHUNK_ROWS
+) -> Iterator[list[Any]]:
+    """The parsed lines of one slice of a JSON-lines file (:func:`jsonl_slices`), ``chunk_rows`` at a time.
+
+    Read as :func:`read_jsonl_rows` reads them (a BOM at the file's start is dropped); a line that is
+    not JSON or not UTF-8 is a DataError naming its line number in the file.
+    """
+    name = os.fspath(path)
+    start, end = byte_range
+    part: list[Any] = []
+    lineno = first_line - 1
+    with open(name, "rb") as fh:
+        fh.seek(start)
+        pos = start
+        while pos < end:
+            raw = fh.readline()
+            if not raw:
+                break
+            pos += len(raw)
+            lineno += 1
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise DataError(f"not UTF-8 text (byte {exc.start} of the line)", source=name, row=lineno) from None
+            if lineno == 1:
+                line = line.removeprefix("\ufeff")
+            if line.strip():
+                part.append(_parse_json(line, name, row=lineno))
+            if len(part) >= chunk_rows:
+                yield part
+                part = []
+    if part:
+        yield part
 
 
 def write_csv(dataset: LlmDataset, path: str | os.PathLike[str] | None = None) -> str:

@@ -13,9 +13,13 @@ distributed is imported only when a worker scores a partition.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import math
 import pickle
 import threading
+import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +35,8 @@ if TYPE_CHECKING:
     from nbeval.chat.base import ChatReply
 
 __all__ = [
+    "COOL_DOWN_MAX_S",
+    "COOL_DOWN_POLL_S",
     "PartitionResult",
     "SnapshotCache",
     "WorkerResources",
@@ -106,6 +112,19 @@ class SnapshotCache(ChatCache):
             return out
 
 
+#: Seconds between two looks at the scheduler for a judge model's cool-down.
+COOL_DOWN_POLL_S = 0.1
+#: Seconds a cool-down read from another worker holds calls at most (a bound on clock skew).
+COOL_DOWN_MAX_S = 600.0
+
+
+def _client() -> Any:
+    """This worker's client of the scheduler."""
+    from distributed import get_client
+
+    return get_client()
+
+
 def _cluster_slots_name(run_id: str, model: str, leases: int) -> str:
     """The name of the cluster-wide semaphore for one judge model's calls in one run.
 
@@ -126,20 +145,70 @@ def _cluster_slots_name(run_id: str, model: str, leases: int) -> str:
 
 
 class _ClusterSlots:
-    """Judge-call slots shared by the whole cluster.
+    """Judge-call slots shared by the whole cluster, and one cool-down per model for all its workers.
 
     A ``distributed.Semaphore`` that a :class:`~nbeval.chat.client.ChatClient` uses as it uses its
-    own ``BoundedSemaphore``.
+    own ``BoundedSemaphore``. When a call to the model is told to wait (a 429 with
+    ``Retry-After``), the client calls :meth:`cool_down`: the wait is written to the scheduler's
+    metadata under the model's name, and every worker's slots for that model, looking there at
+    most every :data:`COOL_DOWN_POLL_S` seconds before a call, hold new calls for that long,
+    counted from when the worker saw it (so the machines' clocks need not agree). Without it each
+    worker would find the provider's limit by getting its own 429s.
     """
 
     def __init__(self, name: str, leases: int) -> None:
         from distributed import Semaphore
 
         self._semaphore = Semaphore(max_leases=leases, name=name)
+        self._key = ["nbeval-cool-down", name]
+        self._lock = threading.Lock()
+        self._until = 0.0
+        """``time.monotonic()`` before which no call starts."""
+        self._seen: str | None = None
+        """The id of the last cool-down read from the scheduler."""
+        self._looked = -math.inf
+
+    def cool_down(self, seconds: float) -> None:
+        """Hold every worker's calls to this model for ``seconds``, starting now."""
+        mark = uuid.uuid4().hex
+        with self._lock:
+            self._until = max(self._until, time.monotonic() + seconds)
+            self._seen = mark
+        with contextlib.suppress(Exception):  # without a scheduler to tell, this worker still waits
+            _client().set_metadata(self._key, [mark, time.time() + float(seconds)])
+
+    def _look(self) -> None:
+        """Take in a cool-down another worker wrote, at most every :data:`COOL_DOWN_POLL_S` seconds."""
+        now = time.monotonic()
+        if now - self._looked < COOL_DOWN_POLL_S:
+            return
+        self._looked = now
+        try:
+            found = _client().get_metadata(self._key, default=None)
+        except Exception:
+            return
+        if found and found[0] != self._seen:
+            # the end of the wait, by the wall clock of the worker that was told (a cool-down that
+            # is over is not waited for again), within what the provider asked for
+            left = min(max(0.0, float(found[1]) - time.time()), COOL_DOWN_MAX_S)
+            with self._lock:
+                self._seen = found[0]
+                self._until = max(self._until, time.monotonic() + left)
 
     def __enter__(self) -> _ClusterSlots:
+        self._wait_out()
         self._semaphore.acquire()
+        # a call that waited for its slot may have waited into a cool-down: it keeps the slot
+        # (no call could use it) and waits that out too
+        self._looked = -math.inf
+        self._wait_out()
         return self
+
+    def _wait_out(self) -> None:
+        self._look()
+        while (wait := self._until - time.monotonic()) > 0:
+            time.sleep(min(wait, COOL_DOWN_POLL_S))
+            self._look()
 
     def __exit__(self, *exc: object) -> None:
         self._semaphore.release()

@@ -1,31 +1,27 @@
 """A run, chunk by chunk.
 
-:func:`run_chunk` scores the next rows of a planned run, :func:`finish` builds the result, and
-:func:`evaluate` chains plan, chunks and finish with a progress bar, Cancel and Ctrl-C.
+:func:`~nbeval.engine.chunks.run_chunk` scores the next rows of a planned run, :func:`finish` builds the
+result, and :func:`evaluate` chains plan, chunks and finish with a progress bar, Cancel and Ctrl-C. A file
+given with ``scheduler=`` goes to :func:`~nbeval.engine.dask_parts.run_partitioned` instead.
 """
 
 from __future__ import annotations
 
-import functools
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from nbeval.data.inputs import to_dataset
-from nbeval.data.model import Row
-from nbeval.engine.cases import case_end
-from nbeval.engine.drive import Scoring, cancel_row, drive, row_outcomes, start_case, start_row, unfinished
-from nbeval.engine.interrupts import holding_interrupts, whole
+from nbeval.engine.chunks import CHUNK_ROWS, run_chunk, settle
+from nbeval.engine.interrupts import holding_interrupts
 from nbeval.engine.planning import RunState, plan_run, seat_jury
 from nbeval.errors import BadParameter, Interrupted
-from nbeval.evaluators.case import is_case_level
 from nbeval.evaluators.registry import resolve_evaluators
-from nbeval.options import DEFAULT_CHUNK_ROWS, RunKeywords, RunOptions
+from nbeval.options import RunKeywords, RunOptions
 from nbeval.progress import progress_bar
 from nbeval.results.live import LiveResult
-from nbeval.results.outcome import RowOutcome
 from nbeval.runtime import Resources
 
 if TYPE_CHECKING:
@@ -34,82 +30,7 @@ if TYPE_CHECKING:
     from nbeval.engine.dry_run import Plan
     from nbeval.results import EvaluationResult
 
-__all__ = ["CHUNK_ROWS", "evaluate", "finish", "plan_evaluation", "run_chunk"]
-
-#: Rows scored together in one batch of rounds. Large enough that embedder and judge batches are
-#: full; small enough that the rows' cached values are let go of regularly. (Progress and Cancel do
-#: not wait for a chunk's end.)
-CHUNK_ROWS = DEFAULT_CHUNK_ROWS
-
-
-def run_chunk(state: RunState, chunk_rows: int = CHUNK_ROWS) -> list[RowOutcome]:
-    """Score the next ``chunk_rows`` dataset rows with every evaluator.
-
-    Their requests are answered in batched rounds; each outcome is filed in ``state.live`` as it
-    finishes (``state.on_progress`` hears of it, throttled). Returns the chunk's outcomes, every one
-    filed.
-
-    A cancel stops it before the next row, round or judge call: the rows started and not
-    finished are filed as ``cancelled`` (the rows not started are left to :func:`finish`). On an
-    exception (Ctrl-C), the rows started and not finished are filed as ``cancelled`` too.
-    """
-    hi = state.next_row + max(1, int(chunk_rows))
-    pending: list[tuple[Any, Scoring]] = []
-    chunk: list[RowOutcome] = []
-    filed: set[int] = set()
-
-    def file(out: Scoring) -> None:
-        for one in row_outcomes(out):
-            state.file(one, note=filed)
-
-    try:
-        for k, (ev, todo) in enumerate(state.planned):
-            case_level = is_case_level(ev)
-            while state.cursors[k] < len(todo) and not state.cancelled():
-                start = state.cursors[k]
-                end = case_end(todo, start) if case_level else start + 1
-                if state.row_index[id(todo[end - 1])] >= hi:  # a case waits for its last row's chunk
-                    break
-                gen, out = start_case(ev, todo[start:end]) if is_case_level(ev) else start_row(ev, todo[start])
-                with whole:
-                    state.cursors[k] = end
-                    chunk.extend(row_outcomes(out))
-                if gen is None:
-                    file(out)
-                else:
-                    pending.append((gen, out))
-        if not state.cancelled():
-            state.next_row = hi
-        drive(pending, state.resources, state.cancelled, file)
-    except BaseException:  # Ctrl-C: what is unfinished is cancelled and filed, and nobody is called
-        for gen, out in pending:
-            if unfinished(out):
-                cancel_row(gen, out)
-        for one in chunk:
-            if unfinished(one):
-                cancel_row(None, one)
-        state.flush(report=False, more=[o for o in chunk if id(o) not in filed])
-        raise
-    state.flush()
-    _release_row_caches(o.row for o in chunk)
-    return chunk
-
-
-#: The derived values a Row caches (``functools.cached_property``, e.g. its parsed condition).
-_ROW_CACHES = tuple(name for name, v in vars(Row).items() if isinstance(v, functools.cached_property))
-
-
-def _release_row_caches(rows: Iterable[Row]) -> None:
-    """Let go of what scored rows cached.
-
-    A row recomputes it if asked again: kept, a run of a million rows would hold a parse tree per
-    row for nothing.
-    """
-    for row in rows:
-        cached = getattr(row, "__dict__", None)
-        if cached:
-            for name in _ROW_CACHES:
-                cached.pop(name, None)
+__all__ = ["CHUNK_ROWS", "evaluate", "finish", "plan_evaluation", "run_chunk", "settle"]
 
 
 def finish(state: RunState) -> EvaluationResult:
@@ -117,15 +38,7 @@ def finish(state: RunState) -> EvaluationResult:
 
     It is marked cancelled only when some row was: a cancel that came after every row finished changes nothing.
     """
-    state.flush()
-    if state.cancelled() or state.interrupted:
-        rest = [
-            RowOutcome(ev, r, skip_reason="cancelled")
-            for k, (ev, todo) in enumerate(state.planned)
-            for r in todo[state.cursors[k] :]
-        ]
-        state.record(rest)
-        state.cursors = [len(todo) for _, todo in state.planned]
+    settle(state)
     return _result(state, state.cancelled_count > 0)
 
 
@@ -294,6 +207,12 @@ def evaluate(
         msg = "{batch} waits for the provider's batches on this machine; it cannot be used with {scheduler}"
         raise BadParameter(msg, options={"batch": ("batch", True), "scheduler": ("scheduler", ...)})
     resources = Resources.from_options(opts, batch=batching)
+    if opts.scheduler is not None:
+        from nbeval.engine.dask_parts import run_partitioned
+
+        parted = run_partitioned(data, evaluators, opts, resources, cancel=cancel, on_progress=on_progress)
+        if parted is not None:  # a file the workers read themselves; otherwise the client reads it (below)
+            return parted
     state = plan_run(data, evaluators, resources=resources, cancel=cancel, keep_outcomes=False)
     bar = progress_bar(state.total, opts.progress)
     shown = 0

@@ -45,10 +45,11 @@ if TYPE_CHECKING:
 __all__ = ["GENERATE_OPTIONS", "REPORT_KEY", "generate", "summary_lines"]
 
 #: The run options (:class:`~nbeval.options.RunOptions`) :func:`generate` takes.
-GENERATE_OPTIONS = tuple(name for name in RunOptions.names() if name not in ("scheduler", "chunk_rows"))
+GENERATE_OPTIONS = tuple(name for name in RunOptions.names() if name not in ("scheduler", "run_dir", "chunk_rows"))
 #: Why each other run option is refused by :func:`generate`.
 _NOT_GENERATE_OPTIONS = {
     "scheduler": "a suite is generated on this machine",
+    "run_dir": "a suite is generated on this machine",
     "chunk_rows": "generate cuts documents by chunk_size= (characters); chunk_rows is how nbeval.evaluate scores rows",
 }
 

@@ -69,6 +69,7 @@ _NOT_PERTURB_OPTIONS = {
     "embedder": "perturbing embeds nothing",
     "progress": "perturb shows no progress bar",
     "scheduler": _NOT_HERE,
+    "run_dir": _NOT_HERE,
     "batch": _NOT_HERE,
     "batch_poll_s": _NOT_HERE,
     "batch_discount": _NOT_HERE,

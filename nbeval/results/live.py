@@ -222,6 +222,21 @@ class LiveResult:
             aggregates, explanations = self._aggregate_table()
             return self._spool.scores(ordered=True), aggregates.copy(), explanations
 
+    def write_part(self, path: Any) -> tuple[Any, dict[tuple[int, str], tuple[int, list[Row], list[Score]]]]:
+        """Write the long table so far to ``path`` (Parquet, order columns kept) for a partitioned run.
+
+        Returns the Arrow table written and, per (evaluator position, model key), the group's
+        outcome count ``N`` and, for an evaluator with its own ``aggregate``, its scored rows and
+        their scores (empty lists for a plain mean, whose values are in the table).
+        """
+        with self._lock:
+            table = self._spool.write_ordered(path)
+            groups = {
+                km: (g.n, list(g.rows), list(g.scores) if not self._plain_mean[km[0]] else [])
+                for km, g in self._groups.items()
+            }
+            return table, groups
+
     # -- internals ----------------------------------------------------------------------------
 
     def _index(self, evaluator: str) -> int:

@@ -81,8 +81,9 @@ class EvaluationResult:
         model_labels: dict[str, str] | None = None,
         record: RunRecord | None = None,
     ) -> None:
+        self._lazy_scores: Any = None
+        self._scores: pd.DataFrame | None = None
         self.scores = scores
-        """The long table (see :data:`SCORE_COLUMNS`)."""
         self.aggregates = aggregates
         """Per model, evaluator and metric: value, rows measured ``n`` of ``N``, pass/fail."""
         self.metrics = metrics
@@ -99,6 +100,31 @@ class EvaluationResult:
         """Per evaluator and model: structured explanations (e.g. a confusion matrix)."""
         self.model_labels = model_labels or {}
         """Model key to a readable name (from a lab's models), where known."""
+
+    @property
+    def scores(self) -> pd.DataFrame:
+        """The long table (see :data:`SCORE_COLUMNS`).
+
+        A partitioned run's result reads it from its run folder the first time it is asked for
+        (:class:`~nbeval.results.storage.partitions.PartScores`): its aggregates and ``n_scores``
+        do not need it.
+        """
+        if self._scores is None:
+            self._scores = self._lazy_scores.load()
+            self._lazy_scores = None
+        return self._scores
+
+    @scores.setter
+    def scores(self, scores: Any) -> None:
+        if hasattr(scores, "load") and not hasattr(scores, "columns"):  # read when first asked for
+            self._lazy_scores, self._scores = scores, None
+        else:
+            self._lazy_scores, self._scores = None, scores
+
+    @property
+    def n_scores(self) -> int:
+        """Rows of the long table, counted without reading it."""
+        return len(self._lazy_scores) if self._scores is None else len(self._scores)
 
     @property
     def record(self) -> RunRecord:
@@ -527,10 +553,12 @@ class EvaluationResult:
         return brief_text(self) if brief else summary_text(self)
 
     def __repr__(self) -> str:
-        return (
-            f"EvaluationResult({len(self.model_keys)} models, {len(self.evaluators)} evaluators, "
-            f"{len(self.scores)} scores, {len(self.problems)} problems)"
+        head = (
+            f"EvaluationResult({len(self.model_keys)} models, {len(self.evaluators)} evaluators, {self.n_scores} scores"
         )
+        if self._scores is None:  # not read yet: counting the problems would read every score
+            return f"{head} in {self.meta.get('run_dir', 'its run folder')})"
+        return f"{head}, {len(self.problems)} problems)"
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         from nbeval.results.renderers import get_renderer

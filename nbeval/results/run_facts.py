@@ -105,9 +105,17 @@ def _git(*args: str) -> str | None:
 
 
 def run_facts(
-    start: Mapping[str, Any], dataset: LlmDataset, evaluators: Sequence[Evaluator], resources: Resources | None
+    start: Mapping[str, Any],
+    dataset: LlmDataset,
+    evaluators: Sequence[Evaluator],
+    resources: Resources | None,
+    *,
+    fingerprint: str | None = None,
 ) -> dict[str, Any]:
-    """``meta["run"]`` of a finished run: ``start`` (from :func:`run_start`) and what the run used."""
+    """``meta["run"]`` of a finished run: ``start`` (from :func:`run_start`) and what the run used.
+
+    ``fingerprint``: the dataset's, where it was computed elsewhere (a partitioned run's workers).
+    """
     from nbeval.results.storage.fingerprint import dataset_fingerprint
 
     return {
@@ -115,7 +123,7 @@ def run_facts(
         "label": None,
         "git_commit": start.get("git_commit"),
         "git_dirty": start.get("git_dirty"),
-        "dataset_fingerprint": dataset_fingerprint(dataset),
+        "dataset_fingerprint": fingerprint if fingerprint is not None else dataset_fingerprint(dataset),
         "judge": _judge(evaluators, resources),
         "embedder": _embedder(evaluators, resources),
         "prompts": _prompts(evaluators),

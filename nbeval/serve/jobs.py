@@ -65,6 +65,7 @@ _NOT_HERE = "the service scores each job in its own worker threads, chunk by chu
 _NOT_JOB_OPTIONS = {
     "progress": "a job's progress is its status (GET /v1/evaluations/{id})",
     "scheduler": _NOT_HERE,
+    "run_dir": _NOT_HERE,
     "batch": _NOT_HERE,
     "batch_poll_s": _NOT_HERE,
     "batch_discount": _NOT_HERE,

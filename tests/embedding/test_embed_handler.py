@@ -106,3 +106,32 @@ def test_scorers_waiting_for_vectors_hold_no_lists() -> None:
         assert not held, (name, held)
         assert isinstance(request, Embed) and request.texts
         gen.close()
+
+
+def test_structure_scorers_waiting_for_vectors_hold_no_lists() -> None:
+    """``step_alignment`` and ``summarization_completeness`` park with tuples too; their results keep lists."""
+    from nbeval.data.model import Chunk, Row
+    from nbeval.evaluators.registry import evaluator
+
+    row = Row(
+        "Paris is the capital of France. It lies on the Seine. It is large.",
+        actual_output="1. Preheat the oven.\n2. Mix the flour.\n3. Bake for an hour.",
+        context=[Chunk("1. Preheat the oven.\n2. Mix the flour and the eggs.\n3. Bake it.")],
+    )
+    for name in ("step_alignment", "summarization_completeness"):
+        gen = evaluator(name).score(row)
+        request = next(gen)
+        assert gen.gi_frame is not None  # parked at its request, not finished
+        held = {k: type(v).__name__ for k, v in gen.gi_frame.f_locals.items() if isinstance(v, list)}
+        assert not held, (name, held)
+        assert isinstance(request, Embed) and request.texts
+        try:
+            gen.send(np.stack([_vector(t) / np.linalg.norm(_vector(t)) for t in request.texts]))
+        except StopIteration as done:
+            score = done.value
+        else:
+            raise AssertionError(f"{name} asked twice")
+        if name == "step_alignment":
+            assert score.details is not None
+            assert score.details["context_steps"] == ["Preheat the oven.", "Mix the flour and the eggs.", "Bake it."]
+            assert isinstance(score.details["answer_steps"], list) and len(score.details["answer_steps"]) == 3

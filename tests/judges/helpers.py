@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import nbeval
@@ -15,7 +16,7 @@ def judge_evaluator(id: str, **params: Any) -> JudgeEvaluator:
     return ev
 
 
-def run(records: list[dict[str, Any]], evaluators: Any, judge: Any, **kw: Any) -> Any:
+def run(records: list[dict[str, Any]] | Path, evaluators: Any, judge: Any, **kw: Any) -> Any:
     """Evaluate ``records`` without progress bars or the reply cache (unless asked)."""
     kw.setdefault("cache", False)
     kw.setdefault("max_attempts", 2)

@@ -389,6 +389,38 @@ def test_a_dask_run_gives_the_local_verdicts_and_ratings(
     pd.testing.assert_frame_equal(remote.arena(n_boot=100), local.arena(n_boot=100))
 
 
+def test_a_partitioned_dask_run_of_a_file_gives_the_local_verdicts_and_caches_the_replies(
+    judge: dict[str, Any], openai_server: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nbeval.chat.cache import ChatCache
+    from nbeval.engine import dask_parts
+
+    monkeypatch.setattr(dask_parts, "MIN_PARTITION_ROWS", 2)  # the cases spread over several buckets
+    answers = {
+        f"c{i}": {
+            m: ch * (3 + (i * 7 + len(m) * j) % 11)
+            for j, (m, ch) in enumerate(zip(("m1", "m2", "m3"), "abc", strict=True))
+        }
+        for i in range(12)
+    }
+    path = tmp_path / "answers.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records(answers)), encoding="utf-8")
+    openai_server.reply = longer_wins
+    local = run(records(answers), ["pairwise"], judge, chunk_rows=2)
+    asked = openai_server.request_count
+    cache = tmp_path / "replies.sqlite"
+    with in_process_client(n_workers=2) as client:
+        parted = run(
+            path, ["pairwise"], judge, chunk_rows=2, scheduler=client, cache=str(cache), run_dir=str(tmp_path / "run")
+        )
+    assert len(list((tmp_path / "run" / "parts").glob("p-*"))) > 1
+    assert openai_server.request_count - asked == asked  # every order of every pair, once
+    assert _values(parted) == _values(local)
+    assert len(ChatCache(cache)) == asked  # the workers' replies, stored by the client
+    again = run(path, ["pairwise"], judge, chunk_rows=2, cache=str(cache))
+    assert openai_server.request_count == 2 * asked and _values(again) == _values(local)  # all from the cache
+
+
 def test_a_prompt_template_replaces_the_whole_prompt_and_keeps_the_output_format(
     judge: dict[str, Any], openai_server: FakeOpenAIServer
 ) -> None:

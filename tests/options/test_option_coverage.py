@@ -181,6 +181,7 @@ COVERAGE: dict[str, list[str]] = {
     "nbeval run --device": ["tests/options/test_device_option.py::test_cli_device_flag"],
     "nbeval run --no-cache": ["tests/options/test_cli_run_options.py::test_no_cache_makes_a_second_run_ask_again"],
     "nbeval run --scheduler": ["tests/scale/test_dask_runs.py::test_cli_run_scores_on_the_scheduler_it_names"],
+    "nbeval run --run-dir": ["tests/scale/test_dask_runs.py::test_cli_run_scores_on_the_scheduler_it_names"],
     "nbeval run --dry-run": ["tests/options/test_cli_run_options.py::test_dry_run_counts_the_calls_and_asks_nothing"],
     "nbeval run --fail-on-problems": [
         "tests/cli/test_cli.py::test_run_fail_on_problems_exits_1",

@@ -160,6 +160,41 @@ def test_each_judge_model_has_its_own_cluster_wide_limit(client: Any, tmp_path: 
     assert _most_at_once(_merged_log(log_a, log_b, into=tmp_path / "both.log")) == 2
 
 
+def test_a_429_holds_every_workers_calls_to_that_model(client: Any) -> None:
+    # The first call gets "429, retry after 2 s": once the worker that got it has read it, every
+    # worker must hold its calls to that model until the 2 s are over. Without that the other
+    # worker would go on calling (40 calls of 0.1 s on two slots take about 2 s), finding the
+    # limit with a 429 of its own.
+    from tests.support.fake_openai import FakeOpenAIServer, Recorded, rate_limited
+
+    arrived: list[float] = []
+
+    def reply(rec: Recorded) -> Any:
+        arrived.append(time.time())
+        return rate_limited(2) if len(arrived) == 1 else "ok"
+
+    with FakeOpenAIServer(latency=0.1, reply=reply) as server:
+        judge = {"model": "judge-model", "base_url": server.url, "api_key": "sk-judge-test-key-123456"}
+        res = nbeval.evaluate(
+            _records(20)[:40],
+            ["safety"],
+            judge=judge,
+            concurrency=2,
+            cache=False,
+            chunk_rows=4,
+            progress=False,
+            scheduler=client,
+        )
+    assert res.meta["usage"]["calls"] == 40  # the call told to wait was tried again, and answered
+    assert not res.scores["error"].str.contains("429|rate limit", na=False).any()
+    [(_, ends)] = client.get_metadata(["nbeval-cool-down"]).values()  # what the worker told the others
+    told, until = ends - 2.0, ends
+    # calls already on their way, or sent before a worker's next look (every 0.1 s), may start just
+    # after it was told; then none until the wait is over, and the rest after it
+    assert not [round(t - told, 2) for t in arrived if told + 0.3 <= t < until - 0.05]
+    assert arrived[-1] >= until
+
+
 def test_cancel_stops_the_cluster_run_and_marks_the_rest(client: Any, tmp_path: Path) -> None:
     recs = _records(40)[:80]
     stop = threading.Event()
@@ -188,7 +223,7 @@ def test_cli_run_scores_on_the_scheduler_it_names(client: Any, tmp_path: Path, m
     import json as _json
 
     from nbeval.cli import main
-    from nbeval.engine import dask_run
+    from nbeval.engine import dask_parts, dask_run
 
     data = tmp_path / "rows.jsonl"
     data.write_text("".join(_json.dumps(r) + "\n" for r in _records(10)), encoding="utf-8")
@@ -200,13 +235,13 @@ def test_cli_run_scores_on_the_scheduler_it_names(client: Any, tmp_path: Path, m
         return real(scheduler, **kw)
 
     monkeypatch.setattr(dask_run, "connect", connect)
-    out = tmp_path / "out"
+    monkeypatch.setattr(dask_parts, "connect", connect)
+    out, run_dir = tmp_path / "out", tmp_path / "run"
     address = client.scheduler.address
-    assert (
-        main(["run", str(data), "-e", "exact_match,rouge", "--out", str(out), "--scheduler", address, "--no-progress"])
-        == 0
-    )
+    argv = ["run", str(data), "-e", "exact_match,rouge", "--out", str(out), "--scheduler", address]
+    assert main([*argv, "--run-dir", str(run_dir), "--no-progress"]) == 0
     assert seen == [address]  # the run went to the cluster, by its address
+    assert list((run_dir / "parts").glob("p-*/scores.parquet"))  # the workers wrote the parts where it says
     local = nbeval.evaluate(str(data), ["exact_match", "rouge"], progress=False)
     pd.testing.assert_frame_equal(nbeval.load_result(out).scores, local.scores)
 

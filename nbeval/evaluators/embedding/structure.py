@@ -101,8 +101,11 @@ class StepAlignment(EmbeddingEvaluator):
 
         A context without enumerated steps leaves the edit counts without a value.
         """
-        ctx = list(steps_of("\n\n".join(chunk_texts(row.context))))
-        act = list(steps_of(row.actual_output or ""))
+        # Tuples (the cached ones) while the scorer waits for its vectors, never lists: a waiting
+        # scorer's lists are tracked by the garbage collector and promoted with it (see
+        # ``evaluators._sentences_of``); the details get lists once the vectors are in.
+        ctx = steps_of("\n\n".join(chunk_texts(row.context)))
+        act = steps_of(row.actual_output or "")
         counts = {"context_steps": float(len(ctx)), "answer_steps": float(len(act))}
         if not ctx:
             none = dict.fromkeys(("edits", "insertions", "deletions", "mismatches"))
@@ -122,8 +125,9 @@ class StepAlignment(EmbeddingEvaluator):
             "mismatches": float(al.mismatches),
             **counts,
         }
-        details = {"context_steps": ctx, "answer_steps": act, "alignment": al.to_dict()}
-        return Score(values, rationale=al.describe(ctx, act), details=details)
+        ctx_list, act_list = list(ctx), list(act)
+        details = {"context_steps": ctx_list, "answer_steps": act_list, "alignment": al.to_dict()}
+        return Score(values, rationale=al.describe(ctx_list, act_list), details=details)
 
 
 @register
@@ -175,7 +179,8 @@ class SummarizationCompleteness(EmbeddingEvaluator):
 
         A source text without sentences has no value.
         """
-        src, summ = split_sentences(row.input), split_sentences(row.actual_output)
+        # tuples while waiting for the vectors, as above
+        src, summ = tuple(split_sentences(row.input)), tuple(split_sentences(row.actual_output))
         if not src:
             return Score({"completeness": None}, rationale="the source text has no sentences")
         v = yield self.embed(src + summ)

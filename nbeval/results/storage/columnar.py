@@ -45,6 +45,7 @@ __all__ = [
     "WRITE_SLICE_ROWS",
     "ScoreSpool",
     "check_arrow_text",
+    "ordered_scores",
     "outcome_columns",
     "read_scores_parquet",
     "typed_scores",
@@ -237,6 +238,23 @@ def _columns_to_pandas(arrow: dict[str, Any], order: Any = None) -> pd.DataFrame
     return typed_scores(columns)
 
 
+def ordered_scores(tables: Sequence[pa.Table]) -> pd.DataFrame:
+    """The typed long table of Arrow ``tables`` that carry the order columns, in a finished result's order.
+
+    By evaluator, then dataset row; stable, so a row's metrics keep their order.
+    """
+    import numpy as np
+    import pyarrow as pa
+
+    if not tables:
+        return typed_scores({c: [] for c in SCORE_COLUMNS})
+    table = pa.concat_tables(list(tables))
+    order = pa.array(np.lexsort((table.column(ORDER_COLUMNS[1]).to_numpy(), table.column(ORDER_COLUMNS[0]).to_numpy())))
+    arrow = {name: table.column(name) for name in SCORE_COLUMNS}
+    del table
+    return _columns_to_pandas(arrow, order)
+
+
 def _copy_on_write() -> bool:
     """Whether pandas copies a shared table's data before changing it (always from pandas 3)."""
     import pandas as pd
@@ -312,25 +330,29 @@ class ScoreSpool:
         """The long table so far (typed); ``ordered``: sorted by evaluator, then dataset row."""
         if not ordered:
             return self._scores_as_added()
+        import pyarrow.parquet as pq
+
+        self._flush()  # everything in part files, read back with names and keys dictionary-encoded
+        return ordered_scores(
+            [pq.read_table(p, read_dictionary=[*KEY_COLUMNS, "label", "error", "skip_reason"]) for p in self._parts]
+        )
+
+    def write_ordered(self, path: str | Path) -> pa.Table:
+        """Write everything spooled to ``path`` as one Parquet file, order columns kept, sorted by them.
+
+        Returns the table written (what a partitioned run's worker sums its values from).
+        """
         import numpy as np
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        self._flush()  # everything in part files, read back with names and keys dictionary-encoded
-        tables = [
-            pq.read_table(p, read_dictionary=[*KEY_COLUMNS, "label", "error", "skip_reason"]) for p in self._parts
-        ]
-        if not tables:
-            return typed_scores({c: [] for c in SCORE_COLUMNS})
-        table = pa.concat_tables(tables)
-        del tables
-        # stable: a row's metrics keep their order
-        order = pa.array(
-            np.lexsort((table.column(ORDER_COLUMNS[1]).to_numpy(), table.column(ORDER_COLUMNS[0]).to_numpy()))
-        )
-        arrow = {name: table.column(name) for name in SCORE_COLUMNS}
-        del table
-        return _columns_to_pandas(arrow, order)
+        self._flush()
+        tables = [pq.read_table(p) for p in self._parts]
+        table = pa.concat_tables(tables) if tables else self._schema.empty_table()
+        order = np.lexsort((table.column(ORDER_COLUMNS[1]).to_numpy(), table.column(ORDER_COLUMNS[0]).to_numpy()))
+        table = table.take(pa.array(order))
+        pq.write_table(table, path, compression="zstd")
+        return table
 
     def _scores_as_added(self) -> pd.DataFrame:
         """Return the long table so far, in the order added; nothing is written.

@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from nbeval.data.model import LlmDataset
     from nbeval.data.rows import Row
 
-__all__ = ["CHUNK_ROWS", "FINGERPRINT_FIELDS", "FINGERPRINT_VERSION", "dataset_fingerprint"]
+__all__ = ["CHUNK_ROWS", "FINGERPRINT_FIELDS", "FINGERPRINT_VERSION", "dataset_fingerprint", "fingerprint_of_sorted"]
 
 #: Bumped when what a fingerprint covers, or how it is computed, changes.
 FINGERPRINT_VERSION = 1
@@ -129,6 +129,19 @@ def dataset_fingerprint(dataset: LlmDataset) -> str:
     for lo in range(0, len(rows), CHUNK_ROWS):
         _feed_rows(streams, rows[lo : lo + CHUNK_ROWS], conversations)
     return streams.digest(len(rows))
+
+
+def fingerprint_of_sorted(chunks: Iterable[Sequence[Row]], rows: int, conversations: bool) -> str:
+    """The fingerprint of rows given already in the canonical order, a chunk at a time.
+
+    What :func:`dataset_fingerprint` returns for the same rows, in flat memory: a partitioned run
+    streams its rows this way. ``rows`` counts them; ``conversations`` says whether any has a
+    conversation (:func:`~nbeval.data.conversation.conversation_parts` not empty).
+    """
+    streams = _Streams()
+    for chunk in chunks:
+        _feed_rows(streams, chunk, conversations)
+    return streams.digest(rows)
 
 
 def _feed_rows(streams: _Streams, rows: Sequence[Row], conversations: bool) -> None:

@@ -1,0 +1,263 @@
+"""Partitioned runs (a Parquet or JSONL file given with ``scheduler=``): the workers read the file and
+write the result's parts, the client holds no rows; the result equals a local run's, errors and
+warnings name the rows a local read names, a run resumes from the parts written, a worker killed
+midway loses nothing and counts nothing twice.
+
+Every expected value comes from a local run of the same file (the independent computation), never
+from the partitioned code under test."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+import nbeval
+from nbeval.data.fields import DataWarning
+from nbeval.engine import dask_parts
+from nbeval.errors import BadParameter, DataError
+from nbeval.results.storage.partitions import PartDataset
+
+distributed = pytest.importorskip("distributed")
+cloudpickle = pytest.importorskip("cloudpickle")
+cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers need not import this test module
+
+pytestmark = pytest.mark.slow
+
+CITIES = ("Paris", "Lyon", "Rome", "Oslo")
+# The workers import this module again: they take the test process's id from the environment
+# they inherit, so that the paths below are the same there.
+_OWNER = os.environ.setdefault("NBEVAL_TEST_PARTS_OWNER", str(os.getpid()))
+#: Where :func:`counted` logs each row it scores.
+COUNT_LOG = str(Path(tempfile.gettempdir()) / f"nbeval-parts-count-{_OWNER}.log")
+#: While this file exists, :func:`dies_once` kills the worker scoring key k5 (and removes it first).
+DIE_MARKER = str(Path(tempfile.gettempdir()) / f"nbeval-parts-die-{_OWNER}")
+
+
+@nbeval.scorer(name="t_counted")
+def counted(actual_output: str) -> float:
+    """The answer's length, logging one line per row scored."""
+    with open(COUNT_LOG, "a", encoding="utf-8") as fh:
+        fh.write("x\n")
+    return float(len(actual_output))
+
+
+@nbeval.scorer(name="t_dies_once")
+def dies_once(key: str, actual_output: str) -> float:
+    """The answer's length; kills its worker process the first time it meets key k5."""
+    if key == "k5" and os.path.exists(DIE_MARKER):
+        os.remove(DIE_MARKER)
+        os._exit(1)
+    return float(len(actual_output))
+
+
+def _records(cases: int) -> list[dict[str, Any]]:
+    out = []
+    for m, model in enumerate(("m1", "m2", "m3")):
+        for i in range(cases):
+            city = CITIES[i % 4]
+            expected = f"The city in case {i} is {city}."
+            answer = expected if (i + m) % 3 else f"Maybe {CITIES[(i + 1) % 4]}, I think."
+            out.append(
+                {
+                    "key": f"k{i}",
+                    "model_key": model,
+                    "input": f"Which city in case {i}?",
+                    "expected_output": None if i == 7 else expected,
+                    "actual_output": answer,
+                    "output_condition": f'"{city}" AND NOT "Maybe"',
+                }
+            )
+    return out
+
+
+def _write(recs: list[dict[str, Any]], path: Path) -> Path:
+    if path.suffix == ".parquet":
+        pd.DataFrame(recs).to_parquet(path, row_group_size=40)
+    else:
+        path.write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    gc.collect()
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=2, processes=True, host="127.0.0.1", dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as c,
+    ):
+        c.wait_for_workers(2, timeout=120)
+        yield c
+
+
+@pytest.fixture(autouse=True)
+def small_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Slices of about 70 rows and buckets of at least 20: a few hundred rows make several of each."""
+    monkeypatch.setattr(dask_parts, "SLICE_ROWS", 70)
+    monkeypatch.setattr(dask_parts, "MIN_PARTITION_ROWS", 20)
+
+
+EVALUATORS = ["exact_match", "text_matching", "rouge", "classification"]
+
+
+@pytest.mark.covers("evaluate(run_dir)")
+@pytest.mark.parametrize(
+    ("suffix", "max_slices"), [(".parquet", 1000), (".jsonl", 1000), (".parquet", 2), (".jsonl", 2)]
+)
+def test_a_partitioned_run_equals_a_local_run_and_holds_no_rows(
+    client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suffix: str, max_slices: int
+) -> None:
+    monkeypatch.setattr(dask_parts, "MAX_SLICES", max_slices)  # 2: the slices of about 70 rows are joined
+    path = _write(_records(100), tmp_path / f"answers{suffix}")  # 300 rows; k7 has no expected output
+    local = nbeval.evaluate(path, EVALUATORS, progress=False, chunk_rows=16)
+    seen: list[tuple[int, int, int]] = []
+
+    def progress(live: Any, done: int, total: int) -> None:
+        seen.append((done, total, len(live.aggregates)))
+
+    parted = nbeval.evaluate(
+        path,
+        EVALUATORS,
+        progress=False,
+        chunk_rows=16,
+        scheduler=client,
+        run_dir=str(tmp_path / "run"),
+        on_progress=progress,
+    )
+    # nothing per row was read on the client: the long table and the rows are still on disk
+    assert parted.n_scores == len(local.scores) and "scores in" in repr(parted)
+    assert isinstance(parted.dataset, PartDataset) and not parted.dataset.loaded and len(parted.dataset) == 300
+    parts = sorted((tmp_path / "run" / "parts").glob("p-*"))
+    assert len(parts) > 3 and sum(json.loads((p / "summary.json").read_text())["rows"] for p in parts) == 300
+    # aggregates from exact sums over the parts (classification's macro F1 from its rows and scores)
+    pd.testing.assert_frame_equal(parted.aggregates, local.aggregates, check_exact=False, rtol=1e-12)
+    assert parted.explanations == local.explanations
+    pd.testing.assert_frame_equal(parted.scores, local.scores)
+    pd.testing.assert_frame_equal(parted.problems, local.problems)
+    assert [r.to_json() for r in parted.dataset.rows] == [r.to_json() for r in local.dataset.rows]
+    assert parted.meta["run"]["dataset_fingerprint"] == local.meta["run"]["dataset_fingerprint"]
+    assert parted.meta["cancelled"] is False
+    # progress moved part by part up to every score, the live view's aggregates with it
+    dones = [d for d, _, _ in seen]
+    assert dones == sorted(dones) and dones[-1] == seen[-1][1] == 300 * len(EVALUATORS) and len(seen) > 3
+
+
+def test_a_key_given_twice_is_the_local_error_naming_the_same_rows(client: Any, tmp_path: Path) -> None:
+    recs = _records(60)
+    recs.insert(150, dict(recs[20]))  # row 151 repeats row 21's key and model
+    path = _write(recs, tmp_path / "answers.jsonl")
+    with pytest.raises(DataError) as local:
+        nbeval.evaluate(path, ["exact_match"], progress=False)
+    with pytest.raises(DataError) as parted:
+        nbeval.evaluate(path, ["exact_match"], progress=False, scheduler=client, run_dir=str(tmp_path / "run"))
+    assert str(parted.value) == str(local.value)
+    assert "row 151" in str(parted.value) and "also row 21" in str(parted.value)
+    assert not list((tmp_path / "run" / "parts").glob("p-*"))  # nothing was scored
+
+
+def test_the_warnings_of_a_local_read_are_given(client: Any, tmp_path: Path) -> None:
+    recs = _records(60)
+    recs[75]["input"] = "Another prompt for k15"  # m2's k15 asks something else than m1's
+    recs[10]["relationships"] = [{"type": "follows", "target": "nowhere", "target_type": "test_case"}]
+    recs[11]["relationships"] = [{"type": "follows", "target": "k3", "target_type": "test_case"}]
+    path = _write(recs, tmp_path / "answers.jsonl")
+
+    def messages(**kw: Any) -> set[str]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            nbeval.evaluate(path, ["exact_match"], progress=False, **kw)
+        return {str(w.message) for w in caught if issubclass(w.category, DataWarning)}
+
+    local = messages()
+    assert any("different prompt" in m for m in local) and any("'nowhere'" in m for m in local)
+    assert messages(scheduler=client, run_dir=str(tmp_path / "run")) == local
+
+
+def test_a_run_resumes_the_parts_not_written(client: Any, tmp_path: Path) -> None:
+    path = _write(_records(100), tmp_path / "answers.parquet")
+    run_dir = tmp_path / "run"
+    log = Path(COUNT_LOG)
+    log.unlink(missing_ok=True)
+    first = nbeval.evaluate(path, ["exact_match", "t_counted"], progress=False, scheduler=client, run_dir=str(run_dir))
+    assert log.read_text().count("x") == 300
+    parts = sorted((run_dir / "parts").glob("p-*"))
+    lost = [parts[0], parts[2]]
+    again_rows = sum(json.loads((p / "summary.json").read_text())["rows"] for p in [*lost, parts[1]])
+    for p in lost:  # never written (a run killed before them)
+        shutil.rmtree(p)
+    summary = json.loads((parts[1] / "summary.json").read_text())
+    (parts[1] / "summary.json").write_text(json.dumps({**summary, "cancelled": True}))  # written as cancelled
+    (run_dir / "parts" / ".p-00000.deadbeef").mkdir()  # what a killed attempt leaves: ignored
+    log.unlink()
+    resumed = nbeval.evaluate(
+        path, ["exact_match", "t_counted"], progress=False, scheduler=client, run_dir=str(run_dir)
+    )
+    assert log.read_text().count("x") == again_rows  # only the three parts were scored again
+    pd.testing.assert_frame_equal(resumed.scores, first.scores)
+    pd.testing.assert_frame_equal(resumed.aggregates, first.aggregates)
+    # another input in the same folder is refused, naming it
+    _write(_records(50), path)
+    with pytest.raises(BadParameter, match="the input file"):
+        nbeval.evaluate(path, ["exact_match"], progress=False, scheduler=client, run_dir=str(run_dir))
+
+
+def test_a_worker_killed_midway_loses_nothing_and_counts_nothing_twice(client: Any, tmp_path: Path) -> None:
+    path = _write(_records(60), tmp_path / "answers.parquet")
+    local = nbeval.evaluate(path, ["exact_match", "t_dies_once"], progress=False)
+    Path(DIE_MARKER).write_text("")
+    parted = nbeval.evaluate(
+        path, ["exact_match", "t_dies_once"], progress=False, scheduler=client, run_dir=str(tmp_path / "run")
+    )
+    assert not os.path.exists(DIE_MARKER)  # a worker did die on k5
+    client.wait_for_workers(2, timeout=120)
+    pd.testing.assert_frame_equal(parted.scores, local.scores)
+    assert not parted.scores.duplicated(["key", "model_key", "evaluator", "metric"]).any()
+    pd.testing.assert_frame_equal(parted.aggregates, local.aggregates, check_exact=False, rtol=1e-12)
+
+
+def test_cancel_marks_the_rest_cancelled(client: Any, tmp_path: Path) -> None:
+    path = _write(_records(200), tmp_path / "answers.parquet")
+    stop = threading.Event()
+
+    def progress(live: Any, done: int, total: int) -> None:
+        if done:
+            stop.set()
+
+    res = nbeval.evaluate(
+        path,
+        ["exact_match"],
+        progress=False,
+        scheduler=client,
+        run_dir=str(tmp_path / "run"),
+        cancel=stop,
+        on_progress=progress,
+        chunk_rows=8,
+    )
+    s = res.scores
+    assert res.meta["cancelled"] is True and len(s) == 600
+    assert (s["skip_reason"] == "cancelled").sum() > 0 and (~s["skipped"]).sum() > 0
+    # a run again with the same folder scores what was cancelled
+    again = nbeval.evaluate(path, ["exact_match"], progress=False, scheduler=client, run_dir=str(tmp_path / "run"))
+    assert again.meta["cancelled"] is False and not (again.scores["skip_reason"] == "cancelled").any()
+
+
+def test_what_the_workers_cannot_read_themselves_runs_the_client_side_way(client: Any, tmp_path: Path) -> None:
+    path = _write(_records(30), tmp_path / "answers.parquet")
+    local = nbeval.evaluate(path, [("rouge", {"max_rows": 10})], progress=False)
+    for data in (path, _records(30)):  # max_rows needs the whole file's order; records are in memory
+        res = nbeval.evaluate(data, [("rouge", {"max_rows": 10})], progress=False, scheduler=client)
+        assert "run_dir" not in res.meta
+        pd.testing.assert_frame_equal(res.scores, local.scores)
