@@ -66,6 +66,7 @@ __all__ = [
     "check_bucket",
     "fingerprint_stage",
     "score_bucket",
+    "stage_frame",
     "stage_slice",
 ]
 
@@ -82,7 +83,7 @@ class InputSlice:
     id: int
     path: str
     kind: str
-    """``"parquet"`` or ``"jsonl"``."""
+    """``"parquet"``, ``"jsonl"`` or ``"frame"`` (a Dask DataFrame's partition ``id``)."""
     first_row: int
     """The 0-based position in the input of the slice's first row."""
     rows: int
@@ -124,7 +125,24 @@ class BucketCheck:
 
 
 def stage_slice(piece: InputSlice, run_dir: str, n_buckets: int) -> StageSummary:
-    """Read one input slice, check and convert its rows as a local read does, and stage them by bucket."""
+    """Read one slice of the input file, check and convert its rows as a local read does, and stage them by bucket."""
+    chunks = (
+        parquet_slice_records(piece.path, list(piece.row_groups), piece.first_row)
+        if piece.kind == "parquet"
+        else jsonl_slice_records(piece.path, piece.byte_range, piece.first_line)
+    )
+    return _stage(piece, chunks, run_dir, n_buckets, count_nan=piece.kind == "jsonl")
+
+
+def stage_frame(piece: InputSlice, frame: Any, run_dir: str, n_buckets: int) -> StageSummary:
+    """Stage one partition of a Dask DataFrame (a pandas DataFrame here), as a local run reads a DataFrame."""
+    from nbeval.data.tabular import dataframe_records
+
+    return _stage(piece, [dataframe_records(frame, source=piece.path)], run_dir, n_buckets, count_nan=False)
+
+
+def _stage(piece: InputSlice, chunks: Any, run_dir: str, n_buckets: int, *, count_nan: bool) -> StageSummary:
+    """Check and convert the records of one slice as a local read does, and stage them by bucket."""
     folder = Path(run_dir)
     name = piece.path
     buckets: list[list[tuple[int, Row]]] = [[] for _ in range(n_buckets)]
@@ -134,13 +152,8 @@ def stage_slice(piece: InputSlice, run_dir: str, n_buckets: int) -> StageSummary
     pos = piece.first_row
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        chunks = (
-            parquet_slice_records(name, list(piece.row_groups), piece.first_row)
-            if piece.kind == "parquet"
-            else jsonl_slice_records(name, piece.byte_range, piece.first_line)
-        )
         for records in chunks:
-            if piece.kind == "jsonl":
+            if count_nan:
                 nan += count_nan_expected(records)
             for raw in records:
                 if not isinstance(raw, dict):

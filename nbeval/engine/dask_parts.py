@@ -2,7 +2,8 @@
 
 When the data is a Parquet or JSON-lines file that every worker can read, the client reads only
 the file's layout (Parquet row groups; for JSONL, one pass over its bytes to cut it at line ends)
-and hands the rest to the workers (:mod:`nbeval.engine.dask_part_tasks`), in a run folder
+and hands the rest to the workers; a Dask DataFrame is read the same way, a partition per slice
+(computed on the workers) (:mod:`nbeval.engine.dask_part_tasks`), in a run folder
 (``run_dir=``, by default a new temporary folder) every worker can read and write:
 
 1. **Stage.** Each slice of the file is read, checked and converted by a worker exactly as a local
@@ -33,7 +34,7 @@ Judge calls work as in :mod:`nbeval.engine.dask_run`: one limit per judge model 
 workers read the reply cache and the client stores the replies they fetched.
 
 The client-side path of :mod:`nbeval.engine.dask_run` stays for everything else: data in memory
-(records, a DataFrame, a dataset), other files, an evaluator with ``max_rows`` (a model's first
+(records, a pandas DataFrame, a dataset), other files, an evaluator with ``max_rows`` (a model's first
 rows are a whole-file order), and a cluster whose workers cannot see the file or the run folder.
 """
 
@@ -64,6 +65,7 @@ from nbeval.engine.dask_part_tasks import (
     check_bucket,
     fingerprint_stage,
     score_bucket,
+    stage_frame,
     stage_slice,
 )
 from nbeval.engine.dask_run import (
@@ -132,22 +134,29 @@ PLAN_VERSION = 1
 
 @dataclass(frozen=True)
 class PartitionedInput:
-    """A file a partitioned run reads on the workers."""
+    """What a partitioned run reads on the workers: a file, or a Dask DataFrame."""
 
     path: str
+    """The file; for a Dask DataFrame, the name its rows' errors give (``"DataFrame"``)."""
     kind: str
-    """``"parquet"`` or ``"jsonl"``."""
+    """``"parquet"``, ``"jsonl"`` or ``"frame"``."""
+    frame: Any = field(default=None, compare=False, repr=False)
+    """The Dask DataFrame."""
 
 
 def partitioned_input(data: Any, evaluators: Sequence[Evaluator]) -> PartitionedInput | None:
     """The file ``data`` names when a run with a scheduler can read it on the workers; ``None`` otherwise.
 
-    A Parquet file, or a JSON-lines file of rows (not traces); not when an evaluator has
-    ``max_rows`` (which rows come first for a model is a whole-file order).
+    A Parquet file, a JSON-lines file of rows (not traces), or a Dask DataFrame; not when an
+    evaluator has ``max_rows`` (which rows come first for a model is a whole-file order).
     """
     from nbeval.data.traces import is_trace_file
 
-    if not isinstance(data, (str, os.PathLike)) or any(ev.settings.max_rows is not None for ev in evaluators):
+    if any(ev.settings.max_rows is not None for ev in evaluators):
+        return None
+    if _is_dask_frame(data):
+        return PartitionedInput("DataFrame", "frame", data)
+    if not isinstance(data, (str, os.PathLike)):
         return None
     path = os.path.abspath(os.fspath(data))
     suffix = path.lower().rsplit(".", 1)[-1]
@@ -165,7 +174,16 @@ def _slices(source: PartitionedInput) -> list[InputSlice]:
     return _fewer_slices(_cut(source), MAX_SLICES)
 
 
+def _is_dask_frame(data: Any) -> bool:
+    from_dask = type(data).__module__.split(".", 1)[0] == "dask"
+    return from_dask and hasattr(data, "to_delayed") and hasattr(data, "npartitions")
+
+
 def _cut(source: PartitionedInput) -> list[InputSlice]:
+    if source.kind == "frame":  # one slice per partition: their lengths are one pass over it, on the cluster
+        lengths = [int(n) for n in source.frame.map_partitions(len).compute()]
+        starts = [sum(lengths[:i]) for i in range(len(lengths))]
+        return [InputSlice(i, source.path, "frame", starts[i], n) for i, n in enumerate(lengths)]
     if source.kind == "parquet":
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -224,6 +242,8 @@ def _fewer_slices(slices: list[InputSlice], most: int) -> list[InputSlice]:
 
 
 def _input_identity(source: PartitionedInput) -> dict[str, Any]:
+    if source.kind == "frame":  # dask names a collection by a hash of its graph
+        return {"kind": "frame", "name": str(source.frame._name), "npartitions": int(source.frame.npartitions)}
     st = os.stat(source.path)
     return {"path": source.path, "kind": source.kind, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
 
@@ -441,7 +461,7 @@ def run_partitioned(
     client, owned = connect(options.scheduler)
     try:
         n_workers = _wait_for_workers(client)
-        if not _workers_see(client, source.path, run_dir):
+        if not _workers_see(client, source.path if source.kind != "frame" else None, run_dir):
             return None
         evs = seat_jury(evs, resources)
         _payload(evs, shipped_options(options))  # what cannot travel fails now, before the file is read
@@ -453,8 +473,8 @@ def run_partitioned(
             client.close()
 
 
-def _workers_see(client: Any, path: str, run_dir: Path) -> bool:
-    """Whether every worker can read ``path`` and write in ``run_dir``."""
+def _workers_see(client: Any, path: str | None, run_dir: Path) -> bool:
+    """Whether every worker can read ``path`` (a file; ``None``: none to read) and write in ``run_dir``."""
     probe = run_dir / f".probe-{uuid.uuid4().hex}"
     probe.write_text("", encoding="utf-8")
     try:
@@ -464,8 +484,9 @@ def _workers_see(client: Any, path: str, run_dir: Path) -> bool:
     return bool(seen) and all(v is True for v in seen.values())
 
 
-def _can_see(path: str, probe: str) -> bool:
-    return os.path.isfile(path) and os.access(os.path.dirname(probe), os.W_OK) and os.path.exists(probe)
+def _can_see(path: str | None, probe: str) -> bool:
+    readable = path is None or os.path.isfile(path)
+    return readable and os.access(os.path.dirname(probe), os.W_OK) and os.path.exists(probe)
 
 
 def _prepare(
@@ -507,7 +528,7 @@ def _prepare(
         n_buckets = _bucket_count(rows, n_workers)
         (run_dir / STAGE_FOLDER).mkdir(exist_ok=True)
         (run_dir / PARTS_FOLDER).mkdir(exist_ok=True)
-        stages = _gather(client, [client.submit(stage_slice, s, str(run_dir), n_buckets, pure=False) for s in slices])
+        stages = _stage(client, source, slices, run_dir, n_buckets)
         checks = _gather(
             client,
             [
@@ -541,6 +562,21 @@ def _prepare(
         rows=sum(st.rows for st in stages),
         model_order=model_order,
     )
+
+
+def _stage(
+    client: Any, source: PartitionedInput, slices: list[InputSlice], run_dir: Path, n_buckets: int
+) -> list[StageSummary]:
+    """Stage every slice on the workers (a Dask DataFrame's partitions are computed there, one per task)."""
+    if source.kind != "frame":
+        return _gather(client, [client.submit(stage_slice, s, str(run_dir), n_buckets, pure=False) for s in slices])
+    from dask.delayed import delayed
+
+    tasks = [
+        delayed(stage_frame, pure=False)(piece, part, str(run_dir), n_buckets)
+        for piece, part in zip(slices, source.frame.to_delayed(), strict=True)
+    ]
+    return _gather(client, client.compute(tasks))
 
 
 def _gather(client: Any, futures: list[Any]) -> list[Any]:

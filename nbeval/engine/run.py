@@ -135,7 +135,12 @@ def evaluate(
     partitions the rows across the cluster's workers (``pip install 'nbeval[dask]'``); the result
     equals a local run's, row for row. Each worker loads heavy models once; judge calls share one
     ``concurrency`` limit across the cluster; workers only read the reply cache and the client
-    stores the replies they fetched. See :mod:`nbeval.engine.dask_run`.
+    stores the replies they fetched. See :mod:`nbeval.engine.dask_run`. Given the *path* of a
+    Parquet or JSONL file, or a Dask DataFrame, the workers read the rows themselves and write the
+    result's parts in ``run_dir`` (a folder every worker can read and write; a new temporary one by
+    default): the client holds no rows, the result's long table is read from the parts when first
+    asked for, and a run stopped midway resumes from the parts written when run again with the same
+    ``run_dir`` (see :mod:`nbeval.engine.dask_parts`).
 
     ``batch=True``: the judge calls go through the endpoints' OpenAI-compatible Batch APIs (about
     half the price; answers within hours): one batch per judge model and round, the rows all in one

@@ -49,6 +49,11 @@ __all__ = [
 ]
 
 
+#: Scores of a result read lazily (a partitioned run's) above which showing it in a notebook does
+#: not read them: the display is the leaderboards, from the aggregates.
+LAZY_DISPLAY_SCORES = 1_000_000
+
+
 class EvaluationResult:
     """The outcome of one run, as a long table of scores and the tables derived from it.
 
@@ -563,6 +568,12 @@ class EvaluationResult:
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         from nbeval.results.renderers import get_renderer
 
+        if self._scores is None and self.n_scores > LAZY_DISPLAY_SCORES:
+            # shown, a partitioned run's millions of scores would be read into this process: its
+            # leaderboards come from the aggregates, and the long table waits until it is asked for
+            from nbeval.results.reporting.report import unread_summary_html
+
+            return {"text/plain": repr(self), "text/html": unread_summary_html(self)}
         render = get_renderer("mimebundle")
         if render is None:  # the notebook kit is not installed: text and HTML only
             from nbeval.results.reporting.report import summary_html

@@ -261,3 +261,52 @@ def test_what_the_workers_cannot_read_themselves_runs_the_client_side_way(client
         res = nbeval.evaluate(data, [("rouge", {"max_rows": 10})], progress=False, scheduler=client)
         assert "run_dir" not in res.meta
         pd.testing.assert_frame_equal(res.scores, local.scores)
+
+
+def test_a_large_unread_result_shows_its_leaderboards_without_reading_its_scores(
+    client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nbeval.results import result as result_module
+
+    recs = _records(30)
+    for r in recs:
+        r["model_key"] = r["model_key"].replace("m3", "<b>m3</b>")  # model text is escaped
+    path = _write(recs, tmp_path / "answers.parquet")
+    res = nbeval.evaluate(path, ["exact_match", "rouge"], progress=False, scheduler=client)
+    monkeypatch.setattr(result_module, "LAZY_DISPLAY_SCORES", 100)  # this result's 450 scores count as many
+    bundle = res._repr_mimebundle_()
+    html = bundle["text/html"]
+    assert res._scores is None  # shown, and still not read
+    assert "450 scores in" in html and html.count("<table") == 2  # 90 rows x (1 + 4 metrics)
+    assert "&lt;b&gt;m3&lt;/b&gt;" in html and "<b>m3</b>" not in html
+    local = nbeval.evaluate(path, ["exact_match", "rouge"], progress=False)
+    assert f"{local.leaderboard('rouge').iloc[0, 0]:.4g}" in html  # the leaderboard's best value
+    monkeypatch.setattr(result_module, "LAZY_DISPLAY_SCORES", 10_000)
+    res._repr_mimebundle_()  # small: shown as any result, which reads the scores
+    assert res._scores is not None
+
+
+def test_a_dask_dataframe_is_read_by_the_workers_partition_by_partition(client: Any, tmp_path: Path) -> None:
+    dd = pytest.importorskip("dask.dataframe")
+    frame = pd.DataFrame(_records(100))
+    local = nbeval.evaluate(frame, EVALUATORS, progress=False, chunk_rows=16)
+    ddf = dd.from_pandas(frame, npartitions=5)
+    parted = nbeval.evaluate(
+        ddf, EVALUATORS, progress=False, chunk_rows=16, scheduler=client, run_dir=str(tmp_path / "run")
+    )
+    assert parted.n_scores == len(local.scores) and "scores in" in repr(parted)  # nothing per row on the client
+    assert len(list((tmp_path / "run" / "stage").glob("s-*.arrow"))) == 5  # one staged slice per partition
+    pd.testing.assert_frame_equal(parted.scores, local.scores)
+    pd.testing.assert_frame_equal(parted.aggregates, local.aggregates, check_exact=False, rtol=1e-12)
+    assert parted.meta["run"]["dataset_fingerprint"] == local.meta["run"]["dataset_fingerprint"]
+    # the same frame again resumes from the folder; another frame is refused
+    again = nbeval.evaluate(ddf, EVALUATORS, progress=False, scheduler=client, run_dir=str(tmp_path / "run"))
+    pd.testing.assert_frame_equal(again.scores, local.scores)
+    with pytest.raises(BadParameter, match="the input"):
+        nbeval.evaluate(
+            dd.from_pandas(frame.head(30), npartitions=2),
+            ["exact_match"],
+            progress=False,
+            scheduler=client,
+            run_dir=str(tmp_path / "run"),
+        )

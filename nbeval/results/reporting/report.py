@@ -48,7 +48,7 @@ from nbeval.results.reporting.report_sections import (
 if TYPE_CHECKING:
     from nbeval.results import EvaluationResult
 
-__all__ = ["MAX_DETAIL_ROWS", "MAX_TABLE_BYTES", "TOC_CASES", "report_html", "summary_html"]
+__all__ = ["MAX_DETAIL_ROWS", "MAX_TABLE_BYTES", "TOC_CASES", "report_html", "summary_html", "unread_summary_html"]
 
 #: How many test cases the table of contents links to by name.
 TOC_CASES = 40
@@ -155,6 +155,22 @@ def summary_html(result: EvaluationResult) -> str:
         f"<div><b>nbeval result</b>: {len(result.model_keys)} models ({models}); "
         f"evaluators: {escape(', '.join(result.evaluators))}; {len(probs)} problems"
         f"<ul>{items}{more}</ul></div>"
+    )
+
+
+def unread_summary_html(result: EvaluationResult) -> str:
+    """The notebook display of a result whose long table is not read: its leaderboards, from the aggregates."""
+    models = ", ".join(cell(result.label(m)) for m in result.model_keys)
+    boards = "".join(
+        f"<h4>{escape(ev)}</h4>{result.leaderboard(ev).to_html(float_format=lambda v: f'{v:.4g}')}"
+        for ev in result.evaluators
+    )
+    where = escape(str(result.meta.get("run_dir", "its run folder")))
+    return (
+        f"<div><b>nbeval result</b>: {len(result.model_keys)} models ({models}); "
+        f"evaluators: {escape(', '.join(result.evaluators))}; {result.n_scores:,} scores in {where}, "
+        "not read (<code>result.scores</code> reads them; <code>result.problems</code>, "
+        f"<code>summary()</code> and the widgets need them){boards}</div>"
     )
 
 
