@@ -45,6 +45,7 @@ import hashlib
 import json
 import os
 import pickle
+import shutil
 import tempfile
 import time
 import uuid
@@ -513,12 +514,16 @@ def _prepare(
             )
             if not same
         ]
-        if differs:
+        if differs and any((run_dir / PARTS_FOLDER).glob("p-*")):
             msg = (
                 f"the run folder {run_dir} holds a run of another input or other evaluators ({' and '.join(differs)} "
                 "changed since): give another run_dir, or remove that one to start again"
             )
             raise BadParameter(msg)
+        if differs:  # nothing was scored (the input was refused, say): start again
+            shutil.rmtree(run_dir / STAGE_FOLDER, ignore_errors=True)
+            plan_path.unlink()
+            plan = None
     if plan is not None and done_path.is_file():
         with open(done_path, "rb") as fh:
             slices, n_buckets, stages, checks = pickle.load(fh)
@@ -713,8 +718,6 @@ def _committed(run_dir: Path, bucket: int) -> dict[str, Any] | None:
     if summary.get("cancelled"):
         aside = folder.with_name(f".{folder.name}.cancelled-{uuid.uuid4().hex}")
         os.rename(folder, aside)
-        import shutil
-
         shutil.rmtree(aside, ignore_errors=True)
         return None
     return summary

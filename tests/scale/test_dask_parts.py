@@ -166,6 +166,11 @@ def test_a_key_given_twice_is_the_local_error_naming_the_same_rows(client: Any, 
     assert str(parted.value) == str(local.value)
     assert "row 151" in str(parted.value) and "also row 21" in str(parted.value)
     assert not list((tmp_path / "run" / "parts").glob("p-*"))  # nothing was scored
+    # the file put right, the same folder takes it: nothing scored was there to keep
+    del recs[150]
+    _write(recs, path)
+    fixed = nbeval.evaluate(path, ["exact_match"], progress=False, scheduler=client, run_dir=str(tmp_path / "run"))
+    assert fixed.n_scores == 180
 
 
 def test_the_warnings_of_a_local_read_are_given(client: Any, tmp_path: Path) -> None:
