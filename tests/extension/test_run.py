@@ -91,6 +91,7 @@ SAMPLE_VALUES = {
     "--out": "out-folder",
     "--judge": "some-model",
     "--scheduler": "tcp://127.0.0.1:9",
+    "--run-dir": "run-folder",
     "--judge-base-url": "http://127.0.0.1:9/v1",
     "--embedder": "all-MiniLM-L6-v2",
     "--device": "cpu",
