@@ -28,6 +28,7 @@ from nbeval.data.fields import DataWarning
 from nbeval.engine import dask_parts
 from nbeval.errors import BadParameter, DataError
 from nbeval.results.storage.partitions import PartDataset
+from tests.scale.test_dask_runs import _records  # the same answers as the client-side Dask tests
 
 distributed = pytest.importorskip("distributed")
 cloudpickle = pytest.importorskip("cloudpickle")
@@ -35,7 +36,6 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers need 
 
 pytestmark = pytest.mark.slow
 
-CITIES = ("Paris", "Lyon", "Rome", "Oslo")
 # The workers import this module again: they take the test process's id from the environment
 # they inherit, so that the paths below are the same there.
 _OWNER = os.environ.setdefault("NBEVAL_TEST_PARTS_OWNER", str(os.getpid()))
@@ -60,26 +60,6 @@ def dies_once(key: str, actual_output: str) -> float:
         os.remove(DIE_MARKER)
         os._exit(1)
     return float(len(actual_output))
-
-
-def _records(cases: int) -> list[dict[str, Any]]:
-    out = []
-    for m, model in enumerate(("m1", "m2", "m3")):
-        for i in range(cases):
-            city = CITIES[i % 4]
-            expected = f"The city in case {i} is {city}."
-            answer = expected if (i + m) % 3 else f"Maybe {CITIES[(i + 1) % 4]}, I think."
-            out.append(
-                {
-                    "key": f"k{i}",
-                    "model_key": model,
-                    "input": f"Which city in case {i}?",
-                    "expected_output": None if i == 7 else expected,
-                    "actual_output": answer,
-                    "output_condition": f'"{city}" AND NOT "Maybe"',
-                }
-            )
-    return out
 
 
 def _write(recs: list[dict[str, Any]], path: Path) -> Path:
