@@ -154,6 +154,7 @@ def leaderboard_chart(
 _METHOD_NAMES = {
     "wilson": "Wilson score (a share of 0/1 rows)",
     "bootstrap": "bootstrap over test cases (seed 0, 2,000 resamples)",
+    "normal": "normal, from the exact mean and variance of every row",
     "none": "none (this aggregate is not a mean of row values)",
 }
 

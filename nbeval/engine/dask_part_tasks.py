@@ -43,7 +43,6 @@ from nbeval.results.storage.partitions import (
     PARTS_FOLDER,
     ROW_COLUMN,
     bucket_of,
-    exact_partials,
     link_file,
     part_folder,
     read_bucket_rows,
@@ -108,6 +107,8 @@ class StageSummary:
     """The data warnings reading the rows gave, as text (at most :data:`MAX_WARNINGS`)."""
     more_warnings: int = 0
     links: bool = False
+    perturbed: int = 0
+    """Rows perturbed from another test case (with a ``perturbation_source``)."""
 
 
 @dataclass
@@ -122,6 +123,8 @@ class BucketCheck:
     """(row, text) of the data warnings, in row order (at most :data:`MAX_WARNINGS`)."""
     models: dict[str, int]
     """Each model's first row (0-based position) in the bucket."""
+    keys: int = 0
+    """Test cases (distinct keys) in the bucket."""
 
 
 def stage_slice(piece: InputSlice, run_dir: str, n_buckets: int) -> StageSummary:
@@ -148,7 +151,7 @@ def _stage(piece: InputSlice, chunks: Any, run_dir: str, n_buckets: int, *, coun
     buckets: list[list[tuple[int, Row]]] = [[] for _ in range(n_buckets)]
     links: list[list[tuple[str, int, int, str]]] = [[] for _ in range(n_buckets)]
     witnesses: dict[str, tuple[int, Row]] = {}
-    nan = 0
+    nan = perturbed = 0
     pos = piece.first_row
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -160,6 +163,7 @@ def _stage(piece: InputSlice, chunks: Any, run_dir: str, n_buckets: int, *, coun
                     raise DataError(f"a row must be an object, got {type(raw).__name__}", source=name, row=pos + 1)
                 row = Row.from_record(raw, source=name, row=pos + 1)
                 buckets[bucket_of(row.key, n_buckets)].append((pos, row))
+                perturbed += bool(row.perturbation_source)
                 for j, rel in enumerate(row.relationships):
                     if rel.target_type == "test_case":
                         links[bucket_of(rel.target, n_buckets)].append((rel.target, pos, j, rel.type))
@@ -182,6 +186,7 @@ def _stage(piece: InputSlice, chunks: Any, run_dir: str, n_buckets: int, *, coun
         warnings=texts[:MAX_WARNINGS],
         more_warnings=max(0, len(texts) - MAX_WARNINGS),
         links=has_links,
+        perturbed=perturbed,
     )
 
 
@@ -231,17 +236,19 @@ def check_bucket(run_dir: str, n_slices: int, bucket: int, source: str) -> Bucke
             if target not in prompts and len(notes) < MAX_WARNINGS:
                 msg = f"the relationship '{kind}' points at the key '{target}', which no row has"
                 notes.append((pos, str(DataError(msg, source=source, row=pos + 1, field=f"relationships[{j}]"))))
-    return BucketCheck(bucket, len(found), duplicate, sorted(notes), models)
+    return BucketCheck(bucket, len(found), duplicate, sorted(notes), models, len(prompts))
 
 
 def score_bucket(
-    payload: bytes, run_id: str, run_dir: str, n_slices: int, bucket: int, source: str
+    payload: bytes, run_id: str, run_dir: str, n_slices: int, bucket: int, source: str, bar: int
 ) -> tuple[int, dict[str, Any], list[tuple[str, str, ChatReply]]]:
     """Score one bucket as a local run scores its rows, write its part and commit it.
 
-    Returns the bucket, the part's summary (what ``summary.json`` holds) and the judge replies
-    fetched for it (for the client's cache). A part committed already (a duplicate attempt) is
-    not written twice: its summary is read back.
+    ``bar`` chooses the test cases of the run's sample
+    (:func:`~nbeval.results.statistics.part_summaries.sample_bar`). Returns the bucket, the
+    part's summary (what ``summary.json`` holds) and the judge replies fetched for it (for the
+    client's cache). A part committed already (a duplicate attempt) is not written twice: its
+    summary is read back.
     """
     folder = Path(run_dir)
     final = part_folder(folder, bucket)
@@ -279,7 +286,8 @@ def score_bucket(
     tmp = folder / PARTS_FOLDER / f".p-{bucket:05d}.{uuid.uuid4().hex}"
     tmp.mkdir(parents=True)
     table, groups = live.write_part(tmp / "scores.parquet")
-    summary = _summary(bucket, len(rows), table, groups, cancelled=state.cancelled_count > 0)
+    primary = {k: ev.spec.primary.name for k, ev in enumerate(evs)}
+    summary = _summary(bucket, len(rows), table, groups, primary, bar, cancelled=state.cancelled_count > 0)
     for k in sorted({k for (k, _), (_, own_rows, _) in groups.items() if own_rows}):
         own = {mk: (r, s) for (kk, mk), (_, r, s) in groups.items() if kk == k}
         with open(tmp / f"own-{k}.pkl", "wb") as fh:
@@ -320,24 +328,22 @@ def _summary(
     rows: int,
     table: Any,
     groups: dict[tuple[int, str], tuple[int, list[Any], list[Any]]],
+    primary: dict[int, str],
+    bar: int,
     *,
     cancelled: bool,
 ) -> dict[str, Any]:
-    """A part's summary: per (evaluator, model) its outcome count and per metric the count and exact partial sums."""
-    import pyarrow.compute as pc
+    """A part's summary: per (evaluator, model) its outcome count, then what the statistics add up.
 
+    Per metric the measured rows and exact partial sums (the aggregates), the tallies of the
+    problems and the sampled rows (:func:`~nbeval.results.statistics.part_summaries.part_statistics`).
+    """
+    from nbeval.results.statistics.part_summaries import part_statistics
+
+    stats = part_statistics(table, primary, bar)
     sums: dict[tuple[int, str], dict[str, list[Any]]] = {}
-    if table.num_rows:
-        kept = table.filter(pc.invert(pc.is_nan(pc.fill_null(table.column("value"), float("nan")))))
-        ev_pos = kept.column("_evaluator_pos").to_pylist()
-        models = kept.column("model_key").to_pylist()
-        metrics = kept.column("metric").to_pylist()
-        values = kept.column("value").to_pylist()
-        grouped: dict[tuple[int, str, str], list[float]] = {}
-        for k, mk, m, v in zip(ev_pos, models, metrics, values, strict=True):
-            grouped.setdefault((k, mk, m), []).append(v)
-        for (k, mk, m), vals in grouped.items():
-            sums.setdefault((k, mk), {})[m] = [len(vals), exact_partials(vals)]
+    for (k, mk, m), got in stats["sums"].items():
+        sums.setdefault((k, mk), {})[m] = got
     return {
         "bucket": bucket,
         "rows": rows,
@@ -345,6 +351,9 @@ def _summary(
         "outcomes": sum(n for n, _, _ in groups.values()),
         "cancelled": cancelled,
         "groups": [[k, mk, n, sums.get((k, mk), {})] for (k, mk), (n, _, _) in sorted(groups.items())],
+        "tallies": stats["tallies"],
+        "sample": stats["sample"],
+        "hardest": stats["hardest"],
     }
 
 

@@ -88,6 +88,7 @@ from nbeval.evaluators.registry import resolve_evaluators
 from nbeval.progress import progress_bar
 from nbeval.results.aggregates import add_aggregate_rows, aggregates_table, metrics_table, model_labels, run_meta
 from nbeval.results.run_facts import run_facts, run_start
+from nbeval.results.statistics.part_summaries import PartSummaries, sample_bar
 from nbeval.results.storage.partitions import (
     PARTS_FOLDER,
     STAGE_FOLDER,
@@ -130,7 +131,7 @@ MAX_SLICES = 1_000
 #: Buckets at most: past it, buckets grow beyond :data:`MAX_PARTITION_ROWS` rows.
 MAX_BUCKETS = 5_000
 #: What ``plan.json`` is written as.
-PLAN_VERSION = 1
+PLAN_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -267,6 +268,8 @@ class _Folded:
     """Per (evaluator position, model): [N, {metric: [count, partials]}]."""
     own: dict[tuple[int, str], tuple[list[Any], list[Any]]] = field(default_factory=dict)
     """Per (evaluator position, model) of an evaluator with its own aggregate: its rows and scores."""
+    stats: PartSummaries = field(default_factory=lambda: PartSummaries([]))
+    """What the statistics (intervals, comparisons, problems) read."""
 
     def add(self, summary: dict[str, Any], folder: Path) -> None:
         self.buckets.append(int(summary["bucket"]))
@@ -276,10 +279,11 @@ class _Folded:
         for k, mk, n, sums in summary["groups"]:
             g = self.groups.setdefault((k, mk), [0, {}])
             g[0] += n
-            for metric, (count, partials) in sums.items():
+            for metric, (count, partials, *_) in sums.items():
                 got = g[1].setdefault(metric, [0, []])
                 got[0] += count
                 got[1].extend(partials)
+        self.stats.add(summary)
         for path in sorted(folder.glob("own-*.pkl")):
             k = int(path.stem.split("-", 1)[1])
             with open(path, "rb") as fh:
@@ -427,7 +431,7 @@ class _Run:
             run=facts,
         )
         meta["run_dir"] = str(self.run_dir)
-        return EvaluationResult(
+        result = EvaluationResult(
             PartScores(self.run_dir, sorted(self.folded.buckets), self.folded.scores),
             table,
             metrics_table(self.evs),
@@ -436,6 +440,8 @@ class _Run:
             explanations=explanations,
             model_labels=model_labels(None),
         )
+        result.part_summaries = self.folded.stats
+        return result
 
 
 def run_partitioned(
@@ -509,6 +515,7 @@ def _prepare(
         differs = [
             what
             for what, same in (
+                ("the run folder's format", plan.get("version") == PLAN_VERSION),
                 ("the input file", plan.get("input") == identity),
                 ("the evaluators", plan.get("evaluators") == digest),
             )
@@ -556,6 +563,14 @@ def _prepare(
             order[mk] = min(pos, order.get(mk, pos))
     model_order = {mk: i for i, mk in enumerate(sorted(order, key=order.__getitem__))}
     (run_dir / PARTS_FOLDER).mkdir(exist_ok=True)
+    keys = sum(c.keys for c in checks)
+    stats = PartSummaries(
+        [ev.name for ev in evs],
+        bar=sample_bar(keys),
+        keys=keys,
+        model_order=model_order,
+        perturbed=sum(st.perturbed for st in stages),
+    )
     return _Run(
         evs=evs,
         options=options,
@@ -566,6 +581,7 @@ def _prepare(
         n_buckets=n_buckets,
         rows=sum(st.rows for st in stages),
         model_order=model_order,
+        folded=_Folded(stats=stats),
     )
 
 
@@ -651,7 +667,15 @@ def _score(
         def send_next() -> None:
             b = todo.popleft()
             fut = client.submit(
-                score_bucket, payload_f, run_id, str(run.run_dir), len(run.slices), b, run.source.path, pure=False
+                score_bucket,
+                payload_f,
+                run_id,
+                str(run.run_dir),
+                len(run.slices),
+                b,
+                run.source.path,
+                run.folded.stats.bar,
+                pure=False,
             )
             futures[fut] = b
             seq.add(fut)

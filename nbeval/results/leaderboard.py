@@ -30,7 +30,7 @@ def leaderboard(
 
     With ``ci`` (a level such as 0.95) each metric column is followed by ``<metric>_lo`` and
     ``<metric>_hi`` (see :func:`~nbeval.results.statistics.intervals.metric_intervals` for the methods) and
-    ``table.attrs["ci"]`` is ``{"level": ci, "method": {column: "wilson" | "bootstrap" | "none"}}``.
+    ``table.attrs["ci"]`` is ``{"level": ci, "method": {column: "wilson" | "bootstrap" | "normal" | "none"}}``.
     """
     import pandas as pd
 

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
     from nbeval.evaluators.base import Evaluator
     from nbeval.results.outcome import RowOutcome
+    from nbeval.results.statistics.part_summaries import PartSummaries
 
 __all__ = [
     "AGGREGATE_COLUMNS",
@@ -106,6 +107,10 @@ class EvaluationResult:
         """Per evaluator and model: structured explanations (e.g. a confusion matrix)."""
         self.model_labels = model_labels or {}
         """Model key to a readable name (from a lab's models), where known."""
+        self.part_summaries: PartSummaries | None = None
+        """A partitioned run's parts' summaries, added up: its intervals, comparisons and problems
+        come from them, not from the long table (see
+        :mod:`~nbeval.results.statistics.part_summaries`); ``None`` for any other result."""
 
     @property
     def scores(self) -> pd.DataFrame:
@@ -562,8 +567,10 @@ class EvaluationResult:
         head = (
             f"EvaluationResult({len(self.model_keys)} models, {len(self.evaluators)} evaluators, {self.n_scores} scores"
         )
-        if self._scores is None:  # not read yet: counting the problems would read every score
-            return f"{head} in {self.meta.get('run_dir', 'its run folder')})"
+        if self._scores is None:
+            head = f"{head} in {self.meta.get('run_dir', 'its run folder')}"
+            if self.part_summaries is None or self.part_summaries.perturbed:
+                return f"{head})"  # counting the problems would read every score
         return f"{head}, {len(self.problems)} problems)"
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:

@@ -262,10 +262,15 @@ def test_a_large_unread_result_shows_its_leaderboards_without_reading_its_scores
     bundle = res._repr_mimebundle_()
     html = bundle["text/html"]
     assert res._scores is None  # shown, and still not read
-    assert "450 scores in" in html and html.count("<table") == 2  # 90 rows x (1 + 4 metrics)
+    # 90 rows x (1 + 4 metrics); two leaderboards and the problems, from the parts' summaries
+    assert "450 scores in" in html and html.count("<table") == 3
     assert "&lt;b&gt;m3&lt;/b&gt;" in html and "<b>m3</b>" not in html
     local = nbeval.evaluate(path, ["exact_match", "rouge"], progress=False)
-    assert f"{local.leaderboard('rouge').iloc[0, 0]:.4g}" in html  # the leaderboard's best value
+    board = local.leaderboard("rouge", ci=0.95)
+    assert (
+        f"{board.iloc[0, 0]:.4g}" in html and f"{board['rouge_l_lo'].iloc[0]:.4g}" in html
+    )  # the best and its interval
+    assert f"problems ({len(local.problems)})" in html and local.problems["message"].iloc[0].split(":")[-1] in html
     monkeypatch.setattr(result_module, "LAZY_DISPLAY_SCORES", 10_000)
     res._repr_mimebundle_()  # small: shown as any result, which reads the scores
     assert res._scores is not None
@@ -295,3 +300,93 @@ def test_a_dask_dataframe_is_read_by_the_workers_partition_by_partition(client: 
             scheduler=client,
             run_dir=str(tmp_path / "run"),
         )
+
+
+@nbeval.scorer(name="t_flaky")
+def flaky(key: str, actual_output: str) -> float:
+    """The answer's length; a service that fails for keys ending in 3 and rejects those ending in 5."""
+    if key.endswith("3"):
+        raise RuntimeError("service unavailable")
+    if key.endswith("5"):
+        raise ValueError(f"answer rejected\nwhile reading {key}")
+    return float(len(actual_output))
+
+
+STATS_EVALUATORS = ["exact_match", "rouge", "classification", "t_flaky"]
+
+
+def _intervals(result: Any, evaluator: str) -> tuple[pd.DataFrame, dict[str, Any]]:
+    board = result.leaderboard(evaluator, ci=0.95)
+    return board, board.attrs["ci"]
+
+
+def test_intervals_comparisons_and_problems_come_from_the_parts_and_equal_a_local_runs(
+    client: Any, tmp_path: Path
+) -> None:
+    path = _write(_records(100), tmp_path / "answers.parquet")
+    local = nbeval.evaluate(path, STATS_EVALUATORS, progress=False)
+    parted = nbeval.evaluate(path, STATS_EVALUATORS, progress=False, scheduler=client, run_dir=str(tmp_path / "run"))
+    assert parted.part_summaries is not None and parted.part_summaries.complete
+    methods = {}
+    for ev in STATS_EVALUATORS:
+        board, ci = _intervals(parted, ev)
+        want, want_ci = _intervals(local, ev)
+        pd.testing.assert_frame_equal(board, want, check_exact=False, rtol=1e-12)
+        assert ci == want_ci
+        methods.update({(ev, m): how for m, how in ci["method"].items()})
+    # every method is met: a share, scores, and an aggregate that is no mean of rows
+    assert methods[("exact_match", "score")] == "wilson" and methods[("t_flaky", "t_flaky")] == "bootstrap"
+    assert methods[("classification", "f1")] == "none"
+    pd.testing.assert_frame_equal(parted.compare("m1", "m2"), local.compare("m1", "m2"), check_exact=False, rtol=1e-12)
+    problems = parted.problems
+    pd.testing.assert_frame_equal(problems, local.problems)
+    errored = problems[problems["kind"] == "errored"]
+    assert len(errored) == 3 and errored["value"].tolist() == [20, 20, 20]  # keys k3, k5, k13, k15, ... of each model
+    assert (
+        errored["message"].iloc[0].endswith("RuntimeError: service unavailable (10); ValueError: answer rejected (10)")
+    )
+    assert parted.summary() == local.summary() and parted.summary(brief=True) == local.summary(brief=True)
+    # none of it read a score or a row on the client
+    assert "scores in" in repr(parted) and not parted.dataset.loaded
+    assert repr(parted).endswith(f", {len(local.problems)} problems)")
+
+
+def test_past_the_sample_a_mean_has_the_normal_interval_of_every_row_and_a_comparison_says_it_is_sampled(
+    client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from statistics import NormalDist
+
+    from nbeval.results.statistics import part_summaries, stats
+
+    monkeypatch.setattr(part_summaries, "SAMPLE_KEYS", 30)  # of 100 test cases
+    path = _write(_records(100), tmp_path / "answers.parquet")
+    local = nbeval.evaluate(path, STATS_EVALUATORS, progress=False)
+    parted = nbeval.evaluate(path, STATS_EVALUATORS, progress=False, scheduler=client, run_dir=str(tmp_path / "run"))
+    assert not parted.part_summaries.complete
+    board, ci = _intervals(parted, "t_flaky")
+    assert ci["method"]["t_flaky"] == "normal"
+    z = NormalDist().inv_cdf(0.975)
+    s = local.scores
+    for model in ("m1", "m2", "m3"):
+        v = s[(s["evaluator"] == "t_flaky") & (s["model_key"] == model)]["value"].dropna().to_numpy()
+        half = z * v.std() / len(v) ** 0.5  # the plug-in standard deviation, as the bootstrap's
+        assert board.loc[model, "t_flaky_lo"] == pytest.approx(max(v.min(), v.mean() - half), rel=1e-12)
+        assert board.loc[model, "t_flaky_hi"] == pytest.approx(min(v.max(), v.mean() + half), rel=1e-12)
+    # a share's interval needs only counts: still the local one
+    board, ci = _intervals(parted, "exact_match")
+    want, _ = _intervals(local, "exact_match")
+    assert ci["method"]["score"] == "wilson"
+    pd.testing.assert_frame_equal(board, want, check_exact=False, rtol=1e-12)
+    # the comparison runs on the sampled test cases, every model's rows of each, and says so
+    table = parted.compare("m1", "m2", "t_flaky")
+    sampled = set(parted.part_summaries.values("t_flaky", "t_flaky")["key"])
+    assert table.attrs["sample"] == {"keys": parted.part_summaries.sampled_keys(), "of": 100}
+    assert 5 <= len(sampled) <= 70
+    on = s[(s["evaluator"] == "t_flaky") & s["key"].isin(sampled)].dropna(subset=["value"])
+    a = on[on["model_key"] == "m1"].set_index("key")["value"]
+    b = on[on["model_key"] == "m2"].set_index("key")["value"]
+    row = table.iloc[0]
+    assert row["n"] == len(a.index.intersection(b.index))
+    assert row["mean_a"] == pytest.approx(a.mean()) and row["mean_b"] == pytest.approx(b.mean())
+    assert row["diff_lo"] <= row["diff"] <= row["diff_hi"]
+    assert row["p_value"] == pytest.approx(stats.wilcoxon_signed_rank(a.sort_index(), b.sort_index()))

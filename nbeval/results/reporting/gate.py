@@ -156,9 +156,9 @@ def _nothing_measured(result: EvaluationResult) -> str:
 def _why(result: EvaluationResult, name: str, found: pd.DataFrame) -> str:
     """What a line adds after its count: the commonest errors, or what measured nothing."""
     if name == "errored":
-        from nbeval.results.reporting.problems import describe_errors, errored_rows
+        from nbeval.results.reporting.problems import errors_of_run
 
-        return f": {describe_errors(errored_rows(result)['error'])}"
+        return f": {errors_of_run(result)}"
     if name == "unmeasured":
         pairs = [f"{result.label(str(p.model_key))}: {p.evaluator}" for p in found.head(_NAMED).itertuples()]
         more = len(found) - _NAMED

@@ -78,6 +78,29 @@ def _primary_rows(result: EvaluationResult) -> pd.DataFrame:
     return s.merge(primary, on=["evaluator", "metric"])
 
 
+def _hardest(result: EvaluationResult) -> list[tuple[str | None, str | None, str, int, int]]:
+    """The hardest test cases: per evaluator, then overall (when failures span evaluators).
+
+    Per evaluator on its primary metric, the key failed by the most models, with how many models
+    measured it; overall, the key with the most failing (model, evaluator) pairs. Equal counts go
+    to the key that failed first in the long table's order (by evaluator, then input row), the
+    rule :meth:`~nbeval.results.statistics.part_summaries.PartSummaries.hardest` follows too.
+    """
+    rows = _primary_rows(result)
+    fails = rows[failed_mask(rows["passed"])]
+    out: list[tuple[str | None, str | None, str, int, int]] = []
+    for ev, part in fails.groupby("evaluator", sort=False, observed=True):
+        counts = part.groupby("key", observed=True, sort=False)["model_key"].nunique()
+        counts = counts.sort_values(ascending=False, kind="stable")
+        key, n = counts.index[0], int(counts.iloc[0])
+        total = rows.loc[(rows["evaluator"] == ev) & (rows["key"] == key), "model_key"].nunique()
+        out.append((str(ev), str(part["metric"].iloc[0]), str(key), n, int(total)))
+    if not fails.empty and fails["evaluator"].nunique() > 1:
+        counts = fails.groupby("key", observed=True, sort=False).size().sort_values(ascending=False, kind="stable")
+        out.append((None, None, str(counts.index[0]), int(counts.iloc[0]), 0))
+    return out
+
+
 def insights(result: EvaluationResult) -> pd.DataFrame:
     """The leader on each evaluator's primary metric and the hardest test cases (:data:`INSIGHT_COLUMNS`).
 
@@ -95,43 +118,15 @@ def insights(result: EvaluationResult) -> pd.DataFrame:
     out: list[list[Any]] = []
     out.extend(_leaders(result))
     out.extend(_ahead(result))
-    rows = _primary_rows(result)
-    fails = rows[failed_mask(rows["passed"])]
-    for ev, part in fails.groupby("evaluator", sort=False, observed=True):
-        counts = part.groupby("key", observed=True)["model_key"].nunique().sort_values(ascending=False, kind="stable")
-        key, n = counts.index[0], int(counts.iloc[0])
-        total = rows.loc[(rows["evaluator"] == ev) & (rows["key"] == key), "model_key"].nunique()
-        out.append(
-            [
-                "hardest_case",
-                ev,
-                part["metric"].iloc[0],
-                None,
-                key,
-                float(n),
-                f"hardest case for {ev}: '{key}' failed by {n} of {total} models",
-                None,
-                _NAN,
-                None,
-            ]
+    parts = result.part_summaries
+    hardest = parts.hardest() if parts is not None else _hardest(result)
+    for ev, metric, key, n, total in hardest:
+        message = (
+            f"hardest case for {ev}: '{key}' failed by {n} of {total} models"
+            if ev is not None
+            else f"hardest case overall: '{key}' with {n} failing (model, evaluator) pairs"
         )
-    if not fails.empty and fails["evaluator"].nunique() > 1:
-        counts = fails.groupby("key", observed=True).size().sort_values(ascending=False, kind="stable")
-        key, n = counts.index[0], int(counts.iloc[0])
-        out.append(
-            [
-                "hardest_case",
-                None,
-                None,
-                None,
-                key,
-                float(n),
-                f"hardest case overall: '{key}' with {n} failing (model, evaluator) pairs",
-                None,
-                _NAN,
-                None,
-            ]
-        )
+        out.append(["hardest_case", ev, metric, None, key, float(n), message, None, _NAN, None])
     return pd.DataFrame(out, columns=INSIGHT_COLUMNS)
 
 

@@ -24,6 +24,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from nbeval.results.reporting.numbers import format_value
+from nbeval.results.statistics.tallies import ERROR_CHARS, Tally, first_line, result_tallies
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -35,8 +36,10 @@ __all__ = [
     "ERROR_GROUPS",
     "PROBLEM_COLUMNS",
     "PROMPT_CHARS",
+    "describe_error_lines",
     "describe_errors",
     "errored_rows",
+    "errors_of_run",
     "failed_mask",
     "problems",
     "unmeasured_problems",
@@ -55,8 +58,8 @@ PROBLEM_COLUMNS = [
     "source_key",
     "message",
 ]
-#: How many groups of errors a message names, and how long each error may be (its first line).
-ERROR_GROUPS, ERROR_CHARS = 3, 120
+#: How many groups of errors a message names.
+ERROR_GROUPS = 3
 
 
 def failed_mask(passed: pd.Series) -> pd.Series:
@@ -96,8 +99,9 @@ def problems(result: EvaluationResult) -> pd.DataFrame:
     import pandas as pd
 
     out: list[list[Any]] = []
-    out.extend(unmeasured_problems(result))
-    out.extend(_errored(result))
+    tallies = result_tallies(result)
+    out.extend(unmeasured_problems(result, tallies))
+    out.extend(_errored(result, tallies))
     agg = result.aggregates
     for _, a in agg[agg["primary"] & failed_mask(agg["passed"])].iterrows():
         side = "below" if a["direction"] == "higher" else "above"
@@ -119,7 +123,7 @@ def problems(result: EvaluationResult) -> pd.DataFrame:
                 msg,
             ]
         )
-    out.extend(_unrated(result))
+    out.extend(_unrated(result, tallies))
     out.extend(_flips(result))
     return pd.DataFrame(out, columns=PROBLEM_COLUMNS)
 
@@ -147,27 +151,8 @@ def errored_rows(result: EvaluationResult) -> pd.DataFrame:
     return _on_primary(result, s)
 
 
-def _first_line(error: str) -> str:
-    """Shorten an error to one line.
-
-    The line is its first non-empty line, spaces collapsed, cut in the middle to at most
-    :data:`ERROR_CHARS` characters (the end of a wrapped error often says the cause).
-    """
-    line = next((ln for ln in str(error).splitlines() if ln.strip()), "")
-    line = " ".join(line.split()) or "(no message)"
-    if len(line) <= ERROR_CHARS:
-        return line
-    size = ERROR_CHARS * 11 // 20  # the head (what failed, where); the tail (a wrapped error's cause) the rest
-    head, tail = line[:size], line[-(ERROR_CHARS - size - 3) :]
-    if " " in head[-12:]:  # cut between words where a word ends near the cut
-        head = head[: head.rindex(" ")]
-    if " " in tail[:12]:
-        tail = tail[tail.index(" ") + 1 :]
-    return f"{head.rstrip()} … {tail.lstrip()}"
-
-
 def describe_errors(errors: pd.Series) -> str:
-    """Describe errors grouped by their first line, commonest first, with how many rows had each.
+    """Describe errors grouped by their first line, commonest first (ties in text order), with how many rows had each.
 
     For example ``Connection refused (30); HTTP 500 (2)``; at most :data:`ERROR_GROUPS` groups, then
     how many other rows errored.
@@ -175,9 +160,18 @@ def describe_errors(errors: pd.Series) -> str:
     counts = errors.dropna().astype(str).value_counts(sort=False)
     groups: dict[str, int] = {}
     for text, n in counts.items():  # each distinct error once, however many rows had it
-        line = _first_line(str(text))
+        line = first_line(str(text))
         groups[line] = groups.get(line, 0) + int(n)
-    ordered = sorted(groups.items(), key=lambda kv: -kv[1])
+    return describe_error_lines(groups)
+
+
+def describe_error_lines(groups: dict[str, int]) -> str:
+    """:func:`describe_errors` of errors already counted by first line (equal counts in text order).
+
+    Ties go by the text, not by which came first, so that a run's description does not depend on
+    how its rows were split (a partitioned run adds its parts' counts in any order).
+    """
+    ordered = sorted(groups.items(), key=lambda kv: (-kv[1], kv[0]))
     shown = "; ".join(f"{line} ({n})" for line, n in ordered[:ERROR_GROUPS])
     rest = sum(n for _, n in ordered[ERROR_GROUPS:])
     if rest:
@@ -185,24 +179,31 @@ def describe_errors(errors: pd.Series) -> str:
     return shown
 
 
+def errors_of_run(result: EvaluationResult) -> str:
+    """:func:`describe_errors` of every errored row of the result, whatever its model and evaluator."""
+    groups: dict[str, int] = {}
+    for t in result_tallies(result).values():
+        for line, n in t.errored.items():
+            groups[line] = groups.get(line, 0) + n
+    return describe_error_lines(groups)
+
+
 def _totals(result: EvaluationResult) -> dict[tuple[str, str], int]:
     """Rows per model and evaluator (``N`` of the primary metric's aggregate)."""
     return {(str(a.model_key), str(a.evaluator)): int(a.N) for a in result.aggregates.itertuples() if a.primary}
 
 
-def _errored(result: EvaluationResult) -> list[list[Any]]:
+def _errored(result: EvaluationResult, tallies: dict[tuple[str, str], Tally]) -> list[list[Any]]:
     """One ``errored`` problem per model and evaluator with rows whose call or scoring failed."""
-    s = errored_rows(result)
-    if s.empty:
-        return []
     totals = _totals(result)
     out = []
-    for (model, ev), part in s.groupby(["model_key", "evaluator"], sort=False, observed=True):
-        n, total = len(part), totals.get((str(model), str(ev)), len(part))
-        msg = f"{result.label(model)}: {ev}: {n} of {total} rows errored: {describe_errors(part['error'])}"
-        out.append(
-            ["errored", "high" if n >= total else "low", model, ev, part["metric"].iloc[0], n, None, None, None, msg]
-        )
+    for (model, ev), t in tallies.items():
+        n = sum(t.errored.values())
+        if not n:
+            continue
+        total = totals.get((model, ev), n)
+        msg = f"{result.label(model)}: {ev}: {n} of {total} rows errored: {describe_error_lines(t.errored)}"
+        out.append(["errored", "high" if n >= total else "low", model, ev, t.metric, n, None, None, None, msg])
     return out
 
 
@@ -228,64 +229,52 @@ def _optional_skip(reason: Any, optional: frozenset[str]) -> bool:
     return bool(names) and names <= optional and "actual_output" not in names
 
 
-def unmeasured_problems(result: EvaluationResult) -> list[list[Any]]:
+def unmeasured_problems(
+    result: EvaluationResult, tallies: dict[tuple[str, str], Tally] | None = None
+) -> list[list[Any]]:
     """Return one ``unmeasured`` problem per model and evaluator measured on none of its rows.
 
-    See :func:`problems` for the skips that are fine.
+    See :func:`problems` for the skips that are fine. ``tallies`` are the result's
+    (:func:`~nbeval.results.statistics.tallies.result_tallies`), counted here when not given.
     """
-    from nbeval.evaluators.base import UNRATED_LABELS
-
     agg = result.aggregates
     primary = agg[agg["primary"] & (agg["N"] > 0)]
     empty = primary[primary["n"] == 0]
     if empty.empty:
         return []
     whole_run = len(empty) == len(primary)  # nothing at all was measured: always a problem
-    s = result.scores
-    s = _on_primary(
-        result,
-        s[
-            s["model_key"].isin(list(empty["model_key"].unique()))
-            & s["evaluator"].isin(list(empty["evaluator"].unique()))
-        ],
-    )
-    parts = {
-        (str(m), str(e)): part for (m, e), part in s.groupby(["model_key", "evaluator"], sort=False, observed=True)
-    }
+    if tallies is None:
+        tallies = result_tallies(result)
     optional = _optional_inputs(result)
     out = []
     for a in empty.itertuples():
         model, ev, total = str(a.model_key), str(a.evaluator), int(a.N)
-        part = parts.get((model, ev))
+        t = tallies.get((model, ev))
         why: list[str] = []
-        if part is not None:
-            skipped = part[part["skipped"]]
-            reasons = skipped["skip_reason"].astype(str).value_counts()
+        if t is not None:
+            skipped = sum(t.skipped.values())
             if (
                 not whole_run
-                and len(skipped) == len(part) == total
-                and all(_optional_skip(r, optional.get(ev, frozenset())) for r in reasons.index)
+                and skipped == t.rows == total
+                and all(_optional_skip(r, optional.get(ev, frozenset())) for r in t.skipped)
             ):
                 continue  # every row lacks an optional input this evaluator needs here: it does not apply
-            scored = part[~part["skipped"]]
-            errored = scored[scored["error"].notna() & ~scored["label"].isin(list(UNRATED_LABELS))]
-            unrated = scored[scored["label"].isin(list(UNRATED_LABELS))]
-            if len(errored):
-                why.append(f"{len(errored)} errored")
-            if len(skipped):
-                top = _first_line(str(reasons.index[0]))
-                why.append(f"{len(skipped)} skipped ({top}{' and other reasons' if len(reasons) > 1 else ''})")
-            if len(unrated):
-                why.append(f"{len(unrated)} could not be rated")
-            other = len(scored) - len(errored) - len(unrated)
-            if other:
-                why.append(f"{other} gave no value")
+            errored, unrated = sum(t.errored.values()), sum(t.unrated.values())
+            if errored:
+                why.append(f"{errored} errored")
+            if skipped:
+                top = first_line(min(t.skipped.items(), key=lambda kv: (-kv[1], kv[0]))[0])
+                why.append(f"{skipped} skipped ({top}{' and other reasons' if len(t.skipped) > 1 else ''})")
+            if unrated:
+                why.append(f"{unrated} could not be rated")
+            if t.no_value:
+                why.append(f"{t.no_value} gave no value")
         msg = f"{result.label(model)}: {ev}: nothing measured (0 of {total} rows{': ' + ', '.join(why) if why else ''})"
         out.append(["unmeasured", "high", a.model_key, ev, a.metric, total, None, None, None, msg])
     return out
 
 
-def _unrated(result: EvaluationResult) -> list[list[Any]]:
+def _unrated(result: EvaluationResult, tallies: dict[tuple[str, str], Tally]) -> list[list[Any]]:
     """Return one ``unrated`` problem per model and evaluator with rows that could not be rated.
 
     Those are scored (not skipped) rows whose primary metric has no value and whose label is one of
@@ -293,25 +282,19 @@ def _unrated(result: EvaluationResult) -> list[list[Any]]:
     """
     from nbeval.evaluators.base import UNRATED_LABELS
 
-    primary = result.metrics.loc[result.metrics["primary"], ["evaluator", "metric"]]
-    s = result.scores
-    s = s[~s["skipped"] & s["value"].isna() & s["label"].isin(list(UNRATED_LABELS))]
-    s = s.merge(primary, on=["evaluator", "metric"])
-    if s.empty:
-        return []
-    totals = {(a.model_key, a.evaluator): int(a.N) for a in result.aggregates.itertuples() if a.primary}
+    totals = _totals(result)
     out = []
-    for (model, ev), part in s.groupby(["model_key", "evaluator"], sort=False, observed=True):
-        n, total = len(part), totals.get((model, ev), len(part))
-        labels = part["label"].value_counts(sort=False)
-        if len(labels) == 1:
-            why = UNRATED_LABELS[str(labels.index[0])]
+    for (model, ev), t in tallies.items():
+        n = sum(t.unrated.values())
+        if not n:
+            continue
+        total = totals.get((model, ev), n)
+        if len(t.unrated) == 1:
+            why = UNRATED_LABELS[next(iter(t.unrated))]
         else:
-            why = "; ".join(f"{count}: {UNRATED_LABELS[str(label)]}" for label, count in labels.items())
+            why = "; ".join(f"{count}: {UNRATED_LABELS[label]}" for label, count in t.unrated.items())
         msg = f"{result.label(model)}: {ev}: {n} of {total} rows could not be rated ({why})"
-        out.append(
-            ["unrated", "high" if n >= total else "low", model, ev, part["metric"].iloc[0], n, None, None, None, msg]
-        )
+        out.append(["unrated", "high" if n >= total else "low", model, ev, t.metric, n, None, None, None, msg])
     return out
 
 
@@ -343,6 +326,8 @@ def _flips(result: EvaluationResult) -> list[list[Any]]:
     """
     from nbeval.results.statistics.robustness import flipped, perturbation_pairs
 
+    if result.part_summaries is not None and not result.part_summaries.perturbed:
+        return []  # a partitioned run without perturbed rows: nothing to read for
     pairs = perturbation_pairs(result)
     if pairs.empty:
         return []

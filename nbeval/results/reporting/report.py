@@ -159,18 +159,36 @@ def summary_html(result: EvaluationResult) -> str:
 
 
 def unread_summary_html(result: EvaluationResult) -> str:
-    """The notebook display of a result whose long table is not read: its leaderboards, from the aggregates."""
+    """The notebook display of a result whose long table is not read: its leaderboards, from the aggregates.
+
+    A partitioned run's leaderboards have their 95% intervals and its problems are listed, all
+    from its parts' summaries (:mod:`~nbeval.results.statistics.part_summaries`).
+    """
+    summarised = result.part_summaries is not None and not result.part_summaries.perturbed
     models = ", ".join(cell(result.label(m)) for m in result.model_keys)
     boards = "".join(
-        f"<h4>{escape(ev)}</h4>{result.leaderboard(ev).to_html(float_format=lambda v: f'{v:.4g}')}"
+        f"<h4>{escape(ev)}</h4>"
+        + result.leaderboard(ev, ci=0.95 if summarised else None).to_html(float_format=lambda v: f"{v:.4g}")
         for ev in result.evaluators
     )
     where = escape(str(result.meta.get("run_dir", "its run folder")))
+    needs = (
+        "the widgets need them"
+        if summarised
+        else "<code>result.problems</code>, <code>summary()</code> and the widgets need them"
+    )
+    problems = ""
+    if summarised:
+        found = result.problems
+        problems = (
+            f"<h4>problems ({len(found)})</h4>" + found[["kind", "severity", "message"]].to_html(index=False)
+            if len(found)
+            else "<h4>problems</h4><p>none</p>"
+        )
     return (
         f"<div><b>nbeval result</b>: {len(result.model_keys)} models ({models}); "
         f"evaluators: {escape(', '.join(result.evaluators))}; {result.n_scores:,} scores in {where}, "
-        "not read (<code>result.scores</code> reads them; <code>result.problems</code>, "
-        f"<code>summary()</code> and the widgets need them){boards}</div>"
+        f"not read (<code>result.scores</code> reads them; {needs}){boards}{problems}</div>"
     )
 
 

@@ -44,7 +44,11 @@ __all__ = [
 ]
 
 #: How the report names each interval method.
-CI_WORDS = {"wilson": "Wilson score interval of a share", "bootstrap": "bootstrap over test cases, seeded"}
+CI_WORDS = {
+    "wilson": "Wilson score interval of a share",
+    "bootstrap": "bootstrap over test cases, seeded",
+    "normal": "normal interval of the mean, from the exact mean and variance of every row",
+}
 #: What each kind of problem is, in the order the problems come.
 PROBLEM_KINDS = {
     "unmeasured": "a model and evaluator with rows, not one of them measured",

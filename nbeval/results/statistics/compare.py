@@ -160,6 +160,9 @@ def paired_comparisons(
     table["significant"] = (table["p_holm"] < alpha).astype(bool)
     size = int((~pd.isna(p)).sum())
     table.attrs.update({"alpha": alpha, "family": family_words(size, family), "family_size": size})
+    parts = result.part_summaries
+    if parts is not None and not parts.complete:
+        table.attrs["sample"] = {"keys": parts.sampled_keys(), "of": parts.keys}
     return table
 
 
@@ -191,7 +194,16 @@ def _compare_one(result: EvaluationResult, model_a: str, model_b: str, evaluator
     common = a.index.intersection(b.index)
     x, y = a.loc[common].to_numpy(dtype=float), b.loc[common].to_numpy(dtype=float)
     n = int(common.size)
-    if not (is_mean_of_rows(agg_a, a) and is_mean_of_rows(agg_b, b)):
+    if values.attrs.get("sample"):  # a partitioned run's sample of test cases: the parts' sums tell
+        parts = result.part_summaries
+        assert parts is not None
+        means = all(
+            math.isnan(agg) or math.isclose(agg, parts.moments(evaluator, m, metric)[1], rel_tol=1e-9, abs_tol=1e-12)
+            for agg, m in ((agg_a, model_a), (agg_b, model_b))
+        )
+    else:
+        means = is_mean_of_rows(agg_a, a) and is_mean_of_rows(agg_b, b)
+    if not means:
         return [evaluator, metric, agg_a, agg_b, agg_a - agg_b, _NAN, _NAN, n, "none", _NAN]
     if n == 0:
         return [evaluator, metric, _NAN, _NAN, _NAN, _NAN, _NAN, 0, "none", _NAN]

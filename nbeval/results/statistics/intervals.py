@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from nbeval.results.statistics import stats
 
@@ -11,19 +11,24 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from nbeval.results import EvaluationResult
+    from nbeval.results.statistics.part_summaries import PartSummaries
 
 __all__ = ["CI_METHODS", "metric_intervals", "row_values"]
 
 #: How an interval was computed: see :func:`metric_intervals`.
-CI_METHODS = ("wilson", "bootstrap", "none")
+CI_METHODS = ("wilson", "bootstrap", "normal", "none")
 
 
 def row_values(result: EvaluationResult, evaluator: str, metric: str) -> pd.DataFrame:
     """Return the per-row values of one metric that were measured.
 
     Columns ``key``, ``model_key``, ``value``; skipped rows and rows without a value are left out;
-    keys and models come as plain text.
+    keys and models come as plain text. A partitioned run's are its sample's
+    (:meth:`~nbeval.results.statistics.part_summaries.PartSummaries.values`; ``attrs["sample"]``
+    says when the sample does not hold every test case).
     """
+    if result.part_summaries is not None:
+        return result.part_summaries.values(evaluator, metric)
     s = result.scores
     rows = s[(s["evaluator"] == evaluator) & (s["metric"] == metric) & ~s["skipped"].astype(bool) & s["value"].notna()]
     out = rows[["key", "model_key", "value"]].astype({"key": str, "model_key": str, "value": float})
@@ -50,7 +55,14 @@ def metric_intervals(
       the interval is NaN.
 
     A model without measured rows gets NaN whatever the method.
+
+    A partitioned run's intervals come from its parts' summaries: the same Wilson intervals, and
+    the same bootstrap when its sample holds every test case; otherwise ``"normal"``, the normal
+    interval of the mean from the exact mean and variance of every row, within the least and
+    greatest value as a bootstrap's (see :mod:`~nbeval.results.statistics.part_summaries`).
     """
+    if result.part_summaries is not None:
+        return _part_intervals(result, result.part_summaries, evaluator, metric, aggregates, level)
     values = row_values(result, evaluator, metric)
     by_model = {str(k): g["value"].to_numpy() for k, g in values.groupby("model_key", sort=False, observed=True)}
     nan = float("nan")
@@ -73,6 +85,46 @@ def metric_intervals(
         lows.append(lo)
         highs.append(hi)
     return lows, highs, method
+
+
+def _part_intervals(
+    result: EvaluationResult, parts: PartSummaries, evaluator: str, metric: str, aggregates: pd.Series, level: float
+) -> tuple[list[float], list[float], str]:
+    """:func:`metric_intervals` of a partitioned run, from its parts' summaries."""
+    nan = float("nan")
+    known = [(str(k), float(a)) for k, a in aggregates.items() if not _is_nan(a)]
+    if not known or not all(_is_mean(parts, evaluator, k, metric, a) for k, a in known):
+        return [nan] * len(aggregates), [nan] * len(aggregates), "none"
+    if _is_share(result, evaluator, metric) and parts.is_binary(evaluator, metric):
+        method = "wilson"
+    else:
+        method = "bootstrap" if parts.complete else "normal"
+    by_model: dict[str, Any] = {}
+    if method == "bootstrap":
+        values = parts.values(evaluator, metric)
+        by_model = {str(k): g["value"].to_numpy() for k, g in values.groupby("model_key", sort=False)}
+    lows, highs = [], []
+    for k in aggregates.index:
+        n, mean, variance = parts.moments(evaluator, str(k), metric)
+        if n == 0:
+            lo, hi = nan, nan
+        elif method == "wilson":
+            lo, hi = stats.wilson_interval(*parts.successes(evaluator, str(k), metric), level)
+        elif method == "bootstrap":
+            lo, hi = stats.bootstrap_mean_interval(by_model.get(str(k), []), level)
+        else:
+            half = stats.z_value(level) * math.sqrt(variance / n)
+            least, greatest = parts.span(evaluator, str(k), metric)
+            lo, hi = max(least, mean - half), min(greatest, mean + half)
+        lows.append(lo)
+        highs.append(hi)
+    return lows, highs, method
+
+
+def _is_mean(parts: PartSummaries, evaluator: str, model_key: str, metric: str, aggregate: float) -> bool:
+    """Whether a model's aggregate is the mean of its rows' values, by the parts' exact sums."""
+    n, mean, _ = parts.moments(evaluator, model_key, metric)
+    return n > 0 and math.isclose(aggregate, mean, rel_tol=1e-9, abs_tol=1e-12)
 
 
 def _is_share(result: EvaluationResult, evaluator: str, metric: str) -> bool:

@@ -43,6 +43,7 @@ __all__ = [
     "roc_curve",
     "wilcoxon_signed_rank",
     "wilson_interval",
+    "z_value",
 ]
 
 #: How many resamples every bootstrap interval draws, and the seed of its random generator.
@@ -67,6 +68,11 @@ def is_binary(values: Any) -> bool:
 def check_level(level: float) -> None:
     """Raise ValueError unless ``level`` is a confidence level strictly between 0 and 1."""
     _z(level)
+
+
+def z_value(level: float) -> float:
+    """The standard normal quantile that leaves ``(1 - level) / 2`` above it (1.96 for 0.95)."""
+    return _z(level)
 
 
 def _z(level: float) -> float:

@@ -1,0 +1,158 @@
+"""A partitioned run's statistics add up from its parts: however the rows are split, the tallies,
+sums and sample are the whole table's.
+
+The expected values are computed here from the whole table directly (pandas, numpy and
+math.fsum), never by the summaries under test; the splits are drawn by hypothesis."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from nbeval.results.statistics.part_summaries import PartSummaries, key_hash, part_statistics, sample_bar
+from nbeval.results.statistics.tallies import scores_tallies
+
+EVALUATORS = ["judge", "length"]
+PRIMARY = {0: "verdict", 1: "chars"}
+
+_value = st.one_of(
+    st.none(),
+    st.sampled_from([0.0, 1.0]),
+    st.floats(min_value=-1e6, max_value=1e6, allow_nan=False),
+    st.floats(min_value=-1e300, max_value=1e300, allow_nan=False),
+)
+_row = st.tuples(
+    st.sampled_from(["a", "b", "ключ", "k\x00", "k 1"]),
+    st.sampled_from(["m1", "m2"]),
+    st.integers(0, 1),  # evaluator position
+    st.booleans(),  # skipped
+    st.sampled_from([None, "HTTP 500\nbody", "HTTP 500\nother body", "timeout"]),
+    _value,
+    st.sampled_from([None, "pass", "parse_failure", "timed_out"]),
+    st.sampled_from([None, "missing context", "missing actual_output"]),
+)
+
+
+def _table(rows: list[tuple[Any, ...]]) -> pd.DataFrame:
+    """A long table as a part writes it, the primary metric of each evaluator only."""
+    out = []
+    for pos, (key, model, k, skipped, error, value, label, reason) in enumerate(rows):
+        out.append(
+            {
+                "key": key,
+                "model_key": model,
+                "evaluator": EVALUATORS[k],
+                "metric": PRIMARY[k],
+                "value": None if skipped else value,
+                "passed": None if skipped or value is None else value >= 0.5,
+                "label": label,
+                "error": error,
+                "skipped": skipped,
+                "skip_reason": reason if skipped else None,
+                "_evaluator_pos": k,
+                "_row_pos": pos,
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def _arrow(df: pd.DataFrame) -> pa.Table:
+    return pa.Table.from_pandas(df, preserve_index=False)
+
+
+def _summaries(df: pd.DataFrame, cuts: list[int], bar: int) -> PartSummaries:
+    """The summaries of ``df`` split at ``cuts``, added up in a shuffled order."""
+    bounds = [0, *sorted(cuts), len(df)]
+    parts = [df.iloc[lo:hi] for lo, hi in itertools.pairwise(bounds)]
+    random.Random(len(cuts)).shuffle(parts)
+    folded = PartSummaries(EVALUATORS, bar=bar, model_order={"m1": 0, "m2": 1})
+    for part in parts:
+        stats = part_statistics(_arrow(part.reset_index(drop=True)), PRIMARY, bar)
+        sums: dict[tuple[int, str], dict[str, Any]] = {}
+        for (k, mk, m), got in stats["sums"].items():
+            sums.setdefault((k, mk), {})[m] = got
+        folded.add(
+            {
+                "groups": [[k, mk, 0, s] for (k, mk), s in sums.items()],
+                "tallies": stats["tallies"],
+                "sample": stats["sample"],
+                "hardest": stats["hardest"],
+            }
+        )
+    return folded
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_row, min_size=1, max_size=60), st.lists(st.integers(0, 60), max_size=6))
+def test_tallies_moments_and_the_whole_sample_do_not_depend_on_the_split(rows: list[Any], cuts: list[int]) -> None:
+    df = _table(rows)
+    cuts = [min(c, len(df)) for c in cuts]
+    folded = _summaries(df, cuts, sample_bar(10, sample_keys=10))  # 5 keys: the sample holds them all
+    whole = scores_tallies(df.drop(columns=["_evaluator_pos", "_row_pos"]), {"judge": "verdict", "length": "chars"})
+    got = folded.tallies()
+    assert {k: v.to_json() for k, v in got.items()} == {k: v.to_json() for k, v in whole.items()}
+    for k, ev in enumerate(EVALUATORS):
+        measured = df[(df["_evaluator_pos"] == k) & df["value"].notna()]
+        for model in ("m1", "m2"):
+            v = measured[measured["model_key"] == model]["value"].astype(float).to_numpy()
+            n, mean, variance = folded.moments(ev, model, PRIMARY[k])
+            assert n == len(v)
+            if not len(v):
+                continue
+            assert mean == math.fsum(v) / len(v)  # correctly rounded, whatever the split
+            if np.all(np.abs(v) < 1e6):
+                assert variance == pytest.approx(float(np.var(v)), rel=1e-9, abs=1e-6)
+            assert folded.span(ev, model, PRIMARY[k]) == (v.min(), v.max())
+        # the hardest case: most failing models; equal counts, the first to fail
+        fails = measured[measured["passed"] == False]  # noqa: E712 (a column of booleans)
+        if len(fails):
+            by_key: dict[str, set[str]] = {}
+            for key, model in zip(fails["key"], fails["model_key"], strict=True):
+                by_key.setdefault(key, set()).add(model)
+            top = max(len(m) for m in by_key.values())
+            key = next(k for k in fails["key"] if len(by_key[k]) == top)
+            total = measured[measured["key"] == key]["model_key"].nunique()
+            assert (ev, PRIMARY[k], key, top, total) in folded.hardest()
+        # the whole sample is every measured row, in input order
+        sample = folded.values(ev, PRIMARY[k])
+        assert sample.attrs["sample"] is None
+        assert sample["value"].tolist() == measured["value"].astype(float).tolist()
+        assert sample["key"].tolist() == measured["key"].tolist()
+
+
+def test_a_partial_sample_takes_every_models_rows_of_the_keys_below_the_bar_and_says_how_many() -> None:
+    keys = [f"case-{i}" for i in range(4000)]
+    bar = sample_bar(len(keys), sample_keys=400)
+    rows = [
+        (key, model, 1, False, None, float(i % 7), None, None) for i, key in enumerate(keys) for model in ("m1", "m2")
+    ]
+    df = _table(rows)
+    folded = _summaries(df, [1000, 5000], bar)
+    folded.keys = len(keys)
+    sample = folded.values("length", "chars")
+    chosen = set(sample["key"])
+    # about the size aimed at (a binomial draw: 400 +- 4 standard deviations)
+    assert 320 <= len(chosen) <= 480 and sample.attrs["sample"] == {"keys": len(chosen), "of": 4000}
+    # the same keys for every model, so comparisons are paired
+    by_model = sample.groupby("model_key")["key"].apply(set)
+    assert by_model["m1"] == by_model["m2"] == chosen
+    assert all(key_hash(k) < bar for k in chosen)
+    # the sample never changes the exact moments, which cover every row
+    n, mean, _ = folded.moments("length", "m1", "chars")
+    assert n == 4000 and mean == math.fsum(float(i % 7) for i in range(4000)) / 4000
+
+
+def test_odd_keys_hash_and_a_run_within_the_sample_takes_every_key() -> None:
+    for key in ["", "\ud800", "\x00", "é" * 10_000]:
+        assert 0 <= key_hash(key) < 1 << 64
+    assert key_hash("a") != key_hash("b")
+    assert sample_bar(20_000) == 1 << 64 and sample_bar(20_001) < 1 << 64
