@@ -6,7 +6,6 @@ math.fsum), never by the summaries under test; the splits are drawn by hypothesi
 
 from __future__ import annotations
 
-import itertools
 import math
 import random
 from typing import Any
@@ -15,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from nbeval.results.statistics.part_summaries import PartSummaries, key_hash, part_statistics, sample_bar
@@ -70,9 +69,15 @@ def _arrow(df: pd.DataFrame) -> pa.Table:
 
 
 def _summaries(df: pd.DataFrame, cuts: list[int], bar: int) -> PartSummaries:
-    """The summaries of ``df`` split at ``cuts``, added up in a shuffled order."""
-    bounds = [0, *sorted(cuts), len(df)]
-    parts = [df.iloc[lo:hi] for lo, hi in itertools.pairwise(bounds)]
+    """The summaries of ``df`` in ``len(cuts) + 1`` parts, added up in a shuffled order.
+
+    A test case never spans two parts (a run buckets rows by key): each key goes to a part drawn
+    from ``cuts``; a part keeps its rows in input order.
+    """
+    n_parts = len(cuts) + 1
+    keys = sorted(set(df["key"]))
+    part_of = {key: cuts[i % len(cuts)] % n_parts if cuts else 0 for i, key in enumerate(keys)}
+    parts = [df[df["key"].map(part_of) == p] for p in range(n_parts)]
     random.Random(len(cuts)).shuffle(parts)
     folded = PartSummaries(EVALUATORS, bar=bar, model_order={"m1": 0, "m2": 1})
     for part in parts:
@@ -156,3 +161,31 @@ def test_odd_keys_hash_and_a_run_within_the_sample_takes_every_key() -> None:
         assert 0 <= key_hash(key) < 1 << 64
     assert key_hash("a") != key_hash("b")
     assert sample_bar(20_000) == 1 << 64 and sample_bar(20_001) < 1 << 64
+
+
+_float = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.floats(min_value=-1.0, max_value=1.0),
+    st.sampled_from([0.1, 1e308, -1e308, 5e-324, 0.0, -0.0]),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_float, max_size=40), st.integers(0, 40))
+@example([1e308, 1e308, -1e308], 2)  # a part beyond a float's range, brought back by the next
+def test_exact_partials_hold_the_exact_sum_and_add_up_across_parts(values: list[float], cut: int) -> None:
+    from fractions import Fraction
+
+    from nbeval.results.storage.partitions import exact_partials, exact_total
+
+    exact = sum(map(Fraction, values), Fraction(0))  # the exact sum, in rationals
+    try:
+        want = float(exact)
+    except OverflowError:
+        want = None
+    partials = exact_partials(values)
+    assert all(math.isfinite(p) for p in partials)
+    assert sum(map(Fraction, partials), Fraction(0)) == exact
+    split = exact_partials(values[:cut]) + exact_partials(values[cut:])
+    # correctly rounded, whatever the split; a total beyond a float is infinite
+    assert exact_total(split) == (want if want is not None else math.inf if exact > 0 else -math.inf)

@@ -58,39 +58,33 @@ def sample_bar(keys: int, sample_keys: int | None = None) -> int:
     return int(_ALL * sample_keys // keys)
 
 
-def _hardest_in_part(cols: dict[str, list[Any]], primary: dict[int, str]) -> list[list[Any]]:
+def _hardest_in_part(fails: pd.DataFrame, measured: pd.DataFrame) -> list[list[Any]]:
     """The part's hardest test cases, as :func:`~nbeval.results.reporting.insights` picks them.
 
-    Per evaluator position (on its primary metric): ``[k, failing models, first failing row, key,
-    models measured]`` of the key failed by the most models (equal counts: the one that failed
-    first); then ``[-1, failing pairs, [k, row], key, 0]`` of the key with the most failing
-    (model, evaluator) pairs. A test case never spans two parts, so the parts' bests are the run's.
+    ``fails`` and ``measured`` are the part's rows on a primary metric that failed and that have a
+    value (columns ``_evaluator_pos``, ``key``, ``model_key``, ``_row_pos``). Per evaluator
+    position: ``[k, failing models, first failing row, key, models measured]`` of the key failed
+    by the most models (equal counts: the one that failed first); then ``[-1, failing pairs,
+    [k, row], key, 0]`` of the key with the most failing (model, evaluator) pairs. A test case
+    never spans two parts, so the parts' bests are the run's.
     """
-    failing: dict[tuple[int, str], set[str]] = {}
-    first: dict[tuple[int, str], int] = {}
-    measured: dict[tuple[int, str], set[str]] = {}
-    for i, k in enumerate(cols["_evaluator_pos"]):
-        v = cols["value"][i]
-        if primary.get(k) != cols["metric"][i] or cols["skipped"][i] or v is None or math.isnan(v):
-            continue
-        key = cols["key"][i]
-        measured.setdefault((k, key), set()).add(cols["model_key"][i])
-        if cols["passed"][i] is False:
-            failing.setdefault((k, key), set()).add(cols["model_key"][i])
-            first[(k, key)] = min(first.get((k, key), cols["_row_pos"][i]), cols["_row_pos"][i])
-    best: dict[int, list[Any]] = {}
-    pairs: dict[str, list[Any]] = {}
-    for (k, key), models in failing.items():
-        entry: list[Any] = [k, len(models), first[(k, key)], key, len(measured[(k, key)])]
-        have = best.get(k)
-        if have is None or (-entry[1], entry[2]) < (-have[1], have[2]):
-            best[k] = entry
-        overall = pairs.setdefault(key, [-1, 0, [k, first[(k, key)]], key, 0])
-        overall[1] += len(models)
-        overall[2] = min(overall[2], [k, first[(k, key)]])
-    out = [best[k] for k in sorted(best)]
-    if pairs:
-        out.append(min(pairs.values(), key=lambda e: (-e[1], e[2])))
+    import pandas as pd
+
+    if fails.empty:
+        return []
+    groups = fails.groupby(["_evaluator_pos", "key"], sort=False, observed=True)
+    per_case = pd.DataFrame({"models": groups["model_key"].nunique(), "first": groups["_row_pos"].min()}).reset_index()
+    out: list[list[Any]] = []
+    for k, cases in per_case.groupby("_evaluator_pos", sort=True):
+        top = cases.sort_values(["models", "first"], ascending=[False, True], kind="stable").iloc[0]
+        key = str(top["key"])
+        on = measured[(measured["_evaluator_pos"] == k) & (measured["key"] == key)]
+        out.append([int(k), int(top["models"]), int(top["first"]), key, int(on["model_key"].nunique())])
+    pairs = per_case.groupby("key", sort=False, observed=True).agg(models=("models", "sum"))
+    first = per_case.sort_values(["_evaluator_pos", "first"], kind="stable").drop_duplicates("key").set_index("key")
+    pairs["k"], pairs["row"] = first["_evaluator_pos"], first["first"]
+    top = pairs.reset_index().sort_values(["models", "k", "row"], ascending=[False, True, True], kind="stable").iloc[0]
+    out.append([-1, int(top["models"]), [int(top["k"]), int(top["row"])], str(top["key"]), 0])
     return out
 
 
@@ -101,8 +95,27 @@ def _fsum(values: Sequence[float]) -> float:
         return math.nan
 
 
+#: The columns of a part's long table the statistics read.
+_COLUMNS = (
+    "_evaluator_pos",
+    "model_key",
+    "metric",
+    "key",
+    "_row_pos",
+    "value",
+    "passed",
+    "skipped",
+    "error",
+    "label",
+    "skip_reason",
+)
+
+
 def part_statistics(table: Any, primary: dict[int, str], bar: int) -> dict[str, Any]:
     """What one part's summary says of its scores (the pieces :meth:`PartSummaries.add` adds up).
+
+    Column-wise (pandas), so that summing a part costs little beside scoring it; only the rows
+    without a value are looked at one by one (for the problem tallies).
 
     Args:
         table: The part's long table as Arrow, with its order columns (``_evaluator_pos``, ``_row_pos``).
@@ -110,74 +123,61 @@ def part_statistics(table: Any, primary: dict[int, str], bar: int) -> dict[str, 
         bar: The sample's bar (:func:`sample_bar`).
 
     Returns:
-        ``sums``: per (evaluator position, model, metric) the measured rows, the exact partial sums of
-        their values and of their squares, how many are neither 0 nor 1, the least and the greatest; ``tallies``: per
-        (evaluator position, model) its :class:`~nbeval.results.statistics.tallies.Tally` as JSON;
-        ``sample``: per (evaluator position, model, metric) the input positions, keys and values
-        of its rows whose key is in the sample.
+        ``sums``: per (evaluator position, model, metric) the measured rows, the exact partial sums
+        of their values and of their squares, how many are neither 0 nor 1, the least and the
+        greatest; ``tallies``: per (evaluator position, model) its
+        :class:`~nbeval.results.statistics.tallies.Tally` as JSON; ``sample``: per (evaluator
+        position, model, metric) the input positions, keys and values of its rows whose key is in
+        the sample; ``hardest``: see :func:`_hardest_in_part`.
     """
-    cols = {
-        c: table.column(c).to_pylist()
-        for c in (
-            "passed",
-            "_evaluator_pos",
-            "model_key",
-            "metric",
-            "skipped",
-            "error",
-            "value",
-            "label",
-            "skip_reason",
-            "key",
-            "_row_pos",
-        )
-    }
-    positions, models, metrics, values = cols["_evaluator_pos"], cols["model_key"], cols["metric"], cols["value"]
-    measured: dict[tuple[int, str, str], list[float]] = {}
-    sample: dict[tuple[int, str, str], tuple[list[int], list[str], list[float]]] = {}
-    in_sample: dict[str, bool] = {}
-    for i, v in enumerate(values):
-        if v is None or math.isnan(v):
-            continue
-        group = (positions[i], models[i], metrics[i])
-        measured.setdefault(group, []).append(v)
-        key = cols["key"][i]
-        chosen = in_sample.get(key)
-        if chosen is None:
-            chosen = in_sample[key] = bar >= _ALL or key_hash(key) < bar
-        if chosen:
-            at = sample.setdefault(group, ([], [], []))
-            at[0].append(cols["_row_pos"][i])
-            at[1].append(key)
-            at[2].append(v)
-    sums = {
-        group: [
-            len(vals),
-            exact_partials(vals),
-            exact_partials(v * v for v in vals),
-            sum(v not in (0.0, 1.0) for v in vals),
-            min(vals),
-            max(vals),
+    import numpy as np
+
+    df = table.select(list(_COLUMNS)).to_pandas()
+    for c in ("model_key", "metric", "key"):
+        df[c] = df[c].astype(str)
+    value = df["value"].to_numpy(dtype=float, na_value=np.nan)
+    has_value = ~np.isnan(value)
+    measured = df[has_value]
+    sums: dict[tuple[int, str, str], list[Any]] = {}
+    for (k, mk, m), at in measured.groupby(["_evaluator_pos", "model_key", "metric"], sort=False).indices.items():
+        v = value[has_value][at]
+        sums[(int(k), str(mk), str(m))] = [
+            int(v.size),
+            exact_partials(v.tolist()),
+            exact_partials((v * v).tolist()),
+            int(((v != 0.0) & (v != 1.0)).sum()),
+            float(v.min()),
+            float(v.max()),
         ]
-        for group, vals in measured.items()
-    }
-    rows = zip(
-        models,
-        positions,
-        metrics,
-        cols["skipped"],
-        cols["error"],
-        values,
-        cols["label"],
-        cols["skip_reason"],
-        strict=True,
-    )
-    tallies = tally_rows(rows, primary)
+    keys = measured["key"].unique().tolist()
+    chosen = keys if bar >= _ALL else [key for key in keys if key_hash(key) < bar]
+    sample: dict[tuple[int, str, str], tuple[list[int], list[str], list[float]]] = {}
+    picked = measured[measured["key"].isin(chosen)]
+    for (k, mk, m), part in picked.groupby(["_evaluator_pos", "model_key", "metric"], sort=False):
+        sample[(int(k), str(mk), str(m))] = (
+            part["_row_pos"].astype(int).tolist(),
+            part["key"].tolist(),
+            part["value"].astype(float).tolist(),
+        )
+    on_primary = df["metric"].to_numpy(dtype=object) == df["_evaluator_pos"].map(primary).to_numpy(dtype=object)
+    counted = df[on_primary]
+    rows = counted.groupby(["model_key", "_evaluator_pos"], sort=False).size()
+    without = counted[~has_value[on_primary] | counted["skipped"].astype(bool).to_numpy()]
+    lists = [without[c].astype(object).where(without[c].notna(), None).tolist() for c in _COLUMNS[:3] + _COLUMNS[7:]]
+    pos, model, metric, skipped, error, label, reason = lists
+    values = [None] * len(model)  # these rows have no value
+    tallies = tally_rows(zip(model, pos, metric, skipped, error, values, label, reason, strict=True), primary)
+    out_tallies = []
+    for (mk, k), n in rows.items():
+        t = tallies.get((mk, k)) or Tally(primary[int(k)])
+        t.rows = int(n)
+        out_tallies.append([int(k), str(mk), t.to_json()])
+    fails = counted[has_value[on_primary] & counted["passed"].eq(False).fillna(False).to_numpy(dtype=bool)]
     return {
-        "hardest": _hardest_in_part(cols, primary),
         "sums": sums,
-        "tallies": [[k, mk, t.to_json()] for (mk, k), t in tallies.items()],
+        "tallies": out_tallies,
         "sample": [[k, mk, m, *got] for (k, mk, m), got in sample.items()],
+        "hardest": _hardest_in_part(fails, counted[has_value[on_primary]]),
     }
 
 

@@ -25,6 +25,7 @@ whatever the partitioning.
 from __future__ import annotations
 
 import math
+import sys
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -172,40 +173,69 @@ def rows_of_table(table: Any, source: str) -> list[Row]:
 
 
 def exact_partials(values: Iterable[float]) -> list[float]:
-    """Non-overlapping partial sums whose exact total is the exact sum of ``values`` (Shewchuk's algorithm).
+    """A few floats whose exact total is the exact sum of ``values``.
 
     Partials of several groups of values, added with :func:`exact_total`, give the correctly
     rounded sum of all of them: a sum that does not depend on how the values were split or
     ordered. Values that are not finite are kept apart, as their own sum.
+
+    :func:`math.fsum` rounds the exact sum correctly, so taking it, then the rounded sum of what
+    it left out, and so on until nothing is left, gives such partials at C speed (two or three
+    passes for scores); values whose running sum passes a float's range are summed as fractions.
     """
-    partials: list[float] = []
+    finite: list[float] = []
     special = 0.0
     for x in values:
-        if not math.isfinite(x):
+        if math.isfinite(x):
+            finite.append(x)
+        else:
             special += x
-            continue
-        i = 0
-        for y in partials:
-            if abs(x) < abs(y):
-                x, y = y, x
-            hi = x + y
-            lo = y - (hi - x)
-            if lo:
-                partials[i] = lo
-                i += 1
-            x = hi
-        partials[i:] = [x]
+    partials: list[float] = []
+    try:
+        while True:
+            rest = math.fsum([*finite, *(-p for p in partials)])
+            if not rest:
+                break
+            partials.append(rest)
+    except OverflowError:
+        partials = _exact_by_fractions(finite)
     return [*partials, special] if special else partials
+
+
+def _exact_by_fractions(values: list[float]) -> list[float]:
+    """The partials of finite ``values`` whose sum :func:`math.fsum` cannot take (an intermediate overflow).
+
+    Summed exactly as fractions, then cut into floats by rounding what is left (a sum beyond a
+    float's range takes several of the largest floats).
+    """
+    from fractions import Fraction
+
+    rest = sum(map(Fraction, values), Fraction(0))
+    partials: list[float] = []
+    while rest:
+        try:
+            p = float(rest)
+        except OverflowError:  # beyond a float: the largest float of its sign, and the rest after it
+            p = sys.float_info.max if rest > 0 else -sys.float_info.max
+        partials.append(p)
+        rest -= Fraction(p)
+    return partials
 
 
 def exact_total(partials: Iterable[float]) -> float:
     """The correctly rounded sum of every value whose partials are given (NaN where infinities cancel)."""
+    values = list(partials)
     try:
-        return math.fsum(partials)
+        return math.fsum(values)
     except ValueError:  # inf and -inf
         return math.nan
-    except OverflowError:  # finite values whose exact sum is beyond a float
-        return math.inf
+    except OverflowError:  # an intermediate sum beyond a float's range: exactly, as fractions
+        from fractions import Fraction
+
+        try:
+            return float(sum(map(Fraction, values), Fraction(0)))
+        except OverflowError:  # the total itself is beyond a float
+            return math.inf if sum(map(Fraction, values), Fraction(0)) > 0 else -math.inf
 
 
 class PartScores:
