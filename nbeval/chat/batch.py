@@ -199,15 +199,24 @@ def run_batches(
     options: BatchOptions | None = None,
     *,
     cancel: Callable[[], bool] | threading.Event | None = None,
+    wait: bool = True,
 ) -> list[list[ChatResult]]:
     """Answer every job's requests through the providers' Batch APIs.
 
     Every job's ``(client, requests, on_done)`` is answered, each model's requests in batches sent
     together and polled together; per job, its results come back in order (see the module's docs).
+
+    ``wait=False`` only sends: the batches the requests need are created (or found open) and
+    recorded, and the call returns without waiting; the requests the cache holds are answered, the
+    rest are not (``"not waited for"``). A later call with the same requests finds those batches
+    and waits for them: a partitioned run sends all its batches of a round this way, a slice of
+    requests at a time, before it waits for any.
     """
     runner = _Runner(options or BatchOptions(), _cancel_check(cancel))
     parts = [Part(client, requests, on_done) for client, requests, on_done in jobs]
-    runner.run(parts)
+    runner.run(parts, wait=wait)
+    if not wait:
+        return [[r if r is not None else ChatFailure("not waited for", 0) for r in p.results] for p in parts]
     return [[r if r is not None else ChatFailure("no result", 0) for r in p.results] for p in parts]
 
 
@@ -226,7 +235,7 @@ class _Runner:
 
     # -- starting ------------------------------------------------------------------------------
 
-    def run(self, parts: list[Part]) -> None:
+    def run(self, parts: list[Part], *, wait: bool = True) -> None:
         self.parts = parts
         one_by_one = []
         for part in parts:
@@ -253,6 +262,8 @@ class _Runner:
             except _Cancelled:
                 self._cancel_all()
                 self._answer_all(lambda _key: ChatFailure("cancelled before it was sent", 0, cancelled=True))
+                return
+            if not wait:  # sent and recorded: a later call waits for them
                 return
             for part in one_by_one:  # while the batches wait at the provider
                 part.results = list(part.client.run_many(part.requests, part.on_done, cancel=self.cancel))

@@ -8,8 +8,8 @@ and :func:`with_batch_cost` price a dry run's calls both ways.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from nbeval.errors import BadParameter
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_DISCOUNT",
     "DEFAULT_POLL_S",
+    "PENDING",
     "BatchOptions",
     "batch_cost",
     "batch_options",
@@ -53,6 +54,13 @@ class BatchOptions:
     """Requests per batch at most (the provider's limit); more are split into several batches."""
     max_bytes: int = 190 * 2**20
     """Bytes of a batch's input file at most (the provider's limit is 200 MB)."""
+    collect: Callable[[list[Any]], None] | None = None
+    """Where a partitioned run's worker hands the requests the cache does not hold, instead of
+    sending them: the run's client sends every worker's in one batch per model and round
+    (:mod:`nbeval.engine.dask_batches`); such a request is answered :data:`PENDING` meanwhile."""
+    failed: Mapping[str, str] = field(default_factory=dict)
+    """With ``collect``: the cache keys whose batch answered with an error, and that error (the
+    request is answered with it rather than handed on again)."""
 
     def __post_init__(self) -> None:
         if not self.poll_s > 0:
@@ -61,6 +69,10 @@ class BatchOptions:
         if not 0 <= self.discount <= 1:
             msg = f"batch_discount is the share of the price saved, from 0 to 1; got {self.discount!r}"
             raise BadParameter(msg)
+
+
+#: The error a request waiting for a partitioned run's batch is answered with meanwhile.
+PENDING = "waiting for the run's batch"
 
 
 def batch_options(batch: Any, poll_s: float | None = None, discount: float | None = None) -> BatchOptions | None:

@@ -194,6 +194,22 @@ class ChatClient:
 
     # -- batch machinery -------------------------------------------------------------------
 
+    def cache_key_of(self, request: Any) -> str:
+        """The reply cache's key of ``request`` for this client's model (what a batch line's ``custom_id`` is)."""
+        msgs, params = _as_request(request)
+        return cache_key(self._identity, msgs, params)
+
+    def answer_cached(
+        self, requests: Sequence[Any], on_done: Callable[[int, ChatResult], None] | None = None
+    ) -> list[tuple[str | None, list[int]]]:
+        """Answer the requests the reply cache holds (``on_done(i, reply)``, counted as cached); return the rest.
+
+        The rest come grouped by cache key, as ``(key, positions of the requests with it)``; the
+        key is ``None`` (one group per request) when the client has no cache. Nothing is sent.
+        """
+        reqs = [_as_request(r) for r in requests]
+        return self._cached_or_jobs(reqs, [None] * len(reqs), on_done)
+
     def _cached_or_jobs(
         self,
         reqs: list[tuple[list[dict[str, str]], dict[str, Any]]],

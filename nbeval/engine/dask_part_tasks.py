@@ -40,8 +40,10 @@ from nbeval.engine.planning import RunState, plan_rows
 from nbeval.errors import DataError
 from nbeval.results.live import LiveResult
 from nbeval.results.storage.partitions import (
+    FAILED_FILE,
     PARTS_FOLDER,
     ROW_COLUMN,
+    batch_folder,
     bucket_of,
     link_file,
     part_folder,
@@ -240,8 +242,15 @@ def check_bucket(run_dir: str, n_slices: int, bucket: int, source: str) -> Bucke
 
 
 def score_bucket(
-    payload: bytes, run_id: str, run_dir: str, n_slices: int, bucket: int, source: str, bar: int
-) -> tuple[int, dict[str, Any], list[tuple[str, str, ChatReply]]]:
+    payload: bytes,
+    run_id: str,
+    run_dir: str,
+    n_slices: int,
+    bucket: int,
+    source: str,
+    bar: int,
+    batch_round: int = 0,
+) -> tuple[int, dict[str, Any] | None, list[tuple[str, str, ChatReply]]]:
     """Score one bucket as a local run scores its rows, write its part and commit it.
 
     ``bar`` chooses the test cases of the run's sample
@@ -249,11 +258,24 @@ def score_bucket(
     part's summary (what ``summary.json`` holds) and the judge replies fetched for it (for the
     client's cache). A part committed already (a duplicate attempt) is not written twice: its
     summary is read back.
+
+    ``batch_round`` > 0: the run batches its judge calls (:mod:`~nbeval.engine.dask_batches`).
+    Replies come from the cache only; the requests it lacks are written to the round's folder
+    for the client to send, and then the bucket's part is not written (its summary is ``None``):
+    the next round scores the bucket again, with their answers in the cache.
     """
     folder = Path(run_dir)
     final = part_folder(folder, bucket)
     run = _worker_run(payload, run_id)
     resources, evs = run.resources, run.evaluators
+    asked: list[Any] = []
+    if batch_round:
+        from nbeval.chat.batch_options import BatchOptions
+        from nbeval.request_kinds.chat import Chat
+
+        failed_file = batch_folder(folder) / FAILED_FILE
+        failed = json.loads(failed_file.read_text(encoding="utf-8")) if failed_file.is_file() else {}
+        resources = resources.with_batch(BatchOptions(collect=asked.extend, failed=failed), fresh=[Chat])
     rows, positions = read_bucket_rows([stage_file(folder, s) for s in range(n_slices)], bucket, source)
     dataset = LlmDataset(rows, source=source)
     planned = []
@@ -283,6 +305,16 @@ def score_bucket(
     while not state.finished:
         run_chunk(state, chunk_rows)
     settle(state)
+    if asked:  # waiting for the round's batch: asked again next round, when the cache has the answers
+        spool = batch_folder(folder, batch_round) / f"b-{bucket:05d}.pkl"
+        spool.parent.mkdir(parents=True, exist_ok=True)
+        tmp_spool = spool.with_name(f".{spool.name}.{uuid.uuid4().hex}")
+        with open(tmp_spool, "wb") as fh:
+            pickle.dump(asked, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp_spool, spool)
+        return bucket, None, []
+    if batch_round:
+        run.batched_usage.append(resources.usage_totals())
     tmp = folder / PARTS_FOLDER / f".p-{bucket:05d}.{uuid.uuid4().hex}"
     tmp.mkdir(parents=True)
     table, groups = live.write_part(tmp / "scores.parquet")

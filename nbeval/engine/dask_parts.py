@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING, Any
 
 from nbeval.data.fields import DataWarning
 from nbeval.data.model import LlmDataset, warn_nan_expected
+from nbeval.engine.dask_batches import next_round, send_round
 from nbeval.engine.dask_connect import connect
 from nbeval.engine.dask_part_tasks import (
     BucketCheck,
@@ -94,6 +95,7 @@ from nbeval.results.storage.partitions import (
     STAGE_FOLDER,
     PartDataset,
     PartScores,
+    batch_folder,
     exact_total,
     part_folder,
     stage_file,
@@ -661,8 +663,8 @@ def _score(
             else client.submit(fingerprint_stage, str(run.run_dir), len(run.slices), run.source.path, pure=False)
         )
         [payload_f] = client.scatter([payload], broadcast=True, hash=False, timeout=WORKER_WAIT_S)
-        seq = as_completed([], loop=client.loop)
-        futures: dict[Any, int] = {}
+        batch_round = 1 if run.resources.batch is not None else 0  # batched: rounds (see dask_batches)
+        waiting: list[int] = []
 
         def send_next() -> None:
             b = todo.popleft()
@@ -675,16 +677,28 @@ def _score(
                 b,
                 run.source.path,
                 run.folded.stats.bar,
+                batch_round,
                 pure=False,
             )
             futures[fut] = b
             seq.add(fut)
 
         n_workers = max(1, len(client.nthreads()))
-        for _ in range(min(IN_FLIGHT_PER_WORKER * n_workers, len(todo))):
-            send_next()
         try:
-            _file_parts(run, futures, seq, todo, send_next, cancel, cancel_event, report)
+            while True:
+                if batch_round:
+                    shutil.rmtree(batch_folder(run.run_dir, batch_round), ignore_errors=True)  # an earlier attempt's
+                seq = as_completed([], loop=client.loop)
+                futures: dict[Any, int] = {}
+                for _ in range(min(IN_FLIGHT_PER_WORKER * n_workers, len(todo))):
+                    send_next()
+                _file_parts(run, futures, seq, todo, send_next, cancel, cancel_event, report, waiting)
+                if not waiting or (cancel is not None and cancel.is_set()):
+                    break
+                send_round(run.resources, run.run_dir, batch_round, cancel, live)
+                todo.extend(sorted(waiting))
+                waiting.clear()
+                batch_round = next_round(batch_round)
         except KeyboardInterrupt:
             cancel_event.set()  # the parts running stop at their next chunk
             run.folded.cancelled = True
@@ -693,6 +707,8 @@ def _score(
                 f"evaluate(..., run_dir={str(run.run_dir)!r}) again to score the rest"
             )
             raise Interrupted(run.result(duration=None), note=note) from None
+        if waiting:  # cancelled while the round's batches waited: those buckets are not in the result
+            run.folded.cancelled = True
         if fingerprint is not None:
             known.write_text(fingerprint.result(timeout=None), encoding="utf-8")
         run.fingerprint = known.read_text(encoding="utf-8").strip()
@@ -712,8 +728,12 @@ def _file_parts(
     cancel: threading.Event | None,
     cancel_event: Any,
     report: Callable[[], None],
+    waiting: list[int],
 ) -> None:
-    """File each part's summary as its task ends, sending the next bucket in its place."""
+    """File each part's summary as its task ends, sending the next bucket in its place.
+
+    A bucket waiting for its round's batch (no summary: nothing written) goes to ``waiting``.
+    """
     while futures:
         if cancel is not None and cancel.is_set() and not cancel_event.is_set():
             cancel_event.set()  # parts running stop at their next chunk; the rest are written as cancelled
@@ -723,10 +743,13 @@ def _file_parts(
             continue
         for fut in batch:
             futures.pop(fut)
-            _bucket, summary, replies = fut.result(timeout=WORKER_WAIT_S)
+            bucket, summary, replies = fut.result(timeout=WORKER_WAIT_S)
             fut.release()
             _store_replies(run.resources, replies)
-            run.folded.add(summary, part_folder(run.run_dir, int(summary["bucket"])))
+            if summary is None:
+                waiting.append(bucket)
+            else:
+                run.folded.add(summary, part_folder(run.run_dir, int(summary["bucket"])))
             if todo:
                 send_next()
         report()

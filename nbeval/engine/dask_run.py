@@ -53,6 +53,7 @@ from nbeval.engine.dask_worker import (
     SnapshotCache,
     WorkerResources,
     end_run,
+    merge_usage,
     reply_cache_file,
     score_partition,
     shipped_options,
@@ -312,15 +313,3 @@ def _store_replies(resources: Resources, replies: list[tuple[str, str, ChatReply
     cache = resources.cache if isinstance(resources.cache, ChatCache) else ChatCache(path)
     for key, identity, reply in replies:
         cache.put(key, identity, reply)
-
-
-def merge_usage(*usages: dict[str, Any]) -> dict[str, Any]:
-    """Token and cost totals added up (cost stays ``None`` only when no part knows one)."""
-    totals: dict[str, Any] = {}
-    for usage in usages:
-        for k, v in usage.items():
-            if k == "cost":
-                totals[k] = v if totals.get(k) is None else totals[k] + (v or 0.0)
-            else:
-                totals[k] = totals.get(k, 0) + v
-    return totals

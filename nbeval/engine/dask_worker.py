@@ -22,7 +22,6 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nbeval.chat.cache import ChatCache, default_cache_path
@@ -41,6 +40,7 @@ __all__ = [
     "SnapshotCache",
     "WorkerResources",
     "end_run",
+    "merge_usage",
     "reply_cache_file",
     "score_partition",
     "shipped_options",
@@ -78,10 +78,22 @@ class SnapshotCache(ChatCache):
 
     def __init__(self, path: str | None) -> None:
         super().__init__(path if path is not None else default_cache_path())
-        self.readable = path is not None and Path(path).is_file()
+        self._given = path is not None
+        self._seen = False
         self.new: list[tuple[str, str, ChatReply]] = []
         """The replies put since the last :meth:`take_new`, as ``(key, identity, reply)``."""
         self._new_lock = threading.Lock()
+
+    @property
+    def readable(self) -> bool:
+        """Whether the client's cache file can be read here; looked for again until it is there.
+
+        A file the client makes later (its first reply, a batched run's first round's answers)
+        is found then.
+        """
+        if not self._seen and self._given:
+            self._seen = self.path.is_file()
+        return self._seen
 
     def _connection(self) -> Any:
         import sqlite3
@@ -249,6 +261,20 @@ class _WorkerRun:
     resources: WorkerResources
     evaluators: list[Evaluator]
     options: RunOptions
+    batched_usage: list[dict[str, Any]] = field(default_factory=list)
+    """The usage of the batched rounds' own chat clients, for the parts they wrote."""
+
+
+def merge_usage(*usages: dict[str, Any]) -> dict[str, Any]:
+    """Token and cost totals added up (cost stays ``None`` only when no part knows one)."""
+    totals: dict[str, Any] = {}
+    for usage in usages:
+        for k, v in usage.items():
+            if k == "cost":
+                totals[k] = v if totals.get(k) is None else totals[k] + (v or 0.0)
+            else:
+                totals[k] = totals.get(k, 0) + v
+    return totals
 
 
 #: One :class:`_WorkerRun` per run in each worker process, kept for all its partitions.
@@ -270,7 +296,7 @@ def end_run(run_id: str) -> dict[str, Any]:
     """Run on every worker when the run ends: its usage totals, and the run's resources let go."""
     with _WORKER_LOCK:
         found = _WORKER_RUNS.pop(run_id, None)
-    return found.resources.usage_totals() if found is not None else {}
+    return merge_usage(found.resources.usage_totals(), *found.batched_usage) if found is not None else {}
 
 
 @dataclass

@@ -192,7 +192,7 @@ def evaluate(
     Raises:
         BadParameter: When an option has a bad value (``concurrency=0``) or an unknown name, naming
             it, before anything is read or spent; and when ``batch=True`` is combined with
-            ``scheduler``.
+            ``scheduler`` for data the workers cannot read themselves (rows in memory).
         Interrupted: On Ctrl-C, which stops without waiting for the calls in flight; its ``.result``
             is the partial result.
     """
@@ -208,9 +208,6 @@ def evaluate(
         )
         return plan_evaluation(data, evaluators, opts)
     batching = batch_options(opts.batch, opts.batch_poll_s, opts.batch_discount)
-    if batching is not None and opts.scheduler is not None:
-        msg = "{batch} waits for the provider's batches on this machine; it cannot be used with {scheduler}"
-        raise BadParameter(msg, options={"batch": ("batch", True), "scheduler": ("scheduler", ...)})
     resources = Resources.from_options(opts, batch=batching)
     if opts.scheduler is not None:
         from nbeval.engine.dask_parts import run_partitioned
@@ -218,6 +215,12 @@ def evaluate(
         parted = run_partitioned(data, evaluators, opts, resources, cancel=cancel, on_progress=on_progress)
         if parted is not None:  # a file the workers read themselves; otherwise the client reads it (below)
             return parted
+    if batching is not None and opts.scheduler is not None:
+        msg = (
+            "{batch} with {scheduler} batches the judge calls of a file the workers read themselves (a Parquet "
+            "or JSONL path they can open, or a Dask DataFrame); give the data that way, or run without a scheduler"
+        )
+        raise BadParameter(msg, options={"batch": ("batch", True), "scheduler": ("scheduler", ...)})
     state = plan_run(data, evaluators, resources=resources, cancel=cancel, keep_outcomes=False)
     bar = progress_bar(state.total, opts.progress)
     shown = 0

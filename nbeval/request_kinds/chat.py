@@ -78,6 +78,9 @@ class ChatHandler(RequestHandler):
 
     def answer(self, resources: Resources, items: list[tuple[int, Any]], rnd: Round) -> None:
         """Send each model's calls to its client, handing each reply on as it arrives."""
+        if resources.batch is not None and resources.batch.collect is not None:
+            self._answer_collected(resources, items, rnd, resources.batch)
+            return
         if resources.batch is not None:
             self._answer_batched(resources, items, rnd)
             return
@@ -125,6 +128,29 @@ class ChatHandler(RequestHandler):
                     rnd.deliver(i)
                 continue
             yield client, group
+
+    def _answer_collected(self, resources: Resources, items: list[tuple[int, Any]], rnd: Round, batch: Any) -> None:
+        """A partitioned run's worker: answer from the cache, hand the rest to ``batch.collect``.
+
+        A request whose batch already answered with an error (``batch.failed``) gets that error;
+        any other miss is collected once per model and round and answered
+        :data:`~nbeval.chat.batch_options.PENDING` until the run's client has its batch's answer.
+        """
+        from nbeval.chat.accounting import ChatFailure
+        from nbeval.chat.batch_options import PENDING
+
+        for client, group in self._groups(resources, items, rnd):
+            arrived = _arrival(rnd, group)
+            jobs = client.answer_cached([r for _, r in group], arrived)
+            collected = []
+            for key, idxs in jobs:
+                error = batch.failed.get(key) if key is not None else None
+                if error is None:
+                    collected.append(group[idxs[0]][1])
+                for j in idxs:
+                    arrived(j, ChatFailure(error if error is not None else PENDING, 0))
+            if collected:
+                batch.collect(collected)
 
     def _answer_batched(self, resources: Resources, items: list[tuple[int, Any]], rnd: Round) -> None:
         """The round's calls in batches, one per model, all sent before any is waited for."""

@@ -9,6 +9,7 @@ embedder, a loaded model) from the settings here and keeps it in :meth:`Resource
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -80,6 +81,19 @@ class Resources:
         keywords: dict[str, Any] = {name: getattr(options, name) for name in RESOURCE_OPTIONS}
         keywords["prices"] = dict(options.prices) if options.prices is not None else None
         return cls(**{**keywords, **extra})
+
+    def with_batch(self, batch: Any, *, fresh: Sequence[Any] = ()) -> Self:
+        """These resources with ``batch`` as their batch options, sharing what they made.
+
+        The request kinds in ``fresh`` start with empty stores instead (a partitioned run's
+        batched round gives its chat clients their own usage, counted only for the parts it
+        writes); every other kind's store is shared.
+        """
+        other = copy.copy(self)
+        other.batch = batch
+        with self.lock:
+            other._state = {kind: store for kind, store in self._state.items() if kind not in fresh}
+        return other
 
     def state(self, kind: Any) -> dict[Any, Any]:
         """The run's store for request kind ``kind``.

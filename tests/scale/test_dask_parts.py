@@ -390,3 +390,43 @@ def test_past_the_sample_a_mean_has_the_normal_interval_of_every_row_and_a_compa
     assert row["mean_a"] == pytest.approx(a.mean()) and row["mean_b"] == pytest.approx(b.mean())
     assert row["diff_lo"] <= row["diff"] <= row["diff_hi"]
     assert row["p_value"] == pytest.approx(stats.wilcoxon_signed_rank(a.sort_index(), b.sort_index()))
+
+
+def test_a_batched_run_sends_one_batch_per_model_and_round_whatever_the_workers(client: Any, tmp_path: Path) -> None:
+    from tests.support.fake_batch import FakeBatchServer
+    from tests.support.fake_openai import Recorded, Status, Text
+
+    def reply(rec: Recorded) -> Any:
+        if "answer 2?" in rec.last_content:
+            return Status(400, "this prompt is refused")
+        no = "answer 3?" in rec.last_content or "answer 4?" in rec.last_content
+        return Text("Rating: no" if no else "Rating: yes", usage={"prompt_tokens": 100, "completion_tokens": 4})
+
+    recs = [
+        {"key": f"k{i}", "model_key": m, "input": f"question {i}", "actual_output": f"{m} answer {i % 6}?"}
+        for m in ("m1", "m2")
+        for i in range(80)
+    ]
+    path = _write(recs, tmp_path / "answers.parquet")  # 160 rows: several buckets on two workers
+    with FakeBatchServer(reply, delay=0.1) as server:
+        judge = {"model": "judge-model", "base_url": server.url, "api_key": "sk-batch-test-key-123456"}
+        sync = nbeval.evaluate(path, ["safety"], judge=judge, cache=tmp_path / "a.sqlite", progress=False)
+        asked = len(server.requests)
+        kw: dict[str, Any] = {"judge": judge, "cache": tmp_path / "b.sqlite", "progress": False, "batch": True}
+        run = {"scheduler": client, "run_dir": str(tmp_path / "run"), "batch_poll_s": 0.05}
+        parted = nbeval.evaluate(path, ["safety"], **kw, **run)
+        # every distinct request once, in one batch for the one model and round; nothing asked one by one
+        assert server.batch_creates == 1 and len(server.batch_lines) == asked == 160
+        assert len(server.requests) == asked
+        again = nbeval.evaluate(path, ["safety"], **kw, scheduler=client, run_dir=str(tmp_path / "run2"))
+        # the answers are in the cache: only the refused requests are asked again, in one new batch
+        assert server.batch_creates == 2 and len(server.batch_lines) == 160 + 26
+    cols = ["key", "model_key", "evaluator", "metric", "value", "passed", "label"]
+    for res in (parted, again):
+        pd.testing.assert_frame_equal(res.scores[cols], sync.scores[cols])
+        pd.testing.assert_frame_equal(res.aggregates, sync.aggregates, check_exact=False, rtol=1e-12)
+    # the refused request is its rows' error, not a wait for ever
+    refused = parted.scores[parted.scores["key"].isin([f"k{i}" for i in range(2, 80, 6)])]
+    assert len(refused) == 26 and refused["value"].isna().all()
+    assert refused["error"].str.contains("this prompt is refused").all()
+    assert parted.meta["cancelled"] is False and parted.meta["usage"]["calls"] >= 10

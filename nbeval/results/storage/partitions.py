@@ -41,11 +41,14 @@ if TYPE_CHECKING:
     from nbeval.data.rows import Row
 
 __all__ = [
+    "BATCH_FOLDER",
+    "FAILED_FILE",
     "PARTS_FOLDER",
     "ROW_COLUMN",
     "STAGE_FOLDER",
     "PartDataset",
     "PartScores",
+    "batch_folder",
     "bucket_of",
     "exact_partials",
     "exact_total",
@@ -65,6 +68,10 @@ __all__ = [
 STAGE_FOLDER = "stage"
 #: The run folder's folder of committed parts.
 PARTS_FOLDER = "parts"
+#: The run folder's folder of a batched run's rounds (the requests each bucket still needs).
+BATCH_FOLDER = "batch"
+#: In :data:`BATCH_FOLDER`: the cache keys a batch answered with an error, and the error (JSON).
+FAILED_FILE = "failed.json"
 #: The column holding a staged row's 0-based position in the input.
 ROW_COLUMN = "_row"
 
@@ -90,6 +97,12 @@ def stage_file(run_dir: Path, slice_id: int) -> Path:
 def link_file(run_dir: Path, slice_id: int) -> Path:
     """The links to other test cases of input slice ``slice_id``, batched by the target's bucket."""
     return run_dir / STAGE_FOLDER / f"l-{slice_id:05d}.arrow"
+
+
+def batch_folder(run_dir: Path, batch_round: int | None = None) -> Path:
+    """The folder of a batched run's rounds, or of round ``batch_round``'s requests (one file per bucket)."""
+    folder = run_dir / BATCH_FOLDER
+    return folder if batch_round is None else folder / f"round-{batch_round:03d}"
 
 
 def part_folder(run_dir: Path, bucket: int) -> Path:
