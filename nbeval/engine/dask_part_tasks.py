@@ -36,9 +36,8 @@ from nbeval.data.readers import jsonl_slice_records, parquet_slice_records
 from nbeval.data.rows import Row, field_missing
 from nbeval.engine.chunks import run_chunk, settle
 from nbeval.engine.dask_worker import _cancel_flag, _worker_run
-from nbeval.engine.planning import RunState, plan_rows
+from nbeval.engine.planning import planned_state
 from nbeval.errors import DataError
-from nbeval.results.live import LiveResult
 from nbeval.results.storage.partitions import (
     FAILED_FILE,
     PARTS_FOLDER,
@@ -278,29 +277,9 @@ def score_bucket(
         resources = resources.with_batch(BatchOptions(collect=asked.extend, failed=failed), fresh=[Chat])
     rows, positions = read_bucket_rows([stage_file(folder, s) for s in range(n_slices)], bucket, source)
     dataset = LlmDataset(rows, source=source)
-    planned = []
-    skipped = []
-    for ev in evs:
-        todo, skip = plan_rows(ev, dataset)
-        planned.append((ev, todo))
-        skipped.extend(skip)
-    total = len(skipped) + sum(len(todo) for _, todo in planned)
-    live = LiveResult(evs, dataset, total=total, row_pos={id(r): p for r, p in zip(rows, positions, strict=True)})
-    state = RunState(
-        dataset=dataset,
-        lab=None,
-        evaluators=evs,
-        resources=resources,
-        planned=planned,
-        outcomes=[],
-        live=live,
-        cancelled=_now_and_then(_cancel_flag(run_id)),
-        total=total,
-        cursors=[0] * len(evs),
-        row_index={id(r): i for i, r in enumerate(rows)},
-        keep_outcomes=False,
-    )
-    state.record(skipped)
+    cancelled = _now_and_then(_cancel_flag(run_id))
+    state = planned_state(dataset, None, evs, resources, cancelled, keep_outcomes=False, row_pos=positions)
+    live = state.live
     chunk_rows = max(1, run.options.chunk_rows)
     while not state.finished:
         run_chunk(state, chunk_rows)

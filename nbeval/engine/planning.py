@@ -28,7 +28,7 @@ from nbeval.results.outcome import RowOutcome
 from nbeval.results.run_facts import run_start
 from nbeval.runtime import Resources
 
-__all__ = ["RunState", "plan_rows", "plan_run", "preflight", "seat_jury"]
+__all__ = ["RunState", "plan_rows", "plan_run", "planned_state", "preflight", "seat_jury"]
 
 
 def plan_rows(ev: Evaluator, dataset: LlmDataset) -> tuple[list[Row], list[RowOutcome]]:
@@ -227,6 +227,26 @@ def plan_run(
     resources = resources if resources is not None else Resources()
     evs = seat_jury(evs, resources)
     preflight(evs, dataset, resources)
+    cancelled = cancel.is_set if cancel is not None else _never
+    return planned_state(dataset, lab, evs, resources, cancelled, keep_outcomes=keep_outcomes)
+
+
+def planned_state(
+    dataset: LlmDataset,
+    lab: Any,
+    evs: list[Evaluator],
+    resources: Resources,
+    cancelled: Callable[[], bool],
+    *,
+    keep_outcomes: bool,
+    row_pos: list[int] | None = None,
+) -> RunState:
+    """The state of a run of ``evs`` on ``dataset``, checked already: each evaluator's rows planned.
+
+    Rows an evaluator cannot score are recorded at once as skipped. ``row_pos`` gives each row's
+    position in the whole input where ``dataset`` is a part of it (a partitioned run's bucket),
+    so that the live view orders its scores as a local run's.
+    """
     planned: list[tuple[Evaluator, list[Row]]] = []
     outcomes: list[RowOutcome] = []
     for ev in evs:
@@ -235,7 +255,8 @@ def plan_run(
         outcomes.extend(skipped)
     total = len(outcomes) + sum(len(todo) for _, todo in planned)
     row_index = {id(r): i for i, r in enumerate(dataset.rows)}
-    live = LiveResult(evs, dataset, total=total, lab=lab, row_pos=row_index)
+    positions = row_index if row_pos is None else {id(r): p for r, p in zip(dataset.rows, row_pos, strict=True)}
+    live = LiveResult(evs, dataset, total=total, lab=lab, row_pos=positions)
     state = RunState(
         dataset=dataset,
         lab=lab,
@@ -244,7 +265,7 @@ def plan_run(
         planned=planned,
         outcomes=[],
         live=live,
-        cancelled=cancel.is_set if cancel is not None else _never,
+        cancelled=cancelled,
         total=total,
         cursors=[0] * len(evs),
         row_index=row_index,

@@ -117,6 +117,7 @@ def test_batch_on_a_scheduler_names_both_flags(openai_server: FakeOpenAIServer, 
     args = ["run", "rows.json", "-e", "safety", *_judge(openai_server), "--batch", "--scheduler", "tcp://127.0.0.1:9"]
     assert main([*args, "--no-progress"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("nbeval: error: --batch waits for the provider's batches on this machine")
-    assert err.rstrip().endswith("it cannot be used with --scheduler")
+    # rows.json is read on the client: its judge calls cannot be batched across the workers
+    assert err.startswith("nbeval: error: --batch with --scheduler batches the judge calls of a file the workers")
+    assert err.rstrip().endswith("give the data that way, or run without a scheduler")
     _no_python_words(err)

@@ -430,3 +430,21 @@ def test_a_batched_run_sends_one_batch_per_model_and_round_whatever_the_workers(
     assert len(refused) == 26 and refused["value"].isna().all()
     assert refused["error"].str.contains("this prompt is refused").all()
     assert parted.meta["cancelled"] is False and parted.meta["usage"]["calls"] >= 10
+
+
+def test_parts_whose_rows_were_all_skipped_give_the_local_aggregates_and_problems(client: Any, tmp_path: Path) -> None:
+    recs = _records(40)
+    for r in recs:
+        r["expected_output"] = None  # exact_match skips every row of every part
+    path = _write(recs, tmp_path / "answers.parquet")
+    local = nbeval.evaluate(path, ["exact_match", "t_flaky"], progress=False)
+    parted = nbeval.evaluate(
+        path, ["exact_match", "t_flaky"], progress=False, scheduler=client, run_dir=str(tmp_path / "run")
+    )
+    pd.testing.assert_frame_equal(parted.aggregates, local.aggregates, check_exact=False, rtol=1e-12)
+    problems = parted.problems
+    pd.testing.assert_frame_equal(problems, local.problems)
+    unmeasured = problems[problems["kind"] == "unmeasured"]
+    assert len(unmeasured) == 3 and unmeasured["message"].str.contains("40 skipped").all()
+    board = parted.leaderboard("exact_match", ci=0.95)
+    assert board["score_lo"].isna().all() and board["score_n"].eq(0).all()
