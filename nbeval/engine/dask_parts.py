@@ -96,6 +96,7 @@ from nbeval.results.storage.partitions import (
     PartDataset,
     PartScores,
     batch_folder,
+    exact_partials,
     exact_total,
     part_folder,
     stage_file,
@@ -285,6 +286,8 @@ class _Folded:
                 got = g[1].setdefault(metric, [0, []])
                 got[0] += count
                 got[1].extend(partials)
+                if len(got[1]) > 64:  # a few floats hold any exact sum: keep the list short
+                    got[1] = exact_partials(got[1])
         self.stats.add(summary)
         for path in sorted(folder.glob("own-*.pkl")):
             k = int(path.stem.split("-", 1)[1])

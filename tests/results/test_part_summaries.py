@@ -189,3 +189,20 @@ def test_exact_partials_hold_the_exact_sum_and_add_up_across_parts(values: list[
     split = exact_partials(values[:cut]) + exact_partials(values[cut:])
     # correctly rounded, whatever the split; a total beyond a float is infinite
     assert exact_total(split) == (want if want is not None else math.inf if exact > 0 else -math.inf)
+
+
+def test_errors_that_all_differ_keep_the_commonest_lines_and_count_the_rest() -> None:
+    from nbeval.results.reporting.problems import describe_error_lines
+    from nbeval.results.statistics.tallies import MAX_ERROR_LINES, Tally
+
+    folded = Tally("verdict")
+    for part in range(3):  # each part's rows failed with errors of their own, and one common error
+        t = Tally("verdict", rows=MAX_ERROR_LINES + 5, errored={"HTTP 500": 5})
+        t.errored.update({f"bad row {part}-{i}": 1 for i in range(MAX_ERROR_LINES)})
+        t.trim()
+        folded.add(t)
+        folded.trim()
+    assert folded.errored_rows == 3 * (MAX_ERROR_LINES + 5)  # every errored row still counted
+    assert len(folded.errored) <= 2 * MAX_ERROR_LINES and folded.errored["HTTP 500"] == 15
+    text = describe_error_lines(folded.errored, folded.other_errors)
+    assert text.startswith("HTTP 500 (15); bad row ") and text.endswith(f"; other errors ({3 * MAX_ERROR_LINES - 2})")

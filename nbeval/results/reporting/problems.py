@@ -165,16 +165,21 @@ def describe_errors(errors: pd.Series) -> str:
     return describe_error_lines(groups)
 
 
-def describe_error_lines(groups: dict[str, int]) -> str:
+def describe_error_lines(groups: dict[str, int], unnamed: int = 0) -> str:
     """:func:`describe_errors` of errors already counted by first line (equal counts in text order).
 
     Ties go by the text, not by which came first, so that a run's description does not depend on
-    how its rows were split (a partitioned run adds its parts' counts in any order).
+    how its rows were split (a partitioned run adds its parts' counts in any order). ``unnamed``
+    rows errored with lines not kept (a partitioned run's tally keeps the commonest,
+    :data:`~nbeval.results.statistics.tallies.MAX_ERROR_LINES`): they count among the others,
+    whose number of kinds is then not known.
     """
     ordered = sorted(groups.items(), key=lambda kv: (-kv[1], kv[0]))
     shown = "; ".join(f"{line} ({n})" for line, n in ordered[:ERROR_GROUPS])
-    rest = sum(n for _, n in ordered[ERROR_GROUPS:])
-    if rest:
+    rest = sum(n for _, n in ordered[ERROR_GROUPS:]) + unnamed
+    if rest and unnamed:
+        shown += f"; other errors ({rest})"
+    elif rest:
         shown += f"; {len(ordered) - ERROR_GROUPS} other error{'s' * (len(ordered) - ERROR_GROUPS != 1)} ({rest})"
     return shown
 
@@ -182,10 +187,12 @@ def describe_error_lines(groups: dict[str, int]) -> str:
 def errors_of_run(result: EvaluationResult) -> str:
     """:func:`describe_errors` of every errored row of the result, whatever its model and evaluator."""
     groups: dict[str, int] = {}
+    unnamed = 0
     for t in result_tallies(result).values():
+        unnamed += t.other_errors
         for line, n in t.errored.items():
             groups[line] = groups.get(line, 0) + n
-    return describe_error_lines(groups)
+    return describe_error_lines(groups, unnamed)
 
 
 def _totals(result: EvaluationResult) -> dict[tuple[str, str], int]:
@@ -198,11 +205,12 @@ def _errored(result: EvaluationResult, tallies: dict[tuple[str, str], Tally]) ->
     totals = _totals(result)
     out = []
     for (model, ev), t in tallies.items():
-        n = sum(t.errored.values())
+        n = t.errored_rows
         if not n:
             continue
         total = totals.get((model, ev), n)
-        msg = f"{result.label(model)}: {ev}: {n} of {total} rows errored: {describe_error_lines(t.errored)}"
+        errors = describe_error_lines(t.errored, t.other_errors)
+        msg = f"{result.label(model)}: {ev}: {n} of {total} rows errored: {errors}"
         out.append(["errored", "high" if n >= total else "low", model, ev, t.metric, n, None, None, None, msg])
     return out
 
@@ -259,7 +267,7 @@ def unmeasured_problems(
                 and all(_optional_skip(r, optional.get(ev, frozenset())) for r in t.skipped)
             ):
                 continue  # every row lacks an optional input this evaluator needs here: it does not apply
-            errored, unrated = sum(t.errored.values()), sum(t.unrated.values())
+            errored, unrated = t.errored_rows, sum(t.unrated.values())
             if errored:
                 why.append(f"{errored} errored")
             if skipped:

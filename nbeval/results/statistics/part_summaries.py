@@ -36,6 +36,8 @@ __all__ = ["SAMPLE_KEYS", "PartSummaries", "key_hash", "part_statistics", "sampl
 
 #: Test cases the sample of a partitioned run holds, about (all of them when the run has no more).
 SAMPLE_KEYS = 20_000
+#: Partial sums a group keeps before they are added up again into a few (exactly).
+_COMPACT = 64
 #: The bar of a sample that holds every key: every :func:`key_hash` is below it.
 _ALL = 1 << 64
 
@@ -171,6 +173,7 @@ def part_statistics(table: Any, primary: dict[int, str], bar: int) -> dict[str, 
     for (mk, k), n in rows.items():
         t = tallies.get((mk, k)) or Tally(primary[int(k)])
         t.rows = int(n)
+        t.trim()
         out_tallies.append([int(k), str(mk), t.to_json()])
     fails = counted[has_value[on_primary] & counted["passed"].eq(False).fillna(False).to_numpy(dtype=bool)]
     return {
@@ -231,6 +234,8 @@ class PartSummaries:
                 m.squares.extend(squares)
                 m.not_binary += not_binary
                 m.least, m.greatest = min(m.least, least), max(m.greatest, greatest)
+                if len(m.sums) > _COMPACT:  # a few floats hold any exact sum: keep the lists short
+                    m.sums, m.squares = exact_partials(m.sums), exact_partials(m.squares)
         for k, mk, tally in summary["tallies"]:
             t = Tally.from_json(tally)
             have = self._tallies.get((k, mk))
@@ -238,6 +243,7 @@ class PartSummaries:
                 self._tallies[(k, mk)] = t
             else:
                 have.add(t)
+                have.trim()
         for entry in summary["hardest"]:
             best = self._hardest.get(entry[0])
             if best is None or (-entry[1], entry[2]) < (-best[1], best[2]):

@@ -20,10 +20,13 @@ if TYPE_CHECKING:
 
     from nbeval.results import EvaluationResult
 
-__all__ = ["ERROR_CHARS", "Tally", "first_line", "result_tallies", "scores_tallies", "tally_rows"]
+__all__ = ["ERROR_CHARS", "MAX_ERROR_LINES", "Tally", "first_line", "result_tallies", "scores_tallies", "tally_rows"]
 
 #: How long an error's first line may be in a problem's message (cut in the middle beyond it).
 ERROR_CHARS = 120
+#: Distinct error lines a partitioned run's tally keeps (the commonest); past twice as many, the
+#: rest are counted together, so that errors that all differ cannot fill the client's memory.
+MAX_ERROR_LINES = 1_000
 
 
 @dataclass
@@ -42,11 +45,27 @@ class Tally:
     """Skipped rows, by skip reason."""
     no_value: int = 0
     """Scored rows with no value, no error and a rated label."""
+    other_errors: int = 0
+    """Errored rows whose lines :meth:`trim` let go (counted, not named)."""
+
+    @property
+    def errored_rows(self) -> int:
+        """Every errored row, named or not."""
+        return sum(self.errored.values()) + self.other_errors
+
+    def trim(self) -> None:
+        """Keep the :data:`MAX_ERROR_LINES` commonest error lines once there are twice as many; count the rest."""
+        if len(self.errored) <= 2 * MAX_ERROR_LINES:
+            return
+        ordered = sorted(self.errored.items(), key=lambda kv: (-kv[1], kv[0]))
+        self.errored = dict(ordered[:MAX_ERROR_LINES])
+        self.other_errors += sum(n for _, n in ordered[MAX_ERROR_LINES:])
 
     def add(self, other: Tally) -> None:
         """Add ``other``'s counts (the same model and evaluator, other rows) to these."""
         self.rows += other.rows
         self.no_value += other.no_value
+        self.other_errors += other.other_errors
         for mine, theirs in (
             (self.errored, other.errored),
             (self.unrated, other.unrated),
@@ -57,13 +76,15 @@ class Tally:
 
     def to_json(self) -> list[Any]:
         """A JSON form (what a part's ``summary.json`` holds)."""
-        return [self.metric, self.rows, self.errored, self.unrated, self.skipped, self.no_value]
+        return [self.metric, self.rows, self.errored, self.unrated, self.skipped, self.no_value, self.other_errors]
 
     @classmethod
     def from_json(cls, data: list[Any]) -> Tally:
         """The tally of :meth:`to_json`'s form."""
-        metric, rows, errored, unrated, skipped, no_value = data
-        return cls(str(metric), int(rows), dict(errored), dict(unrated), dict(skipped), int(no_value))
+        metric, rows, errored, unrated, skipped, no_value, other_errors = data
+        return cls(
+            str(metric), int(rows), dict(errored), dict(unrated), dict(skipped), int(no_value), int(other_errors)
+        )
 
 
 def tally_rows(

@@ -16,6 +16,10 @@ worker can read and write:
   and the exact sums the aggregates are made of) and, for an evaluator with its own aggregate,
   ``own-K.pkl`` (its rows and scores, which that aggregate needs).
 
+* ``batch/round-NNN/b-NNNNN.pkl``: with ``batch=True``, the requests a bucket still needs in a
+  round (the client sends them, :mod:`nbeval.engine.dask_batches`), and ``batch/failed.json``
+  the errors of those a batch could not answer.
+
 The result opens lazily: :class:`PartScores` reads the long table from the parts only when it is
 asked for, :class:`PartDataset` the rows from the stage. Sums are exact (:func:`exact_partials`):
 the parts' partial sums added with :func:`math.fsum` give the correctly rounded sum of every value,
