@@ -65,7 +65,7 @@ def send_round(
     failed_path = batch_folder(run_dir) / FAILED_FILE
     failed: dict[str, str] = json.loads(failed_path.read_text(encoding="utf-8")) if failed_path.is_file() else {}
     handler = ChatHandler()
-    asked = 0
+    asked = sent = 0
     for wait in (False, True):  # every slice sent first, then each waited for
         for model, requests in _slices(folder):
             client = handler.client(resources, model)
@@ -73,11 +73,20 @@ def send_round(
                 live.status = f"round {batch_round}: waiting for the batches of {client.model.name} at the provider"
             results = run_batches([(client, requests, None)], resources.batch, cancel=cancel, wait=wait)[0]
             if not wait:
+                sent += sum(isinstance(r, ChatFailure) for r in results)  # the rest the client's cache held
                 continue
             asked += len(requests)
             for request, result in zip(requests, results, strict=True):
                 if isinstance(result, ChatFailure) and not result.cancelled:
                     failed[client.cache_key_of(request)] = result.error
+    if asked and not sent and not (cancel is not None and cancel.is_set()):
+        cache = getattr(client.cache, "path", "the reply cache")
+        msg = (
+            f"the workers asked again for {asked} answers the reply cache ({cache}) already holds: they cannot "
+            "read it (another machine, or storage that does not share SQLite's files); give cache= a path every "
+            "worker reads, or run with batch=False"
+        )
+        raise NbevalError(msg)
     if failed:
         tmp = failed_path.with_name(f".{failed_path.name}.tmp")
         tmp.write_text(json.dumps(failed), encoding="utf-8")

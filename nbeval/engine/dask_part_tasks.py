@@ -35,7 +35,7 @@ from nbeval.data.model import LlmDataset, count_nan_expected
 from nbeval.data.readers import jsonl_slice_records, parquet_slice_records
 from nbeval.data.rows import Row, field_missing
 from nbeval.engine.chunks import run_chunk, settle
-from nbeval.engine.dask_worker import _cancel_flag, _worker_run
+from nbeval.engine.dask_worker import _cancel_flag, _worker_run, merge_usage
 from nbeval.engine.planning import planned_state
 from nbeval.errors import DataError
 from nbeval.results.storage.partitions import (
@@ -248,11 +248,12 @@ def score_bucket(
     bucket: int,
     source: str,
     bar: int,
+    salt: str = "",
     batch_round: int = 0,
 ) -> tuple[int, dict[str, Any] | None, list[tuple[str, str, ChatReply]]]:
     """Score one bucket as a local run scores its rows, write its part and commit it.
 
-    ``bar`` chooses the test cases of the run's sample
+    ``bar`` and ``salt`` choose the test cases of the run's sample
     (:func:`~nbeval.results.statistics.part_summaries.sample_bar`). Returns the bucket, the
     part's summary (what ``summary.json`` holds) and the judge replies fetched for it (for the
     client's cache). A part committed already (a duplicate attempt) is not written twice: its
@@ -293,12 +294,12 @@ def score_bucket(
         os.replace(tmp_spool, spool)
         return bucket, None, []
     if batch_round:
-        run.batched_usage.append(resources.usage_totals())
+        run.batched_usage.append(_calls_made_here(resources))
     tmp = folder / PARTS_FOLDER / f".p-{bucket:05d}.{uuid.uuid4().hex}"
     tmp.mkdir(parents=True)
     table, groups = live.write_part(tmp / "scores.parquet")
     primary = {k: ev.spec.primary.name for k, ev in enumerate(evs)}
-    summary = _summary(bucket, len(rows), table, groups, primary, bar, cancelled=state.cancelled_count > 0)
+    summary = _summary(bucket, len(rows), table, groups, primary, (bar, salt), cancelled=state.cancelled_count > 0)
     for k in sorted({k for (k, _), (_, own_rows, _) in groups.items() if own_rows}):
         own = {mk: (r, s) for (kk, mk), (_, r, s) in groups.items() if kk == k}
         with open(tmp / f"own-{k}.pkl", "wb") as fh:
@@ -311,6 +312,19 @@ def score_bucket(
         shutil.rmtree(tmp, ignore_errors=True)
         summary = json.loads((final / "summary.json").read_text(encoding="utf-8"))
     return bucket, summary, replies
+
+
+def _calls_made_here(resources: Any) -> dict[str, Any]:
+    """The usage of a batched round's chat clients that called their model from this worker.
+
+    A model with a Batch API was asked by the run's client, which counted each call; the worker
+    only read the answers from the cache (counting them again would count every call twice). A
+    model with none (a Python function, a local model) was asked here.
+    """
+    from nbeval.chat.batch import can_batch
+    from nbeval.request_kinds.chat import Chat
+
+    return merge_usage(*(c.usage_totals().to_dict() for c in resources.state(Chat).values() if not can_batch(c)))
 
 
 #: Seconds a worker trusts what it last heard of the run's cancel event.
@@ -340,7 +354,7 @@ def _summary(
     table: Any,
     groups: dict[tuple[int, str], tuple[int, list[Any], list[Any]]],
     primary: dict[int, str],
-    bar: int,
+    sample: tuple[int, str],
     *,
     cancelled: bool,
 ) -> dict[str, Any]:
@@ -351,7 +365,7 @@ def _summary(
     """
     from nbeval.results.statistics.part_summaries import part_statistics
 
-    stats = part_statistics(table, primary, bar)
+    stats = part_statistics(table, primary, *sample)
     sums: dict[tuple[int, str], dict[str, list[Any]]] = {}
     for (k, mk, m), got in stats["sums"].items():
         sums.setdefault((k, mk), {})[m] = got

@@ -91,6 +91,7 @@ from nbeval.results.aggregates import add_aggregate_rows, aggregates_table, metr
 from nbeval.results.run_facts import run_facts, run_start
 from nbeval.results.statistics.part_summaries import PartSummaries, sample_bar
 from nbeval.results.storage.partitions import (
+    FAILED_FILE,
     PARTS_FOLDER,
     STAGE_FOLDER,
     PartDataset,
@@ -553,10 +554,14 @@ def _prepare(
                 for b in range(n_buckets)
             ],
         )
-        plan_path.write_text(
-            json.dumps({"version": PLAN_VERSION, "input": identity, "evaluators": digest, "buckets": n_buckets}),
-            encoding="utf-8",
-        )
+        plan = {
+            "version": PLAN_VERSION,
+            "input": identity,
+            "evaluators": digest,
+            "buckets": n_buckets,
+            "sample_salt": os.urandom(16).hex(),  # the run's own sample (see part_summaries.key_hash)
+        }
+        plan_path.write_text(json.dumps(plan), encoding="utf-8")
         with open(done_path, "wb") as fh:
             pickle.dump((slices, n_buckets, stages, checks), fh)
     _report_checks(source, stages, checks)
@@ -572,6 +577,7 @@ def _prepare(
     stats = PartSummaries(
         [ev.name for ev in evs],
         bar=sample_bar(keys),
+        salt=str(plan["sample_salt"]),
         keys=keys,
         model_order=model_order,
         perturbed=sum(st.perturbed for st in stages),
@@ -680,6 +686,7 @@ def _score(
                 b,
                 run.source.path,
                 run.folded.stats.bar,
+                run.folded.stats.salt,
                 batch_round,
                 pure=False,
             )
@@ -687,6 +694,8 @@ def _score(
             seq.add(fut)
 
         n_workers = max(1, len(client.nthreads()))
+        if batch_round:  # an earlier run's failed requests are asked again, as a local run asks them
+            (batch_folder(run.run_dir) / FAILED_FILE).unlink(missing_ok=True)
         try:
             while True:
                 if batch_round:
@@ -699,6 +708,8 @@ def _score(
                 if not waiting or (cancel is not None and cancel.is_set()):
                     break
                 send_round(run.resources, run.run_dir, batch_round, cancel, live)
+                if cancel is not None and cancel.is_set():
+                    break
                 todo.extend(sorted(waiting))
                 waiting.clear()
                 batch_round = next_round(batch_round)

@@ -135,12 +135,21 @@ class ChatHandler(RequestHandler):
         A request whose batch already answered with an error (``batch.failed``) gets that error;
         any other miss is collected once per model and round and answered
         :data:`~nbeval.chat.batch_options.PENDING` until the run's client has its batch's answer.
+        A model with no Batch API (a Python function, a local model) is asked here, one call at a
+        time, as without batching.
         """
         from nbeval.chat.accounting import ChatFailure
+        from nbeval.chat.batch import can_batch
         from nbeval.chat.batch_options import PENDING
 
         for client, group in self._groups(resources, items, rnd):
             arrived = _arrival(rnd, group)
+            if not can_batch(client):
+                replies = client.run_many([r for _, r in group], on_done=arrived, cancel=rnd.cancel)
+                for j, reply in enumerate(replies):
+                    if rnd.answers[group[j][0]] is None:
+                        arrived(j, reply)
+                continue
             jobs = client.answer_cached([r for _, r in group], arrived)
             collected = []
             for key, idxs in jobs:

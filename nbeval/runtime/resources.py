@@ -85,13 +85,15 @@ class Resources:
     def with_batch(self, batch: Any, *, fresh: Sequence[Any] = ()) -> Self:
         """These resources with ``batch`` as their batch options, sharing what they made.
 
-        The request kinds in ``fresh`` start with empty stores instead (a partitioned run's
-        batched round gives its chat clients their own usage, counted only for the parts it
-        writes); every other kind's store is shared.
+        Every request kind's store is shared (a model loaded by one is there for the other), but
+        those of the kinds in ``fresh``, which start empty (a partitioned run's batched round gives
+        its chat clients their own usage, counted only for the parts it writes).
         """
         other = copy.copy(self)
         other.batch = batch
         with self.lock:
+            for handler in registered_handlers():  # every kind's store made now, so that both fill the same
+                self._state.setdefault(handler.kind, {})
             other._state = {kind: store for kind, store in self._state.items() if kind not in fresh}
         return other
 

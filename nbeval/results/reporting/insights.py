@@ -235,7 +235,11 @@ def _lead_message(
             f"tied within noise on {where}: {a} ({format_value(value)}) leads {b} ({format_value(runner_value)}), "
             "but this aggregate is not a mean over test cases, so no paired test can confirm it"
         )
-    how = f"paired {test['test']} on {test['n']} cases, Holm p = {format_value(float(test['p_holm']))}, {family}"
+    cases = f"{test['n']} cases"
+    parts = result.part_summaries
+    if parts is not None and not parts.complete:  # a partitioned run tests on its sample of test cases
+        cases = f"{test['n']} cases of a sample of {parts.sampled_keys():,} of {parts.keys:,} test cases"
+    how = f"paired {test['test']} on {cases}, Holm p = {format_value(float(test['p_holm']))}, {family}"
     gap = abs(value - runner_value)
     sign = 1.0 if value >= runner_value else -1.0  # the lead as a positive number, whichever way is better
     lo, hi = sorted((sign * test["diff_lo"], sign * test["diff_hi"]))

@@ -300,7 +300,8 @@ def _unrated(result: EvaluationResult, tallies: dict[tuple[str, str], Tally]) ->
         if len(t.unrated) == 1:
             why = UNRATED_LABELS[next(iter(t.unrated))]
         else:
-            why = "; ".join(f"{count}: {UNRATED_LABELS[label]}" for label, count in t.unrated.items())
+            ordered = sorted(t.unrated.items(), key=lambda kv: (-kv[1], kv[0]))  # not by which part came first
+            why = "; ".join(f"{count}: {UNRATED_LABELS[label]}" for label, count in ordered)
         msg = f"{result.label(model)}: {ev}: {n} of {total} rows could not be rated ({why})"
         out.append(["unrated", "high" if n >= total else "low", model, ev, t.metric, n, None, None, None, msg])
     return out

@@ -115,7 +115,10 @@ def _part_intervals(
         else:
             half = stats.z_value(level) * math.sqrt(variance / n)
             least, greatest = parts.span(evaluator, str(k), metric)
-            lo, hi = max(least, mean - half), min(greatest, mean + half)
+            if math.isnan(half):
+                lo, hi = nan, nan
+            else:
+                lo, hi = max(least, mean - half), min(greatest, mean + half)
         lows.append(lo)
         highs.append(hi)
     return lows, highs, method

@@ -42,9 +42,15 @@ _COMPACT = 64
 _ALL = 1 << 64
 
 
-def key_hash(key: str) -> int:
-    """A 64-bit hash of a test case's key, independent of the bucket it lands in, for the sample."""
-    digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8, person=b"nbeval-sample").digest()
+def key_hash(key: str, salt: str = "") -> int:
+    """A 64-bit hash of a test case's key, independent of the bucket it lands in, for the sample.
+
+    ``salt`` (hex, a run's own, kept in its ``plan.json``) keys the hash, so that whoever writes
+    the input's keys cannot choose which test cases the sample, and the tests run on it, hold.
+    """
+    digest = hashlib.blake2b(
+        key.encode("utf-8", "surrogatepass"), digest_size=8, person=b"nbeval-sample", key=bytes.fromhex(salt)
+    ).digest()
     return int.from_bytes(digest, "little")
 
 
@@ -90,6 +96,24 @@ def _hardest_in_part(fails: pd.DataFrame, measured: pd.DataFrame) -> list[list[A
     return out
 
 
+def _exact_squares(v: Any) -> list[float]:
+    """Each value's square as two floats whose sum is exactly it (Dekker's product), all in one list.
+
+    Rounding each square would make the variance of large, close values (1e8 plus noise) cancel
+    to nothing; the exact squares keep it exact. A value past about 1e150 squares to infinity.
+    """
+    import numpy as np
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        p = v * v
+        c = 134217729.0 * v  # 2**27 + 1: splits each value into two halves of 26 bits
+        hi = c - (c - v)
+        lo = v - hi
+        e = ((hi * hi - p) + 2.0 * hi * lo) + lo * lo
+    e = np.where(np.isfinite(p), e, 0.0)
+    return [*p.tolist(), *e.tolist()]
+
+
 def _fsum(values: Sequence[float]) -> float:
     try:
         return math.fsum(values)
@@ -113,7 +137,7 @@ _COLUMNS = (
 )
 
 
-def part_statistics(table: Any, primary: dict[int, str], bar: int) -> dict[str, Any]:
+def part_statistics(table: Any, primary: dict[int, str], bar: int, salt: str = "") -> dict[str, Any]:
     """What one part's summary says of its scores (the pieces :meth:`PartSummaries.add` adds up).
 
     Column-wise (pandas), so that summing a part costs little beside scoring it; only the rows
@@ -123,6 +147,7 @@ def part_statistics(table: Any, primary: dict[int, str], bar: int) -> dict[str, 
         table: The part's long table as Arrow, with its order columns (``_evaluator_pos``, ``_row_pos``).
         primary: Each evaluator's primary metric, by evaluator position.
         bar: The sample's bar (:func:`sample_bar`).
+        salt: The run's salt of :func:`key_hash`.
 
     Returns:
         ``sums``: per (evaluator position, model, metric) the measured rows, the exact partial sums
@@ -146,13 +171,13 @@ def part_statistics(table: Any, primary: dict[int, str], bar: int) -> dict[str, 
         sums[(int(k), str(mk), str(m))] = [
             int(v.size),
             exact_partials(v.tolist()),
-            exact_partials((v * v).tolist()),
+            exact_partials(_exact_squares(v)),
             int(((v != 0.0) & (v != 1.0)).sum()),
             float(v.min()),
             float(v.max()),
         ]
     keys = measured["key"].unique().tolist()
-    chosen = keys if bar >= _ALL else [key for key in keys if key_hash(key) < bar]
+    chosen = keys if bar >= _ALL else [key for key in keys if key_hash(key, salt) < bar]
     sample: dict[tuple[int, str, str], tuple[list[int], list[str], list[float]]] = {}
     picked = measured[measured["key"].isin(chosen)]
     for (k, mk, m), part in picked.groupby(["_evaluator_pos", "model_key", "metric"], sort=False):
@@ -207,6 +232,8 @@ class PartSummaries:
     """The evaluators' names, by position."""
     bar: int = _ALL
     """The sample's bar (:func:`sample_bar`)."""
+    salt: str = ""
+    """The run's salt of :func:`key_hash` (hex)."""
     keys: int = 0
     """Test cases in the run."""
     model_order: dict[str, int] = field(default_factory=dict)
@@ -286,14 +313,22 @@ class PartSummaries:
         return all(m.not_binary == 0 for (kk, _, mm), m in self._moments.items() if kk == k and mm == metric)
 
     def moments(self, evaluator: str, model_key: str, metric: str) -> tuple[int, float, float]:
-        """Rows measured, their exact mean and their variance (divided by the rows, as the bootstrap's)."""
+        """Rows measured, their mean and their variance (divided by the rows, as the bootstrap's), both exact.
+
+        Exact as fractions from the exact sums of the values and of their squares, then rounded
+        once; the variance is NaN when a value is infinite or its square passes a float.
+        """
         m = self._moments.get((self._position(evaluator), model_key, metric))
         if m is None or m.n == 0:
             return 0, math.nan, math.nan
-        total = _fsum(m.sums)
-        mean = total / m.n
-        variance = _fsum([*m.squares, -(total * mean)]) / m.n
-        return m.n, mean, max(0.0, variance)
+        if not all(math.isfinite(x) for x in (*m.sums, *m.squares)):  # an infinite value, or a square past a float
+            return m.n, _fsum(m.sums) / m.n, math.nan
+        from fractions import Fraction
+
+        total = sum(map(Fraction, m.sums), Fraction(0))  # exact: a few partials each
+        squares = sum(map(Fraction, m.squares), Fraction(0))
+        variance = (squares - total * total / m.n) / m.n
+        return m.n, float(total / m.n), float(variance)
 
     def span(self, evaluator: str, model_key: str, metric: str) -> tuple[float, float]:
         """The least and the greatest measured value (``(inf, -inf)`` for none)."""
