@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
