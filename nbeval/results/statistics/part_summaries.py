@@ -1,8 +1,9 @@
 """What a partitioned run's parts say of their scores, added up: the statistics read without the long table.
 
 A partitioned run (:mod:`nbeval.engine.dask_parts`) never holds its rows on the client. Each part
-sends back a summary (:func:`metric_summary`, :func:`sample_rows` and the problem
-:mod:`~nbeval.results.statistics.tallies`), and :class:`PartSummaries` adds them up. From them
+sends back a summary (:func:`part_statistics`: exact sums, the problem
+:mod:`~nbeval.results.statistics.tallies`, sampled rows and hardest cases), and
+:class:`PartSummaries` adds them up. From them
 come, without reading a score:
 
 * the **problems** (errored, unrated and unmeasured rows): tallies add up exactly;
@@ -155,7 +156,7 @@ def part_statistics(table: Any, primary: dict[int, str], bar: int, salt: str = "
         greatest; ``tallies``: per (evaluator position, model) its
         :class:`~nbeval.results.statistics.tallies.Tally` as JSON; ``sample``: per (evaluator
         position, model, metric) the input positions, keys and values of its rows whose key is in
-        the sample; ``hardest``: see :func:`_hardest_in_part`.
+        the sample; ``hardest``: the part's hardest test cases (per evaluator, then overall).
     """
     import numpy as np
 
