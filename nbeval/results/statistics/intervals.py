@@ -102,7 +102,7 @@ def _part_intervals(
     by_model: dict[str, Any] = {}
     if method == "bootstrap":
         values = parts.values(evaluator, metric)
-        by_model = {str(k): g["value"].to_numpy() for k, g in values.groupby("model_key", sort=False)}
+        by_model = {str(k): g["value"].to_numpy() for k, g in values.groupby("model_key", sort=False, observed=True)}
     lows, highs = [], []
     for k in aggregates.index:
         n, mean, variance = parts.moments(evaluator, str(k), metric)

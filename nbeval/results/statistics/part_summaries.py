@@ -84,7 +84,7 @@ def _hardest_in_part(fails: pd.DataFrame, measured: pd.DataFrame) -> list[list[A
     groups = fails.groupby(["_evaluator_pos", "key"], sort=False, observed=True)
     per_case = pd.DataFrame({"models": groups["model_key"].nunique(), "first": groups["_row_pos"].min()}).reset_index()
     out: list[list[Any]] = []
-    for k, cases in per_case.groupby("_evaluator_pos", sort=True):
+    for k, cases in per_case.groupby("_evaluator_pos", sort=True, observed=True):
         top = cases.sort_values(["models", "first"], ascending=[False, True], kind="stable").iloc[0]
         key = str(top["key"])
         on = measured[(measured["_evaluator_pos"] == k) & (measured["key"] == key)]
@@ -167,7 +167,9 @@ def part_statistics(table: Any, primary: dict[int, str], bar: int, salt: str = "
     has_value = ~np.isnan(value)
     measured = df[has_value]
     sums: dict[tuple[int, str, str], list[Any]] = {}
-    for (k, mk, m), at in measured.groupby(["_evaluator_pos", "model_key", "metric"], sort=False).indices.items():
+    for (k, mk, m), at in measured.groupby(
+        ["_evaluator_pos", "model_key", "metric"], sort=False, observed=True
+    ).indices.items():
         v = value[has_value][at]
         sums[(int(k), str(mk), str(m))] = [
             int(v.size),
@@ -181,7 +183,7 @@ def part_statistics(table: Any, primary: dict[int, str], bar: int, salt: str = "
     chosen = keys if bar >= _ALL else [key for key in keys if key_hash(key, salt) < bar]
     sample: dict[tuple[int, str, str], tuple[list[int], list[str], list[float]]] = {}
     picked = measured[measured["key"].isin(chosen)]
-    for (k, mk, m), part in picked.groupby(["_evaluator_pos", "model_key", "metric"], sort=False):
+    for (k, mk, m), part in picked.groupby(["_evaluator_pos", "model_key", "metric"], sort=False, observed=True):
         sample[(int(k), str(mk), str(m))] = (
             part["_row_pos"].astype(int).tolist(),
             part["key"].tolist(),
@@ -189,7 +191,7 @@ def part_statistics(table: Any, primary: dict[int, str], bar: int, salt: str = "
         )
     on_primary = df["metric"].to_numpy(dtype=object) == df["_evaluator_pos"].map(primary).to_numpy(dtype=object)
     counted = df[on_primary]
-    rows = counted.groupby(["model_key", "_evaluator_pos"], sort=False).size()
+    rows = counted.groupby(["model_key", "_evaluator_pos"], sort=False, observed=True).size()
     without = counted[~has_value[on_primary] | counted["skipped"].astype(bool).to_numpy()]
     lists = [without[c].astype(object).where(without[c].notna(), None).tolist() for c in _COLUMNS[:3] + _COLUMNS[7:]]
     pos, model, metric, skipped, error, label, reason = lists
