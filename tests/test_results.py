@@ -248,3 +248,14 @@ def test_unrated_rows_are_their_own_problem_kind(tmp_path: Path) -> None:
     assert "measured on 3/4 rows" in probs[probs.kind == "threshold"]["message"].iloc[0]
     back = nbeval.load_result(res.save(tmp_path / "run"))
     pd.testing.assert_frame_equal(back.problems, res.problems)
+
+
+def test_a_lead_between_models_with_no_test_case_in_common_says_so() -> None:
+    rows = [
+        {"key": "k1", "model_key": "a", "input": "q1", "expected_output": "x", "actual_output": "x"},
+        {"key": "k2", "model_key": "b", "input": "q2", "expected_output": "x", "actual_output": "y"},
+    ]
+    res = nbeval.evaluate(rows, ["exact_match"], progress=False)
+    lead = res.insights[res.insights["kind"].isin(["best_model", "tied_models"])]["message"].iloc[0]
+    # a mean of rows all the same: what is missing is a case both answered, not a kind of aggregate
+    assert "no test case in common" in lead and "not a mean" not in lead

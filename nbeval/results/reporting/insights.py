@@ -212,10 +212,32 @@ def _leaders(result: EvaluationResult) -> list[list[Any]]:
                 test,
                 family,
                 significant,
+                (str(ev), str(metric)),
             )
         kind = "tied_models" if significant is False else "best_model"
         out.append([kind, ev, metric, leader, None, value, msg, significant, p, named])
     return out
+
+
+def _is_mean_metric(result: EvaluationResult, ev: str, metric: str) -> bool:
+    """Whether every model's aggregate of ``ev``'s ``metric`` is the mean of its rows' values."""
+    agg = result.aggregates
+    values = agg[(agg["evaluator"] == ev) & (agg["metric"] == metric)]
+    from nbeval.results.statistics.intervals import row_values
+
+    rows = row_values(result, ev, metric)
+    parts = result.part_summaries
+    for model, value in zip(values["model_key"], values["value"], strict=True):
+        if value != value:  # NaN: nothing measured
+            continue
+        if parts is not None:
+            n, mean, _ = parts.moments(ev, str(model), metric)
+        else:
+            mine = rows[rows["model_key"] == str(model)]["value"]
+            n, mean = len(mine), float(mine.mean()) if len(mine) else float("nan")
+        if n == 0 or abs(mean - float(value)) > 1e-9 * max(1.0, abs(float(value))):
+            return False
+    return True
 
 
 def _lead_message(
@@ -228,8 +250,17 @@ def _lead_message(
     test: pd.Series,
     family: str,
     significant: bool,
+    ev_metric: tuple[str, str],
 ) -> str:
     a, b = result.label(leader), result.label(runner)
+    if test["test"] == "none" and int(test["n"]) == 0 and _is_mean_metric(result, *ev_metric):
+        parts = result.part_summaries
+        sampled = parts is not None and not parts.complete
+        return (
+            f"tied within noise on {where}: {a} ({format_value(value)}) leads {b} ({format_value(runner_value)}), "
+            f"but they have no test case in common{' in the sample of test cases' if sampled else ''}, "
+            "so no paired test can compare them"
+        )
     if test["test"] == "none":
         return (
             f"tied within noise on {where}: {a} ({format_value(value)}) leads {b} ({format_value(runner_value)}), "
