@@ -35,6 +35,7 @@ contract): the model never imports readers.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -260,26 +261,55 @@ def parquet_slice_records(
         raise DataError(f"not a readable Parquet file: {exc}", source=name) from None
 
 
+#: Where a line ends in Python's text mode (universal newlines).
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
+def _byte_lines(name: str, start: int = 0) -> Iterator[tuple[bytes, int]]:
+    r"""Each line of a file from byte ``start``, with its end, and the byte just past it.
+
+    Lines end where Python's text mode ends them (``\n``, ``\r\n`` or a bare ``\r``), so that a
+    file cut into byte ranges reads as :func:`read_jsonl_rows` reads it whole.
+    """
+    with open(name, "rb") as fh:
+        fh.seek(start)
+        pos, buf = start, b""  # pos: where buf starts in the file
+        while True:
+            block = fh.read(1 << 20)
+            buf += block
+            i = 0
+            for end in _LINE_END.finditer(buf):
+                if block and end.end() == len(buf) and end.group() == b"\r":
+                    break  # a \r at the block's end: a \n may follow in the next one
+                yield buf[i : end.end()], pos + end.end()
+                i = end.end()
+            pos, buf = pos + i, buf[i:]
+            if not block:
+                if buf:
+                    yield buf, pos + len(buf)
+                return
+
+
 def jsonl_slices(path: str | os.PathLike[str], records_per_slice: int) -> list[tuple[int, int, int, int, int]]:
-    """Cut a JSON-lines file into slices of about ``records_per_slice`` records, reading it once in flat memory.
+    r"""Cut a JSON-lines file into slices of about ``records_per_slice`` records, reading it once in flat memory.
 
     Returns per slice ``(start byte, end byte, first line number, records before it, records in it)``;
-    a slice ends at a line's end. An empty file has one empty slice.
+    a slice ends at a line's end, lines ending as in Python's text mode (a bare ``\r`` too). An
+    empty file has one empty slice.
     """
     name = os.fspath(path)
     out: list[tuple[int, int, int, int, int]] = []
     pos = line = records = 0
     start, start_line, start_records = 0, 1, 0
     try:
-        with open(name, "rb") as fh:
-            for raw in fh:
-                line += 1
-                pos += len(raw)
-                if (raw.removeprefix(b"\xef\xbb\xbf") if line == 1 else raw).strip():
-                    records += 1
-                if records - start_records >= records_per_slice:
-                    out.append((start, pos, start_line, start_records, records - start_records))
-                    start, start_line, start_records = pos, line + 1, records
+        for raw, pos in _byte_lines(name):
+            line += 1
+            text = raw.decode("utf-8", "replace")  # blank as text mode sees it (Unicode spaces too)
+            if (text.removeprefix("\ufeff") if line == 1 else text).strip():
+                records += 1
+            if records - start_records >= records_per_slice:
+                out.append((start, pos, start_line, start_records, records - start_records))
+                start, start_line, start_records = pos, line + 1, records
     except FileNotFoundError:
         raise DataError("no such file", source=name) from None
     if records > start_records or not out:
@@ -292,33 +322,30 @@ def jsonl_slice_records(
 ) -> Iterator[list[Any]]:
     """The parsed lines of one slice of a JSON-lines file (:func:`jsonl_slices`), ``chunk_rows`` at a time.
 
-    Read as :func:`read_jsonl_rows` reads them (a BOM at the file's start is dropped); a line that is
-    not JSON or not UTF-8 is a DataError naming its line number in the file.
+    Read as :func:`read_jsonl_rows` reads them (the same line ends; a BOM at the file's start is
+    dropped); a line that is not JSON or not UTF-8 is a DataError naming its line number in the file.
     """
     name = os.fspath(path)
     start, end = byte_range
     part: list[Any] = []
     lineno = first_line - 1
-    with open(name, "rb") as fh:
-        fh.seek(start)
-        pos = start
-        while pos < end:
-            raw = fh.readline()
-            if not raw:
-                break
-            pos += len(raw)
-            lineno += 1
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise DataError(f"not UTF-8 text (byte {exc.start} of the line)", source=name, row=lineno) from None
-            if lineno == 1:
-                line = line.removeprefix("\ufeff")
-            if line.strip():
-                part.append(_parse_json(line, name, row=lineno))
-            if len(part) >= chunk_rows:
-                yield part
-                part = []
+    if start >= end:
+        return
+    for raw, pos in _byte_lines(name, start):
+        lineno += 1
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise DataError(f"not UTF-8 text (byte {exc.start} of the line)", source=name, row=lineno) from None
+        if lineno == 1:
+            line = line.removeprefix("\ufeff")
+        if line.strip():
+            part.append(_parse_json(line, name, row=lineno))
+        if len(part) >= chunk_rows:
+            yield part
+            part = []
+        if pos >= end:
+            break
     if part:
         yield part
 
