@@ -347,6 +347,7 @@ def test_intervals_comparisons_and_problems_come_from_the_parts_and_equal_a_loca
     )
     assert parted.summary() == local.summary() and parted.summary(brief=True) == local.summary(brief=True)
     # none of it read a score or a row on the client
+    assert isinstance(parted.dataset, PartDataset)
     assert "scores in" in repr(parted) and not parted.dataset.loaded
     assert repr(parted).endswith(f", {len(local.problems)} problems)")
 
@@ -362,7 +363,8 @@ def test_past_the_sample_a_mean_has_the_normal_interval_of_every_row_and_a_compa
     path = _write(_records(100), tmp_path / "answers.parquet")
     local = nbeval.evaluate(path, STATS_EVALUATORS, progress=False)
     parted = nbeval.evaluate(path, STATS_EVALUATORS, progress=False, scheduler=client, run_dir=str(tmp_path / "run"))
-    assert not parted.part_summaries.complete
+    parts = parted.part_summaries
+    assert parts is not None and not parts.complete
     board, ci = _intervals(parted, "t_flaky")
     assert ci["method"]["t_flaky"] == "normal"
     z = NormalDist().inv_cdf(0.975)
@@ -379,8 +381,8 @@ def test_past_the_sample_a_mean_has_the_normal_interval_of_every_row_and_a_compa
     pd.testing.assert_frame_equal(board, want, check_exact=False, rtol=1e-12)
     # the comparison runs on the sampled test cases, every model's rows of each, and says so
     table = parted.compare("m1", "m2", "t_flaky")
-    sampled = set(parted.part_summaries.values("t_flaky", "t_flaky")["key"])
-    assert table.attrs["sample"] == {"keys": parted.part_summaries.sampled_keys(), "of": 100}
+    sampled = set(parts.values("t_flaky", "t_flaky")["key"])
+    assert table.attrs["sample"] == {"keys": parts.sampled_keys(), "of": 100}
     assert 5 <= len(sampled) <= 70
     on = s[(s["evaluator"] == "t_flaky") & s["key"].isin(sampled)].dropna(subset=["value"])
     a = on[on["model_key"] == "m1"].set_index("key")["value"]
