@@ -97,8 +97,6 @@ from nbeval.results.storage.partitions import (
     PartDataset,
     PartScores,
     batch_folder,
-    exact_partials,
-    exact_total,
     part_folder,
     stage_file,
 )
@@ -268,8 +266,8 @@ class _Folded:
     scores: int = 0
     cancelled: bool = False
     buckets: list[int] = field(default_factory=list)
-    groups: dict[tuple[int, str], list[Any]] = field(default_factory=dict)
-    """Per (evaluator position, model): [N, {metric: [count, partials]}]."""
+    groups: dict[tuple[int, str], int] = field(default_factory=dict)
+    """Per (evaluator position, model): its outcomes ``N`` (the sums are in :attr:`stats`)."""
     own: dict[tuple[int, str], tuple[list[Any], list[Any]]] = field(default_factory=dict)
     """Per (evaluator position, model) of an evaluator with its own aggregate: its rows and scores."""
     stats: PartSummaries = field(default_factory=lambda: PartSummaries([]))
@@ -280,15 +278,8 @@ class _Folded:
         self.outcomes += int(summary["outcomes"])
         self.scores += int(summary["scores"])
         self.cancelled = self.cancelled or bool(summary["cancelled"])
-        for k, mk, n, sums in summary["groups"]:
-            g = self.groups.setdefault((k, mk), [0, {}])
-            g[0] += n
-            for metric, (count, partials, *_) in sums.items():
-                got = g[1].setdefault(metric, [0, []])
-                got[0] += count
-                got[1].extend(partials)
-                if len(got[1]) > 64:  # a few floats hold any exact sum: keep the list short
-                    got[1] = exact_partials(got[1])
+        for k, mk, n, _sums in summary["groups"]:
+            self.groups[(k, mk)] = self.groups.get((k, mk), 0) + n
         self.stats.add(summary)
         for path in sorted(folder.glob("own-*.pkl")):
             k = int(path.stem.split("-", 1)[1])
@@ -306,18 +297,16 @@ def _aggregates(
     rows: list[list[Any]] = []
     explanations: dict[str, dict[str, Any]] = {}
     for k, mk in sorted(folded.groups, key=lambda km: (km[0], model_order.get(km[1], len(model_order)))):
-        n, sums = folded.groups[(k, mk)]
+        n = folded.groups[(k, mk)]
         ev = evs[k]
         if type(ev).aggregate is not Evaluator.aggregate:
             own_rows, own_scores = folded.own.get((k, mk), ([], []))
             aggs = ev.aggregate(own_rows, own_scores) if own_scores else {}
         else:
-            aggs = {
-                m.name: Aggregate(exact_total(sums[m.name][1]) / sums[m.name][0], sums[m.name][0])
-                if m.name in sums and sums[m.name][0]
-                else Aggregate(None, 0)
-                for m in ev.spec.metrics
-            }
+            aggs = {}
+            for m in ev.spec.metrics:
+                measured, mean, _ = folded.stats.moments(ev.name, mk, m.name)  # the exact mean, rounded once
+                aggs[m.name] = Aggregate(mean, measured) if measured else Aggregate(None, 0)
             if not any(a.n for a in aggs.values()):
                 aggs = {}
         add_aggregate_rows(rows, explanations, ev, mk, aggs, n)

@@ -212,3 +212,25 @@ def test_errors_that_all_differ_keep_the_commonest_lines_and_count_the_rest() ->
     assert len(folded.errored) <= 2 * MAX_ERROR_LINES and folded.errored["HTTP 500"] == 15
     text = describe_error_lines(folded.errored, folded.other_errors)
     assert text.startswith("HTTP 500 (15); bad row ") and text.endswith(f"; other errors ({3 * MAX_ERROR_LINES - 2})")
+
+
+def test_sums_of_many_parts_are_compacted_and_stay_exact() -> None:
+    from fractions import Fraction
+
+    rng = np.random.default_rng(7)
+    values = (1e8 + rng.normal(size=3000)).tolist()
+    folded = PartSummaries(EVALUATORS)
+    for lo in range(0, len(values), 10):  # 300 parts: past the partial sums a group keeps before compacting
+        part = _table([("k", "m1", 1, False, None, v, None, None) for v in values[lo : lo + 10]])
+        stats = part_statistics(_arrow(part), PRIMARY, 1 << 64)
+        sums = {(k, mk): {m: got} for (k, mk, m), got in stats["sums"].items()}
+        folded.add(
+            {"groups": [[k, mk, 0, s] for (k, mk), s in sums.items()], "tallies": [], "sample": [], "hardest": []}
+        )
+    m = folded._moments[(1, "m1", "chars")]
+    assert len(m.sums) <= 64 + 8 and len(m.squares) <= 64 + 8  # compacted, not one list entry per part
+    total = sum(map(Fraction, values), Fraction(0))
+    squares = sum((Fraction(v) * Fraction(v) for v in values), Fraction(0))
+    n, mean, variance = folded.moments("length", "m1", "chars")
+    assert (n, mean) == (3000, float(total / 3000))
+    assert variance == float((squares - total * total / 3000) / 3000)

@@ -221,23 +221,14 @@ def _leaders(result: EvaluationResult) -> list[list[Any]]:
 
 def _is_mean_metric(result: EvaluationResult, ev: str, metric: str) -> bool:
     """Whether every model's aggregate of ``ev``'s ``metric`` is the mean of its rows' values."""
+    from nbeval.results.statistics.compare import aggregate_is_mean
+
     agg = result.aggregates
     values = agg[(agg["evaluator"] == ev) & (agg["metric"] == metric)]
-    from nbeval.results.statistics.intervals import row_values
-
-    rows = row_values(result, ev, metric)
-    parts = result.part_summaries
-    for model, value in zip(values["model_key"], values["value"], strict=True):
-        if value != value:  # NaN: nothing measured
-            continue
-        if parts is not None:
-            n, mean, _ = parts.moments(ev, str(model), metric)
-        else:
-            mine = rows[rows["model_key"] == str(model)]["value"]
-            n, mean = len(mine), float(mine.mean()) if len(mine) else float("nan")
-        if n == 0 or abs(mean - float(value)) > 1e-9 * max(1.0, abs(float(value))):
-            return False
-    return True
+    return all(
+        aggregate_is_mean(result, ev, metric, str(model), float(value))
+        for model, value in zip(values["model_key"], values["value"], strict=True)
+    )
 
 
 def _lead_message(

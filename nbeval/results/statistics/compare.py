@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = [
     "COMPARE_COLUMNS",
     "TABLE_FAMILY",
+    "aggregate_is_mean",
     "compare",
     "compare_metrics",
     "family_words",
@@ -184,6 +185,23 @@ def is_mean_of_rows(aggregate: float, values: Any) -> bool:
     return math.isclose(aggregate, float(values.mean()), rel_tol=1e-9, abs_tol=1e-12)
 
 
+def aggregate_is_mean(
+    result: EvaluationResult, evaluator: str, metric: str, model_key: str, aggregate: float, values: Any = None
+) -> bool:
+    """Whether a model's aggregate is the mean of its rows' values (or unknown).
+
+    A partitioned run's is told by its parts' exact sums (its ``row_values`` may be a sample);
+    any other result's by ``values`` (default: the model's :func:`row_values`), as
+    :func:`is_mean_of_rows`.
+    """
+    if result.part_summaries is not None:
+        return result.part_summaries.is_mean(evaluator, model_key, metric, aggregate)
+    if values is None:
+        rows = row_values(result, evaluator, metric)
+        values = rows.loc[rows["model_key"] == model_key, "value"]
+    return is_mean_of_rows(aggregate, values)
+
+
 def _compare_one(result: EvaluationResult, model_a: str, model_b: str, evaluator: str, metric: str) -> list[Any]:
     from nbeval.results.statistics import stats
 
@@ -194,15 +212,9 @@ def _compare_one(result: EvaluationResult, model_a: str, model_b: str, evaluator
     common = a.index.intersection(b.index)
     x, y = a.loc[common].to_numpy(dtype=float), b.loc[common].to_numpy(dtype=float)
     n = int(common.size)
-    if values.attrs.get("sample"):  # a partitioned run's sample of test cases: the parts' sums tell
-        parts = result.part_summaries
-        assert parts is not None
-        means = all(
-            math.isnan(agg) or math.isclose(agg, parts.moments(evaluator, m, metric)[1], rel_tol=1e-9, abs_tol=1e-12)
-            for agg, m in ((agg_a, model_a), (agg_b, model_b))
-        )
-    else:
-        means = is_mean_of_rows(agg_a, a) and is_mean_of_rows(agg_b, b)
+    means = aggregate_is_mean(result, evaluator, metric, model_a, agg_a, a) and aggregate_is_mean(
+        result, evaluator, metric, model_b, agg_b, b
+    )
     if not means:
         return [evaluator, metric, agg_a, agg_b, agg_a - agg_b, _NAN, _NAN, n, "none", _NAN]
     if n == 0:

@@ -93,7 +93,7 @@ def _part_intervals(
     """:func:`metric_intervals` of a partitioned run, from its parts' summaries."""
     nan = float("nan")
     known = [(str(k), float(a)) for k, a in aggregates.items() if not _is_nan(a)]
-    if not known or not all(_is_mean(parts, evaluator, k, metric, a) for k, a in known):
+    if not known or not all(parts.is_mean(evaluator, k, metric, a) for k, a in known):
         return [nan] * len(aggregates), [nan] * len(aggregates), "none"
     if _is_share(result, evaluator, metric) and parts.is_binary(evaluator, metric):
         method = "wilson"
@@ -122,12 +122,6 @@ def _part_intervals(
         lows.append(lo)
         highs.append(hi)
     return lows, highs, method
-
-
-def _is_mean(parts: PartSummaries, evaluator: str, model_key: str, metric: str, aggregate: float) -> bool:
-    """Whether a model's aggregate is the mean of its rows' values, by the parts' exact sums."""
-    n, mean, _ = parts.moments(evaluator, model_key, metric)
-    return n > 0 and math.isclose(aggregate, mean, rel_tol=1e-9, abs_tol=1e-12)
 
 
 def _is_share(result: EvaluationResult, evaluator: str, metric: str) -> bool:

@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from nbeval.results.statistics.tallies import Tally, tally_rows
-from nbeval.results.storage.partitions import exact_partials
+from nbeval.results.storage.partitions import exact_partials, exact_total
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -113,13 +112,6 @@ def _exact_squares(v: Any) -> list[float]:
         e = ((hi * hi - p) + 2.0 * hi * lo) + lo * lo
     e = np.where(np.isfinite(p), e, 0.0)
     return [*p.tolist(), *e.tolist()]
-
-
-def _fsum(values: Sequence[float]) -> float:
-    try:
-        return math.fsum(values)
-    except (ValueError, OverflowError):
-        return math.nan
 
 
 #: The columns of a part's long table the statistics read.
@@ -264,7 +256,7 @@ class PartSummaries:
                 m.squares.extend(squares)
                 m.not_binary += not_binary
                 m.least, m.greatest = min(m.least, least), max(m.greatest, greatest)
-                if len(m.sums) > _COMPACT:  # a few floats hold any exact sum: keep the lists short
+                if max(len(m.sums), len(m.squares)) > _COMPACT:  # a few floats hold any exact sum: keep them few
                     m.sums, m.squares = exact_partials(m.sums), exact_partials(m.squares)
         for k, mk, tally in summary["tallies"]:
             t = Tally.from_json(tally)
@@ -325,13 +317,20 @@ class PartSummaries:
         if m is None or m.n == 0:
             return 0, math.nan, math.nan
         if not all(math.isfinite(x) for x in (*m.sums, *m.squares)):  # an infinite value, or a square past a float
-            return m.n, _fsum(m.sums) / m.n, math.nan
+            return m.n, exact_total(m.sums) / m.n, math.nan
         from fractions import Fraction
 
         total = sum(map(Fraction, m.sums), Fraction(0))  # exact: a few partials each
         squares = sum(map(Fraction, m.squares), Fraction(0))
         variance = (squares - total * total / m.n) / m.n
         return m.n, float(total / m.n), float(variance)
+
+    def is_mean(self, evaluator: str, model_key: str, metric: str, aggregate: float) -> bool:
+        """Whether a model's aggregate is the exact mean of its measured values (a NaN aggregate is)."""
+        if math.isnan(aggregate):
+            return True
+        n, mean, _ = self.moments(evaluator, model_key, metric)
+        return n > 0 and math.isclose(aggregate, mean, rel_tol=1e-9, abs_tol=1e-12)
 
     def span(self, evaluator: str, model_key: str, metric: str) -> tuple[float, float]:
         """The least and the greatest measured value (``(inf, -inf)`` for none)."""
@@ -343,7 +342,7 @@ class PartSummaries:
         m = self._moments.get((self._position(evaluator), model_key, metric))
         if m is None:
             return 0, 0
-        return round(_fsum(m.sums)), m.n
+        return round(exact_total(m.sums)), m.n
 
     def values(self, evaluator: str, metric: str) -> pd.DataFrame:
         """The sampled rows' values of one metric: ``key``, ``model_key``, ``value``, in input order.
