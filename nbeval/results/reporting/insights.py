@@ -86,19 +86,17 @@ def _hardest(result: EvaluationResult) -> list[tuple[str | None, str | None, str
     to the key that failed first in the long table's order (by evaluator, then input row), the
     rule :meth:`~nbeval.results.statistics.part_summaries.PartSummaries.hardest` follows too.
     """
+    import numpy as np
+
+    from nbeval.results.statistics.part_summaries import hardest_cases, hardest_in_part
+
     rows = _primary_rows(result)
-    fails = rows[failed_mask(rows["passed"])]
-    out: list[tuple[str | None, str | None, str, int, int]] = []
-    for ev, part in fails.groupby("evaluator", sort=False, observed=True):
-        counts = part.groupby("key", observed=True, sort=False)["model_key"].nunique()
-        counts = counts.sort_values(ascending=False, kind="stable")
-        key, n = counts.index[0], int(counts.iloc[0])
-        total = rows.loc[(rows["evaluator"] == ev) & (rows["key"] == key), "model_key"].nunique()
-        out.append((str(ev), str(part["metric"].iloc[0]), str(key), n, int(total)))
-    if not fails.empty and fails["evaluator"].nunique() > 1:
-        counts = fails.groupby("key", observed=True, sort=False).size().sort_values(ascending=False, kind="stable")
-        out.append((None, None, str(counts.index[0]), int(counts.iloc[0]), 0))
-    return out
+    positions = {ev: k for k, ev in enumerate(result.evaluators)}
+    # the whole table as one part: its order (by evaluator, then input row) is the tie-break's
+    rows = rows.assign(_evaluator_pos=rows["evaluator"].map(positions).astype(int), _row_pos=np.arange(len(rows)))
+    entries = hardest_in_part(rows[failed_mask(rows["passed"])], rows)
+    primary = {k: result.primary_metric(ev) for ev, k in positions.items()}
+    return hardest_cases(entries, result.evaluators, primary.__getitem__)
 
 
 def insights(result: EvaluationResult) -> pd.DataFrame:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +33,15 @@ from nbeval.results.storage.partitions import exact_partials, exact_total
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["SAMPLE_KEYS", "PartSummaries", "key_hash", "part_statistics", "sample_bar"]
+__all__ = [
+    "SAMPLE_KEYS",
+    "PartSummaries",
+    "hardest_cases",
+    "hardest_in_part",
+    "key_hash",
+    "part_statistics",
+    "sample_bar",
+]
 
 #: Test cases the sample of a partitioned run holds, about (all of them when the run has no more).
 SAMPLE_KEYS = 20_000
@@ -66,7 +75,27 @@ def sample_bar(keys: int, sample_keys: int | None = None) -> int:
     return int(_ALL * sample_keys // keys)
 
 
-def _hardest_in_part(fails: pd.DataFrame, measured: pd.DataFrame) -> list[list[Any]]:
+def hardest_cases(
+    entries: list[list[Any]], evaluators: Sequence[str], metric_of: Callable[[int], str]
+) -> list[tuple[str | None, str | None, str, int, int]]:
+    """The hardest test cases of :func:`hardest_in_part`'s entries, as the insights list them.
+
+    Per evaluator with failures (evaluator, primary metric ``metric_of(position)``, key, failing
+    models, models measured); then, when failures span evaluators, (None, None, key, failing
+    pairs, 0). ``entries`` hold at most one per evaluator position and one overall (the best).
+    """
+    per_evaluator = sorted((e for e in entries if e[0] >= 0), key=lambda e: e[0])
+    out: list[tuple[str | None, str | None, str, int, int]] = [
+        (evaluators[k], metric_of(k), str(key), int(n), int(total)) for k, n, _, key, total in per_evaluator
+    ]
+    overall = [e for e in entries if e[0] < 0]
+    if len(per_evaluator) > 1 and overall:
+        _, n, _, key, _ = overall[0]
+        out.append((None, None, str(key), int(n), 0))
+    return out
+
+
+def hardest_in_part(fails: pd.DataFrame, measured: pd.DataFrame) -> list[list[Any]]:
     """The part's hardest test cases, as :func:`~nbeval.results.reporting.insights` picks them.
 
     ``fails`` and ``measured`` are the part's rows on a primary metric that failed and that have a
@@ -200,7 +229,7 @@ def part_statistics(table: Any, primary: dict[int, str], bar: int, salt: str = "
         "sums": sums,
         "tallies": out_tallies,
         "sample": [[k, mk, m, *got] for (k, mk, m), got in sample.items()],
-        "hardest": _hardest_in_part(fails, counted[has_value[on_primary]]),
+        "hardest": hardest_in_part(fails, counted[has_value[on_primary]]),
     }
 
 
@@ -239,7 +268,6 @@ class PartSummaries:
     _tallies: dict[tuple[int, str], Tally] = field(default_factory=dict)
     _sample: dict[tuple[int, str, str], list[tuple[int, str, float]]] = field(default_factory=dict)
     _hardest: dict[int, list[Any]] = field(default_factory=dict)
-    _failing: set[int] = field(default_factory=set)
 
     @property
     def complete(self) -> bool:
@@ -270,8 +298,6 @@ class PartSummaries:
             best = self._hardest.get(entry[0])
             if best is None or (-entry[1], entry[2]) < (-best[1], best[2]):
                 self._hardest[entry[0]] = entry
-            if entry[0] >= 0:
-                self._failing.add(entry[0])
         for k, mk, metric, positions, keys, values in summary["sample"]:
             self._sample.setdefault((k, mk, metric), []).extend(zip(positions, keys, values, strict=True))
 
@@ -290,14 +316,7 @@ class PartSummaries:
         Per evaluator with failures (evaluator, primary metric, key, failing models, models
         measured); then, when failures span evaluators, (None, None, key, failing pairs, 0).
         """
-        out: list[tuple[str | None, str | None, str, int, int]] = []
-        for k in sorted(kk for kk in self._hardest if kk >= 0):
-            _, n, _, key, total = self._hardest[k]
-            out.append((self.evaluators[k], self._primary_of(k), str(key), int(n), int(total)))
-        if len(self._failing) > 1 and -1 in self._hardest:
-            _, n, _, key, _ = self._hardest[-1]
-            out.append((None, None, str(key), int(n), 0))
-        return out
+        return hardest_cases(list(self._hardest.values()), self.evaluators, self._primary_of)
 
     def _primary_of(self, k: int) -> str:
         return next(t.metric for (kk, _), t in self._tallies.items() if kk == k)
