@@ -210,3 +210,16 @@ def test_the_fingerprint_ignores_row_order_and_tells_none_expected_from_not_give
         if unsaid:  # saying "no call expected" on a row that said nothing is another dataset
             said = [{**r, "expected_tool_calls": []} if r is unsaid[0] else r for r in recs]
             assert dataset_fingerprint(LlmDataset.from_records(said)) != dataset_fingerprint(ds)
+
+
+def test_a_repeated_malformed_condition_names_each_row_it_is_on() -> None:
+    # conditions are checked once per text (each case's comes once per model): the second row
+    # with the same bad text must still be refused, and named, not pass on the first's verdict
+    good = {"input": "q", "key": "a", "model_key": "m1", "output_condition": '"Paris" AND NOT "Lyon"'}
+    bad = {"input": "q", "key": "b", "model_key": "m1", "output_condition": '"Paris" AND AND'}
+    rows = rows_from_records([good, {**good, "model_key": "m2"}], source="s.jsonl")
+    assert [r.output_condition for r in rows] == ['"Paris" AND NOT "Lyon"'] * 2
+    for n in (1, 2):
+        with pytest.raises(DataError, match=r"row 2, field 'output_condition': malformed condition") as info:
+            rows_from_records([good, bad], source=f"s{n}.jsonl")
+        assert f"s{n}.jsonl" in str(info.value)
