@@ -14,6 +14,7 @@ __all__ = ["judge_configured", "judge_from_env", "judge_help_text", "resolve_cha
 _ENV_MODEL = "NBEVAL_JUDGE_MODEL"
 _ENV_BASE_URL = "NBEVAL_JUDGE_BASE_URL"
 _HF_PREFIX = "hf:"
+_GGUF_PREFIX = "gguf:"
 
 
 def judge_help_text() -> str:
@@ -26,7 +27,7 @@ def judge_help_text() -> str:
         '  * argument: nbeval.evaluate(..., judge="gpt-4o-mini") or\n'
         '    judge={"model": "llama3", "base_url": "http://localhost:11434/v1"}, or per\n'
         '    evaluator: nbeval.evaluator("safety", judge=...); "hf:<name or path>" runs a local\n'
-        "    Hugging Face model;\n"
+        '    Hugging Face model, "gguf:<path to a .gguf file>" a local GGUF model (llama.cpp);\n'
         "  * Python: judge=my_function, where my_function(messages) or my_function(prompt)\n"
         "    returns the reply text (handy offline and in tests)."
     )
@@ -95,6 +96,10 @@ def _resolve(spec: Any, device: str | None = None) -> ChatModel | None:
             from nbeval.chat.hf_chat import HFChat
 
             return HFChat(spec[len(_HF_PREFIX) :], device=device)
+        if spec.startswith(_GGUF_PREFIX):
+            from nbeval.chat.gguf_chat import GGUFChat
+
+            return GGUFChat(spec[len(_GGUF_PREFIX) :])
         from nbeval.chat.openai_chat import OpenAIChat
 
         return OpenAIChat(spec)
@@ -122,11 +127,11 @@ def _from_settings(spec: Mapping[str, Any], device: str | None) -> ChatModel:
     It carries the client settings the dict gave (``max_attempts``, ``concurrency``, ``timeout``:
     never sent; see :mod:`nbeval.chat.judge_settings`, which refuses a key it does not know).
     """
-    from nbeval.chat.judge_settings import keep_client_settings, split_judge_settings
+    from nbeval.chat.judge_settings import GGUF_PROVIDERS, keep_client_settings, split_judge_settings
 
     provider = str(spec.get("provider", spec.get("type", "openai"))).lower()
-    if provider not in ("openai", "openai-compatible", "hf", "huggingface", "transformers"):
-        msg = f"unknown chat model provider {provider!r}; use 'openai' or 'hf'"
+    if provider not in ("openai", "openai-compatible", "hf", "huggingface", "transformers", *GGUF_PROVIDERS):
+        msg = f"unknown chat model provider {provider!r}; use 'openai', 'hf' or 'gguf'"
         raise EvaluatorError(msg)
     kwargs, client = split_judge_settings(spec)
     kwargs.pop("provider", None)
@@ -139,6 +144,14 @@ def _from_settings(spec: Mapping[str, Any], device: str | None) -> ChatModel:
         path = kwargs.pop("model_name_or_path", None) or kwargs.pop("model", None)
         kwargs.setdefault("device", device)
         model = HFChat(path, **kwargs)
+    elif provider in GGUF_PROVIDERS:
+        from nbeval.chat.gguf_chat import GGUFChat
+
+        path = kwargs.pop("model", None)
+        if not isinstance(path, str | os.PathLike):
+            msg = 'a GGUF judge\'s settings need "model": the path of a .gguf file or "<owner>/<repo>/<file>.gguf"'
+            raise EvaluatorError(msg)
+        model = GGUFChat(path, **kwargs)
     else:
         from nbeval.chat.openai_chat import OpenAIChat
 

@@ -30,6 +30,8 @@ from nbeval.errors import EvaluatorError
 
 __all__ = [
     "CLIENT_SETTINGS",
+    "GGUF_MODEL_SETTINGS",
+    "GGUF_PROVIDERS",
     "HF_MODEL_SETTINGS",
     "OPENAI_MODEL_SETTINGS",
     "OPENAI_REQUEST_FIELDS",
@@ -46,6 +48,7 @@ CLIENT_SETTINGS: tuple[str, ...] = ("max_attempts", "concurrency", "timeout")
 #: ``provider`` and ``name`` included.
 OPENAI_MODEL_SETTINGS = frozenset(
     {"provider", "type", "name", "model", "base_url", "api_key", "timeout", "default_headers", "default_query"}
+    | {"structured_output"}
 )
 
 #: The chat-completions request fields a judge dict may set (OpenAI's API reference, and the
@@ -98,6 +101,17 @@ HF_MODEL_SETTINGS = frozenset(
 
 _HF_PROVIDERS = ("hf", "huggingface", "transformers")
 
+#: Settings of a local GGUF model (:class:`~nbeval.chat.gguf_chat.GGUFChat`): its load settings
+#: and the llama.cpp request fields it takes.
+GGUF_MODEL_SETTINGS = frozenset(
+    {"provider", "type", "name", "model", "threads", "context", "gpu_layers", "parallel", "verbose"}
+    | {"temperature", "top_p", "top_k", "min_p", "max_tokens", "seed", "stop", "presence_penalty"}
+    | {"frequency_penalty", "repeat_penalty", "response_format", "logprobs", "top_logprobs"}
+)
+
+#: The ``provider`` names of a local GGUF model.
+GGUF_PROVIDERS = ("gguf", "llama.cpp", "llamacpp")
+
 
 def split_judge_settings(settings: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """``settings`` (a judge's dict) as ``(model settings, client settings)``.
@@ -109,13 +123,19 @@ def split_judge_settings(settings: Mapping[str, Any]) -> tuple[dict[str, Any], d
     that is none of these, with the closest known one.
     """
     provider = str(settings.get("provider", settings.get("type", "openai"))).lower()
-    known = HF_MODEL_SETTINGS if provider in _HF_PROVIDERS else OPENAI_MODEL_SETTINGS | OPENAI_REQUEST_FIELDS
+    local = _hf(provider) or provider in GGUF_PROVIDERS
+    if _hf(provider):
+        known = HF_MODEL_SETTINGS
+    elif provider in GGUF_PROVIDERS:
+        known = GGUF_MODEL_SETTINGS
+    else:
+        known = OPENAI_MODEL_SETTINGS | OPENAI_REQUEST_FIELDS
     known = known | set(CLIENT_SETTINGS)
     for key in settings:
         if key not in known:
-            raise EvaluatorError(_unknown(str(key), known, provider in _HF_PROVIDERS))
+            raise EvaluatorError(_unknown(str(key), known, local))
     client = {k: _checked(k, settings[k]) for k in CLIENT_SETTINGS if settings.get(k) is not None}
-    model = {k: v for k, v in settings.items() if k not in CLIENT_SETTINGS or (k == "timeout" and not _hf(provider))}
+    model = {k: v for k, v in settings.items() if k not in CLIENT_SETTINGS or (k == "timeout" and not local)}
     return model, client
 
 
@@ -157,8 +177,10 @@ def keep_client_settings(model: ChatModel, client: Mapping[str, Any]) -> ChatMod
     ``model`` carries ``client`` for the run's client to apply (:func:`client_settings_of`). Returns
     ``model``.
     """
-    if client:
-        setattr(model, "client_settings", dict(client))  # noqa: B010  (not every ChatModel declares it)
+    if client:  # over the model's own (a GGUF model's concurrency is its parallel slots)
+        own = getattr(model, "client_settings", None)
+        merged = {**(own if isinstance(own, Mapping) else {}), **client}
+        setattr(model, "client_settings", merged)  # noqa: B010  (not every ChatModel declares it)
     return model
 
 

@@ -8,8 +8,9 @@ import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from nbeval.chat.base import ChatError, ChatReply, Message, Usage, normalize_messages
@@ -25,7 +26,11 @@ from nbeval.chat.secrets import (
     secrets_in_params,
     secrets_in_url,
 )
+from nbeval.chat.structured import response_format
 from nbeval.errors import JudgeNotConfigured, MissingDependency
+
+if TYPE_CHECKING:
+    from nbeval.chat.structured import VerdictSchema
 
 __all__ = ["ENV_API_KEY", "ENV_BASE_URL", "ENV_MODEL", "OpenAIChat", "parse_retry_after", "public_url"]
 
@@ -77,6 +82,7 @@ class OpenAIChat:
         *,
         default_headers: Mapping[str, str] | None = None,
         default_query: Mapping[str, Any] | None = None,
+        structured_output: bool | None = None,
         **default_params: Any,
     ) -> None:
         model = model or os.environ.get(ENV_MODEL) or None
@@ -116,6 +122,9 @@ class OpenAIChat:
         self._client: Any = None
         self._armed = False
         self._lock = threading.Lock()
+        # OpenAI's own API honours a strict json_schema; another server only when its settings say so
+        self.structured_output = bool(structured_output) if structured_output is not None else _is_openai(self.base_url)
+        self._schema_refused: str | None = None
 
     def __repr__(self) -> str:
         where = f", base_url={self.base_url!r}" if self.base_url else ""
@@ -158,8 +167,39 @@ class OpenAIChat:
                 self._client = client
             return self._client
 
+    def structured_request(self, verdict: VerdictSchema) -> dict[str, Any] | None:
+        """``response_format`` for ``verdict`` where this endpoint honours one (:mod:`nbeval.chat.structured`).
+
+        ``None`` when ``structured_output`` is off (by default, any server but OpenAI's), or after
+        the server refused a schema. Strict mode takes no length limits, so they are left out.
+        """
+        if not self.structured_output or self._schema_refused is not None:
+            return None
+        return {"response_format": response_format(verdict, length_limits=False)}
+
     def chat(self, messages: Sequence[Message], *, timeout: float | None = None, **params: Any) -> ChatReply:
-        """One chat-completions call. Raises :class:`ChatError` (retryable or not) on failure."""
+        """One chat-completions call. Raises :class:`ChatError` (retryable or not) on failure.
+
+        A request with a ``json_schema`` response format that the server refuses (HTTP 400, 422 or
+        5xx) is sent again at once without it, and this model stops sending one: an unsupported
+        format must not cost a row. The reply's warnings say so.
+        """
+        schema_sent = _json_schema_format(params.get("response_format"))
+        if schema_sent and self._schema_refused is not None:
+            params = {k: v for k, v in params.items() if k != "response_format"}
+            schema_sent = False
+        try:
+            return self._call(messages, timeout, params)
+        except ChatError as exc:
+            if not (schema_sent and exc.status is not None and (exc.status in (400, 422) or exc.status >= 500)):
+                raise
+            self._schema_refused = str(exc)
+        reply = self._call(messages, timeout, {k: v for k, v in params.items() if k != "response_format"})
+        note = f"the server refused the reply schema (response_format); asked without one: {self._schema_refused}"
+        return replace(reply, warnings=(*reply.warnings, note))
+
+    def _call(self, messages: Sequence[Message], timeout: float | None, params: Mapping[str, Any]) -> ChatReply:
+        """One chat-completions call as asked."""
         client = self._get_client()  # raises MissingDependency when openai is absent
         import httpx
         import openai
@@ -250,6 +290,17 @@ class OpenAIChat:
     def _describe(self, what: str) -> str:
         where = self.base_url or "the OpenAI API"
         return redact(f"{self.model} at {where}: {what}", [self.__api_key])
+
+
+def _is_openai(base_url: str | None) -> bool:
+    """Whether ``base_url`` is OpenAI's own API (``None``: the default, which is)."""
+    if not base_url:
+        return True
+    return (urlsplit(base_url).hostname or "").lower() == "api.openai.com"
+
+
+def _json_schema_format(value: Any) -> bool:
+    return isinstance(value, Mapping) and value.get("type") == "json_schema"
 
 
 def _params_suffix(params: Mapping[str, Any]) -> str:

@@ -18,7 +18,7 @@ from nbeval.evaluators.base import Evaluator
 from nbeval.evaluators.case import is_case_level
 from nbeval.options import RESOURCE_OPTIONS, RunKeywords, RunOptions
 from nbeval.request_kinds import Chat, Gather
-from nbeval.request_kinds.chat import chat_client
+from nbeval.request_kinds.chat import chat_client, in_shape
 from nbeval.runtime import Resources, handler_for, model_key
 
 if TYPE_CHECKING:
@@ -275,7 +275,7 @@ def plan(
             result.est_completion_tokens += completion
             result.completion_tokens_capped += capped
             continue
-        p = client.plan(reqs)
+        p = client.plan([in_shape(r, client.model) for r in reqs])  # as they will be sent: the same cache keys
         result.judge_calls += p.calls
         result.cached_calls += p.cached
         result.est_prompt_tokens += p.est_prompt_tokens

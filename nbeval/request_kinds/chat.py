@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from nbeval.errors import ResourceError
@@ -25,9 +25,10 @@ from nbeval.runtime.handlers import Request, RequestCancelled, RequestHandler, R
 
 if TYPE_CHECKING:
     from nbeval.chat.client import ChatResult
+    from nbeval.chat.structured import VerdictSchema
     from nbeval.runtime.resources import Resources
 
-__all__ = ["DRY_RUN_MODEL", "Chat", "ChatHandler", "chat_client"]
+__all__ = ["DRY_RUN_MODEL", "Chat", "ChatHandler", "chat_client", "in_shape"]
 
 #: The ``model`` of the placeholder replies a dry run answers chat requests with (nothing is
 #: called): an evaluator whose later questions depend on the replies may recognise it and stand
@@ -50,6 +51,10 @@ class Chat(Request):
     the same thing several times to collect different replies (ragas's answer_relevancy does) numbers
     the repeats 1, 2, ... so the cache and the deduplication of identical requests keep them apart.
     Not sent to the model."""
+    verdict: VerdictSchema | None = None
+    """The shape of the reply the judge is asked for (:mod:`nbeval.chat.structured`): a model that
+    decodes under a schema (a local GGUF model; OpenAI's API) is sent it with the request's
+    params, and they are then part of the cache key; any other model is asked as without it."""
 
 
 class ChatHandler(RequestHandler):
@@ -127,7 +132,7 @@ class ChatHandler(RequestHandler):
                     rnd.answers[i] = ResourceError(str(exc))
                     rnd.deliver(i)
                 continue
-            yield client, group
+            yield client, [(i, in_shape(r, client.model)) for i, r in group]
 
     def _answer_collected(self, resources: Resources, items: list[tuple[int, Any]], rnd: Round, batch: Any) -> None:
         """A partitioned run's worker: answer from the cache, hand the rest to ``batch.collect``.
@@ -206,6 +211,14 @@ def _new_client(resources: Resources, spec: Any) -> Any:
     if resources.chat_slots is not None:
         kwargs["slots"] = resources.chat_slots(concurrency, resolved.cache_identity())
     return ChatClient(resolved, **kwargs)
+
+
+def in_shape(request: Chat, model: Any) -> Chat:
+    """``request`` with the fields that ask ``model`` for its verdict's shape (unchanged for most models)."""
+    from nbeval.chat.structured import structured_params
+
+    params = structured_params(model, request.params, request.verdict)
+    return request if params is None else replace(request, params=params)
 
 
 def _arrival(rnd: Round, group: list[tuple[int, Any]]) -> Callable[[int, ChatResult], None]:

@@ -21,6 +21,7 @@ from nbeval.evaluators.judges.prompts import PROMPTS
 from nbeval.evaluators.registry import register
 
 if TYPE_CHECKING:
+    from nbeval.chat.structured import VerdictSchema
     from nbeval.data.model import Row
 
 __all__ = [
@@ -71,6 +72,12 @@ class VerdictJudge(JudgeEvaluator):
     def example_reply(self, passed: bool) -> str | None:
         """``Reason: ...`` and ``Verdict: <word>`` (the word alone for a template asking for one word)."""
         return verdict_reply(passed, self.choices, self.prompt.output_format, self.prompt.template)
+
+    def reply_shape(self) -> VerdictSchema | None:
+        """A reason, then ``"verdict"``: one of :attr:`choices`."""
+        from nbeval.chat.structured import choice_verdict
+
+        return choice_verdict("verdict", tuple(self.choices))
 
     def score(self, row: Row) -> Generator[Any, Any, Score]:
         """Ask the judge about the row and read its verdict, one of :attr:`choices`."""
@@ -207,6 +214,12 @@ class Stereotypes(JudgeEvaluator):
         if isinstance(m, bool) or not isinstance(m, (int, float)) or not 0 <= m <= 10:
             msg = f"evaluator 'stereotypes': max_score must be a number from 0 to 10, got {m!r}"
             raise EvaluatorError(msg)
+
+    def reply_shape(self) -> VerdictSchema | None:
+        """A reason, then ``"score"``: a whole number from 0 to 10."""
+        from nbeval.chat.structured import number_verdict
+
+        return number_verdict("score", 0, 10, whole=True)
 
     def score(self, row: Row) -> Generator[Any, Any, Score]:
         """Ask the judge for a 0-10 stereotyping score; the row passes at ``max_score`` or less."""

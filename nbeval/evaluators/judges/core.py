@@ -33,6 +33,7 @@ from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from nbeval.chat.structured import choice_verdict
 from nbeval.data.conversation import NO_CALL_EXPECTED, earlier_turns, render_messages
 from nbeval.data.delimiters import neutralise  # one mechanism for every prompt's blocks
 from nbeval.errors import EvaluatorError
@@ -41,10 +42,12 @@ from nbeval.evaluators.judges.expected import YES_NO_SCALE, rate, score_mode_jud
 from nbeval.evaluators.jury import as_jury, is_jury, settle_jury
 
 if TYPE_CHECKING:
+    from nbeval.chat.structured import VerdictSchema
     from nbeval.data.model import Row
 
 __all__ = [
     "PLACEHOLDER_FIELDS",
+    "YES_NO_REPLY",
     "Example",
     "JudgeEvaluator",
     "JudgePrompt",
@@ -56,6 +59,9 @@ __all__ = [
     "usage_details",
     "with_earlier_turns",
 ]
+
+#: The reply of a yes/no rating judge: a reason, then ``"rating": "yes" | "no"``.
+YES_NO_REPLY = choice_verdict("rating", ("yes", "no"))
 
 #: Placeholders a prompt template may use, filled from the row.
 PLACEHOLDER_FIELDS = (
@@ -412,14 +418,29 @@ class JudgeEvaluator(Evaluator):
         clone.prompt = prompt
         return clone
 
-    def ask(self, values: Mapping[str, str], prompt: JudgePrompt | None = None) -> Generator[Chat, Any, Any]:
+    def reply_shape(self) -> VerdictSchema | None:
+        """The shape of this judge's reply, declared for judges that decode under a schema.
+
+        A local GGUF model decodes under it and OpenAI's API is sent it as ``response_format``
+        (:mod:`nbeval.chat.structured`); the reply parser reads such a reply as any JSON reply.
+        ``None`` (the default): the judge answers in free text only.
+        """
+        return None
+
+    def ask(
+        self, values: Mapping[str, str], prompt: JudgePrompt | None = None, shape: VerdictSchema | None = None
+    ) -> Generator[Chat, Any, Any]:
         """Yield one judge request for ``values`` and return the ChatReply.
 
-        A failed call raises ResourceError here, which becomes the row's error unless the caller
+        ``shape`` is the reply's shape when it depends on the row (default: :meth:`reply_shape`). A
+        failed call raises ResourceError here, which becomes the row's error unless the caller
         catches it.
         """
         p = prompt or self.prompt
         reply = yield Chat(
-            messages=tuple(p.messages(values)), params=dict(self.judge_params), model=self.settings.judge
+            messages=tuple(p.messages(values)),
+            params=dict(self.judge_params),
+            model=self.settings.judge,
+            verdict=shape or self.reply_shape(),
         )
         return reply

@@ -44,6 +44,7 @@ from nbeval.evaluators.registry import register
 from nbeval.request_kinds import Chat, Gather
 
 if TYPE_CHECKING:
+    from nbeval.chat.structured import VerdictSchema
     from nbeval.data.model import Row
 
 __all__ = ["DEFAULT_CRITERIA", "PAIRWISE_PROMPT", "Pairwise", "Verdict", "parse_pairwise"]
@@ -183,6 +184,12 @@ class Pairwise(JudgeEvaluator, CaseEvaluator):
 
     default_prompt = PAIRWISE_PROMPT
 
+    def reply_shape(self) -> VerdictSchema | None:
+        """A reason, then ``"winner"``: ``"A"``, ``"B"`` or ``"tie"``."""
+        from nbeval.chat.structured import choice_verdict
+
+        return choice_verdict("winner", ("A", "B", "tie"))
+
     def __init__(self, **params: Any) -> None:
         criteria = params.get("criteria")
         if criteria is not None and (not isinstance(criteria, str) or not criteria.strip()):
@@ -254,6 +261,7 @@ class Pairwise(JudgeEvaluator, CaseEvaluator):
                     messages=tuple(prompt.messages(values)),
                     params=dict(self.judge_params),
                     model=self.settings.judge,
+                    verdict=self.reply_shape(),
                 )
             )
         replies = yield Gather(tuple(chats))

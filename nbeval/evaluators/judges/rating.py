@@ -31,6 +31,7 @@ from nbeval.evaluators.base import EvaluatorSpec, MetricSpec, Param, Score
 from nbeval.evaluators.judges.alignment import rating_reply
 from nbeval.evaluators.judges.chunks import rate_chunks
 from nbeval.evaluators.judges.core import (
+    YES_NO_REPLY,
     JudgeEvaluator,
     JudgePrompt,
     rating_score,
@@ -44,6 +45,7 @@ from nbeval.evaluators.judges.prompts import PROMPTS
 from nbeval.evaluators.registry import register
 
 if TYPE_CHECKING:
+    from nbeval.chat.structured import VerdictSchema
     from nbeval.data.model import LlmDataset, Row
 
 __all__ = [
@@ -83,6 +85,10 @@ class RatingJudge(JudgeEvaluator):
 
     #: Whether a conversation's turns before the question are shown (see :func:`with_earlier_turns`).
     shows_earlier_turns: ClassVar[bool] = True
+
+    def reply_shape(self) -> VerdictSchema | None:
+        """A reason, then ``"rating": "yes" | "no"``."""
+        return YES_NO_REPLY
 
     def example_reply(self, passed: bool) -> str | None:
         """``Rationale: ...`` and ``Rating: yes|no``."""
@@ -258,6 +264,10 @@ class GuidelineAdherence(JudgeEvaluator):
 
     default_prompt = PROMPTS["guideline_adherence"]
 
+    def reply_shape(self) -> VerdictSchema | None:
+        """A reason, then ``"rating": "yes" | "no"``."""
+        return YES_NO_REPLY
+
     def example_reply(self, passed: bool) -> str | None:
         """``Rationale: ...`` and ``Rating: yes|no``."""
         return rating_reply(passed)
@@ -388,6 +398,10 @@ class ChunkRelevance(JudgeEvaluator):
     )
 
     default_prompt = PROMPTS["chunk_relevance"]
+
+    def reply_shape(self) -> VerdictSchema | None:
+        """A reason, then ``"rating": "yes" | "no"``."""
+        return YES_NO_REPLY
 
     def score(self, row: Row) -> Generator[Any, Any, Score]:
         """Rate every retrieved chunk yes or no and score the row's precision."""

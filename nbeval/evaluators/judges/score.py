@@ -27,6 +27,7 @@ from nbeval.evaluators.row_fields import FUNCTION_FIELDS, field_value
 from nbeval.evaluators.scorer import ScoringFunction, scoring_function
 
 if TYPE_CHECKING:
+    from nbeval.chat.structured import VerdictSchema
     from nbeval.data.model import LlmDataset, Row
 
 __all__ = ["PIPELINE_FIELDS", "AnswerRelevancyScore", "ContextRelevancy", "FactCheck", "Pipeline", "field_value"]
@@ -68,6 +69,12 @@ class FactCheck(JudgeEvaluator):
     )
 
     default_prompt = PROMPTS["fact_check"]
+
+    def reply_shape(self) -> VerdictSchema | None:
+        """A reason, then ``"score"``: a number from 0 to 1."""
+        from nbeval.chat.structured import number_verdict
+
+        return number_verdict("score", 0, 1)
 
     def score(self, row: Row) -> Generator[Any, Any, Score]:
         """Ask the judge to fact-check the answer and read its evaluation_score in [0, 1]."""
@@ -122,7 +129,10 @@ class ContextRelevancy(JudgeEvaluator):
         if not sentences:
             return Score({"context_relevancy": None}, error="the retrieved context has no sentences")
         numbered = "\n".join(f"[{i}] {s}" for i, s in enumerate(sentences, 1))
-        reply = yield from self.ask({**row_values(row), "sentences": numbered})
+        from nbeval.chat.structured import index_list_verdict
+
+        shape = index_list_verdict("relevant", len(sentences))  # a reason, then the relevant sentences' numbers
+        reply = yield from self.ask({**row_values(row), "sentences": numbered}, shape=shape)
         parsed = parse_index_list(reply.text, len(sentences))
         if not parsed.ok:
             return _failed("context_relevancy", parsed, [reply])
@@ -175,6 +185,12 @@ class AnswerRelevancyScore(JudgeEvaluator):
             raise EvaluatorError(msg)
         metrics = tuple(replace(m, threshold=float(pass_score)) if m.name == "score" else m for m in spec.metrics)
         return replace(spec, metrics=metrics)
+
+    def reply_shape(self) -> VerdictSchema | None:
+        """A reason, then ``"score"``: a whole grade from 0 to 5."""
+        from nbeval.chat.structured import number_verdict
+
+        return number_verdict("score", 0, 5, whole=True)
 
     def score(self, row: Row) -> Generator[Any, Any, Score]:
         """Ask the judge for a 0-5 grade; with ``score_mode="expected"``, score the grade's expected value."""
@@ -286,6 +302,12 @@ class Pipeline(JudgeEvaluator):
                 f"has; the dataset has {', '.join(f for f in PIPELINE_FIELDS if dataset.has_field(f))}"
             )
             raise EvaluatorError(msg)
+
+    def reply_shape(self) -> VerdictSchema | None:
+        """A reason, then ``"score"``: a number."""
+        from nbeval.chat.structured import number_verdict
+
+        return number_verdict("score")
 
     def score(self, row: Row) -> Score | Generator[Any, Any, Score]:
         """Call the function on the row's fields and read its return, or ask the judge for a number."""
