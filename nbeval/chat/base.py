@@ -3,7 +3,8 @@ r"""The chat-model interface: messages in, a :class:`ChatReply` out.
 Anything with a ``name``, a ``chat`` method and a ``cache_identity`` method is a chat model
 (:class:`ChatModel` is a structural protocol). The implementations shipped with nbeval are
 :class:`~nbeval.chat.openai_chat.OpenAIChat` (any OpenAI-compatible endpoint),
-:class:`~nbeval.chat.hf_chat.HFChat` (a local Hugging Face causal LM) and
+:class:`~nbeval.chat.hf_chat.HFChat` (a local Hugging Face causal LM),
+:class:`~nbeval.chat.gguf_chat.GGUFChat` (a local GGUF model run by llama.cpp) and
 :class:`~nbeval.chat.callable_chat.CallableChat` (any Python function).
 
 A model signals a failed call by raising :class:`ChatError`; its ``retryable`` flag tells the

@@ -47,7 +47,7 @@ from nbeval.errors import EvaluatorError, MissingDependency
 if TYPE_CHECKING:
     from nbeval.chat.structured import VerdictSchema
 
-__all__ = ["GGUF_PREFIX", "GGUFChat", "loaded_gguf_models"]
+__all__ = ["GGUF_PREFIX", "LOAD_SETTINGS", "GGUFChat", "loaded_gguf_models"]
 
 #: How a judge names a GGUF model: ``"gguf:<path or hub repo/file>"``.
 GGUF_PREFIX = "gguf:"

@@ -1,11 +1,12 @@
 """Replies constrained to a judge's verdict: the shape a judge declares, and who is sent it.
 
 A judge evaluator declares the shape of its reply as a :class:`VerdictSchema`: a JSON object with
-the judge's reason first and its verdict after (``{"reason": ..., "rating": "yes" | "no"}``), the
-verdict's vocabulary (the rating words, a number's range, the pairwise winner) written into the
-JSON schema. Its requests carry it (:attr:`~nbeval.request_kinds.chat.Chat.verdict`), and each
-chat model decides what it does with it, through one method, ``structured_request(verdict)``,
-which returns the request fields to add (or ``None``: none):
+the judge's reason first and its verdict after (``{"rationale": ..., "rating": "yes" | "no"}``),
+named as the judge's prompt names them, the verdict's vocabulary (the rating words, a number's
+range, the pairwise winner) written into the JSON schema. Its requests carry it
+(:attr:`~nbeval.request_kinds.chat.Chat.verdict`), and each chat model decides what it does with
+it, through one method, ``structured_request(verdict)``, which returns the request fields to add
+(or ``None``: none):
 
 * a local GGUF model (:class:`~nbeval.chat.gguf_chat.GGUFChat`) always decodes under the schema
   (llama.cpp turns it into a grammar), so its reply cannot be anything but such an object, and
@@ -64,9 +65,11 @@ class VerdictSchema:
         return dict(json.loads(self.schema_json))
 
 
-def _verdict(name: str, fields: Mapping[str, Mapping[str, Any]], reason_chars: int) -> VerdictSchema:
-    """An object with ``reason`` (at most ``reason_chars`` characters) then ``fields``, all required."""
-    properties: dict[str, Any] = {"reason": {"type": "string", "maxLength": reason_chars}}
+def _verdict(
+    name: str, fields: Mapping[str, Mapping[str, Any]], reason_chars: int, reason_key: str = "reason"
+) -> VerdictSchema:
+    """An object with ``reason_key`` (at most ``reason_chars`` characters) then ``fields``, all required."""
+    properties: dict[str, Any] = {reason_key: {"type": "string", "maxLength": reason_chars}}
     properties.update({k: dict(v) for k, v in fields.items()})
     schema = {
         "type": "object",
@@ -79,9 +82,11 @@ def _verdict(name: str, fields: Mapping[str, Mapping[str, Any]], reason_chars: i
     return VerdictSchema(name, json.dumps(schema, sort_keys=False), 2 * reason_chars + 24 * len(properties) + 32)
 
 
-def choice_verdict(key: str, words: tuple[str, ...], *, reason_chars: int = REASON_CHARS) -> VerdictSchema:
-    """A reason and one of ``words`` under ``key`` (``{"reason": ..., "rating": "yes"}``)."""
-    return _verdict(f"{key}_choice", {key: {"type": "string", "enum": list(words)}}, reason_chars)
+def choice_verdict(
+    key: str, words: tuple[str, ...], *, reason_key: str = "reason", reason_chars: int = REASON_CHARS
+) -> VerdictSchema:
+    """A reason under ``reason_key``, then one of ``words`` under ``key`` (``{"reason": ..., "rating": "yes"}``)."""
+    return _verdict(f"{key}_choice", {key: {"type": "string", "enum": list(words)}}, reason_chars, reason_key)
 
 
 def number_verdict(
@@ -90,6 +95,7 @@ def number_verdict(
     high: float | None = None,
     *,
     whole: bool = False,
+    reason_key: str = "reason",
     reason_chars: int = REASON_CHARS,
 ) -> VerdictSchema:
     """A reason and a number under ``key``, within ``[low, high]`` where given; ``whole``: an integer.
@@ -106,7 +112,7 @@ def number_verdict(
     if not whole and low is not None and high is not None and 0 <= (high - low) * 100 <= _MAX_STEPS:
         steps = round((high - low) * 100)
         spec = {"type": "number", "enum": [_tidy(low + k / 100) for k in range(steps + 1)]}
-    return _verdict(f"{key}_number", {key: spec}, reason_chars)
+    return _verdict(f"{key}_number", {key: spec}, reason_chars, reason_key)
 
 
 #: The most hundredths a bounded fraction's ``enum`` lists.
@@ -119,10 +125,12 @@ def _tidy(value: float) -> float | int:
     return int(rounded) if rounded == int(rounded) else rounded
 
 
-def index_list_verdict(key: str, count: int, *, reason_chars: int = REASON_CHARS) -> VerdictSchema:
+def index_list_verdict(
+    key: str, count: int, *, reason_key: str = "reason", reason_chars: int = REASON_CHARS
+) -> VerdictSchema:
     """A reason and a list of distinct whole numbers from 1 to ``count`` under ``key``."""
     spec = {"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": max(count, 1)}, "maxItems": count}
-    return _verdict(f"{key}_list", {key: spec}, reason_chars + 8 * count)
+    return _verdict(f"{key}_list", {key: spec}, reason_chars + 8 * count, reason_key)
 
 
 def response_format(verdict: VerdictSchema, *, length_limits: bool = True) -> dict[str, Any]:

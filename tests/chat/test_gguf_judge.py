@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 import nbeval
+from nbeval.chat.base import ChatReply
 from nbeval.chat.gguf_chat import GGUFChat, loaded_gguf_models
 
 pytestmark = [
@@ -164,6 +165,7 @@ def test_parallel_slots_answer_requests_sent_together() -> None:
         [([{"role": "user", "content": f"Is {i} even? Answer in JSON."}], params) for i in range(8)]
     )
     for reply in replies:
+        assert isinstance(reply, ChatReply), reply
         obj = json.loads(reply.text.strip().removeprefix("```json").removesuffix("```"))
         assert set(obj) == {"reason", "rating"} and obj["rating"] in ("yes", "no")
         assert len(obj["reason"]) <= 600

@@ -60,8 +60,8 @@ __all__ = [
     "with_earlier_turns",
 ]
 
-#: The reply of a yes/no rating judge: a reason, then ``"rating": "yes" | "no"``.
-YES_NO_REPLY = choice_verdict("rating", ("yes", "no"))
+#: The reply of a yes/no rating judge: ``"rationale"``, then ``"rating": "yes" | "no"`` (its prompt's labels).
+YES_NO_REPLY = choice_verdict("rating", ("yes", "no"), reason_key="rationale")
 
 #: Placeholders a prompt template may use, filled from the row.
 PLACEHOLDER_FIELDS = (

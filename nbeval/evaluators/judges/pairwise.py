@@ -185,10 +185,10 @@ class Pairwise(JudgeEvaluator, CaseEvaluator):
     default_prompt = PAIRWISE_PROMPT
 
     def reply_shape(self) -> VerdictSchema | None:
-        """A reason, then ``"winner"``: ``"A"``, ``"B"`` or ``"tie"``."""
+        """``"rationale"``, then ``"winner"``: ``"A"``, ``"B"`` or ``"tie"`` (its prompt's keys)."""
         from nbeval.chat.structured import choice_verdict
 
-        return choice_verdict("winner", ("A", "B", "tie"))
+        return choice_verdict("winner", ("A", "B", "tie"), reason_key="rationale")
 
     def __init__(self, **params: Any) -> None:
         criteria = params.get("criteria")

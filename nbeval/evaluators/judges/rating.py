@@ -87,7 +87,7 @@ class RatingJudge(JudgeEvaluator):
     shows_earlier_turns: ClassVar[bool] = True
 
     def reply_shape(self) -> VerdictSchema | None:
-        """A reason, then ``"rating": "yes" | "no"``."""
+        """``"rationale"``, then ``"rating": "yes" | "no"``."""
         return YES_NO_REPLY
 
     def example_reply(self, passed: bool) -> str | None:
@@ -265,7 +265,7 @@ class GuidelineAdherence(JudgeEvaluator):
     default_prompt = PROMPTS["guideline_adherence"]
 
     def reply_shape(self) -> VerdictSchema | None:
-        """A reason, then ``"rating": "yes" | "no"``."""
+        """``"rationale"``, then ``"rating": "yes" | "no"``."""
         return YES_NO_REPLY
 
     def example_reply(self, passed: bool) -> str | None:
@@ -400,7 +400,7 @@ class ChunkRelevance(JudgeEvaluator):
     default_prompt = PROMPTS["chunk_relevance"]
 
     def reply_shape(self) -> VerdictSchema | None:
-        """A reason, then ``"rating": "yes" | "no"``."""
+        """``"rationale"``, then ``"rating": "yes" | "no"``."""
         return YES_NO_REPLY
 
     def score(self, row: Row) -> Generator[Any, Any, Score]:

@@ -71,10 +71,10 @@ class FactCheck(JudgeEvaluator):
     default_prompt = PROMPTS["fact_check"]
 
     def reply_shape(self) -> VerdictSchema | None:
-        """A reason, then ``"score"``: a number from 0 to 1."""
+        """``"evaluation_summary"``, then ``"evaluation_score"``: a number from 0 to 1 (its prompt's keys)."""
         from nbeval.chat.structured import number_verdict
 
-        return number_verdict("score", 0, 1)
+        return number_verdict("evaluation_score", 0, 1, reason_key="evaluation_summary")
 
     def score(self, row: Row) -> Generator[Any, Any, Score]:
         """Ask the judge to fact-check the answer and read its evaluation_score in [0, 1]."""
