@@ -163,10 +163,11 @@ def spec_dict(spec: Any) -> dict[str, Any]:
 def endpoint(model: str, base_url: str | None) -> Any:
     """Make a chat model spec from a model name and an optional endpoint.
 
-    The spec is the name alone, or the name with the endpoint it lives at (a local ``hf:`` model
-    lives at none: the base URL is for the OpenAI-compatible models beside it).
+    The spec is the name alone, or the name with the endpoint it lives at (a local ``hf:`` or
+    ``gguf:`` model lives at none: the base URL is for the OpenAI-compatible models beside it).
     """
-    return {"model": model, "base_url": base_url} if base_url and not model.startswith("hf:") else model
+    local = model.startswith(("hf:", "gguf:"))
+    return {"model": model, "base_url": base_url} if base_url and not local else model
 
 
 def judge_spec(model: str | None, base_url: str | None) -> Any:
@@ -272,7 +273,8 @@ def jury_spec(models: str | Sequence[str] | None, base_urls: str | Sequence[str]
 CLI_JUDGE_HELP = (
     "A judge is the chat model that grades answers. Give one with\n"
     "  --judge MODEL             a model name at OpenAI's API (key: NBEVAL_JUDGE_API_KEY or OPENAI_API_KEY),\n"
-    "                            or hf:<name or path> for a local Hugging Face model;\n"
+    "                            or hf:<name or path> for a local Hugging Face model, or\n"
+    "                            gguf:<path to a .gguf file> for a local GGUF model (llama.cpp);\n"
     "  --judge-base-url URL      with --judge, an OpenAI-compatible server, e.g. http://localhost:11434/v1\n"
     "                            for Ollama;\n"
     "or in the environment: NBEVAL_JUDGE_MODEL, NBEVAL_JUDGE_BASE_URL, NBEVAL_JUDGE_API_KEY."
@@ -281,8 +283,8 @@ CLI_JUDGE_HELP = (
 #: The same in a notebook, for the ``%nbeval`` magics.
 MAGIC_JUDGE_HELP = (
     "A judge is the chat model that grades answers: `%nbeval judge MODEL [--base-url URL]` sets one for this\n"
-    "session (MODEL at OpenAI's API or at an OpenAI-compatible server's URL, or hf:<name or path> for a\n"
-    "local Hugging Face model)."
+    "session (MODEL at OpenAI's API or at an OpenAI-compatible server's URL, hf:<name or path> for a\n"
+    "local Hugging Face model, or gguf:<path to a .gguf file> for a local GGUF model)."
 )
 
 #: What the Python API's messages say to do about a missing judge, and what replaces it where.

@@ -45,7 +45,8 @@ class RunOptions:
 
     #: The shared embedder: a model name or path, an embedder object, or ``None`` for the default.
     embedder: Any = None
-    #: The shared judge: a model name, ``{"model": ..., "base_url": ...}``, a function, ``"hf:<name>"``.
+    #: The shared judge: a model name, ``{"model": ..., "base_url": ...}``, a function, ``"hf:<name>"``,
+    #: ``"gguf:<path>"``.
     judge: Any = None
     #: Where local models run: ``"cpu"``, ``"cuda"``, ``"mps"``, or ``None`` to choose.
     device: str | None = None

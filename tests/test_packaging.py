@@ -42,6 +42,7 @@ HEAVY = (
     "dask",
     "distributed",
     "pyarrow",
+    "xllamacpp",
 )
 
 

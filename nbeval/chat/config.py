@@ -53,6 +53,9 @@ def judge_from_env() -> ChatModel | None:
     """
     if not judge_configured():
         return None
+    named = os.environ.get(_ENV_MODEL, "").strip()
+    if named.startswith((_HF_PREFIX, _GGUF_PREFIX)):  # a local model: the base URL is for the endpoints beside it
+        return _resolve(named)
     from nbeval.chat.openai_chat import OpenAIChat
 
     return OpenAIChat()

@@ -45,7 +45,7 @@ class Judge(Command):
     cli = False
     order = 13
     arguments: tuple[Arg, ...] = (
-        arg("model", nargs="?", help="model name at an OpenAI-compatible endpoint, or hf:<name or path>"),
+        arg("model", nargs="?", help="model name at an OpenAI-compatible endpoint, hf:<name or path> or gguf:<path>"),
         arg(
             "--base-url",
             help="the endpoint's base URL ('' for OpenAI's own; default: keep the current NBEVAL_JUDGE_BASE_URL)",
@@ -77,6 +77,9 @@ class Judge(Command):
             return None
         if (model or "").startswith("hf:"):
             print(f"judge: {model} (a local Hugging Face model)")
+            return None
+        if (model or "").startswith("gguf:"):
+            print(f"judge: {model} (a local GGUF model, run by llama.cpp in this process)")
             return None
         where = f"at {public_url(base_url)}" if base_url else "at OpenAI's API"
         key = next((k for k in ENV_KEYS if os.environ.get(k)), None)

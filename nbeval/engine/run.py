@@ -124,7 +124,8 @@ def evaluate(
     and a keyword left out leaves ``options`` as it is. ``embedder``/``judge``/``device`` choose the
     run's shared resources (each evaluator may override with its own ``embedder=``/``judge=``). A judge
     is a model name (OpenAI-compatible; ``NBEVAL_JUDGE_BASE_URL`` or ``{"model": ..., "base_url": ...}``),
-    a Python function, or a local Hugging Face model: ``"hf:<name or path>"`` on ``device``, or
+    a Python function, a local GGUF model (``"gguf:<path>"``, run by llama.cpp in this process),
+    or a local Hugging Face model: ``"hf:<name or path>"`` on ``device``, or
     ``{"provider": "hf", "model": ..., "device": "cuda", "dtype": "bfloat16", "max_new_tokens": 256}``.
     ``cache``: the judge reply cache (``True``, ``False``, a folder or a file). ``timeout`` bounds
     each whole call in seconds (a judge's own ``{"timeout": ...}`` wins for its calls);

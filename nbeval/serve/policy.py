@@ -62,8 +62,9 @@ REPEAT_LIMITS: dict[str, int] = {"parse_attempts": 4, "strictness": 5}
 SERVICE_JUDGE_HELP = (
     "A judge is the chat model that grades answers; this service calls its own, and a request cannot choose "
     "one (its evaluators' judge_params set only how the judge generates). Whoever runs the service gives it "
-    "one when starting it: `nbeval serve --judge MODEL` (a model at OpenAI's API, or hf:<name or path> for a "
-    "local Hugging Face model), with `--judge-base-url URL` for an OpenAI-compatible server (e.g. "
+    "one when starting it: `nbeval serve --judge MODEL` (a model at OpenAI's API, hf:<name or path> for a "
+    "local Hugging Face model or gguf:<path> for a local GGUF model), with `--judge-base-url URL` for an "
+    "OpenAI-compatible server (e.g. "
     "http://localhost:11434/v1 for Ollama), or NBEVAL_JUDGE_MODEL, NBEVAL_JUDGE_BASE_URL and "
     "NBEVAL_JUDGE_API_KEY in its environment. Until then, ask only for evaluators that need no judge "
     "(GET /v1/evaluators: needs_judge is false)."

@@ -98,3 +98,22 @@ def test_the_cache_keys_on_the_files_content_not_its_path(tmp_path: Path) -> Non
     copy.write_bytes(bytes(data))
     assert GGUFChat(first).cache_identity() != GGUFChat(copy).cache_identity()
     assert GGUFChat(first).cache_identity() != GGUFChat(first, temperature=0.7).cache_identity()
+
+
+@pytest.mark.parametrize(("named", "kind"), [("gguf:{path}", "GGUFChat"), ("hf:{folder}", "HFChat")])
+def test_a_local_model_named_in_the_environment_is_that_local_model(
+    named: str, kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # before: NBEVAL_JUDGE_MODEL="gguf:..." (or "hf:...") made an OpenAI-compatible model of that name
+    path = tmp_path / "m.gguf"
+    path.write_bytes(b"GGUF")
+    monkeypatch.setenv("NBEVAL_JUDGE_MODEL", named.format(path=path, folder=tmp_path))
+    monkeypatch.setenv("NBEVAL_JUDGE_BASE_URL", "http://127.0.0.1:9/v1")  # for the endpoints beside it
+    assert type(resolve_chat_model(None)).__name__ == kind
+
+
+def test_the_command_lines_base_url_is_not_given_to_a_local_model() -> None:
+    from nbeval.application import endpoint
+
+    assert endpoint("gguf:m.gguf", "http://127.0.0.1:8080/v1") == "gguf:m.gguf"
+    assert endpoint("llama3", "http://127.0.0.1:8080/v1") == {"model": "llama3", "base_url": "http://127.0.0.1:8080/v1"}

@@ -137,3 +137,35 @@ def test_prompt_text_from_python() -> None:
     cls = get_class("sexism")
     assert issubclass(cls, JudgeEvaluator)
     assert str(judge_evaluator("sexism").prompt) == cls.prompt_text()
+
+
+#: The built-in prompts whose worked examples end in a pass/fail verdict, and the words for each side.
+VERDICT_WORDS = {
+    "correctness": ("yes", "no"),
+    "relevance_to_query": ("yes", "no"),
+    "groundedness": ("yes", "no"),
+    "safety": ("yes", "no"),
+    "guideline_adherence": ("yes", "no"),
+    "chunk_relevance": ("yes", "no"),
+    "context_sufficiency": ("yes", "no"),
+    "contact_information": ("absent", "present"),
+    "language_mismatch": ("same", "different"),
+    "sexism": ("no", "yes"),
+    "summarization_judge": ("good", "bad"),
+}
+
+
+@pytest.mark.parametrize("id", sorted(VERDICT_WORDS))
+def test_worked_examples_show_both_verdicts_in_varied_words(id: str) -> None:
+    """A real small model copies its examples (issue 47: one "no" example made a judge reject faithful answers).
+
+    So each judge shows a passing and a failing example, and no two of its rationales open alike.
+    """
+    from nbeval.evaluators.judges.parse import parse_choice
+
+    prompt = PROMPTS[id]
+    passing, failing = VERDICT_WORDS[id]
+    verdicts = [parse_choice(ex.reply, {passing: True, failing: False}).value for ex in prompt.examples]
+    assert set(verdicts) == {True, False}, (id, verdicts)
+    openings = [" ".join(ex.reply.split(":", 1)[1].split()[:3]).lower() for ex in prompt.examples]
+    assert len(set(openings)) == len(openings), (id, openings)
