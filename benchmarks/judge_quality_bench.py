@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import nbeval
-from nbeval.chat.structured import VerdictSchema, choice_verdict
-from nbeval.evaluators.judges.core import JudgeEvaluator, JudgePrompt
+from nbeval.chat.structured import VerdictSchema
+from nbeval.evaluators.judges.core import YES_NO_REPLY, JudgeEvaluator, JudgePrompt
 from nbeval.results.statistics.stats import cohen_kappa, mcnemar_exact
 
 #: A plain prompt per judge: one sentence, the data, no guidance, no examples.
@@ -89,17 +89,17 @@ def judge_variant(judge_id: str, variant: str) -> Any:
         )
         ev = nbeval.evaluator(judge_id, prompt=shipped.prompt.replace(output_format=VERDICT_FIRST, examples=flipped))
         # a local model decodes under the reply's shape: the verdict first there too
-        first = choice_verdict("rating", ("yes", "no"))
+        first = YES_NO_REPLY
         schema = first.schema
-        schema["properties"] = {"rating": schema["properties"]["rating"], "reason": schema["properties"]["reason"]}
-        schema["required"] = ["rating", "reason"]
+        schema["properties"] = dict(reversed(schema["properties"].items()))  # rating, then rationale
+        schema["required"] = list(schema["properties"])
         shape = VerdictSchema(first.name, json.dumps(schema), first.max_tokens)
         ev.reply_shape = lambda: shape  # type: ignore[method-assign]
         return ev
     instruction, template = PLAIN[judge_id]
     prompt = JudgePrompt(instruction=instruction, output_format=shipped.prompt.output_format, template=template)
     plain = nbeval.evaluator(judge_id, prompt=prompt)  # the judge's own reply shape and parser
-    assert isinstance(plain, JudgeEvaluator) and plain.reply_shape() == choice_verdict("rating", ("yes", "no"))
+    assert isinstance(plain, JudgeEvaluator) and plain.reply_shape() == YES_NO_REPLY
     return plain
 
 

