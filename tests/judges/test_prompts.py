@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import nbeval
@@ -155,11 +157,13 @@ VERDICT_WORDS = {
 }
 
 
-@pytest.mark.parametrize("id", sorted(VERDICT_WORDS))
-def test_worked_examples_show_both_verdicts_in_varied_words(id: str) -> None:
-    """A real small model copies its examples (issue 47: one "no" example made a judge reject faithful answers).
+@pytest.mark.parametrize("id", sorted(id for id in VERDICT_WORDS if len(PROMPTS[id].examples) > 1))
+def test_several_worked_examples_show_both_verdicts_in_varied_words(id: str) -> None:
+    """A real small model copies its examples (issue 47), so several examples show both verdicts, each worded anew.
 
-    So each judge shows a passing and a failing example, and no two of its rationales open alike.
+    A judge with one example keeps it where that measured best (``groundedness``: one failing example
+    agreed with HaluEval's labels on 0.713 of 80 rows, a balanced set on 0.600 to 0.613, with
+    benchmarks/judge_quality_bench.py and Qwen2.5-Coder-1.5B).
     """
     from nbeval.evaluators.judges.parse import parse_choice
 
@@ -169,3 +173,12 @@ def test_worked_examples_show_both_verdicts_in_varied_words(id: str) -> None:
     assert set(verdicts) == {True, False}, (id, verdicts)
     openings = [" ".join(ex.reply.split(":", 1)[1].split()[:3]).lower() for ex in prompt.examples]
     assert len(set(openings)) == len(openings), (id, openings)
+
+
+def test_the_correctness_examples_do_not_all_follow_one_sentence_pattern() -> None:
+    # the old pair had "The expected author is Jane Austen, not Charlotte Brontë", which a small model
+    # copied word for word ("The expected director is Brandon Camp, not Brandon Camp")
+    examples = PROMPTS["correctness"].examples
+    assert len(examples) >= 4
+    assert not any(re.search(r"[Tt]he expected \w+ is .+, not ", ex.reply) for ex in examples)
+    assert sum("Rating: yes" in ex.reply for ex in examples) == sum("Rating: no" in ex.reply for ex in examples)
