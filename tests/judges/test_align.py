@@ -44,10 +44,17 @@ def traits(answer: str) -> set[str]:
 
 
 def stand_in(rec: Recorded) -> str:
-    """The judge: yes, unless an example replied "no" shares a trait with the judged answer."""
+    """The judge: yes, unless an example replied "no" shares a trait with the judged answer.
+
+    It learns from the examples alignment adds, not from the built-in prompt's own (which change
+    as the prompt is tuned on real models, and would make this stand-in's starting point move).
+    """
     msgs = rec.messages
+    builtin = {PROMPTS["correctness"].data(ex.values) for ex in PROMPTS["correctness"].examples}
     learned: set[str] = set()
     for user, reply in zip(msgs[1:-1:2], msgs[2:-1:2], strict=True):
+        if user["content"] in builtin:
+            continue
         if reply["content"].rstrip().endswith("Rating: no"):
             learned |= traits(_ANSWER.findall(user["content"])[0])
     answer = _ANSWER.findall(msgs[-1]["content"])[0]
@@ -122,14 +129,15 @@ def test_the_judge_learns_from_the_examples_and_does_better_on_held_out_cases(
         k: v for k, v in correctness.params.items() if k != "prompt"
     }
     assert aligned.params["prompt"] is aligned.prompt
-    assert aligned.prompt.examples[:2] == correctness.prompt.examples
-    assert [ex.reply for ex in aligned.prompt.examples[2:]] == [
+    own = len(correctness.prompt.examples)
+    assert aligned.prompt.examples[:own] == correctness.prompt.examples
+    assert [ex.reply for ex in aligned.prompt.examples[own:]] == [
         f"Rationale: {FAIL_REASON}\nRating: no",
         f"Rationale: {PASS_REASON}\nRating: yes",
         f"Rationale: {FAIL_REASON}\nRating: no",
         f"Rationale: {PASS_REASON}\nRating: yes",
     ]
-    assert aligned.prompt.examples[2].values == {
+    assert aligned.prompt.examples[own].values == {
         "input": "Name the business units of Acme Rail.",
         "expected_output": "Acme Rail has three business units: Freight, Passenger and Infrastructure Services.",
         "actual_output": "Freight and Passenger.",
