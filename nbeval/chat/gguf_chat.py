@@ -47,13 +47,13 @@ from nbeval.errors import EvaluatorError, MissingDependency
 if TYPE_CHECKING:
     from nbeval.chat.structured import VerdictSchema
 
-__all__ = ["GGUF_PREFIX", "LOAD_SETTINGS", "GGUFChat", "loaded_gguf_models"]
+__all__ = ["GGUF_PREFIX", "LOAD_SETTINGS", "REQUEST_FIELDS", "GGUFChat", "loaded_gguf_models"]
 
 #: How a judge names a GGUF model: ``"gguf:<path or hub repo/file>"``.
 GGUF_PREFIX = "gguf:"
 
 #: Request fields a GGUF model takes (llama.cpp server's chat-completions fields).
-_REQUEST_KEYS = frozenset(
+REQUEST_FIELDS = frozenset(
     {
         "temperature",
         "top_p",
@@ -124,11 +124,11 @@ class GGUFChat:
         if isinstance(gpu_layers, bool) or not isinstance(gpu_layers, int) or gpu_layers < -1:
             msg = f"GGUF judge {self.model!r}: gpu_layers must be -1 (all) or a whole number, got {gpu_layers!r}"
             raise EvaluatorError(msg)
-        unknown = sorted(set(default_params) - _REQUEST_KEYS)
+        unknown = sorted(set(default_params) - REQUEST_FIELDS)
         if unknown:
             msg = (
                 f"GGUF judge {self.model!r}: unknown setting(s) {', '.join(unknown)}; load settings are "
-                f"{', '.join(LOAD_SETTINGS)}, request fields {', '.join(sorted(_REQUEST_KEYS))}"
+                f"{', '.join(LOAD_SETTINGS)}, request fields {', '.join(sorted(REQUEST_FIELDS))}"
             )
             raise EvaluatorError(msg)
         self.threads = threads or os.cpu_count() or 1
@@ -184,7 +184,7 @@ class GGUFChat:
         """
         server = self._server()
         merged = {**self.default_params, **params}
-        body: dict[str, Any] = {k: v for k, v in merged.items() if k in _REQUEST_KEYS}
+        body: dict[str, Any] = {k: v for k, v in merged.items() if k in REQUEST_FIELDS}
         body["messages"] = normalize_messages(messages)
         started = time.perf_counter()
         try:
@@ -200,7 +200,9 @@ class GGUFChat:
             error = data["error"]
             detail = error.get("message", error) if isinstance(error, Mapping) else error
             msg = f"{self.name}: llama.cpp answered an error: {detail}"
-            raise ChatError(msg, status=int(error.get("code", 500)) if isinstance(error, Mapping) else 500)
+            code = error.get("code") if isinstance(error, Mapping) else None
+            status = code if isinstance(code, int) and not isinstance(code, bool) and 100 <= code <= 599 else 500
+            raise ChatError(msg, status=status)
         try:
             choice = data["choices"][0]
             content = choice["message"].get("content") or ""

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nbeval.chat.base import ChatModel
+from nbeval.chat.gguf_chat import LOAD_SETTINGS, REQUEST_FIELDS
 from nbeval.errors import EvaluatorError
 
 __all__ = [
@@ -103,11 +104,7 @@ _HF_PROVIDERS = ("hf", "huggingface", "transformers")
 
 #: Settings of a local GGUF model (:class:`~nbeval.chat.gguf_chat.GGUFChat`): its load settings
 #: and the llama.cpp request fields it takes.
-GGUF_MODEL_SETTINGS = frozenset(
-    {"provider", "type", "name", "model", "threads", "context", "gpu_layers", "parallel", "verbose"}
-    | {"temperature", "top_p", "top_k", "min_p", "max_tokens", "seed", "stop", "presence_penalty"}
-    | {"frequency_penalty", "repeat_penalty", "response_format", "logprobs", "top_logprobs"}
-)
+GGUF_MODEL_SETTINGS = frozenset({"provider", "type", "name", "model", *LOAD_SETTINGS} | REQUEST_FIELDS)
 
 #: The ``provider`` names of a local GGUF model.
 GGUF_PROVIDERS = ("gguf", "llama.cpp", "llamacpp")

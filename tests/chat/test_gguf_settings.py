@@ -117,3 +117,32 @@ def test_the_command_lines_base_url_is_not_given_to_a_local_model() -> None:
 
     assert endpoint("gguf:m.gguf", "http://127.0.0.1:8080/v1") == "gguf:m.gguf"
     assert endpoint("llama3", "http://127.0.0.1:8080/v1") == {"model": "llama3", "base_url": "http://127.0.0.1:8080/v1"}
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"error": {"code": "not a number", "message": "boom"}},
+        {"error": {"code": True}},
+        {"error": {"code": 10**30}},
+        {"error": "plain text"},
+        {"choices": []},
+        {"choices": [[]]},
+        {"choices": [{"message": None}]},
+        ["not", "an", "object"],
+        None,
+    ],
+)
+def test_an_odd_reply_from_llama_cpp_is_a_chat_error_never_another_exception(data: object) -> None:
+    with pytest.raises(ChatError) as info:
+        GGUFChat("m.gguf")._reply(data, 0.0)
+    assert info.value.status is None or 100 <= info.value.status <= 599
+
+
+def test_a_max_tokens_the_caller_sets_wins_over_the_shapes_bound() -> None:
+    from nbeval.chat.structured import choice_verdict, structured_params
+
+    shape = choice_verdict("rating", ("yes", "no"))
+    shaped = structured_params(GGUFChat("m.gguf"), {"max_tokens": 5}, shape)
+    assert shaped is not None and shaped["max_tokens"] == 5 and shaped["response_format"]["type"] == "json_schema"
+    assert structured_params(GGUFChat("m.gguf"), {}, shape)["max_tokens"] == shape.max_tokens  # type: ignore[index]
